@@ -1,0 +1,86 @@
+/* The interface between the public API (dispatcher, sessions, results) and a
+ * model family. A family is one folder under src/models/ that exports one
+ * `const tr_family` and is listed once in families.c. The dispatcher does all
+ * public argument validation (c-api.md §10.1 steps 1–9) before calling in,
+ * so families see validated, defaults-filled parameters. */
+#ifndef TR_API_FAMILY_H
+#define TR_API_FAMILY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/result.h"
+#include "tensor/pool.h"
+#include "transcribe.h"
+
+struct gguf_file;
+struct tr_tokenizer;
+
+/* What the loader hands a family. Exactly one of gguf / bin is set. */
+typedef struct tr_load_ctx {
+    const char *path;
+    const struct gguf_file *gguf; /* owned by the model object; outlives the family model */
+    const void *bin_data;         /* legacy whisper.cpp .bin, mapped read-only */
+    size_t bin_size;
+} tr_load_ctx;
+
+#define TR_N_FEATURES 7
+
+/* What a family reports about a loaded model. Pointers are owned by the
+ * family model (valid until its free). */
+typedef struct tr_model_desc {
+    struct transcribe_capabilities caps; /* struct_size ignored */
+    bool features[TR_N_FEATURES];        /* indexed by transcribe_feature */
+    const char *variant;                 /* stt.variant or family default; "" ok */
+    const struct tr_tokenizer *tokenizer; /* for transcribe_tokenize; NULL = cannot encode */
+    /* translation pairs "src>tgt" (optional; empty = not advertised) */
+    int n_translate_pairs;
+    const char *const *translate_pairs;
+} tr_model_desc;
+
+typedef struct tr_session_cfg {
+    int n_threads;              /* resolved (>= 1) */
+    transcribe_kv_type kv_type; /* validated */
+    int32_t n_ctx;              /* 0 = model maximum */
+    tr_pool *pool;              /* session-owned worker pool of n_threads */
+} tr_session_cfg;
+
+/* Per-run context: validated params plus what the family needs to report. */
+typedef struct tr_run_ctx {
+    const struct transcribe_run_params *params; /* never NULL; defaults filled */
+    tr_pool *pool;
+    transcribe_abort_callback abort_cb; /* may be NULL */
+    void *abort_user_data;
+    tr_result *result; /* empty on entry; the family fills it */
+    bool truncated;    /* set by the family when it returns OUTPUT_TRUNCATED */
+} tr_run_ctx;
+
+/* Polls the abort callback (between chunks / after each decode step). */
+static inline bool tr_run_should_abort(const tr_run_ctx *ctx) {
+    return ctx->abort_cb && ctx->abort_cb(ctx->abort_user_data);
+}
+
+typedef struct tr_family {
+    const char *arch; /* general.architecture value, e.g. "whisper" */
+    transcribe_status (*load)(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc);
+    void (*free_model)(void *model);
+    transcribe_status (*session_init)(void *model, const tr_session_cfg *cfg, void **out_session);
+    void (*session_free)(void *session);
+    /* Optional family pre-validation of run params / extension (§10.1 step 10). */
+    transcribe_status (*validate_run)(void *model, const struct transcribe_run_params *params);
+    /* Offline run of one utterance into ctx->result. */
+    transcribe_status (*run)(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx);
+    /* Optional: extension kinds accepted per slot (NULL = none). */
+    bool (*accepts_ext_kind)(uint32_t kind, int slot);
+    /* Optional session limits (§13.2); NULL = zeros / caps.max_audio_ms. */
+    void (*get_limits)(void *session, struct transcribe_session_limits *out);
+} tr_family;
+
+/* Registry (families.c). NULL when no family has that architecture. */
+const tr_family *tr_family_find(const char *arch);
+/* true if the architecture is known to the project but has no loader yet
+ * (→ TRANSCRIBE_ERR_NOT_IMPLEMENTED rather than UNSUPPORTED_ARCH). */
+bool tr_family_is_known_arch(const char *arch);
+
+#endif

@@ -1,0 +1,84 @@
+/* One transcription result: text plus flat segment / word / token rows
+ * linked by index (c-api.md §16). Families build it with the tr_result_add_*
+ * calls in order (a segment, then its words and tokens); the accessors of
+ * the public API read it. Row text lives in the result's own string arena. */
+#ifndef TR_API_RESULT_H
+#define TR_API_RESULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transcribe.h"
+
+typedef struct tr_result_segment {
+    int64_t t0_ms, t1_ms;
+    int first_word, n_words;
+    int first_token, n_tokens;
+    int32_t speaker_id;
+    uint64_t text_off; /* offset into the string arena */
+} tr_result_segment;
+
+typedef struct tr_result_word {
+    int64_t t0_ms, t1_ms;
+    int seg_index;
+    int first_token, n_tokens;
+    uint64_t text_off;
+} tr_result_word;
+
+typedef struct tr_result_token {
+    int id;
+    float p;
+    int64_t t0_ms, t1_ms;
+    int seg_index;
+    int word_index; /* -1: belongs to no word */
+    uint64_t text_off;
+} tr_result_token;
+
+typedef struct tr_result {
+    transcribe_status status; /* per-utterance status (batch) */
+    char *arena;              /* NUL-separated strings */
+    uint64_t arena_len, arena_cap;
+    uint64_t full_text_off, raw_text_off, language_off;
+    bool has_full_text, has_raw_text, has_language;
+    transcribe_timestamp_kind ts_kind;
+    tr_result_segment *segs;
+    int n_segs, cap_segs;
+    tr_result_word *words;
+    int n_words, cap_words;
+    tr_result_token *toks;
+    int n_toks, cap_toks;
+    float mel_ms, encode_ms, decode_ms; /* this utterance's timings */
+    bool oom; /* an append failed; the run should return TRANSCRIBE_ERR_OOM */
+} tr_result;
+
+void tr_result_init(tr_result *r);
+void tr_result_free(tr_result *r); /* frees storage, leaves an empty result */
+void tr_result_clear(tr_result *r); /* empties, keeps capacity */
+
+/* Appends a segment; later words/tokens attach to the last segment. Returns
+ * the index or -1 on OOM. */
+int tr_result_add_segment(tr_result *r, int64_t t0_ms, int64_t t1_ms, const char *text);
+/* Appends a word to segment `seg` (must be the last segment). Returns index or -1. */
+int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, const char *text);
+/* Appends a token to segment `seg` (the last) and word `word` (the last word,
+ * or -1). Updates the segment's and word's token spans. Returns index or -1. */
+int tr_result_add_token(tr_result *r, int id, float p, int64_t t0_ms, int64_t t1_ms, int seg,
+                        int word, const char *text);
+/* Updates the text / times of an existing segment (e.g. after joining). */
+bool tr_result_set_segment_text(tr_result *r, int seg, const char *text);
+bool tr_result_set_full_text(tr_result *r, const char *text);
+bool tr_result_set_raw_text(tr_result *r, const char *text);
+bool tr_result_set_language(tr_result *r, const char *lang);
+void tr_result_set_timestamp_kind(tr_result *r, transcribe_timestamp_kind k);
+
+/* Readers ("" when absent). */
+const char *tr_result_str(const tr_result *r, uint64_t off);
+const char *tr_result_full_text(const tr_result *r);
+const char *tr_result_raw_text(const tr_result *r);
+const char *tr_result_language(const tr_result *r);
+
+/* Builds full text by concatenating segment texts when a family does not set
+ * it explicitly (leading/trailing whitespace trimmed). */
+bool tr_result_build_full_text(tr_result *r);
+
+#endif

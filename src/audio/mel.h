@@ -1,0 +1,65 @@
+/* Log-mel and fbank front ends (gguf-common.md §7–§8). One configuration
+ * struct covers every family; tr_mel_config_from_gguf reads the
+ * stt.frontend.* keys and the baked frontend.* tensors. */
+#ifndef TR_AUDIO_MEL_H
+#define TR_AUDIO_MEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor/pool.h"
+#include "transcribe.h"
+
+struct gguf_file;
+
+typedef enum { TR_FRONTEND_MEL = 0, TR_FRONTEND_KALDI_FBANK_LFR = 1, TR_FRONTEND_RAW = 2 } tr_frontend_type;
+typedef enum { TR_PAD_REFLECT = 0, TR_PAD_CONSTANT = 1, TR_PAD_NONE = 2 } tr_pad_mode;
+typedef enum { TR_WIN_HANN_PERIODIC = 0, TR_WIN_HANN_SYMMETRIC = 1, TR_WIN_HAMMING = 2 } tr_window_type;
+typedef enum {
+    TR_NORM_NONE = 0,
+    TR_NORM_PER_FEATURE = 1,
+    TR_NORM_PER_UTTERANCE = 2, /* also Whisper's "whisper_logmel" */
+    TR_NORM_GLOBAL = 3,
+} tr_norm_type;
+typedef enum { TR_MELSCALE_SLANEY = 0, TR_MELSCALE_HTK = 1 } tr_mel_scale;
+
+typedef struct tr_mel_config {
+    tr_frontend_type type;
+    int sample_rate, n_mels, n_fft, win_length, hop_length;
+    tr_window_type window;
+    tr_pad_mode pad_mode;
+    tr_norm_type normalize;
+    tr_mel_scale mel_scale;
+    bool mel_area_norm; /* Slaney area normalisation of each filter */
+    float pre_emphasis, f_min, f_max;
+    float global_log_mel_max; /* TR_NORM_GLOBAL */
+    float log_clamp_min;      /* > 0: ln(max(E, clamp)); else default log rule */
+    bool log;                 /* false: no log compression (canary stt.frontend.log) */
+    bool ceil_frames;         /* NeMo "ceil" frame-count flag */
+    /* Baked buffers (borrowed, e.g. from the mapped model): filterbank is
+     * [n_mels][n_fft/2+1], window [win_length]. NULL = compute. */
+    const float *filterbank;
+    const float *baked_window;
+    /* Kaldi fbank + LFR */
+    int lfr_m, lfr_n;
+    bool snip_edges, upscale_samples, apply_cmvn;
+    const float *cmvn_shift, *cmvn_scale;
+} tr_mel_config;
+
+/* Defaults for the named variants (no file needed). */
+void tr_mel_config_whisper(tr_mel_config *c, int n_mels);
+void tr_mel_config_nemo(tr_mel_config *c, int n_mels);
+void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
+/* Reads stt.frontend.* and frontend.* tensors over the defaults in *c.
+ * Returns GGUF on a wrongly typed key or a misshaped baked tensor. */
+transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f);
+
+/* Computes features of n samples: *out is malloc'ed [n_mels][*n_frames]
+ * row-major (for LFR: [n_mels*lfr_m][n_frames]). Frames are computed on the
+ * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
+transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n,
+                                 tr_pool *pool, float **out, int *n_frames);
+/* Feature rows of the output (n_mels, or n_mels*lfr_m for LFR). */
+int tr_mel_n_features(const tr_mel_config *c);
+
+#endif

@@ -1,0 +1,38 @@
+/* Weight × activation products, the hot path of every model.
+ *
+ *   Y[m][n] = sum_k X[m][k] * W[n][k]  (+ bias[n])
+ *
+ * W is a 2-D weight tensor with ne = {K, N} in any tr_type that
+ * tr_dequantize_row supports; X is F32 row-major [M][K] (row stride ldx
+ * floats); Y is F32 row-major [M][N] (row stride ldy floats). M == 1 takes
+ * the matrix-vector path. The kernel is chosen once at run time from cpuid
+ * (AVX-512, AVX2+FMA, or portable C); every path agrees within float
+ * rounding. Output rows are split across the pool so results are identical
+ * for any thread count. */
+#ifndef TR_TENSOR_MATMUL_H
+#define TR_TENSOR_MATMUL_H
+
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M,
+               int ldx, float *Y, int ldy);
+
+/* Same with plain contiguous strides (ldx = K, ldy = N). */
+static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X,
+                             int M, float *Y) {
+    tr_matmul(pool, W, bias, X, M, (int)W->ne[0], Y, (int)W->ne[1]);
+}
+
+/* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
+ * row-major, given strides). Used where both operands are computed. */
+void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
+                      int ldc, int M, int N, int K);
+
+/* Selected kernel family, for logs and benchmarks: "avx512", "avx2", "scalar". */
+const char *tr_matmul_isa(void);
+/* Force a kernel family ("scalar", "avx2", "avx512", or NULL for auto); tests
+ * use it to compare paths. Returns false if the CPU lacks it. */
+bool tr_matmul_force_isa(const char *isa);
+
+#endif

@@ -1,0 +1,106 @@
+/* Element-wise, normalisation, convolution, attention and positional ops on
+ * F32 activations. Row-major; "rows × dim" means rows vectors of dim floats.
+ * Every op with a pool argument accepts NULL (single-threaded). In-place use
+ * (y == x) is allowed wherever the signature has both. */
+#ifndef TR_TENSOR_OPS_H
+#define TR_TENSOR_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+/* ---- normalisation ---- */
+/* y = (x - mean) / sqrt(var + eps) * g + b   (biased variance; g/b may be NULL) */
+void tr_layer_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
+                   const float *b, float eps);
+/* y = x / sqrt(mean(x^2) + eps) * g   (g may be NULL) */
+void tr_rms_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
+                 float eps);
+/* x[r][i] = x[r][i] * scale[i] + bias[i]  (fused batch norm; either may be NULL) */
+void tr_scale_bias(float *x, int rows, int dim, const float *scale, const float *bias);
+/* x[r][i] += b[i] */
+void tr_add_bias(float *x, int rows, int dim, const float *b);
+/* y[i] = a[i] + s * b[i] */
+void tr_add_scaled(float *y, const float *a, const float *b, float s, long n);
+
+/* ---- activations (in place, n elements) ---- */
+void tr_gelu(float *x, long n);      /* exact erf form */
+void tr_gelu_tanh(float *x, long n); /* tanh approximation */
+void tr_silu(float *x, long n);
+void tr_relu(float *x, long n);
+void tr_sigmoid(float *x, long n);
+void tr_tanh(float *x, long n);
+/* GLU over the last dim: x is rows × 2*half; y[r][i] = x[r][i] * sigmoid(x[r][half+i]) */
+void tr_glu(const float *x, float *y, int rows, int half);
+
+/* ---- softmax ---- */
+/* Softmax of each row in place; mask (optional, rows × n or NULL) is added
+ * before the max; -INFINITY entries get probability 0; an all-masked row
+ * becomes all zeros. */
+void tr_softmax(float *x, int rows, int n, const float *mask);
+/* log-softmax of one row in place */
+void tr_log_softmax(float *x, int n);
+
+/* ---- layout ---- */
+/* y[c][r] = x[r][c] for an rows × cols input */
+void tr_transpose(const float *x, float *y, int rows, int cols);
+
+/* ---- convolution (channel-major activations, PyTorch semantics) ----
+ * conv1d: x is [c_in][t_in], w has ne = {k, c_in/groups, c_out} (F32 or F16),
+ * bias [c_out] or NULL, y is [c_out][t_out] with
+ * t_out = (t_in + pad_l + pad_r - dilation*(k-1) - 1) / stride + 1.
+ * Depthwise is groups == c_in == c_out. */
+int tr_conv1d_out_len(int t_in, int k, int stride, int pad_l, int pad_r, int dilation);
+void tr_conv1d(tr_pool *pool, const float *x, int c_in, int t_in, const tr_tensor *w,
+               const float *bias, int stride, int pad_l, int pad_r, int dilation, int groups,
+               float *y);
+/* conv2d: x is [c_in][h][w], w has ne = {kw, kh, c_in/groups, c_out}; y is
+ * [c_out][h_out][w_out]; symmetric zero padding (pad_h, pad_w). */
+void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
+               float *y, int *h_out, int *w_out);
+
+/* ---- positions ---- */
+/* Rotary embedding on x = n_tok rows, each n_head heads of head_dim floats
+ * (row stride `stride` floats). The first n_rot dims of each head rotate by
+ * angle pos[t] * theta_base^(-2i/n_rot). neox: pairs (i, i + n_rot/2);
+ * otherwise adjacent pairs (2i, 2i+1). */
+void tr_rope(float *x, int n_tok, int n_head, int head_dim, int stride, const int32_t *pos,
+             int n_rot, float theta_base, bool neox);
+
+/* ---- embeddings ---- */
+/* out[i][:] = row ids[i] of emb (ne = {d, vocab}), dequantized. Ids out of
+ * range give zero rows (callers validate ids first). */
+void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out);
+
+/* ---- attention ----
+ * Scaled dot-product attention with grouped-query heads, computed blockwise
+ * with an online softmax so no n_q × n_kv matrix is ever materialised.
+ *   q: n_q rows, stride q_stride floats, heads of head_dim (n_head heads)
+ *   k, v: n_kv rows, stride kv_stride floats, n_head_kv heads (n_head % n_head_kv == 0)
+ *   out: n_q rows, stride out_stride, n_head * head_dim floats
+ * causal: query i sees keys j <= i + causal_offset (causal_offset = n_kv - n_q
+ * for a decoder step appended to a KV cache). kv_valid (optional) limits the
+ * keys to [0, kv_valid) for padded batches; pass n_kv otherwise.
+ * pos_bias (optional, n_head × n_q × n_kv) is added to the scaled scores
+ * (relative-position attention). */
+typedef struct tr_attn_args {
+    const float *q;
+    int q_stride;
+    const float *k;
+    const float *v;
+    int kv_stride;
+    float *out;
+    int out_stride;
+    int n_q, n_kv, kv_valid;
+    int n_head, n_head_kv, head_dim;
+    float scale;
+    bool causal;
+    int causal_offset;
+    const float *pos_bias;
+} tr_attn_args;
+void tr_attention(tr_pool *pool, const tr_attn_args *a);
+
+#endif

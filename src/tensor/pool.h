@@ -1,0 +1,27 @@
+/* Persistent worker pool. A pool of n threads runs tasks on the caller plus
+ * n-1 workers. Work is split by the task itself from (ith, nth), so results
+ * never depend on scheduling. Not re-entrant: one tr_pool_run at a time. */
+#ifndef TR_TENSOR_POOL_H
+#define TR_TENSOR_POOL_H
+
+typedef struct tr_pool tr_pool;
+typedef void (*tr_pool_fn)(void *ctx, int ith, int nth);
+
+tr_pool *tr_pool_create(int n_threads); /* n_threads <= 0: 1 */
+void tr_pool_free(tr_pool *pool);       /* NULL ok */
+int tr_pool_n_threads(const tr_pool *pool); /* NULL pool: 1 */
+/* Runs fn(ctx, i, n) for i in [0, n) and returns when all are done. A NULL
+ * pool runs fn(ctx, 0, 1) on the caller. */
+void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx);
+
+/* Default thread count: CPUs in the affinity mask, capped at 8. */
+int tr_default_n_threads(void);
+
+/* Split [0, n) into nth nearly equal contiguous ranges; range of part ith. */
+static inline void tr_split_range(long n, int ith, int nth, long *begin, long *end) {
+    long base = n / nth, rem = n % nth;
+    *begin = ith * base + (ith < rem ? ith : rem);
+    *end = *begin + base + (ith < rem ? 1 : 0);
+}
+
+#endif

@@ -1,0 +1,61 @@
+#include "util/log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The log sink is the only global mutable state in the library. The state
+ * word is written last so a reader never sees a half-configured sink. */
+enum { SINK_DEFAULT = 0, SINK_CALLBACK = 1, SINK_DISABLED = 2 };
+static _Atomic(transcribe_log_callback) g_cb;
+static _Atomic(void *) g_userdata;
+static atomic_int g_state;
+
+TRANSCRIBE_API void transcribe_log_set(transcribe_log_callback cb, void *userdata) {
+    atomic_store(&g_cb, cb);
+    atomic_store(&g_userdata, userdata);
+    atomic_store(&g_state, cb ? SINK_CALLBACK : SINK_DISABLED);
+}
+
+static const char *level_tag(transcribe_log_level level) {
+    switch (level) {
+    case TRANSCRIBE_LOG_LEVEL_ERROR: return "error: ";
+    case TRANSCRIBE_LOG_LEVEL_WARN: return "warning: ";
+    case TRANSCRIBE_LOG_LEVEL_DEBUG: return "debug: ";
+    default: return "";
+    }
+}
+
+void tr_log(transcribe_log_level level, const char *fmt, ...) {
+    int state = atomic_load(&g_state);
+    if (state == SINK_DISABLED) return;
+    if (state == SINK_DEFAULT && level == TRANSCRIBE_LOG_LEVEL_DEBUG) {
+        static atomic_int debug_env = -1;
+        int d = atomic_load(&debug_env);
+        if (d < 0) {
+            const char *e = getenv("TRANSCRIBE_DEBUG");
+            d = (e && *e && strcmp(e, "0") != 0) ? 1 : 0;
+            atomic_store(&debug_env, d);
+        }
+        if (!d) return;
+    }
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(msg);
+    if (len > 0 && msg[len - 1] == '\n') msg[len - 1] = '\0';
+    if (state == SINK_CALLBACK) {
+        transcribe_log_callback cb = atomic_load(&g_cb);
+        if (cb) cb(level, msg, atomic_load(&g_userdata));
+        return;
+    }
+    if (level == TRANSCRIBE_LOG_LEVEL_CONT) {
+        fputs(msg, stderr);
+    } else {
+        fprintf(stderr, "transcribe: %s%s\n", level_tag(level), msg);
+    }
+}
