@@ -59,6 +59,111 @@ typedef enum {
     TRANSCRIBE_LOG_LEVEL_CONT = 5,
 } transcribe_log_level;
 
+typedef enum {
+    TRANSCRIBE_TASK_TRANSCRIBE = 0,
+    TRANSCRIBE_TASK_TRANSLATE = 1,
+} transcribe_task;
+
+typedef enum {
+    TRANSCRIBE_TIMESTAMPS_NONE = 0,
+    TRANSCRIBE_TIMESTAMPS_AUTO = 1,
+    TRANSCRIBE_TIMESTAMPS_SEGMENT = 2,
+    TRANSCRIBE_TIMESTAMPS_WORD = 3,
+    TRANSCRIBE_TIMESTAMPS_TOKEN = 4,
+} transcribe_timestamp_kind;
+
+typedef enum {
+    TRANSCRIBE_KV_TYPE_AUTO = 0,
+    TRANSCRIBE_KV_TYPE_F32 = 1,
+    TRANSCRIBE_KV_TYPE_F16 = 2,
+} transcribe_kv_type;
+
+enum transcribe_pnc_mode {
+    TRANSCRIBE_PNC_MODE_DEFAULT = 0,
+    TRANSCRIBE_PNC_MODE_OFF = 1,
+    TRANSCRIBE_PNC_MODE_ON = 2,
+};
+
+enum transcribe_itn_mode {
+    TRANSCRIBE_ITN_MODE_DEFAULT = 0,
+    TRANSCRIBE_ITN_MODE_OFF = 1,
+    TRANSCRIBE_ITN_MODE_ON = 2,
+};
+
+enum transcribe_diarize_mode {
+    TRANSCRIBE_DIARIZE_MODE_DEFAULT = 0,
+    TRANSCRIBE_DIARIZE_MODE_OFF = 1,
+    TRANSCRIBE_DIARIZE_MODE_ON = 2,
+};
+
+typedef enum {
+    TRANSCRIBE_FEATURE_INITIAL_PROMPT = 0,
+    TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK = 1,
+    TRANSCRIBE_FEATURE_LONG_FORM = 2,
+    TRANSCRIBE_FEATURE_CANCELLATION = 3,
+    TRANSCRIBE_FEATURE_PNC = 4,
+    TRANSCRIBE_FEATURE_ITN = 5,
+    TRANSCRIBE_FEATURE_DIARIZATION = 6,
+} transcribe_feature;
+
+typedef enum {
+    TRANSCRIBE_EXT_SLOT_RUN = 0,
+    TRANSCRIBE_EXT_SLOT_STREAM = 1,
+} transcribe_ext_slot;
+
+typedef bool (*transcribe_abort_callback)(void *user_data);
+
+struct transcribe_model;
+struct transcribe_session;
+
+struct transcribe_ext {
+    uint64_t size; /* caller's sizeof of the whole typed extension */
+    uint32_t kind; /* TRANSCRIBE_EXT_KIND_* */
+};
+
+struct transcribe_session_params {
+    uint64_t struct_size;
+    int n_threads;              /* default 0 = library chooses */
+    transcribe_kv_type kv_type; /* default AUTO */
+    int32_t n_ctx;              /* default 0 = model maximum; optional trailing field */
+};
+
+struct transcribe_run_params {
+    uint64_t struct_size;
+    transcribe_task task;                 /* default TRANSCRIBE */
+    transcribe_timestamp_kind timestamps; /* default AUTO */
+    enum transcribe_pnc_mode pnc;         /* default DEFAULT */
+    enum transcribe_itn_mode itn;         /* default DEFAULT */
+    enum transcribe_diarize_mode diarize; /* default DEFAULT (= off) */
+    const char *language;                 /* default NULL = autodetect */
+    const char *target_language;          /* default NULL */
+    bool keep_special_tags;               /* default false */
+    const struct transcribe_ext *family;  /* default NULL = family defaults */
+    int32_t spec_k_drafts;                /* default -1 = family default */
+};
+
+struct transcribe_capabilities {
+    uint64_t struct_size;
+    int32_t native_sample_rate;
+    int n_languages;
+    const char *const *languages;
+    transcribe_timestamp_kind max_timestamp_kind;
+    bool supports_language_detect;
+    bool supports_translate;
+    bool supports_streaming;
+    bool supports_spec_decode;
+    int64_t max_audio_ms;
+    int n_translate_target_languages;
+    const char *const *translate_target_languages;
+};
+
+struct transcribe_session_limits {
+    uint64_t struct_size;
+    int32_t effective_n_ctx;
+    int64_t effective_max_audio_ms;
+    int64_t max_kv_bytes;
+};
+
 typedef void (*transcribe_log_callback)(transcribe_log_level level, const char *msg,
                                         void *userdata);
 
