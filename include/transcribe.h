@@ -1,8 +1,12 @@
 /* transcribe — offline speech-to-text inference library (C API).
  *
- * PROVISIONAL: only the pieces every module needs are declared here so far
- * (status codes, log levels, log sink). The full API of c-api.md is being
- * written in this file next; keep these declarations exactly as they are. */
+ * Source-compatible with the transcribe.cpp 0.2.1 public C surface: same
+ * names, enum values, struct layouts and semantics. Conventions:
+ *  - every caller-allocated struct starts with `uint64_t struct_size`, filled
+ *    by its *_init() function; a NULL params pointer means "defaults";
+ *  - returned strings are never freed by the caller (static, model-owned or
+ *    session-owned, see each function);
+ *  - audio is mono float PCM at the model's native rate (16 kHz). */
 #ifndef TRANSCRIBE_H
 #define TRANSCRIBE_H
 
@@ -24,9 +28,23 @@
 #endif
 #endif
 
+#define TRANSCRIBE_VERSION_MAJOR         0
+#define TRANSCRIBE_VERSION_MINOR         2
+#define TRANSCRIBE_VERSION_PATCH         1
+#define TRANSCRIBE_VERSION_STRINGIZE_(x) #x
+#define TRANSCRIBE_VERSION_STRINGIZE(x)  TRANSCRIBE_VERSION_STRINGIZE_(x)
+#define TRANSCRIBE_VERSION                                                                         \
+    TRANSCRIBE_VERSION_STRINGIZE(TRANSCRIBE_VERSION_MAJOR)                                         \
+    "." TRANSCRIBE_VERSION_STRINGIZE(TRANSCRIBE_VERSION_MINOR) "." TRANSCRIBE_VERSION_STRINGIZE(   \
+        TRANSCRIBE_VERSION_PATCH)
+#define TRANSCRIBE_VERSION_NUMBER                                                                  \
+    (TRANSCRIBE_VERSION_MAJOR * 10000 + TRANSCRIBE_VERSION_MINOR * 100 + TRANSCRIBE_VERSION_PATCH)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---- enumerations (values are ABI; never renumber) ---- */
 
 typedef enum {
     TRANSCRIBE_OK = 0,
@@ -49,6 +67,25 @@ typedef enum {
     TRANSCRIBE_ERR_INPUT_TOO_LONG = 17,
     TRANSCRIBE_ERR_OUTPUT_TRUNCATED = 18,
 } transcribe_status;
+
+/* Ids for transcribe_abi_struct_size/_align (append-only). */
+typedef enum {
+    TRANSCRIBE_ABI_MODEL_LOAD_PARAMS = 0,
+    TRANSCRIBE_ABI_SESSION_PARAMS = 1,
+    TRANSCRIBE_ABI_RUN_PARAMS = 2,
+    TRANSCRIBE_ABI_STREAM_PARAMS = 3,
+    TRANSCRIBE_ABI_CAPABILITIES = 4,
+    TRANSCRIBE_ABI_TIMINGS = 5,
+    TRANSCRIBE_ABI_SEGMENT = 6,
+    TRANSCRIBE_ABI_WORD = 7,
+    TRANSCRIBE_ABI_TOKEN = 8,
+    TRANSCRIBE_ABI_STREAM_UPDATE = 9,
+    TRANSCRIBE_ABI_STREAM_TEXT = 10,
+    TRANSCRIBE_ABI_SESSION_LIMITS = 11,
+    TRANSCRIBE_ABI_EXT = 12,
+    TRANSCRIBE_ABI_DEVICE_INFO = 13,
+    TRANSCRIBE_ABI_SPEAKER_SEGMENT = 14,
+} transcribe_abi_struct;
 
 typedef enum {
     TRANSCRIBE_LOG_LEVEL_NONE = 0,
@@ -111,14 +148,56 @@ typedef enum {
     TRANSCRIBE_EXT_SLOT_STREAM = 1,
 } transcribe_ext_slot;
 
+typedef enum {
+    TRANSCRIBE_BACKEND_AUTO = 0,
+    TRANSCRIBE_BACKEND_CPU = 1,
+    TRANSCRIBE_BACKEND_METAL = 2,
+    TRANSCRIBE_BACKEND_VULKAN = 3,
+    TRANSCRIBE_BACKEND_CPU_ACCEL = 4,
+    TRANSCRIBE_BACKEND_CUDA = 5,
+    TRANSCRIBE_BACKEND_ROCM = 6,
+} transcribe_backend_request;
+
+typedef enum {
+    TRANSCRIBE_DEVICE_TYPE_CPU = 0,
+    TRANSCRIBE_DEVICE_TYPE_GPU = 1,
+    TRANSCRIBE_DEVICE_TYPE_IGPU = 2,
+    TRANSCRIBE_DEVICE_TYPE_ACCEL = 3,
+} transcribe_device_type;
+
+enum transcribe_stream_state {
+    TRANSCRIBE_STREAM_IDLE = 0,
+    TRANSCRIBE_STREAM_ACTIVE = 1,
+    TRANSCRIBE_STREAM_FINISHED = 2,
+    TRANSCRIBE_STREAM_FAILED = 3,
+};
+
+typedef enum {
+    TRANSCRIBE_STREAM_COMMIT_AUTO = 0,
+    TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE = 1,
+    TRANSCRIBE_STREAM_COMMIT_STABLE_PREFIX = 2,
+} transcribe_stream_commit_policy;
+
 typedef bool (*transcribe_abort_callback)(void *user_data);
+
+/* ---- opaque handles ---- */
 
 struct transcribe_model;
 struct transcribe_session;
+struct transcribe_device;
+typedef struct transcribe_device *transcribe_device_t;
+
+/* ---- caller-allocated structs (layouts are ABI, see c-api.md §19) ---- */
 
 struct transcribe_ext {
     uint64_t size; /* caller's sizeof of the whole typed extension */
     uint32_t kind; /* TRANSCRIBE_EXT_KIND_* */
+};
+
+struct transcribe_model_load_params {
+    uint64_t struct_size;
+    transcribe_backend_request backend; /* default AUTO */
+    transcribe_device_t device;         /* default NULL = automatic */
 };
 
 struct transcribe_session_params {
@@ -140,6 +219,13 @@ struct transcribe_run_params {
     bool keep_special_tags;               /* default false */
     const struct transcribe_ext *family;  /* default NULL = family defaults */
     int32_t spec_k_drafts;                /* default -1 = family default */
+};
+
+struct transcribe_stream_params {
+    uint64_t struct_size;
+    const struct transcribe_ext *family;           /* default NULL */
+    transcribe_stream_commit_policy commit_policy; /* default AUTO; optional trailing */
+    uint32_t stable_prefix_agreement_n; /* default 0 = library default (3); optional trailing */
 };
 
 struct transcribe_capabilities {
@@ -164,12 +250,286 @@ struct transcribe_session_limits {
     int64_t max_kv_bytes;
 };
 
+struct transcribe_timings {
+    uint64_t struct_size;
+    float load_ms;   /* model load wall time */
+    float mel_ms;    /* latest run: front end */
+    float encode_ms; /* latest run: encoder */
+    float decode_ms; /* latest run: decoder */
+};
+
+struct transcribe_segment {
+    uint64_t struct_size;
+    int64_t t0_ms;
+    int64_t t1_ms;
+    int first_word;
+    int n_words;
+    int first_token;
+    int n_tokens;
+    const char *text;
+    int32_t speaker_id; /* 1-based; 0 = unattributed; optional trailing */
+};
+
+struct transcribe_word {
+    uint64_t struct_size;
+    int64_t t0_ms;
+    int64_t t1_ms;
+    int seg_index;
+    int first_token;
+    int n_tokens;
+    const char *text;
+};
+
+struct transcribe_token {
+    uint64_t struct_size;
+    int id;
+    float p; /* confidence hint or NaN */
+    int64_t t0_ms;
+    int64_t t1_ms;
+    int seg_index;
+    int word_index; /* -1 when the token belongs to no word */
+    const char *text;
+};
+
+struct transcribe_speaker_segment {
+    uint64_t struct_size;
+    int64_t t0_ms;
+    int64_t t1_ms;
+    int32_t speaker_id; /* 1-based; 0 = row not present */
+    float p;            /* confidence or NaN */
+};
+
+struct transcribe_stream_update {
+    uint64_t struct_size;
+    bool result_changed;
+    bool is_final;
+    int32_t revision;
+    int64_t input_received_ms;
+    int64_t audio_committed_ms;
+    int64_t buffered_ms;
+    bool committed_changed; /* optional trailing */
+    bool tentative_changed; /* optional trailing */
+};
+
+struct transcribe_stream_text {
+    uint64_t struct_size;
+    const char *full_text;
+    uint64_t full_text_bytes;
+    const char *committed_text;
+    uint64_t committed_text_bytes;
+    const char *tentative_text;
+    uint64_t tentative_text_bytes;
+    uint64_t raw_tentative_start_bytes;
+};
+
+struct transcribe_device_info {
+    uint64_t struct_size;
+    const char *name;
+    const char *description;
+    const char
+        *kind; /* "cpu", "accel", "metal", "vulkan", "cuda", "rocm", "sycl", "gpu", "unknown" */
+    const char *device_id; /* PCI bus id or NULL */
+    uint64_t memory_total;
+    uint64_t memory_free;
+    transcribe_device_type device_type;
+};
+
 typedef void (*transcribe_log_callback)(transcribe_log_level level, const char *msg,
                                         void *userdata);
 
+/* ---- status, version, ABI metadata (static strings) ---- */
+
 TRANSCRIBE_API const char *transcribe_status_string(int status);
+TRANSCRIBE_API const char *transcribe_version(void);
+TRANSCRIBE_API const char *transcribe_version_commit(void);
+/* sizeof / alignof of a public struct as compiled into the library; 0 for an unknown id. */
+TRANSCRIBE_API size_t transcribe_abi_struct_size(transcribe_abi_struct which);
+TRANSCRIBE_API size_t transcribe_abi_struct_align(transcribe_abi_struct which);
+
+/* ---- logging: one process-wide sink; call once at startup ---- */
+
 TRANSCRIBE_API void transcribe_log_set(transcribe_log_callback cb, void *userdata);
 
+/* ---- family extensions ---- */
+
+TRANSCRIBE_API transcribe_status transcribe_ext_check(const struct transcribe_ext *ext,
+                                                      uint32_t expected_kind, uint64_t min_size);
+TRANSCRIBE_API bool transcribe_model_accepts_ext_kind(const struct transcribe_model *model,
+                                                      transcribe_ext_slot slot, uint32_t kind);
+
+/* ---- backends and devices (this library computes on the CPU only) ---- */
+
+TRANSCRIBE_API transcribe_status transcribe_init_backends(const char *artifact_dir);
+TRANSCRIBE_API transcribe_status transcribe_init_backends_default(void);
+TRANSCRIBE_API int transcribe_device_count(void);
+TRANSCRIBE_API transcribe_device_t transcribe_device_get(int index);
+TRANSCRIBE_API void transcribe_device_info_init(struct transcribe_device_info *p);
+TRANSCRIBE_API transcribe_status transcribe_device_get_info(transcribe_device_t device,
+                                                            struct transcribe_device_info *out);
+TRANSCRIBE_API bool transcribe_backend_available(transcribe_backend_request kind);
+TRANSCRIBE_API transcribe_device_t transcribe_model_device(const struct transcribe_model *model);
+
+/* ---- parameter init (zero-fill, defaults, struct_size); no-ops on NULL ---- */
+
+TRANSCRIBE_API void transcribe_model_load_params_init(struct transcribe_model_load_params *params);
+TRANSCRIBE_API void transcribe_session_params_init(struct transcribe_session_params *params);
+TRANSCRIBE_API void transcribe_run_params_init(struct transcribe_run_params *params);
+TRANSCRIBE_API void transcribe_stream_params_init(struct transcribe_stream_params *params);
+
+/* ---- models ---- */
+
+TRANSCRIBE_API void transcribe_capabilities_init(struct transcribe_capabilities *out);
+TRANSCRIBE_API transcribe_status transcribe_model_get_capabilities(
+    const struct transcribe_model *model, struct transcribe_capabilities *out_caps);
+TRANSCRIBE_API bool transcribe_model_supports(const struct transcribe_model *model,
+                                              transcribe_feature feature);
+TRANSCRIBE_API const char *transcribe_model_arch_string(const struct transcribe_model *model);
+TRANSCRIBE_API const char *transcribe_model_variant_string(const struct transcribe_model *model);
+TRANSCRIBE_API const char *transcribe_model_backend(const struct transcribe_model *model);
+TRANSCRIBE_API const char *transcribe_model_meta_val_str(const struct transcribe_model *model,
+                                                         const char *key);
+TRANSCRIBE_API transcribe_status
+transcribe_model_load_file(const char *path, const struct transcribe_model_load_params *params,
+                           struct transcribe_model **out_model);
+TRANSCRIBE_API void transcribe_model_free(struct transcribe_model *model);
+/* N >= 0 ids written; -N: buffer too small (N needed); INT_MIN: cannot encode. */
+TRANSCRIBE_API int transcribe_tokenize(const struct transcribe_model *model, const char *text,
+                                       int32_t *tokens, size_t n_max);
+
+/* ---- sessions ---- */
+
+TRANSCRIBE_API transcribe_status transcribe_session_init(
+    struct transcribe_model *model, const struct transcribe_session_params *params,
+    struct transcribe_session **out_session);
+TRANSCRIBE_API void transcribe_session_free(struct transcribe_session *session);
+TRANSCRIBE_API transcribe_status
+transcribe_open(const char *path, const struct transcribe_model_load_params *load_params,
+                const struct transcribe_session_params *session_params,
+                struct transcribe_session **out_session);
+/* Deprecated alias of transcribe_session_free. */
+TRANSCRIBE_API void transcribe_close(struct transcribe_session *session);
+TRANSCRIBE_API const struct transcribe_model *
+transcribe_get_model(const struct transcribe_session *session);
+
+/* ---- offline runs ---- */
+
+TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *session,
+                                                const float *pcm, int n_samples,
+                                                const struct transcribe_run_params *params);
+TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session *session,
+                                                      const float *const *pcm, const int *n_samples,
+                                                      int n,
+                                                      const struct transcribe_run_params *params);
+
+/* ---- cancellation and outcome flags ---- */
+
+TRANSCRIBE_API void transcribe_set_abort_callback(struct transcribe_session *session,
+                                                  transcribe_abort_callback cb, void *user_data);
+TRANSCRIBE_API bool transcribe_was_aborted(const struct transcribe_session *session);
+TRANSCRIBE_API bool transcribe_was_truncated(const struct transcribe_session *session);
+
+/* ---- limits ---- */
+
+TRANSCRIBE_API void transcribe_session_limits_init(struct transcribe_session_limits *out);
+TRANSCRIBE_API transcribe_status transcribe_session_get_limits(
+    const struct transcribe_session *session, struct transcribe_session_limits *out);
+
+/* ---- streaming ---- */
+
+TRANSCRIBE_API void transcribe_stream_update_init(struct transcribe_stream_update *out);
+TRANSCRIBE_API void transcribe_stream_text_init(struct transcribe_stream_text *out);
+TRANSCRIBE_API transcribe_status transcribe_stream_get_text(
+    const struct transcribe_session *session, struct transcribe_stream_text *out);
+TRANSCRIBE_API transcribe_status transcribe_stream_begin(
+    struct transcribe_session *session, const struct transcribe_run_params *run_params,
+    const struct transcribe_stream_params *stream_params);
+TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_session *session,
+                                                        const float *pcm, int n_samples,
+                                                        struct transcribe_stream_update *update);
+TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
+    struct transcribe_session *session, struct transcribe_stream_update *update);
+TRANSCRIBE_API void transcribe_stream_reset(struct transcribe_session *session);
+TRANSCRIBE_API enum transcribe_stream_state
+transcribe_stream_get_state(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_stream_revision(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_stream_n_committed_segments(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_stream_n_committed_words(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_stream_n_committed_tokens(const struct transcribe_session *session);
+TRANSCRIBE_API transcribe_status
+transcribe_stream_last_status(const struct transcribe_session *session);
+
+/* ---- timings ---- */
+
+TRANSCRIBE_API void transcribe_timings_init(struct transcribe_timings *out);
+TRANSCRIBE_API transcribe_status transcribe_get_timings(const struct transcribe_session *session,
+                                                        struct transcribe_timings *out_timings);
+TRANSCRIBE_API void transcribe_print_timings(const struct transcribe_session *session);
+TRANSCRIBE_API void transcribe_reset_timings(struct transcribe_session *session);
+
+/* ---- results (session-owned; valid until the next run/begin/reset/free) ---- */
+
+TRANSCRIBE_API const char *transcribe_full_text(const struct transcribe_session *session);
+TRANSCRIBE_API const char *transcribe_raw_text(const struct transcribe_session *session);
+TRANSCRIBE_API transcribe_timestamp_kind
+transcribe_returned_timestamp_kind(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_n_segments(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_n_words(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_n_tokens(const struct transcribe_session *session);
+TRANSCRIBE_API const char *transcribe_detected_language(const struct transcribe_session *session);
+TRANSCRIBE_API void transcribe_segment_init(struct transcribe_segment *out);
+TRANSCRIBE_API void transcribe_word_init(struct transcribe_word *out);
+TRANSCRIBE_API void transcribe_token_init(struct transcribe_token *out);
+TRANSCRIBE_API transcribe_status transcribe_get_segment(const struct transcribe_session *session,
+                                                        int i, struct transcribe_segment *out);
+TRANSCRIBE_API transcribe_status transcribe_get_word(const struct transcribe_session *session,
+                                                     int i, struct transcribe_word *out);
+TRANSCRIBE_API transcribe_status transcribe_get_token(const struct transcribe_session *session,
+                                                      int i, struct transcribe_token *out);
+TRANSCRIBE_API void transcribe_speaker_segment_init(struct transcribe_speaker_segment *out);
+TRANSCRIBE_API int transcribe_n_speaker_segments(const struct transcribe_session *session);
+TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
+    const struct transcribe_session *session, int i, struct transcribe_speaker_segment *out);
+
+/* ---- batch results (utterance i, row j) ---- */
+
+TRANSCRIBE_API int transcribe_batch_n_results(const struct transcribe_session *session);
+TRANSCRIBE_API transcribe_status transcribe_batch_status(const struct transcribe_session *session,
+                                                         int i);
+TRANSCRIBE_API const char *transcribe_batch_full_text(const struct transcribe_session *session,
+                                                      int i);
+TRANSCRIBE_API const char *transcribe_batch_raw_text(const struct transcribe_session *session,
+                                                     int i);
+TRANSCRIBE_API transcribe_timestamp_kind
+transcribe_batch_returned_timestamp_kind(const struct transcribe_session *session, int i);
+TRANSCRIBE_API const char *
+transcribe_batch_detected_language(const struct transcribe_session *session, int i);
+TRANSCRIBE_API int transcribe_batch_n_segments(const struct transcribe_session *session, int i);
+TRANSCRIBE_API int transcribe_batch_n_words(const struct transcribe_session *session, int i);
+TRANSCRIBE_API int transcribe_batch_n_tokens(const struct transcribe_session *session, int i);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_segment(
+    const struct transcribe_session *session, int i, int j, struct transcribe_segment *out);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_word(const struct transcribe_session *session,
+                                                           int i, int j,
+                                                           struct transcribe_word *out);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_token(
+    const struct transcribe_session *session, int i, int j, struct transcribe_token *out);
+TRANSCRIBE_API int transcribe_batch_n_speaker_segments(const struct transcribe_session *session,
+                                                       int i);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_speaker_segment(
+    const struct transcribe_session *session, int i, int j, struct transcribe_speaker_segment *out);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
+    const struct transcribe_session *session, int i, struct transcribe_timings *out);
+
+/* ==== Additions of this library (not part of the transcribe.cpp 0.2.1 surface) ==== */
+
+/* Decodes an audio file (WAV; FLAC/MP3/Ogg/Opus when built with libsndfile)
+ * to mono float PCM resampled to target_rate Hz (0 keeps the file's rate).
+ * On success *out_pcm is malloc'ed (free with transcribe_audio_free) and
+ * holds *out_n_samples samples. Errors: INVALID_ARG (NULL arguments,
+ * unreadable or unsupported audio), FILE_NOT_FOUND, OOM. */
+TRANSCRIBE_API transcribe_status transcribe_audio_load_file(const char *path, int target_rate,
+                                                            float **out_pcm, int *out_n_samples);
+TRANSCRIBE_API void transcribe_audio_free(float *pcm);
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 
 struct gguf_file;
 struct tr_tokenizer;
+struct transcribe_whisper_chunk_trace;
 
 /* What the loader hands a family. Exactly one of gguf / bin is set. */
 typedef struct tr_load_ctx {
@@ -61,6 +62,22 @@ static inline bool tr_run_should_abort(const tr_run_ctx *ctx) {
     return ctx->abort_cb && ctx->abort_cb(ctx->abort_user_data);
 }
 
+/* Per-call context of a stream (ADDED for streaming families; see the
+ * stream_* hooks below). The dispatcher owns the commit policy and the
+ * committed/tentative views; the family only maintains the raw hypothesis. */
+typedef struct tr_stream_ctx {
+    const struct transcribe_run_params *params; /* validated copy; strings owned by the session */
+    const struct transcribe_ext *ext;           /* validated copy of the stream extension or NULL */
+    tr_pool *pool;
+    transcribe_abort_callback abort_cb;
+    void *abort_user_data;
+    tr_result *result;           /* current raw hypothesis: the family rewrites it on every call */
+    int64_t audio_committed_ms;  /* family progress hint (out) */
+    int64_t buffered_ms;         /* audio held inside the family (out) */
+    int n_native_committed_toks; /* native commit boundary in token rows, -1 = none (out) */
+    bool truncated;              /* hit the context/generation cap (out) */
+} tr_stream_ctx;
+
 typedef struct tr_family {
     const char *arch; /* general.architecture value, e.g. "whisper" */
     transcribe_status (*load)(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc);
@@ -75,6 +92,24 @@ typedef struct tr_family {
     bool (*accepts_ext_kind)(uint32_t kind, int slot);
     /* Optional session limits (§13.2); NULL = zeros / caps.max_audio_ms. */
     void (*get_limits)(void *session, struct transcribe_session_limits *out);
+
+    /* ---- ADDED optional hooks (NULL when the family has none) ---- */
+
+    /* Batched offline path: ctxs[i].result receives utterance i; the family
+     * sets ctxs[i].result->status per utterance and returns the whole-batch
+     * status (c-api.md §11). NULL = the dispatcher calls run() per utterance. */
+    transcribe_status (*run_batch)(void *session, const float *const *pcm, const int *n_samples,
+                                   int n, tr_run_ctx *ctxs);
+    /* Whisper window telemetry of the latest successful run. */
+    int (*chunk_trace_count)(void *session);
+    bool (*chunk_trace_get)(void *session, int i, struct transcribe_whisper_chunk_trace *out);
+    /* Streaming (all of begin/feed/finalize, or none; needs caps.supports_streaming). */
+    transcribe_status (*validate_stream)(void *model, const struct transcribe_ext *ext);
+    transcribe_status (*stream_begin)(void *session, tr_stream_ctx *ctx);
+    transcribe_status (*stream_feed)(void *session, const float *pcm, int n_samples,
+                                     tr_stream_ctx *ctx);
+    transcribe_status (*stream_finalize)(void *session, tr_stream_ctx *ctx);
+    void (*stream_reset)(void *session);
 } tr_family;
 
 /* Registry (families.c). NULL when no family has that architecture. */
