@@ -29,6 +29,11 @@ typedef enum {
     GGUF_T_FLOAT64 = 12,
 } gguf_vtype;
 
+/* Returned by the per-index accessors for an out-of-range index or a
+ * non-array KV. */
+#define GGUF_T_NONE ((gguf_vtype)-1)
+const char *gguf_vtype_name(gguf_vtype t); /* "UINT32", ...; "?" unknown */
+
 typedef struct gguf_file gguf_file;
 
 /* Opens and validates a file: FILE_NOT_FOUND when it does not exist, GGUF for
@@ -54,6 +59,10 @@ uint64_t gguf_kv_arr_n(const gguf_file *f, int64_t i);      /* element count of 
 const void *gguf_kv_arr_data(const gguf_file *f, int64_t i);
 /* String element j of a STRING ARRAY: NUL-terminated copy owned by the file. */
 const char *gguf_kv_arr_str(const gguf_file *f, int64_t i, uint64_t j);
+/* The encoded value of KV i as stored in the file (everything after its
+ * 4-byte type field; arrays include their element type and count). Used by
+ * the writer to copy any KV verbatim. NULL for an out-of-range index. */
+const void *gguf_kv_raw(const gguf_file *f, int64_t i, size_t *len);
 
 /* Tri-state typed reads (gguf-common.md §3.1): return 0 when the key is
  * absent (out untouched), 1 when present with exactly the expected type (out
@@ -90,16 +99,19 @@ const tr_tensor *gguf_find_tensor(const gguf_file *f, const char *name); /* NULL
  * the tensor on failure and returns NULL. */
 const tr_tensor *gguf_require_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
                                      int n_dims, const int64_t *ne);
+/* The checks of gguf_require_tensor on a tensor already found (also used
+ * for legacy .bin tensors); logs and returns false on a mismatch. */
+bool gguf_tensor_check(const tr_tensor *t, uint32_t types_mask, int n_dims, const int64_t *ne);
 /* Same but absence is not an error (returns NULL silently); a present tensor
  * that fails the checks sets *bad = true. */
 const tr_tensor *gguf_optional_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
                                       int n_dims, const int64_t *ne, bool *bad);
 
 /* Masks for the slot classes of gguf-common.md §9.3. */
-#define TR_TYPES_F32 (1u << 0)
+#define TR_TYPES_F32  (1u << 0)
 #define TR_TYPES_CONV ((1u << 0) | (1u << 1))
-#define TR_TYPES_LINEAR                                                                          \
-    ((1u << 0) | (1u << 1) | (1u << 30) | (1u << 2) | (1u << 3) | (1u << 6) | (1u << 7) |     \
+#define TR_TYPES_LINEAR                                                                            \
+    ((1u << 0) | (1u << 1) | (1u << 30) | (1u << 2) | (1u << 3) | (1u << 6) | (1u << 7) |          \
      (1u << 8) | (1u << 12) | (1u << 13) | (1u << 14))
 
 #endif
