@@ -12,11 +12,13 @@
 #ifndef TR_TENSOR_MATMUL_H
 #define TR_TENSOR_MATMUL_H
 
+#include <stdbool.h>
+
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 
-void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M,
-               int ldx, float *Y, int ldy);
+void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
+               float *Y, int ldy);
 
 /* Same with plain contiguous strides (ldx = K, ldy = N). */
 static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X,

@@ -1,0 +1,278 @@
+/* tr_matmul driver: ISA selection, blocking, packing and threading.
+ *
+ * GEMM (M > 1), BLIS-style: each thread owns a contiguous range of output
+ * columns (weight rows) in whole NR panels. For each NC×KC block of W it
+ * dequantizes and transposes the rows once into an F32 panel buffer
+ * [panel][k][NR] that stays in L2, then sweeps all M rows in MR tiles (each
+ * tile packed [k][MR], L1-resident) through the microkernel. Every output is
+ * summed in the same k order whatever the thread split, so results are
+ * bit-identical for any thread count. When there are fewer panels than
+ * threads the rows of X are split instead (still disjoint outputs).
+ *
+ * Matrix-vector (M == 1): each thread streams its weight rows once through a
+ * fused dequantize+dot kernel. */
+#include "tensor/matmul.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+#include "tensor/matmul_internal.h"
+#include "tensor/quant_internal.h"
+#include "util/log.h"
+
+/* The one piece of process-wide state: a test/benchmark override of the
+ * kernel family (0 auto, else 1 + index into k_isas). */
+static atomic_int g_forced_isa;
+
+static const tr_mm_isa *const k_isas[] = {&tr_mm_isa_scalar, &tr_mm_isa_avx2, &tr_mm_isa_avx512};
+
+static bool isa_supported(int i) {
+    switch (i) {
+    case 0:
+        return true;
+    case 1:
+        return tr_cpu_has_avx2();
+    case 2:
+        return tr_cpu_has_avx512();
+    default:
+        return false;
+    }
+}
+
+static const tr_mm_isa *select_isa(void) {
+    int f = atomic_load_explicit(&g_forced_isa, memory_order_relaxed);
+    if (f > 0) return k_isas[f - 1];
+    if (tr_cpu_has_avx512()) return &tr_mm_isa_avx512;
+    if (tr_cpu_has_avx2()) return &tr_mm_isa_avx2;
+    return &tr_mm_isa_scalar;
+}
+
+const char *tr_matmul_isa(void) {
+    return select_isa()->name;
+}
+
+bool tr_matmul_force_isa(const char *isa) {
+    if (!isa) {
+        atomic_store(&g_forced_isa, 0);
+        return true;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(isa, k_isas[i]->name) == 0) {
+            if (!isa_supported(i)) return false;
+            atomic_store(&g_forced_isa, i + 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- GEMM ---- */
+
+typedef struct {
+    const tr_mm_isa *isa;
+    const tr_mm_w *w;
+    const float *bias, *X;
+    long M, ldx, ldy;
+    float *Y;
+    atomic_int failed; /* set by a thread that could not get scratch memory */
+} gemm_ctx;
+
+static void *alloc_floats(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return aligned_alloc(64, bytes ? bytes : 64);
+}
+
+/* Dequantize rows [n0, n0+nr) × k [k0, k0+kc) of W into panel layout
+ * wp[k][NR], zero-padding columns nr..NR-1. */
+static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *row) {
+    const tr_mm_isa *isa = c->isa;
+    const tr_mm_w *w = c->w;
+    int NR = isa->nr;
+    size_t off = tr_row_bytes(w->type, k0);
+    for (int r = 0; r < nr; r++) {
+        const uint8_t *src = w->data + (size_t)(n0 + r) * w->stride + off;
+        const float *v;
+        if (w->type == TR_F32) {
+            v = (const float *)src;
+        } else {
+            isa->deq(w->type, src, row, kc);
+            v = row;
+        }
+        for (int k = 0; k < kc; k++) wp[(size_t)k * NR + r] = v[k];
+    }
+    for (int r = nr; r < NR; r++)
+        for (int k = 0; k < kc; k++) wp[(size_t)k * NR + r] = 0.0f;
+}
+
+/* Rows [m0, m0+mr) × k [k0, k0+kc) of X into xp[k][MR], zero-padded. */
+static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *xp) {
+    int MR = c->isa->mr;
+    for (int i = 0; i < mr; i++) {
+        const float *x = c->X + (m0 + i) * c->ldx + k0;
+        for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = x[k];
+    }
+    for (int i = mr; i < MR; i++)
+        for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = 0.0f;
+}
+
+/* Outputs rows [mb, me) × columns [nb, ne). */
+static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, float *wp, float *xp,
+                       float *row) {
+    const tr_mm_isa *isa = c->isa;
+    int MR = isa->mr, NR = isa->nr;
+    long K = c->w->K;
+    for (long n0 = nb; n0 < ne; n0 += isa->nc) {
+        long n1 = n0 + isa->nc < ne ? n0 + isa->nc : ne;
+        for (long k0 = 0; k0 < K; k0 += TR_MM_KC) {
+            int kc = (int)(K - k0 < TR_MM_KC ? K - k0 : TR_MM_KC);
+            int np = 0;
+            for (long p = n0; p < n1; p += NR, np++) {
+                int nr = (int)(n1 - p < NR ? n1 - p : NR);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * TR_MM_KC * NR, row);
+            }
+            const float *bias = k0 == 0 ? c->bias : NULL;
+            for (long m0 = mb; m0 < me; m0 += MR) {
+                int mr = (int)(me - m0 < MR ? me - m0 : MR);
+                pack_x(c, m0, mr, k0, kc, xp);
+                int ip = 0;
+                for (long p = n0; p < n1; p += NR, ip++) {
+                    int nr = (int)(n1 - p < NR ? n1 - p : NR);
+                    isa->kernel(xp, wp + (size_t)ip * TR_MM_KC * NR, kc, c->Y + m0 * c->ldy + p,
+                                c->ldy, mr, nr, bias ? bias + p : NULL, k0 != 0);
+                }
+            }
+        }
+    }
+}
+
+static void gemm_task(void *arg, int ith, int nth) {
+    gemm_ctx *c = (gemm_ctx *)arg;
+    const tr_mm_isa *isa = c->isa;
+    long N = c->w->N, M = c->M;
+    long panels = (N + isa->nr - 1) / isa->nr;
+    long mb = 0, me = M, nb = 0, ne = N;
+    if (panels >= nth || M <= isa->mr) {
+        long p0, p1;
+        tr_split_range(panels, ith, nth, &p0, &p1);
+        nb = p0 * isa->nr;
+        ne = p1 * isa->nr < N ? p1 * isa->nr : N;
+    } else { /* few columns, many rows: split rows in whole tiles */
+        long t0, t1, tiles = (M + isa->mr - 1) / isa->mr;
+        tr_split_range(tiles, ith, nth, &t0, &t1);
+        mb = t0 * isa->mr;
+        me = t1 * isa->mr < M ? t1 * isa->mr : M;
+    }
+    if (mb >= me || nb >= ne) return;
+    float *wp = alloc_floats((size_t)isa->nc * TR_MM_KC);
+    float *xp = alloc_floats((size_t)isa->mr * TR_MM_KC);
+    float *row = alloc_floats(TR_MM_KC);
+    if (wp && xp && row)
+        gemm_range(c, mb, me, nb, ne, wp, xp, row);
+    else
+        atomic_store(&c->failed, 1);
+    free(wp);
+    free(xp);
+    free(row);
+}
+
+/* ---- matrix-vector ---- */
+
+typedef struct {
+    const tr_mm_isa *isa;
+    const tr_mm_w *w;
+    const float *bias, *x, *xsum;
+    float *y;
+    atomic_int failed;
+} gemv_ctx;
+
+/* Portable fallback row dot, used for types a kernel table does not fuse. */
+static void rows_generic(const tr_mm_isa *isa, const tr_mm_w *w, const float *x, float *y, long n0,
+                         long n1, const float *bias, float *scratch) {
+    long K = (long)w->K;
+    for (long n = n0; n < n1; n++) {
+        const float *v = (const float *)(w->data + (size_t)n * w->stride);
+        if (w->type != TR_F32) {
+            isa->deq(w->type, w->data + (size_t)n * w->stride, scratch, K);
+            v = scratch;
+        }
+        float s[8] = {0};
+        long k = 0;
+        for (; k + 8 <= K; k += 8)
+            for (int j = 0; j < 8; j++) s[j] += v[k + j] * x[k + j];
+        for (; k < K; k++) s[0] += v[k] * x[k];
+        float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+        y[n - n0] = t + (bias ? bias[n] : 0.0f);
+    }
+}
+
+static void gemv_task(void *arg, int ith, int nth) {
+    gemv_ctx *c = (gemv_ctx *)arg;
+    long n0, n1;
+    tr_split_range((long)c->w->N, ith, nth, &n0, &n1);
+    if (n0 >= n1) return;
+    float *scratch = alloc_floats((size_t)c->w->K);
+    if (!scratch) {
+        atomic_store(&c->failed, 1);
+        return;
+    }
+    if (!c->isa->rows(c->w, c->x, c->xsum, c->y + n0, n0, n1, c->bias, scratch))
+        rows_generic(c->isa, c->w, c->x, c->y + n0, n0, n1, c->bias, scratch);
+    free(scratch);
+}
+
+/* ---- entry points ---- */
+
+static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
+                       long ldx, float *Y, long ldy) {
+    if (M <= 0 || w->N <= 0) return;
+    const tr_mm_isa *isa = select_isa();
+    if (w->K == 0) {
+        for (long m = 0; m < M; m++)
+            for (long n = 0; n < w->N; n++) Y[m * ldy + n] = bias ? bias[n] : 0.0f;
+        return;
+    }
+    if (M == 1) {
+        float *xsum = NULL;
+        long groups = (long)(w->K / 32);
+        if (groups > 0) {
+            xsum = malloc((size_t)groups * sizeof(float));
+            if (!xsum) {
+                TR_ERROR("matmul: out of memory");
+                return;
+            }
+            for (long g = 0; g < groups; g++) {
+                float s = 0.0f;
+                for (int j = 0; j < 32; j++) s += X[g * 32 + j];
+                xsum[g] = s;
+            }
+        }
+        gemv_ctx c = {isa, w, bias, X, xsum, Y, 0};
+        tr_pool_run(pool, gemv_task, &c);
+        free(xsum);
+        if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+        return;
+    }
+    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0};
+    tr_pool_run(pool, gemm_task, &c);
+    if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+}
+
+void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
+               float *Y, int ldy) {
+    if (!W || !tr_type_valid(W->type) || W->ne[0] % tr_type_block(W->type) != 0) {
+        TR_ERROR("matmul: unsupported weight %s (type %s)", W && W->name ? W->name : "?",
+                 W ? tr_type_name(W->type) : "?");
+        return;
+    }
+    tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1, W->ne[0], W->ne[1]};
+    if (w.stride == 0) w.stride = tr_row_bytes(W->type, W->ne[0]);
+    run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);
+}
+
+void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
+                      int ldc, int M, int N, int K) {
+    tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
+    run_matmul(pool, &w, NULL, A, M, lda, C, ldc);
+}

@@ -1,0 +1,44 @@
+/* Kernel tables behind tr_matmul: one per instruction set. The driver in
+ * matmul.c does blocking, packing and threading; a table supplies the
+ * register-blocked GEMM microkernel, the fused matrix-vector row dots and a
+ * fast row dequantizer. */
+#ifndef TR_TENSOR_MATMUL_INTERNAL_H
+#define TR_TENSOR_MATMUL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TR_MM_KC 256 /* K block: a multiple of every block size */
+
+/* A weight matrix: N rows of K elements of `type`, row r at data + r*stride. */
+typedef struct {
+    int type;
+    const uint8_t *data;
+    size_t stride;
+    int64_t K, N;
+} tr_mm_w;
+
+/* acc[i][j] = sum_{k<kc} xp[k*MR+i] * wp[k*NR+j]; then for i<mr, j<nr:
+ * y[i*ldy+j] = (accumulate ? y[i*ldy+j] : bias ? bias[j] : 0) + acc[i][j]. */
+typedef void (*tr_mm_kernel_fn)(const float *xp, const float *wp, int kc, float *y, long ldy,
+                                int mr, int nr, const float *bias, int accumulate);
+/* y[n - n0] = dot(W row n, x) (+ bias[n]) for n in [n0, n1). xsum holds sums
+ * of x over each 32-element group (K/32 values, for K-quant mins); scratch
+ * has room for K floats. Returns 0 if the type is not handled. */
+typedef int (*tr_mm_rows_fn)(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
+                             long n1, const float *bias, float *scratch);
+typedef void (*tr_mm_deq_fn)(int type, const void *src, float *dst, int64_t n);
+
+typedef struct {
+    const char *name;
+    int mr, nr, nc; /* microkernel tile and N block (a multiple of nr) */
+    tr_mm_kernel_fn kernel;
+    tr_mm_rows_fn rows;
+    tr_mm_deq_fn deq;
+} tr_mm_isa;
+
+extern const tr_mm_isa tr_mm_isa_scalar;
+extern const tr_mm_isa tr_mm_isa_avx2;
+extern const tr_mm_isa tr_mm_isa_avx512;
+
+#endif

@@ -1,0 +1,163 @@
+/* Persistent worker pool. Each tr_pool_run bumps a generation counter; the
+ * workers spin on it briefly (runs come in quick succession during
+ * inference) and then sleep on a condition variable. The caller runs part 0
+ * itself and waits for a countdown of the others. */
+#include "tensor/pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "util/log.h"
+
+#define SPIN_ITERS 20000 /* ~tens of microseconds before sleeping */
+
+typedef struct {
+    struct tr_pool *pool;
+    int ith;
+} worker_arg;
+
+struct tr_pool {
+    int n;
+    pthread_t *threads;
+    worker_arg *args;
+    int n_started;
+    pthread_mutex_t mu;
+    pthread_cond_t wake; /* generation changed or stop */
+    pthread_cond_t done; /* pending reached 0 */
+    atomic_uint gen;
+    atomic_int pending;
+    atomic_int stop;
+    tr_pool_fn fn;
+    void *ctx;
+};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+static void *worker_main(void *p) {
+    worker_arg *a = (worker_arg *)p;
+    tr_pool *pool = a->pool;
+    unsigned seen = 0;
+    for (;;) {
+        unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
+        for (int i = 0; g == seen && i < SPIN_ITERS; i++) {
+            if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
+            cpu_relax();
+            g = atomic_load_explicit(&pool->gen, memory_order_acquire);
+        }
+        if (g == seen) {
+            pthread_mutex_lock(&pool->mu);
+            while ((g = atomic_load_explicit(&pool->gen, memory_order_acquire)) == seen &&
+                   !atomic_load(&pool->stop))
+                pthread_cond_wait(&pool->wake, &pool->mu);
+            pthread_mutex_unlock(&pool->mu);
+        }
+        if (atomic_load(&pool->stop)) return NULL;
+        seen = g;
+        pool->fn(pool->ctx, a->ith, pool->n);
+        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&pool->mu);
+            pthread_cond_signal(&pool->done);
+            pthread_mutex_unlock(&pool->mu);
+        }
+    }
+}
+
+tr_pool *tr_pool_create(int n_threads) {
+    if (n_threads <= 0) n_threads = 1;
+    tr_pool *pool = calloc(1, sizeof(*pool));
+    if (!pool) {
+        TR_ERROR("pool: out of memory");
+        return NULL;
+    }
+    pool->n = n_threads;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->gen, 0);
+    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->stop, 0);
+    if (n_threads > 1) {
+        pool->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
+        pool->args = calloc((size_t)n_threads - 1, sizeof(worker_arg));
+        if (!pool->threads || !pool->args) {
+            TR_ERROR("pool: out of memory");
+            tr_pool_free(pool);
+            return NULL;
+        }
+        for (int i = 0; i < n_threads - 1; i++) {
+            pool->args[i].pool = pool;
+            pool->args[i].ith = i + 1;
+            if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {
+                TR_ERROR("pool: cannot start thread %d of %d", i + 1, n_threads);
+                tr_pool_free(pool);
+                return NULL;
+            }
+            pool->n_started++;
+        }
+    }
+    return pool;
+}
+
+void tr_pool_free(tr_pool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->mu);
+    atomic_store(&pool->stop, 1);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < pool->n_started; i++) pthread_join(pool->threads[i], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->wake);
+    pthread_cond_destroy(&pool->done);
+    free(pool->threads);
+    free(pool->args);
+    free(pool);
+}
+
+int tr_pool_n_threads(const tr_pool *pool) {
+    return pool ? pool->n : 1;
+}
+
+void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
+    if (!pool || pool->n == 1) {
+        fn(ctx, 0, 1);
+        return;
+    }
+    pool->fn = fn;
+    pool->ctx = ctx;
+    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    /* Publishing the generation under the mutex means a worker that checked
+     * it and is about to wait cannot miss the broadcast. */
+    pthread_mutex_lock(&pool->mu);
+    atomic_fetch_add_explicit(&pool->gen, 1, memory_order_release);
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->mu);
+
+    fn(ctx, 0, pool->n);
+
+    for (int i = 0; i < SPIN_ITERS; i++) {
+        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
+        cpu_relax();
+    }
+    pthread_mutex_lock(&pool->mu);
+    while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0)
+        pthread_cond_wait(&pool->done, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+int tr_default_n_threads(void) {
+    int n = 1;
+#ifdef CPU_COUNT
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+#endif
+    if (n < 1) n = 1;
+    if (n > 8) n = 8;
+    return n;
+}

@@ -1,0 +1,20 @@
+/* Internal helpers shared by the dtype, quantizer and matmul files. */
+#ifndef TR_TENSOR_QUANT_INTERNAL_H
+#define TR_TENSOR_QUANT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block. */
+void tr_kq_scale_min(int j, const uint8_t *scales, int *sc, int *mn);
+/* Portable dequantizer (the reference the SIMD paths are tested against). */
+void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n);
+
+bool tr_cpu_has_avx2(void);   /* AVX2 + FMA + F16C */
+bool tr_cpu_has_avx512(void); /* AVX-512 F/BW/VL/DQ/VNNI and the above */
+
+/* quant_avx2.c: only call when tr_cpu_has_avx2(). */
+void tr_f16_to_f32_row_avx2(const uint16_t *src, float *dst, int64_t n);
+void tr_f32_to_f16_row_avx2(const float *src, uint16_t *dst, int64_t n);
+
+#endif
