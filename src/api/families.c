@@ -9,11 +9,15 @@ static const tr_family *const k_families[] = {
     &tr_family_whisper,
 };
 
-/* Architectures transcribe.cpp publishes that have no loader here yet. */
+/* Architectures transcribe.cpp 0.2.1 publishes (gguf-common.md §4.1) that
+ * have no loader here yet: loading one is NOT_IMPLEMENTED rather than
+ * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
+ * their folder names (cohere_asr, granite_speech, granite_speech_nar). */
 static const char *const k_known_archs[] = {
-    "parakeet", "canary", "qwen3_asr", "granite", "granite_nar", "moss", "canary_qwen",
-    "cohere", "voxtral", "voxtral_realtime", "gigaam", "sensevoice", "medasr", "moonshine",
-    "moonshine_streaming", "funasr_nano", "sortformer",
+    "parakeet",    "cohere_asr",       "canary",         "canary_qwen",         "qwen3_asr",
+    "voxtral",     "voxtral_realtime", "moonshine",      "moonshine_streaming", "sensevoice",
+    "funasr_nano", "gigaam",           "granite_speech", "granite_speech_nar",  "medasr",
+    "moss",        "sortformer",
 };
 
 const tr_family *tr_family_find(const char *arch) {

@@ -31,9 +31,9 @@ typedef struct tr_load_ctx {
 /* What a family reports about a loaded model. Pointers are owned by the
  * family model (valid until its free). */
 typedef struct tr_model_desc {
-    struct transcribe_capabilities caps; /* struct_size ignored */
-    bool features[TR_N_FEATURES];        /* indexed by transcribe_feature */
-    const char *variant;                 /* stt.variant or family default; "" ok */
+    struct transcribe_capabilities caps;  /* struct_size ignored */
+    bool features[TR_N_FEATURES];         /* indexed by transcribe_feature */
+    const char *variant;                  /* stt.variant or family default; "" ok */
     const struct tr_tokenizer *tokenizer; /* for transcribe_tokenize; NULL = cannot encode */
     /* translation pairs "src>tgt" (optional; empty = not advertised) */
     int n_translate_pairs;

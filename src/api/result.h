@@ -52,7 +52,7 @@ typedef struct tr_result {
 } tr_result;
 
 void tr_result_init(tr_result *r);
-void tr_result_free(tr_result *r); /* frees storage, leaves an empty result */
+void tr_result_free(tr_result *r);  /* frees storage, leaves an empty result */
 void tr_result_clear(tr_result *r); /* empties, keeps capacity */
 
 /* Appends a segment; later words/tokens attach to the last segment. Returns

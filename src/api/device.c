@@ -1,0 +1,113 @@
+/* Backends and devices (c-api.md §5). This library computes on the CPU
+ * only, with compiled-in kernels: there is exactly one device, the CPU, and
+ * backend initialisation has nothing to load. */
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api_internal.h"
+#include "util/log.h"
+
+struct transcribe_device {
+    const char *name;
+    const char *description;
+    const char *kind;
+    transcribe_device_type type;
+};
+
+/* Immutable after compile time: safe to share between threads. */
+static struct transcribe_device k_cpu = {"CPU", "CPU (portable C kernels)", "cpu",
+                                         TRANSCRIBE_DEVICE_TYPE_CPU};
+
+TRANSCRIBE_API transcribe_status transcribe_init_backends(const char *artifact_dir) {
+    if (!artifact_dir || !*artifact_dir) {
+        TR_ERROR("transcribe_init_backends: artifact_dir is NULL or empty");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct stat st;
+    if (stat(artifact_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        TR_ERROR("transcribe_init_backends: '%s' is not an existing directory", artifact_dir);
+        return TRANSCRIBE_ERR_FILE_NOT_FOUND;
+    }
+    return TRANSCRIBE_OK; /* compiled-in CPU backend: nothing to load */
+}
+
+TRANSCRIBE_API transcribe_status transcribe_init_backends_default(void) {
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API int transcribe_device_count(void) {
+    return 1;
+}
+
+TRANSCRIBE_API transcribe_device_t transcribe_device_get(int index) {
+    return index == 0 ? &k_cpu : NULL;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_device_get_info(transcribe_device_t device,
+                                                            struct transcribe_device_info *out) {
+    if (!out) {
+        TR_ERROR("transcribe_device_get_info: out is NULL");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (out->struct_size < TR_MIN_DEVICE_INFO) {
+        TR_ERROR("transcribe_device_get_info: struct_size %llu < %u",
+                 (unsigned long long)out->struct_size, TR_MIN_DEVICE_INFO);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    if (device != &k_cpu) {
+        TR_ERROR("transcribe_device_get_info: not a registered device handle");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct transcribe_device_info info = {0};
+    info.struct_size = sizeof info;
+    info.name = device->name;
+    info.description = device->description;
+    info.kind = device->kind;
+    info.device_id = NULL;
+    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);
+    long page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) info.memory_total = (uint64_t)pages * (uint64_t)page;
+    if (avail > 0 && page > 0) info.memory_free = (uint64_t)avail * (uint64_t)page;
+    info.device_type = device->type;
+    tr_api_copy_out(out, &info, sizeof info);
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API bool transcribe_backend_available(transcribe_backend_request kind) {
+    switch ((int)kind) {
+    case TRANSCRIBE_BACKEND_AUTO:
+    case TRANSCRIBE_BACKEND_CPU:
+    case TRANSCRIBE_BACKEND_CPU_ACCEL:
+        return true;
+    default:
+        return false; /* no GPU backends; unknown values are false too */
+    }
+}
+
+TRANSCRIBE_API transcribe_device_t transcribe_model_device(const struct transcribe_model *model) {
+    return model ? &k_cpu : NULL;
+}
+
+/* Load-time device rules (§5.3) for the one CPU device. */
+transcribe_status tr_api_check_backend(transcribe_backend_request backend,
+                                       transcribe_device_t device) {
+    if (device && device != &k_cpu) {
+        TR_ERROR("model load: device handle is not a registered device");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    switch (backend) {
+    case TRANSCRIBE_BACKEND_AUTO:
+    case TRANSCRIBE_BACKEND_CPU:
+    case TRANSCRIBE_BACKEND_CPU_ACCEL:
+        return TRANSCRIBE_OK;
+    default:
+        if (device) {
+            TR_ERROR("model load: device kind 'cpu' does not match the requested backend %d",
+                     (int)backend);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        TR_ERROR("model load: backend %d is not available in this build (CPU only)", (int)backend);
+        return TRANSCRIBE_ERR_BACKEND;
+    }
+}

@@ -1,0 +1,341 @@
+/* Offline runs (c-api.md §10, §11). The dispatcher performs every generic
+ * check in the documented order before anything is cleared, so a rejected
+ * call leaves the previous result untouched; families then see validated
+ * parameters with defaults filled in. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "util/log.h"
+
+static bool in_list(const char *s, const char *const *list, int n) {
+    for (int i = 0; i < n; i++) {
+        if (list[i] && strcmp(list[i], s) == 0) return true;
+    }
+    return false;
+}
+
+transcribe_status tr_validate_ext_ptr(const struct transcribe_model *m,
+                                      const struct transcribe_ext *ext, transcribe_ext_slot slot,
+                                      const char *where) {
+    if (!ext) return TRANSCRIBE_OK;
+    if (ext->size < sizeof(struct transcribe_ext)) {
+        TR_ERROR("%s: extension size %llu < %zu", where, (unsigned long long)ext->size,
+                 sizeof(struct transcribe_ext));
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    if (!transcribe_model_accepts_ext_kind(m, slot, ext->kind)) {
+        TR_ERROR("%s: extension kind 0x%08x is not accepted on the %s slot of this %s model", where,
+                 (unsigned)ext->kind, slot == TRANSCRIBE_EXT_SLOT_RUN ? "run" : "stream", m->arch);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_validate_run_params(const struct transcribe_model *m,
+                                         const struct transcribe_run_params *p, bool streaming) {
+    const struct transcribe_capabilities *c = &m->desc.caps;
+    const char *where = streaming ? "transcribe_stream_begin" : "transcribe_run";
+    /* Enums are checked as raw integers: callers may pass anything. */
+    if ((int)p->task < TRANSCRIBE_TASK_TRANSCRIBE || (int)p->task > TRANSCRIBE_TASK_TRANSLATE ||
+        (int)p->timestamps < TRANSCRIBE_TIMESTAMPS_NONE ||
+        (int)p->timestamps > TRANSCRIBE_TIMESTAMPS_TOKEN ||
+        (int)p->pnc < TRANSCRIBE_PNC_MODE_DEFAULT || (int)p->pnc > TRANSCRIBE_PNC_MODE_ON ||
+        (int)p->itn < TRANSCRIBE_ITN_MODE_DEFAULT || (int)p->itn > TRANSCRIBE_ITN_MODE_ON ||
+        (int)p->diarize < TRANSCRIBE_DIARIZE_MODE_DEFAULT ||
+        (int)p->diarize > TRANSCRIBE_DIARIZE_MODE_ON) {
+        TR_ERROR("%s: run params hold an out-of-range enum (task %d, timestamps %d, pnc %d, "
+                 "itn %d, diarize %d)",
+                 where, (int)p->task, (int)p->timestamps, (int)p->pnc, (int)p->itn,
+                 (int)p->diarize);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    /* Granularities are ordered NONE(0) < SEGMENT(2) < WORD(3) < TOKEN(4);
+     * AUTO(1) is never rejected. */
+    if (p->timestamps != TRANSCRIBE_TIMESTAMPS_AUTO &&
+        p->timestamps != TRANSCRIBE_TIMESTAMPS_NONE) {
+        int max =
+            c->max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_AUTO ? 0 : (int)c->max_timestamp_kind;
+        if ((int)p->timestamps > max) {
+            TR_ERROR("%s: timestamp granularity %d is finer than this %s model provides (%d)",
+                     where, (int)p->timestamps, m->arch, max);
+            return TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS;
+        }
+    }
+    if (p->language && c->n_languages > 0 && !in_list(p->language, c->languages, c->n_languages)) {
+        TR_ERROR("%s: language '%s' is not supported by this %s model", where, p->language,
+                 m->arch);
+        return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    }
+    if (p->task == TRANSCRIBE_TASK_TRANSLATE && p->target_language) {
+        if (c->n_translate_target_languages > 0 &&
+            !in_list(p->target_language, c->translate_target_languages,
+                     c->n_translate_target_languages)) {
+            TR_ERROR("%s: translation target '%s' is not supported by this %s model", where,
+                     p->target_language, m->arch);
+            return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+        }
+        if (p->language && m->desc.n_translate_pairs > 0) {
+            char pair[256];
+            int n = snprintf(pair, sizeof pair, "%s>%s", p->language, p->target_language);
+            if (n < 0 || (size_t)n >= sizeof pair ||
+                !in_list(pair, m->desc.translate_pairs, m->desc.n_translate_pairs)) {
+                TR_ERROR("%s: translation pair %s -> %s is not supported by this %s model", where,
+                         p->language, p->target_language, m->arch);
+                return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+            }
+        }
+    }
+    if (streaming && p->task == TRANSCRIBE_TASK_TRANSLATE) {
+        TR_ERROR("%s: streaming does not support translation", where);
+        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
+    }
+    /* Advisory: an unsupported runtime toggle is ignored, not an error. */
+    const char *variant = m->desc.variant ? m->desc.variant : "";
+    if (p->pnc != TRANSCRIBE_PNC_MODE_DEFAULT && !m->desc.features[TRANSCRIBE_FEATURE_PNC]) {
+        TR_WARN("%s: model %s/%s has no runtime PNC control; pnc ignored", where, m->arch, variant);
+    }
+    if (p->itn != TRANSCRIBE_ITN_MODE_DEFAULT && !m->desc.features[TRANSCRIBE_FEATURE_ITN]) {
+        TR_WARN("%s: model %s/%s has no runtime ITN control; itn ignored", where, m->arch, variant);
+    }
+    if (p->diarize != TRANSCRIBE_DIARIZE_MODE_DEFAULT &&
+        !m->desc.features[TRANSCRIBE_FEATURE_DIARIZATION]) {
+        TR_WARN("%s: model %s/%s has no diarization; diarize ignored", where, m->arch, variant);
+    }
+    if (!streaming && p->task == TRANSCRIBE_TASK_TRANSLATE && !c->supports_translate) {
+        TR_ERROR("%s: this %s model cannot translate", where, m->arch);
+        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* Steps 2 and 4–10 of §10.1 shared by run and run_batch (step 3, the
+ * stream check, sits between 2 and 4 and is done by the callers). */
+static transcribe_status load_params(const struct transcribe_run_params *params,
+                                     struct transcribe_run_params *out, const char *where) {
+    transcribe_run_params_init(out);
+    if (!params) return TRANSCRIBE_OK;
+    if (params->struct_size < TR_MIN_RUN_PARAMS) {
+        TR_ERROR("%s: run params struct_size %llu < %u (rebuild against this header)", where,
+                 (unsigned long long)params->struct_size, TR_MIN_RUN_PARAMS);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    /* Copy the known fields only: a newer caller's struct may be larger. */
+    memcpy((char *)out + sizeof out->struct_size, (const char *)params + sizeof out->struct_size,
+           TR_MIN_RUN_PARAMS - sizeof out->struct_size);
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status validate_shared(struct transcribe_session *s,
+                                         const struct transcribe_run_params *p, const char *where) {
+    const struct transcribe_model *m = s->model;
+    transcribe_status st = tr_validate_ext_ptr(m, p->family, TRANSCRIBE_EXT_SLOT_RUN, where);
+    if (st != TRANSCRIBE_OK) return st;
+    st = tr_validate_run_params(m, p, false);
+    if (st != TRANSCRIBE_OK) return st;
+    if (m->family->validate_run) {
+        st = m->family->validate_run(m->fmodel, p);
+        if (st != TRANSCRIBE_OK) {
+            TR_ERROR("%s: %s rejected the run parameters: %s", where, m->arch,
+                     transcribe_status_string(st));
+            return st;
+        }
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* The run is committed: forget the previous result and stream. */
+static void commit_run(struct transcribe_session *s) {
+    tr_session_clear_results(s);
+    tr_stream_clear(s);
+}
+
+static void init_ctx(struct transcribe_session *s, tr_run_ctx *ctx,
+                     const struct transcribe_run_params *p, tr_result *r) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->params = p;
+    ctx->pool = s->pool;
+    ctx->abort_cb = s->abort_cb;
+    ctx->abort_user_data = s->abort_user_data;
+    ctx->result = r;
+}
+
+/* Fills in what a family may leave implicit and checks append failures. */
+static transcribe_status finish_result(tr_result *r, transcribe_status st) {
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED ||
+        st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        if (!r->has_full_text) tr_result_build_full_text(r);
+        if (r->oom) {
+            TR_ERROR("run: out of memory while building the result");
+            return TRANSCRIBE_ERR_OOM;
+        }
+    }
+    return st;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *session,
+                                                const float *pcm, int n_samples,
+                                                const struct transcribe_run_params *params) {
+    if (!session || !pcm || n_samples <= 0) {
+        TR_ERROR("transcribe_run: %s", !session ? "session is NULL"
+                                       : !pcm   ? "pcm is NULL"
+                                                : "n_samples must be > 0");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct transcribe_run_params p;
+    transcribe_status st = load_params(params, &p, "transcribe_run");
+    if (st != TRANSCRIBE_OK) return st;
+    if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
+        TR_ERROR("transcribe_run: a stream is active on this session (finalize or reset it)");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    st = validate_shared(session, &p, "transcribe_run");
+    if (st != TRANSCRIBE_OK) return st;
+
+    commit_run(session);
+    const tr_family *fam = session->model->family;
+    if (!fam->run) {
+        TR_ERROR("transcribe_run: the %s family has no run path", session->model->arch);
+        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
+    }
+    tr_result *r = &session->results[0];
+    tr_run_ctx ctx;
+    init_ctx(session, &ctx, &p, r);
+    st = fam->run(session->fsession, pcm, n_samples, &ctx);
+    st = finish_result(r, st);
+    session->mel_ms = r->mel_ms;
+    session->encode_ms = r->encode_ms;
+    session->decode_ms = r->decode_ms;
+    switch (st) {
+    case TRANSCRIBE_ERR_OUTPUT_TRUNCATED:
+        session->truncated = true;
+        TR_WARN("transcribe_run: output truncated (decode hit the context/generation cap)");
+        /* fallthrough */
+    case TRANSCRIBE_ERR_ABORTED:
+        if (st == TRANSCRIBE_ERR_ABORTED) session->aborted = true;
+        /* fallthrough */
+    case TRANSCRIBE_OK:
+        r->status = st;
+        session->n_results = 1;
+        break;
+    default:
+        tr_result_clear(r);
+        session->n_results = 0;
+        TR_ERROR("transcribe_run: %s", transcribe_status_string(st));
+        break;
+    }
+    return st;
+}
+
+static bool abort_requested(const struct transcribe_session *s) {
+    return s->abort_cb && s->abort_cb(s->abort_user_data);
+}
+
+/* Sequential fallback: each utterance through family->run. Per the
+ * upstream contract only OK utterances keep rows/text. */
+static transcribe_status run_sequential(struct transcribe_session *s, const float *const *pcm,
+                                        const int *n_samples, int n,
+                                        const struct transcribe_run_params *p) {
+    const tr_family *fam = s->model->family;
+    for (int i = 0; i < n; i++) {
+        tr_result *r = &s->results[i];
+        if (abort_requested(s)) {
+            for (int j = i; j < n; j++) s->results[j].status = TRANSCRIBE_ERR_ABORTED;
+            s->aborted = true;
+            return TRANSCRIBE_ERR_ABORTED;
+        }
+        if (!pcm[i] || n_samples[i] <= 0) {
+            TR_ERROR("transcribe_run_batch: utterance %d has %s", i,
+                     pcm[i] ? "n_samples <= 0" : "NULL pcm");
+            r->status = TRANSCRIBE_ERR_INVALID_ARG;
+            continue;
+        }
+        tr_run_ctx ctx;
+        init_ctx(s, &ctx, p, r);
+        transcribe_status st = finish_result(r, fam->run(s->fsession, pcm[i], n_samples[i], &ctx));
+        float mel = r->mel_ms, enc = r->encode_ms, dec = r->decode_ms;
+        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_BACKEND) {
+            TR_ERROR("transcribe_run_batch: utterance %d: %s", i, transcribe_status_string(st));
+            return st;
+        }
+        if (st != TRANSCRIBE_OK) tr_result_clear(r);
+        r->status = st;
+        r->mel_ms = mel;
+        r->encode_ms = enc;
+        r->decode_ms = dec;
+        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            s->truncated = true;
+            TR_WARN("transcribe_run_batch: utterance %d output truncated", i);
+        }
+        if (st == TRANSCRIBE_ERR_ABORTED) {
+            for (int j = i + 1; j < n; j++) s->results[j].status = TRANSCRIBE_ERR_ABORTED;
+            s->aborted = true;
+            return TRANSCRIBE_ERR_ABORTED;
+        }
+    }
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session *session,
+                                                      const float *const *pcm, const int *n_samples,
+                                                      int n,
+                                                      const struct transcribe_run_params *params) {
+    if (!session || !pcm || !n_samples || n <= 0) {
+        TR_ERROR("transcribe_run_batch: %s", !session     ? "session is NULL"
+                                             : !pcm       ? "pcm is NULL"
+                                             : !n_samples ? "n_samples is NULL"
+                                                          : "n must be > 0");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
+        TR_ERROR("transcribe_run_batch: a stream is active on this session");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct transcribe_run_params p;
+    transcribe_status st = load_params(params, &p, "transcribe_run_batch");
+    if (st != TRANSCRIBE_OK) return st;
+    st = validate_shared(session, &p, "transcribe_run_batch");
+    if (st != TRANSCRIBE_OK) return st;
+    if (!tr_session_reserve_results(session, n)) {
+        TR_ERROR("transcribe_run_batch: out of memory for %d results", n);
+        return TRANSCRIBE_ERR_OOM;
+    }
+
+    commit_run(session);
+    const tr_family *fam = session->model->family;
+    if (!fam->run && !fam->run_batch) {
+        TR_ERROR("transcribe_run_batch: the %s family has no run path", session->model->arch);
+        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
+    }
+    if (fam->run_batch) {
+        tr_run_ctx *ctxs = calloc((size_t)n, sizeof *ctxs);
+        if (!ctxs) {
+            TR_ERROR("transcribe_run_batch: out of memory");
+            return TRANSCRIBE_ERR_OOM;
+        }
+        for (int i = 0; i < n; i++) init_ctx(session, &ctxs[i], &p, &session->results[i]);
+        st = fam->run_batch(session->fsession, pcm, n_samples, n, ctxs);
+        for (int i = 0; i < n; i++) {
+            tr_result *r = &session->results[i];
+            r->status = finish_result(r, r->status);
+            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) session->truncated = true;
+        }
+        free(ctxs);
+        if (st == TRANSCRIBE_ERR_ABORTED) session->aborted = true;
+    } else {
+        st = run_sequential(session, pcm, n_samples, n, &p);
+    }
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
+        session->n_results = n;
+        for (int i = 0; i < n; i++) {
+            session->mel_ms += session->results[i].mel_ms;
+            session->encode_ms += session->results[i].encode_ms;
+            session->decode_ms += session->results[i].decode_ms;
+        }
+    } else {
+        TR_ERROR("transcribe_run_batch: %s", transcribe_status_string(st));
+        session->n_results = 0;
+    }
+    return st;
+}

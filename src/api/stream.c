@@ -1,0 +1,460 @@
+/* Streaming state machine (c-api.md §14). The family maintains the raw
+ * hypothesis in a tr_result; this file owns the lifecycle, the commit
+ * policy (committed / tentative views), revisions and update reports. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+
+#define DEFAULT_AGREE_N 3
+
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+static void clear_hist(tr_stream_state *st) {
+    for (int i = 0; i < st->n_hist; i++) free(st->hist[i]);
+    st->n_hist = 0;
+}
+
+/* Back to IDLE with nothing committed; keeps allocated buffers. */
+void tr_stream_clear(struct transcribe_session *s) {
+    tr_stream_state *st = &s->stream;
+    st->state = TRANSCRIBE_STREAM_IDLE;
+    st->last_status = TRANSCRIBE_OK;
+    st->revision = 0;
+    tr_strbuf_clear(&st->committed);
+    st->tentative_start = 0;
+    clear_hist(st);
+    st->input_received_ms = st->samples_received = 0;
+    st->audio_committed_ms = st->buffered_ms = 0;
+    st->n_committed_segs = st->n_committed_words = st->n_committed_toks = 0;
+}
+
+void tr_stream_free(struct transcribe_session *s) {
+    tr_stream_state *st = &s->stream;
+    clear_hist(st);
+    tr_strbuf_free(&st->committed);
+    free(st->language);
+    free(st->target_language);
+    free(st->ext_copy);
+    st->language = st->target_language = NULL;
+    st->ext_copy = NULL;
+}
+
+/* ---- commit policy ---- */
+
+static size_t common_prefix(const char *a, const char *b) {
+    size_t n = 0;
+    while (a[n] && a[n] == b[n]) n++;
+    return n;
+}
+
+/* Applies the policy after a successful feed; returns whether the
+ * committed text changed. */
+static bool apply_commit(struct transcribe_session *s, const char *full, int native_toks) {
+    tr_stream_state *st = &s->stream;
+    if (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE) return false;
+    size_t full_len = strlen(full);
+    size_t cand = 0;
+    const tr_result *r = &s->results[0];
+    if (native_toks >= 0 && native_toks <= r->n_toks) {
+        /* Native boundary: the text of the committed token rows. */
+        for (int i = 0; i < native_toks; i++) cand += strlen(tr_result_str(r, r->toks[i].text_off));
+        if (cand > full_len) cand = full_len;
+        if (native_toks > st->n_committed_toks) st->n_committed_toks = native_toks;
+    } else {
+        uint32_t n = st->agree_n ? st->agree_n : DEFAULT_AGREE_N;
+        if (n <= 1) {
+            cand = full_len;
+        } else {
+            char *copy = dup_or_null(full);
+            if (!copy) return false;
+            if (st->n_hist == (int)n) {
+                free(st->hist[0]);
+                memmove(st->hist, st->hist + 1, (size_t)(st->n_hist - 1) * sizeof st->hist[0]);
+                st->n_hist--;
+            }
+            st->hist[st->n_hist++] = copy;
+            if (st->n_hist < (int)n) return false;
+            cand = strlen(st->hist[0]);
+            for (int i = 1; i < st->n_hist; i++) {
+                size_t c = common_prefix(st->hist[0], st->hist[i]);
+                if (c < cand) cand = c;
+            }
+        }
+    }
+    cand = tr_utf8_complete_prefix(full, cand);
+    size_t have = st->committed.len;
+    if (cand <= have) return false;
+    /* Committed bytes must still be a prefix of the hypothesis. */
+    if (have > 0 && memcmp(tr_strbuf_cstr(&st->committed), full, have) != 0) return false;
+    tr_strbuf_append(&st->committed, full + have, cand - have);
+    return true;
+}
+
+/* Final commit at a successful finalize (§14.2). */
+static void finalize_commit(struct transcribe_session *s, const char *full) {
+    tr_stream_state *st = &s->stream;
+    size_t have = st->committed.len, full_len = strlen(full);
+    if (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE || have == 0) {
+        tr_strbuf_clear(&st->committed);
+        tr_strbuf_append(&st->committed, full, full_len);
+    } else if (full_len >= have && memcmp(tr_strbuf_cstr(&st->committed), full, have) == 0) {
+        tr_strbuf_append(&st->committed, full + have, full_len - have);
+    }
+    st->tentative_start = full_len;
+    const tr_result *r = &s->results[0];
+    if (r->n_segs > st->n_committed_segs) st->n_committed_segs = r->n_segs;
+    if (r->n_words > st->n_committed_words) st->n_committed_words = r->n_words;
+    if (r->n_toks > st->n_committed_toks) st->n_committed_toks = r->n_toks;
+}
+
+/* ---- update reports ---- */
+
+static transcribe_status prepare_update(struct transcribe_stream_update *u, const char *where) {
+    if (!u) return TRANSCRIBE_OK;
+    uint64_t sz = u->struct_size;
+    if (sz < TR_MIN_STREAM_UPDATE) {
+        TR_ERROR("%s: update struct_size %llu < %u", where, (unsigned long long)sz,
+                 TR_MIN_STREAM_UPDATE);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    size_t n = sz < sizeof *u ? (size_t)sz : sizeof *u;
+    memset((char *)u + sizeof sz, 0, n - sizeof sz);
+    return TRANSCRIBE_OK;
+}
+
+static void write_update(const struct transcribe_session *s, struct transcribe_stream_update *u,
+                         bool changed, bool committed_changed, bool tentative_changed,
+                         bool is_final) {
+    if (!u) return;
+    const tr_stream_state *st = &s->stream;
+    u->result_changed = changed;
+    u->is_final = is_final;
+    u->revision = st->revision;
+    u->input_received_ms = st->input_received_ms;
+    u->audio_committed_ms = (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE && !is_final)
+                                ? 0
+                                : st->audio_committed_ms;
+    u->buffered_ms = st->buffered_ms;
+    if (u->struct_size >= offsetof(struct transcribe_stream_update, committed_changed) + 1) {
+        u->committed_changed = committed_changed;
+    }
+    if (u->struct_size >= offsetof(struct transcribe_stream_update, tentative_changed) + 1) {
+        u->tentative_changed = tentative_changed;
+    }
+}
+
+static void init_sctx(struct transcribe_session *s, tr_stream_ctx *ctx) {
+    memset(ctx, 0, sizeof *ctx);
+    ctx->params = &s->stream.params;
+    ctx->ext = (const struct transcribe_ext *)s->stream.ext_copy;
+    ctx->pool = s->pool;
+    ctx->abort_cb = s->abort_cb;
+    ctx->abort_user_data = s->abort_user_data;
+    ctx->result = &s->results[0];
+    ctx->n_native_committed_toks = -1;
+}
+
+static bool has_stream_hooks(const tr_family *f) {
+    return f->stream_begin && f->stream_feed && f->stream_finalize;
+}
+
+/* ---- entry points ---- */
+
+TRANSCRIBE_API transcribe_status transcribe_stream_begin(
+    struct transcribe_session *session, const struct transcribe_run_params *run_params,
+    const struct transcribe_stream_params *stream_params) {
+    const char *where = "transcribe_stream_begin";
+    if (!session) {
+        TR_ERROR("%s: session is NULL", where);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    if (run_params) {
+        if (run_params->struct_size < TR_MIN_RUN_PARAMS) {
+            TR_ERROR("%s: run params struct_size %llu < %u", where,
+                     (unsigned long long)run_params->struct_size, TR_MIN_RUN_PARAMS);
+            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+        }
+        memcpy((char *)&rp + 8, (const char *)run_params + 8, TR_MIN_RUN_PARAMS - 8);
+    }
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    if (stream_params) {
+        uint64_t sz = stream_params->struct_size;
+        if (sz < TR_MIN_STREAM_PARAMS) {
+            TR_ERROR("%s: stream params struct_size %llu < %u", where, (unsigned long long)sz,
+                     TR_MIN_STREAM_PARAMS);
+            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+        }
+        sp.family = stream_params->family;
+        if (sz >= offsetof(struct transcribe_stream_params, commit_policy) + 4) {
+            sp.commit_policy = stream_params->commit_policy;
+        }
+        if (sz >= offsetof(struct transcribe_stream_params, stable_prefix_agreement_n) + 4) {
+            sp.stable_prefix_agreement_n = stream_params->stable_prefix_agreement_n;
+        }
+    }
+    if ((int)sp.commit_policy < TRANSCRIBE_STREAM_COMMIT_AUTO ||
+        (int)sp.commit_policy > TRANSCRIBE_STREAM_COMMIT_STABLE_PREFIX) {
+        TR_ERROR("%s: invalid commit_policy %d", where, (int)sp.commit_policy);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (sp.stable_prefix_agreement_n > TR_STREAM_MAX_AGREE) {
+        TR_ERROR("%s: stable_prefix_agreement_n %u > %d", where,
+                 (unsigned)sp.stable_prefix_agreement_n, TR_STREAM_MAX_AGREE);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
+        TR_ERROR("%s: a stream is already active on this session", where);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const struct transcribe_model *m = session->model;
+    if (!m->desc.caps.supports_streaming || !has_stream_hooks(m->family)) {
+        TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
+        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
+    }
+    transcribe_status st = tr_validate_run_params(m, &rp, true);
+    if (st != TRANSCRIBE_OK) return st;
+    st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
+    if (st != TRANSCRIBE_OK) return st;
+    if (m->family->validate_stream) {
+        st = m->family->validate_stream(m->fmodel, sp.family);
+        if (st != TRANSCRIBE_OK) {
+            TR_ERROR("%s: %s rejected the stream extension: %s", where, m->arch,
+                     transcribe_status_string(st));
+            return st;
+        }
+    }
+    /* Copy everything the stream keeps so the caller may free its params. */
+    char *lang = dup_or_null(rp.language), *tgt = dup_or_null(rp.target_language);
+    void *ext = NULL;
+    if (sp.family) {
+        ext = malloc((size_t)sp.family->size);
+        if (ext) memcpy(ext, sp.family, (size_t)sp.family->size);
+    }
+    if ((rp.language && !lang) || (rp.target_language && !tgt) || (sp.family && !ext)) {
+        free(lang);
+        free(tgt);
+        free(ext);
+        TR_ERROR("%s: out of memory", where);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    tr_session_clear_results(session);
+    tr_stream_clear(session);
+    tr_stream_state *ss = &session->stream;
+    free(ss->language);
+    free(ss->target_language);
+    free(ss->ext_copy);
+    ss->language = lang;
+    ss->target_language = tgt;
+    ss->ext_copy = ext;
+    ss->params = rp;
+    ss->params.language = lang;
+    ss->params.target_language = tgt;
+    ss->params.family = NULL; /* run_params.family is ignored by streams */
+    ss->policy = sp.commit_policy;
+    ss->agree_n = sp.stable_prefix_agreement_n;
+    ss->state = TRANSCRIBE_STREAM_ACTIVE;
+    session->n_results = 1; /* the live hypothesis is the session's result */
+    tr_stream_ctx ctx;
+    init_sctx(session, &ctx);
+    st = m->family->stream_begin(session->fsession, &ctx);
+    if (st != TRANSCRIBE_OK) {
+        ss->state = TRANSCRIBE_STREAM_FAILED;
+        ss->last_status = st;
+        TR_ERROR("%s: %s stream start failed: %s", where, m->arch, transcribe_status_string(st));
+    }
+    return st;
+}
+
+/* Shared tail of feed/finalize: records family outputs and the outcome. */
+static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx *ctx,
+                                    transcribe_status st, const char *before_full,
+                                    size_t before_committed, struct transcribe_stream_update *u,
+                                    bool final, const char *where) {
+    tr_stream_state *ss = &s->stream;
+    tr_result *r = &s->results[0];
+    if (!r->has_full_text) tr_result_build_full_text(r);
+    r->status = st;
+    s->mel_ms = r->mel_ms;
+    s->encode_ms = r->encode_ms;
+    s->decode_ms = r->decode_ms;
+    ss->audio_committed_ms = ctx->audio_committed_ms;
+    ss->buffered_ms = ctx->buffered_ms;
+    if (ctx->truncated && !s->truncated) {
+        s->truncated = true;
+        TR_WARN("%s: output truncated (the model's context/generation cap was reached)", where);
+    }
+    const char *full = tr_result_full_text(r);
+    bool committed_changed = false;
+    if (st == TRANSCRIBE_OK) {
+        if (final) {
+            finalize_commit(s, full);
+            ss->state = TRANSCRIBE_STREAM_FINISHED;
+        } else {
+            apply_commit(s, full, ctx->n_native_committed_toks);
+            size_t c = ss->committed.len;
+            ss->tentative_start = c <= strlen(full) ? c : strlen(full);
+        }
+        committed_changed = ss->committed.len != before_committed;
+    } else {
+        if (st == TRANSCRIBE_ERR_ABORTED) s->aborted = true;
+        ss->state = TRANSCRIBE_STREAM_FAILED;
+        ss->last_status = st;
+        TR_ERROR("%s: %s", where, transcribe_status_string(st));
+    }
+    bool text_changed = strcmp(before_full, full) != 0;
+    bool changed = text_changed || committed_changed || final || st != TRANSCRIBE_OK;
+    if (changed) ss->revision++;
+    write_update(s, u, changed, committed_changed, text_changed || committed_changed, final);
+    return st;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_session *session,
+                                                        const float *pcm, int n_samples,
+                                                        struct transcribe_stream_update *update) {
+    const char *where = "transcribe_stream_feed";
+    transcribe_status st = prepare_update(update, where);
+    if (st != TRANSCRIBE_OK) return st;
+    if (!session || !pcm || n_samples <= 0) {
+        TR_ERROR("%s: %s", where,
+                 !session ? "session is NULL"
+                 : !pcm   ? "pcm is NULL"
+                          : "n_samples must be > 0");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (session->stream.state != TRANSCRIBE_STREAM_ACTIVE) {
+        TR_ERROR("%s: no active stream (call transcribe_stream_begin first)", where);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    tr_stream_state *ss = &session->stream;
+    ss->samples_received += n_samples;
+    ss->input_received_ms = ss->samples_received / 16;
+    char *before = dup_or_null(transcribe_full_text(session));
+    if (!before) {
+        TR_ERROR("%s: out of memory", where);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    size_t before_committed = ss->committed.len;
+    tr_stream_ctx ctx;
+    init_sctx(session, &ctx);
+    st = session->model->family->stream_feed(session->fsession, pcm, n_samples, &ctx);
+    st = after_call(session, &ctx, st, before, before_committed, update, false, where);
+    free(before);
+    return st;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
+    struct transcribe_session *session, struct transcribe_stream_update *update) {
+    const char *where = "transcribe_stream_finalize";
+    transcribe_status st = prepare_update(update, where);
+    if (st != TRANSCRIBE_OK) return st;
+    if (update) update->is_final = true;
+    if (!session) {
+        TR_ERROR("%s: session is NULL", where);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (session->stream.state != TRANSCRIBE_STREAM_ACTIVE) {
+        TR_ERROR("%s: no active stream", where);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    char *before = dup_or_null(transcribe_full_text(session));
+    if (!before) {
+        TR_ERROR("%s: out of memory", where);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    size_t before_committed = session->stream.committed.len;
+    tr_stream_ctx ctx;
+    init_sctx(session, &ctx);
+    st = session->model->family->stream_finalize(session->fsession, &ctx);
+    st = after_call(session, &ctx, st, before, before_committed, update, true, where);
+    free(before);
+    return st;
+}
+
+TRANSCRIBE_API void transcribe_stream_reset(struct transcribe_session *session) {
+    if (!session) return;
+    if (session->model->family->stream_reset)
+        session->model->family->stream_reset(session->fsession);
+    bool truncated = session->truncated; /* reset does not clear was_truncated */
+    tr_session_clear_results(session);
+    session->truncated = truncated;
+    tr_stream_clear(session);
+}
+
+TRANSCRIBE_API transcribe_status transcribe_stream_get_text(
+    const struct transcribe_session *session, struct transcribe_stream_text *out) {
+    if (!out) {
+        TR_ERROR("transcribe_stream_get_text: out is NULL");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (out->struct_size < TR_MIN_STREAM_TEXT) {
+        TR_ERROR("transcribe_stream_get_text: struct_size %llu < %u",
+                 (unsigned long long)out->struct_size, TR_MIN_STREAM_TEXT);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    struct transcribe_stream_text t = {0};
+    t.struct_size = sizeof t;
+    t.full_text = t.committed_text = t.tentative_text = "";
+    const tr_result *r = tr_session_result(session);
+    if (r) {
+        const tr_stream_state *ss = &session->stream;
+        t.full_text = tr_result_full_text(r);
+        t.full_text_bytes = strlen(t.full_text);
+        bool streamed = ss->state != TRANSCRIBE_STREAM_IDLE;
+        if (streamed) {
+            t.committed_text = tr_strbuf_cstr(&ss->committed);
+            t.committed_text_bytes = ss->committed.len;
+            uint64_t start = ss->tentative_start;
+            if (start > t.full_text_bytes) start = t.full_text_bytes;
+            t.raw_tentative_start_bytes = start;
+            t.tentative_text = t.full_text + start;
+            t.tentative_text_bytes = t.full_text_bytes - start;
+        } else {
+            /* An offline result is complete: everything counts as committed. */
+            t.committed_text = t.full_text;
+            t.committed_text_bytes = t.full_text_bytes;
+            t.raw_tentative_start_bytes = t.full_text_bytes;
+            t.tentative_text = t.full_text + t.full_text_bytes;
+        }
+    }
+    tr_api_copy_out(out, &t, sizeof t);
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API enum transcribe_stream_state
+transcribe_stream_get_state(const struct transcribe_session *session) {
+    return session ? session->stream.state : TRANSCRIBE_STREAM_IDLE;
+}
+
+TRANSCRIBE_API int transcribe_stream_revision(const struct transcribe_session *session) {
+    return session ? session->stream.revision : 0;
+}
+
+TRANSCRIBE_API int
+transcribe_stream_n_committed_segments(const struct transcribe_session *session) {
+    return session ? session->stream.n_committed_segs : 0;
+}
+
+TRANSCRIBE_API int transcribe_stream_n_committed_words(const struct transcribe_session *session) {
+    return session ? session->stream.n_committed_words : 0;
+}
+
+TRANSCRIBE_API int transcribe_stream_n_committed_tokens(const struct transcribe_session *session) {
+    return session ? session->stream.n_committed_toks : 0;
+}
+
+TRANSCRIBE_API transcribe_status
+transcribe_stream_last_status(const struct transcribe_session *session) {
+    return session ? session->stream.last_status : TRANSCRIBE_OK;
+}
