@@ -11,7 +11,7 @@
 
 #include "util/log.h"
 
-#define SPIN_ITERS 20000 /* ~tens of microseconds before sleeping */
+#define SPIN_ITERS 1024 /* a few tens of microseconds before sleeping */
 
 typedef struct {
     struct tr_pool *pool;
@@ -33,7 +33,13 @@ struct tr_pool {
     void *ctx;
 };
 
-static inline void cpu_relax(void) {
+/* Busy-wait step i: pause at first, then yield so an oversubscribed or
+ * shared machine still runs the thread we are waiting for. */
+static inline void cpu_relax(int i) {
+    if (i >= 256) {
+        sched_yield();
+        return;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
@@ -47,7 +53,7 @@ static void *worker_main(void *p) {
         unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         for (int i = 0; g == seen && i < SPIN_ITERS; i++) {
             if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
-            cpu_relax();
+            cpu_relax(i);
             g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         }
         if (g == seen) {
@@ -142,7 +148,7 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
 
     for (int i = 0; i < SPIN_ITERS; i++) {
         if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
-        cpu_relax();
+        cpu_relax(i);
     }
     pthread_mutex_lock(&pool->mu);
     while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0)

@@ -1,0 +1,56 @@
+/* Thread pool: every part runs exactly once per run, across many runs
+ * (exercising both the spin and the sleep paths), for several sizes. */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "tensor/pool.h"
+#include "test_util.h"
+
+typedef struct {
+    atomic_int hits[8];
+    atomic_int calls;
+    int nth_seen;
+} ctx_t;
+
+static void task(void *arg, int ith, int nth) {
+    ctx_t *c = (ctx_t *)arg;
+    atomic_fetch_add(&c->hits[ith], 1);
+    atomic_fetch_add(&c->calls, 1);
+    c->nth_seen = nth; /* same value from every thread */
+}
+
+int main(void) {
+    CHECK(tr_default_n_threads() >= 1 && tr_default_n_threads() <= 8);
+    CHECK(tr_pool_n_threads(NULL) == 1);
+    for (int n = 0; n <= 4; n++) {
+        tr_pool *pool = tr_pool_create(n);
+        CHECK(pool != NULL);
+        int nn = n <= 0 ? 1 : n;
+        CHECK(tr_pool_n_threads(pool) == nn);
+        ctx_t c = {0};
+        /* more threads than cores is slow by nature: fewer runs there */
+        int runs = nn <= 2 ? 2000 : 100;
+        for (int r = 0; r < runs; r++) {
+            if (r == runs / 2) { /* let workers fall asleep, then wake them */
+                struct timespec ts = {0, 20 * 1000 * 1000};
+                nanosleep(&ts, NULL);
+            }
+            tr_pool_run(pool, task, &c);
+        }
+        CHECK(atomic_load(&c.calls) == runs * nn);
+        for (int i = 0; i < nn; i++) CHECK(atomic_load(&c.hits[i]) == runs);
+        CHECK(c.nth_seen == nn);
+        tr_pool_free(pool);
+    }
+    ctx_t c = {0};
+    tr_pool_run(NULL, task, &c);
+    CHECK(atomic_load(&c.hits[0]) == 1 && c.nth_seen == 1);
+    tr_pool_free(NULL);
+    long b, e, total = 0;
+    for (int i = 0; i < 3; i++) {
+        tr_split_range(10, i, 3, &b, &e);
+        total += e - b;
+    }
+    CHECK(total == 10);
+    return TEST_DONE();
+}
