@@ -1,15 +1,80 @@
-/* PLACEHOLDER until the Whisper family lands: the registry links against it. */
-#include "api/family.h"
+/* The Whisper family vtable (src/api/family.h). */
+#include <string.h>
 
-static transcribe_status whisper_load(const tr_load_ctx *lc, void **out_model,
-                                      tr_model_desc *desc) {
-    (void)lc;
-    (void)desc;
-    *out_model = NULL;
-    return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
+#include "models/whisper/whisper.h"
+
+static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
+    wh_model *m = NULL;
+    transcribe_status st = wh_model_load(lc, &m);
+    *out_model = m;
+    if (st == TRANSCRIBE_OK) wh_model_describe(m, desc);
+    return st;
+}
+
+static void fam_free_model(void *model) {
+    wh_model_free(model);
+}
+
+static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg, void **out) {
+    wh_session *s = NULL;
+    transcribe_status st = wh_session_create(model, cfg, &s);
+    *out = s;
+    return st;
+}
+
+static void fam_session_free(void *session) {
+    wh_session_free(session);
+}
+
+static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
+    return wh_validate_run(model, p);
+}
+
+static transcribe_status fam_run(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    return wh_run(session, pcm, n_samples, ctx);
+}
+
+static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
+    return slot == TRANSCRIBE_EXT_SLOT_RUN && kind == TRANSCRIBE_EXT_KIND_WHISPER_RUN;
+}
+
+static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
+    (void)session;
+    out->effective_n_ctx = 0;
+    out->effective_max_audio_ms = 0;
+    out->max_kv_bytes = 0;
+}
+
+static int fam_trace_count(void *session) {
+    const wh_session *s = session;
+    return s ? s->n_traces : 0;
+}
+
+static bool fam_trace_get(void *session, int i, struct transcribe_whisper_chunk_trace *out) {
+    const wh_session *s = session;
+    if (!s || i < 0 || i >= s->n_traces) return false;
+    const wh_trace *t = &s->traces[i];
+    out->t0_ms = t->t0_ms;
+    out->t1_ms = t->t1_ms;
+    out->temperature_used = t->temperature;
+    out->compression_ratio = t->compression_ratio;
+    out->avg_logprob = t->avg_logprob;
+    out->no_speech_prob = t->no_speech_prob;
+    out->no_speech_triggered = t->no_speech;
+    out->n_fallbacks = t->n_fallbacks;
+    return true;
 }
 
 const tr_family tr_family_whisper = {
     .arch = "whisper",
-    .load = whisper_load,
+    .load = fam_load,
+    .free_model = fam_free_model,
+    .session_init = fam_session_init,
+    .session_free = fam_session_free,
+    .validate_run = fam_validate_run,
+    .run = fam_run,
+    .accepts_ext_kind = fam_accepts_ext_kind,
+    .get_limits = fam_get_limits,
+    .chunk_trace_count = fam_trace_count,
+    .chunk_trace_get = fam_trace_get,
 };

@@ -1,0 +1,123 @@
+/* Whisper family internals (family-whisper.md): the loaded model, the
+ * per-session state, and the entry points the family vtable and the tests
+ * use. Weights are borrowed views into the mapped model file. */
+#ifndef TR_MODELS_WHISPER_H
+#define TR_MODELS_WHISPER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/family.h"
+#include "audio/mel.h"
+#include "nn/nn.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+#include "transcribe/whisper.h"
+
+struct tr_tokenizer;
+
+typedef struct wh_hparams {
+    int n_enc_layers, n_dec_layers;
+    int d_model, n_head, head_dim;
+    int enc_ffn, dec_ffn;
+    int n_mels, n_audio_ctx, n_text_ctx, n_vocab;
+    int n_samples_window; /* 480000 */
+    int n_frames_window;  /* 3000 */
+} wh_hparams;
+
+typedef struct wh_model {
+    wh_hparams hp;
+    tr_nn_dims enc_dims, dec_dims;
+
+    /* encoder */
+    const tr_tensor *conv0_w, *conv1_w;
+    const float *conv0_b, *conv1_b;
+    const float *enc_pos; /* [n_audio_ctx][D] */
+    tr_nn_norm enc_ln;
+    tr_nn_enc_block *enc;
+    /* decoder */
+    const tr_tensor *tok_emb; /* ne {D, V}; also the tied output head */
+    const float *dec_pos;     /* [n_text_ctx][D] */
+    tr_nn_norm dec_ln;
+    tr_nn_dec_block *dec;
+    bool weights_f32; /* dec.blocks.0.self_attn.q.weight is F32 (KV AUTO rule) */
+
+    /* front end */
+    tr_mel_config mel;
+    float *owned_fb, *owned_window; /* .bin models: synthesised buffers */
+
+    /* tokenizer and generation contract */
+    struct tr_tokenizer *tok;
+    int n_tok_pieces;
+    int sot, eot, no_ts, ts_begin, no_speech, transcribe, translate, prev_sot;
+    int32_t *suppress, *begin_suppress;
+    int n_suppress, n_begin_suppress;
+    bool multilingual, can_translate;
+
+    /* languages (general.languages) and their <|xx|> ids (-1 unresolved) */
+    int n_lang;
+    char **lang;
+    int *lang_tok;
+    char *variant;
+
+    void *bin; /* legacy .bin parser state, when loaded from .bin */
+} wh_model;
+
+/* Per-window telemetry (transcribe_whisper_chunk_trace). */
+typedef struct wh_trace {
+    int64_t t0_ms, t1_ms;
+    float temperature, compression_ratio, avg_logprob, no_speech_prob;
+    bool no_speech;
+    int n_fallbacks;
+} wh_trace;
+
+typedef struct wh_session {
+    const wh_model *m;
+    tr_pool *pool;
+    tr_nn_kv kv;
+    float *enc_x;  /* [S][D] encoder activations / output */
+    float *conv_a; /* [D][T_mel] conv0 output */
+    float *conv_b; /* [D][S] conv1 output */
+    float *enc_scratch;
+    float *cross_k, *cross_v; /* [L_dec][S][D] */
+    float *dec_x;             /* [n_text_ctx][D] */
+    float *dec_scratch;
+    float *logits; /* [2][V] */
+    float *work;   /* [V] logit processing */
+    float *window; /* [n_mels][T_mel] one window of mel */
+    wh_trace *traces;
+    int n_traces, cap_traces;
+} wh_session;
+
+/* Loading (whisper_load.c). */
+transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out);
+void wh_model_free(wh_model *m);
+void wh_model_describe(const wh_model *m, tr_model_desc *desc);
+
+transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg, wh_session **out);
+void wh_session_free(wh_session *s);
+
+/* Test hooks and building blocks (whisper_encoder.c / whisper_decoder.c).
+ * Log-mel of a whole signal per §5.2: *mel is malloc'ed [n_mels][*n_frames]. */
+transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
+                             float **mel, int *n_frames);
+/* Encodes one window: mel [n_mels][n_frames_window] → s->enc_x [S][D]. */
+void wh_encode(wh_session *s, const float *mel_window);
+/* Computes cross K/V of every decoder layer from s->enc_x. */
+void wh_cross_kv(wh_session *s);
+/* Decoder pass over ids at positions n_past.. ; leaves final-LN hidden rows
+ * in s->dec_x. Returns false when the positions exceed n_text_ctx. */
+bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
+/* logits = dec_x[row] · E^T into out [V]. */
+void wh_logits_row(wh_session *s, int row, float *out);
+
+/* Run (whisper_run.c). */
+transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run_params *p);
+transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
+
+/* Zlib-compatible compressed size of a token sequence (2-byte LE ids), for
+ * the compression-ratio gate (whisper_deflate.c). */
+double wh_compression_ratio(const int32_t *ids, int n);
+
+#endif

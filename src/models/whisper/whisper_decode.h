@@ -1,0 +1,57 @@
+/* Whisper decoding pieces shared by the run loop and its tests:
+ * options resolved from the run extension, logit processing (§8.5), token
+ * selection (§8.6), segment retrieval (§8.8) and the sampler RNG. */
+#ifndef TR_MODELS_WHISPER_DECODE_H
+#define TR_MODELS_WHISPER_DECODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "models/whisper/whisper.h"
+
+typedef struct wh_opts {
+    const char *initial_prompt;
+    const int32_t *prompt_tokens;
+    size_t n_prompt_tokens;
+    int prompt_condition; /* 0 FIRST_SEGMENT, 1 ALL_SEGMENTS */
+    bool cond_prev;
+    int max_prev;
+    float t0, t_inc, cr_thold, lp_thold, ns_thold;
+    uint32_t seed;
+    float max_initial_ts;
+} wh_opts;
+
+void wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o);
+
+/* mt19937 (§8.1: one generator per run). */
+typedef struct wh_rng {
+    uint32_t mt[624];
+    int idx;
+} wh_rng;
+void wh_rng_seed(wh_rng *r, uint32_t seed);
+double wh_rng_uniform(wh_rng *r); /* [0, 1) with 53 random bits */
+
+/* Rules of §8.5 applied in place to logits [V] given the tokens generated
+ * so far in this tier. max_init_idx < 0 disables the initial cap. */
+typedef struct wh_proc {
+    const wh_model *m;
+    bool want_ts;
+    int max_init_idx;
+} wh_proc;
+void wh_process_logits(const wh_proc *pc, float *logits, const int32_t *G, int n_g);
+
+/* Selects a token from processed logits (§8.6). T == 0: argmax. Writes the
+ * log-probability used for avg_logprob and p (softmax probability at T = 1). */
+int wh_select(const float *logits, int V, float T, wh_rng *rng, float *logprob, float *p);
+
+/* One retrieved segment of §8.8: token range [start, end) of G and times. */
+typedef struct wh_seg {
+    int start, end; /* slice of G (history slice) */
+    int64_t t0_ms, t1_ms;
+    bool timed; /* false: the "no pairs" single segment */
+} wh_seg;
+/* Fills segs (capacity n_g + 1) and returns their count; *advance in mel frames. */
+int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
+                         int n_real, wh_seg *segs, int *advance);
+
+#endif

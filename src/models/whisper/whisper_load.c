@@ -1,0 +1,481 @@
+/* Whisper GGUF loader: every key of family-whisper.md §2.2 with its type and
+ * validation rule, every tensor of §3 with exact shape and allowed dtypes,
+ * special ids, suppression lists, languages and capabilities. Weights stay
+ * in the mapped file. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "models/whisper/whisper.h"
+#include "models/whisper/whisper_src.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+
+#define ERR_GGUF TRANSCRIBE_ERR_GGUF
+
+/* ---- key helpers (tri-state getters: -1 wrong type, 0 absent, 1 ok) ---- */
+
+static transcribe_status req_u32_pos(const gguf_file *f, const char *key, int *out) {
+    uint32_t v = 0;
+    int r = gguf_get_u32(f, key, &v);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0) {
+        TR_ERROR("whisper: required key '%s' is missing", key);
+        return ERR_GGUF;
+    }
+    if (v == 0 || v > (1u << 24)) {
+        TR_ERROR("whisper: key '%s' = %" PRIu32 " is out of range", key, v);
+        return ERR_GGUF;
+    }
+    *out = (int)v;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status req_str_eq(const gguf_file *f, const char *key, const char *a,
+                                    const char *b) {
+    const char *s = NULL;
+    int r = gguf_get_str(f, key, &s);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0) {
+        TR_ERROR("whisper: required key '%s' is missing", key);
+        return ERR_GGUF;
+    }
+    if (strcmp(s, a) != 0 && (!b || strcmp(s, b) != 0)) {
+        TR_ERROR("whisper: key '%s' = '%s' is not supported (expected '%s')", key, s, a);
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status opt_str_eq(const gguf_file *f, const char *key, const char *want) {
+    const char *s = NULL;
+    int r = gguf_get_str(f, key, &s);
+    if (r < 0) return ERR_GGUF;
+    if (r == 1 && strcmp(s, want) != 0) {
+        TR_ERROR("whisper: key '%s' = '%s' is not supported (expected '%s')", key, s, want);
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status opt_bool(const gguf_file *f, const char *key, bool def, bool *out) {
+    bool v = def;
+    if (gguf_get_bool(f, key, &v) < 0) return ERR_GGUF;
+    *out = v;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status opt_f32(const gguf_file *f, const char *key, float def, float *out) {
+    float v = def;
+    if (gguf_get_f32(f, key, &v) < 0) return ERR_GGUF;
+    *out = v;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status opt_u32(const gguf_file *f, const char *key, int def, int *out) {
+    uint32_t v = 0;
+    int r = gguf_get_u32(f, key, &v);
+    if (r < 0) return ERR_GGUF;
+    *out = (r == 0 || v == 0 || v > (1u << 30)) ? def : (int)v;
+    return TRANSCRIBE_OK;
+}
+
+/* Token ids of §2.2 are UINT32; absent → def. */
+static transcribe_status opt_id(const gguf_file *f, const char *key, int def, int *out) {
+    uint32_t v = 0;
+    int r = gguf_get_u32(f, key, &v);
+    if (r < 0) return ERR_GGUF;
+    *out = (r == 0 || v > INT32_MAX) ? def : (int)v;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status copy_id_list(const gguf_file *f, const char *key, int V, int32_t **out,
+                                      int *n_out) {
+    const int32_t *a = NULL;
+    uint64_t n = 0;
+    int r = gguf_get_arr_i32(f, key, &a, &n);
+    if (r < 0) return ERR_GGUF;
+    *out = NULL;
+    *n_out = 0;
+    if (r == 0 || n == 0) return TRANSCRIBE_OK;
+    if (n > (uint64_t)V * 4) n = (uint64_t)V * 4;
+    int32_t *d = malloc(n * sizeof *d);
+    if (!d) return TRANSCRIBE_ERR_OOM;
+    int k = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (a[i] >= 0 && a[i] < V) d[k++] = a[i]; /* §4.5: out-of-range ids ignored */
+    }
+    *out = d;
+    *n_out = k;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- hyperparameters and front end (§2.2) ---- */
+
+static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
+    wh_hparams *hp = &m->hp;
+    int enc_d, enc_h, dec_d, dec_h, mels, fe_mels;
+    transcribe_status st;
+#define REQ(k, v)                                                                                  \
+    if ((st = req_u32_pos(f, k, &(v))) != TRANSCRIBE_OK) return st
+    REQ("stt.whisper.encoder.n_layers", hp->n_enc_layers);
+    REQ("stt.whisper.encoder.d_model", enc_d);
+    REQ("stt.whisper.encoder.n_heads", enc_h);
+    REQ("stt.whisper.encoder.ffn_dim", hp->enc_ffn);
+    REQ("stt.whisper.encoder.num_mel_bins", mels);
+    REQ("stt.whisper.encoder.max_source_positions", hp->n_audio_ctx);
+    REQ("stt.whisper.decoder.n_layers", hp->n_dec_layers);
+    REQ("stt.whisper.decoder.d_model", dec_d);
+    REQ("stt.whisper.decoder.n_heads", dec_h);
+    REQ("stt.whisper.decoder.ffn_dim", hp->dec_ffn);
+    REQ("stt.whisper.decoder.max_target_positions", hp->n_text_ctx);
+    REQ("stt.whisper.decoder.vocab_size", hp->n_vocab);
+#undef REQ
+    if ((st = req_str_eq(f, "stt.whisper.encoder.activation", "gelu", NULL))) return st;
+    if ((st = req_str_eq(f, "stt.whisper.decoder.activation", "gelu", NULL))) return st;
+    bool tie, scale;
+    if ((st = opt_bool(f, "stt.whisper.decoder.tie_word_embeddings", true, &tie))) return st;
+    if ((st = opt_bool(f, "stt.whisper.decoder.scale_embedding", false, &scale))) return st;
+    if (!tie || scale) {
+        TR_ERROR("whisper: untied output head / scaled embeddings are not supported");
+        return ERR_GGUF;
+    }
+    if (enc_d % enc_h || dec_d % dec_h || enc_d != dec_d || enc_h != dec_h) {
+        TR_ERROR("whisper: inconsistent d_model/n_heads (enc %d/%d, dec %d/%d)", enc_d, enc_h,
+                 dec_d, dec_h);
+        return ERR_GGUF;
+    }
+    hp->d_model = enc_d;
+    hp->n_head = enc_h;
+    hp->head_dim = enc_d / enc_h;
+    hp->n_mels = mels;
+
+    /* front end */
+    if ((st = req_str_eq(f, "stt.frontend.type", "mel", NULL))) return st;
+    if ((st = req_u32_pos(f, "stt.frontend.num_mels", &fe_mels))) return st;
+    if (fe_mels != mels) {
+        TR_ERROR("whisper: stt.frontend.num_mels %d != encoder num_mel_bins %d", fe_mels, mels);
+        return ERR_GGUF;
+    }
+    int sr, n_fft, win, hop;
+    if ((st = req_u32_pos(f, "stt.frontend.sample_rate", &sr))) return st;
+    if ((st = req_u32_pos(f, "stt.frontend.n_fft", &n_fft))) return st;
+    if ((st = req_u32_pos(f, "stt.frontend.win_length", &win))) return st;
+    if ((st = req_u32_pos(f, "stt.frontend.hop_length", &hop))) return st;
+    if (win != n_fft) {
+        TR_ERROR("whisper: stt.frontend.win_length %d != n_fft %d", win, n_fft);
+        return ERR_GGUF;
+    }
+    if ((st = req_str_eq(f, "stt.frontend.window", "hann_periodic", "hann"))) return st;
+    if ((st = req_str_eq(f, "stt.frontend.normalize", "whisper_logmel", NULL))) return st;
+    float dither, pre, fmin, fmax;
+    if ((st = opt_f32(f, "stt.frontend.dither", 0.0f, &dither))) return st;
+    if ((st = opt_f32(f, "stt.frontend.pre_emphasis", 0.0f, &pre))) return st;
+    if ((st = opt_f32(f, "stt.frontend.f_min", 0.0f, &fmin))) return st;
+    if ((st = opt_f32(f, "stt.frontend.f_max", 8000.0f, &fmax))) return st;
+    if (dither != 0.0f) {
+        TR_ERROR("whisper: stt.frontend.dither must be 0");
+        return ERR_GGUF;
+    }
+    if ((st = opt_str_eq(f, "stt.frontend.pad_mode", "reflect"))) return st;
+    if ((st = opt_str_eq(f, "stt.frontend.mel_norm", "slaney"))) return st;
+    bool center;
+    if ((st = opt_bool(f, "stt.frontend.center", true, &center))) return st;
+    if (!center) {
+        TR_ERROR("whisper: stt.frontend.center must be true");
+        return ERR_GGUF;
+    }
+    int chunk;
+    if ((st = opt_u32(f, "stt.frontend.chunk_length", 30, &chunk))) return st;
+    if ((st = opt_u32(f, "stt.frontend.n_samples", 480000, &hp->n_samples_window))) return st;
+    if ((st = opt_u32(f, "stt.frontend.nb_max_frames", 3000, &hp->n_frames_window))) return st;
+    if (hp->n_frames_window % 2 || hp->n_frames_window > 2 * hp->n_audio_ctx) {
+        TR_ERROR("whisper: nb_max_frames %d must be even and <= 2*max_source_positions",
+                 hp->n_frames_window);
+        return ERR_GGUF;
+    }
+    if (n_fft / 2 + 1 > 100000) return ERR_GGUF;
+    tr_mel_config_whisper(&m->mel, mels);
+    if ((st = tr_mel_config_from_gguf(&m->mel, f)) != TRANSCRIBE_OK) return st;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- generation contract, tokenizer, languages ---- */
+
+static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
+    transcribe_status st;
+    const int V = m->hp.n_vocab;
+    int dstart = -1, nots = -1;
+    uint32_t u = 0;
+    int r = gguf_get_u32(f, "stt.whisper.decoder_start_token_id", &u);
+    if (r <= 0) {
+        if (r == 0) TR_ERROR("whisper: stt.whisper.decoder_start_token_id is missing");
+        return ERR_GGUF;
+    }
+    dstart = (int)(u > INT32_MAX ? INT32_MAX : u);
+    r = gguf_get_u32(f, "stt.whisper.no_timestamps_token_id", &u);
+    if (r <= 0) {
+        if (r == 0) TR_ERROR("whisper: stt.whisper.no_timestamps_token_id is missing");
+        return ERR_GGUF;
+    }
+    nots = (int)(u > INT32_MAX ? INT32_MAX : u);
+    if (dstart >= V || nots < 1 || nots + 1 >= V) {
+        TR_ERROR("whisper: special ids out of range (sot %d, notimestamps %d, vocab %d)", dstart,
+                 nots, V);
+        return ERR_GGUF;
+    }
+    m->sot = dstart;
+    m->no_ts = nots;
+    m->ts_begin = nots + 1;
+    m->no_speech = nots - 1;
+    int sot2;
+    if ((st = opt_id(f, "stt.whisper.sot_token_id", dstart, &sot2))) return st;
+    if ((st = opt_id(f, "stt.whisper.transcribe_token_id", -1, &m->transcribe))) return st;
+    if ((st = opt_id(f, "stt.whisper.translate_token_id", -1, &m->translate))) return st;
+    if ((st = opt_id(f, "stt.whisper.prev_sot_token_id", -1, &m->prev_sot))) return st;
+    if (m->transcribe >= V) m->transcribe = -1;
+    if (m->translate >= V) m->translate = -1;
+    if (m->prev_sot >= V) m->prev_sot = -1;
+    if ((st = copy_id_list(f, "stt.whisper.suppress_tokens", V, &m->suppress, &m->n_suppress)))
+        return st;
+    if ((st = copy_id_list(f, "stt.whisper.begin_suppress_tokens", V, &m->begin_suppress,
+                           &m->n_begin_suppress)))
+        return st;
+
+    /* tokenizer: gpt2 required */
+    if ((st = req_str_eq(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
+    if ((st = tr_tokenizer_from_gguf(f, &m->tok)) != TRANSCRIBE_OK) return st;
+    m->n_tok_pieces = tr_tokenizer_n_vocab(m->tok);
+    int eos = -1;
+    r = gguf_get_token_id(f, "tokenizer.ggml.eos_token_id", &eos);
+    if (r < 0) return ERR_GGUF;
+    m->eot = (r == 1 && eos >= 0 && eos < V) ? eos : 50257;
+    if (m->eot >= V) {
+        TR_ERROR("whisper: end-of-text id %d outside the vocabulary", m->eot);
+        return ERR_GGUF;
+    }
+    if (m->prev_sot < 0) m->prev_sot = tr_tokenizer_find(m->tok, "<|startofprev|>");
+
+    /* capabilities and languages */
+    bool ld, tl, ts;
+    if ((st = opt_bool(f, "stt.capability.lang_detect", true, &ld))) return st;
+    if ((st = opt_bool(f, "stt.capability.translate", true, &tl))) return st;
+    if ((st = opt_bool(f, "stt.capability.timestamps", true, &ts))) return st;
+    m->multilingual = ld;
+    m->can_translate = tl;
+    const char *const *langs = NULL;
+    uint64_t nl = 0;
+    r = gguf_get_arr_str(f, "general.languages", &langs, &nl);
+    if (r < 0) return ERR_GGUF;
+    if (nl > 4096) nl = 4096;
+    m->n_lang = (int)nl;
+    if (nl > 0) {
+        m->lang = calloc(nl, sizeof *m->lang);
+        m->lang_tok = calloc(nl, sizeof *m->lang_tok);
+        if (!m->lang || !m->lang_tok) return TRANSCRIBE_ERR_OOM;
+    }
+    for (int i = 0; i < m->n_lang; i++) {
+        m->lang[i] = strdup(langs[i] ? langs[i] : "");
+        if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
+        m->lang_tok[i] = -1;
+        if (!m->multilingual) continue;
+        char piece[96];
+        snprintf(piece, sizeof piece, "<|%s|>", m->lang[i]);
+        int id = tr_tokenizer_find(m->tok, piece);
+        if (id < 0 || id >= V) {
+            TR_ERROR("whisper: language '%s' has no vocabulary token %s", m->lang[i], piece);
+            return ERR_GGUF;
+        }
+        m->lang_tok[i] = id;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- tensors (§3) ---- */
+
+static const tr_tensor *T(wh_src *src, const char *name, uint32_t mask, int nd, int64_t a,
+                          int64_t b, int64_t c) {
+    int64_t ne[3] = {a, b, c};
+    return wh_src_tensor(src, name, mask, nd, ne);
+}
+
+/* F32 vector / table: the data is used in place (files align tensor data). */
+static const float *TF(wh_src *src, const char *name, int nd, int64_t a, int64_t b, bool *ok) {
+    const tr_tensor *t = T(src, name, TR_TYPES_F32, nd, a, b, 1);
+    if (!t) {
+        *ok = false;
+        return NULL;
+    }
+    return (const float *)t->data;
+}
+
+static bool lin(wh_src *src, tr_nn_linear *l, const char *pfx, const char *name, int64_t in,
+                int64_t out, bool bias, bool *ok) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
+    l->w = T(src, buf, TR_TYPES_LINEAR, 2, in, out, 1);
+    if (!l->w) *ok = false;
+    l->b = NULL;
+    if (bias) {
+        snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
+        l->b = TF(src, buf, 1, out, 1, ok);
+    }
+    return *ok;
+}
+
+static void norm(wh_src *src, tr_nn_norm *n, const char *pfx, const char *name, int64_t D,
+                 bool *ok) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
+    n->w = TF(src, buf, 1, D, 1, ok);
+    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
+    n->b = TF(src, buf, 1, D, 1, ok);
+}
+
+static transcribe_status read_tensors(wh_src *src, wh_model *m) {
+    const wh_hparams *hp = &m->hp;
+    const int64_t D = hp->d_model, M = hp->n_mels, S = hp->n_audio_ctx, Tt = hp->n_text_ctx,
+                  V = hp->n_vocab, Q = m->mel.n_fft / 2 + 1;
+    bool ok = true;
+    TF(src, "frontend.mel_filterbank", 2, Q, M, &ok);
+    TF(src, "frontend.window", 1, m->mel.n_fft, 1, &ok);
+    m->conv0_w = T(src, "enc.conv.0.weight", TR_TYPES_CONV, 3, 3, M, D);
+    m->conv1_w = T(src, "enc.conv.1.weight", TR_TYPES_CONV, 3, 3, D, D);
+    if (!m->conv0_w || !m->conv1_w) ok = false;
+    m->conv0_b = TF(src, "enc.conv.0.bias", 1, D, 1, &ok);
+    m->conv1_b = TF(src, "enc.conv.1.bias", 1, D, 1, &ok);
+    m->enc_pos = TF(src, "enc.pos_emb.weight", 2, D, S, &ok);
+    norm(src, &m->enc_ln, "", "enc.final_norm", D, &ok);
+    m->enc = calloc((size_t)hp->n_enc_layers, sizeof *m->enc);
+    m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
+    if (!m->enc || !m->dec) return TRANSCRIBE_ERR_OOM;
+    char p[64];
+    for (int i = 0; i < hp->n_enc_layers && ok; i++) {
+        tr_nn_enc_block *b = &m->enc[i];
+        snprintf(p, sizeof p, "enc.blocks.%d.", i);
+        norm(src, &b->ln_attn, p, "norm_attn", D, &ok);
+        lin(src, &b->attn.q, p, "attn.q", D, D, true, &ok);
+        lin(src, &b->attn.k, p, "attn.k", D, D, false, &ok);
+        lin(src, &b->attn.v, p, "attn.v", D, D, true, &ok);
+        lin(src, &b->attn.o, p, "attn.out", D, D, true, &ok);
+        norm(src, &b->ln_ffn, p, "norm_ffn", D, &ok);
+        lin(src, &b->ffn.fc1, p, "ffn.fc1", D, hp->enc_ffn, true, &ok);
+        lin(src, &b->ffn.fc2, p, "ffn.fc2", hp->enc_ffn, D, true, &ok);
+    }
+    m->tok_emb = T(src, "dec.token_embd.weight", TR_TYPES_LINEAR, 2, D, V, 1);
+    if (!m->tok_emb) ok = false;
+    m->dec_pos = TF(src, "dec.pos_emb.weight", 2, D, Tt, &ok);
+    norm(src, &m->dec_ln, "", "dec.final_norm", D, &ok);
+    for (int i = 0; i < hp->n_dec_layers && ok; i++) {
+        tr_nn_dec_block *b = &m->dec[i];
+        snprintf(p, sizeof p, "dec.blocks.%d.", i);
+        norm(src, &b->ln_self, p, "norm_self", D, &ok);
+        lin(src, &b->self.q, p, "self_attn.q", D, D, true, &ok);
+        lin(src, &b->self.k, p, "self_attn.k", D, D, false, &ok);
+        lin(src, &b->self.v, p, "self_attn.v", D, D, true, &ok);
+        lin(src, &b->self.o, p, "self_attn.out", D, D, true, &ok);
+        norm(src, &b->ln_cross, p, "norm_cross", D, &ok);
+        lin(src, &b->cross.q, p, "cross_attn.q", D, D, true, &ok);
+        lin(src, &b->cross.k, p, "cross_attn.k", D, D, false, &ok);
+        lin(src, &b->cross.v, p, "cross_attn.v", D, D, true, &ok);
+        lin(src, &b->cross.o, p, "cross_attn.out", D, D, true, &ok);
+        norm(src, &b->ln_ffn, p, "norm_ffn", D, &ok);
+        lin(src, &b->ffn.fc1, p, "ffn.fc1", D, hp->dec_ffn, true, &ok);
+        lin(src, &b->ffn.fc2, p, "ffn.fc2", hp->dec_ffn, D, true, &ok);
+    }
+    if (!ok) return ERR_GGUF;
+    m->weights_f32 = m->dec[0].self.q.w->type == 0;
+    return TRANSCRIBE_OK;
+}
+
+static void set_dims(wh_model *m) {
+    m->enc_dims = (tr_nn_dims){m->hp.d_model, m->hp.n_head, m->hp.head_dim, m->hp.enc_ffn, 1e-5f};
+    m->dec_dims = (tr_nn_dims){m->hp.d_model, m->hp.n_head, m->hp.head_dim, m->hp.dec_ffn, 1e-5f};
+}
+
+static transcribe_status load_gguf(const gguf_file *f, wh_model *m) {
+    transcribe_status st;
+    if ((st = read_hparams(f, m))) return st;
+    if ((st = read_tokens(f, m))) return st;
+    const char *variant = NULL;
+    if (gguf_get_str(f, "stt.variant", &variant) < 0) return ERR_GGUF;
+    m->variant = strdup(variant ? variant : "");
+    if (!m->variant) return TRANSCRIBE_ERR_OOM;
+    wh_src src = {.gguf = f};
+    if ((st = read_tensors(&src, m))) return st;
+    set_dims(m);
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
+    *out = NULL;
+    wh_model *m = calloc(1, sizeof *m);
+    if (!m) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st;
+    if (lc->gguf) {
+        st = load_gguf(lc->gguf, m);
+    } else if (lc->bin_data) {
+        st = wh_load_bin(lc->bin_data, lc->bin_size, m);
+        if (st == TRANSCRIBE_OK) {
+            wh_src src = {.bin = m->bin};
+            st = read_tensors(&src, m);
+            set_dims(m);
+        }
+    } else {
+        st = TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (st != TRANSCRIBE_OK) {
+        wh_model_free(m);
+        return st;
+    }
+    TR_INFO("whisper: loaded %s (D=%d, %d+%d layers, vocab %d, %s)",
+            m->variant[0] ? m->variant : "model", m->hp.d_model, m->hp.n_enc_layers,
+            m->hp.n_dec_layers, m->hp.n_vocab, m->multilingual ? "multilingual" : "English-only");
+    *out = m;
+    return TRANSCRIBE_OK;
+}
+
+void wh_model_free(wh_model *m) {
+    if (!m) return;
+    free(m->enc);
+    free(m->dec);
+    free(m->owned_fb);
+    free(m->owned_window);
+    tr_tokenizer_free(m->tok);
+    free(m->suppress);
+    free(m->begin_suppress);
+    for (int i = 0; i < m->n_lang && m->lang; i++) free(m->lang[i]);
+    free(m->lang);
+    free(m->lang_tok);
+    free(m->variant);
+    wh_bin_free(m->bin);
+    free(m);
+}
+
+static const char *const k_en_target[] = {"en"};
+
+void wh_model_describe(const wh_model *m, tr_model_desc *desc) {
+    memset(desc, 0, sizeof *desc);
+    struct transcribe_capabilities *c = &desc->caps;
+    c->native_sample_rate = m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000;
+    c->n_languages = m->n_lang;
+    c->languages = (const char *const *)m->lang;
+    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    c->supports_language_detect = m->multilingual;
+    c->supports_translate = m->can_translate;
+    c->supports_streaming = false;
+    c->supports_spec_decode = false;
+    c->max_audio_ms = 0;
+    if (m->can_translate && m->multilingual) {
+        c->n_translate_target_languages = 1;
+        c->translate_target_languages = k_en_target;
+    }
+    desc->features[TRANSCRIBE_FEATURE_INITIAL_PROMPT] = true;
+    desc->features[TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK] = true;
+    desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->variant = m->variant ? m->variant : "";
+    desc->tokenizer = m->tok;
+}

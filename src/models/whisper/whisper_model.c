@@ -1,0 +1,124 @@
+/* Whisper math (family-whisper.md §6–§7): session buffers, log-mel, the
+ * encoder (conv stem, positional table, pre-LN blocks, final LN), cross K/V
+ * per window, and the decoder with its self-attention KV cache and tied
+ * output head. Buffers are allocated once per session. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/whisper/whisper.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg,
+                                    wh_session **out) {
+    *out = NULL;
+    wh_session *s = calloc(1, sizeof *s);
+    if (!s) return TRANSCRIBE_ERR_OOM;
+    const wh_hparams *hp = &m->hp;
+    const size_t D = (size_t)hp->d_model, Tm = (size_t)hp->n_frames_window, S = Tm / 2,
+                 L = (size_t)hp->n_dec_layers, Tt = (size_t)hp->n_text_ctx, V = (size_t)hp->n_vocab;
+    s->m = m;
+    s->pool = cfg ? cfg->pool : NULL;
+    bool f16 = false;
+    if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F16) f16 = true;
+    if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_AUTO) f16 = !m->weights_f32;
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, f16);
+    s->conv_a = malloc(D * Tm * sizeof(float));
+    s->conv_b = malloc(D * S * sizeof(float));
+    s->enc_x = malloc(S * D * sizeof(float));
+    s->enc_scratch = malloc(tr_nn_enc_block_scratch(&m->enc_dims, (int)S) * sizeof(float));
+    s->cross_k = malloc(L * S * D * sizeof(float));
+    s->cross_v = malloc(L * S * D * sizeof(float));
+    s->dec_x = malloc(Tt * D * sizeof(float));
+    s->dec_scratch =
+        malloc(tr_nn_dec_block_scratch(&m->dec_dims, (int)Tt, (int)Tt) * sizeof(float));
+    s->logits = malloc(2 * V * sizeof(float));
+    s->work = malloc(V * sizeof(float));
+    s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
+    if (!ok || !s->conv_a || !s->conv_b || !s->enc_x || !s->enc_scratch || !s->cross_k ||
+        !s->cross_v || !s->dec_x || !s->dec_scratch || !s->logits || !s->work || !s->window) {
+        TR_ERROR("whisper: out of memory allocating session buffers");
+        wh_session_free(s);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    *out = s;
+    return TRANSCRIBE_OK;
+}
+
+void wh_session_free(wh_session *s) {
+    if (!s) return;
+    tr_nn_kv_free(&s->kv);
+    free(s->conv_a);
+    free(s->conv_b);
+    free(s->enc_x);
+    free(s->enc_scratch);
+    free(s->cross_k);
+    free(s->cross_v);
+    free(s->dec_x);
+    free(s->dec_scratch);
+    free(s->logits);
+    free(s->work);
+    free(s->window);
+    free(s->traces);
+    free(s);
+}
+
+transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
+                             float **mel, int *n_frames) {
+    transcribe_status st = tr_mel_whisper(&m->mel, pcm, n, pool, mel, n_frames);
+    if (st != TRANSCRIBE_OK) return st;
+    if (*n_frames <= 0) {
+        free(*mel);
+        *mel = NULL;
+        TR_ERROR("whisper: the log-mel front end produced no frames");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+void wh_encode(wh_session *s, const float *mel_window) {
+    const wh_model *m = s->m;
+    const int D = m->hp.d_model, Tm = m->hp.n_frames_window, S = Tm / 2, M = m->hp.n_mels;
+    tr_conv1d(s->pool, mel_window, M, Tm, m->conv0_w, m->conv0_b, 1, 1, 1, 1, 1, s->conv_a);
+    tr_gelu(s->conv_a, (long)D * Tm);
+    tr_conv1d(s->pool, s->conv_a, D, Tm, m->conv1_w, m->conv1_b, 2, 1, 1, 1, 1, s->conv_b);
+    tr_gelu(s->conv_b, (long)D * S);
+    tr_transpose(s->conv_b, s->enc_x, D, S);
+    tr_add_scaled(s->enc_x, s->enc_x, m->enc_pos, 1.0f, (long)S * D);
+    for (int l = 0; l < m->hp.n_enc_layers; l++)
+        tr_nn_enc_block_fwd(s->pool, &m->enc[l], &m->enc_dims, s->enc_x, S, s->enc_scratch);
+    tr_layer_norm(s->pool, s->enc_x, s->enc_x, S, D, m->enc_ln.w, m->enc_ln.b, 1e-5f);
+}
+
+void wh_cross_kv(wh_session *s) {
+    const wh_model *m = s->m;
+    const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
+    for (int l = 0; l < m->hp.n_dec_layers; l++)
+        tr_nn_cross_kv(s->pool, &m->dec[l], s->enc_x, (int)S, s->cross_k + l * S * D,
+                       s->cross_v + l * S * D);
+}
+
+bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
+    const wh_model *m = s->m;
+    const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
+    if (n <= 0 || n_past < 0 || n_past + n > m->hp.n_text_ctx) return false;
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= m->hp.n_vocab) return false;
+    }
+    tr_get_rows(m->tok_emb, ids, n, s->dec_x);
+    tr_add_scaled(s->dec_x, s->dec_x, m->dec_pos + (size_t)n_past * D, 1.0f, (long)n * D);
+    for (int l = 0; l < m->hp.n_dec_layers; l++) {
+        size_t off = (size_t)l * (size_t)S * (size_t)D;
+        tr_nn_dec_block_fwd(s->pool, &m->dec[l], &m->dec_dims, s->dec_x, n, &s->kv, l, n_past,
+                            s->cross_k + off, s->cross_v + off, S, s->dec_scratch);
+    }
+    tr_layer_norm(s->pool, s->dec_x, s->dec_x, n, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
+    return true;
+}
+
+void wh_logits_row(wh_session *s, int row, float *out) {
+    const wh_model *m = s->m;
+    const int D = m->hp.d_model;
+    tr_matmul(s->pool, m->tok_emb, NULL, s->dec_x + (size_t)row * D, 1, D, out, m->hp.n_vocab);
+}

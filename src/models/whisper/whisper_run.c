@@ -1,0 +1,720 @@
+/* The Whisper run (family-whisper.md §8–§9): log-mel, 30 s windows with
+ * seek, language detection, prompts and previous-context conditioning,
+ * temperature fallback with the no-speech gate, segment retrieval, and the
+ * result rows. Abort is polled before every window and after every decoder
+ * step; on abort the windows completed so far stay in the result. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "models/whisper/whisper_decode.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+#include "util/strbuf.h"
+#include "util/timer.h"
+
+#define WH_MAX_GEN    256
+#define WH_TEXT_BOUND 50257 /* §2.3: text ids are < 50257 (hard-coded bound) */
+
+/* ---- small growable int buffer ---- */
+typedef struct ivec {
+    int32_t *v;
+    float *p; /* optional per-id probability (text rows) */
+    int n, cap;
+    bool oom;
+} ivec;
+
+static void iv_push(ivec *a, int32_t x, float p) {
+    if (a->oom) return;
+    if (a->n == a->cap) {
+        int nc = a->cap ? a->cap * 2 : 256;
+        int32_t *nv = realloc(a->v, (size_t)nc * sizeof *nv);
+        if (!nv) {
+            a->oom = true;
+            return;
+        }
+        a->v = nv;
+        float *np = realloc(a->p, (size_t)nc * sizeof *np);
+        if (!np) {
+            a->oom = true;
+            return;
+        }
+        a->p = np;
+        a->cap = nc;
+    }
+    a->v[a->n] = x;
+    a->p[a->n] = p;
+    a->n++;
+}
+
+static void iv_free(ivec *a) {
+    free(a->v);
+    free(a->p);
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- validation (§10.1 step 10; §10.4) ---- */
+
+transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run_params *p) {
+    (void)m;
+    const struct transcribe_ext *e = p->family;
+    if (e) {
+        if (e->size < sizeof(struct transcribe_ext)) return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+        if (e->kind != TRANSCRIBE_EXT_KIND_WHISPER_RUN) {
+            TR_ERROR("whisper: run extension kind 0x%08x is not WHRN", (unsigned)e->kind);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        if (e->size < sizeof(struct transcribe_whisper_run_ext)) {
+            TR_ERROR("whisper: run extension is smaller than transcribe_whisper_run_ext");
+            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+        }
+        const struct transcribe_whisper_run_ext *x = (const void *)e;
+        if ((int)x->prompt_condition != TRANSCRIBE_WHISPER_PROMPT_FIRST_SEGMENT &&
+            (int)x->prompt_condition != TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS) {
+            TR_ERROR("whisper: prompt_condition %d is out of range", (int)x->prompt_condition);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        if (x->prompt_condition == TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS &&
+            !x->condition_on_prev_tokens) {
+            TR_ERROR("whisper: ALL_SEGMENTS prompting requires condition_on_prev_tokens");
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        if (!isfinite(x->temperature) || x->temperature < 0.0f || isnan(x->temperature_inc)) {
+            TR_ERROR("whisper: temperature must be finite and >= 0");
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+    }
+    if (p->timestamps == TRANSCRIBE_TIMESTAMPS_WORD || p->timestamps == TRANSCRIBE_TIMESTAMPS_TOKEN)
+        return TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- text helpers ---- */
+
+static bool is_text_id(const wh_model *m, int id) {
+    return id >= 0 && id < WH_TEXT_BOUND && id < m->ts_begin && id < m->n_tok_pieces;
+}
+
+static void append_token_bytes(const wh_model *m, tr_strbuf *b, int id) {
+    char buf[256];
+    size_t n = tr_tokenizer_token_bytes(m->tok, id, buf, sizeof buf);
+    if (n <= sizeof buf) {
+        tr_strbuf_append(b, buf, n);
+        return;
+    }
+    char *big = malloc(n);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    tr_tokenizer_token_bytes(m->tok, id, big, n);
+    tr_strbuf_append(b, big, n);
+    free(big);
+}
+
+static bool is_ascii_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/* Decodes the text ids of ids[0..n) (§4.4) into a malloc'ed, trimmed, valid
+ * UTF-8 string; NULL on OOM. */
+static char *decode_text(const wh_model *m, const int32_t *ids, int n) {
+    tr_strbuf b;
+    tr_strbuf_init(&b);
+    for (int i = 0; i < n; i++)
+        if (is_text_id(m, ids[i])) append_token_bytes(m, &b, ids[i]);
+    if (b.oom) {
+        tr_strbuf_free(&b);
+        return NULL;
+    }
+    const char *s = tr_strbuf_cstr(&b);
+    size_t a = 0, e = b.len;
+    while (a < e && is_ascii_ws(s[a])) a++;
+    while (e > a && is_ascii_ws(s[e - 1])) e--;
+    char *out = tr_utf8_sanitize(s + a, e - a);
+    tr_strbuf_free(&b);
+    return out;
+}
+
+/* ---- run state ---- */
+
+typedef struct wh_runstate {
+    wh_session *s;
+    const wh_model *m;
+    tr_run_ctx *ctx;
+    wh_opts o;
+    bool want_ts;
+    int task_tok, lang_tok;
+    int lang_idx; /* detected/hinted language index, -1 none yet */
+    bool detect;
+    float temps[64];
+    int n_temps;
+    int max_init_idx;
+    wh_rng rng;
+    int32_t *prompt;
+    int n_prompt;
+    int cap;
+    ivec hist;     /* flattened history (§8.3) */
+    ivec all_text; /* accepted text ids of every window, with p */
+    ivec raw;      /* every accepted id (raw text) */
+    int32_t G[WH_MAX_GEN + 8];
+    float Gp[WH_MAX_GEN + 8];
+    int n_g;
+    double dec_ms, enc_ms;
+} wh_runstate;
+
+static transcribe_status build_prompt(wh_runstate *r) {
+    const wh_model *m = r->m;
+    const wh_opts *o = &r->o;
+    int V = m->hp.n_vocab;
+    r->cap = o->max_prev > 0 ? o->max_prev : m->hp.n_text_ctx / 2 - 1;
+    if (o->prompt_tokens && o->n_prompt_tokens > 0) {
+        if (o->n_prompt_tokens > (size_t)1 << 20) {
+            TR_ERROR("whisper: prompt_tokens is too long");
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        if (m->prev_sot >= 0 && o->prompt_tokens[0] == m->prev_sot) {
+            TR_ERROR("whisper: prompt_tokens must not start with <|startofprev|>");
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        r->prompt = malloc(o->n_prompt_tokens * sizeof(int32_t));
+        if (!r->prompt) return TRANSCRIBE_ERR_OOM;
+        for (size_t i = 0; i < o->n_prompt_tokens; i++) {
+            if (o->prompt_tokens[i] < 0 || o->prompt_tokens[i] >= V) {
+                TR_ERROR("whisper: prompt token %d is outside the vocabulary",
+                         (int)o->prompt_tokens[i]);
+                return TRANSCRIBE_ERR_INVALID_ARG;
+            }
+            r->prompt[i] = o->prompt_tokens[i];
+        }
+        r->n_prompt = (int)o->n_prompt_tokens;
+    } else if (o->initial_prompt) {
+        const char *t = o->initial_prompt;
+        /* special-token literals with ids >= eos are rejected */
+        for (const char *q = strstr(t, "<|"); q; q = strstr(q + 2, "<|")) {
+            const char *e = strstr(q + 2, "|>");
+            if (!e) break;
+            size_t len = (size_t)(e + 2 - q);
+            if (len < 128) {
+                char lit[128];
+                memcpy(lit, q, len);
+                lit[len] = 0;
+                int id = tr_tokenizer_find(m->tok, lit);
+                if (id >= m->eot) {
+                    TR_ERROR("whisper: initial_prompt contains the special token %s", lit);
+                    return TRANSCRIBE_ERR_INVALID_ARG;
+                }
+            }
+        }
+        while (*t && is_ascii_ws(*t)) t++;
+        size_t n = strlen(t);
+        while (n > 0 && is_ascii_ws(t[n - 1])) n--;
+        if (n > 0) {
+            char *txt = malloc(n + 2);
+            if (!txt) return TRANSCRIBE_ERR_OOM;
+            txt[0] = ' ';
+            memcpy(txt + 1, t, n);
+            txt[n + 1] = 0;
+            size_t nmax = n + 16;
+            r->prompt = malloc(nmax * sizeof(int32_t));
+            if (!r->prompt) {
+                free(txt);
+                return TRANSCRIBE_ERR_OOM;
+            }
+            int k = tr_tokenizer_encode(m->tok, txt, r->prompt, nmax);
+            free(txt);
+            if (k < 0) {
+                TR_ERROR("whisper: initial_prompt could not be tokenized");
+                return TRANSCRIBE_ERR_INVALID_ARG;
+            }
+            for (int i = 0; i < k; i++) {
+                if (r->prompt[i] >= m->eot) {
+                    TR_ERROR("whisper: initial_prompt encodes to a special token");
+                    return TRANSCRIBE_ERR_INVALID_ARG;
+                }
+            }
+            r->n_prompt = k;
+        }
+    }
+    if (r->n_prompt > r->cap) { /* keep the last cap ids */
+        memmove(r->prompt, r->prompt + (r->n_prompt - r->cap), (size_t)r->cap * sizeof(int32_t));
+        r->n_prompt = r->cap;
+    }
+    if ((r->n_prompt > 0 || o->cond_prev) && m->prev_sot < 0) {
+        TR_ERROR("whisper: prompting needs <|startofprev|>, which this model lacks");
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* Appends a history slice with the §8.3 rule (a slice of n > 2 ids whose
+ * second-to-last id is a timestamp drops its last id). */
+static void hist_add(wh_runstate *r, const int32_t *ids, int n) {
+    if (n > 2 && ids[n - 2] >= r->m->ts_begin) n--;
+    for (int i = 0; i < n; i++) iv_push(&r->hist, ids[i], 0.0f);
+}
+
+/* Builds the decoder prefix; returns its length, *sot_row the SOT index. */
+static int build_prefix(wh_runstate *r, bool first_window, bool cond, int32_t *out, int max,
+                        int *sot_row) {
+    const wh_model *m = r->m;
+    int n = 0;
+#define PUSH(x)                                                                                    \
+    do {                                                                                           \
+        if (n < max) out[n] = (x);                                                                 \
+        n++;                                                                                       \
+    } while (0)
+    if (cond && r->hist.n > 0) {
+        PUSH(m->prev_sot);
+        if (r->o.prompt_condition == TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS)
+            for (int i = 0; i < r->n_prompt; i++) PUSH(r->prompt[i]);
+        int k = r->hist.n < r->cap ? r->hist.n : r->cap;
+        for (int i = r->hist.n - k; i < r->hist.n; i++) PUSH(r->hist.v[i]);
+    } else if (r->n_prompt > 0 &&
+               (first_window || r->o.prompt_condition == TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS)) {
+        PUSH(m->prev_sot);
+        for (int i = 0; i < r->n_prompt; i++) PUSH(r->prompt[i]);
+    }
+    *sot_row = n;
+    PUSH(m->sot);
+    if (m->multilingual) {
+        PUSH(r->lang_tok);
+        PUSH(r->task_tok);
+    }
+    if (!r->want_ts) PUSH(m->no_ts);
+#undef PUSH
+    return n;
+}
+
+/* ---- language detection (§8.4) ---- */
+
+static transcribe_status detect_language(wh_runstate *r) {
+    wh_session *s = r->s;
+    const wh_model *m = r->m;
+    int32_t sot = m->sot;
+    if (!wh_decode_tokens(s, &sot, 1, 0)) return TRANSCRIBE_ERR_INVALID_ARG;
+    wh_logits_row(s, 0, s->work);
+    int best = -1;
+    float bv = -INFINITY;
+    for (int i = 0; i < m->n_lang; i++) {
+        int id = m->lang_tok[i];
+        if (id < 0) continue;
+        if (best < 0 || s->work[id] > bv) {
+            best = i;
+            bv = s->work[id];
+        }
+    }
+    if (best < 0) {
+        TR_ERROR("whisper: no language token can be resolved for detection");
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    r->lang_idx = best;
+    r->lang_tok = m->lang_tok[best];
+    TR_DEBUG("whisper: detected language '%s'", m->lang[best]);
+    return TRANSCRIBE_OK;
+}
+
+/* ---- one temperature tier (§8.6) ---- */
+
+typedef struct tier_out {
+    float avg_logprob, compression_ratio, temperature;
+    bool aborted, eos;
+} tier_out;
+
+static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, float T,
+                     tier_out *out) {
+    wh_session *s = r->s;
+    const wh_model *m = r->m;
+    const int V = m->hp.n_vocab;
+    wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+    double sum_lp = 0.0;
+    int n_lp = 0;
+    r->n_g = 0;
+    out->aborted = false;
+    out->eos = false;
+    out->temperature = T;
+    memcpy(s->work, prefix_logits, (size_t)V * sizeof(float));
+    wh_process_logits(&pc, s->work, r->G, 0);
+    float lp, p;
+    int tok = wh_select(s->work, V, T, &r->rng, &lp, &p);
+    sum_lp += lp;
+    n_lp++;
+    int n_past = n_prefix;
+    double t0 = tr_time_ms();
+    for (int it = 0; it < WH_MAX_GEN; it++) {
+        if (tok == m->eot) {
+            out->eos = true;
+            break;
+        }
+        r->G[r->n_g] = tok;
+        r->Gp[r->n_g] = p;
+        r->n_g++;
+        if (n_past + 1 > m->hp.n_text_ctx) break;
+        int32_t t32 = tok;
+        wh_decode_tokens(s, &t32, 1, n_past);
+        n_past++;
+        wh_logits_row(s, 0, s->work);
+        wh_process_logits(&pc, s->work, r->G, r->n_g);
+        tok = wh_select(s->work, V, T, &r->rng, &lp, &p);
+        sum_lp += lp;
+        n_lp++;
+        if (tr_run_should_abort(r->ctx)) {
+            out->aborted = true;
+            break;
+        }
+    }
+    r->dec_ms += tr_time_ms() - t0;
+    out->avg_logprob = (float)(sum_lp / n_lp);
+    /* compression ratio over G (+ EOS when the tier ended on it) */
+    r->G[r->n_g] = m->eot;
+    out->compression_ratio = (float)wh_compression_ratio(r->G, r->n_g + (out->eos ? 1 : 0));
+    return !out->aborted;
+}
+
+/* ---- result rows ---- */
+
+/* Word and token rows of one segment. A word starts at a text token whose
+ * bytes begin with a space (or the segment's first text token); its text is
+ * the trimmed decode of its tokens. Whisper has no word/token timing (the
+ * returned kind is at most SEGMENT), so rows carry the segment's times. */
+static bool emit_rows(wh_runstate *r, int seg, int64_t t0, int64_t t1, const int32_t *ids,
+                      const float *ps, int n) {
+    tr_result *res = r->ctx->result;
+    const wh_model *m = r->m;
+    int i = 0;
+    while (i < n) {
+        if (!is_text_id(m, ids[i])) {
+            i++;
+            continue;
+        }
+        int j = i + 1;
+        for (; j < n; j++) {
+            if (!is_text_id(m, ids[j])) continue;
+            char c = 0;
+            if (tr_tokenizer_token_bytes(m->tok, ids[j], &c, 1) > 0 && c == ' ') break;
+        }
+        char *wt = decode_text(m, ids + i, j - i);
+        if (!wt) return false;
+        int word = tr_result_add_word(res, t0, t1, seg, wt);
+        free(wt);
+        if (word < 0) return false;
+        for (int k = i; k < j; k++) {
+            if (!is_text_id(m, ids[k])) continue;
+            char buf[256];
+            size_t nb = tr_tokenizer_token_bytes(m->tok, ids[k], buf, sizeof buf);
+            if (nb > sizeof buf) nb = sizeof buf;
+            char *tt = tr_utf8_sanitize(buf, nb);
+            int ti = tt ? tr_result_add_token(res, ids[k], ps[k], t0, t1, seg, word, tt) : -1;
+            free(tt);
+            if (ti < 0) return false;
+        }
+        i = j;
+    }
+    return true;
+}
+
+/* ---- main loop ---- */
+
+static transcribe_status resolve_language(wh_runstate *r) {
+    const wh_model *m = r->m;
+    const struct transcribe_run_params *p = r->ctx->params;
+    r->lang_idx = -1;
+    r->lang_tok = -1;
+    r->task_tok = -1;
+    r->detect = false;
+    if (!m->multilingual) return TRANSCRIBE_OK;
+    r->task_tok = p->task == TRANSCRIBE_TASK_TRANSLATE ? m->translate : m->transcribe;
+    if (r->task_tok < 0) {
+        TR_ERROR("whisper: the model lacks the <|%s|> token id",
+                 p->task == TRANSCRIBE_TASK_TRANSLATE ? "translate" : "transcribe");
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    if (m->n_lang == 0) {
+        TR_ERROR("whisper: multilingual model without general.languages cannot run");
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    if (p->language && p->language[0]) {
+        for (int i = 0; i < m->n_lang; i++) {
+            if (strcmp(m->lang[i], p->language) == 0) {
+                r->lang_idx = i;
+                r->lang_tok = m->lang_tok[i];
+            }
+        }
+        if (r->lang_idx < 0) {
+            TR_ERROR("whisper: language '%s' is not supported by this model", p->language);
+            return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+        }
+        if (r->lang_tok < 0) return TRANSCRIBE_ERR_GGUF;
+    } else {
+        r->detect = true;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static void add_trace(wh_session *s, const wh_trace *t) {
+    if (s->n_traces == s->cap_traces) {
+        int nc = s->cap_traces ? s->cap_traces * 2 : 16;
+        wh_trace *nt = realloc(s->traces, (size_t)nc * sizeof *nt);
+        if (!nt) return;
+        s->traces = nt;
+        s->cap_traces = nc;
+    }
+    s->traces[s->n_traces++] = *t;
+}
+
+/* Non-finite samples are replaced (NaN → 0, ±Inf → ±1) with a warning:
+ * one bad sample must not poison the whole log-mel normalisation. */
+static const float *sanitize_pcm(const float *pcm, int n, float **owned) {
+    *owned = NULL;
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(pcm[i])) bad++;
+    if (!bad) return pcm;
+    float *c = malloc((size_t)n * sizeof *c);
+    if (!c) return NULL;
+    for (int i = 0; i < n; i++) {
+        float x = pcm[i];
+        c[i] = isnan(x) ? 0.0f : isinf(x) ? (x > 0 ? 1.0f : -1.0f) : x;
+    }
+    TR_WARN("whisper: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
+    *owned = c;
+    return c;
+}
+
+static transcribe_status finish_text(wh_runstate *r) {
+    const wh_model *m = r->m;
+    tr_result *res = r->ctx->result;
+    char *full = decode_text(m, r->all_text.v, r->all_text.n);
+    if (!full) return TRANSCRIBE_ERR_OOM;
+    if (!r->want_ts) {
+        /* §9.1: exactly one segment {0, 0, full text} */
+        int seg = tr_result_add_segment(res, 0, 0, full);
+        if (seg < 0 || !emit_rows(r, seg, 0, 0, r->all_text.v, r->all_text.p, r->all_text.n)) {
+            free(full);
+            return TRANSCRIBE_ERR_OOM;
+        }
+    }
+    bool ok = tr_result_set_full_text(res, full);
+    free(full);
+    if (!ok) return TRANSCRIBE_ERR_OOM;
+    /* raw text: every accepted id, timestamps as <|s.ss|> */
+    tr_strbuf b;
+    tr_strbuf_init(&b);
+    for (int i = 0; i < r->raw.n; i++) {
+        int id = r->raw.v[i];
+        if (id >= m->ts_begin)
+            tr_strbuf_appendf(&b, "<|%.2f|>", (id - m->ts_begin) * 0.02);
+        else if (id < m->n_tok_pieces)
+            append_token_bytes(m, &b, id);
+    }
+    char *raw = b.oom ? NULL : tr_utf8_sanitize(tr_strbuf_cstr(&b), b.len);
+    tr_strbuf_free(&b);
+    if (!raw) return TRANSCRIBE_ERR_OOM;
+    ok = tr_result_set_raw_text(res, raw);
+    free(raw);
+    if (!ok) return TRANSCRIBE_ERR_OOM;
+    if (r->detect && r->lang_idx >= 0) tr_result_set_language(res, m->lang[r->lang_idx]);
+    tr_result_set_timestamp_kind(res, r->want_ts ? TRANSCRIBE_TIMESTAMPS_SEGMENT
+                                                 : TRANSCRIBE_TIMESTAMPS_NONE);
+    return res->oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
+}
+
+static transcribe_status run_windows(wh_runstate *r, const float *mel, int total) {
+    wh_session *s = r->s;
+    const wh_model *m = r->m;
+    const int M = m->hp.n_mels, Tm = m->hp.n_frames_window, V = m->hp.n_vocab;
+    tr_result *res = r->ctx->result;
+    int seek = 0;
+    bool first = true;
+    float prev_temp = 0.0f;
+    int32_t prefix[512];
+    wh_seg *segs = malloc((WH_MAX_GEN + 8) * sizeof *segs);
+    float *prefix_logits = malloc((size_t)V * sizeof(float));
+    if (!segs || !prefix_logits) {
+        free(segs);
+        free(prefix_logits);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    while (seek < total) {
+        if (tr_run_should_abort(r->ctx)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        int n_real = total - seek < Tm ? total - seek : Tm;
+        for (int c = 0; c < M; c++) {
+            float *dst = s->window + (size_t)c * Tm;
+            memcpy(dst, mel + (size_t)c * total + seek, (size_t)n_real * sizeof(float));
+            memset(dst + n_real, 0, (size_t)(Tm - n_real) * sizeof(float));
+        }
+        int64_t offset_ms = (int64_t)seek * 10;
+        double t0 = tr_time_ms();
+        wh_encode(s, s->window);
+        wh_cross_kv(s);
+        r->enc_ms += tr_time_ms() - t0;
+
+        if (first && r->detect) {
+            double td = tr_time_ms();
+            st = detect_language(r);
+            r->dec_ms += tr_time_ms() - td;
+            if (st != TRANSCRIBE_OK) break;
+        }
+        bool cond = r->o.cond_prev && !(prev_temp >= 0.5f);
+        int sot_row = 0;
+        int np =
+            build_prefix(r, first, cond, prefix, (int)(sizeof prefix / sizeof prefix[0]), &sot_row);
+        if (np + 1 > m->hp.n_text_ctx || np > (int)(sizeof prefix / sizeof prefix[0])) {
+            TR_ERROR("whisper: prompt of %d tokens leaves no room in the %d-position decoder", np,
+                     m->hp.n_text_ctx);
+            st = TRANSCRIBE_ERR_INVALID_ARG;
+            break;
+        }
+        /* The prefix pass is shared by every tier: later steps only write
+         * cache rows >= np, so the prefix rows stay valid. */
+        double td = tr_time_ms();
+        wh_decode_tokens(s, prefix, np, 0);
+        wh_logits_row(s, np - 1, prefix_logits);
+        wh_logits_row(s, sot_row, s->work);
+        r->dec_ms += tr_time_ms() - td;
+        float ns_prob = 0.0f;
+        {
+            float mx = -INFINITY;
+            for (int i = 0; i < V; i++)
+                if (s->work[i] > mx) mx = s->work[i];
+            double sum = 0.0;
+            for (int i = 0; i < V; i++) sum += exp((double)s->work[i] - mx);
+            if (m->no_speech >= 0 && m->no_speech < V)
+                ns_prob = (float)(exp((double)s->work[m->no_speech] - mx) / sum);
+        }
+
+        tier_out to = {0};
+        bool no_speech = false;
+        int accepted_tier = 0;
+        for (int k = 0; k < r->n_temps; k++) {
+            if (!run_tier(r, prefix_logits, np, r->temps[k], &to)) break;
+            accepted_tier = k;
+            if (ns_prob > r->o.ns_thold && to.avg_logprob < r->o.lp_thold) {
+                no_speech = true;
+                break;
+            }
+            if (to.compression_ratio <= r->o.cr_thold && to.avg_logprob >= r->o.lp_thold) break;
+        }
+        if (to.aborted) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        wh_trace tr = {.t0_ms = offset_ms,
+                       .t1_ms = offset_ms + 10 * (int64_t)n_real,
+                       .temperature = to.temperature,
+                       .compression_ratio = to.compression_ratio,
+                       .avg_logprob = to.avg_logprob,
+                       .no_speech_prob = ns_prob,
+                       .no_speech = no_speech,
+                       .n_fallbacks = accepted_tier};
+        add_trace(s, &tr);
+        prev_temp = to.temperature;
+        first = false;
+        if (no_speech) {
+            seek += n_real;
+            continue;
+        }
+        int advance = n_real;
+        int n_seg = wh_retrieve_segments(m, r->G, r->n_g, offset_ms, n_real, segs, &advance);
+        for (int i = 0; i < n_seg; i++) {
+            const wh_seg *sg = &segs[i];
+            hist_add(r, r->G + sg->start, sg->end - sg->start);
+            if (!r->want_ts) continue;
+            char *txt = decode_text(m, r->G + sg->start, sg->end - sg->start);
+            if (!txt) {
+                st = TRANSCRIBE_ERR_OOM;
+                break;
+            }
+            if (txt[0]) {
+                int si = tr_result_add_segment(res, sg->t0_ms, sg->t1_ms, txt);
+                if (si < 0 || !emit_rows(r, si, sg->t0_ms, sg->t1_ms, r->G + sg->start,
+                                         r->Gp + sg->start, sg->end - sg->start))
+                    st = TRANSCRIBE_ERR_OOM;
+            }
+            free(txt);
+        }
+        if (st != TRANSCRIBE_OK) break;
+        for (int i = 0; i < r->n_g; i++) {
+            iv_push(&r->raw, r->G[i], r->Gp[i]);
+            if (is_text_id(m, r->G[i])) iv_push(&r->all_text, r->G[i], r->Gp[i]);
+        }
+        if (r->raw.oom || r->all_text.oom || r->hist.oom) {
+            st = TRANSCRIBE_ERR_OOM;
+            break;
+        }
+        seek += advance;
+    }
+    free(segs);
+    free(prefix_logits);
+    return st;
+}
+
+static void build_temps(wh_runstate *r) {
+    float t0 = r->o.t0, inc = r->o.t_inc;
+    r->n_temps = 0;
+    r->temps[r->n_temps++] = t0;
+    if (inc > 0.0f && isfinite(inc)) {
+        for (int k = 1; k < 64; k++) {
+            double t = (double)t0 + k * (double)inc;
+            if (t > 1.0 + 1e-4) break;
+            r->temps[r->n_temps++] = (float)t;
+        }
+    }
+}
+
+transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const wh_model *m = s->m;
+    if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
+    s->n_traces = 0;
+    wh_runstate r;
+    memset(&r, 0, sizeof r);
+    r.s = s;
+    r.m = m;
+    r.ctx = ctx;
+    s->pool = ctx->pool ? ctx->pool : s->pool;
+    wh_opts_from_params(ctx->params, &r.o);
+    transcribe_timestamp_kind tk = ctx->params->timestamps;
+    r.want_ts = tk == TRANSCRIBE_TIMESTAMPS_AUTO || tk == TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    build_temps(&r);
+    float mit = r.o.max_initial_ts;
+    r.max_init_idx = (isfinite(mit) && mit >= 0.0f) ? (int)floor((double)mit / 0.02 + 1e-6) : -1;
+    wh_rng_seed(&r.rng,
+                r.o.seed ? r.o.seed : (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)&r ^ 0x5733B17Eu);
+
+    transcribe_status st = resolve_language(&r);
+    if (st == TRANSCRIBE_OK) st = build_prompt(&r);
+    if (st == TRANSCRIBE_OK && r.n_prompt > 0 &&
+        r.o.prompt_condition == TRANSCRIBE_WHISPER_PROMPT_FIRST_SEGMENT)
+        hist_add(&r, r.prompt, r.n_prompt); /* the prompt is the first history slice */
+    float *mel = NULL, *clean = NULL;
+    int total = 0;
+    if (st == TRANSCRIBE_OK) {
+        const float *in = sanitize_pcm(pcm, n_samples, &clean);
+        if (!in) st = TRANSCRIBE_ERR_OOM;
+        double t0 = tr_time_ms();
+        if (st == TRANSCRIBE_OK) st = wh_log_mel(m, s->pool, in, n_samples, &mel, &total);
+        ctx->result->mel_ms = (float)(tr_time_ms() - t0);
+        free(clean);
+    }
+    if (st == TRANSCRIBE_OK) st = run_windows(&r, mel, total);
+    free(mel);
+    ctx->result->encode_ms = (float)r.enc_ms;
+    ctx->result->decode_ms = (float)r.dec_ms;
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
+        transcribe_status st2 = finish_text(&r);
+        if (st2 != TRANSCRIBE_OK) st = st2;
+    }
+    if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED) s->n_traces = 0;
+    free(r.prompt);
+    iv_free(&r.hist);
+    iv_free(&r.all_text);
+    iv_free(&r.raw);
+    return st;
+}

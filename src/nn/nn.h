@@ -1,0 +1,91 @@
+/* Shared transformer building blocks: pre-LN encoder block, decoder block
+ * with causal self-attention (KV cache) and cross-attention, GELU FFN.
+ * Weights are borrowed tr_tensor views (any dtype tr_matmul supports);
+ * activations are F32 row-major [rows][d_model]. Family-specific wiring
+ * (embeddings, stems, heads) stays in the family folder. */
+#ifndef TR_NN_NN_H
+#define TR_NN_NN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+typedef struct tr_nn_linear {
+    const tr_tensor *w; /* ne = {in, out} */
+    const float *b;     /* [out] or NULL */
+} tr_nn_linear;
+
+typedef struct tr_nn_norm {
+    const float *w, *b; /* LayerNorm gamma / beta [d] */
+} tr_nn_norm;
+
+typedef struct tr_nn_attn {
+    tr_nn_linear q, k, v, o;
+} tr_nn_attn;
+
+typedef struct tr_nn_ffn {
+    tr_nn_linear fc1, fc2; /* fc1 → GELU (erf) → fc2 */
+} tr_nn_ffn;
+
+typedef struct tr_nn_enc_block {
+    tr_nn_norm ln_attn;
+    tr_nn_attn attn;
+    tr_nn_norm ln_ffn;
+    tr_nn_ffn ffn;
+} tr_nn_enc_block;
+
+typedef struct tr_nn_dec_block {
+    tr_nn_norm ln_self;
+    tr_nn_attn self;
+    tr_nn_norm ln_cross;
+    tr_nn_attn cross;
+    tr_nn_norm ln_ffn;
+    tr_nn_ffn ffn;
+} tr_nn_dec_block;
+
+typedef struct tr_nn_dims {
+    int d_model, n_head, head_dim, d_ffn;
+    float ln_eps;
+} tr_nn_dims;
+
+/* Self-attention cache: per layer K and V of n_ctx rows × dim, stored F32 or
+ * F16. n_past is managed by the caller (positions already written). */
+typedef struct tr_nn_kv {
+    int n_layers, n_ctx, dim;
+    bool f16;
+    void *k, *v;   /* n_layers × n_ctx × dim elements each */
+    float *unpack; /* F16 caches: 2 × n_ctx × dim F32 staging for attention */
+} tr_nn_kv;
+
+bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16);
+void tr_nn_kv_free(tr_nn_kv *kv);
+size_t tr_nn_kv_bytes(const tr_nn_kv *kv);
+
+/* y = x W^T + b for rows × in → rows × out (contiguous). */
+void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int rows, float *y);
+
+/* Scratch floats the blocks need for `rows` rows. */
+size_t tr_nn_enc_block_scratch(const tr_nn_dims *d, int rows);
+size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx);
+
+/* Pre-LN bidirectional block, in place on x [rows][d_model]. */
+void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_dims *d, float *x,
+                         int rows, float *scratch);
+
+/* Cross-attention K/V for one decoder block from a source sequence
+ * src [n_src][d_model] → ck, cv [n_src][d_model]. */
+void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
+                    float *ck, float *cv);
+
+/* Pre-LN decoder block on x [rows][d_model] at positions n_past .. n_past+rows-1:
+ * writes this layer's self K/V into the cache, attends causally over
+ * [0, n_past+rows), then over ck/cv (n_src rows, no mask), then the FFN.
+ * Requires n_past + rows <= kv->n_ctx. */
+void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
+                         int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
+                         const float *cv, int n_src, float *scratch);
+
+#endif

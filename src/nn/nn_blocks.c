@@ -1,0 +1,197 @@
+/* Pre-LN transformer blocks (encoder and decoder) on F32 activations. Every
+ * buffer is caller-provided scratch so a forward pass allocates nothing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/nn.h"
+#include "tensor/dtype.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+
+bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16) {
+    memset(kv, 0, sizeof *kv);
+    size_t n = (size_t)n_layers * (size_t)n_ctx * (size_t)dim;
+    size_t es = f16 ? sizeof(uint16_t) : sizeof(float);
+    kv->n_layers = n_layers;
+    kv->n_ctx = n_ctx;
+    kv->dim = dim;
+    kv->f16 = f16;
+    kv->k = calloc(n, es);
+    kv->v = calloc(n, es);
+    if (f16) kv->unpack = malloc(2 * (size_t)n_ctx * (size_t)dim * sizeof(float));
+    if (!kv->k || !kv->v || (f16 && !kv->unpack)) {
+        tr_nn_kv_free(kv);
+        return false;
+    }
+    return true;
+}
+
+void tr_nn_kv_free(tr_nn_kv *kv) {
+    if (!kv) return;
+    free(kv->k);
+    free(kv->v);
+    free(kv->unpack);
+    memset(kv, 0, sizeof *kv);
+}
+
+size_t tr_nn_kv_bytes(const tr_nn_kv *kv) {
+    size_t es = kv->f16 ? 2 : 4;
+    return 2 * (size_t)kv->n_layers * (size_t)kv->n_ctx * (size_t)kv->dim * es;
+}
+
+void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int rows, float *y) {
+    tr_linear(pool, l->w, l->b, x, rows, y);
+}
+
+size_t tr_nn_enc_block_scratch(const tr_nn_dims *d, int rows) {
+    return ((size_t)4 * d->d_model + (size_t)d->d_ffn) * (size_t)rows;
+}
+
+size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx) {
+    (void)n_ctx;
+    return ((size_t)5 * d->d_model + (size_t)d->d_ffn) * (size_t)rows;
+}
+
+static void add_inplace(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* x += W2 GELU(W1 LN(x) + b1) + b2; uses h [rows][D], mid [rows][F], out [rows][D]. */
+static void ffn_residual(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_ffn *ffn,
+                         const tr_nn_dims *d, float *x, int rows, float *h, float *mid,
+                         float *out) {
+    size_t n = (size_t)rows * (size_t)d->d_model;
+    tr_layer_norm(pool, x, h, rows, d->d_model, ln->w, ln->b, d->ln_eps);
+    tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
+    tr_gelu(mid, (long)rows * d->d_ffn);
+    tr_nn_linear_fwd(pool, &ffn->fc2, mid, rows, out);
+    add_inplace(x, out, n);
+}
+
+void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_dims *d, float *x,
+                         int rows, float *scratch) {
+    const int D = d->d_model;
+    size_t n = (size_t)rows * (size_t)D;
+    float *h = scratch, *q = h + n, *k = q + n, *v = k + n, *mid = v + n;
+
+    tr_layer_norm(pool, x, h, rows, D, blk->ln_attn.w, blk->ln_attn.b, d->ln_eps);
+    tr_nn_linear_fwd(pool, &blk->attn.q, h, rows, q);
+    tr_nn_linear_fwd(pool, &blk->attn.k, h, rows, k);
+    tr_nn_linear_fwd(pool, &blk->attn.v, h, rows, v);
+    tr_attn_args a = {
+        .q = q,
+        .q_stride = D,
+        .k = k,
+        .v = v,
+        .kv_stride = D,
+        .out = h,
+        .out_stride = D,
+        .n_q = rows,
+        .n_kv = rows,
+        .kv_valid = rows,
+        .n_head = d->n_head,
+        .n_head_kv = d->n_head,
+        .head_dim = d->head_dim,
+        .scale = 1.0f / sqrtf((float)d->head_dim),
+        .causal = false,
+    };
+    tr_attention(pool, &a);
+    tr_nn_linear_fwd(pool, &blk->attn.o, h, rows, q);
+    add_inplace(x, q, n);
+
+    ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
+}
+
+void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
+                    float *ck, float *cv) {
+    tr_nn_linear_fwd(pool, &blk->cross.k, src, n_src, ck);
+    tr_nn_linear_fwd(pool, &blk->cross.v, src, n_src, cv);
+}
+
+void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
+                         int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
+                         const float *cv, int n_src, float *scratch) {
+    const int D = d->d_model;
+    size_t n = (size_t)rows * (size_t)D;
+    float *h = scratch, *q = h + n, *o = q + n, *tk = o + n, *tv = tk + n, *mid = tv + n;
+    const float scale = 1.0f / sqrtf((float)d->head_dim);
+    const int n_kv = n_past + rows;
+    size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * (size_t)kv->dim;
+
+    /* causal self-attention over the cache */
+    tr_layer_norm(pool, x, h, rows, D, blk->ln_self.w, blk->ln_self.b, d->ln_eps);
+    tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
+    const float *kc, *vc;
+    if (!kv->f16) {
+        float *kl = (float *)kv->k + layer_off, *vl = (float *)kv->v + layer_off;
+        /* project straight into the cache rows: no copy */
+        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, kl + (size_t)n_past * D);
+        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, vl + (size_t)n_past * D);
+        kc = kl;
+        vc = vl;
+    } else {
+        uint16_t *kl = (uint16_t *)kv->k + layer_off, *vl = (uint16_t *)kv->v + layer_off;
+        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
+        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+        for (size_t i = 0; i < n; i++) {
+            kl[(size_t)n_past * D + i] = tr_f32_to_f16(tk[i]);
+            vl[(size_t)n_past * D + i] = tr_f32_to_f16(tv[i]);
+        }
+        float *uk = kv->unpack, *uv = kv->unpack + (size_t)kv->n_ctx * D;
+        size_t m = (size_t)n_kv * D;
+        for (size_t i = 0; i < m; i++) {
+            uk[i] = tr_f16_to_f32(kl[i]);
+            uv[i] = tr_f16_to_f32(vl[i]);
+        }
+        kc = uk;
+        vc = uv;
+    }
+    tr_attn_args a = {
+        .q = q,
+        .q_stride = D,
+        .k = kc,
+        .v = vc,
+        .kv_stride = D,
+        .out = o,
+        .out_stride = D,
+        .n_q = rows,
+        .n_kv = n_kv,
+        .kv_valid = n_kv,
+        .n_head = d->n_head,
+        .n_head_kv = d->n_head,
+        .head_dim = d->head_dim,
+        .scale = scale,
+        .causal = true,
+        .causal_offset = n_past,
+    };
+    tr_attention(pool, &a);
+    tr_nn_linear_fwd(pool, &blk->self.o, o, rows, q);
+    add_inplace(x, q, n);
+
+    /* cross-attention over the source sequence */
+    tr_layer_norm(pool, x, h, rows, D, blk->ln_cross.w, blk->ln_cross.b, d->ln_eps);
+    tr_nn_linear_fwd(pool, &blk->cross.q, h, rows, q);
+    tr_attn_args c = {
+        .q = q,
+        .q_stride = D,
+        .k = ck,
+        .v = cv,
+        .kv_stride = D,
+        .out = o,
+        .out_stride = D,
+        .n_q = rows,
+        .n_kv = n_src,
+        .kv_valid = n_src,
+        .n_head = d->n_head,
+        .n_head_kv = d->n_head,
+        .head_dim = d->head_dim,
+        .scale = scale,
+        .causal = false,
+    };
+    tr_attention(pool, &c);
+    tr_nn_linear_fwd(pool, &blk->cross.o, o, rows, q);
+    add_inplace(x, q, n);
+
+    ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
+}
