@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double kref_half(const uint8_t *p) {
+static inline double kref_half(const uint8_t *p) {
     unsigned h = p[0] | (p[1] << 8);
     int sign = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
     double v;
@@ -22,7 +22,7 @@ static double kref_half(const uint8_t *p) {
     return sign ? -v : v;
 }
 
-static double kref_bf16(const uint8_t *p) {
+static inline double kref_bf16(const uint8_t *p) {
     uint32_t bits = (uint32_t)(p[0] | (p[1] << 8)) << 16;
     float f;
     memcpy(&f, &bits, 4);
@@ -30,15 +30,15 @@ static double kref_bf16(const uint8_t *p) {
 }
 
 /* 4-bit code of element i (0..31) in the Q4_0 nibble layout. */
-static int kref_nib32(const uint8_t *qs, int i) {
+static inline int kref_nib32(const uint8_t *qs, int i) {
     return i < 16 ? (qs[i] & 15) : (qs[i - 16] >> 4);
 }
 
-static int kref_bit(const uint8_t *p, int bit) {
+static inline int kref_bit(const uint8_t *p, int bit) {
     return (p[bit / 8] >> (bit % 8)) & 1;
 }
 
-static void kref_k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
+static inline void kref_k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
     if (j < 4) {
         *sc = s[j] & 63;
         *mn = s[j + 4] & 63;
@@ -49,7 +49,7 @@ static void kref_k_scale_min(const uint8_t *s, int j, int *sc, int *mn) {
 }
 
 /* Q3_K: unpack all 16 six-bit scales from 12 bytes via 32-bit words. */
-static void kref_q3k_scales(const uint8_t *s, int out[16]) {
+static inline void kref_q3k_scales(const uint8_t *s, int out[16]) {
     uint32_t a[3];
     for (int w = 0; w < 3; w++)
         a[w] =
@@ -63,7 +63,7 @@ static void kref_q3k_scales(const uint8_t *s, int out[16]) {
 }
 
 /* Value of element i of the block starting at b (type is a ggml id). */
-static double kref_elem(int type, const uint8_t *b, int i) {
+static inline double kref_elem(int type, const uint8_t *b, int i) {
     switch (type) {
     case 0: {
         float f;
@@ -120,7 +120,7 @@ static double kref_elem(int type, const uint8_t *b, int i) {
     }
 }
 
-static int kref_block(int type) {
+static inline int kref_block(int type) {
     switch (type) {
     case 0:
     case 1:
@@ -137,31 +137,31 @@ static int kref_block(int type) {
     }
 }
 
-static size_t kref_block_bytes(int type) {
+static inline size_t kref_block_bytes(int type) {
     static const size_t bytes[31] = {
         [0] = 4,  [1] = 2,   [30] = 2,   [2] = 18,   [3] = 20,   [6] = 22,  [7] = 24,
         [8] = 34, [10] = 84, [11] = 110, [12] = 144, [13] = 176, [14] = 210};
     return bytes[type];
 }
 
-static double kref_row_elem(int type, const uint8_t *row, long i) {
+static inline double kref_row_elem(int type, const uint8_t *row, long i) {
     int bs = kref_block(type);
     return kref_elem(type, row + (size_t)(i / bs) * kref_block_bytes(type), (int)(i % bs));
 }
 
 /* Deterministic test RNG. */
 static uint64_t kref_rng = 0x9E3779B97F4A7C15ull;
-static uint32_t kref_u32(void) {
+static inline uint32_t kref_u32(void) {
     kref_rng ^= kref_rng << 13;
     kref_rng ^= kref_rng >> 7;
     kref_rng ^= kref_rng << 17;
     return (uint32_t)(kref_rng >> 16);
 }
-static float kref_uniform(void) { /* [-1, 1) */
+static inline float kref_uniform(void) { /* [-1, 1) */
     return (float)((kref_u32() & 0xffffff) / 8388608.0 - 1.0);
 }
 /* A random positive f16 in [2^-10, 2^-3) (keeps block scales sane). */
-static void kref_put_scale(uint8_t *p) {
+static inline void kref_put_scale(uint8_t *p) {
     unsigned e = 5 + kref_u32() % 7, m = kref_u32() & 1023;
     unsigned h = (e << 10) | m;
     p[0] = (uint8_t)h;
@@ -169,7 +169,7 @@ static void kref_put_scale(uint8_t *p) {
 }
 
 /* Random bytes for n elements of a block type, with valid scale fields. */
-static void kref_random_blocks(int type, uint8_t *p, long n) {
+static inline void kref_random_blocks(int type, uint8_t *p, long n) {
     if (type == 0) {
         for (long i = 0; i < n; i++) {
             float f = kref_uniform();
