@@ -27,7 +27,7 @@ void tr_audio_free(tr_audio *a);
 
 /* Band-limited resampling of mono PCM (libsoxr when built with it, else a
  * windowed-sinc resampler). *out is malloc'ed. */
-transcribe_status tr_resample(const float *in, int64_t n_in, int rate_in, int rate_out,
-                              float **out, int64_t *n_out);
+transcribe_status tr_resample(const float *in, int64_t n_in, int rate_in, int rate_out, float **out,
+                              int64_t *n_out);
 
 #endif

@@ -12,9 +12,17 @@
 
 struct gguf_file;
 
-typedef enum { TR_FRONTEND_MEL = 0, TR_FRONTEND_KALDI_FBANK_LFR = 1, TR_FRONTEND_RAW = 2 } tr_frontend_type;
+typedef enum {
+    TR_FRONTEND_MEL = 0,
+    TR_FRONTEND_KALDI_FBANK_LFR = 1,
+    TR_FRONTEND_RAW = 2
+} tr_frontend_type;
 typedef enum { TR_PAD_REFLECT = 0, TR_PAD_CONSTANT = 1, TR_PAD_NONE = 2 } tr_pad_mode;
-typedef enum { TR_WIN_HANN_PERIODIC = 0, TR_WIN_HANN_SYMMETRIC = 1, TR_WIN_HAMMING = 2 } tr_window_type;
+typedef enum {
+    TR_WIN_HANN_PERIODIC = 0,
+    TR_WIN_HANN_SYMMETRIC = 1,
+    TR_WIN_HAMMING = 2
+} tr_window_type;
 typedef enum {
     TR_NORM_NONE = 0,
     TR_NORM_PER_FEATURE = 1,
@@ -46,7 +54,20 @@ typedef struct tr_mel_config {
     const float *cmvn_shift, *cmvn_scale;
 } tr_mel_config;
 
-/* Defaults for the named variants (no file needed). */
+/* Defaults for the named variants (no file needed).
+ * - whisper: n_fft 400, periodic Hann, reflect padding, log10 with the
+ *   per-utterance "whisper_logmel" normalisation (n_frames-1 outputs).
+ * - nemo: the Parakeet front end: pre-emphasis 0.97, symmetric Hann 400
+ *   centred in n_fft 512, ZERO (constant) padding, ln(E + 2^-24),
+ *   per-feature normalisation over the first n_frames-1 frames (unbiased
+ *   std + 1e-5) with the last frame set to 0. Canary is the same with
+ *   pad_mode = TR_PAD_REFLECT, which makes per_feature use all n_frames
+ *   frames and keep the last one (family-canary.md §5); nemotron-style
+ *   files set normalize = TR_NORM_NONE (raw log, last frame zeroed).
+ *   dither is never applied.
+ * - kaldi: 80-bin Kaldi fbank (Hamming 400, snip edges, ×32768, DC
+ *   removal, per-frame pre-emphasis, HTK filters 20 Hz..Nyquist,
+ *   ln(max(E, FLT_EPSILON))) + LFR m=7 n=6 (sensevoice), no CMVN. */
 void tr_mel_config_whisper(tr_mel_config *c, int n_mels);
 void tr_mel_config_nemo(tr_mel_config *c, int n_mels);
 void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
@@ -57,9 +78,19 @@ transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_fi
 /* Computes features of n samples: *out is malloc'ed [n_mels][*n_frames]
  * row-major (for LFR: [n_mels*lfr_m][n_frames]). Frames are computed on the
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
-transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n,
-                                 tr_pool *pool, float **out, int *n_frames);
+transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
+                                 float **out, int *n_frames);
 /* Feature rows of the output (n_mels, or n_mels*lfr_m for LFR). */
 int tr_mel_n_features(const tr_mel_config *c);
+
+/* Whisper log-mel of family-whisper.md §5.2. Short form (n <= 30 s, i.e.
+ * 30·sample_rate samples): the pcm is zero-padded to exactly 30 s and the
+ * result has exactly 30·sample_rate/hop (3000) frames. Long form: the mel
+ * of the whole unpadded signal with one global maximum, floor(n/hop)
+ * frames. *out is malloc'ed [n_mels][*n_frames] (mel-major; the encoder
+ * wants frame-major, transpose when uploading). Uses c as given (normally
+ * tr_mel_config_whisper or a Whisper file's config). */
+transcribe_status tr_mel_whisper(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
+                                 float **out, int *n_frames);
 
 #endif

@@ -1,0 +1,177 @@
+/* Mixed-radix FFT (decimation in time, recursive, out of place). The real
+ * transform of even size n packs even/odd samples into one complex
+ * sequence of size m = n/2, transforms it and splits the result. */
+#include "audio/fft.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    double re, im;
+} cpx;
+
+#define TR_FFT_MAX_FACTORS 32
+
+struct tr_fft {
+    int n, m;
+    int fac[2 * TR_FFT_MAX_FACTORS]; /* (radix p, remaining size after it) pairs */
+    int maxp;
+    cpx *tw;  /* tw[k] = exp(-2πi k/m), k < m */
+    cpx *rtw; /* rtw[k] = exp(-2πi k/n), k <= m */
+};
+
+static inline cpx cmul(cpx a, cpx b) {
+    cpx r = {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+    return r;
+}
+
+static void butterfly2(cpx *out, const cpx *tw, size_t fstride, int m) {
+    for (int k = 0; k < m; k++) {
+        cpx a = out[k], t = cmul(out[k + m], tw[k * fstride]);
+        out[k].re = a.re + t.re;
+        out[k].im = a.im + t.im;
+        out[k + m].re = a.re - t.re;
+        out[k + m].im = a.im - t.im;
+    }
+}
+
+static void butterfly4(cpx *out, const cpx *tw, size_t fstride, int m) {
+    for (int k = 0; k < m; k++) {
+        cpx t0 = out[k];
+        cpx t1 = cmul(out[k + m], tw[k * fstride]);
+        cpx t2 = cmul(out[k + 2 * m], tw[2 * k * fstride]);
+        cpx t3 = cmul(out[k + 3 * m], tw[3 * k * fstride]);
+        cpx a0 = {t0.re + t2.re, t0.im + t2.im}, a1 = {t0.re - t2.re, t0.im - t2.im};
+        cpx a2 = {t1.re + t3.re, t1.im + t3.im}, a3 = {t1.re - t3.re, t1.im - t3.im};
+        out[k].re = a0.re + a2.re;
+        out[k].im = a0.im + a2.im;
+        out[k + 2 * m].re = a0.re - a2.re;
+        out[k + 2 * m].im = a0.im - a2.im;
+        /* forward transform: X1 = a1 - i·a3, X3 = a1 + i·a3 */
+        out[k + m].re = a1.re + a3.im;
+        out[k + m].im = a1.im - a3.re;
+        out[k + 3 * m].re = a1.re - a3.im;
+        out[k + 3 * m].im = a1.im + a3.re;
+    }
+}
+
+/* Any radix p: a direct p-point DFT per output group (O(p^2)). */
+static void butterfly_generic(cpx *out, const cpx *tw, size_t fstride, int p, int m, int msize,
+                              cpx *t) {
+    for (int k = 0; k < m; k++) {
+        for (int q = 0; q < p; q++) t[q] = cmul(out[k + q * m], tw[(size_t)q * k * fstride]);
+        for (int u = 0; u < p; u++) {
+            double re = 0, im = 0;
+            for (int q = 0; q < p; q++) {
+                /* W_p^{qu} = W_M^{(qu mod p)·m·fstride} */
+                size_t idx = (size_t)((q * u) % p) * (size_t)m * fstride;
+                cpx w = tw[idx % (size_t)msize];
+                re += t[q].re * w.re - t[q].im * w.im;
+                im += t[q].re * w.im + t[q].im * w.re;
+            }
+            out[k + u * m].re = re;
+            out[k + u * m].im = im;
+        }
+    }
+}
+
+static void work(const tr_fft *P, cpx *out, const cpx *in, size_t fstride, const int *fac, cpx *t) {
+    int p = fac[0], m = fac[1];
+    if (m == 1) {
+        for (int q = 0; q < p; q++) out[q] = in[(size_t)q * fstride];
+    } else {
+        for (int q = 0; q < p; q++)
+            work(P, out + (size_t)q * m, in + (size_t)q * fstride, fstride * (size_t)p, fac + 2, t);
+    }
+    if (p == 2)
+        butterfly2(out, P->tw, fstride, m);
+    else if (p == 4)
+        butterfly4(out, P->tw, fstride, m);
+    else
+        butterfly_generic(out, P->tw, fstride, p, m, P->m, t);
+}
+
+tr_fft *tr_fft_create(int n) {
+    if (n < 2 || n > (1 << 20) || (n & 1)) return NULL;
+    tr_fft *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    p->n = n;
+    p->m = n / 2;
+    p->tw = malloc(sizeof(cpx) * (size_t)p->m);
+    p->rtw = malloc(sizeof(cpx) * (size_t)(p->m + 1));
+    if (!p->tw || !p->rtw) {
+        tr_fft_free(p);
+        return NULL;
+    }
+    for (int k = 0; k < p->m; k++) {
+        double a = -2.0 * M_PI * (double)k / (double)p->m;
+        p->tw[k].re = cos(a);
+        p->tw[k].im = sin(a);
+    }
+    for (int k = 0; k <= p->m; k++) {
+        double a = -2.0 * M_PI * (double)k / (double)n;
+        p->rtw[k].re = cos(a);
+        p->rtw[k].im = sin(a);
+    }
+    /* Factor m: radix 4 first (cheapest butterfly), then 2, then odd. */
+    int rem = p->m, nf = 0, f = 4;
+    p->maxp = 1;
+    while (rem > 1) {
+        while (rem % f) {
+            if (f == 4)
+                f = 2;
+            else if (f == 2)
+                f = 3;
+            else
+                f += 2;
+            if ((long)f * f > rem) f = rem;
+        }
+        rem /= f;
+        p->fac[2 * nf] = f;
+        p->fac[2 * nf + 1] = rem;
+        if (f > p->maxp) p->maxp = f;
+        nf++;
+    }
+    if (nf == 0) { /* m == 1 */
+        p->fac[0] = 1;
+        p->fac[1] = 1;
+    }
+    return p;
+}
+
+void tr_fft_free(tr_fft *p) {
+    if (!p) return;
+    free(p->tw);
+    free(p->rtw);
+    free(p);
+}
+
+int tr_fft_size(const tr_fft *p) {
+    return p->n;
+}
+
+size_t tr_fft_scratch_len(const tr_fft *p) {
+    return 2 * (2 * (size_t)p->m + (size_t)p->maxp);
+}
+
+void tr_fft_real(const tr_fft *p, const double *in, double *out, double *scratch) {
+    int m = p->m;
+    cpx *z = (cpx *)scratch, *Z = z + m, *t = Z + m;
+    for (int j = 0; j < m; j++) {
+        z[j].re = in[2 * j];
+        z[j].im = in[2 * j + 1];
+    }
+    work(p, Z, z, 1, p->fac, t);
+    for (int k = 0; k <= m; k++) {
+        cpx a = Z[k == m ? 0 : k];
+        cpx b = Z[k == 0 ? 0 : m - k];
+        b.im = -b.im; /* conj(Z[m-k]) */
+        /* even part E = (a+b)/2, odd part O = (a-b)/(2i) */
+        double er = 0.5 * (a.re + b.re), ei = 0.5 * (a.im + b.im);
+        double or_ = 0.5 * (a.im - b.im), oi = -0.5 * (a.re - b.re);
+        cpx o = cmul((cpx){or_, oi}, p->rtw[k]);
+        out[2 * k] = er + o.re;
+        out[2 * k + 1] = ei + o.im;
+    }
+}

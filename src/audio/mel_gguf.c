@@ -1,0 +1,163 @@
+/* stt.frontend.* keys and baked frontend.* tensors → tr_mel_config
+ * (gguf-common.md §7). Reads are tri-state: absent keys keep the caller's
+ * defaults, wrongly typed keys are fatal (TRANSCRIBE_ERR_GGUF). Which
+ * values a family accepts is the family's business; this only rejects
+ * values no front end can mean. */
+#include <string.h>
+#include <strings.h>
+
+#include "audio/mel.h"
+#include "gguf/gguf.h"
+#include "tensor/dtype.h"
+#include "util/log.h"
+
+#define K "stt.frontend."
+
+static int get_int(const gguf_file *f, const char *key, int *dst, bool *bad) {
+    uint32_t v;
+    int r = gguf_get_u32(f, key, &v);
+    if (r < 0) *bad = true;
+    if (r > 0) {
+        if (v > (1u << 30)) {
+            TR_ERROR("gguf: %s = %u is out of range", key, v);
+            *bad = true;
+            return 0;
+        }
+        *dst = (int)v;
+    }
+    return r;
+}
+
+static void get_float(const gguf_file *f, const char *key, float *dst, bool *bad) {
+    if (gguf_get_f32(f, key, dst) < 0) *bad = true;
+}
+
+static void get_bool(const gguf_file *f, const char *key, bool *dst, bool *bad) {
+    if (gguf_get_bool(f, key, dst) < 0) *bad = true;
+}
+
+static const char *get_str(const gguf_file *f, const char *key, bool *bad) {
+    const char *s = NULL;
+    if (gguf_get_str(f, key, &s) < 0) *bad = true;
+    return s && *s ? s : NULL; /* absent and empty are alike (§ corrections) */
+}
+
+static bool unknown(const char *key, const char *v) {
+    TR_ERROR("gguf: %s has unknown value '%s'", key, v);
+    return true;
+}
+
+/* A baked F32 tensor of exactly `count` elements, or NULL (absent). */
+static const float *baked(const gguf_file *f, const char *name, int64_t count, bool *bad) {
+    const tr_tensor *t = gguf_find_tensor(f, name);
+    if (!t) return NULL;
+    if (t->type != TR_F32 || tr_tensor_nelements(t) != count || !t->data) {
+        TR_ERROR("gguf: %s must be F32 with %lld elements (type %s, %lld elements)", name,
+                 (long long)count, tr_type_name(t->type), (long long)tr_tensor_nelements(t));
+        *bad = true;
+        return NULL;
+    }
+    return (const float *)t->data;
+}
+
+transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f) {
+    bool bad = false;
+    const char *s;
+    if ((s = get_str(f, K "type", &bad))) {
+        if (!strcmp(s, "mel"))
+            c->type = TR_FRONTEND_MEL;
+        else if (!strcmp(s, "kaldi_fbank_lfr"))
+            c->type = TR_FRONTEND_KALDI_FBANK_LFR;
+        else if (!strcmp(s, "raw"))
+            c->type = TR_FRONTEND_RAW;
+        else
+            bad = unknown(K "type", s);
+    }
+    get_int(f, K "sample_rate", &c->sample_rate, &bad);
+    get_int(f, K "num_mels", &c->n_mels, &bad);
+    get_int(f, K "n_fft", &c->n_fft, &bad);
+    get_int(f, K "win_length", &c->win_length, &bad);
+    get_int(f, K "hop_length", &c->hop_length, &bad);
+    if ((s = get_str(f, K "window", &bad))) {
+        if (!strcmp(s, "hann_periodic"))
+            c->window = TR_WIN_HANN_PERIODIC;
+        else if (!strcmp(s, "hann") || !strcmp(s, "hann_symmetric"))
+            c->window = TR_WIN_HANN_SYMMETRIC;
+        else if (!strcasecmp(s, "hamming"))
+            c->window = TR_WIN_HAMMING;
+        else
+            bad = unknown(K "window", s);
+    }
+    if ((s = get_str(f, K "normalize", &bad))) {
+        if (!strcmp(s, "per_feature"))
+            c->normalize = TR_NORM_PER_FEATURE;
+        else if (!strcmp(s, "per_utterance") || !strcmp(s, "whisper_logmel"))
+            c->normalize = TR_NORM_PER_UTTERANCE;
+        else if (!strcmp(s, "global"))
+            c->normalize = TR_NORM_GLOBAL;
+        else if (!strcmp(s, "none"))
+            c->normalize = TR_NORM_NONE;
+        else
+            bad = unknown(K "normalize", s);
+    }
+    float dither = 0; /* read for its type only: inference never dithers */
+    get_float(f, K "dither", &dither, &bad);
+    get_float(f, K "pre_emphasis", &c->pre_emphasis, &bad);
+    get_float(f, K "f_min", &c->f_min, &bad);
+    get_float(f, K "f_max", &c->f_max, &bad);
+    if ((s = get_str(f, K "pad_mode", &bad))) {
+        if (!strcmp(s, "reflect"))
+            c->pad_mode = TR_PAD_REFLECT;
+        else if (!strcmp(s, "constant"))
+            c->pad_mode = TR_PAD_CONSTANT;
+        else if (!strcmp(s, "none"))
+            c->pad_mode = TR_PAD_NONE;
+        else
+            bad = unknown(K "pad_mode", s);
+    }
+    bool center = true;
+    if (gguf_get_bool(f, K "center", &center) < 0) bad = true;
+    if (!center) c->pad_mode = TR_PAD_NONE;
+    if ((s = get_str(f, K "mel_norm", &bad))) {
+        /* "<scale>" or "<scale>+<norm>"; a bare "slaney" is both. */
+        const char *plus = strchr(s, '+');
+        size_t sl = plus ? (size_t)(plus - s) : strlen(s);
+        if (sl == 6 && !strncmp(s, "slaney", 6))
+            c->mel_scale = TR_MELSCALE_SLANEY;
+        else if (sl == 3 && !strncmp(s, "htk", 3))
+            c->mel_scale = TR_MELSCALE_HTK;
+        else
+            bad = unknown(K "mel_norm", s);
+        const char *norm = plus ? plus + 1 : s;
+        c->mel_area_norm = !strcmp(norm, "slaney");
+    }
+    get_bool(f, K "log", &c->log, &bad);
+    get_float(f, K "global_log_mel_max", &c->global_log_mel_max, &bad);
+    get_float(f, K "log_clamp_min", &c->log_clamp_min, &bad);
+    get_int(f, K "lfr_m", &c->lfr_m, &bad);
+    get_int(f, K "lfr_n", &c->lfr_n, &bad);
+    get_bool(f, K "snip_edges", &c->snip_edges, &bad);
+    get_bool(f, K "upscale_samples", &c->upscale_samples, &bad);
+    get_bool(f, K "apply_cmvn", &c->apply_cmvn, &bad);
+    if (bad) return TRANSCRIBE_ERR_GGUF;
+
+    if (c->n_mels <= 0 || c->n_fft <= 0 || c->win_length <= 0) {
+        TR_ERROR("gguf: front end needs positive num_mels, n_fft and win_length");
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    const float *fb =
+        baked(f, "frontend.mel_filterbank", (int64_t)c->n_mels * (c->n_fft / 2 + 1), &bad);
+    const float *win = baked(f, "frontend.window", c->win_length, &bad);
+    if (fb) c->filterbank = fb;
+    if (win) c->baked_window = win;
+    if (c->type == TR_FRONTEND_KALDI_FBANK_LFR && c->lfr_m > 0) {
+        int64_t d = (int64_t)c->n_mels * c->lfr_m;
+        const float *sh = baked(f, "frontend.cmvn.shift", d, &bad);
+        const float *sc = baked(f, "frontend.cmvn.scale", d, &bad);
+        if (sh && sc) {
+            c->cmvn_shift = sh;
+            c->cmvn_scale = sc;
+        }
+    }
+    return bad ? TRANSCRIBE_ERR_GGUF : TRANSCRIBE_OK;
+}

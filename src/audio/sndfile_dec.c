@@ -1,0 +1,135 @@
+/* Compressed formats through libsndfile, reading the in-memory image via
+ * its virtual I/O interface (so the file is read once and detection is by
+ * content). Without libsndfile this says which format needed it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio_internal.h"
+#include "util/log.h"
+
+#ifdef TR_HAVE_SNDFILE
+#include <sndfile.h>
+
+typedef struct {
+    const unsigned char *data;
+    sf_count_t size, pos;
+} mem_io;
+
+static sf_count_t vio_len(void *u) {
+    return ((mem_io *)u)->size;
+}
+static sf_count_t vio_seek(sf_count_t off, int whence, void *u) {
+    mem_io *m = u;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+    sf_count_t p = base + off;
+    if (p < 0 || p > m->size) return -1;
+    m->pos = p;
+    return p;
+}
+static sf_count_t vio_read(void *ptr, sf_count_t count, void *u) {
+    mem_io *m = u;
+    if (count <= 0 || m->pos >= m->size) return 0;
+    sf_count_t n = m->size - m->pos < count ? m->size - m->pos : count;
+    memcpy(ptr, m->data + m->pos, (size_t)n);
+    m->pos += n;
+    return n;
+}
+static sf_count_t vio_write(const void *ptr, sf_count_t count, void *u) {
+    (void)ptr;
+    (void)count;
+    (void)u;
+    return 0;
+}
+static sf_count_t vio_tell(void *u) {
+    return ((mem_io *)u)->pos;
+}
+
+bool tr_audio_have_sndfile(void) {
+    return true;
+}
+
+transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audio_format fmt,
+                                          tr_audio *out) {
+    memset(out, 0, sizeof *out);
+    mem_io m = {data, (sf_count_t)size, 0};
+    SF_VIRTUAL_IO vio = {vio_len, vio_seek, vio_read, vio_write, vio_tell};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &m);
+    if (!sf) {
+        TR_ERROR("audio: cannot decode %s data: %s", tr_audio_format_name(fmt), sf_strerror(NULL));
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    float *pcm = NULL, *buf = NULL;
+    if (info.channels < 1 || info.channels > TR_AUDIO_MAX_CHANNELS ||
+        info.samplerate < TR_AUDIO_MIN_RATE || info.samplerate > TR_AUDIO_MAX_RATE) {
+        TR_ERROR("audio: %s stream has %d channels at %d Hz; refusing", tr_audio_format_name(fmt),
+                 info.channels, info.samplerate);
+        st = TRANSCRIBE_ERR_INVALID_ARG;
+        goto done;
+    }
+    enum { CHUNK = 4096 };
+    int C = info.channels;
+    buf = malloc(sizeof(float) * CHUNK * (size_t)C);
+    size_t n = 0, cap = 0;
+    if (!buf) goto oom;
+    for (;;) {
+        sf_count_t got = sf_readf_float(sf, buf, CHUNK);
+        if (got <= 0) break;
+        if (n + (size_t)got > cap) {
+            size_t nc = cap ? cap * 2 : 65536;
+            while (nc < n + (size_t)got) nc *= 2;
+            float *np = realloc(pcm, sizeof(float) * nc);
+            if (!np) goto oom;
+            pcm = np;
+            cap = nc;
+        }
+        for (sf_count_t i = 0; i < got; i++) {
+            double acc = 0;
+            for (int c = 0; c < C; c++) acc += buf[(size_t)i * C + c];
+            pcm[n + (size_t)i] = (float)(acc / C);
+        }
+        n += (size_t)got;
+    }
+    if (n == 0) {
+        TR_ERROR("audio: %s stream has no samples", tr_audio_format_name(fmt));
+        st = TRANSCRIBE_ERR_INVALID_ARG;
+        goto done;
+    }
+    out->pcm = pcm;
+    out->n = (int64_t)n;
+    out->rate = info.samplerate;
+    pcm = NULL;
+    goto done;
+oom:
+    TR_ERROR("audio: out of memory decoding %s", tr_audio_format_name(fmt));
+    st = TRANSCRIBE_ERR_OOM;
+done:
+    free(buf);
+    free(pcm);
+    sf_close(sf);
+    return st;
+}
+
+#else
+
+bool tr_audio_have_sndfile(void) {
+    return false;
+}
+
+transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audio_format fmt,
+                                          tr_audio *out) {
+    (void)data;
+    (void)size;
+    memset(out, 0, sizeof *out);
+    if (fmt == TR_AUDIO_FMT_UNKNOWN)
+        TR_ERROR("audio: unrecognised audio format (this build reads only WAV)");
+    else
+        TR_ERROR("audio: %s input needs libsndfile, which this build does not have; "
+                 "convert to WAV first",
+                 tr_audio_format_name(fmt));
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
+#endif
