@@ -1,0 +1,81 @@
+/* tr_attention: validates the arguments, picks the tile or row kernel and
+ * spreads (head, query block) work units over the pool. Units are assigned
+ * round-robin (cheap load balancing for causal masks); every unit's result
+ * depends only on its own inputs, so any thread count gives identical bits. */
+#include "tensor/ops_simd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/log.h"
+
+/* Below this many query rows, per-row dot products beat packing key tiles. */
+#define ATTN_TILE_MIN_Q 8
+/* Query rows per work unit on the row path. */
+#define ATTN_ROWS_PER_UNIT 4
+
+typedef void (*attn_fn)(const tr_attn_args *a, int h, int q0, int q1, float *scratch);
+
+typedef struct {
+    const tr_attn_args *a;
+    attn_fn fn;
+    int rows_per_unit, n_qb;
+    long scratch_floats;
+    float *scratch;
+} attn_ctx;
+
+static void attn_worker(void *vctx, int ith, int nth) {
+    const attn_ctx *c = vctx;
+    const tr_attn_args *a = c->a;
+    float *scratch = c->scratch + (long)ith * c->scratch_floats;
+    const long n_units = (long)a->n_head * c->n_qb;
+    for (long u = ith; u < n_units; u += nth) {
+        int h = (int)(u / c->n_qb), qb = (int)(u % c->n_qb);
+        int q0 = qb * c->rows_per_unit;
+        int q1 = q0 + c->rows_per_unit < a->n_q ? q0 + c->rows_per_unit : a->n_q;
+        c->fn(a, h, q0, q1, scratch);
+    }
+}
+
+void tr_attention(tr_pool *pool, const tr_attn_args *in) {
+    if (!in || in->n_q <= 0 || in->n_head <= 0 || in->head_dim <= 0) return;
+    tr_attn_args a = *in;
+    if (a.n_head_kv <= 0) a.n_head_kv = a.n_head;
+    if (a.n_head % a.n_head_kv != 0 || a.n_kv < 0) {
+        TR_ERROR("attention: %d query heads not a multiple of %d kv heads (n_kv %d)", a.n_head,
+                 a.n_head_kv, a.n_kv);
+        return;
+    }
+    const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
+    attn_ctx c = {.a = &a};
+    c.rows_per_unit = tile ? TR_ATTN_BQ : ATTN_ROWS_PER_UNIT;
+    c.n_qb = (a.n_q + c.rows_per_unit - 1) / c.rows_per_unit;
+    /* 64-float multiple keeps each thread's scratch on its own cache lines */
+    c.scratch_floats = (tr_attn_scratch_floats(a.head_dim) + 63) / 64 * 64;
+    const long n_units = (long)a.n_head * c.n_qb;
+    const int nth = n_units > 1 ? tr_pool_n_threads(pool) : 1;
+    c.scratch = aligned_alloc(64, sizeof(float) * (size_t)c.scratch_floats * (size_t)nth);
+    if (!c.scratch) {
+        TR_ERROR("attention: out of memory for scratch");
+        for (int i = 0; i < a.n_q; i++)
+            memset(a.out + (long)i * a.out_stride, 0,
+                   sizeof(float) * (size_t)a.n_head * (size_t)a.head_dim);
+        return;
+    }
+    switch (tr_ops_isa()) {
+    case TR_ISA_AVX512:
+        c.fn = tile ? tr_attn_tile_avx512 : tr_attn_rows_avx512;
+        break;
+    case TR_ISA_AVX2:
+        c.fn = tile ? tr_attn_tile_avx2 : tr_attn_rows_avx2;
+        break;
+    default:
+        c.fn = tile ? tr_attn_tile_generic : tr_attn_rows_generic;
+        break;
+    }
+    if (nth > 1)
+        tr_pool_run(pool, attn_worker, &c); /* workers past n_units find nothing */
+    else
+        attn_worker(&c, 0, 1);
+    free(c.scratch);
+}

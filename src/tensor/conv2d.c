@@ -1,0 +1,102 @@
+/* 2-D convolution (PyTorch Conv2d semantics, symmetric zero padding, no
+ * dilation). Depthwise runs directly per channel; the rest (including 1x1
+ * pointwise) goes through im2col + tr_matmul. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/conv_internal.h"
+#include "util/log.h"
+
+typedef struct {
+    const float *x;
+    int c_in, h, w_in, kh, kw, sh, sw, ph, pw, h_out, w_out, cin_g;
+    const tr_tensor *w;
+    const float *bias;
+    float *y;
+} conv2d_ctx;
+
+static void depthwise_channel(const void *vctx, long ch) {
+    const conv2d_ctx *c = vctx;
+    enum { KMAX = 64 };
+    const long kn = (long)c->kh * c->kw;
+    float wbuf[KMAX];
+    float *wr = kn <= KMAX ? wbuf : malloc(sizeof(float) * (size_t)kn);
+    float *y = c->y + ch * (long)c->h_out * c->w_out;
+    const float *x = c->x + ch * (long)c->h * c->w_in;
+    const float b = c->bias ? c->bias[ch] : 0.0f;
+    if (!wr) {
+        TR_ERROR("conv2d: out of memory for %ld taps", kn);
+        for (long i = 0; i < (long)c->h_out * c->w_out; i++) y[i] = b;
+        return;
+    }
+    tr_conv_weight_row(c->w, kn, ch, wr);
+    for (int oy = 0; oy < c->h_out; oy++) {
+        float *yr = y + (long)oy * c->w_out;
+        for (int ox = 0; ox < c->w_out; ox++) yr[ox] = b;
+        for (int ky = 0; ky < c->kh; ky++) {
+            const int iy = oy * c->sh - c->ph + ky;
+            if (iy < 0 || iy >= c->h) continue;
+            const float *xr = x + (long)iy * c->w_in;
+            for (int kx = 0; kx < c->kw; kx++) {
+                const float wk = wr[ky * c->kw + kx];
+                /* ox range with 0 <= ox*sw - pw + kx < w_in */
+                const int off = kx - c->pw;
+                int lo = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw;
+                int hi = c->w_in - off <= 0 ? 0 : (c->w_in - off + c->sw - 1) / c->sw;
+                if (hi > c->w_out) hi = c->w_out;
+                for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xr[ox * c->sw + off];
+            }
+        }
+    }
+    if (wr != wbuf) free(wr);
+}
+
+/* X[p - p0][(ci*kh + ky)*kw + kx] = x[g*cin_g + ci][oy*sh - ph + ky][ox*sw - pw + kx] */
+static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
+    const conv2d_ctx *c = vctx;
+    const long K = (long)c->cin_g * c->kh * c->kw;
+    for (long p = p0; p < p1; p++) {
+        const int oy = (int)(p / c->w_out), ox = (int)(p % c->w_out);
+        float *r = X + (p - p0) * K;
+        for (int ci = 0; ci < c->cin_g; ci++) {
+            const float *x = c->x + (long)(g * c->cin_g + ci) * c->h * c->w_in;
+            for (int ky = 0; ky < c->kh; ky++) {
+                const int iy = oy * c->sh - c->ph + ky;
+                const bool row_in = iy >= 0 && iy < c->h;
+                for (int kx = 0; kx < c->kw; kx++) {
+                    const int ix = ox * c->sw - c->pw + kx;
+                    *r++ = (row_in && ix >= 0 && ix < c->w_in) ? x[(long)iy * c->w_in + ix] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
+               float *y, int *h_out, int *w_out) {
+    const int kw = (int)w->ne[0], kh = (int)w->ne[1], cin_g = (int)w->ne[2];
+    const int c_out = (int)w->ne[3];
+    int ho = tr_conv1d_out_len(h, kh, stride_h, pad_h, pad_h, 1);
+    int wo = tr_conv1d_out_len(w_in, kw, stride_w, pad_w, pad_w, 1);
+    if (h_out) *h_out = ho;
+    if (w_out) *w_out = wo;
+    if (groups <= 0 || c_in <= 0 || c_in % groups || c_out % groups || cin_g != c_in / groups) {
+        TR_ERROR("conv2d: weight %s {%d,%d,%d,%d} does not fit c_in %d groups %d",
+                 w->name ? w->name : "?", kw, kh, cin_g, c_out, c_in, groups);
+        if (h_out) *h_out = 0;
+        if (w_out) *w_out = 0;
+        return;
+    }
+    if (ho <= 0 || wo <= 0) return;
+    conv2d_ctx c = {x,     c_in,  h,  w_in, kh,    kw, stride_h, stride_w,
+                    pad_h, pad_w, ho, wo,   cin_g, w,  bias,     y};
+    if (groups == c_in && c_out == c_in) {
+        if (!tr_conv_weights_ok("conv2d", w, (long)kh * kw, c_out)) return;
+        tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
+        return;
+    }
+    const long K = (long)cin_g * kh * kw;
+    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) return;
+    tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c, y);
+}

@@ -1,0 +1,30 @@
+/* Shared machinery of the convolution ops (internal to tensor/). */
+#ifndef TR_TENSOR_CONV_INTERNAL_H
+#define TR_TENSOR_CONV_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "tensor/ops.h"
+
+/* Writes rows [p0, p1) of group g's im2col matrix: X[p - p0][0..K). */
+typedef void (*tr_im2col_fn)(const void *ctx, int g, long p0, long p1, float *X);
+
+/* Dense grouped convolution as GEMM: for each group, X = im2col (P x K) times
+ * the group's weight rows (cout_g x K, taken from w viewed as c_out rows of
+ * K elements) plus bias, written channel-major into y [c_out][P]. Returns
+ * false (after logging) when memory runs out; y is then zeroed. */
+bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, int groups, int cout_g, long K, long P,
+                  const float *bias, tr_im2col_fn im2col, const void *ctx, float *y);
+
+/* Checks that w holds c_out rows of K elements of a type this module can
+ * read (F32, F16, BF16 or any dequantizable type with K a block multiple). */
+bool tr_conv_weights_ok(const char *op, const tr_tensor *w, long K, long c_out);
+
+/* Copies weight row r (K elements) to F32. */
+void tr_conv_weight_row(const tr_tensor *w, long K, long r, float *dst);
+
+/* Runs fn(ctx, i) for i in [0, n) split over the pool in contiguous ranges. */
+typedef void (*tr_conv_item_fn)(const void *ctx, long i);
+void tr_conv_parallel_for(tr_pool *pool, long n, tr_conv_item_fn fn, const void *ctx);
+
+#endif

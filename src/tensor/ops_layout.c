@@ -1,0 +1,36 @@
+/* Layout ops: blocked transpose and embedding-row gather. */
+#include "tensor/dtype.h"
+#include "tensor/ops.h"
+
+#include <string.h>
+
+void tr_transpose(const float *x, float *y, int rows, int cols) {
+    /* 32x32 tiles keep both the read and the write side within a few
+     * cache lines per row. */
+    enum { B = 32 };
+    for (long r0 = 0; r0 < rows; r0 += B) {
+        long r1 = r0 + B < rows ? r0 + B : rows;
+        for (long c0 = 0; c0 < cols; c0 += B) {
+            long c1 = c0 + B < cols ? c0 + B : cols;
+            for (long r = r0; r < r1; r++)
+                for (long c = c0; c < c1; c++) y[c * rows + r] = x[r * cols + c];
+        }
+    }
+}
+
+void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out) {
+    const int64_t d = emb->ne[0], vocab = emb->ne[1];
+    for (int i = 0; i < n; i++) {
+        float *o = out + (long)i * d;
+        int32_t id = ids[i];
+        if (id < 0 || id >= vocab || (size_t)(id + 1) * emb->nb1 > emb->nbytes) {
+            memset(o, 0, (size_t)d * sizeof(float));
+            continue;
+        }
+        const char *row = (const char *)emb->data + (size_t)id * emb->nb1;
+        if (emb->type == TR_F32)
+            memcpy(o, row, (size_t)d * sizeof(float));
+        else
+            tr_dequantize_row(emb->type, row, o, d);
+    }
+}

@@ -1,0 +1,49 @@
+/* Per-ISA entry points of the SIMD element-wise and attention kernels. Each
+ * kernel source is compiled three times (generic, AVX2, AVX-512) and the
+ * public ops pick one at run time with tr_ops_isa(). Internal to tensor/. */
+#ifndef TR_TENSOR_OPS_SIMD_H
+#define TR_TENSOR_OPS_SIMD_H
+
+#include "tensor/ops.h"
+
+typedef enum { TR_ISA_GENERIC = 0, TR_ISA_AVX2 = 1, TR_ISA_AVX512 = 2 } tr_ops_isa_t;
+
+/* Best kernel family this CPU runs (cpuid, cheap to call). */
+tr_ops_isa_t tr_ops_isa(void);
+
+#define TR_DECLARE_ACT_KERNELS(suf)                                                                \
+    void tr_act_gelu_##suf(float *x, long n);                                                      \
+    void tr_act_gelu_tanh_##suf(float *x, long n);                                                 \
+    void tr_act_silu_##suf(float *x, long n);                                                      \
+    void tr_act_sigmoid_##suf(float *x, long n);                                                   \
+    float tr_act_max_##suf(const float *x, long n);                                                \
+    float tr_act_exp_shift_sum_##suf(float *x, long n, float m);                                   \
+    float tr_act_exp_sum_##suf(const float *x, long n, float m);
+
+/* One (head, query range) unit of attention; scratch holds
+ * tr_attn_scratch_floats(head_dim) floats. */
+#define TR_DECLARE_ATTN_KERNELS(suf)                                                               \
+    void tr_attn_tile_##suf(const tr_attn_args *a, int h, int q0, int q1, float *scratch);         \
+    void tr_attn_rows_##suf(const tr_attn_args *a, int h, int q0, int q1, float *scratch);
+
+TR_DECLARE_ACT_KERNELS(generic)
+TR_DECLARE_ACT_KERNELS(avx2)
+TR_DECLARE_ACT_KERNELS(avx512)
+TR_DECLARE_ATTN_KERNELS(generic)
+TR_DECLARE_ATTN_KERNELS(avx2)
+TR_DECLARE_ATTN_KERNELS(avx512)
+
+/* Tile geometry shared by the attention kernels and their caller. */
+#define TR_ATTN_BQ 64 /* query rows per tile */
+#define TR_ATTN_BK 64 /* keys per tile (a multiple of 4 * 16) */
+static inline long tr_attn_dpad(int head_dim) {
+    return ((long)head_dim + 15) / 16 * 16;
+}
+static inline long tr_attn_scratch_floats(int head_dim) {
+    long dp = tr_attn_dpad(head_dim);
+    /* q tile, K^T tile, V tile, scores, output accumulators, row stats */
+    return TR_ATTN_BQ * dp + dp * TR_ATTN_BK + TR_ATTN_BK * dp + TR_ATTN_BQ * TR_ATTN_BK +
+           TR_ATTN_BQ * dp + 2 * TR_ATTN_BQ + 64;
+}
+
+#endif

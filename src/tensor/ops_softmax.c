@@ -1,0 +1,64 @@
+/* Row softmax (with optional additive mask) and log-softmax. */
+#include "tensor/ops_simd.h"
+
+#include <math.h>
+#include <string.h>
+
+static float row_max(const float *x, long n) {
+    switch (tr_ops_isa()) {
+    case TR_ISA_AVX512:
+        return tr_act_max_avx512(x, n);
+    case TR_ISA_AVX2:
+        return tr_act_max_avx2(x, n);
+    default:
+        return tr_act_max_generic(x, n);
+    }
+}
+
+static float exp_shift_sum(float *x, long n, float m) {
+    switch (tr_ops_isa()) {
+    case TR_ISA_AVX512:
+        return tr_act_exp_shift_sum_avx512(x, n, m);
+    case TR_ISA_AVX2:
+        return tr_act_exp_shift_sum_avx2(x, n, m);
+    default:
+        return tr_act_exp_shift_sum_generic(x, n, m);
+    }
+}
+
+static float exp_sum(const float *x, long n, float m) {
+    switch (tr_ops_isa()) {
+    case TR_ISA_AVX512:
+        return tr_act_exp_sum_avx512(x, n, m);
+    case TR_ISA_AVX2:
+        return tr_act_exp_sum_avx2(x, n, m);
+    default:
+        return tr_act_exp_sum_generic(x, n, m);
+    }
+}
+
+void tr_softmax(float *x, int rows, int n, const float *mask) {
+    if (n <= 0) return;
+    for (long r = 0; r < rows; r++) {
+        float *p = x + r * (long)n;
+        if (mask) {
+            const float *mk = mask + r * (long)n;
+            for (int i = 0; i < n; i++) p[i] += mk[i];
+        }
+        float m = row_max(p, n);
+        if (!(m > -INFINITY)) { /* all masked (or NaN max): no valid entry */
+            memset(p, 0, (size_t)n * sizeof(float));
+            continue;
+        }
+        float inv = 1.0f / exp_shift_sum(p, n, m);
+        for (int i = 0; i < n; i++) p[i] *= inv;
+    }
+}
+
+void tr_log_softmax(float *x, int n) {
+    if (n <= 0) return;
+    float m = row_max(x, n);
+    if (!(m > -INFINITY)) return; /* all -inf: log-probs stay -inf */
+    float lse = m + logf(exp_sum(x, n, m));
+    for (int i = 0; i < n; i++) x[i] -= lse;
+}
