@@ -1,0 +1,254 @@
+/* transcribe-bench kernels: GEMM and decode matrix-vector timings.
+ *
+ * GEMM cases compare tr_matmul (per weight dtype) against OpenBLAS
+ * cblas_sgemm on the same problem with F32 weights; OpenBLAS is dlopen'ed
+ * so neither the library nor this tool needs it at build time (baseline
+ * null when absent). Decode (M = 1) cases report achieved GB/s of weight
+ * bytes against a STREAM-style copy bandwidth measured in the same run;
+ * weights are cycled through enough copies to exceed the last-level cache,
+ * so the figure is a from-memory one. Every time is a median of --reps. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tensor/dtype.h"
+#include "tensor/matmul.h"
+#include "tensor/pool.h"
+#include "util/timer.h"
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha,
+                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                         int ldc);
+typedef void (*set_threads_fn)(int n);
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+#define MAX_REPS   64
+#define COLD_BYTES ((size_t)256 << 20) /* > any LLC here: decode reads come from DRAM */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void fill(float *x, size_t n, unsigned seed) {
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+typedef struct {
+    float *dst;
+    const float *src;
+    size_t n;
+} copy_ctx;
+
+static void copy_task(void *arg, int ith, int nth) {
+    copy_ctx *c = (copy_ctx *)arg;
+    long b, e;
+    tr_split_range((long)c->n, ith, nth, &b, &e);
+    memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
+}
+
+/* STREAM "copy" bandwidth (bytes read + bytes written per second). */
+static double stream_copy_gbps(tr_pool *pool, int reps) {
+    size_t n = ((size_t)128 << 20) / sizeof(float);
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return 0;
+    }
+    memset(a, 1, n * sizeof(float));
+    memset(b, 2, n * sizeof(float));
+    double t[MAX_REPS];
+    copy_ctx c = {b, a, n};
+    tr_pool_run(pool, copy_task, &c);
+    for (int r = 0; r < reps; r++) {
+        double t0 = tr_time_ms();
+        tr_pool_run(pool, copy_task, &c);
+        t[r] = tr_time_ms() - t0;
+    }
+    free(a);
+    free(b);
+    return 2.0 * (double)(n * sizeof(float)) / (median(t, reps) * 1e6);
+}
+
+/* Weight rows of W (F32 [N][K]) converted to `type`. */
+static void *make_weights(int type, const float *W, long K, long N, size_t *bytes) {
+    size_t rb = tr_row_bytes(type, K);
+    uint8_t *q = malloc(rb * (size_t)N);
+    if (!q) return NULL;
+    for (long n = 0; n < N; n++) tr_quantize_row(type, W + (size_t)n * K, q + (size_t)n * rb, K);
+    *bytes = rb * (size_t)N;
+    return q;
+}
+
+static const int k_types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
+
+static void bench_gemm(tr_pool *pool, sgemm_fn sgemm, int M, int K, int N, int reps, int threads) {
+    float *X = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)N * K);
+    float *Y = malloc(sizeof(float) * (size_t)M * N);
+    if (!X || !W || !Y) goto done;
+    fill(X, (size_t)M * K, 1);
+    fill(W, (size_t)N * K, 2);
+    double t[MAX_REPS], base_ms = -1;
+    if (sgemm) {
+        sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f, Y, N);
+        for (int r = 0; r < reps; r++) {
+            double t0 = tr_time_ms();
+            sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f, Y,
+                  N);
+            t[r] = tr_time_ms() - t0;
+        }
+        base_ms = median(t, reps);
+    }
+    for (size_t ti = 0; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) {
+        int type = k_types[ti];
+        if (K % tr_type_block(type) != 0) { /* models store such tensors in another type */
+            printf("{\"bench\":\"kernels\",\"case\":\"gemm %dx%dx%d\",\"dtype\":\"%s\","
+                   "\"skipped\":\"K is not a multiple of the block size\"}\n",
+                   M, K, N, tr_type_name(type));
+            continue;
+        }
+        size_t bytes;
+        void *q = make_weights(type, W, K, N, &bytes);
+        if (!q) continue;
+        tr_tensor tw = {"w", type, 2, {K, N, 1, 1}, tr_row_bytes(type, K), bytes, q};
+        tr_matmul(pool, &tw, NULL, X, M, K, Y, N);
+        for (int r = 0; r < reps; r++) {
+            double t0 = tr_time_ms();
+            tr_matmul(pool, &tw, NULL, X, M, K, Y, N);
+            t[r] = tr_time_ms() - t0;
+        }
+        double ms = median(t, reps);
+        printf(
+            "{\"bench\":\"kernels\",\"case\":\"gemm %dx%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.3f,"
+            "\"baseline\":\"openblas_sgemm_f32\",",
+            M, K, N, tr_type_name(type), ms);
+        if (base_ms >= 0)
+            printf("\"baseline_ms\":%.3f,\"ratio\":%.3f,", base_ms, ms / base_ms);
+        else
+            printf("\"baseline_ms\":null,\"ratio\":null,");
+        printf("\"threads\":%d,\"isa\":\"%s\"}\n", threads, tr_matmul_isa());
+        fflush(stdout);
+        free(q);
+    }
+done:
+    free(X);
+    free(W);
+    free(Y);
+}
+
+static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int threads) {
+    float *W = malloc(sizeof(float) * (size_t)N * K), *x = malloc(sizeof(float) * K);
+    float *y = malloc(sizeof(float) * N);
+    if (!W || !x || !y) goto done;
+    fill(W, (size_t)N * K, 3);
+    fill(x, (size_t)K, 4);
+    for (size_t ti = 1; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) { /* F16, Q8_0, Q4_K */
+        int type = k_types[ti];
+        size_t bytes;
+        void *q0 = make_weights(type, W, K, N, &bytes);
+        if (!q0) continue;
+        int copies = (int)(COLD_BYTES / bytes) + 1;
+        if (copies > 64) copies = 64;
+        void *q[64] = {q0};
+        for (int c = 1; c < copies; c++) {
+            q[c] = malloc(bytes);
+            if (!q[c]) {
+                copies = c;
+                break;
+            }
+            memcpy(q[c], q0, bytes);
+        }
+        double t[MAX_REPS];
+        int runs = reps * copies < 200 ? reps * copies : 200;
+        if (runs < reps) runs = reps;
+        double *all = malloc(sizeof(double) * (size_t)runs);
+        if (!all) runs = 0;
+        for (int r = 0; r < runs; r++) {
+            tr_tensor tw = {"w",   type,         2, {K, N, 1, 1}, tr_row_bytes(type, K),
+                            bytes, q[r % copies]};
+            double t0 = tr_time_ms();
+            tr_matmul(pool, &tw, NULL, x, 1, K, y, N);
+            all[r] = tr_time_ms() - t0;
+        }
+        (void)t;
+        double ms = runs ? median(all, runs) : 0;
+        double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
+        printf("{\"bench\":\"kernels\",\"case\":\"gemv 1x%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.4f,"
+               "\"gbps\":%.2f,\"baseline\":\"stream_copy\",\"baseline_gbps\":%.2f,"
+               "\"ratio\":%.3f,\"threads\":%d,\"isa\":\"%s\"}\n",
+               K, N, tr_type_name(type), ms, gbps, bw, bw > 0 ? gbps / bw : 0.0, threads,
+               tr_matmul_isa());
+        fflush(stdout);
+        free(all);
+        for (int c = 0; c < copies; c++) free(q[c]);
+    }
+done:
+    free(W);
+    free(x);
+    free(y);
+}
+
+int bench_kernels(int argc, char **argv) {
+    int threads = 2, reps = 5, only_gemv = 0, only_gemm = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            if (!tr_matmul_force_isa(argv[++i])) {
+                fprintf(stderr, "kernels: ISA %s not available\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--gemv") == 0)
+            only_gemv = 1;
+        else if (strcmp(argv[i], "--gemm") == 0)
+            only_gemm = 1;
+        else {
+            fprintf(stderr,
+                    "kernels: unknown option %s\n"
+                    "options: --threads N --reps N --isa scalar|avx2|avx512 --gemm --gemv\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    if (threads < 1) threads = 1;
+    if (reps < 1) reps = 1;
+    if (reps > MAX_REPS) reps = MAX_REPS;
+    void *blas = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (!blas) blas = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
+    sgemm_fn sgemm = NULL;
+    if (blas) {
+        *(void **)&sgemm = dlsym(blas, "cblas_sgemm");
+        set_threads_fn set_threads = NULL;
+        *(void **)&set_threads = dlsym(blas, "openblas_set_num_threads");
+        if (set_threads) set_threads(threads);
+    }
+    tr_pool *pool = tr_pool_create(threads);
+    if (!pool) return 1;
+    if (!only_gemv) {
+        static const int cases[][3] = {{1500, 512, 2048}, {1500, 1024, 4096}, {3000, 384, 1536}};
+        for (int c = 0; c < 3; c++)
+            bench_gemm(pool, sgemm, cases[c][0], cases[c][1], cases[c][2], reps, threads);
+    }
+    if (!only_gemm) {
+        double bw = stream_copy_gbps(pool, reps);
+        bench_gemv(pool, 1024, 4096, bw, reps, threads);
+        bench_gemv(pool, 1280, 51866, bw, reps, threads);
+    }
+    tr_pool_free(pool);
+    if (blas) dlclose(blas);
+    return 0;
+}
