@@ -27,11 +27,33 @@ typedef struct tr_tokenizer tr_tokenizer;
  * GGUF for missing/mistyped keys. */
 transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer **out);
 /* From explicit arrays (legacy .bin vocabularies, tests). scores, types and
- * merges may be NULL. Pieces are copied. */
+ * merges may be NULL. Pieces are copied. A gpt2 vocabulary without merges
+ * encodes tiktoken-style: the rank of a pair is the id of the concatenated
+ * piece (CONTROL pieces excluded). The first id of a duplicated piece wins. */
 transcribe_status tr_tokenizer_create(tr_tok_kind kind, tr_pretok pre, const char *const *pieces,
                                       int n_pieces, const float *scores, const int32_t *types,
                                       const char *const *merges, int n_merges, tr_tokenizer **out);
 void tr_tokenizer_free(tr_tokenizer *t);
+
+/* ---- additions (text module) ---- */
+/* Legacy whisper.cpp .bin vocabularies (gguf-common.md §11.3): pieces are
+ * raw byte strings (lens[i] bytes, may hold NULs). Builds a gpt2-kind
+ * tokenizer over their byte-mapped form, pre-tokenizer gpt2, rank = id of
+ * the concatenation. types may be NULL; mark special literals CONTROL (3) so
+ * they never take part in merges. tr_tokenizer_piece returns the byte-mapped
+ * form; token_bytes/decode return the raw bytes. */
+transcribe_status tr_tokenizer_create_raw(const char *const *pieces, const size_t *lens,
+                                          int n_pieces, const int32_t *types, tr_tokenizer **out);
+/* GPT-2 byte map of raw bytes: malloc'ed NUL-terminated piece string. */
+char *tr_gpt2_piece_from_bytes(const void *bytes, size_t n);
+/* Pre-tokenizer flavour (from tokenizer.ggml.pre; qwen2 when absent). A
+ * family whose flavour is fixed (Whisper: gpt2) may override it. */
+tr_pretok tr_tokenizer_pretok(const tr_tokenizer *t);
+void tr_tokenizer_set_pretok(tr_tokenizer *t, tr_pretok pre);
+/* False for char vocabularies and gpt2 GGUF vocabularies without merges. */
+bool tr_tokenizer_can_encode(const tr_tokenizer *t);
+/* Overrides the special ids (-1 = none); unk out of range becomes -1. */
+void tr_tokenizer_set_specials(tr_tokenizer *t, int bos, int eos, int unk, int blank);
 
 tr_tok_kind tr_tokenizer_kind(const tr_tokenizer *t);
 int tr_tokenizer_n_vocab(const tr_tokenizer *t);

@@ -1,0 +1,4 @@
+#include "test_util.h"
+int main(void) {
+    return TEST_DONE();
+}

@@ -1,0 +1,159 @@
+/* SentencePiece kinds ("bpe", "unigram"): parity with the sentencepiece
+ * library on models trained by tools/ref/tok_gen_data.py (identity
+ * normalisation, user-defined symbols, with and without byte fallback),
+ * decoding back, and edge cases. */
+#include <limits.h>
+#include <string.h>
+#include <time.h>
+
+#include "test_util.h"
+#include "text/tokenizer.h"
+#include "tok_data.h"
+
+#define MAX_IDS 8192
+
+static tr_tokenizer *load_spm(const char *name, tr_tok_kind kind) {
+    char file[128];
+    snprintf(file, sizeof(file), "spm_%s_vocab.txt", name);
+    tok_lines v;
+    if (tok_lines_read(file, &v)) return NULL;
+    char **pieces = malloc((size_t)v.n * sizeof(char *));
+    float *scores = malloc((size_t)v.n * sizeof(float));
+    int32_t *types = malloc((size_t)v.n * sizeof(int32_t));
+    for (int i = 0; i < v.n; i++) {
+        const char *end;
+        pieces[i] = tok_unhex(v.lines[i], NULL, &end);
+        char *e2;
+        scores[i] = strtof(end + 1, &e2);
+        types[i] = (int32_t)strtol(e2 + 1, NULL, 10);
+    }
+    tr_tokenizer *t = NULL;
+    CHECK(tr_tokenizer_create(kind, TR_PRE_GPT2, (const char *const *)pieces, v.n, scores, types,
+                              NULL, 0, &t) == TRANSCRIBE_OK);
+    for (int i = 0; i < v.n; i++) free(pieces[i]);
+    free(pieces);
+    free(scores);
+    free(types);
+    tok_lines_free(&v);
+    return t;
+}
+
+static void run_cases(tr_tokenizer *t, const char *name, bool byte_fallback) {
+    char file[128];
+    snprintf(file, sizeof(file), "spm_%s_cases.txt", name);
+    tok_lines l;
+    if (tok_lines_read(file, &l)) {
+        CHECK(0);
+        return;
+    }
+    static int32_t exp[MAX_IDS], got[MAX_IDS];
+    int same = 0, round = 0;
+    for (int i = 0; i < l.n; i++) {
+        const char *end;
+        size_t n;
+        char *text = tok_unhex(l.lines[i], &n, &end);
+        int ne = tok_parse_ids(end, exp, MAX_IDS);
+        int ng = tr_tokenizer_encode(t, text, got, MAX_IDS);
+        bool ok = ng == ne && memcmp(got, exp, (size_t)ne * sizeof(int32_t)) == 0;
+        if (!ok) {
+            fprintf(stderr, "spm %s case %d: got %d ids, want %d\n  text %s\n  got ", name, i, ng,
+                    ne, l.lines[i]);
+            for (int k = 0; k < ng && k < 40; k++) fprintf(stderr, "%d ", got[k]);
+            fprintf(stderr, "\n  want ");
+            for (int k = 0; k < ne && k < 40; k++) fprintf(stderr, "%d ", exp[k]);
+            fprintf(stderr, "\n");
+        }
+        same += ok;
+        /* Decoding keeps the dummy-prefix space: " " + text (empty stays empty). */
+        char *dec = tr_tokenizer_decode(t, got, ng > 0 ? ng : 0, true);
+        bool rt = dec && (n == 0 ? dec[0] == '\0' : (dec[0] == ' ' && strcmp(dec + 1, text) == 0));
+        round += rt;
+        free(dec);
+        free(text);
+    }
+    printf("spm %s: %d/%d cases identical to sentencepiece, %d/%d decode back\n", name, same, l.n,
+           round, l.n);
+    CHECK(same == l.n);
+    if (byte_fallback) CHECK(round == l.n);
+    tok_lines_free(&l);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void test_edges(tr_tokenizer *t, const char *name) {
+    int32_t ids[256];
+    CHECK(tr_tokenizer_encode(t, "", ids, 256) == 0);
+    int n = tr_tokenizer_encode(t, " ", ids, 256);
+    CHECK(n == 2); /* dummy prefix + the space */
+    /* invalid UTF-8 falls back to bytes (or unk) and never crashes */
+    const char *bad[] = {"\xff",
+                         ("ab\xc0\xaf"
+                          "cd"),
+                         "\xe0\x80", "x\xf0\x9f\x98", "\x80\x80"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        n = tr_tokenizer_encode(t, bad[i], ids, 256);
+        CHECK(n >= 1);
+        char *d = tr_tokenizer_decode(t, ids, n, true);
+        CHECK(d != NULL);
+        free(d);
+    }
+    /* long single "word": bounded time (bpe heap, unigram trie walk) */
+    size_t len = 100000;
+    char *w = malloc(len + 1);
+    for (size_t i = 0; i < len; i++) w[i] = "thequickbrownfox"[(i * 5 + i / 7) % 16];
+    w[len] = '\0';
+    int32_t *big = malloc((len + 8) * sizeof(int32_t));
+    double t0 = now_s();
+    n = tr_tokenizer_encode(t, w, big, len + 8);
+    double dt = now_s() - t0;
+    CHECK(n > 0);
+    char *d = tr_tokenizer_decode(t, big, n, true);
+    CHECK(d && d[0] == ' ' && strcmp(d + 1, w) == 0);
+    printf("spm %s: 100 kB word -> %d tokens in %.3f s\n", name, n, dt);
+    CHECK(dt < 5.0);
+    free(d);
+    free(big);
+    free(w);
+    /* decode rules: <0xHH> pieces are bytes, ▁ is a space, control skipped */
+    int b41 = tr_tokenizer_find(t, "<0x41>");
+    int bos = tr_tokenizer_find(t, "<s>");
+    CHECK(bos >= 0 && tr_tokenizer_is_control(t, bos));
+    if (b41 >= 0) {
+        char buf[4];
+        CHECK(tr_tokenizer_token_bytes(t, b41, buf, 4) == 1 && buf[0] == 'A');
+        int e6 = tr_tokenizer_find(t, "<0xE6>"), bc = tr_tokenizer_find(t, "<0xBC>"),
+            a2 = tr_tokenizer_find(t, "<0xA2>");
+        int32_t seq[] = {bos, e6, bc, a2, -1, 1 << 30};
+        d = tr_tokenizer_decode(t, seq, 6, true);
+        CHECK(d && strcmp(d, "\xE6\xBC\xA2") == 0);
+        free(d);
+        d = tr_tokenizer_decode(t, seq, 3, false);
+        CHECK(d && strcmp(d, "<s>\xEF\xBF\xBD") == 0); /* incomplete → U+FFFD */
+        free(d);
+    }
+    CHECK(tr_tokenizer_unk(t) == 0);
+}
+
+int main(void) {
+    struct {
+        const char *name;
+        tr_tok_kind kind;
+        bool bf;
+    } models[] = {{"unigram_bf", TR_TOK_SPM_UNIGRAM, true},
+                  {"bpe_bf", TR_TOK_SPM_BPE, true},
+                  {"unigram", TR_TOK_SPM_UNIGRAM, false},
+                  {"bpe", TR_TOK_SPM_BPE, false}};
+    for (int i = 0; i < 4; i++) {
+        tr_tokenizer *t = load_spm(models[i].name, models[i].kind);
+        CHECK(t != NULL);
+        if (!t) continue;
+        run_cases(t, models[i].name, models[i].bf);
+        test_edges(t, models[i].name);
+        tr_tokenizer_free(t);
+    }
+    return TEST_DONE();
+}
