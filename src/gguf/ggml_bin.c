@@ -157,7 +157,7 @@ static transcribe_status parse_vocab(tr_ggml_bin *b, cursor *c) {
     char *w = block + table;
     c->pos = start;
     for (int32_t i = 0; i < count; i++) {
-        int32_t len;
+        int32_t len = 0;
         rd_i32(c, &len);
         memcpy(w, c->p + c->pos, (size_t)len);
         w[len] = 0;

@@ -169,7 +169,7 @@ static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
 /* Decoded copies the typed getters hand out. */
 static bool materialize(gguf_kv *kv) {
     if (kv->type == GGUF_T_STRING) {
-        uint64_t len;
+        uint64_t len = 0;
         memcpy(&len, kv->raw, 8); /* validated by skip_value; host is little-endian */
         kv->str = dup_bytes(kv->raw + 8, len);
         return kv->str != NULL;
@@ -188,7 +188,7 @@ static bool materialize(gguf_kv *kv) {
     size_t chars = 0;
     cursor c = {kv->elems, (size_t)(kv->raw + kv->raw_len - kv->elems), 0};
     for (uint64_t j = 0; j < kv->arr_n; j++) {
-        uint64_t len;
+        uint64_t len = 0;
         rd_u64(&c, &len);
         c.pos += (size_t)len;
         chars += (size_t)len + 1;
@@ -200,7 +200,7 @@ static bool materialize(gguf_kv *kv) {
     char *w = block + table;
     c.pos = 0;
     for (uint64_t j = 0; j < kv->arr_n; j++) {
-        uint64_t len;
+        uint64_t len = 0;
         rd_u64(&c, &len);
         if (len) memcpy(w, c.p + c.pos, (size_t)len);
         w[len] = 0;
