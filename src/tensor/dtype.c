@@ -4,6 +4,10 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "tensor/quant_internal.h"
 
 typedef struct {
@@ -345,8 +349,11 @@ void tr_dequantize_row(int type, const void *src, float *dst, int64_t n) {
 
 bool tr_cpu_has_avx2(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+    /* clang's __builtin_cpu_supports has no "f16c": read CPUID.1:ECX[29]
+     * (OS support for the YMM state is implied by the avx2 check). */
+    unsigned a, b, c, d;
+    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
     return false;
 #endif

@@ -122,10 +122,6 @@ static float dot_q8_0(const uint8_t *w, const float *x, long K) {
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
 }
 
-static inline __m512 u8_to_ps(__m128i v) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
-}
-
 /* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
  * Q4_K dot can run on VNNI integer products. The extra rounding (~0.4% of
  * each x, random) is far below Q4_K's own weight error. */
