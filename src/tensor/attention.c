@@ -14,10 +14,10 @@
 /* Query rows per work unit on the row path. */
 #define ATTN_ROWS_PER_UNIT 4
 
-typedef void (*attn_fn)(const tr_attn_args *a, int h, int q0, int q1, float *scratch);
+typedef void (*attn_fn)(const tr_attn_job *job, int h, int q0, int q1, float *scratch);
 
 typedef struct {
-    const tr_attn_args *a;
+    const tr_attn_job *job;
     attn_fn fn;
     int rows_per_unit, n_qb;
     long scratch_floats;
@@ -26,18 +26,19 @@ typedef struct {
 
 static void attn_worker(void *vctx, int ith, int nth) {
     const attn_ctx *c = vctx;
-    const tr_attn_args *a = c->a;
+    const tr_attn_args *a = c->job->a;
     float *scratch = c->scratch + (long)ith * c->scratch_floats;
     const long n_units = (long)a->n_head * c->n_qb;
     for (long u = ith; u < n_units; u += nth) {
         int h = (int)(u / c->n_qb), qb = (int)(u % c->n_qb);
         int q0 = qb * c->rows_per_unit;
         int q1 = q0 + c->rows_per_unit < a->n_q ? q0 + c->rows_per_unit : a->n_q;
-        c->fn(a, h, q0, q1, scratch);
+        c->fn(c->job, h, q0, q1, scratch);
     }
 }
 
-void tr_attention(tr_pool *pool, const tr_attn_args *in) {
+static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16,
+                      const uint16_t *v16) {
     if (!in || in->n_q <= 0 || in->n_head <= 0 || in->head_dim <= 0) return;
     tr_attn_args a = *in;
     if (a.n_head_kv <= 0) a.n_head_kv = a.n_head;
@@ -47,7 +48,8 @@ void tr_attention(tr_pool *pool, const tr_attn_args *in) {
         return;
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
-    attn_ctx c = {.a = &a};
+    const tr_attn_job job = {&a, k16, v16};
+    attn_ctx c = {.job = &job};
     c.rows_per_unit = tile ? TR_ATTN_BQ : ATTN_ROWS_PER_UNIT;
     c.n_qb = (a.n_q + c.rows_per_unit - 1) / c.rows_per_unit;
     /* 64-float multiple keeps each thread's scratch on its own cache lines */
@@ -78,4 +80,17 @@ void tr_attention(tr_pool *pool, const tr_attn_args *in) {
     else
         attn_worker(&c, 0, 1);
     free(c.scratch);
+}
+
+void tr_attention(tr_pool *pool, const tr_attn_args *a) {
+    attention(pool, a, NULL, NULL);
+}
+
+void tr_attention_f16kv(tr_pool *pool, const tr_attn_args *a, const uint16_t *k16,
+                        const uint16_t *v16) {
+    if (!k16 || !v16) {
+        TR_ERROR("attention_f16kv: NULL K/V");
+        return;
+    }
+    attention(pool, a, k16, v16);
 }

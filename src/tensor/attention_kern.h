@@ -109,7 +109,19 @@ static void write_out(const tr_attn_args *a, int h, int i, const float *o, float
     for (int dd = 0; dd < a->head_dim; dd++) dst[dd] = o[dd] * inv;
 }
 
-void TR_VSUF(tr_attn_tile)(const tr_attn_args *a, int h, int q0, int q1, float *scratch) {
+/* Row j of head hk of K (or V): a pointer into the F32 cache, or the F16
+ * row converted into tmp. */
+static inline const float *kv_row(const tr_attn_job *job, bool is_v, long j, int hk, float *tmp) {
+    const tr_attn_args *a = job->a;
+    const long off = j * a->kv_stride + (long)hk * a->head_dim;
+    const uint16_t *h16 = is_v ? job->v16 : job->k16;
+    if (!h16) return (is_v ? a->v : a->k) + off;
+    vcvt_f16(h16 + off, tmp, a->head_dim);
+    return tmp;
+}
+
+void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
+    const tr_attn_args *a = job->a;
     const int d = a->head_dim, nq = q1 - q0;
     const long dp = tr_attn_dpad(d);
     const int hk = h / (a->n_head / a->n_head_kv);
@@ -121,6 +133,7 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_args *a, int h, int q0, int q1, float *
     float *o = s + TR_ATTN_BQ * TR_ATTN_BK; /* [BQ][dp] */
     float *m_run = o + TR_ATTN_BQ * dp;     /* [BQ] */
     float *l_run = m_run + TR_ATTN_BQ;      /* [BQ] */
+    float *tmp = l_run + TR_ATTN_BQ;        /* [dp] */
     const int nq_pad = (nq + RB - 1) / RB * RB;
 
     memset(qt, 0, sizeof(float) * TR_ATTN_BQ * dp);
@@ -139,10 +152,12 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_args *a, int h, int q0, int q1, float *
         /* pack K^T and V for this key block; padding is zero so it cannot
          * inject NaN into the products */
         for (int j = 0; j < nk; j++) {
-            const long base = (long)(kb + j) * a->kv_stride + (long)hk * d;
-            const float *kr = a->k + base, *vr = a->v + base;
+            const float *kr = kv_row(job, false, kb + j, hk, tmp);
             for (int dd = 0; dd < d; dd++) kt[(long)dd * TR_ATTN_BK + j] = kr[dd];
-            memcpy(vt + j * dp, vr, sizeof(float) * d);
+            if (job->v16)
+                vcvt_f16(job->v16 + (long)(kb + j) * a->kv_stride + (long)hk * d, vt + j * dp, d);
+            else
+                memcpy(vt + j * dp, kv_row(job, true, kb + j, hk, tmp), sizeof(float) * d);
             for (long dd = d; dd < dp; dd++) vt[j * dp + dd] = 0.0f;
         }
         if (nk < TR_ATTN_BK) {
@@ -196,14 +211,17 @@ AINLINE float dot_row(const float *q, const float *k, int d) {
     return s;
 }
 
-void TR_VSUF(tr_attn_rows)(const tr_attn_args *a, int h, int q0, int q1, float *scratch) {
+void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
+    const tr_attn_args *a = job->a;
     const int d = a->head_dim;
     const long dp = tr_attn_dpad(d);
     const int hk = h / (a->n_head / a->n_head_kv);
     const kv_limits lim = limits_of(a);
-    float *qp = scratch; /* [dp] */
-    float *o = qp + dp;  /* [dp] */
-    float *s = o + dp;   /* [BK] */
+    float *qp = scratch;          /* [dp] */
+    float *o = qp + dp;           /* [dp] */
+    float *s = o + dp;            /* [BK] */
+    float *kbuf = s + TR_ATTN_BK; /* [BK][dp]: F16 rows converted */
+    float *vbuf = kbuf + TR_ATTN_BK * dp;
     for (int i = q0; i < q1; i++) {
         const float *src = a->q + (long)i * a->q_stride + (long)h * d;
         for (int dd = 0; dd < d; dd++) qp[dd] = src[dd] * a->scale;
@@ -213,17 +231,29 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_args *a, int h, int q0, int q1, float *
         const float *br = a->pos_bias ? a->pos_bias + ((long)h * a->n_q + i) * a->n_kv : NULL;
         for (int kb = 0; kb < end; kb += TR_ATTN_BK) {
             const int nk = end - kb < TR_ATTN_BK ? end - kb : TR_ATTN_BK;
-            const float *kbase = a->k + (long)kb * a->kv_stride + (long)hk * d;
-            for (int j = 0; j < nk; j++) s[j] = dot_row(qp, kbase + (long)j * a->kv_stride, d);
+            /* F32 rows are read in place (stride kv_stride); F16 rows are
+             * converted block-wise into kbuf/vbuf (stride dp) */
+            const float *kbase, *vbase;
+            long kst = a->kv_stride;
+            if (job->k16) {
+                for (int j = 0; j < nk; j++) kv_row(job, false, kb + j, hk, kbuf + j * dp);
+                for (int j = 0; j < nk; j++) kv_row(job, true, kb + j, hk, vbuf + j * dp);
+                kbase = kbuf;
+                vbase = vbuf;
+                kst = dp;
+            } else {
+                kbase = a->k + (long)kb * kst + (long)hk * d;
+                vbase = a->v + (long)kb * kst + (long)hk * d;
+            }
+            for (int j = 0; j < nk; j++) s[j] = dot_row(qp, kbase + (long)j * kst, d);
             if (br)
                 for (int j = 0; j < nk; j++) s[j] += br[kb + j];
             for (int j = nk; j < TR_ATTN_BK; j++) s[j] = -INFINITY;
             float corr = softmax_update(s, &m_run, &l_run);
             if (corr != 1.0f)
                 for (int dd = 0; dd < d; dd++) o[dd] *= corr;
-            const float *vbase = a->v + (long)kb * a->kv_stride + (long)hk * d;
             for (int j = 0; j < nk; j++) {
-                const float *vr = vbase + (long)j * a->kv_stride;
+                const float *vr = vbase + (long)j * kst;
                 vf pv = vset1(s[j]);
                 int dd = 0;
                 for (; dd + VW <= d; dd += VW)

@@ -102,5 +102,10 @@ typedef struct tr_attn_args {
     const float *pos_bias;
 } tr_attn_args;
 void tr_attention(tr_pool *pool, const tr_attn_args *a);
+/* Same, with K and V held as IEEE half floats (an F16 KV cache, half the
+ * memory traffic): k16/v16 replace a->k/a->v, which are ignored; kv_stride
+ * counts elements. Results match tr_attention on the F16-rounded values. */
+void tr_attention_f16kv(tr_pool *pool, const tr_attn_args *a, const uint16_t *k16,
+                        const uint16_t *v16);
 
 #endif

@@ -20,11 +20,18 @@ tr_ops_isa_t tr_ops_isa(void);
     float tr_act_exp_shift_sum_##suf(float *x, long n, float m);                                   \
     float tr_act_exp_sum_##suf(const float *x, long n, float m);
 
+/* An attention call: the arguments plus, for an F16 KV cache, the half
+ * float K/V (NULL for F32, then a->k/a->v are used). */
+typedef struct tr_attn_job {
+    const tr_attn_args *a;
+    const uint16_t *k16, *v16;
+} tr_attn_job;
+
 /* One (head, query range) unit of attention; scratch holds
  * tr_attn_scratch_floats(head_dim) floats. */
 #define TR_DECLARE_ATTN_KERNELS(suf)                                                               \
-    void tr_attn_tile_##suf(const tr_attn_args *a, int h, int q0, int q1, float *scratch);         \
-    void tr_attn_rows_##suf(const tr_attn_args *a, int h, int q0, int q1, float *scratch);
+    void tr_attn_tile_##suf(const tr_attn_job *job, int h, int q0, int q1, float *scratch);        \
+    void tr_attn_rows_##suf(const tr_attn_job *job, int h, int q0, int q1, float *scratch);
 
 TR_DECLARE_ACT_KERNELS(generic)
 TR_DECLARE_ACT_KERNELS(avx2)
@@ -41,9 +48,10 @@ static inline long tr_attn_dpad(int head_dim) {
 }
 static inline long tr_attn_scratch_floats(int head_dim) {
     long dp = tr_attn_dpad(head_dim);
-    /* q tile, K^T tile, V tile, scores, output accumulators, row stats */
+    /* q tile, K^T tile, V tile, scores, output accumulators, row stats,
+     * one converted F16 row */
     return TR_ATTN_BQ * dp + dp * TR_ATTN_BK + TR_ATTN_BK * dp + TR_ATTN_BQ * TR_ATTN_BK +
-           TR_ATTN_BQ * dp + 2 * TR_ATTN_BQ + 64;
+           TR_ATTN_BQ * dp + 2 * TR_ATTN_BQ + dp + 64;
 }
 
 #endif

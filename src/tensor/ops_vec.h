@@ -7,7 +7,10 @@
 #ifndef TR_TENSOR_OPS_VEC_H
 #define TR_TENSOR_OPS_VEC_H
 
+#include <stdint.h>
 #include <string.h>
+
+#include "tensor/dtype.h"
 
 #if defined(TR_VEC_AVX512)
 #include <immintrin.h>
@@ -218,6 +221,19 @@ static inline float vhmax(vf v) {
     return a > b ? a : b;
 }
 #endif
+
+/* dst[0..n) = F16 src[0..n) as float */
+static inline void vcvt_f16(const uint16_t *src, float *dst, long n) {
+    long i = 0;
+#if defined(TR_VEC_AVX512)
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
+#elif defined(TR_VEC_AVX2)
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+#endif
+    for (; i < n; i++) dst[i] = tr_f16_to_f32(src[i]);
+}
 
 static inline vf vzero(void) {
     return vset1(0.0f);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/dtype.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_rng.h"
@@ -109,6 +110,24 @@ static void run_case(const attn_case *c, tr_pool *pools[3]) {
                       memcmp(out[0], out[2], sizeof(float) * (size_t)out_n) == 0,
                   "thread count changes bits (n_q %d d %d)", c->n_q, c->d);
     }
+    /* F16 KV cache: identical bits to F32 K/V holding the same rounded values */
+    const long kv_n = (long)c->n_kv * ks;
+    uint16_t *k16 = malloc(sizeof(uint16_t) * (size_t)(kv_n + 1));
+    uint16_t *v16 = malloc(sizeof(uint16_t) * (size_t)(kv_n + 1));
+    for (long i = 0; i < kv_n; i++) {
+        k16[i] = tr_f32_to_f16(k[i]), v16[i] = tr_f32_to_f16(v[i]);
+        k[i] = tr_f16_to_f32(k16[i]), v[i] = tr_f16_to_f32(v16[i]);
+    }
+    for (int isa = 0; isa < 3; isa++) {
+        setenv("TR_OPS_ISA", isas[isa], 1);
+        a.out = out[0];
+        tr_attention(pools[1], &a);
+        a.out = out[1];
+        tr_attention_f16kv(pools[isa % 3], &a, k16, v16);
+        CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
+                  "f16 kv differs (%s, n_q %d d %d)", isas[isa], c->n_q, c->d);
+    }
+    free(k16), free(v16);
     unsetenv("TR_OPS_ISA");
     for (int t = 0; t < 3; t++) free(out[t]);
     free(q), free(k), free(v), free(pb), free(ref);

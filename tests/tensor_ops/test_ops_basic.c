@@ -313,6 +313,18 @@ int main(void) {
     tr_pool *pool = tr_pool_create(3);
     test_norms(NULL);
     test_norms(pool);
+    { /* rows are never split: any thread count gives the same bits */
+        const int rows = 300, dim = 384;
+        float *x = rnd_vec((long)rows * dim, 2.0f), *g = rnd_vec(dim, 1.0f);
+        float *y1 = malloc(sizeof(float) * rows * dim), *y3 = malloc(sizeof(float) * rows * dim);
+        tr_layer_norm(NULL, x, y1, rows, dim, g, g, 1e-5f);
+        tr_layer_norm(pool, x, y3, rows, dim, g, g, 1e-5f);
+        CHECK(memcmp(y1, y3, sizeof(float) * rows * dim) == 0);
+        tr_rms_norm(NULL, x, y1, rows, dim, g, 1e-5f);
+        tr_rms_norm(pool, x, y3, rows, dim, g, 1e-5f);
+        CHECK(memcmp(y1, y3, sizeof(float) * rows * dim) == 0);
+        free(x), free(g), free(y1), free(y3);
+    }
     test_activations();
     test_softmax();
     test_transpose();
