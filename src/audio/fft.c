@@ -12,6 +12,8 @@ typedef struct {
 } cpx;
 
 #define TR_FFT_MAX_FACTORS 32
+/* Largest prime factor accepted (generic butterflies are O(p^2)). */
+#define TR_FFT_MAX_RADIX 1024
 
 struct tr_fft {
     int n, m;
@@ -57,18 +59,18 @@ static void butterfly4(cpx *out, const cpx *tw, size_t fstride, int m) {
 }
 
 /* Any radix p: a direct p-point DFT per output group (O(p^2)). */
-static void butterfly_generic(cpx *out, const cpx *tw, size_t fstride, int p, int m, int msize,
-                              cpx *t) {
+static void butterfly_generic(cpx *out, const cpx *tw, size_t fstride, int p, int m, cpx *t) {
+    cpx wp[TR_FFT_MAX_RADIX]; /* wp[r] = W_p^r = W_M^{r·m·fstride} */
+    for (int r = 0; r < p; r++) wp[r] = tw[(size_t)r * (size_t)m * fstride];
     for (int k = 0; k < m; k++) {
         for (int q = 0; q < p; q++) t[q] = cmul(out[k + q * m], tw[(size_t)q * k * fstride]);
         for (int u = 0; u < p; u++) {
             double re = 0, im = 0;
-            for (int q = 0; q < p; q++) {
-                /* W_p^{qu} = W_M^{(qu mod p)·m·fstride} */
-                size_t idx = (size_t)((q * u) % p) * (size_t)m * fstride;
-                cpx w = tw[idx % (size_t)msize];
-                re += t[q].re * w.re - t[q].im * w.im;
-                im += t[q].re * w.im + t[q].im * w.re;
+            for (int q = 0, r = 0; q < p; q++) { /* r = q·u mod p */
+                re += t[q].re * wp[r].re - t[q].im * wp[r].im;
+                im += t[q].re * wp[r].im + t[q].im * wp[r].re;
+                r += u;
+                if (r >= p) r -= p;
             }
             out[k + u * m].re = re;
             out[k + u * m].im = im;
@@ -89,7 +91,7 @@ static void work(const tr_fft *P, cpx *out, const cpx *in, size_t fstride, const
     else if (p == 4)
         butterfly4(out, P->tw, fstride, m);
     else
-        butterfly_generic(out, P->tw, fstride, p, m, P->m, t);
+        butterfly_generic(out, P->tw, fstride, p, m, t);
 }
 
 tr_fft *tr_fft_create(int n) {
@@ -126,6 +128,10 @@ tr_fft *tr_fft_create(int n) {
             else
                 f += 2;
             if ((long)f * f > rem) f = rem;
+        }
+        if (f > TR_FFT_MAX_RADIX) {
+            tr_fft_free(p);
+            return NULL;
         }
         rem /= f;
         p->fac[2 * nf] = f;

@@ -11,7 +11,8 @@
 
 typedef struct tr_fft tr_fft;
 
-/* n must be even, 2 <= n <= 1<<20. NULL on a bad size or OOM. */
+/* n must be even, 2 <= n <= 1<<20, with no prime factor of n/2 above
+ * 1024. NULL on a bad size or OOM. */
 tr_fft *tr_fft_create(int n);
 void tr_fft_free(tr_fft *p); /* NULL ok */
 int tr_fft_size(const tr_fft *p);

@@ -109,9 +109,19 @@ transcribe_status tr_resample_builtin(const float *in, int64_t n_in, int rate_in
         int64_t first = i0 - K + 1;
         int k0 = first < 0 ? (int)-first : 0;
         int k1 = first + taps > n_in ? (int)(n_in - first) : taps;
-        double acc = 0;
-        for (int k = k0; k < k1; k++) acc += r[k] * in[first + k];
-        o[j] = (float)acc;
+        /* four partial sums: lets the compiler vectorise the dot product
+         * without reassociating a single accumulator */
+        const float *x = in + first;
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        int k = k0;
+        for (; k + 4 <= k1; k += 4) {
+            a0 += r[k] * x[k];
+            a1 += r[k + 1] * x[k + 1];
+            a2 += r[k + 2] * x[k + 2];
+            a3 += r[k + 3] * x[k + 3];
+        }
+        for (; k < k1; k++) a0 += r[k] * x[k];
+        o[j] = (float)((a0 + a1) + (a2 + a3));
     }
     free(tab);
     free(row);
