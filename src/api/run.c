@@ -202,6 +202,9 @@ TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *sessi
     tr_result *r = &session->results[0];
     tr_run_ctx ctx;
     init_ctx(session, &ctx, &p, r);
+    /* The result under construction is readable from the abort callback
+     * (same thread, between decode steps), e.g. to show progress. */
+    session->n_results = 1;
     st = fam->run(session->fsession, pcm, n_samples, &ctx);
     st = finish_result(r, st);
     session->mel_ms = r->mel_ms;

@@ -1,0 +1,292 @@
+/* Command-line parsing. Flags follow transcribe-cli (cli.md §1–§2): only
+ * the `--flag VALUE` form, left to right, later flags override earlier
+ * ones, lenient atoi/atof numbers; our additions are several audio files,
+ * -f/--format and --tokens. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_usage(const char *argv0, FILE *f) {
+    fprintf(f,
+            "usage: %s [options] audio.wav [more audio...]\n"
+            "       %s [options] --batch file.list -m model.gguf\n"
+            "       %s --list-devices\n"
+            "\n"
+            "Transcribes speech in audio files (WAV; FLAC/MP3/Ogg when built with libsndfile;\n"
+            "any sample rate and channel count - audio is resampled to the model's rate).\n"
+            "\n"
+            "options:\n"
+            "  -m, --model PATH          model file (GGUF or legacy whisper.cpp .bin); default:\n"
+            "                            $TRANSCRIBE_MODEL, else the first .gguf file in the\n"
+            "                            source tree's models/ folder\n"
+            "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
+            "                            report (transcribe-cli's detailed layout)\n"
+            "      --tokens              json: include per-token rows\n"
+            "  -o, --output PATH         also write the plain transcript to PATH\n"
+            "  -l, --language CODE       source language hint (default: autodetect)\n"
+            "  -t, --translate           translate instead of transcribe\n"
+            "      --target-language C   translation target language\n"
+            "      --timestamps KIND     auto|none|segment|word|token (default auto)\n"
+            "      --threads N           CPU threads (default: usable CPUs, at most 8)\n"
+            "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
+            "  -r, --repeat N            run the same audio N times (benchmarking)\n"
+            "      --n-ctx N             decoder context cap, 0 = model maximum\n"
+            "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
+            "      --backend B           auto|cpu|cpu_accel|metal|vulkan|cuda|rocm\n"
+            "      --device N            exact device index from --list-devices\n"
+            "      --list-devices        list compute devices and exit\n"
+            "      --batch FILE          transcribe every path listed in FILE (one per line)\n"
+            "      --batch-jsonl         batch mode: JSON Lines output\n"
+            "      --batch-size N        batch mode: N utterances per batched call\n"
+            "      --raw-tokens          keep model control tags in the text\n"
+            "      --pnc / --no-pnc      force punctuation+casing on/off (canary-style models)\n"
+            "      --itn                 inverse text normalisation on\n"
+            "      --diarize / --no-diarize  speaker attribution on/off\n"
+            "      --spec-k-drafts N     speculative-decode draft length (-1 = default)\n"
+            "  whisper:\n"
+            "      --initial-prompt TEXT     text prompt that biases decoding\n"
+            "      --temperature F           first sampling temperature (default 0 = greedy)\n"
+            "      --condition-on-prev-tokens  carry text across 30 s windows\n"
+            "      --prompt-condition first|all  prompt on the first window or every window\n"
+            "  streaming (streaming-capable models only):\n"
+            "      --stream-chunk-ms N       feed the audio in N ms slices\n"
+            "      --stream-att-right R      parakeet cache-aware right context\n"
+            "      --stream-buf-left-ms N, --stream-buf-chunk-ms N, --stream-buf-right-ms N\n"
+            "      --stream-voxtral-delay N  voxtral-realtime delay tokens\n"
+            "  -h, --help                this text\n"
+            "\n"
+            "Environment: TRANSCRIBE_MODEL (default model), TRANSCRIBE_DEBUG=1 (debug log lines).\n"
+            "Ctrl-C stops a run and prints the partial transcript.\n"
+            "\n"
+            "Exit status: 0 on success, 1 on any error (bad option, unreadable model or audio,\n"
+            "a run that did not complete).\n",
+            argv0, argv0, argv0);
+}
+
+static int fail(const cli_opts *o, const char *fmt, const char *arg) {
+    fprintf(stderr, "error: ");
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    cli_usage(o->argv0, stderr);
+    return 1;
+}
+
+static bool parse_index(const char *s, int *out) {
+    if (!s || !*s) return false;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < 0 || v > 1000000) return false;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return false;
+    }
+    *out = (int)v;
+    return true;
+}
+
+static void defaults(cli_opts *o, const char *argv0) {
+    memset(o, 0, sizeof *o);
+    o->argv0 = argv0;
+    o->format = CLI_FMT_TXT;
+    o->repeat = 1;
+    o->kv_type = TRANSCRIBE_KV_TYPE_AUTO;
+    o->backend = TRANSCRIBE_BACKEND_AUTO;
+    o->device = -1;
+    o->timestamps = TRANSCRIBE_TIMESTAMPS_AUTO;
+    o->spec_k_drafts = -1;
+    o->stream_att_right = -1;
+    o->stream_buf_left_ms = o->stream_buf_chunk_ms = o->stream_buf_right_ms = -1;
+    o->stream_voxtral_delay = -1;
+}
+
+#define IS(a, b) (strcmp(arg, a) == 0 || strcmp(arg, b) == 0)
+#define IS1(a)   (strcmp(arg, a) == 0)
+
+int cli_parse(int argc, char **argv, cli_opts *o) {
+    defaults(o, argc > 0 ? argv[0] : "transcribe");
+    o->audio = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->audio);
+    if (!o->audio) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    static const char *const with_value[] = {"-m",
+                                             "--model",
+                                             "-l",
+                                             "--language",
+                                             "--target-language",
+                                             "-o",
+                                             "--output",
+                                             "-r",
+                                             "--repeat",
+                                             "--threads",
+                                             "--n-ctx",
+                                             "--kv-type",
+                                             "--backend",
+                                             "--device",
+                                             "--timestamps",
+                                             "--batch",
+                                             "--batch-size",
+                                             "--initial-prompt",
+                                             "--temperature",
+                                             "--prompt-condition",
+                                             "--stream-chunk-ms",
+                                             "--stream-att-right",
+                                             "--stream-buf-left-ms",
+                                             "--stream-buf-chunk-ms",
+                                             "--stream-buf-right-ms",
+                                             "--stream-voxtral-delay",
+                                             "--spec-k-drafts",
+                                             "-f",
+                                             "--format"};
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *val = NULL;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
+            if (strcmp(arg, with_value[k]) == 0) {
+                if (i + 1 >= argc) return fail(o, "%s requires an argument", arg);
+                val = argv[++i];
+                break;
+            }
+        }
+        if (IS("-h", "--help")) {
+            cli_usage(o->argv0, stderr);
+            return 0;
+        } else if (IS("-m", "--model")) {
+            o->model = val;
+        } else if (IS("-l", "--language")) {
+            o->language = val;
+        } else if (IS("-t", "--translate")) {
+            o->translate = true;
+        } else if (IS1("--target-language")) {
+            o->target_language = val;
+        } else if (IS("-q", "--quiet")) {
+            o->quiet = true;
+        } else if (IS("-r", "--repeat")) {
+            o->repeat = atoi(val) < 1 ? 1 : atoi(val);
+        } else if (IS("-o", "--output")) {
+            o->output = val;
+        } else if (IS("-f", "--format")) {
+            static const char *const names[] = {"txt", "json", "srt", "vtt", "report"};
+            int k = 0;
+            while (k < 5 && strcmp(val, names[k]) != 0) k++;
+            if (k == 5) return fail(o, "unknown --format '%s' (txt|json|srt|vtt|report)", val);
+            o->format = (cli_format)k;
+            o->format_given = true;
+        } else if (IS1("--tokens")) {
+            o->json_tokens = true;
+        } else if (IS1("--threads")) {
+            o->threads = atoi(val) < 1 ? 1 : atoi(val);
+        } else if (IS1("--n-ctx")) {
+            o->n_ctx = atoi(val);
+            if (o->n_ctx < 0) return fail(o, "--n-ctx must be >= 0 (0 = model max)%s", "");
+        } else if (IS1("--kv-type")) {
+            if (!strcmp(val, "auto"))
+                o->kv_type = TRANSCRIBE_KV_TYPE_AUTO;
+            else if (!strcmp(val, "f32"))
+                o->kv_type = TRANSCRIBE_KV_TYPE_F32;
+            else if (!strcmp(val, "f16"))
+                o->kv_type = TRANSCRIBE_KV_TYPE_F16;
+            else
+                return fail(o, "--kv-type must be auto, f32 or f16 (got '%s')", val);
+        } else if (IS1("--backend")) {
+            static const char *const names[] = {"auto",      "cpu",  "metal", "vulkan",
+                                                "cpu_accel", "cuda", "rocm"};
+            int k = 0;
+            while (k < 7 && strcmp(val, names[k]) != 0) k++;
+            if (k == 7) {
+                return fail(
+                    o, "--backend must be auto|cpu|cpu_accel|metal|vulkan|cuda|rocm (got '%s')",
+                    val);
+            }
+            o->backend = (transcribe_backend_request)k;
+        } else if (IS1("--device")) {
+            if (!parse_index(val, &o->device)) {
+                return fail(o, "--device must be an integer index >= 0%s", "");
+            }
+        } else if (IS1("--timestamps")) {
+            if (!strcmp(val, "auto"))
+                o->timestamps = TRANSCRIBE_TIMESTAMPS_AUTO;
+            else if (!strcmp(val, "none"))
+                o->timestamps = TRANSCRIBE_TIMESTAMPS_NONE;
+            else if (!strcmp(val, "segment"))
+                o->timestamps = TRANSCRIBE_TIMESTAMPS_SEGMENT;
+            else if (!strcmp(val, "word"))
+                o->timestamps = TRANSCRIBE_TIMESTAMPS_WORD;
+            else if (!strcmp(val, "token"))
+                o->timestamps = TRANSCRIBE_TIMESTAMPS_TOKEN;
+            else
+                return fail(o, "--timestamps must be auto|none|segment|word|token (got '%s')", val);
+        } else if (IS1("--batch")) {
+            o->batch_file = val;
+        } else if (IS1("--batch-jsonl")) {
+            o->batch_jsonl = true;
+        } else if (IS1("--batch-size")) {
+            o->batch_size = atoi(val);
+            if (o->batch_size < 0) return fail(o, "--batch-size must be >= 0%s", "");
+        } else if (IS1("--initial-prompt")) {
+            o->initial_prompt = val;
+            o->whisper_any = true;
+        } else if (IS1("--temperature")) {
+            o->temperature = (float)atof(val);
+            o->temperature_given = true;
+            o->whisper_any = true;
+        } else if (IS1("--condition-on-prev-tokens")) {
+            o->condition_on_prev = true;
+            o->whisper_any = true;
+        } else if (IS1("--prompt-condition")) {
+            if (!strcmp(val, "first"))
+                o->prompt_condition = TRANSCRIBE_WHISPER_PROMPT_FIRST_SEGMENT;
+            else if (!strcmp(val, "all"))
+                o->prompt_condition = TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS;
+            else
+                return fail(o, "--prompt-condition must be first or all (got '%s')", val);
+            o->whisper_any = true;
+        } else if (IS1("--itn")) {
+            o->itn = TRANSCRIBE_ITN_MODE_ON;
+        } else if (IS1("--pnc")) {
+            o->pnc = TRANSCRIBE_PNC_MODE_ON;
+        } else if (IS1("--no-pnc")) {
+            o->pnc = TRANSCRIBE_PNC_MODE_OFF;
+        } else if (IS1("--diarize")) {
+            o->diarize = TRANSCRIBE_DIARIZE_MODE_ON;
+        } else if (IS1("--no-diarize")) {
+            o->diarize = TRANSCRIBE_DIARIZE_MODE_OFF;
+        } else if (IS1("--raw-tokens")) {
+            o->raw_tokens = true;
+        } else if (IS1("--stream-chunk-ms")) {
+            o->stream_chunk_ms = atoi(val);
+            if (o->stream_chunk_ms <= 0) return fail(o, "--stream-chunk-ms must be > 0%s", "");
+        } else if (IS1("--stream-att-right")) {
+            o->stream_att_right = atoi(val);
+            if (o->stream_att_right < 0) return fail(o, "--stream-att-right must be >= 0%s", "");
+        } else if (IS1("--stream-buf-left-ms")) {
+            o->stream_buf_left_ms = atoi(val);
+        } else if (IS1("--stream-buf-chunk-ms")) {
+            o->stream_buf_chunk_ms = atoi(val);
+        } else if (IS1("--stream-buf-right-ms")) {
+            o->stream_buf_right_ms = atoi(val);
+        } else if (IS1("--stream-voxtral-delay")) {
+            o->stream_voxtral_delay = atoi(val);
+        } else if (IS1("--spec-k-drafts")) {
+            o->spec_k_drafts = atoi(val);
+            if (o->spec_k_drafts < -1) return fail(o, "--spec-k-drafts must be >= -1%s", "");
+        } else if (IS1("--list-devices")) {
+            o->list_devices = true;
+        } else if (arg[0] == '-') {
+            return fail(o, "unknown option '%s'", arg);
+        } else {
+            o->audio[o->n_audio++] = arg;
+        }
+    }
+    if (o->list_devices) return -1;
+    if (o->n_audio == 0 && !o->batch_file) return fail(o, "missing audio file or --batch%s", "");
+    if (o->n_audio > 0 && o->batch_file) {
+        return fail(o, "cannot combine positional audio files with --batch%s", "");
+    }
+    if (o->stream_chunk_ms > 0 && o->repeat > 1) {
+        return fail(o, "--stream-chunk-ms cannot be combined with --repeat%s", "");
+    }
+    return -1;
+}

@@ -1,0 +1,221 @@
+/* --batch mode (cli.md §4.4 human output, §4.5 JSON Lines): one model, one
+ * session, many files; serial transcribe_run per file, or groups of
+ * --batch-size utterances per transcribe_run_batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct {
+    char **paths;
+    int n, cap;
+} path_list;
+
+static void free_list(path_list *l) {
+    for (int i = 0; i < l->n; i++) free(l->paths[i]);
+    free(l->paths);
+}
+
+/* One path per line; trailing blanks/CR stripped, empty lines skipped. */
+static int read_list(const char *file, path_list *l) {
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        fprintf(stderr, "error: cannot open batch file %s\n", file);
+        return 1;
+    }
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        size_t n = strlen(line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+                         line[n - 1] == '\t')) {
+            line[--n] = '\0';
+        }
+        if (n == 0) continue;
+        if (l->n == l->cap) {
+            int nc = l->cap ? l->cap * 2 : 16;
+            char **p = realloc(l->paths, (size_t)nc * sizeof *p);
+            if (!p) break;
+            l->paths = p;
+            l->cap = nc;
+        }
+        l->paths[l->n] = malloc(n + 1);
+        if (!l->paths[l->n]) break;
+        memcpy(l->paths[l->n++], line, n + 1);
+    }
+    fclose(f);
+    if (l->n == 0) {
+        fprintf(stderr, "error: batch file is empty\n");
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    int ok, truncated, failed;
+    bool write_error;
+} tally;
+
+static int native_rate(const struct transcribe_session *s) {
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    if (transcribe_model_get_capabilities(transcribe_get_model(s), &caps) != TRANSCRIBE_OK ||
+        caps.native_sample_rate <= 0) {
+        return 16000;
+    }
+    return caps.native_sample_rate;
+}
+
+/* Prints utterance i of the latest run/batch. */
+static void report(const cli_opts *o, const struct transcribe_session *s, int i, const char *path,
+                   int k, int n, transcribe_status st, FILE *out_file, tally *t) {
+    const char *text = transcribe_batch_full_text(s, i);
+    if (st == TRANSCRIBE_OK)
+        t->ok++;
+    else if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+        t->truncated++;
+    else
+        t->failed++;
+    if (o->batch_jsonl) {
+        fputs("{\"file\":", stdout);
+        cli_json_str(stdout, path);
+        fputs(",\"text\":", stdout);
+        cli_json_str(stdout, text);
+        int nseg = transcribe_batch_n_segments(s, i);
+        int nspk = transcribe_batch_n_speaker_segments(s, i);
+        if (nseg > 0 &&
+            (transcribe_batch_returned_timestamp_kind(s, i) != TRANSCRIBE_TIMESTAMPS_NONE ||
+             nspk > 0)) {
+            fputs(",\"segments\":[", stdout);
+            for (int j = 0; j < nseg; j++) {
+                struct transcribe_segment seg;
+                transcribe_segment_init(&seg);
+                transcribe_batch_get_segment(s, i, j, &seg);
+                fprintf(stdout, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", j ? "," : "",
+                        (long long)seg.t0_ms, (long long)seg.t1_ms);
+                if (seg.speaker_id > 0) fprintf(stdout, "\"speaker_id\":%d,", (int)seg.speaker_id);
+                fputs("\"text\":", stdout);
+                cli_json_str(stdout, seg.text ? seg.text : "");
+                fputc('}', stdout);
+            }
+            fputc(']', stdout);
+        }
+        const char *raw = transcribe_batch_raw_text(s, i);
+        if (*raw && strcmp(raw, text) != 0) {
+            fputs(",\"raw_text\":", stdout);
+            cli_json_str(stdout, raw);
+        }
+        struct transcribe_timings tm;
+        transcribe_timings_init(&tm);
+        if (o->batch_size > 1) {
+            transcribe_batch_get_timings(s, i, &tm);
+        } else {
+            transcribe_get_timings(s, &tm);
+        }
+        fprintf(stdout, ",\"mel_ms\":%.1f,\"encode_ms\":%.1f,\"decode_ms\":%.1f", (double)tm.mel_ms,
+                (double)tm.encode_ms, (double)tm.decode_ms);
+        if (st != TRANSCRIBE_OK) {
+            fputs(",\"error\":", stdout);
+            cli_json_str(stdout, transcribe_status_string(st));
+        }
+        fputs("}\n", stdout);
+    } else if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        printf("[%d/%d] %s%s\n  text: %s\n", k, n, path, st == TRANSCRIBE_OK ? "" : "  (truncated)",
+               text);
+    } else {
+        printf("[%d/%d] %s  ERROR: %s\n", k, n, path, transcribe_status_string(st));
+    }
+    if (out_file) {
+        const char *w = (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ? text : "";
+        if (!cli_write_text_file(out_file, o->output, w)) t->write_error = true;
+    }
+}
+
+static void wav_failure(const cli_opts *o, const char *path, transcribe_status st, tally *t) {
+    t->failed++;
+    if (o->batch_jsonl) {
+        fputs("{\"file\":", stdout);
+        cli_json_str(stdout, path);
+        fputs(",\"text\":\"\",\"error\":\"wav: ", stdout);
+        fputs(transcribe_status_string(st), stdout);
+        fputs("\"}\n", stdout);
+    } else {
+        fprintf(stderr, "SKIP %s: %s\n", path, transcribe_status_string(st));
+    }
+}
+
+int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
+                  const struct transcribe_run_params *rp, FILE *out_file) {
+    path_list l = {0};
+    if (read_list(o->batch_file, &l) != 0) {
+        free_list(&l);
+        return 1;
+    }
+    if (!o->batch_jsonl) fprintf(stderr, "batch: %d files\n", l.n);
+    if (o->batch_jsonl) {
+        struct transcribe_timings tm;
+        transcribe_timings_init(&tm);
+        transcribe_get_timings(s, &tm);
+        printf("{\"type\":\"batch_header\",\"load_ms\":%.1f}\n", (double)tm.load_ms);
+    }
+    int rate = native_rate(s);
+    int group = o->batch_size > 1 ? o->batch_size : 1;
+    tally t = {0};
+    float **pcm = calloc((size_t)group, sizeof *pcm);
+    int *ns = calloc((size_t)group, sizeof *ns);
+    const char **names = calloc((size_t)group, sizeof *names);
+    int *ks = calloc((size_t)group, sizeof *ks);
+    if (!pcm || !ns || !names || !ks) {
+        fprintf(stderr, "error: out of memory\n");
+        free(pcm), free(ns), free(names), free(ks), free_list(&l);
+        return 1;
+    }
+    for (int start = 0; start < l.n; start += group) {
+        int m = 0;
+        for (int i = start; i < l.n && i < start + group; i++) {
+            float *p = NULL;
+            int n = 0;
+            transcribe_status st = transcribe_audio_load_file(l.paths[i], rate, &p, &n);
+            if (st != TRANSCRIBE_OK) {
+                wav_failure(o, l.paths[i], st, &t);
+                continue;
+            }
+            pcm[m] = p;
+            ns[m] = n;
+            names[m] = l.paths[i];
+            ks[m] = i + 1;
+            m++;
+        }
+        if (m == 0) continue;
+        if (group == 1) {
+            transcribe_status st = transcribe_run(s, pcm[0], ns[0], rp);
+            report(o, s, 0, names[0], ks[0], l.n, st, out_file, &t);
+        } else {
+            transcribe_status st = transcribe_run_batch(s, (const float *const *)pcm, ns, m, rp);
+            if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
+                for (int j = 0; j < m; j++) {
+                    report(o, s, j, names[j], ks[j], l.n, transcribe_batch_status(s, j), out_file,
+                           &t);
+                }
+            } else {
+                for (int j = 0; j < m; j++) {
+                    t.failed++;
+                    if (o->batch_jsonl) {
+                        fputs("{\"file\":", stdout);
+                        cli_json_str(stdout, names[j]);
+                        fputs(",\"text\":\"\",\"error\":", stdout);
+                        cli_json_str(stdout, transcribe_status_string(st));
+                        fputs("}\n", stdout);
+                    }
+                }
+            }
+        }
+        for (int j = 0; j < m; j++) transcribe_audio_free(pcm[j]);
+        fflush(stdout);
+    }
+    if (!o->batch_jsonl) {
+        fprintf(stderr, "batch: %d ok, %d truncated, %d failed out of %d\n", t.ok, t.truncated,
+                t.failed, l.n);
+    }
+    free(pcm), free(ns), free(names), free(ks), free_list(&l);
+    return (t.failed > 0 || t.write_error) ? 1 : 0;
+}

@@ -1,0 +1,554 @@
+/* transcribe: command-line speech-to-text over the public C API.
+ *
+ *   transcribe -m model.gguf [options] audio.wav [more.wav ...]
+ *
+ * Flags, log lines and exit codes follow transcribe-cli (cli.md); on top of
+ * it the tool reads any audio format the library decodes (resampling to
+ * the model's rate), accepts several files, prints txt/json/srt/vtt or the
+ * detailed report layout, finds a bundled model when -m is omitted, shows
+ * progress for long files and turns Ctrl-C into a clean abort. */
+#include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static volatile sig_atomic_t g_interrupted; /* set by SIGINT, read by the abort callback */
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- logging and progress ---- */
+
+typedef struct progress {
+    bool enabled; /* stderr is a TTY, not -q, long input */
+    bool shown;   /* a progress line is on screen */
+    const char *name;
+    const struct transcribe_session *s; /* partial result: segments decoded so far */
+    double audio_s, t0, last;
+} progress;
+
+static progress *g_progress_line; /* the line to clear before a log message (CLI-only state) */
+
+static void clear_progress(void) {
+    if (g_progress_line && g_progress_line->shown) {
+        fputs("\r\033[K", stderr);
+        g_progress_line->shown = false;
+    }
+}
+
+/* Which library messages reach stderr. */
+typedef struct log_filter {
+    bool errors_only; /* -q */
+    bool debug;       /* TRANSCRIBE_DEBUG set */
+} log_filter;
+
+static void log_cb(transcribe_log_level level, const char *msg, void *ud) {
+    const log_filter *lf = ud;
+    if (lf->errors_only && level != TRANSCRIBE_LOG_LEVEL_ERROR) return;
+    if (level == TRANSCRIBE_LOG_LEVEL_DEBUG && !lf->debug) return;
+    const char *prefix;
+    switch (level) {
+    case TRANSCRIBE_LOG_LEVEL_INFO:
+        prefix = "[info] ";
+        break;
+    case TRANSCRIBE_LOG_LEVEL_WARN:
+        prefix = "[warn] ";
+        break;
+    case TRANSCRIBE_LOG_LEVEL_ERROR:
+        prefix = "[error] ";
+        break;
+    case TRANSCRIBE_LOG_LEVEL_DEBUG:
+        prefix = "[debug] ";
+        break;
+    case TRANSCRIBE_LOG_LEVEL_CONT:
+        fputs(msg, stderr);
+        return; /* continuation fragment */
+    default:
+        return;
+    }
+    clear_progress();
+    size_t n = strlen(msg);
+    fprintf(stderr, "%s%s%s", prefix, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
+}
+
+/* Polled by the library between decode steps: reports progress and turns
+ * Ctrl-C into a clean abort (the partial result is still printed). */
+static bool abort_cb(void *ud) {
+    progress *p = ud;
+    if (g_interrupted) return true;
+    if (p && p->enabled) {
+        double t = now_s();
+        if (t - p->last >= 0.25 && t - p->t0 >= 1.0) {
+            p->last = t;
+            /* The library lets the callback read the result being built. */
+            double done = 0;
+            int n = transcribe_n_segments(p->s);
+            struct transcribe_segment seg;
+            transcribe_segment_init(&seg);
+            if (n > 0 && transcribe_get_segment(p->s, n - 1, &seg) == TRANSCRIBE_OK) {
+                done = (double)seg.t1_ms / 1000.0;
+            }
+            if (done > p->audio_s) done = p->audio_s;
+            fprintf(stderr, "\r\033[K%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed", p->name, done,
+                    p->audio_s, 100.0 * done / p->audio_s, t - p->t0);
+            p->shown = true;
+        }
+    }
+    return false;
+}
+
+bool cli_write_text_file(FILE *f, const char *path, const char *text) {
+    size_t n = strlen(text);
+    bool ok = fwrite(text, 1, n, f) == n;
+    if (n == 0 || text[n - 1] != '\n') ok = ok && fputc('\n', f) != EOF;
+    ok = ok && fflush(f) == 0;
+    if (!ok) fprintf(stderr, "error: cannot write %s\n", path);
+    return ok;
+}
+
+/* ---- model lookup ---- */
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* -m, else $TRANSCRIBE_MODEL, else the first (by name) .gguf file in models/ of the
+ * source tree this binary was built from. */
+static char *resolve_model(const cli_opts *o) {
+    if (o->model) return dup_str(o->model);
+    const char *env = getenv("TRANSCRIBE_MODEL");
+    if (env && *env) {
+        fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
+        return dup_str(env);
+    }
+#ifdef TR_BUNDLED_MODEL_DIR
+    DIR *d = opendir(TR_BUNDLED_MODEL_DIR);
+    if (d) {
+        char best[256] = "";
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            size_t n = strlen(e->d_name);
+            if (n < 6 || n >= sizeof best || strcmp(e->d_name + n - 5, ".gguf") != 0) continue;
+            if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, n + 1);
+        }
+        closedir(d);
+        if (best[0]) {
+            size_t len = strlen(TR_BUNDLED_MODEL_DIR) + strlen(best) + 2;
+            char *path = malloc(len);
+            if (path) {
+                snprintf(path, len, "%s/%s", TR_BUNDLED_MODEL_DIR, best);
+                fprintf(stderr, "using bundled model %s\n", path);
+            }
+            return path;
+        }
+    }
+#endif
+    fprintf(stderr,
+            "error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a .gguf file in "
+            "%s\n",
+#ifdef TR_BUNDLED_MODEL_DIR
+            TR_BUNDLED_MODEL_DIR
+#else
+            "models/"
+#endif
+    );
+    return NULL;
+}
+
+/* ---- devices ---- */
+
+static int list_devices(void) {
+    transcribe_status st = transcribe_init_backends_default();
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr,
+                "warning: transcribe_init_backends_default() returned %d; listing whatever "
+                "registered\n",
+                (int)st);
+    }
+    int n = transcribe_device_count();
+    if (n <= 0) {
+        fprintf(stderr, "no compute devices registered\n");
+        return 1;
+    }
+    printf("%d compute device(s):\n", n);
+    static const char *const types[] = {"cpu", "gpu", "igpu", "accel"};
+    for (int i = 0; i < n; i++) {
+        struct transcribe_device_info info;
+        transcribe_device_info_init(&info);
+        if (transcribe_device_get_info(transcribe_device_get(i), &info) != TRANSCRIBE_OK) continue;
+        int t = (int)info.device_type;
+        printf("  [%d] %s\n", i,
+               (info.description && *info.description) ? info.description : info.name);
+        printf("      name=%s  kind=%s  type=%s  id=%s\n", info.name, info.kind,
+               (t >= 0 && t <= 3) ? types[t] : "?", info.device_id ? info.device_id : "(none)");
+        printf("      memory: %.2f GiB total, %.2f GiB free\n",
+               (double)info.memory_total / (1024.0 * 1024.0 * 1024.0),
+               (double)info.memory_free / (1024.0 * 1024.0 * 1024.0));
+    }
+    return 0;
+}
+
+/* ---- one file ---- */
+
+typedef struct ctx {
+    const cli_opts *o;
+    const char *model_path;
+    struct transcribe_session *s;
+    const struct transcribe_run_params *rp;
+    FILE *out_file;
+    int rate;
+    bool supports_streaming;
+} ctx;
+
+static void print_limits(const struct transcribe_session *s) {
+    struct transcribe_session_limits l;
+    transcribe_session_limits_init(&l);
+    if (transcribe_session_get_limits(s, &l) != TRANSCRIBE_OK) return;
+    if (l.effective_max_audio_ms > 0) {
+        printf("  max audio:  %.1f s", (double)l.effective_max_audio_ms / 1000.0);
+        if (l.effective_n_ctx > 0) {
+            printf("  (context %d tok, ~%lld MiB KV max)", (int)l.effective_n_ctx,
+                   (long long)(l.max_kv_bytes >> 20));
+        }
+        printf("\n");
+    } else if (l.effective_n_ctx > 0) {
+        printf("  max audio:  ~0 s (context %d tok too small for audio + prompt)\n",
+               (int)l.effective_n_ctx);
+    } else {
+        printf("  max audio:  unbounded (long audio chunked internally)\n");
+    }
+}
+
+/* Stream extension per cli.md §2.1 (first match wins). */
+typedef union {
+    struct transcribe_ext ext;
+    struct transcribe_parakeet_stream_ext pk;
+    struct transcribe_parakeet_buffered_stream_ext pb;
+    struct transcribe_voxtral_realtime_stream_ext vx;
+} stream_ext;
+
+static const struct transcribe_ext *
+pick_stream_ext(const cli_opts *o, const struct transcribe_model *m, stream_ext *x, bool report) {
+    if (o->stream_att_right >= 0 &&
+        transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_STREAM,
+                                          TRANSCRIBE_EXT_KIND_PARAKEET_STREAM)) {
+        transcribe_parakeet_stream_ext_init(&x->pk);
+        x->pk.att_context_right = o->stream_att_right;
+        if (report) printf("stream: att_context_right=%d\n", o->stream_att_right);
+        return &x->pk.ext;
+    }
+    if ((o->stream_buf_left_ms >= 0 || o->stream_buf_chunk_ms >= 0 ||
+         o->stream_buf_right_ms >= 0) &&
+        transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_STREAM,
+                                          TRANSCRIBE_EXT_KIND_PARAKEET_BUFFERED_STREAM)) {
+        transcribe_parakeet_buffered_stream_ext_init(&x->pb);
+        x->pb.left_ms = o->stream_buf_left_ms;
+        x->pb.chunk_ms = o->stream_buf_chunk_ms;
+        x->pb.right_ms = o->stream_buf_right_ms;
+        if (report) {
+            printf("stream: buffered (L,C,R)_ms=(%d,%d,%d)\n", o->stream_buf_left_ms,
+                   o->stream_buf_chunk_ms, o->stream_buf_right_ms);
+        }
+        return &x->pb.ext;
+    }
+    if (o->stream_voxtral_delay != -1 &&
+        transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_STREAM,
+                                          TRANSCRIBE_EXT_KIND_VOXTRAL_REALTIME_STREAM)) {
+        transcribe_voxtral_realtime_stream_ext_init(&x->vx);
+        x->vx.num_delay_tokens = o->stream_voxtral_delay;
+        if (report) printf("stream: voxtral num_delay_tokens=%d\n", o->stream_voxtral_delay);
+        return &x->vx.ext;
+    }
+    return NULL;
+}
+
+static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool report) {
+    const cli_opts *o = c->o;
+    int chunk = o->stream_chunk_ms * (c->rate / 1000);
+    if (chunk < 1) chunk = 1;
+    if (report) printf("stream: chunk=%d ms (%d samples)\n", o->stream_chunk_ms, chunk);
+    stream_ext x;
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    sp.family = pick_stream_ext(o, transcribe_get_model(c->s), &x, report);
+    transcribe_status st = transcribe_stream_begin(c->s, c->rp, &sp);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "stream_begin: %s\n", transcribe_status_string(st));
+        return st;
+    }
+    for (int pos = 0, i = 0; pos < n; pos += chunk, i++) {
+        int take = n - pos < chunk ? n - pos : chunk;
+        struct transcribe_stream_update u;
+        transcribe_stream_update_init(&u);
+        st = transcribe_stream_feed(c->s, pcm + pos, take, &u);
+        if (st != TRANSCRIBE_OK) {
+            fprintf(stderr, "stream_feed[%d]: %s\n", i, transcribe_status_string(st));
+            return st;
+        }
+        if (report) {
+            printf("  feed[%2d]: input=%lld ms buffered=%lld ms", i, (long long)u.input_received_ms,
+                   (long long)u.buffered_ms);
+            if (u.result_changed) printf("  partial=\"%s\"", transcribe_full_text(c->s));
+            printf("\n");
+        }
+    }
+    struct transcribe_stream_update fin;
+    transcribe_stream_update_init(&fin);
+    st = transcribe_stream_finalize(c->s, &fin);
+    if (report) {
+        printf("  finalize: status=%s revision=%d input=%lld ms committed=%lld ms\n",
+               transcribe_status_string(st), (int)fin.revision, (long long)fin.input_received_ms,
+               (long long)fin.audio_committed_ms);
+    }
+    return st;
+}
+
+/* Transcribes one file and prints it in the chosen format. Returns the
+ * file's exit code (0 / 1). */
+static int do_file(const ctx *c, const char *path, bool several) {
+    const cli_opts *o = c->o;
+    bool report = o->format == CLI_FMT_REPORT;
+    float *pcm = NULL;
+    int n = 0;
+    transcribe_status st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
+        return 1;
+    }
+    double duration = (double)n / (double)c->rate;
+    if (report) {
+        printf("audio: %s\n  samples:    %d\n  duration:   %.3f s\n  sample rate %d Hz mono "
+               "float32\n",
+               path, n, duration, c->rate);
+        const struct transcribe_model *m = transcribe_get_model(c->s);
+        printf("model: %s -> %s\n", c->model_path, transcribe_status_string(TRANSCRIBE_OK));
+        printf("  backend:    %s\n", transcribe_model_backend(m));
+        const char *name = transcribe_model_meta_val_str(m, "general.name");
+        const char *lic = transcribe_model_meta_val_str(m, "general.license");
+        if (*name) printf("  name:       %s\n", name);
+        if (*lic) printf("  license:    %s\n", lic);
+        print_limits(c->s);
+    }
+    if (o->stream_chunk_ms > 0 && !c->supports_streaming) {
+        fprintf(stderr, "stream: model does not advertise supports_streaming; use a "
+                        "streaming-capable model or drop --stream-chunk-ms\n");
+        transcribe_audio_free(pcm);
+        return 1;
+    }
+    progress prog = {0};
+    prog.enabled = !o->quiet && isatty(STDERR_FILENO) && duration > 30.0;
+    const char *base = strrchr(path, '/');
+    prog.name = base ? base + 1 : path;
+    prog.audio_s = duration;
+    prog.s = c->s;
+    prog.t0 = prog.last = now_s();
+    g_progress_line = &prog;
+    transcribe_set_abort_callback(c->s, abort_cb, &prog);
+    fflush(stdout);
+    if (o->stream_chunk_ms > 0) {
+        st = run_stream(c, pcm, n, report);
+    } else {
+        for (int r = 0; r < o->repeat; r++) {
+            st = transcribe_run(c->s, pcm, n, c->rp);
+            if (st != TRANSCRIBE_OK) break;
+        }
+    }
+    clear_progress();
+    g_progress_line = NULL;
+    transcribe_set_abort_callback(c->s, NULL, NULL);
+    transcribe_audio_free(pcm);
+    if (g_interrupted) fprintf(stderr, "interrupted: printing the partial transcript\n");
+
+    bool have_result = st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+                       st == TRANSCRIBE_ERR_ABORTED;
+    if (report)
+        printf("run: %s\n", transcribe_status_string(st));
+    else if (st != TRANSCRIBE_OK)
+        fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
+    if (have_result) {
+        switch (o->format) {
+        case CLI_FMT_REPORT:
+            cli_print_report_result(stdout, c->s);
+            break;
+        case CLI_FMT_TXT:
+            cli_print_txt(stdout, c->s, several ? path : NULL);
+            break;
+        case CLI_FMT_SRT:
+            cli_print_srt(stdout, c->s, duration);
+            break;
+        case CLI_FMT_VTT:
+            cli_print_vtt(stdout, c->s, duration);
+            break;
+        case CLI_FMT_JSON:
+            break;
+        }
+    }
+    if (o->format == CLI_FMT_JSON) {
+        cli_print_json(stdout, c->s, path, c->model_path, duration, st, o->json_tokens);
+    }
+    int rc = st == TRANSCRIBE_OK ? 0 : 1;
+    if (have_result && c->out_file &&
+        !cli_write_text_file(c->out_file, o->output, transcribe_full_text(c->s))) {
+        rc = 1;
+    }
+    fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
+    if (report || !o->quiet) transcribe_print_timings(c->s);
+    if (report) {
+        struct transcribe_timings t;
+        transcribe_timings_init(&t);
+        if (transcribe_get_timings(c->s, &t) == TRANSCRIBE_OK) {
+            double total = (double)t.mel_ms + (double)t.encode_ms + (double)t.decode_ms;
+            if (total > 0) {
+                printf("  realtime:   %.0fx (%.1f ms for %.1f s)\n", duration * 1000.0 / total,
+                       total, duration);
+            }
+        }
+    }
+    fflush(stdout);
+    return rc;
+}
+
+/* ---- main ---- */
+
+static void build_params(const cli_opts *o, const struct transcribe_model *m,
+                         struct transcribe_run_params *rp, struct transcribe_whisper_run_ext *wx) {
+    transcribe_run_params_init(rp);
+    rp->task = o->translate ? TRANSCRIBE_TASK_TRANSLATE : TRANSCRIBE_TASK_TRANSCRIBE;
+    rp->timestamps = o->timestamps;
+    rp->pnc = o->pnc;
+    rp->itn = o->itn;
+    rp->diarize = o->diarize;
+    rp->language = o->language;
+    rp->target_language = o->target_language;
+    rp->keep_special_tags = o->raw_tokens;
+    rp->spec_k_drafts = o->spec_k_drafts;
+    /* Whisper knobs attach only where the model takes them (cli.md §2.1). */
+    if (o->whisper_any && transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
+                                                            TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
+        transcribe_whisper_run_ext_init(wx);
+        if (o->initial_prompt && *o->initial_prompt) wx->initial_prompt = o->initial_prompt;
+        wx->condition_on_prev_tokens = o->condition_on_prev;
+        if (o->temperature_given) wx->temperature = o->temperature;
+        wx->prompt_condition = o->prompt_condition;
+        rp->family = &wx->ext;
+    }
+}
+
+int main(int argc, char **argv) {
+    cli_opts o;
+    int rc = cli_parse(argc, argv, &o);
+    if (rc >= 0) {
+        free(o.audio);
+        return rc;
+    }
+    /* Unlike transcribe-cli, -q keeps only error lines: our formats are meant
+     * to be piped, so the library's info lines should not interleave. */
+    const char *dbg = getenv("TRANSCRIBE_DEBUG");
+    log_filter lf = {o.quiet, dbg && *dbg && *dbg != '0'};
+    transcribe_log_set(log_cb, &lf);
+    FILE *out_file = NULL;
+    if (o.output) {
+        out_file = fopen(o.output, "w");
+        if (!out_file) {
+            fprintf(stderr, "error: cannot open %s for writing\n", o.output);
+            free(o.audio);
+            return 1;
+        }
+    }
+    if (o.list_devices) {
+        rc = list_devices();
+        if (out_file) fclose(out_file);
+        free(o.audio);
+        return rc;
+    }
+    char *model_path = resolve_model(&o);
+    struct transcribe_model *model = NULL;
+    struct transcribe_session *s = NULL;
+    rc = 1;
+    if (!model_path) goto done;
+
+    struct transcribe_model_load_params lp;
+    transcribe_model_load_params_init(&lp);
+    lp.backend = o.backend;
+    if (o.device >= 0) {
+        lp.device = transcribe_device_get(o.device);
+        if (!lp.device) {
+            fprintf(stderr, "error: --device index %d is not available\n", o.device);
+            goto done;
+        }
+    }
+    transcribe_status st = transcribe_model_load_file(model_path, &lp, &model);
+    if (st != TRANSCRIBE_OK) {
+        if (o.format == CLI_FMT_REPORT && !o.batch_file) {
+            printf("model: %s -> %s\n", model_path, transcribe_status_string(st));
+        }
+        fprintf(stderr, "%s: %s: %s\n", o.batch_file ? "model load" : "error: cannot load model",
+                model_path, transcribe_status_string(st));
+        goto done;
+    }
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = o.threads;
+    sp.kv_type = o.kv_type;
+    sp.n_ctx = o.n_ctx;
+    st = transcribe_session_init(model, &sp, &s);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "context init: %s\n", transcribe_status_string(st));
+        goto done;
+    }
+    struct transcribe_run_params rp;
+    struct transcribe_whisper_run_ext wx;
+    build_params(&o, model, &rp, &wx);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills the process */
+    sigaction(SIGINT, &sa, NULL);
+
+    if (o.batch_file) {
+        rc = cli_run_batch(&o, s, &rp, out_file);
+        goto done;
+    }
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(model, &caps);
+    ctx c = {&o,
+             model_path,
+             s,
+             &rp,
+             out_file,
+             caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000,
+             caps.supports_streaming};
+    rc = 0;
+    for (int i = 0; i < o.n_audio && !g_interrupted; i++) {
+        if (do_file(&c, o.audio[i], o.n_audio > 1) != 0) rc = 1;
+    }
+    if (g_interrupted) rc = 1;
+
+done:
+    transcribe_session_free(s);
+    transcribe_model_free(model);
+    free(model_path);
+    if (out_file && fclose(out_file) != 0) {
+        fprintf(stderr, "error: cannot write %s\n", o.output);
+        rc = 1;
+    }
+    free(o.audio);
+    return rc;
+}
