@@ -1,10 +1,140 @@
-/* Placeholder: the model benchmark is written by its module's owner. */
+/* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]
+ *
+ * End-to-end model benchmark through the public API only: loads the model
+ * once, transcribes AUDIO R times and prints one JSON line with the
+ * fastest run's stage timings, the decoded token count, real-time factor
+ * and the process's peak resident memory. */
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
 
 #include "bench.h"
+#include "transcribe.h"
+
+static void json_str(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            printf("\\%c", *p);
+        else if (*p < 0x20)
+            printf("\\u%04x", *p);
+        else
+            putchar(*p);
+    }
+    putchar('"');
+}
+
+static int fail(const char *model, const char *audio, const char *what, transcribe_status st) {
+    printf("{\"bench\":\"model\",\"model\":");
+    json_str(model ? model : "");
+    printf(",\"audio\":");
+    json_str(audio ? audio : "");
+    printf(",\"error\":");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s: %s", what, transcribe_status_string(st));
+    json_str(buf);
+    printf("}\n");
+    return 1;
+}
 
 int bench_model(int argc, char **argv) {
-    (void)argc, (void)argv;
-    printf("{\"bench\":\"model\",\"error\":\"not implemented\"}\n");
-    return 1;
+    const char *model = NULL, *audio = NULL;
+    int threads = 0, repeat = 1;
+    for (int i = 1; i < argc; i++) {
+        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) {
+            model = argv[++i];
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            threads = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+            repeat = atoi(argv[++i]);
+        } else if (argv[i][0] != '-' && !audio) {
+            audio = argv[i];
+        } else {
+            fprintf(stderr, "usage: transcribe-bench model -m MODEL AUDIO [--threads N] "
+                            "[--repeat R]\n");
+            return 2;
+        }
+    }
+    if (!model || !audio) {
+        fprintf(stderr,
+                "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]\n");
+        return 2;
+    }
+    if (threads < 0) threads = 0;
+    if (repeat < 1) repeat = 1;
+    transcribe_log_set(NULL, NULL); /* stdout carries exactly one JSON line */
+
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = threads;
+    struct transcribe_session *s = NULL;
+    transcribe_status st = transcribe_open(model, NULL, &sp, &s);
+    if (st != TRANSCRIBE_OK) return fail(model, audio, "open", st);
+    const struct transcribe_model *m = transcribe_get_model(s);
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(m, &caps);
+    int rate = caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000;
+    float *pcm = NULL;
+    int n = 0;
+    st = transcribe_audio_load_file(audio, rate, &pcm, &n);
+    if (st != TRANSCRIBE_OK) {
+        transcribe_session_free(s);
+        return fail(model, audio, "audio", st);
+    }
+
+    struct transcribe_timings best;
+    transcribe_timings_init(&best);
+    double best_total = -1;
+    int n_tokens = 0;
+    const char *tok_source = "rows";
+    for (int r = 0; r < repeat; r++) {
+        st = transcribe_run(s, pcm, n, NULL);
+        if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) break;
+        struct transcribe_timings t;
+        transcribe_timings_init(&t);
+        transcribe_get_timings(s, &t);
+        double total = (double)t.mel_ms + (double)t.encode_ms + (double)t.decode_ms;
+        if (best_total < 0 || total < best_total) {
+            best_total = total;
+            best = t;
+        }
+    }
+    transcribe_audio_free(pcm);
+    if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        transcribe_session_free(s);
+        return fail(model, audio, "run", st);
+    }
+    n_tokens = transcribe_n_tokens(s);
+    if (n_tokens == 0 && *transcribe_full_text(s)) {
+        /* Families that report no token rows (whisper: segment timestamps
+         * only): count the transcript's tokens instead. */
+        int k = transcribe_tokenize(m, transcribe_full_text(s), NULL, 0);
+        if (k != INT_MIN) {
+            n_tokens = k < 0 ? -k : k;
+            tok_source = "tokenize";
+        }
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double audio_ms = 1000.0 * (double)n / (double)rate;
+
+    printf("{\"bench\":\"model\",\"model\":");
+    json_str(model);
+    printf(",\"arch\":");
+    json_str(transcribe_model_arch_string(m));
+    printf(",\"audio\":");
+    json_str(audio);
+    printf(",\"audio_s\":%.3f,\"threads\":%d,\"repeat\":%d,\"load_ms\":%.1f", audio_ms / 1000.0,
+           threads, repeat, (double)best.load_ms);
+    printf(",\"mel_ms\":%.1f,\"encode_ms\":%.1f,\"decode_ms\":%.1f", (double)best.mel_ms,
+           (double)best.encode_ms, (double)best.decode_ms);
+    printf(",\"n_tokens\":%d,\"n_tokens_source\":\"%s\",\"ms_per_token\":%.2f", n_tokens,
+           tok_source, n_tokens > 0 ? (double)best.decode_ms / n_tokens : 0.0);
+    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f}\n", audio_ms > 0 ? best_total / audio_ms : 0.0,
+           (double)ru.ru_maxrss / 1024.0);
+    transcribe_session_free(s);
+    return 0;
 }
