@@ -267,7 +267,13 @@ void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float
         return;
     }
     tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1, W->ne[0], W->ne[1]};
-    if (w.stride == 0) w.stride = tr_row_bytes(W->type, W->ne[0]);
+    size_t rb = tr_row_bytes(W->type, W->ne[0]);
+    if (w.stride == 0) w.stride = rb;
+    if (w.stride < rb || !W->data) {
+        TR_ERROR("matmul: weight %s has row stride %zu < row size %zu or no data",
+                 W->name ? W->name : "?", w.stride, rb);
+        return;
+    }
     run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);
 }
 
