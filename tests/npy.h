@@ -16,13 +16,13 @@ typedef struct npy_array {
     void *data; /* malloc'ed */
 } npy_array;
 
-static void npy_free(npy_array *a) {
+static inline void npy_free(npy_array *a) {
     free(a->data);
     memset(a, 0, sizeof *a);
 }
 
 /* Returns 0 on success. Only '<f4' and '<i4' with fortran_order False. */
-static int npy_load(const char *path, npy_array *out) {
+static inline int npy_load(const char *path, npy_array *out) {
     memset(out, 0, sizeof *out);
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
@@ -89,7 +89,7 @@ fail:
 }
 
 /* Writes a float32 array of the given shape. Returns 0 on success. */
-static int npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape) {
+static inline int npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     char hdr[256];
