@@ -10,16 +10,9 @@
 #include "text/tokenizer.h"
 #include "tok_data.h"
 
-static const char *k_pieces[] = {"a",
-                                 "b",
-                                 "c",
-                                 "\xC4\xA0",
-                                 "ab",
-                                 "\xC4\xA0"
-                                 "ab",
-                                 "abc",
-                                 "<|endoftext|>"};
-static const char *k_merges[] = {"a b", "\xC4\xA0 ab", "ab c"};
+static const char *k_pieces[] = {
+    "a", "b", "c", "\xC4\xA0", "ab", "\xC4\xA0\x61\x62", "abc", "<|endoftext|>"};
+static const char *k_merges[] = {"a b", "\xC4\xA0 ab", "ab c"}; /* Ġab = Ġ + ab */
 static const int32_t k_types[] = {1, 1, 1, 1, 1, 1, 1, 3};
 static const float k_scores[] = {0, 0, 0, 0, 0, 0, 0, 0};
 #define NP 8
