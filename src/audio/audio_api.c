@@ -7,12 +7,8 @@
 #include "transcribe.h"
 #include "util/log.h"
 
-/* Repeated here (identically) so this file builds whether or not the
- * public header already declares them. */
-TRANSCRIBE_API transcribe_status transcribe_audio_load_file(const char *path, int target_rate,
-                                                            float **out_pcm, int *out_n_samples);
-TRANSCRIBE_API void transcribe_audio_free(float *pcm);
-
+/* Declared in include/transcribe.h. Note target_rate 0 means 16000 Hz here
+ * (the rate every published model takes), per the audio module's brief. */
 transcribe_status transcribe_audio_load_file(const char *path, int target_rate, float **out_pcm,
                                              int *out_n_samples) {
     if (out_pcm) *out_pcm = NULL;

@@ -22,6 +22,7 @@ static void on_log(transcribe_log_level level, const char *msg, void *ud) {
     fprintf(stderr, "[log %d] %s\n", (int)level, msg);
 }
 
+#ifdef TR_HAVE_SNDFILE
 #define TONE_HZ 440.0
 static double tone(int i, int rate) {
     return 0.5 * sin(2 * M_PI * TONE_HZ * i / rate);
@@ -40,7 +41,6 @@ static double tone_fraction(const float *x, int64_t n, int rate) {
     return e > 0 ? 2 * (re * re + im * im) / len / e : 0;
 }
 
-#ifdef TR_HAVE_SNDFILE
 /* Writes `frames` of a stereo tone (same in both channels, opposite
  * 0.1-amplitude hum, so the mono average is the tone). 0 when the
  * installed libsndfile cannot encode this format. */
