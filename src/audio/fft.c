@@ -58,6 +58,52 @@ static void butterfly4(cpx *out, const cpx *tw, size_t fstride, int m) {
     }
 }
 
+static void butterfly3(cpx *out, const cpx *tw, size_t fstride, int m) {
+    const double sn = 0.86602540378443864676; /* sin(2π/3) */
+    for (int k = 0; k < m; k++) {
+        cpx t0 = out[k];
+        cpx t1 = cmul(out[k + m], tw[k * fstride]);
+        cpx t2 = cmul(out[k + 2 * m], tw[2 * k * fstride]);
+        cpx s = {t1.re + t2.re, t1.im + t2.im}, d = {sn * (t1.re - t2.re), sn * (t1.im - t2.im)};
+        cpx p = {t0.re - 0.5 * s.re, t0.im - 0.5 * s.im};
+        out[k].re = t0.re + s.re;
+        out[k].im = t0.im + s.im;
+        out[k + m].re = p.re + d.im; /* p - i·d */
+        out[k + m].im = p.im - d.re;
+        out[k + 2 * m].re = p.re - d.im; /* p + i·d */
+        out[k + 2 * m].im = p.im + d.re;
+    }
+}
+
+/* Radix 5 (Whisper's 400 = 2·4·2·5·5) via the symmetric pairs (1,4), (2,3). */
+static void butterfly5(cpx *out, const cpx *tw, size_t fstride, int m) {
+    const double c1 = 0.30901699437494742410, c2 = -0.80901699437494742410; /* cos 2π/5, 4π/5 */
+    const double s1 = 0.95105651629515357212, s2 = 0.58778525229247312917;  /* sin 2π/5, 4π/5 */
+    for (int k = 0; k < m; k++) {
+        cpx t0 = out[k];
+        cpx t1 = cmul(out[k + m], tw[k * fstride]);
+        cpx t2 = cmul(out[k + 2 * m], tw[2 * k * fstride]);
+        cpx t3 = cmul(out[k + 3 * m], tw[3 * k * fstride]);
+        cpx t4 = cmul(out[k + 4 * m], tw[4 * k * fstride]);
+        cpx a = {t1.re + t4.re, t1.im + t4.im}, b = {t1.re - t4.re, t1.im - t4.im};
+        cpx c = {t2.re + t3.re, t2.im + t3.im}, d = {t2.re - t3.re, t2.im - t3.im};
+        cpx P = {t0.re + c1 * a.re + c2 * c.re, t0.im + c1 * a.im + c2 * c.im};
+        cpx Q = {t0.re + c2 * a.re + c1 * c.re, t0.im + c2 * a.im + c1 * c.im};
+        cpx A = {s1 * b.re + s2 * d.re, s1 * b.im + s2 * d.im};
+        cpx B = {s2 * b.re - s1 * d.re, s2 * b.im - s1 * d.im};
+        out[k].re = t0.re + a.re + c.re;
+        out[k].im = t0.im + a.im + c.im;
+        out[k + m].re = P.re + A.im; /* P - i·A */
+        out[k + m].im = P.im - A.re;
+        out[k + 4 * m].re = P.re - A.im; /* P + i·A */
+        out[k + 4 * m].im = P.im + A.re;
+        out[k + 2 * m].re = Q.re + B.im; /* Q - i·B */
+        out[k + 2 * m].im = Q.im - B.re;
+        out[k + 3 * m].re = Q.re - B.im; /* Q + i·B */
+        out[k + 3 * m].im = Q.im + B.re;
+    }
+}
+
 /* Any radix p: a direct p-point DFT per output group (O(p^2)). */
 static void butterfly_generic(cpx *out, const cpx *tw, size_t fstride, int p, int m, cpx *t) {
     cpx wp[TR_FFT_MAX_RADIX]; /* wp[r] = W_p^r = W_M^{r·m·fstride} */
@@ -90,6 +136,10 @@ static void work(const tr_fft *P, cpx *out, const cpx *in, size_t fstride, const
         butterfly2(out, P->tw, fstride, m);
     else if (p == 4)
         butterfly4(out, P->tw, fstride, m);
+    else if (p == 3)
+        butterfly3(out, P->tw, fstride, m);
+    else if (p == 5)
+        butterfly5(out, P->tw, fstride, m);
     else
         butterfly_generic(out, P->tw, fstride, p, m, t);
 }
