@@ -95,7 +95,8 @@ transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run
 /* ---- text helpers ---- */
 
 static bool is_text_id(const wh_model *m, int id) {
-    return id >= 0 && id < WH_TEXT_BOUND && id < m->ts_begin && id < m->n_tok_pieces;
+    return id >= 0 && id < WH_TEXT_BOUND && id < m->ts_begin && id != m->eot &&
+           id < m->n_tok_pieces;
 }
 
 static void append_token_bytes(const wh_model *m, tr_strbuf *b, int id) {
