@@ -72,7 +72,17 @@ void tr_mel_config_whisper(tr_mel_config *c, int n_mels);
 void tr_mel_config_nemo(tr_mel_config *c, int n_mels);
 void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
 /* Reads stt.frontend.* and frontend.* tensors over the defaults in *c.
- * Returns GGUF on a wrongly typed key or a misshaped baked tensor. */
+ * Returns GGUF on a wrongly typed key, an unknown enum string or a
+ * misshaped baked tensor. Absent keys keep the defaults, so families set
+ * their defaults first and their overrides after:
+ * - Whisper: tr_mel_config_whisper, then this (the baked periodic window
+ *   and filterbank win over the "hann" string, as upstream).
+ * - Parakeet: tr_mel_config_nemo, this, then force pad_mode =
+ *   TR_PAD_CONSTANT (family-parakeet.md §6 ignores the file).
+ * - Canary: tr_mel_config_nemo, pad_mode = TR_PAD_REFLECT (the default
+ *   when the key is absent), then this.
+ * stt.frontend.center = false maps to TR_PAD_NONE; dither is read for its
+ * type only and never applied; "whisper_logmel" = TR_NORM_PER_UTTERANCE. */
 transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f);
 
 /* Computes features of n samples: *out is malloc'ed [n_mels][*n_frames]

@@ -153,6 +153,41 @@ static void test_hostile(void) {
     free(b);
 }
 
+/* RF64: "RF64" magic, ds64 chunk with the 64-bit sizes, 0xFFFFFFFF in the
+ * 32-bit size fields. */
+static void test_rf64(void) {
+    wbuf w = {0};
+    wb_put(&w, "RF64", 4);
+    wb_u32(&w, 0xFFFFFFFFu);
+    wb_put(&w, "WAVEds64", 8);
+    wb_u32(&w, 28);
+    wb_u32(&w, 0); /* riff size 64 (unused) */
+    wb_u32(&w, 0);
+    wb_u32(&w, 6); /* data size 64: 3 frames of 16-bit mono */
+    wb_u32(&w, 0);
+    wb_u32(&w, 3); /* sample count */
+    wb_u32(&w, 0);
+    wb_u32(&w, 0); /* table length */
+    wav_spec s = {.tag = 1, .bits = 16, .channels = 1, .rate = 16000};
+    wav_fmt_chunk(&w, &s);
+    wb_put(&w, "data", 4);
+    wb_u32(&w, 0xFFFFFFFFu);
+    wb_u16(&w, 0x4000);
+    wb_u16(&w, 0xC000);
+    wb_u16(&w, 0x0001);
+    wb_put(&w, "LIST", 4); /* trailing chunk the 64-bit size must exclude */
+    wb_u32(&w, 4);
+    wb_put(&w, "INFO", 4);
+    tr_audio a;
+    CHECK(tr_audio_decode_wav(w.b, w.n, &a) == TRANSCRIBE_OK && a.n == 3);
+    if (a.pcm) {
+        CHECK_NEAR(a.pcm[0], 0.5, 1e-9);
+        CHECK_NEAR(a.pcm[1], -0.5, 1e-9);
+    }
+    tr_audio_free(&a);
+    free(w.b);
+}
+
 static void test_g711(void) {
     /* µ-law 0xFF and A-law 0xD5 are (near) zero; 0x80 / 0xAA are large. */
     uint8_t img[64];
@@ -239,6 +274,7 @@ int main(void) {
     test_layouts();
     test_hostile();
     test_g711();
+    test_rf64();
     test_files();
     return TEST_DONE();
 }
