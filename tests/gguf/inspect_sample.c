@@ -39,6 +39,7 @@ static int check_npy(const char *path) {
 }
 
 int main(int argc, char **argv) {
+    (void)npy_save_f32; /* tests/npy.h helpers are static; only the loader is used */
     if (argc == 3 && !strcmp(argv[1], "write")) return write_sample(argv[2]);
     if (argc == 3 && !strcmp(argv[1], "check")) return check_npy(argv[2]);
     fprintf(stderr, "usage: inspect_sample write|check PATH\n");
