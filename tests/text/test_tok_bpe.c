@@ -190,6 +190,56 @@ static void test_edges(tr_tokenizer *t) {
     CHECK(tr_tokenizer_token_bytes(t, e1, b, 8) == 1 && (unsigned char)b[0] == 0xE6);
 }
 
+/* Random byte strings (ASCII, whitespace, stray and valid multibyte):
+ * never crash, and the token bytes always spell the input back. */
+static void test_random(tr_tokenizer *t) {
+    uint32_t seed = 12345;
+    const char *frags[] = {"a",
+                           "Z",
+                           " ",
+                           "  ",
+                           "\n",
+                           "\t",
+                           "'s",
+                           "'LL",
+                           "7",
+                           "\xC3\xA9",
+                           "\xE2\x82\xAC",
+                           "\xF0\x9F\x98\x80",
+                           "\xE2\x80\x8D",
+                           "\xCC\x81",
+                           "\xFF",
+                           "\x80",
+                           "\xC3",
+                           "\xE2\x82",
+                           "\xED\xA0\x80",
+                           "\xE3\x80\x80",
+                           "!",
+                           "\r\n"};
+    int good = 0, runs = 3000;
+    for (int r = 0; r < runs; r++) {
+        char s[256];
+        size_t n = 0;
+        int k = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 24;
+        for (int i = 0; i < k; i++) {
+            const char *f = frags[((seed = seed * 1103515245u + 12345u) >> 16) % 22];
+            size_t fl = strlen(f);
+            memcpy(s + n, f, fl);
+            n += fl;
+        }
+        s[n] = '\0';
+        int32_t ids[256];
+        int m = tr_tokenizer_encode(t, s, ids, 256);
+        char back[256];
+        size_t o = 0;
+        for (int i = 0; i < m && o < sizeof back; i++)
+            o += tr_tokenizer_token_bytes(t, ids[i], back + o, sizeof back - o);
+        good += m >= 0 && o == n && memcmp(back, s, n) == 0;
+    }
+    printf("random byte strings: %d/%d spelled back exactly\n", good, runs);
+    CHECK(good == runs);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -264,6 +314,7 @@ int main(void) {
         run_cases(t, files[i], files[i], true);
         if (i == 0) {
             test_edges(t);
+            test_random(t);
             test_long_word(t);
             bench(t, "small BPE (2000 merges), gpt2 pre");
         }
