@@ -51,13 +51,24 @@ void tr_glu(const float *x, float *y, int rows, int half) {
      * each element is read before it is overwritten. */
     enum { CHUNK = 256 };
     float gate[CHUNK];
+    const tr_ops_isa_t isa = tr_ops_isa(); /* once: the lookup reads the environment */
     for (long r = 0; r < rows; r++) {
         const float *a = x + r * 2L * half;
         float *o = y + r * (long)half;
         for (int i = 0; i < half; i += CHUNK) {
             int n = half - i < CHUNK ? half - i : CHUNK;
             for (int j = 0; j < n; j++) gate[j] = a[half + i + j];
-            tr_sigmoid(gate, n);
+            switch (isa) {
+            case TR_ISA_AVX512:
+                tr_act_sigmoid_avx512(gate, n);
+                break;
+            case TR_ISA_AVX2:
+                tr_act_sigmoid_avx2(gate, n);
+                break;
+            default:
+                tr_act_sigmoid_generic(gate, n);
+                break;
+            }
             for (int j = 0; j < n; j++) o[i + j] = a[i + j] * gate[j];
         }
     }

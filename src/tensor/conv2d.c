@@ -15,11 +15,22 @@ typedef struct {
     float *y;
 } conv2d_ctx;
 
+/* Output columns ox with 0 <= ox*sw - pw + kx < w_in: [*lo, *hi). */
+static void col_range(const conv2d_ctx *c, int kx, int *lo, int *hi) {
+    const int off = kx - c->pw;
+    int a = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw;
+    int b = c->w_in - off <= 0 ? 0 : (c->w_in - off + c->sw - 1) / c->sw;
+    if (b > c->w_out) b = c->w_out;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
 static void depthwise_channel(const void *vctx, long ch) {
     const conv2d_ctx *c = vctx;
     enum { KMAX = 64 };
     const long kn = (long)c->kh * c->kw;
     float wbuf[KMAX];
+    int lo_t[KMAX], hi_t[KMAX];
     float *wr = kn <= KMAX ? wbuf : malloc(sizeof(float) * (size_t)kn);
     float *y = c->y + ch * (long)c->h_out * c->w_out;
     const float *x = c->x + ch * (long)c->h * c->w_in;
@@ -30,6 +41,8 @@ static void depthwise_channel(const void *vctx, long ch) {
         return;
     }
     tr_conv_weight_row(c->w, kn, ch, wr);
+    /* column ranges depend only on kx: hoist the divisions out of the rows */
+    for (int kx = 0; kx < c->kw && kx < KMAX; kx++) col_range(c, kx, &lo_t[kx], &hi_t[kx]);
     for (int oy = 0; oy < c->h_out; oy++) {
         float *yr = y + (long)oy * c->w_out;
         for (int ox = 0; ox < c->w_out; ox++) yr[ox] = b;
@@ -39,12 +52,16 @@ static void depthwise_channel(const void *vctx, long ch) {
             const float *xr = x + (long)iy * c->w_in;
             for (int kx = 0; kx < c->kw; kx++) {
                 const float wk = wr[ky * c->kw + kx];
-                /* ox range with 0 <= ox*sw - pw + kx < w_in */
                 const int off = kx - c->pw;
-                int lo = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw;
-                int hi = c->w_in - off <= 0 ? 0 : (c->w_in - off + c->sw - 1) / c->sw;
-                if (hi > c->w_out) hi = c->w_out;
-                for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xr[ox * c->sw + off];
+                int lo, hi;
+                if (kx < KMAX)
+                    lo = lo_t[kx], hi = hi_t[kx];
+                else
+                    col_range(c, kx, &lo, &hi);
+                if (c->sw == 1)
+                    for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xr[ox + off];
+                else
+                    for (int ox = lo; ox < hi; ox++) yr[ox] += wk * xr[ox * c->sw + off];
             }
         }
     }
@@ -55,17 +72,30 @@ static void depthwise_channel(const void *vctx, long ch) {
 static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
     const conv2d_ctx *c = vctx;
     const long K = (long)c->cin_g * c->kh * c->kw;
+    const long hw = (long)c->h * c->w_in;
+    if (c->kh == 1 && c->kw == 1 && c->sh == 1 && c->sw == 1 && c->ph == 0 && c->pw == 0) {
+        /* pointwise: a plain transpose, read along positions */
+        for (int ci = 0; ci < c->cin_g; ci++) {
+            const float *x = c->x + (long)(g * c->cin_g + ci) * hw;
+            for (long p = p0; p < p1; p++) X[(p - p0) * K + ci] = x[p];
+        }
+        return;
+    }
     for (long p = p0; p < p1; p++) {
         const int oy = (int)(p / c->w_out), ox = (int)(p % c->w_out);
         float *r = X + (p - p0) * K;
         for (int ci = 0; ci < c->cin_g; ci++) {
-            const float *x = c->x + (long)(g * c->cin_g + ci) * c->h * c->w_in;
+            const float *x = c->x + (long)(g * c->cin_g + ci) * hw;
             for (int ky = 0; ky < c->kh; ky++) {
                 const int iy = oy * c->sh - c->ph + ky;
-                const bool row_in = iy >= 0 && iy < c->h;
+                if (iy < 0 || iy >= c->h) {
+                    for (int kx = 0; kx < c->kw; kx++) *r++ = 0.0f;
+                    continue;
+                }
+                const float *xr = x + (long)iy * c->w_in;
                 for (int kx = 0; kx < c->kw; kx++) {
                     const int ix = ox * c->sw - c->pw + kx;
-                    *r++ = (row_in && ix >= 0 && ix < c->w_in) ? x[(long)iy * c->w_in + ix] : 0.0f;
+                    *r++ = (ix >= 0 && ix < c->w_in) ? xr[ix] : 0.0f;
                 }
             }
         }

@@ -1,6 +1,6 @@
-/* Convolution lowered to GEMM: im2col in chunks of output positions, the
- * product through tr_matmul (which owns the fast kernels and the threading),
- * then a blocked transpose from position-major to channel-major. */
+/* Convolution lowered to GEMM: im2col in chunks of output positions, then
+ * the product through tr_matmul_f32_nt (which owns the fast kernels and the
+ * threading), written straight into the channel-major output. */
 #include "tensor/conv_internal.h"
 
 #include <stdlib.h>
@@ -26,10 +26,16 @@ bool tr_conv_weights_ok(const char *op, const tr_tensor *w, long K, long c_out) 
 
 void tr_conv_weight_row(const tr_tensor *w, long K, long r, float *dst) {
     const char *src = (const char *)w->data + (size_t)r * tr_row_bytes(w->type, K);
-    if (w->type == TR_F32)
+    /* F16 inline: these rows can be as short as one kernel's taps, and the
+     * generic converter's per-call dispatch would dominate */
+    if (w->type == TR_F32) {
         memcpy(dst, src, sizeof(float) * (size_t)K);
-    else
+    } else if (w->type == TR_F16) {
+        const uint16_t *h = (const uint16_t *)src;
+        for (long i = 0; i < K; i++) dst[i] = tr_f16_to_f32(h[i]);
+    } else {
         tr_dequantize_row(w->type, src, dst, K);
+    }
 }
 
 typedef struct {
@@ -57,10 +63,10 @@ typedef struct {
     int g;
     long p0, p1, K;
     float *X;
-    /* transpose */
-    const float *Yt;
+    /* bias pass */
+    const float *bias;
     float *y;
-    long c_out, P;
+    long P;
 } chunk_ctx;
 
 #define ROWS_PER_ITEM 64
@@ -72,59 +78,66 @@ static void im2col_item(const void *vctx, long i) {
     c->im2col(c->ctx, c->g, a, b, c->X + (a - c->p0) * c->K);
 }
 
-/* y[ch][p0 + j] = Yt[j][ch] for 32 channels per item, in 32x32 tiles */
-static void transpose_item(const void *vctx, long i) {
+static void bias_item(const void *vctx, long ch) {
     const chunk_ctx *c = vctx;
-    long ch0 = i * 32, ch1 = ch0 + 32 < c->c_out ? ch0 + 32 : c->c_out;
-    long n = c->p1 - c->p0;
-    for (long j0 = 0; j0 < n; j0 += 32) {
-        long j1 = j0 + 32 < n ? j0 + 32 : n;
-        for (long ch = ch0; ch < ch1; ch++) {
-            float *dst = c->y + ch * c->P + c->p0;
-            for (long j = j0; j < j1; j++) dst[j] = c->Yt[j * c->c_out + ch];
-        }
-    }
+    float *row = c->y + ch * c->P;
+    const float b = c->bias[ch];
+    for (long p = 0; p < c->P; p++) row[p] += b;
 }
 
+typedef struct {
+    const tr_tensor *w;
+    long K;
+    float *wf;
+} deq_ctx;
+
+static void deq_item(const void *vctx, long r) {
+    const deq_ctx *c = vctx;
+    tr_conv_weight_row(c->w, c->K, r, c->wf + r * c->K);
+}
+
+/* The product is taken as Y[c_out][P] = W[c_out][K] . X[P][K]^T with
+ * tr_matmul_f32_nt, which writes the channel-major output directly (no
+ * transpose pass over the largest tensor of the op). Non-F32 weights are
+ * widened once per call; the GEMM would otherwise widen them per panel. */
 bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, int groups, int cout_g, long K, long P,
                   const float *bias, tr_im2col_fn im2col, const void *ctx, float *y) {
     const long c_out = (long)groups * cout_g;
     if (P <= 0 || c_out <= 0) return true;
-    long chunk = IM2COL_BUDGET / (K > c_out ? K : c_out);
-    if (chunk < 16) chunk = 16;
+    long chunk = IM2COL_BUDGET / K;
+    if (chunk < 64) chunk = 64;
     if (chunk > P) chunk = P;
     float *X = malloc(sizeof(float) * (size_t)(chunk * K));
-    float *Yt = malloc(sizeof(float) * (size_t)(chunk * c_out));
-    if (!X || !Yt) {
+    float *wf = w->type == TR_F32 ? NULL : malloc(sizeof(float) * (size_t)(c_out * K));
+    if (!X || (w->type != TR_F32 && !wf)) {
         TR_ERROR("conv: out of memory (%ld x %ld im2col)", chunk, K);
         free(X);
-        free(Yt);
+        free(wf);
         memset(y, 0, sizeof(float) * (size_t)(c_out * P));
         return false;
     }
-    const size_t row_bytes = tr_row_bytes(w->type, K);
+    const float *W = (const float *)w->data;
+    if (wf) {
+        deq_ctx d = {w, K, wf};
+        tr_conv_parallel_for(pool, c_out, deq_item, &d);
+        W = wf;
+    }
     for (long p0 = 0; p0 < P; p0 += chunk) {
         const long p1 = p0 + chunk < P ? p0 + chunk : P;
-        chunk_ctx c = {im2col, ctx, 0, p0, p1, K, X, Yt, y, c_out, P};
+        chunk_ctx c = {im2col, ctx, 0, p0, p1, K, X, bias, y, P};
         for (int g = 0; g < groups; g++) {
             c.g = g;
             tr_conv_parallel_for(pool, (p1 - p0 + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM, im2col_item,
                                  &c);
-            /* the group's cout_g weight rows as a 2-D tensor {K, cout_g} */
-            tr_tensor wg = *w;
-            wg.n_dims = 2;
-            wg.ne[0] = K;
-            wg.ne[1] = cout_g;
-            wg.ne[2] = wg.ne[3] = 1;
-            wg.nb1 = row_bytes;
-            wg.nbytes = row_bytes * (size_t)cout_g;
-            wg.data = (const char *)w->data + (size_t)g * cout_g * row_bytes;
-            tr_matmul(pool, &wg, bias ? bias + (long)g * cout_g : NULL, X, (int)(p1 - p0), (int)K,
-                      Yt + (long)g * cout_g, (int)c_out);
+            tr_matmul_f32_nt(pool, W + (long)g * cout_g * K, (int)K, X, (int)K,
+                             y + (long)g * cout_g * P + p0, (int)P, cout_g, (int)(p1 - p0), (int)K);
         }
-        tr_conv_parallel_for(pool, (c_out + 31) / 32, transpose_item, &c);
+    }
+    if (bias) {
+        chunk_ctx c = {.bias = bias, .y = y, .P = P};
+        tr_conv_parallel_for(pool, c_out, bias_item, &c);
     }
     free(X);
-    free(Yt);
+    free(wf);
     return true;
 }

@@ -4,8 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-static float row_max(const float *x, long n) {
-    switch (tr_ops_isa()) {
+/* The ISA is looked up once per call (it reads the environment), then
+ * passed to the per-row helpers. */
+static float row_max(tr_ops_isa_t isa, const float *x, long n) {
+    switch (isa) {
     case TR_ISA_AVX512:
         return tr_act_max_avx512(x, n);
     case TR_ISA_AVX2:
@@ -15,8 +17,8 @@ static float row_max(const float *x, long n) {
     }
 }
 
-static float exp_shift_sum(float *x, long n, float m) {
-    switch (tr_ops_isa()) {
+static float exp_shift_sum(tr_ops_isa_t isa, float *x, long n, float m) {
+    switch (isa) {
     case TR_ISA_AVX512:
         return tr_act_exp_shift_sum_avx512(x, n, m);
     case TR_ISA_AVX2:
@@ -26,8 +28,8 @@ static float exp_shift_sum(float *x, long n, float m) {
     }
 }
 
-static float exp_sum(const float *x, long n, float m) {
-    switch (tr_ops_isa()) {
+static float exp_sum(tr_ops_isa_t isa, const float *x, long n, float m) {
+    switch (isa) {
     case TR_ISA_AVX512:
         return tr_act_exp_sum_avx512(x, n, m);
     case TR_ISA_AVX2:
@@ -39,26 +41,28 @@ static float exp_sum(const float *x, long n, float m) {
 
 void tr_softmax(float *x, int rows, int n, const float *mask) {
     if (n <= 0) return;
+    const tr_ops_isa_t isa = tr_ops_isa();
     for (long r = 0; r < rows; r++) {
         float *p = x + r * (long)n;
         if (mask) {
             const float *mk = mask + r * (long)n;
             for (int i = 0; i < n; i++) p[i] += mk[i];
         }
-        float m = row_max(p, n);
+        float m = row_max(isa, p, n);
         if (!(m > -INFINITY)) { /* all masked (or NaN max): no valid entry */
             memset(p, 0, (size_t)n * sizeof(float));
             continue;
         }
-        float inv = 1.0f / exp_shift_sum(p, n, m);
+        float inv = 1.0f / exp_shift_sum(isa, p, n, m);
         for (int i = 0; i < n; i++) p[i] *= inv;
     }
 }
 
 void tr_log_softmax(float *x, int n) {
     if (n <= 0) return;
-    float m = row_max(x, n);
+    const tr_ops_isa_t isa = tr_ops_isa();
+    float m = row_max(isa, x, n);
     if (!(m > -INFINITY)) return; /* all -inf: log-probs stay -inf */
-    float lse = m + logf(exp_sum(x, n, m));
+    float lse = m + logf(exp_sum(isa, x, n, m));
     for (int i = 0; i < n; i++) x[i] -= lse;
 }

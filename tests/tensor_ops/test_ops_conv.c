@@ -172,6 +172,7 @@ int main(void) {
         {4, 7, 9, 2, 3, 6, 1, 2, 0, 1, 2, TR_F16},   /* grouped, asymmetric */
         {3, 9, 4, 3, 3, 3, 3, 1, 2, 0, 3, TR_F32},   /* depthwise, pad > stride */
         {2, 1, 1, 1, 1, 5, 1, 1, 0, 0, 1, TR_F32},   /* 1x1 image */
+        {4, 3, 5, 1, 1, 6, 1, 1, 0, 0, 2, TR_F16},   /* grouped pointwise */
     };
     for (size_t i = 0; i < sizeof c2 / sizeof c2[0]; i++) run_conv2d(&c2[i], pools);
     tr_pool_free(pools[1]);
