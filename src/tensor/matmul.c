@@ -10,7 +10,9 @@
  * threads the rows of X are split instead (still disjoint outputs).
  *
  * Matrix-vector (M == 1): each thread streams its weight rows once through a
- * fused dequantize+dot kernel. */
+ * fused dequantize+dot kernel. Small M (up to TR_MM_SMALL_M, where the ISA
+ * has it): each weight row is dequantized once into L1 and dotted with
+ * every row of X, which beats packing W for a handful of rows. */
 #include "tensor/matmul.h"
 
 #include <stdatomic.h>
@@ -84,26 +86,48 @@ static void *alloc_floats(size_t n) {
     return aligned_alloc(64, bytes ? bytes : 64);
 }
 
+/* Row pitch of the pack staging buffer: 17 cache lines, so the staged rows
+ * spread over L1 sets instead of aliasing (weight rows are often exactly
+ * 4 KiB apart). */
+#define TMP_PITCH (TR_MM_KC + 16)
+
 /* Dequantize rows [n0, n0+nr) × k [k0, k0+kc) of W into panel layout
- * wp[k][NR], zero-padding columns nr..NR-1. */
-static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *row) {
+ * wp[k][NR], zero-padding columns nr..NR-1. Rows are first streamed
+ * sequentially into tmp (nr × TMP_PITCH floats; F32 is copied too, for the
+ * same aliasing reason) and then transposed in 16-deep k tiles so reads
+ * and writes both stay within L1. */
+static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *tmp) {
     const tr_mm_isa *isa = c->isa;
     const tr_mm_w *w = c->w;
     int NR = isa->nr;
     size_t off = tr_row_bytes(w->type, k0);
     for (int r = 0; r < nr; r++) {
-        const uint8_t *src = w->data + (size_t)(n0 + r) * w->stride + off;
-        const float *v;
-        if (w->type == TR_F32) {
-            v = (const float *)src;
-        } else {
-            isa->deq(w->type, src, row, kc);
-            v = row;
-        }
-        for (int k = 0; k < kc; k++) wp[(size_t)k * NR + r] = v[k];
+        const uint8_t *p = w->data + (size_t)(n0 + r) * w->stride + off;
+        if (w->type == TR_F32)
+            memcpy(tmp + (size_t)r * TMP_PITCH, p, (size_t)kc * sizeof(float));
+        else
+            isa->deq(w->type, p, tmp + (size_t)r * TMP_PITCH, kc);
     }
-    for (int r = nr; r < NR; r++)
-        for (int k = 0; k < kc; k++) wp[(size_t)k * NR + r] = 0.0f;
+    if (isa->transpose16 && NR % 16 == 0) {
+        for (int kb = 0; kb < kc; kb += 16) {
+            int kn = kc - kb < 16 ? kc - kb : 16;
+            for (int rb = 0; rb < NR; rb += 16) {
+                int rn = nr - rb < 0 ? 0 : nr - rb > 16 ? 16 : nr - rb;
+                isa->transpose16(tmp + (size_t)rb * TMP_PITCH + kb, TMP_PITCH, rn, kn,
+                                 wp + (size_t)kb * NR + rb, NR);
+            }
+        }
+        return;
+    }
+    for (int kb = 0; kb < kc; kb += 16) {
+        int ke = kb + 16 < kc ? kb + 16 : kc;
+        for (int r = 0; r < nr; r++) {
+            const float *v = tmp + (size_t)r * TMP_PITCH;
+            for (int k = kb; k < ke; k++) wp[(size_t)k * NR + r] = v[k];
+        }
+        for (int r = nr; r < NR; r++)
+            for (int k = kb; k < ke; k++) wp[(size_t)k * NR + r] = 0.0f;
+    }
 }
 
 /* Rows [m0, m0+mr) × k [k0, k0+kc) of X into xp[k][MR], zero-padded. */
@@ -167,7 +191,7 @@ static void gemm_task(void *arg, int ith, int nth) {
     if (mb >= me || nb >= ne) return;
     float *wp = alloc_floats((size_t)isa->nc * TR_MM_KC);
     float *xp = alloc_floats((size_t)isa->mr * TR_MM_KC);
-    float *row = alloc_floats(TR_MM_KC);
+    float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
     if (wp && xp && row)
         gemm_range(c, mb, me, nb, ne, wp, xp, row);
     else
@@ -205,6 +229,29 @@ static void rows_generic(const tr_mm_isa *isa, const tr_mm_w *w, const float *x,
         float t = ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
         y[n - n0] = t + (bias ? bias[n] : 0.0f);
     }
+}
+
+typedef struct {
+    const tr_mm_isa *isa;
+    const tr_mm_w *w;
+    const float *bias, *X;
+    long M, ldx, ldy;
+    float *Y;
+    atomic_int failed;
+} multi_ctx;
+
+static void multi_task(void *arg, int ith, int nth) {
+    multi_ctx *c = (multi_ctx *)arg;
+    long n0, n1;
+    tr_split_range((long)c->w->N, ith, nth, &n0, &n1);
+    if (n0 >= n1) return;
+    float *scratch = alloc_floats((size_t)c->w->K);
+    if (!scratch) {
+        atomic_store(&c->failed, 1);
+        return;
+    }
+    c->isa->rows_multi(c->w, c->X, c->M, c->ldx, c->Y, c->ldy, n0, n1, c->bias, scratch);
+    free(scratch);
 }
 
 static void gemv_task(void *arg, int ith, int nth) {
@@ -251,6 +298,12 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         gemv_ctx c = {isa, w, bias, X, xsum, Y, 0};
         tr_pool_run(pool, gemv_task, &c);
         free(xsum);
+        if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+        return;
+    }
+    if (M <= TR_MM_SMALL_M && isa->rows_multi) {
+        multi_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0};
+        tr_pool_run(pool, multi_task, &c);
         if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
         return;
     }

@@ -136,4 +136,5 @@ static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
     tr_dequantize_row_ref(type, src, dst, n);
 }
 
-const tr_mm_isa tr_mm_isa_avx2 = {"avx2", MR, NR, 24 * NR, kernel_avx2, rows_avx2, deq_avx2};
+const tr_mm_isa tr_mm_isa_avx2 = {"avx2",    MR,       NR,   24 * NR, kernel_avx2,
+                                  rows_avx2, deq_avx2, NULL, NULL};

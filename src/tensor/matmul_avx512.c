@@ -189,18 +189,13 @@ static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const
     return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(m4);
 }
 
+static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
+    if (!tr_dequantize_row_avx512(type, src, dst, n)) tr_dequantize_row_ref(type, src, dst, n);
+}
+
 static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                        long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
-    switch (w->type) {
-    case TR_F32:
-    case TR_F16:
-    case TR_Q8_0:
-    case TR_Q4_K:
-        break;
-    default:
-        return 0;
-    }
     int8_t *xq = (int8_t *)scratch; /* K bytes, then K/32 floats: fits K floats */
     float *xs = scratch + (K + 3) / 4;
     if (w->type == TR_Q4_K) quantize_x_q8(x, K, xq, xs);
@@ -218,8 +213,12 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
         case TR_Q8_0:
             s = dot_q8_0(row, x, K);
             break;
-        default:
+        case TR_Q4_K:
             s = dot_q4_k(row, xq, xs, xsum, K);
+            break;
+        default: /* other types: dequantize into L1 scratch, then dot */
+            deq_avx512(w->type, row, scratch, K);
+            s = dot_f32(scratch, x, K);
             break;
         }
         y[n - n0] = s + (bias ? bias[n] : 0.0f);
@@ -227,29 +226,83 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
     return 1;
 }
 
-static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
-    const uint8_t *p = (const uint8_t *)src;
-    if (type == TR_F16) {
-        int64_t i = 0;
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load_f16(p + 2 * i));
-        if (i < n) {
-            __mmask16 m = tail_mask(n - i);
-            _mm512_mask_storeu_ps(dst + i, m,
-                                  _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p + 2 * i)));
+/* Up to 4 rows of X against one float weight row, sharing each W load. */
+static void dot4_f32(const float *w, const float *x, long ldx, int m, long K, float *out) {
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+    __m512 b[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+    long k = 0;
+    for (; k + 32 <= K; k += 32) {
+        __m512 w0 = _mm512_loadu_ps(w + k), w1 = _mm512_loadu_ps(w + k + 16);
+        for (int i = 0; i < 4; i++) {
+            if (i >= m) break;
+            a[i] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i * ldx + k), a[i]);
+            b[i] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i * ldx + k + 16), b[i]);
         }
-        return;
     }
-    if (type == TR_Q8_0) {
-        for (int64_t b = 0; b < n / 32; b++) {
-            const uint8_t *q = p + b * 34;
-            __m512 d = _mm512_set1_ps(half_at(q));
-            _mm512_storeu_ps(dst + 32 * b, _mm512_mul_ps(q8_lo(q + 2), d));
-            _mm512_storeu_ps(dst + 32 * b + 16, _mm512_mul_ps(q8_lo(q + 18), d));
-        }
-        return;
+    for (; k < K; k += 16) {
+        __mmask16 msk = tail_mask(K - k);
+        __m512 w0 = _mm512_maskz_loadu_ps(msk, w + k);
+        for (int i = 0; i < m; i++)
+            a[i] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(msk, x + i * ldx + k), a[i]);
     }
-    tr_dequantize_row_ref(type, src, dst, n);
+    for (int i = 0; i < m; i++) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(a[i], b[i]));
 }
 
-const tr_mm_isa tr_mm_isa_avx512 = {"avx512",      MR,          NR,        16 * NR,
-                                    kernel_avx512, rows_avx512, deq_avx512};
+/* Small M: stream each weight row once (dequantized into L1 scratch) and
+ * dot it with every row of X. */
+static void rows_multi_avx512(const tr_mm_w *w, const float *X, long M, long ldx, float *Y,
+                              long ldy, long n0, long n1, const float *bias, float *scratch) {
+    long K = (long)w->K;
+    for (long n = n0; n < n1; n++) {
+        const uint8_t *row = w->data + (size_t)n * w->stride;
+        const float *v = (const float *)row;
+        if (w->type != TR_F32) {
+            deq_avx512(w->type, row, scratch, K);
+            v = scratch;
+        }
+        float bn = bias ? bias[n] : 0.0f;
+        for (long m = 0; m < M; m += 4) {
+            float out[4];
+            int mm = (int)(M - m < 4 ? M - m : 4);
+            dot4_f32(v, X + m * ldx, ldx, mm, K, out);
+            for (int i = 0; i < mm; i++) Y[(m + i) * ldy + n] = out[i] + bn;
+        }
+    }
+}
+
+/* Transposes a 16×16 tile: rows r < nr of src (pitch floats apart), k <
+ * kn, into dst[k*ld + r] for k < kn and all 16 r (missing rows are 0). */
+static void transpose16_avx512(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    __mmask16 km = tail_mask(kn);
+    __m512 r[16], t[16], u[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < nr ? _mm512_maskz_loadu_ps(km, src + i * pitch) : _mm512_setzero_ps();
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) { /* rows i..i+3; u[i+c] holds k = c mod 4 */
+        u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+        __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+        __m512 v2 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+        __m512 v3 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+        __m512 o[4] = {_mm512_shuffle_f32x4(v0, v2, 0x88), _mm512_shuffle_f32x4(v1, v3, 0x88),
+                       _mm512_shuffle_f32x4(v0, v2, 0xDD), _mm512_shuffle_f32x4(v1, v3, 0xDD)};
+        for (int j = 0; j < 4; j++) { /* o[j] is k = c + 4j */
+            int k = c + 4 * j;
+            if (k < kn) _mm512_store_ps(dst + k * ld, o[j]);
+        }
+    }
+}
+
+const tr_mm_isa tr_mm_isa_avx512 = {"avx512",          MR,          NR,         16 * NR,
+                                    kernel_avx512,     rows_avx512, deq_avx512, rows_multi_avx512,
+                                    transpose16_avx512};

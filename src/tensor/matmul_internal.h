@@ -28,6 +28,10 @@ typedef void (*tr_mm_kernel_fn)(const float *xp, const float *wp, int kc, float 
 typedef int (*tr_mm_rows_fn)(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                              long n1, const float *bias, float *scratch);
 typedef void (*tr_mm_deq_fn)(int type, const void *src, float *dst, int64_t n);
+/* Small-M path: Y[m][n] (+ bias) for all m < M and n in [n0, n1), streaming
+ * each weight row once; scratch has room for K floats. */
+typedef void (*tr_mm_rows_multi_fn)(const tr_mm_w *w, const float *X, long M, long ldx, float *Y,
+                                    long ldy, long n0, long n1, const float *bias, float *scratch);
 
 typedef struct {
     const char *name;
@@ -35,7 +39,15 @@ typedef struct {
     tr_mm_kernel_fn kernel;
     tr_mm_rows_fn rows;
     tr_mm_deq_fn deq;
+    tr_mm_rows_multi_fn rows_multi; /* NULL: small M goes through the GEMM path */
+    /* Optional 16×16 transpose for packing: rows r < nr of src (pitch floats
+     * apart), k < kn, to dst[k*ld + r] for all 16 r (missing rows 0); dst is
+     * 64-byte aligned and ld a multiple of 16. */
+    void (*transpose16)(const float *src, long pitch, int nr, int kn, float *dst, long ld);
 } tr_mm_isa;
+
+/* M at or below which tr_matmul prefers rows_multi over packed GEMM. */
+#define TR_MM_SMALL_M 4
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;

@@ -28,4 +28,4 @@ static int rows_scalar(const tr_mm_w *w, const float *x, const float *xsum, floa
 }
 
 const tr_mm_isa tr_mm_isa_scalar = {
-    "scalar", MR, NR, 16 * NR, kernel_scalar, rows_scalar, tr_dequantize_row_ref};
+    "scalar", MR, NR, 16 * NR, kernel_scalar, rows_scalar, tr_dequantize_row_ref, NULL, NULL};
