@@ -192,6 +192,41 @@ static void test_kv_consistency(const char *p32, const float *pcm, int n) {
     unload_internal(&a);
 }
 
+/* Streamed long-form mel equals slices of the whole-signal mel. */
+static void test_mel_stream(const char *p32, const float *pcm, int n) {
+    loaded a;
+    CHECK(load_internal(p32, &a));
+    if (!a.s) return;
+    int nl = 16000 * 65 + 123;
+    float *lng = malloc((size_t)nl * sizeof(float));
+    for (int i = 0; i < nl; i++) lng[i] = pcm[(i * 7) % n] * (i < nl / 2 ? 0.3f : 1.0f);
+    float *mel = NULL;
+    int total = 0;
+    CHECK(wh_log_mel(a.m, NULL, lng, nl, &mel, &total) == TRANSCRIBE_OK);
+    wh_mel_stream ms;
+    CHECK(wh_mel_stream_init(&ms, a.m, NULL, lng, nl) == TRANSCRIBE_OK);
+    CHECK(ms.total == total && total == nl / 160);
+    int starts[3] = {0, 1234, total - 700};
+    float *w = malloc((size_t)80 * 3000 * sizeof(float));
+    for (int k = 0; k < 3 && mel; k++) {
+        int N = total - starts[k] < 3000 ? total - starts[k] : 3000;
+        CHECK(wh_mel_stream_frames(&ms, starts[k], N, w, 3000) == TRANSCRIBE_OK);
+        float d = 0.0f;
+        for (int c = 0; c < 80; c++)
+            for (int t = 0; t < N; t++) {
+                float e = fabsf(w[(size_t)c * 3000 + t] - mel[(size_t)c * total + starts[k] + t]);
+                if (e > d) d = e;
+            }
+        printf("streamed mel at %d: max diff %.3g\n", starts[k], d);
+        CHECK(d < 1e-5f);
+    }
+    free(w);
+    wh_mel_stream_free(&ms);
+    free(mel);
+    free(lng);
+    unload_internal(&a);
+}
+
 static void test_loader_errors(ws_model *wm) {
     int flags[3] = {WS_DROP_TENSOR, WS_BAD_KEY_TYPE, WS_BAD_SHAPE};
     for (int i = 0; i < 3; i++) {
@@ -408,6 +443,7 @@ int main(void) {
     if (au.pcm) {
         test_dtypes(p32, p16, pq8, au.pcm, (int)au.n);
         test_kv_consistency(p32, au.pcm, (int)au.n);
+        test_mel_stream(p32, au.pcm, (int)au.n);
         test_api(p32, pbin, p16, au.pcm, (int)au.n);
     }
     test_loader_errors(&wm);

@@ -98,10 +98,29 @@ void wh_model_describe(const wh_model *m, tr_model_desc *desc);
 transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg, wh_session **out);
 void wh_session_free(wh_session *s);
 
-/* Test hooks and building blocks (whisper_encoder.c / whisper_decoder.c).
- * Log-mel of a whole signal per §5.2: *mel is malloc'ed [n_mels][*n_frames]. */
+/* Log-mel (whisper_mel.c). Whole signal per §5.2: *mel is malloc'ed
+ * [n_mels][*n_frames]. */
 transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
                              float **mel, int *n_frames);
+
+/* Long form without holding the whole mel: pass 1 finds the global maximum
+ * g over every frame (chunk by chunk), then any frame range is computed on
+ * demand with that g — identical to slicing the whole-signal mel. */
+typedef struct wh_mel_stream {
+    const wh_model *m;
+    tr_pool *pool;
+    const float *pcm;
+    int64_t n;
+    int total; /* floor(n / hop) frames */
+    double g;
+    float *buf; /* padded-signal slice */
+    size_t buf_cap;
+} wh_mel_stream;
+transcribe_status wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_pool *pool,
+                                     const float *pcm, int64_t n);
+/* Frames [a, a+N) into out (row stride ld floats): out[c*ld + t]. */
+transcribe_status wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *out, int ld);
+void wh_mel_stream_free(wh_mel_stream *ms);
 /* Encodes one window: mel [n_mels][n_frames_window] → s->enc_x [S][D]. */
 void wh_encode(wh_session *s, const float *mel_window);
 /* Computes cross K/V of every decoder layer from s->enc_x. */

@@ -64,19 +64,6 @@ void wh_session_free(wh_session *s) {
     free(s);
 }
 
-transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
-                             float **mel, int *n_frames) {
-    transcribe_status st = tr_mel_whisper(&m->mel, pcm, n, pool, mel, n_frames);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*n_frames <= 0) {
-        free(*mel);
-        *mel = NULL;
-        TR_ERROR("whisper: the log-mel front end produced no frames");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
-}
-
 void wh_encode(wh_session *s, const float *mel_window) {
     const wh_model *m = s->m;
     const int D = m->hp.d_model, Tm = m->hp.n_frames_window, S = Tm / 2, M = m->hp.n_mels;

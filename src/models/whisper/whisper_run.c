@@ -523,7 +523,16 @@ static transcribe_status finish_text(wh_runstate *r) {
     return res->oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
 }
 
-static transcribe_status run_windows(wh_runstate *r, const float *mel, int total) {
+/* Window mel source: the whole short-form mel, or the long-form stream. */
+typedef struct mel_src {
+    const float *mel; /* short form: [M][total] */
+    wh_mel_stream *ms;
+    int total;
+    double ms_time;
+} mel_src;
+
+static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
+    const int total = src->total;
     wh_session *s = r->s;
     const wh_model *m = r->m;
     const int M = m->hp.n_mels, Tm = m->hp.n_frames_window, V = m->hp.n_vocab;
@@ -546,9 +555,16 @@ static transcribe_status run_windows(wh_runstate *r, const float *mel, int total
             break;
         }
         int n_real = total - seek < Tm ? total - seek : Tm;
+        if (src->ms) {
+            double tm = tr_time_ms();
+            st = wh_mel_stream_frames(src->ms, seek, n_real, s->window, Tm);
+            src->ms_time += tr_time_ms() - tm;
+            if (st != TRANSCRIBE_OK) break;
+        }
         for (int c = 0; c < M; c++) {
             float *dst = s->window + (size_t)c * Tm;
-            memcpy(dst, mel + (size_t)c * total + seek, (size_t)n_real * sizeof(float));
+            if (!src->ms)
+                memcpy(dst, src->mel + (size_t)c * total + seek, (size_t)n_real * sizeof(float));
             memset(dst + n_real, 0, (size_t)(Tm - n_real) * sizeof(float));
         }
         int64_t offset_ms = (int64_t)seek * 10;
@@ -695,16 +711,30 @@ transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_
         r.o.prompt_condition == TRANSCRIBE_WHISPER_PROMPT_FIRST_SEGMENT)
         hist_add(&r, r.prompt, r.n_prompt); /* the prompt is the first history slice */
     float *mel = NULL, *clean = NULL;
-    int total = 0;
+    mel_src src = {0};
+    wh_mel_stream ms = {0};
+    const float *in = NULL;
     if (st == TRANSCRIBE_OK) {
-        const float *in = sanitize_pcm(pcm, n_samples, &clean);
+        in = sanitize_pcm(pcm, n_samples, &clean);
         if (!in) st = TRANSCRIBE_ERR_OOM;
-        double t0 = tr_time_ms();
-        if (st == TRANSCRIBE_OK) st = wh_log_mel(m, s->pool, in, n_samples, &mel, &total);
-        ctx->result->mel_ms = (float)(tr_time_ms() - t0);
-        free(clean);
     }
-    if (st == TRANSCRIBE_OK) st = run_windows(&r, mel, total);
+    double t0 = tr_time_ms();
+    /* long form (> 30 s) is streamed window by window (bounded memory) */
+    bool stream =
+        (int64_t)n_samples > (int64_t)30 * m->mel.sample_rate && m->mel.pre_emphasis == 0.0f;
+    if (st == TRANSCRIBE_OK && stream) {
+        st = wh_mel_stream_init(&ms, m, s->pool, in, n_samples);
+        src.ms = &ms;
+        src.total = ms.total;
+    } else if (st == TRANSCRIBE_OK) {
+        st = wh_log_mel(m, s->pool, in, n_samples, &mel, &src.total);
+        src.mel = mel;
+    }
+    double mel_ms = tr_time_ms() - t0;
+    if (st == TRANSCRIBE_OK) st = run_windows(&r, &src);
+    ctx->result->mel_ms = (float)(mel_ms + src.ms_time);
+    wh_mel_stream_free(&ms);
+    free(clean);
     free(mel);
     ctx->result->encode_ms = (float)r.enc_ms;
     ctx->result->decode_ms = (float)r.dec_ms;
