@@ -2,7 +2,21 @@
  * tensor's data is used in place. Model files are untrusted input: every
  * count, length, offset, type and shape is validated against the file size
  * before use, and failures return TRANSCRIBE_ERR_GGUF with a log line naming
- * the problem. */
+ * the problem.
+ *
+ * Choices where the format leaves room (documented here for loaders):
+ * - every ne[d] must be >= 1 (empty tensors are rejected: no model has one,
+ *   and a zero would make every size check vacuous); n_dims is 1..4;
+ * - tensor types are the dequantizable ggml ids (tr_type_valid: not Q8_1 /
+ *   Q8_K) and ne[0] must be a multiple of the type's block size;
+ * - offsets must be multiples of the alignment (general.alignment: UINT32,
+ *   a power of two <= 1 MiB; default 32) and lie inside the data section;
+ *   tensors need not be in file order and may not share a name;
+ * - keys are non-empty, NUL-free and unique; arrays nest at most 4 deep;
+ *   tensor names are 1..1024 bytes, NUL-free;
+ * - F32 / F16 / BF16 data must be 4 / 2 / 2-byte aligned in memory (always
+ *   true for mapped files with alignment >= 4), so kernels may load them
+ *   directly. */
 #ifndef TR_GGUF_GGUF_H
 #define TR_GGUF_GGUF_H
 

@@ -66,6 +66,7 @@ struct gguf_file {
     int64_t n_tensors;
     tr_tensor *tensors; /* names are malloc'ed copies */
     gguf_index tensor_index;
+    bool oom; /* set by the parser when an allocation failed */
 };
 
 transcribe_status gguf_parse(gguf_file *f);

@@ -261,6 +261,7 @@ static bool parse_kvs(gguf_file *f, cursor *c) {
     return true;
 oom:
     TR_ERROR("gguf: out of memory reading metadata");
+    f->oom = true;
     return false;
 }
 
@@ -293,6 +294,7 @@ static size_t elem_align(int type) {
 static bool parse_tensor_infos(gguf_file *f, cursor *c, uint64_t *offsets) {
     if (!gguf_index_init(&f->tensor_index, f->n_tensors, tensor_name_of, f)) {
         TR_ERROR("gguf: out of memory reading the tensor table");
+        f->oom = true;
         return false;
     }
     for (int64_t i = 0; i < f->n_tensors; i++) {
@@ -308,6 +310,7 @@ static bool parse_tensor_infos(gguf_file *f, cursor *c, uint64_t *offsets) {
         char *name = dup_bytes(s, len);
         if (!name) {
             TR_ERROR("gguf: out of memory reading the tensor table");
+            f->oom = true;
             return false;
         }
         t->name = name;
@@ -439,6 +442,7 @@ transcribe_status gguf_parse(gguf_file *f) {
     if (!place_tensors(f, offsets)) goto done;
     st = TRANSCRIBE_OK;
 done:
+    if (f->oom) st = TRANSCRIBE_ERR_OOM;
     free(offsets);
     return st;
 }
