@@ -47,6 +47,12 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
                  a.n_head_kv, a.n_kv);
         return;
     }
+    const long qw = (long)a.n_head * a.head_dim, kvw = (long)a.n_head_kv * a.head_dim;
+    if (a.q_stride < qw || a.out_stride < qw || (a.n_kv > 0 && a.kv_stride < kvw)) {
+        TR_ERROR("attention: strides q %d kv %d out %d narrower than the heads (%ld, %ld)",
+                 a.q_stride, a.kv_stride, a.out_stride, qw, kvw);
+        return;
+    }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
     const tr_attn_job job = {&a, k16, v16};
     attn_ctx c = {.job = &job};

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "util/log.h"
+
 void tr_transpose(const float *x, float *y, int rows, int cols) {
     /* 32x32 tiles keep both the read and the write side within a few
      * cache lines per row. */
@@ -20,6 +22,14 @@ void tr_transpose(const float *x, float *y, int rows, int cols) {
 
 void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out) {
     const int64_t d = emb->ne[0], vocab = emb->ne[1];
+    if (n <= 0) return;
+    const size_t rb = tr_type_valid(emb->type) ? tr_row_bytes(emb->type, d) : 0;
+    if (rb == 0 || rb > emb->nb1) {
+        TR_ERROR("get_rows: %s rows of %lld %s elements do not fit %zu bytes",
+                 emb->name ? emb->name : "?", (long long)d, tr_type_name(emb->type), emb->nb1);
+        memset(out, 0, sizeof(float) * (size_t)d * (size_t)n);
+        return;
+    }
     for (int i = 0; i < n; i++) {
         float *o = out + (long)i * d;
         int32_t id = ids[i];

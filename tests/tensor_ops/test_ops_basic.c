@@ -306,6 +306,20 @@ static void test_get_rows(void) {
         }
         free(out), free(exp_row), free(data), free(rowsrc);
     }
+    /* a row length that is not a whole number of blocks: zeros, no crash */
+    unsigned char blk[64] = {0};
+    tr_tensor bad = {.name = "bad",
+                     .type = TR_Q8_0,
+                     .n_dims = 2,
+                     .ne = {20, 1, 1, 1},
+                     .nb1 = 34,
+                     .nbytes = 34,
+                     .data = blk};
+    float o20[20];
+    const int32_t id0 = 0;
+    for (int i = 0; i < 20; i++) o20[i] = 1.0f;
+    tr_get_rows(&bad, &id0, 1, o20);
+    CHECK(o20[0] == 0.0f && o20[19] == 0.0f);
     free(src);
 }
 
