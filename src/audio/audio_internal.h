@@ -12,6 +12,9 @@
 #define TR_AUDIO_MAX_CHANNELS 64
 #define TR_AUDIO_MIN_RATE     1000
 #define TR_AUDIO_MAX_RATE     1536000
+/* Decoded length cap for compressed input (a tiny FLAC of constant
+ * subframes can expand to any length): the public API's INT_MAX. */
+#define TR_AUDIO_MAX_SAMPLES ((int64_t)2147483647)
 
 typedef enum {
     TR_AUDIO_FMT_UNKNOWN = 0,

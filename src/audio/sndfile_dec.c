@@ -77,6 +77,12 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
     for (;;) {
         sf_count_t got = sf_readf_float(sf, buf, CHUNK);
         if (got <= 0) break;
+        if ((int64_t)(n + (size_t)got) > TR_AUDIO_MAX_SAMPLES) {
+            TR_ERROR("audio: %s stream decodes to more than %lld samples; refusing",
+                     tr_audio_format_name(fmt), (long long)TR_AUDIO_MAX_SAMPLES);
+            st = TRANSCRIBE_ERR_INVALID_ARG;
+            goto done;
+        }
         if (n + (size_t)got > cap) {
             size_t nc = cap ? cap * 2 : 65536;
             while (nc < n + (size_t)got) nc *= 2;
