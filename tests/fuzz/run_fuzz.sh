@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds the fuzzers and runs each for SECONDS (default 180) on one core.
+# Builds the fuzzers and runs each for SECONDS (default 180), one process each,
+# one after the other; corpora and crash artifacts go under BUILD_DIR/fuzz.
 #   tests/fuzz/run_fuzz.sh [SECONDS] [BUILD_DIR]
 set -eu
 secs=${1:-180}
@@ -11,8 +12,8 @@ mkdir -p "$build/fuzz/seed_gguf" "$build/fuzz/seed_bin" "$build/fuzz/corpus_gguf
     "$build/fuzz/corpus_bin"
 "$build/bin/fuzz_seeds" "$build/fuzz/seed_gguf" "$build/fuzz/seed_bin"
 for f in gguf bin; do
-    exe=$build/bin/fuzz_$f
-    [ "$f" = bin ] && exe=$build/bin/fuzz_ggml_bin
-    "$exe" -max_total_time="$secs" -jobs=1 -workers=1 -print_final_stats=1 \
+    exe=$build/bin/fuzz_$f dict=$root/tests/fuzz/gguf.dict
+    if [ "$f" = bin ]; then exe=$build/bin/fuzz_ggml_bin dict=$root/tests/fuzz/ggml_bin.dict; fi
+    "$exe" -max_total_time="$secs" -print_final_stats=1 -dict="$dict" \
         -artifact_prefix="$build/fuzz/crash_$f-" "$build/fuzz/corpus_$f" "$build/fuzz/seed_$f"
 done
