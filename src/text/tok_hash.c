@@ -43,24 +43,20 @@ static size_t pow2_at_least(size_t n) {
 
 /* ---- uint64 → int64 ---- */
 
+#define EMPTY_KEY UINT64_MAX
+
 bool tr_u64map_init(tr_u64map *m, size_t expected) {
     memset(m, 0, sizeof(*m));
     size_t cap = pow2_at_least(expected * 2 + 1);
-    m->keys = malloc(cap * sizeof(*m->keys));
-    m->vals = malloc(cap * sizeof(*m->vals));
-    m->used = calloc(cap, 1);
-    if (!m->keys || !m->vals || !m->used) {
-        tr_u64map_free(m);
-        return false;
-    }
+    m->slots = malloc(cap * sizeof(*m->slots));
+    if (!m->slots) return false;
+    for (size_t i = 0; i < cap; i++) m->slots[i].key = EMPTY_KEY;
     m->mask = cap - 1;
     return true;
 }
 
 void tr_u64map_free(tr_u64map *m) {
-    free(m->keys);
-    free(m->vals);
-    free(m->used);
+    free(m->slots);
     memset(m, 0, sizeof(*m));
 }
 
@@ -68,37 +64,38 @@ static bool u64map_grow(tr_u64map *m) {
     tr_u64map g;
     if (!tr_u64map_init(&g, (m->mask + 1))) return false;
     for (size_t i = 0; i <= m->mask; i++)
-        if (m->used[i]) tr_u64map_put(&g, m->keys[i], m->vals[i]);
+        if (m->slots[i].key != EMPTY_KEY) tr_u64map_put(&g, m->slots[i].key, m->slots[i].val);
     tr_u64map_free(m);
     *m = g;
     return true;
 }
 
 bool tr_u64map_put(tr_u64map *m, uint64_t key, int64_t val) {
+    if (key == EMPTY_KEY) return false;
     if ((m->n + 1) * 2 > m->mask + 1 && !u64map_grow(m)) return false;
     size_t i = mix64(key) & m->mask;
-    while (m->used[i]) {
-        if (m->keys[i] == key) return true;
+    while (m->slots[i].key != EMPTY_KEY) {
+        if (m->slots[i].key == key) return true;
         i = (i + 1) & m->mask;
     }
-    m->used[i] = 1;
-    m->keys[i] = key;
-    m->vals[i] = val;
+    m->slots[i].key = key;
+    m->slots[i].val = val;
     m->n++;
     return true;
 }
 
 bool tr_u64map_get(const tr_u64map *m, uint64_t key, int64_t *val) {
-    if (!m->used) return false;
+    if (!m->slots) return false;
     size_t i = mix64(key) & m->mask;
-    while (m->used[i]) {
-        if (m->keys[i] == key) {
-            *val = m->vals[i];
+    for (;;) {
+        uint64_t k = m->slots[i].key;
+        if (k == key) {
+            *val = m->slots[i].val;
             return true;
         }
+        if (k == EMPTY_KEY) return false;
         i = (i + 1) & m->mask;
     }
-    return false;
 }
 
 /* ---- byte string → id ---- */

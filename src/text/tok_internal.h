@@ -31,11 +31,15 @@ int tr_gpt2_cp_to_byte(uint32_t cp);
 /* ---- open-addressing hash tables (tok_hash.c) ---- */
 uint64_t tr_tok_hash_bytes(const void *p, size_t n);
 
-/* uint64 → int64 map (merge pairs, trie edges). */
+/* uint64 → int64 map (merge pairs, trie edges). Key and value share a
+ * slot so a probe touches one cache line; UINT64_MAX marks an empty slot
+ * (never a real key: pair and edge keys stay below 2^63). */
 typedef struct {
-    uint64_t *keys;
-    int64_t *vals;
-    uint8_t *used;
+    uint64_t key;
+    int64_t val;
+} tr_u64slot;
+typedef struct {
+    tr_u64slot *slots;
     size_t mask, n;
 } tr_u64map;
 

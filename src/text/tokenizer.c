@@ -218,13 +218,13 @@ char *tr_gpt2_piece_from_bytes(const void *bytes, size_t n) {
 /* ---- accessors ---- */
 
 tr_tok_kind tr_tokenizer_kind(const tr_tokenizer *t) {
-    return t->kind;
+    return t ? t->kind : TR_TOK_CHAR;
 }
 int tr_tokenizer_n_vocab(const tr_tokenizer *t) {
     return t ? t->n_vocab : 0;
 }
 tr_pretok tr_tokenizer_pretok(const tr_tokenizer *t) {
-    return t->pre;
+    return t ? t->pre : TR_PRE_QWEN2;
 }
 void tr_tokenizer_set_pretok(tr_tokenizer *t, tr_pretok pre) {
     if (t) t->pre = pre;
@@ -250,16 +250,16 @@ bool tr_tokenizer_is_control(const tr_tokenizer *t, int id) {
 }
 
 int tr_tokenizer_bos(const tr_tokenizer *t) {
-    return t->bos;
+    return t ? t->bos : -1;
 }
 int tr_tokenizer_eos(const tr_tokenizer *t) {
-    return t->eos;
+    return t ? t->eos : -1;
 }
 int tr_tokenizer_unk(const tr_tokenizer *t) {
-    return t->unk;
+    return t ? t->unk : -1;
 }
 int tr_tokenizer_blank(const tr_tokenizer *t) {
-    return t->blank;
+    return t ? t->blank : -1;
 }
 
 void tr_tokenizer_set_specials(tr_tokenizer *t, int bos, int eos, int unk, int blank) {

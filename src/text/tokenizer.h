@@ -67,9 +67,15 @@ int tr_tokenizer_unk(const tr_tokenizer *t);
 int tr_tokenizer_blank(const tr_tokenizer *t);
 
 /* Encodes UTF-8 text (no BOS/EOS; special-token literals are plain text).
- * Returns N >= 0 ids written, -N when n_max is too small (N needed), or
- * INT_MIN when the kind cannot encode / input is NULL. Invalid UTF-8 is
- * encoded byte-wise, never crashes. */
+ * Returns N >= 0 ids written, -N when n_max is too small (N needed; nothing
+ * written), or INT_MIN when the kind cannot encode / input is NULL / out of
+ * memory. Invalid UTF-8 is encoded byte-wise, never crashes.
+ * gpt2: pre-tokenizer regex + byte map + merge by rank (§6.1).
+ * bpe/unigram: SentencePiece with identity normalisation: a "▁" is
+ * prepended to non-empty text and each ASCII space becomes "▁" (no NFKC, no
+ * whitespace collapsing); user-defined pieces match as whole units; unknown
+ * characters become <0xHH> byte pieces when the vocabulary has them, else
+ * one unk id per run. Decoding therefore returns " " + text. */
 int tr_tokenizer_encode(const tr_tokenizer *t, const char *text, int32_t *ids, size_t n_max);
 
 /* Bytes that token `id` contributes to decoded text, after the kind's decode

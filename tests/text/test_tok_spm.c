@@ -180,6 +180,41 @@ static void test_edges(tr_tokenizer *t, const char *name) {
     CHECK(tr_tokenizer_unk(t) == 0);
 }
 
+/* Encode throughput on ~1 MB built from the case texts (CPU time, 2nd run). */
+static void bench(tr_tokenizer *t, const char *name) {
+    tok_lines l;
+    if (tok_lines_read("spm_unigram_bf_cases.txt", &l)) return;
+    size_t cap = 1100000, n = 0;
+    char *text = malloc(cap);
+    for (int i = 0; n < 1000000; i = (i + 1) % l.n) {
+        size_t k;
+        char *c = tok_unhex(l.lines[i], &k, NULL);
+        if (n + k + 1 < cap) {
+            memcpy(text + n, c, k);
+            n += k;
+            text[n++] = ' ';
+        }
+        free(c);
+    }
+    text[n] = '\0';
+    int32_t *ids = malloc((n + 8) * sizeof(int32_t));
+    int k = 0;
+    double dt = 0;
+    for (int r = 0; r < 2; r++) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+        k = tr_tokenizer_encode(t, text, ids, n + 8);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+        dt = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    }
+    CHECK(k > 0);
+    printf("spm %s: encoded %.2f MB into %d tokens in %.3f s CPU = %.2f M tokens/s\n", name,
+           (double)n / 1e6, k, dt, k / dt / 1e6);
+    free(ids);
+    free(text);
+    tok_lines_free(&l);
+}
+
 int main(void) {
     struct {
         const char *name;
@@ -196,6 +231,7 @@ int main(void) {
         run_cases(t, models[i].name, models[i].bf);
         test_edges(t, models[i].name);
         test_random(t, models[i].name, models[i].bf);
+        if (models[i].bf) bench(t, models[i].name);
         tr_tokenizer_free(t);
     }
     return TEST_DONE();
