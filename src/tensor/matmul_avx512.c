@@ -140,12 +140,14 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
     }
 }
 
-/* Q4_K: sum_j d*sc_j*xs_j * <q_j, xq_j> - dmin*mn_j * sum(x_j); the exact x
+/* Q4_K / Q5_K: sum_j d*sc_j*xs_j * <q_j, xq_j> - dmin*mn_j * sum(x_j); the exact x
  * sums come precomputed per 32-element group. Each 32-byte chunk of codes
  * holds sub-blocks 2c (low nibbles) and 2c+1 (high): one 64-byte VNNI dot
  * gives both, lanes 0-7 and 8-15. */
-static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
-                      long K) {
+static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *xs,
+                              const float *xsum, long K, int five) {
+    const size_t bb = five ? 176 : 144;
+    const __m256i one = _mm256_set1_epi8(1);
     __m512 acc = _mm512_setzero_ps();
     __m256 macc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -154,7 +156,8 @@ static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const
                             _mm512_set_epi32(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
                             _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6)};
     for (long b = 0; b < K / 256; b++) {
-        const uint8_t *p = w + b * 144, *s = p + 4, *qs = p + 16;
+        const uint8_t *p = w + b * bb, *s = p + 4, *qs = p + (five ? 48 : 16);
+        __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
         const int8_t *xb = xq + b * 256;
         /* unpack the 6-bit scales and mins of the 8 sub-blocks, 4 at a time
          * in 32-bit words (see tr_kq_scale_min for the per-byte form) */
@@ -177,6 +180,12 @@ static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if (five) { /* Q5_K: bit 2c / 2c+1 of qh[l] adds 16 */
+                __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+                __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+            }
             __m512i qq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
             __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qq,
                                              _mm512_loadu_si512((const void *)(xb + 64 * c)));
@@ -189,6 +198,57 @@ static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const
     return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(m4);
 }
 
+static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
+                      long K) {
+    return dot_q45_k(w, xq, xs, xsum, K, 0);
+}
+
+static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
+                      long K) {
+    return dot_q45_k(w, xq, xs, xsum, K, 1);
+}
+
+/* Q6_K fused: codes rebuilt in registers (as in the dequantizer) and dotted
+ * with x per 16-element group, then scaled by d*sc once per group. */
+static float dot_q6_k(const uint8_t *w, const float *x, long K) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+    const __m256i bias = _mm256_set1_epi8(32);
+    for (long b = 0; b < K / 256; b++) {
+        const uint8_t *p = w + b * 210;
+        float d = half_at(p + 208);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *ql = p + 64 * h, *qhp = p + 128 + 32 * h;
+            const int8_t *sc = (const int8_t *)(p + 192 + 8 * h);
+            const float *xh = x + b * 256 + 128 * h;
+            __m256i A = _mm256_loadu_si256((const __m256i *)ql);
+            __m256i B = _mm256_loadu_si256((const __m256i *)(ql + 32));
+            __m256i H = _mm256_loadu_si256((const __m256i *)qhp);
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(A, low4),
+                                   _mm256_and_si256(_mm256_slli_epi16(H, 4), top));
+            q[1] = _mm256_or_si256(_mm256_and_si256(B, low4),
+                                   _mm256_and_si256(_mm256_slli_epi16(H, 2), top));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), low4),
+                                   _mm256_and_si256(H, top));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), low4),
+                                   _mm256_and_si256(_mm256_srli_epi16(H, 2), top));
+            for (int k = 0; k < 4; k++) {
+                __m256i sq = _mm256_sub_epi8(q[k], bias);
+                __m512 t0 = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(sq))),
+                    _mm512_loadu_ps(xh + 32 * k));
+                __m512 t1 = _mm512_mul_ps(
+                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(sq, 1))),
+                    _mm512_loadu_ps(xh + 32 * k + 16));
+                acc0 = _mm512_fmadd_ps(t0, _mm512_set1_ps(d * (float)sc[2 * k]), acc0);
+                acc1 = _mm512_fmadd_ps(t1, _mm512_set1_ps(d * (float)sc[2 * k + 1]), acc1);
+            }
+        }
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
 static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
     if (!tr_dequantize_row_avx512(type, src, dst, n)) tr_dequantize_row_ref(type, src, dst, n);
 }
@@ -198,7 +258,7 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
     long K = (long)w->K;
     int8_t *xq = (int8_t *)scratch; /* K bytes, then K/32 floats: fits K floats */
     float *xs = scratch + (K + 3) / 4;
-    if (w->type == TR_Q4_K) quantize_x_q8(x, K, xq, xs);
+    if (w->type == TR_Q4_K || w->type == TR_Q5_K) quantize_x_q8(x, K, xq, xs);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         if (n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
@@ -215,6 +275,12 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
             break;
         case TR_Q4_K:
             s = dot_q4_k(row, xq, xs, xsum, K);
+            break;
+        case TR_Q5_K:
+            s = dot_q5_k(row, xq, xs, xsum, K);
+            break;
+        case TR_Q6_K:
+            s = dot_q6_k(row, x, K);
             break;
         default: /* other types: dequantize into L1 scratch, then dot */
             deq_avx512(w->type, row, scratch, K);

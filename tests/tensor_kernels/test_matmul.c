@@ -69,9 +69,10 @@ static int check_ref(const wmat *w, const float *bias, const float *X, int M, in
                 mag += fabs(v);
             }
             double got = Y[(long)m * ldy + n];
-            /* the Q4_K decode path may quantize x to 8 bits (~1/254 of each
+            /* the Q4_K/Q5_K decode path may quantize x to 8 bits (~1/254 of each
              * group's max per element); everything else is float-exact */
-            double tol = (w->type == TR_Q4_K && M == 1) ? 8e-3 * mag : 2e-6 * mag + 1e-6;
+            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K) && M == 1) ? 8e-3 * mag
+                                                                                : 2e-6 * mag + 1e-6;
             if (!(fabs(got - s) <= tol)) {
                 if (bad++ < 3)
                     fprintf(stderr, "%s M=%d K=%ld N=%ld [%d][%ld]: %g vs %g\n",
