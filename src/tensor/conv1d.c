@@ -89,13 +89,15 @@ void tr_conv1d(tr_pool *pool, const float *x, int c_in, int t_in, const tr_tenso
         return;
     }
     if (t_out <= 0) return;
-    conv1d_ctx c = {x, c_in, t_in, t_out, k, stride, pad_l, dilation, cin_g, w, bias, y};
-    if (groups == c_in && c_out == c_in) {
-        if (!tr_conv_weights_ok("conv1d", w, k, c_out)) return;
-        tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-        return;
-    }
-    const long K = (long)cin_g * k;
+    const bool depthwise = groups == c_in && c_out == c_in;
+    const long K = depthwise ? k : (long)cin_g * k;
     if (!tr_conv_weights_ok("conv1d", w, K, c_out)) return;
-    tr_conv_gemm(pool, w, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y);
+    float *xcopy;
+    if (!tr_conv_unalias(&x, (long)c_in * t_in, y, (long)c_out * t_out, &xcopy)) return;
+    conv1d_ctx c = {x, c_in, t_in, t_out, k, stride, pad_l, dilation, cin_g, w, bias, y};
+    if (depthwise)
+        tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
+    else
+        tr_conv_gemm(pool, w, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y);
+    free(xcopy);
 }

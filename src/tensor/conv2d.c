@@ -119,14 +119,16 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
         return;
     }
     if (ho <= 0 || wo <= 0) return;
+    const bool depthwise = groups == c_in && c_out == c_in;
+    const long K = depthwise ? (long)kh * kw : (long)cin_g * kh * kw;
+    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) return;
+    float *xcopy;
+    if (!tr_conv_unalias(&x, (long)c_in * h * w_in, y, (long)c_out * ho * wo, &xcopy)) return;
     conv2d_ctx c = {x,     c_in,  h,  w_in, kh,    kw, stride_h, stride_w,
                     pad_h, pad_w, ho, wo,   cin_g, w,  bias,     y};
-    if (groups == c_in && c_out == c_in) {
-        if (!tr_conv_weights_ok("conv2d", w, (long)kh * kw, c_out)) return;
+    if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-        return;
-    }
-    const long K = (long)cin_g * kh * kw;
-    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) return;
-    tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c, y);
+    else
+        tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c, y);
+    free(xcopy);
 }

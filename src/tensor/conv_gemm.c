@@ -3,6 +3,7 @@
  * threading), written straight into the channel-major output. */
 #include "tensor/conv_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,22 @@ void tr_conv_weight_row(const tr_tensor *w, long K, long r, float *dst) {
     } else {
         tr_dequantize_row(w->type, src, dst, K);
     }
+}
+
+bool tr_conv_unalias(const float **x, long nx, const float *y, long ny, float **copy) {
+    *copy = NULL;
+    uintptr_t xa = (uintptr_t)*x, ya = (uintptr_t)y;
+    if (nx <= 0 || ny <= 0 || xa + sizeof(float) * (size_t)nx <= ya ||
+        ya + sizeof(float) * (size_t)ny <= xa)
+        return true;
+    *copy = malloc(sizeof(float) * (size_t)nx);
+    if (!*copy) {
+        TR_ERROR("conv: out of memory for an in-place copy (%ld floats)", nx);
+        return false;
+    }
+    memcpy(*copy, *x, sizeof(float) * (size_t)nx);
+    *x = *copy;
+    return true;
 }
 
 typedef struct {

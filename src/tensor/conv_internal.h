@@ -27,4 +27,9 @@ void tr_conv_weight_row(const tr_tensor *w, long K, long r, float *dst);
 typedef void (*tr_conv_item_fn)(const void *ctx, long i);
 void tr_conv_parallel_for(tr_pool *pool, long n, tr_conv_item_fn fn, const void *ctx);
 
+/* In-place support: when [y, y + ny) overlaps [*x, *x + nx), *x is replaced
+ * by a malloc'ed copy returned in *copy (free it after the op; NULL when no
+ * copy was needed). Returns false (logged) when the copy cannot be made. */
+bool tr_conv_unalias(const float **x, long nx, const float *y, long ny, float **copy);
+
 #endif

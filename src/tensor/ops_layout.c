@@ -2,6 +2,8 @@
 #include "tensor/dtype.h"
 #include "tensor/ops.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/log.h"
@@ -10,6 +12,20 @@ void tr_transpose(const float *x, float *y, int rows, int cols) {
     /* 32x32 tiles keep both the read and the write side within a few
      * cache lines per row. */
     enum { B = 32 };
+    if (rows <= 0 || cols <= 0) return;
+    const size_t bytes = sizeof(float) * (size_t)rows * (size_t)cols;
+    if ((uintptr_t)x < (uintptr_t)y + bytes && (uintptr_t)y < (uintptr_t)x + bytes) {
+        /* in place (or overlapping): transpose from a copy */
+        float *copy = malloc(bytes);
+        if (!copy) {
+            TR_ERROR("transpose: out of memory for an in-place copy (%d x %d)", rows, cols);
+            return;
+        }
+        memcpy(copy, x, bytes);
+        tr_transpose(copy, y, rows, cols);
+        free(copy);
+        return;
+    }
     for (long r0 = 0; r0 < rows; r0 += B) {
         long r1 = r0 + B < rows ? r0 + B : rows;
         for (long c0 = 0; c0 < cols; c0 += B) {

@@ -226,6 +226,11 @@ static void test_transpose(void) {
         for (int i = 0; i < r; i++)
             for (int j = 0; j < c; j++) ok &= y[j * r + i] == x[i * c + j];
         CHECK_MSG(ok, "transpose %dx%d", r, c);
+        float *io = malloc(sizeof(float) * (size_t)(r * c + 1));
+        memcpy(io, x, sizeof(float) * (size_t)(r * c));
+        tr_transpose(io, io, r, c); /* in place */
+        CHECK(memcmp(io, y, sizeof(float) * (size_t)(r * c)) == 0);
+        free(io);
         free(x), free(y);
     }
 }

@@ -84,6 +84,15 @@ static void run_conv1d(const c1_case *c, tr_pool *pools[3]) {
               tr_type_name(c->type), e);
     CHECK(memcmp(y[0], y[1], sizeof(float) * (size_t)n) == 0);
     CHECK(memcmp(y[0], y[2], sizeof(float) * (size_t)n) == 0);
+    { /* in place: y == x */
+        long nx = (long)c->c_in * c->t_in, nb = n > nx ? n : nx;
+        float *io = malloc(sizeof(float) * (size_t)(nb + 1));
+        memcpy(io, x, sizeof(float) * (size_t)nx);
+        tr_conv1d(pools[1], io, c->c_in, c->t_in, &w, bsel, c->stride, c->pad_l, c->pad_r, c->dil,
+                  c->groups, io);
+        CHECK(memcmp(io, y[0], sizeof(float) * (size_t)n) == 0);
+        free(io);
+    }
     /* NULL bias == zero bias */
     if (n > 0) {
         float *z = calloc((size_t)c->c_out, sizeof(float));
@@ -137,6 +146,16 @@ static void run_conv2d(const c2_case *c, tr_pool *pools[3]) {
         tr_conv2d(pools[p], x, c->c_in, c->h, c->w, &w, bias, c->sh, c->sw, c->ph, c->pw, c->groups,
                   y[p], &gh, &gw);
         CHECK(gh == ho && gw == wo && y[p][n] == 777.0f);
+    }
+    { /* in place: y == x */
+        long nx = (long)c->c_in * c->h * c->w, nb = n > nx ? n : nx;
+        float *io = malloc(sizeof(float) * (size_t)(nb + 1));
+        int gh, gw;
+        memcpy(io, x, sizeof(float) * (size_t)nx);
+        tr_conv2d(pools[2], io, c->c_in, c->h, c->w, &w, bias, c->sh, c->sw, c->ph, c->pw,
+                  c->groups, io, &gh, &gw);
+        CHECK(memcmp(io, y[0], sizeof(float) * (size_t)n) == 0);
+        free(io);
     }
     double e = err_ratio(y[0], ref, n, 2e-5, 2e-5);
     CHECK_MSG(e <= 1, "conv2d cin %d %dx%d k %dx%d cout %d s %d,%d pad %d,%d g %d %s: %g", c->c_in,
