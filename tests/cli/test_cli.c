@@ -82,15 +82,22 @@ static void bad_inputs(void) {
 }
 
 static void with_model(const char *model, const char *wav) {
-    char args[2048], txt[512];
+    char args[4096], txt[512];
     snprintf(txt, sizeof txt, "%s/cli_test_%d.txt", TR_BINARY_DIR, (int)getpid());
 
     snprintf(args, sizeof args, "-q -m '%s' '%s' -o '%s'", model, wav, txt);
     EXPECT_RUN(NULL, args, 0, g_out, "\n");
-    char file[1 << 16];
+    static char file[1 << 16], golden[1 << 16];
     slurp(txt, file, sizeof file);
     CHECK(strcmp(file, g_out) == 0); /* -o gets the same transcript */
     remove(txt);
+    /* The reference model's transcript of jfk.wav with default parameters. */
+    slurp(TR_SOURCE_DIR "/tests/data/whisper/tiny/jfk.auto.text.txt", golden, sizeof golden);
+    if (golden[0] && !getenv("TR_TEST_WHISPER_MODEL")) {
+        size_t n = strlen(golden);
+        while (n > 0 && (golden[n - 1] == '\n' || golden[n - 1] == ' ')) golden[--n] = '\0';
+        CHECK_MSG(strncmp(g_out, golden, n) == 0 && g_out[n] == '\n', "txt: %s", g_out);
+    }
 
     snprintf(args, sizeof args, "-q -m '%s' -f json '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_out, "{\"file\":");
@@ -132,7 +139,8 @@ int main(int argc, char **argv) {
     g_bin = argv[1];
     bad_inputs();
     char model[1024], wav[1024];
-    snprintf(model, sizeof model, "%s/tests/data/whisper/tiny/model-f16.gguf", TR_SOURCE_DIR);
+    snprintf(model, sizeof model, "%s/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf",
+             TR_SOURCE_DIR);
     snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
     const char *env = getenv("TR_TEST_WHISPER_MODEL"); /* local runs with another model */
     if (env && *env) snprintf(model, sizeof model, "%s", env);

@@ -497,8 +497,12 @@ int main(int argc, char **argv) {
         if (o.format == CLI_FMT_REPORT && !o.batch_file) {
             printf("model: %s -> %s\n", model_path, transcribe_status_string(st));
         }
-        fprintf(stderr, "%s: %s: %s\n", o.batch_file ? "model load" : "error: cannot load model",
-                model_path, transcribe_status_string(st));
+        if (o.batch_file) {
+            fprintf(stderr, "model load: %s\n", transcribe_status_string(st)); /* cli.md §4.4 */
+        } else {
+            fprintf(stderr, "error: cannot load model %s: %s\n", model_path,
+                    transcribe_status_string(st));
+        }
         goto done;
     }
     struct transcribe_session_params sp;
