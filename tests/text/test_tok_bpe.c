@@ -38,10 +38,10 @@ static tr_tokenizer *load_small(tr_pretok pre) {
     return t;
 }
 
-/* Whisper multilingual vocabulary from the shared folder (§11 layout). */
-static tr_tokenizer *load_whisper(void) {
+/* Whisper vocabulary from the shared folder (§11 layout). */
+static tr_tokenizer *load_whisper(const char *file) {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/vocab/whisper-multilingual-vocab.ggml.bin", TR_SHARED_DIR);
+    snprintf(path, sizeof(path), "%s/vocab/%s", TR_SHARED_DIR, file);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -328,7 +328,33 @@ int main(void) {
         }
         tr_tokenizer_free(t);
     }
-    tr_tokenizer *w = load_whisper();
+    /* Known ids of the JFK sentence: GPT-2 (Whisper .en) and Whisper
+     * multilingual tokenizers. */
+    static const char jfk[] = " And so my fellow Americans, ask not what your country can do for "
+                              "you, ask what you can do for your country.";
+    static const int32_t jfk_en[] = {843, 523,  616, 5891, 3399, 11,   1265, 407,  644,
+                                     534, 1499, 460, 466,  329,  345,  11,   1265, 644,
+                                     345, 460,  466, 329,  534,  1499, 13};
+    static const int32_t jfk_ml[] = {400, 370,  452, 7177, 6280, 11,   1029, 406,  437,
+                                     428, 1941, 393, 360,  337,  291,  11,   1029, 437,
+                                     291, 393,  360, 337,  428,  1941, 13};
+    const struct {
+        const char *file;
+        const int32_t *ids;
+    } real[] = {{"whisper-en-vocab.ggml.bin", jfk_en},
+                {"whisper-multilingual-vocab.ggml.bin", jfk_ml}};
+    for (int i = 0; i < 2; i++) {
+        tr_tokenizer *v = load_whisper(real[i].file);
+        if (!v) continue;
+        int32_t ids[64];
+        int n = tr_tokenizer_encode(v, jfk, ids, 64);
+        CHECK_MSG(n == 25 && memcmp(ids, real[i].ids, sizeof(int32_t) * 25) == 0, "%s",
+                  real[i].file);
+        n = tr_tokenizer_encode(v, "Hello world", ids, 64);
+        CHECK(n == 2 && (i == 1 || (ids[0] == 15496 && ids[1] == 995)));
+        tr_tokenizer_free(v);
+    }
+    tr_tokenizer *w = load_whisper("whisper-multilingual-vocab.ggml.bin");
     if (w) {
         CHECK(tr_tokenizer_n_vocab(w) == 50257);
         /* The shared vocabulary is lossy (1480 pieces hold U+FFFD, 128 of
