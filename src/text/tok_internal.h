@@ -9,7 +9,7 @@
 
 #include "text/tokenizer.h"
 
-/* ---- Unicode classes (tok_unicode.c, table in tok_unicode_data.c) ---- */
+/* ---- Unicode classes (tok_utf8.c, table in tok_unicode_data.c) ---- */
 enum { TR_UNI_L = 1, TR_UNI_N = 2, TR_UNI_WS = 4 };
 extern const uint32_t tr_uni_ranges[][2];
 extern const int tr_uni_n_ranges;

@@ -20,6 +20,7 @@ lines = [
     " * none of them. */",
     '#include "text/tok_internal.h"',
     "",
+    "/* clang-format off */",
     f"const uint32_t tr_uni_ranges[{len(ranges)}][2] = {{",
 ]
 row = []
@@ -30,7 +31,7 @@ for lo, hi, f in ranges:
         row = []
 if row:
     lines.append("    " + ", ".join(row) + ",")
-lines += ["};", f"const int tr_uni_n_ranges = {len(ranges)};", ""]
+lines += ["};", "/* clang-format on */", f"const int tr_uni_n_ranges = {len(ranges)};", ""]
 with open(out_path, "w") as f:
     f.write("\n".join(lines))
 print(out_path, len(ranges), "ranges")
