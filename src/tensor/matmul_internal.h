@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TR_MM_KC 256 /* K block: a multiple of every block size */
+#define TR_MM_KC 512 /* K block: a multiple of every block size */
 
 /* A weight matrix: N rows of K elements of `type`, row r at data + r*stride. */
 typedef struct {
