@@ -16,7 +16,8 @@
  *   single-character piece covers gets an unk node scored min_score - 10.
  * - unknown pieces: with byte pieces <0xHH> present they become the bytes of
  *   their text; without, a run of consecutive unknowns becomes one unk id.
- * UNUSED pieces are not re-split in bpe (the library re-segments them). */
+ * - bpe: a final piece of type UNUSED is split back into the two symbols it
+ *   was merged from, recursively (the library's re-segmentation). */
 #include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,7 +167,30 @@ typedef struct {
     size_t *start, *len;
     int32_t *prv, *nxt;
     uint8_t *frozen;
+    /* merge tree for re-segmenting UNUSED pieces: node of each slot, and
+     * per node its children (-1 for a leaf) and text span */
+    int32_t *node, *kid_l, *kid_r, n_nodes;
+    size_t *nstart, *nlen;
 } spm_syms;
+
+/* Emits the piece of tree node x, splitting UNUSED pieces into their parts. */
+static bool emit_node(const tr_tokenizer *t, const char *buf, const spm_syms *y, int32_t x,
+                      segs *out) {
+    int32_t stack[64];
+    int sp = 0;
+    stack[sp++] = x;
+    while (sp > 0) {
+        x = stack[--sp];
+        int32_t id = piece_id(t, buf + y->nstart[x], y->nlen[x]);
+        if (y->kid_l[x] >= 0 && id >= 0 && t->types[id] == TR_TT_UNUSED && sp + 2 <= 64) {
+            stack[sp++] = y->kid_r[x];
+            stack[sp++] = y->kid_l[x];
+            continue;
+        }
+        if (!segs_push(out, y->nstart[x], y->nlen[x], id)) return false;
+    }
+    return true;
+}
 
 static void spm_try_pair(const tr_tokenizer *t, const char *buf, spm_syms *y, spm_heap *h,
                          int32_t l, int32_t r) {
@@ -186,7 +210,14 @@ static bool encode_bpe(const tr_tokenizer *t, const char *buf, size_t n, segs *o
     y.prv = malloc(n * sizeof(int32_t));
     y.nxt = malloc(n * sizeof(int32_t));
     y.frozen = malloc(n);
-    if (!y.start || !y.len || !y.prv || !y.nxt || !y.frozen || n > INT32_MAX) goto done;
+    y.node = malloc(n * sizeof(int32_t));
+    y.kid_l = malloc(2 * n * sizeof(int32_t));
+    y.kid_r = malloc(2 * n * sizeof(int32_t));
+    y.nstart = malloc(2 * n * sizeof(size_t));
+    y.nlen = malloc(2 * n * sizeof(size_t));
+    if (!y.start || !y.len || !y.prv || !y.nxt || !y.frozen || !y.node || !y.kid_l || !y.kid_r ||
+        !y.nstart || !y.nlen || n > INT32_MAX / 2)
+        goto done;
     int32_t m = 0;
     for (size_t i = 0; i < n;) {
         size_t l = 0;
@@ -204,15 +235,26 @@ static bool encode_bpe(const tr_tokenizer *t, const char *buf, size_t n, segs *o
         y.len[m] = l;
         y.prv[m] = m - 1;
         y.nxt[m] = i + l < n ? m + 1 : -1;
+        y.node[m] = m;
+        y.kid_l[m] = y.kid_r[m] = -1;
+        y.nstart[m] = i;
+        y.nlen[m] = l;
         m++;
         i += l;
     }
+    y.n_nodes = m;
     for (int32_t i = 0; i + 1 < m; i++) spm_try_pair(t, buf, &y, &h, i, i + 1);
     while (h.n > 0 && !h.oom) {
         spm_pair e = sheap_pop(&h);
         int32_t l = e.left, r = e.right;
         if (y.len[l] == 0 || y.len[r] == 0 || y.nxt[l] != r || y.len[l] + y.len[r] != e.size)
             continue; /* stale */
+        int32_t nn = y.n_nodes++;
+        y.kid_l[nn] = y.node[l];
+        y.kid_r[nn] = y.node[r];
+        y.nstart[nn] = y.start[l];
+        y.nlen[nn] = y.len[l] + y.len[r];
+        y.node[l] = nn;
         y.len[l] += y.len[r];
         y.len[r] = 0;
         y.nxt[l] = y.nxt[r];
@@ -222,14 +264,18 @@ static bool encode_bpe(const tr_tokenizer *t, const char *buf, size_t n, segs *o
     }
     if (h.oom) goto done;
     ok = true;
-    for (int32_t i = 0; i >= 0 && ok; i = y.nxt[i])
-        ok = segs_push(out, y.start[i], y.len[i], piece_id(t, buf + y.start[i], y.len[i]));
+    for (int32_t i = 0; i >= 0 && ok; i = y.nxt[i]) ok = emit_node(t, buf, &y, y.node[i], out);
 done:
     free(y.start);
     free(y.len);
     free(y.prv);
     free(y.nxt);
     free(y.frozen);
+    free(y.node);
+    free(y.kid_l);
+    free(y.kid_r);
+    free(y.nstart);
+    free(y.nlen);
     free(h.v);
     return ok;
 }

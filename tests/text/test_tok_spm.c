@@ -220,18 +220,18 @@ int main(void) {
         const char *name;
         tr_tok_kind kind;
         bool bf;
-    } models[] = {{"unigram_bf", TR_TOK_SPM_UNIGRAM, true},
-                  {"bpe_bf", TR_TOK_SPM_BPE, true},
-                  {"unigram", TR_TOK_SPM_UNIGRAM, false},
-                  {"bpe", TR_TOK_SPM_BPE, false}};
-    for (int i = 0; i < 4; i++) {
+    } models[] = {
+        {"unigram_bf", TR_TOK_SPM_UNIGRAM, true}, {"bpe_bf", TR_TOK_SPM_BPE, true},
+        {"unigram", TR_TOK_SPM_UNIGRAM, false},   {"bpe", TR_TOK_SPM_BPE, false},
+        {"bpe_unused", TR_TOK_SPM_BPE, true},     {"unigram_unused", TR_TOK_SPM_UNIGRAM, true}};
+    for (int i = 0; i < 6; i++) {
         tr_tokenizer *t = load_spm(models[i].name, models[i].kind);
         CHECK(t != NULL);
         if (!t) continue;
         run_cases(t, models[i].name, models[i].bf);
         test_edges(t, models[i].name);
         test_random(t, models[i].name, models[i].bf);
-        if (models[i].bf) bench(t, models[i].name);
+        if (i < 2) bench(t, models[i].name);
         tr_tokenizer_free(t);
     }
     return TEST_DONE();

@@ -169,7 +169,79 @@ SPM_MODELS = {
     "bpe_bf": dict(model_type="bpe", byte_fallback=True, vocab_size=700),
     "unigram": dict(model_type="unigram", byte_fallback=False, vocab_size=400),
     "bpe": dict(model_type="bpe", byte_fallback=False, vocab_size=400),
+    "bpe_unused": dict(model_type="bpe", byte_fallback=True, vocab_size=700, unused=True),
+    "unigram_unused": dict(model_type="unigram", byte_fallback=True, vocab_size=700, unused=True),
 }
+
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def _put_varint(v):
+    out = bytearray()
+    while True:
+        if v < 0x80:
+            out.append(v)
+            return bytes(out)
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+
+
+def mark_unused(model: bytes, names):
+    """Rewrites a serialized ModelProto so the pieces in `names` get type
+    UNUSED (5): a minimal protobuf walk (no protobuf module needed). Top-level
+    field 1 is the repeated SentencePiece {1: piece, 2: score, 3: type}."""
+    out, i = bytearray(), 0
+    while i < len(model):
+        start = i
+        tag, i = _varint(model, i)
+        wt = tag & 7
+        if wt == 0:
+            _, i = _varint(model, i)
+        elif wt == 1:
+            i += 8
+        elif wt == 5:
+            i += 4
+        elif wt == 2:
+            n, i = _varint(model, i)
+            body = model[i:i + n]
+            i += n
+            if tag >> 3 == 1:
+                j, fields, name = 0, bytearray(), None
+                while j < len(body):
+                    fs = j
+                    t2, j = _varint(body, j)
+                    if t2 & 7 == 0:
+                        _, j = _varint(body, j)
+                    elif t2 & 7 == 5:
+                        j += 4
+                    elif t2 & 7 == 2:
+                        m, j = _varint(body, j)
+                        if t2 >> 3 == 1:
+                            name = body[j:j + m].decode()
+                        j += m
+                    if t2 >> 3 != 3:
+                        fields += body[fs:j]
+                    else:
+                        kept_type = body[fs:j]
+                if name in names:
+                    body = bytes(fields) + b"\x18\x05"
+                elif len(fields) != len(body):
+                    body = bytes(fields) + kept_type
+                out += _put_varint(tag) + _put_varint(len(body)) + body
+                continue
+        else:
+            raise ValueError("unexpected wire type")
+        out += model[start:i]
+    return bytes(out)
 
 
 def spm_cases():
@@ -199,8 +271,18 @@ def gen_spm():
                 input=cpath, model_prefix=prefix, user_defined_symbols=["<sep>", "[X]"],
                 normalization_rule_name="identity", remove_extra_whitespaces=False,
                 character_coverage=1.0, hard_vocab_limit=False, minloglevel=2,
-                split_digits=False, **kw)
+                split_digits=False, **{k: v for k, v in kw.items() if k != "unused"})
             sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+            if kw.get("unused"):
+                # a few frequent multi-character pieces become UNUSED: bpe
+                # re-splits them, unigram leaves them out of the lattice
+                cands = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
+                         if len(sp.id_to_piece(i)) > 2 and not sp.is_control(i)
+                         and not sp.is_unknown(i) and not sp.is_byte(i)
+                         and sp.id_to_piece(i) not in ("<sep>", "[X]")]
+                blob = open(prefix + ".model", "rb").read()
+                sp = spm.SentencePieceProcessor(model_proto=mark_unused(blob, set(cands[:12])))
+                assert sum(sp.is_unused(i) for i in range(sp.get_piece_size())) == 12
             with open(os.path.join(OUT, f"spm_{name}_vocab.txt"), "w") as f:
                 f.write("# hex(piece) \\t score \\t type (tokenizer.ggml.token_type)\n")
                 for i in range(sp.get_piece_size()):
