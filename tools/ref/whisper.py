@@ -164,15 +164,17 @@ DEFAULT_KNOBS = dict(
     s_text=1.0,  # std of "active" text token embeddings
     s_inactive=0.25,  # non-ASCII / odd text pieces (keeps golden text ASCII)
     s_ts=1.15,  # timestamp embeddings
-    s_lang=0.5,  # language tokens
-    s_spec=0.3,  # other specials (SOT, task, ...)
+    s_lang=1.0,  # language tokens
+    s_spec=1.0,  # other specials (SOT, task, ...)
     s_eos=30.0,  # EOS embedding along the EOS channel (dim 0)
     eos_bias=30.0,  # final-norm bias in the EOS channel
     ramp=0.1,  # decoder positional ramp per position in the EOS channel
     ramp_mid=45.0,
     g_eos=40.0,  # final-norm gamma of the EOS channel
     s_pos=2.5,  # decoder positional table (random part)
-    cross=1.0,  # cross-attention output scale (audio influence)
+    self_out=2.0,  # decoder self-attention output scale (history / prompt influence)
+    cross=3.0,  # cross-attention output scale (audio influence)
+    cross_qk=4.0,  # cross-attention q/k scale (sharper = more audio-specific)
 )
 
 
@@ -263,10 +265,10 @@ def init_weights(cfg, vocab, knobs, lin_f16=True):
         lin(p + "self_attn.q", D, D, scale=2.0)
         lin(p + "self_attn.k", D, D, bias=False, scale=2.0)
         lin(p + "self_attn.v", D, D)
-        lin(p + "self_attn.out", D, D)
+        lin(p + "self_attn.out", D, D, scale=knobs["self_out"])
         ln(p + "norm_cross")
-        lin(p + "cross_attn.q", D, D, scale=2.0)
-        lin(p + "cross_attn.k", D, D, bias=False, scale=2.0)
+        lin(p + "cross_attn.q", D, D, scale=knobs["cross_qk"])
+        lin(p + "cross_attn.k", D, D, bias=False, scale=knobs["cross_qk"])
         lin(p + "cross_attn.v", D, D)
         lin(p + "cross_attn.out", D, D, scale=knobs["cross"])
         ln(p + "norm_ffn")
