@@ -337,10 +337,7 @@ void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n) {
 
 void tr_dequantize_row(int type, const void *src, float *dst, int64_t n) {
     if (tr_cpu_has_avx512() && tr_dequantize_row_avx512(type, src, dst, n)) return;
-    if (type == TR_F16 && tr_cpu_has_avx2()) {
-        tr_f16_to_f32_row_avx2((const uint16_t *)src, dst, n);
-        return;
-    }
+    if (tr_cpu_has_avx2() && tr_dequantize_row_avx2(type, src, dst, n)) return;
     tr_dequantize_row_ref(type, src, dst, n);
 }
 

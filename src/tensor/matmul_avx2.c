@@ -116,24 +116,26 @@ static float dot_q8_0(const uint8_t *w, const float *x, long K) {
     return hsum256(_mm256_add_ps(a0, a1));
 }
 
+static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
+    if (!tr_dequantize_row_avx2(type, src, dst, n)) tr_dequantize_row_ref(type, src, dst, n);
+}
+
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                      long n1, const float *bias, float *scratch) {
-    if (w->type != TR_F32 && w->type != TR_F16 && w->type != TR_Q8_0) return 0;
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
-        float s = w->type == TR_Q8_0 ? dot_q8_0(row, x, (long)w->K)
-                                     : dot_avx2(w->type, row, x, (long)w->K);
+        float s;
+        if (w->type == TR_Q8_0) {
+            s = dot_q8_0(row, x, (long)w->K);
+        } else if (w->type == TR_F32 || w->type == TR_F16) {
+            s = dot_avx2(w->type, row, x, (long)w->K);
+        } else { /* dequantize into L1 scratch, then an F32 dot */
+            deq_avx2(w->type, row, scratch, w->K);
+            s = dot_avx2(TR_F32, (const uint8_t *)scratch, x, (long)w->K);
+        }
         y[n - n0] = s + (bias ? bias[n] : 0.0f);
     }
     return 1;
-}
-
-static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
-    if (type == TR_F16) {
-        tr_f16_to_f32_row_avx2((const uint16_t *)src, dst, n);
-        return;
-    }
-    tr_dequantize_row_ref(type, src, dst, n);
 }
 
 const tr_mm_isa tr_mm_isa_avx2 = {"avx2",    MR,       NR,   24 * NR, kernel_avx2,

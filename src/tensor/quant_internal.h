@@ -16,6 +16,8 @@ bool tr_cpu_has_avx512(void); /* AVX-512 F/BW/VL/DQ/VNNI and the above */
 /* quant_avx2.c: only call when tr_cpu_has_avx2(). */
 void tr_f16_to_f32_row_avx2(const uint16_t *src, float *dst, int64_t n);
 void tr_f32_to_f16_row_avx2(const float *src, uint16_t *dst, int64_t n);
+/* Returns false for types it does not handle. */
+bool tr_dequantize_row_avx2(int type, const void *src, float *dst, int64_t n);
 
 /* quant_avx512.c: only call when tr_cpu_has_avx512(). Returns false for
  * types it does not handle (Q2_K, Q3_K, F32). */
