@@ -84,7 +84,7 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
             goto done;
         }
         if (n + (size_t)got > cap) {
-            size_t nc = cap ? cap * 2 : 65536;
+            size_t nc = cap ? cap * 2 : 8192;
             while (nc < n + (size_t)got) nc *= 2;
             float *np = realloc(pcm, sizeof(float) * nc);
             if (!np) goto oom;
