@@ -127,6 +127,7 @@ struct tr_tokenizer {
     bool has_ud;
     int32_t byte_id[256]; /* <0xHH> pieces, -1 absent */
     bool byte_fallback;
+    bool spm_ws_split; /* bpe: no piece has U+2581 after its start */
     float min_score, max_score;
 };
 

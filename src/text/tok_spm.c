@@ -36,6 +36,7 @@ transcribe_status tr_tok_build_spm(tr_tokenizer *t) {
     t->min_score = FLT_MAX;
     t->max_score = FLT_MIN; /* sic: the library's starting value */
     int n_normal = 0;
+    bool ws_inside = false;
     for (int i = 0; i < t->n_vocab; i++) {
         size_t len;
         const char *p = tr_piecemap_key(&t->pieces, i, &len);
@@ -46,6 +47,7 @@ transcribe_status tr_tok_build_spm(tr_tokenizer *t) {
             n_normal++;
         }
         if (len == 0) continue;
+        if (mergeable(ty) && len > 3 && memmem(p + 1, len - 1, SPM_SPACE, 3)) ws_inside = true;
         if (mergeable(ty) && tr_piecemap_find(&t->pieces, p, len) == i &&
             !tr_trie_insert(&t->trie, p, len, i))
             return TRANSCRIBE_ERR_OOM;
@@ -56,6 +58,7 @@ transcribe_status tr_tok_build_spm(tr_tokenizer *t) {
         if (ty == TR_TT_UNKNOWN && t->unk < 0) t->unk = i;
     }
     if (n_normal == 0) t->min_score = 0.0f;
+    t->spm_ws_split = !ws_inside;
     int n_bytes = 0;
     for (int b = 0; b < 256; b++) {
         char name[8];
@@ -201,6 +204,62 @@ static void spm_try_pair(const tr_tokenizer *t, const char *buf, spm_syms *y, sp
     sheap_push(h, (spm_pair){t->scores[id], l, r, size});
 }
 
+/* Merges the symbols of buf[from, to) (positions stay absolute). y and h
+ * are preallocated for the whole buffer and reused across spans. */
+static bool bpe_span(const tr_tokenizer *t, const char *buf, size_t from, size_t to, spm_syms *y,
+                     spm_heap *h, segs *out) {
+    int32_t m = 0;
+    h->n = 0;
+    for (size_t i = from; i < to;) {
+        size_t l = 0;
+        if (t->has_ud) { /* longest user-defined piece at i */
+            int32_t node = 0;
+            for (size_t k = i; k < to; k++) {
+                node = tr_trie_step(&t->ud_trie, node, (unsigned char)buf[k]);
+                if (node < 0) break;
+                if (t->ud_trie.value[node] >= 0) l = k + 1 - i;
+            }
+        }
+        y->frozen[m] = l > 0;
+        if (!l) l = char_len((const unsigned char *)buf + i, to - i);
+        y->start[m] = i;
+        y->len[m] = l;
+        y->prv[m] = m - 1;
+        y->nxt[m] = i + l < to ? m + 1 : -1;
+        y->node[m] = m;
+        y->kid_l[m] = y->kid_r[m] = -1;
+        y->nstart[m] = i;
+        y->nlen[m] = l;
+        m++;
+        i += l;
+    }
+    if (m == 0) return true;
+    y->n_nodes = m;
+    for (int32_t i = 0; i + 1 < m; i++) spm_try_pair(t, buf, y, h, i, i + 1);
+    while (h->n > 0 && !h->oom) {
+        spm_pair e = sheap_pop(h);
+        int32_t l = e.left, r = e.right;
+        if (y->len[l] == 0 || y->len[r] == 0 || y->nxt[l] != r || y->len[l] + y->len[r] != e.size)
+            continue; /* stale */
+        int32_t nn = y->n_nodes++;
+        y->kid_l[nn] = y->node[l];
+        y->kid_r[nn] = y->node[r];
+        y->nstart[nn] = y->start[l];
+        y->nlen[nn] = y->len[l] + y->len[r];
+        y->node[l] = nn;
+        y->len[l] += y->len[r];
+        y->len[r] = 0;
+        y->nxt[l] = y->nxt[r];
+        if (y->nxt[r] >= 0) y->prv[y->nxt[r]] = l;
+        spm_try_pair(t, buf, y, h, y->prv[l], l);
+        spm_try_pair(t, buf, y, h, l, y->nxt[l]);
+    }
+    if (h->oom) return false;
+    bool ok = true;
+    for (int32_t i = 0; i >= 0 && ok; i = y->nxt[i]) ok = emit_node(t, buf, y, y->node[i], out);
+    return ok;
+}
+
 static bool encode_bpe(const tr_tokenizer *t, const char *buf, size_t n, segs *out) {
     spm_syms y = {0};
     spm_heap h = {0};
@@ -218,53 +277,21 @@ static bool encode_bpe(const tr_tokenizer *t, const char *buf, size_t n, segs *o
     if (!y.start || !y.len || !y.prv || !y.nxt || !y.frozen || !y.node || !y.kid_l || !y.kid_r ||
         !y.nstart || !y.nlen || n > INT32_MAX / 2)
         goto done;
-    int32_t m = 0;
-    for (size_t i = 0; i < n;) {
-        size_t l = 0;
-        if (t->has_ud) { /* longest user-defined piece at i */
-            int32_t node = 0;
-            for (size_t k = i; k < n; k++) {
-                node = tr_trie_step(&t->ud_trie, node, (unsigned char)buf[k]);
-                if (node < 0) break;
-                if (t->ud_trie.value[node] >= 0) l = k + 1 - i;
-            }
+    if (!t->spm_ws_split) {
+        ok = bpe_span(t, buf, 0, n, &y, &h, out);
+    } else {
+        /* No mergeable piece has U+2581 past its first byte, so no merge
+         * crosses the point before a U+2581: each word merges alone (same
+         * result, far smaller heaps). */
+        ok = true;
+        for (size_t from = 0; from < n && ok;) {
+            size_t to = from + 3;
+            while (to < n && !(to + 3 <= n && memcmp(buf + to, SPM_SPACE, 3) == 0)) to++;
+            if (to > n) to = n;
+            ok = bpe_span(t, buf, from, to, &y, &h, out);
+            from = to;
         }
-        y.frozen[m] = l > 0;
-        if (!l) l = char_len((const unsigned char *)buf + i, n - i);
-        y.start[m] = i;
-        y.len[m] = l;
-        y.prv[m] = m - 1;
-        y.nxt[m] = i + l < n ? m + 1 : -1;
-        y.node[m] = m;
-        y.kid_l[m] = y.kid_r[m] = -1;
-        y.nstart[m] = i;
-        y.nlen[m] = l;
-        m++;
-        i += l;
     }
-    y.n_nodes = m;
-    for (int32_t i = 0; i + 1 < m; i++) spm_try_pair(t, buf, &y, &h, i, i + 1);
-    while (h.n > 0 && !h.oom) {
-        spm_pair e = sheap_pop(&h);
-        int32_t l = e.left, r = e.right;
-        if (y.len[l] == 0 || y.len[r] == 0 || y.nxt[l] != r || y.len[l] + y.len[r] != e.size)
-            continue; /* stale */
-        int32_t nn = y.n_nodes++;
-        y.kid_l[nn] = y.node[l];
-        y.kid_r[nn] = y.node[r];
-        y.nstart[nn] = y.start[l];
-        y.nlen[nn] = y.len[l] + y.len[r];
-        y.node[l] = nn;
-        y.len[l] += y.len[r];
-        y.len[r] = 0;
-        y.nxt[l] = y.nxt[r];
-        if (y.nxt[r] >= 0) y.prv[y.nxt[r]] = l;
-        spm_try_pair(t, buf, &y, &h, y.prv[l], l);
-        spm_try_pair(t, buf, &y, &h, l, y.nxt[l]);
-    }
-    if (h.oom) goto done;
-    ok = true;
-    for (int32_t i = 0; i >= 0 && ok; i = y.nxt[i]) ok = emit_node(t, buf, &y, y.node[i], out);
 done:
     free(y.start);
     free(y.len);

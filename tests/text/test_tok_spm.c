@@ -12,14 +12,15 @@
 
 #define MAX_IDS 8192
 
-static tr_tokenizer *load_spm(const char *name, tr_tok_kind kind) {
+/* extra_piece: appended as a NORMAL piece (NULL for none). */
+static tr_tokenizer *load_spm(const char *name, tr_tok_kind kind, const char *extra_piece) {
     char file[128];
     snprintf(file, sizeof(file), "spm_%s_vocab.txt", name);
     tok_lines v;
     if (tok_lines_read(file, &v)) return NULL;
-    char **pieces = malloc((size_t)v.n * sizeof(char *));
-    float *scores = malloc((size_t)v.n * sizeof(float));
-    int32_t *types = malloc((size_t)v.n * sizeof(int32_t));
+    char **pieces = malloc((size_t)(v.n + 1) * sizeof(char *));
+    float *scores = malloc((size_t)(v.n + 1) * sizeof(float));
+    int32_t *types = malloc((size_t)(v.n + 1) * sizeof(int32_t));
     for (int i = 0; i < v.n; i++) {
         const char *end;
         pieces[i] = tok_unhex(v.lines[i], NULL, &end);
@@ -27,10 +28,16 @@ static tr_tokenizer *load_spm(const char *name, tr_tok_kind kind) {
         scores[i] = strtof(end + 1, &e2);
         types[i] = (int32_t)strtol(e2 + 1, NULL, 10);
     }
+    int n = v.n;
+    if (extra_piece) {
+        pieces[n] = strdup(extra_piece);
+        scores[n] = -1000.0f;
+        types[n++] = 1;
+    }
     tr_tokenizer *t = NULL;
-    CHECK(tr_tokenizer_create(kind, TR_PRE_GPT2, (const char *const *)pieces, v.n, scores, types,
+    CHECK(tr_tokenizer_create(kind, TR_PRE_GPT2, (const char *const *)pieces, n, scores, types,
                               NULL, 0, &t) == TRANSCRIBE_OK);
-    for (int i = 0; i < v.n; i++) free(pieces[i]);
+    for (int i = 0; i < n; i++) free(pieces[i]);
     free(pieces);
     free(scores);
     free(types);
@@ -225,7 +232,7 @@ int main(void) {
         {"unigram", TR_TOK_SPM_UNIGRAM, false},   {"bpe", TR_TOK_SPM_BPE, false},
         {"bpe_unused", TR_TOK_SPM_BPE, true},     {"unigram_unused", TR_TOK_SPM_UNIGRAM, true}};
     for (int i = 0; i < 6; i++) {
-        tr_tokenizer *t = load_spm(models[i].name, models[i].kind);
+        tr_tokenizer *t = load_spm(models[i].name, models[i].kind, NULL);
         CHECK(t != NULL);
         if (!t) continue;
         run_cases(t, models[i].name, models[i].bf);
@@ -234,5 +241,10 @@ int main(void) {
         if (i < 2) bench(t, models[i].name);
         tr_tokenizer_free(t);
     }
+    /* A piece with U+2581 inside turns off the per-word split of the bpe
+     * encoder; a piece no case can form keeps the expected ids valid. */
+    tr_tokenizer *t = load_spm("bpe_bf", TR_TOK_SPM_BPE, "\x01\xE2\x96\x81");
+    if (t) run_cases(t, "bpe_bf", true);
+    tr_tokenizer_free(t);
     return TEST_DONE();
 }
