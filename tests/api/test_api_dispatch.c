@@ -623,6 +623,15 @@ static void test_stream(struct transcribe_model *m) {
     float pcm[1600] = {0};
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
+    sp.struct_size = 0;
+    CHECK(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_BAD_STRUCT_SIZE);
+    sp.struct_size = 16; /* through `family`: the optional fields take defaults */
+    sp.commit_policy = (transcribe_stream_commit_policy)77;
+    sp.stable_prefix_agreement_n = 99;
+    CHECK(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_OK);
+    transcribe_stream_reset(s);
+    sp.struct_size = sizeof sp;
+    sp.stable_prefix_agreement_n = 0;
     sp.commit_policy = (transcribe_stream_commit_policy)3;
     CHECK(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_INVALID_ARG);
     sp.commit_policy = TRANSCRIBE_STREAM_COMMIT_AUTO;

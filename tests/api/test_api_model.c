@@ -132,6 +132,10 @@ static void test_runs(struct transcribe_model *m, const float *pcm, int n) {
     CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK);
     CHECK(*transcribe_full_text(s) != '\0');
 
+    /* whisper does not stream (c-api.md §14.3 step 5) */
+    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
+
     /* batch fallback: the same audio twice equals the single run */
     const float *pcms[2] = {pcm, pcm};
     int ns[2] = {n, n};
