@@ -79,6 +79,8 @@ typedef struct {
     long M, ldx, ldy;
     float *Y;
     atomic_int failed; /* set by a thread that could not get scratch memory */
+    atomic_long next;  /* first panel of the next unclaimed column chunk */
+    long chunk;        /* panels per chunk */
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -171,31 +173,39 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
     }
 }
 
+/* Columns are handed out in chunks of whole panels (at most one N block)
+ * claimed from an atomic counter, so a descheduled thread does not stall
+ * the call; with few panels and many rows the rows are split statically
+ * instead. Either way every output is computed the same way. */
 static void gemm_task(void *arg, int ith, int nth) {
     gemm_ctx *c = (gemm_ctx *)arg;
     const tr_mm_isa *isa = c->isa;
     long N = c->w->N, M = c->M;
     long panels = (N + isa->nr - 1) / isa->nr;
-    long mb = 0, me = M, nb = 0, ne = N;
-    if (panels >= nth || M <= isa->mr) {
-        long p0, p1;
-        tr_split_range(panels, ith, nth, &p0, &p1);
-        nb = p0 * isa->nr;
-        ne = p1 * isa->nr < N ? p1 * isa->nr : N;
-    } else { /* few columns, many rows: split rows in whole tiles */
+    bool split_rows = panels < nth && M > isa->mr;
+    long mb = 0, me = M;
+    if (split_rows) {
         long t0, t1, tiles = (M + isa->mr - 1) / isa->mr;
         tr_split_range(tiles, ith, nth, &t0, &t1);
         mb = t0 * isa->mr;
         me = t1 * isa->mr < M ? t1 * isa->mr : M;
+        if (mb >= me) return;
     }
-    if (mb >= me || nb >= ne) return;
     float *wp = alloc_floats((size_t)isa->nc * TR_MM_KC);
     float *xp = alloc_floats((size_t)isa->mr * TR_MM_KC);
     float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
-    if (wp && xp && row)
-        gemm_range(c, mb, me, nb, ne, wp, xp, row);
-    else
+    if (!wp || !xp || !row) {
         atomic_store(&c->failed, 1);
+    } else if (split_rows) {
+        gemm_range(c, mb, me, 0, N, wp, xp, row);
+    } else {
+        for (;;) {
+            long p0 = atomic_fetch_add(&c->next, c->chunk);
+            if (p0 >= panels) break;
+            long p1 = p0 + c->chunk < panels ? p0 + c->chunk : panels;
+            gemm_range(c, 0, M, p0 * isa->nr, p1 * isa->nr < N ? p1 * isa->nr : N, wp, xp, row);
+        }
+    }
     free(wp);
     free(xp);
     free(row);
@@ -209,7 +219,18 @@ typedef struct {
     const float *bias, *x, *xsum;
     float *y;
     atomic_int failed;
+    atomic_long next; /* first row of the next unclaimed chunk */
+    long chunk;
 } gemv_ctx;
+
+/* Row chunks are claimed dynamically, so a thread that the OS deschedules
+ * (the cores are often shared) does not hold up the others; each row's
+ * result does not depend on which thread computes it. A few chunks per
+ * thread keep the per-chunk setup (x quantization for K-quants) small. */
+static long row_chunk(long N, int nth) {
+    long c = N / ((long)nth * 4);
+    return c < 64 ? 64 : c;
+}
 
 /* Portable fallback row dot, used for types a kernel table does not fuse. */
 static void rows_generic(const tr_mm_isa *isa, const tr_mm_w *w, const float *x, float *y, long n0,
@@ -238,34 +259,42 @@ typedef struct {
     long M, ldx, ldy;
     float *Y;
     atomic_int failed;
+    atomic_long next;
+    long chunk;
 } multi_ctx;
 
 static void multi_task(void *arg, int ith, int nth) {
     multi_ctx *c = (multi_ctx *)arg;
-    long n0, n1;
-    tr_split_range((long)c->w->N, ith, nth, &n0, &n1);
-    if (n0 >= n1) return;
-    float *scratch = alloc_floats((size_t)c->w->K);
-    if (!scratch) {
-        atomic_store(&c->failed, 1);
-        return;
+    long N = (long)c->w->N;
+    float *scratch = NULL;
+    for (;;) {
+        long n0 = atomic_fetch_add(&c->next, c->chunk);
+        if (n0 >= N) break;
+        long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
+        if (!scratch && !(scratch = alloc_floats((size_t)c->w->K))) {
+            atomic_store(&c->failed, 1);
+            return;
+        }
+        c->isa->rows_multi(c->w, c->X, c->M, c->ldx, c->Y, c->ldy, n0, n1, c->bias, scratch);
     }
-    c->isa->rows_multi(c->w, c->X, c->M, c->ldx, c->Y, c->ldy, n0, n1, c->bias, scratch);
     free(scratch);
 }
 
 static void gemv_task(void *arg, int ith, int nth) {
     gemv_ctx *c = (gemv_ctx *)arg;
-    long n0, n1;
-    tr_split_range((long)c->w->N, ith, nth, &n0, &n1);
-    if (n0 >= n1) return;
-    float *scratch = alloc_floats((size_t)c->w->K);
-    if (!scratch) {
-        atomic_store(&c->failed, 1);
-        return;
+    long N = (long)c->w->N;
+    float *scratch = NULL;
+    for (;;) {
+        long n0 = atomic_fetch_add(&c->next, c->chunk);
+        if (n0 >= N) break;
+        long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
+        if (!scratch && !(scratch = alloc_floats((size_t)c->w->K))) {
+            atomic_store(&c->failed, 1);
+            return;
+        }
+        if (!c->isa->rows(c->w, c->x, c->xsum, c->y + n0, n0, n1, c->bias, scratch))
+            rows_generic(c->isa, c->w, c->x, c->y + n0, n0, n1, c->bias, scratch);
     }
-    if (!c->isa->rows(c->w, c->x, c->xsum, c->y + n0, n0, n1, c->bias, scratch))
-        rows_generic(c->isa, c->w, c->x, c->y + n0, n0, n1, c->bias, scratch);
     free(scratch);
 }
 
@@ -295,19 +324,25 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
                 xsum[g] = s;
             }
         }
-        gemv_ctx c = {isa, w, bias, X, xsum, Y, 0};
+        gemv_ctx c = {
+            isa, w, bias, X, xsum, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
         tr_pool_run(pool, gemv_task, &c);
         free(xsum);
         if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
         return;
     }
     if (M <= TR_MM_SMALL_M && isa->rows_multi) {
-        multi_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0};
+        multi_ctx c = {
+            isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
         tr_pool_run(pool, multi_task, &c);
         if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
         return;
     }
-    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0};
+    /* about two chunks per thread, at most one N block each */
+    int nth = tr_pool_n_threads(pool);
+    long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
+    long chunk = per < isa->nc / isa->nr ? per : isa->nc / isa->nr;
+    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk};
     tr_pool_run(pool, gemm_task, &c);
     if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
 }

@@ -9,14 +9,14 @@
 typedef struct {
     atomic_int hits[8];
     atomic_int calls;
-    int nth_seen;
+    atomic_int nth_seen;
 } ctx_t;
 
 static void task(void *arg, int ith, int nth) {
     ctx_t *c = (ctx_t *)arg;
     atomic_fetch_add(&c->hits[ith], 1);
     atomic_fetch_add(&c->calls, 1);
-    c->nth_seen = nth; /* same value from every thread */
+    atomic_store(&c->nth_seen, nth); /* same value from every thread */
 }
 
 int main(void) {
@@ -39,12 +39,12 @@ int main(void) {
         }
         CHECK(atomic_load(&c.calls) == runs * nn);
         for (int i = 0; i < nn; i++) CHECK(atomic_load(&c.hits[i]) == runs);
-        CHECK(c.nth_seen == nn);
+        CHECK(atomic_load(&c.nth_seen) == nn);
         tr_pool_free(pool);
     }
     ctx_t c = {0};
     tr_pool_run(NULL, task, &c);
-    CHECK(atomic_load(&c.hits[0]) == 1 && c.nth_seen == 1);
+    CHECK(atomic_load(&c.hits[0]) == 1 && atomic_load(&c.nth_seen) == 1);
     tr_pool_free(NULL);
     long b, e, total = 0;
     for (int i = 0; i < 3; i++) {
