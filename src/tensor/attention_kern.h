@@ -1,11 +1,12 @@
 /* Flash-attention style kernels, written once against ops_vec.h and compiled
  * per ISA by attention_generic.c / attention_avx2.c / attention_avx512.c.
  *
- * tile: one head and up to TR_ATTN_BQ query rows. Keys are visited in blocks
- * of TR_ATTN_BK; each block is packed (K transposed, V zero-padded to dp
- * columns), scores S = Q K^T come from a register-blocked outer-product
- * kernel, an online softmax rescales the running output, and O += P V uses a
- * second register-blocked kernel. Only a BQ x BK score tile ever exists.
+ * tile: one head and up to TR_ATTN_BQ query rows. Q is transposed once per
+ * tile; keys are visited in blocks of TR_ATTN_BK read straight from the
+ * cache (F16 or unpadded rows are converted per block). Scores come out
+ * transposed, S^T = K Q^T, from a register-blocked outer-product kernel, so
+ * the online softmax runs across queries in whole vectors; O += P V uses a
+ * second register-blocked kernel. Only a BK x BQ score tile ever exists.
  *
  * rows: one query row at a time with dot products along head_dim; used for
  * decoder steps (n_q of 1..few) where packing would cost more than it saves.
@@ -45,33 +46,37 @@ static inline int row_end(const kv_limits *l, int i) {
     return e < l->kv_end ? (int)e : l->kv_end;
 }
 
-/* S[r][c..c+NV*VW) = sum_dd Q[r][dd] * KT[dd][c..] for RB rows starting at q. */
-AINLINE void qk_block(const float *q, long dp, const float *kt, int d, float *s, int nv) {
+/* Scores, transposed: S^T[r][c..c+nv*VW) = sum_dd K[r][dd] * Q^T[dd][c..] for
+ * RB key rows kr[0..RB) against query columns c..; qt and st point at
+ * column c; rows have TR_ATTN_BQ floats. */
+AINLINE void qkt_block(const float *qt, const float *const *kr, int d, float *st, int nv) {
     vf acc[RB][4];
     for (int r = 0; r < RB; r++)
         for (int k = 0; k < 4; k++) acc[r][k] = vzero();
     for (int dd = 0; dd < d; dd++) {
         vf b[4];
-        for (int k = 0; k < nv; k++) b[k] = vload(kt + (long)dd * TR_ATTN_BK + k * VW);
+        for (int k = 0; k < nv; k++) b[k] = vload(qt + (long)dd * TR_ATTN_BQ + k * VW);
         for (int r = 0; r < RB; r++) {
-            vf qv = vset1(q[r * dp + dd]);
-            for (int k = 0; k < nv; k++) acc[r][k] = vfmadd(qv, b[k], acc[r][k]);
+            vf kv = vset1(kr[r][dd]);
+            for (int k = 0; k < nv; k++) acc[r][k] = vfmadd(kv, b[k], acc[r][k]);
         }
     }
     for (int r = 0; r < RB; r++)
-        for (int k = 0; k < nv; k++) vstore(s + (long)r * TR_ATTN_BK + k * VW, acc[r][k]);
+        for (int k = 0; k < nv; k++) vstore(st + (long)r * TR_ATTN_BQ + k * VW, acc[r][k]);
 }
 
-/* O[r][c..c+nv*VW) += sum_j P[r][j] * V[j][c..] for RB rows. */
-AINLINE void pv_block(const float *p, const float *v, long dp, int nk, float *o, int nv) {
+/* O[r][c..c+nv*VW) += sum_j P^T[j][r] * V[j][c..] for RB query rows; pt points
+ * at the first row's column of P^T, v at column c of key row 0. */
+AINLINE void pvt_block(const float *pt, const float *v, long vstride, int nk, float *o, long dp,
+                       int nv) {
     vf acc[RB][4];
     for (int r = 0; r < RB; r++)
         for (int k = 0; k < nv; k++) acc[r][k] = vload(o + r * dp + k * VW);
     for (int j = 0; j < nk; j++) {
         vf b[4];
-        for (int k = 0; k < nv; k++) b[k] = vload(v + (long)j * dp + k * VW);
+        for (int k = 0; k < nv; k++) b[k] = vload(v + (long)j * vstride + k * VW);
         for (int r = 0; r < RB; r++) {
-            vf pv = vset1(p[(long)r * TR_ATTN_BK + j]);
+            vf pv = vset1(pt[(long)j * TR_ATTN_BQ + r]);
             for (int k = 0; k < nv; k++) acc[r][k] = vfmadd(pv, b[k], acc[r][k]);
         }
     }
@@ -126,76 +131,112 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     const long dp = tr_attn_dpad(d);
     const int hk = h / (a->n_head / a->n_head_kv);
     const kv_limits lim = limits_of(a);
-    float *qt = scratch;                    /* [BQ][dp] */
-    float *kt = qt + TR_ATTN_BQ * dp;       /* [dp][BK] */
-    float *vt = kt + dp * TR_ATTN_BK;       /* [BK][dp] */
-    float *s = vt + TR_ATTN_BK * dp;        /* [BQ][BK] */
-    float *o = s + TR_ATTN_BQ * TR_ATTN_BK; /* [BQ][dp] */
-    float *m_run = o + TR_ATTN_BQ * dp;     /* [BQ] */
-    float *l_run = m_run + TR_ATTN_BQ;      /* [BQ] */
-    float *tmp = l_run + TR_ATTN_BQ;        /* [dp] */
+    float *qt = scratch;                     /* [dp][BQ]  Q^T, scaled */
+    float *st = qt + dp * TR_ATTN_BQ;        /* [BK][BQ]  S^T, then P^T */
+    float *o = st + TR_ATTN_BK * TR_ATTN_BQ; /* [BQ][dp]  output accumulators */
+    float *kbuf = o + TR_ATTN_BQ * dp;       /* [BK][dp]  converted K block (F16) */
+    float *vbuf = kbuf + TR_ATTN_BK * dp;    /* [BK][dp]  padded / converted V block */
+    float *m_run = vbuf + TR_ATTN_BK * dp;   /* [BQ] */
+    float *l_run = m_run + TR_ATTN_BQ;       /* [BQ] */
+    float *corr = l_run + TR_ATTN_BQ;        /* [BQ] */
+    float *zrow = corr + TR_ATTN_BQ;         /* [dp] zeros: key rows past the block */
     const int nq_pad = (nq + RB - 1) / RB * RB;
+    const int nqv = (nq + VW - 1) / VW; /* query vectors per score row */
 
     memset(qt, 0, sizeof(float) * TR_ATTN_BQ * dp);
     memset(o, 0, sizeof(float) * TR_ATTN_BQ * dp);
+    memset(zrow, 0, sizeof(float) * dp);
+    for (int r = 0; r < TR_ATTN_BQ; r++) m_run[r] = -INFINITY, l_run[r] = 0.0f;
     for (int r = 0; r < nq; r++) {
         const float *src = a->q + (long)(q0 + r) * a->q_stride + (long)h * d;
-        for (int dd = 0; dd < d; dd++) qt[r * dp + dd] = src[dd] * a->scale;
-        m_run[r] = -INFINITY;
-        l_run[r] = 0.0f;
+        for (int dd = 0; dd < d; dd++) qt[(long)dd * TR_ATTN_BQ + r] = src[dd] * a->scale;
     }
     const int kv_hi = row_end(&lim, q1 - 1); /* the last row sees the most keys */
+    const int kv_lo = row_end(&lim, q0);     /* every row sees the keys below this */
     const float *pb = a->pos_bias ? a->pos_bias + (long)h * a->n_q * a->n_kv : NULL;
+    /* F32 K rows are read in place; V too when rows need no padding */
+    const bool k_direct = !job->k16, v_direct = !job->v16 && dp == d;
 
     for (int kb = 0; kb < kv_hi; kb += TR_ATTN_BK) {
         const int nk = kv_hi - kb < TR_ATTN_BK ? kv_hi - kb : TR_ATTN_BK;
-        /* pack K^T and V for this key block; padding is zero so it cannot
-         * inject NaN into the products */
-        for (int j = 0; j < nk; j++) {
-            const float *kr = kv_row(job, false, kb + j, hk, tmp);
-            for (int dd = 0; dd < d; dd++) kt[(long)dd * TR_ATTN_BK + j] = kr[dd];
-            if (job->v16)
-                vcvt_f16(job->v16 + (long)(kb + j) * a->kv_stride + (long)hk * d, vt + j * dp, d);
-            else
-                memcpy(vt + j * dp, kv_row(job, true, kb + j, hk, tmp), sizeof(float) * d);
-            for (long dd = d; dd < dp; dd++) vt[j * dp + dd] = 0.0f;
-        }
-        if (nk < TR_ATTN_BK) {
-            for (int dd = 0; dd < d; dd++)
-                for (int j = nk; j < TR_ATTN_BK; j++) kt[(long)dd * TR_ATTN_BK + j] = 0.0f;
-            memset(vt + nk * dp, 0, sizeof(float) * (TR_ATTN_BK - nk) * dp);
+        const long kv_off = (long)kb * a->kv_stride + (long)hk * d;
+        if (!k_direct)
+            for (int j = 0; j < nk; j++)
+                vcvt_f16(job->k16 + kv_off + (long)j * a->kv_stride, kbuf + j * dp, d);
+        const float *vsrc = a->v ? a->v + kv_off : NULL;
+        long vstride = a->kv_stride;
+        if (!v_direct) {
+            for (int j = 0; j < nk; j++) {
+                float *dst = vbuf + j * dp;
+                if (job->v16)
+                    vcvt_f16(job->v16 + kv_off + (long)j * a->kv_stride, dst, d);
+                else
+                    memcpy(dst, vsrc + (long)j * a->kv_stride, sizeof(float) * d);
+                for (long dd = d; dd < dp; dd++) dst[dd] = 0.0f;
+            }
+            vsrc = vbuf;
+            vstride = dp;
         }
 
-        for (int r = 0; r < nq_pad; r += RB)
-            for (int c = 0; c < TR_ATTN_BK; c += 4 * VW)
-                qk_block(qt + r * dp, dp, kt + c, d, s + (long)r * TR_ATTN_BK + c, 4);
+        /* S^T = K Q^T for key rows [0, nk) (rounded up to RB with zero rows) */
+        for (int j = 0; j < nk; j += RB) {
+            const float *kr[RB];
+            for (int r = 0; r < RB; r++)
+                kr[r] = j + r >= nk ? zrow
+                        : k_direct  ? a->k + kv_off + (long)(j + r) * a->kv_stride
+                                    : kbuf + (j + r) * dp;
+            int c = 0;
+            for (; c + 4 <= nqv; c += 4)
+                qkt_block(qt + c * VW, kr, d, st + (long)j * TR_ATTN_BQ + c * VW, 4);
+            for (; c < nqv; c++)
+                qkt_block(qt + c * VW, kr, d, st + (long)j * TR_ATTN_BQ + c * VW, 1);
+        }
+        if (pb)
+            for (int i = 0; i < nq; i++) {
+                const float *br = pb + (long)(q0 + i) * a->n_kv + kb;
+                for (int j = 0; j < nk; j++) st[(long)j * TR_ATTN_BQ + i] += br[j];
+            }
+        if (kb + nk > kv_lo) /* block crosses the causal diagonal: mask per row */
+            for (int i = 0; i < nq; i++) {
+                int vis = row_end(&lim, q0 + i) - kb;
+                for (int j = vis < 0 ? 0 : vis; j < nk; j++)
+                    st[(long)j * TR_ATTN_BQ + i] = -INFINITY;
+            }
 
+        /* online softmax, vectorised across queries (columns) */
+        for (int c = 0; c < nqv; c++) {
+            float *col = st + c * VW;
+            vf mx = vload(col);
+            for (int j = 1; j < nk; j++) mx = vmax(mx, vload(col + (long)j * TR_ATTN_BQ));
+            vf m_old = vload(m_run + c * VW);
+            vf m_new = vmax(m_old, mx);
+            /* a column with nothing visible yet keeps max -inf; exponents
+             * are then taken against 0 so that every term is exp(-inf) = 0 */
+            vf m_use = vkeep_ge(m_new, vset1(-3.0e38f), m_new);
+            vf sum = vzero();
+            for (int j = 0; j < nk; j++) {
+                vf e = vexp(vsub(vload(col + (long)j * TR_ATTN_BQ), m_use));
+                vstore(col + (long)j * TR_ATTN_BQ, e);
+                sum = vadd(sum, e);
+            }
+            vf cr = vexp(vsub(m_old, m_use));
+            vstore(corr + c * VW, cr);
+            vstore(l_run + c * VW, vfmadd(vload(l_run + c * VW), cr, sum));
+            vstore(m_run + c * VW, m_new);
+        }
         for (int r = 0; r < nq; r++) {
-            float *sr = s + (long)r * TR_ATTN_BK;
-            const int i = q0 + r;
-            int vis = row_end(&lim, i) - kb; /* keys of this block the row sees */
-            if (vis > nk) vis = nk;
-            if (vis < 0) vis = 0;
-            if (pb) {
-                const float *br = pb + (long)i * a->n_kv + kb;
-                for (int j = 0; j < vis; j++) sr[j] += br[j];
-            }
-            for (int j = vis; j < TR_ATTN_BK; j++) sr[j] = -INFINITY;
-            float corr = softmax_update(sr, &m_run[r], &l_run[r]);
-            if (corr != 1.0f) {
-                vf cv = vset1(corr);
-                for (long dd = 0; dd < dp; dd += VW)
-                    vstore(o + r * dp + dd, vmul(vload(o + r * dp + dd), cv));
-            }
+            if (corr[r] == 1.0f) continue;
+            vf cv = vset1(corr[r]);
+            for (long dd = 0; dd < dp; dd += VW)
+                vstore(o + r * dp + dd, vmul(vload(o + r * dp + dd), cv));
         }
-        /* rows in [nq, nq_pad) hold raw scores of zero queries; their output
-         * is scratch and never written out */
+
+        /* O += P V */
         for (int r = 0; r < nq_pad; r += RB) {
             long c = 0;
             for (; c + 4 * VW <= dp; c += 4 * VW)
-                pv_block(s + (long)r * TR_ATTN_BK, vt + c, dp, nk, o + r * dp + c, 4);
-            for (; c < dp; c += VW)
-                pv_block(s + (long)r * TR_ATTN_BK, vt + c, dp, nk, o + r * dp + c, 1);
+                pvt_block(st + r, vsrc + c, vstride, nk, o + r * dp + c, dp, 4);
+            for (; c < dp; c += VW) pvt_block(st + r, vsrc + c, vstride, nk, o + r * dp + c, dp, 1);
         }
     }
     for (int r = 0; r < nq; r++) write_out(a, h, q0 + r, o + r * dp, l_run[r]);

@@ -48,10 +48,10 @@ static inline long tr_attn_dpad(int head_dim) {
 }
 static inline long tr_attn_scratch_floats(int head_dim) {
     long dp = tr_attn_dpad(head_dim);
-    /* q tile, K^T tile, V tile, scores, output accumulators, row stats,
-     * one converted F16 row */
-    return TR_ATTN_BQ * dp + dp * TR_ATTN_BK + TR_ATTN_BK * dp + TR_ATTN_BQ * TR_ATTN_BK +
-           TR_ATTN_BQ * dp + 2 * TR_ATTN_BQ + dp + 64;
+    /* tile: Q^T, S^T, output, K and V blocks, three row vectors, a zero
+     * row; the row path needs less (q, output, scores, K and V blocks) */
+    return TR_ATTN_BQ * dp + TR_ATTN_BK * TR_ATTN_BQ + TR_ATTN_BQ * dp + 2 * TR_ATTN_BK * dp +
+           3 * TR_ATTN_BQ + dp + 64;
 }
 
 #endif
