@@ -1,7 +1,11 @@
-/* Persistent worker pool. Each tr_pool_run bumps a generation counter; the
- * workers spin on it briefly (runs come in quick succession during
- * inference) and then sleep on a condition variable. The caller runs part 0
- * itself and waits for a countdown of the others. */
+/* Persistent worker pool. Each tr_pool_run publishes the task, resets a
+ * part counter and bumps a generation number; the workers spin on the
+ * generation briefly (runs come in quick succession during inference) and
+ * then sleep on a condition variable. The caller and the workers claim the
+ * parts 0..n-1 from the counter, so when the OS deschedules a worker (the
+ * cores are often shared) the caller simply runs that part itself instead
+ * of waiting for the worker to wake up. Parts therefore run on any thread,
+ * one at a time per thread; results do not depend on which. */
 #include "tensor/pool.h"
 
 #include <pthread.h>
@@ -24,10 +28,11 @@ struct tr_pool {
     worker_arg *args;
     int n_started;
     pthread_mutex_t mu;
-    pthread_cond_t wake; /* generation changed or stop */
-    pthread_cond_t done; /* pending reached 0 */
+    pthread_cond_t wake;    /* generation changed or stop */
+    pthread_cond_t done_cv; /* done reached n */
     atomic_uint gen;
-    atomic_int pending;
+    atomic_int next; /* next unclaimed part */
+    atomic_int done; /* parts finished */
     atomic_int stop;
     tr_pool_fn fn;
     void *ctx;
@@ -43,6 +48,19 @@ static inline void cpu_relax(int i) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+}
+
+/* Claims and runs parts until none is left; true if this thread finished
+ * the last part of the run. */
+static bool run_parts(tr_pool *pool) {
+    bool last = false;
+    for (;;) {
+        int i = atomic_fetch_add_explicit(&pool->next, 1, memory_order_acq_rel);
+        if (i >= pool->n) return last;
+        pool->fn(pool->ctx, i, pool->n); /* read after the claim: see tr_pool_run */
+        if (atomic_fetch_add_explicit(&pool->done, 1, memory_order_acq_rel) == pool->n - 1)
+            last = true;
+    }
 }
 
 static void *worker_main(void *p) {
@@ -65,10 +83,9 @@ static void *worker_main(void *p) {
         }
         if (atomic_load(&pool->stop)) return NULL;
         seen = g;
-        pool->fn(pool->ctx, a->ith, pool->n);
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
+        if (run_parts(pool)) {
             pthread_mutex_lock(&pool->mu);
-            pthread_cond_signal(&pool->done);
+            pthread_cond_signal(&pool->done_cv);
             pthread_mutex_unlock(&pool->mu);
         }
     }
@@ -84,9 +101,10 @@ tr_pool *tr_pool_create(int n_threads) {
     pool->n = n_threads;
     pthread_mutex_init(&pool->mu, NULL);
     pthread_cond_init(&pool->wake, NULL);
-    pthread_cond_init(&pool->done, NULL);
+    pthread_cond_init(&pool->done_cv, NULL);
     atomic_init(&pool->gen, 0);
-    atomic_init(&pool->pending, 0);
+    atomic_init(&pool->next, 0);
+    atomic_init(&pool->done, 0);
     atomic_init(&pool->stop, 0);
     if (n_threads > 1) {
         pool->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
@@ -119,7 +137,7 @@ void tr_pool_free(tr_pool *pool) {
     for (int i = 0; i < pool->n_started; i++) pthread_join(pool->threads[i], NULL);
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->wake);
-    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->done_cv);
     free(pool->threads);
     free(pool->args);
     free(pool);
@@ -134,9 +152,13 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
+    /* The previous run is complete (done == n was observed), so no thread
+     * reads fn/ctx now. A worker claims a part only through `next`, whose
+     * reset below is ordered after these writes. */
     pool->fn = fn;
     pool->ctx = ctx;
-    atomic_store_explicit(&pool->pending, pool->n - 1, memory_order_relaxed);
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool->next, 0, memory_order_release);
     /* Publishing the generation under the mutex means a worker that checked
      * it and is about to wait cannot miss the broadcast. */
     pthread_mutex_lock(&pool->mu);
@@ -144,15 +166,15 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mu);
 
-    fn(ctx, 0, pool->n);
+    run_parts(pool);
 
     for (int i = 0; i < SPIN_ITERS; i++) {
-        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
+        if (atomic_load_explicit(&pool->done, memory_order_acquire) == pool->n) return;
         cpu_relax(i);
     }
     pthread_mutex_lock(&pool->mu);
-    while (atomic_load_explicit(&pool->pending, memory_order_acquire) != 0)
-        pthread_cond_wait(&pool->done, &pool->mu);
+    while (atomic_load_explicit(&pool->done, memory_order_acquire) != pool->n)
+        pthread_cond_wait(&pool->done_cv, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
 }
 
