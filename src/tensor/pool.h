@@ -1,6 +1,9 @@
 /* Persistent worker pool. A pool of n threads runs tasks on the caller plus
  * n-1 workers. Work is split by the task itself from (ith, nth), so results
- * never depend on scheduling. Not re-entrant: one tr_pool_run at a time. */
+ * never depend on scheduling. Not re-entrant: one tr_pool_run at a time.
+ * Each part runs exactly once, on any of the threads (the caller included,
+ * which takes parts a busy or descheduled worker has not started), so parts
+ * must never wait for one another. */
 #ifndef TR_TENSOR_POOL_H
 #define TR_TENSOR_POOL_H
 
