@@ -339,7 +339,10 @@ TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_sessio
     }
     tr_stream_state *ss = &session->stream;
     ss->samples_received += n_samples;
-    ss->input_received_ms = ss->samples_received / 16;
+    int rate = session->model->desc.caps.native_sample_rate > 0
+                   ? session->model->desc.caps.native_sample_rate
+                   : 16000;
+    ss->input_received_ms = ss->samples_received * 1000 / rate;
     char *before = dup_or_null(transcribe_full_text(session));
     if (!before) {
         TR_ERROR("%s: out of memory", where);
