@@ -29,6 +29,7 @@ struct transcribe_model {
     void *bin_map;          /* legacy .bin: read-only mapping */
     size_t bin_size;
     char *arch;
+    char *variant;    /* stt.variant copy: used when the family reports none */
     tr_meta_kv *meta; /* top-level STRING KVs (gguf-common.md §3.3) */
     int n_meta;
     float load_ms;

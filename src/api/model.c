@@ -37,6 +37,7 @@ static void model_destroy(struct transcribe_model *m) {
     }
     free(m->meta);
     free(m->arch);
+    free(m->variant);
     gguf_close(m->gguf);
     if (m->bin_map) munmap(m->bin_map, m->bin_size);
     free(m);
@@ -142,6 +143,10 @@ static transcribe_status open_gguf(struct transcribe_model *m, const char *path)
     }
     m->arch = dup_str(arch);
     if (!m->arch) return TRANSCRIBE_ERR_OOM;
+    if (variant) {
+        m->variant = dup_str(variant);
+        if (!m->variant) return TRANSCRIBE_ERR_OOM;
+    }
     m->family = tr_family_find(arch);
     if (!m->family) {
         if (tr_family_is_known_arch(arch)) {
@@ -231,7 +236,7 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
         model_destroy(m);
         return st;
     }
-    if (!m->desc.variant) m->desc.variant = "";
+    if (!m->desc.variant) m->desc.variant = m->variant ? m->variant : "";
     m->load_ms = (float)(tr_time_ms() - t0);
     TR_DEBUG("model load: %s (%s) in %.1f ms", m->arch, m->desc.variant, (double)m->load_ms);
     *out_model = m;
