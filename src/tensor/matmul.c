@@ -1,18 +1,19 @@
 /* tr_matmul driver: ISA selection, blocking, packing and threading.
  *
- * GEMM (M > 1), BLIS-style: each thread owns a contiguous range of output
- * columns (weight rows) in whole NR panels. For each NC×KC block of W it
- * dequantizes and transposes the rows once into an F32 panel buffer
- * [panel][k][NR] that stays in L2, then sweeps all M rows in MR tiles (each
- * tile packed [k][MR], L1-resident) through the microkernel. Every output is
- * summed in the same k order whatever the thread split, so results are
- * bit-identical for any thread count. When there are fewer panels than
- * threads the rows of X are split instead (still disjoint outputs).
+ * GEMM (M > 1), BLIS-style: threads claim chunks of output columns (weight
+ * rows, whole NR panels, at most one NC block) from an atomic counter. For
+ * each NC×KC block of W a thread dequantizes and transposes the rows once
+ * into an F32 panel buffer [panel][k][NR] that stays in L2, then sweeps all
+ * M rows in MR tiles (each tile packed [k][MR], L1-resident) through the
+ * microkernel. Every output is summed in the same k order whichever thread
+ * computes it, so results are bit-identical for any thread count. When
+ * there are fewer panels than threads the rows of X are split instead.
  *
- * Matrix-vector (M == 1): each thread streams its weight rows once through a
- * fused dequantize+dot kernel. Small M (up to TR_MM_SMALL_M, where the ISA
- * has it): each weight row is dequantized once into L1 and dotted with
- * every row of X, which beats packing W for a handful of rows. */
+ * Matrix-vector (M == 1): threads claim chunks of weight rows and stream
+ * each row once through a fused dequantize+dot kernel. Small M (up to
+ * TR_MM_SMALL_M, where the ISA has it): each weight row is dequantized once
+ * into L1 and dotted with every row of X, which beats packing W for a
+ * handful of rows. */
 #include "tensor/matmul.h"
 
 #include <stdatomic.h>
@@ -311,8 +312,8 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     }
     if (M == 1) {
         float *xsum = NULL;
-        long groups = (long)(w->K / 32);
-        if (groups > 0) {
+        long groups = (long)(w->K / 32); /* x sums feed the K-quant min terms */
+        if (groups > 0 && (w->type == TR_Q4_K || w->type == TR_Q5_K)) {
             xsum = malloc((size_t)groups * sizeof(float));
             if (!xsum) {
                 TR_ERROR("matmul: out of memory");
