@@ -101,30 +101,33 @@ static void test_segments(void) {
     int32_t G[6] = {TB + 0, 1000, TB + 60, TB + 60, 2000, TB + 120};
     wh_seg segs[8];
     int adv = 0;
-    int n = wh_retrieve_segments(&g_m, G, 6, 0, 3000, segs, &adv);
+    int n = wh_retrieve_segments(&g_m, G, 6, 0, 3000, true, segs, &adv);
     CHECK(n == 2);
     CHECK(segs[0].t0_ms == 0 && segs[0].t1_ms == 1200 && segs[0].start == 0 && segs[0].end == 3);
     CHECK(segs[1].t0_ms == 1200 && segs[1].t1_ms == 2400 && segs[1].end == 6);
     CHECK(adv == 3000);
     /* trailing text after the last pair → seek back to the last closed timestamp */
     int32_t H[6] = {TB + 0, 1000, TB + 60, TB + 60, 2000, 3000};
-    n = wh_retrieve_segments(&g_m, H, 6, 5000, 3000, segs, &adv);
+    n = wh_retrieve_segments(&g_m, H, 6, 5000, 3000, true, segs, &adv);
     CHECK(n == 1 && segs[0].t0_ms == 5000 && segs[0].t1_ms == 6200);
     CHECK(adv == 120);
     /* ends with a double timestamp */
     int32_t K[4] = {TB + 0, 1000, TB + 60, TB + 60};
-    n = wh_retrieve_segments(&g_m, K, 4, 0, 3000, segs, &adv);
+    n = wh_retrieve_segments(&g_m, K, 4, 0, 3000, true, segs, &adv);
     CHECK(n == 1 && segs[0].t1_ms == 1200 && adv == 120);
     /* no pairs: one segment to the last timestamp */
     int32_t P[3] = {TB + 0, 1000, TB + 75};
-    n = wh_retrieve_segments(&g_m, P, 3, 30000, 1100, segs, &adv);
+    n = wh_retrieve_segments(&g_m, P, 3, 30000, 1100, true, segs, &adv);
     CHECK(n == 1 && segs[0].t0_ms == 30000 && segs[0].t1_ms == 31500 && adv == 1100);
     /* no timestamps at all */
     int32_t Q[2] = {1000, 2000};
-    n = wh_retrieve_segments(&g_m, Q, 2, 0, 1100, segs, &adv);
+    n = wh_retrieve_segments(&g_m, Q, 2, 0, 1100, true, segs, &adv);
     CHECK(n == 1 && segs[0].t1_ms == 11000 && adv == 1100);
-    n = wh_retrieve_segments(&g_m, Q, 0, 0, 1100, segs, &adv);
+    n = wh_retrieve_segments(&g_m, Q, 0, 0, 1100, true, segs, &adv);
     CHECK(n == 0 && adv == 1100);
+    /* timestamps not requested: pairs are not cut, full advance */
+    n = wh_retrieve_segments(&g_m, H, 6, 0, 3000, false, segs, &adv);
+    CHECK(n == 1 && segs[0].start == 0 && segs[0].end == 6 && adv == 3000);
 }
 
 static void test_compression(void) {

@@ -6,10 +6,12 @@
  *     language and per-window telemetry for jfk (en, auto, translate) and
  *     whole-earth (long form), identical for F32 and F16 weights, F32 and
  *     F16 KV caches, and the legacy .bin file.
- * Tolerances (stated once here): mel 2e-4 (float32 FFT vs float64); encoder
- * F32 1e-3 abs; logits F32 1e-3 relative to the logits' max |value| (879);
- * F16 copy == F32 copy (the reference rounds weights to F16 first); Q8_0:
- * encoder 0.05 abs, logits 5 % of max |logit| (44). */
+ * Tolerances (stated once here): mel 2e-4 abs (float32 FFT vs float64);
+ * encoder F32 1e-3 abs; first-step logits 3e-6 × max|logit| (~2.8e-3 abs:
+ * the model's final-norm gain ~40 spreads logits to |l| ~ 900, so float32
+ * rounding alone is ~1e-3; PyTorch float32 on the same model: 4.6e-4);
+ * the F16 file equals its F32 copy (the reference rounds weights to F16
+ * first); Q8_0: encoder 0.05 abs, logits 5 % of max|logit|. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,7 +251,7 @@ static void tensors(const char *path, const char *tag, const float *pcm, int n, 
         printf("%s: encoder max|diff| %.3g, logits max|diff| %.3g (max|logit| %.1f)\n", tag, de, dl,
                amax);
         CHECK_MSG(de < enc_tol, "%s encoder %g", tag, de);
-        CHECK_MSG(dl < logit_tol, "%s logits %g", tag, dl);
+        CHECK_MSG(dl < logit_tol * amax, "%s logits %g", tag, dl);
         free(l);
     }
     npy_free(&mel);
@@ -381,9 +383,9 @@ int main(void) {
     CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/whole-earth.wav", 16000, &earth) ==
           TRANSCRIBE_OK);
     if (jfk.pcm && earth.pcm) {
-        tensors(f32, "F32", jfk.pcm, (int)jfk.n, 1e-3f, 1e-3f);
-        tensors(f16, "F16", jfk.pcm, (int)jfk.n, 1e-3f, 1e-3f);
-        tensors(q8, "Q8_0", jfk.pcm, (int)jfk.n, 0.05f, 44.0f);
+        tensors(f32, "F32", jfk.pcm, (int)jfk.n, 1e-3f, 3e-6f);
+        tensors(f16, "F16", jfk.pcm, (int)jfk.n, 1e-3f, 3e-6f);
+        tensors(q8, "Q8_0", jfk.pcm, (int)jfk.n, 0.05f, 0.05f);
         decodes(f32, "F32/kvF32", TRANSCRIBE_KV_TYPE_F32, &jfk, &earth);
         decodes(f16, "F16/kvAUTO", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
         decodes(f32, "F32/kvF16", TRANSCRIBE_KV_TYPE_F16, &jfk, &earth);

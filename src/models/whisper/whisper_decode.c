@@ -164,7 +164,7 @@ int wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float
 /* ---- §8.8 ---- */
 
 int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
-                         int n_real, wh_seg *segs, int *advance) {
+                         int n_real, bool want_ts, wh_seg *segs, int *advance) {
     const int TB = m->ts_begin;
 #define IS_TS(x) ((x) >= TB)
     int n_seg = 0;
@@ -172,7 +172,7 @@ int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t o
     for (int i = 0; i + 1 < n_g; i++)
         if (IS_TS(G[i]) && IS_TS(G[i + 1])) n_pairs++;
     bool single_end = n_g >= 2 && !IS_TS(G[n_g - 2]) && IS_TS(G[n_g - 1]);
-    if (n_pairs > 0) {
+    if (n_pairs > 0 && want_ts) {
         /* cuts: i+1 for each pair, then the end adjustment */
         int n_cuts = 0;
         int cuts_buf[1024];

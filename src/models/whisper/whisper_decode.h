@@ -50,8 +50,10 @@ typedef struct wh_seg {
     int64_t t0_ms, t1_ms;
     bool timed; /* false: the "no pairs" single segment */
 } wh_seg;
-/* Fills segs (capacity n_g + 1) and returns their count; *advance in mel frames. */
+/* Fills segs (capacity n_g + 1) and returns their count; *advance in mel
+ * frames. Without timestamps (want_ts false) the "no pairs" branch always
+ * applies, even if the model emitted timestamp tokens. */
 int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
-                         int n_real, wh_seg *segs, int *advance);
+                         int n_real, bool want_ts, wh_seg *segs, int *advance);
 
 #endif

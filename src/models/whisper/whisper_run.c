@@ -639,7 +639,8 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
             continue;
         }
         int advance = n_real;
-        int n_seg = wh_retrieve_segments(m, r->G, r->n_g, offset_ms, n_real, segs, &advance);
+        int n_seg =
+            wh_retrieve_segments(m, r->G, r->n_g, offset_ms, n_real, r->want_ts, segs, &advance);
         for (int i = 0; i < n_seg; i++) {
             const wh_seg *sg = &segs[i];
             hist_add(r, r->G + sg->start, sg->end - sg->start);
