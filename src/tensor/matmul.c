@@ -157,7 +157,7 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
                 int nr = (int)(n1 - p < NR ? n1 - p : NR);
-                pack_w(c, p, nr, k0, kc, wp + (size_t)np * TR_MM_KC * NR, row);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row);
             }
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MR) {
@@ -166,8 +166,8 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
                 int ip = 0;
                 for (long p = n0; p < n1; p += NR, ip++) {
                     int nr = (int)(n1 - p < NR ? n1 - p : NR);
-                    isa->kernel(xp, wp + (size_t)ip * TR_MM_KC * NR, kc, c->Y + m0 * c->ldy + p,
-                                c->ldy, mr, nr, bias ? bias + p : NULL, k0 != 0);
+                    isa->kernel(xp, wp + (size_t)ip * kc * NR, kc, c->Y + m0 * c->ldy + p, c->ldy,
+                                mr, nr, bias ? bias + p : NULL, k0 != 0);
                 }
             }
         }
@@ -192,8 +192,11 @@ static void gemm_task(void *arg, int ith, int nth) {
         me = t1 * isa->mr < M ? t1 * isa->mr : M;
         if (mb >= me) return;
     }
-    float *wp = alloc_floats((size_t)isa->nc * TR_MM_KC);
-    float *xp = alloc_floats((size_t)isa->mr * TR_MM_KC);
+    /* scratch sized to the problem: small products stay small */
+    long kc_max = c->w->K < TR_MM_KC ? (long)c->w->K : TR_MM_KC;
+    long nc_max = panels * isa->nr < isa->nc ? panels * isa->nr : isa->nc;
+    float *wp = alloc_floats((size_t)(nc_max * kc_max));
+    float *xp = alloc_floats((size_t)(isa->mr * kc_max));
     float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
     if (!wp || !xp || !row) {
         atomic_store(&c->failed, 1);
