@@ -2,8 +2,8 @@
  * per ISA by attention_generic.c / attention_avx2.c / attention_avx512.c.
  *
  * tile: one head and up to TR_ATTN_BQ query rows. Q is transposed once per
- * tile; keys are visited in blocks of TR_ATTN_BK read straight from the
- * cache (F16 or unpadded rows are converted per block). Scores come out
+ * tile; keys are visited in blocks of TR_ATTN_BK (V copied into a padded
+ * buffer, F16 rows converted). Scores come out
  * transposed, S^T = K Q^T, from a register-blocked outer-product kernel, so
  * the online softmax runs across queries in whole vectors; O += P V uses a
  * second register-blocked kernel. Only a BK x BQ score tile ever exists.
@@ -154,28 +154,24 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     const int kv_hi = row_end(&lim, q1 - 1); /* the last row sees the most keys */
     const int kv_lo = row_end(&lim, q0);     /* every row sees the keys below this */
     const float *pb = a->pos_bias ? a->pos_bias + (long)h * a->n_q * a->n_kv : NULL;
-    /* F32 K rows are read in place; V too when rows need no padding */
-    const bool k_direct = !job->k16, v_direct = !job->v16 && dp == d;
-
+    /* per block, V rows are copied (F16: converted) into a contiguous,
+     * zero-padded buffer: the P V kernel sweeps all of them per output chunk
+     * and, read in place at a power-of-two cache stride, they would thrash a
+     * few L1 sets. F32 K rows are read in place (RB rows at a time, once);
+     * F16 K rows are converted. No transpose is needed either way. */
     for (int kb = 0; kb < kv_hi; kb += TR_ATTN_BK) {
         const int nk = kv_hi - kb < TR_ATTN_BK ? kv_hi - kb : TR_ATTN_BK;
         const long kv_off = (long)kb * a->kv_stride + (long)hk * d;
-        if (!k_direct)
-            for (int j = 0; j < nk; j++)
-                vcvt_f16(job->k16 + kv_off + (long)j * a->kv_stride, kbuf + j * dp, d);
-        const float *vsrc = a->v ? a->v + kv_off : NULL;
-        long vstride = a->kv_stride;
-        if (!v_direct) {
-            for (int j = 0; j < nk; j++) {
-                float *dst = vbuf + j * dp;
-                if (job->v16)
-                    vcvt_f16(job->v16 + kv_off + (long)j * a->kv_stride, dst, d);
-                else
-                    memcpy(dst, vsrc + (long)j * a->kv_stride, sizeof(float) * d);
-                for (long dd = d; dd < dp; dd++) dst[dd] = 0.0f;
+        for (int j = 0; j < nk; j++) {
+            const long src = kv_off + (long)j * a->kv_stride;
+            float *kd = kbuf + j * dp, *vd = vbuf + j * dp;
+            if (job->k16) {
+                vcvt_f16(job->k16 + src, kd, d);
+                vcvt_f16(job->v16 + src, vd, d);
+            } else {
+                memcpy(vd, a->v + src, sizeof(float) * d);
             }
-            vsrc = vbuf;
-            vstride = dp;
+            for (long dd = d; dd < dp; dd++) vd[dd] = 0.0f;
         }
 
         /* S^T = K Q^T for key rows [0, nk) (rounded up to RB with zero rows) */
@@ -183,8 +179,8 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
             const float *kr[RB];
             for (int r = 0; r < RB; r++)
                 kr[r] = j + r >= nk ? zrow
-                        : k_direct  ? a->k + kv_off + (long)(j + r) * a->kv_stride
-                                    : kbuf + (j + r) * dp;
+                        : job->k16  ? kbuf + (j + r) * dp
+                                    : a->k + kv_off + (long)(j + r) * a->kv_stride;
             int c = 0;
             for (; c + 4 <= nqv; c += 4)
                 qkt_block(qt + c * VW, kr, d, st + (long)j * TR_ATTN_BQ + c * VW, 4);
@@ -235,8 +231,8 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
         for (int r = 0; r < nq_pad; r += RB) {
             long c = 0;
             for (; c + 4 * VW <= dp; c += 4 * VW)
-                pvt_block(st + r, vsrc + c, vstride, nk, o + r * dp + c, dp, 4);
-            for (; c < dp; c += VW) pvt_block(st + r, vsrc + c, vstride, nk, o + r * dp + c, dp, 1);
+                pvt_block(st + r, vbuf + c, dp, nk, o + r * dp + c, dp, 4);
+            for (; c < dp; c += VW) pvt_block(st + r, vbuf + c, dp, nk, o + r * dp + c, dp, 1);
         }
     }
     for (int r = 0; r < nq; r++) write_out(a, h, q0 + r, o + r * dp, l_run[r]);
