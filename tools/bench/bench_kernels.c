@@ -170,7 +170,6 @@ static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int thr
             }
             memcpy(q[c], q0, bytes);
         }
-        double t[MAX_REPS];
         int runs = reps * copies < 200 ? reps * copies : 200;
         if (runs < reps) runs = reps;
         double *all = malloc(sizeof(double) * (size_t)runs);
@@ -182,7 +181,6 @@ static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int thr
             tr_matmul(pool, &tw, NULL, x, 1, K, y, N);
             all[r] = tr_time_ms() - t0;
         }
-        (void)t;
         double ms = runs ? median(all, runs) : 0;
         double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
         printf("{\"bench\":\"kernels\",\"case\":\"gemv 1x%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.4f,"
