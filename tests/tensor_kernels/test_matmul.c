@@ -86,6 +86,23 @@ static int check_ref(const wmat *w, const float *bias, const float *X, int M, in
     return bad;
 }
 
+/* SIMD result vs scalar result, within the same tolerance as check_ref. */
+static int check_close(const wmat *w, const float *X, int M, int ldx, const float *Ya,
+                       const float *Yb, int ldy) {
+    int bad = 0;
+    for (int m = 0; m < M; m++) {
+        for (long n = 0; n < w->N; n++) {
+            double mag = 0;
+            for (long k = 0; k < w->K; k++)
+                mag += fabs(w->ref[n * w->K + k] * X[(long)m * ldx + k]);
+            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K) && M == 1) ? 8e-3 * mag
+                                                                                : 4e-6 * mag + 2e-6;
+            if (!(fabs((double)Ya[(long)m * ldy + n] - Yb[(long)m * ldy + n]) <= tol)) bad++;
+        }
+    }
+    return bad;
+}
+
 static void test_type(int type, tr_pool *pools[3]) {
     int blk = tr_type_block(type);
     long Ks[3];
@@ -111,26 +128,33 @@ static void test_type(int type, tr_pool *pools[3]) {
                 float *X = malloc(sizeof(float) * (size_t)(M * ldx + 1));
                 for (int i = 0; i < M * ldx; i++) X[i] = kref_uniform();
                 const float *b = (mi % 2) ? bias : NULL;
+                float *Ys = NULL; /* the scalar result */
                 for (int ii = 0; ii < 3; ii++) {
                     if (!tr_matmul_force_isa(k_isas[ii])) continue;
                     float *Y1 = run(pools[0], &w, b, X, M, ldx, ldy);
                     int bad = check_ref(&w, b, X, M, ldx, Y1, ldy);
                     CHECK_MSG(bad == 0, "%s %s M=%d K=%ld N=%ld: %d bad", tr_type_name(type),
                               k_isas[ii], M, K, N, bad);
-                    free(Y1);
+                    if (Ys) {
+                        bad = check_close(&w, X, M, ldx, Ys, Y1, ldy);
+                        CHECK_MSG(bad == 0, "%s %s vs scalar M=%d K=%ld N=%ld: %d differ",
+                                  tr_type_name(type), k_isas[ii], M, K, N, bad);
+                    }
+                    /* thread-count independence: bit-identical for 1, 2, 3 */
+                    for (int p = 1; p < 3; p++) {
+                        float *Yp = run(pools[p], &w, b, X, M, ldx, ldy);
+                        CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * ldy)) == 0,
+                                  "%s %s M=%d K=%ld N=%ld: %d threads differ", tr_type_name(type),
+                                  k_isas[ii], M, K, N, p + 1);
+                        free(Yp);
+                    }
+                    if (!Ys)
+                        Ys = Y1;
+                    else
+                        free(Y1);
                 }
-                /* thread-count independence, on the automatically chosen path
-                 * (3 threads on a 2-core machine is slow, so only here) */
+                free(Ys);
                 tr_matmul_force_isa(NULL);
-                float *Y1 = run(pools[0], &w, b, X, M, ldx, ldy);
-                for (int p = 1; p < 3; p++) {
-                    float *Yp = run(pools[p], &w, b, X, M, ldx, ldy);
-                    CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * ldy)) == 0,
-                              "%s M=%d K=%ld N=%ld: %d threads differ", tr_type_name(type), M, K, N,
-                              p + 1);
-                    free(Yp);
-                }
-                free(Y1);
                 free(X);
             }
             free(bias);
