@@ -354,11 +354,32 @@ static void decodes(const char *path, const char *tag, transcribe_kv_type kv, co
     }
     free(lang);
     decode_case(s, tag, "whole-earth", earth->pcm, (int)earth->n, "en", TRANSCRIBE_TASK_TRANSCRIBE);
+    /* word rows: linked to their segment and tokens */
+    for (int i = 0; i < transcribe_n_words(s); i++) {
+        struct transcribe_word wd;
+        transcribe_word_init(&wd);
+        CHECK(transcribe_get_word(s, i, &wd) == TRANSCRIBE_OK);
+        CHECK(wd.text && wd.n_tokens >= 1 && wd.seg_index >= 0 &&
+              wd.seg_index < transcribe_n_segments(s));
+    }
+    CHECK(transcribe_n_words(s) > 0 && transcribe_n_tokens(s) >= transcribe_n_words(s));
     struct transcribe_timings tm;
     transcribe_timings_init(&tm);
     transcribe_get_timings(s, &tm);
     printf("%s whole-earth: mel %.1f ms, encode %.1f ms, decode %.1f ms\n", tag, tm.mel_ms,
            tm.encode_ms, tm.decode_ms);
+    /* text prompt with conditioning on the long input: runs, prompt is encoded */
+    struct transcribe_whisper_run_ext ext;
+    transcribe_whisper_run_ext_init(&ext);
+    ext.initial_prompt = "  Hello, world. ";
+    ext.condition_on_prev_tokens = true;
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.language = "en";
+    rp.family = &ext.ext;
+    st = transcribe_run(s, earth->pcm, (int)earth->n, &rp);
+    CHECK_MSG(st == TRANSCRIBE_OK, "%s prompt run: %s", tag, transcribe_status_string(st));
+    CHECK(transcribe_get_whisper_chunk_count(s) >= 2);
     transcribe_session_free(s);
 }
 
@@ -390,6 +411,20 @@ int main(void) {
         decodes(f16, "F16/kvAUTO", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
         decodes(f32, "F32/kvF16", TRANSCRIBE_KV_TYPE_F16, &jfk, &earth);
         decodes(mybin, ".bin", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
+        /* prompt encoding: the merge-less GGUF vocabulary and the .bin
+         * vocabulary encode text identically (tiktoken-style ranks) */
+        struct transcribe_model *mg = NULL, *mb = NULL;
+        CHECK(transcribe_model_load_file(f16, NULL, &mg) == TRANSCRIBE_OK);
+        CHECK(transcribe_model_load_file(bin, NULL, &mb) == TRANSCRIBE_OK);
+        if (mg && mb) {
+            int32_t a[64], b[64];
+            const char *txt = " And so, my fellow Americans: ask not what your country can do.";
+            int na = transcribe_tokenize(mg, txt, a, 64), nb = transcribe_tokenize(mb, txt, b, 64);
+            CHECK(na > 5 && na == nb && memcmp(a, b, (size_t)na * sizeof(int32_t)) == 0);
+            CHECK(na < 20); /* merged, not byte-level */
+        }
+        transcribe_model_free(mg);
+        transcribe_model_free(mb);
         /* and the reference's own .bin (written by the Python tool) */
         decodes(bin, "ref .bin", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
     }

@@ -393,21 +393,19 @@ static void test_api(const char *p32, const char *pbin, const char *p16, const f
     CHECK(transcribe_run(s, NULL, 10, &rp) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(transcribe_run(s, pcm, 0, &rp) == TRANSCRIBE_ERR_INVALID_ARG);
 
-    /* long form: 70 s of audio → several windows, monotonic segments */
-    int nl = 16000 * 70;
+    /* long form: 40 s of audio → several windows, monotonic segments */
+    int nl = 16000 * 40;
     float *lng = malloc((size_t)nl * sizeof(float));
     for (int i = 0; i < nl; i++) lng[i] = pcm[i % n];
     st = transcribe_run(s, lng, nl, &rp);
     CHECK(st == TRANSCRIBE_OK);
     int nc = transcribe_get_whisper_chunk_count(s);
-    printf("70 s: %d windows, %d segments\n", nc, transcribe_n_segments(s));
-    CHECK(nc >= 3);
-    int64_t prev_t1 = 0;
-    (void)prev_t1;
+    printf("40 s: %d windows, %d segments\n", nc, transcribe_n_segments(s));
+    CHECK(nc >= 2);
     struct transcribe_whisper_chunk_trace tr;
     transcribe_whisper_chunk_trace_init(&tr);
     CHECK(transcribe_get_whisper_chunk_trace(s, nc - 1, &tr) == TRANSCRIBE_OK);
-    CHECK(tr.t1_ms <= 70000 && tr.t1_ms > 30000);
+    CHECK(tr.t1_ms == 40000);
     free(lng);
     free(r1);
     transcribe_session_free(s);

@@ -3,6 +3,7 @@
  * special ids, suppression lists, languages and capabilities. Weights stay
  * in the mapped file. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,28 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
     /* tokenizer: gpt2 required */
     if ((st = req_str_eq(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
     if ((st = tr_tokenizer_from_gguf(f, &m->tok)) != TRANSCRIBE_OK) return st;
+    if (!tr_tokenizer_can_encode(m->tok)) {
+        /* No merges in the file: rebuild over the same pieces with
+         * tiktoken-style ranks (rank = id of the merged piece), which is how
+         * the OpenAI vocabulary was built, so prompts can still be encoded. */
+        const char *const *pieces = NULL;
+        const int32_t *types = NULL;
+        uint64_t np = 0, nt = 0;
+        if (gguf_get_arr_str(f, "tokenizer.ggml.tokens", &pieces, &np) == 1 && np > 0 &&
+            np < INT32_MAX) {
+            if (gguf_get_arr_i32(f, "tokenizer.ggml.token_type", &types, &nt) != 1 || nt != np)
+                types = NULL;
+            tr_tokenizer *t2 = NULL;
+            if (tr_tokenizer_create(TR_TOK_GPT2, TR_PRE_GPT2, pieces, (int)np, NULL, types, NULL, 0,
+                                    &t2) == TRANSCRIBE_OK) {
+                tr_tokenizer_set_specials(t2, tr_tokenizer_bos(m->tok), tr_tokenizer_eos(m->tok),
+                                          -1, -1);
+                tr_tokenizer_free(m->tok);
+                m->tok = t2;
+            }
+        }
+    }
+    tr_tokenizer_set_pretok(m->tok, TR_PRE_GPT2); /* §2.2: Whisper always uses gpt2 */
     m->n_tok_pieces = tr_tokenizer_n_vocab(m->tok);
     int eos = -1;
     r = gguf_get_token_id(f, "tokenizer.ggml.eos_token_id", &eos);
