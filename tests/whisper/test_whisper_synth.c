@@ -411,6 +411,39 @@ static void test_api(const char *p32, const char *pbin, const char *p16, const f
     transcribe_session_free(s);
 }
 
+/* English-only flavour: no language token, no detection, no translation. */
+static void test_english_only(ws_model *wm, const float *pcm, int n) {
+    void *img = NULL;
+    size_t sz = 0;
+    char path[1200];
+    CHECK(ws_write_gguf(wm, TR_F16, TR_F16, WS_ENGLISH_ONLY, &img, &sz));
+    CHECK(write_file("whisper_synth_en.gguf", img, sz, path, sizeof path));
+    free(img);
+    struct transcribe_session *s = open_session(path, TRANSCRIBE_KV_TYPE_AUTO);
+    CHECK(s != NULL);
+    if (!s) return;
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    CHECK(transcribe_model_get_capabilities(transcribe_get_model(s), &caps) == TRANSCRIBE_OK);
+    CHECK(caps.n_languages == 1 && !caps.supports_language_detect && !caps.supports_translate);
+    struct transcribe_run_params rp;
+    struct transcribe_whisper_run_ext ext;
+    det_params(&rp, &ext, NULL);
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK);
+    CHECK(transcribe_detected_language(s)[0] == 0);
+    char *a = strdup(transcribe_raw_text(s));
+    rp.language = "en";
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK);
+    CHECK(strcmp(a, transcribe_raw_text(s)) == 0); /* hint "en" changes nothing */
+    free(a);
+    rp.language = "de";
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
+    rp.language = NULL;
+    rp.task = TRANSCRIBE_TASK_TRANSLATE;
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
+    transcribe_session_free(s);
+}
+
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", TR_BINARY_DIR);
     ws_model wm;
@@ -443,6 +476,7 @@ int main(void) {
         test_kv_consistency(p32, au.pcm, (int)au.n);
         test_mel_stream(p32, au.pcm, (int)au.n);
         test_api(p32, pbin, p16, au.pcm, (int)au.n);
+        test_english_only(&wm, au.pcm, (int)au.n);
     }
     test_loader_errors(&wm);
     tr_audio_free(&au);

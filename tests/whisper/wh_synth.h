@@ -187,7 +187,7 @@ static char *ws_piece(ws_model *m, int i) {
 }
 
 /* Flags for ws_write_gguf variations used by the loader tests. */
-enum { WS_DROP_TENSOR = 1, WS_BAD_KEY_TYPE = 2, WS_BAD_SHAPE = 4 };
+enum { WS_DROP_TENSOR = 1, WS_BAD_KEY_TYPE = 2, WS_BAD_SHAPE = 4, WS_ENGLISH_ONLY = 8 };
 
 /* GGUF with LIN tensors stored as lin_type (F32/F16/Q8_0...) and CONV as
  * conv_type. Returns a malloc'ed image. */
@@ -199,7 +199,10 @@ static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, v
     gguf_writer_set_str(w, "stt.variant", "whisper-synthetic");
     const char *langs[99];
     for (int i = 0; i < 99; i++) langs[i] = tr_whisper_bin_language(i);
-    gguf_writer_set_arr_str(w, "general.languages", langs, 99);
+    /* English-only flavour: capability flags off, languages ["en"] (the flag,
+     * not the vocabulary, makes a model multilingual at run time) */
+    bool en_only = (flags & WS_ENGLISH_ONLY) != 0;
+    gguf_writer_set_arr_str(w, "general.languages", langs, en_only ? 1 : 99);
     gguf_writer_set_u32(w, "stt.whisper.encoder.n_layers", WS_LE);
     gguf_writer_set_u32(w, "stt.whisper.encoder.d_model", WS_D);
     if (flags & WS_BAD_KEY_TYPE)
@@ -250,11 +253,11 @@ static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, v
     gguf_writer_set_str(w, "stt.frontend.mel_norm", "slaney");
     gguf_writer_set_u32(w, "stt.frontend.n_samples", 480000);
     gguf_writer_set_u32(w, "stt.frontend.nb_max_frames", 3000);
-    gguf_writer_set_bool(w, "stt.capability.lang_detect", true);
-    gguf_writer_set_bool(w, "stt.capability.translate", true);
+    gguf_writer_set_bool(w, "stt.capability.lang_detect", !en_only);
+    gguf_writer_set_bool(w, "stt.capability.translate", !en_only);
     gguf_writer_set_bool(w, "stt.capability.timestamps", true);
     const char *tgt[1] = {"en"};
-    gguf_writer_set_arr_str(w, "stt.translation.target_languages", tgt, 1);
+    if (!en_only) gguf_writer_set_arr_str(w, "stt.translation.target_languages", tgt, 1);
     gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
     gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt2");
     char **pieces = malloc(WS_V * sizeof *pieces);
