@@ -15,7 +15,7 @@
 
 #include "util/log.h"
 
-#define SPIN_ITERS 1024 /* a few tens of microseconds before sleeping */
+#define SPIN_ITERS 384 /* ~0.1 ms of pause/yield before sleeping */
 
 typedef struct {
     struct tr_pool *pool;
