@@ -144,38 +144,39 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
  * sums come precomputed per 32-element group. Each 32-byte chunk of codes
  * holds sub-blocks 2c (low nibbles) and 2c+1 (high): one 64-byte VNNI dot
  * gives both, lanes 0-7 and 8-15. */
-static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *xs,
-                              const float *xsum, long K, int five) {
-    const size_t bb = five ? 176 : 144;
+static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K,
+                              int five) {
+    const size_t bsz = five ? 176 : 144;
     const __m256i one = _mm256_set1_epi8(1);
-    __m512 acc = _mm512_setzero_ps();
-    __m256 macc = _mm256_setzero_ps();
+    __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m512i idx[4] = {_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
                             _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2),
                             _mm512_set_epi32(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
                             _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6)};
+    const __m512i idx_dm = idx[0]; /* lanes 0-7 <- d, 8-15 <- dmin */
     for (long b = 0; b < K / 256; b++) {
-        const uint8_t *p = w + b * bb, *s = p + 4, *qs = p + (five ? 48 : 16);
+        const uint8_t *p = w + b * bsz, *s = p + 4, *qs = p + (five ? 48 : 16);
         __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
         const int8_t *xb = xq + b * 256;
         /* unpack the 6-bit scales and mins of the 8 sub-blocks, 4 at a time
          * in 32-bit words (see tr_kq_scale_min for the per-byte form) */
-        uint32_t a, bb, c;
+        uint32_t a, bw, c, dm;
+        memcpy(&dm, p, 4);
         memcpy(&a, s, 4);
-        memcpy(&bb, s + 4, 4);
+        memcpy(&bw, s + 4, 4);
         memcpy(&c, s + 8, 4);
         uint64_t sc = (a & 0x3f3f3f3fu) | (uint64_t)((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u))
                                               << 32;
-        uint64_t mn = (bb & 0x3f3f3f3fu) |
-                      (uint64_t)(((c >> 4) & 0x0f0f0f0fu) | ((bb >> 2) & 0x30303030u)) << 32;
-        __m256 mnv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mn)));
-        __m256 scv = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)sc)));
-        macc = _mm256_fmadd_ps(_mm256_mul_ps(mnv, _mm256_set1_ps(half_at(p + 2))),
-                               _mm256_loadu_ps(xsum + b * 8), macc);
-        __m256 s8 = _mm256_mul_ps(_mm256_mul_ps(scv, _mm256_set1_ps(half_at(p))),
-                                  _mm256_loadu_ps(xs + b * 8));
-        __m512 s16 = _mm512_castps256_ps512(s8);
+        uint64_t mn = (bw & 0x3f3f3f3fu) |
+                      (uint64_t)(((c >> 4) & 0x0f0f0f0fu) | ((bw >> 2) & 0x30303030u)) << 32;
+        /* one vector [sc_j * d * xs_j (8) | mn_j * dmin * xsum_j (8)] */
+        __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm));
+        __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
+        __m512 v =
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x((long long)mn, (long long)sc)));
+        __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), _mm512_loadu_ps(xsx + b * 16));
+        macc = _mm512_mask_add_ps(macc, 0xFF00, macc, s16);
         for (int c = 0; c < 4; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
@@ -192,20 +193,15 @@ static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *x
             acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_permutexvar_ps(idx[c], s16), acc);
         }
     }
-    __m128 m4 = _mm_add_ps(_mm256_castps256_ps128(macc), _mm256_extractf128_ps(macc, 1));
-    m4 = _mm_add_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_add_ss(m4, _mm_movehdup_ps(m4));
-    return _mm512_reduce_add_ps(acc) - _mm_cvtss_f32(m4);
+    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(macc);
 }
 
-static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
-                      long K) {
-    return dot_q45_k(w, xq, xs, xsum, K, 0);
+static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K) {
+    return dot_q45_k(w, xq, xsx, K, 0);
 }
 
-static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
-                      long K) {
-    return dot_q45_k(w, xq, xs, xsum, K, 1);
+static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K) {
+    return dot_q45_k(w, xq, xsx, K, 1);
 }
 
 /* Q6_K fused: codes rebuilt in registers (as in the dequantizer) and dotted
@@ -256,9 +252,17 @@ static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
 static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                        long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
-    int8_t *xq = (int8_t *)scratch; /* K bytes, then K/32 floats: fits K floats */
-    float *xs = scratch + (K + 3) / 4;
-    if (w->type == TR_Q4_K || w->type == TR_Q5_K) quantize_x_q8(x, K, xq, xs);
+    /* K-quants: scratch holds xq (K bytes), xs (K/32 floats) and per
+     * 256-block [xs(8) | xsum(8)] (K/16 floats); that fits in K floats */
+    int8_t *xq = (int8_t *)scratch;
+    float *xs = scratch + (K + 3) / 4, *xsx = xs + K / 32;
+    if (w->type == TR_Q4_K || w->type == TR_Q5_K) {
+        quantize_x_q8(x, K, xq, xs);
+        for (long b = 0; b < K / 256; b++) {
+            memcpy(xsx + 16 * b, xs + 8 * b, 8 * sizeof(float));
+            memcpy(xsx + 16 * b + 8, xsum + 8 * b, 8 * sizeof(float));
+        }
+    }
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         if (n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
@@ -274,10 +278,10 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
             s = dot_q8_0(row, x, K);
             break;
         case TR_Q4_K:
-            s = dot_q4_k(row, xq, xs, xsum, K);
+            s = dot_q4_k(row, xq, xsx, K);
             break;
         case TR_Q5_K:
-            s = dot_q5_k(row, xq, xs, xsum, K);
+            s = dot_q5_k(row, xq, xsx, K);
             break;
         case TR_Q6_K:
             s = dot_q6_k(row, x, K);
