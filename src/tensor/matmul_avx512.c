@@ -125,8 +125,14 @@ static float dot_q8_0(const uint8_t *w, const float *x, long K) {
 /* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
  * Q4_K dot can run on VNNI integer products. The extra rounding (~0.4% of
  * each x, random) is far below Q4_K's own weight error. */
+/* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
+ * K-quant dots can run on VNNI integer products. The extra rounding (~0.4%
+ * of each x, random) is far below the weights' own quantization error.
+ * Groups are stored in the order the dot consumes them: within every 128
+ * elements, groups 0, 2, 1, 3 (see dot_q45_k). K is a multiple of 256. */
 static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
+    static const int slot[4] = {0, 2, 1, 3};
     for (long g = 0; g < K / 32; g++) {
         __m512 a = _mm512_loadu_ps(x + 32 * g), b = _mm512_loadu_ps(x + 32 * g + 16);
         __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, a), _mm512_andnot_ps(sign, b));
@@ -134,30 +140,38 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
         float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
         __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
         __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(id)));
-        _mm_storeu_si128((__m128i *)(xq + 32 * g), _mm512_cvtsepi32_epi8(qa));
-        _mm_storeu_si128((__m128i *)(xq + 32 * g + 16), _mm512_cvtsepi32_epi8(qb));
+        int8_t *dst = xq + 128 * (g / 4) + 32 * slot[g % 4];
+        _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(qa));
+        _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtsepi32_epi8(qb));
         xs[g] = d;
     }
 }
 
-/* Q4_K / Q5_K: sum_j d*sc_j*xs_j * <q_j, xq_j> - dmin*mn_j * sum(x_j); the exact x
- * sums come precomputed per 32-element group. Each 32-byte chunk of codes
- * holds sub-blocks 2c (low nibbles) and 2c+1 (high): one 64-byte VNNI dot
- * gives both, lanes 0-7 and 8-15. */
+/* Q4_K / Q5_K: sum_j d*sc_j*xs_j * <q_j, xq_j> - dmin*mn_j * sum(x_j), the
+ * exact x sums precomputed per 32-element group. Two 32-byte code chunks
+ * (sub-blocks 2c..2c+3) are handled per step: one 64-byte load, low nibbles
+ * = sub-blocks 2c | 2c+2, high = 2c+1 | 2c+3, each dotted (VNNI) with xq,
+ * which quantize_x_q8 stored in that order. */
 static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K,
                               int five) {
     const size_t bsz = five ? 176 : 144;
-    const __m256i one = _mm256_set1_epi8(1);
-    __m512 acc = _mm512_setzero_ps(), macc = _mm512_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m512i idx[4] = {_mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0),
-                            _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2),
-                            _mm512_set_epi32(5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, 4, 4),
-                            _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 6, 6, 6, 6, 6, 6, 6, 6)};
-    const __m512i idx_dm = idx[0]; /* lanes 0-7 <- d, 8-15 <- dmin */
+    /* four independent accumulators: FMA latency, not throughput, bounds a
+     * single chain */
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps()};
+    __m512 macc = _mm512_setzero_ps();
+    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    /* scale lanes: low nibbles of chunks (c, c+1) are sub-blocks 2c, 2c+2 */
+    const __m512i idx_lo[2] = {_mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0),
+                               _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4)};
+    const __m512i idx_hi[2] = {_mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
+                               _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 5, 5, 5, 5, 5, 5)};
+    const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    /* Q5_K fifth bits: bit 2c (words 0-15) and 2c+2 (words 16-31) of qh[l] */
+    const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
+                              _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *s = p + 4, *qs = p + (five ? 48 : 16);
-        __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(p + 16)) : _mm256_setzero_si256();
         const int8_t *xb = xq + b * 256;
         /* unpack the 6-bit scales and mins of the 8 sub-blocks, 4 at a time
          * in 32-bit words (see tr_kq_scale_min for the per-byte form) */
@@ -177,23 +191,32 @@ static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *x
             _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x((long long)mn, (long long)sc)));
         __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), _mm512_loadu_ps(xsx + b * 16));
         macc = _mm512_mask_add_ps(macc, 0xFF00, macc, s16);
-        for (int c = 0; c < 4; c++) {
-            __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-            __m256i lo = _mm256_and_si256(q, low4);
-            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if (five) { /* Q5_K: bit 2c / 2c+1 of qh[l] adds 16 */
-                __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-                __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+        __m512i qh = _mm512_setzero_si512();
+        if (five) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
+        for (int h = 0; h < 2; h++) {
+            __m512i q = _mm512_loadu_si512((const void *)(qs + 64 * h));
+            __m512i lo = _mm512_and_si512(q, low4);
+            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+            if (five) {
+                __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
+                __m512i b1 = _mm512_and_si512(
+                    _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))), one);
+                lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
+                hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
             }
-            __m512i qq = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-            __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), qq,
-                                             _mm512_loadu_si512((const void *)(xb + 64 * c)));
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), _mm512_permutexvar_ps(idx[c], s16), acc);
+            const int8_t *xh = xb + 128 * h;
+            __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
+                                             _mm512_loadu_si512((const void *)xh));
+            __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
+                                             _mm512_loadu_si512((const void *)(xh + 64)));
+            acc[2 * h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dl),
+                                         _mm512_permutexvar_ps(idx_lo[h], s16), acc[2 * h]);
+            acc[2 * h + 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dh),
+                                             _mm512_permutexvar_ps(idx_hi[h], s16), acc[2 * h + 1]);
         }
     }
-    return _mm512_reduce_add_ps(acc) - _mm512_reduce_add_ps(macc);
+    __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
+    return _mm512_reduce_add_ps(sum) - _mm512_reduce_add_ps(macc);
 }
 
 static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K) {
@@ -207,7 +230,8 @@ static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xsx, long
 /* Q6_K fused: codes rebuilt in registers (as in the dequantizer) and dotted
  * with x per 16-element group, then scaled by d*sc once per group. */
 static float dot_q6_k(const uint8_t *w, const float *x, long K) {
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    __m512 acc[8]; /* independent chains, one per code vector half */
+    for (int i = 0; i < 8; i++) acc[i] = _mm512_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
     const __m256i bias = _mm256_set1_epi8(32);
     for (long b = 0; b < K / 256; b++) {
@@ -237,12 +261,15 @@ static float dot_q6_k(const uint8_t *w, const float *x, long K) {
                 __m512 t1 = _mm512_mul_ps(
                     _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(sq, 1))),
                     _mm512_loadu_ps(xh + 32 * k + 16));
-                acc0 = _mm512_fmadd_ps(t0, _mm512_set1_ps(d * (float)sc[2 * k]), acc0);
-                acc1 = _mm512_fmadd_ps(t1, _mm512_set1_ps(d * (float)sc[2 * k + 1]), acc1);
+                acc[2 * k] = _mm512_fmadd_ps(t0, _mm512_set1_ps(d * (float)sc[2 * k]), acc[2 * k]);
+                acc[2 * k + 1] =
+                    _mm512_fmadd_ps(t1, _mm512_set1_ps(d * (float)sc[2 * k + 1]), acc[2 * k + 1]);
             }
         }
     }
-    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    for (int i = 0; i < 4; i++) acc[i] = _mm512_add_ps(acc[i], acc[i + 4]);
+    return _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
 }
 
 static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
