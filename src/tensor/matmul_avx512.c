@@ -167,28 +167,31 @@ static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *x
     const __m512i idx_hi[2] = {_mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
                                _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 5, 5, 5, 5, 5, 5)};
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
+    const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+    const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
     /* Q5_K fifth bits: bit 2c (words 0-15) and 2c+2 (words 16-31) of qh[l] */
     const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
                               _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
     for (long b = 0; b < K / 256; b++) {
-        const uint8_t *p = w + b * bsz, *s = p + 4, *qs = p + (five ? 48 : 16);
+        const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
         const int8_t *xb = xq + b * 256;
-        /* unpack the 6-bit scales and mins of the 8 sub-blocks, 4 at a time
-         * in 32-bit words (see tr_kq_scale_min for the per-byte form) */
-        uint32_t a, bw, c, dm;
-        memcpy(&dm, p, 4);
-        memcpy(&a, s, 4);
-        memcpy(&bw, s + 4, 4);
-        memcpy(&c, s + 8, 4);
-        uint64_t sc = (a & 0x3f3f3f3fu) | (uint64_t)((c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u))
-                                              << 32;
-        uint64_t mn = (bw & 0x3f3f3f3fu) |
-                      (uint64_t)(((c >> 4) & 0x0f0f0f0fu) | ((bw >> 2) & 0x30303030u)) << 32;
+        /* The first 16 bytes are d, dmin and scales[12]: as 32-bit words
+         * [dm, a, b, c]. The 6-bit scales and mins of the 8 sub-blocks (see
+         * tr_kq_scale_min for the per-byte form) are, 4 bytes per word,
+         *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
+         *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
+         * computed here on all four words at once. */
+        __m128i v4 = _mm_loadu_si128((const __m128i *)p);
+        __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+        __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+        __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
+        __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
+        __m128i scmn = _mm_or_si128(lo6, hi2); /* bytes: sc0..7, mn0..7 */
         /* one vector [sc_j * d * xs_j (8) | mn_j * dmin * xsum_j (8)] */
-        __m128 dmf = _mm_cvtph_ps(_mm_cvtsi32_si128((int)dm));
+        __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
         __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
-        __m512 v =
-            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_set_epi64x((long long)mn, (long long)sc)));
+        __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scmn));
         __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), _mm512_loadu_ps(xsx + b * 16));
         macc = _mm512_mask_add_ps(macc, 0xFF00, macc, s16);
         __m512i qh = _mm512_setzero_si512();
