@@ -131,9 +131,9 @@ int wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float
         *p = 0.0f;
         return 0;
     }
+    /* expf keeps the per-step softmax cheap (V ~ 52k); sums in double */
     double s = 0.0;
-    for (int i = 0; i < V; i++)
-        if (l[i] != -INFINITY) s += exp((double)l[i] - mx);
+    for (int i = 0; i < V; i++) s += (double)expf(l[i] - mx); /* expf(-inf) = 0 */
     double lse = mx + log(s);
     int id = best;
     if (T > 0.0f) {
