@@ -198,6 +198,12 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
         return ERR_GGUF;
     }
     if (n_fft / 2 + 1 > 100000) return ERR_GGUF;
+    /* the front end frames 30 s windows; the encoder must see the same count */
+    if ((int64_t)hp->n_frames_window * hop != (int64_t)30 * sr) {
+        TR_ERROR("whisper: nb_max_frames %d does not match 30 s at hop %d / %d Hz",
+                 hp->n_frames_window, hop, sr);
+        return ERR_GGUF;
+    }
     tr_mel_config_whisper(&m->mel, mels);
     if ((st = tr_mel_config_from_gguf(&m->mel, f)) != TRANSCRIBE_OK) return st;
     return TRANSCRIBE_OK;
