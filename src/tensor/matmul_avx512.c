@@ -99,38 +99,15 @@ static inline __m512 q8_lo(const uint8_t *q) {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
 }
 
-static float dot_q8_0(const uint8_t *w, const float *x, long K) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0;
-    long nb = K / 32, b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const uint8_t *p = w + b * 34;
-        const float *xb = x + b * 32;
-        __m512 t0 = _mm512_mul_ps(q8_lo(p + 2), _mm512_loadu_ps(xb));
-        t0 = _mm512_fmadd_ps(q8_lo(p + 18), _mm512_loadu_ps(xb + 16), t0);
-        __m512 t1 = _mm512_mul_ps(q8_lo(p + 36), _mm512_loadu_ps(xb + 32));
-        t1 = _mm512_fmadd_ps(q8_lo(p + 52), _mm512_loadu_ps(xb + 48), t1);
-        a0 = _mm512_fmadd_ps(t0, _mm512_set1_ps(half_at(p)), a0);
-        a1 = _mm512_fmadd_ps(t1, _mm512_set1_ps(half_at(p + 34)), a1);
-    }
-    for (; b < nb; b++) {
-        const uint8_t *p = w + b * 34;
-        const float *xb = x + b * 32;
-        __m512 t0 = _mm512_mul_ps(q8_lo(p + 2), _mm512_loadu_ps(xb));
-        t0 = _mm512_fmadd_ps(q8_lo(p + 18), _mm512_loadu_ps(xb + 16), t0);
-        a0 = _mm512_fmadd_ps(t0, _mm512_set1_ps(half_at(p)), a0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-}
-
 /* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
  * Q4_K dot can run on VNNI integer products. The extra rounding (~0.4% of
  * each x, random) is far below Q4_K's own weight error. */
 /* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
  * K-quant dots can run on VNNI integer products. The extra rounding (~0.4%
  * of each x, random) is far below the weights' own quantization error.
- * Groups are stored in the order the dot consumes them: within every 128
- * elements, groups 0, 2, 1, 3 (see dot_q45_k). K is a multiple of 256. */
-static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
+ * For the K-quants the groups are stored in the order their dot consumes
+ * them: within every 128 elements, groups 0, 2, 1, 3 (see dot_q45_k). */
+static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs, bool kquant_order) {
     const __m512 sign = _mm512_set1_ps(-0.0f);
     static const int slot[4] = {0, 2, 1, 3};
     for (long g = 0; g < K / 32; g++) {
@@ -140,7 +117,7 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
         float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
         __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
         __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(id)));
-        int8_t *dst = xq + 128 * (g / 4) + 32 * slot[g % 4];
+        int8_t *dst = kquant_order ? xq + 128 * (g / 4) + 32 * slot[g % 4] : xq + 32 * g;
         _mm_storeu_si128((__m128i *)dst, _mm512_cvtsepi32_epi8(qa));
         _mm_storeu_si128((__m128i *)(dst + 16), _mm512_cvtsepi32_epi8(qb));
         xs[g] = d;
@@ -279,6 +256,47 @@ static void deq_avx512(int type, const void *src, float *dst, int64_t n) {
     if (!tr_dequantize_row_avx512(type, src, dst, n)) tr_dequantize_row_ref(type, src, dst, n);
 }
 
+/* Q8_0 against the int8-quantized x: per block d_w * xs_g * <q, xq>, two
+ * blocks per 64-byte VNNI dot (signs moved onto x, since VNNI multiplies
+ * unsigned by signed bytes). Cheaper than widening every code to float. */
+static float dot_q8_0_vnni(const uint8_t *w, const int8_t *xq, const float *xs, long K) {
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    long nb = K / 32, b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const uint8_t *p = w + b * 34;
+        __m512i q =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
+                               _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
+        __m512i xv = _mm512_loadu_si512((const void *)(xq + 32 * b));
+        __m512i sx = _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(q), _mm512_setzero_si512(), xv);
+        __m512i dp = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sx);
+        uint16_t h0, h1;
+        memcpy(&h0, p, 2);
+        memcpy(&h1, p + 34, 2);
+        __m128 dd = _mm_cvtph_ps(_mm_cvtsi32_si128((int)((uint32_t)h0 | ((uint32_t)h1 << 16))));
+        __m128 sc = _mm_mul_ps(dd, _mm_castpd_ps(_mm_load_sd((const double *)(xs + b))));
+        __m512 s16 = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(sc));
+        if (b & 2)
+            acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc1);
+        else
+            acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc0);
+    }
+    float tail = 0.0f;
+    for (; b < nb; b++) { /* odd last block */
+        const uint8_t *p = w + b * 34;
+        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
+        __m256i sx = _mm256_sign_epi8(xv, q);
+        __m256i dp = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_abs_epi8(q), sx);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(dp), _mm256_extracti128_si256(dp, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+        tail += half_at(p) * xs[b] * (float)_mm_cvtsi128_si32(s4);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+}
+
 static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                        long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
@@ -286,8 +304,9 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
      * 256-block [xs(8) | xsum(8)] (K/16 floats); that fits in K floats */
     int8_t *xq = (int8_t *)scratch;
     float *xs = scratch + (K + 3) / 4, *xsx = xs + K / 32;
+    if (w->type == TR_Q8_0) quantize_x_q8(x, K, xq, xs, false);
     if (w->type == TR_Q4_K || w->type == TR_Q5_K) {
-        quantize_x_q8(x, K, xq, xs);
+        quantize_x_q8(x, K, xq, xs, true);
         for (long b = 0; b < K / 256; b++) {
             memcpy(xsx + 16 * b, xs + 8 * b, 8 * sizeof(float));
             memcpy(xsx + 16 * b + 8, xsum + 8 * b, 8 * sizeof(float));
@@ -305,7 +324,7 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
             s = dot_f16(row, x, K);
             break;
         case TR_Q8_0:
-            s = dot_q8_0(row, x, K);
+            s = dot_q8_0_vnni(row, xq, xs, K);
             break;
         case TR_Q4_K:
             s = dot_q4_k(row, xq, xsx, K);

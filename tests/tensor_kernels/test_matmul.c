@@ -72,10 +72,12 @@ static int check_ref(const wmat *w, const float *bias, const float *X, int M, in
                 mag += fabs(v);
             }
             double got = Y[(long)m * ldy + n];
-            /* the Q4_K/Q5_K decode path may quantize x to 8 bits (~1/254 of each
+            /* the Q8_0/Q4_K/Q5_K decode paths may quantize x to 8 bits (~1/254 of each
              * group's max per element); everything else is float-exact */
-            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K) && M == 1) ? 8e-3 * mag
-                                                                                : 2e-6 * mag + 1e-6;
+            double tol =
+                ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q8_0) && M == 1)
+                    ? 8e-3 * mag
+                    : 2e-6 * mag + 1e-6;
             if (!(fabs(got - s) <= tol)) {
                 if (bad++ < 3)
                     fprintf(stderr, "%s M=%d K=%ld N=%ld [%d][%ld]: %g vs %g\n",
@@ -98,8 +100,10 @@ static int check_close(const wmat *w, const float *X, int M, int ldx, const floa
             double mag = 0;
             for (long k = 0; k < w->K; k++)
                 mag += fabs(w->ref[n * w->K + k] * X[(long)m * ldx + k]);
-            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K) && M == 1) ? 8e-3 * mag
-                                                                                : 4e-6 * mag + 2e-6;
+            double tol =
+                ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q8_0) && M == 1)
+                    ? 8e-3 * mag
+                    : 4e-6 * mag + 2e-6;
             if (!(fabs((double)Ya[(long)m * ldy + n] - Yb[(long)m * ldy + n]) <= tol)) bad++;
         }
     }
