@@ -1,0 +1,205 @@
+/* transcribe-quantize: re-encodes every tensor of a GGUF model according to
+ * a preset (cli.md §7). Metadata is copied unchanged except
+ * general.file_type; the bulky tokenizer arrays go to the end of the KV list. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "policy.h"
+#include "tensor/dtype.h"
+
+static const char *const k_bulk_keys[] = {
+    "tokenizer.ggml.tokens", "tokenizer.ggml.scores",   "tokenizer.ggml.token_type",
+    "tokenizer.ggml.merges", "tokenizer.chat_template",
+};
+enum { N_BULK = sizeof k_bulk_keys / sizeof k_bulk_keys[0] };
+
+static void usage(const char *argv0) {
+    fprintf(stderr, "usage: %s INPUT.gguf OUTPUT.gguf --quant PRESET\n\n", argv0);
+    fprintf(stderr, "  --quant PRESET   one of: %s\n", qp_preset_names());
+}
+
+typedef struct type_stats {
+    int count[TR_TYPE_COUNT];
+    double bytes[TR_TYPE_COUNT];
+} type_stats;
+
+static void print_stats(const char *title, const char *total_label, const type_stats *s) {
+    printf("%s\n  %-8s %8s %10s\n", title, "type", "tensors", "MB");
+    int n = 0;
+    double b = 0;
+    for (int t = 0; t < TR_TYPE_COUNT; t++) {
+        if (!s->count[t]) continue;
+        printf("  %-8s %8d %10.2f\n", tr_type_name(t), s->count[t], s->bytes[t] / 1e6);
+        n += s->count[t];
+        b += s->bytes[t];
+    }
+    printf("  %-8s %8d %10.2f\n", total_label, n, b / 1e6);
+}
+
+static bool is_bulk_key(const char *key) {
+    for (int i = 0; i < N_BULK; i++) {
+        if (strcmp(key, k_bulk_keys[i]) == 0) return true;
+    }
+    return false;
+}
+
+static bool copy_metadata(gguf_writer *w, const gguf_file *in, const qp_preset *p) {
+    int64_t n = gguf_n_kv(in);
+    for (int64_t i = 0; i < n; i++) {
+        const char *key = gguf_key_name(in, i);
+        if (is_bulk_key(key)) continue;
+        if (strcmp(key, "general.file_type") == 0) {
+            if (!gguf_writer_set_u32(w, key, p->file_type)) return false;
+            continue;
+        }
+        if (!gguf_writer_copy_kv(w, in, i)) return false;
+    }
+    if (gguf_find_key(in, "general.file_type") < 0 &&
+        !gguf_writer_set_u32(w, "general.file_type", p->file_type)) {
+        return false;
+    }
+    for (int b = 0; b < N_BULK; b++) {
+        int64_t i = gguf_find_key(in, k_bulk_keys[b]);
+        if (i >= 0 && !gguf_writer_copy_kv(w, in, i)) return false;
+    }
+    return true;
+}
+
+/* Converts one tensor to `type` into a malloc'ed buffer (rows at a time). */
+static void *convert_tensor(const tr_tensor *t, int type) {
+    int64_t ne0 = t->ne[0];
+    int64_t rows = t->ne[1] * t->ne[2] * t->ne[3];
+    size_t out_row = tr_row_bytes(type, ne0);
+    if (out_row == 0) return NULL;
+    unsigned char *out = malloc(out_row * (size_t)rows);
+    float *tmp = malloc(sizeof(float) * (size_t)ne0);
+    if (!out || !tmp) {
+        free(out);
+        free(tmp);
+        return NULL;
+    }
+    const unsigned char *src = t->data;
+    for (int64_t r = 0; r < rows; r++) {
+        tr_dequantize_row(t->type, src + (size_t)r * t->nb1, tmp, ne0);
+        if (!tr_quantize_row(type, tmp, out + (size_t)r * out_row, ne0)) {
+            free(out);
+            free(tmp);
+            return NULL;
+        }
+    }
+    free(tmp);
+    return out;
+}
+
+static int quantize(const char *in_path, const char *out_path, const qp_preset *p) {
+    printf("transcribe-quantize: %s -> %s (preset %s)\n", in_path, out_path, p->name);
+    gguf_file *in = NULL;
+    if (gguf_open(in_path, &in) != TRANSCRIBE_OK) {
+        fprintf(stderr, "transcribe-quantize: cannot read %s\n", in_path);
+        return 1;
+    }
+    int64_t n = gguf_n_tensors(in);
+    printf("input: %lld tensors\n", (long long)n);
+    gguf_writer *w = gguf_writer_create();
+    type_stats sin = {{0}, {0}}, sout = {{0}, {0}};
+    int requantized = 0, copied = 0, rc = 1;
+    if (!w || !copy_metadata(w, in, p)) {
+        fprintf(stderr, "transcribe-quantize: out of memory copying metadata\n");
+        goto done;
+    }
+    double plan = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const tr_tensor *t = gguf_tensor_at(in, i);
+        int type = qp_choose_type(p, t->name, t->ne[0]);
+        plan += (double)tr_row_bytes(type, t->ne[0]) * (double)(t->ne[1] * t->ne[2] * t->ne[3]);
+    }
+    printf("plan: %.2f MB tensor data, %.2f MB context buffer\n", plan / 1e6, plan / 1e6);
+    for (int64_t i = 0; i < n; i++) {
+        const tr_tensor *t = gguf_tensor_at(in, i);
+        int type = qp_choose_type(p, t->name, t->ne[0]);
+        sin.count[t->type]++;
+        sin.bytes[t->type] += (double)t->nbytes;
+        const void *data = t->data;
+        void *owned = NULL;
+        if (type == t->type) {
+            copied++;
+        } else {
+            if (!tr_type_valid(t->type)) {
+                fprintf(stderr, "transcribe-quantize: tensor '%s' has unsupported type %s\n",
+                        t->name, tr_type_name(t->type));
+                goto done;
+            }
+            owned = convert_tensor(t, type);
+            if (!owned) {
+                fprintf(stderr, "transcribe-quantize: cannot convert '%s' to %s\n", t->name,
+                        tr_type_name(type));
+                goto done;
+            }
+            data = owned;
+            requantized++;
+        }
+        size_t bytes = tr_row_bytes(type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
+        sout.count[type]++;
+        sout.bytes[type] += (double)bytes;
+        bool ok = gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, data);
+        free(owned);
+        if (!ok) {
+            fprintf(stderr, "transcribe-quantize: out of memory adding '%s'\n", t->name);
+            goto done;
+        }
+    }
+    print_stats("input tensor types:", "total (input)", &sin);
+    print_stats("output tensor types:", "total (output)", &sout);
+    printf("processed: %d requantized, %d copied\n", requantized, copied);
+    if (gguf_writer_write(w, out_path) != TRANSCRIBE_OK) {
+        fprintf(stderr, "transcribe-quantize: cannot write %s\n", out_path);
+        goto done;
+    }
+    printf("done. wrote %s\n", out_path);
+    rc = 0;
+done:
+    gguf_writer_free(w);
+    gguf_close(in);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    const char *pos[2] = {NULL, NULL};
+    int n_pos = 0;
+    const char *preset = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(argv[0]);
+            return 0;
+        }
+        if (strcmp(a, "--quant") == 0 || strcmp(a, "-q") == 0) {
+            if (i + 1 >= argc) {
+                usage(argv[0]);
+                return 2;
+            }
+            preset = argv[++i];
+            continue;
+        }
+        if (n_pos >= 2) {
+            fprintf(stderr, "transcribe-quantize: unexpected argument %s\n", a);
+            usage(argv[0]);
+            return 2;
+        }
+        pos[n_pos++] = a;
+    }
+    if (n_pos < 2 || !preset) {
+        usage(argv[0]);
+        return 2;
+    }
+    const qp_preset *p = qp_find_preset(preset);
+    if (!p) {
+        fprintf(stderr, "transcribe-quantize: unknown preset %s\n", preset);
+        usage(argv[0]);
+        return 2;
+    }
+    return quantize(pos[0], pos[1], p);
+}
