@@ -95,10 +95,6 @@ static float dot_f16(const uint8_t *w, const float *x, long K) {
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
 }
 
-static inline __m512 q8_lo(const uint8_t *q) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
-}
-
 /* Quantize x to int8 per 32-element group (scale xs[g] = amax/127) so the
  * Q4_K dot can run on VNNI integer products. The extra rounding (~0.4% of
  * each x, random) is far below Q4_K's own weight error. */
