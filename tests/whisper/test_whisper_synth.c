@@ -206,6 +206,9 @@ static void test_mel_stream(const char *p32, const float *pcm, int n) {
     wh_mel_stream ms;
     CHECK(wh_mel_stream_init(&ms, a.m, NULL, lng, nl) == TRANSCRIBE_OK);
     CHECK(ms.total == total && total == nl / 160);
+    /* bounded memory: the stream holds one window of padded samples at most,
+     * whatever the input length */
+    CHECK(ms.buf_cap <= (size_t)160 * 3000 + 400);
     int starts[3] = {0, 1234, total - 700};
     float *w = malloc((size_t)80 * 3000 * sizeof(float));
     for (int k = 0; k < 3 && mel; k++) {
