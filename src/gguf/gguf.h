@@ -47,6 +47,8 @@ typedef enum {
  * non-array KV. */
 #define GGUF_T_NONE ((gguf_vtype)-1)
 const char *gguf_vtype_name(gguf_vtype t); /* "UINT32", ...; "?" unknown */
+/* Bytes of one value of a fixed-size type; 0 for STRING, ARRAY and unknown types. */
+size_t gguf_vtype_size(gguf_vtype t);
 
 typedef struct gguf_file gguf_file;
 

@@ -61,8 +61,7 @@ static const char *vtype_name(uint32_t t) {
     return t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-/* Bytes of a fixed-size value type; 0 for STRING/ARRAY/unknown. */
-static size_t scalar_size(uint32_t t) {
+size_t gguf_vtype_size(gguf_vtype t) {
     switch (t) {
     case GGUF_T_UINT8:
     case GGUF_T_INT8:
@@ -112,7 +111,7 @@ static char *dup_bytes(const uint8_t *s, uint64_t len) {
 
 /* Skips one encoded value of type t, validating it. */
 static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
-    size_t sz = scalar_size(t);
+    size_t sz = gguf_vtype_size((gguf_vtype)t);
     if (sz) {
         if (!skip(c, sz)) {
             TR_ERROR("gguf: value of key '%s' truncated at offset %zu (file size %zu)", key, c->pos,
@@ -140,7 +139,7 @@ static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
         TR_ERROR("gguf: array header of key '%s' truncated (file size %zu)", key, c->size);
         return false;
     }
-    size_t esz = scalar_size(et);
+    size_t esz = gguf_vtype_size((gguf_vtype)et);
     if (esz) {
         if (n > remaining(c) / esz) {
             TR_ERROR("gguf: array '%s' of %" PRIu64 " %s elements exceeds file size %zu", key, n,

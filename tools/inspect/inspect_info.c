@@ -81,28 +81,6 @@ static void print_scalar(gguf_vtype t, const uint8_t *p) {
     }
 }
 
-static size_t elem_size(gguf_vtype t) {
-    switch (t) {
-    case GGUF_T_UINT8:
-    case GGUF_T_INT8:
-    case GGUF_T_BOOL:
-        return 1;
-    case GGUF_T_UINT16:
-    case GGUF_T_INT16:
-        return 2;
-    case GGUF_T_UINT32:
-    case GGUF_T_INT32:
-    case GGUF_T_FLOAT32:
-        return 4;
-    case GGUF_T_UINT64:
-    case GGUF_T_INT64:
-    case GGUF_T_FLOAT64:
-        return 8;
-    default:
-        return 0;
-    }
-}
-
 static void print_kv(const gguf_file *f, int64_t i) {
     gguf_vtype t = gguf_kv_type(f, i);
     printf("  %-44s ", gguf_key_name(f, i));
@@ -122,8 +100,8 @@ static void print_kv(const gguf_file *f, int64_t i) {
             if (j) fputs(", ", stdout);
             if (et == GGUF_T_STRING)
                 print_str(gguf_kv_arr_str(f, i, j));
-            else if (elem_size(et))
-                print_scalar(et, raw + j * elem_size(et));
+            else if (gguf_vtype_size(et))
+                print_scalar(et, raw + j * gguf_vtype_size(et));
             else
                 fputs("[...]", stdout);
         }
