@@ -12,7 +12,7 @@ typedef struct npy_array {
     char dtype[8]; /* "<f4", "<i4", ... */
     int ndim;
     int64_t shape[8];
-    int64_t n; /* element count */
+    int64_t n;  /* element count */
     void *data; /* malloc'ed */
 } npy_array;
 
@@ -89,7 +89,8 @@ fail:
 }
 
 /* Writes a float32 array of the given shape. Returns 0 on success. */
-static inline int npy_save_f32(const char *path, const float *data, int ndim, const int64_t *shape) {
+static inline int npy_save_f32(const char *path, const float *data, int ndim,
+                               const int64_t *shape) {
     FILE *f = fopen(path, "wb");
     if (!f) return -1;
     char hdr[256];

@@ -10,8 +10,8 @@
 typedef struct tr_pool tr_pool;
 typedef void (*tr_pool_fn)(void *ctx, int ith, int nth);
 
-tr_pool *tr_pool_create(int n_threads); /* n_threads <= 0: 1 */
-void tr_pool_free(tr_pool *pool);       /* NULL ok */
+tr_pool *tr_pool_create(int n_threads);     /* n_threads <= 0: 1 */
+void tr_pool_free(tr_pool *pool);           /* NULL ok */
 int tr_pool_n_threads(const tr_pool *pool); /* NULL pool: 1 */
 /* Runs fn(ctx, i, n) for i in [0, n) and returns when all are done. A NULL
  * pool runs fn(ctx, 0, 1) on the caller. */

@@ -21,10 +21,14 @@ TRANSCRIBE_API void transcribe_log_set(transcribe_log_callback cb, void *userdat
 
 static const char *level_tag(transcribe_log_level level) {
     switch (level) {
-    case TRANSCRIBE_LOG_LEVEL_ERROR: return "error: ";
-    case TRANSCRIBE_LOG_LEVEL_WARN: return "warning: ";
-    case TRANSCRIBE_LOG_LEVEL_DEBUG: return "debug: ";
-    default: return "";
+    case TRANSCRIBE_LOG_LEVEL_ERROR:
+        return "error: ";
+    case TRANSCRIBE_LOG_LEVEL_WARN:
+        return "warning: ";
+    case TRANSCRIBE_LOG_LEVEL_DEBUG:
+        return "debug: ";
+    default:
+        return "";
     }
 }
 
