@@ -124,21 +124,24 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs, bool kq
  * exact x sums precomputed per 32-element group. Two 32-byte code chunks
  * (sub-blocks 2c..2c+3) are handled per step: one 64-byte load, low nibbles
  * = sub-blocks 2c | 2c+2, high = 2c+1 | 2c+3, each dotted (VNNI) with xq,
- * which quantize_x_q8 stored in that order. */
-static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K,
-                              int five) {
+ * which quantize_x_q8 stored in that order.
+ * NR_ rows (1..4) run together: they share the x loads, and their sums
+ * leave through one transposed reduction instead of one each, which at
+ * whisper sizes (4-5 blocks per row) costs as much as the blocks.
+ * For Q4_K the high nibbles are used in place (q & 0xF0 = 16 * code, still
+ * a valid unsigned VNNI byte); the caller folded the 1/16 into xsx. Q5_K
+ * needs the fifth bit above them, so it shifts. xsx per block holds
+ * [xs_j (8) | -xsum_j (8)], so the mins are simply added. */
+static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *w, size_t stride,
+                                                                 const int8_t *xq, const float *xsx,
+                                                                 long K, int five, int NR_,
+                                                                 float *out) {
     const size_t bsz = five ? 176 : 144;
-    /* four independent accumulators: FMA latency, not throughput, bounds a
-     * single chain */
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps()};
-    __m512 macc = _mm512_setzero_ps();
+    __m512 acc[4][2];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
-    /* scale lanes: low nibbles of chunks (c, c+1) are sub-blocks 2c, 2c+2 */
-    const __m512i idx_lo[2] = {_mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0),
-                               _mm512_set_epi32(6, 6, 6, 6, 6, 6, 6, 6, 4, 4, 4, 4, 4, 4, 4, 4)};
-    const __m512i idx_hi[2] = {_mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1),
-                               _mm512_set_epi32(7, 7, 7, 7, 7, 7, 7, 7, 5, 5, 5, 5, 5, 5, 5, 5)};
+    const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
@@ -147,60 +150,105 @@ static inline float dot_q45_k(const uint8_t *w, const int8_t *xq, const float *x
     const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
                               _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
     for (long b = 0; b < K / 256; b++) {
-        const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
         const int8_t *xb = xq + b * 256;
-        /* The first 16 bytes are d, dmin and scales[12]: as 32-bit words
-         * [dm, a, b, c]. The 6-bit scales and mins of the 8 sub-blocks (see
-         * tr_kq_scale_min for the per-byte form) are, 4 bytes per word,
-         *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
-         *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
-         * computed here on all four words at once. */
-        __m128i v4 = _mm_loadu_si128((const __m128i *)p);
-        __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
-        __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
-        __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
-        __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
-        __m128i scmn = _mm_or_si128(lo6, hi2); /* bytes: sc0..7, mn0..7 */
-        /* one vector [sc_j * d * xs_j (8) | mn_j * dmin * xsum_j (8)] */
-        __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
-        __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
-        __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scmn));
-        __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), _mm512_loadu_ps(xsx + b * 16));
-        macc = _mm512_mask_add_ps(macc, 0xFF00, macc, s16);
-        __m512i qh = _mm512_setzero_si512();
-        if (five) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
-        for (int h = 0; h < 2; h++) {
-            __m512i q = _mm512_loadu_si512((const void *)(qs + 64 * h));
-            __m512i lo = _mm512_and_si512(q, low4);
-            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-            if (five) {
-                __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
-                __m512i b1 = _mm512_and_si512(
-                    _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))), one);
-                lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
-                hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+        const __m512 xsb = _mm512_loadu_ps(xsx + b * 16);
+        __m512i xv[4];
+        for (int i = 0; i < 4; i++) xv[i] = _mm512_loadu_si512((const void *)(xb + 64 * i));
+        if (NR_ == 4) {
+            /* four interleaved row streams defeat the hardware prefetcher
+             * (measured): fetch the group after next, in step. The rows are
+             * contiguous; prefetches past the end are harmless, hence the
+             * integer arithmetic (no out-of-object pointer). */
+            const char *pf = (const char *)((uintptr_t)w + 8 * stride + (size_t)b * 4 * bsz);
+            for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+        }
+#pragma GCC unroll 4
+        for (int r = 0; r < NR_; r++) {
+            const uint8_t *p = w + r * stride + b * bsz, *qs = p + (five ? 48 : 16);
+            /* The first 16 bytes are d, dmin and scales[12]: as 32-bit words
+             * [dm, a, b, c]. The 6-bit scales and mins of the 8 sub-blocks
+             * (see tr_kq_scale_min for the per-byte form) are, 4 bytes per word,
+             *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
+             *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
+             * computed here on all four words at once. */
+            __m128i v4 = _mm_loadu_si128((const __m128i *)p);
+            __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+            __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+            __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
+            __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
+            __m128i scmn = _mm_or_si128(lo6, hi2); /* bytes: sc0..7, mn0..7 */
+            /* one vector [sc_j * d * xs_j (8) | -mn_j * dmin * xsum_j (8)] */
+            __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+            __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
+            __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scmn));
+            __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), xsb);
+            acc[r][0] = _mm512_mask_add_ps(acc[r][0], 0xFF00, acc[r][0], s16);
+            __m512i qh = _mm512_setzero_si512();
+            if (five) qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(p + 16)));
+            __m512i d[4];
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; h++) {
+                __m512i q = _mm512_loadu_si512((const void *)(qs + 64 * h));
+                __m512i lo = _mm512_and_si512(q, low4);
+                __m512i hi;
+                if (five) {
+                    hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
+                    __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
+                    __m512i b1 = _mm512_and_si512(
+                        _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))),
+                        one);
+                    lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
+                    hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+                } else {
+                    hi = _mm512_andnot_si512(low4, q);
+                }
+                d[2 * h] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xv[2 * h]);
+                d[2 * h + 1] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xv[2 * h + 1]);
             }
-            const int8_t *xh = xb + 128 * h;
-            __m512i dl = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo,
-                                             _mm512_loadu_si512((const void *)xh));
-            __m512i dh = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi,
-                                             _mm512_loadu_si512((const void *)(xh + 64)));
-            acc[2 * h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dl),
-                                         _mm512_permutexvar_ps(idx_lo[h], s16), acc[2 * h]);
-            acc[2 * h + 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dh),
-                                             _mm512_permutexvar_ps(idx_hi[h], s16), acc[2 * h + 1]);
+            /* Sum each sub-block's 8 lanes down to 2 in integers, so one
+             * convert and one FMA apply all 8 scales: per 128-bit chunk k,
+             * [d0_k, d1_k, d2_k, d3_k] = sub-blocks (0 1 4 5) for k < 2,
+             * (2 3 6 7) for k >= 2. */
+            __m512i t0 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[0], d[1]),
+                                          _mm512_unpackhi_epi32(d[0], d[1]));
+            __m512i t1 = _mm512_add_epi32(_mm512_unpacklo_epi32(d[2], d[3]),
+                                          _mm512_unpackhi_epi32(d[2], d[3]));
+            __m512i u =
+                _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
+            acc[r][1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(u), _mm512_permutexvar_ps(idx_sb, s16),
+                                        acc[r][1]);
         }
     }
-    __m512 sum = _mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3]));
-    return _mm512_reduce_add_ps(sum) - _mm512_reduce_add_ps(macc);
+    /* 4 row vectors -> [row0 (4) | row1 (4) | row2 (4) | row3 (4)] -> sums */
+    __m512 v0 = _mm512_add_ps(acc[0][0], acc[0][1]), v1 = _mm512_add_ps(acc[1][0], acc[1][1]);
+    __m512 v2 = _mm512_add_ps(acc[2][0], acc[2][1]), v3 = _mm512_add_ps(acc[3][0], acc[3][1]);
+    __m512 s01 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xEE));
+    __m512 s23 =
+        _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x44), _mm512_shuffle_f32x4(v2, v3, 0xEE));
+    __m512 t =
+        _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, 0x88), _mm512_shuffle_f32x4(s01, s23, 0xDD));
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0x4E));
+    t = _mm512_add_ps(t, _mm512_permute_ps(t, 0xB1));
+    float tmp[16];
+    _mm512_storeu_ps(tmp, t);
+    for (int r = 0; r < NR_; r++) out[r] = tmp[4 * r];
 }
 
-static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K) {
-    return dot_q45_k(w, xq, xsx, K, 0);
+static void dot_q45_k_4(const uint8_t *w, size_t stride, const int8_t *xq, const float *xsx, long K,
+                        int five, float *out) {
+    if (five)
+        dot_q45_k_rows(w, stride, xq, xsx, K, 1, 4, out);
+    else
+        dot_q45_k_rows(w, stride, xq, xsx, K, 0, 4, out);
 }
 
-static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xsx, long K) {
-    return dot_q45_k(w, xq, xsx, K, 1);
+static void dot_q45_k_1(const uint8_t *w, const int8_t *xq, const float *xsx, long K, int five,
+                        float *out) {
+    if (five)
+        dot_q45_k_rows(w, 0, xq, xsx, K, 1, 1, out);
+    else
+        dot_q45_k_rows(w, 0, xq, xsx, K, 0, 1, out);
 }
 
 /* Q6_K fused: codes rebuilt in registers (as in the dequantizer) and dotted
@@ -303,10 +351,27 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
     if (w->type == TR_Q8_0) quantize_x_q8(x, K, xq, xs, false);
     if (w->type == TR_Q4_K || w->type == TR_Q5_K) {
         quantize_x_q8(x, K, xq, xs, true);
-        for (long b = 0; b < K / 256; b++) {
-            memcpy(xsx + 16 * b, xs + 8 * b, 8 * sizeof(float));
-            memcpy(xsx + 16 * b + 8, xsum + 8 * b, 8 * sizeof(float));
+        /* Q4_K dots its high nibbles unshifted (16 * code): odd sub-blocks
+         * get 1/16 here (exact) */
+        float odd = w->type == TR_Q4_K ? 1.0f / 16.0f : 1.0f;
+        for (long b = 0; b < K / 256; b++)
+            for (int j = 0; j < 8; j++) {
+                xsx[16 * b + j] = xs[8 * b + j] * (j & 1 ? odd : 1.0f);
+                xsx[16 * b + 8 + j] = -xsum[8 * b + j];
+            }
+        int five = w->type == TR_Q5_K;
+        long n = n0;
+        for (; n + 4 <= n1; n += 4) {
+            float s[4];
+            dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, xq, xsx, K, five, s);
+            for (int r = 0; r < 4; r++) y[n + r - n0] = s[r] + (bias ? bias[n + r] : 0.0f);
         }
+        for (; n < n1; n++) {
+            float s;
+            dot_q45_k_1(w->data + (size_t)n * w->stride, xq, xsx, K, five, &s);
+            y[n - n0] = s + (bias ? bias[n] : 0.0f);
+        }
+        return 1;
     }
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
@@ -321,12 +386,6 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
             break;
         case TR_Q8_0:
             s = dot_q8_0_vnni(row, xq, xs, K);
-            break;
-        case TR_Q4_K:
-            s = dot_q4_k(row, xq, xsx, K);
-            break;
-        case TR_Q5_K:
-            s = dot_q5_k(row, xq, xsx, K);
             break;
         case TR_Q6_K:
             s = dot_q6_k(row, x, K);
