@@ -25,6 +25,7 @@
 #include "npy.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
+#include "wh_loaded.h"
 #include "text/tokenizer.h"
 #include "transcribe.h"
 #include "transcribe/whisper.h"
@@ -185,27 +186,6 @@ static bool make_bin(const char *src_path, const char *dst_path) {
     tr_ggml_bin_close(voc);
     gguf_close(g);
     return ok;
-}
-
-typedef struct loaded {
-    gguf_file *g;
-    wh_model *m;
-    wh_session *s;
-} loaded;
-
-static bool load_internal(const char *path, loaded *L) {
-    memset(L, 0, sizeof *L);
-    if (gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
-    tr_load_ctx lc = {.path = path, .gguf = L->g};
-    if (wh_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
-    tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F32};
-    return wh_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
-}
-
-static void unload_internal(loaded *L) {
-    wh_session_free(L->s);
-    wh_model_free(L->m);
-    gguf_close(L->g);
 }
 
 static float max_abs(const float *a, const float *b, size_t n) {

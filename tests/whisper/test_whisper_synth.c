@@ -11,6 +11,7 @@
 #include "gguf/gguf.h"
 #include "models/whisper/whisper.h"
 #include "test_util.h"
+#include "wh_loaded.h"
 #include "transcribe.h"
 #include "transcribe/whisper.h"
 #include "wh_synth.h"
@@ -67,27 +68,6 @@ static bool abort_cb(void *ud) {
 }
 
 /* ---- internal-level comparisons across dtypes ---- */
-typedef struct loaded {
-    gguf_file *g;
-    wh_model *m;
-    wh_session *s;
-} loaded;
-
-static bool load_internal(const char *path, loaded *L) {
-    memset(L, 0, sizeof *L);
-    if (gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
-    tr_load_ctx lc = {.path = path, .gguf = L->g};
-    if (wh_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
-    tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F32};
-    return wh_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
-}
-
-static void unload_internal(loaded *L) {
-    wh_session_free(L->s);
-    wh_model_free(L->m);
-    gguf_close(L->g);
-}
-
 /* encoder output and first-step logits of the jfk window */
 static void forward(loaded *L, const float *pcm, int n, float **enc, float **logits) {
     float *mel = NULL;
