@@ -1,0 +1,81 @@
+/* FastConformer encoder shared by the Parakeet and Canary families
+ * (family-parakeet.md §7, family-canary.md §6): dw_striding pre-encode
+ * (factor 8), optional x-scaling, Conformer blocks with macaron half-residual
+ * feed-forwards, relative-position MHSA (pos_bias_u / pos_bias_v, rel-shift;
+ * full, local or chunked-limited context), and the convolution module with
+ * batch norm folded at load (or LayerNorm). Weights are read from the GGUF
+ * under the names "enc.pre_encode.*" and "enc.blocks.{i}.*"; activations are
+ * F32 [frames][d_model]. */
+#ifndef TR_NN_FASTCONFORMER_H
+#define TR_NN_FASTCONFORMER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tensor/pool.h"
+#include "transcribe.h"
+
+struct gguf_file;
+
+typedef enum {
+    TR_FC_STYLE_REGULAR = 0,         /* full (-1/-1) or local (both >= 0) */
+    TR_FC_STYLE_CHUNKED_LIMITED = 1, /* chunk mask + causal pre-encode */
+    TR_FC_STYLE_CHUNKED_LIMITED_RC = 2 /* offline: plain full attention */
+} tr_fc_att_style;
+
+/* Hyper-parameters, resolved (defaults applied). */
+typedef struct tr_fc_hparams {
+    int n_layers, d_model, n_heads, d_ff, conv_kernel;
+    int sub_factor, sub_channels, n_mels;
+    bool use_bias; /* the 11 per-block biases are required (and used) */
+    bool xscaling; /* x *= sqrt(d_model) after the pre-encode */
+    int att_left, att_right; /* -1/-1 = full attention */
+    tr_fc_att_style att_style;
+    int conv_pad_left, conv_pad_right; /* depthwise padding, resolved */
+    bool conv_layer_norm;              /* conv module norm: LayerNorm instead of BN */
+} tr_fc_hparams;
+
+typedef enum {
+    TR_FC_KEYS_PARAKEET = 0, /* every stt.parakeet.encoder.* key of §3.3 */
+    TR_FC_KEYS_CANARY = 1    /* biases always required; no xscaling / context / conv keys */
+} tr_fc_key_flavor;
+
+/* Reads "<key_prefix>n_layers" etc. (key_prefix e.g. "stt.parakeet.encoder.")
+ * and n_mels from stt.frontend.num_mels; validates them (logs and returns
+ * TRANSCRIBE_ERR_GGUF naming the key on a missing / mistyped / bad value). */
+transcribe_status tr_fc_read_hparams(const struct gguf_file *g, const char *key_prefix,
+                                     tr_fc_key_flavor flavor, tr_fc_hparams *hp);
+
+typedef struct tr_fc_encoder tr_fc_encoder;
+
+/* Looks up and validates every encoder tensor (names, shapes, type classes;
+ * a problem → TRANSCRIBE_ERR_GGUF naming the tensor), folds batch norm,
+ * converts what the kernels need. Weights stay borrowed from the mapping
+ * where possible, so g must outlive the encoder. */
+transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
+                             tr_fc_encoder **out);
+void tr_fc_free(tr_fc_encoder *enc);
+const tr_fc_hparams *tr_fc_get_hparams(const tr_fc_encoder *enc);
+
+/* Encoder frames for T_mel mel frames (ceil(T_mel/8) for the non-causal
+ * stack, the causal recurrence for chunked_limited). 0 if T_mel < 1. */
+int tr_fc_out_frames(const tr_fc_encoder *enc, int T_mel);
+
+/* Per-session working memory; grows on demand, reused across runs. */
+typedef struct tr_fc_work tr_fc_work;
+tr_fc_work *tr_fc_work_new(void);
+void tr_fc_work_free(tr_fc_work *w);
+size_t tr_fc_work_bytes(const tr_fc_work *w);
+
+typedef bool (*tr_fc_abort_fn)(void *user);
+
+/* Runs the encoder on mel [n_mels][T_mel] (bin-major, as tr_mel_compute
+ * writes it) into out [tr_fc_out_frames()][d_model]. should_abort (may be
+ * NULL) is polled between blocks → TRANSCRIBE_ERR_ABORTED. pre_out (may be
+ * NULL) receives the pre-encode output after x-scaling, [T_enc][d_model],
+ * for parity tests. */
+transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                const float *mel, int T_mel, float *out, float *pre_out,
+                                tr_fc_abort_fn should_abort, void *abort_user);
+
+#endif
