@@ -26,8 +26,17 @@ typedef struct tr_nn_attn {
     tr_nn_linear q, k, v, o;
 } tr_nn_attn;
 
+/* FFN activation; the zero value is GELU so existing (zero-initialised)
+ * users such as Whisper keep their behaviour. */
+typedef enum {
+    TR_NN_ACT_GELU = 0, /* exact erf form */
+    TR_NN_ACT_RELU = 1,
+    TR_NN_ACT_SILU = 2, /* x·sigmoid(x), also called swish */
+} tr_nn_act;
+
 typedef struct tr_nn_ffn {
-    tr_nn_linear fc1, fc2; /* fc1 → GELU (erf) → fc2 */
+    tr_nn_linear fc1, fc2; /* fc1 → act → fc2 */
+    tr_nn_act act;
 } tr_nn_ffn;
 
 typedef struct tr_nn_enc_block {

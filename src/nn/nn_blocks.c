@@ -57,14 +57,28 @@ static void add_inplace(float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
-/* x += W2 GELU(W1 LN(x) + b1) + b2; uses h [rows][D], mid [rows][F], out [rows][D]. */
+static void ffn_act(tr_nn_act act, float *x, long n) {
+    switch (act) {
+    case TR_NN_ACT_RELU:
+        tr_relu(x, n);
+        break;
+    case TR_NN_ACT_SILU:
+        tr_silu(x, n);
+        break;
+    default:
+        tr_gelu(x, n);
+        break;
+    }
+}
+
+/* x += W2 act(W1 LN(x) + b1) + b2; uses h [rows][D], mid [rows][F], out [rows][D]. */
 static void ffn_residual(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_ffn *ffn,
                          const tr_nn_dims *d, float *x, int rows, float *h, float *mid,
                          float *out) {
     size_t n = (size_t)rows * (size_t)d->d_model;
     tr_layer_norm(pool, x, h, rows, d->d_model, ln->w, ln->b, d->ln_eps);
     tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
-    tr_gelu(mid, (long)rows * d->d_ffn);
+    ffn_act(ffn->act, mid, (long)rows * d->d_ffn);
     tr_nn_linear_fwd(pool, &ffn->fc2, mid, rows, out);
     add_inplace(x, out, n);
 }
