@@ -1,0 +1,77 @@
+/* Parakeet family internals (family-parakeet.md): the loaded model (encoder
+ * from src/nn/fastconformer.h plus a TDT / RNN-T / CTC head), the per-session
+ * state, and the entry points the family vtable and the tests use. Head
+ * weights are dequantized to owned F32 copies at load (§8); the encoder
+ * borrows from the mapped file. */
+#ifndef TR_MODELS_PARAKEET_H
+#define TR_MODELS_PARAKEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/family.h"
+#include "audio/mel.h"
+#include "models/parakeet/pk_decode.h"
+#include "nn/fastconformer.h"
+#include "tensor/pool.h"
+
+struct tr_tokenizer;
+
+typedef struct pk_model {
+    tr_fc_hparams hp;
+    tr_fc_encoder *enc;
+    pk_head head;
+    tr_mel_config mel;
+    struct tr_tokenizer *tok;
+    int n_tok_pieces;
+    bool *drop;       /* [n_tok_pieces] CONTROL or language-tag piece (§9.1) */
+    bool *word_start; /* [n_tok_pieces] raw piece starts with U+2581 (§9.3) */
+    double frame_ms;  /* 1000 · subsampling · hop / sample_rate */
+    int n_lang;
+    char **lang;
+    char *variant;
+    bool streaming; /* §3.1 KV or the §7.8 geometry */
+    bool lang_detect;
+} pk_model;
+
+/* Long-audio window geometry in encoder frames (see README.md). */
+typedef struct pk_window_cfg {
+    int max_frames; /* inputs up to this many frames run in one pass */
+    int win_frames; /* window length when windowing */
+    int hop_frames; /* distance between window starts */
+    int margin;     /* the cut is at least this far from either window edge */
+    int gap;        /* a cut needs this many token-free frames on each side */
+} pk_window_cfg;
+
+typedef struct pk_session {
+    const pk_model *m;
+    tr_pool *pool;
+    tr_fc_work *fc;
+    pk_dec_work dec;
+    float *enc_out; /* [T_enc][d] of the current window */
+    size_t enc_cap; /* floats */
+    float *pcm;     /* sanitized window samples */
+    size_t pcm_cap; /* floats */
+    pk_window_cfg win;
+} pk_session;
+
+transcribe_status pk_model_load(const tr_load_ctx *lc, pk_model **out);
+void pk_model_free(pk_model *m);
+void pk_model_describe(const pk_model *m, tr_model_desc *desc);
+
+transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg, pk_session **out);
+void pk_session_free(pk_session *s);
+/* Bytes held by the session's growable buffers (tests: bounded for long input). */
+size_t pk_session_bytes(const pk_session *s);
+/* Tests shrink the windows to exercise the long-audio path on short input. */
+void pk_session_set_windows(pk_session *s, const pk_window_cfg *w);
+void pk_window_cfg_default(pk_window_cfg *w);
+
+transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
+
+/* Result rows of §9 from emitted tokens (global frames). */
+transcribe_status pk_build_result(const pk_model *m, const pk_tok *toks, int n,
+                                  const struct transcribe_run_params *p, tr_result *res);
+
+#endif

@@ -1,0 +1,330 @@
+/* Greedy decoders of family-parakeet.md §8. The loops follow the spec's
+ * pseudo-code literally (including the TDT blank-with-duration-0 repeat,
+ * which costs nothing here because the joint is only recomputed when its
+ * inputs change). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/parakeet/pk_decode.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+bool pk_toks_push(pk_toks *t, pk_tok k) {
+    if (t->n == t->cap) {
+        int nc = t->cap ? t->cap * 2 : 256;
+        pk_tok *nv = realloc(t->v, (size_t)nc * sizeof *nv);
+        if (!nv) return false;
+        t->v = nv;
+        t->cap = nc;
+    }
+    t->v[t->n++] = k;
+    return true;
+}
+
+void pk_toks_free(pk_toks *t) {
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+bool pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name) {
+    memset(m, 0, sizeof *m);
+    if (rows <= 0 || cols <= 0) return false;
+    m->data = malloc((size_t)rows * (size_t)cols * sizeof(float));
+    if (!m->data) return false;
+    m->rows = rows;
+    m->cols = cols;
+    m->t.name = name;
+    m->t.type = 0; /* TR_F32 */
+    m->t.n_dims = 2;
+    m->t.ne[0] = cols;
+    m->t.ne[1] = rows;
+    m->t.ne[2] = m->t.ne[3] = 1;
+    m->t.nb1 = (size_t)cols * sizeof(float);
+    m->t.nbytes = (size_t)rows * m->t.nb1;
+    m->t.data = m->data;
+    return true;
+}
+
+void pk_mat_free(pk_mat *m) {
+    free(m->data);
+    memset(m, 0, sizeof *m);
+}
+
+void pk_head_free(pk_head *h) {
+    if (!h) return;
+    pk_mat_free(&h->ctc);
+    free(h->ctc_b);
+    free(h->durations);
+    pk_mat_free(&h->embed);
+    for (int l = 0; l < h->n_layers; l++) {
+        if (h->wx) pk_mat_free(&h->wx[l]);
+        if (h->wh) pk_mat_free(&h->wh[l]);
+        if (h->lstm_b) free(h->lstm_b[l]);
+    }
+    free(h->wx);
+    free(h->wh);
+    free(h->lstm_b);
+    pk_mat_free(&h->jenc);
+    pk_mat_free(&h->jpred);
+    pk_mat_free(&h->jout);
+    free(h->jenc_b);
+    free(h->jpred_b);
+    free(h->jout_b);
+    memset(h, 0, sizeof *h);
+}
+
+/* ---- buffers ---- */
+
+bool pk_dec_work_init(pk_dec_work *w, const pk_head *h) {
+    memset(w, 0, sizeof *w);
+    w->head = h;
+    if (h->kind == PK_HEAD_CTC) return true;
+    size_t st = 2 * (size_t)h->n_layers * (size_t)h->hp;
+    w->state = calloc(st, sizeof(float));
+    w->pending = calloc(st, sizeof(float));
+    w->x = calloc((size_t)h->hp, sizeof(float));
+    w->gates = calloc(8 * (size_t)h->hp, sizeof(float));
+    w->g = calloc((size_t)h->joint, sizeof(float));
+    w->hid = calloc((size_t)h->joint, sizeof(float));
+    w->logits = calloc((size_t)h->n_out, sizeof(float));
+    if (!w->state || !w->pending || !w->x || !w->gates || !w->g || !w->hid || !w->logits) {
+        pk_dec_work_free(w);
+        return false;
+    }
+    return true;
+}
+
+void pk_dec_work_free(pk_dec_work *w) {
+    free(w->state);
+    free(w->pending);
+    free(w->x);
+    free(w->gates);
+    free(w->g);
+    free(w->hid);
+    free(w->logits);
+    free(w->frames);
+    memset(w, 0, sizeof *w);
+}
+
+size_t pk_dec_work_bytes(const pk_dec_work *w) {
+    const pk_head *h = w->head;
+    size_t n = w->frames_cap;
+    if (h && h->kind != PK_HEAD_CTC)
+        n += 4 * (size_t)h->n_layers * h->hp + 9 * (size_t)h->hp + 2 * (size_t)h->joint +
+             (size_t)h->n_out;
+    return n * sizeof(float);
+}
+
+static bool frames_reserve(pk_dec_work *w, size_t n) {
+    if (n <= w->frames_cap) return true;
+    float *p = realloc(w->frames, n * sizeof(float));
+    if (!p) return false;
+    w->frames = p;
+    w->frames_cap = n;
+    return true;
+}
+
+/* ---- small kernels ---- */
+
+/* Eight independent partial sums so the compiler can vectorise without
+ * reassociating (ISO C forbids it otherwise). */
+static float dot(const float *a, const float *b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
+    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+typedef struct mv_ctx {
+    const pk_mat *W;
+    const float *b, *x;
+    float *y;
+} mv_ctx;
+
+static void mv_task(void *arg, int ith, int nth) {
+    const mv_ctx *c = arg;
+    long r0, r1;
+    tr_split_range(c->W->rows, ith, nth, &r0, &r1);
+    int K = c->W->cols;
+    for (long r = r0; r < r1; r++)
+        c->y[r] = dot(c->W->data + (size_t)r * K, c->x, K) + (c->b ? c->b[r] : 0.0f);
+}
+
+void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y) {
+    mv_ctx c = {W, b, x, y};
+    /* threads only pay off above ~64k multiply-adds */
+    if ((long)W->rows * W->cols < 65536)
+        mv_task(&c, 0, 1);
+    else
+        tr_pool_run(pool, mv_task, &c);
+}
+
+static inline float sigm(float x) {
+    return 1.0f / (1.0f + expf(-x));
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i; /* ties keep the lowest index */
+    return best;
+}
+
+float pk_confidence(const float *l, int n) {
+    if (n < 2) return 1.0f;
+    float mx = l[argmax(l, n)];
+    double z = 0.0;
+    for (int i = 0; i < n; i++) z += exp((double)l[i] - mx);
+    double H = 0.0;
+    for (int i = 0; i < n; i++) {
+        double p = exp((double)l[i] - mx) / z;
+        H -= p * log(p + 1e-10);
+    }
+    return (float)(1.0 - H / log((double)n));
+}
+
+/* ---- transducer pieces ---- */
+
+/* (pred_out, pending) = PRED(last, state) of §8.1, then g = Wpred·pred_out
+ * + bpred (the joint's predictor half only changes with the predictor). */
+static void pred_step(const pk_head *h, tr_pool *pool, pk_dec_work *w, int last) {
+    int Hp = h->hp, L = h->n_layers;
+    if (last >= 0)
+        memcpy(w->x, h->embed.data + (size_t)last * Hp, (size_t)Hp * sizeof(float));
+    else
+        memset(w->x, 0, (size_t)Hp * sizeof(float));
+    const float *x = w->x;
+    float *ga = w->gates, *gb = w->gates + 4 * Hp;
+    for (int l = 0; l < L; l++) {
+        const float *h_in = w->state + (size_t)l * Hp;
+        const float *c_in = w->state + (size_t)(L + l) * Hp;
+        float *h_out = w->pending + (size_t)l * Hp;
+        float *c_out = w->pending + (size_t)(L + l) * Hp;
+        pk_matvec(pool, &h->wx[l], h->lstm_b[l], x, ga);
+        pk_matvec(pool, &h->wh[l], NULL, h_in, gb);
+        for (int j = 0; j < Hp; j++) {
+            float gi = sigm(ga[j] + gb[j]);
+            float gf = sigm(ga[Hp + j] + gb[Hp + j]);
+            float gg = tanhf(ga[2 * Hp + j] + gb[2 * Hp + j]);
+            float go = sigm(ga[3 * Hp + j] + gb[3 * Hp + j]);
+            float c = gf * c_in[j] + gi * gg;
+            c_out[j] = c;
+            h_out[j] = go * tanhf(c);
+        }
+        x = h_out;
+    }
+    pk_matvec(pool, &h->jpred, h->jpred_b, x, w->g);
+}
+
+static void joint(const pk_head *h, tr_pool *pool, pk_dec_work *w, int t) {
+    const float *e = w->frames + (size_t)t * h->joint;
+    for (int j = 0; j < h->joint; j++) {
+        float v = e[j] + w->g[j];
+        switch (h->act) {
+        case PK_ACT_RELU:
+            v = v > 0.0f ? v : 0.0f;
+            break;
+        case PK_ACT_SIGMOID:
+            v = sigm(v);
+            break;
+        case PK_ACT_TANH:
+            v = tanhf(v);
+            break;
+        }
+        w->hid[j] = v;
+    }
+    pk_matvec(pool, &h->jout, h->jout_b, w->hid, w->logits);
+}
+
+static void accept_pending(const pk_head *h, pk_dec_work *w) {
+    memcpy(w->state, w->pending, 2 * (size_t)h->n_layers * h->hp * sizeof(float));
+}
+
+static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_dec_work *w, int T,
+                                           pk_toks *out, pk_abort_fn should_abort,
+                                           void *abort_user) {
+    const bool tdt = h->kind == PK_HEAD_TDT;
+    const int blank = h->n_vocab - 1;
+    const int max_sym = tdt ? h->max_symbols : 10;
+    const long cap = 16L * T + 1024;
+    memset(w->state, 0, 2 * (size_t)h->n_layers * h->hp * sizeof(float));
+    pred_step(h, pool, w, -1);
+    int t = 0, sym = 0, logits_t = -1;
+    long iter = 0;
+    while (t < T) {
+        if (++iter > cap) {
+            TR_ERROR("parakeet: greedy %s decode exceeded %ld iterations for %d frames",
+                     tdt ? "TDT" : "RNN-T", cap, T);
+            return TRANSCRIBE_ERR_BACKEND;
+        }
+        if ((iter & 1023) == 0 && should_abort && should_abort(abort_user))
+            return TRANSCRIBE_ERR_ABORTED;
+        if (logits_t != t) {
+            joint(h, pool, w, t);
+            logits_t = t;
+        }
+        int k = argmax(w->logits, h->n_vocab);
+        int d = 1;
+        if (tdt) d = h->durations[argmax(w->logits + h->n_vocab, h->n_dur)];
+        if (k != blank) {
+            pk_tok tk = {k, t, d, pk_confidence(w->logits, h->n_vocab)};
+            if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
+            accept_pending(h, w);
+            pred_step(h, pool, w, k);
+            logits_t = -1;
+        }
+        if (tdt) {
+            t += d;
+            sym++;
+            if (d != 0) {
+                sym = 0;
+            } else if (max_sym > 0 && sym >= max_sym) {
+                t++;
+                sym = 0;
+            }
+        } else if (k == blank) {
+            t++;
+            sym = 0;
+        } else if (++sym >= max_sym) {
+            t++;
+            sym = 0;
+        }
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int T, pk_toks *out) {
+    const int V1 = h->n_vocab, blank = V1 - 1;
+    int prev = -1;
+    for (int t = 0; t < T; t++) {
+        float *lp = w->frames + (size_t)t * V1;
+        tr_log_softmax(lp, V1);
+        int a = argmax(lp, V1);
+        if (a == prev) continue;
+        prev = a;
+        if (a == blank) continue;
+        pk_tok tk = {a, t, 1, expf(lp[a])};
+        if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
+                            int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user) {
+    if (T <= 0) return TRANSCRIBE_OK;
+    const bool ctc = h->kind == PK_HEAD_CTC;
+    const pk_mat *W = ctc ? &h->ctc : &h->jenc;
+    /* one GEMM for every frame: CTC logits or the joint's encoder half */
+    if (!frames_reserve(w, (size_t)T * W->rows)) {
+        TR_ERROR("parakeet: out of memory for %d decoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    tr_matmul(pool, &W->t, ctc ? h->ctc_b : h->jenc_b, enc, T, h->d_enc, w->frames, W->rows);
+    if (ctc) return decode_ctc(h, w, T, out);
+    return decode_transducer(h, pool, w, T, out, should_abort, abort_user);
+}

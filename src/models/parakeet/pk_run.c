@@ -1,0 +1,257 @@
+/* The offline run: input checks, one encoder pass for inputs up to one
+ * window (exactly as the reference), overlapping windows stitched at a
+ * token-free cut for longer inputs (README.md), then the §9 rows. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/parakeet/parakeet.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+void pk_window_cfg_default(pk_window_cfg *w) {
+    /* in 80 ms encoder frames: 102.4 s windows every 76.8 s, so 25.6 s of
+     * overlap; the cut lies >= 5.12 s inside both windows */
+    w->max_frames = 1280;
+    w->win_frames = 1280;
+    w->hop_frames = 960;
+    w->margin = 64;
+    w->gap = 2;
+}
+
+void pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
+    s->win = *w;
+}
+
+transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg,
+                                    pk_session **out) {
+    *out = NULL;
+    pk_session *s = calloc(1, sizeof *s);
+    if (!s) return TRANSCRIBE_ERR_OOM;
+    s->m = m;
+    s->pool = cfg->pool;
+    pk_window_cfg_default(&s->win);
+    s->fc = tr_fc_work_new();
+    if (!s->fc || !pk_dec_work_init(&s->dec, &m->head)) {
+        TR_ERROR("parakeet: out of memory creating a session");
+        pk_session_free(s);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    *out = s;
+    return TRANSCRIBE_OK;
+}
+
+void pk_session_free(pk_session *s) {
+    if (!s) return;
+    tr_fc_work_free(s->fc);
+    pk_dec_work_free(&s->dec);
+    free(s->enc_out);
+    free(s->pcm);
+    free(s);
+}
+
+size_t pk_session_bytes(const pk_session *s) {
+    return (s->enc_cap + s->pcm_cap) * sizeof(float) + tr_fc_work_bytes(s->fc) +
+           pk_dec_work_bytes(&s->dec);
+}
+
+static bool grow(float **p, size_t *cap, size_t n) {
+    if (n <= *cap) return true;
+    float *q = realloc(*p, n * sizeof(float));
+    if (!q) return false;
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+/* ---- one window ---- */
+
+typedef struct run_state {
+    pk_session *s;
+    tr_run_ctx *ctx;
+    const float *pcm;
+    int64_t n;
+    bool dirty; /* the input holds non-finite samples */
+    double mel_ms, enc_ms, dec_ms;
+} run_state;
+
+static bool abort_cb(void *user) {
+    return tr_run_should_abort((const tr_run_ctx *)user);
+}
+
+/* Encodes and decodes samples [a, b) into out (window-local frames). */
+static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks *out) {
+    pk_session *s = r->s;
+    const pk_model *m = s->m;
+    const float *x = r->pcm + a;
+    int64_t n = b - a;
+    if (r->dirty) {
+        /* NaN → 0, ±Inf → ±1, as Whisper: one bad sample must not poison
+         * the per-feature statistics of the whole window */
+        if (!grow(&s->pcm, &s->pcm_cap, (size_t)n)) return TRANSCRIBE_ERR_OOM;
+        for (int64_t i = 0; i < n; i++) {
+            float v = x[i];
+            s->pcm[i] = isnan(v) ? 0.0f : isinf(v) ? (v > 0 ? 1.0f : -1.0f) : v;
+        }
+        x = s->pcm;
+    }
+    double t0 = tr_time_ms();
+    float *mel = NULL;
+    int T_mel = 0;
+    transcribe_status st = tr_mel_compute(&m->mel, x, n, s->pool, &mel, &T_mel);
+    double t1 = tr_time_ms();
+    r->mel_ms += t1 - t0;
+    if (st != TRANSCRIBE_OK) return st;
+    int T = tr_fc_out_frames(m->enc, T_mel);
+    size_t need = (size_t)T * (size_t)m->hp.d_model;
+    if (T <= 0 || !grow(&s->enc_out, &s->enc_cap, need)) {
+        free(mel);
+        return T <= 0 ? TRANSCRIBE_ERR_INVALID_ARG : TRANSCRIBE_ERR_OOM;
+    }
+    st = tr_fc_forward(m->enc, s->pool, s->fc, mel, T_mel, s->enc_out, NULL, abort_cb, r->ctx);
+    free(mel);
+    double t2 = tr_time_ms();
+    r->enc_ms += t2 - t1;
+    if (st != TRANSCRIBE_OK) return st;
+    st = pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
+    r->dec_ms += tr_time_ms() - t2;
+    return st;
+}
+
+/* ---- stitching ---- */
+
+/* The cut between windows P = [ps, pe) and Q = [qs, qe) (global frames,
+ * qs < pe): the frame nearest the overlap's middle, at least `margin` from
+ * both window edges, with no token of either window starting within `gap`
+ * frames of it. Tokens are then taken from P below the cut and from Q at or
+ * above it, so a token both windows emit (within `gap` frames of each
+ * other) is kept exactly once. */
+static int choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe) {
+    int lo = qs + w->margin, hi = pe - w->margin, mid = (qs + pe) / 2;
+    if (lo > hi) return mid;
+    int len = pe - qs;
+    unsigned char *occ = calloc((size_t)len, 1);
+    if (!occ) return mid;
+    const pk_toks *lists[2] = {P, Q};
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; i < lists[l]->n; i++) {
+            int f = lists[l]->v[i].frame;
+            if (f >= qs && f < pe) occ[f - qs] = 1;
+        }
+    int best = mid;
+    for (int d = 0; d <= hi - lo; d++) {
+        int cand[2] = {mid - d, mid + d};
+        for (int k = 0; k < 2; k++) {
+            int c = cand[k];
+            if (c < lo || c > hi) continue;
+            bool clear = true;
+            for (int f = c - w->gap; f <= c + w->gap && clear; f++)
+                if (f >= qs && f < pe && occ[f - qs]) clear = false;
+            if (clear) {
+                best = c;
+                goto found;
+            }
+        }
+    }
+    TR_DEBUG("parakeet: no token-free cut in [%d, %d]; cutting at %d", lo, hi, mid);
+found:
+    free(occ);
+    return best;
+}
+
+static transcribe_status keep_range(pk_toks *all, const pk_toks *w, int from, int to) {
+    for (int i = 0; i < w->n; i++)
+        if (w->v[i].frame >= from && w->v[i].frame < to && !pk_toks_push(all, w->v[i]))
+            return TRANSCRIBE_ERR_OOM;
+    return TRANSCRIBE_OK;
+}
+
+/* Encoder frames of n samples: ceil((floor(n / hop) + 1) / sub) for the
+ * offline stack; tr_fc_out_frames knows the causal variant too. */
+static int total_frames(const pk_model *m, int64_t n) {
+    int64_t t_mel = n / m->mel.hop_length + 1;
+    if (t_mel > INT32_MAX) return INT32_MAX;
+    return tr_fc_out_frames(m->enc, (int)t_mel);
+}
+
+static transcribe_status run_windows(run_state *r, pk_toks *all) {
+    pk_session *s = r->s;
+    const pk_window_cfg *w = &s->win;
+    const int64_t spf = (int64_t)s->m->hp.sub_factor * s->m->mel.hop_length;
+    const int total = total_frames(s->m, r->n);
+    pk_toks prev = {0}, cur = {0};
+    int ps = 0, pe = 0, cut = 0, start = 0;
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int wi = 0;; wi++) {
+        if (wi > 0 && tr_run_should_abort(r->ctx)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        bool last = start + w->win_frames >= total;
+        int end = last ? total : start + w->win_frames;
+        int64_t a = (int64_t)start * spf;
+        int64_t b = last ? r->n : (int64_t)end * spf;
+        cur.n = 0;
+        st = run_window(r, a, b, &cur);
+        for (int i = 0; i < cur.n; i++) cur.v[i].frame += start;
+        if (st != TRANSCRIBE_OK) break;
+        if (wi > 0) {
+            int c = choose_cut(w, &prev, &cur, start, pe);
+            if ((st = keep_range(all, &prev, cut, c))) break;
+            cut = c;
+        }
+        pk_toks t = prev;
+        prev = cur;
+        cur = t;
+        ps = start;
+        pe = end;
+        if (last) break;
+        int next = start + w->hop_frames;
+        if (next + w->win_frames > total) next = total - w->win_frames; /* last ends at the end */
+        start = next > ps ? next : ps + 1;
+    }
+    /* the final window's tokens (or, on abort / error, what the previous
+     * window produced beyond the last cut) */
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
+        transcribe_status k = keep_range(all, &prev, cut, INT32_MAX);
+        if (k != TRANSCRIBE_OK) st = k;
+    }
+    pk_toks_free(&prev);
+    pk_toks_free(&cur);
+    return st;
+}
+
+transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const pk_model *m = s->m;
+    tr_result *res = ctx->result;
+    run_state r = {s, ctx, pcm, n_samples, false, 0, 0, 0};
+    pk_toks all = {0};
+    transcribe_status st = TRANSCRIBE_OK;
+    if (n_samples < 2 * m->mel.hop_length) {
+        /* < 3 mel frames: the per-feature statistics of §6 are undefined
+         * (§12.1); nothing can be recognised in 20 ms, so: OK, empty text */
+        TR_INFO("parakeet: %d samples is too short to transcribe; empty result", n_samples);
+        return pk_build_result(m, NULL, 0, ctx->params, res);
+    }
+    int bad = 0;
+    for (int i = 0; i < n_samples; i++)
+        if (!isfinite(pcm[i])) bad++;
+    if (bad) {
+        TR_WARN("parakeet: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
+        r.dirty = true;
+    }
+    if (total_frames(m, n_samples) <= s->win.max_frames) {
+        st = run_window(&r, 0, n_samples, &all);
+    } else {
+        st = run_windows(&r, &all);
+    }
+    res->mel_ms = (float)r.mel_ms;
+    res->encode_ms = (float)r.enc_ms;
+    res->decode_ms = (float)r.dec_ms;
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
+        transcribe_status b = pk_build_result(m, all.v, all.n, ctx->params, res);
+        if (b != TRANSCRIBE_OK) st = b;
+    }
+    pk_toks_free(&all);
+    return st;
+}
