@@ -1,0 +1,197 @@
+/* Relative-position multi-head self-attention (family-parakeet.md §7.4-7.6,
+ * §7.8): the content term (q + pos_bias_u) . k goes through tr_attention;
+ * the position term BD = rel_shift((q + pos_bias_v) . p^T) / sqrt(dh) is
+ * handed to it as an additive [heads][T][T] bias, with -inf wherever the
+ * local window or the chunked_limited mask hides a key.
+ *
+ * BD is built per block of QB query rows: rows [a0, a1) only read table
+ * rows [T - a1, 2T - 1 - a0), so one small GEMM of QB x (T + QB - 1) per
+ * block replaces the full T x (2T - 1) product (about half the work and a
+ * scratch of QB rows instead of T). Blocks are independent, so each pool
+ * thread takes whole blocks with a single-threaded GEMM and the result does
+ * not depend on the thread count.
+ *
+ * Memory: the bias is built for as many heads at a time as fit in
+ * FC_BIAS_BUDGET bytes (at least one head, 4*T^2 bytes), so long inputs cost
+ * T^2 floats rather than H*T^2. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn/fastconformer_internal.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+#define FC_QB          64
+#define FC_BIAS_BUDGET ((size_t)64 << 20)
+
+static bool is_local(const tr_fc_hparams *hp) {
+    return hp->att_style == TR_FC_STYLE_REGULAR && hp->att_left >= 0 && hp->att_right >= 0;
+}
+
+/* Local windows wider than the input reach positions no pair of frames
+ * has; clipping them to T - 1 gives the same scores with a shorter table. */
+static int clip_ctx(int w, int T) {
+    return w < T - 1 ? w : T - 1;
+}
+
+int tr_fc_pos_rows(const tr_fc_hparams *hp, int T) {
+    if (is_local(hp)) return clip_ctx(hp->att_left, T) + clip_ctx(hp->att_right, T) + 1;
+    return 2 * T - 1;
+}
+
+int tr_fc_pos_first(const tr_fc_hparams *hp, int T) {
+    return is_local(hp) ? clip_ctx(hp->att_left, T) : T - 1;
+}
+
+typedef struct {
+    float *pe;
+    int P, d, pos0;
+    const float *div;
+} pe_ctx;
+
+static void pe_task(void *vctx, int ith, int nth) {
+    const pe_ctx *c = vctx;
+    long r0, r1;
+    tr_split_range(c->P, ith, nth, &r0, &r1);
+    for (long i = r0; i < r1; i++) {
+        /* float arithmetic as in NeMo: pos * div_term in float32 */
+        const float pos = (float)(c->pos0 - i);
+        float *row = c->pe + i * c->d;
+        for (int j = 0; j < c->d / 2; j++) {
+            const float arg = pos * c->div[j];
+            row[2 * j] = sinf(arg);
+            row[2 * j + 1] = cosf(arg);
+        }
+    }
+}
+
+void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0) {
+    enum { DIV_MAX = 4096 };
+    float div[DIV_MAX];
+    const int half = d / 2 < DIV_MAX ? d / 2 : DIV_MAX; /* d <= 2^16 by the loader */
+    const float step = (float)(-log(10000.0) / d);
+    for (int j = 0; j < half; j++) div[j] = expf((float)(2 * j) * step);
+    pe_ctx c = {pe, P, half * 2, pos0, div};
+    if (half * 2 != d) { /* not reachable with the loader's limits; keep rows defined */
+        for (long i = 0; i < (long)P * d; i++) pe[i] = 0.0f;
+        c.d = d;
+    }
+    tr_pool_run(pool, pe_task, &c);
+}
+
+void tr_fc_shift_rows(const float *c, int ldc, int a0, int a1, int T, float scale, float *bias) {
+    for (int a = a0; a < a1; a++) {
+        const float *src = c + (size_t)(a - a0) * ldc + (a1 - 1 - a);
+        float *dst = bias + (size_t)a * T;
+        for (int b = 0; b < T; b++) dst[b] = src[b] * scale;
+    }
+}
+
+typedef struct {
+    const tr_fc_hparams *hp;
+    const float *qv, *p;
+    int T, P, h0, G, nb, ldc;
+    float scale;
+    float *bias, *scratch;
+    size_t scratch_per;
+} bias_ctx;
+
+/* Keys outside the chunked_limited window of query a get -inf. */
+static void chunk_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
+    const int chunk = hp->att_right + 1, left_chunks = hp->att_left / chunk;
+    const int ca = a / chunk;
+    const long lo = (long)(ca - left_chunks > 0 ? ca - left_chunks : 0) * chunk;
+    const long hi = (long)(ca + 1) * chunk;
+    for (long b = 0; b < T; b++)
+        if (b < lo || b >= hi) row[b] = -INFINITY;
+}
+
+static void bias_block(const bias_ctx *c, int u, float *scr) {
+    const tr_fc_hparams *hp = c->hp;
+    const int d = hp->d_model, dh = d / hp->n_heads, T = c->T;
+    const int hg = u / c->nb, a0 = (u % c->nb) * FC_QB;
+    const int a1 = a0 + FC_QB < T ? a0 + FC_QB : T;
+    const int h = c->h0 + hg;
+    float *bias = c->bias + (size_t)hg * T * T;
+    const float *qv = c->qv + (size_t)a0 * d + (size_t)h * dh;
+    if (is_local(hp)) {
+        /* row a needs table row b - a + W_L for keys in the window */
+        const int wl = tr_fc_pos_first(hp, T);
+        tr_matmul_f32_nt(NULL, qv, d, c->p + (size_t)h * dh, d, scr, c->P, a1 - a0, c->P, dh);
+        for (int a = a0; a < a1; a++) {
+            const float *src = scr + (size_t)(a - a0) * c->P;
+            float *dst = bias + (size_t)a * T;
+            for (int b = 0; b < T; b++) {
+                const int j = b - a + wl;
+                dst[b] = (j >= 0 && j < c->P) ? src[j] * c->scale : -INFINITY;
+            }
+        }
+        return;
+    }
+    const int n = T + (a1 - a0) - 1;
+    tr_matmul_f32_nt(NULL, qv, d, c->p + (size_t)(T - a1) * d + (size_t)h * dh, d, scr, n, a1 - a0,
+                     n, dh);
+    tr_fc_shift_rows(scr, n, a0, a1, T, c->scale, bias);
+    if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED)
+        for (int a = a0; a < a1; a++) chunk_mask(hp, a, T, bias + (size_t)a * T);
+}
+
+static void bias_task(void *vctx, int ith, int nth) {
+    const bias_ctx *c = vctx;
+    float *scr = c->scratch + (size_t)ith * c->scratch_per;
+    for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr);
+}
+
+bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool, float *q,
+                         const float *k, const float *v, const float *p, int P, int T, float *att,
+                         tr_fc_attn_scratch *s) {
+    const int d = hp->d_model, H = hp->n_heads, dh = d / H;
+    const size_t tt = (size_t)T * (size_t)T;
+    int G = (int)(FC_BIAS_BUDGET / (tt * sizeof(float)));
+    if (G < 1) G = 1;
+    if (G > H) G = H;
+    const int nth = tr_pool_n_threads(pool);
+    const size_t per = (size_t)FC_QB * (size_t)(P > T + FC_QB - 1 ? P : T + FC_QB - 1);
+    if (!tr_fc_buf_reserve(&s->qv, (size_t)T * d) || !tr_fc_buf_reserve(&s->bias, tt * G) ||
+        !tr_fc_buf_reserve(&s->bd, per * (size_t)nth)) {
+        TR_ERROR("fastconformer: out of memory for attention over %d frames (%zu MiB bias)", T,
+                 tt * (size_t)G * sizeof(float) >> 20);
+        return false;
+    }
+    /* qv = q + pos_bias_v; q += pos_bias_u (both per head, broadcast over frames) */
+    for (size_t t = 0; t < (size_t)T; t++) {
+        float *qr = q + t * d, *vr = s->qv.p + t * d;
+        for (int i = 0; i < d; i++) {
+            vr[i] = qr[i] + blk->pos_bias_v[i];
+            qr[i] += blk->pos_bias_u[i];
+        }
+    }
+    const float scale = 1.0f / sqrtf((float)dh);
+    for (int h0 = 0; h0 < H; h0 += G) {
+        const int g = H - h0 < G ? H - h0 : G;
+        bias_ctx c = {hp, s->qv.p, p,         T,       P,  h0, g, (T + FC_QB - 1) / FC_QB,
+                      0,  scale,   s->bias.p, s->bd.p, per};
+        tr_pool_run(pool, bias_task, &c);
+        tr_attn_args a = {
+            .q = q + (size_t)h0 * dh,
+            .q_stride = d,
+            .k = k + (size_t)h0 * dh,
+            .v = v + (size_t)h0 * dh,
+            .kv_stride = d,
+            .out = att + (size_t)h0 * dh,
+            .out_stride = d,
+            .n_q = T,
+            .n_kv = T,
+            .kv_valid = T,
+            .n_head = g,
+            .n_head_kv = g,
+            .head_dim = dh,
+            .scale = scale,
+            .causal = false,
+            .pos_bias = s->bias.p,
+        };
+        tr_attention(pool, &a);
+    }
+    return true;
+}

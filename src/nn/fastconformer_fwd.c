@@ -1,0 +1,164 @@
+/* FastConformer forward pass (family-parakeet.md §7): pre-encode, optional
+ * x-scaling, the positional table for this T, then n_layers Conformer blocks
+ * in place on the output buffer. All scratch lives in tr_fc_work and grows
+ * on demand, so repeated runs of similar length allocate nothing.
+ *
+ * Buffers per block (T frames, d = d_model): h, q, k, v [T][d] and mid
+ * [T][max(d_ff, 2d)]. The attention output lands in h (free once q/k/v
+ * exist) and its projection in q (free once attention ran). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/fastconformer_internal.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+#define FC_LN_EPS 1e-5f
+
+struct tr_fc_work {
+    tr_fc_buf pre_a, pre_b, h, mid, q, k, v, pe, p;
+    tr_fc_attn_scratch att;
+};
+
+bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n) {
+    if (n <= b->n) return true;
+    /* contents never need to survive a resize: free first, keep peak low */
+    free(b->p);
+    b->p = NULL;
+    b->n = 0;
+    if (n > SIZE_MAX / sizeof(float)) return false;
+    b->p = malloc(n * sizeof(float));
+    if (!b->p) return false;
+    b->n = n;
+    return true;
+}
+
+static void buf_free(tr_fc_buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->n = 0;
+}
+
+tr_fc_work *tr_fc_work_new(void) {
+    tr_fc_work *w = calloc(1, sizeof *w);
+    if (!w) TR_ERROR("fastconformer: out of memory for the work area");
+    return w;
+}
+
+void tr_fc_work_free(tr_fc_work *w) {
+    if (!w) return;
+    tr_fc_buf *all[] = {&w->pre_a, &w->pre_b, &w->h, &w->mid,    &w->q,        &w->k,
+                        &w->v,     &w->pe,    &w->p, &w->att.qv, &w->att.bias, &w->att.bd};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) buf_free(all[i]);
+    free(w);
+}
+
+size_t tr_fc_work_bytes(const tr_fc_work *w) {
+    if (!w) return 0;
+    const tr_fc_buf *all[] = {&w->pre_a, &w->pre_b, &w->h, &w->mid,    &w->q,        &w->k,
+                              &w->v,     &w->pe,    &w->p, &w->att.qv, &w->att.bias, &w->att.bd};
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) n += all[i]->n;
+    return n * sizeof(float);
+}
+
+static void add_into(float *x, const float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2 */
+static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *w1,
+                    const tr_nn_linear *w2, int d, int d_ff, float *x, int T, tr_fc_work *w) {
+    tr_layer_norm(pool, x, w->h.p, T, d, ln->w, ln->b, FC_LN_EPS);
+    tr_nn_linear_fwd(pool, w1, w->h.p, T, w->mid.p);
+    tr_silu(w->mid.p, (long)T * d_ff);
+    tr_nn_linear_fwd(pool, w2, w->mid.p, T, w->q.p);
+    tr_add_scaled(x, x, w->q.p, 0.5f, (long)T * d);
+}
+
+static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
+                          int T, int P, tr_fc_work *w) {
+    const int d = enc->hp.d_model;
+    tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_attn.w, blk->norm_attn.b, FC_LN_EPS);
+    tr_nn_linear_fwd(pool, &blk->q, w->h.p, T, w->q.p);
+    tr_nn_linear_fwd(pool, &blk->k, w->h.p, T, w->k.p);
+    tr_nn_linear_fwd(pool, &blk->v, w->h.p, T, w->v.p);
+    tr_linear(pool, &blk->pos, NULL, w->pe.p, P, w->p.p);
+    if (!tr_fc_rel_attention(&enc->hp, blk, pool, w->q.p, w->k.p, w->v.p, w->p.p, P, T, w->h.p,
+                             &w->att))
+        return false;
+    tr_nn_linear_fwd(pool, &blk->o, w->h.p, T, w->q.p);
+    add_into(x, w->q.p, (size_t)T * d);
+    return true;
+}
+
+static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
+                          int T, tr_fc_work *w) {
+    const tr_fc_hparams *hp = &enc->hp;
+    const int d = hp->d_model;
+    tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
+    tr_nn_linear_fwd(pool, &blk->pw1, w->h.p, T, w->mid.p); /* [T][2d] */
+    tr_glu(w->mid.p, w->h.p, T, d);
+    tr_fc_depthwise(pool, blk, d, hp->conv_kernel, hp->conv_pad_left, w->h.p, w->q.p, T);
+    if (hp->conv_layer_norm)
+        tr_layer_norm(pool, w->q.p, w->q.p, T, d, blk->cln_w, blk->cln_b, FC_LN_EPS);
+    tr_silu(w->q.p, (long)T * d);
+    tr_nn_linear_fwd(pool, &blk->pw2, w->q.p, T, w->h.p);
+    add_into(x, w->h.p, (size_t)T * d);
+}
+
+static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
+    const size_t Td = (size_t)T * (size_t)hp->d_model;
+    const size_t wide = (size_t)(hp->d_ff > 2 * hp->d_model ? hp->d_ff : 2 * hp->d_model);
+    return tr_fc_buf_reserve(&w->h, Td) && tr_fc_buf_reserve(&w->q, Td) &&
+           tr_fc_buf_reserve(&w->k, Td) && tr_fc_buf_reserve(&w->v, Td) &&
+           tr_fc_buf_reserve(&w->mid, (size_t)T * wide) &&
+           tr_fc_buf_reserve(&w->pe, (size_t)P * hp->d_model) &&
+           tr_fc_buf_reserve(&w->p, (size_t)P * hp->d_model);
+}
+
+/* Longest encoder sequence accepted: one head's T x T bias must stay
+ * indexable with int rows and far from address-space limits. */
+#define FC_MAX_T_ENC 40000
+
+transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                const float *mel, int T_mel, float *out, float *pre_out,
+                                tr_fc_abort_fn should_abort, void *abort_user) {
+    if (!enc || !w || !mel || !out || T_mel < 1) {
+        TR_ERROR("fastconformer: forward: invalid argument (T_mel %d)", T_mel);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const tr_fc_hparams *hp = &enc->hp;
+    const int d = hp->d_model;
+    const int T = tr_fc_out_frames(enc, T_mel);
+    if (T > FC_MAX_T_ENC) {
+        TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    const int P = tr_fc_pos_rows(hp, T);
+    if (!reserve_all(hp, T, P, w)) {
+        TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    if (!tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre_a, &w->pre_b))
+        return TRANSCRIBE_ERR_OOM;
+    if (hp->xscaling) {
+        const float xs = (float)sqrt((double)d);
+        for (size_t i = 0; i < (size_t)T * d; i++) out[i] *= xs;
+    }
+    if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
+    tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, T));
+    for (int i = 0; i < hp->n_layers; i++) {
+        if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
+        const tr_fc_block *blk = &enc->blocks[i];
+        ff_half(pool, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, d, hp->d_ff, out, T, w);
+        if (!attn_residual(enc, blk, pool, out, T, P, w)) return TRANSCRIBE_ERR_OOM;
+        conv_residual(enc, blk, pool, out, T, w);
+        ff_half(pool, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, d, hp->d_ff, out, T, w);
+        tr_layer_norm(pool, out, out, T, d, blk->norm_out.w, blk->norm_out.b, FC_LN_EPS);
+    }
+    return TRANSCRIBE_OK;
+}

@@ -1,0 +1,98 @@
+/* Private layout of the FastConformer encoder, shared by the loader
+ * (fastconformer_load.c), the pre-encode, attention and convolution stages
+ * and the forward driver. Nothing here is part of the contract in
+ * fastconformer.h. */
+#ifndef TR_NN_FASTCONFORMER_INTERNAL_H
+#define TR_NN_FASTCONFORMER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nn/fastconformer.h"
+#include "nn/nn.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+typedef struct tr_fc_block {
+    tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_out;
+    tr_nn_linear ff1_w1, ff1_w2, ff2_w1, ff2_w2;
+    tr_nn_linear q, k, v, o;
+    tr_tensor pos;                        /* linear_pos, no bias */
+    const float *pos_bias_u, *pos_bias_v; /* [H][dh] */
+    /* pointwise convs as linear views (ne {d, 2d} and {d, d}) of the
+     * {1, d, 2d} / {1, d, d} tensors: same bytes, no copy */
+    tr_tensor pw1_view, pw2_view;
+    tr_nn_linear pw1, pw2;
+    /* depthwise taps, F32, tap-major [k][d] so the time-major conv loop runs
+     * along contiguous channels; with batch norm its scale is folded in */
+    float *dw_w;
+    float *dw_b;                /* [d]: conv bias (+ folded BN shift), never NULL */
+    const float *cln_w, *cln_b; /* conv LayerNorm gamma/beta (layer_norm only) */
+} tr_fc_block;
+
+struct tr_fc_encoder {
+    tr_fc_hparams hp;
+    int f_out;                 /* F' = frequency bins after the three stride-2 stages */
+    const tr_tensor *pre_w[5]; /* conv.0, .2, .3, .5, .6 */
+    const float *pre_b[5];
+    tr_nn_linear pre_out; /* [C*F'] -> d */
+    tr_fc_block *blocks;  /* n_layers */
+    float *dw_mem;        /* owns every block's dw_w / dw_b */
+};
+
+/* Frames after one stride-2 stage (non-causal ceil(L/2), causal L/2 + 1). */
+static inline int tr_fc_stage_len(int L, bool causal) {
+    return causal ? L / 2 + 1 : (L + 1) / 2;
+}
+
+/* Growable per-session buffers; see fastconformer_fwd.c. */
+typedef struct tr_fc_buf {
+    float *p;
+    size_t n; /* floats */
+} tr_fc_buf;
+
+bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n);
+
+/* ---- stages (each logs and returns false on failure) ---- */
+
+/* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling).
+ * a, b, c are scratch buffers grown as needed. */
+bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
+                      float *x, int T_enc, tr_fc_buf *a, tr_fc_buf *b);
+
+/* Sinusoidal relative-position table [P][d]: row i holds position pos0 - i. */
+void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0);
+
+/* Scratch for the rel-pos attention of T frames. */
+typedef struct tr_fc_attn_scratch {
+    tr_fc_buf qv, bias, bd;
+} tr_fc_attn_scratch;
+
+/* Rel-pos MHSA core: q (biased in place by pos_bias_u), k, v [T][d] and the
+ * projected positional rows p [P][d] -> att [T][d] (before linear_out). */
+bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool, float *q,
+                         const float *k, const float *v, const float *p, int P, int T, float *att,
+                         tr_fc_attn_scratch *s);
+
+/* Rows of the positional table for T frames under the configured attention. */
+int tr_fc_pos_rows(const tr_fc_hparams *hp, int T);
+/* Position of table row 0 (T - 1 for the full table, W_L for local). */
+int tr_fc_pos_first(const tr_fc_hparams *hp, int T);
+
+/* Depthwise conv over time on g [T][d] -> u [T][d] with the block's taps
+ * (BN folded), padding (pad_l, pad_r), zero outside [0, T). */
+void tr_fc_depthwise(tr_pool *pool, const tr_fc_block *blk, int d, int k, int pad_l, const float *g,
+                     float *u, int T);
+
+/* Batch-norm fold: scale = gamma / sqrt(var + eps), shift = beta - mean*scale. */
+void tr_fc_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
+                   int n, float eps, float *scale, float *shift);
+
+/* The closed-form rel_shift of one query block [a0, a1) (full table,
+ * P = 2T - 1): bias[a][b] = scale * c[a - a0][b + (a1 - 1 - a)], where row
+ * r of c (stride ldc) holds q_v[a0 + r] . p[j] for j = T - a1 ...
+ * T - a1 + T + (a1 - a0) - 2, i.e. BDr columns [T - a1, 2T - 1 - a0).
+ * bias rows have T floats (row a at bias + a * T). */
+void tr_fc_shift_rows(const float *c, int ldc, int a0, int a1, int T, float scale, float *bias);
+
+#endif

@@ -1,0 +1,231 @@
+/* FastConformer weights: every tensor of family-parakeet.md §4.1 / §4.2
+ * (family-canary.md §3.1 / §3.2) looked up with its exact shape and type
+ * class. Matmul weights stay borrowed from the mapping; the depthwise taps
+ * are widened to F32 once, with the batch norm folded into them. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "nn/fastconformer_internal.h"
+#include "tensor/dtype.h"
+#include "util/log.h"
+
+#define ERR_GGUF  TRANSCRIBE_ERR_GGUF
+#define FC_BN_EPS 1e-5f
+
+/* Name builder and lookups for one block (or the pre-encode when blk < 0). */
+typedef struct {
+    const gguf_file *g;
+    int blk;
+    char name[96];
+    bool bad;
+} finder;
+
+static const char *tname(finder *f, const char *suffix) {
+    if (f->blk < 0)
+        snprintf(f->name, sizeof f->name, "enc.pre_encode.%s", suffix);
+    else
+        snprintf(f->name, sizeof f->name, "enc.blocks.%d.%s", f->blk, suffix);
+    return f->name;
+}
+
+static const tr_tensor *need(finder *f, const char *suffix, uint32_t types, int n_dims, int64_t n0,
+                             int64_t n1, int64_t n2, int64_t n3) {
+    if (f->bad) return NULL;
+    const int64_t ne[4] = {n0, n1, n2, n3};
+    const tr_tensor *t = gguf_require_tensor(f->g, tname(f, suffix), types, n_dims, ne);
+    if (!t) f->bad = true;
+    return t;
+}
+
+static const float *need_vec(finder *f, const char *suffix, int64_t n) {
+    const tr_tensor *t = need(f, suffix, TR_TYPES_F32, 1, n, 1, 1, 1);
+    return t ? (const float *)t->data : NULL;
+}
+
+static void need_linear(finder *f, tr_nn_linear *l, const char *w, const char *b, int64_t in,
+                        int64_t out, bool bias) {
+    l->w = need(f, w, TR_TYPES_LINEAR, 2, in, out, 1, 1);
+    l->b = bias ? need_vec(f, b, out) : NULL;
+}
+
+static void need_norm(finder *f, tr_nn_norm *n, const char *w, const char *b, int64_t d) {
+    n->w = need_vec(f, w, d);
+    n->b = need_vec(f, b, d);
+}
+
+/* A {1, in, out} pointwise conv seen as the {in, out} linear it is. */
+static void pointwise_view(const tr_tensor *t, tr_tensor *view, int64_t in, int64_t out) {
+    *view = *t;
+    view->n_dims = 2;
+    view->ne[0] = in;
+    view->ne[1] = out;
+    view->ne[2] = view->ne[3] = 1;
+    view->nb1 = tr_row_bytes(t->type, in);
+}
+
+void tr_fc_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
+                   int n, float eps, float *scale, float *shift) {
+    for (int i = 0; i < n; i++) {
+        scale[i] = gamma[i] / sqrtf(var[i] + eps);
+        shift[i] = beta[i] - mean[i] * scale[i];
+    }
+}
+
+static float tap(const tr_tensor *t, long i) {
+    if (t->type == TR_F16) return tr_f16_to_f32(((const uint16_t *)t->data)[i]);
+    return ((const float *)t->data)[i];
+}
+
+/* Depthwise taps → F32 [k][d] (tap-major), BN folded when present. */
+static bool load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b, float *mem) {
+    const int d = hp->d_model, k = hp->conv_kernel;
+    const tr_tensor *w = need(f, "conv.depthwise.weight", TR_TYPES_CONV, 3, k, 1, d, 1);
+    const float *bias = hp->use_bias ? need_vec(f, "conv.depthwise.bias", d) : NULL;
+    const float *gamma = need_vec(f, "conv.bn.weight", d);
+    const float *beta = need_vec(f, "conv.bn.bias", d);
+    const float *mean = NULL, *var = NULL;
+    if (!hp->conv_layer_norm) {
+        mean = need_vec(f, "conv.bn.running_mean", d);
+        var = need_vec(f, "conv.bn.running_var", d);
+    }
+    if (f->bad) return false;
+    b->dw_w = mem;
+    b->dw_b = mem + (size_t)k * d;
+    float *scale = b->dw_b + d, *shift = scale + d; /* load-time temporaries */
+    if (hp->conv_layer_norm) {
+        b->cln_w = gamma;
+        b->cln_b = beta;
+        for (int c = 0; c < d; c++) scale[c] = 1.0f, shift[c] = 0.0f;
+    } else {
+        for (int c = 0; c < d; c++)
+            if (!(var[c] + FC_BN_EPS > 0.0f)) {
+                TR_ERROR("fastconformer: %s[%d] = %g is not a valid variance",
+                         tname(f, "conv.bn.running_var"), c, (double)var[c]);
+                return false;
+            }
+        tr_fc_bn_fold(gamma, beta, mean, var, d, FC_BN_EPS, scale, shift);
+    }
+    for (int c = 0; c < d; c++) {
+        for (int j = 0; j < k; j++) b->dw_w[(size_t)j * d + c] = tap(w, (long)c * k + j) * scale[c];
+        b->dw_b[c] = (bias ? bias[c] : 0.0f) * scale[c] + shift[c];
+    }
+    return true;
+}
+
+static bool load_block(const gguf_file *g, const tr_fc_hparams *hp, int i, tr_fc_block *b,
+                       float *dw_mem) {
+    const int64_t d = hp->d_model, ff = hp->d_ff, H = hp->n_heads, dh = d / H;
+    const bool ub = hp->use_bias;
+    finder f = {.g = g, .blk = i};
+    need_norm(&f, &b->norm_ff1, "norm_ff1.weight", "norm_ff1.bias", d);
+    need_linear(&f, &b->ff1_w1, "ff1.linear1.weight", "ff1.linear1.bias", d, ff, ub);
+    need_linear(&f, &b->ff1_w2, "ff1.linear2.weight", "ff1.linear2.bias", ff, d, ub);
+    need_norm(&f, &b->norm_attn, "norm_attn.weight", "norm_attn.bias", d);
+    need_linear(&f, &b->q, "attn.linear_q.weight", "attn.linear_q.bias", d, d, ub);
+    need_linear(&f, &b->k, "attn.linear_k.weight", "attn.linear_k.bias", d, d, ub);
+    need_linear(&f, &b->v, "attn.linear_v.weight", "attn.linear_v.bias", d, d, ub);
+    need_linear(&f, &b->o, "attn.linear_out.weight", "attn.linear_out.bias", d, d, ub);
+    const tr_tensor *pos = need(&f, "attn.linear_pos.weight", TR_TYPES_LINEAR, 2, d, d, 1, 1);
+    const tr_tensor *pu = need(&f, "attn.pos_bias_u", TR_TYPES_F32, 2, dh, H, 1, 1);
+    const tr_tensor *pv = need(&f, "attn.pos_bias_v", TR_TYPES_F32, 2, dh, H, 1, 1);
+    need_norm(&f, &b->norm_conv, "norm_conv.weight", "norm_conv.bias", d);
+    const tr_tensor *pw1 = need(&f, "conv.pointwise1.weight", TR_TYPES_CONV, 3, 1, d, 2 * d, 1);
+    const float *pw1_b = ub ? need_vec(&f, "conv.pointwise1.bias", 2 * d) : NULL;
+    const tr_tensor *pw2 = need(&f, "conv.pointwise2.weight", TR_TYPES_CONV, 3, 1, d, d, 1);
+    const float *pw2_b = ub ? need_vec(&f, "conv.pointwise2.bias", d) : NULL;
+    need_norm(&f, &b->norm_ff2, "norm_ff2.weight", "norm_ff2.bias", d);
+    need_linear(&f, &b->ff2_w1, "ff2.linear1.weight", "ff2.linear1.bias", d, ff, ub);
+    need_linear(&f, &b->ff2_w2, "ff2.linear2.weight", "ff2.linear2.bias", ff, d, ub);
+    need_norm(&f, &b->norm_out, "norm_out.weight", "norm_out.bias", d);
+    if (f.bad || !load_depthwise(&f, hp, b, dw_mem)) return false;
+    b->pos = *pos;
+    b->pos_bias_u = (const float *)pu->data;
+    b->pos_bias_v = (const float *)pv->data;
+    pointwise_view(pw1, &b->pw1_view, d, 2 * d);
+    pointwise_view(pw2, &b->pw2_view, d, d);
+    b->pw1 = (tr_nn_linear){&b->pw1_view, pw1_b};
+    b->pw2 = (tr_nn_linear){&b->pw2_view, pw2_b};
+    return true;
+}
+
+static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
+    const int64_t C = e->hp.sub_channels, d = e->hp.d_model;
+    finder f = {.g = g, .blk = -1};
+    static const char *const ws[5] = {"conv.0.weight", "conv.2.weight", "conv.3.weight",
+                                      "conv.5.weight", "conv.6.weight"};
+    static const char *const bs[5] = {"conv.0.bias", "conv.2.bias", "conv.3.bias", "conv.5.bias",
+                                      "conv.6.bias"};
+    for (int i = 0; i < 5; i++) {
+        const bool pointwise = i == 2 || i == 4;
+        e->pre_w[i] = pointwise ? need(&f, ws[i], TR_TYPES_CONV, 4, 1, 1, C, C)
+                                : need(&f, ws[i], TR_TYPES_CONV, 4, 3, 3, 1, C);
+        e->pre_b[i] = need_vec(&f, bs[i], C);
+    }
+    need_linear(&f, &e->pre_out, "out.weight", "out.bias", C * e->f_out, d, true);
+    return !f.bad;
+}
+
+transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
+                             tr_fc_encoder **out) {
+    if (!g || !hp || !out) {
+        TR_ERROR("fastconformer: load: invalid argument");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    *out = NULL;
+    if (hp->n_layers < 1 || hp->d_model < 2 || hp->n_heads < 1 || hp->d_model % hp->n_heads ||
+        hp->d_model % 2 || hp->d_ff < 1 || hp->conv_kernel < 1 || hp->sub_channels < 1 ||
+        hp->n_mels < 8 || hp->n_mels % 8 || hp->sub_factor != 8 || hp->conv_pad_left < 0 ||
+        hp->conv_pad_right < 0 || hp->conv_pad_left + hp->conv_pad_right != hp->conv_kernel - 1) {
+        TR_ERROR("fastconformer: load: inconsistent hyper-parameters");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    tr_fc_encoder *e = calloc(1, sizeof *e);
+    if (!e) return TRANSCRIBE_ERR_OOM;
+    e->hp = *hp;
+    const bool causal = hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED;
+    e->f_out = hp->n_mels;
+    for (int s = 0; s < 3; s++) e->f_out = tr_fc_stage_len(e->f_out, causal);
+    e->blocks = calloc((size_t)hp->n_layers, sizeof *e->blocks);
+    /* per block: k*d taps, d biases, 2*d fold temporaries */
+    const size_t per = (size_t)(hp->conv_kernel + 3) * (size_t)hp->d_model;
+    e->dw_mem = malloc(sizeof(float) * per * (size_t)hp->n_layers);
+    if (!e->blocks || !e->dw_mem) {
+        TR_ERROR("fastconformer: out of memory loading %d blocks", hp->n_layers);
+        tr_fc_free(e);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    if (!load_pre_encode(g, e)) {
+        tr_fc_free(e);
+        return ERR_GGUF;
+    }
+    for (int i = 0; i < hp->n_layers; i++)
+        if (!load_block(g, hp, i, &e->blocks[i], e->dw_mem + per * (size_t)i)) {
+            tr_fc_free(e);
+            return ERR_GGUF;
+        }
+    *out = e;
+    return TRANSCRIBE_OK;
+}
+
+void tr_fc_free(tr_fc_encoder *enc) {
+    if (!enc) return;
+    free(enc->blocks);
+    free(enc->dw_mem);
+    free(enc);
+}
+
+const tr_fc_hparams *tr_fc_get_hparams(const tr_fc_encoder *enc) {
+    return enc ? &enc->hp : NULL;
+}
+
+int tr_fc_out_frames(const tr_fc_encoder *enc, int T_mel) {
+    if (!enc || T_mel < 1) return 0;
+    const bool causal = enc->hp.att_style == TR_FC_STYLE_CHUNKED_LIMITED;
+    int T = T_mel;
+    for (int s = 0; s < 3; s++) T = tr_fc_stage_len(T, causal);
+    return T;
+}

@@ -1,0 +1,223 @@
+/* Tiny random FastConformer GGUF images for tests: every key of
+ * family-parakeet.md §3.3 and every tensor of §4.1/§4.2 with deterministic
+ * random values, written to memory with the library's GGUF writer. Fault
+ * injection (skip or misshape one tensor, mistype a key) drives the
+ * loader's error paths. */
+#ifndef TR_TEST_FC_SYNTH_H
+#define TR_TEST_FC_SYNTH_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf_writer.h"
+#include "tensor/dtype.h"
+
+typedef struct fc_synth_cfg {
+    int n_layers, d, H, d_ff, k, C, n_mels;
+    bool use_bias, xscaling, layer_norm;
+    int att_left, att_right;
+    const char *style;         /* NULL: key absent (regular) */
+    int conv_left, conv_right; /* -1/-1: keys absent */
+    bool f16;                  /* CONV-class tensors as F16, LIN-class as F16 */
+    /* fault injection */
+    const char *skip_tensor;     /* tensor name left out */
+    const char *misshape_tensor; /* tensor written with ne[0] + 1 */
+    bool n_layers_as_i32;        /* uint32 key written as int32 */
+    const char *bad_style;       /* att_context_style value override */
+    bool bad_choices;            /* att_context_size_choices not matching */
+    uint32_t seed;
+    const char *prefix;      /* key prefix; NULL: "stt.parakeet.encoder." */
+    bool use_bias_key_false; /* write use_bias = false even with biases (old Canary files) */
+} fc_synth_cfg;
+
+static inline fc_synth_cfg fc_synth_default(void) {
+    fc_synth_cfg c;
+    memset(&c, 0, sizeof c);
+    c.n_layers = 2;
+    c.d = 16;
+    c.H = 2;
+    c.d_ff = 32;
+    c.k = 5;
+    c.C = 4;
+    c.n_mels = 16;
+    c.use_bias = true;
+    c.att_left = c.att_right = -1;
+    c.conv_left = c.conv_right = -1;
+    c.seed = 1234;
+    return c;
+}
+
+static inline float fc_rand(uint32_t *s) {
+    *s = *s * 1664525u + 1013904223u;
+    return (float)((*s >> 8) & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f; /* [-1, 1) */
+}
+
+typedef struct {
+    gguf_writer *w;
+    const fc_synth_cfg *cfg;
+    uint32_t rng;
+    bool ok;
+} fc_synth_ctx;
+
+/* kind: 0 uniform * scale, 1 around 1 (norm gamma), 2 positive (variance) */
+static inline void fc_add(fc_synth_ctx *c, const char *name, bool lowp, int n_dims, int64_t n0,
+                          int64_t n1, int64_t n2, int64_t n3, float scale, int kind) {
+    if (c->cfg->skip_tensor && strcmp(name, c->cfg->skip_tensor) == 0) return;
+    int64_t ne[4] = {n0, n1, n2, n3};
+    if (c->cfg->misshape_tensor && strcmp(name, c->cfg->misshape_tensor) == 0) ne[0] += 1;
+    const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)n);
+    if (!v || !h) {
+        c->ok = false;
+        free(v);
+        free(h);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        float r = fc_rand(&c->rng);
+        v[i] = kind == 1 ? 1.0f + 0.2f * r : kind == 2 ? 1.0f + 0.5f * r : r * scale;
+    }
+    bool f16 = lowp && c->cfg->f16;
+    if (f16)
+        for (int64_t i = 0; i < n; i++) h[i] = tr_f32_to_f16(v[i]);
+    if (!gguf_writer_add_tensor(c->w, name, f16 ? TR_F16 : TR_F32, n_dims, ne,
+                                f16 ? (const void *)h : (const void *)v))
+        c->ok = false;
+    free(v);
+    free(h);
+}
+
+static inline int fc_stage(int L, bool causal) {
+    return causal ? L / 2 + 1 : (L + 1) / 2;
+}
+
+/* Returns a malloc'ed GGUF image (caller frees) or NULL. */
+static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
+    fc_synth_ctx c = {gguf_writer_create(), cfg, cfg->seed, true};
+    if (!c.w) return NULL;
+    const char *P = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
+    char key[160], name[160];
+#define KEY(s) (snprintf(key, sizeof key, "%s%s", P, s), key)
+    gguf_writer_set_str(c.w, "general.architecture", "parakeet");
+    gguf_writer_set_u32(c.w, "stt.frontend.num_mels", (uint32_t)cfg->n_mels);
+    if (cfg->n_layers_as_i32)
+        gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
+    else
+        gguf_writer_set_u32(c.w, KEY("n_layers"), (uint32_t)cfg->n_layers);
+    gguf_writer_set_u32(c.w, KEY("d_model"), (uint32_t)cfg->d);
+    gguf_writer_set_u32(c.w, KEY("n_heads"), (uint32_t)cfg->H);
+    gguf_writer_set_u32(c.w, KEY("d_ff"), (uint32_t)cfg->d_ff);
+    gguf_writer_set_u32(c.w, KEY("conv_kernel"), (uint32_t)cfg->k);
+    gguf_writer_set_u32(c.w, KEY("subsampling_factor"), 8);
+    gguf_writer_set_u32(c.w, KEY("subsampling_channels"), (uint32_t)cfg->C);
+    gguf_writer_set_u32(c.w, KEY("pos_emb_max_len"), 5000);
+    gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
+    gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
+    gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
+    gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
+    const char *style = cfg->bad_style ? cfg->bad_style : cfg->style;
+    if (style) gguf_writer_set_str(c.w, KEY("att_context_style"), style);
+    if (cfg->bad_choices) {
+        int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
+        gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+    } else if (style && strcmp(style, "chunked_limited") == 0) {
+        int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
+        gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+    }
+    if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
+        const int32_t menu[2] = {70, 13};
+        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
+        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
+        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
+    }
+    if (cfg->conv_left >= 0) {
+        gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
+        gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
+    }
+    gguf_writer_set_str(c.w, KEY("conv_norm_type"), cfg->layer_norm ? "layer_norm" : "batch_norm");
+#undef KEY
+
+    const bool causal = style && strcmp(style, "chunked_limited") == 0;
+    int F = cfg->n_mels;
+    for (int s = 0; s < 3; s++) F = fc_stage(F, causal);
+    const int64_t C = cfg->C, d = cfg->d, ff = cfg->d_ff, dh = cfg->d / cfg->H;
+    fc_add(&c, "enc.pre_encode.conv.0.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
+    fc_add(&c, "enc.pre_encode.conv.0.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    fc_add(&c, "enc.pre_encode.conv.2.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
+    fc_add(&c, "enc.pre_encode.conv.2.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    fc_add(&c, "enc.pre_encode.conv.3.weight", true, 4, 1, 1, C, C, 0.5f, 0);
+    fc_add(&c, "enc.pre_encode.conv.3.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    fc_add(&c, "enc.pre_encode.conv.5.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
+    fc_add(&c, "enc.pre_encode.conv.5.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    fc_add(&c, "enc.pre_encode.conv.6.weight", true, 4, 1, 1, C, C, 0.5f, 0);
+    fc_add(&c, "enc.pre_encode.conv.6.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    fc_add(&c, "enc.pre_encode.out.weight", true, 2, C * F, d, 1, 1, 1.0f / sqrtf((float)(C * F)),
+           0);
+    fc_add(&c, "enc.pre_encode.out.bias", false, 1, d, 1, 1, 1, 0.1f, 0);
+    const float sd = 1.0f / sqrtf((float)d), sf = 1.0f / sqrtf((float)ff);
+    for (int i = 0; i < cfg->n_layers; i++) {
+#define T(s) (snprintf(name, sizeof name, "enc.blocks.%d.%s", i, s), name)
+        static const char *const norms[5] = {"norm_ff1", "norm_attn", "norm_conv", "norm_ff2",
+                                             "norm_out"};
+        for (int n = 0; n < 5; n++) {
+            char wn[64], bn[64];
+            snprintf(wn, sizeof wn, "%s.weight", norms[n]);
+            snprintf(bn, sizeof bn, "%s.bias", norms[n]);
+            fc_add(&c, T(wn), false, 1, d, 1, 1, 1, 0, 1);
+            fc_add(&c, T(bn), false, 1, d, 1, 1, 1, 0.1f, 0);
+        }
+        static const char *const ffs[2] = {"ff1", "ff2"};
+        for (int f = 0; f < 2; f++) {
+            char n1[64];
+            snprintf(n1, sizeof n1, "%s.linear1.weight", ffs[f]);
+            fc_add(&c, T(n1), true, 2, d, ff, 1, 1, sd, 0);
+            snprintf(n1, sizeof n1, "%s.linear2.weight", ffs[f]);
+            fc_add(&c, T(n1), true, 2, ff, d, 1, 1, sf, 0);
+            if (cfg->use_bias) {
+                snprintf(n1, sizeof n1, "%s.linear1.bias", ffs[f]);
+                fc_add(&c, T(n1), false, 1, ff, 1, 1, 1, 0.1f, 0);
+                snprintf(n1, sizeof n1, "%s.linear2.bias", ffs[f]);
+                fc_add(&c, T(n1), false, 1, d, 1, 1, 1, 0.1f, 0);
+            }
+        }
+        static const char *const lins[4] = {"q", "k", "v", "out"};
+        for (int l = 0; l < 4; l++) {
+            char n1[64];
+            snprintf(n1, sizeof n1, "attn.linear_%s.weight", lins[l]);
+            fc_add(&c, T(n1), true, 2, d, d, 1, 1, sd, 0);
+            if (cfg->use_bias) {
+                snprintf(n1, sizeof n1, "attn.linear_%s.bias", lins[l]);
+                fc_add(&c, T(n1), false, 1, d, 1, 1, 1, 0.1f, 0);
+            }
+        }
+        fc_add(&c, T("attn.linear_pos.weight"), true, 2, d, d, 1, 1, sd, 0);
+        fc_add(&c, T("attn.pos_bias_u"), false, 2, dh, cfg->H, 1, 1, 0.3f, 0);
+        fc_add(&c, T("attn.pos_bias_v"), false, 2, dh, cfg->H, 1, 1, 0.3f, 0);
+        fc_add(&c, T("conv.pointwise1.weight"), true, 3, 1, d, 2 * d, 1, sd, 0);
+        fc_add(&c, T("conv.depthwise.weight"), true, 3, cfg->k, 1, d, 1, 0.4f, 0);
+        fc_add(&c, T("conv.pointwise2.weight"), true, 3, 1, d, d, 1, sd, 0);
+        if (cfg->use_bias) {
+            fc_add(&c, T("conv.pointwise1.bias"), false, 1, 2 * d, 1, 1, 1, 0.1f, 0);
+            fc_add(&c, T("conv.depthwise.bias"), false, 1, d, 1, 1, 1, 0.1f, 0);
+            fc_add(&c, T("conv.pointwise2.bias"), false, 1, d, 1, 1, 1, 0.1f, 0);
+        }
+        fc_add(&c, T("conv.bn.weight"), false, 1, d, 1, 1, 1, 0, 1);
+        fc_add(&c, T("conv.bn.bias"), false, 1, d, 1, 1, 1, 0.1f, 0);
+        if (!cfg->layer_norm) {
+            fc_add(&c, T("conv.bn.running_mean"), false, 1, d, 1, 1, 1, 0.2f, 0);
+            fc_add(&c, T("conv.bn.running_var"), false, 1, d, 1, 1, 1, 0, 2);
+        }
+#undef T
+    }
+    void *img = NULL;
+    if (c.ok && gguf_writer_to_memory(c.w, &img, size) != TRANSCRIBE_OK) img = NULL;
+    gguf_writer_free(c.w);
+    return img;
+}
+
+#endif

@@ -1,0 +1,292 @@
+/* FastConformer encoder without goldens: rel_shift closed form against the
+ * pad / reshape procedure, length formulas, batch-norm fold, tiny random
+ * encoders (full, local, chunked_limited + causal + LayerNorm conv, F16)
+ * against the naive reference in fc_ref.h, thread-count bit-identity, work
+ * reuse, abort, and the loader's error paths. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fc_ref.h"
+#include "fc_synth.h"
+#include "gguf/gguf.h"
+#include "nn/fastconformer.h"
+#include "nn/fastconformer_internal.h"
+#include "tensor/pool.h"
+#include "test_util.h"
+
+typedef struct {
+    void *img;
+    gguf_file *g;
+    tr_fc_hparams hp;
+    tr_fc_encoder *enc;
+} loaded;
+
+static transcribe_status load_cfg(const fc_synth_cfg *cfg, tr_fc_key_flavor flavor, loaded *L) {
+    memset(L, 0, sizeof *L);
+    size_t size = 0;
+    L->img = fc_synth_build(cfg, &size);
+    if (!L->img) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = gguf_open_memory(L->img, size, &L->g);
+    if (st) return st;
+    const char *prefix = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
+    st = tr_fc_read_hparams(L->g, prefix, flavor, &L->hp);
+    if (st) return st;
+    return tr_fc_load(L->g, &L->hp, &L->enc);
+}
+
+static void unload(loaded *L) {
+    tr_fc_free(L->enc);
+    gguf_close(L->g);
+    free(L->img);
+    memset(L, 0, sizeof *L);
+}
+
+static float *random_mel(int n_mels, int T, uint32_t seed) {
+    float *m = malloc(sizeof(float) * (size_t)n_mels * T);
+    for (long i = 0; i < (long)n_mels * T; i++) m[i] = fc_rand(&seed);
+    return m;
+}
+
+static double max_abs_diff(const float *a, const float *b, long n) {
+    double m = 0;
+    for (long i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        if (!(e <= m)) m = e; /* NaN propagates as failure */
+    }
+    return m;
+}
+
+static void test_rel_shift(void) {
+    const int Ts[] = {1, 2, 3, 7, 64, 65, 130};
+    uint32_t seed = 7;
+    for (size_t n = 0; n < sizeof Ts / sizeof Ts[0]; n++) {
+        const int T = Ts[n], P = 2 * T - 1;
+        float *bdr = malloc(sizeof(float) * T * P), *ref = malloc(sizeof(float) * T * T);
+        float *got = malloc(sizeof(float) * T * T);
+        for (long i = 0; i < (long)T * P; i++) bdr[i] = fc_rand(&seed);
+        fcr_rel_shift(bdr, T, ref);
+        /* blocks of 64 query rows, each reading BDr columns [T - a1, ...) */
+        for (int a0 = 0; a0 < T; a0 += 64) {
+            int a1 = a0 + 64 < T ? a0 + 64 : T;
+            tr_fc_shift_rows(bdr + (long)a0 * P + (T - a1), P, a0, a1, T, 1.0f, got);
+        }
+        CHECK_MSG(memcmp(ref, got, sizeof(float) * T * T) == 0, "rel_shift T=%d", T);
+        /* closed form: BD[a][b] = BDr[a][b - a + T - 1] */
+        int bad = 0;
+        for (int a = 0; a < T; a++)
+            for (int b = 0; b < T; b++) bad += ref[a * T + b] != bdr[(long)a * P + b - a + T - 1];
+        CHECK_MSG(bad == 0, "closed form T=%d", T);
+        free(bdr), free(ref), free(got);
+    }
+}
+
+static void test_lengths(void) {
+    fc_synth_cfg cfg = fc_synth_default();
+    loaded L;
+    CHECK(load_cfg(&cfg, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK);
+    for (int t = 1; t <= 50; t++) CHECK_MSG(tr_fc_out_frames(L.enc, t) == (t + 7) / 8, "T %d", t);
+    CHECK(tr_fc_out_frames(L.enc, 1101) == 138);
+    CHECK(tr_fc_out_frames(L.enc, 0) == 0);
+    CHECK(tr_fc_get_hparams(L.enc)->n_layers == 2);
+    unload(&L);
+
+    cfg.style = "chunked_limited";
+    cfg.att_left = 4, cfg.att_right = 1;
+    cfg.n_mels = 128; /* causal F' = 17 (§4.1) */
+    CHECK(load_cfg(&cfg, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK);
+    CHECK(L.enc && L.enc->f_out == 17);
+    for (int t = 1; t <= 50; t++) {
+        /* conv length with padding 2 before, 1 after, kernel 3, stride 2 */
+        int want = t;
+        for (int s = 0; s < 3; s++) want = (want + 2 + 1 - 3) / 2 + 1;
+        CHECK_MSG(tr_fc_out_frames(L.enc, t) == want, "causal T %d", t);
+    }
+    unload(&L);
+}
+
+static void test_bn_fold(void) {
+    enum { N = 33 };
+    float g[N], b[N], m[N], v[N], sc[N], sh[N];
+    uint32_t seed = 99;
+    for (int i = 0; i < N; i++) {
+        g[i] = 1.0f + 0.3f * fc_rand(&seed);
+        b[i] = fc_rand(&seed);
+        m[i] = fc_rand(&seed);
+        v[i] = 1.0f + 0.9f * fc_rand(&seed);
+    }
+    tr_fc_bn_fold(g, b, m, v, N, 1e-5f, sc, sh);
+    double worst = 0;
+    for (int i = 0; i < N; i++)
+        for (int k = 0; k < 4; k++) {
+            double x = fc_rand(&seed) * 3.0;
+            double direct = (x - m[i]) / sqrt((double)v[i] + 1e-5) * g[i] + b[i];
+            double folded = x * sc[i] + sh[i];
+            double e = fabs(direct - folded);
+            if (e > worst) worst = e;
+        }
+    CHECK_MSG(worst < 1e-5, "bn fold err %g", worst);
+}
+
+/* Runs the encoder and the naive reference; checks both outputs. */
+static void parity_case(const char *label, const fc_synth_cfg *cfg, int T_mel, double tol) {
+    loaded L;
+    transcribe_status st = load_cfg(cfg, TR_FC_KEYS_PARAKEET, &L);
+    CHECK_MSG(st == TRANSCRIBE_OK, "%s: load %d", label, (int)st);
+    if (st) {
+        unload(&L);
+        return;
+    }
+    const int T = tr_fc_out_frames(L.enc, T_mel), d = cfg->d;
+    float *mel = random_mel(cfg->n_mels, T_mel, 5u + (uint32_t)T_mel);
+    float *out = malloc(sizeof(float) * T * d), *pre = malloc(sizeof(float) * T * d);
+    float *rout = malloc(sizeof(float) * T * d), *rpre = malloc(sizeof(float) * T * d);
+    float *out2 = malloc(sizeof(float) * T * d);
+    tr_fc_work *w = tr_fc_work_new();
+    st = tr_fc_forward(L.enc, NULL, w, mel, T_mel, out, pre, NULL, NULL);
+    CHECK_MSG(st == TRANSCRIBE_OK, "%s: forward %d", label, (int)st);
+    int rT = fcr_forward(L.g, cfg, mel, T_mel, rout, rpre);
+    CHECK_MSG(rT == T, "%s: T %d vs ref %d", label, T, rT);
+    double ep = max_abs_diff(pre, rpre, (long)T * d), eo = max_abs_diff(out, rout, (long)T * d);
+    printf("%-28s T_mel %4d T_enc %3d  pre-encode %.2e  output %.2e\n", label, T_mel, T, ep, eo);
+    CHECK_MSG(ep <= tol && eo <= tol, "%s: pre %g out %g (tol %g)", label, ep, eo, tol);
+
+    /* 2 threads, reused (larger) work area: bit-identical */
+    tr_pool *pool = tr_pool_create(2);
+    st = tr_fc_forward(L.enc, pool, w, mel, T_mel, out2, NULL, NULL, NULL);
+    CHECK(st == TRANSCRIBE_OK);
+    CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: 1 vs 2 threads differ", label);
+    CHECK(tr_fc_work_bytes(w) > 0);
+    tr_pool_free(pool);
+    tr_fc_work_free(w);
+    free(mel), free(out), free(pre), free(rout), free(rpre), free(out2);
+    unload(&L);
+}
+
+static void test_parity(void) {
+    fc_synth_cfg c = fc_synth_default();
+    parity_case("full, bias, batch norm", &c, 61, 1e-4);
+    parity_case("full, 2 query blocks", &c, 600, 1e-4);
+    parity_case("full, T_mel 1", &c, 1, 1e-4);
+
+    c = fc_synth_default();
+    c.use_bias = false;
+    c.xscaling = true;
+    c.att_left = 3, c.att_right = 2;
+    c.seed = 77;
+    parity_case("local 3/2, xscale, no bias", &c, 150, 1e-4);
+    c.att_left = 100, c.att_right = 7;
+    parity_case("local 100/7 (wider than T)", &c, 90, 1e-4);
+
+    c = fc_synth_default();
+    c.style = "chunked_limited";
+    c.att_left = 4, c.att_right = 1;
+    c.conv_left = 4, c.conv_right = 0;
+    c.layer_norm = true;
+    c.seed = 31;
+    parity_case("chunked_limited, causal", &c, 157, 1e-4);
+    c.n_mels = 24;
+    parity_case("chunked_limited, odd sizes", &c, 118, 1e-4);
+
+    c = fc_synth_default();
+    c.style = "chunked_limited_with_rc";
+    parity_case("chunked_limited_with_rc", &c, 40, 1e-4);
+
+    c = fc_synth_default();
+    c.f16 = true;
+    c.H = 4;
+    c.seed = 4242;
+    parity_case("F16 weights, 4 heads", &c, 77, 1e-4);
+}
+
+static bool abort_now(void *u) {
+    int *n = u;
+    return ++*n > 1; /* let block 0 run, stop before block 1 */
+}
+
+static void test_abort_and_args(void) {
+    fc_synth_cfg c = fc_synth_default();
+    loaded L;
+    CHECK(load_cfg(&c, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK);
+    float *mel = random_mel(c.n_mels, 40, 3);
+    float out[5 * 16];
+    tr_fc_work *w = tr_fc_work_new();
+    int calls = 0;
+    CHECK(tr_fc_forward(L.enc, NULL, w, mel, 40, out, NULL, abort_now, &calls) ==
+          TRANSCRIBE_ERR_ABORTED);
+    CHECK(calls == 2);
+    CHECK(tr_fc_forward(L.enc, NULL, w, mel, 0, out, NULL, NULL, NULL) ==
+          TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(tr_fc_forward(L.enc, NULL, w, NULL, 40, out, NULL, NULL, NULL) ==
+          TRANSCRIBE_ERR_INVALID_ARG);
+    tr_fc_work_free(w);
+    tr_fc_work_free(NULL);
+    tr_fc_free(NULL);
+    free(mel);
+    unload(&L);
+}
+
+static void expect_gguf_error(const char *label, const fc_synth_cfg *cfg, tr_fc_key_flavor fl) {
+    loaded L;
+    transcribe_status st = load_cfg(cfg, fl, &L);
+    CHECK_MSG(st == TRANSCRIBE_ERR_GGUF && !L.enc, "%s: got %d", label, (int)st);
+    unload(&L);
+}
+
+static void test_errors(void) {
+    fc_synth_cfg c = fc_synth_default();
+    c.skip_tensor = "enc.blocks.1.attn.pos_bias_v";
+    expect_gguf_error("missing pos_bias_v", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.skip_tensor = "enc.blocks.0.conv.bn.running_var";
+    expect_gguf_error("missing running_var", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.skip_tensor = "enc.pre_encode.out.bias";
+    expect_gguf_error("missing pre_encode.out.bias", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.misshape_tensor = "enc.blocks.0.conv.depthwise.weight";
+    expect_gguf_error("misshaped depthwise", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.misshape_tensor = "enc.pre_encode.out.weight";
+    expect_gguf_error("misshaped pre_encode.out", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.n_layers_as_i32 = true;
+    expect_gguf_error("n_layers as int32", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.bad_style = "chunky";
+    expect_gguf_error("bad style", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.bad_choices = true;
+    expect_gguf_error("choices mismatch", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.conv_left = 3, c.conv_right = 3; /* 6 != k - 1 */
+    expect_gguf_error("conv context", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.n_mels = 20;
+    expect_gguf_error("n_mels % 8", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.H = 3;
+    c.d = 16;
+    expect_gguf_error("d % H", &c, TR_FC_KEYS_PARAKEET);
+
+    /* Canary: biases required whatever use_bias says */
+    c = fc_synth_default();
+    c.prefix = "stt.canary.encoder.";
+    c.use_bias_key_false = true;
+    loaded L;
+    CHECK(load_cfg(&c, TR_FC_KEYS_CANARY, &L) == TRANSCRIBE_OK);
+    CHECK(L.enc && L.hp.use_bias && !L.hp.xscaling && L.hp.att_left == -1);
+    unload(&L);
+    c.use_bias = false; /* no bias tensors at all */
+    expect_gguf_error("canary without biases", &c, TR_FC_KEYS_CANARY);
+}
+
+int main(void) {
+    test_rel_shift();
+    test_lengths();
+    test_bn_fold();
+    test_parity();
+    test_abort_and_args();
+    test_errors();
+    return TEST_DONE();
+}
