@@ -1,0 +1,549 @@
+/* Canary GGUF loader: every key of family-canary.md §2 with its exact type
+ * (a present key of the wrong type is a GGUF error), the special-token
+ * catalog and language table, the decoder / projection tensors of §3.3–§3.4
+ * with exact shapes and type classes, the FastConformer encoder through
+ * src/nn/fastconformer.h, the tokenizer and the capabilities. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "models/canary/canary.h"
+#include "tensor/dtype.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+
+#define ERR_GGUF TRANSCRIBE_ERR_GGUF
+
+/* ---- key helpers: tri-state getters return -1 (wrong type, logged) ---- */
+
+static transcribe_status missing(const char *key) {
+    TR_ERROR("canary: required key '%s' is missing", key);
+    return ERR_GGUF;
+}
+
+static transcribe_status req_u32(const gguf_file *f, const char *key, int lo, int hi, int *out) {
+    uint32_t v = 0;
+    int r = gguf_get_u32(f, key, &v);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0) return missing(key);
+    if ((int64_t)v < lo || (int64_t)v > hi) {
+        TR_ERROR("canary: key '%s' = %" PRIu32 " is out of range [%d, %d]", key, v, lo, hi);
+        return ERR_GGUF;
+    }
+    *out = (int)v;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status req_str(const gguf_file *f, const char *key, const char **out) {
+    int r = gguf_get_str(f, key, out);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0 || !*out) return missing(key);
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status req_f32(const gguf_file *f, const char *key, float *out) {
+    int r = gguf_get_f32(f, key, out);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0) return missing(key);
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status opt_bool(const gguf_file *f, const char *key, bool def, bool *out) {
+    bool v = def;
+    if (gguf_get_bool(f, key, &v) < 0) return ERR_GGUF;
+    *out = v;
+    return TRANSCRIBE_OK;
+}
+
+/* Token id (UINT32 or INT32); absent → -1. Present ids must lie in [0, V). */
+static transcribe_status opt_id(const gguf_file *f, const char *key, int V, int *out) {
+    int32_t v = -1;
+    int r = gguf_get_token_id(f, key, &v);
+    if (r < 0) return ERR_GGUF;
+    *out = -1;
+    if (r == 0) return TRANSCRIBE_OK;
+    if (v < 0 || v >= V) {
+        TR_ERROR("canary: token id '%s' = %d is outside the vocabulary (%d)", key, (int)v, V);
+        return ERR_GGUF;
+    }
+    *out = v;
+    return TRANSCRIBE_OK;
+}
+
+/* Optional string array copied into *out (count *n); absent → 0 entries. */
+static transcribe_status opt_strs(const gguf_file *f, const char *key, char ***out, int *n,
+                                  bool *present) {
+    const char *const *a = NULL;
+    uint64_t cnt = 0;
+    int r = gguf_get_arr_str(f, key, &a, &cnt);
+    *out = NULL;
+    *n = 0;
+    if (present) *present = r == 1;
+    if (r < 0) return ERR_GGUF;
+    if (r == 0 || cnt == 0) return TRANSCRIBE_OK;
+    if (cnt > 4096) {
+        TR_ERROR("canary: '%s' has %" PRIu64 " entries (at most 4096)", key, cnt);
+        return ERR_GGUF;
+    }
+    char **d = calloc(cnt, sizeof *d);
+    if (!d) return TRANSCRIBE_ERR_OOM;
+    *out = d;
+    for (uint64_t i = 0; i < cnt; i++) {
+        d[i] = strdup(a[i] ? a[i] : "");
+        if (!d[i]) return TRANSCRIBE_ERR_OOM;
+        *n = (int)i + 1;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static void free_strs(char **a, int n) {
+    for (int i = 0; i < n && a; i++) free(a[i]);
+    free(a);
+}
+
+/* ---- hyperparameters (§2.3, §2.4, §2.5) ---- */
+
+static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
+    cn_hparams *hp = &m->hp;
+    transcribe_status st;
+    const char *arch = NULL;
+    if ((st = req_str(f, "general.architecture", &arch))) return st;
+    if (strcmp(arch, "canary") != 0) {
+        TR_ERROR("canary: general.architecture is '%s'", arch);
+        return ERR_GGUF;
+    }
+    if ((st = tr_fc_read_hparams(f, "stt.canary.encoder.", TR_FC_KEYS_CANARY, &m->enc_hp)))
+        return st;
+    if ((st = req_u32(f, "stt.canary.encoder.pos_emb_max_len", 1, 1 << 24, &hp->pos_emb_max_len)))
+        return st;
+    bool use_bias; /* §2.3: type-checked, value ignored (biases always required) */
+    if ((st = opt_bool(f, "stt.canary.encoder.use_bias", false, &use_bias))) return st;
+    if (m->enc_hp.sub_factor != 8) {
+        TR_ERROR("canary: stt.canary.encoder.subsampling_factor %d (only 8 is supported)",
+                 m->enc_hp.sub_factor);
+        return ERR_GGUF;
+    }
+    hp->d_enc = m->enc_hp.d_model;
+
+#define DK "stt.canary.decoder."
+    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_dec_layers))) return st;
+    if ((st = req_u32(f, DK "d_model", 1, 1 << 16, &hp->d_dec))) return st;
+    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_dec_heads))) return st;
+    if ((st = req_u32(f, DK "d_ff", 1, 1 << 20, &hp->dec_ff))) return st;
+    if ((st = req_u32(f, DK "max_position", 1, 1 << 20, &hp->max_position))) return st;
+    if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
+    if (hp->d_dec % hp->n_dec_heads) {
+        TR_ERROR("canary: decoder d_model %d is not divisible by n_heads %d", hp->d_dec,
+                 hp->n_dec_heads);
+        return ERR_GGUF;
+    }
+    const char *act = NULL;
+    if ((st = req_str(f, DK "activation", &act))) return st;
+    if (strcmp(act, "relu") == 0) {
+        hp->act = TR_NN_ACT_RELU;
+    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
+        hp->act = TR_NN_ACT_SILU;
+    } else {
+        TR_ERROR("canary: " DK "activation '%s' is not supported (relu, silu, swish)", act);
+        return ERR_GGUF;
+    }
+    bool pre_ln, learn_pos; /* written, not consulted: the decoder is always pre-LN */
+    if ((st = opt_bool(f, DK "pre_ln", true, &pre_ln))) return st;
+    if ((st = opt_bool(f, DK "learn_positional_encodings", false, &learn_pos))) return st;
+    if ((st = opt_bool(f, DK "encoder_decoder_proj", false, &hp->enc_dec_proj))) return st;
+#undef DK
+    if (!hp->enc_dec_proj && hp->d_enc != hp->d_dec) {
+        TR_ERROR("canary: encoder width %d != decoder width %d without encoder_decoder_proj",
+                 hp->d_enc, hp->d_dec);
+        return ERR_GGUF;
+    }
+
+    const char *pf = NULL;
+    if ((st = req_str(f, "stt.canary.tokenizer.prompt_format", &pf))) return st;
+    if (strcmp(pf, "canary") == 0) {
+        hp->prompt_format = CN_PROMPT_CANARY;
+    } else if (strcmp(pf, "canary2") == 0) {
+        hp->prompt_format = CN_PROMPT_CANARY2;
+    } else {
+        TR_ERROR("canary: stt.canary.tokenizer.prompt_format '%s' is not supported", pf);
+        return ERR_GGUF;
+    }
+    if ((st = opt_bool(f, "stt.canary.tokenizer.single_sp", false, &hp->single_sp))) return st;
+    /* lang_offsets / lang_sizes are not read, but a present key must have its type */
+    const int32_t *ia = NULL;
+    uint64_t na = 0;
+    if (gguf_get_arr_i32(f, "stt.canary.tokenizer.lang_offsets", &ia, &na) < 0) return ERR_GGUF;
+    if (gguf_get_arr_i32(f, "stt.canary.tokenizer.lang_sizes", &ia, &na) < 0) return ERR_GGUF;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- front end (§2.7, §5) ---- */
+
+static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
+    transcribe_status st;
+    const char *s = NULL;
+    int mels, sr, n_fft, win, hop;
+    float v;
+#define FK "stt.frontend."
+    if ((st = req_str(f, FK "type", &s))) return st;
+    if (strcmp(s, "mel") != 0) {
+        TR_ERROR("canary: " FK "type '%s' (only 'mel')", s);
+        return ERR_GGUF;
+    }
+    if ((st = req_u32(f, FK "num_mels", 1, 4096, &mels))) return st;
+    if ((st = req_u32(f, FK "sample_rate", 1, 1 << 24, &sr))) return st;
+    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &n_fft))) return st;
+    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &win))) return st;
+    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
+    if (mels != 128 || mels != m->enc_hp.n_mels) {
+        TR_ERROR("canary: " FK "num_mels %d (only 128 is implemented)", mels);
+        return ERR_GGUF;
+    }
+    if (sr != 16000) {
+        TR_ERROR("canary: " FK "sample_rate %d (only 16000)", sr);
+        return ERR_GGUF;
+    }
+    if (n_fft & (n_fft - 1) || win > n_fft) {
+        TR_ERROR("canary: " FK "n_fft %d must be a power of two >= win_length %d", n_fft, win);
+        return ERR_GGUF;
+    }
+    if ((st = req_str(f, FK "window", &s))) return st;
+    if (strcmp(s, "hann") != 0) {
+        TR_ERROR("canary: " FK "window '%s' (only 'hann')", s);
+        return ERR_GGUF;
+    }
+    if ((st = req_str(f, FK "normalize", &s))) return st;
+    if (strcmp(s, "per_feature") != 0) {
+        TR_ERROR("canary: " FK "normalize '%s' (only 'per_feature')", s);
+        return ERR_GGUF;
+    }
+    /* dither: read for presence and type only; inference never dithers */
+    if ((st = req_f32(f, FK "dither", &v))) return st;
+    if ((st = req_f32(f, FK "pre_emphasis", &v))) return st;
+    if ((st = req_f32(f, FK "f_min", &v))) return st;
+    if ((st = req_f32(f, FK "f_max", &v))) return st;
+    bool logb;
+    if ((st = opt_bool(f, FK "log", true, &logb))) return st;
+    const char *pad = NULL;
+    int r = gguf_get_str(f, FK "pad_mode", &pad);
+    if (r < 0) return ERR_GGUF;
+    if (r == 1 && strcmp(pad, "reflect") != 0 && strcmp(pad, "constant") != 0) {
+        TR_ERROR("canary: " FK "pad_mode '%s' (reflect or constant)", pad);
+        return ERR_GGUF;
+    }
+#undef FK
+    tr_mel_config_nemo(&m->mel, mels);
+    m->mel.pad_mode = TR_PAD_REFLECT; /* the default when pad_mode is absent */
+    if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
+    m->mel.log = true; /* §2.7: stt.frontend.log is written true and not read */
+    return TRANSCRIBE_OK;
+}
+
+/* ---- tokenizer, special tokens, languages (§2.1, §2.2, §2.5, §2.6) ---- */
+
+static transcribe_status read_special(const gguf_file *f, cn_model *m) {
+    const int V = m->hp.n_vocab;
+    cn_special *sp = &m->sp;
+    transcribe_status st;
+    struct {
+        const char *name;
+        int *dst;
+        bool req;
+    } keys[] = {
+        {"startoftranscript", &sp->sot, true},
+        {"endoftext", &sp->eot, true},
+        {"pad", &sp->pad, true},
+        {"startofcontext", &sp->soc, false},
+        {"pnc", &sp->pnc, false},
+        {"nopnc", &sp->nopnc, false},
+        {"noitn", &sp->noitn, false},
+        {"notimestamp", &sp->notimestamp, false},
+        {"nodiarize", &sp->nodiarize, false},
+        {"itn", &sp->itn, false},
+        {"timestamp", &sp->timestamp, false},
+        {"diarize", &sp->diarize, false},
+        {"nospeech", &sp->nospeech, false},
+        {"spkchange", &sp->spkchange, false},
+        {"audioseparator", &sp->audiosep, false},
+        {"transcribe", &sp->transcribe, false},
+        {"translate", &sp->translate, false},
+    };
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "stt.canary.special.%s_id", keys[i].name);
+        if ((st = opt_id(f, key, V, keys[i].dst))) return st;
+        if (keys[i].req && *keys[i].dst < 0) return missing(key);
+    }
+    /* Pieces outside the catalog, located by exact lookup (§2.6, §8.1). */
+    sp->emo_undefined = tr_tokenizer_find(m->tok, "<|emo:undefined|>");
+    sp->space = tr_tokenizer_find(m->tok, "\xE2\x96\x81");
+
+    int eos = -1;
+    if ((st = opt_id(f, "tokenizer.ggml.eos_token_id", V, &eos))) return st;
+    m->hp.eos = eos >= 0 ? eos : sp->eot;
+    /* The remaining tokenizer.ggml ids are type-checked only. */
+    int unused;
+    if ((st = opt_id(f, "tokenizer.ggml.unknown_token_id", V, &unused))) return st;
+    if ((st = opt_id(f, "tokenizer.ggml.bos_token_id", V, &unused))) return st;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status add_table_code(const gguf_file *f, cn_model *m, const char *code) {
+    if (!code[0] || strlen(code) > 48) return TRANSCRIBE_OK;
+    for (int i = 0; i < m->n_table; i++)
+        if (strcmp(m->table_code[i], code) == 0) return TRANSCRIBE_OK; /* duplicate */
+    char key[96];
+    snprintf(key, sizeof key, "stt.canary.special.lang.%s_id", code);
+    int id = -1;
+    transcribe_status st = opt_id(f, key, m->hp.n_vocab, &id);
+    if (st != TRANSCRIBE_OK || id < 0) return st; /* no id: e.g. "spl_tokens", "all" */
+    char *c = strdup(code);
+    if (!c) return TRANSCRIBE_ERR_OOM;
+    m->table_code[m->n_table] = c;
+    m->table_id[m->n_table] = id;
+    m->n_table++;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
+    transcribe_status st;
+    char **codes = NULL;
+    int n_codes = 0;
+    if ((st = opt_strs(f, "stt.canary.tokenizer.lang_codes", &codes, &n_codes, NULL))) {
+        free_strs(codes, n_codes);
+        return st;
+    }
+    if ((st = opt_strs(f, "general.languages", &m->lang, &m->n_lang, NULL))) {
+        free_strs(codes, n_codes);
+        return st;
+    }
+    int cap = n_codes + m->n_lang;
+    if (cap > 0) {
+        m->table_code = calloc((size_t)cap, sizeof *m->table_code);
+        m->table_id = calloc((size_t)cap, sizeof *m->table_id);
+        if (!m->table_code || !m->table_id) st = TRANSCRIBE_ERR_OOM;
+    }
+    for (int i = 0; i < n_codes && st == TRANSCRIBE_OK; i++) st = add_table_code(f, m, codes[i]);
+    for (int i = 0; i < m->n_lang && st == TRANSCRIBE_OK; i++)
+        st = add_table_code(f, m, m->lang[i]);
+    free_strs(codes, n_codes);
+    if (st != TRANSCRIBE_OK) return st;
+    if (m->n_lang == 0 && m->n_table > 0) {
+        /* No general.languages: advertise the codes that have an id. */
+        m->lang = calloc((size_t)m->n_table, sizeof *m->lang);
+        if (!m->lang) return TRANSCRIBE_ERR_OOM;
+        for (int i = 0; i < m->n_table; i++) {
+            m->lang[i] = strdup(m->table_code[i]);
+            if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
+            m->n_lang = i + 1;
+        }
+    }
+
+    bool ld;
+    if ((st = opt_bool(f, "stt.capability.translate", true, &m->can_translate))) return st;
+    if ((st = opt_bool(f, "stt.capability.lang_detect", false, &ld))) return st;
+    if (ld) TR_WARN("canary: stt.capability.lang_detect is set, but Canary never auto-detects");
+    if ((st = opt_strs(f, "stt.translation.target_languages", &m->targets, &m->n_targets, NULL)))
+        return st;
+    if ((st = opt_strs(f, "stt.translation.pairs", &m->pairs, &m->n_pairs, &m->has_pairs)))
+        return st;
+    for (int i = 0; i < m->n_targets; i++) {
+        if (cn_lang_id(m, m->targets[i]) < 0)
+            TR_WARN("canary: translation target '%s' has no language token", m->targets[i]);
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_tokenizer(const gguf_file *f, cn_model *m) {
+    transcribe_status st;
+    const char *model = NULL;
+    if ((st = req_str(f, "tokenizer.ggml.model", &model))) return st;
+    if (strcmp(model, "unigram") != 0) {
+        TR_ERROR("canary: tokenizer.ggml.model '%s' (only 'unigram')", model);
+        return ERR_GGUF;
+    }
+    const char *const *pieces = NULL;
+    uint64_t np = 0;
+    int r = gguf_get_arr_str(f, "tokenizer.ggml.tokens", &pieces, &np);
+    if (r < 0) return ERR_GGUF;
+    if (r == 0) return missing("tokenizer.ggml.tokens");
+    if (np != (uint64_t)m->hp.n_vocab) {
+        TR_ERROR("canary: %" PRIu64 " tokenizer pieces but decoder vocab_size %d", np,
+                 m->hp.n_vocab);
+        return ERR_GGUF;
+    }
+    if ((st = tr_tokenizer_from_gguf(f, &m->tok))) return st;
+    if (tr_tokenizer_n_vocab(m->tok) != m->hp.n_vocab) {
+        TR_ERROR("canary: tokenizer holds %d pieces, expected %d", tr_tokenizer_n_vocab(m->tok),
+                 m->hp.n_vocab);
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- tensors (§3.3, §3.4) ---- */
+
+/* Every type the library can dequantize (the ANY class of §3). */
+static uint32_t any_types(void) {
+    uint32_t mask = 0;
+    for (int t = 0; t < 31; t++)
+        if (tr_type_valid(t)) mask |= 1u << t;
+    return mask;
+}
+
+static const tr_tensor *T2(const gguf_file *f, const char *name, uint32_t mask, int64_t a,
+                           int64_t b, bool *ok) {
+    int64_t ne[2] = {a, b};
+    const tr_tensor *t = gguf_require_tensor(f, name, mask, b > 1 ? 2 : 1, ne);
+    if (!t) *ok = false;
+    return t;
+}
+
+static const float *vecf(const gguf_file *f, const char *name, int64_t n, bool *ok) {
+    const tr_tensor *t = T2(f, name, TR_TYPES_F32, n, 1, ok);
+    return t ? (const float *)t->data : NULL;
+}
+
+static void lin(const gguf_file *f, tr_nn_linear *l, const char *pfx, const char *name, int64_t in,
+                int64_t out, bool *ok) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
+    l->w = T2(f, buf, TR_TYPES_LINEAR, in, out, ok);
+    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
+    l->b = vecf(f, buf, out, ok);
+}
+
+static void norm(const gguf_file *f, tr_nn_norm *n, const char *pfx, const char *name, int64_t D,
+                 bool *ok) {
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
+    n->w = vecf(f, buf, D, ok);
+    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
+    n->b = vecf(f, buf, D, ok);
+}
+
+static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
+    const cn_hparams *hp = &m->hp;
+    const int64_t D = hp->d_dec, V = hp->n_vocab, F = hp->dec_ff;
+    bool ok = true;
+    if (hp->enc_dec_proj) lin(f, &m->proj, "", "enc.proj", hp->d_enc, D, &ok);
+    m->tok_emb = T2(f, "dec.embed.token.weight", any_types(), D, V, &ok);
+    const tr_tensor *pe = T2(f, "dec.embed.pos_enc", TR_TYPES_F32, D, hp->max_position, &ok);
+    m->pos_enc = pe ? (const float *)pe->data : NULL;
+    norm(f, &m->emb_ln, "", "dec.embed.norm", D, &ok);
+    m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
+    if (!m->dec) return TRANSCRIBE_ERR_OOM;
+    char p[64];
+    for (int i = 0; i < hp->n_dec_layers && ok; i++) {
+        tr_nn_dec_block *b = &m->dec[i];
+        snprintf(p, sizeof p, "dec.layer.%d.", i);
+        norm(f, &b->ln_self, p, "norm1", D, &ok);
+        lin(f, &b->self.q, p, "self_attn.q", D, D, &ok);
+        lin(f, &b->self.k, p, "self_attn.k", D, D, &ok);
+        lin(f, &b->self.v, p, "self_attn.v", D, D, &ok);
+        lin(f, &b->self.o, p, "self_attn.o", D, D, &ok);
+        norm(f, &b->ln_cross, p, "norm2", D, &ok);
+        lin(f, &b->cross.q, p, "cross_attn.q", D, D, &ok);
+        lin(f, &b->cross.k, p, "cross_attn.k", D, D, &ok);
+        lin(f, &b->cross.v, p, "cross_attn.v", D, D, &ok);
+        lin(f, &b->cross.o, p, "cross_attn.o", D, D, &ok);
+        norm(f, &b->ln_ffn, p, "norm3", D, &ok);
+        lin(f, &b->ffn.fc1, p, "ffn.up", D, F, &ok);
+        lin(f, &b->ffn.fc2, p, "ffn.down", F, D, &ok);
+        b->ffn.act = hp->act;
+    }
+    norm(f, &m->dec_ln, "", "dec.norm", D, &ok);
+    lin(f, &m->head, "", "dec.head", D, V, &ok);
+    return ok ? TRANSCRIBE_OK : ERR_GGUF;
+}
+
+/* ---- model ---- */
+
+static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
+    transcribe_status st;
+    if ((st = read_hparams(f, m))) return st;
+    if ((st = read_frontend(f, m))) return st;
+    if ((st = read_tokenizer(f, m))) return st;
+    if ((st = read_special(f, m))) return st;
+    if ((st = read_languages(f, m))) return st;
+    const char *variant = NULL;
+    if (gguf_get_str(f, "stt.variant", &variant) < 0) return ERR_GGUF;
+    m->variant = strdup(variant ? variant : "canary");
+    if (!m->variant) return TRANSCRIBE_ERR_OOM;
+    if ((st = read_tensors(f, m))) return st;
+    if ((st = tr_fc_load(f, &m->enc_hp, &m->enc))) return st;
+    const cn_hparams *hp = &m->hp;
+    m->dec_dims =
+        (tr_nn_dims){hp->d_dec, hp->n_dec_heads, hp->d_dec / hp->n_dec_heads, hp->dec_ff, 1e-5f};
+    /* §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
+    m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
+                      1000 / m->mel.sample_rate;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
+    *out = NULL;
+    if (!lc->gguf) {
+        TR_ERROR("canary: only GGUF files are supported");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    cn_model *m = calloc(1, sizeof *m);
+    if (!m) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = load_gguf(lc->gguf, m);
+    if (st != TRANSCRIBE_OK) {
+        cn_model_free(m);
+        return st;
+    }
+    TR_INFO("canary: loaded %s (enc %d×%d, dec %d×%d, vocab %d, %s%s)", m->variant,
+            m->enc_hp.n_layers, m->hp.d_enc, m->hp.n_dec_layers, m->hp.d_dec, m->hp.n_vocab,
+            m->hp.prompt_format == CN_PROMPT_CANARY ? "canary" : "canary2",
+            m->hp.single_sp ? ", single SentencePiece" : "");
+    *out = m;
+    return TRANSCRIBE_OK;
+}
+
+void cn_model_free(cn_model *m) {
+    if (!m) return;
+    tr_fc_free(m->enc);
+    free(m->dec);
+    tr_tokenizer_free(m->tok);
+    free_strs(m->lang, m->n_lang);
+    free_strs(m->table_code, m->n_table);
+    free(m->table_id);
+    free_strs(m->targets, m->n_targets);
+    free_strs(m->pairs, m->n_pairs);
+    free(m->variant);
+    free(m);
+}
+
+int cn_lang_id(const cn_model *m, const char *code) {
+    for (int i = 0; code && i < m->n_table; i++)
+        if (strcmp(m->table_code[i], code) == 0) return m->table_id[i];
+    return -1;
+}
+
+void cn_model_describe(const cn_model *m, tr_model_desc *desc) {
+    memset(desc, 0, sizeof *desc);
+    struct transcribe_capabilities *c = &desc->caps;
+    c->native_sample_rate = m->mel.sample_rate;
+    c->n_languages = m->n_lang;
+    c->languages = (const char *const *)m->lang;
+    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
+    c->supports_language_detect = false;                /* §8.2 */
+    c->supports_translate = m->can_translate;
+    c->max_audio_ms = m->max_audio_ms;
+    if (m->can_translate) {
+        c->n_translate_target_languages = m->n_targets;
+        c->translate_target_languages = (const char *const *)m->targets;
+        desc->n_translate_pairs = m->n_pairs;
+        desc->translate_pairs = (const char *const *)m->pairs;
+    }
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->features[TRANSCRIBE_FEATURE_PNC] = m->sp.pnc >= 0 && m->sp.nopnc >= 0;
+    desc->variant = m->variant;
+    /* Aggregate vocabularies repeat pieces across per-language sub-models, so
+     * text cannot be encoded faithfully; only the single SentencePiece can. */
+    desc->tokenizer = m->hp.single_sp ? m->tok : NULL;
+}

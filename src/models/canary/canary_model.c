@@ -1,0 +1,149 @@
+/* Canary math: session buffers, log-mel (§5), the FastConformer encoder
+ * plus the optional encoder→decoder projection (§6), cross K/V, and the
+ * pre-LN Transformer decoder with its self-attention KV cache and untied
+ * head (§7). Encoder-sized buffers grow with the longest input seen. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/canary/canary.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+transcribe_status cn_session_create(const cn_model *m, const tr_session_cfg *cfg,
+                                    cn_session **out) {
+    *out = NULL;
+    cn_session *s = calloc(1, sizeof *s);
+    if (!s) return TRANSCRIBE_ERR_OOM;
+    const cn_hparams *hp = &m->hp;
+    s->m = m;
+    s->pool = cfg ? cfg->pool : NULL;
+    /* n_ctx can only narrow the decoder context (c-api.md §6.2) */
+    s->n_ctx = hp->max_position;
+    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->n_ctx) s->n_ctx = cfg->n_ctx;
+    /* decoder KV: AUTO and F16 mean F16, only F32 means F32 (c-api.md §6.2) */
+    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+    const size_t D = (size_t)hp->d_dec;
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
+    s->fc_work = tr_fc_work_new();
+    s->dec_x = malloc(CN_MAX_PROMPT * D * sizeof(float));
+    s->dec_scratch =
+        malloc(tr_nn_dec_block_scratch(&m->dec_dims, CN_MAX_PROMPT, s->n_ctx) * sizeof(float));
+    s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
+    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
+        TR_ERROR("canary: out of memory allocating session buffers");
+        cn_session_free(s);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    *out = s;
+    return TRANSCRIBE_OK;
+}
+
+static void free_enc_bufs(cn_session *s) {
+    if (s->enc_dec != s->enc_out) free(s->enc_dec);
+    free(s->enc_out);
+    free(s->cross_k);
+    free(s->cross_v);
+    s->enc_out = s->enc_dec = s->cross_k = s->cross_v = NULL;
+    s->cap_enc_frames = 0;
+}
+
+void cn_session_free(cn_session *s) {
+    if (!s) return;
+    tr_nn_kv_free(&s->kv);
+    tr_fc_work_free(s->fc_work);
+    free_enc_bufs(s);
+    free(s->dec_x);
+    free(s->dec_scratch);
+    free(s->logits);
+    free(s);
+}
+
+int64_t cn_predict_enc_frames(const cn_model *m, int64_t n_samples) {
+    if (n_samples < 0 || m->mel.hop_length <= 0) return 0;
+    int64_t L = n_samples / m->mel.hop_length + 1;   /* T_mel of the centred STFT */
+    for (int i = 0; i < 3; i++) L = (L - 1) / 2 + 1; /* three stride-2 convs, padding 1 */
+    return L;
+}
+
+transcribe_status cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
+                             int *T_mel) {
+    *mel = NULL;
+    *T_mel = 0;
+    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
+    if (st != TRANSCRIBE_OK) return st;
+    if (*T_mel < 2) {
+        TR_ERROR("canary: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
+        free(*mel);
+        *mel = NULL;
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static bool grow_enc_bufs(cn_session *s, int T_enc) {
+    if ((size_t)T_enc <= s->cap_enc_frames) return true;
+    const cn_hparams *hp = &s->m->hp;
+    free_enc_bufs(s);
+    size_t T = (size_t)T_enc, De = (size_t)hp->d_enc, Dd = (size_t)hp->d_dec,
+           L = (size_t)hp->n_dec_layers;
+    s->enc_out = malloc(T * De * sizeof(float));
+    s->enc_dec = hp->enc_dec_proj ? malloc(T * Dd * sizeof(float)) : s->enc_out;
+    s->cross_k = malloc(L * T * Dd * sizeof(float));
+    s->cross_v = malloc(L * T * Dd * sizeof(float));
+    if (!s->enc_out || !s->enc_dec || !s->cross_k || !s->cross_v) {
+        free_enc_bufs(s);
+        return false;
+    }
+    s->cap_enc_frames = T;
+    return true;
+}
+
+transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
+                            tr_fc_abort_fn abort_fn, void *abort_user) {
+    const cn_model *m = s->m;
+    const int T = tr_fc_out_frames(m->enc, T_mel);
+    *T_enc = 0;
+    if (T < 1) {
+        TR_ERROR("canary: %d mel frames give no encoder frames", T_mel);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (!grow_enc_bufs(s, T)) {
+        TR_ERROR("canary: out of memory for %d encoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = tr_fc_forward(m->enc, s->pool, s->fc_work, mel, T_mel, s->enc_out, NULL,
+                                         abort_fn, abort_user);
+    if (st != TRANSCRIBE_OK) return st;
+    if (m->hp.enc_dec_proj) tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
+    const size_t stride = (size_t)T * (size_t)m->hp.d_dec;
+    for (int l = 0; l < m->hp.n_dec_layers; l++)
+        tr_nn_cross_kv(s->pool, &m->dec[l], s->enc_dec, T, s->cross_k + l * stride,
+                       s->cross_v + l * stride);
+    *T_enc = T;
+    return TRANSCRIBE_OK;
+}
+
+bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
+    const cn_model *m = s->m;
+    const int D = m->hp.d_dec;
+    if (n <= 0 || n > CN_MAX_PROMPT || n_past < 0 || n_past + n > s->n_ctx || T_enc < 1 ||
+        (size_t)T_enc > s->cap_enc_frames)
+        return false;
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->hp.n_vocab) return false;
+    /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling */
+    tr_get_rows(m->tok_emb, ids, n, s->dec_x);
+    tr_add_scaled(s->dec_x, s->dec_x, m->pos_enc + (size_t)n_past * D, 1.0f, (long)n * D);
+    tr_layer_norm(s->pool, s->dec_x, s->dec_x, n, D, m->emb_ln.w, m->emb_ln.b, 1e-5f);
+    const size_t stride = (size_t)T_enc * (size_t)D;
+    for (int l = 0; l < m->hp.n_dec_layers; l++)
+        tr_nn_dec_block_fwd(s->pool, &m->dec[l], &m->dec_dims, s->dec_x, n, &s->kv, l, n_past,
+                            s->cross_k + l * stride, s->cross_v + l * stride, T_enc,
+                            s->dec_scratch);
+    /* only the last row's logits are needed (greedy, §8.3) */
+    float *last = s->dec_x + (size_t)(n - 1) * D;
+    tr_layer_norm(s->pool, last, last, 1, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
+    tr_linear(s->pool, m->head.w, m->head.b, last, 1, s->logits);
+    return true;
+}

@@ -1,0 +1,170 @@
+/* The Canary run: prompt and language gates (§8.1–§8.2), the input-length
+ * gate before any front-end or encoder work (§9), log-mel, encoder, greedy
+ * decoding with the KV cache to EOS (§8.3), and the result (§10). Abort is
+ * polled between encoder blocks and after every decoder step; the tokens
+ * decoded so far stay in the result. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/canary/canary.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run_params *p) {
+    if (p->family) {
+        TR_ERROR("canary: this family takes no run extension");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    cn_prompt pr;
+    return cn_build_prompt(m, p, &pr);
+}
+
+/* Non-finite samples are replaced (NaN → 0, ±Inf → ±1) with one warning:
+ * a single bad sample must not poison the per-feature normalisation. */
+static const float *sanitize_pcm(const float *pcm, int n, float **owned) {
+    *owned = NULL;
+    int bad = 0;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(pcm[i])) bad++;
+    if (!bad) return pcm;
+    float *c = malloc((size_t)n * sizeof *c);
+    if (!c) return NULL;
+    for (int i = 0; i < n; i++) {
+        float x = pcm[i];
+        c[i] = isnan(x) ? 0.0f : isinf(x) ? (x > 0 ? 1.0f : -1.0f) : x;
+    }
+    TR_WARN("canary: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
+    *owned = c;
+    return c;
+}
+
+static int argmax(const float *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i; /* ties → first index */
+    return best;
+}
+
+typedef struct abort_ctx {
+    const tr_run_ctx *ctx;
+} abort_ctx;
+
+static bool enc_should_abort(void *user) {
+    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
+}
+
+/* Text (§10): decode with control tokens dropped (unless kept), then remove
+ * exactly one leading ASCII space. Raw text: every generated id, as is. */
+static transcribe_status fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
+                                     int n_out, bool keep_tags, tr_result *res) {
+    tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
+    if (!tr_result_set_language(res, pr->src)) return TRANSCRIBE_ERR_OOM;
+    char *raw = tr_tokenizer_decode(m->tok, out, n_out, false);
+    char *text = tr_tokenizer_decode(m->tok, out, n_out, !keep_tags);
+    transcribe_status st = TRANSCRIBE_OK;
+    if (!raw || !text) {
+        st = TRANSCRIBE_ERR_OOM;
+    } else {
+        const char *t = text[0] == ' ' ? text + 1 : text;
+        bool ok = tr_result_set_raw_text(res, raw) && tr_result_set_full_text(res, t);
+        /* exactly one {0, 0, text} segment, no word / token rows */
+        if (ok && t[0]) ok = tr_result_add_segment(res, 0, 0, t) >= 0;
+        if (!ok) st = TRANSCRIBE_ERR_OOM;
+    }
+    free(raw);
+    free(text);
+    return st;
+}
+
+/* Greedy decode of §8.3 into out[] (capacity CN_MAX_GEN). */
+static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, tr_run_ctx *ctx,
+                                int32_t *out, int *n_out) {
+    const cn_model *m = s->m;
+    const int V = m->hp.n_vocab, eos = m->hp.eos;
+    int max_tokens = s->n_ctx - pr->n;
+    if (max_tokens > CN_MAX_GEN) max_tokens = CN_MAX_GEN;
+    *n_out = 0;
+    if (!cn_decode(s, pr->ids, pr->n, 0, T_enc)) return TRANSCRIBE_ERR_INVALID_ARG;
+    int tok = argmax(s->logits, V);
+    if (tok != eos) out[(*n_out)++] = tok;
+    int n_past = pr->n;
+    for (int step = 1; step < max_tokens && tok != eos; step++) {
+        if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+        if (n_past + 1 > s->n_ctx) break;
+        int32_t id = tok;
+        if (!cn_decode(s, &id, 1, n_past, T_enc)) return TRANSCRIBE_ERR_INVALID_ARG;
+        n_past++;
+        tok = argmax(s->logits, V);
+        if (tok != eos) out[(*n_out)++] = tok;
+    }
+    if (tok != eos) {
+        TR_WARN("canary: decoding stopped after %d tokens without end-of-text (context %d, "
+                "prompt %d); the text is truncated",
+                *n_out, s->n_ctx, pr->n);
+        return TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const cn_model *m = s->m;
+    s->n_last = 0;
+    if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
+    s->pool = ctx->pool ? ctx->pool : s->pool;
+    cn_prompt pr;
+    transcribe_status st = cn_build_prompt(m, ctx->params, &pr);
+    if (st != TRANSCRIBE_OK) return st;
+
+    /* §9: the whole gate runs before any mel or encoder work */
+    int64_t T_enc_pred = cn_predict_enc_frames(m, n_samples);
+    if (T_enc_pred > m->hp.pos_emb_max_len) {
+        TR_ERROR("canary: %d samples (%.1f s) need %lld encoder frames; the model's limit is %d "
+                 "(%lld ms); split the audio",
+                 n_samples, (double)n_samples / m->mel.sample_rate, (long long)T_enc_pred,
+                 m->hp.pos_emb_max_len, (long long)m->max_audio_ms);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    if (n_samples < m->mel.n_fft / 2 + 1) {
+        TR_ERROR("canary: %d samples are too short (reflect padding needs at least %d)", n_samples,
+                 m->mel.n_fft / 2 + 1);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (s->n_ctx - pr.n < 1) {
+        TR_ERROR("canary: the decoder context %d cannot hold the %d-token prompt plus one token",
+                 s->n_ctx, pr.n);
+        ctx->truncated = true;
+        return TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    }
+
+    float *clean = NULL, *mel = NULL;
+    const float *in = sanitize_pcm(pcm, n_samples, &clean);
+    if (!in) return TRANSCRIBE_ERR_OOM;
+    double t0 = tr_time_ms();
+    int T_mel = 0, T_enc = 0;
+    st = cn_log_mel(m, s->pool, in, n_samples, &mel, &T_mel);
+    free(clean);
+    double t1 = tr_time_ms();
+    ctx->result->mel_ms = (float)(t1 - t0);
+    abort_ctx ac = {ctx};
+    if (st == TRANSCRIBE_OK) st = cn_encode(s, mel, T_mel, &T_enc, enc_should_abort, &ac);
+    free(mel);
+    double t2 = tr_time_ms();
+    ctx->result->encode_ms = (float)(t2 - t1);
+    if (st != TRANSCRIBE_OK) return st;
+
+    int32_t *out = s->last_ids;
+    int n_out = 0;
+    st = greedy(s, &pr, T_enc, ctx, out, &n_out);
+    s->n_last = n_out;
+    ctx->result->decode_ms = (float)(tr_time_ms() - t2);
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+        st == TRANSCRIBE_ERR_ABORTED) {
+        transcribe_status st2 =
+            fill_result(m, &pr, out, n_out, ctx->params->keep_special_tags, ctx->result);
+        if (st2 != TRANSCRIBE_OK) st = st2;
+    }
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    return st;
+}
