@@ -4,9 +4,13 @@
 #include "api/family.h"
 
 extern const tr_family tr_family_whisper;
+extern const tr_family tr_family_parakeet;
+extern const tr_family tr_family_canary;
 
 static const tr_family *const k_families[] = {
     &tr_family_whisper,
+    &tr_family_parakeet,
+    &tr_family_canary,
 };
 
 /* Architectures transcribe.cpp 0.2.1 publishes (gguf-common.md §4.1) that
