@@ -443,8 +443,8 @@ static void bad_files(const char *path, const float *pcm, int n) {
     transcribe_model_free(m);
     remove(dst);
 
-    /* no <|nopnc|>: PNC is no runtime control; asking for it off cannot
-     * build the prompt (invalid argument), the default still runs */
+    /* no <|nopnc|>: PNC is no runtime control, so an explicit OFF is only
+     * a WARN and the default (on) prompt runs: same text as DEFAULT */
     snprintf(dst, sizeof dst, "%s/canary_nonopnc_%d.gguf", TR_BINARY_DIR, (int)getpid());
     CHECK(rewrite(path, dst, &(edit){.drop_kv = "stt.canary.special.nopnc_id"}));
     m = load(dst, NULL);
@@ -452,10 +452,24 @@ static void bad_files(const char *path, const float *pcm, int n) {
     CHECK(m && !transcribe_model_supports(m, TRANSCRIBE_FEATURE_PNC));
     struct transcribe_run_params p;
     transcribe_run_params_init(&p);
+    transcribe_status st0 = s ? transcribe_run(s, pcm, n, &p) : TRANSCRIBE_ERR_INVALID_ARG;
+    CHECK(st0 == TRANSCRIBE_OK || st0 == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    char *dflt = s ? strdup(transcribe_full_text(s)) : NULL;
     p.pnc = TRANSCRIBE_PNC_MODE_OFF;
-    CHECK(s && transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_INVALID_ARG);
-    p.pnc = TRANSCRIBE_PNC_MODE_DEFAULT;
-    CHECK(s && transcribe_run(s, pcm, n, &p) != TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(s && transcribe_run(s, pcm, n, &p) == st0);
+    CHECK(s && dflt && strcmp(dflt, transcribe_full_text(s)) == 0);
+    free(dflt);
+    transcribe_session_free(s);
+    transcribe_model_free(m);
+    remove(dst);
+
+    /* no <|pnc|>: the default prompt cannot be built (invalid argument) */
+    snprintf(dst, sizeof dst, "%s/canary_nopnc_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    CHECK(rewrite(path, dst, &(edit){.drop_kv = "stt.canary.special.pnc_id"}));
+    m = load(dst, NULL);
+    s = session(m, TRANSCRIBE_KV_TYPE_AUTO, 0);
+    CHECK(s &&
+          run(s, pcm, n, TRANSCRIBE_TASK_TRANSCRIBE, "en", NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     transcribe_session_free(s);
     transcribe_model_free(m);
     remove(dst);

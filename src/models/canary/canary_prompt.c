@@ -70,8 +70,11 @@ transcribe_status cn_build_prompt(const cn_model *m, const struct transcribe_run
     transcribe_status st = pick_languages(m, p, out, &src, &tgt);
     if (st != TRANSCRIBE_OK) return st;
     const cn_special *sp = &m->sp;
-    /* PNC on unless explicitly off (§8.2) */
-    bool pnc_on = p->pnc != TRANSCRIBE_PNC_MODE_OFF;
+    /* PNC on unless explicitly off (§8.2). Without both slots PNC is no
+     * runtime control: the dispatcher WARNs and the default (on) applies
+     * (c-api.md §6.3). */
+    bool pnc_ctrl = sp->pnc >= 0 && sp->nopnc >= 0;
+    bool pnc_on = !pnc_ctrl || p->pnc != TRANSCRIBE_PNC_MODE_OFF;
     int pnc = pnc_on ? sp->pnc : sp->nopnc;
     if ((st = need(pnc, pnc_on ? "<|pnc|>" : "<|nopnc|>"))) return st;
     int32_t *ids = out->ids;
