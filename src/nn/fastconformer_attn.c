@@ -12,7 +12,7 @@
  * not depend on the thread count.
  *
  * Memory: the bias is built for as many heads at a time as fit in
- * FC_BIAS_BUDGET bytes (at least one head, 4*T^2 bytes), so long inputs cost
+ * s->bias_budget bytes (at least one head, 4*T^2 bytes), so long inputs cost
  * T^2 floats rather than H*T^2. */
 #include <math.h>
 #include <stdlib.h>
@@ -22,8 +22,7 @@
 #include "tensor/ops.h"
 #include "util/log.h"
 
-#define FC_QB          64
-#define FC_BIAS_BUDGET ((size_t)64 << 20)
+#define FC_QB 64
 
 static bool is_local(const tr_fc_hparams *hp) {
     return hp->att_style == TR_FC_STYLE_REGULAR && hp->att_left >= 0 && hp->att_right >= 0;
@@ -148,9 +147,8 @@ bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_poo
                          tr_fc_attn_scratch *s) {
     const int d = hp->d_model, H = hp->n_heads, dh = d / H;
     const size_t tt = (size_t)T * (size_t)T;
-    int G = (int)(FC_BIAS_BUDGET / (tt * sizeof(float)));
-    if (G < 1) G = 1;
-    if (G > H) G = H;
+    const size_t fit = s->bias_budget / (tt * sizeof(float)); /* heads per pass */
+    const int G = fit < 1 ? 1 : fit > (size_t)H ? H : (int)fit;
     const int nth = tr_pool_n_threads(pool);
     const size_t per = (size_t)FC_QB * (size_t)(P > T + FC_QB - 1 ? P : T + FC_QB - 1);
     if (!tr_fc_buf_reserve(&s->qv, (size_t)T * d) || !tr_fc_buf_reserve(&s->bias, tt * G) ||

@@ -44,8 +44,16 @@ static void buf_free(tr_fc_buf *b) {
 
 tr_fc_work *tr_fc_work_new(void) {
     tr_fc_work *w = calloc(1, sizeof *w);
-    if (!w) TR_ERROR("fastconformer: out of memory for the work area");
+    if (!w) {
+        TR_ERROR("fastconformer: out of memory for the work area");
+        return NULL;
+    }
+    w->att.bias_budget = TR_FC_BIAS_BUDGET;
     return w;
+}
+
+void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes) {
+    if (w) w->att.bias_budget = bytes;
 }
 
 void tr_fc_work_free(tr_fc_work *w) {

@@ -66,7 +66,15 @@ void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0);
 /* Scratch for the rel-pos attention of T frames. */
 typedef struct tr_fc_attn_scratch {
     tr_fc_buf qv, bias, bd;
+    size_t bias_budget; /* bytes of [heads][T][T] bias built at once (>= one head) */
 } tr_fc_attn_scratch;
+
+/* Default bias budget: all heads of a 1024-frame input at H = 8 fit in it;
+ * longer inputs run the attention a few heads at a time. */
+#define TR_FC_BIAS_BUDGET ((size_t)64 << 20)
+
+/* Tests: shrink the bias budget to exercise the head-group path. */
+void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes);
 
 /* Rel-pos MHSA core: q (biased in place by pos_bias_u), k, v [T][d] and the
  * projected positional rows p [P][d] -> att [T][d] (before linear_out). */

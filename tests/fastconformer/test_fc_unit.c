@@ -157,6 +157,13 @@ static void parity_case(const char *label, const fc_synth_cfg *cfg, int T_mel, d
     CHECK(st == TRANSCRIBE_OK);
     CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: 1 vs 2 threads differ", label);
     CHECK(tr_fc_work_bytes(w) > 0);
+    /* one head per attention pass: same bits */
+    tr_fc_work *w1 = tr_fc_work_new();
+    tr_fc_work_set_bias_budget(w1, 1);
+    st = tr_fc_forward(L.enc, pool, w1, mel, T_mel, out2, NULL, NULL, NULL);
+    CHECK(st == TRANSCRIBE_OK);
+    CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: head groups differ", label);
+    tr_fc_work_free(w1);
     tr_pool_free(pool);
     tr_fc_work_free(w);
     free(mel), free(out), free(pre), free(rout), free(rpre), free(out2);
