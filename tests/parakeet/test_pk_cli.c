@@ -1,0 +1,133 @@
+/* The `transcribe` binary (path in argv[1]) on the reference tiny TDT and
+ * CTC models: -f txt prints the golden text, json carries the golden words
+ * and segment times, srt / vtt cue the golden segment, --timestamps and
+ * --translate / -l reach the run (the last two as errors). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pk_test.h"
+#include "test_util.h"
+
+static const char *g_bin;
+static char g_out[1 << 18], g_err[1 << 16];
+
+static void slurp(const char *path, char *buf, size_t cap) {
+    buf[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+static int run(const char *model, const char *flags) {
+    char out[512], err[512], cmd[8192];
+    snprintf(out, sizeof out, "%s/pk_cli_%d.out", TR_BINARY_DIR, (int)getpid());
+    snprintf(err, sizeof err, "%s/pk_cli_%d.err", TR_BINARY_DIR, (int)getpid());
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s' >'%s' 2>'%s' </dev/null", g_bin, model,
+             flags, TR_SHARED_DIR "/samples/jfk.wav", out, err);
+    int st = system(cmd);
+    slurp(out, g_out, sizeof g_out);
+    slurp(err, g_err, sizeof g_err);
+    remove(out);
+    remove(err);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *golden(const char *cfg, const char *file) {
+    char path[2048];
+    pk_path(path, sizeof path, cfg, file);
+    char *s = pk_read_text(path);
+    pk_chomp(s);
+    return s;
+}
+
+/* "t0 t1 text" of the first golden segment. */
+static bool first_segment(const char *cfg, long *t0, long *t1) {
+    char *s = golden(cfg, "jfk.segments.txt");
+    bool ok = s && sscanf(s, "%ld %ld", t0, t1) == 2;
+    free(s);
+    return ok;
+}
+
+static void ms_clock(long ms, char sep, char *buf, size_t n) {
+    snprintf(buf, n, "%02ld:%02ld:%02ld%c%03ld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, sep,
+             ms % 1000);
+}
+
+static void check_model(const char *cfg) {
+    char model[2048], name[256];
+    snprintf(name, sizeof name, "parakeet-%s-F32.gguf", cfg);
+    pk_path(model, sizeof model, cfg, name);
+    CHECK_MSG(pk_exists(model), "%s missing", model);
+    if (!pk_exists(model)) return;
+    char *text = golden(cfg, "jfk.text.txt");
+    CHECK(text != NULL);
+    if (!text) return;
+
+    int rc = run(model, "-f txt");
+    size_t n = strlen(g_out);
+    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
+    CHECK_MSG(rc == 0 && !strcmp(g_out, text), "%s txt: exit %d [%s] want [%s] %s", cfg, rc, g_out,
+              text, g_err);
+
+    long t0 = 0, t1 = 0;
+    bool have_seg = first_segment(cfg, &t0, &t1);
+    char a[32], b[32], want[128];
+    rc = run(model, "-f json --tokens");
+    CHECK_MSG(rc == 0 && strstr(g_out, "\"timestamps\":\"token\""), "%s json: %s", cfg, g_out);
+    if (have_seg) {
+        snprintf(want, sizeof want, "{\"t0_ms\":%ld,\"t1_ms\":%ld,", t0, t1);
+        CHECK_MSG(strstr(g_out, want) != NULL, "%s json lacks %s", cfg, want);
+    }
+    /* every golden word appears with its times */
+    char *words = golden(cfg, "jfk.words.txt");
+    for (char *line = words ? strtok(words, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        long w0, w1;
+        if (sscanf(line, "%ld %ld", &w0, &w1) != 2) continue;
+        snprintf(want, sizeof want, "{\"t0_ms\":%ld,\"t1_ms\":%ld,\"text\":", w0, w1);
+        CHECK_MSG(strstr(g_out, want) != NULL, "%s json lacks word %s", cfg, line);
+    }
+    free(words);
+
+    rc = run(model, "-f srt");
+    if (have_seg) {
+        ms_clock(t0, ',', a, sizeof a);
+        ms_clock(t1, ',', b, sizeof b);
+        snprintf(want, sizeof want, "1\n%s --> %s\n", a, b);
+        CHECK_MSG(rc == 0 && !strncmp(g_out, want, strlen(want)) && strstr(g_out, text),
+                  "%s srt: [%s]", cfg, g_out);
+    }
+    rc = run(model, "-f vtt");
+    if (have_seg) {
+        ms_clock(t0, '.', a, sizeof a);
+        ms_clock(t1, '.', b, sizeof b);
+        snprintf(want, sizeof want, "%s --> %s\n", a, b);
+        CHECK_MSG(rc == 0 && !strncmp(g_out, "WEBVTT", 6) && strstr(g_out, want), "%s vtt: [%s]",
+                  cfg, g_out);
+    }
+    rc = run(model, "-f json --timestamps segment");
+    CHECK_MSG(rc == 0 && strstr(g_out, "\"timestamps\":\"segment\""), "%s segment json: %s", cfg,
+              g_out);
+    rc = run(model, "-t");
+    CHECK_MSG(rc != 0, "%s translate: exit %d", cfg, rc);
+    rc = run(model, "-l de");
+    CHECK_MSG(rc != 0, "%s -l de: exit %d", cfg, rc);
+    rc = run(model, "-l en");
+    CHECK_MSG(rc == 0, "%s -l en: exit %d %s", cfg, rc, g_err);
+    free(text);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        printf("usage: test_pk_cli <transcribe binary>\n");
+        return 1;
+    }
+    g_bin = argv[1];
+    check_model("tiny-tdt");
+    check_model("tiny-ctc");
+    return TEST_DONE();
+}
