@@ -118,6 +118,16 @@ static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
     add_into(x, w->h.p, (size_t)T * d);
 }
 
+static void speaker_kernel(const tr_fc_encoder *enc, tr_pool *pool, float *x, int T,
+                           tr_fc_work *w) {
+    const int d = enc->hp.d_model;
+    tr_nn_linear_fwd(pool, &enc->spk0, x, T, w->h.p);
+    tr_relu(w->h.p, (long)T * d);
+    tr_nn_linear_fwd(pool, &enc->spk3, w->h.p, T, w->q.p);
+    add_into(x, w->q.p, (size_t)T * d);
+    if (enc->spk_bg) tr_add_bias(x, T, d, enc->spk_bg);
+}
+
 static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
     const size_t Td = (size_t)T * (size_t)hp->d_model;
     const size_t wide = (size_t)(hp->d_ff > 2 * hp->d_model ? hp->d_ff : 2 * hp->d_model);
@@ -158,6 +168,7 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
         for (size_t i = 0; i < (size_t)T * d; i++) out[i] *= xs;
     }
     if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
+    if (enc->spk) speaker_kernel(enc, pool, out, T, w);
     tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, T));
     for (int i = 0; i < hp->n_layers; i++) {
         if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;

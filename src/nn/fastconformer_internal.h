@@ -38,6 +38,12 @@ struct tr_fc_encoder {
     tr_nn_linear pre_out; /* [C*F'] -> d */
     tr_fc_block *blocks;  /* n_layers */
     float *dw_mem;        /* owns every block's dw_w / dw_b */
+    /* multitalker speaker kernel (single-speaker mode, §7.8), after x-scaling:
+     * x += W3 ReLU(W0 x + b0) + b3, then x += bg (a constant: the background
+     * kernel's input is all zeros, so it is evaluated once at load) */
+    bool spk;
+    tr_nn_linear spk0, spk3;
+    float *spk_bg; /* [d] or NULL; owned */
 };
 
 /* Frames after one stride-2 stage (non-causal ceil(L/2), causal L/2 + 1). */

@@ -16,7 +16,8 @@
 #define ERR_GGUF  TRANSCRIBE_ERR_GGUF
 #define FC_BN_EPS 1e-5f
 
-/* Name builder and lookups for one block (or the pre-encode when blk < 0). */
+/* Name builder and lookups for one block (blk >= 0), the pre-encode (-1) or
+ * other "enc.*" tensors (-2). */
 typedef struct {
     const gguf_file *g;
     int blk;
@@ -25,7 +26,9 @@ typedef struct {
 } finder;
 
 static const char *tname(finder *f, const char *suffix) {
-    if (f->blk < 0)
+    if (f->blk == -2)
+        snprintf(f->name, sizeof f->name, "enc.%s", suffix);
+    else if (f->blk < 0)
         snprintf(f->name, sizeof f->name, "enc.pre_encode.%s", suffix);
     else
         snprintf(f->name, sizeof f->name, "enc.blocks.%d.%s", f->blk, suffix);
@@ -169,6 +172,41 @@ static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
     return !f.bad;
 }
 
+/* The speaker kernel is configured by Parakeet keys only (multitalker files;
+ * no Canary file has them), so they are read here by their full names. */
+static bool load_speaker_kernel(const gguf_file *g, tr_fc_encoder *e) {
+    const int64_t d = e->hp.d_model;
+    const int32_t *layers = NULL;
+    uint64_t n = 0;
+    bool bg = false;
+    if (gguf_get_arr_i32(g, "stt.parakeet.encoder.spk_kernel_layers", &layers, &n) < 0 ||
+        gguf_get_bool(g, "stt.parakeet.encoder.add_bg_spk_kernel", &bg) < 0)
+        return false;
+    if (n == 0) return true;
+    finder f = {.g = g, .blk = -2};
+    need_linear(&f, &e->spk0, "spk_kernel.0.0.weight", "spk_kernel.0.0.bias", d, d, true);
+    need_linear(&f, &e->spk3, "spk_kernel.0.3.weight", "spk_kernel.0.3.bias", d, d, true);
+    if (f.bad) return false;
+    e->spk = true;
+    if (!bg) return true;
+    tr_nn_linear b0, b3;
+    need_linear(&f, &b0, "bg_spk_kernel.0.0.weight", "bg_spk_kernel.0.0.bias", d, d, true);
+    need_linear(&f, &b3, "bg_spk_kernel.0.3.weight", "bg_spk_kernel.0.3.bias", d, d, true);
+    if (f.bad) return false;
+    float *h = malloc(sizeof(float) * (size_t)d);
+    e->spk_bg = malloc(sizeof(float) * (size_t)d);
+    if (!h || !e->spk_bg) {
+        free(h);
+        TR_ERROR("fastconformer: out of memory for the background speaker kernel");
+        return false;
+    }
+    /* W0 . 0 + b0 = b0 */
+    for (int64_t i = 0; i < d; i++) h[i] = b0.b[i] > 0.0f ? b0.b[i] : 0.0f;
+    tr_nn_linear_fwd(NULL, &b3, h, 1, e->spk_bg);
+    free(h);
+    return true;
+}
+
 transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
                              tr_fc_encoder **out) {
     if (!g || !hp || !out) {
@@ -198,7 +236,7 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
         tr_fc_free(e);
         return TRANSCRIBE_ERR_OOM;
     }
-    if (!load_pre_encode(g, e)) {
+    if (!load_pre_encode(g, e) || !load_speaker_kernel(g, e)) {
         tr_fc_free(e);
         return ERR_GGUF;
     }
@@ -215,6 +253,7 @@ void tr_fc_free(tr_fc_encoder *enc) {
     if (!enc) return;
     free(enc->blocks);
     free(enc->dw_mem);
+    free(enc->spk_bg);
     free(enc);
 }
 

@@ -289,6 +289,30 @@ static inline int fcr_forward(const gguf_file *g, const fc_synth_cfg *cfg, const
     if (cfg->xscaling)
         for (long i = 0; i < (long)T * d; i++) out[i] *= sqrtf((float)d);
     if (pre_out) memcpy(pre_out, out, sizeof(float) * T * d);
+    if (cfg->spk) {
+        static const char *const nm[2][4] = {
+            {"enc.spk_kernel.0.0.weight", "enc.spk_kernel.0.0.bias", "enc.spk_kernel.0.3.weight",
+             "enc.spk_kernel.0.3.bias"},
+            {"enc.bg_spk_kernel.0.0.weight", "enc.bg_spk_kernel.0.0.bias",
+             "enc.bg_spk_kernel.0.3.weight", "enc.bg_spk_kernel.0.3.bias"}};
+        float *in = calloc((size_t)T * d, sizeof(float)), *hid = malloc(sizeof(float) * T * d);
+        float *res = malloc(sizeof(float) * T * d);
+        for (int s = 0; s < (cfg->spk_bg ? 2 : 1); s++) {
+            float *w0 = fcr_get(g, nm[s][0]), *b0 = fcr_get(g, nm[s][1]);
+            float *w3 = fcr_get(g, nm[s][2]), *b3 = fcr_get(g, nm[s][3]);
+            /* speaker kernel reads x; the background kernel reads zeros */
+            if (s == 0)
+                memcpy(in, out, sizeof(float) * T * d);
+            else
+                memset(in, 0, sizeof(float) * T * d);
+            fcr_linear(in, T, d, w0, b0, d, hid);
+            for (long i = 0; i < (long)T * d; i++) hid[i] = hid[i] > 0 ? hid[i] : 0.0f;
+            fcr_linear(hid, T, d, w3, b3, d, res);
+            for (long i = 0; i < (long)T * d; i++) out[i] += res[i];
+            free(w0), free(b0), free(w3), free(b3);
+        }
+        free(in), free(hid), free(res);
+    }
 
     fcr_ctx c = {g, cfg, T, 0, d, cfg->H, d / cfg->H, 0, false, causal, NULL};
     c.local = (!cfg->style || strcmp(cfg->style, "regular") == 0) && cfg->att_left >= 0 &&

@@ -32,6 +32,7 @@ typedef struct fc_synth_cfg {
     uint32_t seed;
     const char *prefix;      /* key prefix; NULL: "stt.parakeet.encoder." */
     bool use_bias_key_false; /* write use_bias = false even with biases (old Canary files) */
+    bool spk, spk_bg;        /* multitalker speaker kernel (+ background kernel) */
 } fc_synth_cfg;
 
 static inline fc_synth_cfg fc_synth_default(void) {
@@ -140,6 +141,12 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
         gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
     }
     gguf_writer_set_str(c.w, KEY("conv_norm_type"), cfg->layer_norm ? "layer_norm" : "batch_norm");
+    if (cfg->spk) {
+        const int32_t layers[1] = {0};
+        gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
+        gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
+        gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
+    }
 #undef KEY
 
     const bool causal = style && strcmp(style, "chunked_limited") == 0;
@@ -160,6 +167,16 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
            0);
     fc_add(&c, "enc.pre_encode.out.bias", false, 1, d, 1, 1, 1, 0.1f, 0);
     const float sd = 1.0f / sqrtf((float)d), sf = 1.0f / sqrtf((float)ff);
+    static const char *const spk[2][4] = {
+        {"enc.spk_kernel.0.0.weight", "enc.spk_kernel.0.0.bias", "enc.spk_kernel.0.3.weight",
+         "enc.spk_kernel.0.3.bias"},
+        {"enc.bg_spk_kernel.0.0.weight", "enc.bg_spk_kernel.0.0.bias",
+         "enc.bg_spk_kernel.0.3.weight", "enc.bg_spk_kernel.0.3.bias"}};
+    for (int s = 0; s < (cfg->spk ? (cfg->spk_bg ? 2 : 1) : 0); s++)
+        for (int l = 0; l < 2; l++) {
+            fc_add(&c, spk[s][2 * l], true, 2, d, d, 1, 1, sd, 0);
+            fc_add(&c, spk[s][2 * l + 1], false, 1, d, 1, 1, 1, 0.3f, 0);
+        }
     for (int i = 0; i < cfg->n_layers; i++) {
 #define T(s) (snprintf(name, sizeof name, "enc.blocks.%d.%s", i, s), name)
         static const char *const norms[5] = {"norm_ff1", "norm_attn", "norm_conv", "norm_ff2",

@@ -200,6 +200,13 @@ static void test_parity(void) {
     parity_case("chunked_limited_with_rc", &c, 40, 1e-4);
 
     c = fc_synth_default();
+    c.spk = true;
+    parity_case("speaker kernel", &c, 50, 1e-4);
+    c.spk_bg = true;
+    c.xscaling = true;
+    parity_case("speaker + background kernel", &c, 50, 1e-4);
+
+    c = fc_synth_default();
     c.f16 = true;
     c.H = 4;
     c.seed = 4242;
@@ -275,6 +282,11 @@ static void test_errors(void) {
     c.H = 3;
     c.d = 16;
     expect_gguf_error("d % H", &c, TR_FC_KEYS_PARAKEET);
+
+    c = fc_synth_default();
+    c.spk = true;
+    c.skip_tensor = "enc.spk_kernel.0.3.bias";
+    expect_gguf_error("missing speaker kernel bias", &c, TR_FC_KEYS_PARAKEET);
 
     /* Canary: biases required whatever use_bias says */
     c = fc_synth_default();
