@@ -86,7 +86,10 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
     int max_tokens = s->n_ctx - pr->n;
     if (max_tokens > CN_MAX_GEN) max_tokens = CN_MAX_GEN;
     *n_out = 0;
-    if (!cn_decode(s, pr->ids, pr->n, 0, T_enc)) return TRANSCRIBE_ERR_INVALID_ARG;
+    if (!cn_decode(s, pr->ids, pr->n, 0, T_enc)) {
+        TR_ERROR("canary: the %d-token prompt does not fit the decoder", pr->n);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     int tok = argmax(s->logits, V);
     if (tok != eos) out[(*n_out)++] = tok;
     int n_past = pr->n;
@@ -94,7 +97,10 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
         if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
         if (n_past + 1 > s->n_ctx) break;
         int32_t id = tok;
-        if (!cn_decode(s, &id, 1, n_past, T_enc)) return TRANSCRIBE_ERR_INVALID_ARG;
+        if (!cn_decode(s, &id, 1, n_past, T_enc)) {
+            TR_ERROR("canary: decoder step at position %d failed", n_past);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
         n_past++;
         tok = argmax(s->logits, V);
         if (tok != eos) out[(*n_out)++] = tok;
