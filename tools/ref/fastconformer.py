@@ -347,6 +347,23 @@ class FastConformerEncoder(nn.Module):
             t.copy_(src.to(t.dtype))
 
     @torch.no_grad()
+    def calibrate_(self, mel):
+        """Data-dependent init (after randomize_): shift and scale
+        enc.pre_encode.out so that, on this mel, the pre-encode output (after
+        x-scaling) has zero mean per channel and unit RMS. A random ReLU stack
+        otherwise yields a large frame-independent component, and every frame's
+        encoder output would look alike."""
+        out = self.pre_encode.out
+        pre, _ = self.forward(mel)
+        k = math.sqrt(self.cfg.d_model) if self.cfg.xscaling else 1.0
+        mean = pre.mean(dim=0)
+        rms = (pre - mean).pow(2).mean().sqrt()
+        out.bias.sub_(mean / k)
+        out.weight.div_(rms)
+        out.bias.div_(rms)
+        return self
+
+    @torch.no_grad()
     def randomize_(self, generator):
         """Random weights with sane scales, drawn in float64 in file order (so
         the values do not depend on the module dtype): weights ~ N(0, 1/fan_in),

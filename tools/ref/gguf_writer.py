@@ -152,6 +152,56 @@ class GGUFWriter:
             raise ValueError("duplicate tensor " + name)
         self.tensors.append((name, ne, ggml_type, payload))
 
+    def add_tensor_lazy(self, name, shape, ggml_type, producer):
+        """Like add_tensor, but producer() returns the array only when
+        write_stream() reaches it (files too big to hold twice in memory).
+        Only F32 / F16; a writer with lazy tensors must use write_stream()."""
+        if ggml_type not in (GGML_F32, GGML_F16):
+            raise ValueError("lazy tensors support F32 / F16 only")
+        if any(t[0] == name for t in self.tensors):
+            raise ValueError("duplicate tensor " + name)
+        ne = list(reversed(tuple(shape))) or [1]
+        self.tensors.append((name, ne, ggml_type, (tuple(shape), producer)))
+
+    def write_stream(self, path):
+        """Same bytes as write(), produced tensor by tensor (lazy tensors are
+        materialised one at a time, then dropped)."""
+        small = [e for e in self.kv if e[0] not in _BULK_KEYS]
+        bulk = sorted((e for e in self.kv if e[0] in _BULK_KEYS), key=lambda e: _BULK_KEYS.index(e[0]))
+
+        def size_of(ne, gtype, payload):
+            if isinstance(payload, tuple):
+                return int(np.prod(ne)) * _TYPE_INFO[gtype][1]
+            return len(payload)
+
+        head = bytearray()
+        head += b"GGUF" + struct.pack("<Iqq", 3, len(self.tensors), len(self.kv))
+        for key, vtype, payload in small + bulk:
+            head += _gguf_str(key) + struct.pack("<I", vtype) + payload
+        offset = 0
+        for name, ne, gtype, payload in self.tensors:
+            head += _gguf_str(name) + struct.pack("<I", len(ne))
+            head += b"".join(struct.pack("<q", n) for n in ne)
+            head += struct.pack("<IQ", gtype, offset)
+            offset += (size_of(ne, gtype, payload) + ALIGNMENT - 1) // ALIGNMENT * ALIGNMENT
+        head += b"\0" * (-len(head) % ALIGNMENT)
+        total = len(head)
+        with open(path, "wb") as f:
+            f.write(head)
+            for name, ne, gtype, payload in self.tensors:
+                if isinstance(payload, tuple):
+                    shape, producer = payload
+                    arr = np.ascontiguousarray(producer())
+                    if tuple(arr.shape) != shape:
+                        raise ValueError("%s: producer shape %s != %s" % (name, arr.shape, shape))
+                    payload = arr.astype("<f4" if gtype == GGML_F32 else "<f2").tobytes()
+                    del arr
+                f.write(payload)
+                pad = -len(payload) % ALIGNMENT
+                f.write(b"\0" * pad)
+                total += len(payload) + pad
+        return total
+
     # --- output -----------------------------------------------------------
     def write(self, path):
         small = [e for e in self.kv if e[0] not in _BULK_KEYS]
@@ -292,5 +342,14 @@ if __name__ == "__main__":
     assert np.array_equal(ts["t.f32"][2], x) and ts["t.f32"][1] == [64, 3]
     assert np.array_equal(ts["t.f16"][2], x[:, :5].astype(np.float16).astype(np.float32))
     assert np.abs(ts["t.q8"][2] - x).max() < np.abs(x).max() / 100
+    # write_stream with lazy tensors gives the same bytes as write()
+    w2 = GGUFWriter()
+    w2.kv = list(w.kv)
+    w2.add_tensor_lazy("t.f32", x.shape, GGML_F32, lambda: x)
+    w2.add_tensor_lazy("t.f16", x[:, :5].shape, GGML_F16, lambda: x[:, :5])
+    w2.add_tensor("t.q8", x, GGML_Q8_0)
+    p2 = p + ".stream"
+    w2.write_stream(p2)
+    assert open(p, "rb").read() == open(p2, "rb").read()
     print("gguf_writer self-test OK")
     sys.exit(0)
