@@ -19,7 +19,8 @@
 #define FC_LN_EPS 1e-5f
 
 struct tr_fc_work {
-    tr_fc_buf pre_a, pre_b, h, mid, q, k, v, pe, p;
+    tr_fc_pre_scratch pre;
+    tr_fc_buf h, mid, q, k, v, pe, p;
     tr_fc_attn_scratch att;
 };
 
@@ -52,22 +53,28 @@ tr_fc_work *tr_fc_work_new(void) {
     return w;
 }
 
+void tr_fc_work_set_pre_chunk(tr_fc_work *w, int frames) {
+    if (w) w->pre.chunk = frames;
+}
+
 void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes) {
     if (w) w->att.bias_budget = bytes;
 }
 
 void tr_fc_work_free(tr_fc_work *w) {
     if (!w) return;
-    tr_fc_buf *all[] = {&w->pre_a, &w->pre_b, &w->h, &w->mid,    &w->q,        &w->k,
-                        &w->v,     &w->pe,    &w->p, &w->att.qv, &w->att.bias, &w->att.bd};
+    tr_fc_buf *all[] = {&w->pre.a,  &w->pre.b,    &w->pre.flat, &w->h,  &w->mid,
+                        &w->q,      &w->k,        &w->v,        &w->pe, &w->p,
+                        &w->att.qv, &w->att.bias, &w->att.bd};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) buf_free(all[i]);
     free(w);
 }
 
 size_t tr_fc_work_bytes(const tr_fc_work *w) {
     if (!w) return 0;
-    const tr_fc_buf *all[] = {&w->pre_a, &w->pre_b, &w->h, &w->mid,    &w->q,        &w->k,
-                              &w->v,     &w->pe,    &w->p, &w->att.qv, &w->att.bias, &w->att.bd};
+    const tr_fc_buf *all[] = {&w->pre.a,  &w->pre.b,    &w->pre.flat, &w->h,  &w->mid,
+                              &w->q,      &w->k,        &w->v,        &w->pe, &w->p,
+                              &w->att.qv, &w->att.bias, &w->att.bd};
     size_t n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) n += all[i]->n;
     return n * sizeof(float);
@@ -161,8 +168,7 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
         TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
         return TRANSCRIBE_ERR_OOM;
     }
-    if (!tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre_a, &w->pre_b))
-        return TRANSCRIBE_ERR_OOM;
+    if (!tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre)) return TRANSCRIBE_ERR_OOM;
     if (hp->xscaling) {
         const float xs = (float)sqrt((double)d);
         for (size_t i = 0; i < (size_t)T * d; i++) out[i] *= xs;

@@ -61,10 +61,21 @@ bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n);
 
 /* ---- stages (each logs and returns false on failure) ---- */
 
-/* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling).
- * a, b, c are scratch buffers grown as needed. */
+/* Pre-encode scratch: stage buffers for one time chunk and the flattened
+ * frames [T_enc][C*F'] fed to the output projection. */
+typedef struct tr_fc_pre_scratch {
+    tr_fc_buf a, b, flat;
+    int chunk; /* encoder frames per chunk; 0 = TR_FC_PRE_CHUNK */
+} tr_fc_pre_scratch;
+
+#define TR_FC_PRE_CHUNK 32
+
+/* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling). */
 bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
-                      float *x, int T_enc, tr_fc_buf *a, tr_fc_buf *b);
+                      float *x, int T_enc, tr_fc_pre_scratch *s);
+
+/* Tests: encoder frames per pre-encode chunk (0 = default). */
+void tr_fc_work_set_pre_chunk(tr_fc_work *w, int frames);
 
 /* Sinusoidal relative-position table [P][d]: row i holds position pos0 - i. */
 void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0);
