@@ -176,6 +176,19 @@ static void input_gate(const char *path, const float *pcm, int n) {
                "(jfk 11 s: mel %.2f ms + encoder %.2f ms)\n",
                dt, est, tm.mel_ms, tm.encode_ms);
         CHECK(tm.encode_ms > 0 && dt < est / 10);
+        /* in a batch the gate is per utterance; the others decode (§11) */
+        const float *pcms[2] = {long_pcm, pcm};
+        const int ns[2] = {big, n};
+        struct transcribe_run_params p;
+        transcribe_run_params_init(&p);
+        p.language = "en";
+        CHECK(transcribe_run_batch(s, pcms, ns, 2, &p) == TRANSCRIBE_OK);
+        CHECK(transcribe_batch_n_results(s) == 2);
+        CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+        CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_OK ||
+              transcribe_batch_status(s, 1) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        const char *bt = transcribe_batch_full_text(s, 1);
+        CHECK(bt && bt[0] && transcribe_batch_full_text(s, 0)[0] == 0);
         free(long_pcm);
     }
     transcribe_session_free(s);
