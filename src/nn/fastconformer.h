@@ -18,8 +18,8 @@
 struct gguf_file;
 
 typedef enum {
-    TR_FC_STYLE_REGULAR = 0,         /* full (-1/-1) or local (both >= 0) */
-    TR_FC_STYLE_CHUNKED_LIMITED = 1, /* chunk mask + causal pre-encode */
+    TR_FC_STYLE_REGULAR = 0,           /* full (-1/-1) or local (both >= 0) */
+    TR_FC_STYLE_CHUNKED_LIMITED = 1,   /* chunk mask + causal pre-encode */
     TR_FC_STYLE_CHUNKED_LIMITED_RC = 2 /* offline: plain full attention */
 } tr_fc_att_style;
 
@@ -27,8 +27,8 @@ typedef enum {
 typedef struct tr_fc_hparams {
     int n_layers, d_model, n_heads, d_ff, conv_kernel;
     int sub_factor, sub_channels, n_mels;
-    bool use_bias; /* the 11 per-block biases are required (and used) */
-    bool xscaling; /* x *= sqrt(d_model) after the pre-encode */
+    bool use_bias;           /* the 11 per-block biases are required (and used) */
+    bool xscaling;           /* x *= sqrt(d_model) after the pre-encode */
     int att_left, att_right; /* -1/-1 = full attention */
     tr_fc_att_style att_style;
     int conv_pad_left, conv_pad_right; /* depthwise padding, resolved */
@@ -69,7 +69,17 @@ size_t tr_fc_work_bytes(const tr_fc_work *w);
 
 typedef bool (*tr_fc_abort_fn)(void *user);
 
-/* Runs the encoder on mel [n_mels][T_mel] (bin-major, as tr_mel_compute
+/* Memory and length limits (T = tr_fc_out_frames(), d = d_model, H heads):
+ * the work area holds about (9 + max(d_ff, 2d) / d) * T * d floats of block
+ * activations and positional rows, the pre-encode's flattened frames
+ * (T * C * F' floats) and cache-sized chunk buffers, and the attention's
+ * position bias for as many heads at a time as fit in 64 MiB (never less
+ * than one head: 4 * T^2 bytes, i.e. 400 MB at T = 10 000 frames / 800 s).
+ * Inputs over 40 000 encoder frames return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+ * a failed allocation returns TRANSCRIBE_ERR_OOM (the work area stays
+ * usable). Families window long audio well below these limits.
+ *
+ * Runs the encoder on mel [n_mels][T_mel] (bin-major, as tr_mel_compute
  * writes it) into out [tr_fc_out_frames()][d_model]. should_abort (may be
  * NULL) is polled between blocks → TRANSCRIBE_ERR_ABORTED. pre_out (may be
  * NULL) receives the pre-encode output after x-scaling, [T_enc][d_model],
