@@ -178,6 +178,12 @@ static void tokens(const char *config, const char *dt, transcribe_kv_type kv, co
         cn_golden_path(gold, sizeof gold, config, name);
         CHECK_MSG(cn_ids_equal(gold, L.s->last_ids, L.s->n_last), "%s %s kv %d %s", config, dt,
                   (int)kv, k_runs[r].stem);
+        /* the reference models are chosen so F16 weights decode the F32
+         * tokens (margins.txt: same_as_f32) */
+        snprintf(name, sizeof name, "%s.tokens.npy", k_runs[r].stem);
+        cn_golden_path(gold, sizeof gold, config, name);
+        CHECK_MSG(cn_ids_equal(gold, L.s->last_ids, L.s->n_last), "%s %s: F32 tokens %s", config,
+                  dt, k_runs[r].stem);
     }
     cn_unload_internal(&L);
 }
