@@ -109,6 +109,68 @@ static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_re
     return ok;
 }
 
+/* §4.5 F16 column: Linear and pointwise-conv weights are F16, everything
+ * else (biases, norms, BN stats, pos_bias, the other conv kernels) F32. */
+static inline bool pk_f16_bucket(const char *n) {
+    size_t l = strlen(n);
+    if ((l >= 5 && !strcmp(n + l - 5, ".bias")) || strstr(n, ".norm_") || strstr(n, ".bn.") ||
+        strstr(n, "running_") || strstr(n, "pos_bias_"))
+        return false;
+    if (strstr(n, ".conv.pointwise1.weight") || strstr(n, ".conv.pointwise2.weight")) return true;
+    if (strstr(n, ".conv.") && l >= 7 && !strcmp(n + l - 7, ".weight")) return false;
+    return true;
+}
+
+/* Copy of src with every tensor stored as F32 (to_f16 false) or per the
+ * §4.5 F16 column (to_f16 true). The reference files hold F16-representable
+ * values, so both directions are exact. */
+static inline bool pk_convert_file(const char *src, const char *dst, bool to_f16) {
+    gguf_file *g = NULL;
+    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = gguf_writer_create();
+    bool ok = w != NULL;
+    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++) {
+        if (!strcmp(gguf_key_name(g, i), "general.file_type")) continue;
+        ok = gguf_writer_copy_kv(w, g, i);
+    }
+    if (ok) ok = gguf_writer_set_u32(w, "general.file_type", to_f16 ? 1 : 0);
+    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
+        const tr_tensor *t = gguf_tensor_at(g, i);
+        int64_t n = tr_tensor_nelements(t);
+        float *f = malloc((size_t)n * sizeof(float));
+        uint16_t *h = malloc((size_t)n * sizeof(uint16_t));
+        ok = f && h && (t->type == TR_F32 || t->type == TR_F16);
+        if (ok) {
+            tr_dequantize_row(t->type, t->data, f, n);
+            bool half = to_f16 && pk_f16_bucket(t->name);
+            for (int64_t j = 0; half && j < n; j++) h[j] = tr_f32_to_f16(f[j]);
+            ok = gguf_writer_add_tensor(w, t->name, half ? TR_F16 : TR_F32, t->n_dims, t->ne,
+                                        half ? (const void *)h : (const void *)f);
+        }
+        free(f);
+        free(h);
+    }
+    if (ok) ok = gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    gguf_writer_free(w);
+    gguf_close(g);
+    return ok;
+}
+
+/* The model file of `cfg` in `dtype` ("F32" / "F16"): the committed one, or
+ * a conversion of the other dtype written under TR_BINARY_DIR. */
+static inline bool pk_model_file(const char *cfg, const char *dtype, char *out, size_t n) {
+    char name[256], other[2048];
+    snprintf(name, sizeof name, "parakeet-%s-%s.gguf", cfg, dtype);
+    pk_path(out, n, cfg, name);
+    if (pk_exists(out)) return true;
+    bool want16 = !strcmp(dtype, "F16");
+    snprintf(name, sizeof name, "parakeet-%s-%s.gguf", cfg, want16 ? "F32" : "F16");
+    pk_path(other, sizeof other, cfg, name);
+    if (!pk_exists(other)) return false;
+    snprintf(out, n, "%s/parakeet-%s-%s.gguf", TR_BINARY_DIR, cfg, dtype);
+    return pk_convert_file(other, out, want16);
+}
+
 /* The first `keep` bytes of src. */
 static inline bool pk_truncate_file(const char *src, const char *dst, long keep) {
     FILE *f = fopen(src, "rb");

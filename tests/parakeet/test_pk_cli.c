@@ -59,11 +59,10 @@ static void ms_clock(long ms, char sep, char *buf, size_t n) {
 }
 
 static void check_model(const char *cfg) {
-    char model[2048], name[256];
-    snprintf(name, sizeof name, "parakeet-%s-F32.gguf", cfg);
-    pk_path(model, sizeof model, cfg, name);
-    CHECK_MSG(pk_exists(model), "%s missing", model);
-    if (!pk_exists(model)) return;
+    char model[2048];
+    bool have = pk_model_file(cfg, "F32", model, sizeof model);
+    CHECK_MSG(have, "%s: no model file", cfg);
+    if (!have) return;
     char *text = golden(cfg, "jfk.text.txt");
     CHECK(text != NULL);
     if (!text) return;

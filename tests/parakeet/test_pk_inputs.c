@@ -269,7 +269,7 @@ static void test_abort(struct transcribe_session *s, const float *pcm, int n) {
 }
 
 int main(void) {
-    pk_path(g_ctc, sizeof g_ctc, "tiny-ctc", "parakeet-tiny-ctc-F32.gguf");
+    pk_path(g_ctc, sizeof g_ctc, "tiny-ctc", "parakeet-tiny-ctc-F16.gguf");
     pk_path(g_tdt, sizeof g_tdt, "tiny-tdt", "parakeet-tiny-tdt-F32.gguf");
     int n = 0;
     float *pcm = pk_load_wav("jfk", &n);

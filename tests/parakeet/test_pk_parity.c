@@ -83,11 +83,16 @@ static void check_text(const char *path, const char *got) {
 static void run_case(const char *cfg, const char *file, const char *audio, const float *pcm,
                      int n) {
     char gpath[2048], path[128];
-    pk_path(gpath, sizeof gpath, cfg, file);
+    if (!strcmp(file, "F32") || !strcmp(file, "F16")) {
+        if (!pk_model_file(cfg, file, gpath, sizeof gpath)) gpath[0] = 0;
+    } else {
+        snprintf(path, sizeof path, "parakeet-%s-%s.gguf", cfg, file);
+        pk_path(gpath, sizeof gpath, cfg, path);
+    }
     snprintf(path, sizeof path, "%s.tokens_detail.txt", audio);
     char dpath[2048];
     pk_path(dpath, sizeof dpath, cfg, path);
-    if (!pk_exists(gpath) || !pk_exists(dpath)) return;
+    if (!gpath[0] || !pk_exists(gpath) || !pk_exists(dpath)) return;
     enum { CAP = 20000 };
     golden_tok *g = malloc(CAP * sizeof *g);
     int ng = read_detail(dpath, g, CAP);
@@ -99,7 +104,7 @@ static void run_case(const char *cfg, const char *file, const char *audio, const
         return;
     }
     n_checked++;
-    printf("%s %s: %d golden tokens\n", file, audio, ng);
+    printf("%s %s %s: %d golden tokens\n", cfg, file, audio, ng);
 
     /* every emitted token, tags included: id, frame, duration */
     struct transcribe_run_params p;
@@ -175,14 +180,11 @@ int main(void) {
     }
     for (int c = 0; c < 3; c++) {
         const char *files[3] = {"F32", "F16", "legacy-F16"};
-        for (int f = 0; f < 3; f++) {
-            char file[256];
-            snprintf(file, sizeof file, "parakeet-%s-%s.gguf", cfgs[c], files[f]);
-            for (int a = 0; a < 2; a++) run_case(cfgs[c], file, audios[a], pcm[a], n[a]);
-        }
+        for (int f = 0; f < 3; f++)
+            for (int a = 0; a < 2; a++) run_case(cfgs[c], files[f], audios[a], pcm[a], n[a]);
     }
-    /* at least the three heads × two dtypes on jfk */
-    CHECK_MSG(n_checked >= 6, "only %d golden cases found under %s", n_checked, pk_data_dir());
+    /* jfk: 3 heads × 2 dtypes + legacy; whole-earth: ctc and tdt × 2 + legacy */
+    CHECK_MSG(n_checked == 12, "only %d golden cases found under %s", n_checked, pk_data_dir());
     for (int a = 0; a < 2; a++) free(pcm[a]);
     return TEST_DONE();
 }

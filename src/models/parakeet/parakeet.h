@@ -68,6 +68,12 @@ size_t pk_session_bytes(const pk_session *s);
 void pk_session_set_windows(pk_session *s, const pk_window_cfg *w);
 void pk_window_cfg_default(pk_window_cfg *w);
 
+/* The cut between consecutive windows P = [.., pe) and Q = [qs, ..) (global
+ * frames, qs < pe), see pk_stitch.c. */
+int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe);
+/* Appends the tokens of w whose frame lies in [from, to). */
+transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
+
 transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 /* Result rows of §9 from emitted tokens (global frames). */

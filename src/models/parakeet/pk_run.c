@@ -118,54 +118,6 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
     return st;
 }
 
-/* ---- stitching ---- */
-
-/* The cut between windows P = [ps, pe) and Q = [qs, qe) (global frames,
- * qs < pe): the frame nearest the overlap's middle, at least `margin` from
- * both window edges, with no token of either window starting within `gap`
- * frames of it. Tokens are then taken from P below the cut and from Q at or
- * above it, so a token both windows emit (within `gap` frames of each
- * other) is kept exactly once. */
-static int choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe) {
-    int lo = qs + w->margin, hi = pe - w->margin, mid = (qs + pe) / 2;
-    if (lo > hi) return mid;
-    int len = pe - qs;
-    unsigned char *occ = calloc((size_t)len, 1);
-    if (!occ) return mid;
-    const pk_toks *lists[2] = {P, Q};
-    for (int l = 0; l < 2; l++)
-        for (int i = 0; i < lists[l]->n; i++) {
-            int f = lists[l]->v[i].frame;
-            if (f >= qs && f < pe) occ[f - qs] = 1;
-        }
-    int best = mid;
-    for (int d = 0; d <= hi - lo; d++) {
-        int cand[2] = {mid - d, mid + d};
-        for (int k = 0; k < 2; k++) {
-            int c = cand[k];
-            if (c < lo || c > hi) continue;
-            bool clear = true;
-            for (int f = c - w->gap; f <= c + w->gap && clear; f++)
-                if (f >= qs && f < pe && occ[f - qs]) clear = false;
-            if (clear) {
-                best = c;
-                goto found;
-            }
-        }
-    }
-    TR_DEBUG("parakeet: no token-free cut in [%d, %d]; cutting at %d", lo, hi, mid);
-found:
-    free(occ);
-    return best;
-}
-
-static transcribe_status keep_range(pk_toks *all, const pk_toks *w, int from, int to) {
-    for (int i = 0; i < w->n; i++)
-        if (w->v[i].frame >= from && w->v[i].frame < to && !pk_toks_push(all, w->v[i]))
-            return TRANSCRIBE_ERR_OOM;
-    return TRANSCRIBE_OK;
-}
-
 /* Encoder frames of n samples: ceil((floor(n / hop) + 1) / sub) for the
  * offline stack; tr_fc_out_frames knows the causal variant too. */
 static int total_frames(const pk_model *m, int64_t n) {
@@ -196,8 +148,8 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
         for (int i = 0; i < cur.n; i++) cur.v[i].frame += start;
         if (st != TRANSCRIBE_OK) break;
         if (wi > 0) {
-            int c = choose_cut(w, &prev, &cur, start, pe);
-            if ((st = keep_range(all, &prev, cut, c))) break;
+            int c = pk_choose_cut(w, &prev, &cur, start, pe);
+            if ((st = pk_keep_range(all, &prev, cut, c))) break;
             cut = c;
         }
         pk_toks t = prev;
@@ -213,7 +165,7 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
     /* the final window's tokens (or, on abort / error, what the previous
      * window produced beyond the last cut) */
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
-        transcribe_status k = keep_range(all, &prev, cut, INT32_MAX);
+        transcribe_status k = pk_keep_range(all, &prev, cut, INT32_MAX);
         if (k != TRANSCRIBE_OK) st = k;
     }
     pk_toks_free(&prev);
