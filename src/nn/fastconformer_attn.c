@@ -14,6 +14,7 @@
  * Memory: the bias is built for as many heads at a time as fit in
  * s->bias_budget bytes (at least one head, 4*T^2 bytes), so long inputs cost
  * T^2 floats rather than H*T^2. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -96,9 +97,11 @@ typedef struct {
     size_t scratch_per;
 } bias_ctx;
 
-/* Keys outside the chunked_limited window of query a get -inf. */
+/* Keys outside the chunked_limited window of query a get -inf: b is
+ * visible iff its chunk is a's or one of the left_chunks before it. */
 static void chunk_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
-    const int chunk = hp->att_right + 1, left_chunks = hp->att_left / chunk;
+    const int chunk = hp->att_right + 1;
+    const int left_chunks = hp->att_left < 0 ? INT_MAX / 2 : hp->att_left / chunk;
     const int ca = a / chunk;
     const long lo = (long)(ca - left_chunks > 0 ? ca - left_chunks : 0) * chunk;
     const long hi = (long)(ca + 1) * chunk;

@@ -155,10 +155,11 @@ static transcribe_status read_attention(keyctx *k, tr_fc_hparams *hp) {
         hp->att_style = TR_FC_STYLE_REGULAR;
     } else if (strcmp(style, "chunked_limited") == 0) {
         hp->att_style = TR_FC_STYLE_CHUNKED_LIMITED;
-        /* the chunk mask needs both sides (chunk = R + 1, L / chunk chunks) */
-        if (hp->att_left < 0 || hp->att_right < 0) {
-            TR_ERROR("fastconformer: %satt_context_style chunked_limited needs both contexts "
-                     ">= 0 (got %d/%d)",
+        /* the chunk mask needs chunk = R + 1 >= 1; L = -1 means every earlier
+         * chunk is visible (NeMo's unlimited left context) */
+        if (hp->att_right < 0) {
+            TR_ERROR("fastconformer: %satt_context_style chunked_limited needs "
+                     "att_context_right >= 0 (got %d/%d)",
                      k->prefix, hp->att_left, hp->att_right);
             return ERR_GGUF;
         }

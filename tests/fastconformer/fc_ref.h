@@ -158,7 +158,8 @@ static inline void fcr_attention(const fcr_ctx *c, int blk, const float *y, floa
                     acc += ((double)q[a * d + h * dh + e] + pu[h * dh + e]) * k[b * d + h * dh + e];
                 double sc = (acc + bd[a * T + b]) / sqrt((double)dh);
                 if (c->chunked) {
-                    int chunk = c->cfg->att_right + 1, lc = c->cfg->att_left / chunk;
+                    int chunk = c->cfg->att_right + 1;
+                    int lc = c->cfg->att_left < 0 ? 1 << 28 : c->cfg->att_left / chunk;
                     int ca = a / chunk;
                     int lo = (ca - lc > 0 ? ca - lc : 0) * chunk, hi = (ca + 1) * chunk;
                     if (b < lo || b >= hi) sc = -INFINITY;

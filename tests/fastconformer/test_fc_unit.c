@@ -207,6 +207,8 @@ static void test_parity(void) {
     parity_case("chunked_limited, causal", &c, 157, 1e-4);
     c.n_mels = 24;
     parity_case("chunked_limited, odd sizes", &c, 118, 1e-4);
+    c.att_left = -1, c.att_right = 2;
+    parity_case("chunked_limited, left -1", &c, 118, 1e-4);
 
     c = fc_synth_default();
     c.style = "chunked_limited_with_rc";
