@@ -516,6 +516,55 @@ static void bad_files(const char *path, const float *pcm, int n) {
     free(buf);
 }
 
+/* Byte mutations of the header region (KVs, tokenizer arrays, tensor
+ * infos): every load fails cleanly or yields a model that runs without
+ * crashing (the sanitizer build checks memory safety). */
+static void mutations(const char *path, const float *pcm, int n) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *orig = malloc((size_t)size), *buf = malloc((size_t)size);
+    bool rd = orig && buf && fread(orig, 1, (size_t)size, f) == (size_t)size;
+    fclose(f);
+    CHECK(rd);
+    char dst[512];
+    snprintf(dst, sizeof dst, "%s/canary_mut_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    uint32_t rng = 12345u;
+    long region = size < 32768 ? size : 32768;
+    int loaded = 0, ran = 0;
+    for (int it = 0; rd && it < 80; it++) {
+        memcpy(buf, orig, (size_t)size);
+        int flips = 1 + it % 4;
+        for (int k = 0; k < flips; k++) {
+            rng = rng * 1664525u + 1013904223u;
+            long pos = (long)((rng >> 8) % (uint32_t)region);
+            rng = rng * 1664525u + 1013904223u;
+            buf[pos] ^= (unsigned char)(1u << ((rng >> 16) & 7));
+        }
+        FILE *o = fopen(dst, "wb");
+        if (!o) break;
+        fwrite(buf, 1, (size_t)size, o);
+        fclose(o);
+        struct transcribe_model *m = load(dst, NULL);
+        if (!m) continue;
+        loaded++;
+        struct transcribe_session *s = session(m, TRANSCRIBE_KV_TYPE_AUTO, 0);
+        if (s) {
+            run(s, pcm, n < 8000 ? n : 8000, TRANSCRIBE_TASK_TRANSCRIBE, NULL, NULL);
+            ran++;
+        }
+        transcribe_session_free(s);
+        transcribe_model_free(m);
+    }
+    printf("mutations: 80 files, %d loaded, %d ran\n", loaded, ran);
+    remove(dst);
+    free(orig);
+    free(buf);
+}
+
 int main(void) {
     tr_audio jfk = {0};
     CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
@@ -537,6 +586,8 @@ int main(void) {
         transcribe_log_set(NULL, NULL); /* expected-error noise stays out of the log */
         bad_files(p1, jfk.pcm, n);
         bad_files(p2, jfk.pcm, n);
+        mutations(p1, jfk.pcm, n);
+        mutations(p2, jfk.pcm, n);
     }
     tr_audio_free(&jfk);
     return TEST_DONE();
