@@ -145,6 +145,26 @@ static void bias_task(void *vctx, int ith, int nth) {
     for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr);
 }
 
+/* qv = q + pos_bias_v; q += pos_bias_u (both per head, broadcast over frames) */
+typedef struct {
+    float *q, *qv;
+    const float *u, *v;
+    int T, d;
+} qbias_ctx;
+
+static void qbias_task(void *vctx, int ith, int nth) {
+    const qbias_ctx *c = vctx;
+    long t0, t1;
+    tr_split_range(c->T, ith, nth, &t0, &t1);
+    for (long t = t0; t < t1; t++) {
+        float *qr = c->q + t * c->d, *vr = c->qv + t * c->d;
+        for (int i = 0; i < c->d; i++) {
+            vr[i] = qr[i] + c->v[i];
+            qr[i] += c->u[i];
+        }
+    }
+}
+
 bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool, float *q,
                          const float *k, const float *v, const float *p, int P, int T, float *att,
                          tr_fc_attn_scratch *s) {
@@ -160,14 +180,8 @@ bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_poo
                  tt * (size_t)G * sizeof(float) >> 20);
         return false;
     }
-    /* qv = q + pos_bias_v; q += pos_bias_u (both per head, broadcast over frames) */
-    for (size_t t = 0; t < (size_t)T; t++) {
-        float *qr = q + t * d, *vr = s->qv.p + t * d;
-        for (int i = 0; i < d; i++) {
-            vr[i] = qr[i] + blk->pos_bias_v[i];
-            qr[i] += blk->pos_bias_u[i];
-        }
-    }
+    qbias_ctx qc = {q, s->qv.p, blk->pos_bias_u, blk->pos_bias_v, T, d};
+    tr_pool_run((long)T * d >= 32768 ? pool : NULL, qbias_task, &qc);
     const float scale = 1.0f / sqrtf((float)dh);
     for (int h0 = 0; h0 < H; h0 += G) {
         const int g = H - h0 < G ? H - h0 : G;

@@ -109,6 +109,15 @@ int tr_fc_pos_first(const tr_fc_hparams *hp, int T);
 void tr_fc_depthwise(tr_pool *pool, const tr_fc_block *blk, int d, int k, int pad_l, const float *g,
                      float *u, int T);
 
+/* Element-wise passes over the pool (fastconformer_ew.c); results do not
+ * depend on the thread count. axpy: x += s * y. glu: y [rows][half] =
+ * x[:, :half] * sigmoid(x[:, half:]). */
+void tr_fc_ew_silu(tr_pool *pool, float *x, long n);
+void tr_fc_ew_relu(tr_pool *pool, float *x, long n);
+void tr_fc_ew_axpy(tr_pool *pool, float *x, const float *y, float s, long n);
+void tr_fc_ew_scale(tr_pool *pool, float *x, float s, long n);
+void tr_fc_ew_glu(tr_pool *pool, const float *x, float *y, int rows, int half);
+
 /* Batch-norm fold: scale = gamma / sqrt(var + eps), shift = beta - mean*scale. */
 void tr_fc_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
                    int n, float eps, float *scale, float *shift);
