@@ -188,6 +188,9 @@ static void test_parity(void) {
     parity_case("full, bias, batch norm", &c, 61, 1e-4);
     parity_case("full, 2 query blocks", &c, 600, 1e-4);
     parity_case("full, T_mel 1", &c, 1, 1e-4);
+    /* big enough (T * d >= 32768) for the pooled element-wise passes */
+    c.d = 64, c.H = 4, c.d_ff = 128, c.n_layers = 1, c.seed = 5;
+    parity_case("full, 525 frames, d 64", &c, 4200, 1e-4);
 
     c = fc_synth_default();
     c.use_bias = false;
