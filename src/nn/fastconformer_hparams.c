@@ -76,16 +76,25 @@ static transcribe_status opt_arr(keyctx *k, const char *name, const int32_t **v,
 }
 
 static transcribe_status read_sizes(keyctx *k, tr_fc_hparams *hp) {
-    int sub_factor = 0, pos_max = 0;
+    int sub_factor = 0;
     transcribe_status st;
     if ((st = req_u32(k, "n_layers", &hp->n_layers)) ||
         (st = req_u32(k, "d_model", &hp->d_model)) || (st = req_u32(k, "n_heads", &hp->n_heads)) ||
         (st = req_u32(k, "d_ff", &hp->d_ff)) ||
         (st = req_u32(k, "conv_kernel", &hp->conv_kernel)) ||
         (st = req_u32(k, "subsampling_factor", &sub_factor)) ||
-        (st = req_u32(k, "subsampling_channels", &hp->sub_channels)) ||
-        (st = req_u32(k, "pos_emb_max_len", &pos_max)))
+        (st = req_u32(k, "subsampling_channels", &hp->sub_channels)))
         return st;
+    /* required, any value: not used by the encoder (the table is built for
+     * the actual length); Canary's input gate reads it itself */
+    uint32_t pos_max = 0;
+    const char *pk = full_key(k, "pos_emb_max_len");
+    int pr = gguf_get_u32(k->g, pk, &pos_max);
+    if (pr < 0) return ERR_GGUF;
+    if (pr == 0) {
+        TR_ERROR("fastconformer: required key '%s' is missing", pk);
+        return ERR_GGUF;
+    }
     hp->sub_factor = sub_factor;
     if (hp->d_model % hp->n_heads != 0) {
         TR_ERROR("fastconformer: %sd_model = %d is not divisible by n_heads = %d", k->prefix,

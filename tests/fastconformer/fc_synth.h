@@ -33,6 +33,7 @@ typedef struct fc_synth_cfg {
     const char *prefix;      /* key prefix; NULL: "stt.parakeet.encoder." */
     bool use_bias_key_false; /* write use_bias = false even with biases (old Canary files) */
     bool spk, spk_bg;        /* multitalker speaker kernel (+ background kernel) */
+    const char *skip_key;    /* encoder key suffix left out (uint32 keys only) */
 } fc_synth_cfg;
 
 static inline fc_synth_cfg fc_synth_default(void) {
@@ -104,19 +105,24 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
     const char *P = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
     char key[160], name[160];
 #define KEY(s) (snprintf(key, sizeof key, "%s%s", P, s), key)
+#define SET_U32(s, v)                                                                              \
+    do {                                                                                           \
+        if (!cfg->skip_key || strcmp(cfg->skip_key, s) != 0)                                       \
+            gguf_writer_set_u32(c.w, KEY(s), (uint32_t)(v));                                       \
+    } while (0)
     gguf_writer_set_str(c.w, "general.architecture", "parakeet");
     gguf_writer_set_u32(c.w, "stt.frontend.num_mels", (uint32_t)cfg->n_mels);
     if (cfg->n_layers_as_i32)
         gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
     else
         gguf_writer_set_u32(c.w, KEY("n_layers"), (uint32_t)cfg->n_layers);
-    gguf_writer_set_u32(c.w, KEY("d_model"), (uint32_t)cfg->d);
-    gguf_writer_set_u32(c.w, KEY("n_heads"), (uint32_t)cfg->H);
-    gguf_writer_set_u32(c.w, KEY("d_ff"), (uint32_t)cfg->d_ff);
-    gguf_writer_set_u32(c.w, KEY("conv_kernel"), (uint32_t)cfg->k);
-    gguf_writer_set_u32(c.w, KEY("subsampling_factor"), 8);
-    gguf_writer_set_u32(c.w, KEY("subsampling_channels"), (uint32_t)cfg->C);
-    gguf_writer_set_u32(c.w, KEY("pos_emb_max_len"), 5000);
+    SET_U32("d_model", cfg->d);
+    SET_U32("n_heads", cfg->H);
+    SET_U32("d_ff", cfg->d_ff);
+    SET_U32("conv_kernel", cfg->k);
+    SET_U32("subsampling_factor", 8);
+    SET_U32("subsampling_channels", cfg->C);
+    SET_U32("pos_emb_max_len", 5000);
     gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
     gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
     gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
@@ -147,6 +153,7 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
         gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
         gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
     }
+#undef SET_U32
 #undef KEY
 
     const bool causal = style && strcmp(style, "chunked_limited") == 0;

@@ -285,6 +285,13 @@ static void test_errors(void) {
     c.n_layers_as_i32 = true;
     expect_gguf_error("n_layers as int32", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
+    c.skip_key = "pos_emb_max_len";
+    expect_gguf_error("missing pos_emb_max_len", &c, TR_FC_KEYS_PARAKEET);
+    c.skip_key = "subsampling_factor";
+    expect_gguf_error("missing subsampling_factor", &c, TR_FC_KEYS_PARAKEET);
+    c.skip_key = "d_ff";
+    expect_gguf_error("missing d_ff", &c, TR_FC_KEYS_CANARY);
+    c = fc_synth_default();
     c.bad_style = "chunky";
     expect_gguf_error("bad style", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
