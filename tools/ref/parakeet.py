@@ -435,9 +435,6 @@ def build_result(vocab, toks):
 # GGUF
 # ----------------------------------------------------------------------------
 
-F16_TENSORS_DOC = "section 4.5 F16 column"
-
-
 def f16_bucket(name):
     """True when the tensor is F16 in the published F16 file (section 4.5):
     ConvPw and Linear buckets; Norm (biases, norms, BN, pos_bias) and Conv
@@ -590,13 +587,7 @@ def round_weights(tensors):
     return out
 
 
-def read_audio(samples, name):
-    x, sr = mel_ref.read_wav(os.path.join(samples, name + ".wav"))
-    assert sr == SR, (name, sr)
-    return x
-
-
-def tune_blank(cfg, W, enc, target):
+def tune_blank(cfg, W, enc, target, step=0.25):
     """Choose the blank bias on a 0.25 grid (never at a decision boundary
     found by bisection) so that ~target tokens per frame are emitted."""
     bname = blank_bias_name(cfg)
@@ -618,19 +609,19 @@ def tune_blank(cfg, W, enc, target):
     lo, hi = -80, 80  # grid index; rate decreases with the blank bias
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if rate(base + 0.25 * mid) > target:
+        if rate(base + step * mid) > target:
             lo = mid
         else:
             hi = mid
     W[bname] = W[bname].copy()
-    W[bname][V] = float(np.float32(base + 0.25 * hi))
+    W[bname][V] = float(np.float32(base + step * hi))
     return rate(W[bname][V])
 
 
 DUR_TARGET = [0.15, 0.35, 0.25, 0.15, 0.10]  # share of joint steps per duration index
 
 
-def tune_durations(cfg, W, enc):
+def tune_durations(cfg, W, enc, step=0.5):
     """Nudge the duration biases (steps of 0.5) until every duration is chosen
     at a fair share of the joint steps, so that all TDT paths are exercised."""
     n = len(cfg.durations)
@@ -648,23 +639,40 @@ def tune_durations(cfg, W, enc):
         moved = False
         for i in range(n):
             if frac[i] < 0.6 * target[i]:
-                b[cfg.vocab + 1 + i] += 0.5
+                b[cfg.vocab + 1 + i] += step
                 moved = True
             elif frac[i] > 1.6 * target[i]:
-                b[cfg.vocab + 1 + i] -= 0.5
+                b[cfg.vocab + 1 + i] -= step
                 moved = True
         if not moved:
             break
     W["joint.out.bias"] = b.astype(np.float32).astype(np.float64)
 
 
-def tune_head(cfg, W, enc, target):
-    rate = tune_blank(cfg, W, enc, target)
+def tune_head(cfg, W, enc, target, step=0.25):
+    """Blank bias grid `step`, duration bias steps 2*step (the tiny configs use
+    0.25; the 0.6B head, whose logits are wider, a step scaled to them)."""
+    rate = tune_blank(cfg, W, enc, target, step)
     if cfg.head == "tdt":
         for _ in range(2):
-            tune_durations(cfg, W, enc)
-            rate = tune_blank(cfg, W, enc, target)
+            tune_durations(cfg, W, enc, 2 * step)
+            rate = tune_blank(cfg, W, enc, target, step)
     return rate
+
+
+def logit_scale(cfg, W, enc):
+    """Std of the token logits over the frames with the start-of-sequence
+    predictor output."""
+    D = Decoder(cfg, W, np.float64)
+    if cfg.head == "ctc":
+        z = enc @ D.W["head.ctc.weight"][:, :, 0].T
+    else:
+        zero = np.zeros(cfg.pred_hidden)
+        po, _ = D.pred(None, [(zero, zero)] * cfg.pred_layers)
+        g = D.W["joint.pred.weight"] @ po + D.W["joint.pred.bias"]
+        e = enc @ D.W["joint.enc.weight"].T + D.W["joint.enc.bias"]
+        z = D.act(e + g) @ D.W["joint.out.weight"][:cfg.vocab + 1].T
+    return float(z.std())
 
 
 def build(cfg, calib_mel, dtype=torch.float64):
@@ -674,11 +682,17 @@ def build(cfg, calib_mel, dtype=torch.float64):
     return enc
 
 
-def center_head(cfg, W, enc):
+def center_head(cfg, W, enc, rescale=False):
     """Data-dependent head bias: subtract the projection of the mean encoder
     frame (on the calibration audio), so the argmaxes follow what changes from
-    frame to frame rather than one constant winner."""
+    frame to frame rather than one constant winner. With rescale, the input
+    weight is also divided by the RMS of the frame deviations (deep random
+    encoders collapse every frame toward one vector)."""
     mean = enc.mean(axis=0)
+    if rescale:
+        k = 1.0 / np.sqrt(((enc - mean) ** 2).mean())
+        wname = "head.ctc.weight" if cfg.head == "ctc" else "joint.enc.weight"
+        W[wname] = W[wname] * k
     if cfg.head == "ctc":
         W["head.ctc.bias"] = W["head.ctc.bias"] - W["head.ctc.weight"][:, :, 0] @ mean
     else:
@@ -876,8 +890,9 @@ def main_big(cfg, args, vocab, samples):
     _, out = enc(torch.from_numpy(mel))
     e = out.numpy()
     W = random_head(cfg, torch.Generator().manual_seed(cfg.head_seed))
-    W = {k: v.astype(np.float32) for k, v in center_head(cfg, W, e.astype(np.float64)).items()}
-    rate = tune_head(cfg, W, e.astype(np.float64), cfg.target_rate)
+    W = {k: v.astype(np.float32) for k, v in center_head(cfg, W, e.astype(np.float64), rescale=True).items()}
+    sigma = logit_scale(cfg, W, e.astype(np.float64))
+    rate = tune_head(cfg, W, e.astype(np.float64), cfg.target_rate, step=sigma / 32)
     st = Stats()
     toks = Decoder(cfg, W, np.float32).decode(e, st)
     print("jfk: %s (tuned rate %.2f); min token margin %.4g, duration margin %.4g" % (
