@@ -144,6 +144,7 @@ typedef struct mv_ctx {
     const pk_mat *W;
     const float *b, *x;
     float *y;
+    bool avx2;
 } mv_ctx;
 
 static void mv_task(void *arg, int ith, int nth) {
@@ -151,12 +152,27 @@ static void mv_task(void *arg, int ith, int nth) {
     long r0, r1;
     tr_split_range(c->W->rows, ith, nth, &r0, &r1);
     int K = c->W->cols;
-    for (long r = r0; r < r1; r++)
-        c->y[r] = dot(c->W->data + (size_t)r * K, c->x, K) + (c->b ? c->b[r] : 0.0f);
+    for (long r = r0; r < r1; r++) {
+        const float *w = c->W->data + (size_t)r * K;
+#if defined(__x86_64__) || defined(__i386__)
+        float d = c->avx2 ? pk_dot_avx2(w, c->x, K) : dot(w, c->x, K);
+#else
+        float d = dot(w, c->x, K);
+#endif
+        c->y[r] = d + (c->b ? c->b[r] : 0.0f);
+    }
+}
+
+static bool cpu_avx2(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+    return false;
+#endif
 }
 
 void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y) {
-    mv_ctx c = {W, b, x, y};
+    mv_ctx c = {W, b, x, y, cpu_avx2()};
     /* threads only pay off above ~64k multiply-adds */
     if ((long)W->rows * W->cols < 65536)
         mv_task(&c, 0, 1);

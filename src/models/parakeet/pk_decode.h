@@ -89,6 +89,9 @@ transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, con
 /* y[N] = W[N][K] · x[K] (+ b), rows split over the pool; allocation-free. */
 void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);
 
+/* AVX2+FMA dot product (pk_dot_avx2.c); callers check the CPU first. */
+float pk_dot_avx2(const float *a, const float *b, int n);
+
 /* §8.6: 1 − H(softmax(l[0..n))) / ln(n). */
 float pk_confidence(const float *l, int n);
 
