@@ -82,8 +82,8 @@ void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0) {
 
 void tr_fc_shift_rows(const float *c, int ldc, int a0, int a1, int T, float scale, float *bias) {
     for (int a = a0; a < a1; a++) {
-        const float *src = c + (size_t)(a - a0) * ldc + (a1 - 1 - a);
-        float *dst = bias + (size_t)a * T;
+        const float *restrict src = c + (size_t)(a - a0) * ldc + (a1 - 1 - a);
+        float *restrict dst = bias + (size_t)a * T;
         for (int b = 0; b < T; b++) dst[b] = src[b] * scale;
     }
 }
@@ -122,8 +122,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
         const int wl = tr_fc_pos_first(hp, T);
         tr_matmul_f32_nt(NULL, qv, d, c->p + (size_t)h * dh, d, scr, c->P, a1 - a0, c->P, dh);
         for (int a = a0; a < a1; a++) {
-            const float *src = scr + (size_t)(a - a0) * c->P;
-            float *dst = bias + (size_t)a * T;
+            const float *restrict src = scr + (size_t)(a - a0) * c->P;
+            float *restrict dst = bias + (size_t)a * T;
             for (int b = 0; b < T; b++) {
                 const int j = b - a + wl;
                 dst[b] = (j >= 0 && j < c->P) ? src[j] * c->scale : -INFINITY;
