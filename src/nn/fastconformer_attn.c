@@ -47,37 +47,36 @@ int tr_fc_pos_first(const tr_fc_hparams *hp, int T) {
 typedef struct {
     float *pe;
     int P, d, pos0;
-    const float *div;
 } pe_ctx;
 
+/* Rows of the table; the frequencies are made per chunk of channel pairs
+ * on the stack (any d), in float arithmetic as NeMo: pos * div_term. */
 static void pe_task(void *vctx, int ith, int nth) {
+    enum { JCH = 256 };
     const pe_ctx *c = vctx;
+    const int half = c->d / 2;
+    const float step = (float)(-log(10000.0) / c->d);
+    float div[JCH];
     long r0, r1;
     tr_split_range(c->P, ith, nth, &r0, &r1);
-    for (long i = r0; i < r1; i++) {
-        /* float arithmetic as in NeMo: pos * div_term in float32 */
-        const float pos = (float)(c->pos0 - i);
-        float *row = c->pe + i * c->d;
-        for (int j = 0; j < c->d / 2; j++) {
-            const float arg = pos * c->div[j];
-            row[2 * j] = sinf(arg);
-            row[2 * j + 1] = cosf(arg);
+    for (int j0 = 0; j0 < half; j0 += JCH) {
+        const int nj = half - j0 < JCH ? half - j0 : JCH;
+        for (int j = 0; j < nj; j++) div[j] = expf((float)(2 * (j0 + j)) * step);
+        for (long i = r0; i < r1; i++) {
+            const float pos = (float)(c->pos0 - i);
+            float *row = c->pe + i * c->d + 2 * j0;
+            for (int j = 0; j < nj; j++) {
+                const float arg = pos * div[j];
+                row[2 * j] = sinf(arg);
+                row[2 * j + 1] = cosf(arg);
+            }
         }
     }
 }
 
 void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0) {
-    enum { DIV_MAX = 4096 };
-    float div[DIV_MAX];
-    const int half = d / 2 < DIV_MAX ? d / 2 : DIV_MAX; /* d <= 2^16 by the loader */
-    const float step = (float)(-log(10000.0) / d);
-    for (int j = 0; j < half; j++) div[j] = expf((float)(2 * j) * step);
-    pe_ctx c = {pe, P, half * 2, pos0, div};
-    if (half * 2 != d) { /* not reachable with the loader's limits; keep rows defined */
-        for (long i = 0; i < (long)P * d; i++) pe[i] = 0.0f;
-        c.d = d;
-    }
-    tr_pool_run(pool, pe_task, &c);
+    pe_ctx c = {pe, P, d, pos0}; /* d is even (checked with the hyper-parameters) */
+    tr_pool_run(P > 1 ? pool : NULL, pe_task, &c);
 }
 
 void tr_fc_shift_rows(const float *c, int ldc, int a0, int a1, int T, float scale, float *bias) {

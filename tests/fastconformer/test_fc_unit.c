@@ -81,6 +81,28 @@ static void test_rel_shift(void) {
     }
 }
 
+static void test_pos_table(void) {
+    const int ds[] = {2, 16, 1026, 10000}; /* 10000: several frequency chunks */
+    for (size_t n = 0; n < sizeof ds / sizeof ds[0]; n++) {
+        const int d = ds[n], P = 7, pos0 = 3; /* positions 3 .. -3 */
+        float *pe = malloc(sizeof(float) * P * d);
+        tr_pool *pool = tr_pool_create(2);
+        tr_fc_pos_table(pool, pe, P, d, pos0);
+        tr_pool_free(pool);
+        double worst = 0;
+        for (int i = 0; i < P; i++)
+            for (int j = 0; j < d / 2; j++) {
+                double arg = (pos0 - i) * exp(-(2.0 * j) * log(10000.0) / d);
+                double e1 = fabs(pe[i * d + 2 * j] - sin(arg));
+                double e2 = fabs(pe[i * d + 2 * j + 1] - cos(arg));
+                if (e1 > worst) worst = e1;
+                if (e2 > worst) worst = e2;
+            }
+        CHECK_MSG(worst < 1e-5, "pos table d=%d err %g", d, worst);
+        free(pe);
+    }
+}
+
 static void test_lengths(void) {
     fc_synth_cfg cfg = fc_synth_default();
     loaded L;
@@ -327,6 +349,7 @@ static void test_errors(void) {
 
 int main(void) {
     test_rel_shift();
+    test_pos_table();
     test_lengths();
     test_bn_fold();
     test_parity();
