@@ -34,6 +34,7 @@ typedef struct fc_synth_cfg {
     bool use_bias_key_false; /* write use_bias = false even with biases (old Canary files) */
     bool spk, spk_bg;        /* multitalker speaker kernel (+ background kernel) */
     const char *skip_key;    /* encoder key suffix left out (uint32 keys only) */
+    bool bad_var;            /* a negative BN running variance */
 } fc_synth_cfg;
 
 static inline fc_synth_cfg fc_synth_default(void) {
@@ -84,6 +85,7 @@ static inline void fc_add(fc_synth_ctx *c, const char *name, bool lowp, int n_di
         float r = fc_rand(&c->rng);
         v[i] = kind == 1 ? 1.0f + 0.2f * r : kind == 2 ? 1.0f + 0.5f * r : r * scale;
     }
+    if (kind == 2 && c->cfg->bad_var) v[n / 2] = -0.5f;
     bool f16 = lowp && c->cfg->f16;
     if (f16)
         for (int64_t i = 0; i < n; i++) h[i] = tr_f32_to_f16(v[i]);

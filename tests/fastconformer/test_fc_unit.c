@@ -307,6 +307,9 @@ static void test_errors(void) {
     c.n_layers_as_i32 = true;
     expect_gguf_error("n_layers as int32", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
+    c.bad_var = true;
+    expect_gguf_error("negative running_var", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
     c.skip_key = "pos_emb_max_len";
     expect_gguf_error("missing pos_emb_max_len", &c, TR_FC_KEYS_PARAKEET);
     c.skip_key = "subsampling_factor";
