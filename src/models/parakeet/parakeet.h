@@ -18,10 +18,33 @@
 
 struct tr_tokenizer;
 
+/* nemotron-3.5 prompt MLP (§3.6, §7.8); n_prompts == 0 when absent. */
+typedef struct pk_prompt {
+    int n_prompts, hidden, d;
+    int n_locales;
+    char **locales;
+    int *indices;
+    int default_id;   /* auto_id, else the first dictionary index */
+    pk_mat w0;        /* [hidden][d + n_prompts], dequantized */
+    tr_tensor w0_enc; /* view of w0's first d columns */
+    const float *b0, *b2;
+    const tr_tensor *w2; /* [d][hidden], borrowed */
+} pk_prompt;
+
+transcribe_status pk_prompt_load(const struct gguf_file *g, int d, int n_prompts, pk_prompt *p);
+void pk_prompt_free(pk_prompt *p);
+/* Prompt index for a language hint (NULL = default); -1 when unknown. */
+int pk_prompt_id(const pk_prompt *p, const char *lang);
+/* enc [T][d] ← the MLP of §7.8 with prompt pid, in place; hid is [T][hidden]
+ * scratch, bias [hidden] scratch. */
+transcribe_status pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
+                                  float *hid, float *bias);
+
 typedef struct pk_model {
     tr_fc_hparams hp;
     tr_fc_encoder *enc;
     pk_head head;
+    pk_prompt prompt;
     tr_mel_config mel;
     struct tr_tokenizer *tok;
     int n_tok_pieces;
@@ -49,10 +72,12 @@ typedef struct pk_session {
     tr_pool *pool;
     tr_fc_work *fc;
     pk_dec_work dec;
-    float *enc_out; /* [T_enc][d] of the current window */
-    size_t enc_cap; /* floats */
-    float *pcm;     /* sanitized window samples */
-    size_t pcm_cap; /* floats */
+    float *enc_out;    /* [T_enc][d] of the current window */
+    size_t enc_cap;    /* floats */
+    float *pcm;        /* sanitized window samples */
+    size_t pcm_cap;    /* floats */
+    float *prompt_hid; /* [T_enc][prompt hidden] + [prompt hidden] */
+    size_t prompt_cap; /* floats */
     pk_window_cfg win;
 } pk_session;
 
@@ -74,6 +99,7 @@ int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, in
 /* Appends the tokens of w whose frame lies in [from, to). */
 transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
 
+transcribe_status pk_validate_run(const pk_model *m, const struct transcribe_run_params *p);
 transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 /* Result rows of §9 from emitted tokens (global frames). */

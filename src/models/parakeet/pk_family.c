@@ -30,6 +30,10 @@ static transcribe_status fam_run(void *session, const float *pcm, int n_samples,
     return pk_run(session, pcm, n_samples, ctx);
 }
 
+static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
+    return pk_validate_run(model, p);
+}
+
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     (void)session;
     out->effective_n_ctx = 0; /* §10.1: the context knob has no effect */
@@ -43,6 +47,7 @@ const tr_family tr_family_parakeet = {
     .free_model = fam_free_model,
     .session_init = fam_session_init,
     .session_free = fam_session_free,
+    .validate_run = fam_validate_run,
     .run = fam_run,
     .get_limits = fam_get_limits,
 };

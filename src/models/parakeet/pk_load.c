@@ -178,12 +178,9 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     int n_prompts = 0;
     if ((st = pk_opt_u32(g, "stt.parakeet.prompt.num_prompts", 0, 0, 1 << 20, &n_prompts)))
         return st;
-    if (n_prompts > 0) {
-        TR_ERROR("parakeet: prompt-conditioned files (nemotron-3.5, §7.8) are not implemented");
-        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
-    }
     if ((st = tr_fc_read_hparams(g, "stt.parakeet.encoder.", TR_FC_KEYS_PARAKEET, &m->hp)))
         return st;
+    if (n_prompts > 0 && (st = pk_prompt_load(g, m->hp.d_model, n_prompts, &m->prompt))) return st;
     if ((st = pk_head_load(g, m->hp.d_model, &m->head))) return st;
     if ((st = load_tokenizer(g, m))) return st;
     if ((st = load_frontend(g, m))) return st;
@@ -210,6 +207,7 @@ void pk_model_free(pk_model *m) {
     if (!m) return;
     tr_fc_free(m->enc);
     pk_head_free(&m->head);
+    pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
     free(m->drop);
     free(m->word_start);

@@ -47,11 +47,12 @@ void pk_session_free(pk_session *s) {
     pk_dec_work_free(&s->dec);
     free(s->enc_out);
     free(s->pcm);
+    free(s->prompt_hid);
     free(s);
 }
 
 size_t pk_session_bytes(const pk_session *s) {
-    return (s->enc_cap + s->pcm_cap) * sizeof(float) + tr_fc_work_bytes(s->fc) +
+    return (s->enc_cap + s->pcm_cap + s->prompt_cap) * sizeof(float) + tr_fc_work_bytes(s->fc) +
            pk_dec_work_bytes(&s->dec);
 }
 
@@ -71,7 +72,8 @@ typedef struct run_state {
     tr_run_ctx *ctx;
     const float *pcm;
     int64_t n;
-    bool dirty; /* the input holds non-finite samples */
+    bool dirty;    /* the input holds non-finite samples */
+    int prompt_id; /* -1: no prompt MLP */
     double mel_ms, enc_ms, dec_ms;
 } run_state;
 
@@ -113,6 +115,12 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
     double t2 = tr_time_ms();
     r->enc_ms += t2 - t1;
     if (st != TRANSCRIBE_OK) return st;
+    if (r->prompt_id >= 0) {
+        size_t h = (size_t)m->prompt.hidden;
+        if (!grow(&s->prompt_hid, &s->prompt_cap, ((size_t)T + 1) * h)) return TRANSCRIBE_ERR_OOM;
+        pk_prompt_apply(&m->prompt, s->pool, r->prompt_id, s->enc_out, T, s->prompt_hid,
+                        s->prompt_hid + (size_t)T * h);
+    }
     st = pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
     r->dec_ms += tr_time_ms() - t2;
     return st;
@@ -173,10 +181,23 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
     return st;
 }
 
+/* §7.8: with a prompt dictionary, a hint must name one of its locales. */
+transcribe_status pk_validate_run(const pk_model *m, const struct transcribe_run_params *p) {
+    if (m->prompt.n_prompts > 0 && pk_prompt_id(&m->prompt, p->language) < 0) {
+        TR_ERROR("parakeet: language '%s' is not in the prompt dictionary", p->language);
+        return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    }
+    return TRANSCRIBE_OK;
+}
+
 transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const pk_model *m = s->m;
     tr_result *res = ctx->result;
-    run_state r = {s, ctx, pcm, n_samples, false, 0, 0, 0};
+    run_state r = {s, ctx, pcm, n_samples, false, -1, 0, 0, 0};
+    if (m->prompt.n_prompts > 0) {
+        r.prompt_id = pk_prompt_id(&m->prompt, ctx->params->language);
+        if (r.prompt_id < 0) return pk_validate_run(m, ctx->params);
+    }
     pk_toks all = {0};
     transcribe_status st = TRANSCRIBE_OK;
     if (n_samples < 2 * m->mel.hop_length) {
