@@ -178,6 +178,11 @@ static void parity_case(const char *label, const fc_synth_cfg *cfg, int T_mel, d
     st = tr_fc_forward(L.enc, pool, w, mel, T_mel, out2, NULL, NULL, NULL);
     CHECK(st == TRANSCRIBE_OK);
     CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: 1 vs 2 threads differ", label);
+    tr_pool *pool3 = tr_pool_create(3);
+    memset(out2, 0, sizeof(float) * T * d);
+    CHECK(tr_fc_forward(L.enc, pool3, w, mel, T_mel, out2, NULL, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: 1 vs 3 threads differ", label);
+    tr_pool_free(pool3);
     CHECK(tr_fc_work_bytes(w) > 0);
     /* one head per attention pass: same bits */
     tr_fc_work *w1 = tr_fc_work_new();
