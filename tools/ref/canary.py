@@ -24,6 +24,7 @@ import io
 import math
 import os
 import sys
+import time
 from collections import OrderedDict
 
 import numpy as np
@@ -53,7 +54,7 @@ CONFIGS = {
         enc_layers=2, d_enc=32, enc_heads=2, enc_ff=64, conv_kernel=9, sub_channels=16,
         dec_layers=2, d_dec=48, dec_heads=3, dec_ff=96, max_position=64,
         languages=["en", "de", "es", "fr"], translate_exclude=[], lang_vocab=64,
-        spl_layout="canary1", n_timestamps=6, seed=1, dec_seed=None),
+        spl_layout="canary1", n_timestamps=6, seed=1, search=256),
     # canary-1b-v2 style: canary2 prompt with a single SentencePiece model (the
     # leading bare "▁" token), no projection (d_enc == d_dec).
     "tiny-canary2": dict(
@@ -61,7 +62,7 @@ CONFIGS = {
         enc_layers=2, d_enc=32, enc_heads=2, enc_ff=64, conv_kernel=9, sub_channels=16,
         dec_layers=2, d_dec=32, dec_heads=2, dec_ff=64, max_position=48,
         languages=["en", "de", "es", "fr", "lv"], translate_exclude=["lv"], single_vocab=160,
-        spl_layout="canary2", n_timestamps=6, seed=2, dec_seed=None),
+        spl_layout="canary2", n_timestamps=6, seed=2, search=1024),
     # benchmark file with the published canary-1b-flash geometry (section 1 and
     # the corrections: decoder FFN 4096, max_position 1024, 8 heads).
     "canary-1b-flash": dict(
@@ -69,7 +70,7 @@ CONFIGS = {
         enc_layers=32, d_enc=1024, enc_heads=8, enc_ff=4096, conv_kernel=9, sub_channels=256,
         dec_layers=4, d_dec=1024, dec_heads=8, dec_ff=4096, max_position=1024,
         languages=["en", "de", "es", "fr"], translate_exclude=[], lang_vocab=1024, vocab_size=5248,
-        spl_layout="canary2", n_timestamps=None, seed=3, dec_seed=None),
+        spl_layout="canary2", n_timestamps=None, seed=3, search=0),
 }
 
 N_MELS = 128
@@ -376,6 +377,9 @@ def fixed_pos_enc(n, d):
     return pe / math.sqrt(d)
 
 
+EOS_HORIZON = 128  # the EOS clock ramps monotonically over this many positions
+
+
 def eos_channel(d, max_position):
     """The sin channel of the positional table whose frequency makes it a
     monotone ramp over the whole decoder context (used to end decoding)."""
@@ -391,15 +395,18 @@ def eos_channel(d, max_position):
 def init_decoder(cfg, vocab, rng, knobs):
     """Random decoder weights (float64 numpy, PyTorch shapes) in file order.
 
-    Why it decodes 'meaningfully': token embedding rows have equal norms; the
-    final norm has random-sign gamma so logits spread widely (big argmax
-    margins); one positional channel (a slow sine that ramps monotonically over
-    the context) is reserved as an 'EOS clock': no token embedding and no
-    sublayer writes to it, and only the EOS head row reads it, so EOS wins after
-    a number of steps set by the EOS head bias. Control tokens (tags) get a
-    negative head bias so the text is mostly ordinary pieces."""
+    Why it decodes 'meaningfully': token embedding rows have equal norms
+    (knob embed_norm = 1, comparable to the positional rows, so position
+    matters); sublayer output projections are scaled by sub_scale (no single
+    hub token wins everywhere); the final norm has random-sign gamma so
+    logits spread widely (big argmax margins); one positional channel (a slow
+    sine that ramps monotonically over EOS_HORIZON positions) is reserved as
+    an 'EOS clock': no token embedding and no sublayer writes to it, and only
+    the EOS head row reads it, so EOS wins after a number of steps set by the
+    EOS head bias. Control tokens (tags) get a negative head bias so the text
+    is mostly ordinary pieces."""
     d, ff, V, L = cfg["d_dec"], cfg["dec_ff"], vocab.V, cfg["dec_layers"]
-    e = eos_channel(d, cfg["max_position"])
+    e = eos_channel(d, min(cfg["max_position"], EOS_HORIZON))
     W = OrderedDict()
 
     def lin(o, i, scale=1.0):
@@ -409,9 +416,12 @@ def init_decoder(cfg, vocab, rng, knobs):
         W[prefix + ".weight"] = 1.0 + 0.1 * rng.standard_normal(d)
         W[prefix + ".bias"] = 0.1 * rng.standard_normal(d)
 
+    # token rows: zero in the EOS channel, zero-mean over the others (so the
+    # embedding norm's mean is token-independent), equal norms
     E = rng.standard_normal((V, d))
     E[:, e] = 0.0
-    E -= E.mean(axis=1, keepdims=True)  # zero-mean rows: the embed-norm mean is token-independent
+    E -= E.sum(axis=1, keepdims=True) / (d - 1)
+    E[:, e] = 0.0
     E *= knobs["embed_norm"] / np.linalg.norm(E, axis=1, keepdims=True)
     W["dec.embed.token.weight"] = E
     W["dec.embed.pos_enc"] = fixed_pos_enc(cfg["max_position"], d)
@@ -434,7 +444,6 @@ def init_decoder(cfg, vocab, rng, knobs):
             W[n + ".weight"] *= knobs["sub_scale"]
             W[n + ".weight"][e, :] = 0.0
             W[n + ".bias"][e] = 0.0
-    # keep the original insertion order of the catalog: norm1 before self_attn etc.
     norm("dec.norm")
     W["dec.norm.weight"] = np.sign(rng.standard_normal(d)) * knobs["final_gain"] * (
         1.0 + 0.1 * rng.standard_normal(d))
@@ -761,7 +770,17 @@ RUNS = [("jfk.transcribe", "transcribe", "en", None, True),
 
 MIN_TOKENS, MAX_TOKENS = 10, 40
 CTX_EXTRA = 8  # n_ctx = P + 8 for the truncation golden
-MIN_DISTINCT = 6  # reject seeds whose greedy output is one repeated token
+MIN_DISTINCT = 6
+MAX_RUN = 4  # longest run of one repeated token
+MAX_TAG_FRACTION = 0.15
+
+
+def longest_run(seq):
+    best, n = 0, 0
+    for i, t in enumerate(seq):
+        n = n + 1 if i and seq[i - 1] == t else 1
+        best = max(best, n)
+    return best  # reject seeds whose greedy output is one repeated token
 
 
 def choose_eos_bias(gap_runs, max_tokens_list):
@@ -803,7 +822,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", default=None, help="folder with jfk.wav")
     ap.add_argument("--no-goldens", action="store_true")
-    ap.add_argument("--search", type=int, default=256, help="decoder seeds tried for the largest margin")
+    ap.add_argument("--search", type=int, default=None,
+                    help="decoder seeds tried for the largest margin (default: per config)")
     ap.add_argument("--dec-seed", type=int, default=None, help="use this decoder seed (no search)")
     ap.add_argument("--knob", action="append", default=[], help="name=value override of an init knob")
     args = ap.parse_args()
@@ -849,7 +869,7 @@ def main():
     _, enc_raw = fc(torch.as_tensor(mel))
     caps = [min(512, cfg["max_position"] - len(p)) for p in prompts.values()]
 
-    seeds = [args.dec_seed] if args.dec_seed is not None else list(range(args.search))
+    seeds = [args.dec_seed] if args.dec_seed is not None else list(range(args.search or cfg["search"]))
     best = None
     for s in seeds:
         kn = dict(knobs, dec_seed=s, eos_bias=0.0)
@@ -883,6 +903,11 @@ def main():
         if not any(len(k) < len(q) for k, q in zip(kept, seqs)) or not any(
                 k and vocab.pieces[k[0]].startswith("\u2581") for k in kept):
             log("seed %d: no CONTROL tag or no leading-space text" % s)
+            continue
+        # ...but mostly text, without long runs of one token
+        tags = sum(len(q) - len(k) for k, q in zip(kept, seqs)) / max(1, sum(len(q) for q in seqs))
+        if tags > MAX_TAG_FRACTION or max(longest_run(q) for q in seqs) > MAX_RUN:
+            log("seed %d: too many tags (%.2f) or a long repeat" % (s, tags))
             continue
         score = min(min(mm), bm)
         log("seed %d: eos_bias %.4f (margin %.4f), argmax margin %.4f" % (s, b, bm, min(mm)))
@@ -981,7 +1006,60 @@ def main():
 
 
 def write_big(args, cfg, vocab, knobs, mel, prompts, log):
-    raise NotImplementedError
+    """Benchmark file (canary-1b-flash geometry): float32 throughout, tensors
+    streamed to disk one at a time. The EOS bias is tuned on the jfk
+    transcribe prompt so the benchmark decodes a realistic ~25 tokens."""
+    t0 = time.time()
+    g = torch.Generator().manual_seed(cfg["seed"])
+    fc = FastConformerEncoder(fc_config(cfg)).float().randomize_(g)
+    log("encoder initialised (%.0f s)" % (time.time() - t0))
+    _, enc_raw = fc(torch.as_tensor(mel, dtype=torch.float32))
+    log("encoder forward on jfk (%.0f s)" % (time.time() - t0))
+    rng = np.random.default_rng(cfg["seed"] + 1000)
+    D = OrderedDict()
+    if cfg["d_enc"] != cfg["d_dec"]:
+        D["enc.proj.weight"] = rng.standard_normal((cfg["d_dec"], cfg["d_enc"])) / math.sqrt(cfg["d_enc"])
+        D["enc.proj.bias"] = 0.1 * rng.standard_normal(cfg["d_dec"])
+    D.update(init_decoder(cfg, vocab, rng, dict(knobs, eos_bias=0.0)))
+    D = OrderedDict((k, v.astype(np.float32)) for k, v in D.items())
+    dec = Decoder(cfg, D, torch.float32)
+    enc = dec.project(enc_raw)
+    stem = RUNS[0][0]
+    target = 25
+    r = greedy(dec, enc, prompts[stem], vocab.eos, suppress_eos=True, max_steps=MAX_TOKENS + 1)
+    gaps = r["eos_gap"]
+    # EOS at the step >= target with the clearest crossing
+    best = None
+    for t in range(target, min(len(gaps), MAX_TOKENS + 1)):
+        lo = gaps[t]
+        hi = min(gaps[:t])
+        if hi > lo and (best is None or hi - lo > best[1]):
+            best = (t, hi - lo, 0.5 * (hi + lo))
+    if best is None:
+        log("no clean EOS crossing; the benchmark decode runs to its budget")
+        eos_bias = -1e4
+    else:
+        eos_bias = best[2]
+        log("EOS after %d tokens (bias %.4f, margin %.4f)" % (best[0], eos_bias, best[1] / 2))
+    D["dec.head.bias"][vocab.eos] = np.float32(eos_bias)
+    dec = Decoder(cfg, D, torch.float32)
+    r = greedy(dec, enc, prompts[stem], vocab.eos)
+    log("%s: %d tokens, truncated %d: %s" % (stem, len(r["tokens"]), r["truncated"], vocab.decode(r["tokens"])))
+
+    path = os.path.join(args.out, "%s-ref-F32.gguf" % args.config)
+    w = gw.GGUFWriter()
+    write_metadata(w, cfg, vocab, 0)
+    for name, t in fc._named():
+        w.add_tensor_lazy(name, tuple(t.shape), gw.GGML_F32, lambda t=t: t.detach().numpy())
+    for name, a in D.items():
+        w.add_tensor_lazy(name, a.shape, gw.GGML_F32, lambda a=a: a)
+    assert len(w.tensors) == tensor_count(cfg)
+    n = w.write_stream(path)
+    log("wrote %s (%.1f MB, %.0f s)" % (path, n / 1e6, time.time() - t0))
+    with open(os.path.join(args.out, "decode.txt"), "w", encoding="utf-8") as f:
+        f.write("prompt %s\ntokens %s\ntruncated %d\ntext %s\n" % (
+            ",".join(map(str, prompts[stem])), ",".join(map(str, r["tokens"])), r["truncated"],
+            vocab.decode(r["tokens"])))
 
 
 if __name__ == "__main__":
