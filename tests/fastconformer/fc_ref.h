@@ -22,9 +22,10 @@ static inline float *fcr_get(const gguf_file *g, const char *name) {
     const int64_t n = tr_tensor_nelements(t);
     float *v = malloc(sizeof(float) * (size_t)n);
     if (!v) return NULL;
-    for (int64_t i = 0; i < n; i++)
-        v[i] = t->type == TR_F16 ? tr_f16_to_f32(((const uint16_t *)t->data)[i])
-                                 : ((const float *)t->data)[i];
+    const int64_t rows = n / t->ne[0];
+    for (int64_t r = 0; r < rows; r++)
+        tr_dequantize_row(t->type, (const char *)t->data + (size_t)r * t->nb1, v + r * t->ne[0],
+                          t->ne[0]);
     return v;
 }
 

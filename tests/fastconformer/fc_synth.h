@@ -35,6 +35,7 @@ typedef struct fc_synth_cfg {
     bool spk, spk_bg;        /* multitalker speaker kernel (+ background kernel) */
     const char *skip_key;    /* encoder key suffix left out (uint32 keys only) */
     bool bad_var;            /* a negative BN running variance */
+    int lin_type;            /* != 0: LIN-class weights in this tr_type where rows allow */
 } fc_synth_cfg;
 
 static inline fc_synth_cfg fc_synth_default(void) {
@@ -86,6 +87,19 @@ static inline void fc_add(fc_synth_ctx *c, const char *name, bool lowp, int n_di
         v[i] = kind == 1 ? 1.0f + 0.2f * r : kind == 2 ? 1.0f + 0.5f * r : r * scale;
     }
     if (kind == 2 && c->cfg->bad_var) v[n / 2] = -0.5f;
+    const int qt = c->cfg->lin_type;
+    if (lowp && n_dims == 2 && qt != 0 && ne[0] % tr_type_block(qt) == 0) {
+        const size_t rb = tr_row_bytes(qt, ne[0]);
+        unsigned char *q = malloc(rb * (size_t)ne[1]);
+        bool ok = q != NULL;
+        for (int64_t r = 0; ok && r < ne[1]; r++)
+            ok = tr_quantize_row(qt, v + r * ne[0], q + (size_t)r * rb, ne[0]);
+        if (!ok || !gguf_writer_add_tensor(c->w, name, qt, n_dims, ne, q)) c->ok = false;
+        free(q);
+        free(v);
+        free(h);
+        return;
+    }
     bool f16 = lowp && c->cfg->f16;
     if (f16)
         for (int64_t i = 0; i < n; i++) h[i] = tr_f32_to_f16(v[i]);

@@ -251,6 +251,14 @@ static void test_parity(void) {
     c.xscaling = true;
     parity_case("speaker + background kernel", &c, 50, 1e-4);
 
+    /* quantized LIN weights: the reference uses the dequantized values; the
+     * Q8_0 kernels also quantize the activations to int8 on some CPUs */
+    c = fc_synth_default();
+    c.d = 64, c.H = 4, c.d_ff = 128, c.lin_type = TR_Q8_0, c.seed = 8;
+    parity_case("Q8_0 linear weights", &c, 120, 5e-2);
+    c.d = 256, c.H = 4, c.d_ff = 512, c.n_layers = 1, c.lin_type = TR_Q4_K;
+    parity_case("Q4_K linear weights", &c, 70, 5e-2);
+
     c = fc_synth_default();
     c.f16 = true;
     c.H = 4;
