@@ -37,7 +37,6 @@ struct tr_fc_encoder {
     const float *pre_b[5];
     tr_nn_linear pre_out; /* [C*F'] -> d */
     tr_fc_block *blocks;  /* n_layers */
-    float *dw_mem;        /* owns every block's dw_w / dw_b */
     /* multitalker speaker kernel (single-speaker mode, §7.8), after x-scaling:
      * x += W3 ReLU(W0 x + b0) + b3, then x += bg (a constant: the background
      * kernel's input is all zeros, so it is evaluated once at load) */

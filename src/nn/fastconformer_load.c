@@ -83,8 +83,11 @@ static float tap(const tr_tensor *t, long i) {
     return ((const float *)t->data)[i];
 }
 
-/* Depthwise taps → F32 [k][d] (tap-major), BN folded when present. */
-static bool load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b, float *mem) {
+/* Depthwise taps → F32 [k][d] (tap-major), BN folded when present. The
+ * block owns the memory (taps, then biases, then two load-time rows); it is
+ * allocated only once the tensors proved to exist, so a file that claims
+ * huge sizes fails on the tensor check, not on memory. */
+static transcribe_status load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b) {
     const int d = hp->d_model, k = hp->conv_kernel;
     const tr_tensor *w = need(f, "conv.depthwise.weight", TR_TYPES_CONV, 3, k, 1, d, 1);
     const float *bias = hp->use_bias ? need_vec(f, "conv.depthwise.bias", d) : NULL;
@@ -95,9 +98,13 @@ static bool load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b, f
         mean = need_vec(f, "conv.bn.running_mean", d);
         var = need_vec(f, "conv.bn.running_var", d);
     }
-    if (f->bad) return false;
-    b->dw_w = mem;
-    b->dw_b = mem + (size_t)k * d;
+    if (f->bad) return ERR_GGUF;
+    b->dw_w = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)d);
+    if (!b->dw_w) {
+        TR_ERROR("fastconformer: out of memory for %s", tname(f, "conv.depthwise.weight"));
+        return TRANSCRIBE_ERR_OOM;
+    }
+    b->dw_b = b->dw_w + (size_t)k * d;
     float *scale = b->dw_b + d, *shift = scale + d; /* load-time temporaries */
     if (hp->conv_layer_norm) {
         b->cln_w = gamma;
@@ -108,7 +115,7 @@ static bool load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b, f
             if (!(var[c] + FC_BN_EPS > 0.0f)) {
                 TR_ERROR("fastconformer: %s[%d] = %g is not a valid variance",
                          tname(f, "conv.bn.running_var"), c, (double)var[c]);
-                return false;
+                return ERR_GGUF;
             }
         tr_fc_bn_fold(gamma, beta, mean, var, d, FC_BN_EPS, scale, shift);
     }
@@ -116,11 +123,11 @@ static bool load_depthwise(finder *f, const tr_fc_hparams *hp, tr_fc_block *b, f
         for (int j = 0; j < k; j++) b->dw_w[(size_t)j * d + c] = tap(w, (long)c * k + j) * scale[c];
         b->dw_b[c] = (bias ? bias[c] : 0.0f) * scale[c] + shift[c];
     }
-    return true;
+    return TRANSCRIBE_OK;
 }
 
-static bool load_block(const gguf_file *g, const tr_fc_hparams *hp, int i, tr_fc_block *b,
-                       float *dw_mem) {
+static transcribe_status load_block(const gguf_file *g, const tr_fc_hparams *hp, int i,
+                                    tr_fc_block *b) {
     const int64_t d = hp->d_model, ff = hp->d_ff, H = hp->n_heads, dh = d / H;
     const bool ub = hp->use_bias;
     finder f = {.g = g, .blk = i};
@@ -144,7 +151,9 @@ static bool load_block(const gguf_file *g, const tr_fc_hparams *hp, int i, tr_fc
     need_linear(&f, &b->ff2_w1, "ff2.linear1.weight", "ff2.linear1.bias", d, ff, ub);
     need_linear(&f, &b->ff2_w2, "ff2.linear2.weight", "ff2.linear2.bias", ff, d, ub);
     need_norm(&f, &b->norm_out, "norm_out.weight", "norm_out.bias", d);
-    if (f.bad || !load_depthwise(&f, hp, b, dw_mem)) return false;
+    if (f.bad) return ERR_GGUF;
+    transcribe_status st = load_depthwise(&f, hp, b);
+    if (st) return st;
     b->pos = *pos;
     b->pos_bias_u = (const float *)pu->data;
     b->pos_bias_v = (const float *)pv->data;
@@ -152,7 +161,7 @@ static bool load_block(const gguf_file *g, const tr_fc_hparams *hp, int i, tr_fc
     pointwise_view(pw2, &b->pw2_view, d, d);
     b->pw1 = (tr_nn_linear){&b->pw1_view, pw1_b};
     b->pw2 = (tr_nn_linear){&b->pw2_view, pw2_b};
-    return true;
+    return TRANSCRIBE_OK;
 }
 
 static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
@@ -228,10 +237,7 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
     e->f_out = hp->n_mels;
     for (int s = 0; s < 3; s++) e->f_out = tr_fc_stage_len(e->f_out, causal);
     e->blocks = calloc((size_t)hp->n_layers, sizeof *e->blocks);
-    /* per block: k*d taps, d biases, 2*d fold temporaries */
-    const size_t per = (size_t)(hp->conv_kernel + 3) * (size_t)hp->d_model;
-    e->dw_mem = malloc(sizeof(float) * per * (size_t)hp->n_layers);
-    if (!e->blocks || !e->dw_mem) {
+    if (!e->blocks) {
         TR_ERROR("fastconformer: out of memory loading %d blocks", hp->n_layers);
         tr_fc_free(e);
         return TRANSCRIBE_ERR_OOM;
@@ -240,19 +246,22 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
         tr_fc_free(e);
         return ERR_GGUF;
     }
-    for (int i = 0; i < hp->n_layers; i++)
-        if (!load_block(g, hp, i, &e->blocks[i], e->dw_mem + per * (size_t)i)) {
+    for (int i = 0; i < hp->n_layers; i++) {
+        transcribe_status st = load_block(g, hp, i, &e->blocks[i]);
+        if (st) {
             tr_fc_free(e);
-            return ERR_GGUF;
+            return st;
         }
+    }
     *out = e;
     return TRANSCRIBE_OK;
 }
 
 void tr_fc_free(tr_fc_encoder *enc) {
     if (!enc) return;
+    if (enc->blocks)
+        for (int i = 0; i < enc->hp.n_layers; i++) free(enc->blocks[i].dw_w);
     free(enc->blocks);
-    free(enc->dw_mem);
     free(enc->spk_bg);
     free(enc);
 }

@@ -36,6 +36,7 @@ typedef struct fc_synth_cfg {
     const char *skip_key;    /* encoder key suffix left out (uint32 keys only) */
     bool bad_var;            /* a negative BN running variance */
     int lin_type;            /* != 0: LIN-class weights in this tr_type where rows allow */
+    int n_layers_key;        /* != 0: n_layers value written (tensors for n_layers) */
 } fc_synth_cfg;
 
 static inline fc_synth_cfg fc_synth_default(void) {
@@ -131,7 +132,8 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
     if (cfg->n_layers_as_i32)
         gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
     else
-        gguf_writer_set_u32(c.w, KEY("n_layers"), (uint32_t)cfg->n_layers);
+        gguf_writer_set_u32(c.w, KEY("n_layers"),
+                            (uint32_t)(cfg->n_layers_key ? cfg->n_layers_key : cfg->n_layers));
     SET_U32("d_model", cfg->d);
     SET_U32("n_heads", cfg->H);
     SET_U32("d_ff", cfg->d_ff);

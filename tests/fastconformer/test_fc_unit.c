@@ -320,6 +320,9 @@ static void test_errors(void) {
     c.n_layers_as_i32 = true;
     expect_gguf_error("n_layers as int32", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
+    c.n_layers_key = 60000, c.k = 60001; /* huge claims, only 2 blocks stored */
+    expect_gguf_error("n_layers beyond the tensors", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
     c.bad_var = true;
     expect_gguf_error("negative running_var", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
