@@ -77,7 +77,20 @@ typedef struct pk_rewrite {
     const char *set_str_val;   /* ... with this value */
     const char *set_i32_key;   /* KV (re)written as INT32 (a type mismatch for UINT32 keys) */
     int32_t set_i32_val;
+    const char *set_true_key; /* KV (re)written as BOOL true */
+    const char *arr_keys[3];  /* KVs (re)written as the INT32 array {1, 2} */
 } pk_rewrite;
+
+static inline bool pk_rewritten(const pk_rewrite *o, const char *k) {
+    if ((o->drop_key && !strcmp(k, o->drop_key)) ||
+        (o->set_str_key && !strcmp(k, o->set_str_key)) ||
+        (o->set_i32_key && !strcmp(k, o->set_i32_key)) ||
+        (o->set_true_key && !strcmp(k, o->set_true_key)))
+        return true;
+    for (int i = 0; i < 3; i++)
+        if (o->arr_keys[i] && !strcmp(k, o->arr_keys[i])) return true;
+    return false;
+}
 
 static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_rewrite *o) {
     gguf_file *g = NULL;
@@ -85,13 +98,13 @@ static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_re
     gguf_writer *w = gguf_writer_create();
     bool ok = w != NULL;
     for (int64_t i = 0; ok && i < gguf_n_kv(g); i++) {
-        const char *k = gguf_key_name(g, i);
-        if ((o->drop_key && !strcmp(k, o->drop_key)) ||
-            (o->set_str_key && !strcmp(k, o->set_str_key)) ||
-            (o->set_i32_key && !strcmp(k, o->set_i32_key)))
-            continue;
+        if (pk_rewritten(o, gguf_key_name(g, i))) continue;
         ok = gguf_writer_copy_kv(w, g, i);
     }
+    const int32_t arr[2] = {1, 2};
+    for (int i = 0; ok && i < 3; i++)
+        if (o->arr_keys[i]) ok = gguf_writer_set_arr_i32(w, o->arr_keys[i], arr, 2);
+    if (ok && o->set_true_key) ok = gguf_writer_set_bool(w, o->set_true_key, true);
     if (ok && o->set_str_key) ok = gguf_writer_set_str(w, o->set_str_key, o->set_str_val);
     if (ok && o->set_i32_key) ok = gguf_writer_set_i32(w, o->set_i32_key, o->set_i32_val);
     for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {

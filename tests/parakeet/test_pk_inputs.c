@@ -139,6 +139,44 @@ static void test_caps(struct transcribe_session *s) {
     CHECK(l.effective_max_audio_ms == 0);
 }
 
+static bool streaming_of(const char *src, const pk_rewrite *o) {
+    char dst[2048];
+    snprintf(dst, sizeof dst, "%s/pk_stream_model.gguf", TR_BINARY_DIR);
+    struct transcribe_model *m = NULL;
+    bool streaming = false;
+    if (pk_rewrite_file(src, dst, o) &&
+        transcribe_model_load_file(dst, NULL, &m) == TRANSCRIBE_OK) {
+        struct transcribe_capabilities c;
+        transcribe_capabilities_init(&c);
+        transcribe_model_get_capabilities(m, &c);
+        streaming = c.supports_streaming;
+    } else {
+        CHECK_MSG(false, "streaming rewrite did not load");
+    }
+    transcribe_model_free(m);
+    remove(dst);
+    return streaming;
+}
+
+/* §3.1 / §7.8: the KV or the geometry switches streaming on (offline runs
+ * only: there are no stream hooks). */
+static void test_streaming_caps(void) {
+    pk_rewrite o;
+    memset(&o, 0, sizeof o);
+    CHECK(!streaming_of(g_tdt, &o));
+    o.set_true_key = "stt.capability.streaming";
+    CHECK(streaming_of(g_tdt, &o));
+    memset(&o, 0, sizeof o);
+    o.set_str_key = "stt.parakeet.encoder.att_context_style";
+    o.set_str_val = "chunked_limited_with_rc";
+    o.arr_keys[0] = "stt.parakeet.encoder.att_chunk_left_choices";
+    o.arr_keys[1] = "stt.parakeet.encoder.att_chunk_chunk_choices";
+    o.arr_keys[2] = "stt.parakeet.encoder.att_chunk_right_choices";
+    CHECK(streaming_of(g_tdt, &o));
+    o.arr_keys[2] = NULL; /* §3.3: all three menus are required with this style */
+    check_rewrite(g_tdt, &o, TRANSCRIBE_ERR_GGUF, "chunked_limited_with_rc without a menu");
+}
+
 static void test_params(struct transcribe_session *s, const float *pcm, int n) {
     struct transcribe_run_params p;
     transcribe_run_params_init(&p);
@@ -277,6 +315,7 @@ int main(void) {
     if (!pcm || !pk_exists(g_ctc) || !pk_exists(g_tdt)) return TEST_DONE();
 
     test_bad_models();
+    test_streaming_caps();
     struct transcribe_session *s = NULL;
     CHECK(pk_open(g_tdt, 2, &s) == TRANSCRIBE_OK);
     if (s) {
