@@ -292,6 +292,24 @@ static void test_granularity(struct transcribe_session *s, const float *pcm, int
     free(full);
 }
 
+/* Results do not depend on the thread count. */
+static void test_threads(struct transcribe_session *s, const float *pcm, int n) {
+    struct transcribe_session *s1 = NULL, *s3 = NULL;
+    CHECK(pk_open(g_tdt, 1, &s1) == TRANSCRIBE_OK && pk_open(g_tdt, 3, &s3) == TRANSCRIBE_OK);
+    if (s1 && s3) {
+        CHECK(transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK);
+        CHECK(transcribe_run(s1, pcm, n, NULL) == TRANSCRIBE_OK);
+        CHECK(transcribe_run(s3, pcm, n, NULL) == TRANSCRIBE_OK);
+        char *a = tokens_sig(s), *b = tokens_sig(s1), *c = tokens_sig(s3);
+        CHECK(!strcmp(a, b) && !strcmp(a, c));
+        free(a);
+        free(b);
+        free(c);
+    }
+    transcribe_session_free(s1);
+    transcribe_session_free(s3);
+}
+
 static bool abort_now(void *u) {
     (*(int *)u)++;
     return true;
@@ -324,6 +342,7 @@ int main(void) {
         test_short(s, pcm);
         test_nonfinite(s, pcm, n);
         test_granularity(s, pcm, n);
+        test_threads(s, pcm, n);
         test_abort(s, pcm, n);
     }
     transcribe_session_free(s);
