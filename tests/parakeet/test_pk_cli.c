@@ -111,6 +111,19 @@ static void check_model(const char *cfg) {
     rc = run(model, "-f json --timestamps segment");
     CHECK_MSG(rc == 0 && strstr(g_out, "\"timestamps\":\"segment\""), "%s segment json: %s", cfg,
               g_out);
+    /* --raw-tokens keeps CONTROL tokens (the golden raw text shows them) */
+    char *raw = golden(cfg, "jfk.raw.txt");
+    const char *tag = !raw                  ? NULL
+                      : strstr(raw, "</s>") ? "</s>"
+                      : strstr(raw, "<s>")  ? "<s>"
+                                            : NULL;
+    if (tag) {
+        rc = run(model, "-f txt --raw-tokens");
+        CHECK_MSG(rc == 0 && strstr(g_out, tag), "%s --raw-tokens: [%s]", cfg, g_out);
+        rc = run(model, "-f txt");
+        CHECK(rc == 0 && !strstr(g_out, tag));
+    }
+    free(raw);
     rc = run(model, "-t");
     CHECK_MSG(rc != 0, "%s translate: exit %d", cfg, rc);
     rc = run(model, "-l de");
