@@ -310,6 +310,26 @@ static void test_threads(struct transcribe_session *s, const float *pcm, int n) 
     transcribe_session_free(s3);
 }
 
+/* The batch API (serial fallback) gives each utterance its single-run result. */
+static void test_batch(struct transcribe_session *s, const float *pcm, int n) {
+    const float *ins[3] = {pcm, pcm + n / 2, pcm};
+    int lens[3] = {n, n / 2, 100};
+    char *want[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK(transcribe_run(s, ins[i], lens[i], NULL) == TRANSCRIBE_OK);
+        want[i] = strdup(transcribe_full_text(s));
+    }
+    CHECK(transcribe_run_batch(s, ins, lens, 3, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_batch_n_results(s) == 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK(transcribe_batch_status(s, i) == TRANSCRIBE_OK);
+        const char *got = transcribe_batch_full_text(s, i);
+        CHECK_MSG(got && !strcmp(got, want[i]), "batch %d: [%s] vs [%s]", i, got ? got : "",
+                  want[i]);
+        free(want[i]);
+    }
+}
+
 static bool abort_now(void *u) {
     (*(int *)u)++;
     return true;
@@ -343,6 +363,7 @@ int main(void) {
         test_nonfinite(s, pcm, n);
         test_granularity(s, pcm, n);
         test_threads(s, pcm, n);
+        test_batch(s, pcm, n);
         test_abort(s, pcm, n);
     }
     transcribe_session_free(s);
