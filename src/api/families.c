@@ -18,10 +18,9 @@ static const tr_family *const k_families[] = {
  * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
  * their folder names (cohere_asr, granite_speech, granite_speech_nar). */
 static const char *const k_known_archs[] = {
-    "parakeet",    "cohere_asr",       "canary",         "canary_qwen",         "qwen3_asr",
-    "voxtral",     "voxtral_realtime", "moonshine",      "moonshine_streaming", "sensevoice",
-    "funasr_nano", "gigaam",           "granite_speech", "granite_speech_nar",  "medasr",
-    "moss",        "sortformer",
+    "cohere_asr",     "canary_qwen",         "qwen3_asr",  "voxtral",     "voxtral_realtime",
+    "moonshine",      "moonshine_streaming", "sensevoice", "funasr_nano", "gigaam",
+    "granite_speech", "granite_speech_nar",  "medasr",     "moss",        "sortformer",
 };
 
 const tr_family *tr_family_find(const char *arch) {
