@@ -498,9 +498,10 @@ DEFAULT_KNOBS = dict(embed_norm=1.0, sub_scale=0.3, qk_self=1.5, qk_cross=2.0, f
 
 
 class Decoder:
-    def __init__(self, cfg, W, dtype=torch.float64):
+    def __init__(self, cfg, W, dtype=torch.float64, kv_f16=False):
         self.cfg = cfg
         self.dtype = dtype
+        self.kv_f16 = kv_f16  # store self/cross K/V rounded to F16 (upstream's default cache type)
         self.W = {k: torch.as_tensor(np.asarray(v), dtype=dtype) for k, v in W.items() if k.startswith("dec.")}
         self.proj = None
         if "enc.proj.weight" in W:
@@ -533,10 +534,13 @@ class Decoder:
             s = s.masked_fill(~mask, float("-inf"))
         return (torch.softmax(s, dim=-1) @ vh).transpose(0, 1).reshape(n, self.d)
 
+    def _kv(self, x):
+        return x.to(torch.float16).to(self.dtype) if self.kv_f16 else x
+
     def cross_kv(self, enc):
         """Per layer K/V of the (projected) encoder output, once per utterance."""
-        return [(self._lin(enc, "dec.layer.%d.cross_attn.k" % i), self._lin(enc, "dec.layer.%d.cross_attn.v" % i))
-                for i in range(self.cfg["dec_layers"])]
+        return [(self._kv(self._lin(enc, "dec.layer.%d.cross_attn.k" % i)),
+                 self._kv(self._lin(enc, "dec.layer.%d.cross_attn.v" % i))) for i in range(self.cfg["dec_layers"])]
 
     def step(self, ids, cache, ckv):
         """Feed tokens `ids` at positions len(cache)..; extends the self K/V
@@ -551,8 +555,8 @@ class Decoder:
         for i in range(self.cfg["dec_layers"]):
             p = "dec.layer.%d." % i
             y = self._ln(x, p + "norm1")
-            k = self._lin(y, p + "self_attn.k")
-            v = self._lin(y, p + "self_attn.v")
+            k = self._kv(self._lin(y, p + "self_attn.k"))
+            v = self._kv(self._lin(y, p + "self_attn.v"))
             cache["k"][i] = k if n0 == 0 else torch.cat([cache["k"][i], k])
             cache["v"][i] = v if n0 == 0 else torch.cat([cache["v"][i], v])
             q = self._lin(y, p + "self_attn.q")
@@ -653,13 +657,13 @@ def f16_weights(W):
 
 
 class Model:
-    def __init__(self, cfg, W, dtype=torch.float64):
+    def __init__(self, cfg, W, dtype=torch.float64, kv_f16=False):
         self.cfg = cfg
         self.enc = FastConformerEncoder(fc_config(cfg))
         self.enc = self.enc.double() if dtype == torch.float64 else self.enc.float()
         self.enc.load_gguf_tensors(OrderedDict((k, v) for k, v in W.items() if k.startswith("enc.")
                                                and not k.startswith("enc.proj.")))
-        self.dec = Decoder(cfg, W, dtype)
+        self.dec = Decoder(cfg, W, dtype, kv_f16)
 
     def encode(self, mel):
         """Encoder output after the optional projection, [T_enc, d_dec]."""
@@ -1006,8 +1010,9 @@ def main():
 
     # float32 robustness: the same decodes computed in float32 (as a C engine
     # does) must give the same tokens.
-    for tag, WW, rr, e64 in (("f32", W, res, enc), ("f16w_f32", W16, res16, enc16)):
-        m32 = Model(cfg, WW, dtype=torch.float32)
+    for tag, WW, rr, e64, kv16 in (("f32", W, res, enc, False), ("f16w_f32", W16, res16, enc16, False),
+                                   ("f32_kvf16", W, res, enc, True), ("f16w_f32_kvf16", W16, res16, enc16, True)):
+        m32 = Model(cfg, WW, dtype=torch.float32, kv_f16=kv16)
         e32 = m32.encode(mel.astype(np.float32))
         r32 = run_all(m32, e32, prompts, vocab.eos)
         same = all(r32[s]["tokens"] == rr[s]["tokens"] for s in prompts)
