@@ -962,6 +962,12 @@ def main():
     np.save(mel_path, mel.astype(np.float32))
     np.save(os.path.join(args.out, "jfk.enc.npy"), enc.numpy().astype(np.float32))
     np.save(os.path.join(args.out, "jfk.enc.f16.npy"), enc16.numpy().astype(np.float32))
+    # intermediate stages (F32 weights) to localise a mismatch: pre-encode
+    # output (before block 0) and, with a projection, the encoder output before it
+    pre, enc_raw = model.enc(torch.as_tensor(mel))
+    np.save(os.path.join(args.out, "jfk.pre.npy"), pre.numpy().astype(np.float32))
+    if model.dec.proj is not None:
+        np.save(os.path.join(args.out, "jfk.enc.noproj.npy"), enc_raw.numpy().astype(np.float32))
     report = ["config %s decoder_seed %d eos_bias %.6f" % (args.config, dec_seed, eos_bias)]
     summary = []
     for stem, p in prompts.items():
