@@ -11,6 +11,7 @@ dumps golden tensors and greedy decodes for the C parity tests.
 
     /usr/bin/python3 tools/ref/canary.py --config tiny-canary  --out tests/data/canary/tiny-canary
     /usr/bin/python3 tools/ref/canary.py --config tiny-canary2 --out tests/data/canary/tiny-canary2
+    /usr/bin/python3 tools/ref/canary.py --config tiny-canary2-agg --out tests/data/canary/tiny-canary2-agg
     /usr/bin/python3 tools/ref/canary.py --config canary-1b-flash --out build-ref/canary-1b-flash
 
 The encoder is tools/ref/fastconformer.py (shared with the Parakeet
@@ -941,12 +942,10 @@ def main():
     W = model_weights(cfg, vocab, knobs)
     W16 = f16_weights(W)
     base = "%s-ref" % args.config
-    files = []
     for dt in ("F16",) if cfg.get("f16_only") else ("F32", "F16"):
         path = os.path.join(args.out, "%s-%s.gguf" % (base, dt))
         write_gguf(path, cfg, vocab, W, dt)
         verify_gguf(path, cfg, vocab, W, dt)
-        files.append(path)
         log("wrote %s (%.3f MB)" % (path, os.path.getsize(path) / 1e6))
     if args.no_goldens:
         return
