@@ -790,6 +790,9 @@ RUNS = [("jfk.transcribe", "transcribe", "en", None, True),
         ("jfk.nopnc", "transcribe", "en", None, False)]
 
 MIN_TOKENS, MAX_TOKENS = 10, 40
+# (name, first sample, sample count) of jfk.wav: 0.25 s, and the minimum
+# input of section 9 (257 samples: T_mel 2, T_enc 1)
+CLIPS = [("jfk_short", 64000, 4000), ("jfk_min", 40000, 257)]
 CTX_EXTRA = 8  # n_ctx = P + 8 for the truncation golden
 MIN_DISTINCT = 6
 MAX_RUN = 4  # longest run of one repeated token
@@ -998,6 +1001,23 @@ def main():
     summary += ["[%s.ctx]" % stem, "n_ctx %d" % n_ctx, "prompt %s" % ",".join(map(str, p)),
                 "tokens %s" % ",".join(map(str, rt["tokens"])), "truncated %d" % rt["truncated"],
                 "text %s" % vocab.decode(rt["tokens"]), ""]
+    # short clips cut from jfk.wav (edge cases of padding, statistics and
+    # pre-encode lengths): mel, encoder output and the transcribe decode
+    for clip, start, count in CLIPS:
+        x = pcm[start:start + count]
+        cm = mel_ref.nemo_logmel(x, N_MELS, "reflect")
+        ce = model.encode(cm)
+        p = prompts[RUNS[0][0]]
+        r = greedy(model.dec, ce, p, vocab.eos)
+        np.save(os.path.join(args.out, clip + ".mel.npy"), cm.astype(np.float32))
+        np.save(os.path.join(args.out, clip + ".enc.npy"), ce.numpy().astype(np.float32))
+        write_ids(os.path.join(args.out, clip + ".tokens.npy"), r["tokens"])
+        summary += ["[%s.transcribe]" % clip, "samples %d..%d of jfk.wav" % (start, start + count),
+                    "T_mel %d T_enc %d" % (cm.shape[1], ce.shape[0]), "prompt %s" % ",".join(map(str, p)),
+                    "tokens %s" % ",".join(map(str, r["tokens"])), "n_tokens %d" % len(r["tokens"]),
+                    "truncated %d" % r["truncated"], "text %s" % vocab.decode(r["tokens"]), ""]
+        report.append("%s.transcribe (T_mel %d, T_enc %d) n=%d truncated=%d min_argmax_margin %.6f" % (
+            clip, cm.shape[1], ce.shape[0], len(r["tokens"]), r["truncated"], min(r["margins"])))
     with open(os.path.join(args.out, "decodes.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(summary))
 
