@@ -30,4 +30,15 @@ void tr_audio_free(tr_audio *a);
 transcribe_status tr_resample(const float *in, int64_t n_in, int rate_in, int rate_out, float **out,
                               int64_t *n_out);
 
+/* Non-finite input samples (family-independent policy): NaN → 0, ±Inf → ±1,
+ * so one bad sample cannot poison a whole-signal or per-feature
+ * normalisation. tr_pcm_count_nonfinite counts them; tr_pcm_sanitize_copy
+ * writes the cleaned samples to out (out may equal in). tr_pcm_sanitized
+ * returns pcm itself when it is clean, else a cleaned malloc'ed copy stored
+ * in *owned (the caller frees it) after one WARN naming `who`; NULL when
+ * out of memory. */
+int64_t tr_pcm_count_nonfinite(const float *pcm, int64_t n);
+void tr_pcm_sanitize_copy(const float *in, int64_t n, float *out);
+const float *tr_pcm_sanitized(const float *pcm, int64_t n, const char *who, float **owned);
+
 #endif

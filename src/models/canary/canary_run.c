@@ -9,6 +9,7 @@
 
 #include "models/canary/canary.h"
 #include "text/tokenizer.h"
+#include "audio/audio.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -19,25 +20,6 @@ transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run
     }
     cn_prompt pr;
     return cn_build_prompt(m, p, &pr);
-}
-
-/* Non-finite samples are replaced (NaN → 0, ±Inf → ±1) with one warning:
- * a single bad sample must not poison the per-feature normalisation. */
-static const float *sanitize_pcm(const float *pcm, int n, float **owned) {
-    *owned = NULL;
-    int bad = 0;
-    for (int i = 0; i < n; i++)
-        if (!isfinite(pcm[i])) bad++;
-    if (!bad) return pcm;
-    float *c = malloc((size_t)n * sizeof *c);
-    if (!c) return NULL;
-    for (int i = 0; i < n; i++) {
-        float x = pcm[i];
-        c[i] = isnan(x) ? 0.0f : isinf(x) ? (x > 0 ? 1.0f : -1.0f) : x;
-    }
-    TR_WARN("canary: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
-    *owned = c;
-    return c;
 }
 
 static int argmax(const float *x, int n) {
@@ -145,7 +127,7 @@ transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_
     }
 
     float *clean = NULL, *mel = NULL;
-    const float *in = sanitize_pcm(pcm, n_samples, &clean);
+    const float *in = tr_pcm_sanitized(pcm, n_samples, "canary", &clean);
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_mel = 0, T_enc = 0;

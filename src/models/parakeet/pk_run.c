@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "models/parakeet/parakeet.h"
+#include "audio/audio.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -91,10 +92,7 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
         /* NaN → 0, ±Inf → ±1, as Whisper: one bad sample must not poison
          * the per-feature statistics of the whole window */
         if (!grow(&s->pcm, &s->pcm_cap, (size_t)n)) return TRANSCRIBE_ERR_OOM;
-        for (int64_t i = 0; i < n; i++) {
-            float v = x[i];
-            s->pcm[i] = isnan(v) ? 0.0f : isinf(v) ? (v > 0 ? 1.0f : -1.0f) : v;
-        }
+        tr_pcm_sanitize_copy(x, n, s->pcm);
         x = s->pcm;
     }
     double t0 = tr_time_ms();
@@ -206,11 +204,10 @@ transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_
         TR_INFO("parakeet: %d samples is too short to transcribe; empty result", n_samples);
         return pk_build_result(m, NULL, 0, ctx->params, res);
     }
-    int bad = 0;
-    for (int i = 0; i < n_samples; i++)
-        if (!isfinite(pcm[i])) bad++;
+    int64_t bad = tr_pcm_count_nonfinite(pcm, n_samples);
     if (bad) {
-        TR_WARN("parakeet: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
+        TR_WARN("parakeet: %lld non-finite input samples replaced (NaN → 0, ±Inf → ±1)",
+                (long long)bad);
         r.dirty = true;
     }
     if (total_frames(m, n_samples) <= s->win.max_frames) {

@@ -12,6 +12,7 @@
 
 #include "models/whisper/whisper_decode.h"
 #include "text/tokenizer.h"
+#include "audio/audio.h"
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/timer.h"
@@ -466,25 +467,6 @@ static void add_trace(wh_session *s, const wh_trace *t) {
     s->traces[s->n_traces++] = *t;
 }
 
-/* Non-finite samples are replaced (NaN → 0, ±Inf → ±1) with a warning:
- * one bad sample must not poison the whole log-mel normalisation. */
-static const float *sanitize_pcm(const float *pcm, int n, float **owned) {
-    *owned = NULL;
-    int bad = 0;
-    for (int i = 0; i < n; i++)
-        if (!isfinite(pcm[i])) bad++;
-    if (!bad) return pcm;
-    float *c = malloc((size_t)n * sizeof *c);
-    if (!c) return NULL;
-    for (int i = 0; i < n; i++) {
-        float x = pcm[i];
-        c[i] = isnan(x) ? 0.0f : isinf(x) ? (x > 0 ? 1.0f : -1.0f) : x;
-    }
-    TR_WARN("whisper: %d non-finite input samples replaced (NaN → 0, ±Inf → ±1)", bad);
-    *owned = c;
-    return c;
-}
-
 static transcribe_status finish_text(wh_runstate *r) {
     const wh_model *m = r->m;
     tr_result *res = r->ctx->result;
@@ -716,7 +698,7 @@ transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_
     wh_mel_stream ms = {0};
     const float *in = NULL;
     if (st == TRANSCRIBE_OK) {
-        in = sanitize_pcm(pcm, n_samples, &clean);
+        in = tr_pcm_sanitized(pcm, n_samples, "whisper", &clean);
         if (!in) st = TRANSCRIBE_ERR_OOM;
     }
     double t0 = tr_time_ms();
