@@ -9,31 +9,16 @@
 #include <unistd.h>
 
 #include "cn_test.h"
+#include "cli_run.h"
 #include "test_util.h"
 
 static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
-static void slurp(const char *path, char *buf, size_t cap) {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 static int run(const char *args) {
-    char out[512], err[512], cmd[4096];
-    snprintf(out, sizeof out, "%s/cn_cli_%d.out", TR_BINARY_DIR, (int)getpid());
-    snprintf(err, sizeof err, "%s/cn_cli_%d.err", TR_BINARY_DIR, (int)getpid());
-    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s' </dev/null", g_bin, args, out, err);
-    int st = system(cmd);
-    slurp(out, g_out, sizeof g_out);
-    slurp(err, g_err, sizeof g_err);
-    remove(out);
-    remove(err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' %s", g_bin, args);
+    return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 /* stdout (one line per file) must equal the golden text of `stem`. */

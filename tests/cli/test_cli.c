@@ -8,34 +8,18 @@
 #include <unistd.h>
 
 #include "../api/fixtures.h"
+#include "cli_run.h"
 #include "test_util.h"
 
 static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
-static void slurp(const char *path, char *buf, size_t cap) {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 /* Runs `env bin args` through the shell; returns the exit code and leaves
  * stdout/stderr in g_out/g_err. */
 static int run(const char *env, const char *args) {
-    char out[512], err[512], cmd[4096];
-    snprintf(out, sizeof out, "%s/cli_test_%d.out", TR_BINARY_DIR, (int)getpid());
-    snprintf(err, sizeof err, "%s/cli_test_%d.err", TR_BINARY_DIR, (int)getpid());
-    snprintf(cmd, sizeof cmd, "%s '%s' %s >'%s' 2>'%s' </dev/null", env ? env : "", g_bin, args,
-             out, err);
-    int st = system(cmd);
-    slurp(out, g_out, sizeof g_out);
-    slurp(err, g_err, sizeof g_err);
-    remove(out);
-    remove(err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s", env ? env : "", g_bin, args);
+    return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 #define EXPECT_RUN(env, args, code, stream, needle)                                                \
@@ -88,11 +72,11 @@ static void with_model(const char *model, const char *wav) {
     snprintf(args, sizeof args, "-q -m '%s' '%s' -o '%s'", model, wav, txt);
     EXPECT_RUN(NULL, args, 0, g_out, "\n");
     static char file[1 << 16], golden[1 << 16];
-    slurp(txt, file, sizeof file);
+    tr_cli_slurp(txt, file, sizeof file);
     CHECK(strcmp(file, g_out) == 0); /* -o gets the same transcript */
     remove(txt);
     /* The reference model's transcript of jfk.wav with default parameters. */
-    slurp(TR_SOURCE_DIR "/tests/data/whisper/tiny/jfk.auto.text.txt", golden, sizeof golden);
+    tr_cli_slurp(TR_SOURCE_DIR "/tests/data/whisper/tiny/jfk.auto.text.txt", golden, sizeof golden);
     if (golden[0] && !getenv("TR_TEST_WHISPER_MODEL")) {
         size_t n = strlen(golden);
         while (n > 0 && (golden[n - 1] == '\n' || golden[n - 1] == ' ')) golden[--n] = '\0';

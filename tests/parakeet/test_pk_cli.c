@@ -9,32 +9,17 @@
 #include <unistd.h>
 
 #include "pk_test.h"
+#include "cli_run.h"
 #include "test_util.h"
 
 static const char *g_bin;
 static char g_out[1 << 18], g_err[1 << 16];
 
-static void slurp(const char *path, char *buf, size_t cap) {
-    buf[0] = '\0';
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    size_t n = fread(buf, 1, cap - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
 static int run(const char *model, const char *flags) {
-    char out[512], err[512], cmd[8192];
-    snprintf(out, sizeof out, "%s/pk_cli_%d.out", TR_BINARY_DIR, (int)getpid());
-    snprintf(err, sizeof err, "%s/pk_cli_%d.err", TR_BINARY_DIR, (int)getpid());
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s' >'%s' 2>'%s' </dev/null", g_bin, model,
-             flags, TR_SHARED_DIR "/samples/jfk.wav", out, err);
-    int st = system(cmd);
-    slurp(out, g_out, sizeof g_out);
-    slurp(err, g_err, sizeof g_err);
-    remove(out);
-    remove(err);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, model, flags,
+             TR_SHARED_DIR "/samples/jfk.wav");
+    return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 static char *golden(const char *cfg, const char *file) {
