@@ -118,6 +118,37 @@ static void check_model(const char *cfg) {
     free(text);
 }
 
+/* A segment longer than 15 s (whole-earth, 84 s, one segment) becomes
+ * several subtitle cues cut at word boundaries: each at most 7 s, in order,
+ * (unless one random-weight "word" alone is longer). */
+static void check_long_cues(const char *cfg) {
+    char model[2048], cmd[4096];
+    bool have = pk_model_file(cfg, "F32", model, sizeof model);
+    CHECK_MSG(have, "%s: no model file", cfg);
+    if (!have) return;
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' -f srt '%s'", g_bin, model,
+             TR_SHARED_DIR "/samples/whole-earth.wav");
+    CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+    int cues = 0;
+    long prev_end = -1;
+    const char *p = g_out;
+    while ((p = strstr(p, " --> ")) != NULL) {
+        int h0, m0, s0, f0, h1, m1, s1, f1;
+        CHECK(sscanf(p - 12, "%d:%d:%d,%d --> %d:%d:%d,%d", &h0, &m0, &s0, &f0, &h1, &m1, &s1,
+                     &f1) == 8);
+        long a = ((h0 * 60L + m0) * 60 + s0) * 1000 + f0,
+             b = ((h1 * 60L + m1) * 60 + s1) * 1000 + f1;
+        const char *line = strchr(p, '\n'), *end = line ? strchr(line + 1, '\n') : NULL;
+        bool one_word = line && end && !memchr(line + 1, ' ', (size_t)(end - line - 1));
+        CHECK(a >= prev_end && b >= a);
+        CHECK_MSG(b - a <= 7000 || one_word, "cue %ld..%ld ms holds several words", a, b);
+        prev_end = b;
+        cues++;
+        p += 5;
+    }
+    CHECK_MSG(cues > 5, "%s: %d cues for 84 s", cfg, cues);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         printf("usage: test_pk_cli <transcribe binary>\n");
@@ -126,5 +157,6 @@ int main(int argc, char **argv) {
     g_bin = argv[1];
     check_model("tiny-tdt");
     check_model("tiny-ctc");
+    check_long_cues("tiny-ctc");
     return TEST_DONE();
 }

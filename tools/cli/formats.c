@@ -93,8 +93,66 @@ void cli_print_json(FILE *f, const struct transcribe_session *s, const char *pat
 }
 
 /* Subtitle cues: the segments when they carry times, else one cue over the
- * whole file. */
+ * whole file. A segment longer than CUE_SPLIT_MS whose word rows carry their
+ * own times (Parakeet: one segment per utterance, even for an hour of audio)
+ * is cut into readable cues at word boundaries: a cue ends after a pause of
+ * CUE_GAP_MS, after sentence punctuation once it is CUE_MIN_MS long, or before
+ * it would pass CUE_MAX_MS or CUE_MAX_CHARS. */
 typedef void (*cue_fn)(FILE *f, int index, int64_t t0, int64_t t1, const char *text);
+
+#define CUE_SPLIT_MS  15000
+#define CUE_MAX_MS    7000
+#define CUE_MIN_MS    1500
+#define CUE_GAP_MS    800
+#define CUE_MAX_CHARS 84
+
+static bool ends_sentence(const char *w) {
+    size_t n = strlen(w);
+    while (n > 0 && is_space(w[n - 1])) n--;
+    return n > 0 && (w[n - 1] == '.' || w[n - 1] == '?' || w[n - 1] == '!');
+}
+
+/* Words [first, first + n) of segment seg as cues; false when they do not
+ * carry their own times (Whisper's word rows repeat the segment's). */
+static bool word_cues(FILE *f, const struct transcribe_session *s,
+                      const struct transcribe_segment *seg, int *idx, cue_fn fn) {
+    if (seg->n_words < 2 || seg->t1_ms - seg->t0_ms <= CUE_SPLIT_MS) return false;
+    struct transcribe_word w;
+    transcribe_word_init(&w);
+    if (transcribe_get_word(s, seg->first_word, &w) != TRANSCRIBE_OK) return false;
+    if (w.t0_ms == seg->t0_ms && w.t1_ms == seg->t1_ms) return false;
+    char text[4 * CUE_MAX_CHARS + 512];
+    size_t len = 0;
+    int64_t c0 = 0, c1 = 0;
+    bool open = false, sentence = false;
+    for (int i = seg->first_word; i < seg->first_word + seg->n_words; i++) {
+        transcribe_word_init(&w);
+        if (transcribe_get_word(s, i, &w) != TRANSCRIBE_OK || !w.text) continue;
+        const char *t = w.text;
+        while (is_space(*t)) t++;
+        size_t wl = strlen(t);
+        if (!wl) continue;
+        if (open && (w.t0_ms - c1 >= CUE_GAP_MS || w.t1_ms - c0 > CUE_MAX_MS ||
+                     len + 1 + wl > CUE_MAX_CHARS || (sentence && c1 - c0 >= CUE_MIN_MS))) {
+            fn(f, (*idx)++, c0, c1, text);
+            open = false;
+        }
+        if (!open) {
+            len = 0;
+            c0 = w.t0_ms;
+            open = true;
+        }
+        if (len && len + 1 < sizeof text) text[len++] = ' ';
+        size_t room = sizeof text - 1 - len;
+        memcpy(text + len, t, wl < room ? wl : room);
+        len += wl < room ? wl : room;
+        text[len] = '\0';
+        c1 = w.t1_ms > c1 ? w.t1_ms : c1;
+        sentence = ends_sentence(t);
+    }
+    if (open) fn(f, (*idx)++, c0, c1, text);
+    return true;
+}
 
 static void for_each_cue(FILE *f, const struct transcribe_session *s, double duration_s,
                          cue_fn fn) {
@@ -112,6 +170,7 @@ static void for_each_cue(FILE *f, const struct transcribe_session *s, double dur
         const char *t = seg.text;
         while (is_space(*t)) t++;
         if (!*t) continue;
+        if (word_cues(f, s, &seg, &idx, fn)) continue;
         int64_t t1 = seg.t1_ms > seg.t0_ms ? seg.t1_ms : seg.t0_ms;
         fn(f, idx++, seg.t0_ms, t1, seg.text);
     }
