@@ -36,6 +36,12 @@ class PreEncode(nn.Module):
             "5": nn.Conv2d(C, C, 3, 2, 1, groups=C),
             "6": nn.Conv2d(C, C, 1),
         })
+        # He init, zero bias: with torch's default init the ReLU stack shrinks
+        # the time-varying part of the signal ~50x by conv6 while the biases
+        # pass through, so every frame started out identical
+        for conv in self.conv.values():
+            nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
+            nn.init.zeros_(conv.bias)
         f = n_mels
         for _ in range(3):
             f = stage_len(f)

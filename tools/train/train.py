@@ -71,7 +71,9 @@ class Data:
                 off += n
         return added
 
-    def batches(self, rng, frame_budget, max_b):
+    def batches(self, rng, frame_budget, max_b, ascending=False):
+        """Length-bucketed batches in random order, or shortest first
+        (SortaGrad: CTC learns its first alignments on short utterances)."""
         order = sorted(range(len(self.utts)), key=lambda i: self.utts[i][2] * rng.uniform(0.9, 1.1))
         out, cur, tmax = [], [], 0
         for i in order:
@@ -83,7 +85,8 @@ class Data:
             tmax = max(tmax, n)
         if cur:
             out.append(cur)
-        rng.shuffle(out)
+        if not ascending:
+            rng.shuffle(out)
         return out
 
     def collate(self, idx):
@@ -111,6 +114,28 @@ def spec_augment(x, lens, rng):
             t0 = rng.randint(0, max(0, n - w))
             x[b, t0:t0 + w, :] = 0.0
     return x
+
+
+@torch.no_grad()
+def calibrate_pre_encode(model, data, rng, frame_budget, max_b, n_batches=8):
+    """Data-dependent init of enc.pre_encode.out: zero mean per channel and
+    unit RMS over valid frames. The ReLU stack's output is mostly a constant
+    per channel; left in, every frame looks alike after the first LayerNorm
+    and CTC sat on the blank/unigram plateau for 1000+ steps."""
+    out = model.encoder.pre_encode.out
+    bs = data.batches(rng, frame_budget, max_b)[:n_batches]
+    ys = []
+    for b in bs:
+        x, lens, _, _ = data.collate(b)
+        y, L = model.encoder.pre_encode(x, lens)
+        ok = torch.arange(y.shape[1])[None, :] < L[:, None]
+        ys.append(y[ok])
+    y = torch.cat(ys)
+    mean = y.mean(0)
+    rms = (y - mean).pow(2).mean().sqrt()
+    out.bias.sub_(mean).div_(rms)
+    out.weight.div_(rms)
+    return float(rms)
 
 
 def load_test(data_dir):
@@ -170,6 +195,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--max-steps", type=int, default=0)
+    ap.add_argument("--calib", type=int, default=1, help="data-dependent pre-encode init")
+    ap.add_argument("--sortagrad", type=int, default=1, help="first N epochs shortest first")
+    ap.add_argument("--specaug-from", type=int, default=0, help="SpecAugment from this step on")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -197,6 +225,8 @@ def main():
     say(event="start", params=nparam, cfg=cfg, utts=n, hours=sum(u[2] for u in data.utts) / 360000,
         test=len(test) if test else 0)
 
+    if a.calib:
+        say(event="calibrated", pre_encode_rms=calibrate_pre_encode(model, data, rng, a.frames, a.max_b))
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or "pos_bias" in name else decay).append(p)
@@ -216,7 +246,7 @@ def main():
             got = data.scan(os.path.join(a.data_dir, "feats", "train_*.npz"))
             if got:
                 say(event="more_data", added=got, utts=len(data.utts))
-        for bidx in data.batches(rng, a.frames, a.max_b):
+        for bidx in data.batches(rng, a.frames, a.max_b, ascending=epoch <= a.sortagrad):
             el = time.time() - t0
             if el >= budget or (a.max_steps and step >= a.max_steps):
                 done = True
@@ -228,7 +258,8 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             x, lens, tgt, tl = data.collate(bidx)
-            x = spec_augment(x, lens, rng)
+            if step >= a.specaug_from:
+                x = spec_augment(x, lens, rng)
             logits, L = model(x, lens, a.drop)
             lp = F.log_softmax(logits, -1).transpose(0, 1)
             loss = F.ctc_loss(lp, tgt, L, tl, blank=blank, reduction="mean", zero_infinity=True)
