@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="${1:-$root/build-train}"
-minutes="${2:-82}"
+minutes="${2:-56}"
 py=/usr/bin/python3
 seed=1234
 mkdir -p "$work"

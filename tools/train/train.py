@@ -6,7 +6,7 @@ over the *elapsed fraction of the time budget*, so the run ends annealed at
 whatever step the budget allows on the machine at hand. Evaluates held-out
 greedy WER in torch every --eval-min minutes and keeps the best checkpoint.
 
-usage: train.py DATA_DIR OUT_DIR [--minutes 55] [--d 144] [--layers 8] ...
+usage: train.py DATA_DIR OUT_DIR [--minutes 56] [--d 144] [--layers 6] ...
 """
 import os
 
@@ -178,15 +178,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("data_dir")
     ap.add_argument("out_dir")
-    ap.add_argument("--minutes", type=float, default=55.0)
+    ap.add_argument("--minutes", type=float, default=56.0)
     ap.add_argument("--d", type=int, default=144)
     ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--sub", type=int, default=64)
     ap.add_argument("--kernel", type=int, default=9)
     ap.add_argument("--vocab", type=int, default=256)
-    ap.add_argument("--lr", type=float, default=1.5e-3)
-    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--warmup", type=int, default=300)
     ap.add_argument("--frames", type=int, default=4000, help="mel frames per batch (padded)")
     ap.add_argument("--max-b", type=int, default=32)
     ap.add_argument("--drop", type=float, default=0.05)
@@ -197,7 +197,7 @@ def main():
     ap.add_argument("--max-steps", type=int, default=0)
     ap.add_argument("--calib", type=int, default=1, help="data-dependent pre-encode init")
     ap.add_argument("--sortagrad", type=int, default=1, help="first N epochs shortest first")
-    ap.add_argument("--specaug-from", type=int, default=0, help="SpecAugment from this step on")
+    ap.add_argument("--specaug-from", type=int, default=1000, help="SpecAugment from this step on")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
