@@ -198,6 +198,8 @@ def main():
     ap.add_argument("--calib", type=int, default=1, help="data-dependent pre-encode init")
     ap.add_argument("--sortagrad", type=int, default=1, help="first N epochs shortest first")
     ap.add_argument("--specaug-from", type=int, default=1000, help="SpecAugment from this step on")
+    ap.add_argument("--init", default="", help="continue from this checkpoint (its spm.model must "
+                    "already be in out_dir); skips the pre-encode calibration")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -225,7 +227,13 @@ def main():
     say(event="start", params=nparam, cfg=cfg, utts=n, hours=sum(u[2] for u in data.utts) / 360000,
         test=len(test) if test else 0)
 
-    if a.calib:
+    if a.init:
+        ck = torch.load(a.init, map_location="cpu")
+        if ck["cfg"] != cfg:
+            raise SystemExit("--init: checkpoint config %s != %s" % (ck["cfg"], cfg))
+        model.load_state_dict(ck["state"])
+        say(event="init", checkpoint=a.init, step=ck.get("step"), wer=ck.get("wer"))
+    elif a.calib:
         say(event="calibrated", pre_encode_rms=calibrate_pre_encode(model, data, rng, a.frames, a.max_b))
     decay, no_decay = [], []
     for name, p in model.named_parameters():
