@@ -23,10 +23,16 @@ $py synth.py test "$work" --n 300 --seed "$seed"
 # each epoch start, so on a busy machine start training once a few hours exist
 $py synth.py train "$work" --jobs 2 --seed "$seed"
 $py train.py "$work" "$work/run1" --minutes "$minutes" --seed "$seed"
-$py export.py "$work/run1/best.pt" "$work/run1/spm.model" "$work/run1/model.gguf"
-$py torch_eval.py "$work/run1/best.pt" "$work/run1/spm.model" "$work/test" --f16 \
-    --out "$work/run1/torch_hyps.tsv"
+# second leg (the shipped model: 57 + 30 min): continue from the first leg's
+# last checkpoint at a lower peak lr, SpecAugment throughout
+mkdir -p "$work/run2"
+cp "$work/run1/spm.model" "$work/run1/spm.vocab" "$work/run2/"
+$py train.py "$work" "$work/run2" --minutes 30 --lr 6e-4 --warmup 100 --sortagrad 0 \
+    --specaug-from 0 --init "$work/run1/last.pt" --seed "$seed"
+$py export.py "$work/run2/best.pt" "$work/run2/spm.model" "$work/run2/model.gguf"
+$py torch_eval.py "$work/run2/best.pt" "$work/run2/spm.model" "$work/test" --f16 \
+    --out "$work/run2/torch_hyps.tsv"
 if [ -x "$root/build-train/bin/transcribe" ]; then
-    $py eval_wer.py "$root/build-train/bin/transcribe" "$work/run1/model.gguf" "$work/test" \
-        --torch "$work/run1/torch_hyps.tsv" --out "$work/run1/c_hyps.tsv"
+    $py eval_wer.py "$root/build-train/bin/transcribe" "$work/run2/model.gguf" "$work/test" \
+        --torch "$work/run2/torch_hyps.tsv" --out "$work/run2/c_hyps.tsv"
 fi
