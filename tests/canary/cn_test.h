@@ -14,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "models/canary/canary.h"
 #include "npy.h"
+#include "test_files.h"
 #include "transcribe.h"
 
 /* TR_CANARY_DATA overrides the folder (e.g. freshly generated goldens). */
@@ -35,21 +36,13 @@ static inline void cn_golden_path(char *buf, size_t n, const char *config, const
 }
 
 static inline bool cn_file_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f) fclose(f);
-    return f != NULL;
+    return tr_test_file_exists(path);
 }
 
 /* Whole file as a NUL-terminated string with trailing newlines removed. */
 static inline char *cn_read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    size_t r = s ? fread(s, 1, (size_t)(n > 0 ? n : 0), f) : 0;
-    fclose(f);
+    size_t r = 0;
+    char *s = tr_test_read_text(path, &r);
     if (!s) return NULL;
     while (r > 0 && (s[r - 1] == '\n' || s[r - 1] == '\r')) r--;
     s[r] = 0;

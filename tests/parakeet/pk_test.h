@@ -12,6 +12,7 @@
 #include "audio/audio.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "test_files.h"
 #include "tensor/dtype.h"
 #include "transcribe.h"
 
@@ -26,22 +27,11 @@ static inline void pk_path(char *buf, size_t n, const char *cfg, const char *fil
 }
 
 static inline bool pk_exists(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (f) fclose(f);
-    return f != NULL;
+    return tr_test_file_exists(path);
 }
 
 static inline char *pk_read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    size_t r = s ? fread(s, 1, (size_t)(n > 0 ? n : 0), f) : 0;
-    if (s) s[r] = 0;
-    fclose(f);
-    return s;
+    return tr_test_read_text(path, NULL);
 }
 
 /* Strips one trailing newline (golden text files end with one). */
