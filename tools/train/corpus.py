@@ -5,11 +5,19 @@ Sources: fortune cookies (Debian packages fortunes-min + fortunes), the
 wamerican word list, and generated number / date / time / money readings.
 Every sentence is normalised (textnorm.py) and kept only if all its words
 are in the word list (or are number words), so espeak-ng says exactly the
-target words. The held-out text is a hash split (5 %) of the normalised
-sentences, disjoint from training by construction.
+target words.
+
+The domain is a closed vocabulary: the VOCAB_K most frequent words of the
+fortune sentences plus every word the number generators use. Fortune
+sentences made only of those words are the "fortune" source; the held-out
+text is a hash split (5 %) of all normalised sentences, disjoint from
+training by construction. Held-out fortune sentences *outside* the
+vocabulary are written too (source "open"), never trained on, so the model
+can also be measured beyond its domain.
 
 usage: corpus.py OUT_DIR [SEED]
 writes OUT_DIR/text_train.tsv and OUT_DIR/text_test.tsv  (source<TAB>text)
+and OUT_DIR/vocab.txt (the domain's words, most frequent first)
 """
 import glob
 import hashlib
@@ -113,8 +121,11 @@ def number_sentences(rng, n):
     return [normalise(rng.choice(gens)()) for _ in range(n)]
 
 
+VOCAB_K = 1000  # domain size: most frequent fortune words (number words come on top)
+
+
 def random_word_sentences(rng, words, n):
-    pool = sorted(w for w in words if "'" not in w and 2 <= len(w) <= 12)
+    pool = sorted(words)
     return [" ".join(rng.choice(pool) for _ in range(rng.randint(3, 9))) for _ in range(n)]
 
 
@@ -127,25 +138,36 @@ def main():
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1234
     rng = random.Random(seed)
     words = load_words()
-    seen, train, test = set(), [], []
 
-    def add(src, text):
-        if not text or text in seen:
-            return
+    def usable(text):
         ws = text.split()
-        if not (2 <= len(ws) <= 24) or len(text) > 160:
-            return
-        if any(w not in words and w not in NUMBER_WORDS for w in ws):
-            return
-        seen.add(text)
-        (test if is_test(text) else train).append((src, text))
+        return (2 <= len(ws) <= 24 and len(text) <= 160 and
+                all(w in words or w in NUMBER_WORDS for w in ws))
 
-    for s in fortune_sentences():
-        add("fortune", normalise(s))
-    for s in number_sentences(rng, 8000):
-        add("number", s)
-    # random word strings widen the vocabulary; they go to training only
-    for s in random_word_sentences(rng, words, 4000):
+    fortunes = list(dict.fromkeys(t for t in map(normalise, fortune_sentences())
+                                  if t and usable(t)))
+    numbers = list(dict.fromkeys(t for t in number_sentences(rng, 8000) if t and usable(t)))
+    freq = {}
+    for t in fortunes:
+        for w in t.split():
+            freq[w] = freq.get(w, 0) + 1
+    ranked = sorted(freq, key=lambda w: (-freq[w], w))
+    vocab = set(ranked[:VOCAB_K]) | NUMBER_WORDS
+    for t in numbers:
+        vocab.update(t.split())
+    train, test = [], []
+    for src, rows in (("fortune", fortunes), ("number", numbers)):
+        for t in rows:
+            inside = all(w in vocab for w in t.split())
+            if src == "fortune" and not inside:
+                if is_test(t):
+                    test.append(("open", t))  # outside the domain: measured, never trained
+                continue
+            (test if is_test(t) else train).append((src, t))
+    # random strings of domain words give every word of the vocabulary many
+    # spoken examples in varied contexts; they go to training only
+    seen = set(t for _, t in train) | set(t for _, t in test)
+    for s in random_word_sentences(rng, vocab, 6000):
         if s not in seen:
             seen.add(s)
             train.append(("words", s))
@@ -155,10 +177,15 @@ def main():
         with open(os.path.join(out_dir, name), "w") as f:
             for src, text in rows:
                 f.write("%s\t%s\n" % (src, text))
-    by = {}
+    with open(os.path.join(out_dir, "vocab.txt"), "w") as f:
+        for w in sorted(vocab, key=lambda w: (-freq.get(w, 0), w)):
+            f.write(w + "\n")
+    by, tby = {}, {}
     for src, _ in train:
         by[src] = by.get(src, 0) + 1
-    print("train %d %s  test %d" % (len(train), by, len(test)))
+    for src, _ in test:
+        tby[src] = tby.get(src, 0) + 1
+    print("vocab %d  train %d %s  test %d %s" % (len(vocab), len(train), by, len(test), tby))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ reports every utterance where the C output differs from torch greedy CTC.
 
 usage: eval_wer.py TRANSCRIBE_BIN MODEL.gguf TEST_DIR [--torch torch_hyps.tsv]
                    [--out c_hyps.tsv] [--threads 2]
-TEST_DIR holds test.tsv (name, group, voice, text) and wav/<name>.wav.
+TEST_DIR holds test.tsv (name, group, voice, text[, source]) and wav/<name>.wav.
 """
 import argparse
 import json
@@ -57,26 +57,33 @@ def main():
     wavs = [os.path.join(a.test_dir, "wav", r[0] + ".wav") for r in rows]
     hyp = run_cli(a.binary, a.model, wavs, a.threads)
 
-    groups = {}
+    groups, sources = {}, {}
     tot_e = tot_n = 0
     lines = []
     for r, w in zip(rows, wavs):
-        name, group, voice, ref = r
+        name, group, voice, ref = r[:4]
         h = hyp.get(w, "")
         e, n = wer_counts(ref, h)
-        g = groups.setdefault(group, [0, 0, 0])
-        g[0] += e
-        g[1] += n
-        g[2] += 1
+        for table, key in ((groups, group), (sources, r[4] if len(r) > 4 else None)):
+            if key is None:
+                continue
+            g = table.setdefault(key, [0, 0, 0])
+            g[0] += e
+            g[1] += n
+            g[2] += 1
         tot_e += e
         tot_n += n
         lines.append((name, h))
-    print("| voice group | utts | words | WER |")
-    print("|---|---|---|---|")
-    for g in sorted(groups):
-        e, n, u = groups[g]
-        print("| %s | %d | %d | %.2f %% |" % (g, u, n, 100.0 * e / max(1, n)))
-    print("| **all** | %d | %d | **%.2f %%** |" % (len(rows), tot_n, 100.0 * tot_e / max(1, tot_n)))
+    for title, table in (("voice group", groups), ("text source", sources)):
+        if not table:
+            continue
+        print("| %s | utts | words | WER |" % title)
+        print("|---|---|---|---|")
+        for g in sorted(table):
+            e, n, u = table[g]
+            print("| %s | %d | %d | %.2f %% |" % (g, u, n, 100.0 * e / max(1, n)))
+        print("| **all** | %d | %d | **%.2f %%** |" % (len(rows), tot_n,
+                                                      100.0 * tot_e / max(1, tot_n)))
     if a.out:
         with open(a.out, "w") as f:
             for name, h in lines:

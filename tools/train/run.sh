@@ -1,38 +1,38 @@
 #!/usr/bin/env bash
-# Whole pipeline, seeded: corpus -> synthesis + features -> held-out set ->
+# Whole pipeline, seeded: corpus -> held-out sets -> synthesis + features ->
 # training -> GGUF export -> torch and C-CLI evaluation.
 #
 #   tools/train/run.sh [WORK_DIR] [TRAIN_MINUTES]
 #
 # WORK_DIR defaults to build-train/ in the repository (git-ignored). Needs
 # the Debian packages listed in tools/train/README.md and a built
-# build-train/bin/transcribe for the last step (skipped when absent).
+# build/bin/transcribe for the last step (skipped when absent).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="${1:-$root/build-train}"
-minutes="${2:-56}"
+minutes="${2:-90}"
 py=/usr/bin/python3
 seed=1234
 mkdir -p "$work"
 cd "$here"
 
 $py corpus.py "$work" "$seed"
+# test: 150 in-domain fortune + 150 number sentences; test_open: 100 fortune
+# sentences outside the vocabulary; dev (checkpoint choice): 150 more held-out
+# sentences, none of them in test
 $py synth.py test "$work" --n 300 --seed "$seed"
-# synthesis runs until stopped or done; the trainer takes the shards present at
-# each epoch start, so on a busy machine start training once a few hours exist
-$py synth.py train "$work" --jobs 2 --seed "$seed"
-$py train.py "$work" "$work/run1" --minutes "$minutes" --seed "$seed"
-# second leg (the shipped model: 57 + 30 min): continue from the first leg's
-# last checkpoint at a lower peak lr, SpecAugment throughout
-mkdir -p "$work/run2"
-cp "$work/run1/spm.model" "$work/run1/spm.vocab" "$work/run2/"
-$py train.py "$work" "$work/run2" --minutes 30 --lr 6e-4 --warmup 100 --sortagrad 0 \
-    --specaug-from 0 --init "$work/run1/last.pt" --seed "$seed"
-$py export.py "$work/run2/best.pt" "$work/run2/spm.model" "$work/run2/model.gguf"
-$py torch_eval.py "$work/run2/best.pt" "$work/run2/spm.model" "$work/test" --f16 \
-    --out "$work/run2/torch_hyps.tsv"
-if [ -x "$root/build-train/bin/transcribe" ]; then
-    $py eval_wer.py "$root/build-train/bin/transcribe" "$work/run2/model.gguf" "$work/test" \
-        --torch "$work/run2/torch_hyps.tsv" --out "$work/run2/c_hyps.tsv"
-fi
+$py synth.py test "$work" --n 100 --sources open --name test_open --seed "$seed"
+$py synth.py test "$work" --n 150 --name dev --seed 4321 --exclude "$work/test/test.tsv"
+# every training sentence spoken three times, each with a new random voice
+$py synth.py train "$work" --jobs 2 --seed "$seed" --repeat 3
+$py train.py "$work" "$work/run" --minutes "$minutes" --vocab 512 --seed "$seed"
+$py export.py "$work/run/best.pt" "$work/run/spm.model" "$work/run/model.gguf"
+for t in test test_open; do
+    $py torch_eval.py "$work/run/best.pt" "$work/run/spm.model" "$work/$t" --f16 \
+        --out "$work/run/torch_$t.tsv"
+    if [ -x "$root/build/bin/transcribe" ]; then
+        $py eval_wer.py "$root/build/bin/transcribe" "$work/run/model.gguf" "$work/$t" \
+            --torch "$work/run/torch_$t.tsv" --out "$work/run/c_$t.tsv"
+    fi
+done

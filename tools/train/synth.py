@@ -12,7 +12,7 @@ stored as float16 [T_mel, 80] rows.
 The held-out accent and the held-out variants below never occur in training.
 
 usage: synth.py train OUT_DIR [--max N] [--jobs 2] [--seed S]
-       synth.py test  OUT_DIR [--n 300]
+       synth.py test  OUT_DIR [--n 300] [--sources fortune,number] [--name test]
 """
 import argparse
 import functools
@@ -144,18 +144,33 @@ def write_wav(path, pcm):
         w.writeframes(pcm.tobytes())
 
 
-def make_test(out_dir, n, seed):
-    rows = [r for r in read_tsv(os.path.join(out_dir, "text_test.tsv")) if len(r[1].split()) >= 3]
+def make_test(out_dir, n, seed, sources, name, exclude=""):
+    """n held-out utterances, the same number from each source, round-robin
+    over the held-out voice groups; written to OUT_DIR/<name>/. Sentences of
+    the test.tsv named by `exclude` are skipped (a dev set for checkpoint
+    choice that shares no sentence with the test set)."""
+    skip = set()
+    if exclude:
+        skip = {line.rstrip("\n").split("\t")[3] for line in open(exclude)}
+    rows = [r for r in read_tsv(os.path.join(out_dir, "text_test.tsv"))
+            if len(r[1].split()) >= 3 and r[1] not in skip]
     rng = random.Random(seed + 7)
     rng.shuffle(rows)
+    per_src = {s: [r for r in rows if r[0] == s] for s in sources}
+    picked = []
+    for i in range(max(len(v) for v in per_src.values())):
+        for s in sources:
+            if i < len(per_src[s]):
+                picked.append(per_src[s][i])
     variants = train_variants()
     groups = [(a, v) for v in HELD_VARIANTS for a in [None]] + [(HELD_ACCENT, None)]
-    wdir = os.path.join(out_dir, "test", "wav")
+    tdir = os.path.join(out_dir, name)
+    wdir = os.path.join(tdir, "wav")
     os.makedirs(wdir, exist_ok=True)
     feats, lens, texts, voices = [], [], [], []
-    with open(os.path.join(out_dir, "test", "test.tsv"), "w") as f:
+    with open(os.path.join(tdir, "test.tsv"), "w") as f:
         k = 0
-        for i, (_, text) in enumerate(rows):
+        for src, text in picked:
             if k >= n:
                 break
             acc, var = groups[k % len(groups)]
@@ -165,18 +180,18 @@ def make_test(out_dir, n, seed):
             pcm, voice = synth_one(text, rng, acc, var, test=True)
             if pcm is None:
                 continue
-            name = "t%03d" % k
-            write_wav(os.path.join(wdir, name + ".wav"), pcm)
+            utt = "t%03d" % k
+            write_wav(os.path.join(wdir, utt + ".wav"), pcm)
             fe = features(pcm)
             feats.append(fe)
             lens.append(fe.shape[0])
             texts.append(text)
             voices.append(group)
-            f.write("%s\t%s\t%s\t%s\n" % (name, group, voice, text))
+            f.write("%s\t%s\t%s\t%s\t%s\n" % (utt, group, voice, text, src))
             k += 1
-    np.savez(os.path.join(out_dir, "test", "test_feats.npz"), feats=np.concatenate(feats),
+    np.savez(os.path.join(tdir, "test_feats.npz"), feats=np.concatenate(feats),
              lens=np.array(lens, np.int32), texts=np.array(texts), voices=np.array(voices))
-    print("test: %d utterances, %.1f min" % (len(lens), sum(lens) / 100 / 60))
+    print("%s: %d utterances, %.1f min" % (name, len(lens), sum(lens) / 100 / 60))
 
 
 def main():
@@ -188,11 +203,19 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--chunk", type=int, default=250)
     ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--sources", default="fortune,number",
+                    help="test: held-out text sources, equal shares")
+    ap.add_argument("--name", default="test", help="test: output folder name")
+    ap.add_argument("--exclude", default="", help="test: skip the sentences of this test.tsv")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="train: each sentence spoken this many times (new voice each time)")
     a = ap.parse_args()
     if a.mode == "test":
-        make_test(a.out_dir, a.n, a.seed)
+        make_test(a.out_dir, a.n, a.seed, a.sources.split(","), a.name, a.exclude)
         return
     rows = read_tsv(os.path.join(a.out_dir, "text_train.tsv"))
+    if a.repeat > 1:  # later copies come after every first copy, so a partial run is balanced
+        rows = rows * a.repeat
     if a.max:
         rows = rows[:a.max]
     os.makedirs(os.path.join(a.out_dir, "feats"), exist_ok=True)

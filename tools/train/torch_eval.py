@@ -54,7 +54,7 @@ def main():
     groups, out = {}, []
     te = tn = 0
     with torch.no_grad():
-        for name, group, voice, ref in rows:
+        for name, group, voice, ref in (r[:4] for r in rows):
             x, sr = mel_ref.read_wav(os.path.join(a.test_dir, "wav", name + ".wav"))
             mel = mel_ref.nemo_logmel(x, 80, "constant").T.astype(np.float32)
             logits, L = m(torch.from_numpy(mel)[None], torch.tensor([mel.shape[0]]))

@@ -138,8 +138,8 @@ def calibrate_pre_encode(model, data, rng, frame_budget, max_b, n_batches=8):
     return float(rms)
 
 
-def load_test(data_dir):
-    path = os.path.join(data_dir, "test", "test_feats.npz")
+def load_test(data_dir, name):
+    path = os.path.join(data_dir, name, "test_feats.npz")
     if not os.path.exists(path):
         return None
     z = np.load(path)
@@ -191,7 +191,7 @@ def main():
     ap.add_argument("--max-b", type=int, default=32)
     ap.add_argument("--drop", type=float, default=0.05)
     ap.add_argument("--eval-min", type=float, default=10.0)
-    ap.add_argument("--eval-every", type=int, default=2, help="periodic evals use every k-th test utterance")
+    ap.add_argument("--eval-every", type=int, default=1, help="periodic evals use every k-th test utterance")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--max-steps", type=int, default=0)
@@ -200,6 +200,8 @@ def main():
     ap.add_argument("--specaug-from", type=int, default=1000, help="SpecAugment from this step on")
     ap.add_argument("--init", default="", help="continue from this checkpoint (its spm.model must "
                     "already be in out_dir); skips the pre-encode calibration")
+    ap.add_argument("--dev", default="dev", help="held-out folder (in DATA_DIR) for the periodic "
+                    "evaluations and the best-checkpoint choice")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
@@ -223,7 +225,7 @@ def main():
     nparam = sum(p.numel() for p in model.parameters())
     data = Data(sp)
     n = data.scan(os.path.join(a.data_dir, "feats", "train_*.npz"))
-    test = load_test(a.data_dir)
+    test = load_test(a.data_dir, a.dev)
     say(event="start", params=nparam, cfg=cfg, utts=n, hours=sum(u[2] for u in data.utts) / 360000,
         test=len(test) if test else 0)
 
