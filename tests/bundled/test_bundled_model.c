@@ -3,10 +3,10 @@
  * it transcribes the bundled held-out synthetic sample to its reference
  * sentence, it runs on real speech without failing, and the CLI picks it up
  * (saying so on stderr) when -m is omitted. */
-#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "bundled_path.h"
 #include "cli_run.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -15,23 +15,6 @@
 #define EXPECTED "it costs two thousand eight hundred and fifty nine dollars and fifty one cents"
 
 static char g_out[1 << 16], g_err[1 << 16];
-
-/* The first .gguf file in models/ by name, as the CLI chooses. */
-static int bundled_path(char *buf, size_t n) {
-    DIR *d = opendir(TR_SOURCE_DIR "/models");
-    if (!d) return 0;
-    char best[256] = "";
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || len >= sizeof best || strcmp(e->d_name + len - 5, ".gguf") != 0) continue;
-        if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, len + 1);
-    }
-    closedir(d);
-    if (!best[0]) return 0;
-    snprintf(buf, n, "%s/models/%s", TR_SOURCE_DIR, best);
-    return 1;
-}
 
 static void transcribe_file(struct transcribe_session *s, const char *wav, char *text, size_t cap) {
     float *pcm = NULL;
@@ -46,7 +29,7 @@ static void transcribe_file(struct transcribe_session *s, const char *wav, char 
 
 int main(int argc, char **argv) {
     char path[1024], text[4096];
-    CHECK(bundled_path(path, sizeof path));
+    CHECK(tr_bundled_model_path(path, sizeof path));
     struct transcribe_session *s = NULL;
     CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
     if (!s) return TEST_DONE();

@@ -5,35 +5,18 @@
  * would run it. Real transcription tested end to end: the bound below is
  * the measured WER of this set plus a margin for kernel rounding on other
  * instruction sets, and the test prints the WER per text source. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "test_files.h"
+#include "bundled_path.h"
 #include "test_util.h"
 #include "transcribe.h"
 
 #define DATA_DIR  TR_SOURCE_DIR "/tests/data/bundled"
 #define MAX_WER   0.14 /* measured 10.70 % on this set (see heldout.tsv) + margin for rounding */
 #define MAX_WORDS 64
-
-/* The first .gguf file in models/ by name, as the CLI chooses. */
-static int bundled_path(char *buf, size_t n) {
-    DIR *d = opendir(TR_SOURCE_DIR "/models");
-    if (!d) return 0;
-    char best[256] = "";
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t len = strlen(e->d_name);
-        if (len < 6 || len >= sizeof best || strcmp(e->d_name + len - 5, ".gguf") != 0) continue;
-        if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, len + 1);
-    }
-    closedir(d);
-    if (!best[0]) return 0;
-    snprintf(buf, n, "%s/models/%s", TR_SOURCE_DIR, best);
-    return 1;
-}
 
 /* Splits s (modified in place) at spaces; returns the word count. */
 static int split_words(char *s, char **w, int cap) {
@@ -73,7 +56,7 @@ static tally *tally_for(tally *t, int *n, int cap, const char *name) {
 
 int main(void) {
     char path[1024];
-    CHECK(bundled_path(path, sizeof path));
+    CHECK(tr_bundled_model_path(path, sizeof path));
     char *list = tr_test_read_text(DATA_DIR "/heldout.tsv", NULL);
     CHECK_MSG(list != NULL, "cannot read %s", DATA_DIR "/heldout.tsv");
     struct transcribe_session *s = NULL;
