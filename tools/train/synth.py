@@ -11,8 +11,9 @@ stored as float16 [T_mel, 80] rows.
 
 The held-out accent and the held-out variants below never occur in training.
 
-usage: synth.py train OUT_DIR [--max N] [--jobs 2] [--seed S]
+usage: synth.py train OUT_DIR [--max N] [--jobs 2] [--seed S] [--repeat R]
        synth.py test  OUT_DIR [--n 300] [--sources fortune,number] [--name test]
+                      [--exclude OTHER/test.tsv]
 """
 import argparse
 import functools
@@ -145,8 +146,9 @@ def write_wav(path, pcm):
 
 
 def make_test(out_dir, n, seed, sources, name, exclude=""):
-    """n held-out utterances, the same number from each source, round-robin
-    over the held-out voice groups; written to OUT_DIR/<name>/. Sentences of
+    """n held-out utterances, alternating between the sources while each has
+    sentences left (a source that runs out leaves the rest to the others),
+    round-robin over the held-out voice groups; written to OUT_DIR/<name>/. Sentences of
     the test.tsv named by `exclude` are skipped (a dev set for checkpoint
     choice that shares no sentence with the test set)."""
     skip = set()
@@ -204,7 +206,7 @@ def main():
     ap.add_argument("--chunk", type=int, default=250)
     ap.add_argument("--n", type=int, default=300)
     ap.add_argument("--sources", default="fortune,number",
-                    help="test: held-out text sources, equal shares")
+                    help="test: held-out text sources, taken in turn")
     ap.add_argument("--name", default="test", help="test: output folder name")
     ap.add_argument("--exclude", default="", help="test: skip the sentences of this test.tsv")
     ap.add_argument("--repeat", type=int, default=1,
