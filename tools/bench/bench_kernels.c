@@ -4,10 +4,15 @@
  * cblas_sgemm on the same problem with F32 weights; OpenBLAS is dlopen'ed
  * so neither the library nor this tool needs it at build time (baseline
  * null when absent). Decode (M = 1) cases report achieved GB/s of weight
- * bytes against a STREAM-style copy bandwidth measured in the same run;
- * weights are cycled through enough copies to exceed the last-level cache,
- * so the figure is a from-memory one. Every time is a median of --reps. */
+ * bytes against a STREAM-style copy bandwidth measured in the same run,
+ * interleaved with that case's calls (one copy, then a block of calls, and
+ * so on): on a shared host the memory bandwidth drifts by tens of percent
+ * within a minute, so a baseline taken once at the start can be measured
+ * under other conditions than the case it divides. Weights are cycled
+ * through enough copies to exceed the last-level cache, so the figure is a
+ * from-memory one. Every time is a median. */
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,28 +63,32 @@ static void copy_task(void *arg, int ith, int nth) {
     memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
 }
 
-/* STREAM "copy" bandwidth (bytes read + bytes written per second). */
-static double stream_copy_gbps(tr_pool *pool, int reps) {
-    size_t n = ((size_t)128 << 20) / sizeof(float);
-    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+/* Source and destination of the STREAM-style copy, 128 MiB each. */
+static bool stream_init(copy_ctx *c) {
+    c->n = ((size_t)128 << 20) / sizeof(float);
+    float *a = malloc(c->n * sizeof(float)), *b = malloc(c->n * sizeof(float));
     if (!a || !b) {
         free(a);
         free(b);
-        return 0;
+        return false;
     }
-    memset(a, 1, n * sizeof(float));
-    memset(b, 2, n * sizeof(float));
-    double t[MAX_REPS];
-    copy_ctx c = {b, a, n};
-    tr_pool_run(pool, copy_task, &c);
-    for (int r = 0; r < reps; r++) {
-        double t0 = tr_time_ms();
-        tr_pool_run(pool, copy_task, &c);
-        t[r] = tr_time_ms() - t0;
-    }
-    free(a);
-    free(b);
-    return 2.0 * (double)(n * sizeof(float)) / (median(t, reps) * 1e6);
+    memset(a, 1, c->n * sizeof(float));
+    memset(b, 2, c->n * sizeof(float));
+    c->src = a;
+    c->dst = b;
+    return true;
+}
+
+static void stream_free(copy_ctx *c) {
+    free((void *)c->src);
+    free(c->dst);
+}
+
+/* One STREAM "copy" sample: bytes read + bytes written per second. */
+static double stream_copy_gbps(tr_pool *pool, copy_ctx *c) {
+    double t0 = tr_time_ms();
+    tr_pool_run(pool, copy_task, c);
+    return 2.0 * (double)(c->n * sizeof(float)) / ((tr_time_ms() - t0) * 1e6);
 }
 
 /* Weight rows of W (F32 [N][K]) converted to `type`. */
@@ -148,7 +157,9 @@ done:
     free(Y);
 }
 
-static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int threads) {
+#define GEMV_BLOCKS 16 /* copy samples per case, each followed by a block of calls */
+
+static void bench_gemv(tr_pool *pool, copy_ctx *stream, int K, int N, int reps, int threads) {
     float *W = malloc(sizeof(float) * (size_t)N * K), *x = malloc(sizeof(float) * K);
     float *y = malloc(sizeof(float) * N);
     if (!W || !x || !y) goto done;
@@ -172,9 +183,12 @@ static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int thr
         }
         int runs = reps * copies < 200 ? reps * copies : 200;
         if (runs < reps) runs = reps;
-        double *all = malloc(sizeof(double) * (size_t)runs);
+        int block = (runs + GEMV_BLOCKS - 1) / GEMV_BLOCKS, nbw = 0;
+        double *all = malloc(sizeof(double) * (size_t)runs), bws[GEMV_BLOCKS];
         if (!all) runs = 0;
+        stream_copy_gbps(pool, stream); /* warm-up: pages touched, threads awake */
         for (int r = 0; r < runs; r++) {
+            if (r % block == 0) bws[nbw++] = stream_copy_gbps(pool, stream);
             tr_tensor tw = {"w",   type,         2, {K, N, 1, 1}, tr_row_bytes(type, K),
                             bytes, q[r % copies]};
             double t0 = tr_time_ms();
@@ -183,6 +197,7 @@ static void bench_gemv(tr_pool *pool, int K, int N, double bw, int reps, int thr
         }
         double ms = runs ? median(all, runs) : 0;
         double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
+        double bw = nbw ? median(bws, nbw) : 0;
         printf("{\"bench\":\"kernels\",\"case\":\"gemv 1x%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.4f,"
                "\"gbps\":%.2f,\"baseline\":\"stream_copy\",\"baseline_gbps\":%.2f,"
                "\"ratio\":%.3f,\"threads\":%d,\"isa\":\"%s\"}\n",
@@ -241,10 +256,11 @@ int bench_kernels(int argc, char **argv) {
         for (int c = 0; c < 3; c++)
             bench_gemm(pool, sgemm, cases[c][0], cases[c][1], cases[c][2], reps, threads);
     }
-    if (!only_gemm) {
-        double bw = stream_copy_gbps(pool, reps);
-        bench_gemv(pool, 1024, 4096, bw, reps, threads);
-        bench_gemv(pool, 1280, 51866, bw, reps, threads);
+    copy_ctx stream;
+    if (!only_gemm && stream_init(&stream)) {
+        bench_gemv(pool, &stream, 1024, 4096, reps, threads);
+        bench_gemv(pool, &stream, 1280, 51866, reps, threads);
+        stream_free(&stream);
     }
     tr_pool_free(pool);
     if (blas) dlclose(blas);
