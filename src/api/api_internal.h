@@ -99,6 +99,11 @@ void tr_session_clear_results(struct transcribe_session *s);
 const tr_result *tr_session_result(const struct transcribe_session *s);
 /* Batch slot i or NULL when out of range. */
 const tr_result *tr_session_batch_result(const struct transcribe_session *s, int i);
+/* After a family call: a kernel that failed inside it (tr_pool_note_failure)
+ * turns an otherwise successful status into ERR_OOM or ERR_BACKEND, logged
+ * with `where`; other statuses pass through. Clears the record. */
+transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
+                                           const char *where);
 
 /* Shared run-parameter validation, c-api.md §10.1 steps 5–9 (enums,
  * timestamps, language gates, advisory warnings, task). `streaming` applies

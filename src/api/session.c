@@ -224,3 +224,15 @@ TRANSCRIBE_API void transcribe_reset_timings(struct transcribe_session *session)
     if (!session) return;
     session->mel_ms = session->encode_ms = session->decode_ms = 0.0f;
 }
+
+transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
+                                           const char *where) {
+    int failed = tr_pool_take_failures(s->pool);
+    if (!failed || (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED &&
+                    st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED))
+        return st;
+    transcribe_status k = failed & TR_POOL_FAIL_OOM ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND;
+    TR_ERROR("%s: a compute kernel failed during the run (%s); the output is not usable", where,
+             transcribe_status_string(k));
+    return k;
+}

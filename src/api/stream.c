@@ -268,7 +268,9 @@ TRANSCRIBE_API transcribe_status transcribe_stream_begin(
     session->n_results = 1; /* the live hypothesis is the session's result */
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
+    tr_pool_take_failures(session->pool);
     st = m->family->stream_begin(session->fsession, &ctx);
+    st = tr_session_kernel_status(session, st, where);
     if (st != TRANSCRIBE_OK) {
         ss->state = TRANSCRIBE_STREAM_FAILED;
         ss->last_status = st;
@@ -351,7 +353,9 @@ TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_sessio
     size_t before_committed = ss->committed.len;
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
+    tr_pool_take_failures(session->pool);
     st = session->model->family->stream_feed(session->fsession, pcm, n_samples, &ctx);
+    st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, false, where);
     free(before);
     return st;
@@ -379,7 +383,9 @@ TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
     size_t before_committed = session->stream.committed.len;
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
+    tr_pool_take_failures(session->pool);
     st = session->model->family->stream_finalize(session->fsession, &ctx);
+    st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, true, where);
     free(before);
     return st;

@@ -45,12 +45,14 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     if (a.n_head % a.n_head_kv != 0 || a.n_kv < 0) {
         TR_ERROR("attention: %d query heads not a multiple of %d kv heads (n_kv %d)", a.n_head,
                  a.n_head_kv, a.n_kv);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     const long qw = (long)a.n_head * a.head_dim, kvw = (long)a.n_head_kv * a.head_dim;
     if (a.q_stride < qw || a.out_stride < qw || (a.n_kv > 0 && a.kv_stride < kvw)) {
         TR_ERROR("attention: strides q %d kv %d out %d narrower than the heads (%ld, %ld)",
                  a.q_stride, a.kv_stride, a.out_stride, qw, kvw);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
@@ -65,6 +67,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     c.scratch = aligned_alloc(64, sizeof(float) * (size_t)c.scratch_floats * (size_t)nth);
     if (!c.scratch) {
         TR_ERROR("attention: out of memory for scratch");
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
         for (int i = 0; i < a.n_q; i++)
             memset(a.out + (long)i * a.out_stride, 0,
                    sizeof(float) * (size_t)a.n_head * (size_t)a.head_dim);
@@ -96,6 +99,7 @@ void tr_attention_f16kv(tr_pool *pool, const tr_attn_args *a, const uint16_t *k1
                         const uint16_t *v16) {
     if (!k16 || !v16) {
         TR_ERROR("attention_f16kv: NULL K/V");
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     attention(pool, a, k16, v16);

@@ -20,6 +20,7 @@ typedef struct {
     const tr_tensor *w;
     const float *bias;
     float *y;
+    tr_pool *pool; /* for the failure record */
 } conv1d_ctx;
 
 /* Output positions t whose tap kk reads inside [0, t_in): [*lo, *hi). */
@@ -42,6 +43,7 @@ static void depthwise_channel(const void *vctx, long ch) {
     const float b = c->bias ? c->bias[ch] : 0.0f;
     for (int t = 0; t < c->t_out; t++) y[t] = b;
     if (!wr) {
+        tr_pool_note_failure(c->pool, TR_POOL_FAIL_OOM);
         TR_ERROR("conv1d: out of memory for %d taps", c->k);
         return;
     }
@@ -86,18 +88,25 @@ void tr_conv1d(tr_pool *pool, const float *x, int c_in, int t_in, const tr_tenso
         w->ne[3] != 1) {
         TR_ERROR("conv1d: weight %s {%d,%d,%d} does not fit c_in %d groups %d",
                  w->name ? w->name : "?", k, cin_g, c_out, c_in, groups);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     if (t_out <= 0) return;
     const bool depthwise = groups == c_in && c_out == c_in;
     const long K = depthwise ? k : (long)cin_g * k;
-    if (!tr_conv_weights_ok("conv1d", w, K, c_out)) return;
+    if (!tr_conv_weights_ok("conv1d", w, K, c_out)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
     float *xcopy;
-    if (!tr_conv_unalias(&x, (long)c_in * t_in, y, (long)c_out * t_out, &xcopy)) return;
-    conv1d_ctx c = {x, c_in, t_in, t_out, k, stride, pad_l, dilation, cin_g, w, bias, y};
+    if (!tr_conv_unalias(&x, (long)c_in * t_in, y, (long)c_out * t_out, &xcopy)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+        return;
+    }
+    conv1d_ctx c = {x, c_in, t_in, t_out, k, stride, pad_l, dilation, cin_g, w, bias, y, pool};
     if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-    else
-        tr_conv_gemm(pool, w, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y);
+    else if (!tr_conv_gemm(pool, w, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y))
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
     free(xcopy);
 }

@@ -13,6 +13,7 @@ typedef struct {
     const tr_tensor *w;
     const float *bias;
     float *y;
+    tr_pool *pool; /* for the failure record */
 } conv2d_ctx;
 
 /* Output columns ox with 0 <= ox*sw - pw + kx < w_in: [*lo, *hi). */
@@ -36,6 +37,7 @@ static void depthwise_channel(const void *vctx, long ch) {
     const float *x = c->x + ch * (long)c->h * c->w_in;
     const float b = c->bias ? c->bias[ch] : 0.0f;
     if (!wr) {
+        tr_pool_note_failure(c->pool, TR_POOL_FAIL_OOM);
         TR_ERROR("conv2d: out of memory for %ld taps", kn);
         for (long i = 0; i < (long)c->h_out * c->w_out; i++) y[i] = b;
         return;
@@ -116,19 +118,27 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
                  w->name ? w->name : "?", kw, kh, cin_g, c_out, c_in, groups);
         if (h_out) *h_out = 0;
         if (w_out) *w_out = 0;
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     if (ho <= 0 || wo <= 0) return;
     const bool depthwise = groups == c_in && c_out == c_in;
     const long K = depthwise ? (long)kh * kw : (long)cin_g * kh * kw;
-    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) return;
+    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
     float *xcopy;
-    if (!tr_conv_unalias(&x, (long)c_in * h * w_in, y, (long)c_out * ho * wo, &xcopy)) return;
-    conv2d_ctx c = {x,     c_in,  h,  w_in, kh,    kw, stride_h, stride_w,
-                    pad_h, pad_w, ho, wo,   cin_g, w,  bias,     y};
+    if (!tr_conv_unalias(&x, (long)c_in * h * w_in, y, (long)c_out * ho * wo, &xcopy)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+        return;
+    }
+    conv2d_ctx c = {x,     c_in, h,  w_in,  kh, kw,   stride_h, stride_w, pad_h,
+                    pad_w, ho,   wo, cin_g, w,  bias, y,        pool};
     if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-    else
-        tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c, y);
+    else if (!tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c,
+                           y))
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
     free(xcopy);
 }

@@ -304,6 +304,11 @@ static void gemv_task(void *arg, int ith, int nth) {
 
 /* ---- entry points ---- */
 
+static void oom(tr_pool *pool, const char *what) {
+    TR_ERROR("%s", what);
+    tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+}
+
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
                        long ldx, float *Y, long ldy) {
     if (M <= 0 || w->N <= 0) return;
@@ -319,7 +324,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         if (groups > 0 && (w->type == TR_Q4_K || w->type == TR_Q5_K)) {
             xsum = malloc((size_t)groups * sizeof(float));
             if (!xsum) {
-                TR_ERROR("matmul: out of memory");
+                oom(pool, "matmul: out of memory");
                 return;
             }
             for (long g = 0; g < groups; g++) {
@@ -332,14 +337,14 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
             isa, w, bias, X, xsum, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
         tr_pool_run(pool, gemv_task, &c);
         free(xsum);
-        if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+        if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
     if (M <= TR_MM_SMALL_M && isa->rows_multi) {
         multi_ctx c = {
             isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
         tr_pool_run(pool, multi_task, &c);
-        if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+        if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
     /* about two chunks per thread, at most one N block each */
@@ -348,7 +353,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     long chunk = per < isa->nc / isa->nr ? per : isa->nc / isa->nr;
     gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk};
     tr_pool_run(pool, gemm_task, &c);
-    if (atomic_load(&c.failed)) TR_ERROR("matmul: out of memory for scratch");
+    if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
 void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
@@ -356,6 +361,7 @@ void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float
     if (!W || !tr_type_valid(W->type) || W->ne[0] % tr_type_block(W->type) != 0) {
         TR_ERROR("matmul: unsupported weight %s (type %s)", W && W->name ? W->name : "?",
                  W ? tr_type_name(W->type) : "?");
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1, W->ne[0], W->ne[1]};
@@ -364,6 +370,7 @@ void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float
     if (w.stride < rb || !W->data) {
         TR_ERROR("matmul: weight %s has row stride %zu < row size %zu or no data",
                  W->name ? W->name : "?", w.stride, rb);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
     run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);

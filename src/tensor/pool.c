@@ -34,6 +34,7 @@ struct tr_pool {
     atomic_int next; /* next unclaimed part */
     atomic_int done; /* parts finished */
     atomic_int stop;
+    atomic_int failures; /* TR_POOL_FAIL_* bits, see tr_pool_note_failure */
     tr_pool_fn fn;
     void *ctx;
 };
@@ -106,6 +107,7 @@ tr_pool *tr_pool_create(int n_threads) {
     atomic_init(&pool->next, 0);
     atomic_init(&pool->done, 0);
     atomic_init(&pool->stop, 0);
+    atomic_init(&pool->failures, 0);
     if (n_threads > 1) {
         pool->threads = calloc((size_t)n_threads - 1, sizeof(pthread_t));
         pool->args = calloc((size_t)n_threads - 1, sizeof(worker_arg));
@@ -188,4 +190,12 @@ int tr_default_n_threads(void) {
     if (n < 1) n = 1;
     if (n > 8) n = 8;
     return n;
+}
+
+void tr_pool_note_failure(tr_pool *pool, int kind) {
+    if (pool) atomic_fetch_or(&pool->failures, kind);
+}
+
+int tr_pool_take_failures(tr_pool *pool) {
+    return pool ? atomic_exchange(&pool->failures, 0) : 0;
 }

@@ -17,6 +17,16 @@ int tr_pool_n_threads(const tr_pool *pool); /* NULL pool: 1 */
  * pool runs fn(ctx, 0, 1) on the caller. */
 void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx);
 
+/* Failure record. Kernels keep a void signature (the model code calls
+ * hundreds of them per run); one that cannot finish logs why and notes the
+ * kind here, and whoever owns the run takes the record when the run ends
+ * and turns it into a status. Safe from any thread; a NULL pool keeps only
+ * the log line. */
+enum { TR_POOL_FAIL_OOM = 1, TR_POOL_FAIL_INVALID = 2 };
+void tr_pool_note_failure(tr_pool *pool, int kind);
+/* Kinds noted since the last take (bit mask, 0 = none); clears them. */
+int tr_pool_take_failures(tr_pool *pool);
+
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);
 
