@@ -12,6 +12,7 @@ stored as float16 [T_mel, 80] rows.
 The held-out accent and the held-out variants below never occur in training.
 
 usage: synth.py train OUT_DIR [--max N] [--jobs 2] [--seed S] [--repeat R]
+                      [--sources fortune,words --tag x_]
        synth.py test  OUT_DIR [--n 300] [--sources fortune,number] [--name test]
                       [--exclude OTHER/test.tsv]
 """
@@ -110,11 +111,12 @@ def features(pcm):
 
 
 def train_chunk(args):
-    idx, rows, out_dir, seed = args
-    path = os.path.join(out_dir, "feats", "train_%04d.npz" % idx)
+    idx, rows, out_dir, seed, tag = args
+    path = os.path.join(out_dir, "feats", "train_%s%04d.npz" % (tag, idx))
     if os.path.exists(path):
         return idx, 0
-    rng = random.Random(seed * 100003 + idx)
+    # a tagged extra pass draws its own voices (same seed, same index, new stream)
+    rng = random.Random(seed * 100003 + idx if not tag else "%s%d/%d" % (tag, seed, idx))
     variants = train_variants()
     feats, lens, texts, voices = [], [], [], []
     for _, text in rows:
@@ -205,23 +207,29 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--chunk", type=int, default=250)
     ap.add_argument("--n", type=int, default=300)
-    ap.add_argument("--sources", default="fortune,number",
-                    help="test: held-out text sources, taken in turn")
+    ap.add_argument("--sources", default="",
+                    help="test: held-out text sources, taken in turn (default fortune,number); "
+                    "train: only the training sentences of these sources (default all)")
+    ap.add_argument("--tag", default="", help="train: shard name prefix (train_<tag>NNNN.npz), "
+                    "so an extra pass over some sources adds shards instead of replacing them")
     ap.add_argument("--name", default="test", help="test: output folder name")
     ap.add_argument("--exclude", default="", help="test: skip the sentences of this test.tsv")
     ap.add_argument("--repeat", type=int, default=1,
                     help="train: each sentence spoken this many times (new voice each time)")
     a = ap.parse_args()
     if a.mode == "test":
-        make_test(a.out_dir, a.n, a.seed, a.sources.split(","), a.name, a.exclude)
+        make_test(a.out_dir, a.n, a.seed, (a.sources or "fortune,number").split(","), a.name,
+                  a.exclude)
         return
     rows = read_tsv(os.path.join(a.out_dir, "text_train.tsv"))
+    if a.sources:
+        rows = [r for r in rows if r[0] in a.sources.split(",")]
     if a.repeat > 1:  # later copies come after every first copy, so a partial run is balanced
         rows = rows * a.repeat
     if a.max:
         rows = rows[:a.max]
     os.makedirs(os.path.join(a.out_dir, "feats"), exist_ok=True)
-    chunks = [(i, rows[s:s + a.chunk], a.out_dir, a.seed)
+    chunks = [(i, rows[s:s + a.chunk], a.out_dir, a.seed, a.tag)
               for i, s in enumerate(range(0, len(rows), a.chunk))]
     with mp.Pool(a.jobs) as pool:
         for idx, cnt in pool.imap_unordered(train_chunk, chunks):

@@ -45,10 +45,11 @@ def train_spm(data_dir, out_dir, vocab):
 
 
 class Data:
-    """All shards in memory as float16; utterances are (array, start, len, ids)."""
+    """All shards in memory as float16; utterances are (shard, start, len, ids, source)."""
 
-    def __init__(self, sp):
+    def __init__(self, sp, sources):
         self.sp, self.shards, self.utts, self.seen = sp, [], [], set()
+        self.sources = sources  # text -> source name (text_train.tsv)
 
     def scan(self, pattern):
         added = 0
@@ -66,15 +67,19 @@ class Data:
                 t_enc = (((n + 1) // 2 + 1) // 2 + 1) // 2
                 reps = sum(1 for a, b in zip(ids, ids[1:]) if a == b)
                 if 0 < len(ids) and len(ids) + reps <= t_enc:
-                    self.utts.append((si, off, n, ids))
+                    self.utts.append((si, off, n, ids, self.sources.get(t, "")))
                     added += 1
                 off += n
         return added
 
-    def batches(self, rng, frame_budget, max_b, ascending=False):
+    def batches(self, rng, frame_budget, max_b, ascending=False, weights=None):
         """Length-bucketed batches in random order, or shortest first
-        (SortaGrad: CTC learns its first alignments on short utterances)."""
-        order = sorted(range(len(self.utts)), key=lambda i: self.utts[i][2] * rng.uniform(0.9, 1.1))
+        (SortaGrad: CTC learns its first alignments on short utterances).
+        weights: source -> fraction of its utterances drawn this epoch."""
+        weights = weights or {}
+        keep = [i for i in range(len(self.utts))
+                if rng.random() < weights.get(self.utts[i][4], 1.0)]
+        order = sorted(keep, key=lambda i: self.utts[i][2] * rng.uniform(0.9, 1.1))
         out, cur, tmax = [], [], 0
         for i in order:
             n = self.utts[i][2]
@@ -93,7 +98,7 @@ class Data:
         us = [self.utts[i] for i in idx]
         T = max(u[2] for u in us)
         x = np.zeros((len(us), T, 80), np.float32)
-        for b, (si, off, n, _) in enumerate(us):
+        for b, (si, off, n, _, _) in enumerate(us):
             x[b, :n] = self.shards[si][off:off + n]
         lens = torch.tensor([u[2] for u in us])
         tgt = torch.tensor([t for u in us for t in u[3]])
@@ -139,21 +144,28 @@ def calibrate_pre_encode(model, data, rng, frame_budget, max_b, n_batches=8):
 
 
 def load_test(data_dir, name):
+    """[(feats, text, source)] of a held-out folder (source from its test.tsv)."""
     path = os.path.join(data_dir, name, "test_feats.npz")
     if not os.path.exists(path):
         return None
+    src = {}
+    for line in open(os.path.join(data_dir, name, "test.tsv")):
+        f = line.rstrip("\n").split("\t")
+        src[f[3]] = f[4] if len(f) > 4 else ""
     z = np.load(path)
     utts, off = [], 0
-    for n, t, v in zip(z["lens"].tolist(), z["texts"].tolist(), z["voices"].tolist()):
-        utts.append((z["feats"][off:off + n].astype(np.float32), t, v))
+    for n, t in zip(z["lens"].tolist(), z["texts"].tolist()):
+        utts.append((z["feats"][off:off + n].astype(np.float32), t, src.get(t, "")))
         off += n
     return utts
 
 
 @torch.no_grad()
 def evaluate(model, sp, test, batch=16):
+    """Greedy WER per text source and their plain mean (the checkpoint score:
+    a dev set that is mostly number readings must not hide the sentences)."""
     model.eval()
-    errs, words, hyps = 0, 0, []
+    hyps, per = [], {}
     order = sorted(range(len(test)), key=lambda i: test[i][0].shape[0])
     res = {}
     for s in range(0, len(order), batch):
@@ -168,10 +180,12 @@ def evaluate(model, sp, test, batch=16):
             res[i] = sp.decode(ids)
     for i in range(len(test)):
         e, n = wer_counts(test[i][1], res[i])
-        errs, words = errs + e, words + n
+        c = per.setdefault(test[i][2], [0, 0])
+        c[0], c[1] = c[0] + e, c[1] + n
         hyps.append(res[i])
     model.train()
-    return errs / max(1, words), hyps
+    by_src = {s: round(c[0] / max(1, c[1]), 4) for s, c in sorted(per.items())}
+    return sum(by_src.values()) / max(1, len(by_src)), by_src, hyps
 
 
 def main():
@@ -200,13 +214,18 @@ def main():
     ap.add_argument("--specaug-from", type=int, default=1000, help="SpecAugment from this step on")
     ap.add_argument("--init", default="", help="continue from this checkpoint (its spm.model must "
                     "already be in out_dir); skips the pre-encode calibration")
+    ap.add_argument("--source-weight", default="", help="per-epoch sampling fraction by text "
+                    "source, e.g. number=0.34 (default 1 for every source)")
     ap.add_argument("--dev", default="dev", help="held-out folder (in DATA_DIR) for the periodic "
                     "evaluations and the best-checkpoint choice")
     a = ap.parse_args()
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
+    # separate streams for the batch plan, SpecAugment and the calibration
+    # batches, so a change in one does not reshuffle the others
     rng = random.Random(a.seed)
+    aug_rng = random.Random(a.seed * 1000)
     os.makedirs(a.out_dir, exist_ok=True)
     log = open(os.path.join(a.out_dir, "train.log"), "a")
 
@@ -223,11 +242,22 @@ def main():
                vocab=sp.get_piece_size())
     model = CTCModel(cfg)
     nparam = sum(p.numel() for p in model.parameters())
-    data = Data(sp)
+    sources = {}
+    for line in open(os.path.join(a.data_dir, "text_train.tsv")):
+        src, t = line.rstrip("\n").split("\t", 1)
+        sources[t] = src
+    weights = {}
+    for kv in filter(None, a.source_weight.split(",")):
+        k, v = kv.split("=")
+        weights[k] = float(v)
+    data = Data(sp, sources)
     n = data.scan(os.path.join(a.data_dir, "feats", "train_*.npz"))
     test = load_test(a.data_dir, a.dev)
+    per_src = {}
+    for u in data.utts:
+        per_src[u[4]] = per_src.get(u[4], 0) + 1
     say(event="start", params=nparam, cfg=cfg, utts=n, hours=sum(u[2] for u in data.utts) / 360000,
-        test=len(test) if test else 0)
+        by_source=per_src, weights=weights, test=len(test) if test else 0)
 
     if a.init:
         ck = torch.load(a.init, map_location="cpu")
@@ -236,7 +266,8 @@ def main():
         model.load_state_dict(ck["state"])
         say(event="init", checkpoint=a.init, step=ck.get("step"), wer=ck.get("wer"))
     elif a.calib:
-        say(event="calibrated", pre_encode_rms=calibrate_pre_encode(model, data, rng, a.frames, a.max_b))
+        say(event="calibrated", pre_encode_rms=calibrate_pre_encode(
+            model, data, random.Random(a.seed + 1), a.frames, a.max_b))
     decay, no_decay = [], []
     for name, p in model.named_parameters():
         (no_decay if p.ndim < 2 or "pos_bias" in name else decay).append(p)
@@ -256,7 +287,8 @@ def main():
             got = data.scan(os.path.join(a.data_dir, "feats", "train_*.npz"))
             if got:
                 say(event="more_data", added=got, utts=len(data.utts))
-        for bidx in data.batches(rng, a.frames, a.max_b, ascending=epoch <= a.sortagrad):
+        for bidx in data.batches(rng, a.frames, a.max_b, ascending=epoch <= a.sortagrad,
+                                 weights=weights):
             el = time.time() - t0
             if el >= budget or (a.max_steps and step >= a.max_steps):
                 done = True
@@ -269,7 +301,7 @@ def main():
                 g["lr"] = lr
             x, lens, tgt, tl = data.collate(bidx)
             if step >= a.specaug_from:
-                x = spec_augment(x, lens, rng)
+                x = spec_augment(x, lens, aug_rng)
             logits, L = model(x, lens, a.drop)
             lp = F.log_softmax(logits, -1).transpose(0, 1)
             loss = F.ctc_loss(lp, tgt, L, tl, blank=blank, reduction="mean", zero_infinity=True)
@@ -286,24 +318,24 @@ def main():
                     audio_h=round(audio_s / 3600, 3), x_realtime=round(audio_s / el, 1))
             if test and time.time() - last_eval >= a.eval_min * 60:
                 last_eval = time.time()
-                w, hyps = evaluate(model, sp, test[::a.eval_every])
+                w, by_src, hyps = evaluate(model, sp, test[::a.eval_every])
                 torch.save({"cfg": cfg, "state": model.state_dict(), "step": step, "wer": w},
                            os.path.join(a.out_dir, "last.pt"))
                 if w < best:
                     best = w
                     torch.save({"cfg": cfg, "state": model.state_dict(), "step": step, "wer": w},
                                os.path.join(a.out_dir, "best.pt"))
-                say(event="eval", step=step, wer=round(w, 4), best=round(best, 4),
+                say(event="eval", step=step, wer=round(w, 4), by_source=by_src, best=round(best, 4),
                     sample=hyps[:2], eval_s=round(time.time() - last_eval, 1))
     if test:
-        w, hyps = evaluate(model, sp, test)
+        w, by_src, hyps = evaluate(model, sp, test)
         torch.save({"cfg": cfg, "state": model.state_dict(), "step": step, "wer": w},
                    os.path.join(a.out_dir, "last.pt"))
         if w < best:
             best = w
             torch.save({"cfg": cfg, "state": model.state_dict(), "step": step, "wer": w},
                        os.path.join(a.out_dir, "best.pt"))
-        say(event="final", step=step, wer=round(w, 4), best=round(best, 4),
+        say(event="final", step=step, wer=round(w, 4), by_source=by_src, best=round(best, 4),
             minutes=round((time.time() - t0) / 60, 1), audio_h=round(audio_s / 3600, 2))
     else:
         torch.save({"cfg": cfg, "state": model.state_dict(), "step": step, "wer": None},
