@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/family.h"
-#include "api/result.h"
+#include "core/family.h"
+#include "core/result.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
 #include "util/strbuf.h"

@@ -1,7 +1,7 @@
 /* The family registry: one line per implemented family. */
 #include <string.h>
 
-#include "api/family.h"
+#include "core/family.h"
 
 extern const tr_family tr_family_whisper;
 extern const tr_family tr_family_parakeet;

@@ -1,7 +1,7 @@
 /* tr_result building blocks: row linking, arena growth, full-text join. */
 #include <string.h>
 
-#include "api/result.h"
+#include "core/result.h"
 #include "test_util.h"
 
 int main(void) {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/result.h"
+#include "core/result.h"
 #include "gguf/gguf.h"
 #include "models/canary/canary.h"
 #include "npy.h"

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/family.h"
+#include "core/family.h"
 #include "audio/mel.h"
 #include "nn/fastconformer.h"
 #include "nn/nn.h"

@@ -1,4 +1,4 @@
-/* The Canary family vtable (src/api/family.h). */
+/* The Canary family vtable (src/core/family.h). */
 #include "models/canary/canary.h"
 
 static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/family.h"
+#include "core/family.h"
 #include "audio/mel.h"
 #include "models/parakeet/pk_decode.h"
 #include "nn/fastconformer.h"

@@ -1,4 +1,4 @@
-/* The Parakeet family vtable (src/api/family.h). Offline runs only: the
+/* The Parakeet family vtable (src/core/family.h). Offline runs only: the
  * streaming geometry is advertised per §7.8 but there are no stream hooks,
  * so the dispatcher answers NOT_IMPLEMENTED to a stream request. */
 #include "models/parakeet/parakeet.h"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/family.h"
+#include "core/family.h"
 #include "audio/mel.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"

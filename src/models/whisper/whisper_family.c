@@ -1,4 +1,4 @@
-/* The Whisper family vtable (src/api/family.h). */
+/* The Whisper family vtable (src/core/family.h). */
 #include <string.h>
 
 #include "models/whisper/whisper.h"

@@ -2,8 +2,8 @@
  * linked by index (c-api.md §16). Families build it with the tr_result_add_*
  * calls in order (a segment, then its words and tokens); the accessors of
  * the public API read it. Row text lives in the result's own string arena. */
-#ifndef TR_API_RESULT_H
-#define TR_API_RESULT_H
+#ifndef TR_CORE_RESULT_H
+#define TR_CORE_RESULT_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,14 +3,14 @@
  * `const tr_family` and is listed once in families.c. The dispatcher does all
  * public argument validation (c-api.md §10.1 steps 1–9) before calling in,
  * so families see validated, defaults-filled parameters. */
-#ifndef TR_API_FAMILY_H
-#define TR_API_FAMILY_H
+#ifndef TR_CORE_FAMILY_H
+#define TR_CORE_FAMILY_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/result.h"
+#include "core/result.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
 

@@ -2,7 +2,7 @@
  * string arena. Rows refer to text by arena offset, so growing the arena
  * never invalidates them; pointers handed out by readers stay valid until
  * the result is next modified. */
-#include "api/result.h"
+#include "core/result.h"
 
 #include <stdlib.h>
 #include <string.h>
