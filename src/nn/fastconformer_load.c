@@ -3,13 +3,16 @@
  * class. Matmul weights stay borrowed from the mapping; the depthwise taps
  * are widened to F32 once, with the batch norm folded into them. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "nn/fastconformer_internal.h"
+#include "nn/weights.h"
 #include "tensor/dtype.h"
 #include "util/log.h"
 
@@ -49,15 +52,12 @@ static const float *need_vec(finder *f, const char *suffix, int64_t n) {
     return t ? (const float *)t->data : NULL;
 }
 
-static void need_linear(finder *f, tr_nn_linear *l, const char *w, const char *b, int64_t in,
-                        int64_t out, bool bias) {
-    l->w = need(f, w, TR_TYPES_LINEAR, 2, in, out, 1, 1);
-    l->b = bias ? need_vec(f, b, out) : NULL;
-}
-
-static void need_norm(finder *f, tr_nn_norm *n, const char *w, const char *b, int64_t d) {
-    n->w = need_vec(f, w, d);
-    n->b = need_vec(f, b, d);
+/* Table-driven lookups (nn/weights.h) through the same failure flag. */
+static void need_table(finder *f, const tr_nn_wspec *specs, size_t n, const int64_t *dims,
+                       bool with_bias, void *dst) {
+    if (f->bad) return;
+    tr_nn_wsrc src = tr_nn_wsrc_gguf(f->g);
+    if (!tr_nn_load_weights(&src, specs, n, dims, f->blk, with_bias, dst)) f->bad = true;
 }
 
 /* A {1, in, out} pointwise conv seen as the {in, out} linear it is. */
@@ -126,37 +126,97 @@ static transcribe_status load_depthwise(finder *f, const tr_fc_hparams *hp, tr_f
     return TRANSCRIBE_OK;
 }
 
+/* Sizes a block table refers to. */
+enum { FC_D, FC_FF, FC_DH, FC_H, FC_NDIMS };
+
+#define FC_BLK(n) "enc.blocks.%d." n
+#define FC_OFF(m) offsetof(tr_fc_block, m)
+static const tr_nn_wspec fc_block_specs[] = {
+    {FC_BLK("norm_ff1"), TR_NN_W_NORM, {TR_NN_DIM(FC_D)}, 0, 0, FC_OFF(norm_ff1)},
+    {FC_BLK("ff1.linear1"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_FF)},
+     0,
+     0,
+     FC_OFF(ff1_w1)},
+    {FC_BLK("ff1.linear2"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_FF), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(ff1_w2)},
+    {FC_BLK("norm_attn"), TR_NN_W_NORM, {TR_NN_DIM(FC_D)}, 0, 0, FC_OFF(norm_attn)},
+    {FC_BLK("attn.linear_q"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(q)},
+    {FC_BLK("attn.linear_k"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(k)},
+    {FC_BLK("attn.linear_v"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(v)},
+    {FC_BLK("attn.linear_out"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(o)},
+    {FC_BLK("attn.pos_bias_u"),
+     TR_NN_W_VEC,
+     {TR_NN_DIM(FC_DH), TR_NN_DIM(FC_H)},
+     2,
+     0,
+     FC_OFF(pos_bias_u)},
+    {FC_BLK("attn.pos_bias_v"),
+     TR_NN_W_VEC,
+     {TR_NN_DIM(FC_DH), TR_NN_DIM(FC_H)},
+     2,
+     0,
+     FC_OFF(pos_bias_v)},
+    {FC_BLK("norm_conv"), TR_NN_W_NORM, {TR_NN_DIM(FC_D)}, 0, 0, FC_OFF(norm_conv)},
+    {FC_BLK("norm_ff2"), TR_NN_W_NORM, {TR_NN_DIM(FC_D)}, 0, 0, FC_OFF(norm_ff2)},
+    {FC_BLK("ff2.linear1"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_D), TR_NN_DIM(FC_FF)},
+     0,
+     0,
+     FC_OFF(ff2_w1)},
+    {FC_BLK("ff2.linear2"),
+     TR_NN_W_LINEAR_OPTB,
+     {TR_NN_DIM(FC_FF), TR_NN_DIM(FC_D)},
+     0,
+     0,
+     FC_OFF(ff2_w2)},
+    {FC_BLK("norm_out"), TR_NN_W_NORM, {TR_NN_DIM(FC_D)}, 0, 0, FC_OFF(norm_out)},
+};
+#undef FC_BLK
+#undef FC_OFF
+
 static transcribe_status load_block(const gguf_file *g, const tr_fc_hparams *hp, int i,
                                     tr_fc_block *b) {
     const int64_t d = hp->d_model, ff = hp->d_ff, H = hp->n_heads, dh = d / H;
     const bool ub = hp->use_bias;
+    const int64_t dims[FC_NDIMS] = {[FC_D] = d, [FC_FF] = ff, [FC_DH] = dh, [FC_H] = H};
     finder f = {.g = g, .blk = i};
-    need_norm(&f, &b->norm_ff1, "norm_ff1.weight", "norm_ff1.bias", d);
-    need_linear(&f, &b->ff1_w1, "ff1.linear1.weight", "ff1.linear1.bias", d, ff, ub);
-    need_linear(&f, &b->ff1_w2, "ff1.linear2.weight", "ff1.linear2.bias", ff, d, ub);
-    need_norm(&f, &b->norm_attn, "norm_attn.weight", "norm_attn.bias", d);
-    need_linear(&f, &b->q, "attn.linear_q.weight", "attn.linear_q.bias", d, d, ub);
-    need_linear(&f, &b->k, "attn.linear_k.weight", "attn.linear_k.bias", d, d, ub);
-    need_linear(&f, &b->v, "attn.linear_v.weight", "attn.linear_v.bias", d, d, ub);
-    need_linear(&f, &b->o, "attn.linear_out.weight", "attn.linear_out.bias", d, d, ub);
+    need_table(&f, fc_block_specs, sizeof fc_block_specs / sizeof fc_block_specs[0], dims, ub, b);
     const tr_tensor *pos = need(&f, "attn.linear_pos.weight", TR_TYPES_LINEAR, 2, d, d, 1, 1);
-    const tr_tensor *pu = need(&f, "attn.pos_bias_u", TR_TYPES_F32, 2, dh, H, 1, 1);
-    const tr_tensor *pv = need(&f, "attn.pos_bias_v", TR_TYPES_F32, 2, dh, H, 1, 1);
-    need_norm(&f, &b->norm_conv, "norm_conv.weight", "norm_conv.bias", d);
     const tr_tensor *pw1 = need(&f, "conv.pointwise1.weight", TR_TYPES_CONV, 3, 1, d, 2 * d, 1);
     const float *pw1_b = ub ? need_vec(&f, "conv.pointwise1.bias", 2 * d) : NULL;
     const tr_tensor *pw2 = need(&f, "conv.pointwise2.weight", TR_TYPES_CONV, 3, 1, d, d, 1);
     const float *pw2_b = ub ? need_vec(&f, "conv.pointwise2.bias", d) : NULL;
-    need_norm(&f, &b->norm_ff2, "norm_ff2.weight", "norm_ff2.bias", d);
-    need_linear(&f, &b->ff2_w1, "ff2.linear1.weight", "ff2.linear1.bias", d, ff, ub);
-    need_linear(&f, &b->ff2_w2, "ff2.linear2.weight", "ff2.linear2.bias", ff, d, ub);
-    need_norm(&f, &b->norm_out, "norm_out.weight", "norm_out.bias", d);
     if (f.bad) return ERR_GGUF;
     transcribe_status st = load_depthwise(&f, hp, b);
     if (st) return st;
     b->pos = *pos;
-    b->pos_bias_u = (const float *)pu->data;
-    b->pos_bias_v = (const float *)pv->data;
     pointwise_view(pw1, &b->pw1_view, d, 2 * d);
     pointwise_view(pw2, &b->pw2_view, d, d);
     b->pw1 = (tr_nn_linear){&b->pw1_view, pw1_b};
@@ -177,7 +237,10 @@ static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
                                 : need(&f, ws[i], TR_TYPES_CONV, 4, 3, 3, 1, C);
         e->pre_b[i] = need_vec(&f, bs[i], C);
     }
-    need_linear(&f, &e->pre_out, "out.weight", "out.bias", C * e->f_out, d, true);
+    static const tr_nn_wspec out_spec = {
+        "enc.pre_encode.out", TR_NN_W_LINEAR, {TR_NN_DIM(0), TR_NN_DIM(1)}, 0, 0, 0};
+    const int64_t dims[2] = {C * e->f_out, d};
+    need_table(&f, &out_spec, 1, dims, true, &e->pre_out);
     return !f.bad;
 }
 
@@ -186,22 +249,44 @@ static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
 static bool load_speaker_kernel(const gguf_file *g, tr_fc_encoder *e) {
     const int64_t d = e->hp.d_model;
     const int32_t *layers = NULL;
-    uint64_t n = 0;
+    int64_t n = 0;
     bool bg = false;
-    if (gguf_get_arr_i32(g, "stt.parakeet.encoder.spk_kernel_layers", &layers, &n) < 0 ||
-        gguf_get_bool(g, "stt.parakeet.encoder.add_bg_spk_kernel", &bg) < 0)
+    if (tr_gguf_opt_arr_i32(g, "stt.parakeet.encoder.spk_kernel_layers", 0, INT64_MAX, &layers,
+                            &n) ||
+        tr_gguf_opt_bool(g, "stt.parakeet.encoder.add_bg_spk_kernel", false, &bg))
         return false;
     if (n == 0) return true;
     finder f = {.g = g, .blk = -2};
-    need_linear(&f, &e->spk0, "spk_kernel.0.0.weight", "spk_kernel.0.0.bias", d, d, true);
-    need_linear(&f, &e->spk3, "spk_kernel.0.3.weight", "spk_kernel.0.3.bias", d, d, true);
+    /* {W0, W3} of a kernel: two d × d linears with bias */
+    static const tr_nn_wspec spk[2] = {
+        {"enc.spk_kernel.0.0", TR_NN_W_LINEAR, {TR_NN_DIM(0), TR_NN_DIM(0)}, 0, 0, 0},
+        {"enc.spk_kernel.0.3",
+         TR_NN_W_LINEAR,
+         {TR_NN_DIM(0), TR_NN_DIM(0)},
+         0,
+         0,
+         sizeof(tr_nn_linear)},
+    };
+    static const tr_nn_wspec bg_spk[2] = {
+        {"enc.bg_spk_kernel.0.0", TR_NN_W_LINEAR, {TR_NN_DIM(0), TR_NN_DIM(0)}, 0, 0, 0},
+        {"enc.bg_spk_kernel.0.3",
+         TR_NN_W_LINEAR,
+         {TR_NN_DIM(0), TR_NN_DIM(0)},
+         0,
+         0,
+         sizeof(tr_nn_linear)},
+    };
+    const int64_t dims[1] = {d};
+    tr_nn_linear k[2];
+    need_table(&f, spk, 2, dims, true, k);
     if (f.bad) return false;
+    e->spk0 = k[0];
+    e->spk3 = k[1];
     e->spk = true;
     if (!bg) return true;
-    tr_nn_linear b0, b3;
-    need_linear(&f, &b0, "bg_spk_kernel.0.0.weight", "bg_spk_kernel.0.0.bias", d, d, true);
-    need_linear(&f, &b3, "bg_spk_kernel.0.3.weight", "bg_spk_kernel.0.3.bias", d, d, true);
+    need_table(&f, bg_spk, 2, dims, true, k);
     if (f.bad) return false;
+    const tr_nn_linear b0 = k[0], b3 = k[1];
     float *h = malloc(sizeof(float) * (size_t)d);
     e->spk_bg = malloc(sizeof(float) * (size_t)d);
     if (!h || !e->spk_bg) {

@@ -4,6 +4,7 @@
  * with exact shapes and type classes, the FastConformer encoder through
  * src/nn/fastconformer.h, the tokenizer and the capabilities. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_keys.h"
 #include "models/canary/canary.h"
+#include "nn/weights.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
@@ -336,69 +338,68 @@ static uint32_t any_types(void) {
     return mask;
 }
 
-static const tr_tensor *T2(const gguf_file *f, const char *name, uint32_t mask, int64_t a,
-                           int64_t b, bool *ok) {
-    int64_t ne[2] = {a, b};
-    const tr_tensor *t = gguf_require_tensor(f, name, mask, b > 1 ? 2 : 1, ne);
-    if (!t) *ok = false;
-    return t;
-}
+/* Sizes the tensor tables refer to. */
+enum { CN_D, CN_V, CN_F, CN_P, CN_E, CN_NDIMS };
+#define DD(k) TR_NN_DIM(CN_##k)
 
-static const float *vecf(const gguf_file *f, const char *name, int64_t n, bool *ok) {
-    const tr_tensor *t = T2(f, name, TR_TYPES_F32, n, 1, ok);
-    return t ? (const float *)t->data : NULL;
-}
+#define CN_BLK(n) "dec.layer.%d." n
+#define CN_OFF(m) offsetof(tr_nn_dec_block, m)
+static const tr_nn_wspec cn_block_specs[] = {
+    {CN_BLK("norm1"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_self)},
+    {CN_BLK("self_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.q)},
+    {CN_BLK("self_attn.k"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.k)},
+    {CN_BLK("self_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.v)},
+    {CN_BLK("self_attn.o"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.o)},
+    {CN_BLK("norm2"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_cross)},
+    {CN_BLK("cross_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.q)},
+    {CN_BLK("cross_attn.k"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.k)},
+    {CN_BLK("cross_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.v)},
+    {CN_BLK("cross_attn.o"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.o)},
+    {CN_BLK("norm3"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_ffn)},
+    {CN_BLK("ffn.up"), TR_NN_W_LINEAR, {DD(D), DD(F)}, 0, 0, CN_OFF(ffn.fc1)},
+    {CN_BLK("ffn.down"), TR_NN_W_LINEAR, {DD(F), DD(D)}, 0, 0, CN_OFF(ffn.fc2)},
+};
+#undef CN_BLK
+#undef CN_OFF
 
-static void lin(const gguf_file *f, tr_nn_linear *l, const char *pfx, const char *name, int64_t in,
-                int64_t out, bool *ok) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
-    l->w = T2(f, buf, TR_TYPES_LINEAR, in, out, ok);
-    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
-    l->b = vecf(f, buf, out, ok);
-}
-
-static void norm(const gguf_file *f, tr_nn_norm *n, const char *pfx, const char *name, int64_t D,
-                 bool *ok) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
-    n->w = vecf(f, buf, D, ok);
-    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
-    n->b = vecf(f, buf, D, ok);
-}
+#define CM_OFF(m) offsetof(cn_model, m)
+static const tr_nn_wspec cn_top_specs[] = {
+    {"dec.embed.pos_enc", TR_NN_W_VEC, {DD(D), DD(P)}, 2, 0, CM_OFF(pos_enc)},
+    {"dec.embed.norm", TR_NN_W_NORM, {DD(D)}, 0, 0, CM_OFF(emb_ln)},
+    {"dec.norm", TR_NN_W_NORM, {DD(D)}, 0, 0, CM_OFF(dec_ln)},
+    {"dec.head", TR_NN_W_LINEAR, {DD(D), DD(V)}, 0, 0, CM_OFF(head)},
+};
+static const tr_nn_wspec cn_proj_spec = {"enc.proj", TR_NN_W_LINEAR, {DD(E), DD(D)}, 0,
+                                         0,          CM_OFF(proj)};
+#undef CM_OFF
+#undef DD
 
 static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
     const cn_hparams *hp = &m->hp;
-    const int64_t D = hp->d_dec, V = hp->n_vocab, F = hp->dec_ff;
+    const int64_t dims[CN_NDIMS] = {[CN_D] = hp->d_dec,
+                                    [CN_V] = hp->n_vocab,
+                                    [CN_F] = hp->dec_ff,
+                                    [CN_P] = hp->max_position,
+                                    [CN_E] = hp->d_enc};
+    const tr_nn_wsrc src = tr_nn_wsrc_gguf(f);
     bool ok = true;
-    if (hp->enc_dec_proj) lin(f, &m->proj, "", "enc.proj", hp->d_enc, D, &ok);
-    m->tok_emb = T2(f, "dec.embed.token.weight", any_types(), D, V, &ok);
-    const tr_tensor *pe = T2(f, "dec.embed.pos_enc", TR_TYPES_F32, D, hp->max_position, &ok);
-    m->pos_enc = pe ? (const float *)pe->data : NULL;
-    norm(f, &m->emb_ln, "", "dec.embed.norm", D, &ok);
+    if (hp->enc_dec_proj && !tr_nn_load_weights(&src, &cn_proj_spec, 1, dims, 0, true, m))
+        ok = false;
+    /* the token embedding accepts every dequantizable type (the ANY class) */
+    const tr_nn_wspec emb = {
+        "dec.embed.token.weight",   TR_NN_W_TENSOR, {hp->d_dec, hp->n_vocab}, 2, any_types(),
+        offsetof(cn_model, tok_emb)};
+    if (!tr_nn_load_weights(&src, &emb, 1, dims, 0, true, m)) ok = false;
+    if (!tr_nn_load_weights(&src, cn_top_specs, sizeof cn_top_specs / sizeof cn_top_specs[0], dims,
+                            0, true, m))
+        ok = false;
     m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
     if (!m->dec) return TRANSCRIBE_ERR_OOM;
-    char p[64];
-    for (int i = 0; i < hp->n_dec_layers && ok; i++) {
-        tr_nn_dec_block *b = &m->dec[i];
-        snprintf(p, sizeof p, "dec.layer.%d.", i);
-        norm(f, &b->ln_self, p, "norm1", D, &ok);
-        lin(f, &b->self.q, p, "self_attn.q", D, D, &ok);
-        lin(f, &b->self.k, p, "self_attn.k", D, D, &ok);
-        lin(f, &b->self.v, p, "self_attn.v", D, D, &ok);
-        lin(f, &b->self.o, p, "self_attn.o", D, D, &ok);
-        norm(f, &b->ln_cross, p, "norm2", D, &ok);
-        lin(f, &b->cross.q, p, "cross_attn.q", D, D, &ok);
-        lin(f, &b->cross.k, p, "cross_attn.k", D, D, &ok);
-        lin(f, &b->cross.v, p, "cross_attn.v", D, D, &ok);
-        lin(f, &b->cross.o, p, "cross_attn.o", D, D, &ok);
-        norm(f, &b->ln_ffn, p, "norm3", D, &ok);
-        lin(f, &b->ffn.fc1, p, "ffn.up", D, F, &ok);
-        lin(f, &b->ffn.fc2, p, "ffn.down", F, D, &ok);
-        b->ffn.act = hp->act;
-    }
-    norm(f, &m->dec_ln, "", "dec.norm", D, &ok);
-    lin(f, &m->head, "", "dec.head", D, V, &ok);
+    if (ok &&
+        !tr_nn_load_layers(&src, cn_block_specs, sizeof cn_block_specs / sizeof cn_block_specs[0],
+                           dims, hp->n_dec_layers, true, m->dec, sizeof *m->dec))
+        ok = false;
+    for (int i = 0; i < hp->n_dec_layers; i++) m->dec[i].ffn.act = hp->act;
     return ok ? TRANSCRIBE_OK : ERR_GGUF;
 }
 

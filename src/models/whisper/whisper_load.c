@@ -3,6 +3,7 @@
  * special ids, suppression lists, languages and capabilities. Weights stay
  * in the mapped file. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "gguf/gguf_keys.h"
 #include "models/whisper/whisper.h"
 #include "models/whisper/whisper_src.h"
+#include "nn/weights.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
 
@@ -269,96 +271,96 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
 
 /* ---- tensors (§3) ---- */
 
-static const tr_tensor *T(wh_src *src, const char *name, uint32_t mask, int nd, int64_t a,
-                          int64_t b, int64_t c) {
-    int64_t ne[3] = {a, b, c};
-    return wh_src_tensor(src, name, mask, nd, ne);
+/* Sizes the tensor tables refer to. */
+enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_EF, WH_DF, WH_NDIMS };
+#define DD(k) TR_NN_DIM(WH_##k)
+
+/* Every .bias of §3 is present except the key projections'. */
+#define WH_ENC(n) "enc.blocks.%d." n
+#define EB(m)     offsetof(tr_nn_enc_block, m)
+static const tr_nn_wspec wh_enc_block[] = {
+    {WH_ENC("norm_attn"), TR_NN_W_NORM, {DD(D)}, 0, 0, EB(ln_attn)},
+    {WH_ENC("attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.q)},
+    {WH_ENC("attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, EB(attn.k)},
+    {WH_ENC("attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.v)},
+    {WH_ENC("attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.o)},
+    {WH_ENC("norm_ffn"), TR_NN_W_NORM, {DD(D)}, 0, 0, EB(ln_ffn)},
+    {WH_ENC("ffn.fc1"), TR_NN_W_LINEAR, {DD(D), DD(EF)}, 0, 0, EB(ffn.fc1)},
+    {WH_ENC("ffn.fc2"), TR_NN_W_LINEAR, {DD(EF), DD(D)}, 0, 0, EB(ffn.fc2)},
+};
+#undef WH_ENC
+#undef EB
+
+#define WH_DEC(n) "dec.blocks.%d." n
+#define DB(m)     offsetof(tr_nn_dec_block, m)
+static const tr_nn_wspec wh_dec_block[] = {
+    {WH_DEC("norm_self"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_self)},
+    {WH_DEC("self_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.q)},
+    {WH_DEC("self_attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, DB(self.k)},
+    {WH_DEC("self_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.v)},
+    {WH_DEC("self_attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.o)},
+    {WH_DEC("norm_cross"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_cross)},
+    {WH_DEC("cross_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.q)},
+    {WH_DEC("cross_attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, DB(cross.k)},
+    {WH_DEC("cross_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.v)},
+    {WH_DEC("cross_attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.o)},
+    {WH_DEC("norm_ffn"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_ffn)},
+    {WH_DEC("ffn.fc1"), TR_NN_W_LINEAR, {DD(D), DD(DF)}, 0, 0, DB(ffn.fc1)},
+    {WH_DEC("ffn.fc2"), TR_NN_W_LINEAR, {DD(DF), DD(D)}, 0, 0, DB(ffn.fc2)},
+};
+#undef WH_DEC
+#undef DB
+
+/* Model-level tensors; the baked front end is checked, not kept (the mel
+ * config reads it), so it lands in a scratch struct. */
+#define WM(m) offsetof(wh_model, m)
+static const tr_nn_wspec wh_enc_top[] = {
+    {"enc.conv.0.weight", TR_NN_W_TENSOR, {3, DD(M), DD(D)}, 3, TR_TYPES_CONV, WM(conv0_w)},
+    {"enc.conv.1.weight", TR_NN_W_TENSOR, {3, DD(D), DD(D)}, 3, TR_TYPES_CONV, WM(conv1_w)},
+    {"enc.conv.0.bias", TR_NN_W_VEC, {DD(D)}, 1, 0, WM(conv0_b)},
+    {"enc.conv.1.bias", TR_NN_W_VEC, {DD(D)}, 1, 0, WM(conv1_b)},
+    {"enc.pos_emb.weight", TR_NN_W_VEC, {DD(D), DD(S)}, 2, 0, WM(enc_pos)},
+    {"enc.final_norm", TR_NN_W_NORM, {DD(D)}, 0, 0, WM(enc_ln)},
+};
+static const tr_nn_wspec wh_dec_top[] = {
+    {"dec.token_embd.weight", TR_NN_W_TENSOR, {DD(D), DD(V)}, 2, TR_TYPES_LINEAR, WM(tok_emb)},
+    {"dec.pos_emb.weight", TR_NN_W_VEC, {DD(D), DD(T)}, 2, 0, WM(dec_pos)},
+    {"dec.final_norm", TR_NN_W_NORM, {DD(D)}, 0, 0, WM(dec_ln)},
+};
+#undef WM
+static const tr_nn_wspec wh_frontend[] = {
+    {"frontend.mel_filterbank", TR_NN_W_VEC, {DD(Q), DD(M)}, 2, 0, 0},
+    {"frontend.window", TR_NN_W_VEC, {DD(NFFT)}, 1, 0, sizeof(const float *)},
+};
+#undef DD
+
+static const tr_tensor *src_find(void *ctx, const char *name, uint32_t types, int n_dims,
+                                 const int64_t *ne) {
+    return wh_src_tensor(ctx, name, types, n_dims, ne);
 }
 
-/* F32 vector / table: the data is used in place (files align tensor data). */
-static const float *TF(wh_src *src, const char *name, int nd, int64_t a, int64_t b, bool *ok) {
-    const tr_tensor *t = T(src, name, TR_TYPES_F32, nd, a, b, 1);
-    if (!t) {
-        *ok = false;
-        return NULL;
-    }
-    return (const float *)t->data;
-}
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static bool lin(wh_src *src, tr_nn_linear *l, const char *pfx, const char *name, int64_t in,
-                int64_t out, bool bias, bool *ok) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
-    l->w = T(src, buf, TR_TYPES_LINEAR, 2, in, out, 1);
-    if (!l->w) *ok = false;
-    l->b = NULL;
-    if (bias) {
-        snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
-        l->b = TF(src, buf, 1, out, 1, ok);
-    }
-    return *ok;
-}
-
-static void norm(wh_src *src, tr_nn_norm *n, const char *pfx, const char *name, int64_t D,
-                 bool *ok) {
-    char buf[160];
-    snprintf(buf, sizeof buf, "%s%s.weight", pfx, name);
-    n->w = TF(src, buf, 1, D, 1, ok);
-    snprintf(buf, sizeof buf, "%s%s.bias", pfx, name);
-    n->b = TF(src, buf, 1, D, 1, ok);
-}
-
-static transcribe_status read_tensors(wh_src *src, wh_model *m) {
+static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
     const wh_hparams *hp = &m->hp;
-    const int64_t D = hp->d_model, M = hp->n_mels, S = hp->n_audio_ctx, Tt = hp->n_text_ctx,
-                  V = hp->n_vocab, Q = m->mel.n_fft / 2 + 1;
-    bool ok = true;
-    TF(src, "frontend.mel_filterbank", 2, Q, M, &ok);
-    TF(src, "frontend.window", 1, m->mel.n_fft, 1, &ok);
-    m->conv0_w = T(src, "enc.conv.0.weight", TR_TYPES_CONV, 3, 3, M, D);
-    m->conv1_w = T(src, "enc.conv.1.weight", TR_TYPES_CONV, 3, 3, D, D);
-    if (!m->conv0_w || !m->conv1_w) ok = false;
-    m->conv0_b = TF(src, "enc.conv.0.bias", 1, D, 1, &ok);
-    m->conv1_b = TF(src, "enc.conv.1.bias", 1, D, 1, &ok);
-    m->enc_pos = TF(src, "enc.pos_emb.weight", 2, D, S, &ok);
-    norm(src, &m->enc_ln, "", "enc.final_norm", D, &ok);
+    const int64_t dims[WH_NDIMS] = {
+        [WH_D] = hp->d_model,     [WH_M] = hp->n_mels,   [WH_S] = hp->n_audio_ctx,
+        [WH_T] = hp->n_text_ctx,  [WH_V] = hp->n_vocab,  [WH_Q] = m->mel.n_fft / 2 + 1,
+        [WH_NFFT] = m->mel.n_fft, [WH_EF] = hp->enc_ffn, [WH_DF] = hp->dec_ffn};
+    const tr_nn_wsrc src = {src_find, ws};
+    const float *baked[2];
+    bool ok = tr_nn_load_weights(&src, wh_frontend, N_OF(wh_frontend), dims, 0, true, baked);
+    if (!tr_nn_load_weights(&src, wh_enc_top, N_OF(wh_enc_top), dims, 0, true, m)) ok = false;
     m->enc = calloc((size_t)hp->n_enc_layers, sizeof *m->enc);
     m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
     if (!m->enc || !m->dec) return TRANSCRIBE_ERR_OOM;
-    char p[64];
-    for (int i = 0; i < hp->n_enc_layers && ok; i++) {
-        tr_nn_enc_block *b = &m->enc[i];
-        snprintf(p, sizeof p, "enc.blocks.%d.", i);
-        norm(src, &b->ln_attn, p, "norm_attn", D, &ok);
-        lin(src, &b->attn.q, p, "attn.q", D, D, true, &ok);
-        lin(src, &b->attn.k, p, "attn.k", D, D, false, &ok);
-        lin(src, &b->attn.v, p, "attn.v", D, D, true, &ok);
-        lin(src, &b->attn.o, p, "attn.out", D, D, true, &ok);
-        norm(src, &b->ln_ffn, p, "norm_ffn", D, &ok);
-        lin(src, &b->ffn.fc1, p, "ffn.fc1", D, hp->enc_ffn, true, &ok);
-        lin(src, &b->ffn.fc2, p, "ffn.fc2", hp->enc_ffn, D, true, &ok);
-    }
-    m->tok_emb = T(src, "dec.token_embd.weight", TR_TYPES_LINEAR, 2, D, V, 1);
-    if (!m->tok_emb) ok = false;
-    m->dec_pos = TF(src, "dec.pos_emb.weight", 2, D, Tt, &ok);
-    norm(src, &m->dec_ln, "", "dec.final_norm", D, &ok);
-    for (int i = 0; i < hp->n_dec_layers && ok; i++) {
-        tr_nn_dec_block *b = &m->dec[i];
-        snprintf(p, sizeof p, "dec.blocks.%d.", i);
-        norm(src, &b->ln_self, p, "norm_self", D, &ok);
-        lin(src, &b->self.q, p, "self_attn.q", D, D, true, &ok);
-        lin(src, &b->self.k, p, "self_attn.k", D, D, false, &ok);
-        lin(src, &b->self.v, p, "self_attn.v", D, D, true, &ok);
-        lin(src, &b->self.o, p, "self_attn.out", D, D, true, &ok);
-        norm(src, &b->ln_cross, p, "norm_cross", D, &ok);
-        lin(src, &b->cross.q, p, "cross_attn.q", D, D, true, &ok);
-        lin(src, &b->cross.k, p, "cross_attn.k", D, D, false, &ok);
-        lin(src, &b->cross.v, p, "cross_attn.v", D, D, true, &ok);
-        lin(src, &b->cross.o, p, "cross_attn.out", D, D, true, &ok);
-        norm(src, &b->ln_ffn, p, "norm_ffn", D, &ok);
-        lin(src, &b->ffn.fc1, p, "ffn.fc1", D, hp->dec_ffn, true, &ok);
-        lin(src, &b->ffn.fc2, p, "ffn.fc2", hp->dec_ffn, D, true, &ok);
-    }
+    if (ok && !tr_nn_load_layers(&src, wh_enc_block, N_OF(wh_enc_block), dims, hp->n_enc_layers,
+                                 true, m->enc, sizeof *m->enc))
+        ok = false;
+    if (!tr_nn_load_weights(&src, wh_dec_top, N_OF(wh_dec_top), dims, 0, true, m)) ok = false;
+    if (ok && !tr_nn_load_layers(&src, wh_dec_block, N_OF(wh_dec_block), dims, hp->n_dec_layers,
+                                 true, m->dec, sizeof *m->dec))
+        ok = false;
     if (!ok) return ERR_GGUF;
     m->weights_f32 = m->dec[0].self.q.w->type == 0;
     return TRANSCRIBE_OK;
