@@ -6,6 +6,7 @@
 
 #include "audio/audio_internal.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #ifdef TR_HAVE_SNDFILE
 #include <sndfile.h>
@@ -83,14 +84,9 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
             st = TRANSCRIBE_ERR_INVALID_ARG;
             goto done;
         }
-        if (n + (size_t)got > cap) {
-            size_t nc = cap ? cap * 2 : 8192;
-            while (nc < n + (size_t)got) nc *= 2;
-            float *np = realloc(pcm, sizeof(float) * nc);
-            if (!np) goto oom;
-            pcm = np;
-            cap = nc;
-        }
+        float *np = tr_grow(pcm, &cap, n + (size_t)got, sizeof(float), 8192);
+        if (!np) goto oom;
+        pcm = np;
         for (sf_count_t i = 0; i < got; i++) {
             double acc = 0;
             for (int c = 0; c < C; c++) acc += buf[(size_t)i * C + c];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "util/log.h"
+#include "util/vec.h"
 
 void tr_result_init(tr_result *r) {
     memset(r, 0, sizeof *r);
@@ -36,16 +37,10 @@ void tr_result_clear(tr_result *r) {
 
 /* Grows a row array to hold at least need elements (doubling). */
 static bool grow(void **p, int *cap, int need, size_t elem) {
-    if (need <= *cap) return true;
-    int nc = *cap ? *cap : 16;
-    while (nc < need) {
-        if (nc > (1 << 28)) return false;
-        nc *= 2;
-    }
-    void *q = realloc(*p, (size_t)nc * elem);
+    if (need > (1 << 28)) return false; /* far past any transcript */
+    void *q = tr_grow_int(*p, cap, need, elem, 16);
     if (!q) return false;
     *p = q;
-    *cap = nc;
     return true;
 }
 
@@ -53,18 +48,15 @@ static bool grow(void **p, int *cap, int need, size_t elem) {
 static bool arena_put(tr_result *r, const char *text, uint64_t *off) {
     if (!text) text = "";
     size_t n = strlen(text) + 1;
-    if (r->arena_len + n > r->arena_cap) {
-        uint64_t nc = r->arena_cap ? r->arena_cap : 256;
-        while (nc < r->arena_len + n) nc *= 2;
-        char *q = realloc(r->arena, (size_t)nc);
-        if (!q) {
-            r->oom = true;
-            TR_ERROR("result: out of memory storing text (%zu bytes)", n);
-            return false;
-        }
-        r->arena = q;
-        r->arena_cap = nc;
+    size_t acap = (size_t)r->arena_cap;
+    char *q = tr_grow(r->arena, &acap, (size_t)r->arena_len + n, 1, 256);
+    if (!q) {
+        r->oom = true;
+        TR_ERROR("result: out of memory storing text (%zu bytes)", n);
+        return false;
     }
+    r->arena = q;
+    r->arena_cap = acap;
     memcpy(r->arena + r->arena_len, text, n);
     *off = r->arena_len;
     r->arena_len += n;

@@ -16,6 +16,7 @@
 #include "gguf/gguf_internal.h"
 #include "tensor/dtype.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define BIN_MAX_TOKEN   1024
 #define BIN_MAX_NAME    256
@@ -170,13 +171,11 @@ static transcribe_status parse_vocab(tr_ggml_bin *b, cursor *c) {
 }
 
 static bin_tensor *new_tensor(tr_ggml_bin *b) {
-    if (b->n_tensors == b->cap_tensors) {
-        int64_t nc = b->cap_tensors ? b->cap_tensors * 2 : 64;
-        bin_tensor *p = realloc(b->tensors, (size_t)nc * sizeof *p);
-        if (!p) return NULL;
-        b->tensors = p;
-        b->cap_tensors = nc;
-    }
+    size_t cap = (size_t)b->cap_tensors;
+    bin_tensor *p = tr_grow(b->tensors, &cap, (size_t)b->n_tensors + 1, sizeof *p, 64);
+    if (!p) return NULL;
+    b->tensors = p;
+    b->cap_tensors = (int64_t)cap;
     bin_tensor *t = &b->tensors[b->n_tensors++];
     memset(t, 0, sizeof *t);
     return t;

@@ -9,6 +9,7 @@
 #include "gguf/gguf_internal.h"
 #include "gguf/gguf_writer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define WRITER_ALIGN 32
 
@@ -53,13 +54,11 @@ void gguf_writer_free(gguf_writer *w) {
     free(w);
 }
 
+/* Room for item n (0-based). */
 static bool grow(void **arr, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, nc * elem);
+    void *p = tr_grow(*arr, cap, n + 1, elem, 16);
     if (!p) return false;
     *arr = p;
-    *cap = nc;
     return true;
 }
 
@@ -229,17 +228,12 @@ static void emit(sink *s, const void *p, size_t n) {
         s->len += n;
         return;
     }
-    if (s->len + n > s->cap) {
-        size_t nc = s->cap ? s->cap : 4096;
-        while (nc < s->len + n) nc *= 2;
-        uint8_t *b = realloc(s->buf, nc);
-        if (!b) {
-            s->err = true;
-            return;
-        }
-        s->buf = b;
-        s->cap = nc;
+    uint8_t *b = tr_grow(s->buf, &s->cap, s->len + n, 1, 4096);
+    if (!b) {
+        s->err = true;
+        return;
     }
+    s->buf = b;
     memcpy(s->buf + s->len, p, n);
     s->len += n;
 }

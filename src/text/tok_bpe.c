@@ -11,6 +11,7 @@
 
 #include "text/tok_internal.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 /* GPT-2 bytes-to-unicode: printable Latin-1 maps to itself, the other 68
  * bytes (0x00-0x20, 0x7F-0xA0, 0xAD) to U+0100.. in increasing byte order. */
@@ -152,16 +153,12 @@ static bool ent_less(const pair_ent *a, const pair_ent *b) {
 }
 
 static void heap_push(bpe_ws *w, pair_ent e) {
-    if (w->hn == w->hcap) {
-        size_t cap = w->hcap ? w->hcap * 2 : 128;
-        pair_ent *h = realloc(w->heap, cap * sizeof(*h));
-        if (!h) {
-            w->oom = true;
-            return;
-        }
-        w->heap = h;
-        w->hcap = cap;
+    pair_ent *h = tr_grow(w->heap, &w->hcap, w->hn + 1, sizeof(*h), 128);
+    if (!h) {
+        w->oom = true;
+        return;
     }
+    w->heap = h;
     size_t i = w->hn++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;

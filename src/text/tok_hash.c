@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "text/tok_internal.h"
+#include "util/vec.h"
 
 uint64_t tr_tok_hash_bytes(const void *p, size_t n) {
     const unsigned char *s = p;
@@ -153,14 +154,9 @@ int32_t tr_piecemap_add(tr_piecemap *m, const char *key, size_t n) {
         if (!off || !len || !hash) return -1;
         m->cap = cap;
     }
-    if (m->arena_len + n + 1 > m->arena_cap) {
-        size_t cap = m->arena_cap * 2;
-        while (cap < m->arena_len + n + 1) cap *= 2;
-        char *a = realloc(m->arena, cap);
-        if (!a) return -1;
-        m->arena = a;
-        m->arena_cap = cap;
-    }
+    char *a = tr_grow(m->arena, &m->arena_cap, m->arena_len + n + 1, 1, 256);
+    if (!a) return -1;
+    m->arena = a;
     if ((size_t)(m->n + 1) * 2 > m->mask + 1) {
         size_t cap = (m->mask + 1) * 2;
         uint32_t *slots = calloc(cap, sizeof(*slots));
@@ -219,13 +215,10 @@ bool tr_trie_insert(tr_trie *t, const char *s, size_t n, int32_t value) {
     for (size_t i = 0; i < n; i++) {
         int32_t next = tr_trie_step(t, node, (unsigned char)s[i]);
         if (next < 0) {
-            if (t->n_nodes == t->cap) {
-                if (t->cap > INT32_MAX / 2) return false;
-                int32_t *v = realloc(t->value, (size_t)t->cap * 2 * sizeof(*v));
-                if (!v) return false;
-                t->value = v;
-                t->cap *= 2;
-            }
+            if (t->n_nodes == INT32_MAX) return false;
+            int32_t *v = tr_grow_int(t->value, &t->cap, t->n_nodes + 1, sizeof(*v), 64);
+            if (!v) return false;
+            t->value = v;
             next = t->n_nodes++;
             t->value[next] = -1;
             uint64_t key = ((uint64_t)(uint32_t)node << 8) | (unsigned char)s[i];

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "text/tok_internal.h"
+#include "util/vec.h"
 
 #define SPM_SPACE "\xE2\x96\x81"
 
@@ -88,13 +89,9 @@ typedef struct {
 } segs;
 
 static bool segs_push(segs *s, size_t start, size_t len, int32_t id) {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        seg *v = realloc(s->v, cap * sizeof(*v));
-        if (!v) return false;
-        s->v = v;
-        s->cap = cap;
-    }
+    seg *v = tr_grow(s->v, &s->cap, s->n + 1, sizeof(*v), 64);
+    if (!v) return false;
+    s->v = v;
     s->v[s->n++] = (seg){start, len, id};
     return true;
 }
@@ -131,16 +128,12 @@ static bool pair_before(const spm_pair *a, const spm_pair *b) {
 }
 
 static void sheap_push(spm_heap *h, spm_pair e) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 128;
-        spm_pair *v = realloc(h->v, cap * sizeof(*v));
-        if (!v) {
-            h->oom = true;
-            return;
-        }
-        h->v = v;
-        h->cap = cap;
+    spm_pair *v = tr_grow(h->v, &h->cap, h->n + 1, sizeof(*v), 128);
+    if (!v) {
+        h->oom = true;
+        return;
     }
+    h->v = v;
     size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;

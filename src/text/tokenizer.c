@@ -8,19 +8,16 @@
 
 #include "text/tok_internal.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 void tr_ids_push(tr_ids *o, int32_t id) {
     if (o->oom) return;
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 256;
-        int32_t *v = realloc(o->v, cap * sizeof(*v));
-        if (!v) {
-            o->oom = true;
-            return;
-        }
-        o->v = v;
-        o->cap = cap;
+    int32_t *v = tr_grow(o->v, &o->cap, o->n + 1, sizeof(*v), 256);
+    if (!v) {
+        o->oom = true;
+        return;
     }
+    o->v = v;
     o->v[o->n++] = id;
 }
 

@@ -10,6 +10,7 @@
 #include "models/canary/canary.h"
 #include "text/tokenizer.h"
 #include "audio/audio.h"
+#include "util/argmax.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -20,13 +21,6 @@ transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run
     }
     cn_prompt pr;
     return cn_build_prompt(m, p, &pr);
-}
-
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i; /* ties → first index */
-    return best;
 }
 
 typedef struct abort_ctx {
@@ -72,7 +66,7 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
         TR_ERROR("canary: the %d-token prompt does not fit the decoder", pr->n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    int tok = argmax(s->logits, V);
+    int tok = tr_argmax(s->logits, V);
     if (tok != eos) out[(*n_out)++] = tok;
     int n_past = pr->n;
     for (int step = 1; step < max_tokens && tok != eos; step++) {
@@ -84,7 +78,7 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
             return TRANSCRIBE_ERR_INVALID_ARG;
         }
         n_past++;
-        tok = argmax(s->logits, V);
+        tok = tr_argmax(s->logits, V);
         if (tok != eos) out[(*n_out)++] = tok;
     }
     if (tok != eos) {

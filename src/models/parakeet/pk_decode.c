@@ -9,16 +9,14 @@
 #include "models/parakeet/pk_decode.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
+#include "util/argmax.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 bool pk_toks_push(pk_toks *t, pk_tok k) {
-    if (t->n == t->cap) {
-        int nc = t->cap ? t->cap * 2 : 256;
-        pk_tok *nv = realloc(t->v, (size_t)nc * sizeof *nv);
-        if (!nv) return false;
-        t->v = nv;
-        t->cap = nc;
-    }
+    pk_tok *nv = tr_grow_int(t->v, &t->cap, t->n + 1, sizeof *nv, 256);
+    if (!nv) return false;
+    t->v = nv;
     t->v[t->n++] = k;
     return true;
 }
@@ -118,11 +116,9 @@ size_t pk_dec_work_bytes(const pk_dec_work *w) {
 }
 
 static bool frames_reserve(pk_dec_work *w, size_t n) {
-    if (n <= w->frames_cap) return true;
-    float *p = realloc(w->frames, n * sizeof(float));
+    float *p = tr_grow(w->frames, &w->frames_cap, n, sizeof(float), 0);
     if (!p) return false;
     w->frames = p;
-    w->frames_cap = n;
     return true;
 }
 
@@ -184,16 +180,9 @@ static inline float sigm(float x) {
     return 1.0f / (1.0f + expf(-x));
 }
 
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i; /* ties keep the lowest index */
-    return best;
-}
-
 float pk_confidence(const float *l, int n) {
     if (n < 2) return 1.0f;
-    float mx = l[argmax(l, n)];
+    float mx = l[tr_argmax(l, n)];
     double z = 0.0;
     for (int i = 0; i < n; i++) z += exp((double)l[i] - mx);
     double H = 0.0;
@@ -284,9 +273,9 @@ static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_d
             joint(h, pool, w, t);
             logits_t = t;
         }
-        int k = argmax(w->logits, h->n_vocab);
+        int k = tr_argmax(w->logits, h->n_vocab);
         int d = 1;
-        if (tdt) d = h->durations[argmax(w->logits + h->n_vocab, h->n_dur)];
+        if (tdt) d = h->durations[tr_argmax(w->logits + h->n_vocab, h->n_dur)];
         if (k != blank) {
             pk_tok tk = {k, t, d, pk_confidence(w->logits, h->n_vocab)};
             if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
@@ -320,7 +309,7 @@ static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int T, pk_
     for (int t = 0; t < T; t++) {
         float *lp = w->frames + (size_t)t * V1;
         tr_log_softmax(lp, V1);
-        int a = argmax(lp, V1);
+        int a = tr_argmax(lp, V1);
         if (a == prev) continue;
         prev = a;
         if (a == blank) continue;

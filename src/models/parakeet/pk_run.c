@@ -9,6 +9,7 @@
 #include "audio/audio.h"
 #include "util/log.h"
 #include "util/timer.h"
+#include "util/vec.h"
 
 void pk_window_cfg_default(pk_window_cfg *w) {
     /* in 80 ms encoder frames: 102.4 s windows every 76.8 s, so 25.6 s of
@@ -57,12 +58,11 @@ size_t pk_session_bytes(const pk_session *s) {
            pk_dec_work_bytes(&s->dec);
 }
 
+/* Exact-size growth: these buffers are sized once per input length. */
 static bool grow(float **p, size_t *cap, size_t n) {
-    if (n <= *cap) return true;
-    float *q = realloc(*p, n * sizeof(float));
-    if (!q) return false;
+    float *q = n ? tr_grow(*p, cap, n, sizeof(float), 0) : *p;
+    if (n && !q) return false;
     *p = q;
-    *cap = n;
     return true;
 }
 

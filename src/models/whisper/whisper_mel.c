@@ -10,6 +10,7 @@
 
 #include "models/whisper/whisper.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define WH_CHUNK_FRAMES 3000
 
@@ -40,12 +41,9 @@ static transcribe_status slice_mel(wh_mel_stream *ms, int a, int N, double g, fl
     const tr_mel_config *base = &ms->m->mel;
     const int hop = base->hop_length, nfft = base->n_fft;
     size_t len = (size_t)hop * (size_t)N + (size_t)nfft;
-    if (len > ms->buf_cap) {
-        float *nb = realloc(ms->buf, len * sizeof(float));
-        if (!nb) return TRANSCRIBE_ERR_OOM;
-        ms->buf = nb;
-        ms->buf_cap = len;
-    }
+    float *nb = tr_grow(ms->buf, &ms->buf_cap, len, sizeof(float), 0);
+    if (!nb) return TRANSCRIBE_ERR_OOM;
+    ms->buf = nb;
     int64_t s0 = (int64_t)hop * a;
     for (size_t i = 0; i < len; i++) ms->buf[i] = padded(ms, s0 + (int64_t)i);
     tr_mel_config c = *base;

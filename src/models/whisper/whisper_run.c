@@ -16,6 +16,7 @@
 #include "util/log.h"
 #include "util/strbuf.h"
 #include "util/timer.h"
+#include "util/vec.h"
 
 #define WH_MAX_GEN    256
 #define WH_TEXT_BOUND 50257 /* §2.3: text ids are < 50257 (hard-coded bound) */
@@ -31,20 +32,17 @@ typedef struct ivec {
 static void iv_push(ivec *a, int32_t x, float p) {
     if (a->oom) return;
     if (a->n == a->cap) {
-        int nc = a->cap ? a->cap * 2 : 256;
-        int32_t *nv = realloc(a->v, (size_t)nc * sizeof *nv);
-        if (!nv) {
-            a->oom = true;
-            return;
-        }
-        a->v = nv;
-        float *np = realloc(a->p, (size_t)nc * sizeof *np);
+        /* both arrays share one capacity: grow p to the capacity v got */
+        int vcap = a->cap, pcap = a->cap;
+        int32_t *nv = tr_grow_int(a->v, &vcap, a->n + 1, sizeof *nv, 256);
+        if (nv) a->v = nv;
+        float *np = nv ? tr_grow_int(a->p, &pcap, vcap, sizeof *np, 0) : NULL;
         if (!np) {
             a->oom = true;
             return;
         }
         a->p = np;
-        a->cap = nc;
+        a->cap = vcap;
     }
     a->v[a->n] = x;
     a->p[a->n] = p;
@@ -457,13 +455,9 @@ static transcribe_status resolve_language(wh_runstate *r) {
 }
 
 static void add_trace(wh_session *s, const wh_trace *t) {
-    if (s->n_traces == s->cap_traces) {
-        int nc = s->cap_traces ? s->cap_traces * 2 : 16;
-        wh_trace *nt = realloc(s->traces, (size_t)nc * sizeof *nt);
-        if (!nt) return;
-        s->traces = nt;
-        s->cap_traces = nc;
-    }
+    wh_trace *nt = tr_grow_int(s->traces, &s->cap_traces, s->n_traces + 1, sizeof *nt, 16);
+    if (!nt) return;
+    s->traces = nt;
     s->traces[s->n_traces++] = *t;
 }
 
