@@ -69,7 +69,7 @@ static transcribe_status get_segment(const tr_result *r, int j, struct transcrib
     struct transcribe_segment row = {0};
     row.struct_size = sizeof row;
     fill_segment(r, j, &row);
-    tr_api_copy_out(out, &row, sizeof row);
+    tr_copy_out(out, &row, sizeof row);
     return TRANSCRIBE_OK;
 }
 
@@ -80,7 +80,7 @@ static transcribe_status get_word(const tr_result *r, int j, struct transcribe_w
     struct transcribe_word row = {0};
     row.struct_size = sizeof row;
     fill_word(r, j, &row);
-    tr_api_copy_out(out, &row, sizeof row);
+    tr_copy_out(out, &row, sizeof row);
     return TRANSCRIBE_OK;
 }
 
@@ -91,7 +91,7 @@ static transcribe_status get_token(const tr_result *r, int j, struct transcribe_
     struct transcribe_token row = {0};
     row.struct_size = sizeof row;
     fill_token(r, j, &row);
-    tr_api_copy_out(out, &row, sizeof row);
+    tr_copy_out(out, &row, sizeof row);
     return TRANSCRIBE_OK;
 }
 
@@ -102,7 +102,7 @@ static transcribe_status get_speaker(struct transcribe_speaker_segment *out, con
     if (st != TRANSCRIBE_OK) return st;
     struct transcribe_speaker_segment row = {0};
     row.struct_size = sizeof row;
-    tr_api_copy_out(out, &row, sizeof row);
+    tr_copy_out(out, &row, sizeof row);
     return TRANSCRIBE_OK;
 }
 
@@ -267,6 +267,6 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
     }
     struct transcribe_timings t = {sizeof t, session->model->load_ms, r->mel_ms, r->encode_ms,
                                    r->decode_ms};
-    tr_api_copy_out(out, &t, sizeof t);
+    tr_copy_out(out, &t, sizeof t);
     return TRANSCRIBE_OK;
 }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/abi.h"
 #include "core/family.h"
 #include "core/result.h"
 #include "tensor/pool.h"
@@ -58,9 +59,9 @@ typedef struct tr_stream_state {
 } tr_stream_state;
 
 struct transcribe_session {
+    tr_session_head head; /* first: family and family session (core/family.h) */
     struct transcribe_model *model;
     bool owns_model; /* created by transcribe_open */
-    void *fsession;  /* family session */
     tr_pool *pool;
     tr_session_cfg cfg;
     transcribe_abort_callback abort_cb;
@@ -86,10 +87,6 @@ struct transcribe_session {
 #define TR_MIN_SESSION_LIMITS  32u
 #define TR_MIN_DEVICE_INFO     32u
 #define TR_MIN_SPEAKER_SEGMENT 32u
-
-/* Copies a library-built output struct into the caller's buffer:
- * min(caller size, library size) bytes, caller's struct_size preserved. */
-void tr_api_copy_out(void *dst, const void *src, size_t lib_size);
 
 /* Ensures results[0..n) exist (empty); false on OOM. */
 bool tr_session_reserve_results(struct transcribe_session *s, int n);

@@ -70,7 +70,7 @@ TRANSCRIBE_API transcribe_status transcribe_device_get_info(transcribe_device_t 
     if (pages > 0 && page > 0) info.memory_total = (uint64_t)pages * (uint64_t)page;
     if (avail > 0 && page > 0) info.memory_free = (uint64_t)avail * (uint64_t)page;
     info.device_type = device->type;
-    tr_api_copy_out(out, &info, sizeof info);
+    tr_copy_out(out, &info, sizeof info);
     return TRANSCRIBE_OK;
 }
 

@@ -1,7 +1,7 @@
 /* Model loading and model-level queries (c-api.md §7.2, §8). The format is
  * recognised from the first four bytes (gguf-common.md §1); GGUF files are
- * dispatched on general.architecture, legacy whisper.cpp .bin files go to
- * the whisper family as a read-only mapping. */
+ * dispatched on general.architecture, any other format goes, as a read-only
+ * mapping, to the family whose probe_file claims it (e.g. legacy .bin). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,8 +18,7 @@
 #include "util/log.h"
 #include "util/timer.h"
 
-#define MAGIC_GGUF   0x46554747u /* "GGUF" */
-#define MAGIC_LEGACY 0x67676D6Cu /* "lmgg" on disk */
+#define MAGIC_GGUF 0x46554747u /* "GGUF" */
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -162,19 +161,17 @@ static transcribe_status open_gguf(struct transcribe_model *m, const char *path)
     return st;
 }
 
-static transcribe_status open_legacy(struct transcribe_model *m, const char *path) {
+/* A non-GGUF file a family's probe claimed: mapped read-only for it. */
+static transcribe_status open_claimed(struct transcribe_model *m, const tr_family *fam,
+                                      const char *path) {
     transcribe_status st = map_file(path, &m->bin_map, &m->bin_size);
     if (st != TRANSCRIBE_OK) {
         m->bin_map = NULL;
         return st;
     }
-    m->arch = dup_str("whisper");
+    m->arch = dup_str(fam->arch);
     if (!m->arch) return TRANSCRIBE_ERR_OOM;
-    m->family = tr_family_find("whisper");
-    if (!m->family) {
-        TR_ERROR("model load: legacy whisper.cpp file but no whisper family in this build");
-        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
-    }
+    m->family = fam;
     return TRANSCRIBE_OK;
 }
 
@@ -205,9 +202,13 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
     uint32_t magic = 0;
     transcribe_status st = read_magic(path, &magic);
     if (st != TRANSCRIBE_OK) return st;
-    if (magic != MAGIC_GGUF && magic != MAGIC_LEGACY) {
-        TR_ERROR("model load: '%s' is neither GGUF nor a whisper.cpp model (magic 0x%08x)", path,
-                 (unsigned)magic);
+    const unsigned char head[4] = {(unsigned char)magic, (unsigned char)(magic >> 8),
+                                   (unsigned char)(magic >> 16), (unsigned char)(magic >> 24)};
+    const tr_family *claimed = magic == MAGIC_GGUF ? NULL : tr_family_for_file(head, sizeof head);
+    if (magic != MAGIC_GGUF && !claimed) {
+        TR_ERROR("model load: '%s' is neither GGUF nor a format a model family reads (magic "
+                 "0x%08x)",
+                 path, (unsigned)magic);
         return TRANSCRIBE_ERR_GGUF;
     }
     struct transcribe_model *m = calloc(1, sizeof *m);
@@ -215,7 +216,7 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
         TR_ERROR("model load: out of memory");
         return TRANSCRIBE_ERR_OOM;
     }
-    st = magic == MAGIC_GGUF ? open_gguf(m, path) : open_legacy(m, path);
+    st = claimed ? open_claimed(m, claimed, path) : open_gguf(m, path);
     if (st == TRANSCRIBE_OK) st = tr_api_check_backend(lp.backend, lp.device);
     if (st == TRANSCRIBE_OK) {
         tr_load_ctx lc = {
@@ -260,7 +261,7 @@ TRANSCRIBE_API transcribe_status transcribe_model_get_capabilities(
     }
     struct transcribe_capabilities c = model->desc.caps;
     c.struct_size = sizeof c;
-    tr_api_copy_out(out_caps, &c, sizeof c);
+    tr_copy_out(out_caps, &c, sizeof c);
     return TRANSCRIBE_OK;
 }
 

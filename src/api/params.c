@@ -19,15 +19,6 @@
         (p)->ext.kind = (k);                                                                       \
     } while (0)
 
-void tr_api_copy_out(void *dst, const void *src, size_t lib_size) {
-    uint64_t caller;
-    memcpy(&caller, dst, sizeof caller);
-    size_t n = caller < lib_size ? (size_t)caller : lib_size;
-    if (n > sizeof caller) {
-        memcpy((char *)dst + sizeof caller, (const char *)src + sizeof caller, n - sizeof caller);
-    }
-}
-
 TRANSCRIBE_API void transcribe_model_load_params_init(struct transcribe_model_load_params *p) {
     if (!p) return;
     STAMP(p);

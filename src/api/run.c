@@ -206,7 +206,7 @@ TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *sessi
      * (same thread, between decode steps), e.g. to show progress. */
     session->n_results = 1;
     tr_pool_take_failures(session->pool); /* nothing stale from an earlier call */
-    st = fam->run(session->fsession, pcm, n_samples, &ctx);
+    st = fam->run(session->head.fsession, pcm, n_samples, &ctx);
     st = finish_result(r, tr_session_kernel_status(session, st, "transcribe_run"));
     session->mel_ms = r->mel_ms;
     session->encode_ms = r->encode_ms;
@@ -258,7 +258,7 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
         tr_run_ctx ctx;
         init_ctx(s, &ctx, p, r);
         tr_pool_take_failures(s->pool);
-        transcribe_status st = fam->run(s->fsession, pcm[i], n_samples[i], &ctx);
+        transcribe_status st = fam->run(s->head.fsession, pcm[i], n_samples[i], &ctx);
         st = finish_result(r, tr_session_kernel_status(s, st, "transcribe_run_batch"));
         float mel = r->mel_ms, enc = r->encode_ms, dec = r->decode_ms;
         if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_BACKEND) {
@@ -322,7 +322,7 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session 
         }
         for (int i = 0; i < n; i++) init_ctx(session, &ctxs[i], &p, &session->results[i]);
         tr_pool_take_failures(session->pool);
-        st = fam->run_batch(session->fsession, pcm, n_samples, n, ctxs);
+        st = fam->run_batch(session->head.fsession, pcm, n_samples, n, ctxs);
         st = tr_session_kernel_status(session, st, "transcribe_run_batch");
         for (int i = 0; i < n; i++) {
             tr_result *r = &session->results[i];

@@ -34,7 +34,8 @@ const tr_result *tr_session_batch_result(const struct transcribe_session *s, int
 static void session_destroy(struct transcribe_session *s) {
     if (!s) return;
     tr_stream_free(s);
-    if (s->fsession && s->model->family->session_free) s->model->family->session_free(s->fsession);
+    if (s->head.fsession && s->model->family->session_free)
+        s->model->family->session_free(s->head.fsession);
     for (int i = 0; i < s->cap_results; i++) tr_result_free(&s->results[i]);
     free(s->results);
     tr_pool_free(s->pool);
@@ -106,9 +107,10 @@ TRANSCRIBE_API transcribe_status transcribe_session_init(
         session_destroy(s);
         return TRANSCRIBE_ERR_OOM;
     }
-    transcribe_status st = model->family->session_init(model->fmodel, &s->cfg, &s->fsession);
+    s->head.family = model->family;
+    transcribe_status st = model->family->session_init(model->fmodel, &s->cfg, &s->head.fsession);
     if (st != TRANSCRIBE_OK) {
-        s->fsession = NULL;
+        s->head.fsession = NULL;
         TR_ERROR("transcribe_session_init: %s session failed: %s", model->arch,
                  transcribe_status_string(st));
         session_destroy(s);
@@ -185,12 +187,12 @@ TRANSCRIBE_API transcribe_status transcribe_session_get_limits(
     struct transcribe_session_limits l = {0};
     l.struct_size = sizeof l;
     if (session->model->family->get_limits) {
-        session->model->family->get_limits(session->fsession, &l);
+        session->model->family->get_limits(session->head.fsession, &l);
         l.struct_size = sizeof l;
     } else {
         l.effective_max_audio_ms = session->model->desc.caps.max_audio_ms;
     }
-    tr_api_copy_out(out, &l, sizeof l);
+    tr_copy_out(out, &l, sizeof l);
     return TRANSCRIBE_OK;
 }
 
@@ -209,7 +211,7 @@ TRANSCRIBE_API transcribe_status transcribe_get_timings(const struct transcribe_
     }
     struct transcribe_timings t = {sizeof t, session->model->load_ms, session->mel_ms,
                                    session->encode_ms, session->decode_ms};
-    tr_api_copy_out(out_timings, &t, sizeof t);
+    tr_copy_out(out_timings, &t, sizeof t);
     return TRANSCRIBE_OK;
 }
 

@@ -269,7 +269,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_begin(
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = m->family->stream_begin(session->fsession, &ctx);
+    st = m->family->stream_begin(session->head.fsession, &ctx);
     st = tr_session_kernel_status(session, st, where);
     if (st != TRANSCRIBE_OK) {
         ss->state = TRANSCRIBE_STREAM_FAILED;
@@ -354,7 +354,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_sessio
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = session->model->family->stream_feed(session->fsession, pcm, n_samples, &ctx);
+    st = session->model->family->stream_feed(session->head.fsession, pcm, n_samples, &ctx);
     st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, false, where);
     free(before);
@@ -384,7 +384,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = session->model->family->stream_finalize(session->fsession, &ctx);
+    st = session->model->family->stream_finalize(session->head.fsession, &ctx);
     st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, true, where);
     free(before);
@@ -394,7 +394,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
 TRANSCRIBE_API void transcribe_stream_reset(struct transcribe_session *session) {
     if (!session) return;
     if (session->model->family->stream_reset)
-        session->model->family->stream_reset(session->fsession);
+        session->model->family->stream_reset(session->head.fsession);
     bool truncated = session->truncated; /* reset does not clear was_truncated */
     tr_session_clear_results(session);
     session->truncated = truncated;
@@ -437,7 +437,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_get_text(
             t.tentative_text = t.full_text + t.full_text_bytes;
         }
     }
-    tr_api_copy_out(out, &t, sizeof t);
+    tr_copy_out(out, &t, sizeof t);
     return TRANSCRIBE_OK;
 }
 

@@ -1,8 +1,11 @@
 /* The interface between the public API (dispatcher, sessions, results) and a
  * model family. A family is one folder under src/models/ that exports one
- * `const tr_family` and is listed once in families.c. The dispatcher does all
- * public argument validation (c-api.md §10.1 steps 1–9) before calling in,
- * so families see validated, defaults-filled parameters. */
+ * `const tr_family` and is listed once in src/models/registry.c. The
+ * dispatcher does all public argument validation (c-api.md §10.1 steps 1–9)
+ * before calling in, so families see validated, defaults-filled parameters.
+ * Nothing here names a family: family-specific formats and public entry
+ * points reach the generic layers through the probe_file and ext_query hooks
+ * and the session head below. */
 #ifndef TR_CORE_FAMILY_H
 #define TR_CORE_FAMILY_H
 
@@ -16,13 +19,13 @@
 
 struct gguf_file;
 struct tr_tokenizer;
-struct transcribe_whisper_chunk_trace;
+struct transcribe_session;
 
 /* What the loader hands a family. Exactly one of gguf / bin is set. */
 typedef struct tr_load_ctx {
     const char *path;
     const struct gguf_file *gguf; /* owned by the model object; outlives the family model */
-    const void *bin_data;         /* legacy whisper.cpp .bin, mapped read-only */
+    const void *bin_data; /* a non-GGUF file the family's probe_file claimed, mapped read-only */
     size_t bin_size;
 } tr_load_ctx;
 
@@ -100,9 +103,16 @@ typedef struct tr_family {
      * status (c-api.md §11). NULL = the dispatcher calls run() per utterance. */
     transcribe_status (*run_batch)(void *session, const float *const *pcm, const int *n_samples,
                                    int n, tr_run_ctx *ctxs);
-    /* Whisper window telemetry of the latest successful run. */
-    int (*chunk_trace_count)(void *session);
-    bool (*chunk_trace_get)(void *session, int i, struct transcribe_whisper_chunk_trace *out);
+    /* Family-extension queries behind a family's own public entry points
+     * (include/transcribe/<family>.h, implemented in the family folder):
+     * `what` is a TR_EXT_QUERY code the family defines, `index` and `out`
+     * are what that code says. Returns the count for counting queries, 1 / 0
+     * (found / not) for lookups, and -1 for a code the family does not know. */
+    int (*ext_query)(void *session, uint32_t what, int index, void *out);
+    /* Claims a non-GGUF file format: `head` is the file's first n bytes
+     * (n >= 4). The claiming family's load() gets the mapped file as
+     * tr_load_ctx.bin_data; general.architecture is the family's arch. */
+    bool (*probe_file)(const void *head, size_t n);
     /* Streaming (all of begin/feed/finalize, or none; needs caps.supports_streaming). */
     transcribe_status (*validate_stream)(void *model, const struct transcribe_ext *ext);
     transcribe_status (*stream_begin)(void *session, tr_stream_ctx *ctx);
@@ -112,8 +122,28 @@ typedef struct tr_family {
     void (*stream_reset)(void *session);
 } tr_family;
 
-/* Registry (families.c). NULL when no family has that architecture. */
+/* Family-owned query codes: a two-letter family tag and a number, so codes
+ * of different families never collide. */
+#define TR_EXT_QUERY(a, b, n) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | (uint32_t)(n))
+
+/* The head every public session handle starts with (the dispatcher's
+ * struct transcribe_session embeds it first), so a family's own public
+ * entry points reach their family session without calling into src/api. */
+typedef struct tr_session_head {
+    const tr_family *family;
+    void *fsession; /* the family session */
+} tr_session_head;
+
+static inline const tr_session_head *tr_session_head_of(const struct transcribe_session *s) {
+    return (const tr_session_head *)(const void *)s;
+}
+
+/* Registry (src/models/registry.c). NULL when no family has that
+ * architecture. */
 const tr_family *tr_family_find(const char *arch);
+/* The family whose probe_file claims a file starting with head[0..n), or
+ * NULL. */
+const tr_family *tr_family_for_file(const void *head, size_t n);
 /* true if the architecture is known to the project but has no loader yet
  * (→ TRANSCRIBE_ERR_NOT_IMPLEMENTED rather than UNSUPPORTED_ARCH). */
 bool tr_family_is_known_arch(const char *arch);

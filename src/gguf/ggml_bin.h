@@ -4,7 +4,9 @@
  * in place: they are copied once into a 64-byte-aligned arena owned by the
  * tr_ggml_bin (whisper.cpp also reads them into memory). Tensors are exposed
  * under their canonical GGUF names (§11.4), conv biases collapsed to 1-D, so
- * the Whisper family can run the same code for both formats. Two front-end
+ * the family that reads these files runs the same code for both formats
+ * (what the header implies about the model — special ids, languages — is
+ * that family's business). Two front-end
  * tensors that do not exist in the file are synthesised, as a GGUF Whisper
  * file would carry them: `frontend.mel_filterbank` (F32, ne [n_freq, n_mel],
  * from the header) and `frontend.window` (F32 [400], periodic Hann).
@@ -68,22 +70,5 @@ const char *tr_ggml_bin_legacy_name(const tr_ggml_bin *b, int64_t i);
  * and returns true, or returns false for a name the table does not map.
  * Block indices must be plain decimal (no sign, no leading zeros). */
 bool tr_ggml_bin_canonical_name(const char *legacy, char *out, size_t cap);
-
-/* ---- §11.3 derived Whisper properties ---- */
-typedef struct tr_whisper_bin_info {
-    bool multilingual;
-    int num_languages; /* 99 / 100 multilingual, 1 (en) English-only */
-    int32_t eot, sot, translate, transcribe, startoflm, startofprev, nospeech, notimestamps;
-    int32_t timestamp_begin;
-    const char *variant; /* "tiny.en", "large-v3-turbo", ...; "whisper" if unknown */
-} tr_whisper_bin_info;
-
-void tr_whisper_bin_info_from(const tr_ggml_bin_hparams *hp, tr_whisper_bin_info *out);
-/* Language code i (0-based, whisper.cpp order: "en", "zh", ...), NULL past
- * the 100-entry table. Language i is token sot + 1 + i. */
-const char *tr_whisper_bin_language(int i);
-/* The non-speech part of the synthesised suppress list (§11.3); the caller
- * appends sot, translate, transcribe, startoflm, startofprev, nospeech. */
-const int32_t *tr_whisper_bin_nonspeech(bool multilingual, int *n);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gguf/ggml_bin.h"
+#include "models/whisper/whisper_bin_info.h"
 #include "util/log.h"
 
 static void quiet(transcribe_log_level level, const char *msg, void *user) {

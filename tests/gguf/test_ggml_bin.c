@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gguf/ggml_bin.h"
+#include "models/whisper/whisper_bin_info.h"
 #include "gguf/gguf.h"
 #include "gguf_build.h"
 #include "tensor/dtype.h"

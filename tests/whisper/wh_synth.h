@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gguf/ggml_bin.h"
+#include "models/whisper/whisper_bin_info.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"

@@ -5,6 +5,7 @@
 
 #include "inspect.h"
 #include "inspect_model.h"
+#include "models/whisper/whisper_bin_info.h"
 #include "tensor/dtype.h"
 
 #define ARRAY_SHOWN 8  /* elements printed per array */

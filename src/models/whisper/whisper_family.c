@@ -1,6 +1,7 @@
 /* The Whisper family vtable (src/core/family.h). */
 #include <string.h>
 
+#include "gguf/ggml_bin.h"
 #include "models/whisper/whisper.h"
 
 static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
@@ -45,14 +46,8 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     out->max_kv_bytes = 0;
 }
 
-static int fam_trace_count(void *session) {
-    const wh_session *s = session;
-    return s ? s->n_traces : 0;
-}
-
-static bool fam_trace_get(void *session, int i, struct transcribe_whisper_chunk_trace *out) {
-    const wh_session *s = session;
-    if (!s || i < 0 || i >= s->n_traces) return false;
+static bool trace_get(const wh_session *s, int i, struct transcribe_whisper_chunk_trace *out) {
+    if (!s || !out || i < 0 || i >= s->n_traces) return false;
     const wh_trace *t = &s->traces[i];
     out->t0_ms = t->t0_ms;
     out->t1_ms = t->t1_ms;
@@ -65,6 +60,23 @@ static bool fam_trace_get(void *session, int i, struct transcribe_whisper_chunk_
     return true;
 }
 
+static int fam_ext_query(void *session, uint32_t what, int index, void *out) {
+    const wh_session *s = session;
+    switch (what) {
+    case WH_QUERY_CHUNK_COUNT:
+        return s ? s->n_traces : 0;
+    case WH_QUERY_CHUNK_TRACE:
+        return trace_get(s, index, out) ? 1 : 0;
+    default:
+        return -1;
+    }
+}
+
+/* Legacy whisper.cpp .bin files (gguf-common.md §11) are Whisper's. */
+static bool fam_probe_file(const void *head, size_t n) {
+    return tr_ggml_bin_sniff(head, n);
+}
+
 const tr_family tr_family_whisper = {
     .arch = "whisper",
     .load = fam_load,
@@ -75,6 +87,6 @@ const tr_family tr_family_whisper = {
     .run = fam_run,
     .accepts_ext_kind = fam_accepts_ext_kind,
     .get_limits = fam_get_limits,
-    .chunk_trace_count = fam_trace_count,
-    .chunk_trace_get = fam_trace_get,
+    .ext_query = fam_ext_query,
+    .probe_file = fam_probe_file,
 };

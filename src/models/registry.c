@@ -1,4 +1,6 @@
-/* The family registry: one line per implemented family. */
+/* The family registry: one line per implemented family. The only file
+ * outside a family folder that names families; the dispatcher finds them
+ * through core/family.h. */
 #include <string.h>
 
 #include "core/family.h"
@@ -37,4 +39,12 @@ bool tr_family_is_known_arch(const char *arch) {
         if (strcmp(k_known_archs[i], arch) == 0) return true;
     }
     return false;
+}
+
+const tr_family *tr_family_for_file(const void *head, size_t n) {
+    if (!head || n < 4) return NULL;
+    for (size_t i = 0; i < sizeof k_families / sizeof k_families[0]; i++) {
+        if (k_families[i]->probe_file && k_families[i]->probe_file(head, n)) return k_families[i];
+    }
+    return NULL;
 }

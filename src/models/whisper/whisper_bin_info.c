@@ -1,7 +1,7 @@
 /* Whisper properties a legacy .bin file implies but does not store
  * (gguf-common.md §11.3): special token ids, languages, variant name and
  * the non-speech suppression list. */
-#include "gguf/ggml_bin.h"
+#include "models/whisper/whisper_bin_info.h"
 
 static const char *const k_languages[] = {
     "en", "zh", "de", "es",  "ru", "ko", "fr", "ja", "pt", "tr",  "pl", "ca", "nl", "ar", "sv",

@@ -1,14 +1,24 @@
-/* Whisper chunk-trace accessors (include/transcribe/whisper.h). The data
- * lives in the whisper family session; other families report none. */
+/* Whisper's own public entry points (include/transcribe/whisper.h): chunk
+ * traces of the latest run, asked of the session's family through the
+ * ext_query hook (core/family.h), so a session of a family that keeps no
+ * traces reports none. */
 #include <string.h>
 
-#include "api/api_internal.h"
+#include "core/abi.h"
+#include "core/family.h"
+#include "models/whisper/whisper.h"
 #include "transcribe/whisper.h"
 #include "util/log.h"
 
+static int query(const struct transcribe_session *session, uint32_t what, int i, void *out) {
+    if (!session) return -1;
+    const tr_session_head *h = tr_session_head_of(session);
+    if (!h->family || !h->family->ext_query) return -1;
+    return h->family->ext_query(h->fsession, what, i, out);
+}
+
 TRANSCRIBE_API int transcribe_get_whisper_chunk_count(const struct transcribe_session *session) {
-    if (!session || !session->model->family->chunk_trace_count) return 0;
-    int n = session->model->family->chunk_trace_count(session->fsession);
+    int n = query(session, WH_QUERY_CHUNK_COUNT, 0, NULL);
     return n > 0 ? n : 0;
 }
 
@@ -26,13 +36,10 @@ transcribe_get_whisper_chunk_trace(const struct transcribe_session *session, int
     }
     struct transcribe_whisper_chunk_trace t = {0};
     t.struct_size = sizeof t;
-    if (session && session->model->family->chunk_trace_get && i >= 0 &&
-        i < transcribe_get_whisper_chunk_count(session)) {
-        if (!session->model->family->chunk_trace_get(session->fsession, i, &t)) {
-            memset(&t, 0, sizeof t);
-        }
+    if (i >= 0 && i < transcribe_get_whisper_chunk_count(session)) {
+        if (query(session, WH_QUERY_CHUNK_TRACE, i, &t) != 1) memset(&t, 0, sizeof t);
         t.struct_size = sizeof t;
     }
-    tr_api_copy_out(out_trace, &t, sizeof t);
+    tr_copy_out(out_trace, &t, sizeof t);
     return TRANSCRIBE_OK;
 }
