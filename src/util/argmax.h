@@ -1,5 +1,5 @@
 /* Index of the largest of n floats (greedy decoding); ties go to the lowest
- * index, and NaNs are never chosen over a number before them. n >= 1. */
+ * index, and a NaN is never chosen unless it is x[0]. n >= 1. */
 #ifndef TR_UTIL_ARGMAX_H
 #define TR_UTIL_ARGMAX_H
 
