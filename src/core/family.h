@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/result.h"
 #include "tensor/pool.h"
@@ -42,6 +43,18 @@ typedef struct tr_model_desc {
     int n_translate_pairs;
     const char *const *translate_pairs;
 } tr_model_desc;
+
+/* Starts a description: zeroes *desc (every capability off, no features)
+ * and sets what every family reports — native rate and languages (borrowed
+ * from the family model). Returns the capabilities for the rest. */
+static inline struct transcribe_capabilities *
+tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char *const *languages) {
+    memset(desc, 0, sizeof *desc);
+    desc->caps.native_sample_rate = sample_rate;
+    desc->caps.n_languages = n_languages;
+    desc->caps.languages = (const char *const *)languages;
+    return &desc->caps;
+}
 
 typedef struct tr_session_cfg {
     int n_threads;              /* resolved (>= 1) */
@@ -121,6 +134,57 @@ typedef struct tr_family {
     transcribe_status (*stream_finalize)(void *session, tr_stream_ctx *ctx);
     void (*stream_reset)(void *session);
 } tr_family;
+
+/* Declares, in a family's header (after its P_model and P_session types),
+ * the functions TR_FAMILY_ADAPTERS(P) wires into the vtable. */
+#define TR_FAMILY_DECLARE(P)                                                                       \
+    transcribe_status P##_model_load(const tr_load_ctx *lc, P##_model **out);                      \
+    void P##_model_free(P##_model *m);                                                             \
+    void P##_model_describe(const P##_model *m, tr_model_desc *desc);                              \
+    transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
+                                         P##_session **out);                                       \
+    void P##_session_free(P##_session *s);                                                         \
+    transcribe_status P##_run(P##_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx)
+
+/* The vtable adapters every family would otherwise write by hand, for a
+ * family whose functions follow one naming (prefix P: types P_model and
+ * P_session; P_model_load(lc, &m), P_model_describe(m, desc),
+ * P_model_free(m), P_session_create(m, cfg, &s), P_session_free(s),
+ * P_run(s, pcm, n, ctx)). Defines static fam_load, fam_free_model,
+ * fam_session_init, fam_session_free and fam_run for the family's
+ * tr_family initializer. */
+#define TR_FAMILY_ADAPTERS(P)                                                                      \
+    static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model,                     \
+                                      tr_model_desc *desc) {                                       \
+        P##_model *m = NULL;                                                                       \
+        transcribe_status st = P##_model_load(lc, &m);                                             \
+        *out_model = m;                                                                            \
+        if (st == TRANSCRIBE_OK) P##_model_describe(m, desc);                                      \
+        return st;                                                                                 \
+    }                                                                                              \
+    static void fam_free_model(void *model) {                                                      \
+        P##_model_free(model);                                                                     \
+    }                                                                                              \
+    static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg,              \
+                                              void **out) {                                        \
+        P##_session *s = NULL;                                                                     \
+        transcribe_status st = P##_session_create(model, cfg, &s);                                 \
+        *out = s;                                                                                  \
+        return st;                                                                                 \
+    }                                                                                              \
+    static void fam_session_free(void *session) {                                                  \
+        P##_session_free(session);                                                                 \
+    }                                                                                              \
+    static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
+                                     tr_run_ctx *ctx) {                                            \
+        return P##_run(session, pcm, n_samples, ctx);                                              \
+    }
+
+/* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:
+ * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .validate_run = ..., ...}. */
+#define TR_FAMILY_ADAPTED_HOOKS                                                                    \
+    .load = fam_load, .free_model = fam_free_model, .session_init = fam_session_init,              \
+    .session_free = fam_session_free, .run = fam_run
 
 /* Family-owned query codes: a two-letter family tag and a number, so codes
  * of different families never collide. */

@@ -3,6 +3,7 @@
  * it already; everything else is reported here in the one format. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf_keys.h"
@@ -156,6 +157,20 @@ transcribe_status tr_gguf_opt_str(const gguf_file *g, const char *key, const cha
     const char *s = def;
     if (gguf_get_str(g, key, &s) < 0) return TRANSCRIBE_ERR_GGUF;
     *out = s;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_gguf_opt_str_copy(const gguf_file *g, const char *key, const char *def,
+                                       char **out) {
+    const char *s = def;
+    transcribe_status st = tr_gguf_opt_str(g, key, def, &s);
+    if (st) return st;
+    if (!s) s = def ? def : "";
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (!d) return TRANSCRIBE_ERR_OOM;
+    memcpy(d, s, n);
+    *out = d;
     return TRANSCRIBE_OK;
 }
 

@@ -62,6 +62,10 @@ transcribe_status tr_gguf_opt_bool(const gguf_file *g, const char *key, bool def
 transcribe_status tr_gguf_req_str(const gguf_file *g, const char *key, const char **out);
 transcribe_status tr_gguf_opt_str(const gguf_file *g, const char *key, const char *def,
                                   const char **out);
+/* Optional string copied into a malloc'ed *out the caller owns (def when
+ * absent; def must not be NULL): TRANSCRIBE_ERR_OOM when the copy fails. */
+transcribe_status tr_gguf_opt_str_copy(const gguf_file *g, const char *key, const char *def,
+                                       char **out);
 /* Required string equal to one of the NULL-terminated `allowed` list. */
 transcribe_status tr_gguf_req_str_in(const gguf_file *g, const char *key,
                                      const char *const *allowed);

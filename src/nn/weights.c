@@ -1,4 +1,5 @@
 /* Table-driven weight loading (weights.h). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -105,4 +106,81 @@ bool tr_nn_load_layers(const tr_nn_wsrc *src, const tr_nn_wspec *specs, size_t n
                                 (char *)base + (size_t)i * stride))
             return false;
     return true;
+}
+
+/* ---- block tables built from a family's part names ---- */
+
+enum { BLK_D, BLK_F };
+#define BLK_MAX 16
+
+typedef struct {
+    tr_nn_wspec spec[BLK_MAX];
+    char name[BLK_MAX][128];
+    size_t n;
+    bool ok;
+} blk_table;
+
+static void blk_add(blk_table *t, const char *prefix, const char *part, const char *sub,
+                    tr_nn_wkind kind, int64_t in, int64_t out, size_t offset) {
+    if (t->n == BLK_MAX) {
+        t->ok = false;
+        return;
+    }
+    char *name = t->name[t->n];
+    int w = snprintf(name, sizeof t->name[0], "%s%s%s", prefix, part, sub ? sub : "");
+    if (w < 0 || (size_t)w >= sizeof t->name[0]) {
+        TR_ERROR("nn: block tensor name '%s%s' is too long", prefix, part);
+        t->ok = false;
+        return;
+    }
+    t->spec[t->n++] = (tr_nn_wspec){name, kind, {in, out}, 0, 0, offset};
+}
+
+static void blk_attn(blk_table *t, const char *prefix, const char *attn, const char *out,
+                     bool k_bias, size_t offset) {
+    char sub[48];
+    const int64_t D = TR_NN_DIM(BLK_D);
+    const char *const parts[4] = {".q", ".k", ".v", NULL};
+    const size_t offs[4] = {offsetof(tr_nn_attn, q), offsetof(tr_nn_attn, k),
+                            offsetof(tr_nn_attn, v), offsetof(tr_nn_attn, o)};
+    for (int i = 0; i < 4; i++) {
+        snprintf(sub, sizeof sub, ".%s", out);
+        const tr_nn_wkind kind = i == 1 && !k_bias ? TR_NN_W_LINEAR_NOBIAS : TR_NN_W_LINEAR;
+        blk_add(t, prefix, attn, parts[i] ? parts[i] : sub, kind, D, D, offset + offs[i]);
+    }
+}
+
+static void blk_ffn(blk_table *t, const char *prefix, const char *up, const char *down,
+                    size_t offset) {
+    const int64_t D = TR_NN_DIM(BLK_D), F = TR_NN_DIM(BLK_F);
+    blk_add(t, prefix, up, NULL, TR_NN_W_LINEAR, D, F, offset + offsetof(tr_nn_ffn, fc1));
+    blk_add(t, prefix, down, NULL, TR_NN_W_LINEAR, F, D, offset + offsetof(tr_nn_ffn, fc2));
+}
+
+static void blk_norm(blk_table *t, const char *prefix, const char *part, size_t offset) {
+    blk_add(t, prefix, part, NULL, TR_NN_W_NORM, TR_NN_DIM(BLK_D), 0, offset);
+}
+
+bool tr_nn_load_enc_blocks(const tr_nn_wsrc *src, const tr_nn_enc_names *nm, int64_t d,
+                           int64_t d_ff, int n_layers, tr_nn_enc_block *out) {
+    blk_table t = {.ok = true};
+    blk_norm(&t, nm->prefix, nm->ln_attn, offsetof(tr_nn_enc_block, ln_attn));
+    blk_attn(&t, nm->prefix, nm->attn, nm->out, nm->k_bias, offsetof(tr_nn_enc_block, attn));
+    blk_norm(&t, nm->prefix, nm->ln_ffn, offsetof(tr_nn_enc_block, ln_ffn));
+    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, offsetof(tr_nn_enc_block, ffn));
+    const int64_t dims[2] = {[BLK_D] = d, [BLK_F] = d_ff};
+    return t.ok && tr_nn_load_layers(src, t.spec, t.n, dims, n_layers, true, out, sizeof *out);
+}
+
+bool tr_nn_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *nm, int64_t d,
+                           int64_t d_ff, int n_layers, tr_nn_dec_block *out) {
+    blk_table t = {.ok = true};
+    blk_norm(&t, nm->prefix, nm->ln_self, offsetof(tr_nn_dec_block, ln_self));
+    blk_attn(&t, nm->prefix, nm->self_attn, nm->out, nm->k_bias, offsetof(tr_nn_dec_block, self));
+    blk_norm(&t, nm->prefix, nm->ln_cross, offsetof(tr_nn_dec_block, ln_cross));
+    blk_attn(&t, nm->prefix, nm->cross_attn, nm->out, nm->k_bias, offsetof(tr_nn_dec_block, cross));
+    blk_norm(&t, nm->prefix, nm->ln_ffn, offsetof(tr_nn_dec_block, ln_ffn));
+    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, offsetof(tr_nn_dec_block, ffn));
+    const int64_t dims[2] = {[BLK_D] = d, [BLK_F] = d_ff};
+    return t.ok && tr_nn_load_layers(src, t.spec, t.n, dims, n_layers, true, out, sizeof *out);
 }

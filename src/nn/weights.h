@@ -65,4 +65,35 @@ bool tr_nn_load_layers(const tr_nn_wsrc *src, const tr_nn_wspec *specs, size_t n
                        const int64_t *dims, int n_layers, bool with_bias, void *base,
                        size_t stride);
 
+/* ---- the shared transformer blocks of nn.h ----
+ * Families name the parts of a block differently; these say how, and the
+ * loader builds the table. A part "x" of layer i is "<prefix with i>x";
+ * an attention's projections are "<attn>.q/.k/.v/.<out>"; LayerNorms and
+ * every projection carry a bias except the key projection when !k_bias. */
+typedef struct tr_nn_enc_names {
+    const char *prefix;         /* e.g. "enc.blocks.%d." */
+    const char *ln_attn, *attn; /* "norm_attn", "attn" */
+    const char *ln_ffn;         /* "norm_ffn" */
+    const char *out;            /* attention output projection: "out" or "o" */
+    const char *ffn_up, *ffn_down;
+    bool k_bias;
+} tr_nn_enc_names;
+
+typedef struct tr_nn_dec_names {
+    const char *prefix;
+    const char *ln_self, *self_attn;
+    const char *ln_cross, *cross_attn;
+    const char *ln_ffn;
+    const char *out;
+    const char *ffn_up, *ffn_down;
+    bool k_bias;
+} tr_nn_dec_names;
+
+/* n_layers blocks of width d and FFN width d_ff (ffn.act left as is);
+ * stops after the first failing layer. */
+bool tr_nn_load_enc_blocks(const tr_nn_wsrc *src, const tr_nn_enc_names *names, int64_t d,
+                           int64_t d_ff, int n_layers, tr_nn_enc_block *out);
+bool tr_nn_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *names, int64_t d,
+                           int64_t d_ff, int n_layers, tr_nn_dec_block *out);
+
 #endif

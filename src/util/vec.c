@@ -30,3 +30,8 @@ void *tr_grow_int(void *p, int *cap, int need, size_t elem, int first) {
     *cap = c > limit ? INT_MAX : (int)c;
     return q;
 }
+
+void tr_strv_free(char **v, int n) {
+    for (int i = 0; v && i < n; i++) free(v[i]);
+    free(v);
+}

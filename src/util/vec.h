@@ -20,4 +20,8 @@ void *tr_grow(void *p, size_t *cap, size_t need, size_t elem, size_t first);
 /* The same for int capacities (at most INT_MAX items). */
 void *tr_grow_int(void *p, int *cap, int need, size_t elem, int first);
 
+/* Frees the first n strings of v and v itself (v NULL ok: string lists a
+ * loader filled partly before failing). */
+void tr_strv_free(char **v, int n);
+
 #endif

@@ -63,6 +63,13 @@ static void check_scalars(const gguf_file *g) {
     CHECK(tr_gguf_req_str_in(g, "absent", ok) == BAD);
     CHECK(tr_gguf_opt_str_in(g, "absent", no) == OK);
     CHECK(tr_gguf_opt_str_in(g, "s", no) == BAD);
+    char *copy = NULL;
+    CHECK(tr_gguf_opt_str_copy(g, "s", "x", &copy) == OK && copy && !strcmp(copy, "hann"));
+    free(copy);
+    copy = NULL;
+    CHECK(tr_gguf_opt_str_copy(g, "absent", "dflt", &copy) == OK && copy && !strcmp(copy, "dflt"));
+    free(copy);
+    CHECK(tr_gguf_opt_str_copy(g, "u", "x", &copy) == BAD);
     CHECK(tr_gguf_has(g, "s") && !tr_gguf_has(g, "absent"));
     CHECK(tr_gguf_req_type(g, "u", GGUF_T_UINT32) == OK);
     CHECK(tr_gguf_req_type(g, "u", GGUF_T_INT32) == BAD);

@@ -107,9 +107,8 @@ typedef struct cn_prompt {
 } cn_prompt;
 
 /* Loading (canary_load.c). */
-transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out);
-void cn_model_free(cn_model *m);
-void cn_model_describe(const cn_model *m, tr_model_desc *desc);
+/* load / describe / free, session create / free, run (core/family.h) */
+TR_FAMILY_DECLARE(cn);
 
 /* Prompt (canary_prompt.c): language / pair gates → UNSUPPORTED_LANGUAGE,
  * missing catalog ids → INVALID_ARG. */
@@ -119,8 +118,6 @@ transcribe_status cn_build_prompt(const cn_model *m, const struct transcribe_run
 int cn_lang_id(const cn_model *m, const char *code);
 
 /* Sessions and math (canary_model.c). */
-transcribe_status cn_session_create(const cn_model *m, const tr_session_cfg *cfg, cn_session **out);
-void cn_session_free(cn_session *s);
 /* Encoder frames for n samples: f(f(f(T_mel))) with f(L) = floor((L-1)/2)+1
  * (§9), T_mel = floor(n/hop)+1. */
 int64_t cn_predict_enc_frames(const cn_model *m, int64_t n_samples);
@@ -137,6 +134,5 @@ bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
 
 /* The run (canary_run.c). */
 transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run_params *p);
-transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 #endif

@@ -1,35 +1,10 @@
 /* The Canary family vtable (src/core/family.h). */
 #include "models/canary/canary.h"
 
-static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
-    cn_model *m = NULL;
-    transcribe_status st = cn_model_load(lc, &m);
-    *out_model = m;
-    if (st == TRANSCRIBE_OK) cn_model_describe(m, desc);
-    return st;
-}
-
-static void fam_free_model(void *model) {
-    cn_model_free(model);
-}
-
-static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg, void **out) {
-    cn_session *s = NULL;
-    transcribe_status st = cn_session_create(model, cfg, &s);
-    *out = s;
-    return st;
-}
-
-static void fam_session_free(void *session) {
-    cn_session_free(session);
-}
+TR_FAMILY_ADAPTERS(cn)
 
 static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
     return cn_validate_run(model, p);
-}
-
-static transcribe_status fam_run(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx) {
-    return cn_run(session, pcm, n_samples, ctx);
 }
 
 /* §13.2: encoder-bound, so n_ctx narrows the decoder KV but not the audio
@@ -45,11 +20,7 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 const tr_family tr_family_canary = {
     .arch = "canary",
-    .load = fam_load,
-    .free_model = fam_free_model,
-    .session_init = fam_session_init,
-    .session_free = fam_session_free,
+    TR_FAMILY_ADAPTED_HOOKS,
     .validate_run = fam_validate_run,
-    .run = fam_run,
     .get_limits = fam_get_limits,
 };

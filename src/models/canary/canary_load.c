@@ -16,6 +16,7 @@
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 
@@ -42,11 +43,6 @@ static transcribe_status opt_strs(const gguf_file *f, const char *key, char ***o
         *n = (int)i + 1;
     }
     return TRANSCRIBE_OK;
-}
-
-static void free_strs(char **a, int n) {
-    for (int i = 0; i < n && a; i++) free(a[i]);
-    free(a);
 }
 
 /* ---- hyperparameters (§2.3, §2.4, §2.5) ---- */
@@ -258,11 +254,11 @@ static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
     char **codes = NULL;
     int n_codes = 0;
     if ((st = opt_strs(f, "stt.canary.tokenizer.lang_codes", &codes, &n_codes, NULL))) {
-        free_strs(codes, n_codes);
+        tr_strv_free(codes, n_codes);
         return st;
     }
     if ((st = opt_strs(f, "general.languages", &m->lang, &m->n_lang, NULL))) {
-        free_strs(codes, n_codes);
+        tr_strv_free(codes, n_codes);
         return st;
     }
     int cap = n_codes + m->n_lang;
@@ -274,7 +270,7 @@ static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
     for (int i = 0; i < n_codes && st == TRANSCRIBE_OK; i++) st = add_table_code(f, m, codes[i]);
     for (int i = 0; i < m->n_lang && st == TRANSCRIBE_OK; i++)
         st = add_table_code(f, m, m->lang[i]);
-    free_strs(codes, n_codes);
+    tr_strv_free(codes, n_codes);
     if (st != TRANSCRIBE_OK) return st;
     if (m->n_lang == 0 && m->n_table > 0) {
         /* No general.languages: advertise the codes that have an id. */
@@ -339,28 +335,15 @@ static uint32_t any_types(void) {
 }
 
 /* Sizes the tensor tables refer to. */
-enum { CN_D, CN_V, CN_F, CN_P, CN_E, CN_NDIMS };
+enum { CN_D, CN_V, CN_P, CN_E, CN_NDIMS };
 #define DD(k) TR_NN_DIM(CN_##k)
 
-#define CN_BLK(n) "dec.layer.%d." n
-#define CN_OFF(m) offsetof(tr_nn_dec_block, m)
-static const tr_nn_wspec cn_block_specs[] = {
-    {CN_BLK("norm1"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_self)},
-    {CN_BLK("self_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.q)},
-    {CN_BLK("self_attn.k"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.k)},
-    {CN_BLK("self_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.v)},
-    {CN_BLK("self_attn.o"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(self.o)},
-    {CN_BLK("norm2"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_cross)},
-    {CN_BLK("cross_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.q)},
-    {CN_BLK("cross_attn.k"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.k)},
-    {CN_BLK("cross_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.v)},
-    {CN_BLK("cross_attn.o"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, CN_OFF(cross.o)},
-    {CN_BLK("norm3"), TR_NN_W_NORM, {DD(D)}, 0, 0, CN_OFF(ln_ffn)},
-    {CN_BLK("ffn.up"), TR_NN_W_LINEAR, {DD(D), DD(F)}, 0, 0, CN_OFF(ffn.fc1)},
-    {CN_BLK("ffn.down"), TR_NN_W_LINEAR, {DD(F), DD(D)}, 0, 0, CN_OFF(ffn.fc2)},
-};
-#undef CN_BLK
-#undef CN_OFF
+/* Decoder block parts (tr_nn_dec_names order: prefix, self-attention norm
+ * and attention, cross norm and attention, FFN norm, output projection, FFN
+ * up / down, key bias). */
+static const tr_nn_dec_names cn_block_names = {"dec.layer.%d.", "norm1", "self_attn", "norm2",
+                                               "cross_attn",    "norm3", "o",         "ffn.up",
+                                               "ffn.down",      true};
 
 #define CM_OFF(m) offsetof(cn_model, m)
 static const tr_nn_wspec cn_top_specs[] = {
@@ -376,11 +359,8 @@ static const tr_nn_wspec cn_proj_spec = {"enc.proj", TR_NN_W_LINEAR, {DD(E), DD(
 
 static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
     const cn_hparams *hp = &m->hp;
-    const int64_t dims[CN_NDIMS] = {[CN_D] = hp->d_dec,
-                                    [CN_V] = hp->n_vocab,
-                                    [CN_F] = hp->dec_ff,
-                                    [CN_P] = hp->max_position,
-                                    [CN_E] = hp->d_enc};
+    const int64_t dims[CN_NDIMS] = {
+        [CN_D] = hp->d_dec, [CN_V] = hp->n_vocab, [CN_P] = hp->max_position, [CN_E] = hp->d_enc};
     const tr_nn_wsrc src = tr_nn_wsrc_gguf(f);
     bool ok = true;
     if (hp->enc_dec_proj && !tr_nn_load_weights(&src, &cn_proj_spec, 1, dims, 0, true, m))
@@ -395,9 +375,8 @@ static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
         ok = false;
     m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
     if (!m->dec) return TRANSCRIBE_ERR_OOM;
-    if (ok &&
-        !tr_nn_load_layers(&src, cn_block_specs, sizeof cn_block_specs / sizeof cn_block_specs[0],
-                           dims, hp->n_dec_layers, true, m->dec, sizeof *m->dec))
+    if (ok && !tr_nn_load_dec_blocks(&src, &cn_block_names, hp->d_dec, hp->dec_ff, hp->n_dec_layers,
+                                     m->dec))
         ok = false;
     for (int i = 0; i < hp->n_dec_layers; i++) m->dec[i].ffn.act = hp->act;
     return ok ? TRANSCRIBE_OK : ERR_GGUF;
@@ -412,10 +391,7 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_special(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
-    const char *variant = NULL;
-    if ((st = tr_gguf_opt_str(f, "stt.variant", "canary", &variant))) return st;
-    m->variant = strdup(variant ? variant : "canary");
-    if (!m->variant) return TRANSCRIBE_ERR_OOM;
+    if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "canary", &m->variant))) return st;
     if ((st = read_tensors(f, m))) return st;
     if ((st = tr_fc_load(f, &m->enc_hp, &m->enc))) return st;
     const cn_hparams *hp = &m->hp;
@@ -425,6 +401,20 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;
     return TRANSCRIBE_OK;
+}
+
+void cn_model_free(cn_model *m) {
+    if (!m) return;
+    tr_fc_free(m->enc);
+    free(m->dec);
+    tr_strv_free(m->lang, m->n_lang);
+    tr_tokenizer_free(m->tok);
+    tr_strv_free(m->table_code, m->n_table);
+    free(m->table_id);
+    tr_strv_free(m->targets, m->n_targets);
+    tr_strv_free(m->pairs, m->n_pairs);
+    free(m->variant);
+    free(m);
 }
 
 transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
@@ -448,20 +438,6 @@ transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
     return TRANSCRIBE_OK;
 }
 
-void cn_model_free(cn_model *m) {
-    if (!m) return;
-    tr_fc_free(m->enc);
-    free(m->dec);
-    tr_tokenizer_free(m->tok);
-    free_strs(m->lang, m->n_lang);
-    free_strs(m->table_code, m->n_table);
-    free(m->table_id);
-    free_strs(m->targets, m->n_targets);
-    free_strs(m->pairs, m->n_pairs);
-    free(m->variant);
-    free(m);
-}
-
 int cn_lang_id(const cn_model *m, const char *code) {
     for (int i = 0; code && i < m->n_table; i++)
         if (strcmp(m->table_code[i], code) == 0) return m->table_id[i];
@@ -469,11 +445,8 @@ int cn_lang_id(const cn_model *m, const char *code) {
 }
 
 void cn_model_describe(const cn_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
     c->supports_language_detect = false;                /* §8.2 */
     c->supports_translate = m->can_translate;

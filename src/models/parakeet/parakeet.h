@@ -81,12 +81,9 @@ typedef struct pk_session {
     pk_window_cfg win;
 } pk_session;
 
-transcribe_status pk_model_load(const tr_load_ctx *lc, pk_model **out);
-void pk_model_free(pk_model *m);
-void pk_model_describe(const pk_model *m, tr_model_desc *desc);
+/* load / describe / free, session create / free, run (core/family.h) */
+TR_FAMILY_DECLARE(pk);
 
-transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg, pk_session **out);
-void pk_session_free(pk_session *s);
 /* Bytes held by the session's growable buffers (tests: bounded for long input). */
 size_t pk_session_bytes(const pk_session *s);
 /* Tests shrink the windows to exercise the long-audio path on short input. */
@@ -100,7 +97,6 @@ int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, in
 transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
 
 transcribe_status pk_validate_run(const pk_model *m, const struct transcribe_run_params *p);
-transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 /* Result rows of §9 from emitted tokens (global frames). */
 transcribe_status pk_build_result(const pk_model *m, const pk_tok *toks, int n,

@@ -12,6 +12,7 @@
 #include "models/parakeet/pk_keys.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 
@@ -164,8 +165,7 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
         TR_ERROR("parakeet: general.architecture is '%s'", s);
         return TRANSCRIBE_ERR_UNSUPPORTED_ARCH;
     }
-    if ((st = tr_gguf_opt_str(g, "stt.variant", NULL, &s))) return st;
-    if (!(m->variant = dup_str(s ? s : "tdt-0.6b-v2"))) return TRANSCRIBE_ERR_OOM;
+    if ((st = tr_gguf_opt_str_copy(g, "stt.variant", "tdt-0.6b-v2", &m->variant))) return st;
     int n_prompts = 0;
     if ((st = tr_gguf_opt_u32(g, "stt.parakeet.prompt.num_prompts", 0, 0, 1 << 20, &n_prompts)))
         return st;
@@ -202,18 +202,14 @@ void pk_model_free(pk_model *m) {
     tr_tokenizer_free(m->tok);
     free(m->drop);
     free(m->word_start);
-    for (int i = 0; i < m->n_lang; i++) free(m->lang[i]);
-    free(m->lang);
+    tr_strv_free(m->lang, m->n_lang);
     free(m->variant);
     free(m);
 }
 
 void pk_model_describe(const pk_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_TOKEN;
     c->supports_language_detect = m->lang_detect;
     c->supports_translate = false;

@@ -25,6 +25,16 @@ void pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
     s->win = *w;
 }
 
+void pk_session_free(pk_session *s) {
+    if (!s) return;
+    tr_fc_work_free(s->fc);
+    pk_dec_work_free(&s->dec);
+    free(s->enc_out);
+    free(s->pcm);
+    free(s->prompt_hid);
+    free(s);
+}
+
 transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg,
                                     pk_session **out) {
     *out = NULL;
@@ -41,16 +51,6 @@ transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg
     }
     *out = s;
     return TRANSCRIBE_OK;
-}
-
-void pk_session_free(pk_session *s) {
-    if (!s) return;
-    tr_fc_work_free(s->fc);
-    pk_dec_work_free(&s->dec);
-    free(s->enc_out);
-    free(s->pcm);
-    free(s->prompt_hid);
-    free(s);
 }
 
 size_t pk_session_bytes(const pk_session *s) {

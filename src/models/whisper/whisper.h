@@ -97,12 +97,8 @@ typedef struct wh_session {
 } wh_session;
 
 /* Loading (whisper_load.c). */
-transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out);
-void wh_model_free(wh_model *m);
-void wh_model_describe(const wh_model *m, tr_model_desc *desc);
-
-transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg, wh_session **out);
-void wh_session_free(wh_session *s);
+/* load / describe / free, session create / free, run (core/family.h) */
+TR_FAMILY_DECLARE(wh);
 
 /* Log-mel (whisper_mel.c). Whole signal per §5.2: *mel is malloc'ed
  * [n_mels][*n_frames]. */
@@ -139,7 +135,6 @@ void wh_logits_row(wh_session *s, int row, float *out);
 
 /* Run (whisper_run.c). */
 transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run_params *p);
-transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 /* Zlib-compatible compressed size of a token sequence (2-byte LE ids), for
  * the compression-ratio gate (whisper_deflate.c). */

@@ -4,35 +4,10 @@
 #include "gguf/ggml_bin.h"
 #include "models/whisper/whisper.h"
 
-static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
-    wh_model *m = NULL;
-    transcribe_status st = wh_model_load(lc, &m);
-    *out_model = m;
-    if (st == TRANSCRIBE_OK) wh_model_describe(m, desc);
-    return st;
-}
-
-static void fam_free_model(void *model) {
-    wh_model_free(model);
-}
-
-static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg, void **out) {
-    wh_session *s = NULL;
-    transcribe_status st = wh_session_create(model, cfg, &s);
-    *out = s;
-    return st;
-}
-
-static void fam_session_free(void *session) {
-    wh_session_free(session);
-}
+TR_FAMILY_ADAPTERS(wh)
 
 static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
     return wh_validate_run(model, p);
-}
-
-static transcribe_status fam_run(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx) {
-    return wh_run(session, pcm, n_samples, ctx);
 }
 
 static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
@@ -79,12 +54,8 @@ static bool fam_probe_file(const void *head, size_t n) {
 
 const tr_family tr_family_whisper = {
     .arch = "whisper",
-    .load = fam_load,
-    .free_model = fam_free_model,
-    .session_init = fam_session_init,
-    .session_free = fam_session_free,
+    TR_FAMILY_ADAPTED_HOOKS,
     .validate_run = fam_validate_run,
-    .run = fam_run,
     .accepts_ext_kind = fam_accepts_ext_kind,
     .get_limits = fam_get_limits,
     .ext_query = fam_ext_query,

@@ -16,6 +16,7 @@
 #include "nn/weights.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 
@@ -272,44 +273,32 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
 /* ---- tensors (§3) ---- */
 
 /* Sizes the tensor tables refer to. */
-enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_EF, WH_DF, WH_NDIMS };
+enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_NDIMS };
 #define DD(k) TR_NN_DIM(WH_##k)
 
 /* Every .bias of §3 is present except the key projections'. */
-#define WH_ENC(n) "enc.blocks.%d." n
-#define EB(m)     offsetof(tr_nn_enc_block, m)
-static const tr_nn_wspec wh_enc_block[] = {
-    {WH_ENC("norm_attn"), TR_NN_W_NORM, {DD(D)}, 0, 0, EB(ln_attn)},
-    {WH_ENC("attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.q)},
-    {WH_ENC("attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, EB(attn.k)},
-    {WH_ENC("attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.v)},
-    {WH_ENC("attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, EB(attn.o)},
-    {WH_ENC("norm_ffn"), TR_NN_W_NORM, {DD(D)}, 0, 0, EB(ln_ffn)},
-    {WH_ENC("ffn.fc1"), TR_NN_W_LINEAR, {DD(D), DD(EF)}, 0, 0, EB(ffn.fc1)},
-    {WH_ENC("ffn.fc2"), TR_NN_W_LINEAR, {DD(EF), DD(D)}, 0, 0, EB(ffn.fc2)},
+static const tr_nn_enc_names wh_enc_names = {
+    .prefix = "enc.blocks.%d.",
+    .ln_attn = "norm_attn",
+    .attn = "attn",
+    .ln_ffn = "norm_ffn",
+    .out = "out",
+    .ffn_up = "ffn.fc1",
+    .ffn_down = "ffn.fc2",
+    .k_bias = false,
 };
-#undef WH_ENC
-#undef EB
-
-#define WH_DEC(n) "dec.blocks.%d." n
-#define DB(m)     offsetof(tr_nn_dec_block, m)
-static const tr_nn_wspec wh_dec_block[] = {
-    {WH_DEC("norm_self"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_self)},
-    {WH_DEC("self_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.q)},
-    {WH_DEC("self_attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, DB(self.k)},
-    {WH_DEC("self_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.v)},
-    {WH_DEC("self_attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(self.o)},
-    {WH_DEC("norm_cross"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_cross)},
-    {WH_DEC("cross_attn.q"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.q)},
-    {WH_DEC("cross_attn.k"), TR_NN_W_LINEAR_NOBIAS, {DD(D), DD(D)}, 0, 0, DB(cross.k)},
-    {WH_DEC("cross_attn.v"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.v)},
-    {WH_DEC("cross_attn.out"), TR_NN_W_LINEAR, {DD(D), DD(D)}, 0, 0, DB(cross.o)},
-    {WH_DEC("norm_ffn"), TR_NN_W_NORM, {DD(D)}, 0, 0, DB(ln_ffn)},
-    {WH_DEC("ffn.fc1"), TR_NN_W_LINEAR, {DD(D), DD(DF)}, 0, 0, DB(ffn.fc1)},
-    {WH_DEC("ffn.fc2"), TR_NN_W_LINEAR, {DD(DF), DD(D)}, 0, 0, DB(ffn.fc2)},
+static const tr_nn_dec_names wh_dec_names = {
+    .prefix = "dec.blocks.%d.",
+    .ln_self = "norm_self",
+    .self_attn = "self_attn",
+    .ln_cross = "norm_cross",
+    .cross_attn = "cross_attn",
+    .ln_ffn = "norm_ffn",
+    .out = "out",
+    .ffn_up = "ffn.fc1",
+    .ffn_down = "ffn.fc2",
+    .k_bias = false,
 };
-#undef WH_DEC
-#undef DB
 
 /* Model-level tensors; the baked front end is checked, not kept (the mel
  * config reads it), so it lands in a scratch struct. */
@@ -344,9 +333,9 @@ static const tr_tensor *src_find(void *ctx, const char *name, uint32_t types, in
 static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
     const wh_hparams *hp = &m->hp;
     const int64_t dims[WH_NDIMS] = {
-        [WH_D] = hp->d_model,     [WH_M] = hp->n_mels,   [WH_S] = hp->n_audio_ctx,
-        [WH_T] = hp->n_text_ctx,  [WH_V] = hp->n_vocab,  [WH_Q] = m->mel.n_fft / 2 + 1,
-        [WH_NFFT] = m->mel.n_fft, [WH_EF] = hp->enc_ffn, [WH_DF] = hp->dec_ffn};
+        [WH_D] = hp->d_model,    [WH_M] = hp->n_mels,  [WH_S] = hp->n_audio_ctx,
+        [WH_T] = hp->n_text_ctx, [WH_V] = hp->n_vocab, [WH_Q] = m->mel.n_fft / 2 + 1,
+        [WH_NFFT] = m->mel.n_fft};
     const tr_nn_wsrc src = {src_find, ws};
     const float *baked[2];
     bool ok = tr_nn_load_weights(&src, wh_frontend, N_OF(wh_frontend), dims, 0, true, baked);
@@ -354,12 +343,12 @@ static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
     m->enc = calloc((size_t)hp->n_enc_layers, sizeof *m->enc);
     m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
     if (!m->enc || !m->dec) return TRANSCRIBE_ERR_OOM;
-    if (ok && !tr_nn_load_layers(&src, wh_enc_block, N_OF(wh_enc_block), dims, hp->n_enc_layers,
-                                 true, m->enc, sizeof *m->enc))
+    if (ok && !tr_nn_load_enc_blocks(&src, &wh_enc_names, hp->d_model, hp->enc_ffn,
+                                     hp->n_enc_layers, m->enc))
         ok = false;
     if (!tr_nn_load_weights(&src, wh_dec_top, N_OF(wh_dec_top), dims, 0, true, m)) ok = false;
-    if (ok && !tr_nn_load_layers(&src, wh_dec_block, N_OF(wh_dec_block), dims, hp->n_dec_layers,
-                                 true, m->dec, sizeof *m->dec))
+    if (ok && !tr_nn_load_dec_blocks(&src, &wh_dec_names, hp->d_model, hp->dec_ffn,
+                                     hp->n_dec_layers, m->dec))
         ok = false;
     if (!ok) return ERR_GGUF;
     m->weights_f32 = m->dec[0].self.q.w->type == 0;
@@ -375,10 +364,7 @@ static transcribe_status load_gguf(const gguf_file *f, wh_model *m) {
     transcribe_status st;
     if ((st = read_hparams(f, m))) return st;
     if ((st = read_tokens(f, m))) return st;
-    const char *variant = NULL;
-    if ((st = tr_gguf_opt_str(f, "stt.variant", "", &variant))) return st;
-    m->variant = strdup(variant ? variant : "");
-    if (!m->variant) return TRANSCRIBE_ERR_OOM;
+    if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "", &m->variant))) return st;
     wh_src src = {.gguf = f};
     if ((st = read_tensors(&src, m))) return st;
     set_dims(m);
@@ -422,8 +408,7 @@ void wh_model_free(wh_model *m) {
     tr_tokenizer_free(m->tok);
     free(m->suppress);
     free(m->begin_suppress);
-    for (int i = 0; i < m->n_lang && m->lang; i++) free(m->lang[i]);
-    free(m->lang);
+    tr_strv_free(m->lang, m->n_lang);
     free(m->lang_tok);
     free(m->variant);
     wh_bin_free(m->bin);
@@ -433,11 +418,8 @@ void wh_model_free(wh_model *m) {
 static const char *const k_en_target[] = {"en"};
 
 void wh_model_describe(const wh_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c = tr_model_desc_begin(
+        desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
     c->supports_language_detect = m->multilingual;
     c->supports_translate = m->can_translate;
