@@ -173,12 +173,9 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     const int kv_dim = st->hp.n_head_kv * st->hp.head_dim;
     const size_t es = st->kv_f16 ? 2 : 4;
     if (n_slot < 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) {
-        size_t n = (size_t)st->hp.n_layer * n_slot * kv->n_ctx * kv_dim * es;
-        memset(kv->k, 0, n);
-        memset(kv->v, 0, n);
-        return TRANSCRIBE_OK;
-    }
+    /* Reuse without clearing: a pass only reads rows [0, pos] it has
+     * written itself, so stale rows of an earlier run are never seen. */
+    if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) return TRANSCRIBE_OK;
     kv_release(kv);
     size_t n = (size_t)st->hp.n_layer * (size_t)n_slot * (size_t)n_ctx * (size_t)kv_dim;
     kv->k = calloc(n, es);

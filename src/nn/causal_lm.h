@@ -72,8 +72,8 @@ typedef struct tr_clm_state tr_clm_state;
 tr_clm_state *tr_clm_state_new(const tr_clm_hparams *hp, const tr_clm_weights *w, bool kv_f16);
 void tr_clm_state_free(tr_clm_state *st);
 /* Makes the cache hold n_slot × n_ctx positions (grow-only per slot count;
- * reallocated when the slot count changes) and zero-fills it. OOM on
- * failure. */
+ * reallocated, zero-filled, when the slot count changes or it is too
+ * small). OOM on failure. */
 transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx);
 const tr_clm_kv *tr_clm_cache(const tr_clm_state *st);
 size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16);
