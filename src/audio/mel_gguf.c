@@ -7,38 +7,29 @@
 #include <strings.h>
 
 #include "audio/mel.h"
-#include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "tensor/dtype.h"
 #include "util/log.h"
 
 #define K "stt.frontend."
 
-static int get_int(const gguf_file *f, const char *key, int *dst, bool *bad) {
-    uint32_t v;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) *bad = true;
-    if (r > 0) {
-        if (v > (1u << 30)) {
-            TR_ERROR("gguf: %s = %u is out of range", key, v);
-            *bad = true;
-            return 0;
-        }
-        *dst = (int)v;
-    }
-    return r;
+/* The shared typed readers (gguf/gguf_keys.h), collecting failures in *bad
+ * so every malformed key is logged; absent keys keep *dst. */
+static void get_int(const gguf_file *f, const char *key, int *dst, bool *bad) {
+    if (tr_gguf_opt_u32(f, key, *dst, 0, 1 << 30, dst)) *bad = true;
 }
 
 static void get_float(const gguf_file *f, const char *key, float *dst, bool *bad) {
-    if (gguf_get_f32(f, key, dst) < 0) *bad = true;
+    if (tr_gguf_opt_f32(f, key, *dst, dst)) *bad = true;
 }
 
 static void get_bool(const gguf_file *f, const char *key, bool *dst, bool *bad) {
-    if (gguf_get_bool(f, key, dst) < 0) *bad = true;
+    if (tr_gguf_opt_bool(f, key, *dst, dst)) *bad = true;
 }
 
 static const char *get_str(const gguf_file *f, const char *key, bool *bad) {
     const char *s = NULL;
-    if (gguf_get_str(f, key, &s) < 0) *bad = true;
+    if (tr_gguf_opt_str(f, key, NULL, &s)) *bad = true;
     return s && *s ? s : NULL; /* absent and empty are alike (§ corrections) */
 }
 
@@ -116,7 +107,7 @@ transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_fi
             bad = unknown(K "pad_mode", s);
     }
     bool center = true;
-    if (gguf_get_bool(f, K "center", &center) < 0) bad = true;
+    get_bool(f, K "center", &center, &bad);
     if (!center) c->pad_mode = TR_PAD_NONE;
     if ((s = get_str(f, K "mel_norm", &bad))) {
         /* "<scale>" or "<scale>+<norm>"; a bare "slaney" is both. */

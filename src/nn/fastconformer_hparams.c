@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "nn/fastconformer.h"
 #include "util/log.h"
 
@@ -28,51 +29,27 @@ static const char *full_key(keyctx *k, const char *name) {
     return k->key;
 }
 
+/* The shared typed readers (gguf/gguf_keys.h) under this encoder's prefix. */
 static transcribe_status req_u32(keyctx *k, const char *name, int *out) {
-    const char *key = full_key(k, name);
-    uint32_t v = 0;
-    int r = gguf_get_u32(k->g, key, &v);
-    if (r < 0) return ERR_GGUF; /* wrong type: already logged */
-    if (r == 0) {
-        TR_ERROR("fastconformer: required key '%s' is missing", key);
-        return ERR_GGUF;
-    }
-    if (v == 0 || v > FC_MAX_DIM) {
-        TR_ERROR("fastconformer: key '%s' = %" PRIu32 " is out of range (1..%d)", key, v,
-                 FC_MAX_DIM);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_req_u32(k->g, full_key(k, name), 1, FC_MAX_DIM, out);
 }
 
 static transcribe_status opt_bool(keyctx *k, const char *name, bool def, bool *out) {
-    bool v = def;
-    if (gguf_get_bool(k->g, full_key(k, name), &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_bool(k->g, full_key(k, name), def, out);
 }
 
 static transcribe_status opt_i32(keyctx *k, const char *name, int def, int *out) {
-    int32_t v = def;
-    if (gguf_get_i32(k->g, full_key(k, name), &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_i32(k->g, full_key(k, name), def, INT32_MIN, INT32_MAX, out);
 }
 
 static transcribe_status opt_str(keyctx *k, const char *name, const char *def, const char **out) {
-    const char *s = def;
-    if (gguf_get_str(k->g, full_key(k, name), &s) < 0) return ERR_GGUF;
-    *out = s;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_str(k->g, full_key(k, name), def, out);
 }
 
 /* Optional INT32 array; *n = 0 when absent. */
-static transcribe_status opt_arr(keyctx *k, const char *name, const int32_t **v, uint64_t *n) {
+static transcribe_status opt_arr(keyctx *k, const char *name, const int32_t **v, int64_t *n) {
     *v = NULL;
-    *n = 0;
-    if (gguf_get_arr_i32(k->g, full_key(k, name), v, n) < 0) return ERR_GGUF;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_arr_i32(k->g, full_key(k, name), 0, INT64_MAX, v, n);
 }
 
 static transcribe_status read_sizes(keyctx *k, tr_fc_hparams *hp) {
@@ -87,14 +64,7 @@ static transcribe_status read_sizes(keyctx *k, tr_fc_hparams *hp) {
         return st;
     /* required, any value: not used by the encoder (the table is built for
      * the actual length); Canary's input gate reads it itself */
-    uint32_t pos_max = 0;
-    const char *pk = full_key(k, "pos_emb_max_len");
-    int pr = gguf_get_u32(k->g, pk, &pos_max);
-    if (pr < 0) return ERR_GGUF;
-    if (pr == 0) {
-        TR_ERROR("fastconformer: required key '%s' is missing", pk);
-        return ERR_GGUF;
-    }
+    if ((st = tr_gguf_req_type(k->g, full_key(k, "pos_emb_max_len"), GGUF_T_UINT32))) return st;
     hp->sub_factor = sub_factor;
     if (hp->d_model % hp->n_heads != 0) {
         TR_ERROR("fastconformer: %sd_model = %d is not divisible by n_heads = %d", k->prefix,
@@ -110,31 +80,24 @@ static transcribe_status read_sizes(keyctx *k, tr_fc_hparams *hp) {
                  sub_factor);
         return ERR_GGUF;
     }
-    uint32_t n_mels = 0;
-    int r = gguf_get_u32(k->g, "stt.frontend.num_mels", &n_mels);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) {
-        TR_ERROR("fastconformer: required key 'stt.frontend.num_mels' is missing");
+    int n_mels = 0;
+    if ((st = tr_gguf_req_u32(k->g, "stt.frontend.num_mels", 1, 4096, &n_mels))) return st;
+    if (n_mels % 8 != 0) {
+        TR_ERROR("fastconformer: stt.frontend.num_mels = %d must be a multiple of 8", n_mels);
         return ERR_GGUF;
     }
-    if (n_mels == 0 || n_mels % 8 != 0 || n_mels > 4096) {
-        TR_ERROR("fastconformer: stt.frontend.num_mels = %" PRIu32
-                 " must be a positive multiple of 8 (at most 4096)",
-                 n_mels);
-        return ERR_GGUF;
-    }
-    hp->n_mels = (int)n_mels;
+    hp->n_mels = n_mels;
     return TRANSCRIBE_OK;
 }
 
 /* att_context_size_choices: even, non-empty, pair 0 = the scalars. */
 static transcribe_status check_choices(keyctx *k, const tr_fc_hparams *hp) {
     const int32_t *v;
-    uint64_t n;
+    int64_t n;
     if (opt_arr(k, "att_context_size_choices", &v, &n)) return ERR_GGUF;
     if (!v) return TRANSCRIBE_OK; /* absent: one pair from the scalars */
     if (n == 0 || n % 2 != 0) {
-        TR_ERROR("fastconformer: %satt_context_size_choices has %" PRIu64
+        TR_ERROR("fastconformer: %satt_context_size_choices has %" PRId64
                  " entries (need a non-empty even count)",
                  k->prefix, n);
         return ERR_GGUF;
@@ -183,7 +146,7 @@ static transcribe_status read_attention(keyctx *k, tr_fc_hparams *hp) {
                                          "att_chunk_right_choices"};
     for (int i = 0; i < 3; i++) {
         const int32_t *v;
-        uint64_t n;
+        int64_t n;
         if (opt_arr(k, menus[i], &v, &n)) return ERR_GGUF;
         if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED_RC && n == 0) {
             TR_ERROR("fastconformer: %s%s must be non-empty for chunked_limited_with_rc", k->prefix,
@@ -235,12 +198,12 @@ static transcribe_status check_extras(keyctx *k) {
         opt_bool(k, "add_bg_spk_kernel", false, &bg))
         return ERR_GGUF;
     const int32_t *v;
-    uint64_t n;
+    int64_t n;
     if (opt_arr(k, "spk_kernel_layers", &v, &n)) return ERR_GGUF;
     if (n == 0) return TRANSCRIBE_OK;
-    for (uint64_t i = 0; i < n; i++)
+    for (int64_t i = 0; i < n; i++)
         if (v[i] != 0) {
-            TR_ERROR("fastconformer: %sspk_kernel_layers[%" PRIu64 "] = %d (only 0 supported)",
+            TR_ERROR("fastconformer: %sspk_kernel_layers[%" PRId64 "] = %d (only 0 supported)",
                      k->prefix, i, (int)v[i]);
             return ERR_GGUF;
         }

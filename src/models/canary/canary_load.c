@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "models/canary/canary.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
@@ -16,81 +17,24 @@
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 
-/* ---- key helpers: tri-state getters return -1 (wrong type, logged) ---- */
-
-static transcribe_status missing(const char *key) {
-    TR_ERROR("canary: required key '%s' is missing", key);
-    return ERR_GGUF;
-}
-
-static transcribe_status req_u32(const gguf_file *f, const char *key, int lo, int hi, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing(key);
-    if ((int64_t)v < lo || (int64_t)v > hi) {
-        TR_ERROR("canary: key '%s' = %" PRIu32 " is out of range [%d, %d]", key, v, lo, hi);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
-}
-
-static transcribe_status req_str(const gguf_file *f, const char *key, const char **out) {
-    int r = gguf_get_str(f, key, out);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || !*out) return missing(key);
-    return TRANSCRIBE_OK;
-}
-
-static transcribe_status req_f32(const gguf_file *f, const char *key, float *out) {
-    int r = gguf_get_f32(f, key, out);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing(key);
-    return TRANSCRIBE_OK;
-}
-
-static transcribe_status opt_bool(const gguf_file *f, const char *key, bool def, bool *out) {
-    bool v = def;
-    if (gguf_get_bool(f, key, &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
-}
-
-/* Token id (UINT32 or INT32); absent → -1. Present ids must lie in [0, V). */
-static transcribe_status opt_id(const gguf_file *f, const char *key, int V, int *out) {
-    int32_t v = -1;
-    int r = gguf_get_token_id(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    *out = -1;
-    if (r == 0) return TRANSCRIBE_OK;
-    if (v < 0 || v >= V) {
-        TR_ERROR("canary: token id '%s' = %d is outside the vocabulary (%d)", key, (int)v, V);
-        return ERR_GGUF;
-    }
-    *out = v;
-    return TRANSCRIBE_OK;
-}
+/* ---- key helpers: the shared typed readers are gguf/gguf_keys.h ---- */
 
 /* Optional string array copied into *out (count *n); absent → 0 entries. */
 static transcribe_status opt_strs(const gguf_file *f, const char *key, char ***out, int *n,
                                   bool *present) {
     const char *const *a = NULL;
-    uint64_t cnt = 0;
-    int r = gguf_get_arr_str(f, key, &a, &cnt);
+    int64_t cnt = 0;
     *out = NULL;
     *n = 0;
-    if (present) *present = r == 1;
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || cnt == 0) return TRANSCRIBE_OK;
-    if (cnt > 4096) {
-        TR_ERROR("canary: '%s' has %" PRIu64 " entries (at most 4096)", key, cnt);
-        return ERR_GGUF;
-    }
-    char **d = calloc(cnt, sizeof *d);
+    if (present) *present = false;
+    transcribe_status st = tr_gguf_opt_arr_str(f, key, 0, 4096, &a, &cnt);
+    if (st) return st;
+    if (present) *present = tr_gguf_has(f, key);
+    if (cnt == 0) return TRANSCRIBE_OK;
+    char **d = calloc((size_t)cnt, sizeof *d);
     if (!d) return TRANSCRIBE_ERR_OOM;
     *out = d;
-    for (uint64_t i = 0; i < cnt; i++) {
+    for (int64_t i = 0; i < cnt; i++) {
         d[i] = strdup(a[i] ? a[i] : "");
         if (!d[i]) return TRANSCRIBE_ERR_OOM;
         *n = (int)i + 1;
@@ -109,17 +53,18 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     cn_hparams *hp = &m->hp;
     transcribe_status st;
     const char *arch = NULL;
-    if ((st = req_str(f, "general.architecture", &arch))) return st;
+    if ((st = tr_gguf_req_str(f, "general.architecture", &arch))) return st;
     if (strcmp(arch, "canary") != 0) {
         TR_ERROR("canary: general.architecture is '%s'", arch);
         return ERR_GGUF;
     }
     if ((st = tr_fc_read_hparams(f, "stt.canary.encoder.", TR_FC_KEYS_CANARY, &m->enc_hp)))
         return st;
-    if ((st = req_u32(f, "stt.canary.encoder.pos_emb_max_len", 1, 1 << 24, &hp->pos_emb_max_len)))
+    if ((st = tr_gguf_req_u32(f, "stt.canary.encoder.pos_emb_max_len", 1, 1 << 24,
+                              &hp->pos_emb_max_len)))
         return st;
     bool use_bias; /* §2.3: type-checked, value ignored (biases always required) */
-    if ((st = opt_bool(f, "stt.canary.encoder.use_bias", false, &use_bias))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.canary.encoder.use_bias", false, &use_bias))) return st;
     if (m->enc_hp.sub_factor != 8) {
         TR_ERROR("canary: stt.canary.encoder.subsampling_factor %d (only 8 is supported)",
                  m->enc_hp.sub_factor);
@@ -128,19 +73,19 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     hp->d_enc = m->enc_hp.d_model;
 
 #define DK "stt.canary.decoder."
-    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_dec_layers))) return st;
-    if ((st = req_u32(f, DK "d_model", 1, 1 << 16, &hp->d_dec))) return st;
-    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_dec_heads))) return st;
-    if ((st = req_u32(f, DK "d_ff", 1, 1 << 20, &hp->dec_ff))) return st;
-    if ((st = req_u32(f, DK "max_position", 1, 1 << 20, &hp->max_position))) return st;
-    if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "n_layers", 1, 1024, &hp->n_dec_layers))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "d_model", 1, 1 << 16, &hp->d_dec))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "n_heads", 1, 1024, &hp->n_dec_heads))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "d_ff", 1, 1 << 20, &hp->dec_ff))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "max_position", 1, 1 << 20, &hp->max_position))) return st;
+    if ((st = tr_gguf_req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
     if (hp->d_dec % hp->n_dec_heads) {
         TR_ERROR("canary: decoder d_model %d is not divisible by n_heads %d", hp->d_dec,
                  hp->n_dec_heads);
         return ERR_GGUF;
     }
     const char *act = NULL;
-    if ((st = req_str(f, DK "activation", &act))) return st;
+    if ((st = tr_gguf_req_str(f, DK "activation", &act))) return st;
     if (strcmp(act, "relu") == 0) {
         hp->act = TR_NN_ACT_RELU;
     } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
@@ -150,9 +95,9 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
         return ERR_GGUF;
     }
     bool pre_ln, learn_pos; /* written, not consulted: the decoder is always pre-LN */
-    if ((st = opt_bool(f, DK "pre_ln", true, &pre_ln))) return st;
-    if ((st = opt_bool(f, DK "learn_positional_encodings", false, &learn_pos))) return st;
-    if ((st = opt_bool(f, DK "encoder_decoder_proj", false, &hp->enc_dec_proj))) return st;
+    if ((st = tr_gguf_opt_bool(f, DK "pre_ln", true, &pre_ln))) return st;
+    if ((st = tr_gguf_opt_bool(f, DK "learn_positional_encodings", false, &learn_pos))) return st;
+    if ((st = tr_gguf_opt_bool(f, DK "encoder_decoder_proj", false, &hp->enc_dec_proj))) return st;
 #undef DK
     if (!hp->enc_dec_proj && hp->d_enc != hp->d_dec) {
         TR_ERROR("canary: encoder width %d != decoder width %d without encoder_decoder_proj",
@@ -161,7 +106,7 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     }
 
     const char *pf = NULL;
-    if ((st = req_str(f, "stt.canary.tokenizer.prompt_format", &pf))) return st;
+    if ((st = tr_gguf_req_str(f, "stt.canary.tokenizer.prompt_format", &pf))) return st;
     if (strcmp(pf, "canary") == 0) {
         hp->prompt_format = CN_PROMPT_CANARY;
     } else if (strcmp(pf, "canary2") == 0) {
@@ -170,12 +115,15 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
         TR_ERROR("canary: stt.canary.tokenizer.prompt_format '%s' is not supported", pf);
         return ERR_GGUF;
     }
-    if ((st = opt_bool(f, "stt.canary.tokenizer.single_sp", false, &hp->single_sp))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.canary.tokenizer.single_sp", false, &hp->single_sp)))
+        return st;
     /* lang_offsets / lang_sizes are not read, but a present key must have its type */
     const int32_t *ia = NULL;
-    uint64_t na = 0;
-    if (gguf_get_arr_i32(f, "stt.canary.tokenizer.lang_offsets", &ia, &na) < 0) return ERR_GGUF;
-    if (gguf_get_arr_i32(f, "stt.canary.tokenizer.lang_sizes", &ia, &na) < 0) return ERR_GGUF;
+    int64_t na = 0;
+    if ((st =
+             tr_gguf_opt_arr_i32(f, "stt.canary.tokenizer.lang_offsets", 0, INT64_MAX, &ia, &na)) ||
+        (st = tr_gguf_opt_arr_i32(f, "stt.canary.tokenizer.lang_sizes", 0, INT64_MAX, &ia, &na)))
+        return st;
     return TRANSCRIBE_OK;
 }
 
@@ -187,16 +135,16 @@ static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
     int mels, sr, n_fft, win, hop;
     float v;
 #define FK "stt.frontend."
-    if ((st = req_str(f, FK "type", &s))) return st;
+    if ((st = tr_gguf_req_str(f, FK "type", &s))) return st;
     if (strcmp(s, "mel") != 0) {
         TR_ERROR("canary: " FK "type '%s' (only 'mel')", s);
         return ERR_GGUF;
     }
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &mels))) return st;
-    if ((st = req_u32(f, FK "sample_rate", 1, 1 << 24, &sr))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &n_fft))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &win))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
+    if ((st = tr_gguf_req_u32(f, FK "num_mels", 1, 4096, &mels))) return st;
+    if ((st = tr_gguf_req_u32(f, FK "sample_rate", 1, 1 << 24, &sr))) return st;
+    if ((st = tr_gguf_req_u32(f, FK "n_fft", 2, 1 << 16, &n_fft))) return st;
+    if ((st = tr_gguf_req_u32(f, FK "win_length", 1, 1 << 16, &win))) return st;
+    if ((st = tr_gguf_req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
     if (mels != 128 || mels != m->enc_hp.n_mels) {
         TR_ERROR("canary: " FK "num_mels %d (only 128 is implemented)", mels);
         return ERR_GGUF;
@@ -209,30 +157,25 @@ static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
         TR_ERROR("canary: " FK "n_fft %d must be a power of two >= win_length %d", n_fft, win);
         return ERR_GGUF;
     }
-    if ((st = req_str(f, FK "window", &s))) return st;
+    if ((st = tr_gguf_req_str(f, FK "window", &s))) return st;
     if (strcmp(s, "hann") != 0) {
         TR_ERROR("canary: " FK "window '%s' (only 'hann')", s);
         return ERR_GGUF;
     }
-    if ((st = req_str(f, FK "normalize", &s))) return st;
+    if ((st = tr_gguf_req_str(f, FK "normalize", &s))) return st;
     if (strcmp(s, "per_feature") != 0) {
         TR_ERROR("canary: " FK "normalize '%s' (only 'per_feature')", s);
         return ERR_GGUF;
     }
     /* dither: read for presence and type only; inference never dithers */
-    if ((st = req_f32(f, FK "dither", &v))) return st;
-    if ((st = req_f32(f, FK "pre_emphasis", &v))) return st;
-    if ((st = req_f32(f, FK "f_min", &v))) return st;
-    if ((st = req_f32(f, FK "f_max", &v))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "dither", &v))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "pre_emphasis", &v))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "f_min", &v))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "f_max", &v))) return st;
     bool logb;
-    if ((st = opt_bool(f, FK "log", true, &logb))) return st;
-    const char *pad = NULL;
-    int r = gguf_get_str(f, FK "pad_mode", &pad);
-    if (r < 0) return ERR_GGUF;
-    if (r == 1 && strcmp(pad, "reflect") != 0 && strcmp(pad, "constant") != 0) {
-        TR_ERROR("canary: " FK "pad_mode '%s' (reflect or constant)", pad);
-        return ERR_GGUF;
-    }
+    if ((st = tr_gguf_opt_bool(f, FK "log", true, &logb))) return st;
+    static const char *const pads[] = {"reflect", "constant", NULL};
+    if ((st = tr_gguf_opt_str_in(f, FK "pad_mode", pads))) return st;
 #undef FK
     tr_mel_config_nemo(&m->mel, mels);
     m->mel.pad_mode = TR_PAD_REFLECT; /* the default when pad_mode is absent */
@@ -273,20 +216,21 @@ static transcribe_status read_special(const gguf_file *f, cn_model *m) {
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char key[96];
         snprintf(key, sizeof key, "stt.canary.special.%s_id", keys[i].name);
-        if ((st = opt_id(f, key, V, keys[i].dst))) return st;
-        if (keys[i].req && *keys[i].dst < 0) return missing(key);
+        if ((st = tr_gguf_opt_token_id(f, key, V, keys[i].dst))) return st;
+        if (keys[i].req && *keys[i].dst < 0)
+            return tr_gguf_key_error(key, "token id", "required but missing");
     }
     /* Pieces outside the catalog, located by exact lookup (§2.6, §8.1). */
     sp->emo_undefined = tr_tokenizer_find(m->tok, "<|emo:undefined|>");
     sp->space = tr_tokenizer_find(m->tok, "\xE2\x96\x81");
 
     int eos = -1;
-    if ((st = opt_id(f, "tokenizer.ggml.eos_token_id", V, &eos))) return st;
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", V, &eos))) return st;
     m->hp.eos = eos >= 0 ? eos : sp->eot;
     /* The remaining tokenizer.ggml ids are type-checked only. */
     int unused;
-    if ((st = opt_id(f, "tokenizer.ggml.unknown_token_id", V, &unused))) return st;
-    if ((st = opt_id(f, "tokenizer.ggml.bos_token_id", V, &unused))) return st;
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.unknown_token_id", V, &unused))) return st;
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.bos_token_id", V, &unused))) return st;
     return TRANSCRIBE_OK;
 }
 
@@ -297,7 +241,7 @@ static transcribe_status add_table_code(const gguf_file *f, cn_model *m, const c
     char key[96];
     snprintf(key, sizeof key, "stt.canary.special.lang.%s_id", code);
     int id = -1;
-    transcribe_status st = opt_id(f, key, m->hp.n_vocab, &id);
+    transcribe_status st = tr_gguf_opt_token_id(f, key, m->hp.n_vocab, &id);
     if (st != TRANSCRIBE_OK || id < 0) return st; /* no id: e.g. "spl_tokens", "all" */
     char *c = strdup(code);
     if (!c) return TRANSCRIBE_ERR_OOM;
@@ -342,8 +286,8 @@ static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
     }
 
     bool ld;
-    if ((st = opt_bool(f, "stt.capability.translate", true, &m->can_translate))) return st;
-    if ((st = opt_bool(f, "stt.capability.lang_detect", false, &ld))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.translate", true, &m->can_translate))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.lang_detect", false, &ld))) return st;
     if (ld) TR_WARN("canary: stt.capability.lang_detect is set, but Canary never auto-detects");
     if ((st = opt_strs(f, "stt.translation.target_languages", &m->targets, &m->n_targets, NULL)))
         return st;
@@ -359,18 +303,17 @@ static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
 static transcribe_status read_tokenizer(const gguf_file *f, cn_model *m) {
     transcribe_status st;
     const char *model = NULL;
-    if ((st = req_str(f, "tokenizer.ggml.model", &model))) return st;
+    if ((st = tr_gguf_req_str(f, "tokenizer.ggml.model", &model))) return st;
     if (strcmp(model, "unigram") != 0) {
         TR_ERROR("canary: tokenizer.ggml.model '%s' (only 'unigram')", model);
         return ERR_GGUF;
     }
     const char *const *pieces = NULL;
-    uint64_t np = 0;
-    int r = gguf_get_arr_str(f, "tokenizer.ggml.tokens", &pieces, &np);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing("tokenizer.ggml.tokens");
-    if (np != (uint64_t)m->hp.n_vocab) {
-        TR_ERROR("canary: %" PRIu64 " tokenizer pieces but decoder vocab_size %d", np,
+    int64_t np = 0;
+    if ((st = tr_gguf_req_arr_str(f, "tokenizer.ggml.tokens", 0, INT64_MAX, &pieces, &np)))
+        return st;
+    if (np != m->hp.n_vocab) {
+        TR_ERROR("canary: %" PRId64 " tokenizer pieces but decoder vocab_size %d", np,
                  m->hp.n_vocab);
         return ERR_GGUF;
     }
@@ -469,7 +412,7 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     if ((st = read_special(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
     const char *variant = NULL;
-    if (gguf_get_str(f, "stt.variant", &variant) < 0) return ERR_GGUF;
+    if ((st = tr_gguf_opt_str(f, "stt.variant", "canary", &variant))) return st;
     m->variant = strdup(variant ? variant : "canary");
     if (!m->variant) return TRANSCRIBE_ERR_OOM;
     if ((st = read_tensors(f, m))) return st;

@@ -14,52 +14,6 @@
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 #define DIM_MAX  (1 << 20)
 
-transcribe_status pk_req_u32(const gguf_file *g, const char *key, int lo, int hi, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(g, key, &v);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) {
-        TR_ERROR("parakeet: required key '%s' is missing", key);
-        return ERR_GGUF;
-    }
-    if (v < (uint32_t)lo || v > (uint32_t)hi) {
-        TR_ERROR("parakeet: key '%s' = %" PRIu32 " is out of range [%d, %d]", key, v, lo, hi);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status pk_opt_u32(const gguf_file *g, const char *key, int def, int lo, int hi,
-                             int *out) {
-    if (gguf_find_key(g, key) < 0) {
-        *out = def;
-        return TRANSCRIBE_OK;
-    }
-    return pk_req_u32(g, key, lo, hi, out);
-}
-
-transcribe_status pk_opt_bool(const gguf_file *g, const char *key, bool def, bool *out) {
-    bool v = def;
-    if (gguf_get_bool(g, key, &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status pk_get_str(const gguf_file *g, const char *key, bool req, const char **out) {
-    *out = NULL;
-    int r = gguf_get_str(g, key, out);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) {
-        *out = NULL;
-        if (req) {
-            TR_ERROR("parakeet: required key '%s' is missing", key);
-            return ERR_GGUF;
-        }
-    }
-    return TRANSCRIBE_OK;
-}
-
 /* ---- tensors ---- */
 
 /* Dequantizes a whole (contiguous) tensor into an owned [rows][cols]. */
@@ -124,38 +78,35 @@ static transcribe_status load_ctc(const gguf_file *g, int d, pk_head *h) {
 
 static transcribe_status read_tdt_durations(const gguf_file *g, pk_head *h) {
     const int32_t *dur = NULL;
-    uint64_t n = 0;
-    int r = gguf_get_arr_i32(g, "stt.parakeet.tdt.durations", &dur, &n);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || n == 0) {
-        TR_ERROR("parakeet: 'stt.parakeet.tdt.durations' is missing or empty");
+    int64_t n = 0;
+    transcribe_status st =
+        tr_gguf_req_arr_i32(g, "stt.parakeet.tdt.durations", 1, INT32_MAX, &dur, &n);
+    if (st) return st;
+    if (n != h->n_dur) {
+        TR_ERROR("parakeet: %" PRId64 " TDT durations but num_extra_outputs = %d", n, h->n_dur);
         return ERR_GGUF;
     }
-    if (n != (uint64_t)h->n_dur) {
-        TR_ERROR("parakeet: %" PRIu64 " TDT durations but num_extra_outputs = %d", n, h->n_dur);
-        return ERR_GGUF;
-    }
-    h->durations = malloc(n * sizeof(int));
+    h->durations = malloc((size_t)n * sizeof(int));
     if (!h->durations) return TRANSCRIBE_ERR_OOM;
-    for (uint64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         if (dur[i] < 0 || dur[i] > 4096) {
             TR_ERROR("parakeet: TDT duration %" PRId32 " is out of range", dur[i]);
             return ERR_GGUF;
         }
         h->durations[i] = dur[i];
     }
-    return pk_opt_u32(g, "stt.parakeet.tdt.max_symbols", 10, 0, DIM_MAX, &h->max_symbols);
+    return tr_gguf_opt_u32(g, "stt.parakeet.tdt.max_symbols", 10, 0, DIM_MAX, &h->max_symbols);
 }
 
 static transcribe_status read_transducer_keys(const gguf_file *g, pk_head *h) {
     transcribe_status st;
     const char *act = NULL;
-    if ((st = pk_req_u32(g, "stt.parakeet.predictor.hidden", 1, DIM_MAX, &h->hp)) ||
-        (st = pk_req_u32(g, "stt.parakeet.predictor.n_layers", 1, 64, &h->n_layers)) ||
-        (st = pk_req_u32(g, "stt.parakeet.predictor.vocab", 2, DIM_MAX, &h->n_vocab)) ||
-        (st = pk_req_u32(g, "stt.parakeet.joint.hidden", 1, DIM_MAX, &h->joint)) ||
-        (st = pk_req_u32(g, "stt.parakeet.joint.num_extra_outputs", 0, 4096, &h->n_dur)) ||
-        (st = pk_get_str(g, "stt.parakeet.joint.activation", true, &act)))
+    if ((st = tr_gguf_req_u32(g, "stt.parakeet.predictor.hidden", 1, DIM_MAX, &h->hp)) ||
+        (st = tr_gguf_req_u32(g, "stt.parakeet.predictor.n_layers", 1, 64, &h->n_layers)) ||
+        (st = tr_gguf_req_u32(g, "stt.parakeet.predictor.vocab", 2, DIM_MAX, &h->n_vocab)) ||
+        (st = tr_gguf_req_u32(g, "stt.parakeet.joint.hidden", 1, DIM_MAX, &h->joint)) ||
+        (st = tr_gguf_req_u32(g, "stt.parakeet.joint.num_extra_outputs", 0, 4096, &h->n_dur)) ||
+        (st = tr_gguf_req_str(g, "stt.parakeet.joint.activation", &act)))
         return st;
     if (!strcmp(act, "relu"))
         h->act = PK_ACT_RELU;
@@ -217,7 +168,7 @@ transcribe_status pk_head_load(const gguf_file *g, int d_model, pk_head *h) {
     memset(h, 0, sizeof *h);
     h->d_enc = d_model;
     const char *kind = NULL;
-    transcribe_status st = pk_get_str(g, "stt.parakeet.head_kind", false, &kind);
+    transcribe_status st = tr_gguf_opt_str(g, "stt.parakeet.head_kind", NULL, &kind);
     if (st) return st;
     if (!kind || !strcmp(kind, "tdt")) /* older v2/v3 files: TDT */
         h->kind = PK_HEAD_TDT;

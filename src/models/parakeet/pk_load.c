@@ -58,17 +58,12 @@ static transcribe_status load_tokenizer(const gguf_file *g, pk_model *m) {
 
 static transcribe_status load_languages(const gguf_file *g, pk_model *m) {
     const char *const *langs = NULL;
-    uint64_t n = 0;
-    int r = gguf_get_arr_str(g, "general.languages", &langs, &n);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || n == 0) return TRANSCRIBE_OK;
-    if (n > 4096) {
-        TR_ERROR("parakeet: general.languages has %" PRIu64 " entries", n);
-        return ERR_GGUF;
-    }
+    int64_t n = 0;
+    transcribe_status st = tr_gguf_opt_arr_str(g, "general.languages", 0, 4096, &langs, &n);
+    if (st || n == 0) return st;
     m->lang = calloc((size_t)n, sizeof(char *));
     if (!m->lang) return TRANSCRIBE_ERR_OOM;
-    for (uint64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         if (!(m->lang[i] = dup_str(langs[i] ? langs[i] : ""))) return TRANSCRIBE_ERR_OOM;
         m->n_lang++;
     }
@@ -85,23 +80,20 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     char key[64];
     for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
         snprintf(key, sizeof key, "stt.frontend.%s", req[i]);
-        if (gguf_find_key(g, key) < 0) {
-            TR_ERROR("parakeet: required key '%s' is missing", key);
-            return ERR_GGUF;
-        }
+        if (!tr_gguf_has(g, key)) return tr_gguf_key_error(key, "any type", "required but missing");
     }
     const char *s = NULL;
-    if (pk_get_str(g, "stt.frontend.type", true, &s)) return ERR_GGUF;
+    if (tr_gguf_req_str(g, "stt.frontend.type", &s)) return ERR_GGUF;
     if (strcmp(s, "mel") != 0) {
         TR_ERROR("parakeet: stt.frontend.type '%s' is not 'mel'", s);
         return ERR_GGUF;
     }
-    if (pk_get_str(g, "stt.frontend.window", true, &s)) return ERR_GGUF;
+    if (tr_gguf_req_str(g, "stt.frontend.window", &s)) return ERR_GGUF;
     if (strcmp(s, "hann") != 0) {
         TR_ERROR("parakeet: stt.frontend.window '%s' is not 'hann'", s);
         return ERR_GGUF;
     }
-    if (pk_get_str(g, "stt.frontend.normalize", true, &s)) return ERR_GGUF;
+    if (tr_gguf_req_str(g, "stt.frontend.normalize", &s)) return ERR_GGUF;
     if (strcmp(s, "per_feature") != 0 && strcmp(s, "none") != 0) {
         TR_ERROR("parakeet: stt.frontend.normalize '%s' is not per_feature or none", s);
         return ERR_GGUF;
@@ -113,7 +105,7 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     c->pad_mode = TR_PAD_CONSTANT; /* §6: forced whatever the file says */
     c->window = TR_WIN_HANN_SYMMETRIC;
     float dither = 0.0f;
-    if (gguf_get_f32(g, "stt.frontend.dither", &dither) < 0) return ERR_GGUF;
+    if ((st = tr_gguf_opt_f32(g, "stt.frontend.dither", 0.0f, &dither))) return st;
     bool ok = c->n_mels > 0 && c->n_mels % 8 == 0 && c->n_mels == m->hp.n_mels &&
               c->sample_rate > 0 && c->n_fft > 0 && (c->n_fft & (c->n_fft - 1)) == 0 &&
               c->n_fft <= (1 << 16) && c->win_length > 0 && c->win_length <= c->n_fft &&
@@ -132,19 +124,18 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
 
 static int arr_len(const gguf_file *g, const char *key, transcribe_status *st) {
     const int32_t *v = NULL;
-    uint64_t n = 0;
-    int r = gguf_get_arr_i32(g, key, &v, &n);
-    if (r < 0) *st = ERR_GGUF;
-    return r == 1 ? (int)(n > 1000000 ? 1000000 : n) : 0;
+    int64_t n = 0;
+    if (tr_gguf_opt_arr_i32(g, key, 0, INT64_MAX, &v, &n)) *st = ERR_GGUF;
+    return (int)(n > 1000000 ? 1000000 : n);
 }
 
 /* §3.1 / §7.8: the KV can switch streaming on; so can the geometry. */
 static transcribe_status load_caps(const gguf_file *g, pk_model *m) {
     bool translate = false, streaming = false;
     transcribe_status st = TRANSCRIBE_OK;
-    if ((st = pk_opt_bool(g, "stt.capability.lang_detect", false, &m->lang_detect)) ||
-        (st = pk_opt_bool(g, "stt.capability.streaming", false, &streaming)) ||
-        (st = pk_opt_bool(g, "stt.capability.translate", false, &translate)))
+    if ((st = tr_gguf_opt_bool(g, "stt.capability.lang_detect", false, &m->lang_detect)) ||
+        (st = tr_gguf_opt_bool(g, "stt.capability.streaming", false, &streaming)) ||
+        (st = tr_gguf_opt_bool(g, "stt.capability.translate", false, &translate)))
         return st;
     const tr_fc_hparams *hp = &m->hp;
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED && hp->att_left >= 0 && hp->att_right >= 0)
@@ -167,16 +158,16 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
         return TRANSCRIBE_ERR_UNSUPPORTED_ARCH;
     }
     const char *s = NULL;
-    transcribe_status st = pk_get_str(g, "general.architecture", true, &s);
+    transcribe_status st = tr_gguf_req_str(g, "general.architecture", &s);
     if (st) return st;
     if (strcmp(s, "parakeet") != 0) {
         TR_ERROR("parakeet: general.architecture is '%s'", s);
         return TRANSCRIBE_ERR_UNSUPPORTED_ARCH;
     }
-    if ((st = pk_get_str(g, "stt.variant", false, &s))) return st;
+    if ((st = tr_gguf_opt_str(g, "stt.variant", NULL, &s))) return st;
     if (!(m->variant = dup_str(s ? s : "tdt-0.6b-v2"))) return TRANSCRIBE_ERR_OOM;
     int n_prompts = 0;
-    if ((st = pk_opt_u32(g, "stt.parakeet.prompt.num_prompts", 0, 0, 1 << 20, &n_prompts)))
+    if ((st = tr_gguf_opt_u32(g, "stt.parakeet.prompt.num_prompts", 0, 0, 1 << 20, &n_prompts)))
         return st;
     if ((st = tr_fc_read_hparams(g, "stt.parakeet.encoder.", TR_FC_KEYS_PARAKEET, &m->hp)))
         return st;

@@ -19,9 +19,9 @@
 static transcribe_status read_keys(const gguf_file *g, pk_prompt *p) {
     transcribe_status st;
     const char *s = NULL;
-    if ((st = pk_req_u32(g, "stt.parakeet.prompt.hidden", 1, 1 << 20, &p->hidden)) ||
-        (st = pk_get_str(g, "stt.parakeet.prompt.field", true, &s)) ||
-        (st = pk_get_str(g, "stt.parakeet.prompt.activation", true, &s)))
+    if ((st = tr_gguf_req_u32(g, "stt.parakeet.prompt.hidden", 1, 1 << 20, &p->hidden)) ||
+        (st = tr_gguf_req_str(g, "stt.parakeet.prompt.field", &s)) ||
+        (st = tr_gguf_req_str(g, "stt.parakeet.prompt.activation", &s)))
         return st;
     if (strcmp(s, "relu") != 0) {
         TR_ERROR("parakeet: stt.parakeet.prompt.activation '%s' is not 'relu'", s);
@@ -29,20 +29,22 @@ static transcribe_status read_keys(const gguf_file *g, pk_prompt *p) {
     }
     const char *const *loc = NULL;
     const int32_t *idx = NULL;
-    uint64_t nl = 0, ni = 0;
-    int r1 = gguf_get_arr_str(g, "stt.parakeet.prompt.dictionary.locales", &loc, &nl);
-    int r2 = gguf_get_arr_i32(g, "stt.parakeet.prompt.dictionary.indices", &idx, &ni);
-    if (r1 < 0 || r2 < 0) return ERR_GGUF;
-    if (r1 == 0 || r2 == 0 || nl == 0 || nl != ni || nl > 65536) {
-        TR_ERROR("parakeet: prompt dictionary missing or inconsistent (%" PRIu64 " locales, "
-                 "%" PRIu64 " indices)",
+    int64_t nl = 0, ni = 0;
+    if ((st = tr_gguf_req_arr_str(g, "stt.parakeet.prompt.dictionary.locales", 1, 65536, &loc,
+                                  &nl)) ||
+        (st =
+             tr_gguf_req_arr_i32(g, "stt.parakeet.prompt.dictionary.indices", 1, 65536, &idx, &ni)))
+        return st;
+    if (nl != ni) {
+        TR_ERROR("parakeet: prompt dictionary inconsistent (%" PRId64 " locales, %" PRId64
+                 " indices)",
                  nl, ni);
         return ERR_GGUF;
     }
-    p->locales = calloc(nl, sizeof *p->locales);
-    p->indices = calloc(nl, sizeof *p->indices);
+    p->locales = calloc((size_t)nl, sizeof *p->locales);
+    p->indices = calloc((size_t)nl, sizeof *p->indices);
     if (!p->locales || !p->indices) return TRANSCRIBE_ERR_OOM;
-    for (uint64_t i = 0; i < nl; i++) {
+    for (int64_t i = 0; i < nl; i++) {
         if (idx[i] < 0 || idx[i] >= p->n_prompts) {
             TR_ERROR("parakeet: prompt index %" PRId32 " outside [0, %d)", idx[i], p->n_prompts);
             return ERR_GGUF;
@@ -55,7 +57,7 @@ static transcribe_status read_keys(const gguf_file *g, pk_prompt *p) {
         p->n_locales++;
     }
     int auto_id = -1;
-    if ((st = pk_opt_u32(g, "stt.parakeet.prompt.auto_id", -1, 0, p->n_prompts - 1, &auto_id)))
+    if ((st = tr_gguf_opt_u32(g, "stt.parakeet.prompt.auto_id", -1, 0, p->n_prompts - 1, &auto_id)))
         return st;
     p->default_id = auto_id >= 0 ? auto_id : p->indices[0];
     return TRANSCRIBE_OK;

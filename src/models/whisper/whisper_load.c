@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "models/whisper/whisper.h"
 #include "models/whisper/whisper_src.h"
 #include "text/tokenizer.h"
@@ -18,94 +19,47 @@
 
 /* ---- key helpers (tri-state getters: -1 wrong type, 0 absent, 1 ok) ---- */
 
+/* Sizes of §2.2: UINT32 in [1, 2^24]. */
 static transcribe_status req_u32_pos(const gguf_file *f, const char *key, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) {
-        TR_ERROR("whisper: required key '%s' is missing", key);
-        return ERR_GGUF;
-    }
-    if (v == 0 || v > (1u << 24)) {
-        TR_ERROR("whisper: key '%s' = %" PRIu32 " is out of range", key, v);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_req_u32(f, key, 1, 1 << 24, out);
 }
 
+/* Required string equal to a (or to b when b is given). */
 static transcribe_status req_str_eq(const gguf_file *f, const char *key, const char *a,
                                     const char *b) {
-    const char *s = NULL;
-    int r = gguf_get_str(f, key, &s);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) {
-        TR_ERROR("whisper: required key '%s' is missing", key);
-        return ERR_GGUF;
-    }
-    if (strcmp(s, a) != 0 && (!b || strcmp(s, b) != 0)) {
-        TR_ERROR("whisper: key '%s' = '%s' is not supported (expected '%s')", key, s, a);
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    const char *const allowed[] = {a, b, NULL};
+    return tr_gguf_req_str_in(f, key, allowed);
 }
 
 static transcribe_status opt_str_eq(const gguf_file *f, const char *key, const char *want) {
-    const char *s = NULL;
-    int r = gguf_get_str(f, key, &s);
-    if (r < 0) return ERR_GGUF;
-    if (r == 1 && strcmp(s, want) != 0) {
-        TR_ERROR("whisper: key '%s' = '%s' is not supported (expected '%s')", key, s, want);
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    const char *const allowed[] = {want, NULL};
+    return tr_gguf_opt_str_in(f, key, allowed);
 }
 
-static transcribe_status opt_bool(const gguf_file *f, const char *key, bool def, bool *out) {
-    bool v = def;
-    if (gguf_get_bool(f, key, &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
-}
-
-static transcribe_status opt_f32(const gguf_file *f, const char *key, float def, float *out) {
-    float v = def;
-    if (gguf_get_f32(f, key, &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
-}
-
+/* Window sizes: absent or unusable (0, > 2^30) → def. */
 static transcribe_status opt_u32(const gguf_file *f, const char *key, int def, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    *out = (r == 0 || v == 0 || v > (1u << 30)) ? def : (int)v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_u32_or(f, key, def, 1, 1 << 30, out);
 }
 
-/* Token ids of §2.2 are UINT32; absent → def. */
+/* Token ids of §2.2 are UINT32; absent or past INT32_MAX → def. */
 static transcribe_status opt_id(const gguf_file *f, const char *key, int def, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    *out = (r == 0 || v > INT32_MAX) ? def : (int)v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_u32_or(f, key, def, 0, INT32_MAX, out);
 }
 
 static transcribe_status copy_id_list(const gguf_file *f, const char *key, int V, int32_t **out,
                                       int *n_out) {
     const int32_t *a = NULL;
-    uint64_t n = 0;
-    int r = gguf_get_arr_i32(f, key, &a, &n);
-    if (r < 0) return ERR_GGUF;
+    int64_t n = 0;
+    transcribe_status st = tr_gguf_opt_arr_i32(f, key, 0, INT64_MAX, &a, &n);
+    if (st) return st;
     *out = NULL;
     *n_out = 0;
-    if (r == 0 || n == 0) return TRANSCRIBE_OK;
-    if (n > (uint64_t)V * 4) n = (uint64_t)V * 4;
-    int32_t *d = malloc(n * sizeof *d);
+    if (n == 0) return TRANSCRIBE_OK;
+    if (n > (int64_t)V * 4) n = (int64_t)V * 4;
+    int32_t *d = malloc((size_t)n * sizeof *d);
     if (!d) return TRANSCRIBE_ERR_OOM;
     int k = 0;
-    for (uint64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < n; i++) {
         if (a[i] >= 0 && a[i] < V) d[k++] = a[i]; /* §4.5: out-of-range ids ignored */
     }
     *out = d;
@@ -137,8 +91,9 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     if ((st = req_str_eq(f, "stt.whisper.encoder.activation", "gelu", NULL))) return st;
     if ((st = req_str_eq(f, "stt.whisper.decoder.activation", "gelu", NULL))) return st;
     bool tie, scale;
-    if ((st = opt_bool(f, "stt.whisper.decoder.tie_word_embeddings", true, &tie))) return st;
-    if ((st = opt_bool(f, "stt.whisper.decoder.scale_embedding", false, &scale))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.whisper.decoder.tie_word_embeddings", true, &tie)))
+        return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.whisper.decoder.scale_embedding", false, &scale))) return st;
     if (!tie || scale) {
         TR_ERROR("whisper: untied output head / scaled embeddings are not supported");
         return ERR_GGUF;
@@ -172,10 +127,10 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     if ((st = req_str_eq(f, "stt.frontend.window", "hann_periodic", "hann"))) return st;
     if ((st = req_str_eq(f, "stt.frontend.normalize", "whisper_logmel", NULL))) return st;
     float dither, pre, fmin, fmax;
-    if ((st = opt_f32(f, "stt.frontend.dither", 0.0f, &dither))) return st;
-    if ((st = opt_f32(f, "stt.frontend.pre_emphasis", 0.0f, &pre))) return st;
-    if ((st = opt_f32(f, "stt.frontend.f_min", 0.0f, &fmin))) return st;
-    if ((st = opt_f32(f, "stt.frontend.f_max", 8000.0f, &fmax))) return st;
+    if ((st = tr_gguf_opt_f32(f, "stt.frontend.dither", 0.0f, &dither))) return st;
+    if ((st = tr_gguf_opt_f32(f, "stt.frontend.pre_emphasis", 0.0f, &pre))) return st;
+    if ((st = tr_gguf_opt_f32(f, "stt.frontend.f_min", 0.0f, &fmin))) return st;
+    if ((st = tr_gguf_opt_f32(f, "stt.frontend.f_max", 8000.0f, &fmax))) return st;
     if (dither != 0.0f) {
         TR_ERROR("whisper: stt.frontend.dither must be 0");
         return ERR_GGUF;
@@ -183,7 +138,7 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     if ((st = opt_str_eq(f, "stt.frontend.pad_mode", "reflect"))) return st;
     if ((st = opt_str_eq(f, "stt.frontend.mel_norm", "slaney"))) return st;
     bool center;
-    if ((st = opt_bool(f, "stt.frontend.center", true, &center))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.frontend.center", true, &center))) return st;
     if (!center) {
         TR_ERROR("whisper: stt.frontend.center must be true");
         return ERR_GGUF;
@@ -215,19 +170,9 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
     transcribe_status st;
     const int V = m->hp.n_vocab;
     int dstart = -1, nots = -1;
-    uint32_t u = 0;
-    int r = gguf_get_u32(f, "stt.whisper.decoder_start_token_id", &u);
-    if (r <= 0) {
-        if (r == 0) TR_ERROR("whisper: stt.whisper.decoder_start_token_id is missing");
-        return ERR_GGUF;
-    }
-    dstart = (int)(u > INT32_MAX ? INT32_MAX : u);
-    r = gguf_get_u32(f, "stt.whisper.no_timestamps_token_id", &u);
-    if (r <= 0) {
-        if (r == 0) TR_ERROR("whisper: stt.whisper.no_timestamps_token_id is missing");
-        return ERR_GGUF;
-    }
-    nots = (int)(u > INT32_MAX ? INT32_MAX : u);
+    if ((st = tr_gguf_req_u32(f, "stt.whisper.decoder_start_token_id", 0, INT32_MAX, &dstart)) ||
+        (st = tr_gguf_req_u32(f, "stt.whisper.no_timestamps_token_id", 0, INT32_MAX, &nots)))
+        return st;
     if (dstart >= V || nots < 1 || nots + 1 >= V) {
         TR_ERROR("whisper: special ids out of range (sot %d, notimestamps %d, vocab %d)", dstart,
                  nots, V);
@@ -260,10 +205,13 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
          * the OpenAI vocabulary was built, so prompts can still be encoded. */
         const char *const *pieces = NULL;
         const int32_t *types = NULL;
-        uint64_t np = 0, nt = 0;
-        if (gguf_get_arr_str(f, "tokenizer.ggml.tokens", &pieces, &np) == 1 && np > 0 &&
-            np < INT32_MAX) {
-            if (gguf_get_arr_i32(f, "tokenizer.ggml.token_type", &types, &nt) != 1 || nt != np)
+        int64_t np = 0, nt = 0;
+        if (tr_gguf_opt_arr_str(f, "tokenizer.ggml.tokens", 1, INT32_MAX - 1, &pieces, &np) ==
+                TRANSCRIBE_OK &&
+            np > 0) {
+            if (tr_gguf_opt_arr_i32(f, "tokenizer.ggml.token_type", 0, INT64_MAX, &types, &nt) !=
+                    TRANSCRIBE_OK ||
+                nt != np)
                 types = NULL;
             tr_tokenizer *t2 = NULL;
             if (tr_tokenizer_create(TR_TOK_GPT2, TR_PRE_GPT2, pieces, (int)np, NULL, types, NULL, 0,
@@ -277,10 +225,8 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
     }
     tr_tokenizer_set_pretok(m->tok, TR_PRE_GPT2); /* §2.2: Whisper always uses gpt2 */
     m->n_tok_pieces = tr_tokenizer_n_vocab(m->tok);
-    int eos = -1;
-    r = gguf_get_token_id(f, "tokenizer.ggml.eos_token_id", &eos);
-    if (r < 0) return ERR_GGUF;
-    m->eot = (r == 1 && eos >= 0 && eos < V) ? eos : 50257;
+    if ((st = tr_gguf_opt_token_id_or(f, "tokenizer.ggml.eos_token_id", V, 50257, &m->eot)))
+        return st;
     if (m->eot >= V) {
         TR_ERROR("whisper: end-of-text id %d outside the vocabulary", m->eot);
         return ERR_GGUF;
@@ -289,20 +235,19 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
 
     /* capabilities and languages */
     bool ld, tl, ts;
-    if ((st = opt_bool(f, "stt.capability.lang_detect", true, &ld))) return st;
-    if ((st = opt_bool(f, "stt.capability.translate", true, &tl))) return st;
-    if ((st = opt_bool(f, "stt.capability.timestamps", true, &ts))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.lang_detect", true, &ld))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.translate", true, &tl))) return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.timestamps", true, &ts))) return st;
     m->multilingual = ld;
     m->can_translate = tl;
     const char *const *langs = NULL;
-    uint64_t nl = 0;
-    r = gguf_get_arr_str(f, "general.languages", &langs, &nl);
-    if (r < 0) return ERR_GGUF;
+    int64_t nl = 0;
+    if ((st = tr_gguf_opt_arr_str(f, "general.languages", 0, INT64_MAX, &langs, &nl))) return st;
     if (nl > 4096) nl = 4096;
     m->n_lang = (int)nl;
     if (nl > 0) {
-        m->lang = calloc(nl, sizeof *m->lang);
-        m->lang_tok = calloc(nl, sizeof *m->lang_tok);
+        m->lang = calloc((size_t)nl, sizeof *m->lang);
+        m->lang_tok = calloc((size_t)nl, sizeof *m->lang_tok);
         if (!m->lang || !m->lang_tok) return TRANSCRIBE_ERR_OOM;
     }
     for (int i = 0; i < m->n_lang; i++) {
@@ -429,7 +374,7 @@ static transcribe_status load_gguf(const gguf_file *f, wh_model *m) {
     if ((st = read_hparams(f, m))) return st;
     if ((st = read_tokens(f, m))) return st;
     const char *variant = NULL;
-    if (gguf_get_str(f, "stt.variant", &variant) < 0) return ERR_GGUF;
+    if ((st = tr_gguf_opt_str(f, "stt.variant", "", &variant))) return st;
     m->variant = strdup(variant ? variant : "");
     if (!m->variant) return TRANSCRIBE_ERR_OOM;
     wh_src src = {.gguf = f};
