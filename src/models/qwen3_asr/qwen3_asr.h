@@ -39,6 +39,7 @@ typedef struct qa_model {
     qa_enc_hparams enc;
     tr_clm_hparams lm;
     int max_pos; /* decoder.max_position_embeddings: the context ceiling */
+    bool tied;   /* tie_word_embeddings (false needs dec.output.weight) */
 
     /* encoder (§3.3) */
     const tr_tensor *conv_w[3];

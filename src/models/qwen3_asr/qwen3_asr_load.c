@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "models/qwen3_asr/qwen3_asr.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
@@ -43,75 +44,28 @@ const char *qa_lang_code(const qa_model *m, const char *name) {
     return NULL;
 }
 
-/* ---- keys ---- */
+/* ---- keys (src/gguf/gguf_keys.h: strict types, one error format) ---- */
 
-static transcribe_status missing(const char *key) {
-    TR_ERROR("qwen3_asr: required key '%s' is missing", key);
-    return ERR_GGUF;
-}
-
-static transcribe_status req_u32(const gguf_file *f, const char *key, int lo, int hi, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing(key);
-    if ((int64_t)v < lo || (int64_t)v > hi) {
-        TR_ERROR("qwen3_asr: key '%s' = %" PRIu32 " is out of range [%d, %d]", key, v, lo, hi);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
-}
-
-static transcribe_status req_str(const gguf_file *f, const char *key, const char **out) {
-    int r = gguf_get_str(f, key, out);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || !*out) return missing(key);
-    return TRANSCRIBE_OK;
-}
+#define req_u32  tr_gguf_req_u32
+#define req_str  tr_gguf_req_str
+#define opt_bool tr_gguf_opt_bool
 
 static transcribe_status req_str_is(const gguf_file *f, const char *key, const char *a,
                                     const char *b) {
-    const char *s = NULL;
-    transcribe_status st = req_str(f, key, &s);
-    if (st) return st;
-    if (strcmp(s, a) != 0 && !(b && strcmp(s, b) == 0)) {
-        TR_ERROR("qwen3_asr: key '%s' is '%s' (expected '%s'%s%s)", key, s, a, b ? " or " : "",
-                 b ? b : "");
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    const char *const allowed[] = {a, b, NULL};
+    return tr_gguf_req_str_in(f, key, allowed);
 }
 
 static transcribe_status req_f32(const gguf_file *f, const char *key, float *out) {
-    int r = gguf_get_f32(f, key, out);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing(key);
-    if (!isfinite(*out)) {
-        TR_ERROR("qwen3_asr: key '%s' is not finite", key);
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    transcribe_status st = tr_gguf_req_f32(f, key, out);
+    if (st == TRANSCRIBE_OK && !isfinite(*out))
+        return tr_gguf_key_error(key, "FLOAT32", "value is not finite");
+    return st;
 }
 
-static transcribe_status opt_bool(const gguf_file *f, const char *key, bool def, bool *out) {
-    bool v = def;
-    if (gguf_get_bool(f, key, &v) < 0) return ERR_GGUF;
-    *out = v;
-    return TRANSCRIBE_OK;
-}
-
+/* Required UINT32 token id inside the vocabulary. */
 static transcribe_status req_id(const gguf_file *f, const char *key, int V, int *out) {
-    uint32_t v = 0;
-    int r = gguf_get_u32(f, key, &v);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0) return missing(key);
-    if (v >= (uint32_t)V) {
-        TR_ERROR("qwen3_asr: '%s' = %" PRIu32 " is outside the vocabulary (%d)", key, v, V);
-        return ERR_GGUF;
-    }
-    *out = (int)v;
-    return TRANSCRIBE_OK;
+    return tr_gguf_req_u32(f, key, 0, V - 1, out);
 }
 
 static void free_strs(char **a, int n) {
@@ -164,10 +118,10 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     if ((st = req_u32(f, DK "rope_mrope_section_t", 0, 1 << 16, &sec_t))) return st;
     if ((st = req_u32(f, DK "rope_mrope_section_h", 0, 1 << 16, &sec_h))) return st;
     if ((st = req_u32(f, DK "rope_mrope_section_w", 0, 1 << 16, &sec_w))) return st;
-    bool interleaved, tied;
+    bool interleaved;
     if ((st = opt_bool(f, DK "rope_mrope_interleaved", true, &interleaved))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
-    if ((st = opt_bool(f, DK "tie_word_embeddings", true, &tied))) return st;
+    if ((st = opt_bool(f, DK "tie_word_embeddings", true, &m->tied))) return st;
     if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
 #undef DK
     if (hp->n_head % hp->n_head_kv || hp->head_dim % 2) {
@@ -195,7 +149,7 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
         return ERR_GGUF;
     }
     /* The head: tied (the shipped files) or an explicit dec.output.weight. */
-    if (!tied && !gguf_find_tensor(f, "dec.output.weight")) {
+    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
         TR_ERROR("qwen3_asr: tie_word_embeddings = false but the file has no dec.output.weight "
                  "head tensor");
         return ERR_GGUF;
@@ -227,10 +181,10 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     if ((st = req_f32(f, FK "pre_emphasis", &x))) return st;
     if ((st = req_f32(f, FK "f_min", &x))) return st;
     if ((st = req_f32(f, FK "f_max", &x))) return st;
-    uint32_t u;
-    if (gguf_get_u32(f, FK "chunk_length", &u) < 0 || gguf_get_u32(f, FK "n_samples", &u) < 0 ||
-        gguf_get_u32(f, FK "nb_max_frames", &u) < 0)
-        return ERR_GGUF;
+    if ((st = tr_gguf_opt_u32(f, FK "chunk_length", 0, 0, INT32_MAX, &v)) ||
+        (st = tr_gguf_opt_u32(f, FK "n_samples", 0, 0, INT32_MAX, &v)) ||
+        (st = tr_gguf_opt_u32(f, FK "nb_max_frames", 0, 0, INT32_MAX, &v)))
+        return st;
 #undef FK
     tr_mel_config_whisper(&m->mel, m->enc.n_mels);
     if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
@@ -264,14 +218,11 @@ static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
         return ERR_GGUF;
     }
     qa_special *sp = &m->sp;
-    int32_t eos = -1;
-    int r = gguf_get_token_id(f, "tokenizer.ggml.eos_token_id", &eos);
-    if (r < 0) return ERR_GGUF;
-    if (r == 0 || eos < 0 || eos >= V) {
-        TR_ERROR("qwen3_asr: tokenizer.ggml.eos_token_id is %s", r == 0 ? "missing" : "invalid");
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", V, &sp->eos))) return st;
+    if (sp->eos < 0) {
+        TR_ERROR("qwen3_asr: tokenizer.ggml.eos_token_id is missing (decoding needs <|im_end|>)");
         return ERR_GGUF;
     }
-    sp->eos = eos;
     if ((st = req_id(f, "stt.qwen3_asr.audio_token_id", V, &sp->audio_pad))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_start_token_id", V, &sp->audio_start))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_end_token_id", V, &sp->audio_end))) return st;
@@ -288,14 +239,10 @@ static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
 
 static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
     const char *const *a = NULL;
-    uint64_t n = 0;
-    int r = gguf_get_arr_str(f, "general.languages", &a, &n);
-    if (r < 0) return ERR_GGUF;
-    if (n > 4096) {
-        TR_ERROR("qwen3_asr: general.languages has %" PRIu64 " entries", n);
-        return ERR_GGUF;
-    }
-    bool table = r == 0; /* absent: the §9.1 table */
+    int64_t n = 0;
+    transcribe_status st = tr_gguf_opt_arr_str(f, "general.languages", 0, 4096, &a, &n);
+    if (st) return st;
+    bool table = a == NULL; /* absent: the §9.1 table */
     int cnt = table ? QA_N_LANGS : (int)n;
     m->lang = calloc((size_t)cnt + 1, sizeof *m->lang);
     m->lang_name = calloc((size_t)cnt + 1, sizeof *m->lang_name);
@@ -435,10 +382,8 @@ static transcribe_status read_lm(const gguf_file *f, qa_model *m) {
     m->lm_w.tok_emb = mat(f, "dec.token_embd.weight", H, hp->n_vocab, QA_TYPES_ANY, &ok);
     m->lm_w.out_norm = vec(f, "dec.output_norm.weight", H, &ok);
     if (!ok) return ERR_GGUF;
-    bool tied = true;
-    gguf_get_bool(f, "stt.qwen3_asr.decoder.tie_word_embeddings", &tied);
     m->lm_w.head = m->lm_w.tok_emb;
-    if (!tied) {
+    if (!m->tied) {
         m->lm_w.head = mat(f, "dec.output.weight", H, hp->n_vocab, QA_TYPES_ANY, &ok);
         if (!ok) return ERR_GGUF;
         TR_INFO("qwen3_asr: untied output head dec.output.weight");
@@ -456,7 +401,7 @@ static transcribe_status load_gguf(const gguf_file *f, qa_model *m) {
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
     const char *variant = NULL;
-    if (gguf_get_str(f, "stt.variant", &variant) < 0) return ERR_GGUF;
+    if ((st = tr_gguf_opt_str(f, "stt.variant", NULL, &variant))) return st;
     m->variant = strdup(variant && *variant ? variant : "qwen3-asr");
     if (!m->variant) return TRANSCRIBE_ERR_OOM;
     if ((st = read_encoder(f, m))) return st;
