@@ -80,6 +80,9 @@ typedef struct qa_session {
     int n_last;
     int last_T_prompt;
     float *last_logits; /* prefill logits of the latest single run [n_vocab] */
+    /* stage timings of the latest single run (transcribe-bench) */
+    double prefill_ms, steps_ms;
+    int n_steps;
 } qa_session;
 
 /* Loading (qwen3_asr_load.c). */

@@ -235,10 +235,14 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
     int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->ceiling);
     if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
     int first = -1;
+    s->prefill_ms = s->steps_ms = 0;
+    s->n_steps = 0;
     if (st == TRANSCRIBE_OK) {
         first = prefill(s, ids, n_ids, audio, 0, s->last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
+    double t3 = tr_time_ms();
+    s->prefill_ms = t3 - t2;
     s->last_T_prompt = n_ids;
     int n_out = 0;
     if (st == TRANSCRIBE_OK) {
@@ -250,6 +254,8 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
                                  .abort_user = &ac};
         st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
+        s->steps_ms = tr_time_ms() - t3;
+        s->n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
