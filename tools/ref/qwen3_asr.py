@@ -141,9 +141,10 @@ def sinusoids(n, d):
     return torch.cat([torch.sin(a), torch.cos(a)], dim=1)
 
 
-def encoder(cfg, W, mel, stop_at_proj2=False):
+def encoder(cfg, W, mel, stop_at_proj2=False, taps=None):
     """mel [n_mels, T_mel] -> [T_enc, output_dim]. With stop_at_proj2 returns
-    the proj2 input (gelu(proj1(...))) instead (weight calibration)."""
+    the proj2 input (gelu(proj1(...))) instead (weight calibration). taps
+    (dict) receives "pre": the input of block 0 (conv_out + positions, trimmed)."""
     dt = W["enc.proj1.weight"].dtype
     w = lambda n: W[n].to(dt)
     mel = torch.as_tensor(mel, dtype=dt)
@@ -160,6 +161,8 @@ def encoder(cfg, W, mel, stop_at_proj2=False):
     feat = x.permute(0, 3, 1, 2).reshape(n, Tt, C * F)  # feature c*16 + f
     h = feat @ w("enc.conv_out.weight").T + sinusoids(Tt, w("enc.conv_out.weight").shape[0]).to(dt)
     h = h.reshape(n * Tt, -1)[:T_enc]
+    if taps is not None:
+        taps["pre"] = h
     d = h.shape[1]
     nh = cfg["enc_heads"]
     hd = d // nh
@@ -444,8 +447,17 @@ class Model:
         self.eos = vocab.sid["<|im_end|>"]
         self.pad = vocab.sid["<|audio_pad|>"]
 
+    def encode(self, mel):
+        """Encoder output, cached per mel (the big config re-uses it)."""
+        key = (mel.shape, mel.dtype.str, hash(np.ascontiguousarray(mel).tobytes()))
+        if not hasattr(self, "_enc_cache"):
+            self._enc_cache = {}
+        if key not in self._enc_cache:
+            self._enc_cache[key] = encoder(self.cfg, self.Wenc, mel)
+        return self._enc_cache[key]
+
     def run(self, mel, lang=None, kv_f16=False, n_ctx=0):
-        enc = encoder(self.cfg, self.Wenc, mel)
+        enc = self.encode(mel)
         ids = build_prompt(self.vocab, enc.shape[0], lang)
         gate = input_gate(len(ids), self.cfg["max_pos"], n_ctx)
         if gate != "OK":
@@ -458,7 +470,7 @@ class Model:
 
     def switch_value(self, mel):
         """Switch dim after layer 0 at the last prompt row (calibration)."""
-        enc = encoder(self.cfg, self.Wenc, mel)
+        enc = self.encode(mel)
         ids = build_prompt(self.vocab, enc.shape[0])
         x = self.lm.inject(ids, self.pad, enc)
         cache = clm.KVCache(self.lmcfg, len(ids), dtype=self.lm.dtype)
@@ -630,7 +642,9 @@ def build(cfg, vocab, mels, dt):
     assert sv["jfk"] > 0 > sv["we30"], sv
     gain = 0.4 / math.sqrt(abs(sv["jfk"] * sv["we30"]))
     Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=float(f16r(torch.tensor(gain))))
+    cache = m._enc_cache
     m = Model(cfg, vocab, Wenc, Wdec, dt)
+    m._enc_cache = cache
     sv = {k: m.switch_value(mels[k]) for k in ("jfk", "we30")}
     # switch column of the successor units: γ·|ĥ[switch]| ≈ α/2 at the geometric mean
     p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
@@ -690,6 +704,9 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
             r = m64.run(mels[clip], lang)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
             if mode == "auto":
+                taps = {}
+                encoder(cfg, m64.Wenc, mels[clip], taps=taps)
+                npsave(os.path.join(out, "%s.pre.npy" % clip), taps["pre"])
                 npsave(os.path.join(out, "%s.enc.npy" % clip), r["enc"])
                 npsave(os.path.join(out, "%s.enc.f16.npy" % clip), r["enc"])
             npsave(stem + ".prompt.npy", r["prompt"], np.int32)
