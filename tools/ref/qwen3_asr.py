@@ -617,7 +617,9 @@ def load_clips(out_dir, shared):
         write_wav16(we_path, we[:480000])
     we, _ = mel_ref.read_wav(we_path)
     assert we.size == 480000
-    return {"jfk": jfk, "we30": we}
+    # partial last chunk (T_mel 236: 2 full chunks + 36 frames) and the
+    # shortest accepted clip (201 samples: T_mel 1, T_enc 1)
+    return {"jfk": jfk, "we30": we, "jfk_short": jfk[64000:101900], "jfk_min": jfk[40000:40201]}
 
 
 def build(cfg, vocab, mels, dt):
@@ -697,9 +699,10 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     m32 = Model(cfg, vocab, Wenc, Wdec, torch.float32)
     all_margins = []
     decodes = []
-    for clip in ("jfk", "we30"):
+    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
+                        ("jfk_min", ("auto",))):
         npsave(os.path.join(out, "%s.mel.npy" % clip), mels[clip])
-        for mode in ("auto", "en"):
+        for mode in modes:
             lang = None if mode == "auto" else "en"
             r = m64.run(mels[clip], lang)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
@@ -711,6 +714,15 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
                 npsave(os.path.join(out, "%s.enc.f16.npy" % clip), r["enc"])
             npsave(stem + ".prompt.npy", r["prompt"], np.int32)
             npsave(stem + ".logits0.npy", r["logits0"])
+            if clip == "jfk_min":
+                # one audio row: the switch is ~0, the greedy loop wanders
+                # with tiny margins until the budget -> no token golden
+                line = ("%-9s T_mel %4d T_enc %3d T_prompt %3d: tensors only (greedy margins %.3f, %d ids, %s)"
+                        % (clip + "." + mode, mels[clip].shape[1], r["enc"].shape[0], len(r["prompt"]),
+                           min(r["margins"]), len(r["gen"]), r["status"]))
+                print(line)
+                log.append(line)
+                continue
             npsave(stem + ".tokens.npy", r["gen"], np.int32)
             npsave(stem + ".f16.tokens.npy", r["gen"], np.int32)
             with open(stem + ".text.txt", "w", encoding="utf-8") as f:
@@ -737,7 +749,7 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
             decodes.append("%s.%s [%s] lang=%s\n  raw:  %r\n  text: %r\n  ids: %s"
                            % (clip, mode, r["status"], r["lang"], r["raw"], r["text"], r["gen"]))
             assert same, "float32 decode differs"
-            assert r["status"] == "OK" and distinct >= 30
+            assert r["status"] == "OK" and (distinct >= 30 or clip.startswith("jfk_"))
     # clip-level gate examples
     for clip in ("jfk", "we30"):
         T_prompt = 15 + t_enc_of(mels[clip].shape[1])
