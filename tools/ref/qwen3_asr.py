@@ -685,6 +685,9 @@ def check_readback(path, tensors, cfg, mode, untied=False):
             assert np.array_equal(a, want), nm
         elif gt == gw.GGML_F16:
             assert np.array_equal(a, want.astype(np.float16).astype(np.float32)), nm
+        else:
+            q = gw.dequantize_q8_0(gw.quantize_q8_0(want), want.size).reshape(want.shape)
+            assert np.array_equal(a, q), nm
     assert kv["tokenizer.ggml.eos_token_id"][0] == gw.UINT32
     assert len(kv["tokenizer.ggml.tokens"][1][1]) == cfg["vocab"]
     return kv, ts
@@ -762,6 +765,38 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     return m64
 
 
+def model_from_gguf(path, cfg, vocab, dt=torch.float64):
+    """Model built from the (dequantized) tensors of a written file, plus its
+    stored filterbank and window."""
+    _, ts = gw.read_gguf(path)
+    W = {n: torch.from_numpy(a.astype(np.float64)).to(dt) for n, (_, _, a) in ts.items()}
+    Wenc = {n: t for n, t in W.items() if n.startswith("enc.")}
+    Wdec = {n: t for n, t in W.items() if n.startswith("dec.")}
+    fb = ts["frontend.mel_filterbank"][2]
+    win = ts["frontend.window"][2]
+    return Model(cfg, vocab, Wenc, Wdec, dt), fb, win
+
+
+def q8_goldens(cfg, vocab, mels, samples, out, log):
+    """Decodes with the Q8_0 file's dequantized weights (its own column)."""
+    m, fb, win = model_from_gguf(os.path.join(out, "qwen3-asr-tiny-ref-Q8_0.gguf"), cfg, vocab)
+    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",))):
+        mel = logmel(samples[clip], fb, win)
+        assert np.array_equal(mel, mels[clip])
+        for mode in modes:
+            r = m.run(mel, None if mode == "auto" else "en")
+            stem = os.path.join(out, "%s.%s" % (clip, mode))
+            if mode == "auto":
+                npsave(os.path.join(out, "%s.enc.q8_0.npy" % clip), r["enc"])
+            npsave(stem + ".q8_0.logits0.npy", r["logits0"])
+            npsave(stem + ".q8_0.tokens.npy", r["gen"], np.int32)
+            same = list(np.load(stem + ".tokens.npy")) == r["gen"]
+            line = "q8_0 %-14s %s n_gen %d min_margin %.3f, tokens %s the F32 ones" % (
+                clip + "." + mode, r["status"], len(r["gen"]), min(r["margins"]), "equal" if same else "DIFFER from")
+            print(line)
+            log.append(line)
+
+
 TOKENIZER_TEXTS = ["language English", "language German", "language Macedonian", TEXT_A, TEXT_B,
                    "Hello world", "  leading and trailing  ", "line one\nline two\r\n\n", "tabs\tand\tdigits 0123456789",
                    "It's what we'll do, I'd say", "Ünïcödé café — naïve 東京 🙂", "language English<asr_text>x"]
@@ -808,12 +843,21 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--shared", default=os.environ.get("TR_SHARED_DIR", os.path.join(ROOT, "..", "shared")))
     ap.add_argument("--no-decode", action="store_true", help="real-0.6b: skip the reference decode")
+    ap.add_argument("--check-file", help="decode jfk.wav (auto) with the weights of this written GGUF and exit")
     a = ap.parse_args()
     cfg = CONFIGS[a.config]
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
     vocab = Vocab(cfg["vocab"])
     print("vocab %d: %d merges, specials %s" % (cfg["vocab"], len(vocab.merges), vocab.sid))
+    if a.check_file:
+        m, fb, win = model_from_gguf(a.check_file, cfg, vocab, torch.float32)
+        jfk, _ = mel_ref.read_wav(os.path.join(ROOT, "samples", "jfk.wav"))
+        r = m.run(logmel(jfk, fb, win).astype(np.float32))
+        print("%s jfk auto: %s n_gen %d min_margin %.3f lang %s text %r (%.0fs)" % (
+            os.path.basename(a.check_file), r["status"], len(r["gen"]), min(r["margins"]), r["lang"], r["text"],
+            time.time() - t0))
+        return
     fb, win = frontend_buffers(cfg["n_mels"])
     if a.config == "tiny":
         samples = load_clips(a.out, a.shared)
@@ -827,7 +871,7 @@ def main():
     tensors = tensors_for_file(Wenc, Wdec, fb, win)
     log = ["config %s seeds enc %d dec %d" % (a.config, cfg["enc_seed"], cfg["dec_seed"])]
     tag = "tiny" if a.config == "tiny" else "0.6b"
-    modes = ("F32", "F16") if a.config == "tiny" else ("F16", "Q8_0")
+    modes = ("F32", "F16", "Q8_0") if a.config == "tiny" else ("F16", "Q8_0")
     for mode in modes:
         path = os.path.join(a.out, "qwen3-asr-%s-ref-%s.gguf" % (tag, mode))
         size = write_gguf(path, cfg, vocab, tensors, mode, lazy=a.config != "tiny")
@@ -837,6 +881,7 @@ def main():
     if a.config == "tiny":
         goldens(cfg, vocab, Wenc, Wdec, mels, samples, a.out, log)
         tokenizer_cases(vocab, a.out)
+        q8_goldens(cfg, vocab, mels, samples, a.out, log)
         untied_golden(cfg, vocab, Wenc, Wdec, mels, a.out, log, tensors, fb, win)
         with open(os.path.join(a.out, "margins.txt"), "w") as f:
             f.write("\n".join(log) + "\n")
