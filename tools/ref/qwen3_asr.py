@@ -141,9 +141,10 @@ def sinusoids(n, d):
     return torch.cat([torch.sin(a), torch.cos(a)], dim=1)
 
 
-def encoder(cfg, W, mel, stop_at_proj2=False):
+def encoder(cfg, W, mel, stop_at_proj2=False, taps=None):
     """mel [n_mels, T_mel] -> [T_enc, output_dim]. With stop_at_proj2 returns
-    the proj2 input (gelu(proj1(...))) instead (weight calibration)."""
+    the proj2 input (gelu(proj1(...))) instead (weight calibration). taps
+    (dict) receives "pre": the input of block 0 (conv_out + positions, trimmed)."""
     dt = W["enc.proj1.weight"].dtype
     w = lambda n: W[n].to(dt)
     mel = torch.as_tensor(mel, dtype=dt)
@@ -160,6 +161,8 @@ def encoder(cfg, W, mel, stop_at_proj2=False):
     feat = x.permute(0, 3, 1, 2).reshape(n, Tt, C * F)  # feature c*16 + f
     h = feat @ w("enc.conv_out.weight").T + sinusoids(Tt, w("enc.conv_out.weight").shape[0]).to(dt)
     h = h.reshape(n * Tt, -1)[:T_enc]
+    if taps is not None:
+        taps["pre"] = h
     d = h.shape[1]
     nh = cfg["enc_heads"]
     hd = d // nh
@@ -444,8 +447,17 @@ class Model:
         self.eos = vocab.sid["<|im_end|>"]
         self.pad = vocab.sid["<|audio_pad|>"]
 
+    def encode(self, mel):
+        """Encoder output, cached per mel (the big config re-uses it)."""
+        key = (mel.shape, mel.dtype.str, hash(np.ascontiguousarray(mel).tobytes()))
+        if not hasattr(self, "_enc_cache"):
+            self._enc_cache = {}
+        if key not in self._enc_cache:
+            self._enc_cache[key] = encoder(self.cfg, self.Wenc, mel)
+        return self._enc_cache[key]
+
     def run(self, mel, lang=None, kv_f16=False, n_ctx=0):
-        enc = encoder(self.cfg, self.Wenc, mel)
+        enc = self.encode(mel)
         ids = build_prompt(self.vocab, enc.shape[0], lang)
         gate = input_gate(len(ids), self.cfg["max_pos"], n_ctx)
         if gate != "OK":
@@ -458,7 +470,7 @@ class Model:
 
     def switch_value(self, mel):
         """Switch dim after layer 0 at the last prompt row (calibration)."""
-        enc = encoder(self.cfg, self.Wenc, mel)
+        enc = self.encode(mel)
         ids = build_prompt(self.vocab, enc.shape[0])
         x = self.lm.inject(ids, self.pad, enc)
         cache = clm.KVCache(self.lmcfg, len(ids), dtype=self.lm.dtype)
@@ -605,7 +617,9 @@ def load_clips(out_dir, shared):
         write_wav16(we_path, we[:480000])
     we, _ = mel_ref.read_wav(we_path)
     assert we.size == 480000
-    return {"jfk": jfk, "we30": we}
+    # partial last chunk (T_mel 236: 2 full chunks + 36 frames) and the
+    # shortest accepted clip (201 samples: T_mel 1, T_enc 1)
+    return {"jfk": jfk, "we30": we, "jfk_short": jfk[64000:101900], "jfk_min": jfk[40000:40201]}
 
 
 def build(cfg, vocab, mels, dt):
@@ -630,7 +644,9 @@ def build(cfg, vocab, mels, dt):
     assert sv["jfk"] > 0 > sv["we30"], sv
     gain = 0.4 / math.sqrt(abs(sv["jfk"] * sv["we30"]))
     Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=float(f16r(torch.tensor(gain))))
+    cache = m._enc_cache
     m = Model(cfg, vocab, Wenc, Wdec, dt)
+    m._enc_cache = cache
     sv = {k: m.switch_value(mels[k]) for k in ("jfk", "we30")}
     # switch column of the successor units: γ·|ĥ[switch]| ≈ α/2 at the geometric mean
     p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
@@ -669,6 +685,9 @@ def check_readback(path, tensors, cfg, mode, untied=False):
             assert np.array_equal(a, want), nm
         elif gt == gw.GGML_F16:
             assert np.array_equal(a, want.astype(np.float16).astype(np.float32)), nm
+        else:
+            q = gw.dequantize_q8_0(gw.quantize_q8_0(want), want.size).reshape(want.shape)
+            assert np.array_equal(a, q), nm
     assert kv["tokenizer.ggml.eos_token_id"][0] == gw.UINT32
     assert len(kv["tokenizer.ggml.tokens"][1][1]) == cfg["vocab"]
     return kv, ts
@@ -683,17 +702,30 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     m32 = Model(cfg, vocab, Wenc, Wdec, torch.float32)
     all_margins = []
     decodes = []
-    for clip in ("jfk", "we30"):
+    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
+                        ("jfk_min", ("auto",))):
         npsave(os.path.join(out, "%s.mel.npy" % clip), mels[clip])
-        for mode in ("auto", "en"):
+        for mode in modes:
             lang = None if mode == "auto" else "en"
             r = m64.run(mels[clip], lang)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
             if mode == "auto":
+                taps = {}
+                encoder(cfg, m64.Wenc, mels[clip], taps=taps)
+                npsave(os.path.join(out, "%s.pre.npy" % clip), taps["pre"])
                 npsave(os.path.join(out, "%s.enc.npy" % clip), r["enc"])
                 npsave(os.path.join(out, "%s.enc.f16.npy" % clip), r["enc"])
             npsave(stem + ".prompt.npy", r["prompt"], np.int32)
             npsave(stem + ".logits0.npy", r["logits0"])
+            if clip == "jfk_min":
+                # one audio row: the switch is ~0, the greedy loop wanders
+                # with tiny margins until the budget -> no token golden
+                line = ("%-9s T_mel %4d T_enc %3d T_prompt %3d: tensors only (greedy margins %.3f, %d ids, %s)"
+                        % (clip + "." + mode, mels[clip].shape[1], r["enc"].shape[0], len(r["prompt"]),
+                           min(r["margins"]), len(r["gen"]), r["status"]))
+                print(line)
+                log.append(line)
+                continue
             npsave(stem + ".tokens.npy", r["gen"], np.int32)
             npsave(stem + ".f16.tokens.npy", r["gen"], np.int32)
             with open(stem + ".text.txt", "w", encoding="utf-8") as f:
@@ -720,7 +752,7 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
             decodes.append("%s.%s [%s] lang=%s\n  raw:  %r\n  text: %r\n  ids: %s"
                            % (clip, mode, r["status"], r["lang"], r["raw"], r["text"], r["gen"]))
             assert same, "float32 decode differs"
-            assert r["status"] == "OK" and distinct >= 30
+            assert r["status"] == "OK" and (distinct >= 30 or clip.startswith("jfk_"))
     # clip-level gate examples
     for clip in ("jfk", "we30"):
         T_prompt = 15 + t_enc_of(mels[clip].shape[1])
@@ -731,6 +763,38 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     with open(os.path.join(out, "decodes.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(decodes) + "\n")
     return m64
+
+
+def model_from_gguf(path, cfg, vocab, dt=torch.float64):
+    """Model built from the (dequantized) tensors of a written file, plus its
+    stored filterbank and window."""
+    _, ts = gw.read_gguf(path)
+    W = {n: torch.from_numpy(a.astype(np.float64)).to(dt) for n, (_, _, a) in ts.items()}
+    Wenc = {n: t for n, t in W.items() if n.startswith("enc.")}
+    Wdec = {n: t for n, t in W.items() if n.startswith("dec.")}
+    fb = ts["frontend.mel_filterbank"][2]
+    win = ts["frontend.window"][2]
+    return Model(cfg, vocab, Wenc, Wdec, dt), fb, win
+
+
+def q8_goldens(cfg, vocab, mels, samples, out, log):
+    """Decodes with the Q8_0 file's dequantized weights (its own column)."""
+    m, fb, win = model_from_gguf(os.path.join(out, "qwen3-asr-tiny-ref-Q8_0.gguf"), cfg, vocab)
+    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",))):
+        mel = logmel(samples[clip], fb, win)
+        assert np.array_equal(mel, mels[clip])
+        for mode in modes:
+            r = m.run(mel, None if mode == "auto" else "en")
+            stem = os.path.join(out, "%s.%s" % (clip, mode))
+            if mode == "auto":
+                npsave(os.path.join(out, "%s.enc.q8_0.npy" % clip), r["enc"])
+            npsave(stem + ".q8_0.logits0.npy", r["logits0"])
+            npsave(stem + ".q8_0.tokens.npy", r["gen"], np.int32)
+            same = list(np.load(stem + ".tokens.npy")) == r["gen"]
+            line = "q8_0 %-14s %s n_gen %d min_margin %.3f, tokens %s the F32 ones" % (
+                clip + "." + mode, r["status"], len(r["gen"]), min(r["margins"]), "equal" if same else "DIFFER from")
+            print(line)
+            log.append(line)
 
 
 TOKENIZER_TEXTS = ["language English", "language German", "language Macedonian", TEXT_A, TEXT_B,
@@ -779,12 +843,21 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--shared", default=os.environ.get("TR_SHARED_DIR", os.path.join(ROOT, "..", "shared")))
     ap.add_argument("--no-decode", action="store_true", help="real-0.6b: skip the reference decode")
+    ap.add_argument("--check-file", help="decode jfk.wav (auto) with the weights of this written GGUF and exit")
     a = ap.parse_args()
     cfg = CONFIGS[a.config]
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
     vocab = Vocab(cfg["vocab"])
     print("vocab %d: %d merges, specials %s" % (cfg["vocab"], len(vocab.merges), vocab.sid))
+    if a.check_file:
+        m, fb, win = model_from_gguf(a.check_file, cfg, vocab, torch.float32)
+        jfk, _ = mel_ref.read_wav(os.path.join(ROOT, "samples", "jfk.wav"))
+        r = m.run(logmel(jfk, fb, win).astype(np.float32))
+        print("%s jfk auto: %s n_gen %d min_margin %.3f lang %s text %r (%.0fs)" % (
+            os.path.basename(a.check_file), r["status"], len(r["gen"]), min(r["margins"]), r["lang"], r["text"],
+            time.time() - t0))
+        return
     fb, win = frontend_buffers(cfg["n_mels"])
     if a.config == "tiny":
         samples = load_clips(a.out, a.shared)
@@ -798,7 +871,7 @@ def main():
     tensors = tensors_for_file(Wenc, Wdec, fb, win)
     log = ["config %s seeds enc %d dec %d" % (a.config, cfg["enc_seed"], cfg["dec_seed"])]
     tag = "tiny" if a.config == "tiny" else "0.6b"
-    modes = ("F32", "F16") if a.config == "tiny" else ("F16", "Q8_0")
+    modes = ("F32", "F16", "Q8_0") if a.config == "tiny" else ("F16", "Q8_0")
     for mode in modes:
         path = os.path.join(a.out, "qwen3-asr-%s-ref-%s.gguf" % (tag, mode))
         size = write_gguf(path, cfg, vocab, tensors, mode, lazy=a.config != "tiny")
@@ -808,6 +881,7 @@ def main():
     if a.config == "tiny":
         goldens(cfg, vocab, Wenc, Wdec, mels, samples, a.out, log)
         tokenizer_cases(vocab, a.out)
+        q8_goldens(cfg, vocab, mels, samples, a.out, log)
         untied_golden(cfg, vocab, Wenc, Wdec, mels, a.out, log, tensors, fb, win)
         with open(os.path.join(a.out, "margins.txt"), "w") as f:
             f.write("\n".join(log) + "\n")
