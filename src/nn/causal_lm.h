@@ -104,11 +104,12 @@ typedef struct tr_clm_greedy_cfg {
     int eos;
     int max_new;                      /* tokens counting the prefill token and a final EOS */
     int max_n_kv;                     /* step window: a step needs n_past + 1 <= max_n_kv */
-    bool (*should_abort)(void *user); /* polled after every step; may be NULL */
+    bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
 } tr_clm_greedy_cfg;
 
-/* Greedy decoding of one utterance in cache slot 0 from the prefill token:
+/* Greedy decoding of one utterance in cache slot 0 from the prefill token
+ * (the shared loop of nn/greedy.h):
  * out (capacity max_new) receives the generated ids without a trailing EOS.
  * Returns OK (EOS), OUTPUT_TRUNCATED (budget or window reached; out holds
  * the partial ids), ABORTED (out holds the ids so far) or OOM. */

@@ -1,42 +1,42 @@
-/* Greedy step loops of causal-lm.md §7 (one utterance) and §8.5 (a batch,
- * one GEMM-shaped step for all live rows). Both stop a row at EOS, at the
- * token budget (counting the prefill token) or when the next step would
- * leave the window; abort is polled after every step. */
+/* Greedy decoding of causal-lm.md §7 (one utterance, on the shared loop of
+ * nn/greedy.h) and §8.5 (a batch, one GEMM-shaped step for all live rows).
+ * Both stop a row at EOS, at the token budget (counting the prefill token)
+ * or when the next step would leave the window; abort is polled between
+ * steps. */
 #include <stdlib.h>
 
 #include "nn/causal_lm.h"
+#include "nn/greedy.h"
 #include "util/log.h"
 
 static bool aborted(const tr_clm_greedy_cfg *cfg) {
     return cfg->should_abort && cfg->should_abort(cfg->abort_user);
 }
 
+typedef struct step_ctx {
+    tr_clm_state *st;
+    tr_pool *pool;
+} step_ctx;
+
+static transcribe_status one_step(void *user, int32_t tok, int pos, int32_t *next) {
+    const step_ctx *c = user;
+    int slot = 0;
+    return tr_clm_step(c->st, c->pool, &tok, &pos, &slot, 1, next) ? TRANSCRIBE_OK
+                                                                   : TRANSCRIBE_ERR_OOM;
+}
+
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                 int first_tok, int T_prompt, int32_t *out, int *n_out) {
-    *n_out = 0;
-    if (cfg->max_new < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    int32_t tok = first_tok;
-    int n_gen = 1, n_past = T_prompt, slot = 0;
-    if (tok != cfg->eos) out[(*n_out)++] = tok;
-    while (tok != cfg->eos && n_gen < cfg->max_new && n_past + 1 <= cfg->max_n_kv) {
-        int32_t next;
-        if (!tr_clm_step(st, pool, &tok, &n_past, &slot, 1, &next)) return TRANSCRIBE_ERR_OOM;
-        tok = next;
-        n_gen++;
-        n_past++;
-        if (tok != cfg->eos) out[(*n_out)++] = tok;
-        if (tok != cfg->eos && aborted(cfg)) {
-            TR_WARN("causal_lm: aborted after %d generated tokens", *n_out);
-            return TRANSCRIBE_ERR_ABORTED;
-        }
-    }
-    if (tok != cfg->eos) {
+    step_ctx c = {st, pool};
+    tr_greedy_cfg g = {cfg->eos, cfg->max_new, cfg->max_n_kv, cfg->should_abort, cfg->abort_user};
+    transcribe_status rc = tr_greedy_loop(&g, one_step, &c, first_tok, T_prompt, out, n_out);
+    if (rc == TRANSCRIBE_ERR_ABORTED)
+        TR_WARN("causal_lm: aborted after %d generated tokens", *n_out);
+    else if (rc == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
         TR_WARN("causal_lm: decoding stopped after %d tokens without end-of-turn (budget %d, "
                 "window %d, prompt %d); the text is truncated",
                 *n_out, cfg->max_new, cfg->max_n_kv, T_prompt);
-        return TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-    }
-    return TRANSCRIBE_OK;
+    return rc;
 }
 
 transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
