@@ -1,7 +1,9 @@
 /* Qwen3-ASR through the `transcribe` binary (path in argv[1]) on the
  * reference tiny model: the printed transcript equals the reference text
  * with auto-detection and with -l en, the json output reports the detected
- * language, and the language / task gates surface as errors. */
+ * language, and the language / task gates surface as errors. With
+ * `transcribe-quantize` (argv[2]) every published preset of the F32 file
+ * loads and gives the same text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,5 +67,24 @@ int main(int argc, char **argv) {
     CHECK_MSG(run(args) != 0 && strstr(g_err, "language"), "-l xx: %s", g_err);
     snprintf(args, sizeof args, "-q -m '%s' -t '%s'", MODEL, JFK);
     CHECK_MSG(run(args) != 0, "-t: %s", g_err);
+
+    if (argc > 2) {
+        static const char *const presets[] = {"F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M"};
+        golden_text("jfk.auto", want, sizeof want);
+        for (int i = 0; i < 5; i++) {
+            char out[512], cmd[4096];
+            snprintf(out, sizeof out, "%s/qa_tiny_%s.gguf", TR_BINARY_DIR, presets[i]);
+            snprintf(cmd, sizeof cmd, "'%s' '%s/qwen3-asr-tiny-ref-F32.gguf' '%s' --quant %s",
+                     argv[2], DATA, out, presets[i]);
+            CHECK_MSG(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0,
+                      "quantize %s: %s", presets[i], g_err);
+            snprintf(args, sizeof args, "-q -m '%s' '%s'", out, JFK);
+            int rc = run(args);
+            chomp(g_out);
+            CHECK_MSG(rc == 0 && strcmp(g_out, want) == 0, "%s: printed '%s' (%s)", presets[i],
+                      g_out, g_err);
+            remove(out);
+        }
+    }
     return TEST_DONE();
 }
