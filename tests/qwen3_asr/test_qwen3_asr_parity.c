@@ -298,6 +298,33 @@ static void test_batch_and_gate(void) {
     }
 }
 
+static int g_polls;
+static bool abort_at(void *user) {
+    return ++g_polls >= *(const int *)user;
+}
+
+/* Abort mid-decode: ABORTED, and the kept raw text is a non-empty proper
+ * prefix of the reference decode. */
+static void test_abort(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/qwen3-asr-tiny-ref-F32.gguf", DATA);
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
+    if (!s) return;
+    char *raw = golden_field("jfk.auto", "raw");
+    int limit = 12; /* before the encoder, after it, then before each step */
+    g_polls = 0;
+    transcribe_set_abort_callback(s, abort_at, &limit);
+    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
+    CHECK(transcribe_was_aborted(s));
+    const char *part = transcribe_raw_text(s);
+    CHECK_MSG(part && part[0] && strlen(part) < strlen(raw) &&
+                  strncmp(part, raw, strlen(part)) == 0,
+              "partial '%s'", part ? part : "(null)");
+    free(raw);
+    transcribe_session_free(s);
+}
+
 /* The untied-head file: the shared decoder's untied path against its
  * goldens (the loader accepts an untied file that has dec.output.weight). */
 static void test_untied(void) {
@@ -373,6 +400,7 @@ int main(void) {
     test_file("Q8_0");
     test_batch_and_gate();
     test_untied();
+    test_abort();
     test_tokenizer();
     printf("worst: mel %.3g abs, encoder %.3g rel, logits0 %.3g abs (F16 KV) / %.3g (F32 KV); "
            "Q8_0 encoder %.3g rel, logits0 %.3g abs (F32 KV)\n",
