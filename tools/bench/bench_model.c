@@ -1,17 +1,80 @@
 /* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]
  *
- * End-to-end model benchmark through the public API only: loads the model
+ * End-to-end model benchmark through the public API: loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
- * and the process's peak resident memory. */
+ * and the process's peak resident memory. For audio-LLM families (qwen3_asr)
+ * it adds the causal-LM stages: prefill ms, ms per decode step, the weight
+ * bytes one step reads and that size at the copy bandwidth measured in the
+ * same run (the memory-bound floor of a step). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "api/api_internal.h"
 #include "bench.h"
+#include "models/qwen3_asr/qwen3_asr.h"
+#include "nn/causal_lm.h"
+#include "tensor/pool.h"
 #include "transcribe.h"
+#include "util/timer.h"
+
+/* STREAM-style copy bandwidth (bytes read + written per second, GB/s) on
+ * the session's pool: the best of `reps` copies of 128 MiB. */
+typedef struct {
+    float *dst;
+    const float *src;
+    size_t n;
+} copy_job;
+
+static void copy_part(void *arg, int ith, int nth) {
+    copy_job *c = arg;
+    long b, e;
+    tr_split_range((long)c->n, ith, nth, &b, &e);
+    memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
+}
+
+static double copy_gbps(tr_pool *pool, int reps) {
+    copy_job c = {.n = ((size_t)128 << 20) / sizeof(float)};
+    float *a = malloc(c.n * sizeof(float)), *b = malloc(c.n * sizeof(float));
+    double best = 0;
+    if (a && b) {
+        memset(a, 1, c.n * sizeof(float));
+        memset(b, 2, c.n * sizeof(float));
+        c.src = a;
+        c.dst = b;
+        for (int r = 0; r < reps; r++) {
+            double t0 = tr_time_ms();
+            tr_pool_run(pool, copy_part, &c);
+            double g = 2.0 * (double)(c.n * sizeof(float)) / ((tr_time_ms() - t0) * 1e6);
+            if (g > best) best = g;
+        }
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+/* Causal-LM stage figures of the fastest run (audio-LLM families). */
+typedef struct {
+    bool have;
+    double prefill_ms, step_ms;
+    int n_steps, T_prompt;
+    size_t step_bytes;
+} lm_figures;
+
+static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
+    if (strcmp(transcribe_model_arch_string(s->model), "qwen3_asr") != 0) return;
+    const qa_session *q = s->head.fsession;
+    f->have = true;
+    f->prefill_ms = q->prefill_ms;
+    f->n_steps = q->n_steps;
+    f->step_ms = q->n_steps > 0 ? q->steps_ms / q->n_steps : 0;
+    f->T_prompt = q->last_T_prompt;
+    f->step_bytes = tr_clm_step_weight_bytes(&q->m->lm, &q->m->lm_w);
+}
 
 static void json_str(const char *s) {
     putchar('"');
@@ -89,6 +152,7 @@ int bench_model(int argc, char **argv) {
     transcribe_timings_init(&best);
     double best_total = -1;
     int n_tokens = 0;
+    lm_figures lm = {0};
     const char *tok_source = "rows";
     for (int r = 0; r < repeat; r++) {
         st = transcribe_run(s, pcm, n, NULL);
@@ -100,6 +164,7 @@ int bench_model(int argc, char **argv) {
         if (best_total < 0 || total < best_total) {
             best_total = total;
             best = t;
+            lm_capture(s, &lm);
         }
     }
     transcribe_audio_free(pcm);
@@ -133,8 +198,21 @@ int bench_model(int argc, char **argv) {
            (double)best.encode_ms, (double)best.decode_ms);
     printf(",\"n_tokens\":%d,\"n_tokens_source\":\"%s\",\"ms_per_token\":%.2f", n_tokens,
            tok_source, n_tokens > 0 ? (double)best.decode_ms / n_tokens : 0.0);
-    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f}\n", audio_ms > 0 ? best_total / audio_ms : 0.0,
+    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f", audio_ms > 0 ? best_total / audio_ms : 0.0,
            (double)ru.ru_maxrss / 1024.0);
+    if (lm.have) {
+        /* the step's floor: its weight bytes at the copy bandwidth measured
+         * on the same pool right after the runs (after peak RSS was read,
+         * so the copy buffers do not count) */
+        double bw = copy_gbps(s->pool, 5);
+        double ideal = bw > 0 ? (double)lm.step_bytes / (bw * 1e6) : 0;
+        printf(",\"T_prompt\":%d,\"prefill_ms\":%.1f,\"n_steps\":%d,\"step_ms\":%.2f", lm.T_prompt,
+               lm.prefill_ms, lm.n_steps, lm.step_ms);
+        printf(",\"step_weight_mb\":%.1f,\"copy_gbps\":%.2f,\"step_floor_ms\":%.2f,"
+               "\"step_vs_floor\":%.3f",
+               (double)lm.step_bytes / 1048576.0, bw, ideal, ideal > 0 ? lm.step_ms / ideal : 0.0);
+    }
+    printf("}\n");
     transcribe_session_free(s);
     return 0;
 }

@@ -155,9 +155,11 @@ class GGUFWriter:
     def add_tensor_lazy(self, name, shape, ggml_type, producer):
         """Like add_tensor, but producer() returns the array only when
         write_stream() reaches it (files too big to hold twice in memory).
-        Only F32 / F16; a writer with lazy tensors must use write_stream()."""
-        if ggml_type not in (GGML_F32, GGML_F16):
-            raise ValueError("lazy tensors support F32 / F16 only")
+        F32 / F16 / Q8_0; a writer with lazy tensors must use write_stream()."""
+        if ggml_type not in (GGML_F32, GGML_F16, GGML_Q8_0):
+            raise ValueError("lazy tensors support F32 / F16 / Q8_0 only")
+        if ggml_type == GGML_Q8_0 and (tuple(shape)[-1] if shape else 1) % 32:
+            raise ValueError(name + ": ne[0] not a multiple of 32 for Q8_0")
         if any(t[0] == name for t in self.tensors):
             raise ValueError("duplicate tensor " + name)
         ne = list(reversed(tuple(shape))) or [1]
@@ -171,7 +173,8 @@ class GGUFWriter:
 
         def size_of(ne, gtype, payload):
             if isinstance(payload, tuple):
-                return int(np.prod(ne)) * _TYPE_INFO[gtype][1]
+                bs, ts = _TYPE_INFO[gtype]
+                return int(np.prod(ne)) // bs * ts
             return len(payload)
 
         head = bytearray()
@@ -194,7 +197,10 @@ class GGUFWriter:
                     arr = np.ascontiguousarray(producer())
                     if tuple(arr.shape) != shape:
                         raise ValueError("%s: producer shape %s != %s" % (name, arr.shape, shape))
-                    payload = arr.astype("<f4" if gtype == GGML_F32 else "<f2").tobytes()
+                    if gtype == GGML_Q8_0:
+                        payload = quantize_q8_0(arr)
+                    else:
+                        payload = arr.astype("<f4" if gtype == GGML_F32 else "<f2").tobytes()
                     del arr
                 f.write(payload)
                 pad = -len(payload) % ALIGNMENT
@@ -347,7 +353,7 @@ if __name__ == "__main__":
     w2.kv = list(w.kv)
     w2.add_tensor_lazy("t.f32", x.shape, GGML_F32, lambda: x)
     w2.add_tensor_lazy("t.f16", x[:, :5].shape, GGML_F16, lambda: x[:, :5])
-    w2.add_tensor("t.q8", x, GGML_Q8_0)
+    w2.add_tensor_lazy("t.q8", x.shape, GGML_Q8_0, lambda: x)
     p2 = p + ".stream"
     w2.write_stream(p2)
     assert open(p, "rb").read() == open(p2, "rb").read()

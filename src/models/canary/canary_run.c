@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "models/canary/canary.h"
+#include "nn/greedy.h"
 #include "text/tokenizer.h"
 #include "audio/audio.h"
 #include "util/argmax.h"
@@ -54,7 +55,30 @@ static transcribe_status fill_result(const cn_model *m, const cn_prompt *pr, con
     return st;
 }
 
-/* Greedy decode of §8.3 into out[] (capacity CN_MAX_GEN). */
+typedef struct step_ctx {
+    cn_session *s;
+    int T_enc;
+    const tr_run_ctx *ctx;
+} step_ctx;
+
+static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *next) {
+    step_ctx *c = user;
+    int32_t id = tok;
+    if (!cn_decode(c->s, &id, 1, pos, c->T_enc)) {
+        TR_ERROR("canary: decoder step at position %d failed", pos);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    *next = tr_argmax(c->s->logits, c->s->m->hp.n_vocab);
+    return TRANSCRIBE_OK;
+}
+
+static bool step_should_abort(void *user) {
+    return tr_run_should_abort(((const step_ctx *)user)->ctx);
+}
+
+/* Greedy decode of §8.3 into out[] (capacity CN_MAX_GEN) on the shared
+ * loop (src/nn/greedy.h): budget min(n_ctx - prompt, 512) tokens, window
+ * n_ctx, abort polled before every step. */
 static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, tr_run_ctx *ctx,
                                 int32_t *out, int *n_out) {
     const cn_model *m = s->m;
@@ -66,28 +90,19 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
         TR_ERROR("canary: the %d-token prompt does not fit the decoder", pr->n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    int tok = tr_argmax(s->logits, V);
-    if (tok != eos) out[(*n_out)++] = tok;
-    int n_past = pr->n;
-    for (int step = 1; step < max_tokens && tok != eos; step++) {
-        if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
-        if (n_past + 1 > s->n_ctx) break;
-        int32_t id = tok;
-        if (!cn_decode(s, &id, 1, n_past, T_enc)) {
-            TR_ERROR("canary: decoder step at position %d failed", n_past);
-            return TRANSCRIBE_ERR_INVALID_ARG;
-        }
-        n_past++;
-        tok = tr_argmax(s->logits, V);
-        if (tok != eos) out[(*n_out)++] = tok;
-    }
-    if (tok != eos) {
+    step_ctx c = {s, T_enc, ctx};
+    tr_greedy_cfg cfg = {.eos = eos,
+                         .max_new = max_tokens,
+                         .max_n_kv = s->n_ctx,
+                         .should_abort = step_should_abort,
+                         .abort_user = &c};
+    transcribe_status st =
+        tr_greedy_loop(&cfg, decode_step, &c, tr_argmax(s->logits, V), pr->n, out, n_out);
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
         TR_WARN("canary: decoding stopped after %d tokens without end-of-text (context %d, "
                 "prompt %d); the text is truncated",
                 *n_out, s->n_ctx, pr->n);
-        return TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-    }
-    return TRANSCRIBE_OK;
+    return st;
 }
 
 transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {

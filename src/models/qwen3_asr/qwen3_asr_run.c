@@ -1,0 +1,381 @@
+/* Qwen3-ASR runs: the chat prompt with optional forced language (§7), the
+ * input gate before any front-end work (§9.3; the encoder length is exact
+ * from the sample count), log-mel, encoder, prefill with the audio rows
+ * injected, greedy decoding on the shared causal-LM loop (§9.2), output
+ * parsing (§10), and the batched path (§11) with per-utterance statuses. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio.h"
+#include "models/qwen3_asr/qwen3_asr.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+/* ---- sessions ---- */
+
+transcribe_status qa_session_create(const qa_model *m, const tr_session_cfg *cfg,
+                                    qa_session **out) {
+    *out = NULL;
+    qa_session *s = calloc(1, sizeof *s);
+    if (!s) return TRANSCRIBE_ERR_OOM;
+    s->m = m;
+    s->pool = cfg ? cfg->pool : NULL;
+    s->ceiling = m->max_pos;
+    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
+    /* AUTO and F16 store F16 (upstream default), F32 only when asked */
+    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+    s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
+    s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
+    if (!s->lm || !s->last_logits) {
+        TR_ERROR("qwen3_asr: out of memory allocating a session");
+        qa_session_free(s);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    *out = s;
+    return TRANSCRIBE_OK;
+}
+
+void qa_session_free(qa_session *s) {
+    if (!s) return;
+    tr_clm_state_free(s->lm);
+    free(s->last_logits);
+    free(s);
+}
+
+/* ---- prompt (§7) ---- */
+
+static bool forced(const char *lang) {
+    return lang && lang[0];
+}
+
+/* "language <Name>" + <asr_text>: ids into out (capacity QA_MAX_LANG_IDS),
+ * count returned; -1 when the language cannot be forced. */
+static int lang_prefix(const qa_model *m, const char *lang, int32_t *out) {
+    const char *name = qa_lang_name(lang);
+    if (!name || m->sp.asr_text < 0 || !tr_tokenizer_can_encode(m->tok)) return -1;
+    char text[64];
+    snprintf(text, sizeof text, "language %s", name);
+    int n = tr_tokenizer_encode(m->tok, text, out, QA_MAX_LANG_IDS - 1);
+    if (n < 0) return -1;
+    out[n++] = m->sp.asr_text;
+    return n;
+}
+
+int qa_lang_prefix_len(const qa_model *m, const char *lang) {
+    int32_t ids[QA_MAX_LANG_IDS];
+    return forced(lang) ? lang_prefix(m, lang, ids) : 0;
+}
+
+transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
+                                  int *n) {
+    const qa_special *sp = &m->sp;
+    int k = 0;
+    const int32_t head[QA_AUDIO_AT] = {sp->im_start, sp->system,  sp->newline,
+                                       sp->im_end,   sp->newline, sp->im_start,
+                                       sp->user,     sp->newline, sp->audio_start};
+    for (int i = 0; i < QA_AUDIO_AT; i++) ids[k++] = head[i];
+    for (int i = 0; i < T_enc; i++) ids[k++] = sp->audio_pad;
+    const int32_t tail[6] = {sp->audio_end, sp->im_end,    sp->newline,
+                             sp->im_start,  sp->assistant, sp->newline};
+    for (int i = 0; i < 6; i++) ids[k++] = tail[i];
+    if (forced(lang)) {
+        int np = lang_prefix(m, lang, ids + k);
+        if (np < 0) {
+            TR_ERROR("qwen3_asr: language '%s' cannot be forced (no publisher name, no "
+                     "<asr_text> token or no BPE merges)",
+                     lang);
+            return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+        }
+        k += np;
+    }
+    *n = k;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run_params *p) {
+    if (p->family) {
+        TR_ERROR("qwen3_asr: this family takes no run extension");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
+        TR_ERROR("qwen3_asr: translation is not supported (transcription only)");
+        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
+    }
+    if (forced(p->language) && qa_lang_prefix_len(m, p->language) < 0) {
+        TR_ERROR("qwen3_asr: language '%s' cannot be forced with this model", p->language);
+        return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- output (§10) ---- */
+
+transcribe_status qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool is_forced,
+                                 int n_samples, tr_result *res) {
+    tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
+    char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
+    if (!raw) return TRANSCRIBE_ERR_OOM;
+    static const char k_sep[] = "<asr_text>", k_lang[] = "language ";
+    const char *sep = strstr(raw, k_sep);
+    const char *text = sep ? sep + sizeof k_sep - 1 : raw;
+    bool ok = tr_result_set_raw_text(res, raw) && tr_result_set_full_text(res, text);
+    if (ok && sep && !is_forced) {
+        const char *p = strstr(raw, k_lang);
+        if (p && p < sep) {
+            const char *a = p + sizeof k_lang - 1, *b = sep;
+            while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n')) b--;
+            char name[64];
+            size_t len = (size_t)(b - a);
+            if (len < sizeof name) {
+                memcpy(name, a, len);
+                name[len] = 0;
+                const char *code = qa_lang_code(m, name);
+                if (code) ok = tr_result_set_language(res, code);
+            }
+        }
+    }
+    int64_t t1 = (int64_t)n_samples * 1000 / m->mel.sample_rate;
+    if (ok) ok = tr_result_add_segment(res, 0, t1, text) >= 0;
+    free(raw);
+    return ok ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+}
+
+/* ---- one utterance ---- */
+
+typedef struct abort_ctx {
+    const tr_run_ctx *ctx;
+} abort_ctx;
+
+static bool should_abort(void *user) {
+    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
+}
+
+/* §9.3 gate from the exact prompt length (known from the sample count). */
+static transcribe_status gate(const qa_session *s, int n_samples, int prefix, int *T_prompt) {
+    const qa_model *m = s->m;
+    if (n_samples < m->mel.n_fft / 2 + 1) {
+        TR_ERROR("qwen3_asr: %d samples are too short (at least %d)", n_samples,
+                 m->mel.n_fft / 2 + 1);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    int64_t T = qa_enc_frames(m, n_samples) + QA_PROMPT_FIXED + prefix;
+    if (T + QA_MAX_NEW > s->ceiling) {
+        TR_ERROR("qwen3_asr: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
+                 "output reserve that exceeds the context of %d (about %lld ms of audio); split "
+                 "the audio",
+                 n_samples, (double)n_samples / m->mel.sample_rate, (long long)T, s->ceiling,
+                 (long long)((s->ceiling - 48 - QA_MAX_NEW > 0 ? s->ceiling - 48 - QA_MAX_NEW : 0) *
+                             80LL));
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    *T_prompt = (int)T;
+    return TRANSCRIBE_OK;
+}
+
+/* mel + encoder → audio rows (malloc'ed) and the prompt ids (malloc'ed). */
+static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_samples,
+                                    const char *lang, float **audio, int32_t **ids, int *n_ids,
+                                    tr_result *res) {
+    const qa_model *m = s->m;
+    *audio = NULL;
+    *ids = NULL;
+    float *clean = NULL, *mel = NULL;
+    const float *in = tr_pcm_sanitized(pcm, n_samples, "qwen3_asr", &clean);
+    if (!in) return TRANSCRIBE_ERR_OOM;
+    double t0 = tr_time_ms();
+    int T_mel = 0, T_enc = 0;
+    transcribe_status st = qa_log_mel(m, s->pool, in, n_samples, &mel, &T_mel);
+    free(clean);
+    double t1 = tr_time_ms();
+    if (st == TRANSCRIBE_OK) st = qa_encode(m, s->pool, mel, T_mel, audio, &T_enc);
+    free(mel);
+    double t2 = tr_time_ms();
+    res->mel_ms = (float)(t1 - t0);
+    res->encode_ms = (float)(t2 - t1);
+    if (st != TRANSCRIBE_OK) return st;
+    *ids = malloc(((size_t)T_enc + QA_PROMPT_FIXED + QA_MAX_LANG_IDS) * sizeof(int32_t));
+    if (!*ids) return TRANSCRIBE_ERR_OOM;
+    return qa_build_prompt(m, T_enc, lang, *ids, n_ids);
+}
+
+/* Embeds and prefills one prompt into `slot`; the first token or < 0. */
+static int prefill(qa_session *s, const int32_t *ids, int n, const float *audio, int slot,
+                   float *logits) {
+    const qa_model *m = s->m;
+    float *x = malloc((size_t)n * m->lm.d_model * sizeof(float));
+    if (!x) return -1;
+    int n_audio = 0;
+    for (int i = QA_AUDIO_AT; i < n && ids[i] == m->sp.audio_pad; i++) n_audio++;
+    tr_clm_embed(&m->lm, &m->lm_w, ids, n, audio, QA_AUDIO_AT, n_audio, x);
+    int tok = tr_clm_prefill(s->lm, s->pool, x, n, slot, logits);
+    free(x);
+    return tok;
+}
+
+transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const qa_model *m = s->m;
+    const char *lang = ctx->params->language;
+    s->n_last = 0;
+    if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
+    s->pool = ctx->pool ? ctx->pool : s->pool;
+    int prefix = qa_lang_prefix_len(m, lang), T_pred = 0;
+    if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    transcribe_status st = gate(s, n_samples, prefix, &T_pred);
+    if (st != TRANSCRIBE_OK) return st;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+
+    float *audio = NULL;
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, ctx->result);
+    double t2 = tr_time_ms();
+    if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
+    int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->ceiling);
+    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
+    int first = -1;
+    s->prefill_ms = s->steps_ms = 0;
+    s->n_steps = 0;
+    if (st == TRANSCRIBE_OK) {
+        first = prefill(s, ids, n_ids, audio, 0, s->last_logits);
+        if (first < 0) st = TRANSCRIBE_ERR_OOM;
+    }
+    double t3 = tr_time_ms();
+    s->prefill_ms = t3 - t2;
+    s->last_T_prompt = n_ids;
+    int n_out = 0;
+    if (st == TRANSCRIBE_OK) {
+        abort_ctx ac = {ctx};
+        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
+                                 .max_new = QA_MAX_NEW,
+                                 .max_n_kv = n_ctx,
+                                 .should_abort = should_abort,
+                                 .abort_user = &ac};
+        st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        s->n_last = n_out;
+        s->steps_ms = tr_time_ms() - t3;
+        s->n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
+        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+            st == TRANSCRIBE_ERR_ABORTED) {
+            transcribe_status st2 =
+                qa_fill_result(m, s->last_ids, n_out, forced(lang), n_samples, ctx->result);
+            if (st2 != TRANSCRIBE_OK) st = st2;
+        }
+    }
+    ctx->result->decode_ms = (float)(tr_time_ms() - t2);
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    free(audio);
+    free(ids);
+    return st;
+}
+
+/* ---- batch (§11) ---- */
+
+transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs) {
+    const qa_model *m = s->m;
+    if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
+    const char *lang = ctxs[0].params->language; /* one hint for the whole batch */
+    int prefix = qa_lang_prefix_len(m, lang);
+    if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    float **audio = calloc((size_t)n, sizeof *audio);
+    int32_t **ids = calloc((size_t)n, sizeof *ids);
+    int *n_ids = calloc((size_t)n, sizeof *n_ids), *slot = calloc((size_t)n, sizeof *slot);
+    int *first = calloc((size_t)n, sizeof *first), *n_out = calloc((size_t)n, sizeof *n_out);
+    bool *valid = calloc((size_t)n, sizeof *valid), *filled = calloc((size_t)n, sizeof *filled);
+    transcribe_status *rst = calloc((size_t)n, sizeof *rst);
+    int32_t *out = malloc((size_t)n * QA_MAX_NEW * sizeof(int32_t));
+    transcribe_status st = TRANSCRIBE_OK;
+    if (!audio || !ids || !n_ids || !slot || !first || !n_out || !valid || !filled || !rst ||
+        !out) {
+        st = TRANSCRIBE_ERR_OOM;
+        goto done;
+    }
+    int n_valid = 0, max_T = 0;
+    for (int i = 0; i < n; i++) {
+        tr_result *r = ctxs[i].result;
+        int T_pred;
+        r->status = !pcm[i] || n_samples[i] <= 0 ? TRANSCRIBE_ERR_INVALID_ARG
+                                                 : gate(s, n_samples[i], prefix, &T_pred);
+        if (r->status != TRANSCRIBE_OK) continue;
+        if (tr_run_should_abort(&ctxs[i])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            goto done;
+        }
+        transcribe_status e =
+            encode_utt(s, pcm[i], n_samples[i], lang, &audio[i], &ids[i], &n_ids[i], r);
+        if (e == TRANSCRIBE_ERR_OOM) {
+            st = e;
+            goto done;
+        }
+        r->status = e;
+        if (e != TRANSCRIBE_OK) continue;
+        valid[i] = true;
+        slot[i] = n_valid++;
+        if (n_ids[i] > max_T) max_T = n_ids[i];
+    }
+    if (n_valid == 0) goto done;
+    double t0 = tr_time_ms();
+    const int n_ctx = tr_clm_ctx_pow2((int64_t)max_T + QA_MAX_NEW, s->ceiling);
+    if ((st = tr_clm_reserve(s->lm, n_valid, n_ctx)) != TRANSCRIBE_OK) goto done;
+    /* slot-indexed views for the batched loop */
+    int *sf = calloc((size_t)n_valid, sizeof *sf), *sT = calloc((size_t)n_valid, sizeof *sT);
+    bool *sv = calloc((size_t)n_valid, sizeof *sv);
+    int *sn = calloc((size_t)n_valid, sizeof *sn);
+    transcribe_status *ss = calloc((size_t)n_valid, sizeof *ss);
+    if (!sf || !sT || !sv || !sn || !ss) st = TRANSCRIBE_ERR_OOM;
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
+        if (!valid[i]) continue;
+        first[i] = prefill(s, ids[i], n_ids[i], audio[i], slot[i], NULL);
+        if (first[i] < 0) st = TRANSCRIBE_ERR_OOM;
+        sf[slot[i]] = first[i];
+        sT[slot[i]] = n_ids[i];
+        sv[slot[i]] = true;
+    }
+    if (st == TRANSCRIBE_OK) {
+        abort_ctx ac = {&ctxs[0]};
+        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
+                                 .max_new = QA_MAX_NEW,
+                                 .max_n_kv = n_ctx,
+                                 .should_abort = should_abort,
+                                 .abort_user = &ac};
+        st = tr_clm_greedy_batch(s->lm, s->pool, &cfg, n_valid, sf, sT, sv, out, sn, ss);
+    }
+    const float dec_ms = (float)((tr_time_ms() - t0) / n_valid);
+    for (int i = 0; i < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); i++) {
+        if (!valid[i]) continue;
+        tr_result *r = ctxs[i].result;
+        int k = slot[i];
+        transcribe_status e =
+            qa_fill_result(m, out + (size_t)k * QA_MAX_NEW, sn[k], forced(lang), n_samples[i], r);
+        r->status = e != TRANSCRIBE_OK ? e : st == TRANSCRIBE_ERR_ABORTED ? st : ss[k];
+        r->decode_ms = dec_ms;
+        filled[i] = true;
+        if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
+    }
+    free(sf);
+    free(sT);
+    free(sv);
+    free(sn);
+    free(ss);
+done:
+    for (int i = 0; audio && i < n; i++) free(audio[i]);
+    for (int i = 0; ids && i < n; i++) free(ids[i]);
+    free(audio);
+    free(ids);
+    free(n_ids);
+    free(slot);
+    free(first);
+    free(n_out);
+    free(valid);
+    free(rst);
+    free(out);
+    if (st == TRANSCRIBE_ERR_ABORTED)
+        for (int i = 0; i < n; i++)
+            if (ctxs[i].result->status == TRANSCRIBE_OK && !(filled && filled[i]))
+                ctxs[i].result->status = TRANSCRIBE_ERR_ABORTED;
+    free(filled);
+    return st;
+}

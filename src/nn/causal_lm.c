@@ -1,0 +1,371 @@
+/* Causal-LM forward passes (causal-lm.md §3–§6): the block math shared by
+ * prefill and decode steps, the KV cache, and the head. One routine runs a
+ * set of rows through every block; prefill feeds one slot's consecutive
+ * positions in row chunks, a step feeds one row per batch slot. */
+#include "nn/causal_lm.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/argmax.h"
+#include "util/log.h"
+
+/* Prefill row chunk: large enough for GEMM efficiency, small enough that the
+ * FFN scratch of a long prompt stays bounded (rows × d_ffn floats). */
+#define CLM_CHUNK 256
+
+struct tr_clm_state {
+    tr_clm_hparams hp;
+    tr_clm_weights w;
+    bool kv_f16;
+    tr_clm_kv kv;
+    int cap_rows;     /* rows the scratch holds */
+    float *scratch;   /* h, q, k, v, o, gate, up, branch for cap_rows rows */
+    float *x;         /* step input rows [cap_rows][d_model] */
+    float *logits;    /* [cap_rows][n_vocab] */
+    int32_t *pos32;   /* [cap_rows] */
+    int n_logit_rows; /* rows of the latest step */
+};
+
+void tr_clm_hparams_defaults(tr_clm_hparams *hp) {
+    hp->embedding_mult = 1.0f;
+    hp->attention_mult = 0.0f;
+    hp->residual_mult = 1.0f;
+    hp->logits_scale = 1.0f;
+}
+
+static bool tensor_is(const tr_tensor *t, int64_t ne0, int64_t ne1, const char *what) {
+    if (t && t->ne[0] == ne0 && t->ne[1] == ne1 && t->ne[2] == 1 && t->ne[3] == 1) return true;
+    if (!t)
+        TR_ERROR("causal_lm: %s is missing", what);
+    else
+        TR_ERROR("causal_lm: %s '%s' has ne {%lld, %lld}, expected {%lld, %lld}", what,
+                 t->name ? t->name : "?", (long long)t->ne[0], (long long)t->ne[1], (long long)ne0,
+                 (long long)ne1);
+    return false;
+}
+
+bool tr_clm_check(const tr_clm_hparams *hp, const tr_clm_weights *w) {
+    if (hp->n_layer < 1 || hp->d_model < 1 || hp->n_head < 1 || hp->n_head_kv < 1 ||
+        hp->head_dim < 2 || (hp->head_dim & 1) || hp->d_ffn < 1 || hp->n_vocab < 1 ||
+        hp->n_head % hp->n_head_kv) {
+        TR_ERROR("causal_lm: bad geometry (layers %d, d %d, heads %d/%d, head_dim %d, ffn %d, "
+                 "vocab %d)",
+                 hp->n_layer, hp->d_model, hp->n_head, hp->n_head_kv, hp->head_dim, hp->d_ffn,
+                 hp->n_vocab);
+        return false;
+    }
+    const int64_t D = hp->d_model, Q = (int64_t)hp->n_head * hp->head_dim,
+                  K = (int64_t)hp->n_head_kv * hp->head_dim, F = hp->d_ffn;
+    if (!tensor_is(w->tok_emb, D, hp->n_vocab, "token embedding") ||
+        !tensor_is(w->head, D, hp->n_vocab, "output head"))
+        return false;
+    if (!w->out_norm || !w->blocks) {
+        TR_ERROR("causal_lm: output norm or blocks missing");
+        return false;
+    }
+    for (int l = 0; l < hp->n_layer; l++) {
+        const tr_clm_block *b = &w->blocks[l];
+        if (!tensor_is(b->wq, D, Q, "attn.q") || !tensor_is(b->wk, D, K, "attn.k") ||
+            !tensor_is(b->wv, D, K, "attn.v") || !tensor_is(b->wo, Q, D, "attn.o") ||
+            !tensor_is(b->gate, D, F, "ffn.gate") || !tensor_is(b->up, D, F, "ffn.up") ||
+            !tensor_is(b->down, F, D, "ffn.down"))
+            return false;
+        if (!b->norm_attn || !b->norm_ffn || (hp->qk_norm && (!b->q_norm || !b->k_norm))) {
+            TR_ERROR("causal_lm: block %d lacks a norm weight", l);
+            return false;
+        }
+    }
+    return true;
+}
+
+size_t tr_clm_step_weight_bytes(const tr_clm_hparams *hp, const tr_clm_weights *w) {
+    size_t n = w->head->nbytes;
+    for (int l = 0; l < hp->n_layer; l++) {
+        const tr_clm_block *b = &w->blocks[l];
+        n += b->wq->nbytes + b->wk->nbytes + b->wv->nbytes + b->wo->nbytes + b->gate->nbytes +
+             b->up->nbytes + b->down->nbytes;
+    }
+    return n;
+}
+
+int tr_clm_ctx_pow2(int64_t need, int ceiling) {
+    int64_t c = 1024;
+    while (c < need && c < ((int64_t)1 << 30)) c *= 2;
+    if (ceiling > 0 && c > ceiling) c = ceiling;
+    return (int)c;
+}
+
+size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16) {
+    return 2 * (size_t)hp->n_layer * (size_t)hp->n_head_kv * (size_t)hp->head_dim * (f16 ? 2 : 4);
+}
+
+/* ---- state ---- */
+
+static size_t scratch_floats(const tr_clm_hparams *hp, int rows) {
+    size_t D = (size_t)hp->d_model, Q = (size_t)hp->n_head * hp->head_dim,
+           K = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->d_ffn;
+    return (2 * D + 2 * Q + 2 * K + 2 * F) * (size_t)rows;
+}
+
+static bool grow_rows(tr_clm_state *st, int rows) {
+    if (rows <= st->cap_rows) return true;
+    const tr_clm_hparams *hp = &st->hp;
+    float *s = malloc(scratch_floats(hp, rows) * sizeof(float));
+    float *x = malloc((size_t)rows * hp->d_model * sizeof(float));
+    float *lg = malloc((size_t)rows * hp->n_vocab * sizeof(float));
+    int32_t *p = malloc((size_t)rows * sizeof(int32_t));
+    if (!s || !x || !lg || !p) {
+        free(s);
+        free(x);
+        free(lg);
+        free(p);
+        TR_ERROR("causal_lm: out of memory for %d rows of scratch", rows);
+        return false;
+    }
+    free(st->scratch);
+    free(st->x);
+    free(st->logits);
+    free(st->pos32);
+    st->scratch = s;
+    st->x = x;
+    st->logits = lg;
+    st->pos32 = p;
+    st->cap_rows = rows;
+    return true;
+}
+
+tr_clm_state *tr_clm_state_new(const tr_clm_hparams *hp, const tr_clm_weights *w, bool kv_f16) {
+    tr_clm_state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->hp = *hp;
+    st->w = *w;
+    st->kv_f16 = kv_f16;
+    if (!grow_rows(st, 1)) {
+        tr_clm_state_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+static void kv_release(tr_clm_kv *kv) {
+    free(kv->k);
+    free(kv->v);
+    kv->k = kv->v = NULL;
+    kv->n_slot = kv->n_ctx = 0;
+}
+
+void tr_clm_state_free(tr_clm_state *st) {
+    if (!st) return;
+    kv_release(&st->kv);
+    free(st->scratch);
+    free(st->x);
+    free(st->logits);
+    free(st->pos32);
+    free(st);
+}
+
+transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
+    tr_clm_kv *kv = &st->kv;
+    const int kv_dim = st->hp.n_head_kv * st->hp.head_dim;
+    const size_t es = st->kv_f16 ? 2 : 4;
+    if (n_slot < 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    /* Reuse without clearing: a pass only reads rows [0, pos] it has
+     * written itself, so stale rows of an earlier run are never seen. */
+    if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) return TRANSCRIBE_OK;
+    kv_release(kv);
+    size_t n = (size_t)st->hp.n_layer * (size_t)n_slot * (size_t)n_ctx * (size_t)kv_dim;
+    kv->k = calloc(n, es);
+    kv->v = calloc(n, es);
+    if (!kv->k || !kv->v) {
+        kv_release(kv);
+        TR_ERROR("causal_lm: out of memory for a KV cache of %d x %d positions (%zu MiB)", n_slot,
+                 n_ctx, 2 * n * es >> 20);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    kv->n_layer = st->hp.n_layer;
+    kv->n_slot = n_slot;
+    kv->n_ctx = n_ctx;
+    kv->kv_dim = kv_dim;
+    kv->f16 = st->kv_f16;
+    return TRANSCRIBE_OK;
+}
+
+const tr_clm_kv *tr_clm_cache(const tr_clm_state *st) {
+    return &st->kv;
+}
+
+/* ---- math ---- */
+
+void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32_t *ids, int n,
+                  const float *audio, int audio_at, int n_audio, float *out) {
+    const size_t D = (size_t)hp->d_model;
+    tr_get_rows(w->tok_emb, ids, n, out);
+    if (audio && n_audio > 0 && audio_at >= 0 && audio_at + n_audio <= n)
+        memcpy(out + (size_t)audio_at * D, audio, (size_t)n_audio * D * sizeof(float));
+    if (hp->embedding_mult != 1.0f)
+        for (size_t i = 0; i < (size_t)n * D; i++) out[i] *= hp->embedding_mult;
+}
+
+static size_t kv_off(const tr_clm_kv *kv, int layer, int slot, int pos) {
+    return (((size_t)layer * kv->n_slot + (size_t)slot) * kv->n_ctx + (size_t)pos) * kv->kv_dim;
+}
+
+static void kv_write(tr_clm_kv *kv, int layer, int slot, int pos, const float *k, const float *v) {
+    size_t off = kv_off(kv, layer, slot, pos);
+    if (kv->f16) {
+        uint16_t *kd = (uint16_t *)kv->k + off, *vd = (uint16_t *)kv->v + off;
+        for (int i = 0; i < kv->kv_dim; i++) {
+            kd[i] = tr_f32_to_f16(k[i]);
+            vd[i] = tr_f32_to_f16(v[i]);
+        }
+    } else {
+        memcpy((float *)kv->k + off, k, (size_t)kv->kv_dim * sizeof(float));
+        memcpy((float *)kv->v + off, v, (size_t)kv->kv_dim * sizeof(float));
+    }
+}
+
+/* Attention of n_q query rows of one slot whose first query sits at
+ * position p0, over cache rows [0, p0 + n_q) with the causal rule. */
+static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, int p0, int n_q,
+                   const float *q, float *o) {
+    const tr_clm_hparams *hp = &st->hp;
+    const tr_clm_kv *kv = &st->kv;
+    const int Q = hp->n_head * hp->head_dim;
+    size_t base = kv_off(kv, layer, slot, 0);
+    tr_attn_args a = {
+        .q = q,
+        .q_stride = Q,
+        .kv_stride = kv->kv_dim,
+        .out = o,
+        .out_stride = Q,
+        .n_q = n_q,
+        .n_kv = p0 + n_q,
+        .kv_valid = p0 + n_q,
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head_kv,
+        .head_dim = hp->head_dim,
+        .scale = hp->attention_mult > 0 ? hp->attention_mult : 1.0f / sqrtf((float)hp->head_dim),
+        .causal = true,
+        .causal_offset = p0,
+    };
+    if (kv->f16) {
+        tr_attention_f16kv(pool, &a, (const uint16_t *)kv->k + base,
+                           (const uint16_t *)kv->v + base);
+    } else {
+        a.k = (const float *)kv->k + base;
+        a.v = (const float *)kv->v + base;
+        tr_attention(pool, &a);
+    }
+}
+
+/* Runs R rows of x through every block. Prefill (one_slot): rows are
+ * positions p0.. of slot slot0. Step: row r is position pos[r] of slot
+ * slots[r]. */
+static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool one_slot, int slot0,
+                       int p0, const int *pos, const int *slots) {
+    const tr_clm_hparams *hp = &st->hp;
+    const int D = hp->d_model, Q = hp->n_head * hp->head_dim, K = hp->n_head_kv * hp->head_dim,
+              F = hp->d_ffn, hd = hp->head_dim;
+    const size_t r = (size_t)R;
+    float *h = st->scratch, *q = h + r * D, *k = q + r * Q, *v = k + r * K, *o = v + r * K,
+          *g = o + r * Q, *u = g + r * F, *t = u + r * F;
+    int32_t *p32 = st->pos32;
+    for (int i = 0; i < R; i++) p32[i] = one_slot ? p0 + i : pos[i];
+    const float rm = hp->residual_mult;
+
+    for (int l = 0; l < hp->n_layer; l++) {
+        const tr_clm_block *b = &st->w.blocks[l];
+        tr_rms_norm(pool, x, h, R, D, b->norm_attn, hp->eps);
+        tr_linear(pool, b->wq, NULL, h, R, q);
+        tr_linear(pool, b->wk, NULL, h, R, k);
+        tr_linear(pool, b->wv, NULL, h, R, v);
+        if (hp->qk_norm) {
+            tr_rms_norm(pool, q, q, R * hp->n_head, hd, b->q_norm, hp->eps);
+            tr_rms_norm(pool, k, k, R * hp->n_head_kv, hd, b->k_norm, hp->eps);
+        }
+        tr_rope(q, R, hp->n_head, hd, Q, p32, hd, hp->rope_theta, true);
+        tr_rope(k, R, hp->n_head_kv, hd, K, p32, hd, hp->rope_theta, true);
+        for (int i = 0; i < R; i++)
+            kv_write(&st->kv, l, one_slot ? slot0 : slots[i], p32[i], k + (size_t)i * K,
+                     v + (size_t)i * K);
+        if (one_slot) {
+            attend(st, pool, l, slot0, p0, R, q, o);
+        } else {
+            for (int i = 0; i < R; i++)
+                attend(st, pool, l, slots[i], pos[i], 1, q + (size_t)i * Q, o + (size_t)i * Q);
+        }
+        tr_linear(pool, b->wo, NULL, o, R, t);
+        tr_add_scaled(x, x, t, rm, (long)R * D);
+
+        tr_rms_norm(pool, x, h, R, D, b->norm_ffn, hp->eps);
+        tr_linear(pool, b->gate, NULL, h, R, g);
+        tr_linear(pool, b->up, NULL, h, R, u);
+        tr_silu(g, (long)R * F);
+        for (size_t i = 0; i < r * F; i++) g[i] *= u[i];
+        tr_linear(pool, b->down, NULL, g, R, t);
+        tr_add_scaled(x, x, t, rm, (long)R * D);
+    }
+}
+
+/* Final norm + head on R rows of x → logits [R][V] (x is overwritten). */
+static void head_fwd(const tr_clm_state *st, tr_pool *pool, float *x, int R, float *logits) {
+    const tr_clm_hparams *hp = &st->hp;
+    tr_rms_norm(pool, x, x, R, hp->d_model, st->w.out_norm, hp->eps);
+    tr_linear(pool, st->w.head, NULL, x, R, logits);
+    if (hp->logits_scale != 1.0f && hp->logits_scale != 0.0f) {
+        const float s = 1.0f / hp->logits_scale;
+        for (size_t i = 0; i < (size_t)R * hp->n_vocab; i++) logits[i] *= s;
+    }
+}
+
+int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, float *logits) {
+    const tr_clm_hparams *hp = &st->hp;
+    if (!x || n < 1 || slot < 0 || slot >= st->kv.n_slot || n > st->kv.n_ctx) {
+        TR_ERROR("causal_lm: prefill of %d rows does not fit the cache (%d slots x %d)", n,
+                 st->kv.n_slot, st->kv.n_ctx);
+        return -1;
+    }
+    int chunk = n < CLM_CHUNK ? n : CLM_CHUNK;
+    if (!grow_rows(st, chunk)) return -1;
+    for (int p0 = 0; p0 < n; p0 += chunk) {
+        int R = n - p0 < chunk ? n - p0 : chunk;
+        blocks_fwd(st, pool, x + (size_t)p0 * hp->d_model, R, true, slot, p0, NULL, NULL);
+    }
+    head_fwd(st, pool, x + (size_t)(n - 1) * hp->d_model, 1, st->logits);
+    st->n_logit_rows = 1;
+    if (logits) memcpy(logits, st->logits, (size_t)hp->n_vocab * sizeof(float));
+    return tr_argmax(st->logits, hp->n_vocab);
+}
+
+bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                 const int *slots, int B, int32_t *next) {
+    const tr_clm_hparams *hp = &st->hp;
+    if (B < 1) return false;
+    for (int b = 0; b < B; b++) {
+        if (ids[b] < 0 || ids[b] >= hp->n_vocab || slots[b] < 0 || slots[b] >= st->kv.n_slot ||
+            pos[b] < 0 || pos[b] >= st->kv.n_ctx) {
+            TR_ERROR("causal_lm: step row %d (id %d, slot %d, position %d) is outside the cache "
+                     "(%d x %d)",
+                     b, (int)ids[b], slots[b], pos[b], st->kv.n_slot, st->kv.n_ctx);
+            return false;
+        }
+    }
+    if (!grow_rows(st, B)) return false;
+    tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
+    blocks_fwd(st, pool, st->x, B, false, 0, 0, pos, slots);
+    head_fwd(st, pool, st->x, B, st->logits);
+    st->n_logit_rows = B;
+    for (int b = 0; b < B; b++)
+        next[b] = tr_argmax(st->logits + (size_t)b * hp->n_vocab, hp->n_vocab);
+    return true;
+}
+
+const float *tr_clm_step_logits(const tr_clm_state *st, int b) {
+    if (b < 0 || b >= st->n_logit_rows) return NULL;
+    return st->logits + (size_t)b * st->hp.n_vocab;
+}

@@ -1,0 +1,128 @@
+/* The decoder-only causal language model shared by the audio-LLM families
+ * (causal-lm.md): Qwen3-style blocks (RMSNorm, grouped-query attention with
+ * optional per-head q/k RMSNorm, NeoX RoPE, SwiGLU), a tied or untied head,
+ * Granite's multiplier hooks, a KV cache stored F16 or F32, prefill with
+ * audio rows injected at placeholder positions, and the greedy step loops
+ * (single utterance §7, batched §8).
+ *
+ * Weights are borrowed tr_tensor views (any dtype tr_matmul supports);
+ * activations are F32 row-major. A step reads every weight exactly once
+ * (one matrix-vector product per projection, or one small GEMM for a batch)
+ * and attention reads K/V in their stored type. */
+#ifndef TR_NN_CAUSAL_LM_H
+#define TR_NN_CAUSAL_LM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+#include "transcribe.h"
+
+typedef struct tr_clm_hparams {
+    int n_layer, d_model, n_head, n_head_kv, head_dim, d_ffn, n_vocab;
+    float eps;        /* every RMSNorm (blocks, q/k, final) */
+    float rope_theta; /* NeoX RoPE over the full head_dim */
+    bool qk_norm;     /* per-head q/k RMSNorm (Qwen3, MOSS) */
+    /* Granite hooks (causal-lm.md §1; family-granite.md §8). 1 = off. */
+    float embedding_mult; /* input rows × this (text and audio) */
+    float attention_mult; /* score scale; 0 = 1/sqrt(head_dim) */
+    float residual_mult;  /* branch outputs × this before each residual add */
+    float logits_scale;   /* logits ÷ this */
+} tr_clm_hparams;
+
+/* Defaults: multipliers 1, attention scale 1/sqrt(head_dim). */
+void tr_clm_hparams_defaults(tr_clm_hparams *hp);
+
+typedef struct tr_clm_block {
+    const float *norm_attn, *norm_ffn; /* [d_model] */
+    const float *q_norm, *k_norm;      /* [head_dim]; NULL when !qk_norm */
+    const tr_tensor *wq, *wk, *wv, *wo;
+    const tr_tensor *gate, *up, *down;
+} tr_clm_block;
+
+typedef struct tr_clm_weights {
+    const tr_tensor *tok_emb; /* ne {d_model, n_vocab}, any dequantizable type */
+    const float *out_norm;    /* [d_model] */
+    const tr_tensor *head;    /* ne {d_model, n_vocab}; == tok_emb when tied */
+    const tr_clm_block *blocks;
+} tr_clm_weights;
+
+/* Checks the weights against the hyper-parameters (shapes of every view);
+ * false with a log line naming the first mismatch. */
+bool tr_clm_check(const tr_clm_hparams *hp, const tr_clm_weights *w);
+/* Bytes of weights one decode step reads (blocks + head). */
+size_t tr_clm_step_weight_bytes(const tr_clm_hparams *hp, const tr_clm_weights *w);
+
+/* KV cache (causal-lm.md §4.1): K and V of n_layer × n_slot × n_ctx rows of
+ * kv_dim values, order layer, slot, position, kv head, dim. */
+typedef struct tr_clm_kv {
+    int n_layer, n_slot, n_ctx, kv_dim;
+    bool f16;
+    void *k, *v;
+} tr_clm_kv;
+
+/* Power of two >= max(1024, need), clamped to ceiling (Qwen3-ASR §4.2). */
+int tr_clm_ctx_pow2(int64_t need, int ceiling);
+
+/* Per-session decoder state: the cache plus scratch. Owns its buffers. */
+typedef struct tr_clm_state tr_clm_state;
+
+tr_clm_state *tr_clm_state_new(const tr_clm_hparams *hp, const tr_clm_weights *w, bool kv_f16);
+void tr_clm_state_free(tr_clm_state *st);
+/* Makes the cache hold n_slot × n_ctx positions (grow-only per slot count;
+ * reallocated, zero-filled, when the slot count changes or it is too
+ * small). OOM on failure. */
+transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx);
+const tr_clm_kv *tr_clm_cache(const tr_clm_state *st);
+size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16);
+
+/* Prompt embeddings (§6.1): out [n][d_model] = token rows of ids, with rows
+ * [audio_at, audio_at + n_audio) replaced by audio [n_audio][d_model], all
+ * times embedding_mult. */
+void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32_t *ids, int n,
+                  const float *audio, int audio_at, int n_audio, float *out);
+
+/* Prefill (§6.2) of x [n][d_model] (consumed: overwritten) into cache slot
+ * `slot` at positions 0..n-1, in row chunks (mathematically the single-shot
+ * prefill). Returns the greedy first token (argmax of the last row's
+ * logits, ties → lowest id) or -1 on OOM / bad arguments. logits (optional)
+ * receives the last row's n_vocab logits. */
+int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, float *logits);
+
+/* One decode step for B rows: row b feeds token ids[b] at position pos[b]
+ * of slot slots[b] (writing that cache row and attending over [0, pos[b]]).
+ * next[b] receives the argmax token. false on bad arguments / OOM. */
+bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                 const int *slots, int B, int32_t *next);
+/* The logits of row b of the latest step ([n_vocab]). */
+const float *tr_clm_step_logits(const tr_clm_state *st, int b);
+
+/* Greedy loop parameters (§7 Qwen3-ASR column by default). */
+typedef struct tr_clm_greedy_cfg {
+    int eos;
+    int max_new;                      /* tokens counting the prefill token and a final EOS */
+    int max_n_kv;                     /* step window: a step needs n_past + 1 <= max_n_kv */
+    bool (*should_abort)(void *user); /* polled before every step; may be NULL */
+    void *abort_user;
+} tr_clm_greedy_cfg;
+
+/* Greedy decoding of one utterance in cache slot 0 from the prefill token
+ * (the shared loop of nn/greedy.h):
+ * out (capacity max_new) receives the generated ids without a trailing EOS.
+ * Returns OK (EOS), OUTPUT_TRUNCATED (budget or window reached; out holds
+ * the partial ids), ABORTED (out holds the ids so far) or OOM. */
+transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
+                                int first_tok, int T_prompt, int32_t *out, int *n_out);
+
+/* Batched greedy decoding (§8.5) over slots 0..B-1: rows with valid[b] false
+ * are skipped. out + b*max_new receives row b's ids (no trailing EOS);
+ * status[b] is OK / OUTPUT_TRUNCATED. Returns OK, ABORTED (every row keeps
+ * its ids so far) or OOM. */
+transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
+                                      int B, const int *first_tok, const int *T_prompt,
+                                      const bool *valid, int32_t *out, int *n_out,
+                                      transcribe_status *status);
+
+#endif

@@ -1,0 +1,394 @@
+/* The shared causal-LM decoder (src/nn/causal_lm.h) against a naive
+ * reference written as straight loops in double, without a KV cache (each
+ * position recomputes the whole prefix): prefill logits (one chunk and
+ * several), greedy tokens, F16 KV, quantized weights, the greedy loop's
+ * stop rules (EOS, budget, window, abort) and the batched loop giving
+ * every row its single-run tokens. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/causal_lm.h"
+#include "tensor/dtype.h"
+#include "test_util.h"
+
+enum { L = 2, D = 32, NH = 4, NKV = 2, HD = 16, F = 64, V = 61 };
+#define QD (NH * HD)
+#define KD (NKV * HD)
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+typedef struct model {
+    tr_clm_hparams hp;
+    tr_clm_weights w;
+    tr_clm_block blk[L];
+    tr_tensor t[L * 7 + 1];
+    float *f32[L * 7 + 1]; /* the F32 values (reference) */
+    void *data[L * 7 + 1]; /* the stored values (any type) */
+    float norms[L][4][QD > D ? QD : D];
+    float out_norm[D];
+} model;
+
+static void make_tensor(model *m, int i, const char *name, int64_t in, int64_t out, int type,
+                        float amp) {
+    float *f = malloc((size_t)(in * out) * sizeof(float));
+    for (int64_t j = 0; j < in * out; j++) f[j] = amp * frand();
+    size_t rb = tr_row_bytes(type, in);
+    void *d = malloc(rb * (size_t)out);
+    for (int64_t r = 0; r < out; r++) tr_quantize_row(type, f + r * in, (char *)d + r * rb, in);
+    /* the reference sees the stored (rounded) values */
+    for (int64_t r = 0; r < out; r++) tr_dequantize_row(type, (char *)d + r * rb, f + r * in, in);
+    m->f32[i] = f;
+    m->data[i] = d;
+    m->t[i] = (tr_tensor){.name = name,
+                          .type = type,
+                          .n_dims = 2,
+                          .ne = {in, out, 1, 1},
+                          .nb1 = rb,
+                          .nbytes = rb * (size_t)out,
+                          .data = d};
+}
+
+static void model_init(model *m, int type) {
+    memset(m, 0, sizeof *m);
+    m->hp = (tr_clm_hparams){.n_layer = L,
+                             .d_model = D,
+                             .n_head = NH,
+                             .n_head_kv = NKV,
+                             .head_dim = HD,
+                             .d_ffn = F,
+                             .n_vocab = V,
+                             .eps = 1e-6f,
+                             .rope_theta = 10000.0f,
+                             .qk_norm = true};
+    tr_clm_hparams_defaults(&m->hp);
+    rng = 88172645463325252ull;
+    for (int l = 0; l < L; l++) {
+        make_tensor(m, l * 7 + 0, "q", D, QD, type, 0.4f);
+        make_tensor(m, l * 7 + 1, "k", D, KD, type, 0.4f);
+        make_tensor(m, l * 7 + 2, "v", D, KD, type, 0.4f);
+        make_tensor(m, l * 7 + 3, "o", QD, D, type, 0.3f);
+        make_tensor(m, l * 7 + 4, "gate", D, F, type, 0.4f);
+        make_tensor(m, l * 7 + 5, "up", D, F, type, 0.4f);
+        make_tensor(m, l * 7 + 6, "down", F, D, type, 0.3f);
+        for (int j = 0; j < 4; j++)
+            for (int i = 0; i < D; i++) m->norms[l][j][i] = 1.0f + 0.2f * frand();
+        tr_clm_block *b = &m->blk[l];
+        b->wq = &m->t[l * 7 + 0];
+        b->wk = &m->t[l * 7 + 1];
+        b->wv = &m->t[l * 7 + 2];
+        b->wo = &m->t[l * 7 + 3];
+        b->gate = &m->t[l * 7 + 4];
+        b->up = &m->t[l * 7 + 5];
+        b->down = &m->t[l * 7 + 6];
+        b->norm_attn = m->norms[l][0];
+        b->norm_ffn = m->norms[l][1];
+        b->q_norm = m->norms[l][2];
+        b->k_norm = m->norms[l][3];
+    }
+    make_tensor(m, L * 7, "emb", D, V, type, 1.0f);
+    for (int i = 0; i < D; i++) m->out_norm[i] = 1.0f + 0.2f * frand();
+    m->w = (tr_clm_weights){
+        .tok_emb = &m->t[L * 7], .out_norm = m->out_norm, .head = &m->t[L * 7], .blocks = m->blk};
+}
+
+static void model_free(model *m) {
+    for (int i = 0; i < L * 7 + 1; i++) {
+        free(m->f32[i]);
+        free(m->data[i]);
+    }
+}
+
+/* ---- naive reference (double, no cache) ---- */
+
+static void ref_rms(const double *x, double *y, int n, const float *g) {
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    double r = 1.0 / sqrt(s / n + 1e-6);
+    for (int i = 0; i < n; i++) y[i] = x[i] * r * g[i];
+}
+
+static void ref_lin(const float *W, int in, int out, const double *x, double *y) {
+    for (int o = 0; o < out; o++) {
+        double s = 0;
+        for (int i = 0; i < in; i++) s += (double)W[(size_t)o * in + i] * x[i];
+        y[o] = s;
+    }
+}
+
+static void ref_rope(double *v, int pos) {
+    for (int i = 0; i < HD / 2; i++) {
+        double th = pos * pow(10000.0, -2.0 * i / HD);
+        double a = v[i], b = v[i + HD / 2];
+        v[i] = a * cos(th) - b * sin(th);
+        v[i + HD / 2] = a * sin(th) + b * cos(th);
+    }
+}
+
+/* Logits of the last of n positions whose input rows are x0 [n][D]. */
+static void ref_forward(const model *m, const double *x0, int n, double *logits) {
+    double *x = malloc(sizeof(double) * (size_t)n * D);
+    double *K = malloc(sizeof(double) * (size_t)n * KD),
+           *Vv = malloc(sizeof(double) * (size_t)n * KD);
+    double *Qm = malloc(sizeof(double) * (size_t)n * QD);
+    memcpy(x, x0, sizeof(double) * (size_t)n * D);
+    double h[QD], o[QD], t[F], u[F], sc[4096];
+    for (int l = 0; l < L; l++) {
+        const float *const *W = (const float *const *)&m->f32[l * 7];
+        for (int p = 0; p < n; p++) {
+            ref_rms(x + p * D, h, D, m->norms[l][0]);
+            ref_lin(W[0], D, QD, h, Qm + p * QD);
+            ref_lin(W[1], D, KD, h, K + p * KD);
+            ref_lin(W[2], D, KD, h, Vv + p * KD);
+            for (int hh = 0; hh < NH; hh++) {
+                ref_rms(Qm + p * QD + hh * HD, Qm + p * QD + hh * HD, HD, m->norms[l][2]);
+                ref_rope(Qm + p * QD + hh * HD, p);
+            }
+            for (int g = 0; g < NKV; g++) {
+                ref_rms(K + p * KD + g * HD, K + p * KD + g * HD, HD, m->norms[l][3]);
+                ref_rope(K + p * KD + g * HD, p);
+            }
+        }
+        for (int p = 0; p < n; p++) {
+            for (int hh = 0; hh < NH; hh++) {
+                int g = hh / (NH / NKV);
+                double mx = -1e300, sum = 0;
+                for (int k = 0; k <= p; k++) {
+                    double s = 0;
+                    for (int d = 0; d < HD; d++)
+                        s += Qm[p * QD + hh * HD + d] * K[k * KD + g * HD + d];
+                    sc[k] = s / sqrt((double)HD);
+                    if (sc[k] > mx) mx = sc[k];
+                }
+                for (int k = 0; k <= p; k++) sum += (sc[k] = exp(sc[k] - mx));
+                for (int d = 0; d < HD; d++) {
+                    double a = 0;
+                    for (int k = 0; k <= p; k++) a += sc[k] * Vv[k * KD + g * HD + d];
+                    o[hh * HD + d] = a / sum;
+                }
+            }
+            double y[D];
+            ref_lin(W[3], QD, D, o, y);
+            for (int i = 0; i < D; i++) x[p * D + i] += y[i];
+            ref_rms(x + p * D, h, D, m->norms[l][1]);
+            ref_lin(W[4], D, F, h, t);
+            ref_lin(W[5], D, F, h, u);
+            for (int i = 0; i < F; i++) t[i] = t[i] / (1 + exp(-t[i])) * u[i];
+            ref_lin(W[6], F, D, t, y);
+            for (int i = 0; i < D; i++) x[p * D + i] += y[i];
+        }
+    }
+    ref_rms(x + (n - 1) * D, h, D, m->out_norm);
+    ref_lin(m->f32[L * 7], D, V, h, logits);
+    free(x);
+    free(K);
+    free(Vv);
+    free(Qm);
+}
+
+static void ref_embed(const model *m, const int32_t *ids, int n, double *x) {
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < D; i++) x[p * D + i] = m->f32[L * 7][(size_t)ids[p] * D + i];
+}
+
+static int ref_argmax(const double *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* Greedy reference: n_gen tokens after the prompt. */
+static void ref_greedy(const model *m, const int32_t *prompt, int n, int n_gen, int32_t *out) {
+    int32_t ids[600];
+    memcpy(ids, prompt, sizeof(int32_t) * (size_t)n);
+    double *x = malloc(sizeof(double) * (size_t)(n + n_gen) * D), lg[V];
+    for (int g = 0; g < n_gen; g++) {
+        ref_embed(m, ids, n + g, x);
+        ref_forward(m, x, n + g, lg);
+        out[g] = ids[n + g] = ref_argmax(lg, V);
+    }
+    free(x);
+}
+
+static void make_prompt(int32_t *ids, int n, int seed) {
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 7 + seed * 13 + (i * i) % 11) % V);
+}
+
+/* ---- tests ---- */
+
+static void test_prefill(int type, bool kv16, int n, double tol) {
+    model m;
+    model_init(&m, type);
+    CHECK(tr_clm_check(&m.hp, &m.w));
+    int32_t ids[600];
+    make_prompt(ids, n, 1);
+    double *xr = malloc(sizeof(double) * (size_t)n * D), lr[V];
+    ref_embed(&m, ids, n, xr);
+    ref_forward(&m, xr, n, lr);
+
+    tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
+    CHECK(tr_clm_reserve(st, 1, tr_clm_ctx_pow2(n + 8, 0)) == TRANSCRIBE_OK);
+    float *x = malloc(sizeof(float) * (size_t)n * D), lg[V];
+    tr_clm_embed(&m.hp, &m.w, ids, n, NULL, 0, 0, x);
+    int tok = tr_clm_prefill(st, NULL, x, n, 0, lg);
+    double err = 0;
+    for (int i = 0; i < V; i++) err = fmax(err, fabs(lg[i] - lr[i]));
+    CHECK_MSG(err <= tol, "type %s kv16 %d n %d: max |logit diff| %g > %g", tr_type_name(type),
+              kv16, n, err, tol);
+    CHECK(tok == ref_argmax(lr, V) || err > 0);
+    free(x);
+    free(xr);
+    tr_clm_state_free(st);
+    model_free(&m);
+}
+
+static int n_abort_calls;
+static bool abort_after_3(void *u) {
+    (void)u;
+    return ++n_abort_calls >= 3;
+}
+
+static void test_greedy(bool kv16) {
+    model m;
+    model_init(&m, TR_F32);
+    enum { NP = 9, NG = 12 };
+    int32_t prompt[NP], ref[NG];
+    make_prompt(prompt, NP, 2);
+    ref_greedy(&m, prompt, NP, NG, ref);
+
+    tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
+    float x[NP * D];
+    int32_t out[64];
+    int n_out = 0;
+    /* free run of the budget */
+    CHECK(tr_clm_reserve(st, 1, 1024) == TRANSCRIBE_OK);
+    tr_clm_embed(&m.hp, &m.w, prompt, NP, NULL, 0, 0, x);
+    int first = tr_clm_prefill(st, NULL, x, NP, 0, NULL);
+    tr_clm_greedy_cfg cfg = {.eos = -1, .max_new = NG, .max_n_kv = 1024};
+    transcribe_status rc = tr_clm_greedy(st, NULL, &cfg, first, NP, out, &n_out);
+    CHECK(rc == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    CHECK(n_out == NG);
+    int same = 0;
+    for (int i = 0; i < NG && i < n_out; i++) same += out[i] == ref[i];
+    CHECK_MSG(same == NG, "kv16 %d: %d of %d greedy tokens match the reference", kv16, same, NG);
+
+    /* EOS: the 6th reference token stops the loop and is not returned */
+    int eos_at = 5;
+    bool earlier = false;
+    for (int i = 0; i < eos_at; i++) earlier |= ref[i] == ref[eos_at];
+    if (!earlier) {
+        CHECK(tr_clm_reserve(st, 1, 1024) == TRANSCRIBE_OK);
+        tr_clm_embed(&m.hp, &m.w, prompt, NP, NULL, 0, 0, x);
+        first = tr_clm_prefill(st, NULL, x, NP, 0, NULL);
+        cfg.eos = ref[eos_at];
+        rc = tr_clm_greedy(st, NULL, &cfg, first, NP, out, &n_out);
+        CHECK(rc == TRANSCRIBE_OK);
+        CHECK(n_out == eos_at);
+    }
+    /* window: max_n_kv = NP + 4 allows 4 steps → 5 tokens */
+    cfg.eos = -1;
+    cfg.max_n_kv = NP + 4;
+    tr_clm_embed(&m.hp, &m.w, prompt, NP, NULL, 0, 0, x);
+    first = tr_clm_prefill(st, NULL, x, NP, 0, NULL);
+    rc = tr_clm_greedy(st, NULL, &cfg, first, NP, out, &n_out);
+    CHECK(rc == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out == 5);
+    /* abort at the 3rd poll (before the 3rd step) keeps 3 tokens */
+    cfg.max_n_kv = 1024;
+    cfg.should_abort = abort_after_3;
+    n_abort_calls = 0;
+    tr_clm_embed(&m.hp, &m.w, prompt, NP, NULL, 0, 0, x);
+    first = tr_clm_prefill(st, NULL, x, NP, 0, NULL);
+    rc = tr_clm_greedy(st, NULL, &cfg, first, NP, out, &n_out);
+    CHECK(rc == TRANSCRIBE_ERR_ABORTED && n_out == 3);
+    for (int i = 0; i < n_out; i++) CHECK(out[i] == ref[i]);
+    tr_clm_state_free(st);
+    model_free(&m);
+}
+
+/* Batched loop: three prompts of different lengths (one invalid row) give
+ * each row its single-run tokens. */
+static void test_batch(bool kv16, int type) {
+    model m;
+    model_init(&m, type);
+    enum { B = 4, NG = 10 };
+    const int len[B] = {7, 12, 5, 9};
+    const bool valid[B] = {true, true, false, true};
+    int32_t prompts[B][16], single[B][NG];
+    int n_single[B];
+    transcribe_status st_single[B];
+    tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
+    float x[16 * D];
+    tr_clm_greedy_cfg cfg = {.eos = 3, .max_new = NG, .max_n_kv = 1024};
+    for (int b = 0; b < B; b++) {
+        make_prompt(prompts[b], len[b], 10 + b);
+        CHECK(tr_clm_reserve(st, 1, 1024) == TRANSCRIBE_OK);
+        tr_clm_embed(&m.hp, &m.w, prompts[b], len[b], NULL, 0, 0, x);
+        int first = tr_clm_prefill(st, NULL, x, len[b], 0, NULL);
+        st_single[b] = tr_clm_greedy(st, NULL, &cfg, first, len[b], single[b], &n_single[b]);
+    }
+    CHECK(tr_clm_reserve(st, B, 1024) == TRANSCRIBE_OK);
+    int first[B], T[B];
+    for (int b = 0; b < B; b++) {
+        T[b] = len[b];
+        first[b] = 0;
+        if (!valid[b]) continue;
+        tr_clm_embed(&m.hp, &m.w, prompts[b], len[b], NULL, 0, 0, x);
+        first[b] = tr_clm_prefill(st, NULL, x, len[b], b, NULL);
+    }
+    int32_t out[B * NG];
+    int n_out[B];
+    transcribe_status status[B];
+    CHECK(tr_clm_greedy_batch(st, NULL, &cfg, B, first, T, valid, out, n_out, status) ==
+          TRANSCRIBE_OK);
+    for (int b = 0; b < B; b++) {
+        if (!valid[b]) {
+            CHECK(n_out[b] == 0);
+            continue;
+        }
+        CHECK_MSG(n_out[b] == n_single[b], "row %d: %d vs %d tokens", b, n_out[b], n_single[b]);
+        CHECK(memcmp(out + b * NG, single[b], sizeof(int32_t) * (size_t)n_single[b]) == 0);
+        CHECK(status[b] == st_single[b]);
+    }
+    tr_clm_state_free(st);
+    model_free(&m);
+}
+
+/* Audio rows replace placeholder rows; the multiplier scales everything. */
+static void test_embed(void) {
+    model m;
+    model_init(&m, TR_F32);
+    int32_t ids[6] = {1, 2, 9, 9, 9, 4};
+    float audio[3 * D], x[6 * D];
+    for (int i = 0; i < 3 * D; i++) audio[i] = (float)i;
+    m.hp.embedding_mult = 2.0f;
+    tr_clm_embed(&m.hp, &m.w, ids, 6, audio, 2, 3, x);
+    CHECK(x[2 * D + 5] == 10.0f && x[4 * D + D - 1] == 2.0f * (3 * D - 1));
+    CHECK(x[1 * D + 3] == 2.0f * m.f32[L * 7][2 * D + 3]);
+    CHECK(tr_clm_ctx_pow2(10, 0) == 1024 && tr_clm_ctx_pow2(1025, 0) == 2048 &&
+          tr_clm_ctx_pow2(5000, 4096) == 4096 && tr_clm_ctx_pow2(10, 512) == 512);
+    /* a wrong shape is refused */
+    m.blk[1].wk = &m.t[0];
+    CHECK(!tr_clm_check(&m.hp, &m.w));
+    model_free(&m);
+}
+
+int main(void) {
+    test_embed();
+    test_prefill(TR_F32, false, 11, 2e-4);
+    test_prefill(TR_F32, false, 300, 5e-4); /* two prefill chunks */
+    test_prefill(TR_F32, true, 11, 3e-2);   /* K/V rounded to F16 */
+    test_prefill(TR_F16, false, 11, 2e-4);  /* reference uses the rounded weights */
+    test_prefill(TR_Q8_0, false, 11, 1e-3);
+    test_greedy(false);
+    test_greedy(true);
+    test_batch(false, TR_F32);
+    test_batch(true, TR_Q8_0);
+    return TEST_DONE();
+}
