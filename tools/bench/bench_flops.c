@@ -13,7 +13,10 @@
  * 2T − 1 table rows, attention 6·T·T_kv·d (content, position, PV), the
  * conv module (two pointwise convs, depthwise k taps); Canary adds the
  * encoder→decoder projection. Parakeet inputs over one window are counted
- * per window exactly as pk_run.c schedules them. */
+ * per window exactly as pk_run.c schedules them. Whisper and Canary also
+ * project the decoder's cross-attention K and V inside the timed encode
+ * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
+ * since encode_ms includes them. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -37,11 +40,12 @@ static long half_up(long n) {
     return (n + 2 - 3) / 2 + 1;
 }
 
-static double whisper_window_flop(double D, double F, double L, double mels, double Tm) {
+static double whisper_window_flop(double D, double F, double L, double mels, double Tm,
+                                  double L_dec) {
     const double S = Tm / 2;
     double f = 2 * Tm * D * (mels * 3) + 2 * S * D * (D * 3); /* conv stem */
     f += L * (8 * S * D * D + 4 * S * D * F + 4 * S * S * D);
-    return f;
+    return f + L_dec * 4 * S * D * D; /* cross K/V */
 }
 
 /* One FastConformer pass over T_mel mel frames; returns the encoder frames. */
@@ -92,11 +96,13 @@ static bool fastconformer_cost(const gguf_file *g, bool canary, long n, bench_en
     if (canary || total <= PK_MAX_FRAMES) {
         out->gflop = fc_pass_flop(&hp, n / hop + 1, &T);
         out->windows = 1;
-        if (canary && u32_or(g, "stt.canary.decoder.d_model", 0) > 0) {
+        const double d_dec = canary ? u32_or(g, "stt.canary.decoder.d_model", 0) : 0;
+        if (d_dec > 0) {
             bool proj = false;
             gguf_get_bool(g, "stt.canary.decoder.encoder_decoder_proj", &proj);
-            if (proj)
-                out->gflop += 2.0 * T * hp.d_model * u32_or(g, "stt.canary.decoder.d_model", 0);
+            const double d_src = proj ? d_dec : hp.d_model;
+            if (proj) out->gflop += 2.0 * T * hp.d_model * d_dec;
+            out->gflop += u32_or(g, "stt.canary.decoder.n_layers", 0) * 4.0 * T * d_src * d_dec;
         }
     } else {
         const long spf = 8 * hop;
@@ -126,7 +132,8 @@ static bool whisper_cost(const gguf_file *g, long n, bench_enc_cost *out, const 
                    F = u32_or(g, "stt.whisper.encoder.ffn_dim", 0),
                    mels = u32_or(g, "stt.whisper.encoder.num_mel_bins", 0),
                    Tm = u32_or(g, "stt.frontend.nb_max_frames", 3000),
-                   hop = u32_or(g, "stt.frontend.hop_length", 160);
+                   hop = u32_or(g, "stt.frontend.hop_length", 160),
+                   L_dec = u32_or(g, "stt.whisper.decoder.n_layers", 0);
     if (!L || !D || !F || !mels || !Tm || !hop) {
         *why = "missing whisper encoder keys";
         return false;
@@ -134,7 +141,7 @@ static bool whisper_cost(const gguf_file *g, long n, bench_enc_cost *out, const 
     const long win = (long)Tm * hop;
     out->family = "whisper";
     out->windows = n > win ? (int)((n + win - 1) / win) : 1;
-    out->gflop = out->windows * whisper_window_flop(D, F, L, mels, Tm) * 1e-9;
+    out->gflop = out->windows * whisper_window_flop(D, F, L, mels, Tm, L_dec) * 1e-9;
     out->gemm_m = (int)(Tm / 2);
     out->gemm_k = (int)D;
     out->gemm_n = (int)F;
