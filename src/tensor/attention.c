@@ -13,6 +13,10 @@
 #define ATTN_TILE_MIN_Q 8
 /* Query rows per work unit on the row path. */
 #define ATTN_ROWS_PER_UNIT 4
+/* K/V is repacked head-major when more than this many query tiles read it
+ * and it holds at least this many keys. */
+#define PACK_MIN_TILES 3
+#define PACK_MIN_KEYS  256
 
 /* K and V rows copied head-major into kp/vp (see tr_attn_job). Read in
  * place, a head's rows lie kv_stride floats apart: each query tile re-reads
@@ -87,7 +91,10 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
     tr_attn_job job = {&a, k16, v16, NULL, NULL, 0};
     float *packed = NULL;
-    if (tile && !k16) {
+    /* worth it when each head's K/V is re-read by several query tiles;
+     * for a few tiles over a short K/V (Parakeet on short audio: 3 tiles,
+     * 138 keys) the copy costs more than the strided reads */
+    if (tile && !k16 && a.n_q > PACK_MIN_TILES * TR_ATTN_BQ && a.n_kv >= PACK_MIN_KEYS) {
         const long rows = (a.kv_valid > 0 && a.kv_valid < a.n_kv) ? a.kv_valid : a.n_kv;
         const long dp = tr_attn_dpad(a.head_dim);
         const size_t n = (size_t)a.n_head_kv * (size_t)rows * (size_t)dp;

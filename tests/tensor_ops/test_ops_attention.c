@@ -160,7 +160,8 @@ int main(void) {
         {127, 199, 3, 3, 24, true, 72, 190, true, 2},
         {33, 77, 2, 1, 40, false, 0, 0, false, 1},
         /* enough K/V for the head-major repacking to run on the pool */
-        {20, 600, 2, 2, 64, false, 0, 0, true, 0},
+        {200, 600, 2, 2, 64, false, 0, 0, true, 0},
+        {260, 300, 2, 1, 40, true, 40, 290, false, 3},
         /* no keys */
         {10, 0, 2, 2, 16, false, 0, 0, false, 0},
         {1, 0, 2, 2, 16, false, 0, 0, false, 0},
