@@ -1,6 +1,7 @@
 /* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]
  *
- * End-to-end model benchmark through the public API only: loads the model
+ * End-to-end model benchmark through the public API (only the FLOP count
+ * reads the GGUF's hyper-parameters itself): loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
  * and the process's peak resident memory.
@@ -9,9 +10,10 @@
  * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
  * achieved GFLOP/s. Beside it stands OpenBLAS cblas_sgemm (F32, same
  * thread count) on the encoder's FFN GEMM shape, timed between the runs
- * (a few calls after each transcription, fastest kept) so that both see
- * the same host conditions; enc_vs_sgemm is their ratio. Fields are null
- * when the file cannot be counted or OpenBLAS is absent. */
+ * (at least 3 calls and 100 ms after each transcription, fastest call
+ * kept) so that both see the same host conditions; enc_vs_sgemm is their
+ * ratio. Fields are null when the file cannot be counted or OpenBLAS is
+ * absent. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,10 @@
 #include "transcribe.h"
 #include "util/timer.h"
 
-#define SGEMM_CALLS 3 /* per transcription; the fastest of all is kept */
+/* per transcription: at least this many calls and this much time (small
+ * shapes take a few ms); the fastest call of all is kept */
+#define SGEMM_CALLS  3
+#define SGEMM_MIN_MS 100.0
 
 typedef struct {
     bench_blas blas;
@@ -54,7 +59,8 @@ static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) 
 /* Y [m][n] = X [m][k] · Wᵀ, W [n][k]: the layout tr_linear computes. */
 static void probe_run(sgemm_probe *p) {
     if (!p->blas.sgemm || !p->a || !p->b || !p->c) return;
-    for (int i = 0; i < SGEMM_CALLS; i++) {
+    const double start = tr_time_ms();
+    for (int i = 0; i < SGEMM_CALLS || tr_time_ms() - start < SGEMM_MIN_MS; i++) {
         double t0 = tr_time_ms();
         p->blas.sgemm(BENCH_CBLAS_ROW_MAJOR, BENCH_CBLAS_NO_TRANS, BENCH_CBLAS_TRANS, p->m, p->n,
                       p->k, 1.0f, p->a, p->k, p->b, p->k, 0.0f, p->c, p->n);
