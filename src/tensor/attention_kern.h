@@ -2,8 +2,9 @@
  * per ISA by attention_generic.c / attention_avx2.c / attention_avx512.c.
  *
  * tile: one head and up to TR_ATTN_BQ query rows. Q is transposed once per
- * tile; keys are visited in blocks of TR_ATTN_BK (V copied into a padded
- * buffer, F16 rows converted). Scores come out
+ * tile; keys are visited in blocks of TR_ATTN_BK, read from the head-major
+ * copy tr_attention makes when many tiles share a long K/V, else in place
+ * (V copied into a padded buffer, F16 rows converted). Scores come out
  * transposed, S^T = K Q^T, from a register-blocked outer-product kernel, so
  * the online softmax runs across queries in whole vectors; O += P V uses a
  * second register-blocked kernel. Only a BK x BQ score tile ever exists.
@@ -183,11 +184,12 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     const int kv_hi = row_end(&lim, q1 - 1); /* the last row sees the most keys */
     const int kv_lo = row_end(&lim, q0);     /* every row sees the keys below this */
     const float *pb = a->pos_bias ? a->pos_bias + (long)h * a->n_q * a->n_kv : NULL;
-    /* per block, V rows are copied (F16: converted) into a contiguous,
-     * zero-padded buffer: the P V kernel sweeps all of them per output chunk
-     * and, read in place at a power-of-two cache stride, they would thrash a
-     * few L1 sets. F32 K rows are read in place (RB rows at a time, once);
-     * F16 K rows are converted. No transpose is needed either way. */
+    /* per block, unless K/V are packed already, V rows are copied (F16:
+     * converted) into a contiguous, zero-padded buffer: the P V kernel sweeps
+     * all of them per output chunk and, read in place at a power-of-two cache
+     * stride, they would thrash a few L1 sets. F32 K rows are read in place
+     * (RB rows at a time, once); F16 K rows are converted. No transpose is
+     * needed either way. */
     for (int kb = 0; kb < kv_hi; kb += TR_ATTN_BK) {
         const int nk = kv_hi - kb < TR_ATTN_BK ? kv_hi - kb : TR_ATTN_BK;
         const long kv_off = (long)kb * a->kv_stride + (long)hk * d;
