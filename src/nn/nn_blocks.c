@@ -53,20 +53,20 @@ size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx) {
     return ((size_t)5 * d->d_model + (size_t)d->d_ffn) * (size_t)rows;
 }
 
-static void add_inplace(float *x, const float *y, size_t n) {
-    for (size_t i = 0; i < n; i++) x[i] += y[i];
+static void add_inplace(tr_pool *pool, float *x, const float *y, size_t n) {
+    tr_ew_add(pool, x, y, (long)n);
 }
 
-static void ffn_act(tr_nn_act act, float *x, long n) {
+static void ffn_act(tr_pool *pool, tr_nn_act act, float *x, long n) {
     switch (act) {
     case TR_NN_ACT_RELU:
-        tr_relu(x, n);
+        tr_ew_relu(pool, x, n);
         break;
     case TR_NN_ACT_SILU:
-        tr_silu(x, n);
+        tr_ew_silu(pool, x, n);
         break;
     default:
-        tr_gelu(x, n);
+        tr_ew_gelu(pool, x, n);
         break;
     }
 }
@@ -78,9 +78,9 @@ static void ffn_residual(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_ffn *f
     size_t n = (size_t)rows * (size_t)d->d_model;
     tr_layer_norm(pool, x, h, rows, d->d_model, ln->w, ln->b, d->ln_eps);
     tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
-    ffn_act(ffn->act, mid, (long)rows * d->d_ffn);
+    ffn_act(pool, ffn->act, mid, (long)rows * d->d_ffn);
     tr_nn_linear_fwd(pool, &ffn->fc2, mid, rows, out);
-    add_inplace(x, out, n);
+    add_inplace(pool, x, out, n);
 }
 
 void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_dims *d, float *x,
@@ -112,7 +112,7 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
     };
     tr_attention(pool, &a);
     tr_nn_linear_fwd(pool, &blk->attn.o, h, rows, q);
-    add_inplace(x, q, n);
+    add_inplace(pool, x, q, n);
 
     ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
 }
@@ -181,7 +181,7 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
     };
     tr_attention(pool, &a);
     tr_nn_linear_fwd(pool, &blk->self.o, o, rows, q);
-    add_inplace(x, q, n);
+    add_inplace(pool, x, q, n);
 
     /* cross-attention over the source sequence */
     tr_layer_norm(pool, x, h, rows, D, blk->ln_cross.w, blk->ln_cross.b, d->ln_eps);
@@ -205,7 +205,7 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
     };
     tr_attention(pool, &c);
     tr_nn_linear_fwd(pool, &blk->cross.o, o, rows, q);
-    add_inplace(x, q, n);
+    add_inplace(pool, x, q, n);
 
     ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
 }

@@ -13,6 +13,39 @@
 #define ATTN_TILE_MIN_Q 8
 /* Query rows per work unit on the row path. */
 #define ATTN_ROWS_PER_UNIT 4
+/* K/V is repacked head-major when more than this many query tiles read it
+ * and it holds at least this many keys. */
+#define PACK_MIN_TILES 3
+#define PACK_MIN_KEYS  256
+
+/* K and V rows copied head-major into kp/vp (see tr_attn_job). Read in
+ * place, a head's rows lie kv_stride floats apart: each query tile re-reads
+ * the whole head (64 query rows per pass over all keys) in 256-byte pieces
+ * scattered over the whole K/V, which the prefetchers do not follow (the V
+ * copy of the tile kernel took a fifth of Whisper-base's attention time
+ * waiting on those loads). Packed once per call, every pass is a
+ * sequential stream. */
+typedef struct {
+    const tr_attn_args *a;
+    float *kp, *vp;
+    long rows, dp;
+} pack_ctx;
+
+static void pack_worker(void *vctx, int ith, int nth) {
+    const pack_ctx *c = vctx;
+    const tr_attn_args *a = c->a;
+    const int d = a->head_dim;
+    long b, e;
+    tr_split_range((long)a->n_head_kv * c->rows, ith, nth, &b, &e);
+    for (long u = b; u < e; u++) {
+        const long hk = u / c->rows, j = u % c->rows;
+        const long src = j * a->kv_stride + hk * d;
+        float *kd = c->kp + u * c->dp, *vd = c->vp + u * c->dp;
+        memcpy(kd, a->k + src, sizeof(float) * (size_t)d);
+        memcpy(vd, a->v + src, sizeof(float) * (size_t)d);
+        for (long dd = d; dd < c->dp; dd++) kd[dd] = vd[dd] = 0.0f;
+    }
+}
 
 typedef void (*attn_fn)(const tr_attn_job *job, int h, int q0, int q1, float *scratch);
 
@@ -56,7 +89,28 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         return;
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
-    const tr_attn_job job = {&a, k16, v16};
+    tr_attn_job job = {&a, k16, v16, NULL, NULL, 0};
+    float *packed = NULL;
+    /* worth it when each head's K/V is re-read by several query tiles;
+     * for a few tiles over a short K/V (Parakeet on short audio: 3 tiles,
+     * 138 keys) the copy costs more than the strided reads */
+    if (tile && !k16 && a.n_q > PACK_MIN_TILES * TR_ATTN_BQ && a.n_kv >= PACK_MIN_KEYS) {
+        const long rows = (a.kv_valid > 0 && a.kv_valid < a.n_kv) ? a.kv_valid : a.n_kv;
+        const long dp = tr_attn_dpad(a.head_dim);
+        const size_t n = (size_t)a.n_head_kv * (size_t)rows * (size_t)dp;
+        /* no packed copy (the slower in-place reads) when it does not fit */
+        packed = rows > 0 ? aligned_alloc(64, sizeof(float) * 2 * ((n + 15) / 16 * 16)) : NULL;
+        if (packed) {
+            pack_ctx pc = {&a, packed, packed + (n + 15) / 16 * 16, rows, dp};
+            if (tr_pool_n_threads(pool) > 1 && n >= 65536)
+                tr_pool_run(pool, pack_worker, &pc);
+            else
+                pack_worker(&pc, 0, 1);
+            job.kp = pc.kp;
+            job.vp = pc.vp;
+            job.kv_rows = rows;
+        }
+    }
     attn_ctx c = {.job = &job};
     c.rows_per_unit = tile ? TR_ATTN_BQ : ATTN_ROWS_PER_UNIT;
     c.n_qb = (a.n_q + c.rows_per_unit - 1) / c.rows_per_unit;
@@ -68,6 +122,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     if (!c.scratch) {
         TR_ERROR("attention: out of memory for scratch");
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+        free(packed);
         for (int i = 0; i < a.n_q; i++)
             memset(a.out + (long)i * a.out_stride, 0,
                    sizeof(float) * (size_t)a.n_head * (size_t)a.head_dim);
@@ -89,6 +144,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     else
         attn_worker(&c, 0, 1);
     free(c.scratch);
+    free(packed);
 }
 
 void tr_attention(tr_pool *pool, const tr_attn_args *a) {

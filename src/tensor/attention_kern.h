@@ -2,8 +2,9 @@
  * per ISA by attention_generic.c / attention_avx2.c / attention_avx512.c.
  *
  * tile: one head and up to TR_ATTN_BQ query rows. Q is transposed once per
- * tile; keys are visited in blocks of TR_ATTN_BK (V copied into a padded
- * buffer, F16 rows converted). Scores come out
+ * tile; keys are visited in blocks of TR_ATTN_BK, read from the head-major
+ * copy tr_attention makes when many tiles share a long K/V, else in place
+ * (V copied into a padded buffer, F16 rows converted). Scores come out
  * transposed, S^T = K Q^T, from a register-blocked outer-product kernel, so
  * the online softmax runs across queries in whole vectors; O += P V uses a
  * second register-blocked kernel. Only a BK x BQ score tile ever exists.
@@ -20,9 +21,24 @@
 
 #define AINLINE static inline __attribute__((always_inline))
 
-/* Rows per register block: 4 rows x 4 vectors = 16 accumulators fit the 32
- * zmm registers; with 16 registers (AVX2, SSE) use 2 rows. */
-#define RB (VW == 16 ? 4 : 2)
+/* Register blocks of the two tile kernels: RB rows (key rows of S^T, query
+ * rows of O) by NVB vectors. AVX-512 (32 zmm): 4 x 4 = 16 accumulators.
+ * AVX2 (16 ymm): 6 x 2 = 12 accumulators + 2 loaded vectors + 1 broadcast,
+ * so each loaded vector stays in a register and serves 6 FMAs (8 loads per
+ * 12 FMAs); the 2 x 4 block it replaces had GCC fold the loads into the FMAs
+ * and read every vector twice (10 loads per 8 FMAs: load-bound on Zen 3).
+ * Generic (4-lane vector extensions): 2 x 4. Row counts that RB does not
+ * divide finish in blocks of 2 rows. The order of every sum is the same
+ * for any block shape (dd, then j, ascending per accumulator), so the
+ * geometry never changes a result bit. */
+#if VW == 8
+#define RB  6
+#define NVB 2
+#else
+#define RB  (VW == 16 ? 4 : 2)
+#define NVB 4
+#endif
+#define RB_TAIL 2
 
 typedef struct {
     int kv_end; /* keys [0, kv_end) exist for this head */
@@ -49,39 +65,53 @@ static inline int row_end(const kv_limits *l, int i) {
 /* Scores, transposed: S^T[r][c..c+nv*VW) = sum_dd K[r][dd] * Q^T[dd][c..] for
  * RB key rows kr[0..RB) against query columns c..; qt and st point at
  * column c; rows have TR_ATTN_BQ floats. */
-AINLINE void qkt_block(const float *qt, const float *const *kr, int d, float *st, int nv) {
-    vf acc[RB][4];
-    for (int r = 0; r < RB; r++)
-        for (int k = 0; k < 4; k++) acc[r][k] = vzero();
+AINLINE void qkt_block(const float *qt, const float *const *kr, int d, float *st, int rb, int nv) {
+    vf acc[RB][NVB];
+    for (int r = 0; r < rb; r++)
+        for (int k = 0; k < nv; k++) acc[r][k] = vzero();
     for (int dd = 0; dd < d; dd++) {
-        vf b[4];
+        vf b[NVB];
         for (int k = 0; k < nv; k++) b[k] = vload(qt + (long)dd * TR_ATTN_BQ + k * VW);
-        for (int r = 0; r < RB; r++) {
+        for (int r = 0; r < rb; r++) {
             vf kv = vset1(kr[r][dd]);
             for (int k = 0; k < nv; k++) acc[r][k] = vfmadd(kv, b[k], acc[r][k]);
         }
     }
-    for (int r = 0; r < RB; r++)
+    for (int r = 0; r < rb; r++)
         for (int k = 0; k < nv; k++) vstore(st + (long)r * TR_ATTN_BQ + k * VW, acc[r][k]);
+}
+
+/* S^T rows for rb key rows (RB or RB_TAIL) against all nqv query vectors. */
+AINLINE void qkt_rows(const float *qt, const float *const *kr, int d, float *st, int rb, int nqv) {
+    int c = 0;
+    for (; c + NVB <= nqv; c += NVB) qkt_block(qt + c * VW, kr, d, st + c * VW, rb, NVB);
+    for (; c < nqv; c++) qkt_block(qt + c * VW, kr, d, st + c * VW, rb, 1);
 }
 
 /* O[r][c..c+nv*VW) += sum_j P^T[j][r] * V[j][c..] for RB query rows; pt points
  * at the first row's column of P^T, v at column c of key row 0. */
 AINLINE void pvt_block(const float *pt, const float *v, long vstride, int nk, float *o, long dp,
-                       int nv) {
-    vf acc[RB][4];
-    for (int r = 0; r < RB; r++)
+                       int rb, int nv) {
+    vf acc[RB][NVB];
+    for (int r = 0; r < rb; r++)
         for (int k = 0; k < nv; k++) acc[r][k] = vload(o + r * dp + k * VW);
     for (int j = 0; j < nk; j++) {
-        vf b[4];
+        vf b[NVB];
         for (int k = 0; k < nv; k++) b[k] = vload(v + (long)j * vstride + k * VW);
-        for (int r = 0; r < RB; r++) {
+        for (int r = 0; r < rb; r++) {
             vf pv = vset1(pt[(long)j * TR_ATTN_BQ + r]);
             for (int k = 0; k < nv; k++) acc[r][k] = vfmadd(pv, b[k], acc[r][k]);
         }
     }
-    for (int r = 0; r < RB; r++)
+    for (int r = 0; r < rb; r++)
         for (int k = 0; k < nv; k++) vstore(o + r * dp + k * VW, acc[r][k]);
+}
+
+/* O rows [r, r + rb) (rb = RB or RB_TAIL) += P V over all dp columns. */
+AINLINE void pvt_rows(const float *pt, const float *vbuf, long dp, int nk, float *o, int rb) {
+    long c = 0;
+    for (; c + NVB * VW <= dp; c += NVB * VW) pvt_block(pt, vbuf + c, dp, nk, o + c, dp, rb, NVB);
+    for (; c < dp; c += VW) pvt_block(pt, vbuf + c, dp, nk, o + c, dp, rb, 1);
 }
 
 /* Online-softmax update of one score row s[0..BK) (already masked with
@@ -140,8 +170,8 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     float *l_run = m_run + TR_ATTN_BQ;       /* [BQ] */
     float *corr = l_run + TR_ATTN_BQ;        /* [BQ] */
     float *zrow = corr + TR_ATTN_BQ;         /* [dp] zeros: key rows past the block */
-    const int nq_pad = (nq + RB - 1) / RB * RB;
-    const int nqv = (nq + VW - 1) / VW; /* query vectors per score row */
+    const int nq_pad = (nq + RB_TAIL - 1) / RB_TAIL * RB_TAIL; /* <= BQ: BQ is even */
+    const int nqv = (nq + VW - 1) / VW;                        /* query vectors per score row */
 
     memset(qt, 0, sizeof(float) * TR_ATTN_BQ * dp);
     memset(o, 0, sizeof(float) * TR_ATTN_BQ * dp);
@@ -154,38 +184,49 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     const int kv_hi = row_end(&lim, q1 - 1); /* the last row sees the most keys */
     const int kv_lo = row_end(&lim, q0);     /* every row sees the keys below this */
     const float *pb = a->pos_bias ? a->pos_bias + (long)h * a->n_q * a->n_kv : NULL;
-    /* per block, V rows are copied (F16: converted) into a contiguous,
-     * zero-padded buffer: the P V kernel sweeps all of them per output chunk
-     * and, read in place at a power-of-two cache stride, they would thrash a
-     * few L1 sets. F32 K rows are read in place (RB rows at a time, once);
-     * F16 K rows are converted. No transpose is needed either way. */
+    /* per block, unless K/V are packed already, V rows are copied (F16:
+     * converted) into a contiguous, zero-padded buffer: the P V kernel sweeps
+     * all of them per output chunk and, read in place at a power-of-two cache
+     * stride, they would thrash a few L1 sets. F32 K rows are read in place
+     * (RB rows at a time, once); F16 K rows are converted. No transpose is
+     * needed either way. */
     for (int kb = 0; kb < kv_hi; kb += TR_ATTN_BK) {
         const int nk = kv_hi - kb < TR_ATTN_BK ? kv_hi - kb : TR_ATTN_BK;
         const long kv_off = (long)kb * a->kv_stride + (long)hk * d;
-        for (int j = 0; j < nk; j++) {
+        /* packed (contiguous, zero padded) rows need no copy at all */
+        const float *kpb = job->kp ? job->kp + ((long)hk * job->kv_rows + kb) * dp : NULL;
+        const float *vb = job->vp ? job->vp + ((long)hk * job->kv_rows + kb) * dp : vbuf;
+        for (int j = 0; j < nk && !job->vp; j++) {
             const long src = kv_off + (long)j * a->kv_stride;
             float *kd = kbuf + j * dp, *vd = vbuf + j * dp;
             if (job->k16) {
                 vcvt_f16(job->k16 + src, kd, d);
                 vcvt_f16(job->v16 + src, vd, d);
-            } else {
-                memcpy(vd, a->v + src, sizeof(float) * d);
+            } else { /* inline: a libc memcpy call per 256-byte row cost 17 % here */
+                const float *vs = a->v + src;
+                int dd = 0;
+                for (; dd + VW <= d; dd += VW) vstore(vd + dd, vload(vs + dd));
+                for (; dd < d; dd++) vd[dd] = vs[dd];
             }
             for (long dd = d; dd < dp; dd++) vd[dd] = 0.0f;
         }
 
-        /* S^T = K Q^T for key rows [0, nk) (rounded up to RB with zero rows) */
-        for (int j = 0; j < nk; j += RB) {
+        /* S^T = K Q^T for key rows [0, nk): blocks of RB, then of RB_TAIL
+         * (the last one padded with zero rows; BK is even) */
+        for (int j = 0; j < nk;) {
+            const int rb = nk - j >= RB ? RB : RB_TAIL;
             const float *kr[RB];
-            for (int r = 0; r < RB; r++)
+            for (int r = 0; r < rb; r++)
                 kr[r] = j + r >= nk ? zrow
+                        : kpb       ? kpb + (j + r) * dp
                         : job->k16  ? kbuf + (j + r) * dp
                                     : a->k + kv_off + (long)(j + r) * a->kv_stride;
-            int c = 0;
-            for (; c + 4 <= nqv; c += 4)
-                qkt_block(qt + c * VW, kr, d, st + (long)j * TR_ATTN_BQ + c * VW, 4);
-            for (; c < nqv; c++)
-                qkt_block(qt + c * VW, kr, d, st + (long)j * TR_ATTN_BQ + c * VW, 1);
+            float *srow = st + (long)j * TR_ATTN_BQ;
+            if (rb == RB)
+                qkt_rows(qt, kr, d, srow, RB, nqv);
+            else
+                qkt_rows(qt, kr, d, srow, RB_TAIL, nqv);
+            j += rb;
         }
         if (pb)
             for (int i = 0; i < nq; i++) {
@@ -228,11 +269,14 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
         }
 
         /* O += P V */
-        for (int r = 0; r < nq_pad; r += RB) {
-            long c = 0;
-            for (; c + 4 * VW <= dp; c += 4 * VW)
-                pvt_block(st + r, vbuf + c, dp, nk, o + r * dp + c, dp, 4);
-            for (; c < dp; c += VW) pvt_block(st + r, vbuf + c, dp, nk, o + r * dp + c, dp, 1);
+        for (int r = 0; r < nq_pad;) {
+            if (nq_pad - r >= RB) {
+                pvt_rows(st + r, vb, dp, nk, o + r * dp, RB);
+                r += RB;
+            } else {
+                pvt_rows(st + r, vb, dp, nk, o + r * dp, RB_TAIL);
+                r += RB_TAIL;
+            }
         }
     }
     for (int r = 0; r < nq; r++) write_out(a, h, q0 + r, o + r * dp, l_run[r]);
@@ -246,6 +290,31 @@ AINLINE float dot_row(const float *q, const float *k, int d) {
     float s = vhsum(acc);
     for (; dd < d; dd++) s += q[dd] * k[dd];
     return s;
+}
+
+/* dot_row for 4 consecutive key rows at once: the same operations in the
+ * same order per key (so the same bits), but 4 independent FMA chains
+ * instead of one, which alone waits on the FMA latency (a decoder step's
+ * cross-attention over 1500 keys spends most of its time here). */
+AINLINE void dot_rows4(const float *q, const float *k, long kst, int d, float *s) {
+    vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+    const float *k1 = k + kst, *k2 = k + 2 * kst, *k3 = k + 3 * kst;
+    int dd = 0;
+    for (; dd + VW <= d; dd += VW) {
+        const vf qv = vload(q + dd);
+        a0 = vfmadd(qv, vload(k + dd), a0);
+        a1 = vfmadd(qv, vload(k1 + dd), a1);
+        a2 = vfmadd(qv, vload(k2 + dd), a2);
+        a3 = vfmadd(qv, vload(k3 + dd), a3);
+    }
+    float s0 = vhsum(a0), s1 = vhsum(a1), s2 = vhsum(a2), s3 = vhsum(a3);
+    for (; dd < d; dd++) {
+        s0 += q[dd] * k[dd];
+        s1 += q[dd] * k1[dd];
+        s2 += q[dd] * k2[dd];
+        s3 += q[dd] * k3[dd];
+    }
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
 
 void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
@@ -282,7 +351,9 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
                 kbase = a->k + (long)kb * kst + (long)hk * d;
                 vbase = a->v + (long)kb * kst + (long)hk * d;
             }
-            for (int j = 0; j < nk; j++) s[j] = dot_row(qp, kbase + (long)j * kst, d);
+            int j = 0;
+            for (; j + 4 <= nk; j += 4) dot_rows4(qp, kbase + (long)j * kst, kst, d, s + j);
+            for (; j < nk; j++) s[j] = dot_row(qp, kbase + (long)j * kst, d);
             if (br)
                 for (int j = 0; j < nk; j++) s[j] += br[kb + j];
             for (int j = nk; j < TR_ATTN_BK; j++) s[j] = -INFINITY;

@@ -21,10 +21,14 @@ tr_ops_isa_t tr_ops_isa(void);
     float tr_act_exp_sum_##suf(const float *x, long n, float m);
 
 /* An attention call: the arguments plus, for an F16 KV cache, the half
- * float K/V (NULL for F32, then a->k/a->v are used). */
+ * float K/V (NULL for F32, then a->k/a->v are used), plus, for F32 K/V on
+ * the tile path, K and V repacked head-major (kp/vp: [n_head_kv][kv_rows]
+ * [tr_attn_dpad(head_dim)], zero padded; NULL when not packed). */
 typedef struct tr_attn_job {
     const tr_attn_args *a;
     const uint16_t *k16, *v16;
+    const float *kp, *vp;
+    long kv_rows;
 } tr_attn_job;
 
 /* One (head, query range) unit of attention; scratch holds

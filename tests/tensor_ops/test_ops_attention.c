@@ -1,6 +1,7 @@
 /* tr_attention against a naive double-precision softmax(QK^T * scale + bias)V
  * for decode rows, tiles, GQA, causal offsets (also negative), kv_valid,
- * pos_bias, odd head sizes and padded strides; every SIMD family; and
+ * pos_bias, odd head sizes and padded strides, the register-block tails
+ * and the repacked K/V of the tile path; every SIMD family; and
  * bit-identical results for 1, 2 and 3 threads. */
 #include <math.h>
 #include <stdlib.h>
@@ -153,6 +154,14 @@ int main(void) {
         {3, 20, 2, 2, 5, true, -2, 0, false, 0},
         /* big head, padded strides */
         {80, 70, 1, 1, 128, true, 0, 0, true, 7},
+        /* register-block tails (AVX2 blocks 6 rows x 2 vectors): odd query
+         * count, key blocks of 64 / 64 / 5, head dims of 3 and 5 vectors */
+        {61, 133, 2, 2, 64, false, 0, 0, false, 0},
+        {127, 199, 3, 3, 24, true, 72, 190, true, 2},
+        {33, 77, 2, 1, 40, false, 0, 0, false, 1},
+        /* enough K/V for the head-major repacking to run on the pool */
+        {200, 600, 2, 2, 64, false, 0, 0, true, 0},
+        {260, 300, 2, 1, 40, true, 40, 290, false, 3},
         /* no keys */
         {10, 0, 2, 2, 16, false, 0, 0, false, 0},
         {1, 0, 2, 2, 16, false, 0, 0, false, 0},

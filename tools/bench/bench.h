@@ -3,8 +3,44 @@
 #ifndef TR_TOOLS_BENCH_H
 #define TR_TOOLS_BENCH_H
 
+#include <stdbool.h>
+
 int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
+
+/* ---- OpenBLAS baseline (bench_blas.c) ---- */
+
+enum { BENCH_CBLAS_ROW_MAJOR = 101, BENCH_CBLAS_NO_TRANS = 111, BENCH_CBLAS_TRANS = 112 };
+
+typedef void (*bench_sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha,
+                               const float *A, int lda, const float *B, int ldb, float beta,
+                               float *C, int ldc);
+
+typedef struct {
+    void *handle;
+    bench_sgemm_fn sgemm; /* cblas_sgemm; NULL when OpenBLAS is absent */
+} bench_blas;
+
+/* dlopens OpenBLAS and sets its thread count (when threads > 0); false
+ * (and b->sgemm NULL) when it is not installed. */
+bool bench_blas_open(int threads, bench_blas *b);
+void bench_blas_close(bench_blas *b);
+
+/* ---- analytic encoder cost (bench_flops.c) ---- */
+
+typedef struct {
+    const char *family;         /* "whisper", "parakeet", "canary" */
+    double gflop;               /* encoder GFLOP for the whole input (GEMMs, attention, convs) */
+    int windows;                /* encoder passes counted */
+    int gemm_m, gemm_k, gemm_n; /* the encoder's FFN GEMM (first window): the sgemm baseline */
+} bench_enc_cost;
+
+/* Counts the encoder's floating-point work (2 per multiply-add) for
+ * n_samples of audio from the GGUF's hyper-parameters, mirroring each
+ * family's windowing. False (with a reason in *why) for files it cannot
+ * count (legacy .bin, other architectures). */
+bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *out,
+                       const char **why);
 
 #endif

@@ -1,17 +1,29 @@
 /* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]
  *
- * End-to-end model benchmark through the public API: loads the model
+ * End-to-end model benchmark through the public API (only the FLOP count
+ * reads the GGUF's hyper-parameters itself): loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
- * and the process's peak resident memory. For audio-LLM families (qwen3_asr)
- * it adds the causal-LM stages: prefill ms, ms per decode step, the weight
- * bytes one step reads and that size at the copy bandwidth measured in the
- * same run (the memory-bound floor of a step). */
+ * and the process's peak resident memory.
+ *
+ * Encoder efficiency: the encoder's work is counted analytically from the
+ * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
+ * achieved GFLOP/s. Beside it stands OpenBLAS cblas_sgemm (F32, same
+ * thread count) on the encoder's FFN GEMM shape, timed between the runs
+ * (at least 3 calls and 100 ms after each transcription, fastest call
+ * kept) so that both see the same host conditions; enc_vs_sgemm is their
+ * ratio. Fields are null when the file cannot be counted or OpenBLAS is
+ * absent.
+ *
+ * Audio-LLM families (qwen3_asr) add the causal-LM stages: prefill ms, ms per
+ * decode step, the weight bytes one step reads and that size at the copy
+ * bandwidth measured in the same run (the memory-bound floor of a step). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "api/api_internal.h"
 #include "bench.h"
@@ -76,6 +88,59 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     f->step_bytes = tr_clm_step_weight_bytes(&q->m->lm, &q->m->lm_w);
 }
 
+/* per transcription: at least this many calls and this much time (small
+ * shapes take a few ms); the fastest call of all is kept */
+#define SGEMM_CALLS  3
+#define SGEMM_MIN_MS 100.0
+
+typedef struct {
+    bench_blas blas;
+    float *a, *b, *c;
+    int m, k, n;
+    double best_ms; /* < 0 until measured */
+    int calls;
+} sgemm_probe;
+
+static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) {
+    memset(p, 0, sizeof *p);
+    p->best_ms = -1;
+    if (!cost || cost->gemm_m <= 0 || !bench_blas_open(threads, &p->blas)) return false;
+    p->m = cost->gemm_m;
+    p->k = cost->gemm_k;
+    p->n = cost->gemm_n;
+    p->a = malloc(sizeof(float) * (size_t)p->m * (size_t)p->k);
+    p->b = malloc(sizeof(float) * (size_t)p->n * (size_t)p->k);
+    p->c = malloc(sizeof(float) * (size_t)p->m * (size_t)p->n);
+    if (!p->a || !p->b || !p->c) return false;
+    unsigned seed = 1;
+    for (size_t i = 0; i < (size_t)p->m * (size_t)p->k; i++)
+        p->a[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 1.0f;
+    for (size_t i = 0; i < (size_t)p->n * (size_t)p->k; i++)
+        p->b[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 1.0f;
+    return true;
+}
+
+/* Y [m][n] = X [m][k] · Wᵀ, W [n][k]: the layout tr_linear computes. */
+static void probe_run(sgemm_probe *p) {
+    if (!p->blas.sgemm || !p->a || !p->b || !p->c) return;
+    const double start = tr_time_ms();
+    for (int i = 0; i < SGEMM_CALLS || tr_time_ms() - start < SGEMM_MIN_MS; i++) {
+        double t0 = tr_time_ms();
+        p->blas.sgemm(BENCH_CBLAS_ROW_MAJOR, BENCH_CBLAS_NO_TRANS, BENCH_CBLAS_TRANS, p->m, p->n,
+                      p->k, 1.0f, p->a, p->k, p->b, p->k, 0.0f, p->c, p->n);
+        double ms = tr_time_ms() - t0;
+        p->calls++;
+        if (p->best_ms < 0 || ms < p->best_ms) p->best_ms = ms;
+    }
+}
+
+static void probe_free(sgemm_probe *p) {
+    free(p->a);
+    free(p->b);
+    free(p->c);
+    bench_blas_close(&p->blas);
+}
+
 static void json_str(const char *s) {
     putchar('"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -100,6 +165,29 @@ static int fail(const char *model, const char *audio, const char *what, transcri
     json_str(buf);
     printf("}\n");
     return 1;
+}
+
+/* ,"enc_family":..,"enc_gflop":..,"enc_gflops":..,"sgemm_shape":"MxKxN","sgemm_gflops":..,
+ * "enc_vs_sgemm":.. (min encode time; best sgemm call) */
+static void print_efficiency(const bench_enc_cost *cost, const char *why, float encode_ms,
+                             const sgemm_probe *p) {
+    if (!cost) {
+        printf(",\"enc_gflop\":null,\"enc_gflops\":null,\"enc_flops_note\":");
+        json_str(why ? why : "not counted");
+        printf(",\"sgemm_gflops\":null,\"enc_vs_sgemm\":null");
+        return;
+    }
+    double enc_rate = encode_ms > 0 ? cost->gflop / (encode_ms * 1e-3) : 0.0;
+    printf(",\"enc_family\":\"%s\",\"enc_windows\":%d,\"enc_gflop\":%.2f,\"enc_gflops\":%.1f",
+           cost->family, cost->windows, cost->gflop, enc_rate);
+    printf(",\"sgemm_shape\":\"%dx%dx%d\"", cost->gemm_m, cost->gemm_k, cost->gemm_n);
+    if (p->best_ms > 0) {
+        double rate = 2.0 * p->m * (double)p->k * p->n * 1e-9 / (p->best_ms * 1e-3);
+        printf(",\"sgemm_calls\":%d,\"sgemm_gflops\":%.1f,\"enc_vs_sgemm\":%.3f", p->calls, rate,
+               enc_rate / rate);
+    } else {
+        printf(",\"sgemm_gflops\":null,\"enc_vs_sgemm\":null");
+    }
 }
 
 int bench_model(int argc, char **argv) {
@@ -148,9 +236,21 @@ int bench_model(int argc, char **argv) {
         return fail(model, audio, "audio", st);
     }
 
+    const char *why = NULL;
+    bench_enc_cost cost;
+    const bool counted = bench_enc_cost_of(model, n, &cost, &why);
+    sgemm_probe probe;
+    int blas_threads = threads;
+    if (blas_threads <= 0) {
+        long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+        blas_threads = nproc > 0 ? (int)nproc : 1;
+    }
+    probe_init(&probe, blas_threads, counted ? &cost : NULL);
+
     struct transcribe_timings best;
     transcribe_timings_init(&best);
     double best_total = -1;
+    float best_encode_ms = 0;
     int n_tokens = 0;
     lm_figures lm = {0};
     const char *tok_source = "rows";
@@ -166,9 +266,12 @@ int bench_model(int argc, char **argv) {
             best = t;
             lm_capture(s, &lm);
         }
+        if (r == 0 || t.encode_ms < best_encode_ms) best_encode_ms = t.encode_ms;
+        probe_run(&probe);
     }
     transcribe_audio_free(pcm);
     if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        probe_free(&probe);
         transcribe_session_free(s);
         return fail(model, audio, "run", st);
     }
@@ -212,7 +315,9 @@ int bench_model(int argc, char **argv) {
                "\"step_vs_floor\":%.3f",
                (double)lm.step_bytes / 1048576.0, bw, ideal, ideal > 0 ? lm.step_ms / ideal : 0.0);
     }
+    print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     printf("}\n");
+    probe_free(&probe);
     transcribe_session_free(s);
     return 0;
 }

@@ -81,6 +81,15 @@ CONFIGS = {
         dec_layers=4, d_dec=1024, dec_heads=8, dec_ff=4096, max_position=1024,
         languages=["en", "de", "es", "fr"], translate_exclude=[], lang_vocab=1024, vocab_size=5248,
         spl_layout="canary2", n_timestamps=None, seed=3, search=0),
+    # benchmark file with the published canary-180m-flash geometry (section 1:
+    # 17 encoder layers of width 512, the 512->1024 projection, the same
+    # decoder as 1b-flash; encoder heads 8, FFN 4x as in NeMo's configs).
+    "canary-180m-flash": dict(
+        variant="canary-180m-flash", prompt_format="canary2", tokenizer="aggregate",
+        enc_layers=17, d_enc=512, enc_heads=8, enc_ff=2048, conv_kernel=9, sub_channels=256,
+        dec_layers=4, d_dec=1024, dec_heads=8, dec_ff=4096, max_position=1024,
+        languages=["en", "de", "es", "fr"], translate_exclude=[], lang_vocab=1024, vocab_size=5248,
+        spl_layout="canary2", n_timestamps=None, seed=3, search=0),
 }
 
 N_MELS = 128

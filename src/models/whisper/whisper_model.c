@@ -68,9 +68,9 @@ void wh_encode(wh_session *s, const float *mel_window) {
     const wh_model *m = s->m;
     const int D = m->hp.d_model, Tm = m->hp.n_frames_window, S = Tm / 2, M = m->hp.n_mels;
     tr_conv1d(s->pool, mel_window, M, Tm, m->conv0_w, m->conv0_b, 1, 1, 1, 1, 1, s->conv_a);
-    tr_gelu(s->conv_a, (long)D * Tm);
+    tr_ew_gelu(s->pool, s->conv_a, (long)D * Tm);
     tr_conv1d(s->pool, s->conv_a, D, Tm, m->conv1_w, m->conv1_b, 2, 1, 1, 1, 1, s->conv_b);
-    tr_gelu(s->conv_b, (long)D * S);
+    tr_ew_gelu(s->pool, s->conv_b, (long)D * S);
     tr_transpose(s->conv_b, s->enc_x, D, S);
     tr_add_scaled(s->enc_x, s->enc_x, m->enc_pos, 1.0f, (long)S * D);
     for (int l = 0; l < m->hp.n_enc_layers; l++)

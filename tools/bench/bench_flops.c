@@ -1,0 +1,174 @@
+/* Analytic encoder cost per family: 2 FLOPs per multiply-add of every GEMM,
+ * attention product and convolution (element-wise passes, norms and the
+ * softmax are not counted), from the GGUF's hyper-parameters and the input
+ * length. The encode time divided into this is the achieved GFLOP/s that
+ * transcribe-bench model compares against OpenBLAS.
+ *
+ * Whisper: conv stem (k = 3 on the 3000-frame window, then stride 2), per
+ * layer Q/K/V/O and the FFN, attention 4·T²·d (QKᵀ and PV); windows are
+ * counted as ceil(audio / 30 s) (seeks that move back add passes that are
+ * not counted). FastConformer (Parakeet, Canary): the dw_striding
+ * pre-encode (conv0, two depthwise + pointwise pairs, output projection),
+ * per layer two macaron FFNs, Q/K/V/O, the positional projection of the
+ * 2T − 1 table rows, attention 6·T·T_kv·d (content, position, PV), the
+ * conv module (two pointwise convs, depthwise k taps); Canary adds the
+ * encoder→decoder projection. Parakeet inputs over one window are counted
+ * per window exactly as pk_run.c schedules them. Whisper and Canary also
+ * project the decoder's cross-attention K and V inside the timed encode
+ * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
+ * since encode_ms includes them. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench.h"
+#include "gguf/gguf.h"
+#include "nn/fastconformer.h"
+
+/* Parakeet's long-input schedule (pk_run.c pk_window_cfg_default). */
+#define PK_MAX_FRAMES 1280
+#define PK_WIN_FRAMES 1280
+#define PK_HOP_FRAMES 960
+
+static uint32_t u32_or(const gguf_file *g, const char *key, uint32_t dflt) {
+    uint32_t v = 0;
+    return gguf_get_u32(g, key, &v) == 1 ? v : dflt;
+}
+
+/* Output length of a 3-tap stride-2 conv with padding 1. */
+static long half_up(long n) {
+    return (n + 2 - 3) / 2 + 1;
+}
+
+static double whisper_window_flop(double D, double F, double L, double mels, double Tm,
+                                  double L_dec) {
+    const double S = Tm / 2;
+    double f = 2 * Tm * D * (mels * 3) + 2 * S * D * (D * 3); /* conv stem */
+    f += L * (8 * S * D * D + 4 * S * D * F + 4 * S * S * D);
+    return f + L_dec * 4 * S * D * D; /* cross K/V */
+}
+
+/* One FastConformer pass over T_mel mel frames; returns the encoder frames. */
+static double fc_pass_flop(const tr_fc_hparams *hp, long T_mel, long *T_out) {
+    const double C = hp->sub_channels, d = hp->d_model, F = hp->d_ff, k = hp->conv_kernel;
+    long t[4] = {T_mel}, w[4] = {hp->n_mels};
+    for (int i = 1; i < 4; i++) {
+        t[i] = half_up(t[i - 1]);
+        w[i] = half_up(w[i - 1]);
+    }
+    double f = 2.0 * t[1] * w[1] * C * 9; /* conv0, one input channel */
+    for (int i = 2; i <= 3; i++)          /* depthwise + pointwise */
+        f += 2.0 * t[i] * w[i] * C * 9 + 2.0 * t[i] * w[i] * C * C;
+    const double T = (double)t[3];
+    f += 2 * T * (C * (double)w[3]) * d; /* flatten → d_model */
+    double T_kv = T;
+    if (hp->att_style == TR_FC_STYLE_REGULAR && hp->att_left >= 0 && hp->att_right >= 0) {
+        double win = hp->att_left + hp->att_right + 1;
+        if (win < T_kv) T_kv = win;
+    }
+    const double layer = 8 * T * d * F                    /* two macaron FFNs */
+                         + 8 * T * d * d                  /* Q, K, V, O */
+                         + 2 * (2 * T - 1) * d * d        /* positional projection */
+                         + 6 * T * T_kv * d               /* content, position, PV */
+                         + 6 * T * d * d + 2 * T * d * k; /* pointwise, depthwise */
+    *T_out = t[3];
+    return f + hp->n_layers * layer;
+}
+
+static bool fastconformer_cost(const gguf_file *g, bool canary, long n, bench_enc_cost *out,
+                               const char **why) {
+    tr_fc_hparams hp;
+    const char *prefix = canary ? "stt.canary.encoder." : "stt.parakeet.encoder.";
+    if (tr_fc_read_hparams(g, prefix, canary ? TR_FC_KEYS_CANARY : TR_FC_KEYS_PARAKEET, &hp)) {
+        *why = "unreadable encoder hyper-parameters";
+        return false;
+    }
+    const long hop = u32_or(g, "stt.frontend.hop_length", 160);
+    if (hop <= 0) {
+        *why = "bad hop_length";
+        return false;
+    }
+    out->family = canary ? "canary" : "parakeet";
+    out->gflop = 0;
+    out->windows = 0;
+    long T = 0;
+    const long total = half_up(half_up(half_up(n / hop + 1)));
+    if (canary || total <= PK_MAX_FRAMES) {
+        out->gflop = fc_pass_flop(&hp, n / hop + 1, &T);
+        out->windows = 1;
+        const double d_dec = canary ? u32_or(g, "stt.canary.decoder.d_model", 0) : 0;
+        if (d_dec > 0) {
+            bool proj = false;
+            gguf_get_bool(g, "stt.canary.decoder.encoder_decoder_proj", &proj);
+            const double d_src = proj ? d_dec : hp.d_model;
+            if (proj) out->gflop += 2.0 * T * hp.d_model * d_dec;
+            out->gflop += u32_or(g, "stt.canary.decoder.n_layers", 0) * 4.0 * T * d_src * d_dec;
+        }
+    } else {
+        const long spf = 8 * hop;
+        long start = 0, T_first = 0;
+        for (;;) {
+            const int last = start + PK_WIN_FRAMES >= total;
+            const long a = start * spf, b = last ? n : (start + PK_WIN_FRAMES) * spf;
+            out->gflop += fc_pass_flop(&hp, (b - a) / hop + 1, &T);
+            if (out->windows++ == 0) T_first = T;
+            if (last) break;
+            long next = start + PK_HOP_FRAMES;
+            if (next + PK_WIN_FRAMES > total) next = total - PK_WIN_FRAMES;
+            start = next > start ? next : start + 1;
+        }
+        T = T_first;
+    }
+    out->gflop *= 1e-9;
+    out->gemm_m = (int)T;
+    out->gemm_k = hp.d_model;
+    out->gemm_n = hp.d_ff;
+    return true;
+}
+
+static bool whisper_cost(const gguf_file *g, long n, bench_enc_cost *out, const char **why) {
+    const uint32_t L = u32_or(g, "stt.whisper.encoder.n_layers", 0),
+                   D = u32_or(g, "stt.whisper.encoder.d_model", 0),
+                   F = u32_or(g, "stt.whisper.encoder.ffn_dim", 0),
+                   mels = u32_or(g, "stt.whisper.encoder.num_mel_bins", 0),
+                   Tm = u32_or(g, "stt.frontend.nb_max_frames", 3000),
+                   hop = u32_or(g, "stt.frontend.hop_length", 160),
+                   L_dec = u32_or(g, "stt.whisper.decoder.n_layers", 0);
+    if (!L || !D || !F || !mels || !Tm || !hop) {
+        *why = "missing whisper encoder keys";
+        return false;
+    }
+    const long win = (long)Tm * hop;
+    out->family = "whisper";
+    out->windows = n > win ? (int)((n + win - 1) / win) : 1;
+    out->gflop = out->windows * whisper_window_flop(D, F, L, mels, Tm, L_dec) * 1e-9;
+    out->gemm_m = (int)(Tm / 2);
+    out->gemm_k = (int)D;
+    out->gemm_n = (int)F;
+    return true;
+}
+
+bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *out,
+                       const char **why) {
+    memset(out, 0, sizeof *out);
+    *why = NULL;
+    gguf_file *g = NULL;
+    if (gguf_open(model_path, &g) != TRANSCRIBE_OK) {
+        *why = "not a GGUF file";
+        return false;
+    }
+    const char *arch = NULL;
+    bool ok = false;
+    if (gguf_get_str(g, "general.architecture", &arch) != 1 || !arch)
+        *why = "no general.architecture";
+    else if (!strcmp(arch, "whisper"))
+        ok = whisper_cost(g, n_samples, out, why);
+    else if (!strcmp(arch, "parakeet"))
+        ok = fastconformer_cost(g, false, n_samples, out, why);
+    else if (!strcmp(arch, "canary"))
+        ok = fastconformer_cost(g, true, n_samples, out, why);
+    else
+        *why = "architecture not counted";
+    gguf_close(g);
+    return ok;
+}
