@@ -538,10 +538,10 @@ TRANSCRIBE_API void transcribe_audio_free(float *pcm);
  * by its start. Silence is found by frame energy against an adaptive noise
  * floor (with hysteresis and a minimum pause length); each piece ends in the
  * best pause (long, deep, late) before target_ms, else before max_ms, else at
- * the quietest frame before max_ms, and never exceeds max_ms. Silence longer
- * than a short margin at either side of a cut, and before the first and after
- * the last speech, is left out, so the spans need not be contiguous; audio
- * with no speech at all gives zero spans. */
+ * the quietest frame before max_ms, and never exceeds max_ms. Silence more
+ * than 1 s from speech (inside a long pause, before the first and after the
+ * last speech) is left out, so the spans need not be contiguous; audio with
+ * no speech at all gives zero spans. */
 struct transcribe_pause_split_params {
     uint64_t struct_size;
     int64_t target_ms;    /* default 20000: preferred longest piece (>= 1000) */

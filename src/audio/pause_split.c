@@ -33,11 +33,15 @@
  * dBFS) is stationary sound, not silence: it is kept whole and cut by force. */
 #define LOUD_FLAT_DB (-50.0f)
 
-/* Planning constants: silence kept on each side of a cut (models like a
- * little context, and a soft word ending may sit under the threshold), and
- * the scoring of candidate pauses: length up to LEN_CAP_MS, depth up to
- * DEPTH_CAP_DB, and lateness (longer pieces mean fewer cuts). */
-#define PAD_MS       300
+/* Planning constants. A cut goes at the quietest point of its pause,
+ * pulled towards the middle (CENTRE_DB at the pause's edges), because a soft
+ * word ending or onset can sit under the threshold at either end. Silence is
+ * dropped only beyond KEEP_MS from speech on either side (a pause longer than
+ * twice that, and before the first and after the last speech). Candidate
+ * pauses score by length up to LEN_CAP_MS, depth up to DEPTH_CAP_DB, and
+ * lateness (longer pieces mean fewer cuts). */
+#define KEEP_MS      1000
+#define CENTRE_DB    6.0
 #define LEN_CAP_MS   1500.0
 #define DEPTH_CAP_DB 20.0
 #define W_DEPTH      0.5
@@ -227,14 +231,20 @@ static bool push_span(struct transcribe_audio_span **v, int *n, int *cap, int64_
     return true;
 }
 
-/* The quietest frame whose centre lies in [a, b) samples (b > a). */
-static int64_t quietest_cut(const tr_pause_track *t, int64_t a, int64_t b) {
+/* The sample in [a, b) (b > a) at the centre of the quietest frame, each
+ * frame's energy raised by up to centre_db with its distance from the
+ * middle of [a, b). */
+static int64_t quietest_cut(const tr_pause_track *t, int64_t a, int64_t b, double centre_db) {
     int64_t f0 = (a + t->hop - 1) / t->hop, f1 = b / t->hop;
     if (f1 > t->n_frames) f1 = t->n_frames;
     if (f1 <= f0) return (a + b) / 2;
+    double c = 0.5 * (double)(f0 + f1 - 1), h = 0.5 * (double)(f1 - f0) + 1e-9;
     int64_t best = f0;
-    for (int64_t f = f0 + 1; f < f1; f++) {
-        if (t->energy_db[f] < t->energy_db[best]) best = f;
+    double best_e = 1e30;
+    for (int64_t f = f0; f < f1; f++) {
+        double d = (double)f - c;
+        double e = t->energy_db[f] + centre_db * (d < 0 ? -d : d) / h;
+        if (e < best_e) best_e = e, best = f;
     }
     int64_t cut = best * t->hop + t->hop / 2;
     return cut < a ? a : cut >= b ? b - 1 : cut;
@@ -246,7 +256,7 @@ transcribe_status tr_pause_plan(const tr_pause_track *t, int64_t n, int rate, in
     *n_out = 0;
     if (!t->has_speech) return TRANSCRIBE_OK;
     int64_t target = target_ms * rate / 1000, max = max_ms * rate / 1000;
-    int64_t pad = (int64_t)PAD_MS * rate / 1000, min_len = target / 4;
+    int64_t pad = (int64_t)KEEP_MS * rate / 1000, min_len = target / 4;
     int64_t s = t->speech_start - pad < 0 ? 0 : t->speech_start - pad;
     int64_t stop = t->speech_end + pad > n ? n : t->speech_end + pad;
     int cap = 0, k0 = 0;
@@ -278,14 +288,17 @@ transcribe_status tr_pause_plan(const tr_pause_track *t, int64_t n, int rate, in
         int kind;
         if (best >= 0) {
             const tr_pause *p = &t->pauses[best];
-            int64_t mid = (p->start + p->end) / 2;
-            int64_t p0 = p->start < s ? s : p->start;
-            end = p0 + pad < mid ? p0 + pad : mid;
-            next = p->end - pad > mid ? p->end - pad : mid;
-            if (end <= s) end = mid;
+            int64_t p0 = p->start <= s ? s + 1 : p->start;
+            int64_t p1 = p->end > s + max ? s + max + 1 : p->end;
+            if (p->end - p->start > 2 * pad && p0 + pad <= s + max) {
+                end = p0 + pad; /* a long silence: drop its middle */
+                next = p->end - pad;
+            } else {
+                end = next = quietest_cut(t, p0, p1, CENTRE_DB);
+            }
             kind = TRANSCRIBE_SPAN_END_PAUSE;
         } else {
-            end = next = quietest_cut(t, s + target / 2, s + max);
+            end = next = quietest_cut(t, s + target / 2, s + max, 0.0);
             kind = TRANSCRIBE_SPAN_END_FORCED;
         }
         if (!push_span(out, n_out, &cap, s, end, kind)) goto oom;
