@@ -19,10 +19,14 @@
 #include "test_util.h"
 #include "transcribe.h"
 
-#define DATA_DIR  TR_SOURCE_DIR "/tests/data/bundled"
-#define RATE      16000
-#define N_UTT     30
-#define ROUNDS    6
+#define DATA_DIR TR_SOURCE_DIR "/tests/data/bundled"
+#define RATE     16000
+#define N_UTT    30
+#ifdef TR_SANITIZE
+#define ROUNDS 2 /* 3.6 minutes: the sanitizers slow the model ~5x, the stitching is the same */
+#else
+#define ROUNDS 6 /* 10.8 minutes */
+#endif
 #define MAX_WORDS 64
 
 typedef struct {
@@ -40,7 +44,7 @@ typedef struct {
 static utterance g_utt[N_UTT];
 static placed g_placed[N_UTT * ROUNDS];
 static int g_n_placed;
-static char g_out[1 << 21], g_err[1 << 16];
+static char g_out[1 << 21], g_err[1 << 16], g_txt[1 << 16];
 
 static uint32_t g_rng = 2024u;
 static double uniform(void) { /* [0, 1) */
@@ -83,8 +87,9 @@ static bool load_utterances(void) {
     return k == N_UTT;
 }
 
-/* rounds x the utterances, pauses of 0.4-1.0 s, then a -60 dBFS hiss. */
-static float *build_long(int rounds, int64_t *n_out) {
+/* rounds x the first n_utt utterances, pauses of 0.4-1.0 s, then a -60
+ * dBFS hiss. */
+static float *build_long(int rounds, int n_utt, int64_t *n_out) {
     int64_t cap = 0;
     for (int k = 0; k < N_UTT; k++) cap += g_utt[k].n + RATE;
     cap *= rounds;
@@ -93,7 +98,7 @@ static float *build_long(int rounds, int64_t *n_out) {
     int64_t pos = RATE / 2;
     g_n_placed = 0;
     for (int r = 0; r < rounds; r++) {
-        for (int k = 0; k < N_UTT; k++) {
+        for (int k = 0; k < n_utt; k++) {
             const utterance *u = &g_utt[k];
             memcpy(x + pos, u->pcm, (size_t)u->n * sizeof *x);
             g_placed[g_n_placed++] = (placed){k, pos + u->core0, pos + u->core1};
@@ -293,9 +298,10 @@ static void check_long(const char *bin, const char *model, const char *wav, int6
     CHECK_MSG(empty == 0, "%d utterances without words", empty);
     CHECK_MSG(far == 0, "%d of %d words far from every utterance", far, nw);
     /* The bundled model was trained on single short utterances and loses
-     * accuracy with context: on this file 15.7 % WER in 6 s pieces, 29.1 %
-     * in 30 s pieces, 35.1 % with --chunk off (its own 102 s windows), 7.4 %
-     * on the utterances alone. The bound guards the stitching, not the model. */
+     * accuracy with context: on such files about 16 % WER in 6 s pieces,
+     * 29-31 % in 30 s pieces, 35 % with --chunk off (its own 102 s windows),
+     * 7.4 % on the utterances alone. The bound guards the stitching, not the
+     * model. */
     CHECK_MSG(wer <= 0.35, "WER %.2f %%", 100.0 * wer);
 }
 
@@ -330,14 +336,15 @@ static void check_stitched_text(const char *bin, const char *model, const char *
     transcribe_audio_free(pcm);
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --chunk on --chunk-max-s 20 '%s'", bin, model, wav);
-    CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+    CHECK(tr_cli_run(cmd, g_txt, sizeof g_txt, g_err, sizeof g_err) == 0);
     size_t jl = strlen(joined);
-    CHECK_MSG(ns >= 5 && jl > 500 && strncmp(g_out, joined, jl) == 0 &&
-                  strcmp(g_out + jl, "\n") == 0,
-              "%d pieces\ncli:    %s\npieces: %s", ns, g_out, joined);
+    CHECK_MSG(ns >= 3 && jl > 200 && strncmp(g_txt, joined, jl) == 0 &&
+                  strcmp(g_txt + jl, "\n") == 0,
+              "%d pieces\ncli:    %s\npieces: %s", ns, g_txt, joined);
 }
 
-/* The other formats, on one round (90 s), come from the same stitched rows. */
+/* The other formats come from the same stitched rows (g_txt: the txt output
+ * of check_stitched_text on the same file). */
 static void check_formats(const char *bin, const char *model, const char *wav, int64_t n) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --chunk on --chunk-max-s 20 -f srt '%s'", bin, model,
@@ -356,13 +363,11 @@ static void check_formats(const char *bin, const char *model, const char *wav, i
         CHECK(t0 >= prev && t1 >= t0);
         prev = t0, last_end = t1, cues++;
     }
-    CHECK_MSG(cues >= 5 && last_end <= n * 1000 / RATE, "%d cues, last ends %lld ms", cues,
+    CHECK_MSG(cues >= 3 && last_end <= n * 1000 / RATE, "%d cues, last ends %lld ms", cues,
               last_end);
 
-    static char txt[1 << 16];
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --chunk on --chunk-max-s 20 '%s'", bin, model, wav);
-    CHECK(tr_cli_run(cmd, txt, sizeof txt, g_err, sizeof g_err) == 0);
-    CHECK(strlen(txt) > 500 && strchr(txt, '\n') == txt + strlen(txt) - 1);
+    const char *txt = g_txt;
+    CHECK(strlen(txt) > 200 && strchr(txt, '\n') == txt + strlen(txt) - 1);
     snprintf(cmd, sizeof cmd, "'%s' -m '%s' --chunk on --chunk-max-s 20 -f report '%s'", bin, model,
              wav);
     CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
@@ -379,6 +384,59 @@ static void check_formats(const char *bin, const char *model, const char *wav, i
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' -f json '%s'", bin, model, wav);
     CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
     CHECK(strstr(g_out, "\"chunks\"") == NULL && strstr(g_out, "\"segments\":[{"));
+}
+
+/* A family that hits its output budget: the tiny random-weight Canary test
+ * model with a context of 8 (prompt 5, so 3 tokens) on jfk.wav three times.
+ * Each piece that truncates is split at its pauses and run again, down to
+ * pieces of under 4 s, whose partial text is kept with a warning; the exit
+ * status says the transcript is incomplete. One call per piece and run_batch
+ * groups (whose rows keep no partial text, so those run again alone) give
+ * the same result. */
+static void check_truncation(const char *bin) {
+    const char *model = TR_SOURCE_DIR "/tests/data/canary/tiny-canary/tiny-canary-ref-F32.gguf";
+    float *jfk = NULL;
+    int nj = 0;
+    CHECK(transcribe_audio_load_file(TR_SOURCE_DIR "/samples/jfk.wav", RATE, &jfk, &nj) ==
+          TRANSCRIBE_OK);
+    if (!jfk) return;
+    int64_t n = 3 * (int64_t)nj + 2 * RATE;
+    float *x = calloc((size_t)n, sizeof *x);
+    for (int r = 0; x && r < 3; r++) memcpy(x + r * (nj + RATE), jfk, (size_t)nj * sizeof *x);
+    char wav[1024];
+    snprintf(wav, sizeof wav, "%s/long_audio_trunc_%d.wav", TR_BINARY_DIR, (int)getpid());
+    CHECK(x && write_wav(wav, x, n));
+    free(x);
+    transcribe_audio_free(jfk);
+
+    static char first[sizeof g_out];
+    for (int batch = 0; batch < 2; batch++) {
+        char cmd[4096];
+        snprintf(cmd, sizeof cmd,
+                 "'%s' -m '%s' -l en --n-ctx 8 --chunk on --chunk-max-s 12 --batch-size %d -f "
+                 "json '%s'",
+                 bin, model, batch ? 2 : 1, wav);
+        int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+        CHECK_MSG(rc == 1, "exit %d", rc);
+        CHECK_MSG(strstr(g_err, "hit the output budget; split at its pauses and run again") &&
+                      strstr(g_err, "output truncated; its text is partial"),
+                  "stderr: %s", g_err);
+        CHECK(strstr(g_out, "\"truncated\":true") && strstr(g_out, "\"timestamps\":\"segment\""));
+        static row chunks[512];
+        int nc = parse_rows(g_out, "chunks", chunks, 512, g_end);
+        CHECK_MSG(nc > 3, "%d pieces", nc);
+        int nseg = parse_rows(g_out, "segments", g_rows, 8192, NULL);
+        CHECK(nseg == nc); /* one (untimed) segment per piece, placed on it */
+        for (int i = 0; i < nc; i++) {
+            CHECK(chunks[i].t1 - chunks[i].t0 < 4000 && strcmp(g_end[i], "error") == 0);
+            if (i < nseg) CHECK(g_rows[i].t0 == chunks[i].t0 && g_rows[i].t1 == chunks[i].t1);
+        }
+        const char *t = strstr(g_out, "\"text\":\"");
+        CHECK(t && t[8] != '"');
+        if (batch == 0) snprintf(first, sizeof first, "%s", g_out);
+    }
+    CHECK_MSG(strcmp(first, g_out) == 0, "one by one:\n%s\nbatched:\n%s", first, g_out);
+    remove(wav);
 }
 
 static void bad_options(const char *bin) {
@@ -403,6 +461,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     bad_options(argv[1]);
+    check_truncation(argv[1]);
     char model[1024];
     CHECK(tr_bundled_model_path(model, sizeof model));
     CHECK(load_utterances());
@@ -411,12 +470,12 @@ int main(int argc, char **argv) {
     char wav[1024];
     snprintf(wav, sizeof wav, "%s/long_audio_%d.wav", TR_BINARY_DIR, (int)getpid());
     int64_t n = 0;
-    float *x = build_long(1, &n);
+    float *x = build_long(1, N_UTT / 2, &n); /* 55 s */
     CHECK(x && write_wav(wav, x, n));
     if (x) check_stitched_text(argv[1], model, wav);
     if (x) check_formats(argv[1], model, wav, n);
     free(x);
-    x = build_long(ROUNDS, &n);
+    x = build_long(ROUNDS, N_UTT, &n);
     CHECK(x && write_wav(wav, x, n));
     if (x) check_long(argv[1], model, wav, n);
     free(x);

@@ -123,6 +123,8 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
     transcribe_timestamp_kind kind = single ? transcribe_returned_timestamp_kind(s)
                                             : transcribe_batch_returned_timestamp_kind(s, i);
     if (r->kind == TRANSCRIBE_TIMESTAMPS_NONE) r->kind = kind; /* the first piece with times */
+    /* A piece without times: its rows get the piece's span. */
+    bool untimed = shift && kind == TRANSCRIBE_TIMESTAMPS_NONE;
     if (single && transcribe_was_truncated(s)) r->truncated = true;
     r->n_speaker_segments +=
         single ? transcribe_n_speaker_segments(s) : transcribe_batch_n_speaker_segments(s, i);
@@ -140,6 +142,7 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
             r->oom = true;
             return;
         }
+        if (untimed) g.t0_ms = 0, g.t1_ms = hi_ms - lo_ms;
         if (shift) place(&g.t0_ms, &g.t1_ms, offset_ms, lo_ms, hi_ms, &p0, &p1);
         g.first_word += word0;
         g.first_token += tok0;
@@ -174,6 +177,7 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
             r->oom = true;
             return;
         }
+        if (untimed) w.t0_ms = 0, w.t1_ms = hi_ms - lo_ms;
         if (shift) place(&w.t0_ms, &w.t1_ms, offset_ms, lo_ms, hi_ms, &p0, &p1);
         w.seg_index += seg0;
         w.first_token += tok0;
@@ -192,6 +196,7 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
             r->oom = true;
             return;
         }
+        if (untimed) t.t0_ms = 0, t.t1_ms = hi_ms - lo_ms;
         if (shift) place(&t.t0_ms, &t.t1_ms, offset_ms, lo_ms, hi_ms, &p0, &p1);
         t.seg_index += seg0;
         if (t.word_index >= 0) t.word_index += word0;
