@@ -439,6 +439,22 @@ static void check_truncation(const char *bin) {
     remove(wav);
 }
 
+/* Silence only: nothing to run, an empty transcript, success. */
+static void check_silence(const char *bin, const char *model) {
+    int64_t n = 40 * RATE;
+    float *x = calloc((size_t)n, sizeof *x);
+    char wav[1024], cmd[4096];
+    snprintf(wav, sizeof wav, "%s/long_audio_silence_%d.wav", TR_BINARY_DIR, (int)getpid());
+    CHECK(x && write_wav(wav, x, n));
+    free(x);
+    snprintf(cmd, sizeof cmd, "'%s' -m '%s' --chunk on -f json '%s'", bin, model, wav);
+    CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+    CHECK_MSG(strstr(g_out, "\"text\":\"\"") && strstr(g_out, "\"chunks\":[]") &&
+                  strstr(g_err, "no speech found"),
+              "%s\n%s", g_out, g_err);
+    remove(wav);
+}
+
 static void bad_options(const char *bin) {
     static const char *const cases[][2] = {
         {"--chunk sometimes x.wav", "--chunk must be auto, on or off"},
@@ -466,6 +482,7 @@ int main(int argc, char **argv) {
     CHECK(tr_bundled_model_path(model, sizeof model));
     CHECK(load_utterances());
     if (tr_test_fail) return TEST_DONE();
+    check_silence(argv[1], model);
 
     char wav[1024];
     snprintf(wav, sizeof wav, "%s/long_audio_%d.wav", TR_BINARY_DIR, (int)getpid());

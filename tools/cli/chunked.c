@@ -172,12 +172,17 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
     int group = o->batch_size > 0 ? o->batch_size : budget_arch(arch) ? BATCH_PIECES : 1;
     double audio_s = (double)n / rate, speech_s = 0;
     for (int k = 0; k < l.n; k++) speech_s += (double)(l.v[k].b - l.v[k].a) / rate;
-    cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
-            "long audio: %.1f s in %d pieces cut at pauses (%.1f s left out as silence; target "
-            "%.0f s, at most %.0f s; %s), %s",
-            audio_s, l.n, audio_s - speech_s, (double)plan->target_ms / 1000.0,
-            (double)plan->max_ms / 1000.0, plan->why, group > 1 ? "batched" : "one call each");
-    if (l.n == 0) cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "long audio: no speech found");
+    out->chunked = true;
+    if (l.n == 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "long audio: %.1f s, no speech found: nothing to run",
+                audio_s);
+    } else {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                "long audio: %.1f s in %d pieces cut at pauses (%.1f s left out as silence; "
+                "target %.0f s, at most %.0f s; %s), %s",
+                audio_s, l.n, audio_s - speech_s, (double)plan->target_ms / 1000.0,
+                (double)plan->max_ms / 1000.0, plan->why, group > 1 ? "batched" : "one call each");
+    }
 
     double tm[3] = {0, 0, 0};
     transcribe_status first_err = TRANSCRIBE_OK;
@@ -259,9 +264,11 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
         (!rp || rp->timestamps != TRANSCRIBE_TIMESTAMPS_NONE)) {
         out->kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
     }
-    cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
-            "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", out->n_chunks, tm[0],
-            tm[1], tm[2]);
+    if (out->n_chunks > 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", out->n_chunks,
+                tm[0], tm[1], tm[2]);
+    }
     if (out->oom && first_err == TRANSCRIBE_OK) first_err = TRANSCRIBE_ERR_OOM;
     if (aborted) return TRANSCRIBE_ERR_ABORTED;
     if (first_err != TRANSCRIBE_OK) return first_err;

@@ -96,7 +96,8 @@ typedef struct cli_result {
     struct transcribe_token *toks;
     int n_segs, n_words, n_toks, cap_segs, cap_words, cap_toks;
     int n_speaker_segments;
-    cli_chunk *chunks; /* pieces of a chunked run; n_chunks == 0 for one call */
+    bool chunked;      /* split at pauses (even into zero pieces: no speech) */
+    cli_chunk *chunks; /* the pieces of a split run */
     int n_chunks, cap_chunks;
     bool oom; /* an append failed: the result is incomplete */
 } cli_result;

@@ -49,7 +49,7 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
         cli_json_str(f, transcribe_status_string(st));
     }
     if (r->truncated) fputs(",\"truncated\":true", f);
-    if (r->n_chunks > 0) {
+    if (r->chunked) {
         fputs(",\"chunks\":[", f);
         for (int i = 0; i < r->n_chunks; i++) {
             const cli_chunk *c = &r->chunks[i];
@@ -217,7 +217,7 @@ void cli_print_vtt(FILE *f, const cli_result *r, double duration_s) {
 
 /* The result block of cli.md §4.2, from `text:` on. */
 void cli_print_report_result(FILE *f, const cli_result *r) {
-    if (r->n_chunks > 0) {
+    if (r->chunked) {
         fprintf(f, "chunks: %d\n", r->n_chunks);
         for (int i = 0; i < r->n_chunks; i++) {
             const cli_chunk *c = &r->chunks[i];
