@@ -264,11 +264,7 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
         (!rp || rp->timestamps != TRANSCRIBE_TIMESTAMPS_NONE)) {
         out->kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
     }
-    if (out->n_chunks > 0) {
-        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
-                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", out->n_chunks,
-                tm[0], tm[1], tm[2]);
-    }
+    out->mel_ms = tm[0], out->encode_ms = tm[1], out->decode_ms = tm[2];
     if (out->oom && first_err == TRANSCRIBE_OK) first_err = TRANSCRIBE_ERR_OOM;
     if (aborted) return TRANSCRIBE_ERR_ABORTED;
     if (first_err != TRANSCRIBE_OK) return first_err;

@@ -99,7 +99,8 @@ typedef struct cli_result {
     bool chunked;      /* split at pauses (even into zero pieces: no speech) */
     cli_chunk *chunks; /* the pieces of a split run */
     int n_chunks, cap_chunks;
-    bool oom; /* an append failed: the result is incomplete */
+    double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
+    bool oom;                            /* an append failed: the result is incomplete */
 } cli_result;
 
 void cli_result_init(cli_result *r);

@@ -433,9 +433,14 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (have_result && c->out_file && !cli_write_text_file(c->out_file, o->output, res.text)) {
         rc = 1;
     }
-    cli_result_free(&res);
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     if (!plan.split && (report || !o->quiet)) transcribe_print_timings(c->s);
+    if (plan.split && res.n_chunks > 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", res.n_chunks,
+                res.mel_ms, res.encode_ms, res.decode_ms);
+    }
+    cli_result_free(&res);
     if (report && !plan.split) { /* a split file printed its summed timings */
         struct transcribe_timings t;
         transcribe_timings_init(&t);
