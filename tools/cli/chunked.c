@@ -27,27 +27,16 @@ static bool budget_arch(const char *arch) {
     return false;
 }
 
-cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_session *s,
-                                int64_t duration_ms) {
+cli_chunk_plan cli_chunk_rule(cli_chunk_mode mode, int chunk_max_s, const char *arch,
+                              bool long_form, int64_t limit_ms, int64_t duration_ms) {
     cli_chunk_plan p;
     memset(&p, 0, sizeof p);
-    const struct transcribe_model *m = transcribe_get_model(s);
-    const char *arch = transcribe_model_arch_string(m);
-    struct transcribe_capabilities caps;
-    transcribe_capabilities_init(&caps);
-    transcribe_model_get_capabilities(m, &caps);
-    struct transcribe_session_limits lim;
-    transcribe_session_limits_init(&lim);
-    int64_t limit = caps.max_audio_ms > 0 ? caps.max_audio_ms : 0;
-    if (transcribe_session_get_limits(s, &lim) == TRANSCRIBE_OK && lim.effective_max_audio_ms > 0) {
-        limit = lim.effective_max_audio_ms;
-    }
-    p.max_ms = (int64_t)(o->chunk_max_s > 0 ? o->chunk_max_s : CLI_CHUNK_MAX_S) * 1000;
+    int64_t limit = limit_ms > 0 ? limit_ms : 0;
+    p.max_ms = (int64_t)(chunk_max_s > 0 ? chunk_max_s : CLI_CHUNK_MAX_S) * 1000;
     if (limit > 0 && p.max_ms > limit * 9 / 10) p.max_ms = limit * 9 / 10; /* margin under it */
     if (p.max_ms < 2000) p.max_ms = 2000;
     p.target_ms = p.max_ms * 2 / 3;
-    bool long_form = transcribe_model_supports(m, TRANSCRIBE_FEATURE_LONG_FORM);
-    switch (o->chunk) {
+    switch (mode) {
     case CLI_CHUNK_OFF:
         return p;
     case CLI_CHUNK_ON:
@@ -66,9 +55,27 @@ cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_sessi
         snprintf(p.why, sizeof p.why, "%s has a fixed output budget and no long-form mode", arch);
     } else if (!long_form && limit == 0 && duration_ms > p.max_ms) {
         p.split = true;
-        snprintf(p.why, sizeof p.why, "%s states no long-form mode and no input limit", arch);
+        snprintf(p.why, sizeof p.why, "%s states no long-form mode and no input limit",
+                 arch ? arch : "the model");
     }
     return p;
+}
+
+cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_session *s,
+                                int64_t duration_ms) {
+    const struct transcribe_model *m = transcribe_get_model(s);
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(m, &caps);
+    struct transcribe_session_limits lim;
+    transcribe_session_limits_init(&lim);
+    int64_t limit = caps.max_audio_ms > 0 ? caps.max_audio_ms : 0;
+    if (transcribe_session_get_limits(s, &lim) == TRANSCRIBE_OK && lim.effective_max_audio_ms > 0) {
+        limit = lim.effective_max_audio_ms; /* n_ctx can lower it */
+    }
+    return cli_chunk_rule(o->chunk, o->chunk_max_s, transcribe_model_arch_string(m),
+                          transcribe_model_supports(m, TRANSCRIBE_FEATURE_LONG_FORM), limit,
+                          duration_ms);
 }
 
 typedef struct piece {

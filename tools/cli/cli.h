@@ -121,7 +121,11 @@ typedef struct cli_chunk_plan {
     char why[160]; /* for the log line */
 } cli_chunk_plan;
 
-/* Whether and how to split a file of duration_ms for this session. */
+/* Whether and how to split a file of duration_ms: the rule, from the
+ * model's family name, its LONG_FORM feature and its input limit (0: none),
+ * and cli_chunk_decide, which asks the session for those. */
+cli_chunk_plan cli_chunk_rule(cli_chunk_mode mode, int chunk_max_s, const char *arch,
+                              bool long_form, int64_t limit_ms, int64_t duration_ms);
 cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_session *s,
                                 int64_t duration_ms);
 /* Splits pcm (n samples at rate), transcribes the pieces (run_batch groups
