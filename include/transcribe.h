@@ -530,6 +530,51 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
 TRANSCRIBE_API transcribe_status transcribe_audio_load_file(const char *path, int target_rate,
                                                             float **out_pcm, int *out_n_samples);
 TRANSCRIBE_API void transcribe_audio_free(float *pcm);
+
+/* Pause splitting for long audio (an addition; the run calls' contracts are
+ * unchanged). Some families cannot take a long file in one call (Qwen3-ASR
+ * stops after 256 output tokens, about a minute of speech); a front end cuts
+ * the file with this planner, runs the pieces and offsets each piece's times
+ * by its start. Silence is found by frame energy against an adaptive noise
+ * floor (with hysteresis and a minimum pause length); each piece ends in the
+ * best pause (long, deep, late) before target_ms, else before max_ms, else at
+ * the quietest frame before max_ms, and never exceeds max_ms. Silence more
+ * than 1 s from speech (inside a long pause, before the first and after the
+ * last speech) is left out, so the spans need not be contiguous; audio with
+ * no speech at all gives zero spans. */
+struct transcribe_pause_split_params {
+    uint64_t struct_size;
+    int64_t target_ms;    /* default 20000: preferred longest piece (>= 1000) */
+    int64_t max_ms;       /* default 30000: hard cap per piece (>= target_ms) */
+    int64_t min_pause_ms; /* default 250: shorter quiet runs are not pauses (10..5000) */
+};
+
+/* How a span ends. */
+enum transcribe_span_end {
+    TRANSCRIBE_SPAN_END_SPEECH = 0, /* last span: after the last speech (or the audio's end) */
+    TRANSCRIBE_SPAN_END_PAUSE = 1,  /* cut inside a pause */
+    TRANSCRIBE_SPAN_END_FORCED = 2, /* no pause within max_ms: cut at the quietest frame */
+};
+
+/* One piece of the input, in samples: [start, end). Fixed layout (never
+ * extended: it is returned as an array). */
+struct transcribe_audio_span {
+    int64_t start;
+    int64_t end;
+    int32_t end_kind; /* enum transcribe_span_end */
+};
+
+TRANSCRIBE_API void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p);
+/* Plans the spans of pcm (mono, sample_rate Hz; NULL params = defaults). On
+ * success *out_spans is malloc'ed (free with transcribe_pause_split_free;
+ * NULL when *out_n is 0) and holds *out_n spans in order. Errors:
+ * INVALID_ARG (NULL pcm with n_samples > 0, n_samples < 0, sample_rate
+ * outside 1000..384000, parameters out of range), BAD_STRUCT_SIZE, OOM. */
+TRANSCRIBE_API transcribe_status
+transcribe_pause_split(const float *pcm, int64_t n_samples, int sample_rate,
+                       const struct transcribe_pause_split_params *params,
+                       struct transcribe_audio_span **out_spans, int *out_n);
+TRANSCRIBE_API void transcribe_pause_split_free(struct transcribe_audio_span *spans);
 #ifdef __cplusplus
 }
 #endif

@@ -1,9 +1,11 @@
 /* Public audio helpers of the C API: decode any supported file to mono
- * float PCM at a target rate. */
+ * float PCM at a target rate; plan pause-aligned spans of long audio. */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "audio/audio.h"
+#include "audio/pause_split.h"
 #include "transcribe.h"
 #include "util/log.h"
 
@@ -36,4 +38,68 @@ transcribe_status transcribe_audio_load_file(const char *path, int target_rate, 
 
 void transcribe_audio_free(float *pcm) {
     free(pcm);
+}
+
+/* The smallest params struct this library reads (all three fields). */
+#define TR_MIN_SPLIT_PARAMS sizeof(struct transcribe_pause_split_params)
+
+void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p) {
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->struct_size = sizeof *p;
+    p->target_ms = 20000;
+    p->max_ms = 30000;
+    p->min_pause_ms = 250;
+}
+
+transcribe_status transcribe_pause_split(const float *pcm, int64_t n_samples, int sample_rate,
+                                         const struct transcribe_pause_split_params *params,
+                                         struct transcribe_audio_span **out_spans, int *out_n) {
+    if (out_spans) *out_spans = NULL;
+    if (out_n) *out_n = 0;
+    if (!out_spans || !out_n || (!pcm && n_samples > 0) || n_samples < 0) {
+        TR_ERROR("transcribe_pause_split: %s", !out_spans || !out_n ? "NULL output argument"
+                                               : n_samples < 0      ? "n_samples < 0"
+                                                                    : "pcm is NULL");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (sample_rate < 1000 || sample_rate > 384000) {
+        TR_ERROR("transcribe_pause_split: sample rate %d outside 1000..384000", sample_rate);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    struct transcribe_pause_split_params p;
+    transcribe_pause_split_params_init(&p);
+    if (params) {
+        if (params->struct_size < TR_MIN_SPLIT_PARAMS) {
+            TR_ERROR("transcribe_pause_split: params struct_size %llu < %zu",
+                     (unsigned long long)params->struct_size, TR_MIN_SPLIT_PARAMS);
+            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+        }
+        p.target_ms = params->target_ms;
+        p.max_ms = params->max_ms;
+        p.min_pause_ms = params->min_pause_ms;
+    }
+    /* 100 hours bounds every product below well inside int64. */
+    const int64_t max_ms_cap = 100LL * 3600 * 1000;
+    if (p.target_ms < 1000 || p.max_ms < p.target_ms || p.max_ms > max_ms_cap ||
+        p.min_pause_ms < 10 || p.min_pause_ms > 5000) {
+        TR_ERROR("transcribe_pause_split: need 1000 <= target_ms (%lld) <= max_ms (%lld) <= %lld "
+                 "and 10 <= min_pause_ms (%lld) <= 5000",
+                 (long long)p.target_ms, (long long)p.max_ms, (long long)max_ms_cap,
+                 (long long)p.min_pause_ms);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (n_samples == 0) return TRANSCRIBE_OK;
+    tr_pause_track t;
+    transcribe_status st = tr_pause_find(pcm, n_samples, sample_rate, p.min_pause_ms, &t);
+    if (st == TRANSCRIBE_OK) {
+        st = tr_pause_plan(&t, n_samples, sample_rate, p.target_ms, p.max_ms, out_spans, out_n);
+    }
+    tr_pause_track_free(&t);
+    if (st != TRANSCRIBE_OK) TR_ERROR("transcribe_pause_split: out of memory");
+    return st;
+}
+
+void transcribe_pause_split_free(struct transcribe_audio_span *spans) {
+    free(spans);
 }

@@ -45,6 +45,13 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --itn                 inverse text normalisation on\n"
             "      --diarize / --no-diarize  speaker attribution on/off\n"
             "      --spec-k-drafts N     speculative-decode draft length (-1 = default)\n"
+            "  long audio:\n"
+            "      --chunk MODE          auto (default): split a file at pauses when the model\n"
+            "                            cannot take it in one call (a fixed output budget and\n"
+            "                            no long-form mode, or longer than its input limit);\n"
+            "                            on: always split; off: never\n"
+            "      --chunk-max-s N       longest piece in seconds (default 30; pieces aim at\n"
+            "                            2/3 of it and end in the best pause before that)\n"
             "  whisper:\n"
             "      --initial-prompt TEXT     text prompt that biases decoding\n"
             "      --temperature F           first sampling temperature (default 0 = greedy)\n"
@@ -138,6 +145,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "--stream-buf-right-ms",
                                              "--stream-voxtral-delay",
                                              "--spec-k-drafts",
+                                             "--chunk",
+                                             "--chunk-max-s",
                                              "-f",
                                              "--format"};
     for (int i = 1; i < argc; i++) {
@@ -272,6 +281,19 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--spec-k-drafts")) {
             o->spec_k_drafts = atoi(val);
             if (o->spec_k_drafts < -1) return fail(o, "--spec-k-drafts must be >= -1%s", "");
+        } else if (IS1("--chunk")) {
+            if (!strcmp(val, "auto"))
+                o->chunk = CLI_CHUNK_AUTO;
+            else if (!strcmp(val, "on"))
+                o->chunk = CLI_CHUNK_ON;
+            else if (!strcmp(val, "off"))
+                o->chunk = CLI_CHUNK_OFF;
+            else
+                return fail(o, "--chunk must be auto, on or off (got '%s')", val);
+        } else if (IS1("--chunk-max-s")) {
+            if (!parse_index(val, &o->chunk_max_s) || o->chunk_max_s < 2 || o->chunk_max_s > 3600) {
+                return fail(o, "--chunk-max-s must be an integer from 2 to 3600 (got '%s')", val);
+            }
         } else if (IS1("--list-devices")) {
             o->list_devices = true;
         } else if (arg[0] == '-') {

@@ -17,6 +17,14 @@ typedef enum {
     CLI_FMT_REPORT, /* transcribe-cli's verbose layout (cli.md §4.2) */
 } cli_format;
 
+typedef enum {
+    CLI_CHUNK_AUTO = 0, /* split at pauses when the model cannot take the file in one call */
+    CLI_CHUNK_ON,       /* always split (above one piece's length) */
+    CLI_CHUNK_OFF,      /* never: one library call per file */
+} cli_chunk_mode;
+
+#define CLI_CHUNK_MAX_S 30 /* default hard cap of one piece; the target is 2/3 of it */
+
 typedef struct cli_opts {
     const char *argv0;
     const char *model; /* NULL: bundled model lookup */
@@ -59,27 +67,99 @@ typedef struct cli_opts {
     int stream_att_right; /* -1: unset */
     int stream_buf_left_ms, stream_buf_chunk_ms, stream_buf_right_ms;
     int stream_voxtral_delay;
+    /* long audio */
+    cli_chunk_mode chunk;
+    int chunk_max_s; /* 0: default (CLI_CHUNK_MAX_S) */
 } cli_opts;
 
 /* args.c: parses argv; returns -1 to continue, otherwise the exit code. */
 int cli_parse(int argc, char **argv, cli_opts *o);
 void cli_usage(const char *argv0, FILE *f);
 
+/* result.c: one file's transcript as the formats print it: copied from a
+ * session (a single run, or row i of a batch), or stitched from pieces of a
+ * long file with their times moved to the file's clock. Owns its strings. */
+typedef struct cli_chunk {
+    int64_t t0_ms, t1_ms; /* the piece of the file this call saw */
+    int end_kind;         /* enum transcribe_span_end */
+    transcribe_status status;
+} cli_chunk;
+
+typedef struct cli_result {
+    char *text; /* full text; never NULL after cli_result_init */
+    size_t text_len, text_cap;
+    char language[16];
+    transcribe_timestamp_kind kind;
+    bool truncated;
+    struct transcribe_segment *segs;
+    struct transcribe_word *words;
+    struct transcribe_token *toks;
+    int n_segs, n_words, n_toks, cap_segs, cap_words, cap_toks;
+    int n_speaker_segments;
+    bool chunked;      /* split at pauses (even into zero pieces: no speech) */
+    cli_chunk *chunks; /* the pieces of a split run */
+    int n_chunks, cap_chunks;
+    double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
+    bool oom;                            /* an append failed: the result is incomplete */
+} cli_result;
+
+void cli_result_init(cli_result *r);
+void cli_result_free(cli_result *r);
+/* Appends the session's result (batch row i, or the single run when i < 0).
+ * With shift, rows move by offset_ms and are clamped into [lo_ms, hi_ms] and
+ * behind the rows already there (times stay monotonic); the text is joined
+ * to what is there with a space (none between two CJK characters). */
+void cli_result_append(cli_result *r, const struct transcribe_session *s, int i, bool shift,
+                       int64_t offset_ms, int64_t lo_ms, int64_t hi_ms);
+void cli_result_add_chunk(cli_result *r, int64_t t0_ms, int64_t t1_ms, int end_kind,
+                          transcribe_status st);
+
+/* chunked.c: long audio split at pauses (README "Long audio"). */
+typedef struct cli_chunk_plan {
+    bool split;
+    int64_t target_ms, max_ms;
+    char why[160]; /* for the log line */
+} cli_chunk_plan;
+
+/* Whether and how to split a file of duration_ms: the rule, from the
+ * model's family name, its LONG_FORM feature and its input limit (0: none),
+ * and cli_chunk_decide, which asks the session for those. */
+cli_chunk_plan cli_chunk_rule(cli_chunk_mode mode, int chunk_max_s, const char *arch,
+                              bool long_form, int64_t limit_ms, int64_t duration_ms);
+cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_session *s,
+                                int64_t duration_ms);
+/* Splits pcm (n samples at rate), transcribes the pieces (run_batch groups
+ * where the family decodes a batch together, else one by one; a truncated
+ * piece is split again, up to three times) and stitches them into out.
+ * *done_s follows the progress. Returns OK, ABORTED, OUTPUT_TRUNCATED (a
+ * piece kept partial text) or the first error; out holds what was done. */
+transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *s,
+                                  const struct transcribe_run_params *rp, const float *pcm, int n,
+                                  int rate, const cli_chunk_plan *plan, volatile double *done_s,
+                                  cli_result *out);
+
 /* json.c */
 void cli_json_str(FILE *f, const char *s);
 
-/* formats.c: print the session's current result for one file. */
-void cli_print_txt(FILE *f, const struct transcribe_session *s, const char *header);
-void cli_print_json(FILE *f, const struct transcribe_session *s, const char *path,
-                    const char *model, double duration_s, transcribe_status st, bool tokens);
-void cli_print_srt(FILE *f, const struct transcribe_session *s, double duration_s);
-void cli_print_vtt(FILE *f, const struct transcribe_session *s, double duration_s);
-void cli_print_report_result(FILE *f, const struct transcribe_session *s);
+/* formats.c: print one file's result. */
+void cli_print_txt(FILE *f, const cli_result *r, const char *header);
+void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
+                    double duration_s, transcribe_status st, bool tokens);
+void cli_print_srt(FILE *f, const cli_result *r, double duration_s);
+void cli_print_vtt(FILE *f, const cli_result *r, double duration_s);
+void cli_print_report_result(FILE *f, const cli_result *r);
 
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                   const struct transcribe_run_params *rp, FILE *out_file);
 
-/* Shared helpers (main.c). */
+/* Shared helpers (main.c). cli_log prints a message on stderr as the
+ * library's log lines are printed (prefix, -q, TRANSCRIBE_DEBUG, progress
+ * line cleared first). */
+void cli_log(transcribe_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 bool cli_write_text_file(FILE *f, const char *path, const char *text);
 #endif

@@ -19,37 +19,51 @@ static void put_trimmed(FILE *f, const char *s) {
     fwrite(s, 1, n, f);
 }
 
-void cli_print_txt(FILE *f, const struct transcribe_session *s, const char *header) {
+void cli_print_txt(FILE *f, const cli_result *r, const char *header) {
     if (header) fprintf(f, "# %s\n", header);
-    fprintf(f, "%s\n", transcribe_full_text(s));
+    fprintf(f, "%s\n", r->text);
 }
 
-void cli_print_json(FILE *f, const struct transcribe_session *s, const char *path,
-                    const char *model, double duration_s, transcribe_status st, bool tokens) {
+static const char *end_name(int kind) {
+    return kind == TRANSCRIBE_SPAN_END_PAUSE    ? "pause"
+           : kind == TRANSCRIBE_SPAN_END_FORCED ? "forced"
+                                                : "end";
+}
+
+void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
+                    double duration_s, transcribe_status st, bool tokens) {
     fputs("{\"file\":", f);
     cli_json_str(f, path);
     fputs(",\"model\":", f);
     cli_json_str(f, model);
     fputs(",\"text\":", f);
-    cli_json_str(f, transcribe_full_text(s));
+    cli_json_str(f, r->text);
     fputs(",\"language\":", f);
-    cli_json_str(f, transcribe_detected_language(s));
+    cli_json_str(f, r->language);
     fprintf(f, ",\"duration\":%.3f", duration_s);
     static const char *const kinds[] = {"none", "auto", "segment", "word", "token"};
-    int k = (int)transcribe_returned_timestamp_kind(s);
+    int k = (int)r->kind;
     fprintf(f, ",\"timestamps\":\"%s\"", (k >= 0 && k <= 4) ? kinds[k] : "none");
     if (st != TRANSCRIBE_OK) {
         fputs(",\"error\":", f);
         cli_json_str(f, transcribe_status_string(st));
     }
-    if (transcribe_was_truncated(s)) fputs(",\"truncated\":true", f);
+    if (r->truncated) fputs(",\"truncated\":true", f);
+    if (r->chunked) {
+        fputs(",\"chunks\":[", f);
+        for (int i = 0; i < r->n_chunks; i++) {
+            const cli_chunk *c = &r->chunks[i];
+            fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"end\":\"%s\",\"status\":", i ? "," : "",
+                    (long long)c->t0_ms, (long long)c->t1_ms, end_name(c->end_kind));
+            cli_json_str(f, transcribe_status_string(c->status));
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
 
     fputs(",\"segments\":[", f);
-    int n = transcribe_n_segments(s);
-    for (int i = 0; i < n; i++) {
-        struct transcribe_segment seg;
-        transcribe_segment_init(&seg);
-        if (transcribe_get_segment(s, i, &seg) != TRANSCRIBE_OK || !seg.text) continue;
+    for (int i = 0; i < r->n_segs; i++) {
+        const struct transcribe_segment seg = r->segs[i];
         fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", i ? "," : "", (long long)seg.t0_ms,
                 (long long)seg.t1_ms);
         if (seg.speaker_id > 0) fprintf(f, "\"speaker_id\":%d,", (int)seg.speaker_id);
@@ -59,13 +73,10 @@ void cli_print_json(FILE *f, const struct transcribe_session *s, const char *pat
     }
     fputc(']', f);
 
-    int nw = transcribe_n_words(s);
-    if (nw > 0) {
+    if (r->n_words > 0) {
         fputs(",\"words\":[", f);
-        for (int i = 0; i < nw; i++) {
-            struct transcribe_word w;
-            transcribe_word_init(&w);
-            if (transcribe_get_word(s, i, &w) != TRANSCRIBE_OK || !w.text) continue;
+        for (int i = 0; i < r->n_words; i++) {
+            const struct transcribe_word w = r->words[i];
             fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"text\":", i ? "," : "",
                     (long long)w.t0_ms, (long long)w.t1_ms);
             cli_json_str(f, w.text);
@@ -73,13 +84,10 @@ void cli_print_json(FILE *f, const struct transcribe_session *s, const char *pat
         }
         fputc(']', f);
     }
-    int nt = transcribe_n_tokens(s);
-    if (tokens && nt > 0) {
+    if (tokens && r->n_toks > 0) {
         fputs(",\"tokens\":[", f);
-        for (int i = 0; i < nt; i++) {
-            struct transcribe_token t;
-            transcribe_token_init(&t);
-            if (transcribe_get_token(s, i, &t) != TRANSCRIBE_OK || !t.text) continue;
+        for (int i = 0; i < r->n_toks; i++) {
+            const struct transcribe_token t = r->toks[i];
             fprintf(f, "%s{\"id\":%d,", i ? "," : "", t.id);
             if (isfinite(t.p)) fprintf(f, "\"p\":%.4f,", (double)t.p);
             fprintf(f, "\"t0_ms\":%lld,\"t1_ms\":%lld,\"text\":", (long long)t.t0_ms,
@@ -114,20 +122,19 @@ static bool ends_sentence(const char *w) {
 
 /* Words [first, first + n) of segment seg as cues; false when they do not
  * carry their own times (Whisper's word rows repeat the segment's). */
-static bool word_cues(FILE *f, const struct transcribe_session *s,
-                      const struct transcribe_segment *seg, int *idx, cue_fn fn) {
+static bool word_cues(FILE *f, const cli_result *r, const struct transcribe_segment *seg, int *idx,
+                      cue_fn fn) {
     if (seg->n_words < 2 || seg->t1_ms - seg->t0_ms <= CUE_SPLIT_MS) return false;
-    struct transcribe_word w;
-    transcribe_word_init(&w);
-    if (transcribe_get_word(s, seg->first_word, &w) != TRANSCRIBE_OK) return false;
+    if (seg->first_word < 0 || seg->first_word + seg->n_words > r->n_words) return false;
+    struct transcribe_word w = r->words[seg->first_word];
     if (w.t0_ms == seg->t0_ms && w.t1_ms == seg->t1_ms) return false;
     char text[4 * CUE_MAX_CHARS + 512];
     size_t len = 0;
     int64_t c0 = 0, c1 = 0;
     bool open = false, sentence = false;
     for (int i = seg->first_word; i < seg->first_word + seg->n_words; i++) {
-        transcribe_word_init(&w);
-        if (transcribe_get_word(s, i, &w) != TRANSCRIBE_OK || !w.text) continue;
+        w = r->words[i];
+        if (!w.text) continue;
         const char *t = w.text;
         while (is_space(*t)) t++;
         size_t wl = strlen(t);
@@ -154,23 +161,19 @@ static bool word_cues(FILE *f, const struct transcribe_session *s,
     return true;
 }
 
-static void for_each_cue(FILE *f, const struct transcribe_session *s, double duration_s,
-                         cue_fn fn) {
-    int n = transcribe_n_segments(s);
-    if (transcribe_returned_timestamp_kind(s) == TRANSCRIBE_TIMESTAMPS_NONE || n == 0) {
-        const char *text = transcribe_full_text(s);
-        if (*text) fn(f, 1, 0, (int64_t)llround(duration_s * 1000.0), text);
+static void for_each_cue(FILE *f, const cli_result *r, double duration_s, cue_fn fn) {
+    if (r->kind == TRANSCRIBE_TIMESTAMPS_NONE || r->n_segs == 0) {
+        if (*r->text) fn(f, 1, 0, (int64_t)llround(duration_s * 1000.0), r->text);
         return;
     }
     int idx = 1;
-    for (int i = 0; i < n; i++) {
-        struct transcribe_segment seg;
-        transcribe_segment_init(&seg);
-        if (transcribe_get_segment(s, i, &seg) != TRANSCRIBE_OK || !seg.text) continue;
+    for (int i = 0; i < r->n_segs; i++) {
+        const struct transcribe_segment seg = r->segs[i];
+        if (!seg.text) continue;
         const char *t = seg.text;
         while (is_space(*t)) t++;
         if (!*t) continue;
-        if (word_cues(f, s, &seg, &idx, fn)) continue;
+        if (word_cues(f, r, &seg, &idx, fn)) continue;
         int64_t t1 = seg.t1_ms > seg.t0_ms ? seg.t1_ms : seg.t0_ms;
         fn(f, idx++, seg.t0_ms, t1, seg.text);
     }
@@ -203,33 +206,40 @@ static void vtt_cue(FILE *f, int index, int64_t t0, int64_t t1, const char *text
     fputs("\n\n", f);
 }
 
-void cli_print_srt(FILE *f, const struct transcribe_session *s, double duration_s) {
-    for_each_cue(f, s, duration_s, srt_cue);
+void cli_print_srt(FILE *f, const cli_result *r, double duration_s) {
+    for_each_cue(f, r, duration_s, srt_cue);
 }
 
-void cli_print_vtt(FILE *f, const struct transcribe_session *s, double duration_s) {
+void cli_print_vtt(FILE *f, const cli_result *r, double duration_s) {
     fputs("WEBVTT\n\n", f);
-    for_each_cue(f, s, duration_s, vtt_cue);
+    for_each_cue(f, r, duration_s, vtt_cue);
 }
 
 /* The result block of cli.md §4.2, from `text:` on. */
-void cli_print_report_result(FILE *f, const struct transcribe_session *s) {
-    const char *text = transcribe_full_text(s);
+void cli_print_report_result(FILE *f, const cli_result *r) {
+    if (r->chunked) {
+        fprintf(f, "chunks: %d\n", r->n_chunks);
+        for (int i = 0; i < r->n_chunks; i++) {
+            const cli_chunk *c = &r->chunks[i];
+            fprintf(f, "  [%7.2f -> %7.2f] %-6s %s\n", (double)c->t0_ms / 1000.0,
+                    (double)c->t1_ms / 1000.0, end_name(c->end_kind),
+                    transcribe_status_string(c->status));
+        }
+    }
+    const char *text = r->text;
     fprintf(f, "text: %s\n", *text ? text : "(empty)");
-    if (transcribe_was_truncated(s)) {
+    if (r->truncated) {
         fprintf(f, "  note:      output truncated (hit the model's context/generation cap before "
                    "end-of-stream); transcript is incomplete\n");
     }
-    const char *lang = transcribe_detected_language(s);
-    if (*lang) fprintf(f, "detected-language: %s\n", lang);
-    transcribe_timestamp_kind kind = transcribe_returned_timestamp_kind(s);
-    int n = transcribe_n_segments(s);
-    if (n > 0 && (kind != TRANSCRIBE_TIMESTAMPS_NONE || transcribe_n_speaker_segments(s) > 0)) {
+    if (r->language[0]) fprintf(f, "detected-language: %s\n", r->language);
+    transcribe_timestamp_kind kind = r->kind;
+    int n = r->n_segs;
+    if (n > 0 && (kind != TRANSCRIBE_TIMESTAMPS_NONE || r->n_speaker_segments > 0)) {
         fprintf(f, "segments: %d\n", n);
         for (int i = 0; i < n; i++) {
-            struct transcribe_segment seg;
-            transcribe_segment_init(&seg);
-            if (transcribe_get_segment(s, i, &seg) != TRANSCRIBE_OK || !seg.text) continue;
+            const struct transcribe_segment seg = r->segs[i];
+            if (!seg.text) continue;
             fputs("  ", f);
             if (kind != TRANSCRIBE_TIMESTAMPS_NONE) {
                 fprintf(f, "[%7.2f -> %7.2f] ", (double)seg.t0_ms / 1000.0,
@@ -240,23 +250,19 @@ void cli_print_report_result(FILE *f, const struct transcribe_session *s) {
         }
     }
     if (kind == TRANSCRIBE_TIMESTAMPS_WORD || kind == TRANSCRIBE_TIMESTAMPS_TOKEN) {
-        int nw = transcribe_n_words(s);
-        fprintf(f, "words: %d\n", nw);
-        for (int i = 0; i < nw; i++) {
-            struct transcribe_word w;
-            transcribe_word_init(&w);
-            if (transcribe_get_word(s, i, &w) != TRANSCRIBE_OK || !w.text) continue;
+        fprintf(f, "words: %d\n", r->n_words);
+        for (int i = 0; i < r->n_words; i++) {
+            const struct transcribe_word w = r->words[i];
+            if (!w.text) continue;
             fprintf(f, "  [%7.2f -> %7.2f] %s\n", (double)w.t0_ms / 1000.0,
                     (double)w.t1_ms / 1000.0, w.text);
         }
     }
     if (kind == TRANSCRIBE_TIMESTAMPS_TOKEN) {
-        int nt = transcribe_n_tokens(s);
-        fprintf(f, "tokens: %d\n", nt);
-        for (int i = 0; i < nt; i++) {
-            struct transcribe_token t;
-            transcribe_token_init(&t);
-            if (transcribe_get_token(s, i, &t) != TRANSCRIBE_OK || !t.text) continue;
+        fprintf(f, "tokens: %d\n", r->n_toks);
+        for (int i = 0; i < r->n_toks; i++) {
+            const struct transcribe_token t = r->toks[i];
+            if (!t.text) continue;
             fprintf(f, "  [%7.2f -> %7.2f] p=%.3f %s\n", (double)t.t0_ms / 1000.0,
                     (double)t.t1_ms / 1000.0, (double)t.p, t.text);
         }

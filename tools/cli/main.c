@@ -9,6 +9,7 @@
  * progress for long files and turns Ctrl-C into a clean abort. */
 #include <dirent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,8 @@ typedef struct progress {
     const char *name;
     const struct transcribe_session *s; /* partial result: segments decoded so far */
     double audio_s, t0, last;
+    bool chunked;           /* long audio in pieces: done_s says how far */
+    volatile double done_s; /* end of the last finished piece */
 } progress;
 
 static progress *g_progress_line; /* the line to clear before a log message (CLI-only state) */
@@ -83,6 +86,18 @@ static void log_cb(transcribe_log_level level, const char *msg, void *ud) {
     fprintf(stderr, "%s%s%s", prefix, msg, (n && msg[n - 1] == '\n') ? "" : "\n");
 }
 
+static const log_filter *g_log_filter; /* the CLI's own messages obey it too */
+
+void cli_log(transcribe_log_level level, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_filter none = {false, false};
+    log_cb(level, msg, (void *)(g_log_filter ? g_log_filter : &none));
+}
+
 /* Polled by the library between decode steps: reports progress and turns
  * Ctrl-C into a clean abort (the partial result is still printed). */
 static bool abort_cb(void *ud) {
@@ -93,8 +108,8 @@ static bool abort_cb(void *ud) {
         if (t - p->last >= 0.25 && t - p->t0 >= 1.0) {
             p->last = t;
             /* The library lets the callback read the result being built. */
-            double done = 0;
-            int n = transcribe_n_segments(p->s);
+            double done = p->chunked ? p->done_s : 0;
+            int n = p->chunked ? 0 : transcribe_n_segments(p->s);
             struct transcribe_segment seg;
             transcribe_segment_init(&seg);
             if (n > 0 && transcribe_get_segment(p->s, n - 1, &seg) == TRANSCRIBE_OK) {
@@ -350,8 +365,11 @@ static int do_file(const ctx *c, const char *path, bool several) {
         transcribe_audio_free(pcm);
         return 1;
     }
+    cli_chunk_plan plan = {0};
+    if (o->stream_chunk_ms <= 0) plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
     progress prog = {0};
     prog.enabled = !o->quiet && isatty(STDERR_FILENO) && duration > 30.0;
+    prog.chunked = plan.split;
     const char *base = strrchr(path, '/');
     prog.name = base ? base + 1 : path;
     prog.audio_s = duration;
@@ -360,7 +378,11 @@ static int do_file(const ctx *c, const char *path, bool several) {
     g_progress_line = &prog;
     transcribe_set_abort_callback(c->s, abort_cb, &prog);
     fflush(stdout);
-    if (o->stream_chunk_ms > 0) {
+    cli_result res;
+    cli_result_init(&res);
+    if (plan.split) {
+        st = cli_run_chunked(o, c->s, c->rp, pcm, n, c->rate, &plan, &prog.done_s, &res);
+    } else if (o->stream_chunk_ms > 0) {
         st = run_stream(c, pcm, n, report);
     } else {
         for (int r = 0; r < o->repeat; r++) {
@@ -374,8 +396,14 @@ static int do_file(const ctx *c, const char *path, bool several) {
     transcribe_audio_free(pcm);
     if (g_interrupted) fprintf(stderr, "interrupted: printing the partial transcript\n");
 
-    bool have_result = st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+    /* A split file has a result (what its pieces gave) whatever the status. */
+    bool have_result = plan.split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                        st == TRANSCRIBE_ERR_ABORTED;
+    if (have_result && !plan.split) cli_result_append(&res, c->s, -1, false, 0, 0, 0);
+    if (res.oom) {
+        fprintf(stderr, "error: out of memory while collecting the result\n");
+        if (st == TRANSCRIBE_OK) st = TRANSCRIBE_ERR_OOM;
+    }
     if (report)
         printf("run: %s\n", transcribe_status_string(st));
     else if (st != TRANSCRIBE_OK)
@@ -383,32 +411,37 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (have_result) {
         switch (o->format) {
         case CLI_FMT_REPORT:
-            cli_print_report_result(stdout, c->s);
+            cli_print_report_result(stdout, &res);
             break;
         case CLI_FMT_TXT:
-            cli_print_txt(stdout, c->s, several ? path : NULL);
+            cli_print_txt(stdout, &res, several ? path : NULL);
             break;
         case CLI_FMT_SRT:
-            cli_print_srt(stdout, c->s, duration);
+            cli_print_srt(stdout, &res, duration);
             break;
         case CLI_FMT_VTT:
-            cli_print_vtt(stdout, c->s, duration);
+            cli_print_vtt(stdout, &res, duration);
             break;
         case CLI_FMT_JSON:
             break;
         }
     }
     if (o->format == CLI_FMT_JSON) {
-        cli_print_json(stdout, c->s, path, c->model_path, duration, st, o->json_tokens);
+        cli_print_json(stdout, &res, path, c->model_path, duration, st, o->json_tokens);
     }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
-    if (have_result && c->out_file &&
-        !cli_write_text_file(c->out_file, o->output, transcribe_full_text(c->s))) {
+    if (have_result && c->out_file && !cli_write_text_file(c->out_file, o->output, res.text)) {
         rc = 1;
     }
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
-    if (report || !o->quiet) transcribe_print_timings(c->s);
-    if (report) {
+    if (!plan.split && (report || !o->quiet)) transcribe_print_timings(c->s);
+    if (plan.split && res.n_chunks > 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", res.n_chunks,
+                res.mel_ms, res.encode_ms, res.decode_ms);
+    }
+    cli_result_free(&res);
+    if (report && !plan.split) { /* a split file printed its summed timings */
         struct transcribe_timings t;
         transcribe_timings_init(&t);
         if (transcribe_get_timings(c->s, &t) == TRANSCRIBE_OK) {
@@ -461,6 +494,7 @@ int main(int argc, char **argv) {
     const char *dbg = getenv("TRANSCRIBE_DEBUG");
     log_filter lf = {o.quiet, dbg && *dbg && *dbg != '0'};
     transcribe_log_set(log_cb, &lf);
+    g_log_filter = &lf;
     FILE *out_file = NULL;
     if (o.output) {
         out_file = fopen(o.output, "w");
