@@ -24,29 +24,48 @@ static void kernel_avx2(const float *xp, const float *wp, int kc, float *y, long
         _mm_prefetch((const char *)(y + i * ldy), _MM_HINT_T0);
         _mm_prefetch((const char *)(y + i * ldy + NR - 1), _MM_HINT_T0);
     }
-    for (int k = 0; k < kc; k++) {
-        __m256 w0 = _mm256_load_ps(wp), w1 = _mm256_load_ps(wp + 8), xb;
-        xb = _mm256_broadcast_ss(xp);
-        c00 = _mm256_fmadd_ps(xb, w0, c00);
-        c01 = _mm256_fmadd_ps(xb, w1, c01);
-        xb = _mm256_broadcast_ss(xp + 1);
-        c10 = _mm256_fmadd_ps(xb, w0, c10);
-        c11 = _mm256_fmadd_ps(xb, w1, c11);
-        xb = _mm256_broadcast_ss(xp + 2);
-        c20 = _mm256_fmadd_ps(xb, w0, c20);
-        c21 = _mm256_fmadd_ps(xb, w1, c21);
-        xb = _mm256_broadcast_ss(xp + 3);
-        c30 = _mm256_fmadd_ps(xb, w0, c30);
-        c31 = _mm256_fmadd_ps(xb, w1, c31);
-        xb = _mm256_broadcast_ss(xp + 4);
-        c40 = _mm256_fmadd_ps(xb, w0, c40);
-        c41 = _mm256_fmadd_ps(xb, w1, c41);
-        xb = _mm256_broadcast_ss(xp + 5);
-        c50 = _mm256_fmadd_ps(xb, w0, c50);
-        c51 = _mm256_fmadd_ps(xb, w1, c51);
+    /* one k step: 2 weight vectors, 6 broadcasts, 12 FMAs */
+#define STEP(o)                                                                                    \
+    do {                                                                                           \
+        __m256 w0 = _mm256_load_ps(wp + (o)*NR), w1 = _mm256_load_ps(wp + (o)*NR + 8), xb;         \
+        xb = _mm256_broadcast_ss(xp + (o)*MR);                                                     \
+        c00 = _mm256_fmadd_ps(xb, w0, c00);                                                        \
+        c01 = _mm256_fmadd_ps(xb, w1, c01);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 1);                                                 \
+        c10 = _mm256_fmadd_ps(xb, w0, c10);                                                        \
+        c11 = _mm256_fmadd_ps(xb, w1, c11);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 2);                                                 \
+        c20 = _mm256_fmadd_ps(xb, w0, c20);                                                        \
+        c21 = _mm256_fmadd_ps(xb, w1, c21);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 3);                                                 \
+        c30 = _mm256_fmadd_ps(xb, w0, c30);                                                        \
+        c31 = _mm256_fmadd_ps(xb, w1, c31);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 4);                                                 \
+        c40 = _mm256_fmadd_ps(xb, w0, c40);                                                        \
+        c41 = _mm256_fmadd_ps(xb, w1, c41);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 5);                                                 \
+        c50 = _mm256_fmadd_ps(xb, w0, c50);                                                        \
+        c51 = _mm256_fmadd_ps(xb, w1, c51);                                                        \
+    } while (0)
+    int k = 0;
+    for (; k + 4 <= kc; k += 4) {
+        /* the X tile streams in from L2 (the W panel stays in L1): ask for
+         * it 16 steps ahead; a prefetch past the end of the block is harmless */
+        _mm_prefetch((const char *)(xp + 16 * MR), _MM_HINT_T0);
+        _mm_prefetch((const char *)(xp + 16 * MR + 16), _MM_HINT_T0);
+        STEP(0);
+        STEP(1);
+        STEP(2);
+        STEP(3);
+        xp += 4 * MR;
+        wp += 4 * NR;
+    }
+    for (; k < kc; k++) {
+        STEP(0);
         xp += MR;
         wp += NR;
     }
+#undef STEP
     __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
     if (nr == NR) {
         __m256 b0 = _mm256_setzero_ps(), b1 = b0;
@@ -289,6 +308,40 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     return 1;
 }
 
+/* 8×8 block of the pack transpose: rows r < nr of src (pitch apart), k <
+ * kn, to dst[k*ld + r] for all 8 r (missing rows 0). */
+static void transpose8(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i km = _mm256_cmpgt_epi32(_mm256_set1_epi32(kn), lane);
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < nr ? _mm256_maskload_ps(src + i * pitch, km) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* u[i + c]: k = c and c + 4 of rows i..i+3 */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        if (c < kn) _mm256_store_ps(dst + c * ld, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        if (c + 4 < kn)
+            _mm256_store_ps(dst + (c + 4) * ld, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
+}
+
+/* The table's 16×16 pack transpose, as four 8×8 blocks. */
+static void transpose16_avx2(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    for (int kb = 0; kb < 16 && kb < kn; kb += 8)
+        for (int rb = 0; rb < 16; rb += 8) {
+            int rn = nr - rb < 0 ? 0 : nr - rb > 8 ? 8 : nr - rb;
+            transpose8(src + (long)rb * pitch + kb, pitch, rn, kn - kb, dst + kb * ld + rb, ld);
+        }
+}
+
 /* nc is unused: matmul.c sizes AVX2 blocks from the host's caches. */
 const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .mr = MR,
@@ -298,4 +351,4 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .rows = rows_avx2,
                                   .deq = deq_avx2,
                                   .rows_multi = NULL,
-                                  .transpose16 = NULL};
+                                  .transpose16 = transpose16_avx2};
