@@ -47,20 +47,11 @@ static void kernel_avx2(const float *xp, const float *wp, int kc, float *y, long
         c50 = _mm256_fmadd_ps(xb, w0, c50);                                                        \
         c51 = _mm256_fmadd_ps(xb, w1, c51);                                                        \
     } while (0)
-    int k = 0;
-    for (; k + 4 <= kc; k += 4) {
-        /* the X tile streams in from L2 (the W panel stays in L1): ask for
-         * it 16 steps ahead; a prefetch past the end of the block is harmless */
-        _mm_prefetch((const char *)(xp + 16 * MR), _MM_HINT_T0);
-        _mm_prefetch((const char *)(xp + 16 * MR + 16), _MM_HINT_T0);
-        STEP(0);
-        STEP(1);
-        STEP(2);
-        STEP(3);
-        xp += 4 * MR;
-        wp += 4 * NR;
-    }
-    for (; k < kc; k++) {
+    /* one step per iteration: unrolled, GCC spills accumulators. The X
+     * tile streams in from L2 (the W panel stays in L1): ask for it ~10
+     * steps ahead (past the end of the block is harmless). */
+    for (int k = 0; k < kc; k++) {
+        _mm_prefetch((const char *)(xp + 64), _MM_HINT_T0);
         STEP(0);
         xp += MR;
         wp += NR;
