@@ -151,18 +151,27 @@ static void *alloc_floats(size_t n) {
  * 4 KiB apart). */
 #define TMP_PITCH (TR_MM_KC + 16)
 
+#define PACK_AHEAD 8 /* rows of W prefetched ahead of the cache-blocked packing */
+
 /* Dequantize rows [n0, n0+nr) × k [k0, k0+kc) of W into panel layout
  * wp[k][NR], zero-padding columns nr..NR-1. Rows are first streamed
  * sequentially into tmp (nr × TMP_PITCH floats; F32 is copied too, for the
  * same aliasing reason) and then transposed in 16-deep k tiles so reads
  * and writes both stay within L1. */
-static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *tmp) {
+static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *tmp,
+                   long pf_end) {
     const tr_mm_isa *isa = c->isa;
     const tr_mm_w *w = c->w;
     int NR = isa->nr;
-    size_t off = tr_row_bytes(w->type, k0);
+    size_t off = tr_row_bytes(w->type, k0), seg = tr_row_bytes(w->type, kc);
     for (int r = 0; r < nr; r++) {
         const uint8_t *p = w->data + (size_t)(n0 + r) * w->stride + off;
+        /* A KC segment of a row is only a few cache lines, too short for
+         * the hardware prefetcher to pick up: fetch the segment PACK_AHEAD
+         * rows on while this one converts (rows below pf_end only). */
+        if (n0 + r + PACK_AHEAD < pf_end)
+            for (size_t o = 0; o < seg; o += 64)
+                __builtin_prefetch(p + PACK_AHEAD * w->stride + o, 0, 3);
         if (w->type == TR_F32)
             memcpy(tmp + (size_t)r * TMP_PITCH, p, (size_t)kc * sizeof(float));
         else
@@ -228,7 +237,7 @@ static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long n
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
                 int nr = (int)(n1 - p < NR ? n1 - p : NR);
-                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row, n1);
             }
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MC) {
@@ -267,7 +276,7 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
                 int nr = (int)(n1 - p < NR ? n1 - p : NR);
-                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row, 0);
             }
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MR) {
