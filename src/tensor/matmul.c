@@ -122,8 +122,10 @@ static mm_blocking blocking_cache(const tr_mm_isa *isa, int nth) {
     return (mm_blocking){(int)kc, (int)mc, (int)nc};
 }
 
+/* Which tables take the cache-sized blocks: by name, so this file needs no
+ * symbol of a table that another architecture's build leaves out. */
 static mm_blocking blocking_for(const tr_mm_isa *isa, int nth) {
-    if (isa == &tr_mm_isa_avx2) return blocking_cache(isa, nth);
+    if (strcmp(isa->name, "avx2") == 0) return blocking_cache(isa, nth);
     return (mm_blocking){TR_MM_KC, 0, isa->nc}; /* AVX-512, scalar: fixed blocks */
 }
 
