@@ -9,6 +9,13 @@
  * computes it, so results are bit-identical for any thread count. When
  * there are fewer panels than threads the rows of X are split instead.
  *
+ * AVX2 uses the BLIS loop order instead, with block sizes taken from the
+ * host's cache sizes (see "blocking" below): per KC×NC block of W (packed
+ * once), X is packed MC rows at a time into an L2-resident buffer, and each
+ * KC×NR W panel stays in L1 while every MR tile of that X block passes it.
+ * The k order per output is still fixed. (AVX-512 and scalar keep the
+ * order above with their fixed TR_MM_KC × nc blocks.)
+ *
  * Matrix-vector (M == 1): threads claim chunks of weight rows and stream
  * each row once through a fused dequantize+dot kernel. Small M (up to
  * TR_MM_SMALL_M, where the ISA has it): each weight row is dequantized once
@@ -19,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
@@ -71,6 +79,56 @@ bool tr_matmul_force_isa(const char *isa) {
     return false;
 }
 
+/* ---- blocking ---- */
+
+/* Block sizes of one GEMM call. */
+typedef struct {
+    int kc; /* K block: a multiple of every block size, at most TR_MM_KC */
+    int mc; /* X rows per packed block, a multiple of MR; 0: X-tile-outer order */
+    int nc; /* W columns per packed block, a multiple of NR */
+} mm_blocking;
+
+/* One cache level's size in bytes as the C library reports it, else `dflt`
+ * (also where the report is implausible: some hypervisors claim 256 MiB of
+ * L3). */
+static long cache_bytes(int level, long dflt, long most) {
+    long v = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE) &&                           \
+    defined(_SC_LEVEL3_CACHE_SIZE)
+    v = sysconf(level == 1   ? _SC_LEVEL1_DCACHE_SIZE
+                : level == 2 ? _SC_LEVEL2_CACHE_SIZE
+                             : _SC_LEVEL3_CACHE_SIZE);
+#endif
+    if (v <= 0) return dflt;
+    return v < most ? v : most;
+}
+
+/* AVX2 (16 ymm registers, a 6×16 tile): BLIS-style
+ * sizes: a KC×NR W panel fills half of L1d (the other half holds the X
+ * tile streaming past it and the output tile), an MC×KC block of packed X
+ * half of L2, and a KC×NC block of W at most a thread's share of half of
+ * L3. KC is rounded down to a multiple of 256 (the K-quant block) and kept
+ * at most TR_MM_KC. Defaults where the host says nothing: 32 KiB L1d,
+ * 512 KiB L2, 8 MiB L3. */
+static mm_blocking blocking_cache(const tr_mm_isa *isa, int nth) {
+    long l1 = cache_bytes(1, 32L << 10, 1L << 20), l2 = cache_bytes(2, 512L << 10, 8L << 20);
+    long l3 = cache_bytes(3, 8L << 20, 32L << 20);
+    long kc = l1 / 2 / ((long)isa->nr * (long)sizeof(float)) / 256 * 256;
+    kc = kc < 256 ? 256 : kc > TR_MM_KC ? TR_MM_KC : kc;
+    long mc = l2 / 2 / (kc * (long)sizeof(float)) / isa->mr * isa->mr;
+    if (mc < isa->mr) mc = isa->mr;
+    long nc = l3 / 2 / (nth > 0 ? nth : 1) / (kc * (long)sizeof(float)) / isa->nr * isa->nr;
+    nc = nc < 4L * isa->nr ? 4L * isa->nr : nc > 4096 ? 4096 : nc;
+    return (mm_blocking){(int)kc, (int)mc, (int)nc};
+}
+
+/* Which tables take the cache-sized blocks: by name, so this file needs no
+ * symbol of a table that another architecture's build leaves out. */
+static mm_blocking blocking_for(const tr_mm_isa *isa, int nth) {
+    if (strcmp(isa->name, "avx2") == 0) return blocking_cache(isa, nth);
+    return (mm_blocking){TR_MM_KC, 0, isa->nc}; /* AVX-512, scalar: fixed blocks */
+}
+
 /* ---- GEMM ---- */
 
 typedef struct {
@@ -82,6 +140,7 @@ typedef struct {
     atomic_int failed; /* set by a thread that could not get scratch memory */
     atomic_long next;  /* first panel of the next unclaimed column chunk */
     long chunk;        /* panels per chunk */
+    mm_blocking blk;
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -94,18 +153,27 @@ static void *alloc_floats(size_t n) {
  * 4 KiB apart). */
 #define TMP_PITCH (TR_MM_KC + 16)
 
+#define PACK_AHEAD 8 /* rows of W prefetched ahead of the cache-blocked packing */
+
 /* Dequantize rows [n0, n0+nr) × k [k0, k0+kc) of W into panel layout
  * wp[k][NR], zero-padding columns nr..NR-1. Rows are first streamed
  * sequentially into tmp (nr × TMP_PITCH floats; F32 is copied too, for the
  * same aliasing reason) and then transposed in 16-deep k tiles so reads
  * and writes both stay within L1. */
-static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *tmp) {
+static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *wp, float *tmp,
+                   long pf_end) {
     const tr_mm_isa *isa = c->isa;
     const tr_mm_w *w = c->w;
     int NR = isa->nr;
-    size_t off = tr_row_bytes(w->type, k0);
+    size_t off = tr_row_bytes(w->type, k0), seg = tr_row_bytes(w->type, kc);
     for (int r = 0; r < nr; r++) {
         const uint8_t *p = w->data + (size_t)(n0 + r) * w->stride + off;
+        /* A KC segment of a row is only a few cache lines, too short for
+         * the hardware prefetcher to pick up: fetch the segment PACK_AHEAD
+         * rows on while this one converts (rows below pf_end only). */
+        if (n0 + r + PACK_AHEAD < pf_end)
+            for (size_t o = 0; o < seg; o += 64)
+                __builtin_prefetch(p + PACK_AHEAD * w->stride + o, 0, 3);
         if (w->type == TR_F32)
             memcpy(tmp + (size_t)r * TMP_PITCH, p, (size_t)kc * sizeof(float));
         else
@@ -136,12 +204,65 @@ static void pack_w(const gemm_ctx *c, long n0, int nr, long k0, int kc, float *w
 /* Rows [m0, m0+mr) × k [k0, k0+kc) of X into xp[k][MR], zero-padded. */
 static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *xp) {
     int MR = c->isa->mr;
+    if (mr == 6 && MR == 6) { /* full AVX2 tile: contiguous writes, six read streams */
+        const float *x0 = c->X + m0 * c->ldx + k0;
+        long ld = c->ldx;
+        for (int k = 0; k < kc; k++, xp += 6) {
+            xp[0] = x0[k];
+            xp[1] = x0[ld + k];
+            xp[2] = x0[2 * ld + k];
+            xp[3] = x0[3 * ld + k];
+            xp[4] = x0[4 * ld + k];
+            xp[5] = x0[5 * ld + k];
+        }
+        return;
+    }
     for (int i = 0; i < mr; i++) {
         const float *x = c->X + (m0 + i) * c->ldx + k0;
         for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = x[k];
     }
     for (int i = mr; i < MR; i++)
         for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = 0.0f;
+}
+
+/* BLIS order, outputs rows [mb, me) × columns [nb, ne): xp holds MC rows
+ * as MR tiles [tile][k][MR]. */
+static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long ne, float *wp,
+                            float *xp, float *row) {
+    const tr_mm_isa *isa = c->isa;
+    int MR = isa->mr, NR = isa->nr, KC = c->blk.kc, MC = c->blk.mc, NC = c->blk.nc;
+    long K = c->w->K;
+    for (long n0 = nb; n0 < ne; n0 += NC) {
+        long n1 = n0 + NC < ne ? n0 + NC : ne;
+        for (long k0 = 0; k0 < K; k0 += KC) {
+            int kc = (int)(K - k0 < KC ? K - k0 : KC);
+            int np = 0;
+            for (long p = n0; p < n1; p += NR, np++) {
+                int nr = (int)(n1 - p < NR ? n1 - p : NR);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row, n1);
+            }
+            const float *bias = k0 == 0 ? c->bias : NULL;
+            for (long m0 = mb; m0 < me; m0 += MC) {
+                long m1 = m0 + MC < me ? m0 + MC : me;
+                int nt = 0;
+                for (long t = m0; t < m1; t += MR, nt++)
+                    pack_x(c, t, (int)(m1 - t < MR ? m1 - t : MR), k0, kc,
+                           xp + (size_t)nt * kc * MR);
+                int ip = 0;
+                for (long p = n0; p < n1; p += NR, ip++) {
+                    int nr = (int)(n1 - p < NR ? n1 - p : NR);
+                    const float *wpp = wp + (size_t)ip * kc * NR;
+                    const float *bp = bias ? bias + p : NULL;
+                    int it = 0;
+                    for (long t = m0; t < m1; t += MR, it++) {
+                        int mr = (int)(m1 - t < MR ? m1 - t : MR);
+                        isa->kernel(xp + (size_t)it * kc * MR, wpp, kc, c->Y + t * c->ldy + p,
+                                    c->ldy, mr, nr, bp, k0 != 0);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /* Outputs rows [mb, me) × columns [nb, ne). */
@@ -157,7 +278,7 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
                 int nr = (int)(n1 - p < NR ? n1 - p : NR);
-                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row);
+                pack_w(c, p, nr, k0, kc, wp + (size_t)np * kc * NR, row, 0);
             }
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MR) {
@@ -193,21 +314,26 @@ static void gemm_task(void *arg, int ith, int nth) {
         if (mb >= me) return;
     }
     /* scratch sized to the problem: small products stay small */
-    long kc_max = c->w->K < TR_MM_KC ? (long)c->w->K : TR_MM_KC;
-    long nc_max = panels * isa->nr < isa->nc ? panels * isa->nr : isa->nc;
+    bool blis = c->blk.mc > 0;
+    long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
+    long nc_max = panels * isa->nr < c->blk.nc ? panels * isa->nr : c->blk.nc;
+    long m_pad = (me - mb + isa->mr - 1) / isa->mr * isa->mr;
+    long mc_max = !blis ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
     float *wp = alloc_floats((size_t)(nc_max * kc_max));
-    float *xp = alloc_floats((size_t)(isa->mr * kc_max));
+    float *xp = alloc_floats((size_t)(mc_max * kc_max));
     float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
+    void (*range)(const gemm_ctx *, long, long, long, long, float *, float *, float *) =
+        blis ? gemm_range_blis : gemm_range;
     if (!wp || !xp || !row) {
         atomic_store(&c->failed, 1);
     } else if (split_rows) {
-        gemm_range(c, mb, me, 0, N, wp, xp, row);
+        range(c, mb, me, 0, N, wp, xp, row);
     } else {
         for (;;) {
             long p0 = atomic_fetch_add(&c->next, c->chunk);
             if (p0 >= panels) break;
             long p1 = p0 + c->chunk < panels ? p0 + c->chunk : panels;
-            gemm_range(c, 0, M, p0 * isa->nr, p1 * isa->nr < N ? p1 * isa->nr : N, wp, xp, row);
+            range(c, 0, M, p0 * isa->nr, p1 * isa->nr < N ? p1 * isa->nr : N, wp, xp, row);
         }
     }
     free(wp);
@@ -349,9 +475,10 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     }
     /* about two chunks per thread, at most one N block each */
     int nth = tr_pool_n_threads(pool);
+    mm_blocking blk = blocking_for(isa, nth);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
-    long chunk = per < isa->nc / isa->nr ? per : isa->nc / isa->nr;
-    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk};
+    long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
+    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk};
     tr_pool_run(pool, gemm_task, &c);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }

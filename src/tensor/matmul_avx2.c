@@ -9,49 +9,80 @@
 #define MR 6
 #define NR 16
 
-/* 6 rows × 16 columns: 12 ymm accumulators + 2 weight vectors + broadcast. */
+/* 6 rows × 16 columns: 12 ymm accumulators, 2 weight vectors and one
+ * broadcast per k step (the 16-register budget). The accumulators are
+ * named scalars, not an array: GCC spilled an indexed array to the stack
+ * on every k step (measured: 2.5× slower). */
 static void kernel_avx2(const float *xp, const float *wp, int kc, float *y, long ldy, int mr,
                         int nr, const float *bias, int accumulate) {
-    __m256 c[MR][2];
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm256_setzero_ps();
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+    /* Consecutive calls walk down the rows of Y (often a multiple of 4 KiB
+     * apart, so they share L1 sets): fetch this tile's rows while the k
+     * loop runs, or the final loads and stores stall on them. */
+    for (int i = 0; i < mr; i++) {
+        _mm_prefetch((const char *)(y + i * ldy), _MM_HINT_T0);
+        _mm_prefetch((const char *)(y + i * ldy + NR - 1), _MM_HINT_T0);
+    }
+    /* one k step: 2 weight vectors, 6 broadcasts, 12 FMAs */
+#define STEP(o)                                                                                    \
+    do {                                                                                           \
+        __m256 w0 = _mm256_load_ps(wp + (o)*NR), w1 = _mm256_load_ps(wp + (o)*NR + 8), xb;         \
+        xb = _mm256_broadcast_ss(xp + (o)*MR);                                                     \
+        c00 = _mm256_fmadd_ps(xb, w0, c00);                                                        \
+        c01 = _mm256_fmadd_ps(xb, w1, c01);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 1);                                                 \
+        c10 = _mm256_fmadd_ps(xb, w0, c10);                                                        \
+        c11 = _mm256_fmadd_ps(xb, w1, c11);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 2);                                                 \
+        c20 = _mm256_fmadd_ps(xb, w0, c20);                                                        \
+        c21 = _mm256_fmadd_ps(xb, w1, c21);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 3);                                                 \
+        c30 = _mm256_fmadd_ps(xb, w0, c30);                                                        \
+        c31 = _mm256_fmadd_ps(xb, w1, c31);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 4);                                                 \
+        c40 = _mm256_fmadd_ps(xb, w0, c40);                                                        \
+        c41 = _mm256_fmadd_ps(xb, w1, c41);                                                        \
+        xb = _mm256_broadcast_ss(xp + (o)*MR + 5);                                                 \
+        c50 = _mm256_fmadd_ps(xb, w0, c50);                                                        \
+        c51 = _mm256_fmadd_ps(xb, w1, c51);                                                        \
+    } while (0)
+    /* one step per iteration: unrolled, GCC spills accumulators. The X
+     * tile streams in from L2 (the W panel stays in L1): ask for it ~10
+     * steps ahead (past the end of the block is harmless). */
     for (int k = 0; k < kc; k++) {
-        __m256 w0 = _mm256_load_ps(wp), w1 = _mm256_load_ps(wp + 8);
-#pragma GCC unroll 6
-        for (int i = 0; i < MR; i++) {
-            __m256 xb = _mm256_broadcast_ss(xp + i);
-            c[i][0] = _mm256_fmadd_ps(xb, w0, c[i][0]);
-            c[i][1] = _mm256_fmadd_ps(xb, w1, c[i][1]);
-        }
+        _mm_prefetch((const char *)(xp + 64), _MM_HINT_T0);
+        STEP(0);
         xp += MR;
         wp += NR;
     }
-    float tile[MR][NR];
-    for (int i = 0; i < MR; i++) {
-        _mm256_storeu_ps(tile[i], c[i][0]);
-        _mm256_storeu_ps(tile[i] + 8, c[i][1]);
-    }
-    for (int i = 0; i < mr; i++) {
-        float *yi = y + i * ldy;
-        if (nr == NR) {
-            __m256 y0, y1;
+#undef STEP
+    __m256 acc[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+    if (nr == NR) {
+        __m256 b0 = _mm256_setzero_ps(), b1 = b0;
+        if (!accumulate && bias) {
+            b0 = _mm256_loadu_ps(bias);
+            b1 = _mm256_loadu_ps(bias + 8);
+        }
+        for (int i = 0; i < mr; i++) {
+            float *yi = y + i * ldy;
+            __m256 y0 = b0, y1 = b1;
             if (accumulate) {
                 y0 = _mm256_loadu_ps(yi);
                 y1 = _mm256_loadu_ps(yi + 8);
-            } else if (bias) {
-                y0 = _mm256_loadu_ps(bias);
-                y1 = _mm256_loadu_ps(bias + 8);
-            } else {
-                y0 = y1 = _mm256_setzero_ps();
             }
-            _mm256_storeu_ps(yi, _mm256_add_ps(y0, c[i][0]));
-            _mm256_storeu_ps(yi + 8, _mm256_add_ps(y1, c[i][1]));
-        } else {
-            for (int j = 0; j < nr; j++) {
-                float base = accumulate ? yi[j] : bias ? bias[j] : 0.0f;
-                yi[j] = base + tile[i][j];
-            }
+            _mm256_storeu_ps(yi, _mm256_add_ps(y0, acc[i][0]));
+            _mm256_storeu_ps(yi + 8, _mm256_add_ps(y1, acc[i][1]));
         }
+        return;
+    }
+    float tile[MR][NR];
+    for (int i = 0; i < mr; i++) {
+        _mm256_storeu_ps(tile[i], acc[i][0]);
+        _mm256_storeu_ps(tile[i] + 8, acc[i][1]);
+        float *yi = y + i * ldy;
+        for (int j = 0; j < nr; j++)
+            yi[j] = (accumulate ? yi[j] : bias ? bias[j] : 0.0f) + tile[i][j];
     }
 }
 
@@ -97,23 +128,143 @@ static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
     return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
 }
 
-static float dot_q8_0(const uint8_t *w, const float *x, long K) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0;
-    for (long b = 0; b < K / 32; b++) {
-        const uint8_t *p = w + b * 34;
-        const float *xb = x + b * 32;
-        __m256 t = _mm256_setzero_ps();
-        for (int j = 0; j < 4; j++) {
-            __m128i q = _mm_loadl_epi64((const __m128i *)(p + 2 + 8 * j));
-            __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-            t = _mm256_fmadd_ps(qf, _mm256_loadu_ps(xb + 8 * j), t);
-        }
-        if (b & 1)
-            a1 = _mm256_fmadd_ps(t, _mm256_set1_ps(half_at(p)), a1);
-        else
-            a0 = _mm256_fmadd_ps(t, _mm256_set1_ps(half_at(p)), a0);
+/* ---- matrix-vector with integer dot products ---- */
+
+/* Quantize x to int8 per 32-element group (xs[g] = amax/127, rounded to
+ * nearest) so the Q8_0 and K-quant row dots can multiply bytes
+ * (_mm256_maddubs_epi16) instead of widening every weight to float. The
+ * extra rounding (~0.4% of each x, random) is far below the weights' own
+ * quantization error; the same scheme as the AVX-512 table's. */
+static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (long g = 0; g < K / 32; g++) {
+        const float *xg = x + 32 * g;
+        __m256 v0 = _mm256_loadu_ps(xg), v1 = _mm256_loadu_ps(xg + 8);
+        __m256 v2 = _mm256_loadu_ps(xg + 16), v3 = _mm256_loadu_ps(xg + 24);
+        __m256 m =
+            _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                          _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        float amax = _mm_cvtss_f32(h);
+        __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, id));
+        __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, id));
+        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, id));
+        __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, id));
+        /* the packs work per 128-bit lane: dwords come out as
+         * i0 lo, i1 lo, i2 lo, i3 lo, i0 hi, ... and are put back in order */
+        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+        _mm256_storeu_si256((__m256i *)(xq + 32 * g), _mm256_permutevar8x32_epi32(p, order));
+        xs[g] = amax / 127.0f;
     }
-    return hsum256(_mm256_add_ps(a0, a1));
+}
+
+/* Eight int32 lanes of sum(u8 codes * s8 x) over 32 bytes. */
+static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
+}
+
+/* Q8_0 against the int8 x: per block d * xs_b * <q, xq>, the weight signs
+ * moved onto x (maddubs multiplies unsigned by signed bytes). */
+static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+    long nb = K / 32, b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const uint8_t *p = w + b * 34;
+        __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
+        __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
+        __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 32 * b + 32));
+        __m256i d0 = dot_u8s8(_mm256_abs_epi8(q0), _mm256_sign_epi8(x0, q0));
+        __m256i d1 = dot_u8s8(_mm256_abs_epi8(q1), _mm256_sign_epi8(x1, q1));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_set1_ps(half_at(p) * xs[b]), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_set1_ps(half_at(p + 34) * xs[b + 1]),
+                               acc1);
+    }
+    for (; b < nb; b++) { /* odd last block */
+        const uint8_t *p = w + b * 34;
+        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
+        __m256i d = dot_u8s8(_mm256_abs_epi8(q), _mm256_sign_epi8(xv, q));
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(half_at(p) * xs[b]), acc0);
+    }
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+/* Q4_K / Q5_K: sum_j d*sc_j*xs_j * <q_j, xq_j> - dmin*mn_j * sum(x_j) over
+ * the 8 sub-blocks j of each 256-block, with the exact x sums per 32-element
+ * group (xsum) for the min terms. Sub-block 2c holds the low nibbles of code
+ * bytes [32c, 32c+32), 2c+1 the high ones; Q5_K adds bits 2c and 2c+1 of
+ * qh as the fifth bit. */
+static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, const int8_t *xq,
+                                                             const float *xs, const float *xsum,
+                                                             long K, int five) {
+    const size_t bsz = five ? 176 : 144;
+    __m256 acc = _mm256_setzero_ps(), accm = _mm256_setzero_ps();
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
+    const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+    const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
+    for (long b = 0; b < K / 256; b++) {
+        const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
+        const int8_t *xb = xq + 256 * b;
+        __m256i qh = _mm256_setzero_si256();
+        if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
+        __m256i d[8]; /* d[j]: 8 partial sums of sub-block j */
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; c++) {
+            __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+            __m256i lo = _mm256_and_si256(q, low4);
+            __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+            if (five) {
+                __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
+                __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+            }
+            d[2 * c] = dot_u8s8(lo, _mm256_loadu_si256((const __m256i *)(xb + 64 * c)));
+            d[2 * c + 1] = dot_u8s8(hi, _mm256_loadu_si256((const __m256i *)(xb + 64 * c + 32)));
+        }
+        /* 8 vectors -> one [sum_0 .. sum_7]: the horizontal adds leave each
+         * 128-bit half with [j0 j1 j2 j3] of its own lanes */
+        __m256i h03 =
+            _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+        __m256i h47 =
+            _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
+        __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(h03, h47, 0x20),
+                                        _mm256_permute2x128_si256(h03, h47, 0x31));
+        /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all 8
+         * sub-blocks at once, from the first 16 bytes as words [dm, a, b, c]:
+         *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
+         *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30) */
+        __m128i v4 = _mm_loadu_si128((const __m128i *)p);
+        __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+        __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+        __m128i scmn = _mm_or_si128(_mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w),
+                                    _mm_and_si128(_mm_srli_epi32(qw, 2), top_w));
+        __m128 dm = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+        __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(scmn));
+        __m256 mn = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(scmn, 8)));
+        __m256 s = _mm256_mul_ps(_mm256_mul_ps(sc, _mm256_broadcastss_ps(dm)),
+                                 _mm256_loadu_ps(xs + 8 * b));
+        __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+        accm = _mm256_fmadd_ps(_mm256_mul_ps(mn, dmin), _mm256_loadu_ps(xsum + 8 * b), accm);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), s, acc);
+    }
+    return hsum256(_mm256_sub_ps(acc, accm));
+}
+
+static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
+                      long K) {
+    return dot_q45_k(w, xq, xs, xsum, K, 0);
+}
+
+static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xs, const float *xsum,
+                      long K) {
+    return dot_q45_k(w, xq, xs, xsum, K, 1);
 }
 
 static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
@@ -122,21 +273,131 @@ static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
 
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                      long n1, const float *bias, float *scratch) {
+    long K = (long)w->K;
+    /* scratch: xq (K bytes), then xs (K/32 floats): fits in K floats */
+    int8_t *xq = (int8_t *)scratch;
+    float *xs = scratch + (K + 3) / 4;
+    bool kquant = (w->type == TR_Q4_K || w->type == TR_Q5_K) && xsum;
+    if (w->type == TR_Q8_0 || kquant) quantize_x_q8(x, K, xq, xs);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
         if (w->type == TR_Q8_0) {
-            s = dot_q8_0(row, x, (long)w->K);
+            s = dot_q8_0(row, xq, xs, K);
+        } else if (kquant && w->type == TR_Q4_K) {
+            s = dot_q4_k(row, xq, xs, xsum, K);
+        } else if (kquant) {
+            s = dot_q5_k(row, xq, xs, xsum, K);
         } else if (w->type == TR_F32 || w->type == TR_F16) {
-            s = dot_avx2(w->type, row, x, (long)w->K);
-        } else { /* dequantize into L1 scratch, then an F32 dot */
+            s = dot_avx2(w->type, row, x, K);
+        } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
             deq_avx2(w->type, row, scratch, w->K);
-            s = dot_avx2(TR_F32, (const uint8_t *)scratch, x, (long)w->K);
+            s = dot_avx2(TR_F32, (const uint8_t *)scratch, x, K);
         }
         y[n - n0] = s + (bias ? bias[n] : 0.0f);
     }
     return 1;
 }
 
-const tr_mm_isa tr_mm_isa_avx2 = {"avx2",    MR,       NR,   24 * NR, kernel_avx2,
-                                  rows_avx2, deq_avx2, NULL, NULL};
+/* Up to 4 rows of X (ldx apart) against one weight row, sharing each W
+ * load; F16 weights are converted in registers. */
+static void dot4(int type, const uint8_t *w, const float *x, long ldx, int m, long K, float *out) {
+    const float *wf = (const float *)w;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    long k = 0;
+    for (; k + 16 <= K; k += 16) {
+        __m256 w0 = type == TR_F16 ? load_f16(w + 2 * k) : _mm256_loadu_ps(wf + k);
+        __m256 w1 = type == TR_F16 ? load_f16(w + 2 * k + 16) : _mm256_loadu_ps(wf + k + 8);
+        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k), a0);
+        b0 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k + 8), b0);
+        if (m > 1) {
+            a1 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + ldx + k), a1);
+            b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + ldx + k + 8), b1);
+        }
+        if (m > 2) {
+            a2 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + 2 * ldx + k), a2);
+            b2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 2 * ldx + k + 8), b2);
+        }
+        if (m > 3) {
+            a3 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + 3 * ldx + k), a3);
+            b3 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 3 * ldx + k + 8), b3);
+        }
+    }
+    float s[4] = {hsum256(_mm256_add_ps(a0, b0)), hsum256(_mm256_add_ps(a1, b1)),
+                  hsum256(_mm256_add_ps(a2, b2)), hsum256(_mm256_add_ps(a3, b3))};
+    for (; k < K; k++) {
+        float wk = type == TR_F16 ? half_at(w + 2 * k) : wf[k];
+        for (int i = 0; i < m; i++) s[i] += wk * x[i * ldx + k];
+    }
+    for (int i = 0; i < m; i++) out[i] = s[i];
+}
+
+/* Small M: stream each weight row once (other than F32/F16, dequantized
+ * into L1 scratch) and dot it with every row of X, instead of packing all
+ * of W for a handful of rows. */
+static void rows_multi_avx2(const tr_mm_w *w, const float *X, long M, long ldx, float *Y, long ldy,
+                            long n0, long n1, const float *bias, float *scratch) {
+    long K = (long)w->K;
+    bool direct = w->type == TR_F32 || w->type == TR_F16;
+    for (long n = n0; n < n1; n++) {
+        const uint8_t *row = w->data + (size_t)n * w->stride;
+        if (n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
+        if (!direct) {
+            deq_avx2(w->type, row, scratch, K);
+            row = (const uint8_t *)scratch;
+        }
+        float bn = bias ? bias[n] : 0.0f;
+        for (long m = 0; m < M; m += 4) {
+            float out[4];
+            int mm = (int)(M - m < 4 ? M - m : 4);
+            dot4(direct ? w->type : TR_F32, row, X + m * ldx, ldx, mm, K, out);
+            for (int i = 0; i < mm; i++) Y[(m + i) * ldy + n] = out[i] + bn;
+        }
+    }
+}
+
+/* 8×8 block of the pack transpose: rows r < nr of src (pitch apart), k <
+ * kn, to dst[k*ld + r] for all 8 r (missing rows 0). */
+static void transpose8(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i km = _mm256_cmpgt_epi32(_mm256_set1_epi32(kn), lane);
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = i < nr ? _mm256_maskload_ps(src + i * pitch, km) : _mm256_setzero_ps();
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) { /* u[i + c]: k = c and c + 4 of rows i..i+3 */
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int c = 0; c < 4; c++) {
+        if (c < kn) _mm256_store_ps(dst + c * ld, _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+        if (c + 4 < kn)
+            _mm256_store_ps(dst + (c + 4) * ld, _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+    }
+}
+
+/* The table's 16×16 pack transpose, as four 8×8 blocks. */
+static void transpose16_avx2(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    for (int kb = 0; kb < 16 && kb < kn; kb += 8)
+        for (int rb = 0; rb < 16; rb += 8) {
+            int rn = nr - rb < 0 ? 0 : nr - rb > 8 ? 8 : nr - rb;
+            transpose8(src + (long)rb * pitch + kb, pitch, rn, kn - kb, dst + kb * ld + rb, ld);
+        }
+}
+
+/* nc is unused: matmul.c sizes AVX2 blocks from the host's caches. */
+const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
+                                  .mr = MR,
+                                  .nr = NR,
+                                  .nc = 24 * NR,
+                                  .kernel = kernel_avx2,
+                                  .rows = rows_avx2,
+                                  .deq = deq_avx2,
+                                  .rows_multi = rows_multi_avx2,
+                                  .transpose16 = transpose16_avx2};

@@ -1,7 +1,7 @@
 /* tr_matmul for every weight type against a double-precision reference on
  * awkward shapes; every ISA path; bit-identical results for 1/2/3 threads;
  * bias on/off; row strides larger than K/N (the gaps must stay untouched);
- * tr_matmul_f32_nt. */
+ * the cache-blocked driver's block edges; tr_matmul_f32_nt. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +194,48 @@ static void test_large(tr_pool *pool) {
     }
 }
 
+/* The cache-blocked (AVX2) driver's edges: several K blocks with a short
+ * last one, M over one packed X block (MC is half of L2 over KC: 252 rows
+ * with 512 KiB, 1008 with 2 MiB) with a partial last tile, N in partial
+ * W panels, and 1, 2, 3 threads (N = 17 with 3 threads splits the rows
+ * instead). Every weight dtype the kernels benchmark, every ISA. */
+static void test_blocking(tr_pool *pools[3]) {
+    const int types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
+    const long Ks[] = {600, 600, 608, 768}; /* 256 + 256 + a short block, but K-quants */
+    const int M = 1031;
+    const long Ns[] = {17, 40};
+    for (int t = 0; t < 4; t++) {
+        for (int ni = 0; ni < 2; ni++) {
+            long K = Ks[t], N = Ns[ni];
+            wmat w = make_w(types[t], K, N);
+            float *X = malloc(sizeof(float) * (size_t)(M * K));
+            float *bias = malloc(sizeof(float) * (size_t)N);
+            for (long i = 0; i < M * K; i++) X[i] = kref_uniform();
+            for (long n = 0; n < N; n++) bias[n] = kref_uniform();
+            for (int ii = 0; ii < 3; ii++) {
+                if (!tr_matmul_force_isa(k_isas[ii])) continue;
+                float *Y1 = run(pools[0], &w, bias, X, M, (int)K, (int)N + 3);
+                CHECK_MSG(check_ref(&w, bias, X, M, (int)K, Y1, (int)N + 3) == 0,
+                          "blocking %s %s M=%d K=%ld N=%ld", tr_type_name(types[t]), k_isas[ii], M,
+                          K, N);
+                for (int p = 1; p < 3; p++) {
+                    float *Yp = run(pools[p], &w, bias, X, M, (int)K, (int)N + 3);
+                    CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * (N + 3))) == 0,
+                              "blocking %s %s N=%ld: %d threads differ", tr_type_name(types[t]),
+                              k_isas[ii], N, p + 1);
+                    free(Yp);
+                }
+                free(Y1);
+            }
+            tr_matmul_force_isa(NULL);
+            free(X);
+            free(bias);
+            free(w.data);
+            free(w.ref);
+        }
+    }
+}
+
 static void test_nt(tr_pool *pool) {
     const int M = 19, N = 37, K = 45, lda = 50, ldb = 47, ldc = 40;
     float *A = malloc(sizeof(float) * M * lda), *B = malloc(sizeof(float) * N * ldb);
@@ -227,9 +269,14 @@ int main(void) {
     CHECK(!tr_matmul_force_isa("sse9"));
     for (size_t t = 0; t < sizeof(k_types) / sizeof(k_types[0]); t++) test_type(k_types[t], pools);
     test_large(pools[1]);
+    test_blocking(pools);
     test_nt(pools[1]);
     CHECK(tr_matmul_force_isa(NULL));
-    printf("auto isa: %s\n", tr_matmul_isa());
+    printf("auto isa: %s; tested:", tr_matmul_isa());
+    for (int i = 0; i < 3; i++)
+        if (tr_matmul_force_isa(k_isas[i])) printf(" %s", k_isas[i]);
+    printf("\n");
+    tr_matmul_force_isa(NULL);
     for (int p = 0; p < 3; p++) tr_pool_free(pools[p]);
     return TEST_DONE();
 }
