@@ -385,7 +385,9 @@ int main(void) {
     test_prefill(TR_F32, false, 300, 5e-4); /* two prefill chunks */
     test_prefill(TR_F32, true, 11, 3e-2);   /* K/V rounded to F16 */
     test_prefill(TR_F16, false, 11, 2e-4);  /* reference uses the rounded weights */
-    test_prefill(TR_Q8_0, false, 11, 1e-3);
+    /* the one-row head product quantizes the hidden row to int8 per 32 values
+     * (as ggml's Q8_0 dot does): ~0.3 % of the logit range */
+    test_prefill(TR_Q8_0, false, 11, 1e-1);
     test_greedy(false);
     test_greedy(true);
     test_batch(false, TR_F32);

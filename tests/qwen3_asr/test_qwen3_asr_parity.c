@@ -26,9 +26,13 @@
 /* F16 KV: rounding K/V to half moves the logits by up to 8e-5 on the
  * 11-30 s clips and 3.3e-3 on jfk_min (one audio row, T_prompt 16) */
 #define TOL_LOGITS_KV16 5e-3
-/* Q8_0: the reference multiplies the same dequantized weights */
+/* Q8_0: the reference multiplies the same dequantized weights by float
+ * activations; our one-row (M = 1) matrix-vector products, like ggml's
+ * Q8_0 dot, quantize the activation row to int8 per 32 values first, which
+ * moves logits of |x| <= 16 by up to ~0.05 (the greedy margins are >= 6.8,
+ * so the tokens below stay exact) */
 #define TOL_ENC_Q8    1e-4
-#define TOL_LOGITS_Q8 1e-3
+#define TOL_LOGITS_Q8 1e-1
 
 static double g_worst_mel, g_worst_enc, g_worst_logits[2], g_worst_enc_q8, g_worst_logits_q8;
 
@@ -179,7 +183,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
             double e = max_abs_diff(s->last_logits, g.data, g.n, NULL);
             double *worst = q8 && kv_f32 ? &g_worst_logits_q8 : &g_worst_logits[kv_f32];
             *worst = fmax(*worst, e);
-            double tol = kv_f32 ? (q8 ? TOL_LOGITS_Q8 : TOL_LOGITS) : TOL_LOGITS_KV16;
+            double tol = q8 ? TOL_LOGITS_Q8 : kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16;
             CHECK_MSG(e <= tol, "%s %s kv%s logits0: max abs err %g", dt, stem,
                       kv_f32 ? "F32" : "F16", e);
         }
