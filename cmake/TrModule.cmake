@@ -1,6 +1,14 @@
 # tr_add_module(NAME [RECURSE]): an OBJECT library tr_<NAME> from the .c
-# files of the current source folder. Files ending in _avx2.c / _avx512.c are
-# compiled for those instruction sets (callers dispatch at run time).
+# files of the current source folder. Instruction-set files are compiled only
+# for their architecture, with the flags of their set (callers dispatch at
+# run time through src/tensor/cpu.h and reference them under TR_CPU_X86 /
+# TR_CPU_ARM64): _avx2.c and _avx512.c on x86-64, _neon.c (the AArch64
+# baseline) and _neon_dotprod.c (SDOT/UDOT) on aarch64.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    set(TR_ARCH_X86 ON)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$")
+    set(TR_ARCH_ARM64 ON)
+endif()
 function(tr_add_module name)
     cmake_parse_arguments(ARG "RECURSE" "" "" ${ARGN})
     if(ARG_RECURSE)
@@ -8,6 +16,12 @@ function(tr_add_module name)
     else()
         file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.c)
     endif()
+    foreach(src ${srcs})
+        if((src MATCHES "_avx(2|512)\\.c$" AND NOT TR_ARCH_X86)
+           OR (src MATCHES "_neon(_dotprod)?\\.c$" AND NOT TR_ARCH_ARM64))
+            list(REMOVE_ITEM srcs ${src})
+        endif()
+    endforeach()
     if(NOT srcs)
         return() # module not written yet
     endif()
@@ -20,6 +34,8 @@ function(tr_add_module name)
         elseif(src MATCHES "_avx512\\.c$")
             set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
                 "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512vnni;-mavx2;-mfma;-mf16c")
+        elseif(src MATCHES "_neon_dotprod\\.c$")
+            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod")
         endif()
     endforeach()
 endfunction()

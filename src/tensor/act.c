@@ -4,15 +4,23 @@
 
 #include <math.h>
 
+/* The x86 kernels exist only in x86-64 builds. */
+#if defined(TR_CPU_X86)
+#define X86_CASES(name, ...)                                                                       \
+    case TR_ISA_AVX512:                                                                            \
+        name##_avx512(__VA_ARGS__);                                                                \
+        break;                                                                                     \
+    case TR_ISA_AVX2:                                                                              \
+        name##_avx2(__VA_ARGS__);                                                                  \
+        break;
+#else
+#define X86_CASES(name, ...)
+#endif
+
 #define DISPATCH(name, ...)                                                                        \
     do {                                                                                           \
         switch (tr_ops_isa()) {                                                                    \
-        case TR_ISA_AVX512:                                                                        \
-            name##_avx512(__VA_ARGS__);                                                            \
-            break;                                                                                 \
-        case TR_ISA_AVX2:                                                                          \
-            name##_avx2(__VA_ARGS__);                                                              \
-            break;                                                                                 \
+            X86_CASES(name, __VA_ARGS__)                                                           \
         default:                                                                                   \
             name##_generic(__VA_ARGS__);                                                           \
             break;                                                                                 \
@@ -51,7 +59,7 @@ void tr_glu(const float *x, float *y, int rows, int half) {
      * each element is read before it is overwritten. */
     enum { CHUNK = 256 };
     float gate[CHUNK];
-    const tr_ops_isa_t isa = tr_ops_isa(); /* once: the lookup reads the environment */
+    const tr_ops_isa_t isa = tr_ops_isa(); /* once per call */
     for (long r = 0; r < rows; r++) {
         const float *a = x + r * 2L * half;
         float *o = y + r * (long)half;
@@ -59,12 +67,14 @@ void tr_glu(const float *x, float *y, int rows, int half) {
             int n = half - i < CHUNK ? half - i : CHUNK;
             for (int j = 0; j < n; j++) gate[j] = a[half + i + j];
             switch (isa) {
+#if defined(TR_CPU_X86)
             case TR_ISA_AVX512:
                 tr_act_sigmoid_avx512(gate, n);
                 break;
             case TR_ISA_AVX2:
                 tr_act_sigmoid_avx2(gate, n);
                 break;
+#endif
             default:
                 tr_act_sigmoid_generic(gate, n);
                 break;

@@ -129,12 +129,14 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         return;
     }
     switch (tr_ops_isa()) {
+#if defined(TR_CPU_X86)
     case TR_ISA_AVX512:
         c.fn = tile ? tr_attn_tile_avx512 : tr_attn_rows_avx512;
         break;
     case TR_ISA_AVX2:
         c.fn = tile ? tr_attn_tile_avx2 : tr_attn_rows_avx2;
         break;
+#endif
     default:
         c.fn = tile ? tr_attn_tile_generic : tr_attn_rows_generic;
         break;

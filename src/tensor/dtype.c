@@ -2,13 +2,9 @@
  * the ggml block layouts (gguf-common.md §9.1; Q2_K/Q3_K follow ggml). */
 #include "tensor/dtype.h"
 
-#include <stdatomic.h>
 #include <string.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
+#include "tensor/cpu.h"
 #include "tensor/quant_internal.h"
 
 typedef struct {
@@ -337,46 +333,11 @@ void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n) {
 }
 
 void tr_dequantize_row(int type, const void *src, float *dst, int64_t n) {
-    if (tr_cpu_has_avx512() && tr_dequantize_row_avx512(type, src, dst, n)) return;
-    if (tr_cpu_has_avx2() && tr_dequantize_row_avx2(type, src, dst, n)) return;
-    tr_dequantize_row_ref(type, src, dst, n);
-}
-
-/* ---- CPU features ----
- * Queried once and cached: CPUID traps to the hypervisor in a VM, far too
- * slow for a per-row check. The cache is write-once (every thread computes
- * the same value), the only such state in this module. */
-
-static int detect_features(void) {
-    int f = 1; /* bit 0: computed */
-#if defined(__x86_64__) || defined(__i386__)
-    /* clang's __builtin_cpu_supports has no "f16c": read CPUID.1:ECX[29]
-     * (OS support for the YMM state is implied by the avx2 check). */
-    unsigned a, b, c, d;
-    bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
-    bool avx2 = f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                  __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                  __builtin_cpu_supports("avx512vnni");
-    f |= (avx2 ? 2 : 0) | (avx512 ? 4 : 0);
+#if defined(TR_CPU_X86)
+    if (tr_cpu_has(TR_CPU_AVX512) && tr_dequantize_row_avx512(type, src, dst, n)) return;
+    if (tr_cpu_has(TR_CPU_AVX2) && tr_dequantize_row_avx2(type, src, dst, n)) return;
+#elif defined(TR_CPU_ARM64)
+    if (tr_cpu_has(TR_CPU_NEON) && tr_dequantize_row_neon(type, src, dst, n)) return;
 #endif
-    return f;
-}
-
-static int cpu_features(void) {
-    static atomic_int cache;
-    int f = atomic_load_explicit(&cache, memory_order_relaxed);
-    if (!f) {
-        f = detect_features();
-        atomic_store_explicit(&cache, f, memory_order_relaxed);
-    }
-    return f;
-}
-
-bool tr_cpu_has_avx2(void) {
-    return (cpu_features() & 2) != 0;
-}
-
-bool tr_cpu_has_avx512(void) {
-    return (cpu_features() & 4) != 0;
+    tr_dequantize_row_ref(type, src, dst, n);
 }

@@ -28,36 +28,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/quant_internal.h"
 #include "util/log.h"
 
-/* The one piece of process-wide state: a test/benchmark override of the
- * kernel family (0 auto, else 1 + index into k_isas). */
-static atomic_int g_forced_isa;
-
-static const tr_mm_isa *const k_isas[] = {&tr_mm_isa_scalar, &tr_mm_isa_avx2, &tr_mm_isa_avx512};
-
-static bool isa_supported(int i) {
-    switch (i) {
-    case 0:
-        return true;
-    case 1:
-        return tr_cpu_has_avx2();
-    case 2:
-        return tr_cpu_has_avx512();
-    default:
-        return false;
-    }
-}
-
+/* Kernel table for the active CPU level (tensor/cpu.h). */
 static const tr_mm_isa *select_isa(void) {
-    int f = atomic_load_explicit(&g_forced_isa, memory_order_relaxed);
-    if (f > 0) return k_isas[f - 1];
-    if (tr_cpu_has_avx512()) return &tr_mm_isa_avx512;
-    if (tr_cpu_has_avx2()) return &tr_mm_isa_avx2;
-    return &tr_mm_isa_scalar;
+    switch (tr_cpu_level_active()) {
+#if defined(TR_CPU_X86)
+    case TR_CPU_AVX512:
+        return &tr_mm_isa_avx512;
+    case TR_CPU_AVX2:
+        return &tr_mm_isa_avx2;
+#elif defined(TR_CPU_ARM64)
+    case TR_CPU_NEON_DOTPROD:
+        return &tr_mm_isa_neon_dotprod;
+    case TR_CPU_NEON:
+        return &tr_mm_isa_neon;
+#endif
+    default:
+        return &tr_mm_isa_scalar;
+    }
 }
 
 const char *tr_matmul_isa(void) {
@@ -65,18 +58,12 @@ const char *tr_matmul_isa(void) {
 }
 
 bool tr_matmul_force_isa(const char *isa) {
+    tr_cpu_level level;
     if (!isa) {
-        atomic_store(&g_forced_isa, 0);
+        tr_cpu_unforce();
         return true;
     }
-    for (int i = 0; i < 3; i++) {
-        if (strcmp(isa, k_isas[i]->name) == 0) {
-            if (!isa_supported(i)) return false;
-            atomic_store(&g_forced_isa, i + 1);
-            return true;
-        }
-    }
-    return false;
+    return tr_cpu_level_parse(isa, &level) && tr_cpu_force(level);
 }
 
 /* ---- blocking ---- */

@@ -5,8 +5,8 @@
  * W is a 2-D weight tensor with ne = {K, N} in any tr_type that
  * tr_dequantize_row supports; X is F32 row-major [M][K] (row stride ldx
  * floats); Y is F32 row-major [M][N] (row stride ldy floats). M == 1 takes
- * the matrix-vector path. The kernel is chosen once at run time from cpuid
- * (AVX-512, AVX2+FMA, or portable C); every path agrees within float
+ * the matrix-vector path. The kernel table follows the CPU level of
+ * tensor/cpu.h (AVX-512, AVX2, NEON, or portable C); every path agrees within float
  * rounding. Output rows are split across the pool so results are identical
  * for any thread count. */
 #ifndef TR_TENSOR_MATMUL_H
@@ -31,10 +31,12 @@ static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bia
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K);
 
-/* Selected kernel family, for logs and benchmarks: "avx512", "avx2", "scalar". */
+/* Selected kernel family, for logs and benchmarks: a tensor/cpu.h level
+ * name ("avx512", "avx2", "neon_dotprod", "neon", "scalar"). */
 const char *tr_matmul_isa(void);
-/* Force a kernel family ("scalar", "avx2", "avx512", or NULL for auto); tests
- * use it to compare paths. Returns false if the CPU lacks it. */
+/* Force a level for every kernel (tr_cpu_force by name; NULL: back to auto);
+ * tests and benchmarks use it to compare paths. Returns false if the CPU
+ * lacks it. */
 bool tr_matmul_force_isa(const char *isa);
 
 #endif

@@ -50,7 +50,19 @@ typedef struct {
 #define TR_MM_SMALL_M 4
 
 extern const tr_mm_isa tr_mm_isa_scalar;
-extern const tr_mm_isa tr_mm_isa_avx2;
-extern const tr_mm_isa tr_mm_isa_avx512;
+extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */
+extern const tr_mm_isa tr_mm_isa_avx512;       /* x86-64 only */
+extern const tr_mm_isa tr_mm_isa_neon;         /* aarch64 only */
+extern const tr_mm_isa tr_mm_isa_neon_dotprod; /* aarch64 only, needs SDOT */
+
+/* matmul_neon.c pieces the dotprod table shares (aarch64 only). */
+#define TR_MM_NEON_MR 8
+#define TR_MM_NEON_NR 12
+void tr_mm_kernel_neon(const float *xp, const float *wp, int kc, float *y, long ldy, int mr, int nr,
+                       const float *bias, int accumulate);
+int tr_mm_rows_neon(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0, long n1,
+                    const float *bias, float *scratch);
+void tr_mm_deq_neon(int type, const void *src, float *dst, int64_t n);
+float tr_mm_dot_f32_neon(const float *w, const float *x, long K);
 
 #endif

@@ -2,9 +2,9 @@
  * F32 activations. Row-major; "rows × dim" means rows vectors of dim floats.
  * Every op with a pool argument accepts NULL (single-threaded); results never
  * depend on the thread count. In-place use (y == x) is allowed wherever the
- * signature has both. SIMD kernels (AVX-512 / AVX2+FMA / portable) are picked
- * from cpuid per call; TR_OPS_ISA=generic|avx2 in the environment caps the
- * choice (tests use it to cover every path). */
+ * signature has both. SIMD kernels (AVX-512 / AVX2+FMA / portable) follow the
+ * active level of tensor/cpu.h per call (TRANSCRIBE_CPU lowers it; tests
+ * force each level with tr_cpu_force to cover every path). */
 #ifndef TR_TENSOR_OPS_H
 #define TR_TENSOR_OPS_H
 

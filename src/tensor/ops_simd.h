@@ -1,14 +1,16 @@
 /* Per-ISA entry points of the SIMD element-wise and attention kernels. Each
- * kernel source is compiled three times (generic, AVX2, AVX-512) and the
- * public ops pick one at run time with tr_ops_isa(). Internal to tensor/. */
+ * kernel source is compiled three times on x86-64 (generic, AVX2, AVX-512),
+ * once elsewhere (generic), and the public ops pick one at run time with
+ * tr_ops_isa(). Internal to tensor/. */
 #ifndef TR_TENSOR_OPS_SIMD_H
 #define TR_TENSOR_OPS_SIMD_H
 
+#include "tensor/cpu.h"
 #include "tensor/ops.h"
 
 typedef enum { TR_ISA_GENERIC = 0, TR_ISA_AVX2 = 1, TR_ISA_AVX512 = 2 } tr_ops_isa_t;
 
-/* Best kernel family this CPU runs (cpuid, cheap to call). */
+/* Kernel family for the active CPU level (cheap to call). */
 tr_ops_isa_t tr_ops_isa(void);
 
 #define TR_DECLARE_ACT_KERNELS(suf)                                                                \

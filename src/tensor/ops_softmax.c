@@ -4,14 +4,15 @@
 #include <math.h>
 #include <string.h>
 
-/* The ISA is looked up once per call (it reads the environment), then
- * passed to the per-row helpers. */
+/* The ISA is looked up once per call, then passed to the per-row helpers. */
 static float row_max(tr_ops_isa_t isa, const float *x, long n) {
     switch (isa) {
+#if defined(TR_CPU_X86)
     case TR_ISA_AVX512:
         return tr_act_max_avx512(x, n);
     case TR_ISA_AVX2:
         return tr_act_max_avx2(x, n);
+#endif
     default:
         return tr_act_max_generic(x, n);
     }
@@ -19,10 +20,12 @@ static float row_max(tr_ops_isa_t isa, const float *x, long n) {
 
 static float exp_shift_sum(tr_ops_isa_t isa, float *x, long n, float m) {
     switch (isa) {
+#if defined(TR_CPU_X86)
     case TR_ISA_AVX512:
         return tr_act_exp_shift_sum_avx512(x, n, m);
     case TR_ISA_AVX2:
         return tr_act_exp_shift_sum_avx2(x, n, m);
+#endif
     default:
         return tr_act_exp_shift_sum_generic(x, n, m);
     }
@@ -30,10 +33,12 @@ static float exp_shift_sum(tr_ops_isa_t isa, float *x, long n, float m) {
 
 static float exp_sum(tr_ops_isa_t isa, const float *x, long n, float m) {
     switch (isa) {
+#if defined(TR_CPU_X86)
     case TR_ISA_AVX512:
         return tr_act_exp_sum_avx512(x, n, m);
     case TR_ISA_AVX2:
         return tr_act_exp_sum_avx2(x, n, m);
+#endif
     default:
         return tr_act_exp_sum_generic(x, n, m);
     }

@@ -5,13 +5,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tensor/cpu.h"
+
 /* 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block. */
 void tr_kq_scale_min(int j, const uint8_t *scales, int *sc, int *mn);
 /* Portable dequantizer (the reference the SIMD paths are tested against). */
 void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n);
 
-bool tr_cpu_has_avx2(void);   /* AVX2 + FMA + F16C */
-bool tr_cpu_has_avx512(void); /* AVX-512 F/BW/VL/DQ/VNNI and the above */
+/* Shorthands for the CPU module's levels (tensor/cpu.h). */
+static inline bool tr_cpu_has_avx2(void) { /* AVX2 + FMA + F16C */
+    return tr_cpu_has(TR_CPU_AVX2);
+}
+static inline bool tr_cpu_has_avx512(void) { /* AVX-512 F/BW/VL/DQ/VNNI and the above */
+    return tr_cpu_has(TR_CPU_AVX512);
+}
 
 /* quant_avx2.c: only call when tr_cpu_has_avx2(). */
 void tr_f16_to_f32_row_avx2(const uint16_t *src, float *dst, int64_t n);
@@ -22,5 +29,10 @@ bool tr_dequantize_row_avx2(int type, const void *src, float *dst, int64_t n);
 /* quant_avx512.c: only call when tr_cpu_has_avx512(). Returns false for
  * types it does not handle (Q2_K, Q3_K, F32). */
 bool tr_dequantize_row_avx512(int type, const void *src, float *dst, int64_t n);
+
+/* quant_neon.c (aarch64 only; Advanced SIMD is always there). Returns false
+ * for types it does not handle. */
+void tr_f16_to_f32_row_neon(const uint16_t *src, float *dst, int64_t n);
+bool tr_dequantize_row_neon(int type, const void *src, float *dst, int64_t n);
 
 #endif

@@ -84,6 +84,14 @@ static char *golden_line(const char *config, const char *stem, const char *key) 
     return out;
 }
 
+/* max(m, |v|) written out: GCC 12 for aarch64 crashes (internal compiler
+ * error in vect_transform_reduction) vectorising fmax(double, fabs(float))
+ * reductions at -O3. */
+static double max_abs(double m, float v) {
+    double a = fabs((double)v);
+    return a > m ? a : m;
+}
+
 static void tensors(const char *config, const char *dt, const float *pcm, int n) {
     char path[512], gold[512];
     cn_model_path(path, sizeof path, config, dt);
@@ -118,7 +126,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
         CHECK(ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec);
         if (ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec) {
             double d = cn_max_abs_diff(L.s->enc_dec, ge.data, ge.n), mx = 0;
-            for (int64_t i = 0; i < ge.n; i++) mx = fmax(mx, fabs(((float *)ge.data)[i]));
+            for (int64_t i = 0; i < ge.n; i++) mx = max_abs(mx, ((float *)ge.data)[i]);
             printf("%s %s: encoder [%d x %d] max|diff| %.3g (max|enc| %.3g)\n", config, dt, T_enc,
                    L.m->hp.d_dec, d, mx);
             CHECK(d < 1e-3);
@@ -142,7 +150,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
         CHECK(cn_decode(L.s, pr.ids, pr.n, 0, T_enc));
         if (gl.data && gl.n == L.m->hp.n_vocab) {
             double d = cn_max_abs_diff(L.s->logits, gl.data, gl.n), mx = 0;
-            for (int64_t i = 0; i < gl.n; i++) mx = fmax(mx, fabs(((float *)gl.data)[i]));
+            for (int64_t i = 0; i < gl.n; i++) mx = max_abs(mx, ((float *)gl.data)[i]);
             printf("%s %s %s: first-step logits max|diff| %.3g (max|logit| %.3g)\n", config, dt,
                    k_runs[r].stem, d, mx);
             CHECK(d < 1e-3);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "kref.h"
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
 
@@ -67,7 +68,10 @@ static void test_half(void) {
     CHECK(isnan(tr_bf16_to_f32(tr_f32_to_bf16(NAN))));
 }
 
+/* Every CPU level's dequantizer against the double reference decoder. */
 static void test_dequant(void) {
+    tr_cpu_level levels[3];
+    const int n_levels = tr_cpu_levels(levels);
     for (size_t t = 0; t < sizeof(k_types) / sizeof(k_types[0]); t++) {
         int type = k_types[t];
         long n = 512 + (kref_block(type) == 1 ? 13 : 0);
@@ -76,7 +80,8 @@ static void test_dequant(void) {
         uint8_t *buf = malloc(bytes + 1);
         float *out = malloc(sizeof(float) * n);
         int bad = 0;
-        for (int rep = 0; rep < 4; rep++) {
+        for (int rep = 0; rep < 4 * n_levels; rep++) {
+            CHECK(tr_cpu_force(levels[rep % n_levels]));
             /* +1 byte offset: model data need not be aligned */
             kref_random_blocks(type, buf + 1, n);
             tr_dequantize_row(type, buf + 1, out, n);
@@ -84,11 +89,12 @@ static void test_dequant(void) {
                 double ref = kref_row_elem(type, buf + 1, i);
                 if (fabs(ref - out[i]) > 1e-6 * fabs(ref) + 1e-30) {
                     if (bad++ < 3)
-                        fprintf(stderr, "%s elem %ld: %g vs %g\n", tr_type_name(type), i,
-                                (double)out[i], ref);
+                        fprintf(stderr, "%s (%s) elem %ld: %g vs %g\n", tr_type_name(type),
+                                tr_cpu_level_name(levels[rep % n_levels]), i, (double)out[i], ref);
                 }
             }
         }
+        tr_cpu_unforce();
         CHECK_MSG(bad == 0, "%s: %d dequant mismatches", tr_type_name(type), bad);
         free(buf);
         free(out);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kref.h"
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "test_util.h"
@@ -15,7 +16,9 @@
 
 static const int k_types[] = {TR_F32,  TR_F16,  TR_BF16, TR_Q4_0, TR_Q4_1, TR_Q5_0, TR_Q5_1,
                               TR_Q8_0, TR_Q2_K, TR_Q3_K, TR_Q4_K, TR_Q5_K, TR_Q6_K};
-static const char *k_isas[] = {"scalar", "avx2", "avx512"};
+/* Every CPU level this host runs, scalar first (filled in main). */
+static tr_cpu_level k_levels[3];
+static int k_n_levels;
 
 typedef struct {
     int type;
@@ -72,12 +75,13 @@ static int check_ref(const wmat *w, const float *bias, const float *X, int M, in
                 mag += fabs(v);
             }
             double got = Y[(long)m * ldy + n];
-            /* the Q8_0/Q4_K/Q5_K decode paths may quantize x to 8 bits (~1/254 of each
+            /* the Q8_0/Q4_K/Q5_K/Q6_K decode paths may quantize x to 8 bits (~1/254 of each
              * group's max per element); everything else is float-exact */
-            double tol =
-                ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q8_0) && M == 1)
-                    ? 8e-3 * mag
-                    : 2e-6 * mag + 1e-6;
+            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K ||
+                           w->type == TR_Q8_0) &&
+                          M == 1)
+                             ? 8e-3 * mag
+                             : 2e-6 * mag + 1e-6;
             if (!(fabs(got - s) <= tol)) {
                 if (bad++ < 3)
                     fprintf(stderr, "%s M=%d K=%ld N=%ld [%d][%ld]: %g vs %g\n",
@@ -100,10 +104,11 @@ static int check_close(const wmat *w, const float *X, int M, int ldx, const floa
             double mag = 0;
             for (long k = 0; k < w->K; k++)
                 mag += fabs(w->ref[n * w->K + k] * X[(long)m * ldx + k]);
-            double tol =
-                ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q8_0) && M == 1)
-                    ? 8e-3 * mag
-                    : 4e-6 * mag + 2e-6;
+            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K ||
+                           w->type == TR_Q8_0) &&
+                          M == 1)
+                             ? 8e-3 * mag
+                             : 4e-6 * mag + 2e-6;
             if (!(fabs((double)Ya[(long)m * ldy + n] - Yb[(long)m * ldy + n]) <= tol)) bad++;
         }
     }
@@ -136,23 +141,24 @@ static void test_type(int type, tr_pool *pools[3]) {
                 for (int i = 0; i < M * ldx; i++) X[i] = kref_uniform();
                 const float *b = (mi % 2) ? bias : NULL;
                 float *Ys = NULL; /* the scalar result */
-                for (int ii = 0; ii < 3; ii++) {
-                    if (!tr_matmul_force_isa(k_isas[ii])) continue;
+                for (int ii = 0; ii < k_n_levels; ii++) {
+                    CHECK(tr_cpu_force(k_levels[ii]));
                     float *Y1 = run(pools[0], &w, b, X, M, ldx, ldy);
                     int bad = check_ref(&w, b, X, M, ldx, Y1, ldy);
                     CHECK_MSG(bad == 0, "%s %s M=%d K=%ld N=%ld: %d bad", tr_type_name(type),
-                              k_isas[ii], M, K, N, bad);
+                              tr_cpu_level_name(k_levels[ii]), M, K, N, bad);
                     if (Ys) {
                         bad = check_close(&w, X, M, ldx, Ys, Y1, ldy);
                         CHECK_MSG(bad == 0, "%s %s vs scalar M=%d K=%ld N=%ld: %d differ",
-                                  tr_type_name(type), k_isas[ii], M, K, N, bad);
+                                  tr_type_name(type), tr_cpu_level_name(k_levels[ii]), M, K, N,
+                                  bad);
                     }
                     /* thread-count independence: bit-identical for 1, 2, 3 */
                     for (int p = 1; p < 3; p++) {
                         float *Yp = run(pools[p], &w, b, X, M, ldx, ldy);
                         CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * ldy)) == 0,
                                   "%s %s M=%d K=%ld N=%ld: %d threads differ", tr_type_name(type),
-                                  k_isas[ii], M, K, N, p + 1);
+                                  tr_cpu_level_name(k_levels[ii]), M, K, N, p + 1);
                         free(Yp);
                     }
                     if (!Ys)
@@ -161,7 +167,7 @@ static void test_type(int type, tr_pool *pools[3]) {
                         free(Y1);
                 }
                 free(Ys);
-                tr_matmul_force_isa(NULL);
+                tr_cpu_unforce();
                 free(X);
             }
             free(bias);
@@ -179,12 +185,12 @@ static void test_large(tr_pool *pool) {
         int M = 29;
         float *X = malloc(sizeof(float) * M * 768);
         for (int i = 0; i < M * 768; i++) X[i] = kref_uniform();
-        for (int ii = 0; ii < 3; ii++) {
-            if (!tr_matmul_force_isa(k_isas[ii])) continue;
+        for (int ii = 0; ii < k_n_levels; ii++) {
+            CHECK(tr_cpu_force(k_levels[ii]));
             for (int m = 1; m <= M; m += M - 1) {
                 float *Y = run(pool, &w, NULL, X, m, 768, 1100);
                 CHECK_MSG(check_ref(&w, NULL, X, m, 768, Y, 1100) == 0, "large %s %s M=%d",
-                          tr_type_name(types[t]), k_isas[ii], m);
+                          tr_type_name(types[t]), tr_cpu_level_name(k_levels[ii]), m);
                 free(Y);
             }
         }
@@ -242,8 +248,8 @@ static void test_nt(tr_pool *pool) {
     float *C = malloc(sizeof(float) * M * ldc);
     for (int i = 0; i < M * lda; i++) A[i] = kref_uniform();
     for (int i = 0; i < N * ldb; i++) B[i] = kref_uniform();
-    for (int ii = 0; ii < 3; ii++) {
-        if (!tr_matmul_force_isa(k_isas[ii])) continue;
+    for (int ii = 0; ii < k_n_levels; ii++) {
+        CHECK(tr_cpu_force(k_levels[ii]));
         for (int i = 0; i < M * ldc; i++) C[i] = SENTINEL;
         tr_matmul_f32_nt(pool, A, lda, B, ldb, C, ldc, M, N, K);
         int bad = 0;
@@ -255,7 +261,7 @@ static void test_nt(tr_pool *pool) {
             }
             for (int n = N; n < ldc; n++) bad += C[m * ldc + n] != SENTINEL;
         }
-        CHECK_MSG(bad == 0, "f32_nt %s: %d bad", k_isas[ii], bad);
+        CHECK_MSG(bad == 0, "f32_nt %s: %d bad", tr_cpu_level_name(k_levels[ii]), bad);
     }
     free(A);
     free(B);
@@ -264,6 +270,8 @@ static void test_nt(tr_pool *pool) {
 
 int main(void) {
     tr_pool *pools[3] = {tr_pool_create(1), tr_pool_create(2), tr_pool_create(3)};
+    k_n_levels = tr_cpu_levels(k_levels);
+    CHECK(k_n_levels >= 1 && k_levels[0] == TR_CPU_SCALAR);
     CHECK(tr_matmul_force_isa("scalar"));
     CHECK(strcmp(tr_matmul_isa(), "scalar") == 0);
     CHECK(!tr_matmul_force_isa("sse9"));

@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_rng.h"
 #include "test_util.h"
-
-static const char *const isas[] = {"generic", "avx2", "avx512"};
 
 static void test_norms(tr_pool *pool) {
     const int shapes[][2] = {{1, 1}, {3, 7}, {5, 64}, {2, 1000}, {0, 8}, {40, 511}};
@@ -125,8 +124,10 @@ static void test_activations(void) {
     x[6] = -100.0f, x[7] = 100.0f, x[8] = -INFINITY, x[9] = INFINITY;
     for (int which = 0; which < 6; which++) {
         for (long i = 0; i < n; i++) ref[i] = ref_act(which, x[i]);
-        for (int isa = 0; isa < 3; isa++) {
-            setenv("TR_OPS_ISA", isas[isa], 1);
+        tr_cpu_level levels[3];
+        const int n_levels = tr_cpu_levels(levels); /* every level this CPU runs */
+        for (int isa = 0; isa < n_levels; isa++) {
+            CHECK(tr_cpu_force(levels[isa]));
             memcpy(y, x, sizeof(float) * n);
             run_act(which, y, n);
             /* relative 2e-6 plus a tiny absolute floor for the far tails */
@@ -137,7 +138,8 @@ static void test_activations(void) {
                     e = fmax(e, err_ratio(y + i, ref + i, 1, 1e-30,
                                           2e-6 * fmax(1.0, fabs(x[i]) * fabs(x[i]))));
             }
-            CHECK_MSG(e <= 1, "%s (%s) err ratio %g", names[which], isas[isa], e);
+            CHECK_MSG(e <= 1, "%s (%s) err ratio %g", names[which], tr_cpu_level_name(levels[isa]),
+                      e);
             for (long len = 0; len < 20; len++) { /* short lengths and n = 0 */
                 memcpy(y, x + 100, sizeof(float) * (size_t)len);
                 y[len] = 42.0f;
@@ -147,7 +149,7 @@ static void test_activations(void) {
             }
         }
     }
-    unsetenv("TR_OPS_ISA");
+    tr_cpu_unforce();
     /* GLU, separate output and in place */
     const int rows = 5, half = 300;
     float *g = rnd_vec(2L * rows * half, 4.0f), *o = malloc(sizeof(float) * rows * half);
@@ -176,8 +178,10 @@ static void test_softmax(void) {
         mask[4 * n + i] = (float)i * -0.25f;               /* additive bias */
     }
     x[5 * n + 7] = 1e30f; /* dominant entry */
-    for (int isa = 0; isa < 3; isa++) {
-        setenv("TR_OPS_ISA", isas[isa], 1);
+    tr_cpu_level levels[3];
+    const int n_levels = tr_cpu_levels(levels); /* every level this CPU runs */
+    for (int isa = 0; isa < n_levels; isa++) {
+        CHECK(tr_cpu_force(levels[isa]));
         for (int use_mask = 0; use_mask < 2; use_mask++) {
             for (int r = 0; r < rows; r++) {
                 double m = -INFINITY, s = 0;
@@ -192,7 +196,7 @@ static void test_softmax(void) {
             memcpy(y, x, sizeof(float) * rows * n);
             tr_softmax(y, rows, n, use_mask ? mask : NULL);
             CHECK_MSG(err_ratio(y, ref, (long)rows * n, 1e-7, 2e-6) <= 1, "softmax %s mask %d",
-                      isas[isa], use_mask);
+                      tr_cpu_level_name(levels[isa]), use_mask);
             if (use_mask) {
                 for (int i = 0; i < n; i++) CHECK(y[2 * n + i] == 0.0f);
                 CHECK(y[1 * n + 0] == 0.0f && y[3 * n] == 1.0f);
@@ -210,7 +214,7 @@ static void test_softmax(void) {
             CHECK(err_ratio(y, ref, len, 1e-5, 1e-6) <= 1);
         }
     }
-    unsetenv("TR_OPS_ISA");
+    tr_cpu_unforce();
     tr_softmax(y, 0, n, NULL);
     tr_softmax(y, 3, 0, NULL);
     free(x), free(mask), free(y), free(ref);

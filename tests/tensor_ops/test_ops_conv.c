@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "tensor/dtype.h"
+#include "tensor/cpu.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_rng.h"
@@ -183,7 +184,6 @@ int main(void) {
         {4, 2, 5, 4, 1, 0, 0, 1, 4, TR_F32},      /* empty output, depthwise */
         {1000, 720, 3, 3, 1, 1, 1, 1, 1, TR_F16}, /* im2col chunked (K = 3000) */
     };
-    for (size_t i = 0; i < sizeof c1 / sizeof c1[0]; i++) run_conv1d(&c1[i], pools);
     const c2_case c2[] = {
         {1, 20, 16, 3, 3, 4, 2, 2, 1, 1, 1, TR_F32}, /* subsampling stem 1 -> C */
         {4, 10, 8, 3, 3, 4, 2, 2, 1, 1, 4, TR_F16},  /* depthwise 3x3 stride 2 */
@@ -193,7 +193,15 @@ int main(void) {
         {2, 1, 1, 1, 1, 5, 1, 1, 0, 0, 1, TR_F32},   /* 1x1 image */
         {4, 3, 5, 1, 1, 6, 1, 1, 0, 0, 2, TR_F16},   /* grouped pointwise */
     };
-    for (size_t i = 0; i < sizeof c2 / sizeof c2[0]; i++) run_conv2d(&c2[i], pools);
+    /* every CPU level this host runs (the convolutions go through tr_matmul) */
+    tr_cpu_level levels[3];
+    const int n_levels = tr_cpu_levels(levels);
+    for (int l = 0; l < n_levels; l++) {
+        CHECK(tr_cpu_force(levels[l]));
+        for (size_t i = 0; i < sizeof c1 / sizeof c1[0]; i++) run_conv1d(&c1[i], pools);
+        for (size_t i = 0; i < sizeof c2 / sizeof c2[0]; i++) run_conv2d(&c2[i], pools);
+    }
+    tr_cpu_unforce();
     tr_pool_free(pools[1]);
     tr_pool_free(pools[2]);
     return TEST_DONE();

@@ -124,56 +124,10 @@ static bool frames_reserve(pk_dec_work *w, size_t n) {
 
 /* ---- small kernels ---- */
 
-/* Eight independent partial sums so the compiler can vectorise without
- * reassociating (ISO C forbids it otherwise). */
-static float dot(const float *a, const float *b, int n) {
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (int k = 0; k < 8; k++) acc[k] += a[i + k] * b[i + k];
-    float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
-}
-
-typedef struct mv_ctx {
-    const pk_mat *W;
-    const float *b, *x;
-    float *y;
-    bool avx2;
-} mv_ctx;
-
-static void mv_task(void *arg, int ith, int nth) {
-    const mv_ctx *c = arg;
-    long r0, r1;
-    tr_split_range(c->W->rows, ith, nth, &r0, &r1);
-    int K = c->W->cols;
-    for (long r = r0; r < r1; r++) {
-        const float *w = c->W->data + (size_t)r * K;
-#if defined(__x86_64__) || defined(__i386__)
-        float d = c->avx2 ? pk_dot_avx2(w, c->x, K) : dot(w, c->x, K);
-#else
-        float d = dot(w, c->x, K);
-#endif
-        c->y[r] = d + (c->b ? c->b[r] : 0.0f);
-    }
-}
-
-static bool cpu_avx2(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return false;
-#endif
-}
-
+/* y = W x (+ b) through the shared matrix-vector kernels (tensor/matmul.h),
+ * which follow the CPU level of tensor/cpu.h. */
 void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y) {
-    mv_ctx c = {W, b, x, y, cpu_avx2()};
-    /* threads only pay off above ~64k multiply-adds */
-    if ((long)W->rows * W->cols < 65536)
-        mv_task(&c, 0, 1);
-    else
-        tr_pool_run(pool, mv_task, &c);
+    tr_matmul(pool, &W->t, b, x, 1, W->cols, y, W->rows);
 }
 
 static inline float sigm(float x) {

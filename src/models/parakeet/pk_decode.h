@@ -86,11 +86,9 @@ typedef bool (*pk_abort_fn)(void *user);
 transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
                             int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user);
 
-/* y[N] = W[N][K] · x[K] (+ b), rows split over the pool; allocation-free. */
+/* y[N] = W[N][K] · x[K] (+ b): tr_matmul's matrix-vector path, rows split
+ * over the pool; a failure is noted on the pool like any kernel's. */
 void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);
-
-/* AVX2+FMA dot product (pk_dot_avx2.c); callers check the CPU first. */
-float pk_dot_avx2(const float *a, const float *b, int n);
 
 /* §8.6: 1 − H(softmax(l[0..n))) / ln(n). */
 float pk_confidence(const float *l, int n);
