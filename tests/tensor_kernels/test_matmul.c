@@ -218,22 +218,22 @@ static void test_blocking(tr_pool *pools[3]) {
             float *bias = malloc(sizeof(float) * (size_t)N);
             for (long i = 0; i < M * K; i++) X[i] = kref_uniform();
             for (long n = 0; n < N; n++) bias[n] = kref_uniform();
-            for (int ii = 0; ii < 3; ii++) {
-                if (!tr_matmul_force_isa(k_isas[ii])) continue;
+            for (int ii = 0; ii < k_n_levels; ii++) {
+                CHECK(tr_cpu_force(k_levels[ii]));
                 float *Y1 = run(pools[0], &w, bias, X, M, (int)K, (int)N + 3);
                 CHECK_MSG(check_ref(&w, bias, X, M, (int)K, Y1, (int)N + 3) == 0,
-                          "blocking %s %s M=%d K=%ld N=%ld", tr_type_name(types[t]), k_isas[ii], M,
-                          K, N);
+                          "blocking %s %s M=%d K=%ld N=%ld", tr_type_name(types[t]),
+                          tr_cpu_level_name(k_levels[ii]), M, K, N);
                 for (int p = 1; p < 3; p++) {
                     float *Yp = run(pools[p], &w, bias, X, M, (int)K, (int)N + 3);
                     CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * (N + 3))) == 0,
                               "blocking %s %s N=%ld: %d threads differ", tr_type_name(types[t]),
-                              k_isas[ii], N, p + 1);
+                              tr_cpu_level_name(k_levels[ii]), N, p + 1);
                     free(Yp);
                 }
                 free(Y1);
             }
-            tr_matmul_force_isa(NULL);
+            tr_cpu_unforce();
             free(X);
             free(bias);
             free(w.data);
@@ -281,10 +281,8 @@ int main(void) {
     test_nt(pools[1]);
     CHECK(tr_matmul_force_isa(NULL));
     printf("auto isa: %s; tested:", tr_matmul_isa());
-    for (int i = 0; i < 3; i++)
-        if (tr_matmul_force_isa(k_isas[i])) printf(" %s", k_isas[i]);
+    for (int i = 0; i < k_n_levels; i++) printf(" %s", tr_cpu_level_name(k_levels[i]));
     printf("\n");
-    tr_matmul_force_isa(NULL);
     for (int p = 0; p < 3; p++) tr_pool_free(pools[p]);
     return TEST_DONE();
 }
