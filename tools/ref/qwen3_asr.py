@@ -702,11 +702,11 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     m32 = Model(cfg, vocab, Wenc, Wdec, torch.float32)
     all_margins = []
     decodes = []
-    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
+    for clip, modes in (("jfk", ("auto", "en", "de")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
                         ("jfk_min", ("auto",))):
         npsave(os.path.join(out, "%s.mel.npy" % clip), mels[clip])
         for mode in modes:
-            lang = None if mode == "auto" else "en"
+            lang = None if mode == "auto" else mode
             r = m64.run(mels[clip], lang)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
             if mode == "auto":
