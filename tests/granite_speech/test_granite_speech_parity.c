@@ -158,11 +158,14 @@ static void check_speakers(const char *cfg, const char *stem, const tr_result *r
         if (sscanf(line, "%d %n", &id, &off) < 1) break;
         bool ok = i < r->n_segs && r->segs[i].speaker_id == id && r->segs[i].t0_ms == 0 &&
                   r->segs[i].t1_ms == 0 &&
-                  strcmp(tr_result_str(r, r->segs[i].text_off), line + off) == 0;
+                  strcmp(tr_result_str(r, r->segs[i].text_off), line + off) == 0 && i < r->n_spk &&
+                  r->spk[i].speaker_id == id && r->spk[i].t0_ms == 0 && r->spk[i].t1_ms == 0 &&
+                  isnan(r->spk[i].p);
         CHECK_MSG(ok, "%s %s speaker row %d: want %d '%s'", cfg, stem, i, id, line + off);
         line = nl ? nl + 1 : NULL;
     }
-    CHECK_MSG(i == r->n_segs && i > 0, "%s %s: %d turns, golden %d", cfg, stem, r->n_segs, i);
+    CHECK_MSG(i == r->n_segs && i == r->n_spk && i > 0,
+              "%s %s: %d turns, %d speaker rows, golden %d", cfg, stem, r->n_segs, r->n_spk, i);
     CHECK(r->ts_kind == TRANSCRIBE_TIMESTAMPS_NONE);
     free(s);
 }
@@ -365,6 +368,32 @@ done:
     }
 }
 
+/* Speaker rows through the public accessors. */
+static void test_speaker_api(void) {
+    struct transcribe_session *s = open_s("tiny-plus", "granite-tiny-plus-ref-F16.gguf", 0);
+    if (!s) return;
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.diarize = TRANSCRIBE_DIARIZE_MODE_ON;
+    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, &rp) == TRANSCRIBE_OK);
+    static const int want[5] = {1, 2, 1, 2, 1};
+    CHECK(transcribe_n_speaker_segments(s) == 5 && transcribe_n_segments(s) == 5);
+    for (int i = 0; i < 5; i++) {
+        struct transcribe_speaker_segment row;
+        transcribe_speaker_segment_init(&row);
+        CHECK(transcribe_get_speaker_segment(s, i, &row) == TRANSCRIBE_OK);
+        CHECK(row.speaker_id == want[i] && row.t0_ms == 0 && row.t1_ms == 0 && isnan(row.p));
+        struct transcribe_segment seg;
+        transcribe_segment_init(&seg);
+        CHECK(transcribe_get_segment(s, i, &seg) == TRANSCRIBE_OK && seg.speaker_id == want[i]);
+    }
+    const float *pcm[1] = {g_clips[1].pcm};
+    const int n[1] = {g_clips[1].n};
+    CHECK(transcribe_run_batch(s, pcm, n, 1, &rp) == TRANSCRIBE_OK);
+    CHECK(transcribe_batch_n_speaker_segments(s, 0) == 5);
+    transcribe_session_free(s);
+}
+
 static int g_polls;
 static bool abort_at(void *user) {
     return ++g_polls >= *(const int *)user;
@@ -458,6 +487,7 @@ int main(void) {
     test_bad_files();
     test_gates();
     test_abort_and_batch();
+    test_speaker_api();
     test_tokenizer("tiny-1b");
     test_tokenizer("tiny-plus");
     printf("worst: mel %.3g abs, encoder %.3g rel, projector %.3g rel, logits0 %.3g abs (F16 KV) "

@@ -1,6 +1,7 @@
 /* Granite Speech output parsing (§10): word rows from "[T:N]" end-time
  * markers (centiseconds modulo 1000, so a smaller N is a 10 s rollover),
  * speaker turns from "[Speaker N]:" markers, else the plain text. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +153,7 @@ static bool parse_speakers(const char *raw, tr_result *res, char *buf, char *ful
                 int seg = tr_result_add_segment(res, 0, 0, buf);
                 ok = ok && seg >= 0;
                 if (seg >= 0) res->segs[seg].speaker_id = (int32_t)cur;
+                if (cur != 0) ok = ok && tr_result_add_speaker(res, 0, 0, (int32_t)cur, NAN) >= 0;
                 if (*buf) {
                     if (fl) full[fl++] = ' ';
                     size_t l = strlen(buf);
