@@ -19,9 +19,35 @@ static void put_trimmed(FILE *f, const char *s) {
     fwrite(s, 1, n, f);
 }
 
+/* true when some segment is attributed to a speaker (diarized runs). */
+static bool has_speakers(const struct transcribe_session *s) {
+    for (int i = 0; i < transcribe_n_segments(s); i++) {
+        struct transcribe_segment seg;
+        transcribe_segment_init(&seg);
+        if (transcribe_get_segment(s, i, &seg) == TRANSCRIBE_OK && seg.speaker_id > 0) return true;
+    }
+    return false;
+}
+
+/* One line per speaker turn: "[S1] text" (unattributed turns unlabelled). */
+static void print_turns(FILE *f, const struct transcribe_session *s, const char *open,
+                        const char *close) {
+    for (int i = 0; i < transcribe_n_segments(s); i++) {
+        struct transcribe_segment seg;
+        transcribe_segment_init(&seg);
+        if (transcribe_get_segment(s, i, &seg) != TRANSCRIBE_OK || !seg.text) continue;
+        if (seg.speaker_id > 0) fprintf(f, "%sS%d%s", open, (int)seg.speaker_id, close);
+        put_trimmed(f, seg.text);
+        fputc('\n', f);
+    }
+}
+
 void cli_print_txt(FILE *f, const struct transcribe_session *s, const char *header) {
     if (header) fprintf(f, "# %s\n", header);
-    fprintf(f, "%s\n", transcribe_full_text(s));
+    if (has_speakers(s))
+        print_turns(f, s, "[", "] ");
+    else
+        fprintf(f, "%s\n", transcribe_full_text(s));
 }
 
 void cli_print_json(FILE *f, const struct transcribe_session *s, const char *path,
@@ -52,7 +78,9 @@ void cli_print_json(FILE *f, const struct transcribe_session *s, const char *pat
         if (transcribe_get_segment(s, i, &seg) != TRANSCRIBE_OK || !seg.text) continue;
         fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", i ? "," : "", (long long)seg.t0_ms,
                 (long long)seg.t1_ms);
-        if (seg.speaker_id > 0) fprintf(f, "\"speaker_id\":%d,", (int)seg.speaker_id);
+        if (seg.speaker_id > 0)
+            fprintf(f, "\"speaker_id\":%d,\"speaker\":\"S%d\",", (int)seg.speaker_id,
+                    (int)seg.speaker_id);
         fputs("\"text\":", f);
         cli_json_str(f, seg.text);
         fputc('}', f);
@@ -209,6 +237,16 @@ void cli_print_srt(FILE *f, const struct transcribe_session *s, double duration_
 
 void cli_print_vtt(FILE *f, const struct transcribe_session *s, double duration_s) {
     fputs("WEBVTT\n\n", f);
+    if (has_speakers(s) && transcribe_returned_timestamp_kind(s) == TRANSCRIBE_TIMESTAMPS_NONE) {
+        /* untimed speaker turns: one cue over the file, a voice span per turn */
+        clock_time(f, 0, '.');
+        fputs(" --> ", f);
+        clock_time(f, (int64_t)llround(duration_s * 1000.0), '.');
+        fputc('\n', f);
+        print_turns(f, s, "<v ", ">");
+        fputc('\n', f);
+        return;
+    }
     for_each_cue(f, s, duration_s, vtt_cue);
 }
 
