@@ -247,36 +247,17 @@ static transcribe_status read_caps(const gguf_file *f, gs_model *m) {
     return m->variant ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
-static transcribe_status find_piece(const gs_model *m, const char *piece, int *out) {
-    *out = tr_tokenizer_find(m->tok, piece);
-    if (*out < 0) {
-        TR_ERROR("granite_speech: the vocabulary has no '%s' token", piece);
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
-}
-
 static transcribe_status read_tokenizer(const gguf_file *f, gs_model *m) {
     transcribe_status st;
-    if ((st = req_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
-    if ((st = tr_tokenizer_from_gguf(f, &m->tok))) return st;
     const int V = m->lm.n_vocab;
-    if (tr_tokenizer_n_vocab(m->tok) != V) {
-        TR_ERROR("granite_speech: %d tokens in tokenizer.ggml.tokens, vocab_size %d",
-                 tr_tokenizer_n_vocab(m->tok), V);
-        return ERR_GGUF;
-    }
     gs_special *sp = &m->sp;
-    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", V, &sp->eos))) return st;
-    if (sp->eos < 0) {
-        TR_ERROR("granite_speech: tokenizer.ggml.eos_token_id is missing");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_load_tokenizer(f, "granite_speech", V, &m->tok, &sp->eos))) return st;
     if ((st = tr_gguf_req_u32(f, "stt.granite.audio_token_id", 0, V - 1, &sp->audio))) return st;
     int audio_piece, eot;
-    if ((st = find_piece(m, "<|audio|>", &audio_piece))) return st;
-    if ((st = find_piece(m, "<|end_of_text|>", &eot))) return st;
-    if ((st = find_piece(m, "<|pad|>", &sp->pad))) return st;
+    if ((st = tr_clm_find_piece(m->tok, "granite_speech", "<|audio|>", &audio_piece)) ||
+        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|end_of_text|>", &eot)) ||
+        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|pad|>", &sp->pad)))
+        return st;
     sp->start_role = tr_tokenizer_find(m->tok, "<|start_of_role|>");
     sp->end_role = tr_tokenizer_find(m->tok, "<|end_of_role|>");
     const char *tmpl = NULL;
@@ -491,37 +472,9 @@ static transcribe_status read_projector(finder *fd, gs_model *m) {
     return m->query ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
-static transcribe_status read_lm(finder *fd, gs_model *m) {
-    const tr_clm_hparams *hp = &m->lm;
-    const int64_t H = hp->d_model, Q = (int64_t)hp->n_head * hp->head_dim,
-                  K = (int64_t)hp->n_head_kv * hp->head_dim, I = hp->d_ffn;
-    m->lm_blocks = calloc((size_t)hp->n_layer, sizeof *m->lm_blocks);
-    if (!m->lm_blocks) return TRANSCRIBE_ERR_OOM;
-    const char *P = "dec.blocks.%d.";
-    for (int l = 0; l < hp->n_layer && !fd->bad; l++) {
-        tr_clm_block *b = &m->lm_blocks[l];
-        b->norm_attn = vec(fd, nm(fd, P, l, "norm_attn.weight"), H);
-        b->norm_ffn = vec(fd, nm(fd, P, l, "norm_ffn.weight"), H);
-        b->wq = mat(fd, nm(fd, P, l, "attn.q.weight"), H, Q, TR_TYPES_LINEAR);
-        b->wk = mat(fd, nm(fd, P, l, "attn.k.weight"), H, K, TR_TYPES_LINEAR);
-        b->wv = mat(fd, nm(fd, P, l, "attn.v.weight"), H, K, TR_TYPES_LINEAR);
-        b->wo = mat(fd, nm(fd, P, l, "attn.o.weight"), Q, H, TR_TYPES_LINEAR);
-        b->gate = mat(fd, nm(fd, P, l, "ffn.gate.weight"), H, I, TR_TYPES_LINEAR);
-        b->up = mat(fd, nm(fd, P, l, "ffn.up.weight"), H, I, TR_TYPES_LINEAR);
-        b->down = mat(fd, nm(fd, P, l, "ffn.down.weight"), I, H, TR_TYPES_LINEAR);
-        if (!fd->bad && b->gate->type != b->up->type) {
-            TR_ERROR("granite_speech: block %d ffn.gate (%s) and ffn.up (%s) differ in type", l,
-                     tr_type_name(b->gate->type), tr_type_name(b->up->type));
-            fd->bad = true;
-        }
-    }
-    m->lm_w.tok_emb = mat(fd, "dec.token_embd.weight", H, hp->n_vocab, GS_TYPES_ANY);
-    m->lm_w.out_norm = vec(fd, "dec.output_norm.weight", H);
-    m->lm_w.head =
-        m->tied ? m->lm_w.tok_emb : mat(fd, "dec.output.weight", H, hp->n_vocab, GS_TYPES_ANY);
-    if (fd->bad) return ERR_GGUF;
-    m->lm_w.blocks = m->lm_blocks;
-    return tr_clm_check(hp, &m->lm_w) ? TRANSCRIBE_OK : ERR_GGUF;
+static transcribe_status read_lm(const gguf_file *f, gs_model *m) {
+    return tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
+                               &m->lm_w);
 }
 
 /* ---- model ---- */
@@ -539,7 +492,7 @@ static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
     finder fd = {.f = f};
     if ((st = read_encoder(&fd, m))) return st;
     if ((st = read_projector(&fd, m))) return st;
-    if ((st = read_lm(&fd, m))) return st;
+    if ((st = read_lm(f, m))) return st;
     /* §9: floor((ceiling − 64 − 256) / 3) windows of window·2·hop samples */
     int64_t windows = ((int64_t)m->max_pos - 64 - GS_MAX_NEW) / m->proj.n_query;
     m->max_audio_ms =

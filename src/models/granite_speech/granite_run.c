@@ -139,7 +139,7 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
     double t1 = tr_time_ms();
-    s->prefill_ms = t1 - t0;
+    if (first >= 0) s->prefill_ms = t1 - t0;
     s->last_T_prompt = T_prompt;
     if (st == TRANSCRIBE_OK) {
         /* up to min(256, ceiling − T) non-EOS tokens, then one more EOS decision */
