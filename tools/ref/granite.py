@@ -931,7 +931,7 @@ def write_gguf(path, cfg, vocab, tensors, mode, query3d=None, cat_key="auto", ti
         if nm == "proj.query":
             shape = (1, 3, shape[-1]) if query3d else (3, shape[-1])
         gt = ggml_type_for(nm, shape, mode)
-        to_np = (lambda t=t, shape=shape: (t.float().numpy() if isinstance(t, torch.Tensor)
+        to_np = (lambda t=t, shape=shape: (t.float().numpy() if hasattr(t, "numpy")
                                            else np.asarray(t, np.float32)).reshape(shape))
         if lazy:
             w.add_tensor_lazy(nm, shape, gt, to_np)
