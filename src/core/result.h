@@ -34,6 +34,13 @@ typedef struct tr_result_token {
     uint64_t text_off;
 } tr_result_token;
 
+/* A speaker-attribution row (c-api.md transcribe_speaker_segment). */
+typedef struct tr_result_speaker {
+    int64_t t0_ms, t1_ms;
+    int32_t speaker_id; /* 1-based */
+    float p;            /* confidence or NaN */
+} tr_result_speaker;
+
 typedef struct tr_result {
     transcribe_status status; /* per-utterance status (batch) */
     char *arena;              /* NUL-separated strings */
@@ -47,6 +54,8 @@ typedef struct tr_result {
     int n_words, cap_words;
     tr_result_token *toks;
     int n_toks, cap_toks;
+    tr_result_speaker *spk;
+    int n_spk, cap_spk;
     float mel_ms, encode_ms, decode_ms; /* this utterance's timings */
     bool oom; /* an append failed; the run should return TRANSCRIBE_ERR_OOM */
 } tr_result;
@@ -59,6 +68,8 @@ void tr_result_clear(tr_result *r); /* empties, keeps capacity */
  * the index or -1 on OOM. */
 int tr_result_add_segment(tr_result *r, int64_t t0_ms, int64_t t1_ms, const char *text);
 /* Appends a word to segment `seg` (must be the last segment). Returns index or -1. */
+/* Appends a speaker row; its index or -1 (oom set). */
+int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t speaker_id, float p);
 int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, const char *text);
 /* Appends a token to segment `seg` (the last) and word `word` (the last word,
  * or -1). Updates the segment's and word's token spans. Returns index or -1. */

@@ -9,12 +9,11 @@ extern const tr_family tr_family_whisper;
 extern const tr_family tr_family_parakeet;
 extern const tr_family tr_family_canary;
 extern const tr_family tr_family_qwen3_asr;
+extern const tr_family tr_family_granite_speech;
 
 static const tr_family *const k_families[] = {
-    &tr_family_whisper,
-    &tr_family_parakeet,
-    &tr_family_canary,
-    &tr_family_qwen3_asr,
+    &tr_family_whisper,   &tr_family_parakeet,       &tr_family_canary,
+    &tr_family_qwen3_asr, &tr_family_granite_speech,
 };
 
 /* Architectures transcribe.cpp 0.2.1 publishes (gguf-common.md §4.1) that
@@ -22,9 +21,10 @@ static const tr_family *const k_families[] = {
  * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
  * their folder names (cohere_asr, granite_speech, granite_speech_nar). */
 static const char *const k_known_archs[] = {
-    "cohere_asr",          "canary_qwen", "voxtral",     "voxtral_realtime", "moonshine",
-    "moonshine_streaming", "sensevoice",  "funasr_nano", "gigaam",           "granite_speech",
-    "granite_speech_nar",  "medasr",      "moss",        "sortformer",
+    "cohere_asr", "canary_qwen",         "voxtral",    "voxtral_realtime",
+    "moonshine",  "moonshine_streaming", "sensevoice", "funasr_nano",
+    "gigaam",     "granite_speech_nar",  "medasr",     "moss",
+    "sortformer",
 };
 
 const tr_family *tr_family_find(const char *arch) {

@@ -49,6 +49,27 @@ typedef struct tr_clm_weights {
     const tr_clm_block *blocks;
 } tr_clm_weights;
 
+struct gguf_file;
+struct tr_tokenizer;
+
+/* Loads the dec.* tensors (causal-lm.md §2; causal_lm_load.c): per-block
+ * norms (q/k norms when hp->qk_norm), projections of TR_TYPES_LINEAR types
+ * with gate/up of one type, the embedding, final norm and head (the
+ * embedding when tied, else dec.output.weight) of emb_types. *blocks is
+ * allocated (caller frees, also on error); w views the file. GGUF on a
+ * missing or misshaped tensor (logged with `who`), OOM. */
+transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
+                                      const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
+                                      tr_clm_block **blocks, tr_clm_weights *w);
+/* The byte-level BPE tokenizer (tokenizer.ggml.model must be gpt2) with
+ * n_vocab tokens and a required tokenizer.ggml.eos_token_id. *tok is set
+ * when created (caller frees, also on error). */
+transcribe_status tr_clm_load_tokenizer(const struct gguf_file *f, const char *who, int n_vocab,
+                                        struct tr_tokenizer **tok, int *eos);
+/* Id of an exact vocabulary piece; GGUF (logged) when absent. */
+transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *who,
+                                    const char *piece, int *out);
+
 /* Checks the weights against the hyper-parameters (shapes of every view);
  * false with a log line naming the first mismatch. */
 bool tr_clm_check(const tr_clm_hparams *hp, const tr_clm_weights *w);

@@ -15,7 +15,8 @@
  * ratio. Fields are null when the file cannot be counted or OpenBLAS is
  * absent.
  *
- * Audio-LLM families (qwen3_asr) add the causal-LM stages: prefill ms, ms per
+ * Audio-LLM families (qwen3_asr, granite_speech; Granite also splits encoder
+ * and projector ms) add the causal-LM stages: prefill ms, ms per
  * decode step, the weight bytes one step reads and that size at the copy
  * bandwidth measured in the same run (the memory-bound floor of a step). */
 #include <limits.h>
@@ -27,6 +28,7 @@
 
 #include "api/api_internal.h"
 #include "bench.h"
+#include "models/granite_speech/granite.h"
 #include "models/qwen3_asr/qwen3_asr.h"
 #include "nn/causal_lm.h"
 #include "tensor/pool.h"
@@ -75,10 +77,25 @@ typedef struct {
     double prefill_ms, step_ms;
     int n_steps, T_prompt;
     size_t step_bytes;
+    double conformer_ms, projector_ms; /* < 0: not reported separately */
 } lm_figures;
 
 static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
-    if (strcmp(transcribe_model_arch_string(s->model), "qwen3_asr") != 0) return;
+    const char *arch = transcribe_model_arch_string(s->model);
+    f->conformer_ms = f->projector_ms = -1;
+    if (strcmp(arch, "granite_speech") == 0) {
+        const gs_session *g = s->head.fsession;
+        f->have = true;
+        f->prefill_ms = g->prefill_ms;
+        f->n_steps = g->n_steps;
+        f->step_ms = g->n_steps > 0 ? g->steps_ms / g->n_steps : 0;
+        f->T_prompt = g->last_T_prompt;
+        f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
+        f->conformer_ms = g->encode_ms;
+        f->projector_ms = g->proj_ms;
+        return;
+    }
+    if (strcmp(arch, "qwen3_asr") != 0) return;
     const qa_session *q = s->head.fsession;
     f->have = true;
     f->prefill_ms = q->prefill_ms;
@@ -314,6 +331,9 @@ int bench_model(int argc, char **argv) {
         printf(",\"step_weight_mb\":%.1f,\"copy_gbps\":%.2f,\"step_floor_ms\":%.2f,"
                "\"step_vs_floor\":%.3f",
                (double)lm.step_bytes / 1048576.0, bw, ideal, ideal > 0 ? lm.step_ms / ideal : 0.0);
+        if (lm.conformer_ms >= 0)
+            printf(",\"conformer_ms\":%.1f,\"projector_ms\":%.1f", lm.conformer_ms,
+                   lm.projector_ms);
     }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     printf("}\n");

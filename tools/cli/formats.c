@@ -19,9 +19,30 @@ static void put_trimmed(FILE *f, const char *s) {
     fwrite(s, 1, n, f);
 }
 
+/* true when some segment is attributed to a speaker (diarized runs). */
+static bool has_speakers(const cli_result *r) {
+    for (int i = 0; i < r->n_segs; i++)
+        if (r->segs[i].speaker_id > 0) return true;
+    return false;
+}
+
+/* One line per speaker turn: "[S1] text" (unattributed turns unlabelled). */
+static void print_turns(FILE *f, const cli_result *r, const char *open, const char *close) {
+    for (int i = 0; i < r->n_segs; i++) {
+        const struct transcribe_segment *seg = &r->segs[i];
+        if (!seg->text) continue;
+        if (seg->speaker_id > 0) fprintf(f, "%sS%d%s", open, (int)seg->speaker_id, close);
+        put_trimmed(f, seg->text);
+        fputc('\n', f);
+    }
+}
+
 void cli_print_txt(FILE *f, const cli_result *r, const char *header) {
     if (header) fprintf(f, "# %s\n", header);
-    fprintf(f, "%s\n", r->text);
+    if (has_speakers(r))
+        print_turns(f, r, "[", "] ");
+    else
+        fprintf(f, "%s\n", r->text);
 }
 
 static const char *end_name(int kind) {
@@ -66,7 +87,9 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
         const struct transcribe_segment seg = r->segs[i];
         fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", i ? "," : "", (long long)seg.t0_ms,
                 (long long)seg.t1_ms);
-        if (seg.speaker_id > 0) fprintf(f, "\"speaker_id\":%d,", (int)seg.speaker_id);
+        if (seg.speaker_id > 0)
+            fprintf(f, "\"speaker_id\":%d,\"speaker\":\"S%d\",", (int)seg.speaker_id,
+                    (int)seg.speaker_id);
         fputs("\"text\":", f);
         cli_json_str(f, seg.text);
         fputc('}', f);
@@ -212,6 +235,16 @@ void cli_print_srt(FILE *f, const cli_result *r, double duration_s) {
 
 void cli_print_vtt(FILE *f, const cli_result *r, double duration_s) {
     fputs("WEBVTT\n\n", f);
+    if (has_speakers(r) && r->kind == TRANSCRIBE_TIMESTAMPS_NONE) {
+        /* untimed speaker turns: one cue over the file, a voice span per turn */
+        clock_time(f, 0, '.');
+        fputs(" --> ", f);
+        clock_time(f, (int64_t)llround(duration_s * 1000.0), '.');
+        fputc('\n', f);
+        print_turns(f, r, "<v ", ">");
+        fputc('\n', f);
+        return;
+    }
     for_each_cue(f, r, duration_s, vtt_cue);
 }
 

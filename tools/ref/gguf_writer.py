@@ -197,11 +197,24 @@ class GGUFWriter:
                     arr = np.ascontiguousarray(producer())
                     if tuple(arr.shape) != shape:
                         raise ValueError("%s: producer shape %s != %s" % (name, arr.shape, shape))
-                    if gtype == GGML_Q8_0:
-                        payload = quantize_q8_0(arr)
-                    else:
-                        payload = arr.astype("<f4" if gtype == GGML_F32 else "<f2").tobytes()
-                    del arr
+                    # row chunks of ~16M values keep the temporaries of big
+                    # tensors (a real-size token embedding) small; same bytes
+                    rows = arr.reshape(-1, ne[0])
+                    step = max(1, (1 << 24) // ne[0])
+                    n_written = 0
+                    for r0 in range(0, rows.shape[0], step):
+                        chunk = rows[r0:r0 + step]
+                        if gtype == GGML_Q8_0:
+                            part = quantize_q8_0(chunk)
+                        else:
+                            part = chunk.astype("<f4" if gtype == GGML_F32 else "<f2").tobytes()
+                        f.write(part)
+                        n_written += len(part)
+                    del arr, rows
+                    pad = -n_written % ALIGNMENT
+                    f.write(b"\0" * pad)
+                    total += n_written + pad
+                    continue
                 f.write(payload)
                 pad = -len(payload) % ALIGNMENT
                 f.write(b"\0" * pad)

@@ -199,30 +199,14 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
 /* ---- §2.2, §2.5, §4 tokenizer and special ids; §9.1 languages ---- */
 
 static transcribe_status find_piece(const qa_model *m, const char *piece, int *out) {
-    *out = tr_tokenizer_find(m->tok, piece);
-    if (*out < 0) {
-        TR_ERROR("qwen3_asr: the vocabulary has no '%s' token", piece);
-        return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    return tr_clm_find_piece(m->tok, "qwen3_asr", piece, out);
 }
 
 static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
     transcribe_status st;
-    if ((st = req_str_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
-    if ((st = tr_tokenizer_from_gguf(f, &m->tok))) return st;
     const int V = m->lm.n_vocab;
-    if (tr_tokenizer_n_vocab(m->tok) != V) {
-        TR_ERROR("qwen3_asr: %d tokens in tokenizer.ggml.tokens, vocab_size %d",
-                 tr_tokenizer_n_vocab(m->tok), V);
-        return ERR_GGUF;
-    }
     qa_special *sp = &m->sp;
-    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", V, &sp->eos))) return st;
-    if (sp->eos < 0) {
-        TR_ERROR("qwen3_asr: tokenizer.ggml.eos_token_id is missing (decoding needs <|im_end|>)");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_load_tokenizer(f, "qwen3_asr", V, &m->tok, &sp->eos))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_token_id", V, &sp->audio_pad))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_start_token_id", V, &sp->audio_start))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_end_token_id", V, &sp->audio_end))) return st;
@@ -351,45 +335,8 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
 }
 
 static transcribe_status read_lm(const gguf_file *f, qa_model *m) {
-    const tr_clm_hparams *hp = &m->lm;
-    const int64_t H = hp->d_model, Q = (int64_t)hp->n_head * hp->head_dim,
-                  K = (int64_t)hp->n_head_kv * hp->head_dim, I = hp->d_ffn;
-    bool ok = true;
-    m->lm_blocks = calloc((size_t)hp->n_layer, sizeof *m->lm_blocks);
-    if (!m->lm_blocks) return TRANSCRIBE_ERR_OOM;
-    for (int l = 0; l < hp->n_layer && ok; l++) {
-        char n[96];
-        tr_clm_block *b = &m->lm_blocks[l];
-#define NAME(s) (snprintf(n, sizeof n, "dec.blocks.%d." s, l), n)
-        b->norm_attn = vec(f, NAME("norm_attn.weight"), H, &ok);
-        b->norm_ffn = vec(f, NAME("norm_ffn.weight"), H, &ok);
-        b->q_norm = vec(f, NAME("attn.q_norm.weight"), hp->head_dim, &ok);
-        b->k_norm = vec(f, NAME("attn.k_norm.weight"), hp->head_dim, &ok);
-        b->wq = mat(f, NAME("attn.q.weight"), H, Q, TR_TYPES_LINEAR, &ok);
-        b->wk = mat(f, NAME("attn.k.weight"), H, K, TR_TYPES_LINEAR, &ok);
-        b->wv = mat(f, NAME("attn.v.weight"), H, K, TR_TYPES_LINEAR, &ok);
-        b->wo = mat(f, NAME("attn.o.weight"), Q, H, TR_TYPES_LINEAR, &ok);
-        b->gate = mat(f, NAME("ffn.gate.weight"), H, I, TR_TYPES_LINEAR, &ok);
-        b->up = mat(f, NAME("ffn.up.weight"), H, I, TR_TYPES_LINEAR, &ok);
-        b->down = mat(f, NAME("ffn.down.weight"), I, H, TR_TYPES_LINEAR, &ok);
-#undef NAME
-        if (ok && b->gate->type != b->up->type) {
-            TR_ERROR("qwen3_asr: block %d ffn.gate (%s) and ffn.up (%s) differ in type", l,
-                     tr_type_name(b->gate->type), tr_type_name(b->up->type));
-            ok = false;
-        }
-    }
-    m->lm_w.tok_emb = mat(f, "dec.token_embd.weight", H, hp->n_vocab, QA_TYPES_ANY, &ok);
-    m->lm_w.out_norm = vec(f, "dec.output_norm.weight", H, &ok);
-    if (!ok) return ERR_GGUF;
-    m->lm_w.head = m->lm_w.tok_emb;
-    if (!m->tied) {
-        m->lm_w.head = mat(f, "dec.output.weight", H, hp->n_vocab, QA_TYPES_ANY, &ok);
-        if (!ok) return ERR_GGUF;
-        TR_INFO("qwen3_asr: untied output head dec.output.weight");
-    }
-    m->lm_w.blocks = m->lm_blocks;
-    return tr_clm_check(hp, &m->lm_w) ? TRANSCRIBE_OK : ERR_GGUF;
+    return tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
+                               &m->lm_w);
 }
 
 /* ---- model ---- */

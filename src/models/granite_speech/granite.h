@@ -1,0 +1,152 @@
+/* Granite Speech family internals (family-granite.md): the loaded model, the
+ * per-session state and the entry points the vtable and the tests use.
+ * Weights are borrowed views into the mapped file except the few tables
+ * widened or folded at load (relative-position rows, the query tensor,
+ * depthwise taps with BatchNorm folded in). The text LM is the shared
+ * decoder of src/nn/causal_lm.h with Granite's multipliers. */
+#ifndef TR_MODELS_GRANITE_H
+#define TR_MODELS_GRANITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audio/mel.h"
+#include "core/family.h"
+#include "nn/causal_lm.h"
+#include "nn/fastconformer_internal.h"
+#include "nn/nn.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+struct tr_tokenizer;
+
+#define GS_MAX_NEW     256 /* §9 emitted-token budget (EOS excluded) */
+#define GS_MAX_CAT     8   /* cat_hidden_layers entries we accept */
+#define GS_PROMPT_CAP  512 /* text tokens of a prompt besides the audio span */
+#define GS_N_QUERY     3   /* §3.4 learned queries per window */
+#define GS_MAX_SPEAKER 64  /* speaker rows kept per result */
+
+typedef struct gs_enc_hparams {
+    int n_layer, d, n_head, head_dim, in_dim, out_dim, d_ffn, kernel, d_conv, max_pos, ctx;
+    int n_cat, cat[GS_MAX_CAT]; /* 1-based block counts whose output is concatenated */
+} gs_enc_hparams;
+
+typedef struct gs_proj_hparams {
+    int n_layer, d, d_ffn, n_head, enc_d;
+    float eps;
+    int window, downsample, n_query;
+} gs_proj_hparams;
+
+/* One Conformer block (§3.3). The depthwise taps (BatchNorm folded) live in
+ * `dw` so the shared FastConformer depthwise pass can run them. */
+typedef struct gs_enc_block {
+    tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_post;
+    tr_nn_linear ff1_up, ff1_down, ff2_up, ff2_down;
+    tr_nn_linear q, kv, out; /* q, kv without bias */
+    float *rel_pos;          /* [2*max_pos+1][head_dim] F32, owned */
+    tr_tensor pw1_view, pw2_view;
+    tr_nn_linear pw1, pw2;
+    tr_fc_block dw; /* dw_w [k][d_conv] then dw_b [d_conv], owned */
+} gs_enc_block;
+
+typedef struct gs_qf_layer {
+    tr_nn_linear sq, sk, sv, so, cq, ck, cv, co, up, down;
+    tr_nn_norm n_self, n_cross, n_ffn;
+} gs_qf_layer;
+
+typedef struct gs_special {
+    int audio, eos, pad, start_role, end_role; /* role ids -1 when absent */
+} gs_special;
+
+typedef struct gs_model {
+    gs_enc_hparams enc;
+    gs_proj_hparams proj;
+    tr_clm_hparams lm;
+    int max_pos; /* decoder.max_position_embeddings: the context ceiling */
+    bool tied;
+
+    tr_nn_linear input_linear, ctc_proj, ctc_bypass;
+    gs_enc_block *blocks;
+    float *query; /* [n_query][proj.d] F32, owned */
+    tr_nn_norm qf_norm;
+    gs_qf_layer *qf;
+    tr_nn_linear proj_out;
+
+    tr_clm_block *lm_blocks;
+    tr_clm_weights lm_w;
+
+    tr_mel_config mel;
+    struct tr_tokenizer *tok;
+    gs_special sp;
+    bool role_template; /* §7.1 */
+    char *variant;
+    /* capabilities (§2.1, §9) */
+    bool translate, word_ts, diarize;
+    int n_lang;
+    char **lang;
+    int n_targets;
+    char **targets;
+    int n_pairs;
+    char **pairs;
+    int64_t max_audio_ms;
+} gs_model;
+
+typedef struct gs_session {
+    const gs_model *m;
+    tr_pool *pool;
+    int ceiling; /* min(max_position_embeddings, session n_ctx) */
+    bool kv_f16;
+    tr_clm_state *lm;
+    int32_t last_ids[GS_MAX_NEW + 1];
+    int n_last;
+    int last_T_prompt;
+    float *last_logits; /* prefill logits of the latest run [n_vocab] */
+    /* phase timings of the latest run, ms (transcribe-bench) */
+    double mel_ms, encode_ms, proj_ms, prefill_ms, steps_ms;
+    int n_steps;
+} gs_session;
+
+/* Loading (granite_load.c). */
+transcribe_status gs_model_load(const tr_load_ctx *lc, gs_model **out);
+void gs_model_free(gs_model *m);
+void gs_model_describe(const gs_model *m, tr_model_desc *desc);
+
+/* Front end (granite_encoder.c): stacked frames of §5 for n samples. */
+int64_t gs_enc_frames(const gs_model *m, int64_t n_samples);
+/* Audio tokens for T_enc encoder frames: 3 · ceil(T_enc / 15). */
+int gs_audio_tokens(const gs_model *m, int64_t T_enc);
+/* Log-mel, normalised, stacked → x [T_enc][in_dim] (malloc'ed). */
+transcribe_status gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
+                                 float **x, int *T_enc);
+/* Conformer of §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d] (malloc'ed). */
+transcribe_status gs_encode(const gs_model *m, tr_pool *pool, const float *x, int T_enc,
+                            float **out);
+/* Q-Former of §6.2 on enc [T_enc][enc_d] → audio [n_audio][lm.d_model] (malloc'ed). */
+transcribe_status gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T_enc,
+                             float **audio, int *n_audio);
+
+/* Prompt (granite_prompt.c). */
+typedef struct gs_prompt {
+    int32_t pre[GS_PROMPT_CAP], post[GS_PROMPT_CAP];
+    int n_pre, n_post;
+} gs_prompt;
+transcribe_status gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
+                                  gs_prompt *out);
+/* The instruction text of §7.2 (static or written into buf). */
+transcribe_status gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
+                                 char *buf, size_t cap, const char **out);
+transcribe_status gs_validate_run(const gs_model *m, const struct transcribe_run_params *p);
+
+/* Output parsing of §10 (granite_output.c). */
+transcribe_status gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
+                                 const int32_t *ids, int n, int n_samples, tr_result *res);
+transcribe_status gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
+                                tr_result *res);
+
+/* Sessions and runs (granite_run.c). */
+transcribe_status gs_session_create(const gs_model *m, const tr_session_cfg *cfg, gs_session **out);
+void gs_session_free(gs_session *s);
+transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
+
+#endif

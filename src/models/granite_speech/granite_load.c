@@ -1,0 +1,562 @@
+/* Granite Speech GGUF loader: every key of family-granite.md §2 with its
+ * exact type (a present key of another type fails the load), the
+ * cross-field checks, the tensors of §3 by exact shape and type class
+ * (proj.query 3-D as converted or 2-D as quantized), BatchNorm folded into
+ * the depthwise taps, relative-position rows and queries widened to F32,
+ * the tokenizer and special pieces of §4, languages and capabilities. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
+#include "models/granite_speech/granite.h"
+#include "tensor/dtype.h"
+#include "tensor/ops.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+
+#define ERR_GGUF     TRANSCRIBE_ERR_GGUF
+#define GS_TYPES_ANY 0x7fffffffu
+#define GS_BN_EPS    1e-5f
+#define GS_MAX_STRS  4096
+
+#define req_u32  tr_gguf_req_u32
+#define opt_bool tr_gguf_opt_bool
+
+static transcribe_status req_is(const gguf_file *f, const char *key, const char *a, const char *b) {
+    const char *const allowed[] = {a, b, NULL};
+    return tr_gguf_req_str_in(f, key, allowed);
+}
+
+static transcribe_status req_pos_f32(const gguf_file *f, const char *key, bool positive,
+                                     float *out) {
+    transcribe_status st = tr_gguf_req_f32(f, key, out);
+    if (st == TRANSCRIBE_OK && (!isfinite(*out) || (positive && !(*out > 0))))
+        return tr_gguf_key_error(key, "FLOAT32", "value %g is not %s", (double)*out,
+                                 positive ? "a positive number" : "finite");
+    return st;
+}
+
+static void free_strs(char **a, int n) {
+    for (int i = 0; a && i < n; i++) free(a[i]);
+    free(a);
+}
+
+/* Copies an optional string array (absent → 0 entries). */
+static transcribe_status copy_strs(const gguf_file *f, const char *key, char ***out, int *n_out) {
+    const char *const *a = NULL;
+    int64_t n = 0;
+    transcribe_status st = tr_gguf_opt_arr_str(f, key, 0, GS_MAX_STRS, &a, &n);
+    if (st) return st;
+    *out = calloc((size_t)n + 1, sizeof **out);
+    if (!*out) return TRANSCRIBE_ERR_OOM;
+    for (int64_t i = 0; i < n; i++) {
+        (*out)[i] = strdup(a[i] ? a[i] : "");
+        if (!(*out)[i]) return TRANSCRIBE_ERR_OOM;
+        *n_out = (int)i + 1;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- §2.3 encoder, §2.4 projector, §2.5 decoder, §2.6 fusion ---- */
+
+static transcribe_status read_encoder_keys(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    gs_enc_hparams *e = &m->enc;
+    int mult, exp;
+#define EK "stt.granite.encoder."
+    if ((st = req_u32(f, EK "n_layers", 1, 256, &e->n_layer))) return st;
+    if ((st = req_u32(f, EK "hidden", 1, 1 << 16, &e->d))) return st;
+    if ((st = req_u32(f, EK "n_heads", 1, 1024, &e->n_head))) return st;
+    if ((st = req_u32(f, EK "head_dim", 1, 4096, &e->head_dim))) return st;
+    if ((st = req_u32(f, EK "input_dim", 2, 1 << 14, &e->in_dim))) return st;
+    if ((st = req_u32(f, EK "output_dim", 1, 1 << 16, &e->out_dim))) return st;
+    if ((st = req_u32(f, EK "feedforward_mult", 1, 64, &mult))) return st;
+    if ((st = req_u32(f, EK "conv_kernel_size", 1, 255, &e->kernel))) return st;
+    if ((st = req_u32(f, EK "conv_expansion", 1, 64, &exp))) return st;
+    if ((st = req_u32(f, EK "max_pos_emb", 1, 1 << 20, &e->max_pos))) return st;
+    if ((st = req_u32(f, EK "context_size", 1, 1 << 20, &e->ctx))) return st;
+    const int32_t *cat = NULL;
+    int64_t n_cat = 0;
+    if ((st = tr_gguf_opt_arr_i32(f, EK "cat_hidden_layers", 0, GS_MAX_CAT, &cat, &n_cat)))
+        return st;
+    for (int64_t i = 0; i < n_cat; i++) {
+        if (cat[i] < 0 || cat[i] >= e->n_layer)
+            return tr_gguf_key_error(EK "cat_hidden_layers", "ARRAY[INT32]",
+                                     "entry %d is outside [0, %d)", (int)cat[i], e->n_layer);
+        e->cat[i] = cat[i];
+    }
+    e->n_cat = (int)n_cat;
+#undef EK
+    e->d_ffn = e->d * mult;
+    e->d_conv = e->d * exp;
+    if (e->n_head * e->head_dim != e->d) {
+        TR_ERROR("granite_speech: encoder n_heads %d x head_dim %d != hidden %d", e->n_head,
+                 e->head_dim, e->d);
+        return ERR_GGUF;
+    }
+    if (e->ctx > e->max_pos) {
+        TR_ERROR("granite_speech: encoder context_size %d exceeds max_pos_emb %d", e->ctx,
+                 e->max_pos);
+        return ERR_GGUF;
+    }
+    if (e->kernel % 2 == 0) {
+        TR_ERROR("granite_speech: conv_kernel_size %d must be odd (symmetric padding)", e->kernel);
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_projector_keys(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    gs_proj_hparams *p = &m->proj;
+    int unused;
+#define PK "stt.granite.projector."
+    if ((st = req_u32(f, PK "n_layers", 1, 64, &p->n_layer))) return st;
+    if ((st = req_u32(f, PK "hidden", 1, 1 << 16, &p->d))) return st;
+    if ((st = req_u32(f, PK "intermediate", 1, 1 << 20, &p->d_ffn))) return st;
+    if ((st = req_u32(f, PK "n_heads", 1, 1024, &p->n_head))) return st;
+    if ((st = req_u32(f, PK "encoder_hidden_size", 1, 1 << 18, &p->enc_d))) return st;
+    if ((st = req_u32(f, PK "cross_attn_frequency", 0, 1 << 16, &unused))) return st;
+    if ((st = req_is(f, PK "hidden_act", "gelu", NULL))) return st;
+    if ((st = req_pos_f32(f, PK "layer_norm_eps", true, &p->eps))) return st;
+    if ((st = req_u32(f, PK "max_pos_emb", 0, INT32_MAX, &unused))) return st;
+    if ((st = req_is(f, PK "position_embedding_type", "absolute", NULL))) return st;
+#undef PK
+    if (p->d % p->n_head) {
+        TR_ERROR("granite_speech: projector hidden %d is not divisible by %d heads", p->d,
+                 p->n_head);
+        return ERR_GGUF;
+    }
+    const int want = m->enc.d * (1 + m->enc.n_cat);
+    if (p->enc_d != want) {
+        TR_ERROR("granite_speech: projector encoder_hidden_size %d != encoder hidden %d x (1 + %d "
+                 "cat_hidden_layers) = %d",
+                 p->enc_d, m->enc.d, m->enc.n_cat, want);
+        return ERR_GGUF;
+    }
+    if ((st = req_u32(f, "stt.granite.downsample_rate", 1, 1 << 10, &p->downsample))) return st;
+    if ((st = req_u32(f, "stt.granite.window_size", 1, 1 << 12, &p->window))) return st;
+    if (p->window % p->downsample || p->window / p->downsample != GS_N_QUERY) {
+        TR_ERROR("granite_speech: window_size %d / downsample_rate %d must give %d queries",
+                 p->window, p->downsample, GS_N_QUERY);
+        return ERR_GGUF;
+    }
+    p->n_query = GS_N_QUERY;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    tr_clm_hparams *hp = &m->lm;
+    memset(hp, 0, sizeof *hp);
+    tr_clm_hparams_defaults(hp);
+    hp->qk_norm = false; /* §8: no q/k norm */
+#define DK "stt.granite.decoder."
+    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
+    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
+    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
+    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
+    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
+    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
+    if ((st = req_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = req_pos_f32(f, DK "rms_norm_eps", true, &hp->eps))) return st;
+    if ((st = req_pos_f32(f, DK "rope_theta", true, &hp->rope_theta))) return st;
+    if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
+    if ((st = opt_bool(f, DK "tie_word_embeddings", false, &m->tied))) return st;
+    if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
+    if ((st = req_pos_f32(f, DK "embedding_multiplier", true, &hp->embedding_mult))) return st;
+    if ((st = req_pos_f32(f, DK "logits_scaling", true, &hp->logits_scale))) return st;
+    if ((st = req_pos_f32(f, DK "attention_multiplier", true, &hp->attention_mult))) return st;
+    if ((st = req_pos_f32(f, DK "residual_multiplier", true, &hp->residual_mult))) return st;
+#undef DK
+    if (hp->n_head * hp->head_dim != hp->d_model || hp->n_head % hp->n_head_kv ||
+        hp->head_dim % 2) {
+        TR_ERROR("granite_speech: decoder heads %d/%d x %d do not fit hidden_size %d", hp->n_head,
+                 hp->n_head_kv, hp->head_dim, hp->d_model);
+        return ERR_GGUF;
+    }
+    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
+        TR_ERROR("granite_speech: tie_word_embeddings is false but the file has no "
+                 "dec.output.weight head tensor");
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    int v;
+    float x;
+#define FK "stt.frontend."
+    if ((st = req_is(f, FK "type", "mel", NULL))) return st;
+    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
+    if (2 * v != m->enc.in_dim) {
+        TR_ERROR("granite_speech: 2 x " FK "num_mels %d != encoder input_dim %d", v, m->enc.in_dim);
+        return ERR_GGUF;
+    }
+    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &v))) return st;
+    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
+    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
+    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &v))) return st;
+    if ((st = req_is(f, FK "window", "hann_periodic", NULL))) return st;
+    if ((st = req_is(f, FK "normalize", "per_utterance", NULL))) return st;
+    if ((st = req_pos_f32(f, FK "dither", false, &x))) return st;
+    if ((st = req_pos_f32(f, FK "pre_emphasis", false, &x))) return st;
+    if ((st = req_pos_f32(f, FK "f_min", false, &x))) return st;
+    if ((st = req_pos_f32(f, FK "f_max", false, &x))) return st;
+    const char *const pads[] = {"reflect", NULL}, *const norms[] = {"htk", NULL};
+    if ((st = tr_gguf_opt_str_in(f, FK "pad_mode", pads))) return st;
+    if ((st = tr_gguf_opt_str_in(f, FK "mel_norm", norms))) return st;
+    bool center;
+    if ((st = opt_bool(f, FK "center", true, &center))) return st;
+#undef FK
+    /* §3.2: the HTK filterbank must be baked (the computed fallback is Slaney) */
+    if (!gguf_find_tensor(f, "frontend.mel_filterbank")) {
+        TR_ERROR("granite_speech: the file has no frontend.mel_filterbank (HTK filters)");
+        return ERR_GGUF;
+    }
+    tr_mel_config_whisper(&m->mel, m->enc.in_dim / 2);
+    if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
+    m->mel.pad_mode = TR_PAD_REFLECT;
+    if (m->mel.normalize != TR_NORM_PER_UTTERANCE || !m->mel.filterbank) {
+        TR_ERROR("granite_speech: the front end must be per-utterance with a baked filterbank");
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- §2.1 capabilities, §2.2 / §4 tokenizer ---- */
+
+static transcribe_status read_caps(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    bool detect;
+    if ((st = opt_bool(f, "stt.capability.translate", true, &m->translate))) return st;
+    if ((st = opt_bool(f, "stt.capability.lang_detect", false, &detect))) return st;
+    if ((st = opt_bool(f, "stt.capability.word_timestamps", false, &m->word_ts))) return st;
+    if ((st = opt_bool(f, "stt.capability.speaker_diarization", false, &m->diarize))) return st;
+    if ((st = copy_strs(f, "general.languages", &m->lang, &m->n_lang))) return st;
+    if ((st = copy_strs(f, "stt.translation.target_languages", &m->targets, &m->n_targets)))
+        return st;
+    if ((st = copy_strs(f, "stt.translation.pairs", &m->pairs, &m->n_pairs))) return st;
+    const char *variant = NULL;
+    if ((st = tr_gguf_opt_str(f, "stt.variant", NULL, &variant))) return st;
+    m->variant = strdup(variant ? variant : "");
+    return m->variant ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+}
+
+static transcribe_status read_tokenizer(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    const int V = m->lm.n_vocab;
+    gs_special *sp = &m->sp;
+    if ((st = tr_clm_load_tokenizer(f, "granite_speech", V, &m->tok, &sp->eos))) return st;
+    if ((st = tr_gguf_req_u32(f, "stt.granite.audio_token_id", 0, V - 1, &sp->audio))) return st;
+    int audio_piece, eot;
+    if ((st = tr_clm_find_piece(m->tok, "granite_speech", "<|audio|>", &audio_piece)) ||
+        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|end_of_text|>", &eot)) ||
+        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|pad|>", &sp->pad)))
+        return st;
+    sp->start_role = tr_tokenizer_find(m->tok, "<|start_of_role|>");
+    sp->end_role = tr_tokenizer_find(m->tok, "<|end_of_role|>");
+    const char *tmpl = NULL;
+    if ((st = tr_gguf_opt_str(f, "tokenizer.chat_template", NULL, &tmpl))) return st;
+    m->role_template =
+        tmpl && strstr(tmpl, "<|start_of_role|>") && sp->start_role >= 0 && sp->end_role >= 0;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- §3 tensors ---- */
+
+typedef struct finder {
+    const gguf_file *f;
+    char name[160];
+    bool bad;
+} finder;
+
+static const char *nm(finder *fd, const char *fmt, int l, const char *what) {
+    char p[64];
+    snprintf(p, sizeof p, fmt, l);
+    snprintf(fd->name, sizeof fd->name, "%s%s", p, what);
+    return fd->name;
+}
+
+static const tr_tensor *mat(finder *fd, const char *name, int64_t in, int64_t out, uint32_t types) {
+    const int64_t ne[2] = {in, out};
+    const tr_tensor *t = gguf_require_tensor(fd->f, name, types, 2, ne);
+    if (!t) fd->bad = true;
+    return t;
+}
+
+static const float *vec(finder *fd, const char *name, int64_t n) {
+    const int64_t ne[1] = {n};
+    const tr_tensor *t = gguf_require_tensor(fd->f, name, TR_TYPES_F32, 1, ne);
+    if (!t) fd->bad = true;
+    return t ? (const float *)t->data : NULL;
+}
+
+/* prefix fmt (with %d), layer, name stem: "<stem>.weight" (+ "<stem>.bias"). */
+static void lin(finder *fd, tr_nn_linear *l, const char *fmt, int i, const char *stem, int64_t in,
+                int64_t out, bool bias) {
+    char s[96];
+    snprintf(s, sizeof s, "%s.weight", stem);
+    l->w = mat(fd, nm(fd, fmt, i, s), in, out, TR_TYPES_LINEAR);
+    l->b = NULL;
+    if (bias) {
+        snprintf(s, sizeof s, "%s.bias", stem);
+        l->b = vec(fd, nm(fd, fmt, i, s), out);
+    }
+}
+
+static void norm(finder *fd, tr_nn_norm *n, const char *fmt, int i, const char *stem, int64_t d) {
+    char s[96];
+    snprintf(s, sizeof s, "%s.weight", stem);
+    n->w = vec(fd, nm(fd, fmt, i, s), d);
+    snprintf(s, sizeof s, "%s.bias", stem);
+    n->b = vec(fd, nm(fd, fmt, i, s), d);
+}
+
+/* A {1, in, out} pointwise conv kernel viewed as the {in, out} linear. */
+static void pointwise(finder *fd, tr_tensor *view, tr_nn_linear *l, int i, const char *stem,
+                      int64_t in, int64_t out) {
+    char s[96];
+    snprintf(s, sizeof s, "%s.weight", stem);
+    const int64_t ne[3] = {1, in, out};
+    const tr_tensor *t =
+        gguf_require_tensor(fd->f, nm(fd, "enc.blocks.%d.", i, s), TR_TYPES_CONV, 3, ne);
+    if (!t) {
+        fd->bad = true;
+        return;
+    }
+    *view = *t;
+    view->n_dims = 2;
+    view->ne[0] = in;
+    view->ne[1] = out;
+    view->ne[2] = view->ne[3] = 1;
+    view->nb1 = tr_row_bytes(t->type, in);
+    l->w = view;
+    snprintf(s, sizeof s, "%s.bias", stem);
+    l->b = vec(fd, nm(fd, "enc.blocks.%d.", i, s), out);
+}
+
+/* Depthwise taps [k][d_conv] F32 with BatchNorm (ε 1e-5) folded in, and the
+ * folded shift as bias (§6.1.2). */
+static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, gs_enc_block *b) {
+    const int k = e->kernel, c = e->d_conv;
+    const int64_t ne[3] = {k, 1, c};
+    const tr_tensor *w = gguf_require_tensor(
+        fd->f, nm(fd, "enc.blocks.%d.", i, "conv.depthwise.weight"), TR_TYPES_CONV, 3, ne);
+    const float *g = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.weight"), c);
+    const float *be = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.bias"), c);
+    const float *mu = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.running_mean"), c);
+    const float *var = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.running_var"), c);
+    if (!w || fd->bad) {
+        fd->bad = true;
+        return ERR_GGUF;
+    }
+    for (int j = 0; j < c; j++)
+        if (!(var[j] + GS_BN_EPS > 0.0f)) {
+            TR_ERROR("granite_speech: block %d conv.bn.running_var[%d] = %g is not a variance", i,
+                     j, (double)var[j]);
+            return ERR_GGUF;
+        }
+    float *taps = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)c);
+    if (!taps) return TRANSCRIBE_ERR_OOM;
+    b->dw.dw_w = taps;
+    b->dw.dw_b = taps + (size_t)k * c;
+    float *scale = b->dw.dw_b + c, *shift = scale + c;
+    tr_fc_bn_fold(g, be, mu, var, c, GS_BN_EPS, scale, shift);
+    for (int ch = 0; ch < c; ch++) {
+        for (int j = 0; j < k; j++) {
+            size_t at = (size_t)ch * k + j;
+            float v = w->type == TR_F16 ? tr_f16_to_f32(((const uint16_t *)w->data)[at])
+                                        : ((const float *)w->data)[at];
+            taps[(size_t)j * c + ch] = v * scale[ch];
+        }
+        b->dw.dw_b[ch] = shift[ch];
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* Rows of a (possibly block-quantized) table widened to F32 (owned). */
+static float *widen(const tr_tensor *t, int rows, int cols) {
+    float *out = malloc((size_t)rows * (size_t)cols * sizeof(float));
+    int32_t *ids = malloc((size_t)rows * sizeof(int32_t));
+    if (out && ids) {
+        for (int r = 0; r < rows; r++) ids[r] = r;
+        tr_get_rows(t, ids, rows, out);
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(ids);
+    return out;
+}
+
+static transcribe_status read_encoder(finder *fd, gs_model *m) {
+    const gs_enc_hparams *e = &m->enc;
+    const int64_t d = e->d;
+    m->input_linear.w = mat(fd, "enc.input_linear.weight", e->in_dim, d, TR_TYPES_LINEAR);
+    m->input_linear.b = vec(fd, "enc.input_linear.bias", d);
+    m->ctc_proj.w = mat(fd, "enc.ctc_proj.weight", d, e->out_dim, TR_TYPES_LINEAR);
+    m->ctc_proj.b = vec(fd, "enc.ctc_proj.bias", e->out_dim);
+    m->ctc_bypass.w = mat(fd, "enc.ctc_bypass.weight", e->out_dim, d, TR_TYPES_LINEAR);
+    m->ctc_bypass.b = vec(fd, "enc.ctc_bypass.bias", d);
+    if (fd->bad) return ERR_GGUF;
+    m->blocks = calloc((size_t)e->n_layer, sizeof *m->blocks);
+    if (!m->blocks) return TRANSCRIBE_ERR_OOM;
+    const char *P = "enc.blocks.%d.";
+    for (int i = 0; i < e->n_layer; i++) {
+        gs_enc_block *b = &m->blocks[i];
+        norm(fd, &b->norm_ff1, P, i, "norm_ff1", d);
+        lin(fd, &b->ff1_up, P, i, "ff1.up", d, e->d_ffn, true);
+        lin(fd, &b->ff1_down, P, i, "ff1.down", e->d_ffn, d, true);
+        norm(fd, &b->norm_attn, P, i, "norm_attn", d);
+        lin(fd, &b->q, P, i, "attn.q", d, d, false);
+        lin(fd, &b->kv, P, i, "attn.kv", d, 2 * d, false);
+        lin(fd, &b->out, P, i, "attn.out", d, d, true);
+        const int rows = 2 * e->max_pos + 1;
+        const tr_tensor *rp =
+            mat(fd, nm(fd, P, i, "attn.rel_pos_emb.weight"), e->head_dim, rows, TR_TYPES_LINEAR);
+        norm(fd, &b->norm_conv, P, i, "norm_conv", d);
+        pointwise(fd, &b->pw1_view, &b->pw1, i, "conv.pointwise1", d, 2 * e->d_conv);
+        pointwise(fd, &b->pw2_view, &b->pw2, i, "conv.pointwise2", e->d_conv, d);
+        norm(fd, &b->norm_ff2, P, i, "norm_ff2", d);
+        lin(fd, &b->ff2_up, P, i, "ff2.up", d, e->d_ffn, true);
+        lin(fd, &b->ff2_down, P, i, "ff2.down", e->d_ffn, d, true);
+        norm(fd, &b->norm_post, P, i, "norm_post", d);
+        if (fd->bad) return ERR_GGUF;
+        transcribe_status st = depthwise(fd, e, i, b);
+        if (st) return st;
+        b->rel_pos = widen(rp, rows, e->head_dim);
+        if (!b->rel_pos) return TRANSCRIBE_ERR_OOM;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_projector(finder *fd, gs_model *m) {
+    const gs_proj_hparams *p = &m->proj;
+    const int64_t d = p->d;
+    /* §3.4 + corrections: [p, 3, 1] as converted, [p, 3] after quantizing;
+     * the require check treats trailing 1s alike, so one shape covers both */
+    const int64_t qne[3] = {d, p->n_query, 1};
+    const tr_tensor *q = gguf_require_tensor(fd->f, "proj.query", TR_TYPES_LINEAR, 3, qne);
+    if (!q) fd->bad = true;
+    m->qf_norm.w = vec(fd, "proj.qformer.final_norm.weight", d);
+    m->qf_norm.b = vec(fd, "proj.qformer.final_norm.bias", d);
+    m->proj_out.w = mat(fd, "proj.linear.weight", d, m->lm.d_model, TR_TYPES_LINEAR);
+    m->proj_out.b = vec(fd, "proj.linear.bias", m->lm.d_model);
+    if (fd->bad) return ERR_GGUF;
+    m->qf = calloc((size_t)p->n_layer, sizeof *m->qf);
+    if (!m->qf) return TRANSCRIBE_ERR_OOM;
+    const char *P = "proj.qformer.blocks.%d.";
+    for (int i = 0; i < p->n_layer; i++) {
+        gs_qf_layer *l = &m->qf[i];
+        lin(fd, &l->sq, P, i, "self_attn.q", d, d, true);
+        lin(fd, &l->sk, P, i, "self_attn.k", d, d, true);
+        lin(fd, &l->sv, P, i, "self_attn.v", d, d, true);
+        lin(fd, &l->so, P, i, "self_attn.out", d, d, true);
+        norm(fd, &l->n_self, P, i, "norm_self_attn", d);
+        lin(fd, &l->cq, P, i, "cross_attn.q", d, d, true);
+        lin(fd, &l->ck, P, i, "cross_attn.k", p->enc_d, d, true);
+        lin(fd, &l->cv, P, i, "cross_attn.v", p->enc_d, d, true);
+        lin(fd, &l->co, P, i, "cross_attn.out", d, d, true);
+        norm(fd, &l->n_cross, P, i, "norm_cross_attn", d);
+        lin(fd, &l->up, P, i, "ffn.up", d, p->d_ffn, true);
+        lin(fd, &l->down, P, i, "ffn.down", p->d_ffn, d, true);
+        norm(fd, &l->n_ffn, P, i, "norm_ffn", d);
+    }
+    if (fd->bad) return ERR_GGUF;
+    m->query = widen(q, p->n_query, p->d);
+    return m->query ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+}
+
+static transcribe_status read_lm(const gguf_file *f, gs_model *m) {
+    return tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
+                               &m->lm_w);
+}
+
+/* ---- model ---- */
+
+static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
+    transcribe_status st;
+    if ((st = req_is(f, "general.architecture", "granite_speech", NULL))) return st;
+    if ((st = read_encoder_keys(f, m))) return st;
+    if ((st = read_projector_keys(f, m))) return st;
+    if ((st = read_decoder_keys(f, m))) return st;
+    if (m->proj.d % m->proj.n_head || m->lm.d_model <= 0) return ERR_GGUF;
+    if ((st = read_frontend(f, m))) return st;
+    if ((st = read_tokenizer(f, m))) return st;
+    if ((st = read_caps(f, m))) return st;
+    finder fd = {.f = f};
+    if ((st = read_encoder(&fd, m))) return st;
+    if ((st = read_projector(&fd, m))) return st;
+    if ((st = read_lm(f, m))) return st;
+    /* §9: floor((ceiling − 64 − 256) / 3) windows of window·2·hop samples */
+    int64_t windows = ((int64_t)m->max_pos - 64 - GS_MAX_NEW) / m->proj.n_query;
+    m->max_audio_ms =
+        windows > 0 ? windows * m->proj.window * 2 * m->mel.hop_length * 1000 / m->mel.sample_rate
+                    : 0;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status gs_model_load(const tr_load_ctx *lc, gs_model **out) {
+    *out = NULL;
+    if (!lc->gguf) {
+        TR_ERROR("granite_speech: only GGUF files are supported");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    gs_model *m = calloc(1, sizeof *m);
+    if (!m) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = load_gguf(lc->gguf, m);
+    if (st != TRANSCRIBE_OK) {
+        gs_model_free(m);
+        return st;
+    }
+    TR_INFO("granite_speech: loaded %s (encoder %d x %d, cat %d, projector %d x %d, LM %d x %d, "
+            "vocab %d, %s head)",
+            *m->variant ? m->variant : "(no variant)", m->enc.n_layer, m->enc.d, m->enc.n_cat,
+            m->proj.n_layer, m->proj.d, m->lm.n_layer, m->lm.d_model, m->lm.n_vocab,
+            m->tied ? "tied" : "untied");
+    *out = m;
+    return TRANSCRIBE_OK;
+}
+
+void gs_model_free(gs_model *m) {
+    if (!m) return;
+    for (int i = 0; m->blocks && i < m->enc.n_layer; i++) {
+        free(m->blocks[i].rel_pos);
+        free(m->blocks[i].dw.dw_w);
+    }
+    free(m->blocks);
+    free(m->query);
+    free(m->qf);
+    free(m->lm_blocks);
+    tr_tokenizer_free(m->tok);
+    free(m->variant);
+    free_strs(m->lang, m->n_lang);
+    free_strs(m->targets, m->n_targets);
+    free_strs(m->pairs, m->n_pairs);
+    free(m);
+}
+
+void gs_model_describe(const gs_model *m, tr_model_desc *desc) {
+    memset(desc, 0, sizeof *desc);
+    struct transcribe_capabilities *c = &desc->caps;
+    c->native_sample_rate = m->mel.sample_rate;
+    c->n_languages = m->n_lang;
+    c->languages = (const char *const *)m->lang;
+    c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;
+    c->supports_language_detect = false;
+    c->supports_translate = m->translate;
+    c->n_translate_target_languages = m->translate ? m->n_targets : 0;
+    c->translate_target_languages = (const char *const *)m->targets;
+    c->max_audio_ms = m->max_audio_ms;
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = m->diarize;
+    desc->variant = m->variant;
+    desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
+    desc->n_translate_pairs = m->translate ? m->n_pairs : 0;
+    desc->translate_pairs = (const char *const *)m->pairs;
+}

@@ -1,0 +1,106 @@
+/* Loading the shared causal LM from a GGUF file (causal-lm.md §2): the
+ * dec.* tensors of every block by exact shape and type class (q/k norms
+ * only when the hyper-parameters ask for them), the embedding, final norm
+ * and the tied or untied head; and the byte-level BPE tokenizer the
+ * audio-LLM families share, with its vocabulary size and EOS id checked.
+ * Errors are logged with the family's name and return TRANSCRIBE_ERR_GGUF. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
+#include "nn/causal_lm.h"
+#include "tensor/dtype.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+
+typedef struct need {
+    const struct gguf_file *f;
+    bool bad;
+} need;
+
+static const float *need_vec(need *n, const char *name, int64_t len) {
+    const int64_t ne[1] = {len};
+    const tr_tensor *t = gguf_require_tensor(n->f, name, TR_TYPES_F32, 1, ne);
+    if (!t) n->bad = true;
+    return t ? (const float *)t->data : NULL;
+}
+
+static const tr_tensor *need_mat(need *n, const char *name, int64_t in, int64_t out,
+                                 uint32_t types) {
+    const int64_t ne[2] = {in, out};
+    const tr_tensor *t = gguf_require_tensor(n->f, name, types, 2, ne);
+    if (!t) n->bad = true;
+    return t;
+}
+
+transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
+                                      const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
+                                      tr_clm_block **blocks_out, tr_clm_weights *w) {
+    const int64_t H = hp->d_model, Q = (int64_t)hp->n_head * hp->head_dim,
+                  K = (int64_t)hp->n_head_kv * hp->head_dim, I = hp->d_ffn;
+    tr_clm_block *blocks = calloc((size_t)hp->n_layer, sizeof *blocks);
+    *blocks_out = blocks;
+    if (!blocks) return TRANSCRIBE_ERR_OOM;
+    need n = {f, false};
+    char s[96];
+#define NAME(x) (snprintf(s, sizeof s, "dec.blocks.%d." x, l), s)
+    for (int l = 0; l < hp->n_layer && !n.bad; l++) {
+        tr_clm_block *b = &blocks[l];
+        b->norm_attn = need_vec(&n, NAME("norm_attn.weight"), H);
+        b->norm_ffn = need_vec(&n, NAME("norm_ffn.weight"), H);
+        if (hp->qk_norm) {
+            b->q_norm = need_vec(&n, NAME("attn.q_norm.weight"), hp->head_dim);
+            b->k_norm = need_vec(&n, NAME("attn.k_norm.weight"), hp->head_dim);
+        }
+        b->wq = need_mat(&n, NAME("attn.q.weight"), H, Q, TR_TYPES_LINEAR);
+        b->wk = need_mat(&n, NAME("attn.k.weight"), H, K, TR_TYPES_LINEAR);
+        b->wv = need_mat(&n, NAME("attn.v.weight"), H, K, TR_TYPES_LINEAR);
+        b->wo = need_mat(&n, NAME("attn.o.weight"), Q, H, TR_TYPES_LINEAR);
+        b->gate = need_mat(&n, NAME("ffn.gate.weight"), H, I, TR_TYPES_LINEAR);
+        b->up = need_mat(&n, NAME("ffn.up.weight"), H, I, TR_TYPES_LINEAR);
+        b->down = need_mat(&n, NAME("ffn.down.weight"), I, H, TR_TYPES_LINEAR);
+        if (!n.bad && b->gate->type != b->up->type) {
+            TR_ERROR("%s: block %d ffn.gate (%s) and ffn.up (%s) differ in type", who, l,
+                     tr_type_name(b->gate->type), tr_type_name(b->up->type));
+            n.bad = true;
+        }
+    }
+#undef NAME
+    w->tok_emb = need_mat(&n, "dec.token_embd.weight", H, hp->n_vocab, emb_types);
+    w->out_norm = need_vec(&n, "dec.output_norm.weight", H);
+    w->head = tied ? w->tok_emb : need_mat(&n, "dec.output.weight", H, hp->n_vocab, emb_types);
+    w->blocks = blocks;
+    if (n.bad) return TRANSCRIBE_ERR_GGUF;
+    if (!tied) TR_INFO("%s: untied output head dec.output.weight", who);
+    return tr_clm_check(hp, w) ? TRANSCRIBE_OK : TRANSCRIBE_ERR_GGUF;
+}
+
+transcribe_status tr_clm_load_tokenizer(const struct gguf_file *f, const char *who, int n_vocab,
+                                        struct tr_tokenizer **tok, int *eos) {
+    const char *const gpt2[] = {"gpt2", NULL};
+    transcribe_status st = tr_gguf_req_str_in(f, "tokenizer.ggml.model", gpt2);
+    if (st == TRANSCRIBE_OK) st = tr_tokenizer_from_gguf(f, tok);
+    if (st) return st;
+    if (tr_tokenizer_n_vocab(*tok) != n_vocab) {
+        TR_ERROR("%s: %d tokens in tokenizer.ggml.tokens, vocab_size %d", who,
+                 tr_tokenizer_n_vocab(*tok), n_vocab);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", n_vocab, eos))) return st;
+    if (*eos < 0) {
+        TR_ERROR("%s: tokenizer.ggml.eos_token_id is missing (decoding needs an end token)", who);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *who,
+                                    const char *piece, int *out) {
+    *out = tr_tokenizer_find(tok, piece);
+    if (*out < 0) {
+        TR_ERROR("%s: the vocabulary has no '%s' token", who, piece);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
