@@ -26,6 +26,9 @@ function(tr_add_module name)
         return() # module not written yet
     endif()
     add_library(tr_${name} OBJECT ${srcs})
+    # Only what the public headers mark TRANSCRIBE_API leaves the shared
+    # library; everything internal stays hidden (scripts/check-exports).
+    set_target_properties(tr_${name} PROPERTIES C_VISIBILITY_PRESET hidden)
     target_include_directories(tr_${name} PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
     target_compile_definitions(tr_${name} PRIVATE TRANSCRIBE_BUILD)
     foreach(src ${srcs})

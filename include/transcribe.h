@@ -6,7 +6,22 @@
  *    by its *_init() function; a NULL params pointer means "defaults";
  *  - returned strings are never freed by the caller (static, model-owned or
  *    session-owned, see each function);
- *  - audio is mono float PCM at the model's native rate (16 kHz). */
+ *  - audio is mono float PCM at the model's native rate (16 kHz).
+ *
+ * Lifetime and threads (c-api.md §1.6):
+ *  - a model must outlive every session made from it: free the sessions
+ *    first, then the model (transcribe_open's session owns its model);
+ *  - model functions (queries, metadata, tokenize, session creation) are
+ *    thread-safe: one model may be shared by many threads;
+ *  - session functions are not: one thread at a time per session (a session
+ *    may move between threads when uses never overlap);
+ *  - compute (transcribe_run, transcribe_run_batch, stream feed/finalize) runs
+ *    one at a time per model, across all its sessions: take turns (e.g. one
+ *    mutex per model) or load one model per worker thread;
+ *  - the log callback may run on any thread; set it once at startup. The
+ *    abort callback runs on the thread executing the run;
+ *  - the library's only process-wide state is the log sink; everything else
+ *    hangs off a handle. */
 #ifndef TRANSCRIBE_H
 #define TRANSCRIBE_H
 
@@ -575,6 +590,21 @@ transcribe_pause_split(const float *pcm, int64_t n_samples, int sample_rate,
                        const struct transcribe_pause_split_params *params,
                        struct transcribe_audio_span **out_spans, int *out_n);
 TRANSCRIBE_API void transcribe_pause_split_free(struct transcribe_audio_span *spans);
+
+/* Per-handle errors (an addition). The message of the last failed call on a
+ * handle: the first error the call reported to the log sink (which still
+ * receives every message), else its status string; "" until a call fails
+ * and for NULL. A successful call leaves it unchanged.
+ *  - session: transcribe_run, transcribe_run_batch, transcribe_stream_begin,
+ *    transcribe_stream_feed, transcribe_stream_finalize. The string is owned
+ *    by the session, valid until its next call or transcribe_session_free.
+ *  - model: transcribe_session_init (and transcribe_open's session half).
+ *    Owned by the model; sessions may be created on several threads at once,
+ *    so read it when no other thread is creating a session on that model.
+ * A failed transcribe_model_load_file returns no handle: its message goes to
+ * the log sink only. */
+TRANSCRIBE_API const char *transcribe_session_last_error(const struct transcribe_session *session);
+TRANSCRIBE_API const char *transcribe_model_last_error(const struct transcribe_model *model);
 #ifdef __cplusplus
 }
 #endif

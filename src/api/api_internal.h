@@ -4,6 +4,7 @@
 #ifndef TR_API_INTERNAL_H
 #define TR_API_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,6 +23,9 @@ typedef struct tr_meta_kv {
     char *val;
 } tr_meta_kv;
 
+/* Longest per-handle error message kept (longer ones are cut). */
+#define TR_LAST_ERROR_CAP 512
+
 struct transcribe_model {
     const tr_family *family;
     void *fmodel; /* family model */
@@ -34,6 +38,10 @@ struct transcribe_model {
     tr_meta_kv *meta; /* top-level STRING KVs (gguf-common.md §3.3) */
     int n_meta;
     float load_ms;
+    /* transcribe_model_last_error: model calls may run on several threads
+     * (c-api.md §1.6), so writers take error_lock. */
+    atomic_flag error_lock;
+    char last_error[TR_LAST_ERROR_CAP];
 };
 
 /* Streaming bookkeeping owned by the dispatcher (c-api.md §14). */
@@ -72,7 +80,16 @@ struct transcribe_session {
     bool aborted, truncated;
     float mel_ms, encode_ms, decode_ms;
     tr_stream_state stream;
+    char last_error[TR_LAST_ERROR_CAP]; /* transcribe_session_last_error */
 };
+
+/* Per-handle errors (last_error.c): after a failed call on the handle, keep
+ * the first error message the call logged (captured through
+ * tr_log_capture_begin), else the status string. No-ops on success or NULL. */
+void tr_api_note_session_error(struct transcribe_session *s, transcribe_status st,
+                               const char *captured);
+void tr_api_note_model_error(struct transcribe_model *m, transcribe_status st,
+                             const char *captured);
 
 /* Minimum struct_size each entry point accepts (c-api.md §19). */
 #define TR_MIN_LOAD_PARAMS     24u

@@ -174,9 +174,9 @@ static transcribe_status finish_result(tr_result *r, transcribe_status st) {
     return st;
 }
 
-TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *session,
-                                                const float *pcm, int n_samples,
-                                                const struct transcribe_run_params *params) {
+static transcribe_status transcribe_run_impl(struct transcribe_session *session, const float *pcm,
+                                             int n_samples,
+                                             const struct transcribe_run_params *params) {
     if (!session || !pcm || n_samples <= 0) {
         TR_ERROR("transcribe_run: %s", !session ? "session is NULL"
                                        : !pcm   ? "pcm is NULL"
@@ -232,6 +232,18 @@ TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *sessi
     return st;
 }
 
+/* The public entry: transcribe_run_impl, with its error kept on the session (last_error.c). */
+TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *session,
+                                                const float *pcm, int n_samples,
+                                                const struct transcribe_run_params *params) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_run_impl(session, pcm, n_samples, params);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
+    return st;
+}
+
 static bool abort_requested(const struct transcribe_session *s) {
     return s->abort_cb && s->abort_cb(s->abort_user_data);
 }
@@ -283,10 +295,10 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
     return TRANSCRIBE_OK;
 }
 
-TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session *session,
-                                                      const float *const *pcm, const int *n_samples,
-                                                      int n,
-                                                      const struct transcribe_run_params *params) {
+static transcribe_status transcribe_run_batch_impl(struct transcribe_session *session,
+                                                   const float *const *pcm, const int *n_samples,
+                                                   int n,
+                                                   const struct transcribe_run_params *params) {
     if (!session || !pcm || !n_samples || n <= 0) {
         TR_ERROR("transcribe_run_batch: %s", !session     ? "session is NULL"
                                              : !pcm       ? "pcm is NULL"
@@ -345,5 +357,19 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session 
         TR_ERROR("transcribe_run_batch: %s", transcribe_status_string(st));
         session->n_results = 0;
     }
+    return st;
+}
+
+/* The public entry: transcribe_run_batch_impl, with its error kept on the session (last_error.c).
+ */
+TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session *session,
+                                                      const float *const *pcm, const int *n_samples,
+                                                      int n,
+                                                      const struct transcribe_run_params *params) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_run_batch_impl(session, pcm, n_samples, n, params);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
     return st;
 }

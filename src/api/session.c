@@ -44,9 +44,10 @@ static void session_destroy(struct transcribe_session *s) {
     transcribe_model_free(owned); /* after the session, which borrowed it */
 }
 
-TRANSCRIBE_API transcribe_status transcribe_session_init(
-    struct transcribe_model *model, const struct transcribe_session_params *params,
-    struct transcribe_session **out_session) {
+static transcribe_status
+transcribe_session_init_impl(struct transcribe_model *model,
+                             const struct transcribe_session_params *params,
+                             struct transcribe_session **out_session) {
     if (out_session) *out_session = NULL;
     if (!out_session || !model) {
         TR_ERROR("transcribe_session_init: %s is NULL", model ? "out_session" : "model");
@@ -118,6 +119,19 @@ TRANSCRIBE_API transcribe_status transcribe_session_init(
     }
     *out_session = s;
     return TRANSCRIBE_OK;
+}
+
+/* The public entry: transcribe_session_init_impl, with its error kept on the model (last_error.c).
+ */
+TRANSCRIBE_API transcribe_status transcribe_session_init(
+    struct transcribe_model *model, const struct transcribe_session_params *params,
+    struct transcribe_session **out_session) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_session_init_impl(model, params, out_session);
+    tr_log_capture_end(enclosing);
+    tr_api_note_model_error(model, st, msg);
+    return st;
 }
 
 TRANSCRIBE_API void transcribe_session_free(struct transcribe_session *session) {

@@ -169,9 +169,10 @@ static bool has_stream_hooks(const tr_family *f) {
 
 /* ---- entry points ---- */
 
-TRANSCRIBE_API transcribe_status transcribe_stream_begin(
-    struct transcribe_session *session, const struct transcribe_run_params *run_params,
-    const struct transcribe_stream_params *stream_params) {
+static transcribe_status
+transcribe_stream_begin_impl(struct transcribe_session *session,
+                             const struct transcribe_run_params *run_params,
+                             const struct transcribe_stream_params *stream_params) {
     const char *where = "transcribe_stream_begin";
     if (!session) {
         TR_ERROR("%s: session is NULL", where);
@@ -279,6 +280,19 @@ TRANSCRIBE_API transcribe_status transcribe_stream_begin(
     return st;
 }
 
+/* The public entry: transcribe_stream_begin_impl, with its error kept on the session
+ * (last_error.c). */
+TRANSCRIBE_API transcribe_status transcribe_stream_begin(
+    struct transcribe_session *session, const struct transcribe_run_params *run_params,
+    const struct transcribe_stream_params *stream_params) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_stream_begin_impl(session, run_params, stream_params);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
+    return st;
+}
+
 /* Shared tail of feed/finalize: records family outputs and the outcome. */
 static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx *ctx,
                                     transcribe_status st, const char *before_full,
@@ -322,9 +336,9 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
     return st;
 }
 
-TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_session *session,
-                                                        const float *pcm, int n_samples,
-                                                        struct transcribe_stream_update *update) {
+static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *session,
+                                                     const float *pcm, int n_samples,
+                                                     struct transcribe_stream_update *update) {
     const char *where = "transcribe_stream_feed";
     transcribe_status st = prepare_update(update, where);
     if (st != TRANSCRIBE_OK) return st;
@@ -361,8 +375,21 @@ TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_sessio
     return st;
 }
 
-TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
-    struct transcribe_session *session, struct transcribe_stream_update *update) {
+/* The public entry: transcribe_stream_feed_impl, with its error kept on the session (last_error.c).
+ */
+TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_session *session,
+                                                        const float *pcm, int n_samples,
+                                                        struct transcribe_stream_update *update) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_stream_feed_impl(session, pcm, n_samples, update);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
+    return st;
+}
+
+static transcribe_status transcribe_stream_finalize_impl(struct transcribe_session *session,
+                                                         struct transcribe_stream_update *update) {
     const char *where = "transcribe_stream_finalize";
     transcribe_status st = prepare_update(update, where);
     if (st != TRANSCRIBE_OK) return st;
@@ -388,6 +415,18 @@ TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
     st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, true, where);
     free(before);
+    return st;
+}
+
+/* The public entry: transcribe_stream_finalize_impl, with its error kept on the session
+ * (last_error.c). */
+TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
+    struct transcribe_session *session, struct transcribe_stream_update *update) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_stream_finalize_impl(session, update);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
     return st;
 }
 

@@ -32,7 +32,29 @@ static const char *level_tag(transcribe_log_level level) {
     }
 }
 
+/* The error capture of the public call running on this thread: per thread,
+ * so concurrent calls on different handles never see each other's text. */
+static _Thread_local tr_log_capture t_capture;
+
+tr_log_capture tr_log_capture_begin(char *buf, size_t cap) {
+    tr_log_capture enclosing = t_capture;
+    if (buf && cap > 0) buf[0] = '\0';
+    t_capture = (tr_log_capture){buf, cap};
+    return enclosing;
+}
+
+void tr_log_capture_end(tr_log_capture enclosing) {
+    t_capture = enclosing;
+}
+
 void tr_log(transcribe_log_level level, const char *fmt, ...) {
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_capture.buf && t_capture.cap > 0 &&
+        !t_capture.buf[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t_capture.buf, t_capture.cap, fmt, ap);
+        va_end(ap);
+    }
     int state = atomic_load(&g_state);
     if (state == SINK_DISABLED) return;
     if (state == SINK_DEFAULT && level == TRANSCRIBE_LOG_LEVEL_DEBUG) {

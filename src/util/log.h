@@ -13,6 +13,18 @@
 
 void tr_log(transcribe_log_level level, const char *fmt, ...) TR_PRINTF(2, 3);
 
+/* Per-handle error messages (transcribe_session_last_error and friends):
+ * between tr_log_capture_begin and tr_log_capture_end, the first error-level
+ * message this thread logs is also copied into buf (NUL-terminated, cut to
+ * cap), whatever the log sink does with it. Captures nest: begin returns the
+ * enclosing capture, which end restores. */
+typedef struct tr_log_capture {
+    char *buf;
+    size_t cap;
+} tr_log_capture;
+tr_log_capture tr_log_capture_begin(char *buf, size_t cap);
+void tr_log_capture_end(tr_log_capture enclosing);
+
 /* Debug messages are printed to stderr only when TRANSCRIBE_DEBUG is set in
  * the environment (they always reach a configured callback). */
 #define TR_ERROR(...) tr_log(TRANSCRIBE_LOG_LEVEL_ERROR, __VA_ARGS__)

@@ -40,6 +40,9 @@ static int dist_code(int d) {
 /* Huffman code lengths for freq[0..n) limited to max_bits (frequencies are
  * halved until the limit holds — close to zlib's overflow repair). */
 static void huff_lengths(const uint32_t *freq_in, int n, int max_bits, uint8_t *len) {
+    /* Callers pass 1..N_LIT symbols; the bound also lets the compiler see
+     * that the sizes below are never negative (GCC -Wstringop-overflow). */
+    if (n <= 0 || n > N_LIT) return;
     uint32_t freq[N_LIT];
     memcpy(freq, freq_in, (size_t)n * sizeof *freq);
     for (;;) {

@@ -1,0 +1,63 @@
+/* Per-handle errors: a failed call leaves its message on its own handle (and
+ * still reaches the log sink), a successful call leaves it unchanged, and
+ * each handle keeps its own text. */
+#include <string.h>
+
+#include "test_util.h"
+#include "transcribe.h"
+
+#define MODEL TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
+
+static int n_logged;
+static void count_errors(transcribe_log_level level, const char *text, void *user) {
+    (void)text;
+    (void)user;
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR) n_logged++;
+}
+
+int main(void) {
+    transcribe_log_set(count_errors, NULL);
+    CHECK(strcmp(transcribe_session_last_error(NULL), "") == 0);
+    CHECK(strcmp(transcribe_model_last_error(NULL), "") == 0);
+
+    struct transcribe_model *m = NULL;
+    CHECK(transcribe_model_load_file(MODEL, NULL, &m) == TRANSCRIBE_OK);
+    if (!m) return TEST_DONE();
+    CHECK(strcmp(transcribe_model_last_error(m), "") == 0);
+
+    /* a model call that fails: session params with a too-small struct_size */
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.struct_size = 1;
+    struct transcribe_session *bad = NULL;
+    n_logged = 0;
+    CHECK(transcribe_session_init(m, &sp, &bad) == TRANSCRIBE_ERR_BAD_STRUCT_SIZE);
+    CHECK(bad == NULL);
+    CHECK(n_logged == 1); /* the sink still hears it */
+    CHECK_MSG(strstr(transcribe_model_last_error(m), "struct_size") != NULL, "model error '%s'",
+              transcribe_model_last_error(m));
+
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_session_init(m, NULL, &s) == TRANSCRIBE_OK);
+    /* success leaves the model's last error as it was */
+    CHECK(strstr(transcribe_model_last_error(m), "struct_size") != NULL);
+    if (s) {
+        CHECK(strcmp(transcribe_session_last_error(s), "") == 0);
+        float pcm[16] = {0};
+        CHECK(transcribe_run(s, pcm, 0, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+        CHECK_MSG(strstr(transcribe_session_last_error(s), "n_samples") != NULL,
+                  "session error '%s'", transcribe_session_last_error(s));
+        /* the session's failure is not the model's */
+        CHECK(strstr(transcribe_model_last_error(m), "n_samples") == NULL);
+        /* a finalize without a stream fails with its own message */
+        struct transcribe_stream_update up;
+        transcribe_stream_update_init(&up);
+        CHECK(transcribe_stream_finalize(s, &up) != TRANSCRIBE_OK);
+        CHECK(strstr(transcribe_session_last_error(s), "n_samples") == NULL);
+        CHECK(transcribe_session_last_error(s)[0] != '\0');
+        transcribe_session_free(s);
+    }
+    transcribe_model_free(m);
+    transcribe_log_set(NULL, NULL);
+    return TEST_DONE();
+}
