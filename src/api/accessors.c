@@ -95,13 +95,19 @@ static transcribe_status get_token(const tr_result *r, int j, struct transcribe_
     return TRANSCRIBE_OK;
 }
 
-/* No family produces speaker rows yet (diarization families are not
- * implemented), so the speaker accessors only validate and zero. */
-static transcribe_status get_speaker(struct transcribe_speaker_segment *out, const char *where) {
+/* Speaker rows (§16.4): a missing row is zeroed (speaker_id 0, p 0). */
+static transcribe_status get_speaker(const tr_result *r, int j,
+                                     struct transcribe_speaker_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_SPEAKER_SEGMENT, where);
     if (st != TRANSCRIBE_OK) return st;
     struct transcribe_speaker_segment row = {0};
     row.struct_size = sizeof row;
+    if (r && j >= 0 && j < r->n_spk) {
+        row.t0_ms = r->spk[j].t0_ms;
+        row.t1_ms = r->spk[j].t1_ms;
+        row.speaker_id = r->spk[j].speaker_id;
+        row.p = r->spk[j].p;
+    }
     tr_copy_out(out, &row, sizeof row);
     return TRANSCRIBE_OK;
 }
@@ -157,15 +163,13 @@ TRANSCRIBE_API transcribe_status transcribe_get_token(const struct transcribe_se
 }
 
 TRANSCRIBE_API int transcribe_n_speaker_segments(const struct transcribe_session *session) {
-    (void)session;
-    return 0;
+    const tr_result *r = tr_session_result(session);
+    return r ? r->n_spk : 0;
 }
 
 TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
     const struct transcribe_session *session, int i, struct transcribe_speaker_segment *out) {
-    (void)session;
-    (void)i;
-    return get_speaker(out, "transcribe_get_speaker_segment");
+    return get_speaker(tr_session_result(session), i, out, "transcribe_get_speaker_segment");
 }
 
 /* ---- batch results (§17) ---- */
@@ -234,18 +238,15 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_token(
 
 TRANSCRIBE_API int transcribe_batch_n_speaker_segments(const struct transcribe_session *session,
                                                        int i) {
-    (void)session;
-    (void)i;
-    return 0;
+    const tr_result *r = tr_session_batch_result(session, i);
+    return r ? r->n_spk : 0;
 }
 
 TRANSCRIBE_API transcribe_status
 transcribe_batch_get_speaker_segment(const struct transcribe_session *session, int i, int j,
                                      struct transcribe_speaker_segment *out) {
-    (void)session;
-    (void)i;
-    (void)j;
-    return get_speaker(out, "transcribe_batch_get_speaker_segment");
+    return get_speaker(tr_session_batch_result(session, i), j, out,
+                       "transcribe_batch_get_speaker_segment");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(

@@ -20,6 +20,7 @@ void tr_result_free(tr_result *r) {
     free(r->segs);
     free(r->words);
     free(r->toks);
+    free(r->spk);
     tr_result_init(r);
 }
 
@@ -30,7 +31,7 @@ void tr_result_clear(tr_result *r) {
     r->full_text_off = r->raw_text_off = r->language_off = 0;
     r->has_full_text = r->has_raw_text = r->has_language = false;
     r->ts_kind = TRANSCRIBE_TIMESTAMPS_NONE;
-    r->n_segs = r->n_words = r->n_toks = 0;
+    r->n_segs = r->n_words = r->n_toks = r->n_spk = 0;
     r->mel_ms = r->encode_ms = r->decode_ms = 0.0f;
     r->oom = false;
 }
@@ -81,6 +82,22 @@ int tr_result_add_segment(tr_result *r, int64_t t0_ms, int64_t t1_ms, const char
     s->speaker_id = 0;
     s->text_off = off;
     return r->n_segs++;
+}
+
+int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t speaker_id, float p) {
+    if (!grow((void **)&r->spk, &r->cap_spk, r->n_spk + 1, sizeof *r->spk)) {
+        r->oom = true;
+        TR_ERROR("result: out of memory adding a speaker row");
+        return -1;
+    }
+    r->spk[r->n_spk] = (tr_result_speaker){t0_ms, t1_ms, speaker_id, p};
+    return r->n_spk++;
+}
+
+bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id) {
+    if (seg < 0 || seg >= r->n_segs) return false;
+    r->segs[seg].speaker_id = speaker_id;
+    return true;
 }
 
 int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, const char *text) {
