@@ -1189,6 +1189,58 @@ def parser_table(out):
         f.write("\n".join(lines))
 
 
+def random_lm_weights_f32(cfg, gen):
+    """Plain random Qwen3 weights, float32 and F16-representable (the real
+    dimensions; causal_lm.random_weights works in float64, twice the memory)."""
+    H, I, Q, K = cfg.hidden, cfg.intermediate, cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
+    r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float32)
+    W = {"dec.token_embd.weight": f16r(r(cfg.vocab, H) * 0.05), "dec.output_norm.weight": 1 + 0.1 * r(H)}
+    for l in range(cfg.n_layers):
+        p = "dec.blocks.%d." % l
+        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
+        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
+        for nm, o, i in (("attn.q", Q, H), ("attn.k", K, H), ("attn.v", K, H), ("attn.o", H, Q),
+                         ("ffn.gate", I, H), ("ffn.up", I, H), ("ffn.down", H, I)):
+            W[p + nm + ".weight"] = f16r(r(o, i) / math.sqrt(i) * (0.3 if nm in ("attn.o", "ffn.down") else 1.0))
+        W[p + "attn.q_norm.weight"] = 1 + 0.1 * r(cfg.head_dim)
+        W[p + "attn.k_norm.weight"] = 1 + 0.1 * r(cfg.head_dim)
+    return W
+
+
+def hotword_table(vocab, prompt, out):
+    """hotwords.txt: per term list the cleaned terms, how many fit, the
+    rendered instruction and its ids (see HOTWORDS above)."""
+    prefix, suffix, off = prompt
+    lines = ["# MOSS hotword rendering (tools/ref/moss.py HOTWORDS); instruction split: offset %d, "
+             "instruction ids %d..%d of the suffix" % (off, off, off + len(vocab.encode(INSTRUCTION_ZH)) - 1),
+             "# per case: name, terms (hex of the terms joined by 0x1f), n_used, rendered (hex), rendered_ids", ""]
+    cases = [("hot", HOT_TERMS, None), ("hotlong.mix", LONG_TERMS, 194), ("hotlong.we33", LONG_TERMS, 91)]
+    for name, terms, k in cases:
+        t = clean_terms(terms)
+        k = len(t) if k is None else k
+        text = INSTRUCTION_ZH + HOTWORD_SEP_ZH + HOTWORD_JOIN.join(t[:k])
+        lines += ["case %s" % name, "terms %s" % "\x1f".join(terms).encode("utf-8").hex(), "n_used %d" % k,
+                  "rendered %s" % text.encode("utf-8").hex(),
+                  "rendered_ids %s" % " ".join(map(str, vocab.encode(text))), ""]
+    with open(os.path.join(out, "hotwords.txt"), "w") as f:
+        f.write("\n".join(lines))
+
+
+TOKENIZER_TEXTS = [INSTRUCTION_ZH, SYSTEM, "system", "user", "assistant\n", "0123456789",
+                   INSTRUCTION_ZH + HOTWORD_SEP_ZH + "Kubernetes, Anthropic, Dr. Nguyen",
+                   "Transcribe." + HOTWORD_SEP_EN + "Kubernetes, Anthropic, Dr. Nguyen",
+                   "term000, term001, term399", TEXT_A, "Ünïcödé café — naïve 東京 🙂", "line one\nline two\r\n\n"]
+
+
+def tokenizer_cases(vocab, out):
+    with open(os.path.join(out, "tokenizer_cases.txt"), "w") as f:
+        f.write("# hex(text) \t ids  (qwen2 pre-tokenizer, merges of moss-tiny-*.gguf, no specials)\n")
+        for t in TOKENIZER_TEXTS:
+            ids = vocab.encode(t)
+            assert vocab.decode_bytes(ids) == t.encode("utf-8")
+            f.write("%s\t%s\n" % (t.encode("utf-8").hex(), " ".join(map(str, ids))))
+
+
 # ---------------------------------------------------------------------------
 # main
 # ---------------------------------------------------------------------------
@@ -1219,9 +1271,7 @@ def main():
         cfg_lm = clm.LMConfig(n_layers=cfg["dec_layers"], hidden=cfg["hidden"], intermediate=cfg["inter"],
                               n_heads=cfg["heads"], n_kv_heads=cfg["kv_heads"], head_dim=cfg["head_dim"],
                               vocab=cfg["vocab"])
-        Wd = clm.random_weights(cfg_lm, torch.Generator().manual_seed(cfg["dec_seed"]), scale=0.3)
-        W.update({k: f16r(v.float()) for k, v in Wd.items()})
-        del Wd
+        W.update(random_lm_weights_f32(cfg_lm, torch.Generator().manual_seed(cfg["dec_seed"])))
         T = {"frontend.mel_filterbank": torch.from_numpy(fb.astype(np.float64)),
              "frontend.window": torch.from_numpy(win.astype(np.float64)), **W}
         for mode in ("F16", "Q8_0"):
@@ -1252,6 +1302,8 @@ def main():
     r16 = m16.run(clips["mix"], fb, win)
     assert r16["gen"] == np.load(os.path.join(a.out, "mix.plain.tokens.npy")).tolist()
     parser_table(a.out)
+    hotword_table(vocab, prompt, a.out)
+    tokenizer_cases(vocab, a.out)
     with open(os.path.join(a.out, "margins.txt"), "w") as f:
         f.write("\n".join(log) + "\n")
     print("done %.1fs" % (time.time() - t0))
