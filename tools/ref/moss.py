@@ -1226,6 +1226,29 @@ def hotword_table(vocab, prompt, out):
         f.write("\n".join(lines))
 
 
+def limits_table(vocab, prompt, clips, max_pos, out):
+    """limits.txt: §9 gate / budget / KV sizes and the hotword fit for
+    several session n_ctx values (prompt arithmetic only, no model)."""
+    prefix, suffix, off = prompt
+    pad = vocab.sid["<|audio_pad|>"]
+    lines = ["# clip n_ctx terms -> status T_prompt n_terms_used gen_budget kv_n_ctx max_n_kv",
+             "# (max_position_embeddings %d; n_ctx 0 = no session limit; terms: none | hot | hotlong)" % max_pos]
+    for clip in ("mix", "we33"):
+        T_enc = sum(tl for _, _, tl in chunks_of(clips[clip].size))
+        base = len(prefix) + len(audio_span(T_enc, vocab.digits, pad)[0]) + len(suffix)
+        for n_ctx in (0, base + 255, base + 256, 1024, 1500, 4096):
+            for tname, terms in (("none", ()), ("hot", HOT_TERMS), ("hotlong", LONG_TERMS)):
+                ids, _, used, _ = build_prompt(vocab, prefix, suffix, T_enc, pad, (INSTRUCTION_ZH, off), terms,
+                                               max_pos, n_ctx)
+                b = budget(len(ids), T_enc, max_pos, n_ctx)
+                if b is None:
+                    lines.append("%s %d %s -> INPUT_TOO_LONG %d %d" % (clip, n_ctx, tname, len(ids), used))
+                else:
+                    lines.append("%s %d %s -> OK %d %d %d %d %d" % ((clip, n_ctx, tname, len(ids), used) + b))
+    with open(os.path.join(out, "limits.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 TOKENIZER_TEXTS = [INSTRUCTION_ZH, SYSTEM, "system", "user", "assistant\n", "0123456789",
                    INSTRUCTION_ZH + HOTWORD_SEP_ZH + "Kubernetes, Anthropic, Dr. Nguyen",
                    "Transcribe." + HOTWORD_SEP_EN + "Kubernetes, Anthropic, Dr. Nguyen",
@@ -1304,6 +1327,7 @@ def main():
     parser_table(a.out)
     hotword_table(vocab, prompt, a.out)
     tokenizer_cases(vocab, a.out)
+    limits_table(vocab, prompt, clips, cfg["max_pos"], a.out)
     with open(os.path.join(a.out, "margins.txt"), "w") as f:
         f.write("\n".join(log) + "\n")
     print("done %.1fs" % (time.time() - t0))
