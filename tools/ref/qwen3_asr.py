@@ -319,7 +319,8 @@ def build_encoder_weights(cfg, gen, dt):
 
 
 # residual dims reserved by the construction
-D_CONST, D_FLAG, D_SWITCH, D_AUDIO = 0, 1, 2, 3
+D_CONST, D_FLAG, D_SWITCH, D_AUDIO, D_FR_MARK, D_FR_SWITCH = 0, 1, 2, 3, 4, 5
+N_RESERVED = 6
 KAPPA, RHO = 0.5, 1.0
 
 
@@ -339,9 +340,11 @@ def calibrate_projector(W, z_a, z_b):
     b[D_SWITCH] = 0
     wt[D_AUDIO] = 0
     b[D_AUDIO] = 1.0
+    wt[D_FR_MARK:N_RESERVED] = 0
+    b[D_FR_MARK:N_RESERVED] = 0
 
 
-def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=8.0):
+def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, fr_gain, alpha=24.0, beta=8.0):
     """Qwen3 LM weights: random everywhere, plus
     * token embeddings κ·e0 + ρ·r_t (r_t unit, in the free dims 4..H-1;
       the tokens of the chains orthonormal);
@@ -351,15 +354,20 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=
     * last layer FFN: one SwiGLU unit per (token, branch) of each chain,
       firing on that token (threshold through the const dim) with the
       right sign of the switch dim, writing β·r_successor;
-    * no other sublayer writes the reserved dims 0..3.
-    chains: {"header": [...], +1: [...], -1: [...]} successor lists."""
+    * French forcing: only `ĠFrench` has a marker (dim 4) in its embedding;
+      layer 0 query head 2 attends to it (q const, k marker) and writes the
+      French switch (dim 5). Units of chain "fr" (a 2-cycle after
+      <asr_text>, so the decode never reaches EOS: OUTPUT_TRUNCATED) need
+      it; the ±branch units are suppressed by it;
+    * no other sublayer writes the reserved dims 0..5.
+    chains: {"header": [...], +1: [...], -1: [...], "fr": [...]} successor lists."""
     H, I, V = cfg["hidden"], cfg["inter"], cfg["vocab"]
     nh, nkv, hd = cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
     Q, K = nh * hd, nkv * hd
     L = cfg["dec_layers"]
     r = lambda *s: torch.randn(*s, generator=gen, dtype=dt)
-    free = torch.arange(4, H)
-    nf = H - 4
+    free = torch.arange(N_RESERVED, H)
+    nf = H - N_RESERVED
     special = sorted({t for c in chains.values() for t in c})
     assert len(special) <= nf
     R = torch.zeros(V, H, dtype=dt)
@@ -369,6 +377,7 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=
     R[torch.tensor(special)[:, None], free[None, :]] = qm.T.to(dt)
     E = RHO * R
     E[:, D_CONST] = KAPPA
+    E[vocab.id["ĠFrench"], D_FR_MARK] = 1.0
     W = {"dec.token_embd.weight": f16r(E), "dec.output_norm.weight": 2.0 * (1 + 0.1 * r(H))}
     # sublayer outputs are noise of norm ≈ 0.25/sqrt(2L) each (≈ 0.25 in all, vs |E_t| ≈ 1.1)
     out_scale = 0.25 / math.sqrt(2 * L * H)
@@ -385,8 +394,8 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=
         W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
         W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
         W[p + "ffn.down.weight"] = r(H, I) * out_scale / math.sqrt(I)
-        W[p + "attn.o.weight"][:4] = 0
-        W[p + "ffn.down.weight"][:4] = 0
+        W[p + "attn.o.weight"][:N_RESERVED] = 0
+        W[p + "ffn.down.weight"][:N_RESERVED] = 0
     # layer 0 head 0: the audio switch
     p = "dec.blocks.0."
     j = hd // 2 - 1  # lowest RoPE frequency: rotation ≈ pos * θ^(-(hd-2)/hd)
@@ -400,6 +409,16 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=
     W[p + "attn.k_norm.weight"][j] = 3.0
     W[p + "attn.o.weight"][:, 0] = 0
     W[p + "attn.o.weight"][D_SWITCH, 0] = switch_gain
+    # layer 0 query head 2 (KV head 2 // (nh/nkv)): the French switch
+    qh, kvh = 2, 2 // (nh // nkv)
+    W[p + "attn.q.weight"][qh * hd:(qh + 1) * hd] = 0
+    W[p + "attn.q.weight"][qh * hd + j, D_CONST] = 1.0
+    W[p + "attn.k.weight"][kvh * hd:(kvh + 1) * hd] = 0
+    W[p + "attn.k.weight"][kvh * hd + j, D_FR_MARK] = 1.0
+    W[p + "attn.v.weight"][kvh * hd] = 0
+    W[p + "attn.v.weight"][kvh * hd, D_FR_MARK] = 1.0
+    W[p + "attn.o.weight"][:, qh * hd] = 0
+    W[p + "attn.o.weight"][D_FR_SWITCH, qh * hd] = fr_gain
     # last layer FFN: the successor machine
     p = "dec.blocks.%d." % (L - 1)
     wn = W[p + "norm_ffn.weight"]
@@ -410,15 +429,21 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, alpha=24.0, beta=
     for br, seq in chains.items():
         for a, b in zip(seq[:-1], seq[1:]):
             units.append((a, b, 0 if br == "header" else br))
+    fr = 2  # branch tag of the French units
     assert len(units) <= I
+    units = [(a, b, fr if br == "fr" else br) for a, b, br in units]
     for u, (a, b, br) in enumerate(units):
         ra = R[a].clone()
-        tau = 0.75 if br else 0.5
+        tau = 1.0 if br == fr else 0.75 if br else 0.5
         gate[u] = 0
         gate[u, free] = alpha * n * ra[free] / wn[free]
         gate[u, D_CONST] = -alpha * tau * n * RHO / (KAPPA * wn[D_CONST])
-        if br:
-            gate[u, D_SWITCH] = br  # scaled below by the switch calibration
+        # switch columns hold signs here, scaled by the calibration in build()
+        if br == fr:
+            gate[u, D_FR_SWITCH] = 1.0  # fires only with French forced
+        elif br:
+            gate[u, D_SWITCH] = br
+            gate[u, D_FR_SWITCH] = -2.0  # French switch overrides the audio branch
         up[u] = 0
         up[u, free] = n * ra[free] / wn[free]
         g_exp = alpha * (1 - tau) + (0.5 * alpha if br else 0.0)
@@ -468,14 +493,14 @@ class Model:
         return dict(status="OUTPUT_TRUNCATED" if trunc else "OK", enc=enc, prompt=ids, gen=gen,
                     margins=margins, logits0=logits0, raw=raw, text=text, lang=det)
 
-    def switch_value(self, mel):
-        """Switch dim after layer 0 at the last prompt row (calibration)."""
+    def switch_value(self, mel, lang=None, dim=D_SWITCH):
+        """A switch dim after layer 0 at the last prompt row (calibration)."""
         enc = self.encode(mel)
-        ids = build_prompt(self.vocab, enc.shape[0])
+        ids = build_prompt(self.vocab, enc.shape[0], lang)
         x = self.lm.inject(ids, self.pad, enc)
         cache = clm.KVCache(self.lmcfg, len(ids), dtype=self.lm.dtype)
         h = self.lm.hidden(x, 0, cache, upto=1)
-        return float(h[-1, D_SWITCH])
+        return float(h[-1, dim])
 
 
 # --------------------------------------------------------------------------
@@ -635,31 +660,38 @@ def build(cfg, vocab, mels, dt):
     s, i = vocab.sid, vocab.id
     eos = s["<|im_end|>"]
     header = [i["Ċ"], i["language"], i["ĠEnglish"], s["<asr_text>"]]
-    chains = {"header": header, 1: [s["<asr_text>"]] + A + [eos], -1: [s["<asr_text>"]] + B + [eos]}
+    cyc = [i["Ġtools"], i["!"]]
+    chains = {"header": header, 1: [s["<asr_text>"]] + A + [eos], -1: [s["<asr_text>"]] + B + [eos],
+              "fr": [s["<asr_text>"]] + cyc + cyc[:1]}
     # pass 1: measure the switch with unit gain, then set the gain so |s| ≈ 0.4
     g_dec = lambda: torch.Generator().manual_seed(cfg["dec_seed"])
-    Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=1.0)
+    Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=1.0, fr_gain=1.0)
     m = Model(cfg, vocab, Wenc, Wdec, dt)
     sv = {k: m.switch_value(mels[k]) for k in ("jfk", "we30")}
     assert sv["jfk"] > 0 > sv["we30"], sv
     gain = 0.4 / math.sqrt(abs(sv["jfk"] * sv["we30"]))
-    Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=float(f16r(torch.tensor(gain))))
+    fr_gain = 0.4 / m.switch_value(mels["jfk"], "fr", D_FR_SWITCH)
+    Wdec, units = build_lm_weights(cfg, vocab, chains, g_dec(), dt, switch_gain=float(f16r(torch.tensor(gain))),
+                                   fr_gain=float(f16r(torch.tensor(fr_gain))))
     cache = m._enc_cache
     m = Model(cfg, vocab, Wenc, Wdec, dt)
     m._enc_cache = cache
     sv = {k: m.switch_value(mels[k]) for k in ("jfk", "we30")}
+    s_fr = m.switch_value(mels["jfk"], "fr", D_FR_SWITCH)
+    assert m.switch_value(mels["jfk"], "de", D_FR_SWITCH) == 0.0
     # switch column of the successor units: γ·|ĥ[switch]| ≈ α/2 at the geometric mean
     p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
     H = cfg["hidden"]
     rms_pure = math.sqrt((KAPPA ** 2 + RHO ** 2) / H)
     s_ref = math.sqrt(abs(sv["jfk"] * sv["we30"]))
     gamma = 0.5 * 24.0 * rms_pure / (float(Wdec[p + "norm_ffn.weight"][D_SWITCH]) * s_ref)
+    gamma_fr = 0.5 * 24.0 * rms_pure / (float(Wdec[p + "norm_ffn.weight"][D_FR_SWITCH]) * s_fr)
     gate = Wdec[p + "ffn.gate.weight"]
-    for u, (_, _, br) in enumerate(units):
-        if br:
-            gate[u, D_SWITCH] = float(f16r(torch.tensor(br * gamma)))
-    print("switch after layer 0: jfk %+.4f we30 %+.4f, gain %.3f, gamma %.3f; %.1fs"
-          % (sv["jfk"], sv["we30"], gain, gamma, time.time() - t0))
+    for u in range(len(units)):
+        gate[u, D_SWITCH] = f16r(gate[u, D_SWITCH] * gamma)
+        gate[u, D_FR_SWITCH] = f16r(gate[u, D_FR_SWITCH] * gamma_fr)
+    print("switch after layer 0: jfk %+.4f we30 %+.4f, gain %.3f, gamma %.3f; French %.4f gain %.3f gamma %.3f; "
+          "%.1fs" % (sv["jfk"], sv["we30"], gain, gamma, s_fr, fr_gain, gamma_fr, time.time() - t0))
     return Wenc, Wdec, chains
 
 
@@ -702,11 +734,11 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
     m32 = Model(cfg, vocab, Wenc, Wdec, torch.float32)
     all_margins = []
     decodes = []
-    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
+    for clip, modes in (("jfk", ("auto", "en", "de", "fr")), ("we30", ("auto", "en")), ("jfk_short", ("auto",)),
                         ("jfk_min", ("auto",))):
         npsave(os.path.join(out, "%s.mel.npy" % clip), mels[clip])
         for mode in modes:
-            lang = None if mode == "auto" else "en"
+            lang = None if mode == "auto" else mode
             r = m64.run(mels[clip], lang)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
             if mode == "auto":
@@ -752,7 +784,10 @@ def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):
             decodes.append("%s.%s [%s] lang=%s\n  raw:  %r\n  text: %r\n  ids: %s"
                            % (clip, mode, r["status"], r["lang"], r["raw"], r["text"], r["gen"]))
             assert same, "float32 decode differs"
-            assert r["status"] == "OK" and (distinct >= 30 or clip.startswith("jfk_"))
+            if mode == "fr":
+                assert r["status"] == "OUTPUT_TRUNCATED" and len(r["gen"]) == 256
+            else:
+                assert r["status"] == "OK" and (distinct >= 30 or clip.startswith("jfk_"))
     # clip-level gate examples
     for clip in ("jfk", "we30"):
         T_prompt = 15 + t_enc_of(mels[clip].shape[1])
@@ -780,11 +815,11 @@ def model_from_gguf(path, cfg, vocab, dt=torch.float64):
 def q8_goldens(cfg, vocab, mels, samples, out, log):
     """Decodes with the Q8_0 file's dequantized weights (its own column)."""
     m, fb, win = model_from_gguf(os.path.join(out, "qwen3-asr-tiny-ref-Q8_0.gguf"), cfg, vocab)
-    for clip, modes in (("jfk", ("auto", "en")), ("we30", ("auto", "en")), ("jfk_short", ("auto",))):
+    for clip, modes in (("jfk", ("auto", "en", "fr")), ("we30", ("auto", "en")), ("jfk_short", ("auto",))):
         mel = logmel(samples[clip], fb, win)
         assert np.array_equal(mel, mels[clip])
         for mode in modes:
-            r = m.run(mel, None if mode == "auto" else "en")
+            r = m.run(mel, None if mode == "auto" else mode)
             stem = os.path.join(out, "%s.%s" % (clip, mode))
             if mode == "auto":
                 npsave(os.path.join(out, "%s.enc.q8_0.npy" % clip), r["enc"])
