@@ -36,7 +36,7 @@ static bool is_digit(char c) {
 
 /* TIME := '[' digit+ ('.' digit+)? ']' at i: ms rounded on the 4th
  * fraction digit; returns the length, 0 when not a TIME (also for
- * magnitudes past ~10^15 s, which are no timestamps). */
+ * more than 12 significant integer digits: no timestamp). */
 static size_t try_time(const scan *sc, size_t i, int64_t *ms) {
     const char *s = sc->s;
     const size_t n = sc->n;
@@ -45,7 +45,7 @@ static size_t try_time(const scan *sc, size_t i, int64_t *ms) {
     if (j >= n || !is_digit(s[j])) return 0;
     int64_t whole = 0;
     for (; j < n && is_digit(s[j]); j++) {
-        if (whole > 1000000000000000LL) return 0;
+        if (whole > 99999999999LL) return 0; /* 13+ significant digits */
         whole = whole * 10 + (s[j] - '0');
     }
     int64_t frac = 0;
