@@ -55,6 +55,7 @@ typedef struct ms_session {
     tr_pool *pool;
     int ceiling; /* min(max_position_embeddings, session n_ctx) */
     bool kv_f16;
+    bool repeat_guard; /* nn/greedy.h guard, on by default (README) */
     tr_clm_state *lm;
     tr_whenc_work enc_work;
     float *mel;     /* [n_mels][3000] one chunk */

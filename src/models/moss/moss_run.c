@@ -11,6 +11,7 @@
 #include "audio/audio.h"
 #include "models/moss/moss.h"
 #include "models/moss/moss_parse.h"
+#include "nn/greedy.h"
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
@@ -33,6 +34,7 @@ transcribe_status ms_session_create(const ms_model *m, const tr_session_cfg *cfg
     if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
     /* AUTO and F16 store F16 (upstream default), F32 only when asked */
     s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+    s->repeat_guard = true;
     const int T = chunk_frames(m);
     s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
     s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
@@ -331,6 +333,12 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
                                  .max_n_kv = n_ctx,
                                  .should_abort = should_abort,
                                  .abort_user = &ac};
+        if (s->repeat_guard) {
+            const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
+            cfg.repeat_max_period = g.max_period;
+            cfg.repeat_min_repeats = g.min_repeats;
+            cfg.repeat_min_tokens = g.min_tokens;
+        }
         int n_out = 0;
         st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
