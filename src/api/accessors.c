@@ -95,7 +95,7 @@ static transcribe_status get_token(const tr_result *r, int j, struct transcribe_
     return TRANSCRIBE_OK;
 }
 
-/* Speaker rows of a result (a zeroed row, speaker_id 0, when out of range). */
+/* Speaker rows (§16.4): a missing row is zeroed (speaker_id 0, p 0). */
 static transcribe_status get_speaker(const tr_result *r, int j,
                                      struct transcribe_speaker_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_SPEAKER_SEGMENT, where);

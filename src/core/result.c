@@ -94,6 +94,12 @@ int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t sp
     return r->n_spk++;
 }
 
+bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id) {
+    if (seg < 0 || seg >= r->n_segs) return false;
+    r->segs[seg].speaker_id = speaker_id;
+    return true;
+}
+
 int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, const char *text) {
     if (seg < 0 || seg != r->n_segs - 1) {
         TR_ERROR("result: word added to segment %d, but the last segment is %d", seg,

@@ -34,11 +34,12 @@ typedef struct tr_result_token {
     uint64_t text_off;
 } tr_result_token;
 
-/* A speaker-attribution row (c-api.md transcribe_speaker_segment). */
+/* One speaker turn (c-api.md §16.4): rows in the order the model emitted
+ * them; p is a confidence or NaN. */
 typedef struct tr_result_speaker {
     int64_t t0_ms, t1_ms;
-    int32_t speaker_id; /* 1-based */
-    float p;            /* confidence or NaN */
+    int32_t speaker_id; /* >= 1 */
+    float p;
 } tr_result_speaker;
 
 typedef struct tr_result {
@@ -75,6 +76,10 @@ int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, cons
  * or -1). Updates the segment's and word's token spans. Returns index or -1. */
 int tr_result_add_token(tr_result *r, int id, float p, int64_t t0_ms, int64_t t1_ms, int seg,
                         int word, const char *text);
+/* Appends a speaker row. Returns its index or -1 on OOM. */
+int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t speaker_id, float p);
+/* Sets segment `seg`'s speaker id (false when out of range). */
+bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id);
 /* Updates the text / times of an existing segment (e.g. after joining). */
 bool tr_result_set_segment_text(tr_result *r, int seg, const char *text);
 bool tr_result_set_full_text(tr_result *r, const char *text);

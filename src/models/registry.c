@@ -10,10 +10,11 @@ extern const tr_family tr_family_parakeet;
 extern const tr_family tr_family_canary;
 extern const tr_family tr_family_qwen3_asr;
 extern const tr_family tr_family_granite_speech;
+extern const tr_family tr_family_moss;
 
 static const tr_family *const k_families[] = {
     &tr_family_whisper,   &tr_family_parakeet,       &tr_family_canary,
-    &tr_family_qwen3_asr, &tr_family_granite_speech,
+    &tr_family_qwen3_asr, &tr_family_granite_speech, &tr_family_moss,
 };
 
 /* Architectures transcribe.cpp 0.2.1 publishes (gguf-common.md §4.1) that
@@ -23,8 +24,7 @@ static const tr_family *const k_families[] = {
 static const char *const k_known_archs[] = {
     "cohere_asr", "canary_qwen",         "voxtral",    "voxtral_realtime",
     "moonshine",  "moonshine_streaming", "sensevoice", "funasr_nano",
-    "gigaam",     "granite_speech_nar",  "medasr",     "moss",
-    "sortformer",
+    "gigaam",     "granite_speech_nar",  "medasr",     "sortformer",
 };
 
 const tr_family *tr_family_find(const char *arch) {

@@ -127,6 +127,7 @@ typedef struct tr_clm_greedy_cfg {
     int max_n_kv;                     /* step window: a step needs n_past + 1 <= max_n_kv */
     bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
+    int repeat_max_period, repeat_min_repeats, repeat_min_tokens; /* nn/greedy.h guard; 0 = off */
 } tr_clm_greedy_cfg;
 
 /* Greedy decoding of one utterance in cache slot 0 from the prefill token

@@ -28,7 +28,10 @@ static transcribe_status one_step(void *user, int32_t tok, int pos, int32_t *nex
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                 int first_tok, int T_prompt, int32_t *out, int *n_out) {
     step_ctx c = {st, pool};
-    tr_greedy_cfg g = {cfg->eos, cfg->max_new, cfg->max_n_kv, cfg->should_abort, cfg->abort_user};
+    tr_greedy_cfg g = {
+        cfg->eos,        cfg->max_new,
+        cfg->max_n_kv,   cfg->should_abort,
+        cfg->abort_user, {cfg->repeat_max_period, cfg->repeat_min_repeats, cfg->repeat_min_tokens}};
     transcribe_status rc = tr_greedy_loop(&g, one_step, &c, first_tok, T_prompt, out, n_out);
     if (rc == TRANSCRIBE_ERR_ABORTED)
         TR_WARN("causal_lm: aborted after %d generated tokens", *n_out);
@@ -44,6 +47,8 @@ transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_
                                       const bool *valid, int32_t *out, int *n_out,
                                       transcribe_status *status) {
     if (B < 1 || cfg->max_new < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    const tr_repeat_guard guard = {cfg->repeat_max_period, cfg->repeat_min_repeats,
+                                   cfg->repeat_min_tokens};
     int *n_past = malloc((size_t)B * sizeof(int)), *n_gen = malloc((size_t)B * sizeof(int));
     int *pos = malloc((size_t)B * sizeof(int)), *slot = malloc((size_t)B * sizeof(int));
     int32_t *last = malloc((size_t)B * sizeof(int32_t)), *ids = malloc((size_t)B * sizeof(int32_t));
@@ -87,6 +92,13 @@ transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_
             if (last[b] != cfg->eos) out[(size_t)b * cfg->max_new + n_out[b]++] = last[b];
             done[b] =
                 last[b] == cfg->eos || n_gen[b] >= cfg->max_new || n_past[b] + 1 > cfg->max_n_kv;
+            int keep = tr_repeat_keep(&guard, out + (size_t)b * cfg->max_new, n_out[b], NULL);
+            if (last[b] != cfg->eos && keep < n_out[b]) {
+                TR_WARN("causal_lm: batch row %d repeats itself; stopped after %d tokens, kept %d",
+                        b, n_out[b], keep);
+                n_out[b] = keep;
+                done[b] = true;
+            }
         }
         if (aborted(cfg)) {
             TR_WARN("causal_lm: batch aborted");

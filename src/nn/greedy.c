@@ -1,6 +1,24 @@
 /* The shared greedy step loop (greedy.h). */
 #include "nn/greedy.h"
 
+#include "util/log.h"
+
+int tr_repeat_keep(const tr_repeat_guard *g, const int32_t *out, int n, int *period) {
+    if (!g || g->max_period <= 0) return n;
+    const int reps = g->min_repeats > 1 ? g->min_repeats : 2;
+    for (int p = 1; p <= g->max_period && p * reps <= n; p++) {
+        /* run = ids from the end that equal the id p before them: the tail
+         * of run + p ids has period p */
+        int run = 0;
+        while (run < n - p && out[n - 1 - run] == out[n - 1 - run - p]) run++;
+        if (run + p >= p * reps && run + p >= g->min_tokens) {
+            if (period) *period = p;
+            return n - run;
+        }
+    }
+    return n;
+}
+
 transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn step, void *user,
                                  int first_tok, int T_prompt, int32_t *out, int *n_out) {
     *n_out = 0;
@@ -16,7 +34,17 @@ transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn ste
         tok = next;
         n_gen++;
         n_past++;
-        if (tok != cfg->eos) out[(*n_out)++] = tok;
+        if (tok != cfg->eos) {
+            out[(*n_out)++] = tok;
+            int period = 0, keep = tr_repeat_keep(&cfg->repeat, out, *n_out, &period);
+            if (keep < *n_out) {
+                TR_WARN("greedy: the output repeats a cycle of %d tokens; stopped after %d tokens "
+                        "and kept %d",
+                        period, *n_out, keep);
+                *n_out = keep;
+                return TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+            }
+        }
     }
     return tok == cfg->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
 }

@@ -15,17 +15,36 @@
  * status ends the loop with that status (the callback logs why). */
 typedef transcribe_status (*tr_greedy_step_fn)(void *user, int32_t tok, int pos, int32_t *next);
 
+/* Repetition guard: decoding stops once the generated ids end with a cycle
+ * of 1..max_period tokens repeated at least min_repeats times and covering
+ * at least min_tokens ids; the repeats are trimmed (one cycle kept) and
+ * the run reports OUTPUT_TRUNCATED as a budget stop does. max_period 0 =
+ * off (the zero value). */
+typedef struct tr_repeat_guard {
+    int max_period, min_repeats, min_tokens;
+} tr_repeat_guard;
+
+/* The defaults families opt into: cycles up to 32 tokens, 8 repeats, 64
+ * tokens — far past anything natural speech repeats. */
+#define TR_REPEAT_GUARD_DEFAULT ((tr_repeat_guard){32, 8, 64})
+
+/* Ids to keep of out[0..n) when it ends in a guarded loop (the prefix plus
+ * one cycle, < n; *period, if given, gets the cycle length); n when it
+ * does not. */
+int tr_repeat_keep(const tr_repeat_guard *g, const int32_t *out, int n, int *period);
+
 typedef struct tr_greedy_cfg {
     int eos;
     int max_new;                      /* tokens counting the prefill token and a final EOS */
     int max_n_kv;                     /* window: a step needs pos + 1 <= max_n_kv */
     bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
+    tr_repeat_guard repeat; /* zero = off */
 } tr_greedy_cfg;
 
 /* out (capacity max_new) receives the generated ids without a trailing
- * EOS. Returns OK (EOS reached), OUTPUT_TRUNCATED (budget or window; out
- * holds the partial ids), ABORTED (out holds the ids so far) or the step's
+ * EOS. Returns OK (EOS reached), OUTPUT_TRUNCATED (budget, window or the
+ * repetition guard; out holds the partial ids), ABORTED (out holds the ids so far) or the step's
  * failure status. */
 transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn step, void *user,
                                  int first_tok, int T_prompt, int32_t *out, int *n_out);

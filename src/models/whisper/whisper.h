@@ -11,6 +11,7 @@
 #include "core/family.h"
 #include "audio/mel.h"
 #include "nn/nn.h"
+#include "nn/whisper_encoder.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 #include "transcribe/whisper.h"
@@ -28,14 +29,9 @@ typedef struct wh_hparams {
 
 typedef struct wh_model {
     wh_hparams hp;
-    tr_nn_dims enc_dims, dec_dims;
+    tr_nn_dims dec_dims;
 
-    /* encoder */
-    const tr_tensor *conv0_w, *conv1_w;
-    const float *conv0_b, *conv1_b;
-    const float *enc_pos; /* [n_audio_ctx][D] */
-    tr_nn_norm enc_ln;
-    tr_nn_enc_block *enc;
+    tr_whenc enc; /* the shared Whisper encoder (nn/whisper_encoder.h) */
     /* decoder */
     const tr_tensor *tok_emb; /* ne {D, V}; also the tied output head */
     const float *dec_pos;     /* [n_text_ctx][D] */
@@ -82,10 +78,8 @@ typedef struct wh_session {
     const wh_model *m;
     tr_pool *pool;
     tr_nn_kv kv;
-    float *enc_x;  /* [S][D] encoder activations / output */
-    float *conv_a; /* [D][T_mel] conv0 output */
-    float *conv_b; /* [D][S] conv1 output */
-    float *enc_scratch;
+    float *enc_x; /* [S][D] encoder activations / output */
+    tr_whenc_work enc_work;
     float *cross_k, *cross_v; /* [L_dec][S][D] */
     float *dec_x;             /* [n_text_ctx][D] */
     float *dec_scratch;

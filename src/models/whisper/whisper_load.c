@@ -277,16 +277,6 @@ enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_NDIMS };
 #define DD(k) TR_NN_DIM(WH_##k)
 
 /* Every .bias of §3 is present except the key projections'. */
-static const tr_nn_enc_names wh_enc_names = {
-    .prefix = "enc.blocks.%d.",
-    .ln_attn = "norm_attn",
-    .attn = "attn",
-    .ln_ffn = "norm_ffn",
-    .out = "out",
-    .ffn_up = "ffn.fc1",
-    .ffn_down = "ffn.fc2",
-    .k_bias = false,
-};
 static const tr_nn_dec_names wh_dec_names = {
     .prefix = "dec.blocks.%d.",
     .ln_self = "norm_self",
@@ -303,14 +293,6 @@ static const tr_nn_dec_names wh_dec_names = {
 /* Model-level tensors; the baked front end is checked, not kept (the mel
  * config reads it), so it lands in a scratch struct. */
 #define WM(m) offsetof(wh_model, m)
-static const tr_nn_wspec wh_enc_top[] = {
-    {"enc.conv.0.weight", TR_NN_W_TENSOR, {3, DD(M), DD(D)}, 3, TR_TYPES_CONV, WM(conv0_w)},
-    {"enc.conv.1.weight", TR_NN_W_TENSOR, {3, DD(D), DD(D)}, 3, TR_TYPES_CONV, WM(conv1_w)},
-    {"enc.conv.0.bias", TR_NN_W_VEC, {DD(D)}, 1, 0, WM(conv0_b)},
-    {"enc.conv.1.bias", TR_NN_W_VEC, {DD(D)}, 1, 0, WM(conv1_b)},
-    {"enc.pos_emb.weight", TR_NN_W_VEC, {DD(D), DD(S)}, 2, 0, WM(enc_pos)},
-    {"enc.final_norm", TR_NN_W_NORM, {DD(D)}, 0, 0, WM(enc_ln)},
-};
 static const tr_nn_wspec wh_dec_top[] = {
     {"dec.token_embd.weight", TR_NN_W_TENSOR, {DD(D), DD(V)}, 2, TR_TYPES_LINEAR, WM(tok_emb)},
     {"dec.pos_emb.weight", TR_NN_W_VEC, {DD(D), DD(T)}, 2, 0, WM(dec_pos)},
@@ -339,13 +321,16 @@ static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
     const tr_nn_wsrc src = {src_find, ws};
     const float *baked[2];
     bool ok = tr_nn_load_weights(&src, wh_frontend, N_OF(wh_frontend), dims, 0, true, baked);
-    if (!tr_nn_load_weights(&src, wh_enc_top, N_OF(wh_enc_top), dims, 0, true, m)) ok = false;
-    m->enc = calloc((size_t)hp->n_enc_layers, sizeof *m->enc);
+    m->enc = (tr_whenc){.n_layers = hp->n_enc_layers,
+                        .d_model = hp->d_model,
+                        .n_head = hp->n_head,
+                        .d_ffn = hp->enc_ffn,
+                        .n_mels = hp->n_mels,
+                        .n_pos = hp->n_audio_ctx};
+    if (!tr_whenc_load(&src, &m->enc)) ok = false;
+    if (!m->enc.blocks) return TRANSCRIBE_ERR_OOM;
     m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
-    if (!m->enc || !m->dec) return TRANSCRIBE_ERR_OOM;
-    if (ok && !tr_nn_load_enc_blocks(&src, &wh_enc_names, hp->d_model, hp->enc_ffn,
-                                     hp->n_enc_layers, m->enc))
-        ok = false;
+    if (!m->dec) return TRANSCRIBE_ERR_OOM;
     if (!tr_nn_load_weights(&src, wh_dec_top, N_OF(wh_dec_top), dims, 0, true, m)) ok = false;
     if (ok && !tr_nn_load_dec_blocks(&src, &wh_dec_names, hp->d_model, hp->dec_ffn,
                                      hp->n_dec_layers, m->dec))
@@ -356,7 +341,6 @@ static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
 }
 
 static void set_dims(wh_model *m) {
-    m->enc_dims = (tr_nn_dims){m->hp.d_model, m->hp.n_head, m->hp.head_dim, m->hp.enc_ffn, 1e-5f};
     m->dec_dims = (tr_nn_dims){m->hp.d_model, m->hp.n_head, m->hp.head_dim, m->hp.dec_ffn, 1e-5f};
 }
 
@@ -401,7 +385,7 @@ transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
 
 void wh_model_free(wh_model *m) {
     if (!m) return;
-    free(m->enc);
+    tr_whenc_free(&m->enc);
     free(m->dec);
     free(m->owned_fb);
     free(m->owned_window);

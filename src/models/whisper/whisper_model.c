@@ -24,10 +24,8 @@ transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg
     if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F16) f16 = true;
     if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_AUTO) f16 = !m->weights_f32;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, f16);
-    s->conv_a = malloc(D * Tm * sizeof(float));
-    s->conv_b = malloc(D * S * sizeof(float));
+    if (!tr_whenc_work_init(&s->enc_work, &m->enc, (int)Tm)) ok = false;
     s->enc_x = malloc(S * D * sizeof(float));
-    s->enc_scratch = malloc(tr_nn_enc_block_scratch(&m->enc_dims, (int)S) * sizeof(float));
     s->cross_k = malloc(L * S * D * sizeof(float));
     s->cross_v = malloc(L * S * D * sizeof(float));
     s->dec_x = malloc(Tt * D * sizeof(float));
@@ -36,8 +34,8 @@ transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg
     s->logits = malloc(2 * V * sizeof(float));
     s->work = malloc(V * sizeof(float));
     s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
-    if (!ok || !s->conv_a || !s->conv_b || !s->enc_x || !s->enc_scratch || !s->cross_k ||
-        !s->cross_v || !s->dec_x || !s->dec_scratch || !s->logits || !s->work || !s->window) {
+    if (!ok || !s->enc_x || !s->cross_k || !s->cross_v || !s->dec_x || !s->dec_scratch ||
+        !s->logits || !s->work || !s->window) {
         TR_ERROR("whisper: out of memory allocating session buffers");
         wh_session_free(s);
         return TRANSCRIBE_ERR_OOM;
@@ -49,10 +47,8 @@ transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg
 void wh_session_free(wh_session *s) {
     if (!s) return;
     tr_nn_kv_free(&s->kv);
-    free(s->conv_a);
-    free(s->conv_b);
+    tr_whenc_work_free(&s->enc_work);
     free(s->enc_x);
-    free(s->enc_scratch);
     free(s->cross_k);
     free(s->cross_v);
     free(s->dec_x);
@@ -65,17 +61,8 @@ void wh_session_free(wh_session *s) {
 }
 
 void wh_encode(wh_session *s, const float *mel_window) {
-    const wh_model *m = s->m;
-    const int D = m->hp.d_model, Tm = m->hp.n_frames_window, S = Tm / 2, M = m->hp.n_mels;
-    tr_conv1d(s->pool, mel_window, M, Tm, m->conv0_w, m->conv0_b, 1, 1, 1, 1, 1, s->conv_a);
-    tr_ew_gelu(s->pool, s->conv_a, (long)D * Tm);
-    tr_conv1d(s->pool, s->conv_a, D, Tm, m->conv1_w, m->conv1_b, 2, 1, 1, 1, 1, s->conv_b);
-    tr_ew_gelu(s->pool, s->conv_b, (long)D * S);
-    tr_transpose(s->conv_b, s->enc_x, D, S);
-    tr_add_scaled(s->enc_x, s->enc_x, m->enc_pos, 1.0f, (long)S * D);
-    for (int l = 0; l < m->hp.n_enc_layers; l++)
-        tr_nn_enc_block_fwd(s->pool, &m->enc[l], &m->enc_dims, s->enc_x, S, s->enc_scratch);
-    tr_layer_norm(s->pool, s->enc_x, s->enc_x, S, D, m->enc_ln.w, m->enc_ln.b, 1e-5f);
+    tr_whenc_forward(s->pool, &s->m->enc, &s->enc_work, mel_window, s->m->hp.n_frames_window,
+                     s->enc_x);
 }
 
 void wh_cross_kv(wh_session *s) {

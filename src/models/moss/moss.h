@@ -1,0 +1,85 @@
+/* MOSS Transcribe-Diarize family internals (family-moss.md): the loaded
+ * model, the per-session state and the entry points the vtable and the
+ * tests use. The encoder is the shared Whisper encoder (nn/whisper_encoder.h),
+ * the LM the shared causal decoder (nn/causal_lm.h); weights are borrowed
+ * views into the mapped file. */
+#ifndef TR_MODELS_MOSS_H
+#define TR_MODELS_MOSS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audio/mel.h"
+#include "core/family.h"
+#include "nn/causal_lm.h"
+#include "nn/nn.h"
+#include "nn/whisper_encoder.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+
+struct tr_tokenizer;
+
+#define MS_GEN_RESERVE   256  /* §9: output reserve of the input gate */
+#define MS_PREFILL_CHUNK 2048 /* §9 / causal-lm.md §6.3 */
+
+typedef struct ms_model {
+    tr_whenc enc;          /* §3.3, §6.1 */
+    int merge;             /* stt.moss.audio_merge_size */
+    tr_nn_linear fc1, fc2; /* adaptor §3.4 */
+    tr_nn_norm norm_out;
+    tr_clm_hparams lm; /* §3.5, §8 */
+    tr_clm_block *lm_blocks;
+    tr_clm_weights lm_w;
+    int max_pos; /* decoder.max_position_embeddings */
+
+    /* prompt (§7) */
+    int32_t *prefix, *suffix;
+    int n_prefix, n_suffix;
+    int32_t digits[10];
+    int audio_tok, eos;
+    float tokens_per_s;
+    int marker_every; /* seconds */
+    bool markers;
+
+    int n_chunk; /* samples per chunk (stt.frontend.n_samples) */
+    tr_mel_config mel;
+    struct tr_tokenizer *tok;
+    int n_lang;
+    char **lang;
+    char *variant;
+} ms_model;
+
+typedef struct ms_session {
+    const ms_model *m;
+    tr_pool *pool;
+    int ceiling; /* min(max_position_embeddings, session n_ctx) */
+    bool kv_f16;
+    bool repeat_guard; /* nn/greedy.h guard, on by default (README) */
+    tr_clm_state *lm;
+    tr_whenc_work enc_work;
+    float *mel;     /* [n_mels][3000] one chunk */
+    float *enc_out; /* [1500][D] one chunk */
+    /* the latest single run, for the tests */
+    int32_t *last_ids;
+    int n_last, cap_last;
+    int last_T_prompt;
+    float *last_logits; /* prefill logits [n_vocab] */
+} ms_session;
+
+TR_FAMILY_DECLARE(ms);
+
+/* Encoder frames of a clip: sum over 30 s chunks of (real_len-1)//(hop*2*merge)+1 (§5). */
+int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples);
+/* Prompt of §7 for T_enc audio rows: ids (malloc'ed, *n long) and the
+ * absolute position of each audio row (malloc'ed, T_enc long). */
+transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+                                  int **audio_pos);
+/* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
+ * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
+ * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */
+transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
+                            float **enc_trim);
+transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p);
+
+#endif

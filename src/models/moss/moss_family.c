@@ -1,0 +1,28 @@
+/* The MOSS family vtable (src/core/family.h). Batches run utterance by
+ * utterance through the dispatcher (no run_batch hook yet). */
+#include "models/moss/moss.h"
+
+TR_FAMILY_ADAPTERS(ms)
+
+static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
+    return ms_validate_run(model, p);
+}
+
+/* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)
+ * audio tokens of 80 ms; KV bytes for one utterance at the context. */
+static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
+    const ms_session *s = session;
+    const ms_model *m = s->m;
+    int64_t tokens = (int64_t)s->ceiling - m->n_prefix - m->n_suffix - MS_GEN_RESERVE;
+    int64_t ms_per_tok = (int64_t)m->mel.hop_length * 2 * m->merge * 1000 / m->mel.sample_rate;
+    out->effective_n_ctx = s->ceiling;
+    out->effective_max_audio_ms = tokens > 0 ? tokens * ms_per_tok : 0;
+    out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(&m->lm, s->kv_f16) * s->ceiling;
+}
+
+const tr_family tr_family_moss = {
+    .arch = "moss",
+    TR_FAMILY_ADAPTED_HOOKS,
+    .validate_run = fam_validate_run,
+    .get_limits = fam_get_limits,
+};

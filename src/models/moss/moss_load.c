@@ -1,0 +1,342 @@
+/* MOSS GGUF loader: every key of family-moss.md §2 with its exact type (a
+ * present key of another type is a GGUF error), the cross-field checks of
+ * §2.3, the tensors of §3 by exact shape and type class (the encoder through
+ * the shared Whisper encoder loader, the LM and adaptor through nn/weights
+ * tables), the tokenizer and the baked prompt arrays. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
+#include "models/moss/moss.h"
+#include "nn/weights.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+#include "util/vec.h"
+
+#define ERR_GGUF TRANSCRIBE_ERR_GGUF
+#define req_u32  tr_gguf_req_u32
+/* §3.1 class E: any dequantizable type (row lookup and matmul) */
+#define MS_TYPES_ANY 0x7fffffffu
+
+static transcribe_status req_str_is(const gguf_file *f, const char *key, const char *a,
+                                    const char *b) {
+    const char *const allowed[] = {a, b, NULL};
+    return tr_gguf_req_str_in(f, key, allowed);
+}
+
+static transcribe_status req_f32_pos(const gguf_file *f, const char *key, float *out) {
+    transcribe_status st = tr_gguf_req_f32(f, key, out);
+    if (st == TRANSCRIBE_OK && !(isfinite(*out) && *out > 0))
+        return tr_gguf_key_error(key, "FLOAT32", "value %g must be finite and positive", *out);
+    return st;
+}
+
+/* ---- §2.2 ---- */
+
+static transcribe_status read_encoder_keys(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    tr_whenc *e = &m->enc;
+    bool scale;
+#define EK "stt.moss.encoder."
+    if ((st = req_u32(f, EK "n_layers", 1, 1024, &e->n_layers))) return st;
+    if ((st = req_u32(f, EK "d_model", 1, 1 << 16, &e->d_model))) return st;
+    if ((st = req_u32(f, EK "n_heads", 1, 1024, &e->n_head))) return st;
+    if ((st = req_u32(f, EK "ffn_dim", 1, 1 << 20, &e->d_ffn))) return st;
+    if ((st = req_u32(f, EK "num_mel_bins", 1, 4096, &e->n_mels))) return st;
+    if ((st = req_u32(f, EK "max_source_positions", 1, 1 << 20, &e->n_pos))) return st;
+    if ((st = req_str_is(f, EK "activation", "gelu", NULL))) return st;
+    if ((st = tr_gguf_opt_bool(f, EK "scale_embedding", false, &scale))) return st;
+#undef EK
+    if (e->d_model % e->n_head)
+        return tr_gguf_key_error("stt.moss.encoder.d_model", "UINT32",
+                                 "%d is not divisible by n_heads %d", e->d_model, e->n_head);
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_lm_keys(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    tr_clm_hparams *hp = &m->lm;
+    memset(hp, 0, sizeof *hp);
+    tr_clm_hparams_defaults(hp);
+    hp->qk_norm = true;
+    bool tied;
+    int in_dim;
+    if ((st = req_u32(f, "stt.moss.adaptor.input_dim", 1, 1 << 20, &in_dim))) return st;
+    if ((st = req_u32(f, "stt.moss.audio_merge_size", 1, 64, &m->merge))) return st;
+#define DK "stt.moss.decoder."
+    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
+    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
+    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
+    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
+    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
+    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
+    if ((st = req_str_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = req_f32_pos(f, DK "rms_norm_eps", &hp->eps))) return st;
+    if ((st = req_f32_pos(f, DK "rope_theta", &hp->rope_theta))) return st;
+    if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
+    if ((st = tr_gguf_opt_bool(f, DK "tie_word_embeddings", true, &tied))) return st;
+    if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
+#undef DK
+    if (!tied)
+        return tr_gguf_key_error("stt.moss.decoder.tie_word_embeddings", "BOOL",
+                                 "must be true (the file has no separate head)");
+    if (hp->n_head % hp->n_head_kv || hp->head_dim % 2)
+        return tr_gguf_key_error("stt.moss.decoder.n_heads", "UINT32",
+                                 "%d query heads are not a multiple of %d kv heads (head_dim %d)",
+                                 hp->n_head, hp->n_head_kv, hp->head_dim);
+    if ((int64_t)in_dim != (int64_t)hp->d_model * m->merge)
+        return tr_gguf_key_error("stt.moss.adaptor.input_dim", "UINT32",
+                                 "%d != hidden_size %d x audio_merge_size %d", in_dim, hp->d_model,
+                                 m->merge);
+    if (in_dim != m->enc.d_model * m->merge)
+        return tr_gguf_key_error("stt.moss.adaptor.input_dim", "UINT32",
+                                 "%d != encoder d_model %d x audio_merge_size %d", in_dim,
+                                 m->enc.d_model, m->merge);
+    return TRANSCRIBE_OK;
+}
+
+/* ---- §2.3 prompt and front end ---- */
+
+static transcribe_status copy_ids(const gguf_file *f, const char *key, int V, int32_t **out,
+                                  int *n) {
+    const int32_t *a;
+    int64_t cnt;
+    transcribe_status st = tr_gguf_req_arr_i32(f, key, 1, 1 << 20, &a, &cnt);
+    if (st) return st;
+    for (int64_t i = 0; i < cnt; i++)
+        if (a[i] < 0 || a[i] >= V)
+            return tr_gguf_key_error(key, "INT32 array", "id %d at %lld is outside [0, %d)", a[i],
+                                     (long long)i, V);
+    *out = malloc((size_t)cnt * sizeof **out);
+    if (!*out) return TRANSCRIBE_ERR_OOM;
+    memcpy(*out, a, (size_t)cnt * sizeof **out);
+    *n = (int)cnt;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_prompt_keys(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    const int V = m->lm.n_vocab;
+    if ((st = req_u32(f, "stt.moss.audio_token_id", 0, V - 1, &m->audio_tok))) return st;
+    if ((st = req_f32_pos(f, "stt.moss.audio_tokens_per_second", &m->tokens_per_s))) return st;
+    if ((st = req_u32(f, "stt.moss.time_marker_every_seconds", 0, 1 << 20, &m->marker_every)))
+        return st;
+    if ((st = tr_gguf_opt_bool(f, "stt.moss.enable_time_marker", true, &m->markers))) return st;
+    if ((st = copy_ids(f, "stt.moss.prompt_prefix_tokens", V, &m->prefix, &m->n_prefix))) return st;
+    if ((st = copy_ids(f, "stt.moss.prompt_suffix_tokens", V, &m->suffix, &m->n_suffix))) return st;
+    const int32_t *d;
+    int64_t nd;
+    if ((st = tr_gguf_req_arr_i32(f, "stt.moss.digit_tokens", 10, 10, &d, &nd))) return st;
+    for (int i = 0; i < 10; i++) {
+        if (d[i] < 0 || d[i] >= V)
+            return tr_gguf_key_error("stt.moss.digit_tokens", "INT32 array",
+                                     "id %d is outside [0, %d)", d[i], V);
+        m->digits[i] = d[i];
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    int v, sr, hop;
+    float x;
+#define FK "stt.frontend."
+    if ((st = req_str_is(f, FK "type", "mel", NULL))) return st;
+    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
+    if (v != m->enc.n_mels)
+        return tr_gguf_key_error(FK "num_mels", "UINT32", "%d != encoder num_mel_bins %d", v,
+                                 m->enc.n_mels);
+    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &sr))) return st;
+    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
+    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
+    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
+    if ((st = req_str_is(f, FK "window", "hann_periodic", NULL))) return st;
+    if ((st = req_str_is(f, FK "normalize", "per_utterance", NULL))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "dither", &x))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "pre_emphasis", &x))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "f_min", &x))) return st;
+    if ((st = tr_gguf_req_f32(f, FK "f_max", &x))) return st;
+    if ((st = tr_gguf_opt_u32(f, FK "chunk_length", 30, 1, 3600, &v))) return st;
+    if ((st = tr_gguf_opt_u32(f, FK "n_samples", 30 * sr, 1, INT32_MAX, &m->n_chunk))) return st;
+    if ((st = tr_gguf_opt_u32(f, FK "nb_max_frames", 0, 0, INT32_MAX, &v))) return st;
+#undef FK
+    /* The Whisper front end pads each chunk to 30 s (§5). */
+    if (m->n_chunk != 30 * sr)
+        return tr_gguf_key_error("stt.frontend.n_samples", "UINT32",
+                                 "%d samples per chunk; only 30 s chunks (%d) are supported",
+                                 m->n_chunk, 30 * sr);
+    tr_mel_config_whisper(&m->mel, m->enc.n_mels);
+    if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
+    if (m->mel.pad_mode != TR_PAD_REFLECT || m->mel.normalize != TR_NORM_PER_UTTERANCE) {
+        TR_ERROR("moss: the front end must use reflect padding and per-utterance normalisation");
+        return ERR_GGUF;
+    }
+    /* one 30 s chunk is n_frames mel frames, half of them encoder rows */
+    const int n_frames = m->n_chunk / m->mel.hop_length;
+    if (n_frames % 2 || n_frames / 2 > m->enc.n_pos) {
+        TR_ERROR("moss: a 30 s chunk is %d mel frames; the encoder needs an even count with at "
+                 "most %d positions after the stride-2 conv",
+                 n_frames, m->enc.n_pos);
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_tokenizer(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    if ((st = req_str_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
+    if ((st = tr_tokenizer_from_gguf(f, &m->tok))) return st;
+    const int V = m->lm.n_vocab;
+    if (tr_tokenizer_n_vocab(m->tok) != V) {
+        TR_ERROR("moss: %d tokens in tokenizer.ggml.tokens, decoder.vocab_size %d",
+                 tr_tokenizer_n_vocab(m->tok), V);
+        return ERR_GGUF;
+    }
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", V, &m->eos))) return st;
+    if (m->eos < 0) {
+        TR_ERROR("moss: tokenizer.ggml.eos_token_id is missing (decoding stops on <|im_end|>)");
+        return ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status read_languages(const gguf_file *f, ms_model *m) {
+    const char *const *a = NULL;
+    int64_t n = 0;
+    transcribe_status st = tr_gguf_opt_arr_str(f, "general.languages", 0, 4096, &a, &n);
+    if (st) return st;
+    static const char *const k_default[] = {"en", "zh"};
+    if (!a) {
+        a = k_default;
+        n = 2;
+    }
+    m->lang = calloc((size_t)n + 1, sizeof *m->lang);
+    if (!m->lang) return TRANSCRIBE_ERR_OOM;
+    for (int64_t i = 0; i < n; i++) {
+        m->lang[i] = strdup(a[i] ? a[i] : "");
+        if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
+        m->n_lang = (int)i + 1;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* ---- §3 tensors ---- */
+
+enum { MD_H, MD_Q, MD_K, MD_I, MD_HD, MD_IN, MD_V, MD_NDIMS };
+#define DD(k) TR_NN_DIM(MD_##k)
+#define BL(f) offsetof(tr_clm_block, f)
+static const tr_nn_wspec k_lm_block[] = {
+    {"dec.blocks.%d.norm_attn.weight", TR_NN_W_VEC, {DD(H)}, 1, 0, BL(norm_attn)},
+    {"dec.blocks.%d.norm_ffn.weight", TR_NN_W_VEC, {DD(H)}, 1, 0, BL(norm_ffn)},
+    {"dec.blocks.%d.attn.q_norm.weight", TR_NN_W_VEC, {DD(HD)}, 1, 0, BL(q_norm)},
+    {"dec.blocks.%d.attn.k_norm.weight", TR_NN_W_VEC, {DD(HD)}, 1, 0, BL(k_norm)},
+    {"dec.blocks.%d.attn.q.weight", TR_NN_W_TENSOR, {DD(H), DD(Q)}, 2, TR_TYPES_LINEAR, BL(wq)},
+    {"dec.blocks.%d.attn.k.weight", TR_NN_W_TENSOR, {DD(H), DD(K)}, 2, TR_TYPES_LINEAR, BL(wk)},
+    {"dec.blocks.%d.attn.v.weight", TR_NN_W_TENSOR, {DD(H), DD(K)}, 2, TR_TYPES_LINEAR, BL(wv)},
+    {"dec.blocks.%d.attn.o.weight", TR_NN_W_TENSOR, {DD(Q), DD(H)}, 2, TR_TYPES_LINEAR, BL(wo)},
+    {"dec.blocks.%d.ffn.gate.weight", TR_NN_W_TENSOR, {DD(H), DD(I)}, 2, TR_TYPES_LINEAR, BL(gate)},
+    {"dec.blocks.%d.ffn.up.weight", TR_NN_W_TENSOR, {DD(H), DD(I)}, 2, TR_TYPES_LINEAR, BL(up)},
+    {"dec.blocks.%d.ffn.down.weight", TR_NN_W_TENSOR, {DD(I), DD(H)}, 2, TR_TYPES_LINEAR, BL(down)},
+};
+#undef BL
+#define MM(f) offsetof(ms_model, f)
+static const tr_nn_wspec k_top[] = {
+    {"adaptor.fc1", TR_NN_W_LINEAR, {DD(IN), DD(H)}, 0, 0, MM(fc1)},
+    {"adaptor.fc2", TR_NN_W_LINEAR, {DD(H), DD(H)}, 0, 0, MM(fc2)},
+    {"adaptor.norm_out", TR_NN_W_NORM, {DD(H)}, 0, 0, MM(norm_out)},
+    {"dec.token_embd.weight", TR_NN_W_TENSOR, {DD(H), DD(V)}, 2, MS_TYPES_ANY, MM(lm_w.tok_emb)},
+    {"dec.output_norm.weight", TR_NN_W_VEC, {DD(H)}, 1, 0, MM(lm_w.out_norm)},
+};
+#undef MM
+#undef DD
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static transcribe_status read_tensors(const gguf_file *f, ms_model *m) {
+    const tr_clm_hparams *hp = &m->lm;
+    const int64_t dims[MD_NDIMS] = {[MD_H] = hp->d_model,
+                                    [MD_Q] = (int64_t)hp->n_head * hp->head_dim,
+                                    [MD_K] = (int64_t)hp->n_head_kv * hp->head_dim,
+                                    [MD_I] = hp->d_ffn,
+                                    [MD_HD] = hp->head_dim,
+                                    [MD_IN] = (int64_t)hp->d_model * m->merge,
+                                    [MD_V] = hp->n_vocab};
+    const tr_nn_wsrc src = tr_nn_wsrc_gguf(f);
+    bool ok = tr_whenc_load(&src, &m->enc);
+    if (!m->enc.blocks) return TRANSCRIBE_ERR_OOM;
+    if (!tr_nn_load_weights(&src, k_top, N_OF(k_top), dims, 0, true, m)) ok = false;
+    m->lm_blocks = calloc((size_t)hp->n_layer, sizeof *m->lm_blocks);
+    if (!m->lm_blocks) return TRANSCRIBE_ERR_OOM;
+    if (ok && !tr_nn_load_layers(&src, k_lm_block, N_OF(k_lm_block), dims, hp->n_layer, true,
+                                 m->lm_blocks, sizeof *m->lm_blocks))
+        ok = false;
+    if (!ok) return ERR_GGUF;
+    m->lm_w.head = m->lm_w.tok_emb;
+    m->lm_w.blocks = m->lm_blocks;
+    return tr_clm_check(hp, &m->lm_w) ? TRANSCRIBE_OK : ERR_GGUF;
+}
+
+/* ---- model ---- */
+
+static transcribe_status load_gguf(const gguf_file *f, ms_model *m) {
+    transcribe_status st;
+    if ((st = req_str_is(f, "general.architecture", "moss", NULL))) return st;
+    if ((st = read_encoder_keys(f, m))) return st;
+    if ((st = read_lm_keys(f, m))) return st;
+    if ((st = read_frontend(f, m))) return st;
+    if ((st = read_tokenizer(f, m))) return st;
+    if ((st = read_prompt_keys(f, m))) return st;
+    if ((st = read_languages(f, m))) return st;
+    bool diar;
+    if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
+    if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
+        return st;
+    return read_tensors(f, m);
+}
+
+transcribe_status ms_model_load(const tr_load_ctx *lc, ms_model **out) {
+    *out = NULL;
+    if (!lc->gguf) {
+        TR_ERROR("moss: only GGUF files are supported");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    ms_model *m = calloc(1, sizeof *m);
+    if (!m) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = load_gguf(lc->gguf, m);
+    if (st != TRANSCRIBE_OK) {
+        ms_model_free(m);
+        return st;
+    }
+    TR_INFO("moss: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d, prompt %d+%d)",
+            m->variant, m->enc.n_layers, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
+            m->lm.n_head_kv, m->lm.n_vocab, m->n_prefix, m->n_suffix);
+    *out = m;
+    return TRANSCRIBE_OK;
+}
+
+void ms_model_free(ms_model *m) {
+    if (!m) return;
+    tr_whenc_free(&m->enc);
+    free(m->lm_blocks);
+    free(m->prefix);
+    free(m->suffix);
+    tr_tokenizer_free(m->tok);
+    tr_strv_free(m->lang, m->n_lang);
+    free(m->variant);
+    free(m);
+}
+
+void ms_model_describe(const ms_model *m, tr_model_desc *desc) {
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
+    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    c->supports_language_detect = false;
+    c->supports_translate = false;
+    c->max_audio_ms = 0; /* §9: not advertised; the session limits give the basis */
+    desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->variant = m->variant;
+    desc->tokenizer = NULL; /* MOSS never encodes text (§4) */
+}
