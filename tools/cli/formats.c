@@ -30,6 +30,8 @@ static const char *end_name(int kind) {
                                                 : "end";
 }
 
+static void json_cues(FILE *f, const cli_result *r, double duration_s);
+
 void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
                     double duration_s, transcribe_status st, bool tokens) {
     fputs("{\"file\":", f);
@@ -61,6 +63,7 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
         fputc(']', f);
     }
 
+    json_cues(f, r, duration_s); /* the SRT/VTT cues, from the same code */
     fputs(",\"segments\":[", f);
     for (int i = 0; i < r->n_segs; i++) {
         const struct transcribe_segment seg = r->segs[i];
@@ -206,6 +209,30 @@ static void vtt_cue(FILE *f, int index, int64_t t0, int64_t t1, const char *text
     fputs("\n\n", f);
 }
 
+static void json_cue(FILE *f, int index, int64_t t0, int64_t t1, const char *text) {
+    fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"text\":", index > 1 ? "," : "", (long long)t0,
+            (long long)(t1 > t0 ? t1 : t0));
+    const char *t = text;
+    while (is_space(*t)) t++;
+    size_t n = strlen(t);
+    while (n > 0 && is_space(t[n - 1])) n--;
+    char buf[1024];
+    if (n < sizeof buf) {
+        memcpy(buf, t, n);
+        buf[n] = '\0';
+        cli_json_str(f, buf);
+    } else {
+        cli_json_str(f, t);
+    }
+    fputc('}', f);
+}
+
+static void json_cues(FILE *f, const cli_result *r, double duration_s) {
+    fputs(",\"cues\":[", f);
+    for_each_cue(f, r, duration_s, json_cue);
+    fputc(']', f);
+}
+
 void cli_print_srt(FILE *f, const cli_result *r, double duration_s) {
     for_each_cue(f, r, duration_s, srt_cue);
 }
@@ -267,4 +294,30 @@ void cli_print_report_result(FILE *f, const cli_result *r) {
                     (double)t.t1_ms / 1000.0, (double)t.p, t.text);
         }
     }
+}
+
+bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+              const char *model, double duration_s, transcribe_status st, bool tokens,
+              bool header) {
+    if (fmt == CLI_FMT_JSON) {
+        cli_print_json(f, r, path, model, duration_s, st, tokens);
+    } else if (have_result) {
+        switch (fmt) {
+        case CLI_FMT_REPORT:
+            cli_print_report_result(f, r);
+            break;
+        case CLI_FMT_TXT:
+            cli_print_txt(f, r, header ? path : NULL);
+            break;
+        case CLI_FMT_SRT:
+            cli_print_srt(f, r, duration_s);
+            break;
+        case CLI_FMT_VTT:
+            cli_print_vtt(f, r, duration_s);
+            break;
+        case CLI_FMT_JSON:
+            break;
+        }
+    }
+    return fflush(f) == 0 && !ferror(f);
 }

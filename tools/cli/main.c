@@ -8,6 +8,8 @@
  * detailed report layout, finds a bundled model when -m is omitted, shows
  * progress for long files and turns Ctrl-C into a clean abort. */
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -148,7 +150,7 @@ static char *resolve_model(const cli_opts *o) {
     if (o->model) return dup_str(o->model);
     const char *env = getenv("TRANSCRIBE_MODEL");
     if (env && *env) {
-        fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
+        if (!o->quiet) fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
         return dup_str(env);
     }
 #ifdef TR_BUNDLED_MODEL_DIR
@@ -167,7 +169,7 @@ static char *resolve_model(const cli_opts *o) {
             char *path = malloc(len);
             if (path) {
                 snprintf(path, len, "%s/%s", TR_BUNDLED_MODEL_DIR, best);
-                fprintf(stderr, "using bundled model %s\n", path);
+                if (!o->quiet) fprintf(stderr, "using bundled model %s\n", path);
             }
             return path;
         }
@@ -333,6 +335,42 @@ static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool 
     return st;
 }
 
+/* '-': standard input, copied to a temporary file (the decoders read files). */
+static transcribe_status load_stdin(int rate, float **pcm, int *n) {
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/transcribe-stdin-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "error: cannot create a temporary file for standard input: %s\n",
+                strerror(errno));
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    char buf[65536];
+    size_t got;
+    bool ok = true;
+    while (ok && (got = fread(buf, 1, sizeof buf, stdin)) > 0) {
+        ok = write(fd, buf, got) == (ssize_t)got;
+    }
+    if (ferror(stdin) || close(fd) != 0) ok = false;
+    transcribe_status st = TRANSCRIBE_ERR_INVALID_ARG;
+    if (ok) st = transcribe_audio_load_file(tmp, rate, pcm, n);
+    unlink(tmp);
+    return st;
+}
+
+/* DIR/<input name without its extension>.<ext>; standard input is "stdin". */
+static bool output_path(const char *dir, const char *input, cli_format fmt, char *buf, size_t cap) {
+    static const char *const ext[] = {"txt", "json", "srt", "vtt"};
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    if (strcmp(input, "-") == 0) base = "stdin";
+    const char *dot = strrchr(base, '.');
+    int stem = (int)(dot && dot != base ? (size_t)(dot - base) : strlen(base));
+    int n = snprintf(buf, cap, "%s/%.*s.%s", dir, stem, base, ext[fmt]);
+    return n > 0 && (size_t)n < cap;
+}
+
 /* Transcribes one file and prints it in the chosen format. Returns the
  * file's exit code (0 / 1). */
 static int do_file(const ctx *c, const char *path, bool several) {
@@ -340,7 +378,12 @@ static int do_file(const ctx *c, const char *path, bool several) {
     bool report = o->format == CLI_FMT_REPORT;
     float *pcm = NULL;
     int n = 0;
-    transcribe_status st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    transcribe_status st;
+    if (strcmp(path, "-") == 0) {
+        st = load_stdin(c->rate, &pcm, &n);
+    } else {
+        st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    }
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
         return 1;
@@ -400,6 +443,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
     bool have_result = plan.split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                        st == TRANSCRIBE_ERR_ABORTED;
     if (have_result && !plan.split) cli_result_append(&res, c->s, -1, false, 0, 0, 0);
+    cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
     if (res.oom) {
         fprintf(stderr, "error: out of memory while collecting the result\n");
         if (st == TRANSCRIBE_OK) st = TRANSCRIBE_ERR_OOM;
@@ -408,30 +452,35 @@ static int do_file(const ctx *c, const char *path, bool several) {
         printf("run: %s\n", transcribe_status_string(st));
     else if (st != TRANSCRIBE_OK)
         fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
-    if (have_result) {
-        switch (o->format) {
-        case CLI_FMT_REPORT:
-            cli_print_report_result(stdout, &res);
-            break;
-        case CLI_FMT_TXT:
-            cli_print_txt(stdout, &res, several ? path : NULL);
-            break;
-        case CLI_FMT_SRT:
-            cli_print_srt(stdout, &res, duration);
-            break;
-        case CLI_FMT_VTT:
-            cli_print_vtt(stdout, &res, duration);
-            break;
-        case CLI_FMT_JSON:
-            break;
-        }
-    }
-    if (o->format == CLI_FMT_JSON) {
-        cli_print_json(stdout, &res, path, c->model_path, duration, st, o->json_tokens);
-    }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
-    if (have_result && c->out_file && !cli_write_text_file(c->out_file, o->output, res.text)) {
+    const char *model = c->model_path;
+    if (!cli_emit(stdout, o->format, &res, have_result, path, model, duration, st, o->json_tokens,
+                  several)) {
+        rc = 1; /* reported once, at exit */
+    }
+    if (c->out_file && !cli_emit(c->out_file, o->format, &res, have_result, path, model, duration,
+                                 st, o->json_tokens, several)) {
+        fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
+    }
+    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
+        if (!(o->output_formats & (1u << k))) continue;
+        char file[4096];
+        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
+            fprintf(stderr, "error: output path too long for '%s'\n", path);
+            rc = 1;
+            continue;
+        }
+        FILE *f = fopen(file, "w");
+        bool ok = f && cli_emit(f, (cli_format)k, &res, have_result, path, model, duration, st,
+                                o->json_tokens, false);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
+            rc = 1;
+        } else if (!o->quiet) {
+            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
+        }
     }
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     if (!plan.split && (report || !o->quiet)) transcribe_print_timings(c->s);
@@ -457,6 +506,24 @@ static int do_file(const ctx *c, const char *path, bool several) {
 }
 
 /* ---- main ---- */
+
+/* Every write to stdout is buffered: the final flush says whether all of it
+ * arrived (a full disk, a closed pipe). */
+static int check_stdout(int rc) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write to standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        return 1;
+    }
+    return rc;
+}
+
+static const char *backend_name(transcribe_backend_request b) {
+    static const char *const names[] = {"auto",      "cpu",  "metal", "vulkan",
+                                        "cpu_accel", "cuda", "rocm"};
+    int k = (int)b;
+    return k >= 0 && k < 7 ? names[k] : "?";
+}
 
 static void build_params(const cli_opts *o, const struct transcribe_model *m,
                          struct transcribe_run_params *rp, struct transcribe_whisper_run_ext *wx) {
@@ -489,6 +556,26 @@ int main(int argc, char **argv) {
         free(o.audio);
         return rc;
     }
+    if (o.version) {
+        printf("transcribe %s (library %s, commit %s)\n", TRANSCRIBE_VERSION, transcribe_version(),
+               transcribe_version_commit());
+        free(o.audio);
+        return check_stdout(0);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (o.threads > 4 * cores) {
+        fprintf(stderr, "warning: --threads %d is more than 4x the %ld cores; using %ld\n",
+                o.threads, cores, 4 * cores);
+        o.threads = (int)(4 * cores);
+    }
+    if (o.target_language && !o.translate) {
+        o.translate = true; /* a target language only means something for translation */
+        if (!o.quiet) {
+            fprintf(stderr, "[info] --target-language %s: translating (as with -t)\n",
+                    o.target_language);
+        }
+    }
     /* Unlike transcribe-cli, -q keeps only error lines: our formats are meant
      * to be piped, so the library's info lines should not interleave. */
     const char *dbg = getenv("TRANSCRIBE_DEBUG");
@@ -516,6 +603,11 @@ int main(int argc, char **argv) {
     rc = 1;
     if (!model_path) goto done;
 
+    if (o.backend != TRANSCRIBE_BACKEND_AUTO && !transcribe_backend_available(o.backend)) {
+        fprintf(stderr, "error: --backend %s is not available in this build (try --backend cpu)\n",
+                backend_name(o.backend));
+        goto done;
+    }
     struct transcribe_model_load_params lp;
     transcribe_model_load_params_init(&lp);
     lp.backend = o.backend;
@@ -588,5 +680,5 @@ done:
         rc = 1;
     }
     free(o.audio);
-    return rc;
+    return check_stdout(rc);
 }
