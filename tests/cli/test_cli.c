@@ -169,6 +169,68 @@ static void outputs(const char *model, const char *wav) {
     }
 }
 
+/* A 16 kHz mono 16-bit WAV of n silent samples. */
+static void write_wav(const char *path, int n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    unsigned char h[44] =
+        "RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0\0\x7d\0\0\x02\0\x10\0data";
+    unsigned data = (unsigned)n * 2, riff = 36 + data;
+    for (int i = 0; i < 4; i++) {
+        h[4 + i] = (unsigned char)(riff >> (8 * i));
+        h[40 + i] = (unsigned char)(data >> (8 * i));
+    }
+    fwrite(h, 1, 44, f);
+    for (int i = 0; i < n; i++) fwrite("\0\0", 1, 2, f);
+    fclose(f);
+}
+
+/* The input rule (README): a directory, an empty file or audio with no
+ * samples is an error with a reason; any sample at all is transcribed. And
+ * options checked against the model before any audio is read. */
+static void input_rule(const char *model) {
+    char path[512], args[2048];
+    snprintf(path, sizeof path, "%s/cli_test_in_%d", TR_BINARY_DIR, (int)getpid());
+    snprintf(args, sizeof args, "mkdir -p '%s'", path);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "-q -m '%s' '%s'", model, path);
+    EXPECT_RUN(NULL, args, 1, g_err, "it is a directory");
+    rmdir(path);
+    FILE *f = fopen(path, "wb");
+    if (f) fclose(f);
+    EXPECT_RUN(NULL, args, 1, g_err, "the file is empty (0 bytes)");
+    write_wav(path, 0);
+    EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio");
+    write_wav(path, 1);
+    snprintf(args, sizeof args, "-m '%s' '%s'", model, path);
+    EXPECT_RUN(NULL, args, 0, g_err, "only 1 samples");
+    remove(path);
+
+    snprintf(args, sizeof args, "-q -m '%s' -l xx x.wav", model);
+    EXPECT_RUN(NULL, args, 1, g_err, "error: -l xx: this model's languages are: ");
+    CHECK(strstr(g_err, " en, ") != NULL);
+    snprintf(args, sizeof args, "-q -m '%s' -l en --target-language de x.wav", model);
+    EXPECT_RUN(NULL, args, 1, g_err, "--target-language de: this model translates into: en");
+}
+
+/* Canary: a model without segment times still gives JSON the cue SRT has
+ * (not t0 = t1 = 0), and the Whisper-only flags get one warning. */
+static void canary(const char *wav) {
+    char model[1024], args[4096];
+    snprintf(model, sizeof model, "%s/tests/data/canary/tiny-canary/tiny-canary-ref-F16.gguf",
+             TR_SOURCE_DIR);
+    if (access(model, R_OK) != 0) {
+        printf("SKIP canary checks: no %s\n", model);
+        return;
+    }
+    snprintf(args, sizeof args, "-q -m '%s' -f json '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"cues\":[{\"t0_ms\":0,\"t1_ms\":11000,");
+    snprintf(args, sizeof args, "-m '%s' --temperature 0.5 --target-language de '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "are Whisper options; this model ignores them");
+    CHECK(strstr(g_err, "translating (as with -t)") != NULL);
+}
+
 static void with_model(const char *model, const char *wav) {
     char args[4096], txt[512];
     snprintf(txt, sizeof txt, "%s/cli_test_%d.txt", TR_BINARY_DIR, (int)getpid());
@@ -233,8 +295,10 @@ int main(int argc, char **argv) {
     snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
     const char *env = getenv("TR_TEST_WHISPER_MODEL"); /* local runs with another model */
     if (env && *env) snprintf(model, sizeof model, "%s", env);
+    if (access(model, R_OK) == 0) input_rule(model);
     if (access(model, R_OK) == 0 && access(wav, R_OK) == 0) {
         with_model(model, wav);
+        canary(wav);
     } else {
         printf("SKIP output-format checks: no %s\n", model);
     }

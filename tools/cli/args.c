@@ -219,7 +219,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS("-m", "--model")) {
             o->model = val;
         } else if (IS("-l", "--language")) {
-            o->language = strcmp(val, "auto") == 0 ? NULL : val; /* auto: the model detects */
+            o->language_auto = strcmp(val, "auto") == 0;
+            o->language = o->language_auto ? NULL : val; /* auto: the model detects */
         } else if (IS("-t", "--translate")) {
             o->translate = true;
         } else if (IS1("--target-language")) {

@@ -51,7 +51,8 @@ typedef struct cli_opts {
     transcribe_backend_request backend;
     int device; /* -1: automatic */
     transcribe_timestamp_kind timestamps;
-    const char *language;
+    const char *language; /* NULL: autodetect */
+    bool language_auto;   /* -l auto given */
     const char *target_language;
     bool translate;
     enum transcribe_pnc_mode pnc;

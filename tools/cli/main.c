@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,11 +383,32 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (strcmp(path, "-") == 0) {
         st = load_stdin(c->rate, &pcm, &n);
     } else {
+        /* The input rule (README): a directory or an empty file is an error;
+         * a file that decodes to no samples is an error; anything else is
+         * transcribed, however short (a warning under 0.1 s). */
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "error: cannot read audio '%s': it is a directory\n", path);
+            return 1;
+        }
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+            fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
+            return 1;
+        }
         st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    }
+    if (st == TRANSCRIBE_OK && n <= 0) {
+        transcribe_audio_free(pcm);
+        fprintf(stderr, "error: cannot read audio '%s': no samples\n", path);
+        return 1;
     }
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
         return 1;
+    }
+    if (n < c->rate / 10) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN, "%s: only %d samples (%.3f s) of audio", path, n,
+                (double)n / (double)c->rate);
     }
     double duration = (double)n / (double)c->rate;
     if (report) {
@@ -506,6 +528,64 @@ static int do_file(const ctx *c, const char *path, bool several) {
 }
 
 /* ---- main ---- */
+
+static bool in_list(const char *code, const char *const *list, int n) {
+    for (int i = 0; i < n; i++) {
+        if (list[i] && strcmp(list[i], code) == 0) return true;
+    }
+    return false;
+}
+
+/* "en, de, fr, ..." on stderr: the codes a flag could have named. */
+static void print_codes(const char *const *list, int n) {
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? ", " : "", list[i] ? list[i] : "");
+    fputc('\n', stderr);
+}
+
+/* The options checked against what the model says it does, before any
+ * audio is read: a bad language code is an error that lists the valid
+ * ones; a flag the model would ignore gets one warning. Returns false on an
+ * error. */
+static bool check_model_options(const cli_opts *o, const struct transcribe_model *m,
+                                const struct transcribe_capabilities *caps) {
+    if (o->language && caps->n_languages > 0 &&
+        !in_list(o->language, caps->languages, caps->n_languages)) {
+        fprintf(stderr, "error: -l %s: this model's languages are: ", o->language);
+        print_codes(caps->languages, caps->n_languages);
+        return false;
+    }
+    if (o->language_auto && !caps->supports_language_detect && caps->n_languages > 1) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "-l auto: this model cannot detect the language; it uses its default (pass -l "
+                "CODE to choose)");
+    }
+    if (o->translate && !caps->supports_translate) {
+        fprintf(stderr, "error: %s: this model does not translate\n",
+                o->target_language ? "--target-language" : "-t");
+        return false;
+    }
+    if (o->target_language && caps->n_translate_target_languages > 0 &&
+        !in_list(o->target_language, caps->translate_target_languages,
+                 caps->n_translate_target_languages)) {
+        fprintf(stderr,
+                "error: --target-language %s: this model translates into: ", o->target_language);
+        print_codes(caps->translate_target_languages, caps->n_translate_target_languages);
+        return false;
+    }
+    if (o->target_language && caps->n_translate_target_languages == 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--target-language %s: this model has one fixed translation target; the flag is "
+                "ignored",
+                o->target_language);
+    }
+    if (o->whisper_any && !transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
+                                                             TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--initial-prompt/--temperature/--condition-on-prev-tokens/--prompt-condition "
+                "are Whisper options; this model ignores them");
+    }
+    return true;
+}
 
 /* Every write to stdout is buffered: the final flush says whether all of it
  * arrived (a full disk, a closed pipe). */
@@ -631,6 +711,10 @@ int main(int argc, char **argv) {
         }
         goto done;
     }
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(model, &caps);
+    if (!check_model_options(&o, model, &caps)) goto done;
     struct transcribe_session_params sp;
     transcribe_session_params_init(&sp);
     sp.n_threads = o.threads;
@@ -655,9 +739,6 @@ int main(int argc, char **argv) {
         rc = cli_run_batch(&o, s, &rp, out_file);
         goto done;
     }
-    struct transcribe_capabilities caps;
-    transcribe_capabilities_init(&caps);
-    transcribe_model_get_capabilities(model, &caps);
     ctx c = {&o,
              model_path,
              s,
