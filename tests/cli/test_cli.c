@@ -261,6 +261,9 @@ static void with_model(const char *model, const char *wav) {
     snprintf(args, sizeof args, "-m '%s' -f report '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_out, "run: ok\ntext: ");
     CHECK(strstr(g_out, "  max audio:  unbounded") && strstr(g_err, "timings: load="));
+    CHECK_MSG(strstr(g_err, " ms  total=") && strstr(g_err, " ms  rtf="), "%s", g_err);
+    snprintf(args, sizeof args, "-q -m '%s' --print-progress -r 2 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\n");
     snprintf(args, sizeof args, "-q -m '%s' '%s' /nonexistent/audio.wav", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio '/nonexistent/audio.wav'");
     snprintf(args, sizeof args, "-q -m '%s' --timestamps word '%s'", model, wav);

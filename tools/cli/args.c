@@ -38,6 +38,8 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --threads N           CPU threads, 1 to 4x the cores (default: usable CPUs,\n"
             "                            at most 8)\n"
             "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
+            "      --print-progress      progress lines on stderr even when it is not a terminal\n"
+            "                            or the input is short\n"
             "  -r, --repeat N            run the same audio N times (benchmarking)\n"
             "      --n-ctx N             decoder context cap, 0 = model maximum\n"
             "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
@@ -360,6 +362,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                 return fail(
                     o, "--output-format takes a comma list of txt, srt, vtt, json (got '%s')", val);
             }
+        } else if (IS1("--print-progress")) {
+            o->print_progress = true;
         } else if (IS1("--version")) {
             o->version = true;
             return -1;

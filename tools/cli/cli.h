@@ -38,6 +38,7 @@ typedef struct cli_opts {
     const char *output_dir;  /* --output-dir: DIR/<stem>.<ext> per input */
     unsigned output_formats; /* bit set of (1 << cli_format), txt/json/srt/vtt */
     bool version;
+    bool print_progress; /* progress also when stderr is not a TTY / short input */
     cli_format format;
     bool format_given;
     bool quiet;

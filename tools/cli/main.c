@@ -36,7 +36,8 @@ static double now_s(void) {
 /* ---- logging and progress ---- */
 
 typedef struct progress {
-    bool enabled; /* stderr is a TTY, not -q, long input */
+    bool enabled; /* not -q; stderr is a TTY and the input long, or --print-progress */
+    bool lines;   /* not a TTY: one line per report instead of redrawing one line */
     bool shown;   /* a progress line is on screen */
     const char *name;
     const struct transcribe_session *s; /* partial result: segments decoded so far */
@@ -119,9 +120,11 @@ static bool abort_cb(void *ud) {
                 done = (double)seg.t1_ms / 1000.0;
             }
             if (done > p->audio_s) done = p->audio_s;
-            fprintf(stderr, "\r\033[K%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed", p->name, done,
-                    p->audio_s, 100.0 * done / p->audio_s, t - p->t0);
-            p->shown = true;
+            fprintf(stderr, "%s%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed%s",
+                    p->lines ? "progress: " : "\r\033[K", p->name, done, p->audio_s,
+                    p->audio_s > 0 ? 100.0 * done / p->audio_s : 100.0, t - p->t0,
+                    p->lines ? "\n" : "");
+            p->shown = !p->lines;
         }
     }
     return false;
@@ -433,7 +436,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
     cli_chunk_plan plan = {0};
     if (o->stream_chunk_ms <= 0) plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
     progress prog = {0};
-    prog.enabled = !o->quiet && isatty(STDERR_FILENO) && duration > 30.0;
+    prog.lines = !isatty(STDERR_FILENO);
+    prog.enabled = !o->quiet && (o->print_progress || (!prog.lines && duration > 30.0));
     prog.chunked = plan.split;
     const char *base = strrchr(path, '/');
     prog.name = base ? base + 1 : path;
@@ -455,6 +459,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
             if (st != TRANSCRIBE_OK) break;
         }
     }
+    double run_ms = (now_s() - prog.t0) * 1000.0;
+    if (!plan.split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
     clear_progress();
     g_progress_line = NULL;
     transcribe_set_abort_callback(c->s, NULL, NULL);
@@ -505,11 +511,23 @@ static int do_file(const ctx *c, const char *path, bool several) {
         }
     }
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
-    if (!plan.split && (report || !o->quiet)) transcribe_print_timings(c->s);
-    if (plan.split && res.n_chunks > 0) {
+    /* The stage timings (transcribe-cli's line), then the run's wall time
+     * and its real-time factor (wall time / audio length; < 1 is faster
+     * than real time). */
+    struct transcribe_timings tm;
+    transcribe_timings_init(&tm);
+    transcribe_get_timings(c->s, &tm);
+    char pieces[32] = "";
+    if (plan.split) snprintf(pieces, sizeof pieces, "%d pieces: ", res.n_chunks);
+    double mel = plan.split ? res.mel_ms : (double)tm.mel_ms;
+    double enc = plan.split ? res.encode_ms : (double)tm.encode_ms;
+    double dec = plan.split ? res.decode_ms : (double)tm.decode_ms;
+    if (!plan.split || res.n_chunks > 0) {
         cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
-                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", res.n_chunks,
-                res.mel_ms, res.encode_ms, res.decode_ms);
+                "timings: %sload=%.2f ms  mel=%.2f ms  encode=%.2f ms  decode=%.2f ms  total=%.2f "
+                "ms  rtf=%.4f",
+                pieces, (double)tm.load_ms, mel, enc, dec, run_ms,
+                duration > 0 ? run_ms / (duration * 1000.0) : 0.0);
     }
     cli_result_free(&res);
     if (report && !plan.split) { /* a split file printed its summed timings */
