@@ -1,6 +1,7 @@
 /* Runs the `transcribe` binary (path in argv[1]) on bad inputs and checks
  * exit codes and messages (cli.md §1, §5); with the Whisper test model it
  * also checks every output format. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,50 @@ static void canary(const char *wav) {
     CHECK(strstr(g_err, "translating (as with -t)") != NULL);
 }
 
+/* Subtitle shaping on a model with word times (Parakeet TDT): one word per
+ * cue with --max-line-chars 1, the same cues in SRT and JSON, and cues of
+ * several words no longer than --max-cue-ms. */
+static void shaping(const char *wav) {
+    char model[1024], args[4096];
+    snprintf(model, sizeof model, "%s/tests/data/parakeet/tiny-tdt/parakeet-tiny-tdt-F32.gguf",
+             TR_SOURCE_DIR);
+    if (access(model, R_OK) != 0) {
+        printf("SKIP shaping checks: no %s\n", model);
+        return;
+    }
+    snprintf(args, sizeof args, "-q -m '%s' -f json --max-line-chars 1 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"words\":[");
+    const char *cues = strstr(g_out, "\"cues\":["), *segs = strstr(g_out, "\"segments\":[");
+    const char *words = strstr(g_out, "\"words\":[");
+    CHECK(cues && segs && words);
+    if (!cues || !segs || !words) return;
+    int n_cues = 0, n_words = count(words, "\"t0_ms\":");
+    for (const char *p = strstr(cues, "\"t0_ms\":"); p && p < segs;
+         p = strstr(p + 1, "\"t0_ms\":")) {
+        n_cues++;
+    }
+    CHECK_MSG(n_cues == n_words && n_words > 2, "%d cues, %d words", n_cues, n_words);
+    snprintf(args, sizeof args, "-q -m '%s' -f srt --max-line-chars 1 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " --> ");
+    CHECK_MSG(count(g_out, " --> ") == n_words, "%s", g_out);
+
+    snprintf(args, sizeof args, "-q -m '%s' -f json --max-cue-ms 2000 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"cues\":[");
+    cues = strstr(g_out, "\"cues\":[");
+    segs = strstr(g_out, "\"segments\":[");
+    for (const char *p = strstr(cues, "{\"t0_ms\":"); p && p < segs;
+         p = strstr(p + 1, "{\"t0_ms\":")) {
+        long t0 = atol(p + 9);
+        const char *q = strstr(p, "\"t1_ms\":"), *text = strstr(p, "\"text\":\"");
+        long t1 = q ? atol(q + 8) : 0;
+        const char *end = text ? strchr(text + 8, '"') : NULL;
+        bool one_word = text && end && !memchr(text + 8, ' ', (size_t)(end - text - 8));
+        CHECK_MSG(t1 - t0 <= 2000 || one_word, "cue %ld..%ld", t0, t1);
+    }
+    EXPECT_RUN(NULL, "--max-cue-ms 10 x.wav", 1, g_err, "--max-cue-ms must be an integer");
+    EXPECT_RUN(NULL, "--max-line-chars x x.wav", 1, g_err, "--max-line-chars must be an integer");
+}
+
 static void with_model(const char *model, const char *wav) {
     char args[4096], txt[512];
     snprintf(txt, sizeof txt, "%s/cli_test_%d.txt", TR_BINARY_DIR, (int)getpid());
@@ -302,6 +347,7 @@ int main(int argc, char **argv) {
     if (access(model, R_OK) == 0 && access(wav, R_OK) == 0) {
         with_model(model, wav);
         canary(wav);
+        shaping(wav);
     } else {
         printf("SKIP output-format checks: no %s\n", model);
     }

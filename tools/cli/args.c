@@ -27,6 +27,11 @@ void cli_usage(const char *argv0, FILE *f) {
             "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
             "                            report (transcribe-cli's detailed layout)\n"
             "      --tokens              json: include per-token rows\n"
+            "      --max-line-chars N    srt/vtt/json cues: at most N characters (1: one word\n"
+            "                            per cue), cut between words where word times exist\n"
+            "      --max-cue-ms N        cues: at most N ms, cut between words likewise\n"
+            "      --split-on-word       accepted for whisper.cpp users: cues always end\n"
+            "                            between words\n"
             "  -o, --output PATH         also write the output (in the -f format) to PATH\n"
             "      --output-dir DIR      also write DIR/<input name>.<ext> for each input\n"
             "      --output-format LIST  formats for --output-dir: comma list of txt, srt, vtt,\n"
@@ -204,7 +209,9 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "-f",
                                              "--format",
                                              "--output-dir",
-                                             "--output-format"};
+                                             "--output-format",
+                                             "--max-line-chars",
+                                             "--max-cue-ms"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = NULL;
@@ -362,6 +369,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                 return fail(
                     o, "--output-format takes a comma list of txt, srt, vtt, json (got '%s')", val);
             }
+        } else if (IS1("--max-line-chars")) {
+            INT_FLAG(1, CLI_MAX_LINE_CHARS, o->shape.max_chars);
+        } else if (IS1("--max-cue-ms")) {
+            INT_FLAG(100, 3600000, o->shape.max_cue_ms);
+        } else if (IS1("--split-on-word")) {
+            /* whisper.cpp's flag: cues here always break between words */
         } else if (IS1("--print-progress")) {
             o->print_progress = true;
         } else if (IS1("--version")) {

@@ -26,6 +26,14 @@ typedef enum {
 #define CLI_MAX_THREADS_FLAG 1024 /* --threads range; main caps it at 4x the cores */
 #define CLI_CHUNK_MAX_S      30   /* default hard cap of one piece; the target is 2/3 of it */
 
+/* How subtitle cues are cut (0: the defaults in formats.c). */
+typedef struct cli_cue_shape {
+    int max_chars;  /* --max-line-chars */
+    int max_cue_ms; /* --max-cue-ms */
+} cli_cue_shape;
+
+#define CLI_MAX_LINE_CHARS 1000 /* --max-line-chars range */
+
 typedef struct cli_opts {
     const char *argv0;
     const char *model; /* NULL: bundled model lookup */
@@ -38,7 +46,8 @@ typedef struct cli_opts {
     const char *output_dir;  /* --output-dir: DIR/<stem>.<ext> per input */
     unsigned output_formats; /* bit set of (1 << cli_format), txt/json/srt/vtt */
     bool version;
-    bool print_progress; /* progress also when stderr is not a TTY / short input */
+    bool print_progress;
+    cli_cue_shape shape; /* progress also when stderr is not a TTY / short input */
     cli_format format;
     bool format_given;
     bool quiet;
@@ -107,6 +116,7 @@ typedef struct cli_result {
     int n_chunks, cap_chunks;
     double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
     bool oom;                            /* an append failed: the result is incomplete */
+    cli_cue_shape shape;                 /* set by the caller before printing */
 } cli_result;
 
 void cli_result_init(cli_result *r);
