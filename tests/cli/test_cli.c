@@ -209,10 +209,12 @@ static void input_rule(const char *model) {
     remove(path);
 
     snprintf(args, sizeof args, "-q -m '%s' -l xx x.wav", model);
-    EXPECT_RUN(NULL, args, 1, g_err, "error: -l xx: this model's languages are: ");
+    EXPECT_RUN(NULL, args, 1, g_err,
+               "error: -l xx: unsupported language; this model's languages are: ");
     CHECK(strstr(g_err, " en, ") != NULL);
     snprintf(args, sizeof args, "-q -m '%s' -l en --target-language de x.wav", model);
-    EXPECT_RUN(NULL, args, 1, g_err, "--target-language de: this model translates into: en");
+    EXPECT_RUN(NULL, args, 1, g_err,
+               "--target-language de: unsupported language; this model translates into: en");
 }
 
 /* Canary: a model without segment times still gives JSON the cue SRT has

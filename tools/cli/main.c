@@ -569,7 +569,8 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
                                 const struct transcribe_capabilities *caps) {
     if (o->language && caps->n_languages > 0 &&
         !in_list(o->language, caps->languages, caps->n_languages)) {
-        fprintf(stderr, "error: -l %s: this model's languages are: ", o->language);
+        fprintf(stderr,
+                "error: -l %s: unsupported language; this model's languages are: ", o->language);
         print_codes(caps->languages, caps->n_languages);
         return false;
     }
@@ -587,7 +588,8 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
         !in_list(o->target_language, caps->translate_target_languages,
                  caps->n_translate_target_languages)) {
         fprintf(stderr,
-                "error: --target-language %s: this model translates into: ", o->target_language);
+                "error: --target-language %s: unsupported language; this model translates into: ",
+                o->target_language);
         print_codes(caps->translate_target_languages, caps->n_translate_target_languages);
         return false;
     }
