@@ -38,6 +38,9 @@ static void bad_inputs(void) {
     /* A bad option: one line and a hint, not the whole usage text. */
     CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));
     EXPECT_RUN(NULL, "--version", 0, g_out, "transcribe 0.");
+    /* -q: only error lines, not the model line (whichever model is found). */
+    CHECK(run(NULL, "-q /nonexistent/a.wav") == 1 && !strstr(g_err, "using ") &&
+          !strstr(g_err, "[info]"));
     /* Numbers are checked: junk, negative, zero and huge values are errors. */
     EXPECT_RUN(NULL, "--threads abc x.wav", 1, g_err, "--threads must be an integer from 1");
     EXPECT_RUN(NULL, "--threads -3 x.wav", 1, g_err, "(got '-3')");
