@@ -1,6 +1,7 @@
 /* Runs the `transcribe` binary (path in argv[1]) on bad inputs and checks
  * exit codes and messages (cli.md §1, §5); with the Whisper test model it
  * also checks every output format. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,39 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "", 1, g_err, "error: missing audio file or --batch");
     EXPECT_RUN(NULL, "-h", 0, g_err, "usage: ");
     EXPECT_RUN(NULL, "--bogus x.wav", 1, g_err, "error: unknown option '--bogus'");
-    EXPECT_RUN(NULL, "- ", 1, g_err, "error: unknown option '-'");
+    /* A bad option: one line and a hint, not the whole usage text. */
+    CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));
+    EXPECT_RUN(NULL, "--version", 0, g_out, "transcribe 0.");
+    /* -q: only error lines, not the model line (whichever model is found). */
+    CHECK(run(NULL, "-q /nonexistent/a.wav") == 1 && !strstr(g_err, "using ") &&
+          !strstr(g_err, "[info]"));
+    /* Numbers are checked: junk, negative, zero and huge values are errors. */
+    EXPECT_RUN(NULL, "--threads abc x.wav", 1, g_err, "--threads must be an integer from 1");
+    EXPECT_RUN(NULL, "--threads -3 x.wav", 1, g_err, "(got '-3')");
+    EXPECT_RUN(NULL, "--threads 0 x.wav", 1, g_err, "(got '0')");
+    EXPECT_RUN(NULL, "--threads 100000 x.wav", 1, g_err, "(got '100000')");
+    EXPECT_RUN(NULL, "-r 2x x.wav", 1, g_err, "-r must be an integer from 1");
+    EXPECT_RUN(NULL, "-r 0 x.wav", 1, g_err, "-r must be an integer from 1");
+    EXPECT_RUN(NULL, "--batch-size -2 x.wav", 1, g_err, "--batch-size must be an integer");
+    EXPECT_RUN(NULL, "--temperature hot x.wav", 1, g_err, "--temperature must be a number");
+    EXPECT_RUN(NULL, "--spec-k-drafts -2 x.wav", 1, g_err, "--spec-k-drafts must be an integer");
+    EXPECT_RUN(NULL, "--stream-buf-left-ms 1e3 x.wav", 1, g_err, "(got '1e3')");
+    /* Subtitles of several inputs on one stream would restart their numbering. */
+    EXPECT_RUN(NULL, "-f srt a.wav b.wav", 1, g_err, "use --output-dir DIR");
+    EXPECT_RUN(NULL, "--output-format srt a.wav", 1, g_err, "--output-format needs --output-dir");
+    EXPECT_RUN(NULL, "--output-dir . --output-format srt,doc a.wav", 1, g_err,
+               "--output-format takes a comma list");
+    EXPECT_RUN(NULL, "- -", 1, g_err, "standard input ('-') can be read only once");
+    EXPECT_RUN(NULL, "-q --backend cuda x.wav", 1, g_err,
+               "--backend cuda is not available in this build");
     EXPECT_RUN(NULL, "x.wav -m", 1, g_err, "error: -m requires an argument");
     EXPECT_RUN(NULL, "--timestamps sometimes x.wav", 1, g_err, "--timestamps must be");
     EXPECT_RUN(NULL, "-f docx x.wav", 1, g_err, "unknown --format 'docx'");
     EXPECT_RUN(NULL, "--kv-type q4 x.wav", 1, g_err, "--kv-type must be");
-    EXPECT_RUN(NULL, "--n-ctx -1 x.wav", 1, g_err, "--n-ctx must be >= 0");
+    EXPECT_RUN(NULL, "--n-ctx -1 x.wav", 1, g_err, "--n-ctx must be an integer from 0");
     EXPECT_RUN(NULL, "--device abc x.wav", 1, g_err, "--device must be an integer index >= 0");
-    EXPECT_RUN(NULL, "--stream-chunk-ms 0 x.wav", 1, g_err, "--stream-chunk-ms must be > 0");
+    EXPECT_RUN(NULL, "--stream-chunk-ms 0 x.wav", 1, g_err,
+               "--stream-chunk-ms must be an integer from 1");
     EXPECT_RUN(NULL, "--stream-chunk-ms 100 -r 2 x.wav", 1, g_err, "cannot be combined");
     EXPECT_RUN(NULL, "--batch list.txt x.wav", 1, g_err, "cannot combine");
     EXPECT_RUN(NULL, "--list-devices", 0, g_out, "1 compute device(s):");
@@ -65,6 +91,196 @@ static void bad_inputs(void) {
     remove(model);
 }
 
+/* The last "t1_ms":N or "HH:MM:SS,mmm" end time in s, in ms (-1: none). */
+static long last_json_t1(const char *s) {
+    long t = -1;
+    for (const char *p = strstr(s, "\"t1_ms\":"); p; p = strstr(p + 1, "\"t1_ms\":")) {
+        t = atol(p + 8);
+    }
+    return t;
+}
+
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* -o, --output-dir/--output-format, write errors, standard input, and one
+ * set of cues behind SRT, VTT and JSON, inside the audio's length. */
+static void outputs(const char *model, const char *wav) {
+    char args[4096], dir[512], file[700];
+    static char srt[1 << 16], body[1 << 16];
+    snprintf(args, sizeof args, "-q -m '%s' -f srt '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " --> ");
+    snprintf(srt, sizeof srt, "%s", g_out);
+    /* jfk.wav is 11 s: no cue may end after it. */
+    const char *last = strrchr(srt, '>');
+    CHECK_MSG(last && strncmp(last + 2, "00:00:1", 7) == 0 && atoi(last + 8) <= 11,
+              "srt ends past the audio: %s", srt);
+
+    snprintf(dir, sizeof dir, "%s/cli_test_out_%d", TR_BINARY_DIR, (int)getpid());
+    snprintf(file, sizeof file, "%s.srt", dir);
+    snprintf(args, sizeof args, "-q -m '%s' -f srt -o '%s' '%s'", model, file, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " --> ");
+    tr_cli_slurp(file, body, sizeof body);
+    CHECK_MSG(strcmp(body, srt) == 0, "-o wrote: %s", body); /* -o writes the -f format */
+    remove(file);
+
+    snprintf(args, sizeof args, "mkdir -p '%s'", dir);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args,
+             "-q -m '%s' --output-dir '%s' --output-format txt,srt,vtt,json '%s'", model, dir, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\n"); /* stdout: the default txt */
+    snprintf(file, sizeof file, "%s/jfk.srt", dir);
+    tr_cli_slurp(file, body, sizeof body);
+    CHECK_MSG(strcmp(body, srt) == 0, "jfk.srt: %s", body);
+    snprintf(file, sizeof file, "%s/jfk.txt", dir);
+    tr_cli_slurp(file, body, sizeof body);
+    CHECK(strcmp(body, g_out) == 0);
+    snprintf(file, sizeof file, "%s/jfk.vtt", dir);
+    tr_cli_slurp(file, body, sizeof body);
+    CHECK(strncmp(body, "WEBVTT\n\n", 8) == 0 && count(body, " --> ") == count(srt, " --> "));
+    snprintf(file, sizeof file, "%s/jfk.json", dir);
+    tr_cli_slurp(file, body, sizeof body);
+    /* JSON carries the same cues as the subtitles, inside the audio. */
+    const char *cues = strstr(body, "\"cues\":[");
+    const char *segs = strstr(body, "\"segments\":[");
+    CHECK_MSG(cues && segs && cues < segs, "json: %s", body);
+    if (cues && segs) {
+        char only[1 << 15];
+        size_t n = (size_t)(segs - cues) < sizeof only ? (size_t)(segs - cues) : sizeof only - 1;
+        memcpy(only, cues, n);
+        only[n] = '\0';
+        CHECK_MSG(count(only, "\"t0_ms\":") == count(srt, " --> "), "cues: %s", only);
+    }
+    CHECK_MSG(last_json_t1(body) >= 0 && last_json_t1(body) <= 11000, "json: %s", body);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    CHECK(system(args) == 0);
+
+    /* A failed write to stdout is an error, with a message. */
+    snprintf(args, sizeof args, "{ '%s' -q -m '%s' '%s' >/dev/full; }", g_bin, model, wav);
+    int rc = tr_cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK_MSG(rc == 1 && strstr(g_err, "cannot write to standard output"), "rc %d: %s", rc, g_err);
+    /* '-' reads the audio from standard input. */
+    snprintf(args, sizeof args, "{ '%s' -q -m '%s' -f json - <'%s'; }", g_bin, model, wav);
+    rc = tr_cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK_MSG(rc == 0 && strstr(g_out, "\"duration\":11.000"), "rc %d: %s", rc, g_err);
+    /* More threads than 4x the cores are capped, with a warning. */
+    if (sysconf(_SC_NPROCESSORS_ONLN) * 4 < 1000) {
+        snprintf(args, sizeof args, "-q -m '%s' --threads 1000 '%s'", model, wav);
+        EXPECT_RUN(NULL, args, 0, g_err, "warning: --threads 1000 is more than 4x");
+    }
+}
+
+/* A 16 kHz mono 16-bit WAV of n silent samples. */
+static void write_wav(const char *path, int n) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    unsigned char h[44] =
+        "RIFF\0\0\0\0WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0\0\x7d\0\0\x02\0\x10\0data";
+    unsigned data = (unsigned)n * 2, riff = 36 + data;
+    for (int i = 0; i < 4; i++) {
+        h[4 + i] = (unsigned char)(riff >> (8 * i));
+        h[40 + i] = (unsigned char)(data >> (8 * i));
+    }
+    fwrite(h, 1, 44, f);
+    for (int i = 0; i < n; i++) fwrite("\0\0", 1, 2, f);
+    fclose(f);
+}
+
+/* The input rule (README): a directory, an empty file or audio with no
+ * samples is an error with a reason; any sample at all is transcribed. And
+ * options checked against the model before any audio is read. */
+static void input_rule(const char *model) {
+    char path[512], args[2048];
+    snprintf(path, sizeof path, "%s/cli_test_in_%d", TR_BINARY_DIR, (int)getpid());
+    snprintf(args, sizeof args, "mkdir -p '%s'", path);
+    CHECK(system(args) == 0);
+    snprintf(args, sizeof args, "-q -m '%s' '%s'", model, path);
+    EXPECT_RUN(NULL, args, 1, g_err, "it is a directory");
+    rmdir(path);
+    FILE *f = fopen(path, "wb");
+    if (f) fclose(f);
+    EXPECT_RUN(NULL, args, 1, g_err, "the file is empty (0 bytes)");
+    write_wav(path, 0);
+    EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio");
+    write_wav(path, 1);
+    snprintf(args, sizeof args, "-m '%s' '%s'", model, path);
+    EXPECT_RUN(NULL, args, 0, g_err, "only 1 samples");
+    remove(path);
+
+    snprintf(args, sizeof args, "-q -m '%s' -l xx x.wav", model);
+    EXPECT_RUN(NULL, args, 1, g_err,
+               "error: -l xx: unsupported language; this model's languages are: ");
+    CHECK(strstr(g_err, " en, ") != NULL);
+    snprintf(args, sizeof args, "-q -m '%s' -l en --target-language de x.wav", model);
+    EXPECT_RUN(NULL, args, 1, g_err,
+               "--target-language de: unsupported language; this model translates into: en");
+}
+
+/* Canary: a model without segment times still gives JSON the cue SRT has
+ * (not t0 = t1 = 0), and the Whisper-only flags get one warning. */
+static void canary(const char *wav) {
+    char model[1024], args[4096];
+    snprintf(model, sizeof model, "%s/tests/data/canary/tiny-canary/tiny-canary-ref-F16.gguf",
+             TR_SOURCE_DIR);
+    if (access(model, R_OK) != 0) {
+        printf("SKIP canary checks: no %s\n", model);
+        return;
+    }
+    snprintf(args, sizeof args, "-q -m '%s' -f json '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"cues\":[{\"t0_ms\":0,\"t1_ms\":11000,");
+    snprintf(args, sizeof args, "-m '%s' --temperature 0.5 --target-language de '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "are Whisper options; this model ignores them");
+    CHECK(strstr(g_err, "translating (as with -t)") != NULL);
+}
+
+/* Subtitle shaping on a model with word times (Parakeet TDT): one word per
+ * cue with --max-line-chars 1, the same cues in SRT and JSON, and cues of
+ * several words no longer than --max-cue-ms. */
+static void shaping(const char *wav) {
+    char model[1024], args[4096];
+    snprintf(model, sizeof model, "%s/tests/data/parakeet/tiny-tdt/parakeet-tiny-tdt-F32.gguf",
+             TR_SOURCE_DIR);
+    if (access(model, R_OK) != 0) {
+        printf("SKIP shaping checks: no %s\n", model);
+        return;
+    }
+    snprintf(args, sizeof args, "-q -m '%s' -f json --max-line-chars 1 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"words\":[");
+    const char *cues = strstr(g_out, "\"cues\":["), *segs = strstr(g_out, "\"segments\":[");
+    const char *words = strstr(g_out, "\"words\":[");
+    CHECK(cues && segs && words);
+    if (!cues || !segs || !words) return;
+    int n_cues = 0, n_words = count(words, "\"t0_ms\":");
+    for (const char *p = strstr(cues, "\"t0_ms\":"); p && p < segs;
+         p = strstr(p + 1, "\"t0_ms\":")) {
+        n_cues++;
+    }
+    CHECK_MSG(n_cues == n_words && n_words > 2, "%d cues, %d words", n_cues, n_words);
+    snprintf(args, sizeof args, "-q -m '%s' -f srt --max-line-chars 1 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " --> ");
+    CHECK_MSG(count(g_out, " --> ") == n_words, "%s", g_out);
+
+    snprintf(args, sizeof args, "-q -m '%s' -f json --max-cue-ms 2000 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\"cues\":[");
+    cues = strstr(g_out, "\"cues\":[");
+    segs = strstr(g_out, "\"segments\":[");
+    for (const char *p = strstr(cues, "{\"t0_ms\":"); p && p < segs;
+         p = strstr(p + 1, "{\"t0_ms\":")) {
+        long t0 = atol(p + 9);
+        const char *q = strstr(p, "\"t1_ms\":"), *text = strstr(p, "\"text\":\"");
+        long t1 = q ? atol(q + 8) : 0;
+        const char *end = text ? strchr(text + 8, '"') : NULL;
+        bool one_word = text && end && !memchr(text + 8, ' ', (size_t)(end - text - 8));
+        CHECK_MSG(t1 - t0 <= 2000 || one_word, "cue %ld..%ld", t0, t1);
+    }
+    EXPECT_RUN(NULL, "--max-cue-ms 10 x.wav", 1, g_err, "--max-cue-ms must be an integer");
+    EXPECT_RUN(NULL, "--max-line-chars x x.wav", 1, g_err, "--max-line-chars must be an integer");
+}
+
 static void with_model(const char *model, const char *wav) {
     char args[4096], txt[512];
     snprintf(txt, sizeof txt, "%s/cli_test_%d.txt", TR_BINARY_DIR, (int)getpid());
@@ -83,6 +299,7 @@ static void with_model(const char *model, const char *wav) {
         CHECK_MSG(strncmp(g_out, golden, n) == 0 && g_out[n] == '\n', "txt: %s", g_out);
     }
 
+    outputs(model, wav);
     snprintf(args, sizeof args, "-q -m '%s' -f json '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_out, "{\"file\":");
     CHECK(strstr(g_out, "\"segments\":[{\"t0_ms\":") && strstr(g_out, "\"duration\":11.000"));
@@ -94,6 +311,9 @@ static void with_model(const char *model, const char *wav) {
     snprintf(args, sizeof args, "-m '%s' -f report '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_out, "run: ok\ntext: ");
     CHECK(strstr(g_out, "  max audio:  unbounded") && strstr(g_err, "timings: load="));
+    CHECK_MSG(strstr(g_err, " ms  total=") && strstr(g_err, " ms  rtf="), "%s", g_err);
+    snprintf(args, sizeof args, "-q -m '%s' --print-progress -r 2 '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\n");
     snprintf(args, sizeof args, "-q -m '%s' '%s' /nonexistent/audio.wav", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio '/nonexistent/audio.wav'");
     snprintf(args, sizeof args, "-q -m '%s' --timestamps word '%s'", model, wav);
@@ -128,8 +348,11 @@ int main(int argc, char **argv) {
     snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
     const char *env = getenv("TR_TEST_WHISPER_MODEL"); /* local runs with another model */
     if (env && *env) snprintf(model, sizeof model, "%s", env);
+    if (access(model, R_OK) == 0) input_rule(model);
     if (access(model, R_OK) == 0 && access(wav, R_OK) == 0) {
         with_model(model, wav);
+        canary(wav);
+        shaping(wav);
     } else {
         printf("SKIP output-format checks: no %s\n", model);
     }

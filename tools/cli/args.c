@@ -1,7 +1,9 @@
 /* Command-line parsing. Flags follow transcribe-cli (cli.md §1–§2): only
  * the `--flag VALUE` form, left to right, later flags override earlier
- * ones, lenient atoi/atof numbers; our additions are several audio files,
- * -f/--format and --tokens. */
+ * ones; our additions are several audio files, '-' for standard input,
+ * -f/--format, --tokens, --output-dir/--output-format and --version.
+ * Unlike transcribe-cli, numbers are checked (junk and out-of-range values
+ * are errors) and a bad option prints one line and a --help hint. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,8 @@ void cli_usage(const char *argv0, FILE *f) {
             "       %s [options] --batch file.list -m model.gguf\n"
             "       %s --list-devices\n"
             "\n"
-            "Transcribes speech in audio files (WAV; FLAC/MP3/Ogg when built with libsndfile;\n"
+            "Transcribes speech in audio files ('-' reads standard input; WAV; FLAC/MP3/Ogg when\n"
+            "built with libsndfile;\n"
             "any sample rate and channel count - audio is resampled to the model's rate).\n"
             "\n"
             "options:\n"
@@ -24,13 +27,24 @@ void cli_usage(const char *argv0, FILE *f) {
             "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
             "                            report (transcribe-cli's detailed layout)\n"
             "      --tokens              json: include per-token rows\n"
-            "  -o, --output PATH         also write the plain transcript to PATH\n"
-            "  -l, --language CODE       source language hint (default: autodetect)\n"
+            "      --max-line-chars N    srt/vtt/json cues: at most N characters (1: one word\n"
+            "                            per cue), cut between words where word times exist\n"
+            "      --max-cue-ms N        cues: at most N ms, cut between words likewise\n"
+            "      --split-on-word       accepted for whisper.cpp users: cues always end\n"
+            "                            between words\n"
+            "  -o, --output PATH         also write the output (in the -f format) to PATH\n"
+            "      --output-dir DIR      also write DIR/<input name>.<ext> for each input\n"
+            "      --output-format LIST  formats for --output-dir: comma list of txt, srt, vtt,\n"
+            "                            json (default: the -f format)\n"
+            "  -l, --language CODE       source language hint (default or 'auto': autodetect)\n"
             "  -t, --translate           translate instead of transcribe\n"
-            "      --target-language C   translation target language\n"
+            "      --target-language C   translation target language (implies -t)\n"
             "      --timestamps KIND     auto|none|segment|word|token (default auto)\n"
-            "      --threads N           CPU threads (default: usable CPUs, at most 8)\n"
+            "      --threads N           CPU threads, 1 to 4x the cores (default: usable CPUs,\n"
+            "                            at most 8)\n"
             "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
+            "      --print-progress      progress lines on stderr even when it is not a terminal\n"
+            "                            or the input is short\n"
             "  -r, --repeat N            run the same audio N times (benchmarking)\n"
             "      --n-ctx N             decoder context cap, 0 = model maximum\n"
             "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
@@ -63,6 +77,7 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --stream-buf-left-ms N, --stream-buf-chunk-ms N, --stream-buf-right-ms N\n"
             "      --stream-voxtral-delay N  voxtral-realtime delay tokens\n"
             "  -h, --help                this text\n"
+            "      --version             print the version and exit\n"
             "\n"
             "Environment: TRANSCRIBE_MODEL (default model), TRANSCRIBE_DEBUG=1 (debug log lines).\n"
             "Ctrl-C stops a run and prints the partial transcript.\n"
@@ -72,11 +87,31 @@ void cli_usage(const char *argv0, FILE *f) {
             argv0, argv0, argv0);
 }
 
+/* A bad command line: one line saying why, and where the options are. */
 static int fail(const cli_opts *o, const char *fmt, const char *arg) {
     fprintf(stderr, "error: ");
     fprintf(stderr, fmt, arg);
-    fputc('\n', stderr);
-    cli_usage(o->argv0, stderr);
+    fprintf(stderr, "\nrun '%s --help' for the options\n", o->argv0);
+    return 1;
+}
+
+/* A whole decimal integer in [lo, hi] (no junk, no overflow). */
+static bool parse_int(const char *s, long lo, long hi, int *out) {
+    if (!s || !*s) return false;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < lo || v > hi) return false;
+    *out = (int)v;
+    return true;
+}
+
+/* An integer flag: a bad value names the flag, the range and the value. */
+static int int_flag(const cli_opts *o, const char *flag, const char *val, long lo, long hi,
+                    int *out) {
+    if (parse_int(val, lo, hi, out)) return -1;
+    fprintf(stderr, "error: %s must be an integer from %ld to %ld (got '%s')\n", flag, lo, hi, val);
+    fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
     return 1;
 }
 
@@ -108,8 +143,32 @@ static void defaults(cli_opts *o, const char *argv0) {
     o->stream_voxtral_delay = -1;
 }
 
+/* "txt,srt,vtt,json" (any subset, any order) as a bit set of cli_format. */
+static bool parse_format_list(const char *val, unsigned *out) {
+    static const char *const names[] = {"txt", "json", "srt", "vtt"};
+    unsigned set = 0;
+    const char *p = val;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+        while (k < 4 && !(strlen(names[k]) == n && strncmp(p, names[k], n) == 0)) k++;
+        if (k == 4) return false;
+        set |= 1u << k;
+        p += n;
+        if (*p == ',') p++;
+    }
+    if (!set) return false;
+    *out = set;
+    return true;
+}
+
 #define IS(a, b) (strcmp(arg, a) == 0 || strcmp(arg, b) == 0)
-#define IS1(a)   (strcmp(arg, a) == 0)
+#define INT_FLAG(lo, hi, dst)                                                                      \
+    do {                                                                                           \
+        int rc_ = int_flag(o, arg, val, (lo), (hi), &(dst));                                       \
+        if (rc_ >= 0) return rc_;                                                                  \
+    } while (0)
+#define IS1(a) (strcmp(arg, a) == 0)
 
 int cli_parse(int argc, char **argv, cli_opts *o) {
     defaults(o, argc > 0 ? argv[0] : "transcribe");
@@ -148,7 +207,11 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "--chunk",
                                              "--chunk-max-s",
                                              "-f",
-                                             "--format"};
+                                             "--format",
+                                             "--output-dir",
+                                             "--output-format",
+                                             "--max-line-chars",
+                                             "--max-cue-ms"};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = NULL;
@@ -165,7 +228,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS("-m", "--model")) {
             o->model = val;
         } else if (IS("-l", "--language")) {
-            o->language = val;
+            o->language_auto = strcmp(val, "auto") == 0;
+            o->language = o->language_auto ? NULL : val; /* auto: the model detects */
         } else if (IS("-t", "--translate")) {
             o->translate = true;
         } else if (IS1("--target-language")) {
@@ -173,7 +237,7 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS("-q", "--quiet")) {
             o->quiet = true;
         } else if (IS("-r", "--repeat")) {
-            o->repeat = atoi(val) < 1 ? 1 : atoi(val);
+            INT_FLAG(1, 1000000, o->repeat);
         } else if (IS("-o", "--output")) {
             o->output = val;
         } else if (IS("-f", "--format")) {
@@ -186,10 +250,11 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--tokens")) {
             o->json_tokens = true;
         } else if (IS1("--threads")) {
-            o->threads = atoi(val) < 1 ? 1 : atoi(val);
+            INT_FLAG(1, CLI_MAX_THREADS_FLAG, o->threads); /* capped by the cores in main */
         } else if (IS1("--n-ctx")) {
-            o->n_ctx = atoi(val);
-            if (o->n_ctx < 0) return fail(o, "--n-ctx must be >= 0 (0 = model max)%s", "");
+            int v = 0;
+            INT_FLAG(0, 1 << 24, v); /* 0 = model maximum */
+            o->n_ctx = v;
         } else if (IS1("--kv-type")) {
             if (!strcmp(val, "auto"))
                 o->kv_type = TRANSCRIBE_KV_TYPE_AUTO;
@@ -232,13 +297,17 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--batch-jsonl")) {
             o->batch_jsonl = true;
         } else if (IS1("--batch-size")) {
-            o->batch_size = atoi(val);
-            if (o->batch_size < 0) return fail(o, "--batch-size must be >= 0%s", "");
+            INT_FLAG(0, 4096, o->batch_size);
         } else if (IS1("--initial-prompt")) {
             o->initial_prompt = val;
             o->whisper_any = true;
         } else if (IS1("--temperature")) {
-            o->temperature = (float)atof(val);
+            char *end = NULL;
+            double t = strtod(val, &end);
+            if (end == val || *end || !(t >= 0.0 && t <= 2.0)) {
+                return fail(o, "--temperature must be a number from 0 to 2 (got '%s')", val);
+            }
+            o->temperature = (float)t;
             o->temperature_given = true;
             o->whisper_any = true;
         } else if (IS1("--condition-on-prev-tokens")) {
@@ -265,22 +334,21 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--raw-tokens")) {
             o->raw_tokens = true;
         } else if (IS1("--stream-chunk-ms")) {
-            o->stream_chunk_ms = atoi(val);
-            if (o->stream_chunk_ms <= 0) return fail(o, "--stream-chunk-ms must be > 0%s", "");
+            INT_FLAG(1, 3600000, o->stream_chunk_ms);
         } else if (IS1("--stream-att-right")) {
-            o->stream_att_right = atoi(val);
-            if (o->stream_att_right < 0) return fail(o, "--stream-att-right must be >= 0%s", "");
+            INT_FLAG(0, 1000000, o->stream_att_right);
         } else if (IS1("--stream-buf-left-ms")) {
-            o->stream_buf_left_ms = atoi(val);
+            INT_FLAG(-1, 3600000, o->stream_buf_left_ms);
         } else if (IS1("--stream-buf-chunk-ms")) {
-            o->stream_buf_chunk_ms = atoi(val);
+            INT_FLAG(-1, 3600000, o->stream_buf_chunk_ms);
         } else if (IS1("--stream-buf-right-ms")) {
-            o->stream_buf_right_ms = atoi(val);
+            INT_FLAG(-1, 3600000, o->stream_buf_right_ms);
         } else if (IS1("--stream-voxtral-delay")) {
-            o->stream_voxtral_delay = atoi(val);
+            INT_FLAG(-1, 1000000, o->stream_voxtral_delay);
         } else if (IS1("--spec-k-drafts")) {
-            o->spec_k_drafts = atoi(val);
-            if (o->spec_k_drafts < -1) return fail(o, "--spec-k-drafts must be >= -1%s", "");
+            int v = 0;
+            INT_FLAG(-1, 1024, v);
+            o->spec_k_drafts = v;
         } else if (IS1("--chunk")) {
             if (!strcmp(val, "auto"))
                 o->chunk = CLI_CHUNK_AUTO;
@@ -294,6 +362,26 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             if (!parse_index(val, &o->chunk_max_s) || o->chunk_max_s < 2 || o->chunk_max_s > 3600) {
                 return fail(o, "--chunk-max-s must be an integer from 2 to 3600 (got '%s')", val);
             }
+        } else if (IS1("--output-dir")) {
+            o->output_dir = val;
+        } else if (IS1("--output-format")) {
+            if (!parse_format_list(val, &o->output_formats)) {
+                return fail(
+                    o, "--output-format takes a comma list of txt, srt, vtt, json (got '%s')", val);
+            }
+        } else if (IS1("--max-line-chars")) {
+            INT_FLAG(1, CLI_MAX_LINE_CHARS, o->shape.max_chars);
+        } else if (IS1("--max-cue-ms")) {
+            INT_FLAG(100, 3600000, o->shape.max_cue_ms);
+        } else if (IS1("--split-on-word")) {
+            /* whisper.cpp's flag: cues here always break between words */
+        } else if (IS1("--print-progress")) {
+            o->print_progress = true;
+        } else if (IS1("--version")) {
+            o->version = true;
+            return -1;
+        } else if (IS1("-")) {
+            o->audio[o->n_audio++] = arg; /* standard input */
         } else if (IS1("--list-devices")) {
             o->list_devices = true;
         } else if (arg[0] == '-') {
@@ -303,6 +391,27 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         }
     }
     if (o->list_devices) return -1;
+    int n_stdin = 0;
+    for (int i = 0; i < o->n_audio; i++) n_stdin += strcmp(o->audio[i], "-") == 0;
+    if (n_stdin > 1) return fail(o, "standard input ('-') can be read only once%s", "");
+    if (o->output_formats && !o->output_dir) {
+        return fail(o, "--output-format needs --output-dir DIR%s", "");
+    }
+    if (o->output_dir && o->batch_file) {
+        return fail(o, "--output-dir works with audio files on the command line, not --batch%s",
+                    "");
+    }
+    if (o->output_dir && !o->output_formats) {
+        o->output_formats = o->format == CLI_FMT_REPORT ? 1u << CLI_FMT_TXT : 1u << o->format;
+    }
+    /* Subtitles are one file's cues, numbered from 1: several inputs on one
+     * stream would restart the numbering mid-file. */
+    if ((o->format == CLI_FMT_SRT || o->format == CLI_FMT_VTT) && o->n_audio > 1) {
+        return fail(o,
+                    "-f %s prints one input's cues; for several inputs use --output-dir DIR "
+                    "(one DIR/<name>.srt/.vtt per input)",
+                    o->format == CLI_FMT_SRT ? "srt" : "vtt");
+    }
     if (o->n_audio == 0 && !o->batch_file) return fail(o, "missing audio file or --batch%s", "");
     if (o->n_audio > 0 && o->batch_file) {
         return fail(o, "cannot combine positional audio files with --batch%s", "");

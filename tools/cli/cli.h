@@ -23,7 +23,16 @@ typedef enum {
     CLI_CHUNK_OFF,      /* never: one library call per file */
 } cli_chunk_mode;
 
-#define CLI_CHUNK_MAX_S 30 /* default hard cap of one piece; the target is 2/3 of it */
+#define CLI_MAX_THREADS_FLAG 1024 /* --threads range; main caps it at 4x the cores */
+#define CLI_CHUNK_MAX_S      30   /* default hard cap of one piece; the target is 2/3 of it */
+
+/* How subtitle cues are cut (0: the defaults in formats.c). */
+typedef struct cli_cue_shape {
+    int max_chars;  /* --max-line-chars */
+    int max_cue_ms; /* --max-cue-ms */
+} cli_cue_shape;
+
+#define CLI_MAX_LINE_CHARS 1000 /* --max-line-chars range */
 
 typedef struct cli_opts {
     const char *argv0;
@@ -33,7 +42,12 @@ typedef struct cli_opts {
     const char *batch_file;
     bool batch_jsonl;
     int batch_size;
-    const char *output; /* -o: plain-text copy */
+    const char *output;      /* -o: a copy of the output in the -f format */
+    const char *output_dir;  /* --output-dir: DIR/<stem>.<ext> per input */
+    unsigned output_formats; /* bit set of (1 << cli_format), txt/json/srt/vtt */
+    bool version;
+    bool print_progress;
+    cli_cue_shape shape; /* progress also when stderr is not a TTY / short input */
     cli_format format;
     bool format_given;
     bool quiet;
@@ -47,7 +61,8 @@ typedef struct cli_opts {
     transcribe_backend_request backend;
     int device; /* -1: automatic */
     transcribe_timestamp_kind timestamps;
-    const char *language;
+    const char *language; /* NULL: autodetect */
+    bool language_auto;   /* -l auto given */
     const char *target_language;
     bool translate;
     enum transcribe_pnc_mode pnc;
@@ -101,6 +116,7 @@ typedef struct cli_result {
     int n_chunks, cap_chunks;
     double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
     bool oom;                            /* an append failed: the result is incomplete */
+    cli_cue_shape shape;                 /* set by the caller before printing */
 } cli_result;
 
 void cli_result_init(cli_result *r);
@@ -111,6 +127,9 @@ void cli_result_free(cli_result *r);
  * to what is there with a space (none between two CJK characters). */
 void cli_result_append(cli_result *r, const struct transcribe_session *s, int i, bool shift,
                        int64_t offset_ms, int64_t lo_ms, int64_t hi_ms);
+/* Keeps every row inside [0, end_ms] (the audio's length): a model's
+ * timestamps can run past the end of the audio it was given. */
+void cli_result_clamp(cli_result *r, int64_t end_ms);
 void cli_result_add_chunk(cli_result *r, int64_t t0_ms, int64_t t1_ms, int end_kind,
                           transcribe_status st);
 
@@ -148,6 +167,10 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
 void cli_print_srt(FILE *f, const cli_result *r, double duration_s);
 void cli_print_vtt(FILE *f, const cli_result *r, double duration_s);
 void cli_print_report_result(FILE *f, const cli_result *r);
+/* Prints r in format fmt (JSON also without a result: it carries the
+ * error), flushes, and says whether every write reached f. */
+bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+              const char *model, double duration_s, transcribe_status st, bool tokens, bool header);
 
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,

@@ -51,6 +51,8 @@ static const char *end_name(int kind) {
                                                 : "end";
 }
 
+static void json_cues(FILE *f, const cli_result *r, double duration_s);
+
 void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
                     double duration_s, transcribe_status st, bool tokens) {
     fputs("{\"file\":", f);
@@ -82,6 +84,7 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
         fputc(']', f);
     }
 
+    json_cues(f, r, duration_s); /* the SRT/VTT cues, from the same code */
     fputs(",\"segments\":[", f);
     for (int i = 0; i < r->n_segs; i++) {
         const struct transcribe_segment seg = r->segs[i];
@@ -124,11 +127,13 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
 }
 
 /* Subtitle cues: the segments when they carry times, else one cue over the
- * whole file. A segment longer than CUE_SPLIT_MS whose word rows carry their
+ * whole file. A segment longer than CUE_SPLIT_MS (or --max-cue-ms, or with
+ * more text than --max-line-chars) whose word rows carry their
  * own times (Parakeet: one segment per utterance, even for an hour of audio)
  * is cut into readable cues at word boundaries: a cue ends after a pause of
  * CUE_GAP_MS, after sentence punctuation once it is CUE_MIN_MS long, or before
- * it would pass CUE_MAX_MS or CUE_MAX_CHARS. */
+ * it would pass CUE_MAX_MS or CUE_MAX_CHARS (or the flags' values); a single
+ * word longer than that is a cue of its own. */
 typedef void (*cue_fn)(FILE *f, int index, int64_t t0, int64_t t1, const char *text);
 
 #define CUE_SPLIT_MS  15000
@@ -147,11 +152,17 @@ static bool ends_sentence(const char *w) {
  * carry their own times (Whisper's word rows repeat the segment's). */
 static bool word_cues(FILE *f, const cli_result *r, const struct transcribe_segment *seg, int *idx,
                       cue_fn fn) {
-    if (seg->n_words < 2 || seg->t1_ms - seg->t0_ms <= CUE_SPLIT_MS) return false;
+    /* --max-cue-ms / --max-line-chars replace the defaults and split every
+     * segment that passes them. */
+    int64_t max_ms = r->shape.max_cue_ms > 0 ? r->shape.max_cue_ms : CUE_MAX_MS;
+    int64_t split_ms = r->shape.max_cue_ms > 0 ? r->shape.max_cue_ms : CUE_SPLIT_MS;
+    size_t max_chars = r->shape.max_chars > 0 ? (size_t)r->shape.max_chars : CUE_MAX_CHARS;
+    bool long_text = r->shape.max_chars > 0 && seg->text && strlen(seg->text) > max_chars;
+    if (seg->n_words < 2 || (seg->t1_ms - seg->t0_ms <= split_ms && !long_text)) return false;
     if (seg->first_word < 0 || seg->first_word + seg->n_words > r->n_words) return false;
     struct transcribe_word w = r->words[seg->first_word];
     if (w.t0_ms == seg->t0_ms && w.t1_ms == seg->t1_ms) return false;
-    char text[4 * CUE_MAX_CHARS + 512];
+    char text[4 * CLI_MAX_LINE_CHARS + 512];
     size_t len = 0;
     int64_t c0 = 0, c1 = 0;
     bool open = false, sentence = false;
@@ -162,8 +173,8 @@ static bool word_cues(FILE *f, const cli_result *r, const struct transcribe_segm
         while (is_space(*t)) t++;
         size_t wl = strlen(t);
         if (!wl) continue;
-        if (open && (w.t0_ms - c1 >= CUE_GAP_MS || w.t1_ms - c0 > CUE_MAX_MS ||
-                     len + 1 + wl > CUE_MAX_CHARS || (sentence && c1 - c0 >= CUE_MIN_MS))) {
+        if (open && (w.t0_ms - c1 >= CUE_GAP_MS || w.t1_ms - c0 > max_ms ||
+                     len + 1 + wl > max_chars || (sentence && c1 - c0 >= CUE_MIN_MS))) {
             fn(f, (*idx)++, c0, c1, text);
             open = false;
         }
@@ -227,6 +238,30 @@ static void vtt_cue(FILE *f, int index, int64_t t0, int64_t t1, const char *text
     fputc('\n', f);
     put_trimmed(f, text);
     fputs("\n\n", f);
+}
+
+static void json_cue(FILE *f, int index, int64_t t0, int64_t t1, const char *text) {
+    fprintf(f, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"text\":", index > 1 ? "," : "", (long long)t0,
+            (long long)(t1 > t0 ? t1 : t0));
+    const char *t = text;
+    while (is_space(*t)) t++;
+    size_t n = strlen(t);
+    while (n > 0 && is_space(t[n - 1])) n--;
+    char buf[1024];
+    if (n < sizeof buf) {
+        memcpy(buf, t, n);
+        buf[n] = '\0';
+        cli_json_str(f, buf);
+    } else {
+        cli_json_str(f, t);
+    }
+    fputc('}', f);
+}
+
+static void json_cues(FILE *f, const cli_result *r, double duration_s) {
+    fputs(",\"cues\":[", f);
+    for_each_cue(f, r, duration_s, json_cue);
+    fputc(']', f);
 }
 
 void cli_print_srt(FILE *f, const cli_result *r, double duration_s) {
@@ -300,4 +335,30 @@ void cli_print_report_result(FILE *f, const cli_result *r) {
                     (double)t.t1_ms / 1000.0, (double)t.p, t.text);
         }
     }
+}
+
+bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+              const char *model, double duration_s, transcribe_status st, bool tokens,
+              bool header) {
+    if (fmt == CLI_FMT_JSON) {
+        cli_print_json(f, r, path, model, duration_s, st, tokens);
+    } else if (have_result) {
+        switch (fmt) {
+        case CLI_FMT_REPORT:
+            cli_print_report_result(f, r);
+            break;
+        case CLI_FMT_TXT:
+            cli_print_txt(f, r, header ? path : NULL);
+            break;
+        case CLI_FMT_SRT:
+            cli_print_srt(f, r, duration_s);
+            break;
+        case CLI_FMT_VTT:
+            cli_print_vtt(f, r, duration_s);
+            break;
+        case CLI_FMT_JSON:
+            break;
+        }
+    }
+    return fflush(f) == 0 && !ferror(f);
 }

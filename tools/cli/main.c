@@ -8,7 +8,10 @@
  * detailed report layout, finds a bundled model when -m is omitted, shows
  * progress for long files and turns Ctrl-C into a clean abort. */
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,8 @@ static double now_s(void) {
 /* ---- logging and progress ---- */
 
 typedef struct progress {
-    bool enabled; /* stderr is a TTY, not -q, long input */
+    bool enabled; /* not -q; stderr is a TTY and the input long, or --print-progress */
+    bool lines;   /* not a TTY: one line per report instead of redrawing one line */
     bool shown;   /* a progress line is on screen */
     const char *name;
     const struct transcribe_session *s; /* partial result: segments decoded so far */
@@ -116,9 +120,11 @@ static bool abort_cb(void *ud) {
                 done = (double)seg.t1_ms / 1000.0;
             }
             if (done > p->audio_s) done = p->audio_s;
-            fprintf(stderr, "\r\033[K%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed", p->name, done,
-                    p->audio_s, 100.0 * done / p->audio_s, t - p->t0);
-            p->shown = true;
+            fprintf(stderr, "%s%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed%s",
+                    p->lines ? "progress: " : "\r\033[K", p->name, done, p->audio_s,
+                    p->audio_s > 0 ? 100.0 * done / p->audio_s : 100.0, t - p->t0,
+                    p->lines ? "\n" : "");
+            p->shown = !p->lines;
         }
     }
     return false;
@@ -148,7 +154,7 @@ static char *resolve_model(const cli_opts *o) {
     if (o->model) return dup_str(o->model);
     const char *env = getenv("TRANSCRIBE_MODEL");
     if (env && *env) {
-        fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
+        if (!o->quiet) fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
         return dup_str(env);
     }
 #ifdef TR_BUNDLED_MODEL_DIR
@@ -167,7 +173,7 @@ static char *resolve_model(const cli_opts *o) {
             char *path = malloc(len);
             if (path) {
                 snprintf(path, len, "%s/%s", TR_BUNDLED_MODEL_DIR, best);
-                fprintf(stderr, "using bundled model %s\n", path);
+                if (!o->quiet) fprintf(stderr, "using bundled model %s\n", path);
             }
             return path;
         }
@@ -333,6 +339,42 @@ static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool 
     return st;
 }
 
+/* '-': standard input, copied to a temporary file (the decoders read files). */
+static transcribe_status load_stdin(int rate, float **pcm, int *n) {
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/transcribe-stdin-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fprintf(stderr, "error: cannot create a temporary file for standard input: %s\n",
+                strerror(errno));
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    char buf[65536];
+    size_t got;
+    bool ok = true;
+    while (ok && (got = fread(buf, 1, sizeof buf, stdin)) > 0) {
+        ok = write(fd, buf, got) == (ssize_t)got;
+    }
+    if (ferror(stdin) || close(fd) != 0) ok = false;
+    transcribe_status st = TRANSCRIBE_ERR_INVALID_ARG;
+    if (ok) st = transcribe_audio_load_file(tmp, rate, pcm, n);
+    unlink(tmp);
+    return st;
+}
+
+/* DIR/<input name without its extension>.<ext>; standard input is "stdin". */
+static bool output_path(const char *dir, const char *input, cli_format fmt, char *buf, size_t cap) {
+    static const char *const ext[] = {"txt", "json", "srt", "vtt"};
+    const char *base = strrchr(input, '/');
+    base = base ? base + 1 : input;
+    if (strcmp(input, "-") == 0) base = "stdin";
+    const char *dot = strrchr(base, '.');
+    int stem = (int)(dot && dot != base ? (size_t)(dot - base) : strlen(base));
+    int n = snprintf(buf, cap, "%s/%.*s.%s", dir, stem, base, ext[fmt]);
+    return n > 0 && (size_t)n < cap;
+}
+
 /* Transcribes one file and prints it in the chosen format. Returns the
  * file's exit code (0 / 1). */
 static int do_file(const ctx *c, const char *path, bool several) {
@@ -340,10 +382,36 @@ static int do_file(const ctx *c, const char *path, bool several) {
     bool report = o->format == CLI_FMT_REPORT;
     float *pcm = NULL;
     int n = 0;
-    transcribe_status st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    transcribe_status st;
+    if (strcmp(path, "-") == 0) {
+        st = load_stdin(c->rate, &pcm, &n);
+    } else {
+        /* The input rule (README): a directory or an empty file is an error;
+         * a file that decodes to no samples is an error; anything else is
+         * transcribed, however short (a warning under 0.1 s). */
+        struct stat sb;
+        if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "error: cannot read audio '%s': it is a directory\n", path);
+            return 1;
+        }
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
+            fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
+            return 1;
+        }
+        st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+    }
+    if (st == TRANSCRIBE_OK && n <= 0) {
+        transcribe_audio_free(pcm);
+        fprintf(stderr, "error: cannot read audio '%s': no samples\n", path);
+        return 1;
+    }
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
         return 1;
+    }
+    if (n < c->rate / 10) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN, "%s: only %d samples (%.3f s) of audio", path, n,
+                (double)n / (double)c->rate);
     }
     double duration = (double)n / (double)c->rate;
     if (report) {
@@ -368,7 +436,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
     cli_chunk_plan plan = {0};
     if (o->stream_chunk_ms <= 0) plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
     progress prog = {0};
-    prog.enabled = !o->quiet && isatty(STDERR_FILENO) && duration > 30.0;
+    prog.lines = !isatty(STDERR_FILENO);
+    prog.enabled = !o->quiet && (o->print_progress || (!prog.lines && duration > 30.0));
     prog.chunked = plan.split;
     const char *base = strrchr(path, '/');
     prog.name = base ? base + 1 : path;
@@ -390,6 +459,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
             if (st != TRANSCRIBE_OK) break;
         }
     }
+    double run_ms = (now_s() - prog.t0) * 1000.0;
+    if (!plan.split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
     clear_progress();
     g_progress_line = NULL;
     transcribe_set_abort_callback(c->s, NULL, NULL);
@@ -400,6 +471,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
     bool have_result = plan.split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                        st == TRANSCRIBE_ERR_ABORTED;
     if (have_result && !plan.split) cli_result_append(&res, c->s, -1, false, 0, 0, 0);
+    cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
+    res.shape = o->shape;
     if (res.oom) {
         fprintf(stderr, "error: out of memory while collecting the result\n");
         if (st == TRANSCRIBE_OK) st = TRANSCRIBE_ERR_OOM;
@@ -408,37 +481,54 @@ static int do_file(const ctx *c, const char *path, bool several) {
         printf("run: %s\n", transcribe_status_string(st));
     else if (st != TRANSCRIBE_OK)
         fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
-    if (have_result) {
-        switch (o->format) {
-        case CLI_FMT_REPORT:
-            cli_print_report_result(stdout, &res);
-            break;
-        case CLI_FMT_TXT:
-            cli_print_txt(stdout, &res, several ? path : NULL);
-            break;
-        case CLI_FMT_SRT:
-            cli_print_srt(stdout, &res, duration);
-            break;
-        case CLI_FMT_VTT:
-            cli_print_vtt(stdout, &res, duration);
-            break;
-        case CLI_FMT_JSON:
-            break;
-        }
-    }
-    if (o->format == CLI_FMT_JSON) {
-        cli_print_json(stdout, &res, path, c->model_path, duration, st, o->json_tokens);
-    }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
-    if (have_result && c->out_file && !cli_write_text_file(c->out_file, o->output, res.text)) {
+    const char *model = c->model_path;
+    if (!cli_emit(stdout, o->format, &res, have_result, path, model, duration, st, o->json_tokens,
+                  several)) {
+        rc = 1; /* reported once, at exit */
+    }
+    if (c->out_file && !cli_emit(c->out_file, o->format, &res, have_result, path, model, duration,
+                                 st, o->json_tokens, several)) {
+        fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
     }
+    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
+        if (!(o->output_formats & (1u << k))) continue;
+        char file[4096];
+        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
+            fprintf(stderr, "error: output path too long for '%s'\n", path);
+            rc = 1;
+            continue;
+        }
+        FILE *f = fopen(file, "w");
+        bool ok = f && cli_emit(f, (cli_format)k, &res, have_result, path, model, duration, st,
+                                o->json_tokens, false);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
+            rc = 1;
+        } else if (!o->quiet) {
+            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
+        }
+    }
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
-    if (!plan.split && (report || !o->quiet)) transcribe_print_timings(c->s);
-    if (plan.split && res.n_chunks > 0) {
+    /* The stage timings (transcribe-cli's line), then the run's wall time
+     * and its real-time factor (wall time / audio length; < 1 is faster
+     * than real time). */
+    struct transcribe_timings tm;
+    transcribe_timings_init(&tm);
+    transcribe_get_timings(c->s, &tm);
+    char pieces[32] = "";
+    if (plan.split) snprintf(pieces, sizeof pieces, "%d pieces: ", res.n_chunks);
+    double mel = plan.split ? res.mel_ms : (double)tm.mel_ms;
+    double enc = plan.split ? res.encode_ms : (double)tm.encode_ms;
+    double dec = plan.split ? res.decode_ms : (double)tm.decode_ms;
+    if (!plan.split || res.n_chunks > 0) {
         cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
-                "timings: %d pieces: mel=%.2f ms  encode=%.2f ms  decode=%.2f ms", res.n_chunks,
-                res.mel_ms, res.encode_ms, res.decode_ms);
+                "timings: %sload=%.2f ms  mel=%.2f ms  encode=%.2f ms  decode=%.2f ms  total=%.2f "
+                "ms  rtf=%.4f",
+                pieces, (double)tm.load_ms, mel, enc, dec, run_ms,
+                duration > 0 ? run_ms / (duration * 1000.0) : 0.0);
     }
     cli_result_free(&res);
     if (report && !plan.split) { /* a split file printed its summed timings */
@@ -457,6 +547,84 @@ static int do_file(const ctx *c, const char *path, bool several) {
 }
 
 /* ---- main ---- */
+
+static bool in_list(const char *code, const char *const *list, int n) {
+    for (int i = 0; i < n; i++) {
+        if (list[i] && strcmp(list[i], code) == 0) return true;
+    }
+    return false;
+}
+
+/* "en, de, fr, ..." on stderr: the codes a flag could have named. */
+static void print_codes(const char *const *list, int n) {
+    for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? ", " : "", list[i] ? list[i] : "");
+    fputc('\n', stderr);
+}
+
+/* The options checked against what the model says it does, before any
+ * audio is read: a bad language code is an error that lists the valid
+ * ones; a flag the model would ignore gets one warning. Returns false on an
+ * error. */
+static bool check_model_options(const cli_opts *o, const struct transcribe_model *m,
+                                const struct transcribe_capabilities *caps) {
+    if (o->language && caps->n_languages > 0 &&
+        !in_list(o->language, caps->languages, caps->n_languages)) {
+        fprintf(stderr,
+                "error: -l %s: unsupported language; this model's languages are: ", o->language);
+        print_codes(caps->languages, caps->n_languages);
+        return false;
+    }
+    if (o->language_auto && !caps->supports_language_detect && caps->n_languages > 1) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "-l auto: this model cannot detect the language; it uses its default (pass -l "
+                "CODE to choose)");
+    }
+    if (o->translate && !caps->supports_translate) {
+        fprintf(stderr, "error: %s: this model does not translate\n",
+                o->target_language ? "--target-language" : "-t");
+        return false;
+    }
+    if (o->target_language && caps->n_translate_target_languages > 0 &&
+        !in_list(o->target_language, caps->translate_target_languages,
+                 caps->n_translate_target_languages)) {
+        fprintf(stderr,
+                "error: --target-language %s: unsupported language; this model translates into: ",
+                o->target_language);
+        print_codes(caps->translate_target_languages, caps->n_translate_target_languages);
+        return false;
+    }
+    if (o->target_language && caps->n_translate_target_languages == 0) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--target-language %s: this model has one fixed translation target; the flag is "
+                "ignored",
+                o->target_language);
+    }
+    if (o->whisper_any && !transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
+                                                             TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--initial-prompt/--temperature/--condition-on-prev-tokens/--prompt-condition "
+                "are Whisper options; this model ignores them");
+    }
+    return true;
+}
+
+/* Every write to stdout is buffered: the final flush says whether all of it
+ * arrived (a full disk, a closed pipe). */
+static int check_stdout(int rc) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: cannot write to standard output: %s\n",
+                errno ? strerror(errno) : "write error");
+        return 1;
+    }
+    return rc;
+}
+
+static const char *backend_name(transcribe_backend_request b) {
+    static const char *const names[] = {"auto",      "cpu",  "metal", "vulkan",
+                                        "cpu_accel", "cuda", "rocm"};
+    int k = (int)b;
+    return k >= 0 && k < 7 ? names[k] : "?";
+}
 
 static void build_params(const cli_opts *o, const struct transcribe_model *m,
                          struct transcribe_run_params *rp, struct transcribe_whisper_run_ext *wx) {
@@ -489,6 +657,26 @@ int main(int argc, char **argv) {
         free(o.audio);
         return rc;
     }
+    if (o.version) {
+        printf("transcribe %s (library %s, commit %s)\n", TRANSCRIBE_VERSION, transcribe_version(),
+               transcribe_version_commit());
+        free(o.audio);
+        return check_stdout(0);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) cores = 1;
+    if (o.threads > 4 * cores) {
+        fprintf(stderr, "warning: --threads %d is more than 4x the %ld cores; using %ld\n",
+                o.threads, cores, 4 * cores);
+        o.threads = (int)(4 * cores);
+    }
+    if (o.target_language && !o.translate) {
+        o.translate = true; /* a target language only means something for translation */
+        if (!o.quiet) {
+            fprintf(stderr, "[info] --target-language %s: translating (as with -t)\n",
+                    o.target_language);
+        }
+    }
     /* Unlike transcribe-cli, -q keeps only error lines: our formats are meant
      * to be piped, so the library's info lines should not interleave. */
     const char *dbg = getenv("TRANSCRIBE_DEBUG");
@@ -516,6 +704,11 @@ int main(int argc, char **argv) {
     rc = 1;
     if (!model_path) goto done;
 
+    if (o.backend != TRANSCRIBE_BACKEND_AUTO && !transcribe_backend_available(o.backend)) {
+        fprintf(stderr, "error: --backend %s is not available in this build (try --backend cpu)\n",
+                backend_name(o.backend));
+        goto done;
+    }
     struct transcribe_model_load_params lp;
     transcribe_model_load_params_init(&lp);
     lp.backend = o.backend;
@@ -539,6 +732,10 @@ int main(int argc, char **argv) {
         }
         goto done;
     }
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(model, &caps);
+    if (!check_model_options(&o, model, &caps)) goto done;
     struct transcribe_session_params sp;
     transcribe_session_params_init(&sp);
     sp.n_threads = o.threads;
@@ -563,9 +760,6 @@ int main(int argc, char **argv) {
         rc = cli_run_batch(&o, s, &rp, out_file);
         goto done;
     }
-    struct transcribe_capabilities caps;
-    transcribe_capabilities_init(&caps);
-    transcribe_model_get_capabilities(model, &caps);
     ctx c = {&o,
              model_path,
              s,
@@ -588,5 +782,5 @@ done:
         rc = 1;
     }
     free(o.audio);
-    return rc;
+    return check_stdout(rc);
 }

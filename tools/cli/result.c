@@ -213,3 +213,18 @@ void cli_result_add_chunk(cli_result *r, int64_t t0_ms, int64_t t1_ms, int end_k
     r->chunks[r->n_chunks++] = (cli_chunk){t0_ms, t1_ms, end_kind, st};
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) r->truncated = true;
 }
+
+void cli_result_clamp(cli_result *r, int64_t end_ms) {
+    if (end_ms < 0) end_ms = 0;
+#define CLAMP_ROWS(rows, n)                                                                        \
+    for (int i = 0; i < (n); i++) {                                                                \
+        if ((rows)[i].t0_ms < 0) (rows)[i].t0_ms = 0;                                              \
+        if ((rows)[i].t0_ms > end_ms) (rows)[i].t0_ms = end_ms;                                    \
+        if ((rows)[i].t1_ms > end_ms) (rows)[i].t1_ms = end_ms;                                    \
+        if ((rows)[i].t1_ms < (rows)[i].t0_ms) (rows)[i].t1_ms = (rows)[i].t0_ms;                  \
+    }
+    CLAMP_ROWS(r->segs, r->n_segs)
+    CLAMP_ROWS(r->words, r->n_words)
+    CLAMP_ROWS(r->toks, r->n_toks)
+#undef CLAMP_ROWS
+}
