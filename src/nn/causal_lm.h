@@ -146,4 +146,28 @@ transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_
                                       const bool *valid, int32_t *out, int *n_out,
                                       transcribe_status *status);
 
+/* The decoder half of an audio-LLM session (Qwen3-ASR, Granite Speech, and
+ * any family that decodes with this LM): the borrowed thread pool, the
+ * context ceiling, the KV cache type, the decoder state, the latest run's
+ * prefill logits and stage timings. A family session embeds one as `dec`. */
+typedef struct tr_clm_session {
+    tr_pool *pool;      /* borrowed from the session config; may be NULL */
+    int ceiling;        /* min(max_pos, session n_ctx when > 0) */
+    bool kv_f16;        /* AUTO and F16 store F16 (upstream default), F32 only when asked */
+    tr_clm_state *lm;   /* owned */
+    float *last_logits; /* owned: prefill logits of the latest single run [n_vocab] */
+    int last_T_prompt;  /* prompt length of the latest single run */
+    double prefill_ms, steps_ms; /* stage timings of the latest single run (transcribe-bench) */
+    int n_steps;
+} tr_clm_session;
+
+/* Fills *ds (zeroed first) for a model whose LM is (hp, w) with max_pos
+ * positions, under the session's n_ctx (<= 0: max_pos) and KV type.
+ * OOM (logged with who) on failure, with *ds released. */
+transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const tr_clm_hparams *hp,
+                                      const tr_clm_weights *w, int max_pos, tr_pool *pool,
+                                      int n_ctx, transcribe_kv_type kv_type);
+/* Frees what *ds owns (safe on a zeroed or released one). */
+void tr_clm_session_release(tr_clm_session *ds);
+
 #endif

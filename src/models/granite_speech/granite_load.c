@@ -16,6 +16,7 @@
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF     TRANSCRIBE_ERR_GGUF
 #define GS_TYPES_ANY 0x7fffffffu
@@ -37,11 +38,6 @@ static transcribe_status req_pos_f32(const gguf_file *f, const char *key, bool p
         return tr_gguf_key_error(key, "FLOAT32", "value %g is not %s", (double)*out,
                                  positive ? "a positive number" : "finite");
     return st;
-}
-
-static void free_strs(char **a, int n) {
-    for (int i = 0; a && i < n; i++) free(a[i]);
-    free(a);
 }
 
 /* Copies an optional string array (absent → 0 entries). */
@@ -479,7 +475,8 @@ static transcribe_status read_lm(const gguf_file *f, gs_model *m) {
 
 /* ---- model ---- */
 
-static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
+static transcribe_status load_gguf(const gguf_file *f, void *model) {
+    gs_model *m = model;
     transcribe_status st;
     if ((st = req_is(f, "general.architecture", "granite_speech", NULL))) return st;
     if ((st = read_encoder_keys(f, m))) return st;
@@ -498,30 +495,15 @@ static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
     m->max_audio_ms =
         windows > 0 ? windows * m->proj.window * 2 * m->mel.hop_length * 1000 / m->mel.sample_rate
                     : 0;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status gs_model_load(const tr_load_ctx *lc, gs_model **out) {
-    *out = NULL;
-    if (!lc->gguf) {
-        TR_ERROR("granite_speech: only GGUF files are supported");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    gs_model *m = calloc(1, sizeof *m);
-    if (!m) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = load_gguf(lc->gguf, m);
-    if (st != TRANSCRIBE_OK) {
-        gs_model_free(m);
-        return st;
-    }
     TR_INFO("granite_speech: loaded %s (encoder %d x %d, cat %d, projector %d x %d, LM %d x %d, "
             "vocab %d, %s head)",
             *m->variant ? m->variant : "(no variant)", m->enc.n_layer, m->enc.d, m->enc.n_cat,
             m->proj.n_layer, m->proj.d, m->lm.n_layer, m->lm.d_model, m->lm.n_vocab,
             m->tied ? "tied" : "untied");
-    *out = m;
     return TRANSCRIBE_OK;
 }
+
+TR_FAMILY_GGUF_LOAD(gs, "granite_speech", load_gguf)
 
 void gs_model_free(gs_model *m) {
     if (!m) return;
@@ -535,18 +517,15 @@ void gs_model_free(gs_model *m) {
     free(m->lm_blocks);
     tr_tokenizer_free(m->tok);
     free(m->variant);
-    free_strs(m->lang, m->n_lang);
-    free_strs(m->targets, m->n_targets);
-    free_strs(m->pairs, m->n_pairs);
+    tr_strv_free(m->lang, m->n_lang);
+    tr_strv_free(m->targets, m->n_targets);
+    tr_strv_free(m->pairs, m->n_pairs);
     free(m);
 }
 
 void gs_model_describe(const gs_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;
     c->supports_language_detect = false;
     c->supports_translate = m->translate;

@@ -15,6 +15,7 @@
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 /* §3.1 class E: any dequantizable type (row lookup and matmul) */
@@ -66,11 +67,6 @@ static transcribe_status req_f32(const gguf_file *f, const char *key, float *out
 /* Required UINT32 token id inside the vocabulary. */
 static transcribe_status req_id(const gguf_file *f, const char *key, int V, int *out) {
     return tr_gguf_req_u32(f, key, 0, V - 1, out);
-}
-
-static void free_strs(char **a, int n) {
-    for (int i = 0; i < n && a; i++) free(a[i]);
-    free(a);
 }
 
 /* ---- §2.3 / §2.4 ---- */
@@ -341,7 +337,8 @@ static transcribe_status read_lm(const gguf_file *f, qa_model *m) {
 
 /* ---- model ---- */
 
-static transcribe_status load_gguf(const gguf_file *f, qa_model *m) {
+static transcribe_status load_gguf(const gguf_file *f, void *model) {
+    qa_model *m = model;
     transcribe_status st;
     if ((st = read_hparams(f, m))) return st;
     if ((st = read_frontend(f, m))) return st;
@@ -356,28 +353,13 @@ static transcribe_status load_gguf(const gguf_file *f, qa_model *m) {
     /* §9.3: (max_position − 48 − 256) audio tokens of 8 hops each */
     int64_t tokens = (int64_t)m->max_pos - 48 - QA_MAX_NEW;
     m->max_audio_ms = tokens > 0 ? tokens * 8 * m->mel.hop_length * 1000 / m->mel.sample_rate : 0;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status qa_model_load(const tr_load_ctx *lc, qa_model **out) {
-    *out = NULL;
-    if (!lc->gguf) {
-        TR_ERROR("qwen3_asr: only GGUF files are supported");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    qa_model *m = calloc(1, sizeof *m);
-    if (!m) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = load_gguf(lc->gguf, m);
-    if (st != TRANSCRIBE_OK) {
-        qa_model_free(m);
-        return st;
-    }
     TR_INFO("qwen3_asr: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d)", m->variant,
             m->enc.n_layer, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
             m->lm.n_head_kv, m->lm.n_vocab);
-    *out = m;
     return TRANSCRIBE_OK;
 }
+
+TR_FAMILY_GGUF_LOAD(qa, "qwen3_asr", load_gguf)
 
 void qa_model_free(qa_model *m) {
     if (!m) return;
@@ -385,18 +367,15 @@ void qa_model_free(qa_model *m) {
     free(m->lm_blocks);
     free(m->pos_emb);
     tr_tokenizer_free(m->tok);
-    free_strs(m->lang, m->n_lang);
+    tr_strv_free(m->lang, m->n_lang);
     free(m->lang_name);
     free(m->variant);
     free(m);
 }
 
 void qa_model_describe(const qa_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
     c->supports_language_detect = true;                 /* §9.1 */
     c->supports_translate = false;
