@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/result.h"
@@ -82,6 +83,34 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
             tr_family_load_gguf(lc, who, sizeof(P##_model), fill, P##_model_free_any, &m);         \
         *out = m;                                                                                  \
         return st;                                                                                 \
+    }
+
+/* Defines P_session_create / P_session_free (declared by TR_FAMILY_DECLARE)
+ * for a family whose session starts {const P_model *m; ...} and is set up in
+ * one step: setup(s, cfg) fills the rest of a zeroed session whose m is set
+ * (cfg is never NULL: a NULL one arrives as all defaults), release(s) frees
+ * what setup made (also after a failed setup). The session itself is
+ * allocated and freed here. */
+#define TR_FAMILY_SESSION(P, setup, release)                                                       \
+    transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
+                                         P##_session **out) {                                      \
+        *out = NULL;                                                                               \
+        P##_session *s = calloc(1, sizeof *s);                                                     \
+        if (!s) return TRANSCRIBE_ERR_OOM;                                                         \
+        s->m = m;                                                                                  \
+        static const tr_session_cfg defaults = {0};                                                \
+        transcribe_status st = setup(s, cfg ? cfg : &defaults);                                    \
+        if (st != TRANSCRIBE_OK) {                                                                 \
+            P##_session_free(s);                                                                   \
+            return st;                                                                             \
+        }                                                                                          \
+        *out = s;                                                                                  \
+        return TRANSCRIBE_OK;                                                                      \
+    }                                                                                              \
+    void P##_session_free(P##_session *s) {                                                        \
+        if (!s) return;                                                                            \
+        release(s);                                                                                \
+        free(s);                                                                                   \
     }
 
 typedef struct tr_session_cfg {

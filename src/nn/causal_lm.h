@@ -170,4 +170,18 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
 
+/* For a family (which sees core/family.h) whose session is
+ * {const P_model *m; tr_clm_session dec; ...} and whose model holds lm,
+ * lm_w and max_pos: defines P_session_create / P_session_free through
+ * TR_FAMILY_SESSION with the decoder half as the whole setup. */
+#define TR_CLM_FAMILY_SESSION(P, who)                                                              \
+    static transcribe_status P##_clm_setup(P##_session *s, const tr_session_cfg *cfg) {            \
+        return tr_clm_session_init(&s->dec, who, &s->m->lm, &s->m->lm_w, s->m->max_pos, cfg->pool, \
+                                   cfg->n_ctx, cfg->kv_type);                                      \
+    }                                                                                              \
+    static void P##_clm_release(P##_session *s) {                                                  \
+        tr_clm_session_release(&s->dec);                                                           \
+    }                                                                                              \
+    TR_FAMILY_SESSION(P, P##_clm_setup, P##_clm_release)
+
 #endif

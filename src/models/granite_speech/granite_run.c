@@ -12,28 +12,7 @@
 #include "util/log.h"
 #include "util/timer.h"
 
-transcribe_status gs_session_create(const gs_model *m, const tr_session_cfg *cfg,
-                                    gs_session **out) {
-    *out = NULL;
-    gs_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    transcribe_status st = tr_clm_session_init(
-        &s->dec, "granite_speech", &m->lm, &m->lm_w, m->max_pos, cfg ? cfg->pool : NULL,
-        cfg ? cfg->n_ctx : 0, cfg ? cfg->kv_type : TRANSCRIBE_KV_TYPE_AUTO);
-    if (st != TRANSCRIBE_OK) {
-        free(s);
-        return st;
-    }
-    *out = s;
-    return TRANSCRIBE_OK;
-}
-
-void gs_session_free(gs_session *s) {
-    if (!s) return;
-    tr_clm_session_release(&s->dec);
-    free(s);
-}
+TR_CLM_FAMILY_SESSION(gs, "granite_speech")
 
 typedef struct abort_ctx {
     const tr_run_ctx *ctx;

@@ -15,28 +15,7 @@
 
 /* ---- sessions ---- */
 
-transcribe_status qa_session_create(const qa_model *m, const tr_session_cfg *cfg,
-                                    qa_session **out) {
-    *out = NULL;
-    qa_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    transcribe_status st = tr_clm_session_init(&s->dec, "qwen3_asr", &m->lm, &m->lm_w, m->max_pos,
-                                               cfg ? cfg->pool : NULL, cfg ? cfg->n_ctx : 0,
-                                               cfg ? cfg->kv_type : TRANSCRIBE_KV_TYPE_AUTO);
-    if (st != TRANSCRIBE_OK) {
-        free(s);
-        return st;
-    }
-    *out = s;
-    return TRANSCRIBE_OK;
-}
-
-void qa_session_free(qa_session *s) {
-    if (!s) return;
-    tr_clm_session_release(&s->dec);
-    free(s);
-}
+TR_CLM_FAMILY_SESSION(qa, "qwen3_asr")
 
 /* ---- prompt (§7) ---- */
 
