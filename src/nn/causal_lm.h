@@ -61,6 +61,9 @@ struct tr_tokenizer;
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks, tr_clm_weights *w);
+/* Up-front check of the LM head while reading hyperparameters: an untied
+ * LM needs a dec.output.weight tensor. GGUF (logged with `who`) otherwise. */
+transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied);
 /* The byte-level BPE tokenizer (tokenizer.ggml.model must be gpt2) with
  * n_vocab tokens and a required tokenizer.ggml.eos_token_id. *tok is set
  * when created (caller frees, also on error). */

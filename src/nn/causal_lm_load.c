@@ -104,3 +104,13 @@ transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *
     }
     return TRANSCRIBE_OK;
 }
+
+transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied) {
+    if (!tied && !gguf_find_tensor(f, "dec.output.weight")) {
+        TR_ERROR("%s: tie_word_embeddings is false but the file has no dec.output.weight head "
+                 "tensor",
+                 who);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}

@@ -174,11 +174,7 @@ static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
                  hp->n_head_kv, hp->head_dim, hp->d_model);
         return ERR_GGUF;
     }
-    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
-        TR_ERROR("granite_speech: tie_word_embeddings is false but the file has no "
-                 "dec.output.weight head tensor");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_check_head(f, "granite_speech", m->tied))) return st;
     return TRANSCRIBE_OK;
 }
 
@@ -187,16 +183,11 @@ static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     int v;
     float x;
 #define FK "stt.frontend."
-    if ((st = req_is(f, FK "type", "mel", NULL))) return st;
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
+    if ((st = tr_mel_check_stft_keys(f, &v))) return st;
     if (2 * v != m->enc.in_dim) {
         TR_ERROR("granite_speech: 2 x " FK "num_mels %d != encoder input_dim %d", v, m->enc.in_dim);
         return ERR_GGUF;
     }
-    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &v))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &v))) return st;
     if ((st = req_is(f, FK "window", "hann_periodic", NULL))) return st;
     if ((st = req_is(f, FK "normalize", "per_utterance", NULL))) return st;
     if ((st = req_pos_f32(f, FK "dither", false, &x))) return st;

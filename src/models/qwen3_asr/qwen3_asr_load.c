@@ -145,11 +145,7 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
         return ERR_GGUF;
     }
     /* The head: tied (the shipped files) or an explicit dec.output.weight. */
-    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
-        TR_ERROR("qwen3_asr: tie_word_embeddings = false but the file has no dec.output.weight "
-                 "head tensor");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_check_head(f, "qwen3_asr", m->tied))) return st;
     m->lm_w.head = NULL; /* resolved with the tensors */
     return TRANSCRIBE_OK;
 }
@@ -161,16 +157,11 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     int v;
     float x;
 #define FK "stt.frontend."
-    if ((st = req_str_is(f, FK "type", "mel", NULL))) return st;
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
+    if ((st = tr_mel_check_stft_keys(f, &v))) return st;
     if (v != m->enc.n_mels) {
         TR_ERROR("qwen3_asr: " FK "num_mels %d != encoder num_mel_bins %d", v, m->enc.n_mels);
         return ERR_GGUF;
     }
-    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &v))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &v))) return st;
     if ((st = req_str_is(f, FK "window", "hann_periodic", "hann"))) return st;
     if ((st = req_str_is(f, FK "normalize", "per_utterance", "whisper_logmel"))) return st;
     if ((st = req_f32(f, FK "dither", &x))) return st;
