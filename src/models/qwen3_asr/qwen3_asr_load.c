@@ -157,11 +157,7 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     int v;
     float x;
 #define FK "stt.frontend."
-    if ((st = tr_mel_check_stft_keys(f, &v))) return st;
-    if (v != m->enc.n_mels) {
-        TR_ERROR("qwen3_asr: " FK "num_mels %d != encoder num_mel_bins %d", v, m->enc.n_mels);
-        return ERR_GGUF;
-    }
+    if ((st = tr_mel_check_stft_keys(f, "qwen3_asr", m->enc.n_mels))) return st;
     if ((st = req_str_is(f, FK "window", "hann_periodic", "hann"))) return st;
     if ((st = req_str_is(f, FK "normalize", "per_utterance", "whisper_logmel"))) return st;
     if ((st = req_f32(f, FK "dither", &x))) return st;
@@ -321,11 +317,6 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status read_lm(const gguf_file *f, qa_model *m) {
-    return tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
-                               &m->lm_w);
-}
-
 /* ---- model ---- */
 
 static transcribe_status load_gguf(const gguf_file *f, void *model) {
@@ -340,7 +331,10 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     m->variant = strdup(variant && *variant ? variant : "qwen3-asr");
     if (!m->variant) return TRANSCRIBE_ERR_OOM;
     if ((st = read_encoder(f, m))) return st;
-    if ((st = read_lm(f, m))) return st;
+    /* the text LM, on the shared causal-LM loader */
+    if ((st = tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
+                                  &m->lm_w)))
+        return st;
     /* §9.3: (max_position − 48 − 256) audio tokens of 8 hops each */
     int64_t tokens = (int64_t)m->max_pos - 48 - QA_MAX_NEW;
     m->max_audio_ms = tokens > 0 ? tokens * 8 * m->mel.hop_length * 1000 / m->mel.sample_rate : 0;
