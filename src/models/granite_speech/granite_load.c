@@ -151,13 +151,7 @@ static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
     tr_clm_hparams_defaults(hp);
     hp->qk_norm = false; /* §8: no q/k norm */
 #define DK "stt.granite.decoder."
-    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
-    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
-    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
-    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
-    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
-    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
-    if ((st = req_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
     if ((st = req_pos_f32(f, DK "rms_norm_eps", true, &hp->eps))) return st;
     if ((st = req_pos_f32(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
