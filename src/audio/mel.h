@@ -85,6 +85,15 @@ void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
  * type only and never applied; "whisper_logmel" = TR_NORM_PER_UTTERANCE. */
 transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f);
 
+/* The STFT size keys a mel front end must declare, checked the one way the
+ * audio-LLM families share: stt.frontend.type = "mel", num_mels in
+ * [1, 4096] and equal to n_mels (what the family's encoder takes; 0 when
+ * no mel count fits it), sample_rate = 16000, n_fft in [2, 65536],
+ * win_length and hop_length in [1, 65536]. The values reach the config
+ * through tr_mel_config_from_gguf. TRANSCRIBE_ERR_GGUF (logged, with who
+ * for the encoder mismatch) otherwise. */
+transcribe_status tr_mel_check_stft_keys(const struct gguf_file *f, const char *who, int n_mels);
+
 /* Computes features of n samples: *out is malloc'ed [n_mels][*n_frames]
  * row-major (for LFR: [n_mels*lfr_m][n_frames]). Frames are computed on the
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */

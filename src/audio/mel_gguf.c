@@ -152,3 +152,20 @@ transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_fi
     }
     return bad ? TRANSCRIBE_ERR_GGUF : TRANSCRIBE_OK;
 }
+
+transcribe_status tr_mel_check_stft_keys(const struct gguf_file *f, const char *who, int n_mels) {
+    const char *const mel[] = {"mel", NULL};
+    transcribe_status st;
+    int v;
+    if ((st = tr_gguf_req_str_in(f, "stt.frontend.type", mel))) return st;
+    if ((st = tr_gguf_req_u32(f, "stt.frontend.num_mels", 1, 4096, &v))) return st;
+    if (v != n_mels) {
+        TR_ERROR("%s: stt.frontend.num_mels %d does not fit the encoder (%d mel bins)", who, v,
+                 n_mels);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    if ((st = tr_gguf_req_u32(f, "stt.frontend.sample_rate", 16000, 16000, &v))) return st;
+    if ((st = tr_gguf_req_u32(f, "stt.frontend.n_fft", 2, 1 << 16, &v))) return st;
+    if ((st = tr_gguf_req_u32(f, "stt.frontend.win_length", 1, 1 << 16, &v))) return st;
+    return tr_gguf_req_u32(f, "stt.frontend.hop_length", 1, 1 << 16, &v);
+}

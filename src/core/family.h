@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/result.h"
@@ -55,6 +56,62 @@ tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char 
     desc->caps.languages = (const char *const *)languages;
     return &desc->caps;
 }
+
+/* Fills a GGUF-only family's model: given the whole file, leaves *model
+ * loaded (logging what it loaded) or returns the error, possibly with
+ * *model half-filled. */
+typedef transcribe_status (*tr_gguf_model_fill)(const struct gguf_file *f, void *model);
+
+/* The model-load wrapper GGUF-only families share (family_load.c): refuses
+ * a file that is not GGUF (INVALID_ARG, logged with who), allocates a zeroed
+ * model of size bytes, fills it, and on failure frees the partial model
+ * with free_model. *out gets the model on OK, NULL otherwise. */
+transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, size_t size,
+                                      tr_gguf_model_fill fill, void (*free_model)(void *model),
+                                      void **out);
+
+/* Defines P_model_load (declared by TR_FAMILY_DECLARE) for a GGUF-only
+ * family through tr_family_load_gguf: fill is the family's static
+ * tr_gguf_model_fill, who its log prefix. */
+#define TR_FAMILY_GGUF_LOAD(P, who, fill)                                                          \
+    static void P##_model_free_any(void *m) {                                                      \
+        P##_model_free(m);                                                                         \
+    }                                                                                              \
+    transcribe_status P##_model_load(const tr_load_ctx *lc, P##_model **out) {                     \
+        void *m = NULL;                                                                            \
+        transcribe_status st =                                                                     \
+            tr_family_load_gguf(lc, who, sizeof(P##_model), fill, P##_model_free_any, &m);         \
+        *out = m;                                                                                  \
+        return st;                                                                                 \
+    }
+
+/* Defines P_session_create / P_session_free (declared by TR_FAMILY_DECLARE)
+ * for a family whose session starts {const P_model *m; ...} and is set up in
+ * one step: setup(s, cfg) fills the rest of a zeroed session whose m is set
+ * (cfg is never NULL: a NULL one arrives as all defaults), release(s) frees
+ * what setup made (also after a failed setup). The session itself is
+ * allocated and freed here. */
+#define TR_FAMILY_SESSION(P, setup, release)                                                       \
+    transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
+                                         P##_session **out) {                                      \
+        *out = NULL;                                                                               \
+        P##_session *s = calloc(1, sizeof *s);                                                     \
+        if (!s) return TRANSCRIBE_ERR_OOM;                                                         \
+        s->m = m;                                                                                  \
+        static const tr_session_cfg defaults = {0};                                                \
+        transcribe_status st = setup(s, cfg ? cfg : &defaults);                                    \
+        if (st != TRANSCRIBE_OK) {                                                                 \
+            P##_session_free(s);                                                                   \
+            return st;                                                                             \
+        }                                                                                          \
+        *out = s;                                                                                  \
+        return TRANSCRIBE_OK;                                                                      \
+    }                                                                                              \
+    void P##_session_free(P##_session *s) {                                                        \
+        if (!s) return;                                                                            \
+        release(s);                                                                                \
+        free(s);                                                                                   \
+    }
 
 typedef struct tr_session_cfg {
     int n_threads;              /* resolved (>= 1) */
@@ -144,6 +201,7 @@ typedef struct tr_family {
     transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
                                          P##_session **out);                                       \
     void P##_session_free(P##_session *s);                                                         \
+    transcribe_status P##_validate_run(const P##_model *m, const struct transcribe_run_params *p); \
     transcribe_status P##_run(P##_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx)
 
 /* The vtable adapters every family would otherwise write by hand, for a
@@ -175,16 +233,20 @@ typedef struct tr_family {
     static void fam_session_free(void *session) {                                                  \
         P##_session_free(session);                                                                 \
     }                                                                                              \
+    static transcribe_status fam_validate_run(void *model,                                         \
+                                              const struct transcribe_run_params *p) {             \
+        return P##_validate_run(model, p);                                                         \
+    }                                                                                              \
     static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
                                      tr_run_ctx *ctx) {                                            \
         return P##_run(session, pcm, n_samples, ctx);                                              \
     }
 
 /* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:
- * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .validate_run = ..., ...}. */
+ * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ..., ...}. */
 #define TR_FAMILY_ADAPTED_HOOKS                                                                    \
     .load = fam_load, .free_model = fam_free_model, .session_init = fam_session_init,              \
-    .session_free = fam_session_free, .run = fam_run
+    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run
 
 /* Family-owned query codes: a two-letter family tag and a number, so codes
  * of different families never collide. */

@@ -61,6 +61,16 @@ struct tr_tokenizer;
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks, tr_clm_weights *w);
+/* The decoder sizes every causal-LM file declares under prefix (e.g.
+ * "stt.qwen3_asr.decoder."): n_layers [1, 1024], hidden_size [1, 65536],
+ * intermediate_size [1, 2^20], n_heads and n_kv_heads [1, 1024], head_dim
+ * [2, 4096], hidden_act "silu" / "swish". GGUF (logged by the key reader)
+ * otherwise. */
+transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix,
+                                    tr_clm_hparams *hp);
+/* Up-front check of the LM head while reading hyperparameters: an untied
+ * LM needs a dec.output.weight tensor. GGUF (logged with `who`) otherwise. */
+transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied);
 /* The byte-level BPE tokenizer (tokenizer.ggml.model must be gpt2) with
  * n_vocab tokens and a required tokenizer.ggml.eos_token_id. *tok is set
  * when created (caller frees, also on error). */
@@ -146,5 +156,43 @@ transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_
                                       int B, const int *first_tok, const int *T_prompt,
                                       const bool *valid, int32_t *out, int *n_out,
                                       transcribe_status *status);
+
+/* The decoder half of an audio-LLM session (Qwen3-ASR, Granite Speech, and
+ * any family that decodes with this LM): the borrowed thread pool, the
+ * context ceiling, the KV cache type, the decoder state, the latest run's
+ * prefill logits and stage timings. A family session embeds one as `dec`. */
+typedef struct tr_clm_session {
+    tr_pool *pool;      /* borrowed from the session config; may be NULL */
+    int ceiling;        /* min(max_pos, session n_ctx when > 0) */
+    bool kv_f16;        /* AUTO and F16 store F16 (upstream default), F32 only when asked */
+    tr_clm_state *lm;   /* owned */
+    float *last_logits; /* owned: prefill logits of the latest single run [n_vocab] */
+    int last_T_prompt;  /* prompt length of the latest single run */
+    double prefill_ms, steps_ms; /* stage timings of the latest single run (transcribe-bench) */
+    int n_steps;
+} tr_clm_session;
+
+/* Fills *ds (zeroed first) for a model whose LM is (hp, w) with max_pos
+ * positions, under the session's n_ctx (<= 0: max_pos) and KV type.
+ * OOM (logged with who) on failure, with *ds released. */
+transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const tr_clm_hparams *hp,
+                                      const tr_clm_weights *w, int max_pos, tr_pool *pool,
+                                      int n_ctx, transcribe_kv_type kv_type);
+/* Frees what *ds owns (safe on a zeroed or released one). */
+void tr_clm_session_release(tr_clm_session *ds);
+
+/* For a family (which sees core/family.h) whose session is
+ * {const P_model *m; tr_clm_session dec; ...} and whose model holds lm,
+ * lm_w and max_pos: defines P_session_create / P_session_free through
+ * TR_FAMILY_SESSION with the decoder half as the whole setup. */
+#define TR_CLM_FAMILY_SESSION(P, who)                                                              \
+    static transcribe_status P##_clm_setup(P##_session *s, const tr_session_cfg *cfg) {            \
+        return tr_clm_session_init(&s->dec, who, &s->m->lm, &s->m->lm_w, s->m->max_pos, cfg->pool, \
+                                   cfg->n_ctx, cfg->kv_type);                                      \
+    }                                                                                              \
+    static void P##_clm_release(P##_session *s) {                                                  \
+        tr_clm_session_release(&s->dec);                                                           \
+    }                                                                                              \
+    TR_FAMILY_SESSION(P, P##_clm_setup, P##_clm_release)
 
 #endif

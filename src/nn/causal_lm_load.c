@@ -104,3 +104,35 @@ transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *
     }
     return TRANSCRIBE_OK;
 }
+
+transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied) {
+    if (!tied && !gguf_find_tensor(f, "dec.output.weight")) {
+        TR_ERROR("%s: tie_word_embeddings is false but the file has no dec.output.weight head "
+                 "tensor",
+                 who);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix,
+                                    tr_clm_hparams *hp) {
+    const struct {
+        const char *name;
+        int lo, hi;
+        int *out;
+    } keys[] = {
+        {"n_layers", 1, 1024, &hp->n_layer},           {"hidden_size", 1, 1 << 16, &hp->d_model},
+        {"intermediate_size", 1, 1 << 20, &hp->d_ffn}, {"n_heads", 1, 1024, &hp->n_head},
+        {"n_kv_heads", 1, 1024, &hp->n_head_kv},       {"head_dim", 2, 4096, &hp->head_dim},
+    };
+    char key[128];
+    transcribe_status st;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        snprintf(key, sizeof key, "%s%s", prefix, keys[i].name);
+        if ((st = tr_gguf_req_u32(f, key, keys[i].lo, keys[i].hi, keys[i].out))) return st;
+    }
+    const char *const acts[] = {"silu", "swish", NULL};
+    snprintf(key, sizeof key, "%shidden_act", prefix);
+    return tr_gguf_req_str_in(f, key, acts);
+}

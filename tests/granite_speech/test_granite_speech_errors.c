@@ -168,7 +168,7 @@ static void test_gate_and_abort(void) {
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
     CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
-    CHECK(s->mel_ms == 0 && s->encode_ms == 0 && r.mel_ms == 0 && s->prefill_ms == 0);
+    CHECK(s->mel_ms == 0 && s->encode_ms == 0 && r.mel_ms == 0 && s->dec.prefill_ms == 0);
     tr_result_clear(&r);
     ctx.abort_cb = abort_now;
     CHECK(gs_run(s, pcm, 16000, &ctx) == TRANSCRIBE_ERR_ABORTED);

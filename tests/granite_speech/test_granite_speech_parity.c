@@ -218,7 +218,7 @@ static void check_decode(const gs_model *m, const char *cfg, const clip *c, cons
         const int32_t *ref = g.data;
         const int n_audio = (int)g.n - pr.n_pre - pr.n_post;
         bool same =
-            n_audio == gs_audio_tokens(m, gs_enc_frames(m, c->n)) && g.n == s->last_T_prompt;
+            n_audio == gs_audio_tokens(m, gs_enc_frames(m, c->n)) && g.n == s->dec.last_T_prompt;
         for (int i = 0; same && i < (int)g.n; i++) {
             int want = i < pr.n_pre             ? pr.pre[i]
                        : i < pr.n_pre + n_audio ? m->sp.audio
@@ -231,7 +231,7 @@ static void check_decode(const gs_model *m, const char *cfg, const clip *c, cons
     snprintf(name, sizeof name, "%s.logits0.npy", stem);
     if (load_npy(cfg, name, &g)) {
         if (g.n == m->lm.n_vocab) {
-            double e = max_abs_diff(s->last_logits, g.data, g.n, NULL);
+            double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
             g_worst_logits[kv_f32] = fmax(g_worst_logits[kv_f32], e);
             CHECK_MSG(e <= (kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16), "%s %s %s kv%s logits0: %g", dt,
                       cfg, stem, kv_f32 ? "F32" : "F16", e);

@@ -182,7 +182,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
     snprintf(name, sizeof name, "%s%s%s.logits0.npy", stem, stem_extra, q8 ? ".q8_0" : "");
     if (load_npy(name, &g)) {
         if (g.n == m->lm.n_vocab) {
-            double e = max_abs_diff(s->last_logits, g.data, g.n, NULL);
+            double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
             double *worst = q8 && kv_f32 ? &g_worst_logits_q8 : &g_worst_logits[kv_f32];
             *worst = fmax(*worst, e);
             double tol = q8 ? TOL_LOGITS_Q8 : kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16;

@@ -86,10 +86,10 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     if (strcmp(arch, "granite_speech") == 0) {
         const gs_session *g = s->head.fsession;
         f->have = true;
-        f->prefill_ms = g->prefill_ms;
-        f->n_steps = g->n_steps;
-        f->step_ms = g->n_steps > 0 ? g->steps_ms / g->n_steps : 0;
-        f->T_prompt = g->last_T_prompt;
+        f->prefill_ms = g->dec.prefill_ms;
+        f->n_steps = g->dec.n_steps;
+        f->step_ms = g->dec.n_steps > 0 ? g->dec.steps_ms / g->dec.n_steps : 0;
+        f->T_prompt = g->dec.last_T_prompt;
         f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
         f->conformer_ms = g->encode_ms;
         f->projector_ms = g->proj_ms;
@@ -98,10 +98,10 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     if (strcmp(arch, "qwen3_asr") != 0) return;
     const qa_session *q = s->head.fsession;
     f->have = true;
-    f->prefill_ms = q->prefill_ms;
-    f->n_steps = q->n_steps;
-    f->step_ms = q->n_steps > 0 ? q->steps_ms / q->n_steps : 0;
-    f->T_prompt = q->last_T_prompt;
+    f->prefill_ms = q->dec.prefill_ms;
+    f->n_steps = q->dec.n_steps;
+    f->step_ms = q->dec.n_steps > 0 ? q->dec.steps_ms / q->dec.n_steps : 0;
+    f->T_prompt = q->dec.last_T_prompt;
     f->step_bytes = tr_clm_step_weight_bytes(&q->m->lm, &q->m->lm_w);
 }
 

@@ -133,6 +133,5 @@ transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_e
 bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
 
 /* The run (canary_run.c). */
-transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run_params *p);
 
 #endif

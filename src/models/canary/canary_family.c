@@ -3,10 +3,6 @@
 
 TR_FAMILY_ADAPTERS(cn)
 
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return cn_validate_run(model, p);
-}
-
 /* §13.2: encoder-bound, so n_ctx narrows the decoder KV but not the audio
  * limit; KV bytes = K and V of every layer for each of n_ctx positions. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
@@ -21,6 +17,5 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 const tr_family tr_family_canary = {
     .arch = "canary",
     TR_FAMILY_ADAPTED_HOOKS,
-    .validate_run = fam_validate_run,
     .get_limits = fam_get_limits,
 };

@@ -94,23 +94,16 @@ typedef struct gs_model {
 
 typedef struct gs_session {
     const gs_model *m;
-    tr_pool *pool;
-    int ceiling; /* min(max_position_embeddings, session n_ctx) */
-    bool kv_f16;
-    tr_clm_state *lm;
+    tr_clm_session dec; /* pool, ceiling, KV type, LM state, logits, prefill / step timings */
+    /* the latest run's generated ids (EOS excluded), for tests */
     int32_t last_ids[GS_MAX_NEW + 1];
     int n_last;
-    int last_T_prompt;
-    float *last_logits; /* prefill logits of the latest run [n_vocab] */
-    /* phase timings of the latest run, ms (transcribe-bench) */
-    double mel_ms, encode_ms, proj_ms, prefill_ms, steps_ms;
-    int n_steps;
+    double mel_ms, encode_ms, proj_ms; /* phase timings of the latest run, ms (transcribe-bench) */
 } gs_session;
 
 /* Loading (granite_load.c). */
-transcribe_status gs_model_load(const tr_load_ctx *lc, gs_model **out);
-void gs_model_free(gs_model *m);
-void gs_model_describe(const gs_model *m, tr_model_desc *desc);
+/* load / describe / free, session create / free, run (core/family.h) */
+TR_FAMILY_DECLARE(gs);
 
 /* Front end (granite_encoder.c): stacked frames of §5 for n samples. */
 int64_t gs_enc_frames(const gs_model *m, int64_t n_samples);
@@ -136,17 +129,11 @@ transcribe_status gs_build_prompt(const gs_model *m, const struct transcribe_run
 /* The instruction text of §7.2 (static or written into buf). */
 transcribe_status gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
                                  char *buf, size_t cap, const char **out);
-transcribe_status gs_validate_run(const gs_model *m, const struct transcribe_run_params *p);
 
 /* Output parsing of §10 (granite_output.c). */
 transcribe_status gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
                                  const int32_t *ids, int n, int n_samples, tr_result *res);
 transcribe_status gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
                                 tr_result *res);
-
-/* Sessions and runs (granite_run.c). */
-transcribe_status gs_session_create(const gs_model *m, const tr_session_cfg *cfg, gs_session **out);
-void gs_session_free(gs_session *s);
-transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 
 #endif

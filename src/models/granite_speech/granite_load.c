@@ -16,6 +16,7 @@
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF     TRANSCRIBE_ERR_GGUF
 #define GS_TYPES_ANY 0x7fffffffu
@@ -37,11 +38,6 @@ static transcribe_status req_pos_f32(const gguf_file *f, const char *key, bool p
         return tr_gguf_key_error(key, "FLOAT32", "value %g is not %s", (double)*out,
                                  positive ? "a positive number" : "finite");
     return st;
-}
-
-static void free_strs(char **a, int n) {
-    for (int i = 0; a && i < n; i++) free(a[i]);
-    free(a);
 }
 
 /* Copies an optional string array (absent → 0 entries). */
@@ -155,13 +151,7 @@ static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
     tr_clm_hparams_defaults(hp);
     hp->qk_norm = false; /* §8: no q/k norm */
 #define DK "stt.granite.decoder."
-    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
-    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
-    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
-    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
-    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
-    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
-    if ((st = req_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
     if ((st = req_pos_f32(f, DK "rms_norm_eps", true, &hp->eps))) return st;
     if ((st = req_pos_f32(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
@@ -178,29 +168,17 @@ static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
                  hp->n_head_kv, hp->head_dim, hp->d_model);
         return ERR_GGUF;
     }
-    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
-        TR_ERROR("granite_speech: tie_word_embeddings is false but the file has no "
-                 "dec.output.weight head tensor");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_check_head(f, "granite_speech", m->tied))) return st;
     return TRANSCRIBE_OK;
 }
 
 static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     transcribe_status st;
-    int v;
     float x;
 #define FK "stt.frontend."
-    if ((st = req_is(f, FK "type", "mel", NULL))) return st;
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
-    if (2 * v != m->enc.in_dim) {
-        TR_ERROR("granite_speech: 2 x " FK "num_mels %d != encoder input_dim %d", v, m->enc.in_dim);
-        return ERR_GGUF;
-    }
-    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &v))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &v))) return st;
+    /* two stacked mel frames per encoder input row */
+    const int n_mels = m->enc.in_dim % 2 ? 0 : m->enc.in_dim / 2;
+    if ((st = tr_mel_check_stft_keys(f, "granite_speech", n_mels))) return st;
     if ((st = req_is(f, FK "window", "hann_periodic", NULL))) return st;
     if ((st = req_is(f, FK "normalize", "per_utterance", NULL))) return st;
     if ((st = req_pos_f32(f, FK "dither", false, &x))) return st;
@@ -472,14 +450,10 @@ static transcribe_status read_projector(finder *fd, gs_model *m) {
     return m->query ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
-static transcribe_status read_lm(const gguf_file *f, gs_model *m) {
-    return tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
-                               &m->lm_w);
-}
-
 /* ---- model ---- */
 
-static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
+static transcribe_status load_gguf(const gguf_file *f, void *model) {
+    gs_model *m = model;
     transcribe_status st;
     if ((st = req_is(f, "general.architecture", "granite_speech", NULL))) return st;
     if ((st = read_encoder_keys(f, m))) return st;
@@ -492,36 +466,24 @@ static transcribe_status load_gguf(const gguf_file *f, gs_model *m) {
     finder fd = {.f = f};
     if ((st = read_encoder(&fd, m))) return st;
     if ((st = read_projector(&fd, m))) return st;
-    if ((st = read_lm(f, m))) return st;
+    /* the text LM, on the shared causal-LM loader */
+    if ((st = tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
+                                  &m->lm_w)))
+        return st;
     /* §9: floor((ceiling − 64 − 256) / 3) windows of window·2·hop samples */
     int64_t windows = ((int64_t)m->max_pos - 64 - GS_MAX_NEW) / m->proj.n_query;
     m->max_audio_ms =
         windows > 0 ? windows * m->proj.window * 2 * m->mel.hop_length * 1000 / m->mel.sample_rate
                     : 0;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status gs_model_load(const tr_load_ctx *lc, gs_model **out) {
-    *out = NULL;
-    if (!lc->gguf) {
-        TR_ERROR("granite_speech: only GGUF files are supported");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    gs_model *m = calloc(1, sizeof *m);
-    if (!m) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = load_gguf(lc->gguf, m);
-    if (st != TRANSCRIBE_OK) {
-        gs_model_free(m);
-        return st;
-    }
     TR_INFO("granite_speech: loaded %s (encoder %d x %d, cat %d, projector %d x %d, LM %d x %d, "
             "vocab %d, %s head)",
             *m->variant ? m->variant : "(no variant)", m->enc.n_layer, m->enc.d, m->enc.n_cat,
             m->proj.n_layer, m->proj.d, m->lm.n_layer, m->lm.d_model, m->lm.n_vocab,
             m->tied ? "tied" : "untied");
-    *out = m;
     return TRANSCRIBE_OK;
 }
+
+TR_FAMILY_GGUF_LOAD(gs, "granite_speech", load_gguf)
 
 void gs_model_free(gs_model *m) {
     if (!m) return;
@@ -535,18 +497,15 @@ void gs_model_free(gs_model *m) {
     free(m->lm_blocks);
     tr_tokenizer_free(m->tok);
     free(m->variant);
-    free_strs(m->lang, m->n_lang);
-    free_strs(m->targets, m->n_targets);
-    free_strs(m->pairs, m->n_pairs);
+    tr_strv_free(m->lang, m->n_lang);
+    tr_strv_free(m->targets, m->n_targets);
+    tr_strv_free(m->pairs, m->n_pairs);
     free(m);
 }
 
 void gs_model_describe(const gs_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;
     c->supports_language_detect = false;
     c->supports_translate = m->translate;

@@ -12,33 +12,7 @@
 #include "util/log.h"
 #include "util/timer.h"
 
-transcribe_status gs_session_create(const gs_model *m, const tr_session_cfg *cfg,
-                                    gs_session **out) {
-    *out = NULL;
-    gs_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    s->pool = cfg ? cfg->pool : NULL;
-    s->ceiling = m->max_pos;
-    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
-    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
-    s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
-    s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
-    if (!s->lm || !s->last_logits) {
-        TR_ERROR("granite_speech: out of memory allocating a session");
-        gs_session_free(s);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    *out = s;
-    return TRANSCRIBE_OK;
-}
-
-void gs_session_free(gs_session *s) {
-    if (!s) return;
-    tr_clm_state_free(s->lm);
-    free(s->last_logits);
-    free(s);
-}
+TR_CLM_FAMILY_SESSION(gs, "granite_speech")
 
 typedef struct abort_ctx {
     const tr_run_ctx *ctx;
@@ -58,10 +32,10 @@ static transcribe_status gate(const gs_session *s, int n_samples, const gs_promp
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     const int64_t T = pr->n_pre + (int64_t)gs_audio_tokens(m, T_enc) + pr->n_post;
-    if (T + GS_MAX_NEW > s->ceiling) {
+    if (T + GS_MAX_NEW > s->dec.ceiling) {
         TR_ERROR("granite_speech: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
                  "output reserve that exceeds the context of %d; split the audio",
-                 n_samples, (double)n_samples / m->mel.sample_rate, (long long)T, s->ceiling);
+                 n_samples, (double)n_samples / m->mel.sample_rate, (long long)T, s->dec.ceiling);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
     *T_prompt = (int)T;
@@ -77,13 +51,13 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_enc = 0;
-    transcribe_status st = gs_stacked_mel(m, s->pool, in, n_samples, &x, &T_enc);
+    transcribe_status st = gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_encode(m, s->pool, x, T_enc, &enc);
+    if (st == TRANSCRIBE_OK) st = gs_encode(m, s->dec.pool, x, T_enc, &enc);
     free(x);
     double t2 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_project(m, s->pool, enc, T_enc, audio, n_audio);
+    if (st == TRANSCRIBE_OK) st = gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
     free(enc);
     double t3 = tr_time_ms();
     s->mel_ms = t1 - t0;
@@ -98,10 +72,10 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
     const gs_model *m = s->m;
     const struct transcribe_run_params *p = ctx->params;
     s->n_last = 0;
-    s->mel_ms = s->encode_ms = s->proj_ms = s->prefill_ms = s->steps_ms = 0;
-    s->n_steps = 0;
+    s->mel_ms = s->encode_ms = s->proj_ms = s->dec.prefill_ms = s->dec.steps_ms = 0;
+    s->dec.n_steps = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctx->pool ? ctx->pool : s->pool;
+    s->dec.pool = ctx->pool ? ctx->pool : s->dec.pool;
     gs_prompt *pr = malloc(sizeof *pr);
     if (!pr) return TRANSCRIBE_ERR_OOM;
     int T_prompt = 0;
@@ -120,9 +94,9 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     double t0 = tr_time_ms();
     /* cache: min(T + 256, ceiling) rounded up to a multiple of 256 (§9) */
-    int need = T_prompt + GS_MAX_NEW < s->ceiling ? T_prompt + GS_MAX_NEW : s->ceiling;
+    int need = T_prompt + GS_MAX_NEW < s->dec.ceiling ? T_prompt + GS_MAX_NEW : s->dec.ceiling;
     const int n_ctx = (need + 255) / 256 * 256;
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
+    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     if (st == TRANSCRIBE_OK) {
         ids = malloc((size_t)T_prompt * sizeof *ids);
         x = malloc((size_t)T_prompt * m->lm.d_model * sizeof(float));
@@ -135,15 +109,15 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
         memset(ids + pr->n_pre, 0, (size_t)n_audio * sizeof *ids);
         memcpy(ids + pr->n_pre + n_audio, pr->post, (size_t)pr->n_post * sizeof *ids);
         tr_clm_embed(&m->lm, &m->lm_w, ids, T_prompt, audio, pr->n_pre, n_audio, x);
-        first = tr_clm_prefill(s->lm, s->pool, x, T_prompt, 0, s->last_logits);
+        first = tr_clm_prefill(s->dec.lm, s->dec.pool, x, T_prompt, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
     double t1 = tr_time_ms();
-    if (first >= 0) s->prefill_ms = t1 - t0;
-    s->last_T_prompt = T_prompt;
+    if (first >= 0) s->dec.prefill_ms = t1 - t0;
+    s->dec.last_T_prompt = T_prompt;
     if (st == TRANSCRIBE_OK) {
         /* up to min(256, ceiling − T) non-EOS tokens, then one more EOS decision */
-        int steps = s->ceiling - T_prompt < GS_MAX_NEW ? s->ceiling - T_prompt : GS_MAX_NEW;
+        int steps = s->dec.ceiling - T_prompt < GS_MAX_NEW ? s->dec.ceiling - T_prompt : GS_MAX_NEW;
         abort_ctx ac = {ctx};
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = steps + 1,
@@ -151,11 +125,11 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
                                  .should_abort = should_abort,
                                  .abort_user = &ac};
         int n_out = 0;
-        st = tr_clm_greedy(s->lm, s->pool, &cfg, first, T_prompt, s->last_ids, &n_out);
+        st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, T_prompt, s->last_ids, &n_out);
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out > steps) n_out = steps;
         s->n_last = n_out;
-        s->steps_ms = tr_time_ms() - t1;
-        s->n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1;
+        s->dec.steps_ms = tr_time_ms() - t1;
+        s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1;
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =

@@ -96,8 +96,6 @@ int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, in
 /* Appends the tokens of w whose frame lies in [from, to). */
 transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
 
-transcribe_status pk_validate_run(const pk_model *m, const struct transcribe_run_params *p);
-
 /* Result rows of §9 from emitted tokens (global frames). */
 transcribe_status pk_build_result(const pk_model *m, const pk_tok *toks, int n,
                                   const struct transcribe_run_params *p, tr_result *res);

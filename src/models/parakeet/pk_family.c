@@ -5,10 +5,6 @@
 
 TR_FAMILY_ADAPTERS(pk)
 
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return pk_validate_run(model, p);
-}
-
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     (void)session;
     out->effective_n_ctx = 0; /* §10.1: the context knob has no effect */
@@ -19,6 +15,5 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
-    .validate_run = fam_validate_run,
     .get_limits = fam_get_limits,
 };

@@ -71,24 +71,15 @@ typedef struct qa_model {
 
 typedef struct qa_session {
     const qa_model *m;
-    tr_pool *pool;
-    int ceiling; /* min(max_position_embeddings, session n_ctx) */
-    bool kv_f16;
-    tr_clm_state *lm;
+    tr_clm_session dec; /* pool, ceiling, KV type, LM state, logits, prefill / step timings */
     /* the latest run's generated ids (EOS excluded), for tests */
     int32_t last_ids[QA_MAX_NEW];
     int n_last;
-    int last_T_prompt;
-    float *last_logits; /* prefill logits of the latest single run [n_vocab] */
-    /* stage timings of the latest single run (transcribe-bench) */
-    double prefill_ms, steps_ms;
-    int n_steps;
 } qa_session;
 
 /* Loading (qwen3_asr_load.c). */
-transcribe_status qa_model_load(const tr_load_ctx *lc, qa_model **out);
-void qa_model_free(qa_model *m);
-void qa_model_describe(const qa_model *m, tr_model_desc *desc);
+/* load / describe / free, session create / free, run (core/family.h) */
+TR_FAMILY_DECLARE(qa);
 /* Publisher name of a language code (§9.1), NULL when unknown. */
 const char *qa_lang_name(const char *code);
 /* Code of a publisher name (exact), NULL when unknown. */
@@ -110,10 +101,6 @@ transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang
 int qa_lang_prefix_len(const qa_model *m, const char *lang);
 
 /* Sessions and runs (qwen3_asr_run.c). */
-transcribe_status qa_session_create(const qa_model *m, const tr_session_cfg *cfg, qa_session **out);
-void qa_session_free(qa_session *s);
-transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run_params *p);
-transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx);
 transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
                                tr_run_ctx *ctxs);
 /* Output parsing of §10 into the result. */

@@ -15,6 +15,7 @@
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 /* §3.1 class E: any dequantizable type (row lookup and matmul) */
@@ -68,11 +69,6 @@ static transcribe_status req_id(const gguf_file *f, const char *key, int V, int 
     return tr_gguf_req_u32(f, key, 0, V - 1, out);
 }
 
-static void free_strs(char **a, int n) {
-    for (int i = 0; i < n && a; i++) free(a[i]);
-    free(a);
-}
-
 /* ---- §2.3 / §2.4 ---- */
 
 static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
@@ -105,13 +101,7 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     tr_clm_hparams_defaults(hp);
     hp->qk_norm = true;
 #define DK "stt.qwen3_asr.decoder."
-    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
-    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
-    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
-    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
-    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
-    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
-    if ((st = req_str_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
     if ((st = req_f32(f, DK "rms_norm_eps", &hp->eps))) return st;
     if ((st = req_f32(f, DK "rope_theta", &hp->rope_theta))) return st;
     int sec_t, sec_h, sec_w;
@@ -149,11 +139,7 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
         return ERR_GGUF;
     }
     /* The head: tied (the shipped files) or an explicit dec.output.weight. */
-    if (!m->tied && !gguf_find_tensor(f, "dec.output.weight")) {
-        TR_ERROR("qwen3_asr: tie_word_embeddings = false but the file has no dec.output.weight "
-                 "head tensor");
-        return ERR_GGUF;
-    }
+    if ((st = tr_clm_check_head(f, "qwen3_asr", m->tied))) return st;
     m->lm_w.head = NULL; /* resolved with the tensors */
     return TRANSCRIBE_OK;
 }
@@ -165,16 +151,7 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     int v;
     float x;
 #define FK "stt.frontend."
-    if ((st = req_str_is(f, FK "type", "mel", NULL))) return st;
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
-    if (v != m->enc.n_mels) {
-        TR_ERROR("qwen3_asr: " FK "num_mels %d != encoder num_mel_bins %d", v, m->enc.n_mels);
-        return ERR_GGUF;
-    }
-    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &v))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &v))) return st;
+    if ((st = tr_mel_check_stft_keys(f, "qwen3_asr", m->enc.n_mels))) return st;
     if ((st = req_str_is(f, FK "window", "hann_periodic", "hann"))) return st;
     if ((st = req_str_is(f, FK "normalize", "per_utterance", "whisper_logmel"))) return st;
     if ((st = req_f32(f, FK "dither", &x))) return st;
@@ -334,14 +311,10 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status read_lm(const gguf_file *f, qa_model *m) {
-    return tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
-                               &m->lm_w);
-}
-
 /* ---- model ---- */
 
-static transcribe_status load_gguf(const gguf_file *f, qa_model *m) {
+static transcribe_status load_gguf(const gguf_file *f, void *model) {
+    qa_model *m = model;
     transcribe_status st;
     if ((st = read_hparams(f, m))) return st;
     if ((st = read_frontend(f, m))) return st;
@@ -352,32 +325,20 @@ static transcribe_status load_gguf(const gguf_file *f, qa_model *m) {
     m->variant = strdup(variant && *variant ? variant : "qwen3-asr");
     if (!m->variant) return TRANSCRIBE_ERR_OOM;
     if ((st = read_encoder(f, m))) return st;
-    if ((st = read_lm(f, m))) return st;
+    /* the text LM, on the shared causal-LM loader */
+    if ((st = tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
+                                  &m->lm_w)))
+        return st;
     /* §9.3: (max_position − 48 − 256) audio tokens of 8 hops each */
     int64_t tokens = (int64_t)m->max_pos - 48 - QA_MAX_NEW;
     m->max_audio_ms = tokens > 0 ? tokens * 8 * m->mel.hop_length * 1000 / m->mel.sample_rate : 0;
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status qa_model_load(const tr_load_ctx *lc, qa_model **out) {
-    *out = NULL;
-    if (!lc->gguf) {
-        TR_ERROR("qwen3_asr: only GGUF files are supported");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    qa_model *m = calloc(1, sizeof *m);
-    if (!m) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = load_gguf(lc->gguf, m);
-    if (st != TRANSCRIBE_OK) {
-        qa_model_free(m);
-        return st;
-    }
     TR_INFO("qwen3_asr: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d)", m->variant,
             m->enc.n_layer, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
             m->lm.n_head_kv, m->lm.n_vocab);
-    *out = m;
     return TRANSCRIBE_OK;
 }
+
+TR_FAMILY_GGUF_LOAD(qa, "qwen3_asr", load_gguf)
 
 void qa_model_free(qa_model *m) {
     if (!m) return;
@@ -385,18 +346,15 @@ void qa_model_free(qa_model *m) {
     free(m->lm_blocks);
     free(m->pos_emb);
     tr_tokenizer_free(m->tok);
-    free_strs(m->lang, m->n_lang);
+    tr_strv_free(m->lang, m->n_lang);
     free(m->lang_name);
     free(m->variant);
     free(m);
 }
 
 void qa_model_describe(const qa_model *m, tr_model_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    struct transcribe_capabilities *c = &desc->caps;
-    c->native_sample_rate = m->mel.sample_rate;
-    c->n_languages = m->n_lang;
-    c->languages = (const char *const *)m->lang;
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
     c->supports_language_detect = true;                 /* §9.1 */
     c->supports_translate = false;

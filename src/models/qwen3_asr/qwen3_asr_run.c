@@ -15,34 +15,7 @@
 
 /* ---- sessions ---- */
 
-transcribe_status qa_session_create(const qa_model *m, const tr_session_cfg *cfg,
-                                    qa_session **out) {
-    *out = NULL;
-    qa_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    s->pool = cfg ? cfg->pool : NULL;
-    s->ceiling = m->max_pos;
-    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
-    /* AUTO and F16 store F16 (upstream default), F32 only when asked */
-    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
-    s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
-    s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
-    if (!s->lm || !s->last_logits) {
-        TR_ERROR("qwen3_asr: out of memory allocating a session");
-        qa_session_free(s);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    *out = s;
-    return TRANSCRIBE_OK;
-}
-
-void qa_session_free(qa_session *s) {
-    if (!s) return;
-    tr_clm_state_free(s->lm);
-    free(s->last_logits);
-    free(s);
-}
+TR_CLM_FAMILY_SESSION(qa, "qwen3_asr")
 
 /* ---- prompt (§7) ---- */
 
@@ -161,13 +134,15 @@ static transcribe_status gate(const qa_session *s, int n_samples, int prefix, in
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     int64_t T = qa_enc_frames(m, n_samples) + QA_PROMPT_FIXED + prefix;
-    if (T + QA_MAX_NEW > s->ceiling) {
-        TR_ERROR("qwen3_asr: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
-                 "output reserve that exceeds the context of %d (about %lld ms of audio); split "
-                 "the audio",
-                 n_samples, (double)n_samples / m->mel.sample_rate, (long long)T, s->ceiling,
-                 (long long)((s->ceiling - 48 - QA_MAX_NEW > 0 ? s->ceiling - 48 - QA_MAX_NEW : 0) *
-                             80LL));
+    if (T + QA_MAX_NEW > s->dec.ceiling) {
+        TR_ERROR(
+            "qwen3_asr: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
+            "output reserve that exceeds the context of %d (about %lld ms of audio); split "
+            "the audio",
+            n_samples, (double)n_samples / m->mel.sample_rate, (long long)T, s->dec.ceiling,
+            (long long)((s->dec.ceiling - 48 - QA_MAX_NEW > 0 ? s->dec.ceiling - 48 - QA_MAX_NEW
+                                                              : 0) *
+                        80LL));
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
     *T_prompt = (int)T;
@@ -186,10 +161,10 @@ static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_sampl
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_mel = 0, T_enc = 0;
-    transcribe_status st = qa_log_mel(m, s->pool, in, n_samples, &mel, &T_mel);
+    transcribe_status st = qa_log_mel(m, s->dec.pool, in, n_samples, &mel, &T_mel);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = qa_encode(m, s->pool, mel, T_mel, audio, &T_enc);
+    if (st == TRANSCRIBE_OK) st = qa_encode(m, s->dec.pool, mel, T_mel, audio, &T_enc);
     free(mel);
     double t2 = tr_time_ms();
     res->mel_ms = (float)(t1 - t0);
@@ -209,7 +184,7 @@ static int prefill(qa_session *s, const int32_t *ids, int n, const float *audio,
     int n_audio = 0;
     for (int i = QA_AUDIO_AT; i < n && ids[i] == m->sp.audio_pad; i++) n_audio++;
     tr_clm_embed(&m->lm, &m->lm_w, ids, n, audio, QA_AUDIO_AT, n_audio, x);
-    int tok = tr_clm_prefill(s->lm, s->pool, x, n, slot, logits);
+    int tok = tr_clm_prefill(s->dec.lm, s->dec.pool, x, n, slot, logits);
     free(x);
     return tok;
 }
@@ -219,7 +194,7 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
     const char *lang = ctx->params->language;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctx->pool ? ctx->pool : s->pool;
+    s->dec.pool = ctx->pool ? ctx->pool : s->dec.pool;
     int prefix = qa_lang_prefix_len(m, lang), T_pred = 0;
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
     transcribe_status st = gate(s, n_samples, prefix, &T_pred);
@@ -232,18 +207,18 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
     st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, ctx->result);
     double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
-    int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
+    int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->dec.ceiling);
+    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     int first = -1;
-    s->prefill_ms = s->steps_ms = 0;
-    s->n_steps = 0;
+    s->dec.prefill_ms = s->dec.steps_ms = 0;
+    s->dec.n_steps = 0;
     if (st == TRANSCRIBE_OK) {
-        first = prefill(s, ids, n_ids, audio, 0, s->last_logits);
+        first = prefill(s, ids, n_ids, audio, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
     double t3 = tr_time_ms();
-    s->prefill_ms = t3 - t2;
-    s->last_T_prompt = n_ids;
+    s->dec.prefill_ms = t3 - t2;
+    s->dec.last_T_prompt = n_ids;
     int n_out = 0;
     if (st == TRANSCRIBE_OK) {
         abort_ctx ac = {ctx};
@@ -252,10 +227,10 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
                                  .max_n_kv = n_ctx,
                                  .should_abort = should_abort,
                                  .abort_user = &ac};
-        st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
-        s->steps_ms = tr_time_ms() - t3;
-        s->n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
+        s->dec.steps_ms = tr_time_ms() - t3;
+        s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
@@ -276,7 +251,7 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
                                tr_run_ctx *ctxs) {
     const qa_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
+    s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
     const char *lang = ctxs[0].params->language; /* one hint for the whole batch */
     int prefix = qa_lang_prefix_len(m, lang);
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
@@ -318,8 +293,8 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
     }
     if (n_valid == 0) goto done;
     double t0 = tr_time_ms();
-    const int n_ctx = tr_clm_ctx_pow2((int64_t)max_T + QA_MAX_NEW, s->ceiling);
-    if ((st = tr_clm_reserve(s->lm, n_valid, n_ctx)) != TRANSCRIBE_OK) goto done;
+    const int n_ctx = tr_clm_ctx_pow2((int64_t)max_T + QA_MAX_NEW, s->dec.ceiling);
+    if ((st = tr_clm_reserve(s->dec.lm, n_valid, n_ctx)) != TRANSCRIBE_OK) goto done;
     /* slot-indexed views for the batched loop */
     int *sf = calloc((size_t)n_valid, sizeof *sf), *sT = calloc((size_t)n_valid, sizeof *sT);
     bool *sv = calloc((size_t)n_valid, sizeof *sv);
@@ -341,7 +316,7 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
                                  .max_n_kv = n_ctx,
                                  .should_abort = should_abort,
                                  .abort_user = &ac};
-        st = tr_clm_greedy_batch(s->lm, s->pool, &cfg, n_valid, sf, sT, sv, out, sn, ss);
+        st = tr_clm_greedy_batch(s->dec.lm, s->dec.pool, &cfg, n_valid, sf, sT, sv, out, sn, ss);
     }
     const float dec_ms = (float)((tr_time_ms() - t0) / n_valid);
     for (int i = 0; i < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); i++) {

@@ -128,7 +128,6 @@ bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
 void wh_logits_row(wh_session *s, int row, float *out);
 
 /* Run (whisper_run.c). */
-transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run_params *p);
 
 /* Zlib-compatible compressed size of a token sequence (2-byte LE ids), for
  * the compression-ratio gate (whisper_deflate.c). */

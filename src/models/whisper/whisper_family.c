@@ -6,10 +6,6 @@
 
 TR_FAMILY_ADAPTERS(wh)
 
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return wh_validate_run(model, p);
-}
-
 static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
     return slot == TRANSCRIBE_EXT_SLOT_RUN && kind == TRANSCRIBE_EXT_KIND_WHISPER_RUN;
 }
@@ -55,7 +51,6 @@ static bool fam_probe_file(const void *head, size_t n) {
 const tr_family tr_family_whisper = {
     .arch = "whisper",
     TR_FAMILY_ADAPTED_HOOKS,
-    .validate_run = fam_validate_run,
     .accepts_ext_kind = fam_accepts_ext_kind,
     .get_limits = fam_get_limits,
     .ext_query = fam_ext_query,

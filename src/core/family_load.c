@@ -1,0 +1,25 @@
+/* The model-load wrapper of core/family.h: the allocate / fill / free-on-
+ * failure steps every GGUF-only family takes the same way. */
+#include <stdlib.h>
+
+#include "core/family.h"
+#include "util/log.h"
+
+transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, size_t size,
+                                      tr_gguf_model_fill fill, void (*free_model)(void *model),
+                                      void **out) {
+    *out = NULL;
+    if (!lc->gguf) {
+        TR_ERROR("%s: only GGUF files are supported", who);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    void *m = calloc(1, size);
+    if (!m) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = fill(lc->gguf, m);
+    if (st != TRANSCRIBE_OK) {
+        free_model(m);
+        return st;
+    }
+    *out = m;
+    return TRANSCRIBE_OK;
+}
