@@ -80,6 +80,5 @@ transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, i
  * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */
 transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
                             float **enc_trim);
-transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p);
 
 #endif

@@ -4,10 +4,6 @@
 
 TR_FAMILY_ADAPTERS(ms)
 
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return ms_validate_run(model, p);
-}
-
 /* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)
  * audio tokens of 80 ms; KV bytes for one utterance at the context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
@@ -23,6 +19,5 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 const tr_family tr_family_moss = {
     .arch = "moss",
     TR_FAMILY_ADAPTED_HOOKS,
-    .validate_run = fam_validate_run,
     .get_limits = fam_get_limits,
 };
