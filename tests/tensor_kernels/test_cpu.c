@@ -4,6 +4,7 @@
  *   test_cpu scalar     the environment asked for scalar: active is scalar
  *   test_cpu best       the environment held a bad value: it was ignored */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tensor/cpu.h"
@@ -44,7 +45,12 @@ static void test_ladder(void) {
     CHECK(!tr_cpu_force(TR_CPU_LEVEL_COUNT));
     CHECK(tr_cpu_level_active() == keep);
     tr_cpu_unforce();
-    CHECK(tr_cpu_level_active() == tr_cpu_best());
+    /* back to the environment's level: the best, unless TRANSCRIBE_CPU lowers it
+     * (the whole suite may run under a forced level) */
+    if (getenv("TRANSCRIBE_CPU"))
+        CHECK(tr_cpu_level_active() <= tr_cpu_best());
+    else
+        CHECK(tr_cpu_level_active() == tr_cpu_best());
 }
 
 static void test_names(void) {
