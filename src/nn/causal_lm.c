@@ -281,9 +281,9 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool on
     for (int l = 0; l < hp->n_layer; l++) {
         const tr_clm_block *b = &st->w.blocks[l];
         tr_rms_norm(pool, x, h, R, D, b->norm_attn, hp->eps);
-        tr_linear(pool, b->wq, NULL, h, R, q);
-        tr_linear(pool, b->wk, NULL, h, R, k);
-        tr_linear(pool, b->wv, NULL, h, R, v);
+        const tr_tensor *qkv_w[3] = {b->wq, b->wk, b->wv};
+        float *qkv_y[3] = {q, k, v};
+        tr_linear_group(pool, qkv_w, 3, h, R, qkv_y);
         if (hp->qk_norm) {
             tr_rms_norm(pool, q, q, R * hp->n_head, hd, b->q_norm, hp->eps);
             tr_rms_norm(pool, k, k, R * hp->n_head_kv, hd, b->k_norm, hp->eps);
@@ -303,8 +303,9 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool on
         tr_add_scaled(x, x, t, rm, (long)R * D);
 
         tr_rms_norm(pool, x, h, R, D, b->norm_ffn, hp->eps);
-        tr_linear(pool, b->gate, NULL, h, R, g);
-        tr_linear(pool, b->up, NULL, h, R, u);
+        const tr_tensor *gu_w[2] = {b->gate, b->up};
+        float *gu_y[2] = {g, u};
+        tr_linear_group(pool, gu_w, 2, h, R, gu_y);
         tr_silu(g, (long)R * F);
         for (size_t i = 0; i < r * F; i++) g[i] *= u[i];
         tr_linear(pool, b->down, NULL, g, R, t);

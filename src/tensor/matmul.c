@@ -422,6 +422,24 @@ static void oom(tr_pool *pool, const char *what) {
     tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
 }
 
+/* Sums of x over each 32-element group, which feed the K-quant min terms
+ * (*xsum stays NULL when no K-quant weight reads x). False on OOM. */
+static bool x_group_sums(tr_pool *pool, const float *X, long K, bool kquant, float **xsum) {
+    long groups = K / 32;
+    *xsum = NULL;
+    if (!kquant || groups <= 0) return true;
+    if (!(*xsum = malloc((size_t)groups * sizeof(float)))) {
+        oom(pool, "matmul: out of memory");
+        return false;
+    }
+    for (long g = 0; g < groups; g++) {
+        float s = 0.0f;
+        for (int j = 0; j < 32; j++) s += X[g * 32 + j];
+        (*xsum)[g] = s;
+    }
+    return true;
+}
+
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
                        long ldx, float *Y, long ldy) {
     if (M <= 0 || w->N <= 0) return;
@@ -433,19 +451,8 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     }
     if (M == 1) {
         float *xsum = NULL;
-        long groups = (long)(w->K / 32); /* x sums feed the K-quant min terms */
-        if (groups > 0 && (w->type == TR_Q4_K || w->type == TR_Q5_K)) {
-            xsum = malloc((size_t)groups * sizeof(float));
-            if (!xsum) {
-                oom(pool, "matmul: out of memory");
-                return;
-            }
-            for (long g = 0; g < groups; g++) {
-                float s = 0.0f;
-                for (int j = 0; j < 32; j++) s += X[g * 32 + j];
-                xsum[g] = s;
-            }
-        }
+        if (!x_group_sums(pool, X, (long)w->K, w->type == TR_Q4_K || w->type == TR_Q5_K, &xsum))
+            return;
         gemv_ctx c = {
             isa, w, bias, X, xsum, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
         tr_pool_run(pool, gemv_task, &c);
@@ -470,24 +477,104 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
-void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
-               float *Y, int ldy) {
+/* The kernel view of a weight tensor; false (logged, noted on the pool) when
+ * the type or layout is not one the kernels take. */
+static bool weight_view(tr_pool *pool, const tr_tensor *W, tr_mm_w *w) {
     if (!W || !tr_type_valid(W->type) || W->ne[0] % tr_type_block(W->type) != 0) {
         TR_ERROR("matmul: unsupported weight %s (type %s)", W && W->name ? W->name : "?",
                  W ? tr_type_name(W->type) : "?");
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
-        return;
+        return false;
     }
-    tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1, W->ne[0], W->ne[1]};
+    *w = (tr_mm_w){W->type, (const uint8_t *)W->data, W->nb1, W->ne[0], W->ne[1]};
     size_t rb = tr_row_bytes(W->type, W->ne[0]);
-    if (w.stride == 0) w.stride = rb;
-    if (w.stride < rb || !W->data) {
+    if (w->stride == 0) w->stride = rb;
+    if (w->stride < rb || !W->data) {
         TR_ERROR("matmul: weight %s has row stride %zu < row size %zu or no data",
-                 W->name ? W->name : "?", w.stride, rb);
+                 W->name ? W->name : "?", w->stride, rb);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return false;
+    }
+    return true;
+}
+
+void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
+               float *Y, int ldy) {
+    tr_mm_w w;
+    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);
+}
+
+/* ---- grouped matrix-vector ---- */
+
+typedef struct {
+    const tr_mm_isa *isa;
+    tr_mm_w w[TR_LINEAR_GROUP_MAX];
+    float *y[TR_LINEAR_GROUP_MAX];
+    long chunk[TR_LINEAR_GROUP_MAX], first[TR_LINEAR_GROUP_MAX + 1]; /* chunk ids per weight */
+    int n;
+    const float *x, *xsum;
+    atomic_int failed;
+    atomic_long next; /* next unclaimed chunk id over all weights */
+} group_ctx;
+
+static void group_task(void *arg, int ith, int nth) {
+    group_ctx *c = (group_ctx *)arg;
+    float *scratch = NULL;
+    (void)ith;
+    (void)nth;
+    for (;;) {
+        long id = atomic_fetch_add(&c->next, 1);
+        if (id >= c->first[c->n]) break;
+        int i = 0;
+        while (id >= c->first[i + 1]) i++;
+        const tr_mm_w *w = &c->w[i];
+        long n0 = (id - c->first[i]) * c->chunk[i], n1 = n0 + c->chunk[i];
+        if (n1 > (long)w->N) n1 = (long)w->N;
+        if (!scratch && !(scratch = alloc_floats((size_t)w->K))) {
+            atomic_store(&c->failed, 1);
+            return;
+        }
+        if (!c->isa->rows(w, c->x, c->xsum, c->y[i] + n0, n0, n1, NULL, scratch))
+            rows_generic(c->isa, w, c->x, c->y[i] + n0, n0, n1, NULL, scratch);
+    }
+    free(scratch);
+}
+
+void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const float *X, int M,
+                     float *const *Y) {
+    if (n < 1 || n > TR_LINEAR_GROUP_MAX || M < 1) {
+        TR_ERROR("matmul: a group of %d weights over %d rows is not supported", n, M);
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
-    run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);
+    if (M > 1) { /* the GEMM paths are already one dispatch per weight */
+        for (int i = 0; i < n; i++) tr_linear(pool, W[i], NULL, X, M, Y[i]);
+        return;
+    }
+    group_ctx c = {.isa = select_isa(), .n = n, .x = X};
+    bool kquant = false;
+    const int nth = tr_pool_n_threads(pool);
+    c.first[0] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!weight_view(pool, W[i], &c.w[i])) return;
+        if (c.w[i].K != c.w[0].K || c.w[i].K == 0) {
+            TR_ERROR("matmul: grouped weights %s and %s differ in input width (%lld, %lld)",
+                     W[0]->name ? W[0]->name : "?", W[i]->name ? W[i]->name : "?",
+                     (long long)c.w[0].K, (long long)c.w[i].K);
+            tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+            return;
+        }
+        kquant |= c.w[i].type == TR_Q4_K || c.w[i].type == TR_Q5_K;
+        c.y[i] = Y[i];
+        c.chunk[i] = row_chunk((long)c.w[i].N, nth);
+        c.first[i + 1] = c.first[i] + ((long)c.w[i].N + c.chunk[i] - 1) / c.chunk[i];
+    }
+    float *xsum = NULL;
+    if (!x_group_sums(pool, X, (long)c.w[0].K, kquant, &xsum)) return;
+    c.xsum = xsum;
+    tr_pool_run(pool, group_task, &c);
+    free(xsum);
+    if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,

@@ -26,6 +26,15 @@ static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bia
     tr_matmul(pool, W, bias, X, M, (int)W->ne[0], Y, (int)W->ne[1]);
 }
 
+/* Several weights applied to the same X, Y[i] = X W[i]^T (no bias), e.g. a
+ * decoder step's q/k/v or gate/up projections. For one row (M == 1) the
+ * weights share one pool dispatch, so a step pays one barrier instead of
+ * one per weight; each output equals tr_linear's bit for bit. Every W[i]
+ * has the same input width; n <= TR_LINEAR_GROUP_MAX. */
+#define TR_LINEAR_GROUP_MAX 4
+void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const float *X, int M,
+                     float *const *Y);
+
 /* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
  * row-major, given strides). Used where both operands are computed. */
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,

@@ -268,6 +268,65 @@ static void test_nt(tr_pool *pool) {
     free(C);
 }
 
+/* tr_linear_group: each output equals tr_linear's bit for bit, for a group
+ * of mixed weight types sharing one dispatch (M == 1) and for M > 1; bad
+ * groups are refused without touching the outputs. */
+static void test_group(tr_pool *pools[3]) {
+    const long K = 512;
+    const int types[3] = {TR_F16, TR_Q8_0, TR_Q4_K}, Ns[3] = {300, 77, 1030};
+    wmat w[3];
+    tr_tensor t[3];
+    const tr_tensor *tp[3];
+    float *X = malloc(sizeof(float) * 3 * K);
+    for (long i = 0; i < 3 * K; i++) X[i] = kref_uniform();
+    for (int i = 0; i < 3; i++) {
+        w[i] = make_w(types[i], K, Ns[i]);
+        t[i] = (tr_tensor){
+            "g",      types[i], 2, {K, Ns[i], 1, 1}, w[i].row_bytes, w[i].row_bytes * (size_t)Ns[i],
+            w[i].data};
+        tp[i] = &t[i];
+    }
+    for (int ii = 0; ii < k_n_levels; ii++) {
+        CHECK(tr_cpu_force(k_levels[ii]));
+        for (int p = 0; p < 3; p++) {
+            for (int M = 1; M <= 3; M += 2) {
+                float *Y[3], *R[3];
+                for (int i = 0; i < 3; i++) {
+                    Y[i] = malloc(sizeof(float) * (size_t)(M * Ns[i]));
+                    R[i] = malloc(sizeof(float) * (size_t)(M * Ns[i]));
+                    tr_linear(pools[p], tp[i], NULL, X, M, R[i]);
+                }
+                tr_linear_group(pools[p], tp, 3, X, M, Y);
+                for (int i = 0; i < 3; i++) {
+                    CHECK_MSG(memcmp(Y[i], R[i], sizeof(float) * (size_t)(M * Ns[i])) == 0,
+                              "group %s, %d threads, M %d, weight %d differs from tr_linear",
+                              tr_cpu_level_name(k_levels[ii]), p + 1, M, i);
+                    free(Y[i]);
+                    free(R[i]);
+                }
+            }
+        }
+    }
+    /* a weight of another input width is refused and noted on the pool */
+    tr_tensor narrow = t[0];
+    narrow.ne[0] = K / 2;
+    const tr_tensor *bad[2] = {tp[0], &narrow};
+    float y0 = SENTINEL, y1 = SENTINEL;
+    float *Yb[2] = {&y0, &y1};
+    (void)tr_pool_take_failures(pools[1]);
+    tr_linear_group(pools[1], bad, 2, X, 1, Yb);
+    CHECK(tr_pool_take_failures(pools[1]) != 0);
+    CHECK(y0 == SENTINEL && y1 == SENTINEL);
+    tr_linear_group(pools[1], bad, 0, X, 1, Yb);
+    CHECK(tr_pool_take_failures(pools[1]) != 0);
+    CHECK(tr_cpu_force(k_levels[k_n_levels - 1]));
+    for (int i = 0; i < 3; i++) {
+        free(w[i].data);
+        free(w[i].ref);
+    }
+    free(X);
+}
+
 int main(void) {
     tr_pool *pools[3] = {tr_pool_create(1), tr_pool_create(2), tr_pool_create(3)};
     k_n_levels = tr_cpu_levels(k_levels);
@@ -279,6 +338,7 @@ int main(void) {
     test_large(pools[1]);
     test_blocking(pools);
     test_nt(pools[1]);
+    test_group(pools);
     CHECK(tr_matmul_force_isa(NULL));
     printf("auto isa: %s; tested:", tr_matmul_isa());
     for (int i = 0; i < k_n_levels; i++) printf(" %s", tr_cpu_level_name(k_levels[i]));
