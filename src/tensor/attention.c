@@ -52,7 +52,7 @@ typedef void (*attn_fn)(const tr_attn_job *job, int h, int q0, int q1, float *sc
 typedef struct {
     const tr_attn_job *job;
     attn_fn fn;
-    int rows_per_unit, n_qb;
+    int rows_per_unit, n_qb, heads;
     long scratch_floats;
     float *scratch;
 } attn_ctx;
@@ -61,9 +61,9 @@ static void attn_worker(void *vctx, int ith, int nth) {
     const attn_ctx *c = vctx;
     const tr_attn_args *a = c->job->a;
     float *scratch = c->scratch + (long)ith * c->scratch_floats;
-    const long n_units = (long)a->n_head * c->n_qb;
+    const long n_units = (long)(a->n_head / c->heads) * c->n_qb;
     for (long u = ith; u < n_units; u += nth) {
-        int h = (int)(u / c->n_qb), qb = (int)(u % c->n_qb);
+        int h = (int)(u / c->n_qb) * c->heads, qb = (int)(u % c->n_qb);
         int q0 = qb * c->rows_per_unit;
         int q1 = q0 + c->rows_per_unit < a->n_q ? q0 + c->rows_per_unit : a->n_q;
         c->fn(c->job, h, q0, q1, scratch);
@@ -89,7 +89,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         return;
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
-    tr_attn_job job = {&a, k16, v16, NULL, NULL, 0};
+    tr_attn_job job = {&a, k16, v16, NULL, NULL, 0, 1};
     float *packed = NULL;
     /* worth it when each head's K/V is re-read by several query tiles;
      * for a few tiles over a short K/V (Parakeet on short audio: 3 tiles,
@@ -111,12 +111,18 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
             job.kv_rows = rows;
         }
     }
-    attn_ctx c = {.job = &job};
+    /* the row path takes every query head of a KV head in one unit, so an
+     * F16 block is converted (and any block read) once per group */
+    const int group = a.n_head / a.n_head_kv;
+    if (!tile && group > 1 && group <= TR_ATTN_MAX_GROUP &&
+        tr_attn_rows_scratch_floats(a.head_dim, group) <= tr_attn_scratch_floats(a.head_dim))
+        job.heads = group;
+    attn_ctx c = {.job = &job, .heads = job.heads};
     c.rows_per_unit = tile ? TR_ATTN_BQ : ATTN_ROWS_PER_UNIT;
     c.n_qb = (a.n_q + c.rows_per_unit - 1) / c.rows_per_unit;
     /* 64-float multiple keeps each thread's scratch on its own cache lines */
     c.scratch_floats = (tr_attn_scratch_floats(a.head_dim) + 63) / 64 * 64;
-    const long n_units = (long)a.n_head * c.n_qb;
+    const long n_units = (long)(a.n_head / c.heads) * c.n_qb;
     const int nth = n_units > 1 ? tr_pool_n_threads(pool) : 1;
     c.scratch = aligned_alloc(64, sizeof(float) * (size_t)c.scratch_floats * (size_t)nth);
     if (!c.scratch) {

@@ -317,28 +317,43 @@ AINLINE void dot_rows4(const float *q, const float *k, long kst, int d, float *s
     s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
 
+/* One query row of one head: q scaled into qp, state reset. */
+typedef struct {
+    float *qp, *o, *s; /* [dp], [dp], [BK] */
+    const float *br;   /* positional bias row of this head, or NULL */
+    float m_run, l_run;
+} row_state;
+
 void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
     const tr_attn_args *a = job->a;
-    const int d = a->head_dim;
+    const int d = a->head_dim, G = job->heads > 0 ? job->heads : 1;
     const long dp = tr_attn_dpad(d);
     const int hk = h / (a->n_head / a->n_head_kv);
     const kv_limits lim = limits_of(a);
-    float *qp = scratch;          /* [dp] */
-    float *o = qp + dp;           /* [dp] */
-    float *s = o + dp;            /* [BK] */
-    float *kbuf = s + TR_ATTN_BK; /* [BK][dp]: F16 rows converted */
+    row_state rs[TR_ATTN_MAX_GROUP];
+    float *kbuf = scratch + (long)G * (2 * dp + TR_ATTN_BK); /* [BK][dp]: F16 rows converted */
     float *vbuf = kbuf + TR_ATTN_BK * dp;
+    for (int g = 0; g < G; g++) {
+        rs[g].qp = scratch + (long)g * (2 * dp + TR_ATTN_BK);
+        rs[g].o = rs[g].qp + dp;
+        rs[g].s = rs[g].o + dp;
+    }
     for (int i = q0; i < q1; i++) {
-        const float *src = a->q + (long)i * a->q_stride + (long)h * d;
-        for (int dd = 0; dd < d; dd++) qp[dd] = src[dd] * a->scale;
-        memset(o, 0, sizeof(float) * dp);
-        float m_run = -INFINITY, l_run = 0.0f;
+        for (int g = 0; g < G; g++) {
+            row_state *r = &rs[g];
+            const float *src = a->q + (long)i * a->q_stride + (long)(h + g) * d;
+            for (int dd = 0; dd < d; dd++) r->qp[dd] = src[dd] * a->scale;
+            memset(r->o, 0, sizeof(float) * dp);
+            r->m_run = -INFINITY;
+            r->l_run = 0.0f;
+            r->br = a->pos_bias ? a->pos_bias + ((long)(h + g) * a->n_q + i) * a->n_kv : NULL;
+        }
         const int end = row_end(&lim, i);
-        const float *br = a->pos_bias ? a->pos_bias + ((long)h * a->n_q + i) * a->n_kv : NULL;
         for (int kb = 0; kb < end; kb += TR_ATTN_BK) {
             const int nk = end - kb < TR_ATTN_BK ? end - kb : TR_ATTN_BK;
             /* F32 rows are read in place (stride kv_stride); F16 rows are
-             * converted block-wise into kbuf/vbuf (stride dp) */
+             * converted block-wise into kbuf/vbuf (stride dp), once for
+             * every head of the group */
             const float *kbase, *vbase;
             long kst = a->kv_stride;
             if (job->k16) {
@@ -351,24 +366,28 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
                 kbase = a->k + (long)kb * kst + (long)hk * d;
                 vbase = a->v + (long)kb * kst + (long)hk * d;
             }
-            int j = 0;
-            for (; j + 4 <= nk; j += 4) dot_rows4(qp, kbase + (long)j * kst, kst, d, s + j);
-            for (; j < nk; j++) s[j] = dot_row(qp, kbase + (long)j * kst, d);
-            if (br)
-                for (int j = 0; j < nk; j++) s[j] += br[kb + j];
-            for (int j = nk; j < TR_ATTN_BK; j++) s[j] = -INFINITY;
-            float corr = softmax_update(s, &m_run, &l_run);
-            if (corr != 1.0f)
-                for (int dd = 0; dd < d; dd++) o[dd] *= corr;
-            for (int j = 0; j < nk; j++) {
-                const float *vr = vbase + (long)j * kst;
-                vf pv = vset1(s[j]);
-                int dd = 0;
-                for (; dd + VW <= d; dd += VW)
-                    vstore(o + dd, vfmadd(pv, vload(vr + dd), vload(o + dd)));
-                for (; dd < d; dd++) o[dd] += s[j] * vr[dd];
+            for (int g = 0; g < G; g++) {
+                row_state *r = &rs[g];
+                float *s = r->s, *o = r->o;
+                int j = 0;
+                for (; j + 4 <= nk; j += 4) dot_rows4(r->qp, kbase + (long)j * kst, kst, d, s + j);
+                for (; j < nk; j++) s[j] = dot_row(r->qp, kbase + (long)j * kst, d);
+                if (r->br)
+                    for (int jj = 0; jj < nk; jj++) s[jj] += r->br[kb + jj];
+                for (int jj = nk; jj < TR_ATTN_BK; jj++) s[jj] = -INFINITY;
+                float corr = softmax_update(s, &r->m_run, &r->l_run);
+                if (corr != 1.0f)
+                    for (int dd = 0; dd < d; dd++) o[dd] *= corr;
+                for (int jj = 0; jj < nk; jj++) {
+                    const float *vr = vbase + (long)jj * kst;
+                    vf pv = vset1(s[jj]);
+                    int dd = 0;
+                    for (; dd + VW <= d; dd += VW)
+                        vstore(o + dd, vfmadd(pv, vload(vr + dd), vload(o + dd)));
+                    for (; dd < d; dd++) o[dd] += s[jj] * vr[dd];
+                }
             }
         }
-        write_out(a, h, i, o, l_run);
+        for (int g = 0; g < G; g++) write_out(a, h + g, i, rs[g].o, rs[g].l_run);
     }
 }

@@ -31,10 +31,13 @@ typedef struct tr_attn_job {
     const uint16_t *k16, *v16;
     const float *kp, *vp;
     long kv_rows;
+    int heads; /* row path: consecutive query heads per unit, all on one KV head */
 } tr_attn_job;
 
 /* One (head, query range) unit of attention; scratch holds
- * tr_attn_scratch_floats(head_dim) floats. */
+ * tr_attn_scratch_floats(head_dim) floats. The row kernel takes heads
+ * h .. h + job->heads - 1 (they share a KV head, so each K/V block is read
+ * and converted once for all of them). */
 #define TR_DECLARE_ATTN_KERNELS(suf)                                                               \
     void tr_attn_tile_##suf(const tr_attn_job *job, int h, int q0, int q1, float *scratch);        \
     void tr_attn_rows_##suf(const tr_attn_job *job, int h, int q0, int q1, float *scratch);
@@ -47,10 +50,16 @@ TR_DECLARE_ATTN_KERNELS(avx2)
 TR_DECLARE_ATTN_KERNELS(avx512)
 
 /* Tile geometry shared by the attention kernels and their caller. */
-#define TR_ATTN_BQ 64 /* query rows per tile */
-#define TR_ATTN_BK 64 /* keys per tile (a multiple of 4 * 16) */
+#define TR_ATTN_BQ        64 /* query rows per tile */
+#define TR_ATTN_BK        64 /* keys per tile (a multiple of 4 * 16) */
+#define TR_ATTN_MAX_GROUP 8  /* query heads per row-path unit at most */
 static inline long tr_attn_dpad(int head_dim) {
     return ((long)head_dim + 15) / 16 * 16;
+}
+/* Floats the row kernel needs for a unit of `heads` query heads. */
+static inline long tr_attn_rows_scratch_floats(int head_dim, int heads) {
+    long dp = tr_attn_dpad(head_dim);
+    return (long)heads * (2 * dp + TR_ATTN_BK) + 2 * TR_ATTN_BK * dp;
 }
 static inline long tr_attn_scratch_floats(int head_dim) {
     long dp = tr_attn_dpad(head_dim);

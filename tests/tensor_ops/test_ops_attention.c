@@ -146,6 +146,11 @@ int main(void) {
         {1, 448, 4, 4, 64, true, 447, 0, false, 0},
         /* decoder step cross-attention, GQA */
         {1, 300, 6, 2, 64, false, 0, 0, false, 0},
+        /* row-path head groups: Qwen3-ASR's step (16 heads on 8 KV heads),
+         * a group at the limit (8) and one past it (12: one head a unit) */
+        {1, 190, 16, 8, 128, true, 189, 0, false, 0},
+        {3, 70, 8, 1, 32, true, 67, 0, true, 2},
+        {2, 90, 12, 1, 16, false, 0, 80, false, 0},
         /* a few prompt rows on the row path, causal, kv_valid, bias */
         {5, 40, 2, 1, 48, true, 35, 38, true, 3},
         /* encoder-style tiles, several blocks, tails in both directions */
