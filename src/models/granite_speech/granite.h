@@ -99,6 +99,7 @@ typedef struct gs_session {
     int32_t last_ids[GS_MAX_NEW + 1];
     int n_last;
     double mel_ms, encode_ms, proj_ms; /* phase timings of the latest run, ms (transcribe-bench) */
+    int budget; /* emitted-token budget when in 1..GS_MAX_NEW (tests); else GS_MAX_NEW */
 } gs_session;
 
 /* Loading (granite_load.c). */

@@ -77,7 +77,8 @@ static int run_ctx(const gs_session *s, int T) {
 
 /* Tokens a run may emit after a T-token prompt: min(256, ceiling - T). */
 static int run_steps(const gs_session *s, int T) {
-    return s->dec.ceiling - T < GS_MAX_NEW ? s->dec.ceiling - T : GS_MAX_NEW;
+    const int budget = s->budget >= 1 && s->budget <= GS_MAX_NEW ? s->budget : GS_MAX_NEW;
+    return s->dec.ceiling - T < budget ? s->dec.ceiling - T : budget;
 }
 
 /* Gate, front end, encoder and projector of one utterance → its prompt
