@@ -111,6 +111,12 @@ typedef struct family_case {
     bool want_rows; /* the full clip yields segment / word / speaker rows to compare */
 } family_case;
 
+static int g_polls, g_abort_at;
+static bool abort_at(void *user) {
+    (void)user;
+    return ++g_polls >= g_abort_at;
+}
+
 static void run_case(const family_case *fc) {
     struct transcribe_session_params sp;
     transcribe_session_params_init(&sp);
@@ -171,6 +177,20 @@ static void run_case(const family_case *fc) {
             check_same(fc->who, B, i, &single[order[B - 1][i]], &got);
             drop(&got);
         }
+    }
+    /* an abort while the rows are being prepared: no row claims OK */
+    for (g_abort_at = 1; g_abort_at <= 3; g_abort_at++) {
+        const float *pcm[3] = {clip[0], clip[1], clip[2]};
+        int n[3] = {len[0], len[1], len[2]};
+        g_polls = 0;
+        transcribe_set_abort_callback(s, abort_at, NULL);
+        transcribe_status st = transcribe_run_batch(s, pcm, n, 3, &rp);
+        transcribe_set_abort_callback(s, NULL, NULL);
+        CHECK_MSG(st == TRANSCRIBE_ERR_ABORTED, "%s: abort at poll %d: %d", fc->who, g_abort_at,
+                  st);
+        for (int i = 0; i < transcribe_batch_n_results(s); i++)
+            CHECK_MSG(transcribe_batch_status(s, i) != TRANSCRIBE_OK,
+                      "%s: abort at poll %d: row %d says OK", fc->who, g_abort_at, i);
     }
     for (int c = 0; c < N_CLIP; c++) {
         drop(&single[c]);

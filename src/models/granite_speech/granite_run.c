@@ -193,6 +193,7 @@ transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int
     tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
     int32_t *out = malloc((size_t)n * (GS_MAX_NEW + 1) * sizeof(int32_t));
     transcribe_status st = pr && rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
     if (st == TRANSCRIBE_OK) st = gs_build_prompt(m, p, pr);
     int n_valid = 0, n_ctx = 0;
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {

@@ -371,6 +371,7 @@ transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int
     tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
     int32_t **outs = calloc((size_t)n, sizeof *outs);
     transcribe_status st = rows && outs ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
     int n_valid = 0, n_ctx = 0;
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
         tr_result *r = ctxs[i].result;

@@ -291,6 +291,7 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
     tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
     int32_t *out = malloc((size_t)n * QA_MAX_NEW * sizeof(int32_t));
     transcribe_status st = rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
     int n_valid = 0, n_ctx = 0;
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
         tr_result *r = ctxs[i].result;
