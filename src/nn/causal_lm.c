@@ -17,6 +17,14 @@
 /* Prefill row chunk: large enough for GEMM efficiency, small enough that the
  * FFN scratch of a long prompt stays bounded (rows × d_ffn floats). */
 #define CLM_CHUNK 256
+/* Rows per pass of a batched prefill (all slots together): each weight is
+ * read once per pass for every prompt's rows. */
+#define CLM_BATCH_ROWS 512
+
+/* A run of consecutive rows of one slot: positions p0 .. p0 + n - 1. */
+typedef struct clm_seg {
+    int slot, p0, n;
+} clm_seg;
 
 struct tr_clm_state {
     tr_clm_hparams hp;
@@ -28,6 +36,7 @@ struct tr_clm_state {
     float *x;         /* step input rows [cap_rows][d_model] */
     float *logits;    /* [cap_rows][n_vocab] */
     int32_t *pos32;   /* [cap_rows] */
+    clm_seg *segs;    /* [cap_rows] */
     int n_logit_rows; /* rows of the latest step */
 };
 
@@ -119,11 +128,13 @@ static bool grow_rows(tr_clm_state *st, int rows) {
     float *x = malloc((size_t)rows * hp->d_model * sizeof(float));
     float *lg = malloc((size_t)rows * hp->n_vocab * sizeof(float));
     int32_t *p = malloc((size_t)rows * sizeof(int32_t));
-    if (!s || !x || !lg || !p) {
+    clm_seg *sg = malloc((size_t)rows * sizeof(clm_seg));
+    if (!s || !x || !lg || !p || !sg) {
         free(s);
         free(x);
         free(lg);
         free(p);
+        free(sg);
         TR_ERROR("causal_lm: out of memory for %d rows of scratch", rows);
         return false;
     }
@@ -131,10 +142,12 @@ static bool grow_rows(tr_clm_state *st, int rows) {
     free(st->x);
     free(st->logits);
     free(st->pos32);
+    free(st->segs);
     st->scratch = s;
     st->x = x;
     st->logits = lg;
     st->pos32 = p;
+    st->segs = sg;
     st->cap_rows = rows;
     return true;
 }
@@ -166,6 +179,7 @@ void tr_clm_state_free(tr_clm_state *st) {
     free(st->x);
     free(st->logits);
     free(st->pos32);
+    free(st->segs);
     free(st);
 }
 
@@ -263,11 +277,11 @@ static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, i
     }
 }
 
-/* Runs R rows of x through every block. Prefill (one_slot): rows are
- * positions p0.. of slot slot0. Step: row r is position pos[r] of slot
- * slots[r]. */
-static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool one_slot, int slot0,
-                       int p0, const int *pos, const int *slots) {
+/* Runs the R rows of x through every block. The rows are n_seg runs
+ * (segs, in row order): a prefill pass has one run per slot, a step one
+ * run of one row per batch row. */
+static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const clm_seg *segs,
+                       int n_seg) {
     const tr_clm_hparams *hp = &st->hp;
     const int D = hp->d_model, Q = hp->n_head * hp->head_dim, K = hp->n_head_kv * hp->head_dim,
               F = hp->d_ffn, hd = hp->head_dim;
@@ -275,7 +289,8 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool on
     float *h = st->scratch, *q = h + r * D, *k = q + r * Q, *v = k + r * K, *o = v + r * K,
           *g = o + r * Q, *u = g + r * F, *t = u + r * F;
     int32_t *p32 = st->pos32;
-    for (int i = 0; i < R; i++) p32[i] = one_slot ? p0 + i : pos[i];
+    for (int s = 0, i = 0; s < n_seg; s++)
+        for (int j = 0; j < segs[s].n; j++) p32[i++] = segs[s].p0 + j;
     const float rm = hp->residual_mult;
 
     for (int l = 0; l < hp->n_layer; l++) {
@@ -290,14 +305,12 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, bool on
         }
         tr_rope(q, R, hp->n_head, hd, Q, p32, hd, hp->rope_theta, true);
         tr_rope(k, R, hp->n_head_kv, hd, K, p32, hd, hp->rope_theta, true);
-        for (int i = 0; i < R; i++)
-            kv_write(&st->kv, l, one_slot ? slot0 : slots[i], p32[i], k + (size_t)i * K,
-                     v + (size_t)i * K);
-        if (one_slot) {
-            attend(st, pool, l, slot0, p0, R, q, o);
-        } else {
-            for (int i = 0; i < R; i++)
-                attend(st, pool, l, slots[i], pos[i], 1, q + (size_t)i * Q, o + (size_t)i * Q);
+        for (int s = 0, i0 = 0; s < n_seg; i0 += segs[s].n, s++) {
+            for (int j = 0; j < segs[s].n; j++)
+                kv_write(&st->kv, l, segs[s].slot, segs[s].p0 + j, k + (size_t)(i0 + j) * K,
+                         v + (size_t)(i0 + j) * K);
+            attend(st, pool, l, segs[s].slot, segs[s].p0, segs[s].n, q + (size_t)i0 * Q,
+                   o + (size_t)i0 * Q);
         }
         tr_linear(pool, b->wo, NULL, o, R, t);
         tr_add_scaled(x, x, t, rm, (long)R * D);
@@ -335,7 +348,8 @@ int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, f
     if (!grow_rows(st, chunk)) return -1;
     for (int p0 = 0; p0 < n; p0 += chunk) {
         int R = n - p0 < chunk ? n - p0 : chunk;
-        blocks_fwd(st, pool, x + (size_t)p0 * hp->d_model, R, true, slot, p0, NULL, NULL);
+        const clm_seg seg = {slot, p0, R};
+        blocks_fwd(st, pool, x + (size_t)p0 * hp->d_model, R, &seg, 1);
     }
     head_fwd(st, pool, x + (size_t)(n - 1) * hp->d_model, 1, st->logits);
     st->n_logit_rows = 1;
@@ -358,7 +372,8 @@ bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int 
     }
     if (!grow_rows(st, B)) return false;
     tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
-    blocks_fwd(st, pool, st->x, B, false, 0, 0, pos, slots);
+    for (int b = 0; b < B; b++) st->segs[b] = (clm_seg){slots[b], pos[b], 1};
+    blocks_fwd(st, pool, st->x, B, st->segs, B);
     head_fwd(st, pool, st->x, B, st->logits);
     st->n_logit_rows = B;
     for (int b = 0; b < B; b++)
@@ -369,4 +384,56 @@ bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int 
 const float *tr_clm_step_logits(const tr_clm_state *st, int b) {
     if (b < 0 || b >= st->n_logit_rows) return NULL;
     return st->logits + (size_t)b * st->hp.n_vocab;
+}
+
+bool tr_clm_prefill_batch(tr_clm_state *st, tr_pool *pool, float *const *x, const int *T,
+                          const int *slots, int B, int32_t *first) {
+    const tr_clm_hparams *hp = &st->hp;
+    const size_t D = (size_t)hp->d_model;
+    if (B < 1) return false;
+    int T_max = 0;
+    for (int b = 0; b < B; b++) {
+        if (!x[b] || T[b] < 1 || T[b] > st->kv.n_ctx || slots[b] < 0 || slots[b] >= st->kv.n_slot) {
+            TR_ERROR("causal_lm: batched prefill row %d (%d positions, slot %d) does not fit the "
+                     "cache (%d slots x %d)",
+                     b, T[b], slots[b], st->kv.n_slot, st->kv.n_ctx);
+            return false;
+        }
+        if (T[b] > T_max) T_max = T[b];
+    }
+    /* positions per pass: CLM_BATCH_ROWS rows shared by the prompts */
+    const int C = CLM_BATCH_ROWS / B > 0 ? CLM_BATCH_ROWS / B : 1;
+    int rows = 0;
+    for (int b = 0; b < B; b++) rows += T[b] < C ? T[b] : C;
+    if (!grow_rows(st, rows > B ? rows : B)) return false;
+    for (int p0 = 0; p0 < T_max; p0 += C) {
+        int R = 0, n_seg = 0;
+        for (int b = 0; b < B; b++) {
+            if (T[b] <= p0) continue;
+            int n = T[b] - p0 < C ? T[b] - p0 : C;
+            memcpy(st->x + (size_t)R * D, x[b] + (size_t)p0 * D, (size_t)n * D * sizeof(float));
+            st->segs[n_seg++] = (clm_seg){slots[b], p0, n};
+            R += n;
+        }
+        blocks_fwd(st, pool, st->x, R, st->segs, n_seg);
+        /* keep each prompt's last row (the only one the head needs) */
+        for (int s = 0, i0 = 0, b = 0; s < n_seg; i0 += st->segs[s].n, s++, b++) {
+            while (T[b] <= p0) b++;
+            if (p0 + st->segs[s].n == T[b])
+                memcpy(x[b] + (size_t)(T[b] - 1) * D, st->x + (size_t)(i0 + st->segs[s].n - 1) * D,
+                       D * sizeof(float));
+        }
+    }
+    for (int b = 0; b < B; b++)
+        memcpy(st->x + (size_t)b * D, x[b] + (size_t)(T[b] - 1) * D, D * sizeof(float));
+    /* the head row by row: the matrix-vector path of a single prefill, so
+     * each prompt's first token is its single run's (one head read per
+     * prompt is small next to the prefill) */
+    for (int b = 0; b < B; b++) {
+        float *lg = st->logits + (size_t)b * hp->n_vocab;
+        head_fwd(st, pool, st->x + (size_t)b * D, 1, lg);
+        first[b] = tr_argmax(lg, hp->n_vocab);
+    }
+    st->n_logit_rows = B;
+    return true;
 }

@@ -148,14 +148,51 @@ typedef struct tr_clm_greedy_cfg {
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                 int first_tok, int T_prompt, int32_t *out, int *n_out);
 
-/* Batched greedy decoding (§8.5) over slots 0..B-1: rows with valid[b] false
- * are skipped. out + b*max_new receives row b's ids (no trailing EOS);
- * status[b] is OK / OUTPUT_TRUNCATED. Returns OK, ABORTED (every row keeps
- * its ids so far) or OOM. */
+/* Batched prefill (§8.4): prompt b (x[b], [T[b]][d_model], consumed) into
+ * cache slot slots[b] at positions 0..T[b]-1, every prompt in the same
+ * passes: a pass takes the next positions of each prompt still running (up
+ * to 512 rows in all), so every weight is read once per pass for all
+ * prompts. This is upstream's padded [hidden, T_max, B] graph less its pad
+ * rows: causal masking keeps a pad position out of every real row, so pads
+ * are never computed. first[b] gets prompt b's greedy first token; the
+ * logits of row b stay readable through tr_clm_step_logits(st, b). false
+ * on OOM / bad arguments (logged). */
+bool tr_clm_prefill_batch(tr_clm_state *st, tr_pool *pool, float *const *x, const int *T,
+                          const int *slots, int B, int32_t *first);
+
+/* One utterance of a batched run (§8). A row is decoded with its own
+ * budget and window, the ones its single run would use, so a batch gives
+ * every row its single-run tokens and status whatever else is in it. */
+typedef struct tr_clm_batch_row {
+    /* in */
+    float *x;     /* prompt embeddings [T][d_model] (consumed); NULL: row not run */
+    int T;        /* prompt length */
+    int max_new;  /* budget counting the prefill token and a final EOS; 0: cfg->max_new */
+    int max_n_kv; /* window (<= the batch n_ctx); 0: cfg->max_n_kv */
+    int32_t *out; /* capacity max_new: the generated ids without a trailing EOS */
+    /* out */
+    int slot;                 /* cache slot (-1: not run) */
+    int first;                /* the prefill's token */
+    int n_out;                /* ids in out */
+    transcribe_status status; /* OK, OUTPUT_TRUNCATED, ABORTED (unfinished at an abort) */
+} tr_clm_batch_row;
+
+/* Batched greedy decoding (§8.5) of the rows with slot >= 0, each from its
+ * `first` token at position T: one step feeds every live row (one GEMM per
+ * weight), rows finish independently at EOS, budget, window or the
+ * repetition guard. cfg->eos, abort (polled once per step) and the guard
+ * apply to all rows. Returns OK, ABORTED (every row keeps its ids so far)
+ * or OOM. */
 transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
-                                      int B, const int *first_tok, const int *T_prompt,
-                                      const bool *valid, int32_t *out, int *n_out,
-                                      transcribe_status *status);
+                                      tr_clm_batch_row *rows, int B);
+
+/* The whole §8 decode of a batch: the rows with x set get cache slots
+ * 0..n-1 of an n x n_ctx cache (n_ctx >= every row's window), one batched
+ * prefill and the batched step loop. *prefill_ms (optional) gets the
+ * prefill's wall time. Returns what tr_clm_greedy_batch returns, or OOM
+ * from the cache / prefill. */
+transcribe_status tr_clm_run_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
+                                   tr_clm_batch_row *rows, int B, int n_ctx, double *prefill_ms);
 
 /* The decoder half of an audio-LLM session (Qwen3-ASR, Granite Speech, and
  * any family that decodes with this LM): the borrowed thread pool, the

@@ -8,6 +8,7 @@
 #include "nn/causal_lm.h"
 #include "nn/greedy.h"
 #include "util/log.h"
+#include "util/timer.h"
 
 static bool aborted(const tr_clm_greedy_cfg *cfg) {
     return cfg->should_abort && cfg->should_abort(cfg->abort_user);
@@ -42,33 +43,66 @@ transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_gr
     return rc;
 }
 
+static int row_budget(const tr_clm_greedy_cfg *cfg, const tr_clm_batch_row *r) {
+    return r->max_new > 0 ? r->max_new : cfg->max_new;
+}
+
+static int row_window(const tr_clm_greedy_cfg *cfg, const tr_clm_batch_row *r) {
+    return r->max_n_kv > 0 ? r->max_n_kv : cfg->max_n_kv;
+}
+
+/* Takes row r's newest token: appends it (not an EOS), applies the guard,
+ * and says whether the row is finished. */
+static bool take_token(const tr_clm_greedy_cfg *cfg, const tr_repeat_guard *guard,
+                       tr_clm_batch_row *r, int32_t tok, int n_gen, int n_past, int b) {
+    if (tok == cfg->eos) {
+        r->status = TRANSCRIBE_OK;
+        return true;
+    }
+    r->out[r->n_out++] = tok;
+    int keep = tr_repeat_keep(guard, r->out, r->n_out, NULL);
+    if (n_gen > 1 && keep < r->n_out) {
+        TR_WARN("causal_lm: batch row %d repeats itself; stopped after %d tokens, kept %d", b,
+                r->n_out, keep);
+        r->n_out = keep;
+        r->status = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        return true;
+    }
+    if (n_gen >= row_budget(cfg, r) || n_past + 1 > row_window(cfg, r)) {
+        r->status = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        return true;
+    }
+    return false;
+}
+
 transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
-                                      int B, const int *first_tok, const int *T_prompt,
-                                      const bool *valid, int32_t *out, int *n_out,
-                                      transcribe_status *status) {
-    if (B < 1 || cfg->max_new < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+                                      tr_clm_batch_row *rows, int B) {
+    if (B < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    for (int b = 0; b < B; b++)
+        if (rows[b].slot >= 0 && (row_budget(cfg, &rows[b]) < 1 || !rows[b].out))
+            return TRANSCRIBE_ERR_INVALID_ARG;
     const tr_repeat_guard guard = {cfg->repeat_max_period, cfg->repeat_min_repeats,
                                    cfg->repeat_min_tokens};
     int *n_past = malloc((size_t)B * sizeof(int)), *n_gen = malloc((size_t)B * sizeof(int));
     int *pos = malloc((size_t)B * sizeof(int)), *slot = malloc((size_t)B * sizeof(int));
+    int *row_of = malloc((size_t)B * sizeof(int));
     int32_t *last = malloc((size_t)B * sizeof(int32_t)), *ids = malloc((size_t)B * sizeof(int32_t));
     int32_t *next = malloc((size_t)B * sizeof(int32_t));
     bool *done = malloc((size_t)B * sizeof(bool));
     transcribe_status rc = TRANSCRIBE_OK;
-    if (!n_past || !n_gen || !pos || !slot || !last || !ids || !next || !done) {
+    if (!n_past || !n_gen || !pos || !slot || !row_of || !last || !ids || !next || !done) {
         rc = TRANSCRIBE_ERR_OOM;
         goto out;
     }
     for (int b = 0; b < B; b++) {
-        n_out[b] = 0;
-        status[b] = TRANSCRIBE_OK;
-        done[b] = !valid[b];
-        if (!valid[b]) continue;
-        last[b] = first_tok[b];
-        n_past[b] = T_prompt[b];
+        tr_clm_batch_row *r = &rows[b];
+        done[b] = r->slot < 0;
+        if (done[b]) continue;
+        r->n_out = 0;
+        last[b] = r->first;
+        n_past[b] = r->T;
         n_gen[b] = 1;
-        if (last[b] != cfg->eos) out[(size_t)b * cfg->max_new + n_out[b]++] = last[b];
-        done[b] = last[b] == cfg->eos || n_gen[b] >= cfg->max_new || n_past[b] + 1 > cfg->max_n_kv;
+        done[b] = take_token(cfg, &guard, r, last[b], n_gen[b], n_past[b], b);
     }
     for (;;) {
         int R = 0;
@@ -76,46 +110,80 @@ transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_
             if (done[b]) continue;
             ids[R] = last[b];
             pos[R] = n_past[b];
-            slot[R] = b;
+            slot[R] = rows[b].slot;
+            row_of[R] = b;
             R++;
         }
         if (R == 0) break;
+        if (aborted(cfg)) {
+            TR_WARN("causal_lm: batch aborted with %d rows unfinished", R);
+            for (int i = 0; i < R; i++) rows[row_of[i]].status = TRANSCRIBE_ERR_ABORTED;
+            rc = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
         if (!tr_clm_step(st, pool, ids, pos, slot, R, next)) {
             rc = TRANSCRIBE_ERR_OOM;
             goto out;
         }
-        for (int r = 0; r < R; r++) {
-            int b = slot[r];
-            last[b] = next[r];
+        for (int i = 0; i < R; i++) {
+            int b = row_of[i];
+            last[b] = next[i];
             n_gen[b]++;
             n_past[b]++;
-            if (last[b] != cfg->eos) out[(size_t)b * cfg->max_new + n_out[b]++] = last[b];
-            done[b] =
-                last[b] == cfg->eos || n_gen[b] >= cfg->max_new || n_past[b] + 1 > cfg->max_n_kv;
-            int keep = tr_repeat_keep(&guard, out + (size_t)b * cfg->max_new, n_out[b], NULL);
-            if (last[b] != cfg->eos && keep < n_out[b]) {
-                TR_WARN("causal_lm: batch row %d repeats itself; stopped after %d tokens, kept %d",
-                        b, n_out[b], keep);
-                n_out[b] = keep;
-                done[b] = true;
-            }
-        }
-        if (aborted(cfg)) {
-            TR_WARN("causal_lm: batch aborted");
-            rc = TRANSCRIBE_ERR_ABORTED;
-            break;
+            done[b] = take_token(cfg, &guard, &rows[b], last[b], n_gen[b], n_past[b], b);
         }
     }
-    for (int b = 0; b < B; b++)
-        if (valid[b] && last[b] != cfg->eos) status[b] = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
 out:
     free(n_past);
     free(n_gen);
     free(pos);
     free(slot);
+    free(row_of);
     free(last);
     free(ids);
     free(next);
     free(done);
+    return rc;
+}
+
+transcribe_status tr_clm_run_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
+                                   tr_clm_batch_row *rows, int B, int n_ctx, double *prefill_ms) {
+    if (prefill_ms) *prefill_ms = 0;
+    if (B < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    float **x = malloc((size_t)B * sizeof *x);
+    int *T = malloc((size_t)B * sizeof *T), *slots = malloc((size_t)B * sizeof *slots);
+    int32_t *first = malloc((size_t)B * sizeof *first);
+    transcribe_status rc = TRANSCRIBE_OK;
+    if (!x || !T || !slots || !first) {
+        rc = TRANSCRIBE_ERR_OOM;
+        goto out;
+    }
+    int n = 0;
+    for (int b = 0; b < B; b++) {
+        rows[b].slot = -1;
+        rows[b].n_out = 0;
+        if (!rows[b].x) continue;
+        rows[b].slot = n;
+        x[n] = rows[b].x;
+        T[n] = rows[b].T;
+        slots[n] = n;
+        n++;
+    }
+    if (n == 0) goto out;
+    if ((rc = tr_clm_reserve(st, n, n_ctx)) != TRANSCRIBE_OK) goto out;
+    double t0 = tr_time_ms();
+    if (!tr_clm_prefill_batch(st, pool, x, T, slots, n, first)) {
+        rc = TRANSCRIBE_ERR_OOM;
+        goto out;
+    }
+    if (prefill_ms) *prefill_ms = tr_time_ms() - t0;
+    for (int b = 0; b < B; b++)
+        if (rows[b].slot >= 0) rows[b].first = first[rows[b].slot];
+    rc = tr_clm_greedy_batch(st, pool, cfg, rows, B);
+out:
+    free(x);
+    free(T);
+    free(slots);
+    free(first);
     return rc;
 }

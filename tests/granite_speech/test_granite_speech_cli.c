@@ -1,7 +1,8 @@
 /* Granite Speech through the `transcribe` binary (path in argv[1]) on the
  * reference tiny models: plain text, translation to German on tiny-1b,
  * speaker labels with --diarize in txt ([S1] …), vtt (<v S1>) and json
- * ("speaker"), word rows with --timestamps word, and the task gate. */
+ * ("speaker"), speakers kept apart across the pieces of a chunked run,
+ * word rows with --timestamps word, and the task gate. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,10 @@ int main(int argc, char **argv) {
            "your country can\"}");
     expect("-m '" MPL "' --timestamps word -f json", 0,
            "\"words\":[{\"t0_ms\":300,\"t1_ms\":620,\"text\":\"And\"}");
+    /* chunked speakers: each piece numbers its own speakers, so the stitch
+     * keeps them apart (piece 2's speaker 1 is S3, not S1) */
+    expect("-m '" MPL "' --diarize --chunk on --chunk-max-s 5", 0,
+           "[S1] stay hungry and foolish\n[S3] And so my fellow Americans,\n[S4] ask not");
     int rc = run("-m '" MPL "' -t --target-language de");
     CHECK_MSG(rc != 0, "translate on plus: rc %d", rc);
     return TEST_DONE();

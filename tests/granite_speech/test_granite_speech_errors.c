@@ -2,7 +2,8 @@
  * tiny reference file (no goldens needed): every short prefix of the file,
  * a key of the wrong type, a missing or misshaped tensor, a non-gelu
  * projector, a bad BatchNorm variance; over-limit audio refused before any
- * front-end work; abort before the encoder; the §10 parser on malformed
+ * front-end work; abort before the encoder; OUTPUT_TRUNCATED with the
+ * partial text kept (single and batch rows); the §10 parser on malformed
  * markers, rollovers, silences and speaker text. */
 #include <math.h>
 #include <stdio.h>
@@ -180,6 +181,82 @@ static void test_gate_and_abort(void) {
     gguf_close(f);
 }
 
+/* OUTPUT_TRUNCATED: with the budget lowered below the text's length the
+ * single run and every batch row keep their partial text (a proper prefix
+ * of the untruncated text) and report the status per row, next to a row
+ * with its own error. (Rows finishing independently inside one batch:
+ * tests/causal_lm.) */
+static void test_truncated(void) {
+    gguf_file *f = NULL;
+    CHECK(gguf_open(SRC, &f) == TRANSCRIBE_OK);
+    tr_load_ctx lc = {.path = SRC, .gguf = f};
+    gs_model *m = NULL;
+    CHECK(gs_model_load(&lc, &m) == TRANSCRIBE_OK);
+    float *pcm = NULL;
+    int n = 0;
+    CHECK(transcribe_audio_load_file(TR_SOURCE_DIR "/samples/jfk.wav", 16000, &pcm, &n) ==
+          TRANSCRIBE_OK);
+    if (!m || !pcm) {
+        gs_model_free(m);
+        gguf_close(f);
+        return;
+    }
+    gs_session *s = NULL;
+    CHECK(gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    tr_result r;
+    tr_result_init(&r);
+    tr_run_ctx ctx = {.params = &rp, .result = &r};
+    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_OK);
+    char *full = strdup(tr_result_raw_text(&r));
+    const int n_full = s->n_last;
+    tr_result_clear(&r);
+
+    CHECK(n_full > 12);
+    s->budget = 10;
+    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    CHECK(ctx.truncated && s->n_last == 10);
+    const char *part = tr_result_raw_text(&r);
+    CHECK_MSG(part && part[0] && strlen(part) < strlen(full) &&
+                  strncmp(part, full, strlen(part)) == 0,
+              "partial text '%s' of '%s'", part ? part : "(null)", full);
+    char *trunc = strdup(part ? part : "");
+    tr_result_clear(&r);
+
+    /* batch: two truncating rows (of different lengths) around a too-short one */
+    const float *pcms[3] = {pcm, pcm, pcm + n / 3};
+    const int ns[3] = {n, 100, n / 2};
+    tr_result rs[3];
+    tr_run_ctx ctxs[3];
+    for (int i = 0; i < 3; i++) {
+        tr_result_init(&rs[i]);
+        ctxs[i] = (tr_run_ctx){.params = &rp, .result = &rs[i]};
+    }
+    CHECK(gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
+    CHECK(rs[0].status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && ctxs[0].truncated);
+    CHECK(strcmp(tr_result_raw_text(&rs[0]), trunc) == 0);
+    CHECK(rs[1].status == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(rs[2].status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && ctxs[2].truncated);
+    /* with the budget back, every decodable row ends with OK */
+    s->budget = 0;
+    for (int i = 0; i < 3; i++) {
+        tr_result_clear(&rs[i]);
+        ctxs[i].truncated = false;
+    }
+    CHECK(gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
+    CHECK(rs[0].status == TRANSCRIBE_OK && strcmp(tr_result_raw_text(&rs[0]), full) == 0);
+    CHECK(rs[2].status == TRANSCRIBE_OK && !ctxs[2].truncated);
+    for (int i = 0; i < 3; i++) tr_result_free(&rs[i]);
+    free(full);
+    free(trunc);
+    tr_result_free(&r);
+    gs_session_free(s);
+    transcribe_audio_free(pcm);
+    gs_model_free(m);
+    gguf_close(f);
+}
+
 typedef struct wrow {
     int64_t t0, t1;
     const char *text;
@@ -246,6 +323,7 @@ static void test_parse(void) {
 int main(void) {
     test_bad_files();
     test_gate_and_abort();
+    test_truncated();
     test_parse();
     return TEST_DONE();
 }

@@ -8,6 +8,7 @@
 int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
+int bench_llm_batch(int argc, char **argv); /* bench_llm_batch.c */
 
 /* ---- OpenBLAS baseline (bench_blas.c) ---- */
 

@@ -129,6 +129,14 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
     r->n_speaker_segments +=
         single ? transcribe_n_speaker_segments(s) : transcribe_batch_n_speaker_segments(s, i);
 
+    /* Speakers of a split run: a family numbers the speakers of each piece
+     * from 1 on its own, with nothing that ties "speaker 1" of one piece to
+     * "speaker 1" of the next (no voice embedding, and the prompt carries no
+     * earlier turns). Rather than claim an identity it cannot know, the
+     * stitch keeps every piece's speakers apart: piece k's speaker n becomes
+     * speaker_base + n, where speaker_base counts the ids earlier pieces
+     * took. Turns inside a piece keep their identity. */
+    int32_t spk_base = shift ? r->speaker_base : 0, spk_max = 0;
     int64_t p0 = seg0 ? r->segs[seg0 - 1].t0_ms : 0, p1 = seg0 ? r->segs[seg0 - 1].t1_ms : 0;
     int ns = single ? transcribe_n_segments(s) : transcribe_batch_n_segments(s, i);
     for (int j = 0; j < ns; j++) {
@@ -146,8 +154,13 @@ void cli_result_append(cli_result *r, const struct transcribe_session *s, int i,
         if (shift) place(&g.t0_ms, &g.t1_ms, offset_ms, lo_ms, hi_ms, &p0, &p1);
         g.first_word += word0;
         g.first_token += tok0;
+        if (g.speaker_id > 0) {
+            if (g.speaker_id > spk_max) spk_max = g.speaker_id;
+            g.speaker_id += spk_base;
+        }
         r->segs[r->n_segs++] = g;
     }
+    if (shift) r->speaker_base += spk_max;
     if (shift && ns == 0 && text && *text) {
         /* A piece whose family gives no rows still has its place in time. */
         struct transcribe_segment g;

@@ -99,6 +99,7 @@ typedef struct gs_session {
     int32_t last_ids[GS_MAX_NEW + 1];
     int n_last;
     double mel_ms, encode_ms, proj_ms; /* phase timings of the latest run, ms (transcribe-bench) */
+    int budget; /* emitted-token budget when in 1..GS_MAX_NEW (tests); else GS_MAX_NEW */
 } gs_session;
 
 /* Loading (granite_load.c). */
@@ -131,6 +132,10 @@ transcribe_status gs_instruction(const gs_model *m, const struct transcribe_run_
                                  char *buf, size_t cap, const char **out);
 
 /* Output parsing of §10 (granite_output.c). */
+/* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
+ * ctxs[i].result; returns the whole-batch status. */
+transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs);
 transcribe_status gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
                                  const int32_t *ids, int n, int n_samples, tr_result *res);
 transcribe_status gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,

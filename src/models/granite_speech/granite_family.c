@@ -3,6 +3,11 @@
 
 TR_FAMILY_ADAPTERS(gs)
 
+static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
+                                       int n, tr_run_ctx *ctxs) {
+    return gs_run_batch(session, pcm, n_samples, n, ctxs);
+}
+
 /* c-api.md §13.2, decoder-bound (§9): (n_ctx − 64 − 256) / 3 windows of
  * 300 ms; KV bytes for one utterance at the effective context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
@@ -20,4 +25,5 @@ const tr_family tr_family_granite_speech = {
     .arch = "granite_speech",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
+    .run_batch = fam_run_batch,
 };

@@ -81,4 +81,10 @@ transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, i
 transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
                             float **enc_trim);
 
+/* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
+ * ctxs[i].result (partial text kept on OUTPUT_TRUNCATED); returns the
+ * whole-batch status. */
+transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs);
+
 #endif

@@ -1,8 +1,12 @@
-/* The MOSS family vtable (src/core/family.h). Batches run utterance by
- * utterance through the dispatcher (no run_batch hook yet). */
+/* The MOSS family vtable (src/core/family.h). */
 #include "models/moss/moss.h"
 
 TR_FAMILY_ADAPTERS(ms)
+
+static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
+                                       int n, tr_run_ctx *ctxs) {
+    return ms_run_batch(session, pcm, n_samples, n, ctxs);
+}
 
 /* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)
  * audio tokens of 80 ms; KV bytes for one utterance at the context. */
@@ -20,4 +24,5 @@ const tr_family tr_family_moss = {
     .arch = "moss",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
+    .run_batch = fam_run_batch,
 };

@@ -356,3 +356,103 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     free(apos);
     return st;
 }
+
+/* ---- batch (c-api.md §11; causal-lm.md §8) ---- */
+
+/* The encoder per utterance (as upstream), then one batched prefill and the
+ * batched step loop. Every row keeps its single run's budget and window
+ * (upstream shares one batch-wide budget), so it gets its single run's
+ * tokens, status and partial text. */
+transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs) {
+    const ms_model *m = s->m;
+    if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
+    tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
+    int32_t **outs = calloc((size_t)n, sizeof *outs);
+    transcribe_status st = rows && outs ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
+    int n_valid = 0, n_ctx = 0;
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
+        tr_result *r = ctxs[i].result;
+        int64_t T_pred = 0;
+        r->status = !pcm[i] || n_samples[i] <= 0 ? TRANSCRIBE_ERR_INVALID_ARG
+                                                 : gate(s, n_samples[i], &T_pred);
+        if (r->status != TRANSCRIBE_OK) continue;
+        if (tr_run_should_abort(&ctxs[i])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        float *clean = NULL, *audio = NULL;
+        int32_t *ids = NULL;
+        int *apos = NULL, T_enc = 0, n_ids = 0;
+        double t0 = tr_time_ms();
+        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moss", &clean);
+        transcribe_status e =
+            in ? ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+        free(clean);
+        r->encode_ms = (float)(tr_time_ms() - t0);
+        if (e == TRANSCRIBE_OK) e = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
+        const int budget = e == TRANSCRIBE_OK ? gen_budget(s, n_ids, T_enc) : 0;
+        if (e == TRANSCRIBE_OK) {
+            const size_t H = (size_t)m->lm.d_model;
+            rows[i].x = malloc((size_t)n_ids * H * sizeof(float));
+            outs[i] = malloc((size_t)(budget > 0 ? budget : 1) * sizeof(int32_t));
+            if (!rows[i].x || !outs[i]) e = TRANSCRIBE_ERR_OOM;
+            if (e == TRANSCRIBE_OK) {
+                /* as prefill(): audio rows replace their placeholder rows */
+                tr_clm_embed(&m->lm, &m->lm_w, ids, n_ids, NULL, 0, 0, rows[i].x);
+                for (int j = 0; j < T_enc; j++)
+                    memcpy(rows[i].x + (size_t)apos[j] * H, audio + (size_t)j * H,
+                           H * sizeof(float));
+            }
+        }
+        free(audio);
+        free(ids);
+        free(apos);
+        r->status = e;
+        if (e == TRANSCRIBE_ERR_OOM) st = e;
+        if (e != TRANSCRIBE_OK) {
+            free(rows[i].x);
+            rows[i].x = NULL;
+            continue;
+        }
+        rows[i].T = n_ids;
+        rows[i].max_new = budget;
+        rows[i].max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->ceiling);
+        rows[i].out = outs[i];
+        if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
+        n_valid++;
+    }
+    double t1 = tr_time_ms();
+    if (st == TRANSCRIBE_OK && n_valid > 0) {
+        abort_ctx ac = {&ctxs[0]};
+        tr_clm_greedy_cfg cfg = {.eos = m->eos, .should_abort = should_abort, .abort_user = &ac};
+        if (s->repeat_guard) {
+            const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
+            cfg.repeat_max_period = g.max_period;
+            cfg.repeat_min_repeats = g.min_repeats;
+            cfg.repeat_min_tokens = g.min_tokens;
+        }
+        st = tr_clm_run_batch(s->lm, s->pool, &cfg, rows, n, n_ctx, NULL);
+    }
+    const float dec_ms = n_valid ? (float)((tr_time_ms() - t1) / n_valid) : 0.0f;
+    for (int i = 0; rows && i < n; i++) {
+        tr_result *r = ctxs[i].result;
+        if (rows[i].x && rows[i].slot >= 0 &&
+            (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED)) {
+            transcribe_status e =
+                fill_result(m, rows[i].out, rows[i].n_out, n_samples[i], ctxs[i].params, r);
+            r->status = e != TRANSCRIBE_OK ? e : rows[i].status;
+            r->decode_ms = dec_ms;
+            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
+        } else if (st == TRANSCRIBE_ERR_ABORTED && r->status == TRANSCRIBE_OK) {
+            r->status = TRANSCRIBE_ERR_ABORTED; /* not reached before the abort */
+        }
+        free(rows[i].x);
+        if (outs) free(outs[i]);
+    }
+    free(rows);
+    free(outs);
+    return st;
+}

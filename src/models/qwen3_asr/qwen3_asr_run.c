@@ -245,7 +245,40 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
     return st;
 }
 
-/* ---- batch (§11) ---- */
+/* ---- batch (§11; causal-lm.md §8) ---- */
+
+/* Gate, encoder and prompt embeddings of utterance i into its batch row
+ * (x set when it will be decoded). A non-OK status other than OOM is that
+ * utterance's own. */
+static transcribe_status prepare_row(qa_session *s, const float *pcm, int n_samples,
+                                     const char *lang, int prefix, tr_result *r,
+                                     tr_clm_batch_row *row) {
+    const qa_model *m = s->m;
+    int T_pred = 0;
+    if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
+    transcribe_status st = gate(s, n_samples, prefix, &T_pred);
+    if (st != TRANSCRIBE_OK) return st;
+    float *audio = NULL;
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, r);
+    if (st == TRANSCRIBE_OK) {
+        row->x = malloc((size_t)n_ids * m->lm.d_model * sizeof(float));
+        if (!row->x) st = TRANSCRIBE_ERR_OOM;
+    }
+    if (st == TRANSCRIBE_OK) {
+        int n_audio = 0;
+        for (int i = QA_AUDIO_AT; i < n_ids && ids[i] == m->sp.audio_pad; i++) n_audio++;
+        tr_clm_embed(&m->lm, &m->lm_w, ids, n_ids, audio, QA_AUDIO_AT, n_audio, row->x);
+        row->T = n_ids;
+        row->max_new = QA_MAX_NEW;
+        /* the single run's window: its own cache size */
+        row->max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->dec.ceiling);
+    }
+    free(audio);
+    free(ids);
+    return st;
+}
 
 transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
                                tr_run_ctx *ctxs) {
@@ -255,102 +288,47 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
     const char *lang = ctxs[0].params->language; /* one hint for the whole batch */
     int prefix = qa_lang_prefix_len(m, lang);
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
-    float **audio = calloc((size_t)n, sizeof *audio);
-    int32_t **ids = calloc((size_t)n, sizeof *ids);
-    int *n_ids = calloc((size_t)n, sizeof *n_ids), *slot = calloc((size_t)n, sizeof *slot);
-    int *first = calloc((size_t)n, sizeof *first), *n_out = calloc((size_t)n, sizeof *n_out);
-    bool *valid = calloc((size_t)n, sizeof *valid), *filled = calloc((size_t)n, sizeof *filled);
-    transcribe_status *rst = calloc((size_t)n, sizeof *rst);
+    tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
     int32_t *out = malloc((size_t)n * QA_MAX_NEW * sizeof(int32_t));
-    transcribe_status st = TRANSCRIBE_OK;
-    if (!audio || !ids || !n_ids || !slot || !first || !n_out || !valid || !filled || !rst ||
-        !out) {
-        st = TRANSCRIBE_ERR_OOM;
-        goto done;
-    }
-    int n_valid = 0, max_T = 0;
-    for (int i = 0; i < n; i++) {
+    transcribe_status st = rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
+    int n_valid = 0, n_ctx = 0;
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
         tr_result *r = ctxs[i].result;
-        int T_pred;
-        r->status = !pcm[i] || n_samples[i] <= 0 ? TRANSCRIBE_ERR_INVALID_ARG
-                                                 : gate(s, n_samples[i], prefix, &T_pred);
-        if (r->status != TRANSCRIBE_OK) continue;
+        rows[i].out = out + (size_t)i * QA_MAX_NEW;
         if (tr_run_should_abort(&ctxs[i])) {
             st = TRANSCRIBE_ERR_ABORTED;
-            goto done;
+            break;
         }
-        transcribe_status e =
-            encode_utt(s, pcm[i], n_samples[i], lang, &audio[i], &ids[i], &n_ids[i], r);
-        if (e == TRANSCRIBE_ERR_OOM) {
-            st = e;
-            goto done;
-        }
-        r->status = e;
-        if (e != TRANSCRIBE_OK) continue;
-        valid[i] = true;
-        slot[i] = n_valid++;
-        if (n_ids[i] > max_T) max_T = n_ids[i];
+        r->status = prepare_row(s, pcm[i], n_samples[i], lang, prefix, r, &rows[i]);
+        if (r->status == TRANSCRIBE_ERR_OOM) st = TRANSCRIBE_ERR_OOM;
+        if (r->status != TRANSCRIBE_OK) continue;
+        n_valid++;
+        if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
     }
-    if (n_valid == 0) goto done;
-    double t0 = tr_time_ms();
-    const int n_ctx = tr_clm_ctx_pow2((int64_t)max_T + QA_MAX_NEW, s->dec.ceiling);
-    if ((st = tr_clm_reserve(s->dec.lm, n_valid, n_ctx)) != TRANSCRIBE_OK) goto done;
-    /* slot-indexed views for the batched loop */
-    int *sf = calloc((size_t)n_valid, sizeof *sf), *sT = calloc((size_t)n_valid, sizeof *sT);
-    bool *sv = calloc((size_t)n_valid, sizeof *sv);
-    int *sn = calloc((size_t)n_valid, sizeof *sn);
-    transcribe_status *ss = calloc((size_t)n_valid, sizeof *ss);
-    if (!sf || !sT || !sv || !sn || !ss) st = TRANSCRIBE_ERR_OOM;
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        if (!valid[i]) continue;
-        first[i] = prefill(s, ids[i], n_ids[i], audio[i], slot[i], NULL);
-        if (first[i] < 0) st = TRANSCRIBE_ERR_OOM;
-        sf[slot[i]] = first[i];
-        sT[slot[i]] = n_ids[i];
-        sv[slot[i]] = true;
-    }
-    if (st == TRANSCRIBE_OK) {
+    double t0 = tr_time_ms(), prefill_ms = 0;
+    if (st == TRANSCRIBE_OK && n_valid > 0) {
         abort_ctx ac = {&ctxs[0]};
-        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
-                                 .max_new = QA_MAX_NEW,
-                                 .max_n_kv = n_ctx,
-                                 .should_abort = should_abort,
-                                 .abort_user = &ac};
-        st = tr_clm_greedy_batch(s->dec.lm, s->dec.pool, &cfg, n_valid, sf, sT, sv, out, sn, ss);
+        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = should_abort, .abort_user = &ac};
+        st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
     }
-    const float dec_ms = (float)((tr_time_ms() - t0) / n_valid);
-    for (int i = 0; i < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); i++) {
-        if (!valid[i]) continue;
+    s->dec.prefill_ms = prefill_ms;
+    const float dec_ms = n_valid ? (float)((tr_time_ms() - t0) / n_valid) : 0.0f;
+    for (int i = 0; rows && i < n; i++) {
         tr_result *r = ctxs[i].result;
-        int k = slot[i];
-        transcribe_status e =
-            qa_fill_result(m, out + (size_t)k * QA_MAX_NEW, sn[k], forced(lang), n_samples[i], r);
-        r->status = e != TRANSCRIBE_OK ? e : st == TRANSCRIBE_ERR_ABORTED ? st : ss[k];
-        r->decode_ms = dec_ms;
-        filled[i] = true;
-        if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
+        if (rows[i].slot >= 0 && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) &&
+            rows[i].x) {
+            transcribe_status e =
+                qa_fill_result(m, rows[i].out, rows[i].n_out, forced(lang), n_samples[i], r);
+            r->status = e != TRANSCRIBE_OK ? e : rows[i].status;
+            r->decode_ms = dec_ms;
+            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
+        } else if (st == TRANSCRIBE_ERR_ABORTED && r->status == TRANSCRIBE_OK) {
+            r->status = TRANSCRIBE_ERR_ABORTED; /* not reached before the abort */
+        }
+        free(rows[i].x);
     }
-    free(sf);
-    free(sT);
-    free(sv);
-    free(sn);
-    free(ss);
-done:
-    for (int i = 0; audio && i < n; i++) free(audio[i]);
-    for (int i = 0; ids && i < n; i++) free(ids[i]);
-    free(audio);
-    free(ids);
-    free(n_ids);
-    free(slot);
-    free(first);
-    free(n_out);
-    free(valid);
-    free(rst);
+    free(rows);
     free(out);
-    if (st == TRANSCRIBE_ERR_ABORTED)
-        for (int i = 0; i < n; i++)
-            if (ctxs[i].result->status == TRANSCRIBE_OK && !(filled && filled[i]))
-                ctxs[i].result->status = TRANSCRIBE_ERR_ABORTED;
-    free(filled);
     return st;
 }
