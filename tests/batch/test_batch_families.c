@@ -1,7 +1,7 @@
 /* transcribe_run_batch against single runs on the reference models of
  * Whisper, Parakeet (TDT, RNN-T, CTC) and Canary: 8 utterances of mixed
- * lengths (slices of two recordings, one repeated past Parakeet's window
- * for the windowed fallback inside a batch) must give, per utterance,
+ * lengths (slices of two recordings; one repeated to 110 s, past
+ * Parakeet's single-pass window and Whisper's 30 s window) must give, per utterance,
  * exactly the single run's status, text, tokens (ids and times), words and
  * segments; rows that cannot run (NULL pcm, no samples, over Canary's input
  * limit) get their own status while the rest decode. */
@@ -188,7 +188,18 @@ int main(void) {
     check_model("canary f16", "tests/data/canary/tiny-canary2/tiny-canary2-ref-F16.gguf", &mixed,
                 any);
 
-    check_model("whisper", "tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf", &mixed, any);
+    /* Whisper: every utterance on its own member of the batch hub; one
+     * long-form row (four 30 s windows), one NULL row */
+    const char *wh_path = "tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf";
+    check_model("whisper", wh_path, &mixed, any);
+    audio_set wh = mixed;
+    transcribe_status wh_want[N_UTT] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    wh.pcm[2] = longer;
+    wh.n[2] = n_jfk * reps;
+    wh_want[2] = TRANSCRIBE_OK;
+    wh.pcm[7] = NULL;
+    wh_want[7] = TRANSCRIBE_ERR_INVALID_ARG;
+    check_model("whisper (long and bad rows)", wh_path, &wh, wh_want);
 
     free(huge);
     free(longer);
