@@ -89,6 +89,11 @@ static void compare(const char *what, int i, const outcome *a, const outcome *b)
     CHECK_MSG(bad == 0, "%s utt %d: %d token/word/segment rows differ", what, i, bad);
 }
 
+static bool abort_after(void *u) {
+    int *left = u;
+    return --*left < 0;
+}
+
 typedef struct audio_set {
     const float *pcm[N_UTT];
     int n[N_UTT];
@@ -127,6 +132,35 @@ static void check_model(const char *what, const char *path, const audio_set *a,
     /* the reference models say something for every real slice */
     CHECK_MSG(n_ok >= 4, "%s: only %d utterances produced text", what, n_ok);
     printf("%s: %d of %d utterances with text, batch == single\n", what, n_ok, N_UTT);
+    /* abort part-way (at a quarter and at three quarters of the polls a
+     * whole batch makes): ABORTED, every slot reported, completed ones kept */
+    int total = 1 << 30;
+    transcribe_set_abort_callback(s, abort_after, &total);
+    CHECK(transcribe_run_batch(s, a->pcm, a->n, N_UTT, NULL) == TRANSCRIBE_OK);
+    total = (1 << 30) - total;
+    for (int q = 1; q <= 3; q += 2) {
+        const int polls = total * q / 4;
+        int left = polls;
+        transcribe_set_abort_callback(s, abort_after, &left);
+        st = transcribe_run_batch(s, a->pcm, a->n, N_UTT, NULL);
+        transcribe_set_abort_callback(s, NULL, NULL);
+        CHECK_MSG(st == TRANSCRIBE_ERR_ABORTED && transcribe_was_aborted(s),
+                  "%s: abort after %d polls: %s", what, polls, transcribe_status_string(st));
+        CHECK(transcribe_batch_n_results(s) == N_UTT);
+        int n_aborted = 0;
+        for (int i = 0; i < N_UTT; i++) {
+            transcribe_status u = transcribe_batch_status(s, i);
+            n_aborted += u == TRANSCRIBE_ERR_ABORTED;
+            if (u == TRANSCRIBE_ERR_ABORTED) continue;
+            CHECK_MSG(u == single[i].st, "%s: abort: utt %d status %d vs %d", what, i, u,
+                      single[i].st);
+            const char *t = transcribe_batch_full_text(s, i);
+            if (u == TRANSCRIBE_OK)
+                CHECK_MSG(t && !strcmp(t, single[i].text), "%s: abort: utt %d text differs", what,
+                          i);
+        }
+        CHECK_MSG(n_aborted > 0, "%s: abort after %d polls left no slot ABORTED", what, polls);
+    }
     for (int i = 0; i < N_UTT; i++) {
         free(single[i].text);
         free(batch[i].text);
