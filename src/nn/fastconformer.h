@@ -88,4 +88,21 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
                                 const float *mel, int T_mel, float *out, float *pre_out,
                                 tr_fc_abort_fn should_abort, void *abort_user);
 
+/* One pass over n utterances (the batch API's encoder): mel[i] [n_mels]
+ * [T_mel[i]] -> out packed without padding, utterance i at rows
+ * [sum_{j<i} T_j, + T_i) with T_i = tr_fc_out_frames(T_mel[i]). The
+ * row-wise stages (norms, every projection, element-wise passes) run once
+ * over all rows, so each weight is read once per batch; pre-encode,
+ * attention and the depthwise conv run per utterance on its own frames, and
+ * the positional projection once for the longest. Every utterance's rows
+ * equal tr_fc_forward's for it (same kernels on the same rows; a
+ * single-run product of <= 4 rows takes the small-M path and may differ in
+ * the last bit). The work area holds about the memory of one forward over
+ * sum T_i frames (attention scratch only for the longest), so callers
+ * bound the batch's total frames. An utterance with no frames ->
+ * INVALID_ARG; over the frame limit -> INPUT_TOO_LONG (nothing run). */
+transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int n,
+                                      const float *const *mel, const int *T_mel, float *out,
+                                      tr_fc_abort_fn should_abort, void *abort_user);
+
 #endif

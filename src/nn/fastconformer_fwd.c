@@ -90,30 +90,53 @@ static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *w1,
     tr_fc_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
 }
 
+/* Utterances of one forward: n segments of T[i] frames, segment i at rows
+ * [off[i], off[i] + T[i]) of every [rows][d] buffer. Row-wise stages (norms,
+ * projections, element-wise passes) run once over all rows; attention and
+ * the depthwise conv run per segment. A single run is one segment. */
+typedef struct segs {
+    int n;
+    const int *T, *off;
+    int rows;  /* sum of T */
+    int T_max; /* longest segment: its positional rows cover every shorter one */
+} segs;
+
 static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
-                          int T, int P, tr_fc_work *w) {
-    const int d = enc->hp.d_model;
+                          const segs *sg, int P, tr_fc_work *w) {
+    const int d = enc->hp.d_model, T = sg->rows;
     tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_attn.w, blk->norm_attn.b, FC_LN_EPS);
     tr_nn_linear_fwd(pool, &blk->q, w->h.p, T, w->q.p);
     tr_nn_linear_fwd(pool, &blk->k, w->h.p, T, w->k.p);
     tr_nn_linear_fwd(pool, &blk->v, w->h.p, T, w->v.p);
     tr_linear(pool, &blk->pos, NULL, w->pe.p, P, w->p.p);
-    if (!tr_fc_rel_attention(&enc->hp, blk, pool, w->q.p, w->k.p, w->v.p, w->p.p, P, T, w->h.p,
-                             &w->att))
-        return false;
+    const int first_max = tr_fc_pos_first(&enc->hp, sg->T_max);
+    for (int i = 0; i < sg->n; i++) {
+        /* the table row of position pos0 is first_max - pos0 (rows are
+         * positions counting down), so a shorter segment reads a sub-range */
+        const int Ti = sg->T[i], Pi = tr_fc_pos_rows(&enc->hp, Ti);
+        const int r0 = first_max - tr_fc_pos_first(&enc->hp, Ti);
+        const size_t o = (size_t)sg->off[i] * (size_t)d;
+        if (!tr_fc_rel_attention(&enc->hp, blk, pool, w->q.p + o, w->k.p + o, w->v.p + o,
+                                 w->p.p + (size_t)r0 * d, Pi, Ti, w->h.p + o, &w->att))
+            return false;
+    }
     tr_nn_linear_fwd(pool, &blk->o, w->h.p, T, w->q.p);
     tr_fc_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
     return true;
 }
 
 static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
-                          int T, tr_fc_work *w) {
+                          const segs *sg, tr_fc_work *w) {
     const tr_fc_hparams *hp = &enc->hp;
-    const int d = hp->d_model;
+    const int d = hp->d_model, T = sg->rows;
     tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
     tr_nn_linear_fwd(pool, &blk->pw1, w->h.p, T, w->mid.p); /* [T][2d] */
     tr_fc_ew_glu(pool, w->mid.p, w->h.p, T, d);
-    tr_fc_depthwise(pool, blk, d, hp->conv_kernel, hp->conv_pad_left, w->h.p, w->q.p, T);
+    for (int i = 0; i < sg->n; i++) {
+        const size_t o = (size_t)sg->off[i] * (size_t)d;
+        tr_fc_depthwise(pool, blk, d, hp->conv_kernel, hp->conv_pad_left, w->h.p + o, w->q.p + o,
+                        sg->T[i]);
+    }
     if (hp->conv_layer_norm)
         tr_layer_norm(pool, w->q.p, w->q.p, T, d, blk->cln_w, blk->cln_b, FC_LN_EPS);
     tr_fc_ew_silu(pool, w->q.p, (long)T * d);
@@ -145,6 +168,39 @@ static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
  * indexable with int rows and far from address-space limits. */
 #define FC_MAX_T_ENC 40000
 
+/* The forward over segments: mel[i] [n_mels][T_mel[i]] -> out rows of
+ * segment i (sg already holds the frame counts and offsets). */
+static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                      const float *const *mel, const int *T_mel, const segs *sg,
+                                      float *out, float *pre_out, tr_fc_abort_fn should_abort,
+                                      void *abort_user) {
+    const tr_fc_hparams *hp = &enc->hp;
+    const int d = hp->d_model, T = sg->rows;
+    const int P = tr_fc_pos_rows(hp, sg->T_max);
+    if (!reserve_all(hp, T, P, w)) {
+        TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    for (int i = 0; i < sg->n; i++)
+        if (!tr_fc_pre_encode(enc, pool, mel[i], T_mel[i], out + (size_t)sg->off[i] * d, sg->T[i],
+                              &w->pre))
+            return TRANSCRIBE_ERR_OOM;
+    if (hp->xscaling) tr_fc_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
+    if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
+    if (enc->spk) speaker_kernel(enc, pool, out, T, w);
+    tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, sg->T_max));
+    for (int i = 0; i < hp->n_layers; i++) {
+        if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
+        const tr_fc_block *blk = &enc->blocks[i];
+        ff_half(pool, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, d, hp->d_ff, out, T, w);
+        if (!attn_residual(enc, blk, pool, out, sg, P, w)) return TRANSCRIBE_ERR_OOM;
+        conv_residual(enc, blk, pool, out, sg, w);
+        ff_half(pool, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, d, hp->d_ff, out, T, w);
+        tr_layer_norm(pool, out, out, T, d, blk->norm_out.w, blk->norm_out.b, FC_LN_EPS);
+    }
+    return TRANSCRIBE_OK;
+}
+
 transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
                                 const float *mel, int T_mel, float *out, float *pre_out,
                                 tr_fc_abort_fn should_abort, void *abort_user) {
@@ -152,31 +208,46 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
         TR_ERROR("fastconformer: forward: invalid argument (T_mel %d)", T_mel);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    const tr_fc_hparams *hp = &enc->hp;
-    const int d = hp->d_model;
     const int T = tr_fc_out_frames(enc, T_mel);
     if (T > FC_MAX_T_ENC) {
         TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    const int P = tr_fc_pos_rows(hp, T);
-    if (!reserve_all(hp, T, P, w)) {
-        TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
-        return TRANSCRIBE_ERR_OOM;
+    const int off = 0;
+    const segs sg = {1, &T, &off, T, T};
+    return forward_segs(enc, pool, w, &mel, &T_mel, &sg, out, pre_out, should_abort, abort_user);
+}
+
+transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int n,
+                                      const float *const *mel, const int *T_mel, float *out,
+                                      tr_fc_abort_fn should_abort, void *abort_user) {
+    if (!enc || !w || !mel || !T_mel || !out || n < 1) {
+        TR_ERROR("fastconformer: batch forward: invalid argument (n %d)", n);
+        return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    if (!tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre)) return TRANSCRIBE_ERR_OOM;
-    if (hp->xscaling) tr_fc_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
-    if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
-    if (enc->spk) speaker_kernel(enc, pool, out, T, w);
-    tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, T));
-    for (int i = 0; i < hp->n_layers; i++) {
-        if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
-        const tr_fc_block *blk = &enc->blocks[i];
-        ff_half(pool, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, d, hp->d_ff, out, T, w);
-        if (!attn_residual(enc, blk, pool, out, T, P, w)) return TRANSCRIBE_ERR_OOM;
-        conv_residual(enc, blk, pool, out, T, w);
-        ff_half(pool, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, d, hp->d_ff, out, T, w);
-        tr_layer_norm(pool, out, out, T, d, blk->norm_out.w, blk->norm_out.b, FC_LN_EPS);
+    int *T = malloc(2 * (size_t)n * sizeof(int));
+    if (!T) return TRANSCRIBE_ERR_OOM;
+    int *off = T + n;
+    long rows = 0;
+    int T_max = 0;
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
+        T[i] = mel[i] && T_mel[i] >= 1 ? tr_fc_out_frames(enc, T_mel[i]) : 0;
+        off[i] = (int)rows;
+        rows += T[i];
+        if (T[i] > T_max) T_max = T[i];
+        if (T[i] < 1) {
+            TR_ERROR("fastconformer: batch forward: utterance %d has no mel frames", i);
+            st = TRANSCRIBE_ERR_INVALID_ARG;
+        } else if (T[i] > FC_MAX_T_ENC || rows > INT32_MAX / 4) {
+            TR_ERROR("fastconformer: batch forward: %ld encoder frames exceed the limit", rows);
+            st = TRANSCRIBE_ERR_INPUT_TOO_LONG;
+        }
     }
-    return TRANSCRIBE_OK;
+    if (st == TRANSCRIBE_OK) {
+        const segs sg = {n, T, off, (int)rows, T_max};
+        st = forward_segs(enc, pool, w, mel, T_mel, &sg, out, NULL, should_abort, abort_user);
+    }
+    free(T);
+    return st;
 }

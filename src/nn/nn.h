@@ -97,4 +97,22 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
                          int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
                          const float *cv, int n_src, float *scratch);
 
+/* One sequence of a batched decoder step: `rows` consecutive rows of x at
+ * positions n_past.., with its own self-attention cache and cross K/V. */
+typedef struct tr_nn_dec_seg {
+    int rows, n_past, n_src;
+    tr_nn_kv *kv;
+    const float *ck, *cv; /* [n_src][d_model] of this layer */
+} tr_nn_dec_seg;
+
+/* tr_nn_dec_block_fwd for n_seg independent sequences packed in x
+ * (segment i's rows follow segment i-1's): every projection runs once over
+ * all rows, so each weight is read once for the whole batch; attention
+ * runs per sequence. Scratch: tr_nn_dec_block_scratch for the total rows.
+ * A sequence's rows equal its own tr_nn_dec_block_fwd's up to the
+ * rounding of the matmul path the row count selects. */
+void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                              float *x, int n_seg, const tr_nn_dec_seg *segs, int layer,
+                              float *scratch);
+
 #endif

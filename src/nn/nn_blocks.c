@@ -123,89 +123,114 @@ void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src,
     tr_nn_linear_fwd(pool, &blk->cross.v, src, n_src, cv);
 }
 
-void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
-                         int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
-                         const float *cv, int n_src, float *scratch) {
+/* Appends rows [n_past, n_past + rows) of K and V (from tk, tv) to the
+ * cache of this layer and returns F32 views of the whole [0, n_past + rows)
+ * prefix (the cache itself, or its unpacked copy for F16). */
+static void cache_append(tr_nn_kv *kv, int layer, int n_past, int rows, const float *tk,
+                         const float *tv, const float **kc, const float **vc) {
+    const size_t D = (size_t)kv->dim, n = (size_t)rows * D;
+    size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * D;
+    if (!kv->f16) {
+        float *kl = (float *)kv->k + layer_off, *vl = (float *)kv->v + layer_off;
+        memcpy(kl + (size_t)n_past * D, tk, n * sizeof(float));
+        memcpy(vl + (size_t)n_past * D, tv, n * sizeof(float));
+        *kc = kl;
+        *vc = vl;
+        return;
+    }
+    uint16_t *kl = (uint16_t *)kv->k + layer_off, *vl = (uint16_t *)kv->v + layer_off;
+    for (size_t i = 0; i < n; i++) {
+        kl[(size_t)n_past * D + i] = tr_f32_to_f16(tk[i]);
+        vl[(size_t)n_past * D + i] = tr_f32_to_f16(tv[i]);
+    }
+    float *uk = kv->unpack, *uv = kv->unpack + (size_t)kv->n_ctx * D;
+    size_t m = (size_t)(n_past + rows) * D;
+    for (size_t i = 0; i < m; i++) {
+        uk[i] = tr_f16_to_f32(kl[i]);
+        uv[i] = tr_f16_to_f32(vl[i]);
+    }
+    *kc = uk;
+    *vc = uv;
+}
+
+void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                              float *x, int n_seg, const tr_nn_dec_seg *segs, int layer,
+                              float *scratch) {
     const int D = d->d_model;
+    int rows = 0;
+    for (int i = 0; i < n_seg; i++) rows += segs[i].rows;
     size_t n = (size_t)rows * (size_t)D;
     float *h = scratch, *q = h + n, *o = q + n, *tk = o + n, *tv = tk + n, *mid = tv + n;
     const float scale = 1.0f / sqrtf((float)d->head_dim);
-    const int n_kv = n_past + rows;
-    size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * (size_t)kv->dim;
 
-    /* causal self-attention over the cache */
+    /* causal self-attention over each sequence's cache */
     tr_layer_norm(pool, x, h, rows, D, blk->ln_self.w, blk->ln_self.b, d->ln_eps);
     tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
-    const float *kc, *vc;
-    if (!kv->f16) {
-        float *kl = (float *)kv->k + layer_off, *vl = (float *)kv->v + layer_off;
-        /* project straight into the cache rows: no copy */
-        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, kl + (size_t)n_past * D);
-        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, vl + (size_t)n_past * D);
-        kc = kl;
-        vc = vl;
-    } else {
-        uint16_t *kl = (uint16_t *)kv->k + layer_off, *vl = (uint16_t *)kv->v + layer_off;
-        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
-        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
-        for (size_t i = 0; i < n; i++) {
-            kl[(size_t)n_past * D + i] = tr_f32_to_f16(tk[i]);
-            vl[(size_t)n_past * D + i] = tr_f32_to_f16(tv[i]);
-        }
-        float *uk = kv->unpack, *uv = kv->unpack + (size_t)kv->n_ctx * D;
-        size_t m = (size_t)n_kv * D;
-        for (size_t i = 0; i < m; i++) {
-            uk[i] = tr_f16_to_f32(kl[i]);
-            uv[i] = tr_f16_to_f32(vl[i]);
-        }
-        kc = uk;
-        vc = uv;
+    tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
+    tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+    for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
+        const tr_nn_dec_seg *sg = &segs[i];
+        const size_t off = (size_t)r0 * (size_t)D;
+        const float *kc, *vc;
+        cache_append(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off, &kc, &vc);
+        const int n_kv = sg->n_past + sg->rows;
+        tr_attn_args a = {
+            .q = q + off,
+            .q_stride = D,
+            .k = kc,
+            .v = vc,
+            .kv_stride = D,
+            .out = o + off,
+            .out_stride = D,
+            .n_q = sg->rows,
+            .n_kv = n_kv,
+            .kv_valid = n_kv,
+            .n_head = d->n_head,
+            .n_head_kv = d->n_head,
+            .head_dim = d->head_dim,
+            .scale = scale,
+            .causal = true,
+            .causal_offset = sg->n_past,
+        };
+        tr_attention(pool, &a);
     }
-    tr_attn_args a = {
-        .q = q,
-        .q_stride = D,
-        .k = kc,
-        .v = vc,
-        .kv_stride = D,
-        .out = o,
-        .out_stride = D,
-        .n_q = rows,
-        .n_kv = n_kv,
-        .kv_valid = n_kv,
-        .n_head = d->n_head,
-        .n_head_kv = d->n_head,
-        .head_dim = d->head_dim,
-        .scale = scale,
-        .causal = true,
-        .causal_offset = n_past,
-    };
-    tr_attention(pool, &a);
     tr_nn_linear_fwd(pool, &blk->self.o, o, rows, q);
     add_inplace(pool, x, q, n);
 
-    /* cross-attention over the source sequence */
+    /* cross-attention, each sequence over its own source */
     tr_layer_norm(pool, x, h, rows, D, blk->ln_cross.w, blk->ln_cross.b, d->ln_eps);
     tr_nn_linear_fwd(pool, &blk->cross.q, h, rows, q);
-    tr_attn_args c = {
-        .q = q,
-        .q_stride = D,
-        .k = ck,
-        .v = cv,
-        .kv_stride = D,
-        .out = o,
-        .out_stride = D,
-        .n_q = rows,
-        .n_kv = n_src,
-        .kv_valid = n_src,
-        .n_head = d->n_head,
-        .n_head_kv = d->n_head,
-        .head_dim = d->head_dim,
-        .scale = scale,
-        .causal = false,
-    };
-    tr_attention(pool, &c);
+    for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
+        const tr_nn_dec_seg *sg = &segs[i];
+        const size_t off = (size_t)r0 * (size_t)D;
+        tr_attn_args c = {
+            .q = q + off,
+            .q_stride = D,
+            .k = sg->ck,
+            .v = sg->cv,
+            .kv_stride = D,
+            .out = o + off,
+            .out_stride = D,
+            .n_q = sg->rows,
+            .n_kv = sg->n_src,
+            .kv_valid = sg->n_src,
+            .n_head = d->n_head,
+            .n_head_kv = d->n_head,
+            .head_dim = d->head_dim,
+            .scale = scale,
+            .causal = false,
+        };
+        tr_attention(pool, &c);
+    }
     tr_nn_linear_fwd(pool, &blk->cross.o, o, rows, q);
     add_inplace(pool, x, q, n);
 
     ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
+}
+
+void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
+                         int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
+                         const float *cv, int n_src, float *scratch) {
+    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv};
+    tr_nn_dec_block_fwd_segs(pool, blk, d, x, 1, &one, layer, scratch);
 }

@@ -266,6 +266,73 @@ static void test_parity(void) {
     parity_case("F16 weights, 4 heads", &c, 77, 1e-4);
 }
 
+/* tr_fc_forward_batch: utterances of different lengths packed in one pass
+ * give each utterance's single-run rows bit for bit (every length here
+ * has > 4 encoder frames, so single runs take the same GEMM path). */
+static void batch_case(const char *label, const fc_synth_cfg *cfg) {
+    loaded L;
+    transcribe_status st = load_cfg(cfg, TR_FC_KEYS_PARAKEET, &L);
+    CHECK_MSG(st == TRANSCRIBE_OK, "%s: load %d", label, (int)st);
+    if (st) {
+        unload(&L);
+        return;
+    }
+    enum { NB = 4 };
+    const int T_mel[NB] = {61, 150, 37, 97}, d = cfg->d;
+    float *mel[NB], *single[NB];
+    int rows = 0;
+    tr_pool *pool = tr_pool_create(2);
+    tr_fc_work *w = tr_fc_work_new();
+    for (int i = 0; i < NB; i++) {
+        const int T = tr_fc_out_frames(L.enc, T_mel[i]);
+        mel[i] = random_mel(cfg->n_mels, T_mel[i], 11u + (uint32_t)i);
+        single[i] = malloc(sizeof(float) * T * d);
+        CHECK(tr_fc_forward(L.enc, pool, w, mel[i], T_mel[i], single[i], NULL, NULL, NULL) ==
+              TRANSCRIBE_OK);
+        rows += T;
+    }
+    float *packed = malloc(sizeof(float) * rows * d);
+    tr_fc_work *wb = tr_fc_work_new();
+    st = tr_fc_forward_batch(L.enc, pool, wb, NB, (const float *const *)mel, T_mel, packed, NULL,
+                             NULL);
+    CHECK_MSG(st == TRANSCRIBE_OK, "%s: batch forward %d", label, (int)st);
+    int off = 0, same = 0;
+    for (int i = 0; i < NB; i++) {
+        const int T = tr_fc_out_frames(L.enc, T_mel[i]);
+        same += memcmp(single[i], packed + (size_t)off * d, sizeof(float) * T * d) == 0;
+        off += T;
+    }
+    printf("%-28s batch of %d: %d bit-identical to single runs\n", label, NB, same);
+    CHECK_MSG(same == NB, "%s: %d of %d batch rows differ from single runs", label, NB - same, NB);
+    /* a row without frames fails the batch before any work */
+    const int bad[2] = {61, 0};
+    CHECK(tr_fc_forward_batch(L.enc, pool, wb, 2, (const float *const *)mel, bad, packed, NULL,
+                              NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    for (int i = 0; i < NB; i++) free(mel[i]), free(single[i]);
+    free(packed);
+    tr_fc_work_free(w);
+    tr_fc_work_free(wb);
+    tr_pool_free(pool);
+    unload(&L);
+}
+
+static void test_batch(void) {
+    fc_synth_cfg c = fc_synth_default();
+    batch_case("batch: full", &c);
+    c.att_left = 3, c.att_right = 2, c.xscaling = true, c.seed = 77;
+    batch_case("batch: local 3/2", &c);
+    c = fc_synth_default();
+    c.style = "chunked_limited";
+    c.att_left = 4, c.att_right = 1, c.conv_left = 4, c.conv_right = 0, c.layer_norm = true;
+    batch_case("batch: chunked_limited", &c);
+    c = fc_synth_default();
+    c.spk = true, c.spk_bg = true;
+    batch_case("batch: speaker kernel", &c);
+    c = fc_synth_default();
+    c.d = 64, c.H = 4, c.d_ff = 128, c.lin_type = TR_Q8_0, c.seed = 8;
+    batch_case("batch: Q8_0", &c);
+}
+
 static bool abort_now(void *u) {
     int *n = u;
     return ++*n > 1; /* let block 0 run, stop before block 1 */
@@ -372,6 +439,7 @@ int main(void) {
     test_lengths();
     test_bn_fold();
     test_parity();
+    test_batch();
     test_abort_and_args();
     test_errors();
     return TEST_DONE();

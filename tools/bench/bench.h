@@ -9,6 +9,7 @@ int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
 int bench_llm_batch(int argc, char **argv); /* bench_llm_batch.c */
+int bench_batch(int argc, char **argv); /* bench_batch.c: batched vs serial throughput */
 
 /* ---- OpenBLAS baseline (bench_blas.c) ---- */
 

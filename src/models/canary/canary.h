@@ -133,5 +133,12 @@ transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_e
 bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
 
 /* The run (canary_run.c). */
+/* Result rows of §10 from the generated ids (EOS excluded). */
+transcribe_status cn_fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
+                                 int n_out, bool keep_tags, tr_result *res);
+/* The batch run (canary_batch.c, core/family.h run_batch): sets every
+ * ctxs[i].result->status, returns the whole-batch status. */
+transcribe_status cn_run_batch(cn_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs);
 
 #endif

@@ -34,8 +34,8 @@ static bool enc_should_abort(void *user) {
 
 /* Text (§10): decode with control tokens dropped (unless kept), then remove
  * exactly one leading ASCII space. Raw text: every generated id, as is. */
-static transcribe_status fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
-                                     int n_out, bool keep_tags, tr_result *res) {
+transcribe_status cn_fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
+                                 int n_out, bool keep_tags, tr_result *res) {
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
     if (!tr_result_set_language(res, pr->src)) return TRANSCRIBE_ERR_OOM;
     char *raw = tr_tokenizer_decode(m->tok, out, n_out, false);
@@ -159,7 +159,7 @@ transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
         st == TRANSCRIBE_ERR_ABORTED) {
         transcribe_status st2 =
-            fill_result(m, &pr, out, n_out, ctx->params->keep_special_tags, ctx->result);
+            cn_fill_result(m, &pr, out, n_out, ctx->params->keep_special_tags, ctx->result);
         if (st2 != TRANSCRIBE_OK) st = st2;
     }
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;

@@ -84,6 +84,11 @@ typedef struct pk_session {
 /* load / describe / free, session create / free, run (core/family.h) */
 TR_FAMILY_DECLARE(pk);
 
+/* The batch run (pk_batch.c, core/family.h run_batch): sets every
+ * ctxs[i].result->status, returns the whole-batch status. */
+transcribe_status pk_run_batch(pk_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs);
+
 /* Bytes held by the session's growable buffers (tests: bounded for long input). */
 size_t pk_session_bytes(const pk_session *s);
 /* Tests shrink the windows to exercise the long-audio path on short input. */

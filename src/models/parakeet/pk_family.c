@@ -12,8 +12,14 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     out->max_kv_bytes = 0;
 }
 
+static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
+                                       int n, tr_run_ctx *ctxs) {
+    return pk_run_batch(session, pcm, n_samples, n, ctxs);
+}
+
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
+    .run_batch = fam_run_batch,
 };

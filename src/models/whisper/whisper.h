@@ -88,7 +88,12 @@ typedef struct wh_session {
     float *window; /* [n_mels][T_mel] one window of mel */
     wh_trace *traces;
     int n_traces, cap_traces;
+    /* batch member (whisper_batch.c): heavy calls go to the hub; NULL otherwise */
+    struct wh_hub *hub;
+    int hub_slot;
 } wh_session;
+
+typedef struct wh_hub wh_hub;
 
 /* Loading (whisper_load.c). */
 /* load / describe / free, session create / free, run (core/family.h) */
@@ -128,6 +133,16 @@ bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
 void wh_logits_row(wh_session *s, int row, float *out);
 
 /* Run (whisper_run.c). */
+
+/* The batch run (whisper_batch.c, core/family.h run_batch): sets every
+ * ctxs[i].result->status, returns the whole-batch status. */
+transcribe_status wh_run_batch(wh_session *s, const float *const *pcm, const int *n_samples, int n,
+                               tr_run_ctx *ctxs);
+/* A batch member's wh_encode (+ cross K/V), wh_decode_tokens (validated)
+ * and wh_logits_row, served by the hub on the caller's thread. */
+void wh_hub_encode(wh_session *s, const float *mel_window);
+void wh_hub_decode(wh_session *s, const int32_t *ids, int n, int n_past);
+void wh_hub_logits(wh_session *s, int row, float *out);
 
 /* Zlib-compatible compressed size of a token sequence (2-byte LE ids), for
  * the compression-ratio gate (whisper_deflate.c). */

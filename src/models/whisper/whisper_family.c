@@ -48,6 +48,11 @@ static bool fam_probe_file(const void *head, size_t n) {
     return tr_ggml_bin_sniff(head, n);
 }
 
+static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
+                                       int n, tr_run_ctx *ctxs) {
+    return wh_run_batch(session, pcm, n_samples, n, ctxs);
+}
+
 const tr_family tr_family_whisper = {
     .arch = "whisper",
     TR_FAMILY_ADAPTED_HOOKS,
@@ -55,4 +60,5 @@ const tr_family tr_family_whisper = {
     .get_limits = fam_get_limits,
     .ext_query = fam_ext_query,
     .probe_file = fam_probe_file,
+    .run_batch = fam_run_batch,
 };

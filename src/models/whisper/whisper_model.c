@@ -61,11 +61,16 @@ void wh_session_free(wh_session *s) {
 }
 
 void wh_encode(wh_session *s, const float *mel_window) {
+    if (s->hub) {
+        wh_hub_encode(s, mel_window); /* computes the cross K/V too */
+        return;
+    }
     tr_whenc_forward(s->pool, &s->m->enc, &s->enc_work, mel_window, s->m->hp.n_frames_window,
                      s->enc_x);
 }
 
 void wh_cross_kv(wh_session *s) {
+    if (s->hub) return; /* done with the hub's encode */
     const wh_model *m = s->m;
     const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
     for (int l = 0; l < m->hp.n_dec_layers; l++)
@@ -80,6 +85,10 @@ bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
     for (int i = 0; i < n; i++) {
         if (ids[i] < 0 || ids[i] >= m->hp.n_vocab) return false;
     }
+    if (s->hub) {
+        wh_hub_decode(s, ids, n, n_past);
+        return true;
+    }
     tr_get_rows(m->tok_emb, ids, n, s->dec_x);
     tr_add_scaled(s->dec_x, s->dec_x, m->dec_pos + (size_t)n_past * D, 1.0f, (long)n * D);
     for (int l = 0; l < m->hp.n_dec_layers; l++) {
@@ -92,6 +101,10 @@ bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
 }
 
 void wh_logits_row(wh_session *s, int row, float *out) {
+    if (s->hub) {
+        wh_hub_logits(s, row, out);
+        return;
+    }
     const wh_model *m = s->m;
     const int D = m->hp.d_model;
     tr_matmul(s->pool, m->tok_emb, NULL, s->dec_x + (size_t)row * D, 1, D, out, m->hp.n_vocab);
