@@ -1,0 +1,353 @@
+"""Every API path on the test models: inputs, results against the CLI's
+JSON, timestamps, batch, abort, info, logging, the command line."""
+
+from __future__ import annotations
+
+import array
+import gc
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import threading
+import weakref
+
+import pytest
+
+import transcribe
+from conftest import (
+    BINDINGS,
+    BUNDLED,
+    MOSS_WAV,
+    ROOT,
+    SAMPLE,
+    SHORT_WAVS,
+    TINY_MOSS,
+    TINY_TDT,
+    need,
+)
+
+np = pytest.importorskip("numpy")
+
+
+def cli_json(cli, model_path, wav, *flags):
+    out = subprocess.run(
+        [cli, "-m", str(model_path), "-f", "json", "--tokens", "-q", *flags, str(wav)],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    d = json.loads(out)
+    for k in ("file", "model", "cues", "chunks"):
+        d.pop(k, None)
+    return d
+
+
+def assert_same_as_cli(got, want):
+    gt, wt = got.pop("tokens", []), want.pop("tokens", [])
+    assert got == want
+    assert len(gt) == len(wt)
+    for a, b in zip(gt, wt):
+        pa, pb = a.pop("p", None), b.pop("p", None)
+        assert a == b
+        assert (pa is None) == (pb is None)
+        if pa is not None:
+            assert abs(pa - pb) <= 1.5e-4
+
+
+# ---- inputs ----
+
+
+def test_path_input(model):
+    r = model.transcribe(str(need(SAMPLE)))
+    assert r.text == "it costs two thousand eight hundred and fifty nine dollars and fifty one cents"
+    assert r.language == ""  # no language identification in this model
+    assert r.duration == pytest.approx(4.942, abs=1e-3)
+    assert r.timestamps == "token"
+    assert len(r.segments) == 1 and r.segments[0].words == r.words
+    assert [w.text for w in r.words] == r.text.split()
+    assert r.segments[0].start == 0.0 and r.segments[0].end == pytest.approx(4.942)
+    assert r.segments[0].speaker is None
+    assert r.timings.encode_ms > 0 and r.timings.total_ms > 0
+    assert str(r) == r.text
+
+
+def test_every_input_kind_gives_the_same_result(model):
+    wav = need(SAMPLE)
+    ref = model.transcribe(wav)  # pathlib.Path
+    pcm = transcribe.load_audio(wav)
+    assert isinstance(pcm, np.ndarray) and pcm.dtype == np.float32
+    assert len(pcm) == round(ref.duration * 16000)
+    inputs = {
+        "bytes": wav.read_bytes(),
+        "bytearray": bytearray(wav.read_bytes()),
+        "numpy": pcm,
+        "numpy-readonly": np.frombuffer(pcm.tobytes(), dtype=np.float32),
+        "numpy-float64": pcm.astype(np.float64),
+        "numpy-column": pcm.reshape(-1, 1),
+        "numpy-strided": np.repeat(pcm, 2)[::2],
+        "array": array.array("f", pcm.tobytes()),
+        "memoryview": memoryview(array.array("f", pcm.tobytes())),
+    }
+    for name, audio in inputs.items():
+        r = model.transcribe(audio)
+        assert r.text == ref.text, name
+        assert r.segments == ref.segments, name
+        assert r.tokens == ref.tokens or name == "numpy-float64", name
+
+
+def test_bad_inputs(model):
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(np.zeros(0, dtype=np.float32))
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(np.zeros((2, 1600), dtype=np.float32))  # stereo
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(np.zeros(1600, dtype=np.int16))
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(b"")
+    with pytest.raises(TypeError):
+        model.transcribe(12345)
+    with pytest.raises(transcribe.MissingFileError) as e:
+        model.transcribe(str(ROOT / "no-such-audio.wav"))
+    assert isinstance(e.value, FileNotFoundError) and e.value.status == 3
+    with pytest.raises(transcribe.InvalidArgumentError) as e:
+        model.transcribe(b"this is not audio at all" * 10)
+    assert e.value.status == 1 and "cannot read audio" in str(e.value)
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(str(ROOT / "models"))  # a directory
+
+
+def test_load_audio_resamples():
+    full = transcribe.load_audio(need(SAMPLE))
+    half = transcribe.load_audio(SAMPLE, rate=8000)
+    assert abs(len(half) - len(full) / 2) <= 1
+
+
+# ---- results equal the CLI's JSON ----
+
+
+def test_results_equal_cli_json(model, cli):
+    for wav in [SAMPLE] + SHORT_WAVS:
+        got = model.transcribe(need(wav)).to_dict()
+        assert_same_as_cli(got, cli_json(cli, BUNDLED, wav))
+
+
+def test_tdt_words_equal_cli_json(cli):
+    with transcribe.Model(need(TINY_TDT)) as m:
+        for ts in ("auto", "word", "segment", "none"):
+            got = m.transcribe(need(SAMPLE), timestamps=ts).to_dict()
+            assert_same_as_cli(got, cli_json(cli, TINY_TDT, SAMPLE, "--timestamps", ts))
+
+
+def test_diarized_segments_equal_cli_json(cli):
+    with transcribe.Model(need(TINY_MOSS)) as m:
+        r = m.transcribe(need(MOSS_WAV), diarize=True)
+        assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_MOSS, MOSS_WAV, "--diarize"))
+        for s in r.segments:
+            assert (s.speaker is None) == (s.speaker_id == 0)
+
+
+# ---- timestamps ----
+
+
+def test_timestamp_ceilings(model):
+    wav = need(SAMPLE)
+    seg = model.transcribe(wav, timestamps="segment")
+    assert seg.timestamps == "segment" and seg.words == () and seg.tokens == () or seg.timestamps == "segment"
+    assert seg.segments and seg.segments[0].end_ms > 0
+    word = model.transcribe(wav, timestamps="word")
+    assert word.timestamps == "word" and word.words
+    none = model.transcribe(wav, timestamps="none")
+    assert none.timestamps == "none" and none.text == word.text
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(wav, timestamps="syllable")
+
+
+# ---- batch ----
+
+
+def test_batch_equals_singles(model):
+    wavs = [need(w) for w in SHORT_WAVS]
+    singles = [model.transcribe(w) for w in wavs]
+    inputs = [wavs[0], transcribe.load_audio(wavs[1]), wavs[2].read_bytes()]
+    batch = model.transcribe_batch(inputs)
+    assert len(batch) == 3
+    for a, b in zip(batch, singles):
+        assert (a.text, a.segments, a.words, a.tokens, a.timestamps) == (
+            b.text, b.segments, b.words, b.tokens, b.timestamps)
+    assert model.transcribe_batch([]) == []
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe_batch([wavs[0], np.zeros(0, dtype=np.float32)])
+
+
+# ---- abort ----
+
+
+def test_abort(model):
+    wav = need(SAMPLE)
+    with pytest.raises(transcribe.AbortedError) as e:
+        model.transcribe(wav, abort=lambda: True)
+    assert e.value.status == 13 and e.value.status_name == "ERR_ABORTED"
+    assert isinstance(e.value.result, transcribe.Result)  # the part done (may be empty)
+    ev = threading.Event()
+    ev.set()
+    with pytest.raises(transcribe.AbortedError):
+        model.transcribe(wav, abort=ev)
+    with pytest.raises(transcribe.AbortedError):
+        model.transcribe_batch([wav, wav], abort=ev)
+    calls = []
+    r = model.transcribe(wav, abort=lambda: calls.append(1) or False)
+    assert calls and r.text  # polled, and a False answer lets the run finish
+
+    class Boom(Exception):
+        pass
+
+    def explode():
+        raise Boom("from the callback")
+
+    with pytest.raises(Boom):
+        model.transcribe(wav, abort=explode)
+    with pytest.raises(RuntimeError):  # re-entering the model from its callback
+        model.transcribe(wav, abort=lambda: model.transcribe(wav) is None)
+    assert model.transcribe(wav).text == r.text  # the model still works
+
+
+# ---- errors ----
+
+
+def test_model_errors(lib, tmp_path):
+    with pytest.raises(transcribe.ModelNotFoundError) as e:
+        transcribe.Model(tmp_path / "missing.gguf")
+    assert e.value.status == 3 and isinstance(e.value, FileNotFoundError)
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model" * 100)
+    with pytest.raises(transcribe.ModelError) as e:
+        transcribe.Model(junk)
+    assert e.value.status == 4 and e.value.message
+    # a well-formed GGUF of an architecture nobody implements
+    key, val = b"general.architecture", b"no-such-arch"
+    gguf = b"GGUF" + (3).to_bytes(4, "little") + (0).to_bytes(8, "little") + (1).to_bytes(8, "little")
+    gguf += len(key).to_bytes(8, "little") + key + (8).to_bytes(4, "little")
+    gguf += len(val).to_bytes(8, "little") + val
+    arch = tmp_path / "arch.gguf"
+    arch.write_bytes(gguf)
+    with pytest.raises(transcribe.ModelError) as e:
+        transcribe.Model(arch)
+    assert e.value.status in (4, 5)
+    with pytest.raises(transcribe.InvalidArgumentError):
+        transcribe.Model(BUNDLED, threads=-1)
+    with pytest.raises(transcribe.InvalidArgumentError):
+        transcribe.Model(BUNDLED, device=10_000)
+    with pytest.raises(transcribe.InvalidArgumentError):
+        transcribe.Model(BUNDLED, device="abacus")
+
+
+def test_run_errors(model):
+    wav = need(SAMPLE)
+    with pytest.raises(transcribe.UnsupportedLanguageError) as e:
+        model.transcribe(wav, language="de")
+    assert e.value.status == 10 and isinstance(e.value, transcribe.UnsupportedError)
+    assert model.transcribe(wav, language="en").text
+    with pytest.raises(transcribe.UnsupportedError) as e:
+        model.transcribe(wav, task="translate")
+    assert e.value.status == 11
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(wav, task="summarise")
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(wav, diarize="maybe")
+
+
+def test_input_too_long_and_timestamp_limits():
+    from conftest import TINY_CANARY
+
+    with transcribe.Model(need(TINY_CANARY)) as m:
+        cap = m.info.capabilities.max_audio_ms
+        assert cap > 0 and m.info.capabilities.max_timestamps == "none"
+        with pytest.raises(transcribe.InputTooLongError) as e:
+            m.transcribe(np.zeros((cap + 1000) * 16, dtype=np.float32))
+        assert e.value.status == 17 and e.value.message
+        with pytest.raises(transcribe.UnsupportedError) as e:
+            m.transcribe(np.zeros(16000, dtype=np.float32), timestamps="word")
+        assert e.value.status == 12
+        with pytest.raises(transcribe.UnsupportedLanguageError):
+            m.transcribe(np.zeros(16000, dtype=np.float32), language="en", target_language="xx")
+
+
+def test_vocabulary_is_accepted_where_the_library_has_it(model, lib):
+    from transcribe import _structs as S
+
+    wav = need(SAMPLE)
+    if lib.covers(S.RunParams, "vocabulary"):
+        assert model.transcribe(wav, vocabulary=["dollars"]).text
+    else:
+        with pytest.raises(transcribe.UnsupportedError, match="vocabulary"):
+            model.transcribe(wav, vocabulary=["dollars"])
+        print("vocabulary: this libtranscribe has no run-params vocabulary field")
+    assert model.transcribe(wav, vocabulary=None).text
+
+
+def test_closed_model_and_collection(lib):
+    m = transcribe.Model(need(BUNDLED))
+    with m:
+        pass
+    assert m.closed
+    m.close()  # idempotent
+    with pytest.raises(transcribe.InvalidArgumentError, match="closed"):
+        m.transcribe(need(SAMPLE))
+    m2 = transcribe.Model(BUNDLED)
+    fin = m2._finalizer
+    ref = weakref.ref(m2)
+    del m2
+    gc.collect()
+    assert ref() is None and not fin.alive  # handles freed on collection
+
+
+# ---- info, devices, logging ----
+
+
+def test_info(model):
+    i = model.info
+    assert (i.family, i.variant) == ("parakeet", "ctc-synth-en")
+    assert i.languages == ("en",) and i.translate_targets == ()
+    c = i.capabilities
+    assert c.sample_rate == 16000 and c.max_timestamps == "token"
+    assert not c.translate and "cancellation" in c.features
+    assert model.sample_rate == 16000 and "parakeet" in repr(model)
+    devs = transcribe.devices()
+    assert any(d["kind"] == "cpu" for d in devs)
+
+
+def test_library_log_reaches_python_logging(model, caplog):
+    with caplog.at_level(logging.WARNING, logger="transcribe"):
+        model.transcribe(need(SAMPLE), diarize=True)  # not a diarizing model: a warning
+    assert any(r.name == "transcribe" and r.levelno == logging.WARNING for r in caplog.records)
+
+
+# ---- python -m transcribe ----
+
+
+def run_main(*args):
+    env = dict(os.environ, PYTHONPATH=str(BINDINGS), PYTHONDONTWRITEBYTECODE="1",
+               TRANSCRIBE_LIBRARY=os.path.abspath(transcribe.library_path()))
+    return subprocess.run([sys.executable, "-m", "transcribe", *args], capture_output=True,
+                          text=True, env=env, cwd=str(ROOT))
+
+
+def test_module_entry_point(model, cli):
+    wav = need(SAMPLE)
+    p = run_main("-m", str(BUNDLED), "-f", "json", "--tokens", "-q", str(wav))
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d.pop("file") == str(wav) and d.pop("model") == str(BUNDLED)
+    assert_same_as_cli(d, cli_json(cli, BUNDLED, wav))
+    p = run_main("-m", str(BUNDLED), str(wav))
+    assert p.returncode == 0 and p.stdout.strip() == model.transcribe(wav).text
+    assert "timings" in p.stderr
+    p = run_main("-m", str(BUNDLED), "-f", "srt", "-q", str(wav))
+    assert p.stdout.startswith("1\n00:00:00,000 --> 00:00:04,942\nit costs")
+    p = run_main("-m", str(BUNDLED), "-l", "de", str(wav))
+    assert p.returncode == 1 and "ERR_UNSUPPORTED_LANGUAGE" in p.stderr
+    assert run_main("--bogus").returncode == 1
+    assert run_main("-m", str(ROOT / "none.gguf"), str(wav)).returncode == 1
+    p = run_main("--version")
+    assert p.returncode == 0 and transcribe.__version__ in p.stdout
