@@ -7,7 +7,6 @@ import array
 import gc
 import json
 import logging
-import math
 import os
 import subprocess
 import sys
@@ -212,6 +211,29 @@ def test_abort(model):
     assert model.transcribe(wav).text == r.text  # the model still works
 
 
+def test_ctrl_c_stops_a_run(model, monkeypatch):
+    """Without an abort condition the package still polls: Ctrl-C during a run
+    (here: a SIGINT arriving at the first poll) raises KeyboardInterrupt."""
+    import _thread
+
+    from transcribe import _model
+
+    polls = []
+
+    def first_poll_interrupts():
+        polls.append(1)
+        if len(polls) == 1:
+            _thread.interrupt_main()  # raises here, inside the callback
+        return False
+
+    monkeypatch.setattr(_model, "_never", first_poll_interrupts)
+    pcm = np.tile(transcribe.load_audio(need(SAMPLE)), 4)
+    with pytest.raises(KeyboardInterrupt):
+        model.transcribe(pcm)
+    monkeypatch.undo()
+    assert polls and model.transcribe(pcm[:16000]).duration == 1.0
+
+
 # ---- errors ----
 
 
@@ -271,6 +293,14 @@ def test_input_too_long_and_timestamp_limits():
         assert e.value.status == 12
         with pytest.raises(transcribe.UnsupportedLanguageError):
             m.transcribe(np.zeros(16000, dtype=np.float32), language="en", target_language="xx")
+        # in a batch the too-long input fails alone
+        short, long = np.zeros(16000, dtype=np.float32), np.zeros((cap + 1000) * 16, dtype=np.float32)
+        out = m.transcribe_batch([short, long], return_exceptions=True)
+        assert isinstance(out[0], transcribe.Result)
+        assert isinstance(out[1], transcribe.InputTooLongError) and out[1].index == 1
+        with pytest.raises(transcribe.InputTooLongError) as e:
+            m.transcribe_batch([short, long])
+        assert e.value.index == 1
 
 
 def test_vocabulary_is_accepted_where_the_library_has_it(model, lib):

@@ -14,7 +14,7 @@ messages go to the ``logging`` logger named "transcribe".
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
 from . import _lib
 from ._audio import AudioInput, load_audio
@@ -49,7 +49,7 @@ def library_path() -> str:
     return _lib.get().path
 
 
-def devices() -> list:
+def devices() -> List[Dict[str, object]]:
     """The compute devices the library registered, as dicts (name, kind, type, memory)."""
     import ctypes
 

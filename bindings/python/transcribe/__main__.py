@@ -15,7 +15,7 @@ import json
 import logging
 import os
 import sys
-from typing import IO, List, Optional, Sequence
+from typing import IO, List, Optional, Sequence, Tuple
 
 from . import (
     Model,
@@ -68,7 +68,7 @@ def _ts(ms: int, sep: str) -> str:
     return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
 
 
-def _cues(r: Result) -> List[tuple]:
+def _cues(r: Result) -> List[Tuple[int, int, str]]:
     if r.timestamps != "none" and r.segments:
         return [(s.start_ms, s.end_ms, s.text.strip()) for s in r.segments if s.text.strip()]
     return [(0, int(round(r.duration * 1000)), r.text)] if r.text else []

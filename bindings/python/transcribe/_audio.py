@@ -57,7 +57,11 @@ def _load_file(lib: "_lib.Lib", path: str, rate: int) -> Pcm:
     if n.value <= 0:
         lib.audio_free(out)
         raise InvalidArgumentError(f"cannot read audio '{path}': no samples")
-    return Pcm(addr, n.value, free=lambda: lib.audio_free(ctypes.c_void_p(addr)))
+
+    def free() -> None:
+        lib.audio_free(ctypes.c_void_p(addr))
+
+    return Pcm(addr, n.value, free=free)
 
 
 def _load_bytes(lib: "_lib.Lib", data: Union[bytes, bytearray, memoryview], rate: int) -> Pcm:

@@ -33,7 +33,7 @@ from ctypes import (
     c_void_p,
 )
 from pathlib import Path
-from typing import Any, List, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type, TypeVar
 
 from . import _structs as S
 from ._errors import LibraryNotFoundError
@@ -44,12 +44,15 @@ _LIB_NAMES = ("libtranscribe.so.0", "libtranscribe.so", "libtranscribe.dylib")
 
 ABORT_CALLBACK = CFUNCTYPE(c_bool, c_void_p)
 LOG_CALLBACK = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+NO_ABORT_CALLBACK = ctypes.cast(0, ABORT_CALLBACK)  # NULL: clears the callback
+NO_LOG_CALLBACK = ctypes.cast(0, LOG_CALLBACK)  # NULL: disables the sink
 
 vp = c_void_p  # handles and struct pointers travel as void *
 
 # name: (restype, argtypes). Optional names are additions newer than the
 # transcribe.cpp 0.2.1 surface; the package works without them.
-_PROTOTYPES = {
+_Table = Dict[str, Tuple[Any, List[Any]]]
+_PROTOTYPES: _Table = {
     "transcribe_status_string": (c_char_p, [c_int]),
     "transcribe_version": (c_char_p, []),
     "transcribe_version_commit": (c_char_p, []),
@@ -127,7 +130,7 @@ _PROTOTYPES = {
     "transcribe_batch_get_speaker_segment": (c_int, [vp, c_int, c_int, vp]),
     "transcribe_batch_get_timings": (c_int, [vp, c_int, vp]),
 }
-_OPTIONAL = {
+_OPTIONAL: _Table = {
     "transcribe_audio_load_file": (c_int, [c_char_p, c_int, POINTER(vp), POINTER(c_int)]),
     "transcribe_audio_free": (None, [vp]),
     "transcribe_session_last_error": (c_char_p, [vp]),
@@ -191,14 +194,19 @@ class Lib:
                 setattr(self, name[len("transcribe_") :], fn)
         self._abi_size = {w: int(self.abi_struct_size(w)) for w in S.ABI_MIRRORS}
 
+    if TYPE_CHECKING:
+        # the C functions, set in __init__ under their names without the
+        # "transcribe_" prefix (None for a missing optional one)
+        def __getattr__(self, name: str) -> Any: ...
+
     # ---- struct buffers ----
 
-    def abi_size(self, cls: type) -> int:
+    def abi_size(self, cls: Type[ctypes.Structure]) -> int:
         """The library's sizeof for mirror cls (0: the library cannot tell)."""
         which = S.ABI_IDS.get(cls)
         return self._abi_size.get(which, 0) if which is not None else 0
 
-    def covers(self, cls: type, field: str) -> bool:
+    def covers(self, cls: Type[ctypes.Structure], field: str) -> bool:
         """Whether the loaded library's struct cls has (reads) field."""
         if not hasattr(cls, field):
             return False
@@ -291,7 +299,7 @@ def _install_log_sink(lib: Lib) -> None:
     def _detach() -> None:
         # No Python callback after the interpreter starts tearing down.
         try:
-            lib.log_set(LOG_CALLBACK(), None)
+            lib.log_set(NO_LOG_CALLBACK, None)
         except Exception:  # noqa: BLE001
             pass
 

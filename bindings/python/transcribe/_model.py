@@ -10,7 +10,7 @@ import time
 import weakref
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _lib
 from . import _structs as S
@@ -93,40 +93,48 @@ def _mode(name: str, value: Mode) -> int:
     return S.MODES[value]
 
 
+def _never() -> bool:
+    return False
+
+
 class _Aborter:
-    """Installs an abort condition on a session for the length of a call;
-    an exception in the condition stops the run and is re-raised after it."""
+    """Installs an abort condition on a session for the length of a call.
+
+    The callback is installed even without a condition: running Python code
+    between decode steps lets a pending signal (Ctrl-C's KeyboardInterrupt)
+    raise there, which stops the run; any exception in the callback stops
+    the run and is re-raised after it."""
 
     def __init__(self, lib: "_lib.Lib", session: int, abort: Abort, persistent: bool = False):
         self.lib = lib
         self.session = session
         self.error: Optional[BaseException] = None
         self.persistent = persistent
+        self.check: Callable[[], Any]
         if abort is None:
-            self.check: Optional[Callable[[], Any]] = None
+            self.check = _never
         elif hasattr(abort, "is_set"):
             self.check = abort.is_set
         elif callable(abort):
             self.check = abort
         else:
             raise TypeError("abort must be a callable returning bool or a threading.Event")
-        self.cfunc = _lib.ABORT_CALLBACK(self._call) if self.check else None
+        self.cfunc = _lib.ABORT_CALLBACK(self._call)
 
     def _call(self, _ud: Optional[int]) -> bool:
         try:
-            return bool(self.check())  # type: ignore[misc]
+            return bool(self.check())
         except BaseException as e:  # noqa: BLE001 - never unwind into C
             self.error = e
             return True
 
     def __enter__(self) -> "_Aborter":
-        if self.cfunc is not None:
-            self.lib.set_abort_callback(self.session, self.cfunc, None)
+        self.lib.set_abort_callback(self.session, self.cfunc, None)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.cfunc is not None and not self.persistent:
-            self.lib.set_abort_callback(self.session, _lib.ABORT_CALLBACK(), None)
+        if not self.persistent:
+            self.lib.set_abort_callback(self.session, _lib.NO_ABORT_CALLBACK, None)
 
 
 class _Handles:
@@ -220,8 +228,12 @@ class Model:
             reason = cap.message or lib.status_text(st)
             raise error_for(st, f"cannot load model '{self._path}': {reason}", model=True)
         self._h.model = out.value
-        self._h.session = self._new_session()
-        self._info = self._read_info()
+        try:
+            self._h.session = self._new_session()
+            self._info = self._read_info()
+        except BaseException:
+            self._finalizer()  # no half-built model waits for the collector
+            raise
 
     # ---- lifetime ----
 
@@ -264,7 +276,11 @@ class Model:
         if st != 0:
             msg = _lib.text(lib.model_last_error(self._h.model)) if lib.model_last_error else ""
             raise error_for(st, f"cannot create a session: {msg or lib.status_text(st)}")
-        return int(out.value)
+        return int(out.value or 0)
+
+    def _session_handle(self) -> int:
+        self._check_open()
+        return int(self._h.session or 0)
 
     @contextmanager
     def _compute(self) -> Iterator[None]:
@@ -398,16 +414,23 @@ class Model:
             t1 = max(min(t1, end_ms), t0)
             return t0, t1
 
-        def rows(count: Callable[..., int], get: Callable[..., int], cls: type) -> List[Any]:
+        inits = {
+            S.Word: lib.word_init,
+            S.Segment: lib.segment_init,
+            S.Token: lib.token_init,
+            S.SpeakerSegment: lib.speaker_segment_init,
+        }
+
+        def rows(count: Callable[..., int], get: Callable[..., int], cls: Any) -> List[Any]:
             out = []
             for j in range(count(sess, *idx)):
-                row = lib.new(cls, getattr(lib, cls.__name__.lower() + "_init", None)
-                              if cls is not S.SpeakerSegment else lib.speaker_segment_init)
+                row = lib.new(cls, inits[cls])
                 if get(sess, *idx, j, ctypes.byref(row)) == 0:
                     out.append(row)
             return out
 
-        g = (lambda name: getattr(lib, name)) if one else (lambda name: getattr(lib, "batch_" + name))
+        def g(name: str) -> Any:
+            return getattr(lib, name if one else "batch_" + name)
         words = []
         for w in rows(g("n_words"), g("get_word"), S.Word):
             t0, t1 = clamp(w.t0_ms, w.t1_ms)
@@ -509,7 +532,7 @@ class Model:
         self._check_open()
         with to_pcm(lib, audio, self.sample_rate) as pcm:
             with self._compute():
-                sess = self._h.session
+                sess = self._session_handle()
                 with _Aborter(lib, sess, abort) as ab:
                     st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
                 result = None
@@ -564,7 +587,7 @@ class Model:
             ptrs = (ctypes.c_void_p * n)(*[p.address for p in pcms])
             counts = (ctypes.c_int * n)(*[p.n for p in pcms])
             with self._compute():
-                sess = self._h.session
+                sess = self._session_handle()
                 with _Aborter(lib, sess, abort) as ab:
                     st = lib.run_batch(sess, ptrs, counts, n, ctypes.byref(params))
                 if st not in (S.OK, S.ERR_ABORTED) or ab.error is not None:

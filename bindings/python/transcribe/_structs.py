@@ -16,6 +16,7 @@ two (see ``_lib.py``).
 from __future__ import annotations
 
 import ctypes
+from typing import Dict, Type
 from ctypes import (
     POINTER,
     c_bool,
@@ -295,7 +296,7 @@ class PauseSplitParams(ctypes.Structure):
 
 
 # Mirror of every transcribe_abi_struct id.
-ABI_MIRRORS = {
+ABI_MIRRORS: Dict[int, Type[ctypes.Structure]] = {
     ABI_MODEL_LOAD_PARAMS: ModelLoadParams,
     ABI_SESSION_PARAMS: SessionParams,
     ABI_RUN_PARAMS: RunParams,
@@ -312,7 +313,7 @@ ABI_MIRRORS = {
     ABI_DEVICE_INFO: DeviceInfo,
     ABI_SPEAKER_SEGMENT: SpeakerSegment,
 }
-ABI_IDS = {cls: which for which, cls in ABI_MIRRORS.items()}
+ABI_IDS: Dict[Type[ctypes.Structure], int] = {cls: which for which, cls in ABI_MIRRORS.items()}
 
 
 def field_end(cls: type, name: str) -> int:
