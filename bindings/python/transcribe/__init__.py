@@ -34,7 +34,7 @@ from ._errors import (
     UnsupportedLanguageError,
 )
 from ._model import Capabilities, Model, ModelInfo, Stream, StreamUpdate
-from ._result import Result, Segment, SpeakerTurn, Timings, Token, Word
+from ._result import Chunk, Result, Segment, SpeakerTurn, Timings, Token, Word
 
 __version__ = "0.2.1"
 
@@ -79,6 +79,7 @@ __all__ = [
     "AudioInput",
     "BackendError",
     "Capabilities",
+    "Chunk",
     "InputTooLongError",
     "InvalidArgumentError",
     "LibraryNotFoundError",

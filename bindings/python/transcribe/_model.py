@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import threading
 import time
@@ -12,7 +11,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
 
-from . import _lib
+from . import _lib, _stitch
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
 from ._errors import (
@@ -22,7 +21,7 @@ from ._errors import (
     UnsupportedError,
     error_for,
 )
-from ._result import Result, Segment, SpeakerTurn, Timings, Token, Word
+from ._result import Result
 
 # An abort condition: a callable returning True to stop, or anything with
 # is_set() (threading.Event).
@@ -403,78 +402,28 @@ class Model:
     # ---- results ----
 
     def _collect(self, sess: int, i: Optional[int], n_samples: int, t_start: float) -> Result:
+        """The result of the single run (i None) or batch row i, as the CLI
+        prints it: text trimmed, times clamped into the audio."""
+        b = _stitch.Builder()
+        b.append(_stitch.read_piece(self._lib, sess, i), single=i is None)
+        b.add_timings(self._lib, sess, i)
+        return b.result(n_samples, self.sample_rate, t_start)
+
+    def _chunk_plan(self, sess: int, mode: str, chunk_max_s: int, n_samples: int) -> _stitch.Plan:
         lib = self._lib
-        one = i is None
-        idx = () if one else (i,)
-        duration = n_samples / float(self.sample_rate)
-        end_ms = int(math.floor(duration * 1000.0 + 0.5))
-
-        def clamp(t0: int, t1: int) -> Tuple[int, int]:
-            t0 = min(max(t0, 0), end_ms)
-            t1 = max(min(t1, end_ms), t0)
-            return t0, t1
-
-        inits = {
-            S.Word: lib.word_init,
-            S.Segment: lib.segment_init,
-            S.Token: lib.token_init,
-            S.SpeakerSegment: lib.speaker_segment_init,
-        }
-
-        def rows(count: Callable[..., int], get: Callable[..., int], cls: Any) -> List[Any]:
-            out = []
-            for j in range(count(sess, *idx)):
-                row = lib.new(cls, inits[cls])
-                if get(sess, *idx, j, ctypes.byref(row)) == 0:
-                    out.append(row)
-            return out
-
-        def g(name: str) -> Any:
-            return getattr(lib, name if one else "batch_" + name)
-        words = []
-        for w in rows(g("n_words"), g("get_word"), S.Word):
-            t0, t1 = clamp(w.t0_ms, w.t1_ms)
-            words.append(Word(t0, t1, _lib.text(w.text), w.seg_index))
-        segments = []
-        has_speaker = lib.covers(S.Segment, "speaker_id")
-        for s in rows(g("n_segments"), g("get_segment"), S.Segment):
-            t0, t1 = clamp(s.t0_ms, s.t1_ms)
-            a, n = s.first_word, s.n_words
-            own = tuple(words[a : a + n]) if 0 <= a and n > 0 else ()
-            spk = int(s.speaker_id) if has_speaker else 0
-            segments.append(Segment(t0, t1, _lib.text(s.text), spk, own))
-        tokens = []
-        for t in rows(g("n_tokens"), g("get_token"), S.Token):
-            t0, t1 = clamp(t.t0_ms, t.t1_ms)
-            tokens.append(Token(t.id, _lib.text(t.text), t0, t1, float(t.p), t.seg_index, t.word_index))
-        speakers = []
-        for r in rows(g("n_speaker_segments"), g("get_speaker_segment"), S.SpeakerSegment):
-            speakers.append(SpeakerTurn(int(r.t0_ms), int(r.t1_ms), int(r.speaker_id), float(r.p)))
-        tm = lib.new(S.Timings, lib.timings_init)
-        if one:
-            lib.get_timings(sess, ctypes.byref(tm))
-        else:
-            lib.batch_get_timings(sess, i, ctypes.byref(tm))
-        kind = g("returned_timestamp_kind")(sess, *idx)
-        return Result(
-            text=_lib.text(g("full_text")(sess, *idx)).strip(" \t\r\n"),
-            language=_lib.text(g("detected_language")(sess, *idx)),
-            duration=duration,
-            segments=tuple(segments),
-            words=tuple(words),
-            tokens=tuple(tokens),
-            timestamps=S.TIMESTAMP_NAMES.get(int(kind), "none"),
-            speakers=tuple(speakers),
-            truncated=bool(lib.was_truncated(sess)) if one else False,
-            raw_text=_lib.text(g("raw_text")(sess, *idx)),
-            timings=Timings(
-                float(tm.load_ms),
-                float(tm.mel_ms),
-                float(tm.encode_ms),
-                float(tm.decode_ms),
-                (time.perf_counter() - t_start) * 1000.0,
-            ),
-        )
+        caps = self._info.capabilities
+        limit = caps.max_audio_ms
+        lim = lib.new(S.SessionLimits, lib.session_limits_init)
+        if lib.session_get_limits(sess, ctypes.byref(lim)) == 0 and lim.effective_max_audio_ms > 0:
+            limit = int(lim.effective_max_audio_ms)  # n_ctx can lower it
+        duration_ms = int(n_samples / float(self.sample_rate) * 1000.0)
+        plan = _stitch.chunk_rule(mode, chunk_max_s, self._info.family,
+                                  "long_form" in caps.features, limit, duration_ms)
+        if plan.split and lib.pause_split is None:
+            if mode == "on":
+                raise UnsupportedError("this libtranscribe has no transcribe_pause_split")
+            plan.split = False
+        return plan
 
     def _session_error(self, sess: int, st: int) -> str:
         lib = self._lib
@@ -498,6 +447,8 @@ class Model:
         itn: Mode = None,
         keep_special_tags: bool = False,
         vad: Optional[bool] = None,
+        chunk: str = "auto",
+        chunk_max_s: int = _stitch.CHUNK_MAX_S,
     ) -> Result:
         """Transcribes one input.
 
@@ -517,6 +468,12 @@ class Model:
                 the partial result.
             diarize, pnc, itn: True/False to force speaker attribution,
                 punctuation+casing, inverse text normalisation on/off.
+            chunk: long audio, as the CLI's --chunk: "auto" splits a file at
+                pauses when the model cannot take it in one call (a fixed
+                output budget and no long-form mode, or longer than its input
+                limit) and stitches the pieces onto the file's clock; "on"
+                always splits, "off" never. ``chunk_max_s`` caps a piece
+                (pieces aim at 2/3 of it). ``result.chunks`` lists the pieces.
 
         Raises:
             TranscribeError (a subclass naming the failure). A run that hits
@@ -530,17 +487,30 @@ class Model:
         lib = self._lib
         t_start = time.perf_counter()
         self._check_open()
+        if chunk not in ("auto", "on", "off"):
+            raise InvalidArgumentError(f"chunk must be 'auto', 'on' or 'off' (got {chunk!r})")
+        if not isinstance(chunk_max_s, int) or chunk_max_s < 2:
+            raise InvalidArgumentError(f"chunk_max_s must be an integer >= 2 (got {chunk_max_s!r})")
         with to_pcm(lib, audio, self.sample_rate) as pcm:
             with self._compute():
                 sess = self._session_handle()
+                plan = self._chunk_plan(sess, chunk, chunk_max_s, pcm.n)
+                result: Optional[Result] = None
                 with _Aborter(lib, sess, abort) as ab:
-                    st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
-                result = None
-                if st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
+                    if plan.split:
+                        b = _stitch.Builder()
+                        st, msg = _stitch.run_chunked(lib, sess, params, pcm.address, pcm.n,
+                                                      self.sample_rate, plan, self._info.family, b)
+                        if b.chunks or st == S.OK:
+                            result = b.result(pcm.n, self.sample_rate, t_start)
+                    else:
+                        st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
+                        msg = self._session_error(sess, st) if st != S.OK else ""
+                if not plan.split and st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
                     result = self._collect(sess, None, pcm.n, t_start)
                 if st in (S.OK, S.ERR_OUTPUT_TRUNCATED) and ab.error is None:
-                    return result  # type: ignore[return-value]
-                msg = self._session_error(sess, st)
+                    assert result is not None
+                    return result
         if ab.error is not None:
             raise ab.error
         raise error_for(st, msg, result=result)

@@ -96,6 +96,17 @@ class SpeakerTurn:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """A piece of long audio run by itself (``chunk=``): its span on the
+    file's clock, how it ends ("pause", "forced" cut, "end"), the status text."""
+
+    start_ms: int
+    end_ms: int
+    end: str
+    status: str
+
+
+@dataclass(frozen=True)
 class Timings:
     """Milliseconds: model load, and the run's front end, encoder, decoder;
     ``total_ms`` is the wall time of the call as seen from Python."""
@@ -124,7 +135,8 @@ class Result:
         truncated: decoding hit the model's context or generation cap; the
             result is the part before it.
         raw_text: the model's decoded output before clean-up.
-        timings: stage timings.
+        timings: stage timings (summed over the pieces of split audio).
+        chunks: the pieces when the audio was split at pauses, else None.
     """
 
     text: str
@@ -138,6 +150,7 @@ class Result:
     truncated: bool = False
     raw_text: str = ""
     timings: Timings = field(default_factory=Timings)
+    chunks: Optional[Tuple[Chunk, ...]] = None
 
     def __str__(self) -> str:
         return self.text
@@ -153,6 +166,11 @@ class Result:
         }
         if self.truncated:
             out["truncated"] = True
+        if self.chunks is not None:
+            out["chunks"] = [
+                {"t0_ms": c.start_ms, "t1_ms": c.end_ms, "end": c.end, "status": c.status}
+                for c in self.chunks
+            ]
         segs: List[Dict[str, Any]] = []
         for s in self.segments:
             d: Dict[str, Any] = {"t0_ms": s.start_ms, "t1_ms": s.end_ms}
