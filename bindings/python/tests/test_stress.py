@@ -78,6 +78,7 @@ def test_four_threads_ten_runs_each_on_one_model(lib):
         assert len(got) == 40
         for i, r in got:
             assert (r.text, r.segments, r.tokens) == (want[i].text, want[i].segments, want[i].tokens)
+        assert 1 <= len(m._h.sessions) <= 4  # a pooled session per concurrent call
         print(f"threads: 40 runs on 4 threads in {time.perf_counter() - t0:.1f} s, all equal")
 
 
@@ -99,3 +100,30 @@ def test_concurrent_batches_singles_and_close(lib):
         t.join()
     m.close()
     assert results == [ref] * 5
+
+
+def test_close_waits_for_a_run_in_flight(lib):
+    wav = need(SAMPLE)
+    m = transcribe.Model(need(BUNDLED), threads=1)
+    started, release = threading.Event(), threading.Event()
+    results = []
+
+    def stall() -> bool:  # the run's abort poll parks here until released
+        started.set()
+        release.wait(30)
+        return False
+
+    runner = threading.Thread(target=lambda: results.append(m.transcribe(wav, abort=stall)))
+    runner.start()
+    assert started.wait(30)
+    closer = threading.Thread(target=m.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # close() waits for the run
+    with pytest.raises(transcribe.InvalidArgumentError, match="closed"):
+        m.transcribe(wav)  # no new call once closing
+    release.set()
+    runner.join(30)
+    closer.join(30)
+    assert not closer.is_alive() and m.closed
+    assert results and results[0].text.startswith("it costs")

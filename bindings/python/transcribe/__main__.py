@@ -3,9 +3,9 @@
 Mirrors ``transcribe`` (tools/cli): -m, -f txt|json|srt|vtt, --tokens, -o,
 -l, -t, --target-language, --timestamps, --threads, --n-ctx, --kv-type,
 --backend, --device, --diarize/--no-diarize, --pnc/--no-pnc, --itn,
---raw-tokens, -q, --version. JSON holds the same text, language, duration,
-timestamps, segments, words and tokens as the CLI's (not its subtitle cues);
-SRT/VTT have one cue per segment.
+--raw-tokens, --chunk, --chunk-max-s, -q, --version. JSON holds the same
+text, language, duration, timestamps, chunks, segments, words and tokens as
+the CLI's (not its subtitle cues); SRT/VTT have one cue per segment.
 """
 
 from __future__ import annotations
@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-pnc", dest="pnc", action="store_false")
     p.add_argument("--itn", action="store_true", default=None)
     p.add_argument("--raw-tokens", action="store_true", help="keep model control tags in the text")
+    p.add_argument("--chunk", default="auto", choices=["auto", "on", "off"],
+                   help="long audio: split at pauses when the model needs it (auto), always, never")
+    p.add_argument("--chunk-max-s", type=int, default=30, help="longest piece in seconds")
     p.add_argument("--vocabulary", help="comma list of terms to bias towards (where supported)")
     p.add_argument("-q", "--quiet", action="store_true", help="only error messages on stderr")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -133,6 +136,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         pnc=o.pnc,
                         itn=o.itn,
                         keep_special_tags=o.raw_tokens,
+                        chunk=o.chunk,
+                        chunk_max_s=o.chunk_max_s,
                     )
                 except TranscribeError as e:
                     sys.stderr.write(f"error: {path}: {e}\n")

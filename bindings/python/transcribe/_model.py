@@ -137,17 +137,17 @@ class _Aborter:
 
 
 class _Handles:
-    """The C handles of a model, freed exactly once (close() or collection)."""
+    """The C handles of a model and of its pooled sessions, freed exactly
+    once (close() or collection), sessions first."""
 
     def __init__(self, lib: "_lib.Lib") -> None:
         self.lib = lib
         self.model: Optional[int] = None
-        self.session: Optional[int] = None
+        self.sessions: List[int] = []
 
     def free(self) -> None:
-        if self.session:
-            self.lib.session_free(self.session)
-            self.session = None
+        while self.sessions:
+            self.lib.session_free(self.sessions.pop())
         if self.model:
             self.lib.model_free(self.model)
             self.model = None
@@ -167,9 +167,11 @@ class Model:
     ``device``: None or "auto", a backend name ("cpu", "cpu_accel", "cuda",
     "metal", "vulkan", "rocm"), or a device index.
 
-    One model may be used from several threads: each call runs on a session
-    of its own, and the compute of one model runs one call at a time (the
-    library's rule), so parallel speed needs one Model per worker. The GIL is
+    One model may be used from several threads: each call takes a session
+    of its own from a pool (a stream holds one for its life), so results and
+    abort callbacks never mix; the compute of one model runs one call at a
+    time (the library's rule: c-api.md §1.6) while audio decoding and result
+    copying overlap, so parallel speed needs one Model per worker. The GIL is
     released while the library computes. Close the model with close() or a
     ``with`` block; it is also freed when garbage-collected.
     """
@@ -186,7 +188,11 @@ class Model:
         lib = _lib.get()
         self._lib = lib
         self._path = os.fspath(path)
-        self._lock = threading.RLock()
+        self._compute_lock = threading.Lock()  # one compute call at a time
+        self._state = threading.Condition()  # guards the pool, users, closing
+        self._idle: List[int] = []  # pooled sessions not in use
+        self._users = 0  # calls in progress
+        self._closing = False
         self._in_compute = threading.local()
         self._streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
         if threads is not None and (not isinstance(threads, int) or threads < 0):
@@ -228,7 +234,7 @@ class Model:
             raise error_for(st, f"cannot load model '{self._path}': {reason}", model=True)
         self._h.model = out.value
         try:
-            self._h.session = self._new_session()
+            self._idle.append(self._new_session())  # session errors surface here
             self._info = self._read_info()
         except BaseException:
             self._finalizer()  # no half-built model waits for the collector
@@ -237,12 +243,17 @@ class Model:
     # ---- lifetime ----
 
     def close(self) -> None:
-        """Frees the model, its session and every stream still open on it.
-        Waits for a call in progress on another thread; idempotent."""
-        with self._lock:
-            for s in list(self._streams):
-                s.close()
-            self._finalizer()
+        """Frees the model, its sessions and every stream still open on it.
+        Waits for calls in progress on other threads; idempotent."""
+        if getattr(self._in_compute, "active", False):
+            raise RuntimeError("a Model cannot be closed from inside its own abort callback")
+        with self._state:
+            self._closing = True
+            while self._users:
+                self._state.wait()
+        for s in list(self._streams):
+            s.close()
+        self._finalizer()
 
     @property
     def closed(self) -> bool:
@@ -263,7 +274,7 @@ class Model:
             raise InvalidArgumentError("the model is closed")
         return self._h.model
 
-    def _new_session(self) -> int:
+    def _new_session(self, pooled: bool = True) -> int:
         lib = self._lib
         sp = lib.new(S.SessionParams, lib.session_params_init)
         sp.n_threads = self._threads
@@ -275,21 +286,44 @@ class Model:
         if st != 0:
             msg = _lib.text(lib.model_last_error(self._h.model)) if lib.model_last_error else ""
             raise error_for(st, f"cannot create a session: {msg or lib.status_text(st)}")
+        if pooled:
+            self._h.sessions.append(int(out.value or 0))
         return int(out.value or 0)
 
-    def _session_handle(self) -> int:
-        self._check_open()
-        return int(self._h.session or 0)
+    @contextmanager
+    def _use(self, session: bool = True) -> Iterator[int]:
+        """One call on the model: counts it (close() waits for it) and lends
+        it a pooled session (0 when session is False)."""
+        if getattr(self._in_compute, "active", False):
+            # An abort callback calling into its own model would deadlock on
+            # the compute lock (or corrupt the run): refuse it instead.
+            raise RuntimeError("a Model cannot be used from inside its own abort callback")
+        with self._state:
+            if self._closing:
+                raise InvalidArgumentError("the model is closed")
+            self._check_open()
+            self._users += 1
+            sess = 0
+            try:
+                if session:
+                    # creation under the state lock: model_last_error stays ours
+                    sess = self._idle.pop() if self._idle else self._new_session()
+            except BaseException:
+                self._users -= 1
+                raise
+        try:
+            yield sess
+        finally:
+            with self._state:
+                if sess:
+                    self._idle.append(sess)
+                self._users -= 1
+                self._state.notify_all()
 
     @contextmanager
     def _compute(self) -> Iterator[None]:
-        # The library runs one compute call per model at a time (c-api.md
-        # §1.6). An abort callback that calls back into its own model would
-        # deadlock or corrupt the run: refuse it instead.
-        if getattr(self._in_compute, "active", False):
-            raise RuntimeError("a Model cannot be used from inside its own abort callback")
-        with self._lock:
-            self._check_open()
+        """The library runs one compute call per model at a time."""
+        with self._compute_lock:
             self._in_compute.active = True
             try:
                 yield
@@ -491,26 +525,26 @@ class Model:
             raise InvalidArgumentError(f"chunk must be 'auto', 'on' or 'off' (got {chunk!r})")
         if not isinstance(chunk_max_s, int) or chunk_max_s < 2:
             raise InvalidArgumentError(f"chunk_max_s must be an integer >= 2 (got {chunk_max_s!r})")
-        with to_pcm(lib, audio, self.sample_rate) as pcm:
-            with self._compute():
-                sess = self._session_handle()
-                plan = self._chunk_plan(sess, chunk, chunk_max_s, pcm.n)
-                result: Optional[Result] = None
-                with _Aborter(lib, sess, abort) as ab:
-                    if plan.split:
-                        b = _stitch.Builder()
+        with to_pcm(lib, audio, self.sample_rate) as pcm, self._use() as sess:
+            plan = self._chunk_plan(sess, chunk, chunk_max_s, pcm.n)
+            result: Optional[Result] = None
+            with _Aborter(lib, sess, abort) as ab:
+                if plan.split:
+                    b = _stitch.Builder()
+                    with self._compute():  # pieces are read between the calls
                         st, msg = _stitch.run_chunked(lib, sess, params, pcm.address, pcm.n,
                                                       self.sample_rate, plan, self._info.family, b)
-                        if b.chunks or st == S.OK:
-                            result = b.result(pcm.n, self.sample_rate, t_start)
-                    else:
+                    if b.chunks or st == S.OK:
+                        result = b.result(pcm.n, self.sample_rate, t_start)
+                else:
+                    with self._compute():
                         st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
-                        msg = self._session_error(sess, st) if st != S.OK else ""
-                if not plan.split and st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
-                    result = self._collect(sess, None, pcm.n, t_start)
-                if st in (S.OK, S.ERR_OUTPUT_TRUNCATED) and ab.error is None:
-                    assert result is not None
-                    return result
+                    msg = self._session_error(sess, st) if st != S.OK else ""
+            if not plan.split and st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
+                result = self._collect(sess, None, pcm.n, t_start)  # outside the compute lock
+            if st in (S.OK, S.ERR_OUTPUT_TRUNCATED) and ab.error is None:
+                assert result is not None
+                return result
         if ab.error is not None:
             raise ab.error
         raise error_for(st, msg, result=result)
@@ -556,26 +590,25 @@ class Model:
             pcms = [stack.enter_context(to_pcm(lib, a, self.sample_rate)) for a in audios]
             ptrs = (ctypes.c_void_p * n)(*[p.address for p in pcms])
             counts = (ctypes.c_int * n)(*[p.n for p in pcms])
-            with self._compute():
-                sess = self._session_handle()
-                with _Aborter(lib, sess, abort) as ab:
-                    st = lib.run_batch(sess, ptrs, counts, n, ctypes.byref(params))
-                if st not in (S.OK, S.ERR_ABORTED) or ab.error is not None:
-                    msg = self._session_error(sess, st)
-                else:
-                    got = lib.batch_n_results(sess)
-                    for i in range(n):
-                        si = lib.batch_status(sess, i) if i < got else S.ERR_ABORTED
-                        if si in (S.OK, S.ERR_OUTPUT_TRUNCATED):
-                            r = self._collect(sess, i, pcms[i].n, t_start)
-                            if si == S.ERR_OUTPUT_TRUNCATED:
-                                r = _replace(r, truncated=True)
-                            out.append(r)
-                        else:
-                            e = error_for(si, f"input {i}: {lib.status_text(si)}")
-                            e.index = i  # type: ignore[attr-defined]
-                            out.append(e)
-                    msg = self._session_error(sess, st) if st != S.OK else ""
+            sess = stack.enter_context(self._use())
+            with _Aborter(lib, sess, abort) as ab, self._compute():
+                st = lib.run_batch(sess, ptrs, counts, n, ctypes.byref(params))
+            if st not in (S.OK, S.ERR_ABORTED) or ab.error is not None:
+                msg = self._session_error(sess, st)
+            else:
+                got = lib.batch_n_results(sess)
+                for i in range(n):
+                    si = lib.batch_status(sess, i) if i < got else S.ERR_ABORTED
+                    if si in (S.OK, S.ERR_OUTPUT_TRUNCATED):
+                        r = self._collect(sess, i, pcms[i].n, t_start)
+                        if si == S.ERR_OUTPUT_TRUNCATED:
+                            r = _replace(r, truncated=True)
+                        out.append(r)
+                    else:
+                        e = error_for(si, f"input {i}: {lib.status_text(si)}")
+                        e.index = i  # type: ignore[attr-defined]
+                        out.append(e)
+                msg = self._session_error(sess, st) if st != S.OK else ""
         if ab.error is not None:
             raise ab.error
         if st == S.ERR_ABORTED:
@@ -658,12 +691,14 @@ class Stream:
         self._samples = 0
         self._committed = ""
         self._final = False
-        with model._compute():
-            sess = model._new_session()
+        with model._use(session=False):
+            with model._state:  # a session of its own for the stream's life
+                sess = model._new_session(pooled=False)
             self._holder[0] = sess
             self._aborter = _Aborter(lib, sess, abort, persistent=True)
             self._aborter.__enter__()
-            st = lib.stream_begin(sess, ctypes.byref(rp), ctypes.byref(sp))
+            with model._compute():
+                st = lib.stream_begin(sess, ctypes.byref(rp), ctypes.byref(sp))
             if st != 0:
                 msg = model._session_error(sess, st)
                 self._finalizer()
@@ -710,23 +745,24 @@ class Stream:
         """Adds audio (float32 PCM at the model's rate, or any input
         transcribe() takes) and returns the texts after it."""
         lib = self._lib
-        with to_pcm(lib, audio, self._model.sample_rate) as pcm:
+        with to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
+            sess = self._session()
+            upd = lib.new(S.StreamUpdate, lib.stream_update_init)
             with self._model._compute():
-                sess = self._session()
-                upd = lib.new(S.StreamUpdate, lib.stream_update_init)
                 st = lib.stream_feed(sess, pcm.address, pcm.n, ctypes.byref(upd))
-                if st != 0:
-                    raise self._fail(st)
-                self._samples += pcm.n
-                return self._snapshot(upd)
+            if st != 0:
+                raise self._fail(st)
+            self._samples += pcm.n
+            return self._snapshot(upd)
 
     def finalize(self) -> StreamUpdate:
         """Ends the input: the last decode runs and everything is committed."""
         lib = self._lib
-        with self._model._compute():
+        with self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
-            st = lib.stream_finalize(sess, ctypes.byref(upd))
+            with self._model._compute():
+                st = lib.stream_finalize(sess, ctypes.byref(upd))
             if st != 0:
                 raise self._fail(st)
             self._final = True
@@ -734,7 +770,7 @@ class Stream:
 
     def result(self) -> Result:
         """The stream's current result as a Result (rows, times, language)."""
-        with self._model._compute():
+        with self._model._use(False):
             return self._model._collect(self._session(), None, self._samples, time.perf_counter())
 
     @property
@@ -744,8 +780,7 @@ class Stream:
 
     def close(self) -> None:
         """Frees the stream's session (an unfinished stream is abandoned)."""
-        with self._model._lock:
-            self._finalizer()
+        self._finalizer()
         self._model._streams.discard(self)
 
     def __enter__(self) -> "Stream":
