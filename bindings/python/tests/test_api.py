@@ -31,11 +31,13 @@ from conftest import (
 np = pytest.importorskip("numpy")
 
 
-def cli_json(cli, model_path, wav, *flags):
-    out = subprocess.run(
+def cli_json(cli, model_path, wav, *flags, rc=0):
+    p = subprocess.run(
         [cli, "-m", str(model_path), "-f", "json", "--tokens", "-q", *flags, str(wav)],
-        check=True, capture_output=True, text=True,
-    ).stdout
+        capture_output=True, text=True,
+    )
+    assert p.returncode == rc, p.stderr
+    out = p.stdout
     d = json.loads(out)
     for k in ("file", "model", "cues", "error"):
         d.pop(k, None)
@@ -186,6 +188,20 @@ def test_budget_family_long_audio_equals_cli_json(cli):
         assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_MOSS, wav))
 
 
+def test_truncated_output_is_a_result_not_an_error(cli):
+    """A decode that hits the output cap (a looping tiny MOSS) keeps its
+    partial text: result.truncated, as the CLI's "truncated": true."""
+    from conftest import DATA
+
+    looping = need(DATA / "moss" / "tiny" / "moss-tiny-loop-nosplit-F16.gguf")
+    with transcribe.Model(looping) as m:
+        r = m.transcribe(need(MOSS_WAV))
+        assert r.truncated and r.to_dict()["truncated"] is True
+        assert_same_as_cli(r.to_dict(), cli_json(cli, looping, MOSS_WAV, rc=1))
+        (b,) = m.transcribe_batch([MOSS_WAV])
+        assert b.truncated
+
+
 # ---- timestamps ----
 
 
@@ -295,13 +311,37 @@ def test_model_errors(lib, tmp_path):
     arch.write_bytes(gguf)
     with pytest.raises(transcribe.ModelError) as e:
         transcribe.Model(arch)
-    assert e.value.status in (4, 5)
+    assert e.value.status == 5 and "no-such-arch" in e.value.message
     with pytest.raises(transcribe.InvalidArgumentError):
         transcribe.Model(BUNDLED, threads=-1)
     with pytest.raises(transcribe.InvalidArgumentError):
         transcribe.Model(BUNDLED, device=10_000)
     with pytest.raises(transcribe.InvalidArgumentError):
         transcribe.Model(BUNDLED, device="abacus")
+    if not lib.backend_available(5):  # no CUDA in this build
+        with pytest.raises(transcribe.BackendError) as e:
+            transcribe.Model(BUNDLED, device="cuda")
+        assert e.value.status == 8
+
+
+def test_every_status_has_its_exception_class():
+    from transcribe._errors import error_for
+
+    want = {1: (transcribe.InvalidArgumentError, ValueError), 2: (transcribe.UnsupportedError,),
+            3: (transcribe.MissingFileError, FileNotFoundError), 4: (transcribe.ModelError,),
+            5: (transcribe.ModelError,), 6: (transcribe.ModelError,),
+            7: (transcribe.OutOfMemoryError, MemoryError), 8: (transcribe.BackendError,),
+            10: (transcribe.UnsupportedLanguageError, transcribe.UnsupportedError),
+            11: (transcribe.UnsupportedError,), 12: (transcribe.UnsupportedError,),
+            13: (transcribe.AbortedError,), 17: (transcribe.InputTooLongError,),
+            18: (transcribe.OutputTruncatedError,), 99: (transcribe.TranscribeError,)}
+    for st, classes in want.items():
+        e = error_for(st, "why")
+        assert all(isinstance(e, c) for c in classes), (st, type(e))
+        assert isinstance(e, transcribe.TranscribeError) and e.status == st and e.message == "why"
+    e = error_for(3, "gone", model=True)
+    assert isinstance(e, transcribe.ModelNotFoundError) and isinstance(e, transcribe.ModelError)
+    assert str(e) == "gone [ERR_FILE_NOT_FOUND]"
 
 
 def test_run_errors(model):
@@ -394,6 +434,33 @@ def test_library_log_reaches_python_logging(model, caplog):
     with caplog.at_level(logging.WARNING, logger="transcribe"):
         model.transcribe(need(SAMPLE), diarize=True)  # not a diarizing model: a warning
     assert any(r.name == "transcribe" and r.levelno == logging.WARNING for r in caplog.records)
+
+
+def test_library_lookup(lib, tmp_path):
+    """TRANSCRIBE_LIBRARY, next to the package, the system's search path."""
+    import shutil
+
+    pkg = tmp_path / "site"
+    shutil.copytree(BINDINGS / "transcribe", pkg / "transcribe")
+    real = os.path.realpath(lib.path)
+    probe = "import transcribe; print(transcribe.library_path()); print(transcribe.library_version())"
+
+    def run(env_extra, drop=("TRANSCRIBE_LIBRARY", "LD_LIBRARY_PATH")):
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        env.update(env_extra, PYTHONPATH=str(pkg), PYTHONDONTWRITEBYTECODE="1")
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                              env=env, cwd=str(tmp_path))
+
+    p = run({"TRANSCRIBE_LIBRARY": str(os.path.dirname(real))})  # a folder
+    assert p.returncode == 0 and p.stdout.splitlines()[0].startswith(os.path.dirname(real))
+    p = run({"LD_LIBRARY_PATH": os.path.dirname(real)})  # as after cmake --install
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[0] in ("libtranscribe.so.0", "libtranscribe.so")
+    shutil.copy(real, pkg / "transcribe" / "libtranscribe.so.0")  # next to the package
+    p = run({})
+    assert p.returncode == 0 and p.stdout.splitlines()[0] == str(pkg / "transcribe" / "libtranscribe.so.0")
+    p = run({"TRANSCRIBE_LIBRARY": str(tmp_path / "nothing-here.so")})
+    assert p.returncode != 0 and "LibraryNotFoundError" in p.stderr
 
 
 # ---- python -m transcribe ----

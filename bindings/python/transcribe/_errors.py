@@ -86,9 +86,9 @@ class OutOfMemoryError(TranscribeError, MemoryError):
 
 
 class OutputTruncatedError(TranscribeError):
-    """Decoding hit the model's context or generation cap. Raised only by
-    ``transcribe_batch(..., return_exceptions=...)`` slots; a single run
-    returns its partial result with ``Result.truncated`` set instead."""
+    """Status 18 from a call that fails with it as a whole. Runs do not
+    raise it: a run (or batch input) that hits the model's context or
+    generation cap returns its partial result with ``Result.truncated`` set."""
 
 
 _BY_STATUS: Dict[int, Type[TranscribeError]] = {

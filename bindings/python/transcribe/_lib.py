@@ -60,6 +60,7 @@ _PROTOTYPES: _Table = {
     "transcribe_abi_struct_align": (c_size_t, [c_int]),
     "transcribe_log_set": (None, [LOG_CALLBACK, vp]),
     "transcribe_model_accepts_ext_kind": (c_bool, [vp, c_int, c_uint32]),
+    "transcribe_backend_available": (c_bool, [c_int]),
     "transcribe_device_count": (c_int, []),
     "transcribe_device_get": (vp, [c_int]),
     "transcribe_device_info_init": (None, [vp]),
