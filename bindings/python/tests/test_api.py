@@ -399,6 +399,45 @@ def test_vocabulary_is_accepted_where_the_library_has_it(model, lib):
     assert model.transcribe(wav, vocabulary=None).text
 
 
+@pytest.mark.parametrize("shape", ["array", "string"])
+def test_vocabulary_and_vad_fields_once_the_header_has_them(model, lib, monkeypatch, shape):
+    """A mirror with the fields appended (as the header will append them) is
+    filled; the library reads only the struct_size its init stamped."""
+    import ctypes
+
+    from transcribe import _structs as S
+
+    vocab = [("vocabulary", ctypes.POINTER(ctypes.c_char_p)), ("n_vocabulary", ctypes.c_int32)]
+    if shape == "string":
+        vocab = [("vocabulary", ctypes.c_char_p)]
+
+    class Newer(S.RunParams):
+        _fields_ = vocab + [("vad", ctypes.c_int)]
+
+    seen = {}
+    real_new = lib.new
+
+    def new(cls, init=None):
+        obj = real_new(cls, init)
+        if cls is Newer:
+            seen["params"] = obj
+        return obj
+
+    monkeypatch.setattr(S, "RunParams", Newer)
+    monkeypatch.setattr(lib, "covers", lambda cls, field: True)
+    monkeypatch.setattr(lib, "new", new)
+    wav = need(SAMPLE)
+    r = model.transcribe(wav, vocabulary=["dollars", "cents"], vad=True)
+    p = seen["params"]
+    if shape == "array":
+        assert p.n_vocabulary == 2 and [p.vocabulary[i] for i in range(2)] == [b"dollars", b"cents"]
+    else:
+        assert p.vocabulary == b"dollars\ncents"
+    assert p.vad == 2 and p.struct_size == lib.abi_struct_size(S.ABI_RUN_PARAMS)
+    monkeypatch.undo()
+    assert r.text == model.transcribe(wav).text
+
+
 def test_closed_model_and_collection(lib):
     m = transcribe.Model(need(BUNDLED))
     with m:

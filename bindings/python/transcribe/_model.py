@@ -420,17 +420,28 @@ class Model:
                     "vocabulary needs a libtranscribe whose transcribe_run_params has a "
                     "vocabulary field (this one has none)"
                 )
-            arr = (ctypes.c_char_p * len(terms))(*[t.encode("utf-8") for t in terms])
-            keep.append(arr)
-            p.vocabulary = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-            p.n_vocabulary = len(terms)
+            ftype = dict(S.RunParams._fields_)["vocabulary"]
+            if ftype is ctypes.c_char_p:  # one string, a term per line
+                joined = "\n".join(terms).encode("utf-8")
+                keep.append(joined)
+                p.vocabulary = joined
+            else:  # const char *const *vocabulary + its count
+                arr = (ctypes.c_char_p * len(terms))(*[t.encode("utf-8") for t in terms])
+                keep.append(arr)
+                p.vocabulary = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+                count = next(n for n in ("n_vocabulary", "vocabulary_count", "n_hotwords")
+                             if hasattr(S.RunParams, n))
+                setattr(p, count, len(terms))
         if vad is not None:
             if not lib.covers(S.RunParams, "vad"):
                 raise UnsupportedError(
                     "vad needs a libtranscribe whose transcribe_run_params has a vad field "
                     "(this one has none)"
                 )
-            p.vad = _mode("vad", vad)
+            if dict(S.RunParams._fields_)["vad"] is ctypes.c_bool:
+                p.vad = bool(vad)
+            else:  # an on/off/default mode enum
+                p.vad = _mode("vad", vad)
         return p
 
     # ---- results ----

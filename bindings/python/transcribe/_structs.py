@@ -128,8 +128,13 @@ class SessionParams(ctypes.Structure):
 class RunParams(ctypes.Structure):
     # Newer libraries append run parameters here (c-api.md §18: vocabulary /
     # hotwords, voice-activity detection). Append the C fields in header
-    # order; Model sets a field only when the loaded library's struct covers
-    # it (_lib.Lib.covers).
+    # order, e.g.
+    #     ("vocabulary", POINTER(c_char_p)), ("n_vocabulary", c_int32),
+    #     ("vad", c_enum),
+    # Model.transcribe(vocabulary=..., vad=...) sets a field only when the
+    # loaded library's struct covers it (_lib.Lib.covers) and raises
+    # UnsupportedError otherwise; a `const char *vocabulary` (one string, a
+    # term per line) and a bool `vad` are handled too.
     _fields_ = [
         ("struct_size", c_uint64),
         ("task", c_enum),
