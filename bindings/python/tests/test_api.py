@@ -400,7 +400,7 @@ def test_vocabulary_is_accepted_where_the_library_has_it(model, lib):
 
 
 @pytest.mark.parametrize("shape", ["array", "string"])
-def test_vocabulary_and_vad_fields_once_the_header_has_them(model, lib, monkeypatch, shape):
+def test_vocabulary_field_once_the_header_has_it(model, lib, monkeypatch, shape):
     """A mirror with the fields appended (as the header will append them) is
     filled; the library reads only the struct_size its init stamped."""
     import ctypes
@@ -412,7 +412,7 @@ def test_vocabulary_and_vad_fields_once_the_header_has_them(model, lib, monkeypa
         vocab = [("vocabulary", ctypes.c_char_p)]
 
     class Newer(S.RunParams):
-        _fields_ = vocab + [("vad", ctypes.c_int)]
+        _fields_ = vocab
 
     seen = {}
     real_new = lib.new
@@ -427,15 +427,40 @@ def test_vocabulary_and_vad_fields_once_the_header_has_them(model, lib, monkeypa
     monkeypatch.setattr(lib, "covers", lambda cls, field: True)
     monkeypatch.setattr(lib, "new", new)
     wav = need(SAMPLE)
-    r = model.transcribe(wav, vocabulary=["dollars", "cents"], vad=True)
+    r = model.transcribe(wav, vocabulary=["dollars", "cents"])
     p = seen["params"]
     if shape == "array":
         assert p.n_vocabulary == 2 and [p.vocabulary[i] for i in range(2)] == [b"dollars", b"cents"]
     else:
         assert p.vocabulary == b"dollars\ncents"
-    assert p.vad == 2 and p.struct_size == lib.abi_struct_size(S.ABI_RUN_PARAMS)
+    assert p.struct_size == lib.abi_struct_size(S.ABI_RUN_PARAMS)
     monkeypatch.undo()
     assert r.text == model.transcribe(wav).text
+
+
+def test_voice_activity_detection(model, lib, tmp_path):
+    from transcribe import _structs as S
+
+    wav = need(SAMPLE)
+    if not lib.covers(S.RunParams, "vad_model"):
+        with pytest.raises(transcribe.UnsupportedError, match="vad"):
+            model.transcribe(wav, vad=True)
+        pytest.skip("this libtranscribe has no run-param VAD (transcribe_run_params.vad_model)")
+    vad = transcribe.VadModel(need(ROOT / "models" / "silero-vad-v4.gguf"))
+    pcm = transcribe.load_audio(wav)
+    padded = np.concatenate([np.zeros(32000, np.float32), pcm, np.zeros(32000, np.float32)])
+    regions = vad.speech(padded)
+    assert regions and regions[0][0] >= 1500 and regions[-1][1] <= len(padded) // 16
+    r = model.transcribe(padded, vad=vad)
+    assert r.text and r.segments[0].start_ms >= 1500  # times on the input's clock
+    assert model.transcribe(padded, vad=True, vad_options={"threshold": 0.6}).text
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(padded, vad=vad, vad_options={"loudness": 3})
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(padded, vad=vad, vad_options={"threshold": 2.0})
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(padded, vad_options={"threshold": 0.6})
+    vad.close()
 
 
 def test_closed_model_and_collection(lib):

@@ -34,6 +34,7 @@ from ._errors import (
     UnsupportedLanguageError,
 )
 from ._model import Capabilities, Model, ModelInfo, Stream, StreamUpdate
+from ._vad import VadModel
 from ._result import Chunk, Result, Segment, SpeakerTurn, Timings, Token, Word
 
 __version__ = "0.2.1"
@@ -100,6 +101,7 @@ __all__ = [
     "TranscribeError",
     "UnsupportedError",
     "UnsupportedLanguageError",
+    "VadModel",
     "Word",
     "devices",
     "library_path",

@@ -139,6 +139,15 @@ _OPTIONAL: _Table = {
     "transcribe_pause_split_params_init": (None, [vp]),
     "transcribe_pause_split": (c_int, [vp, c_int64, c_int, vp, POINTER(vp), POINTER(c_int)]),
     "transcribe_pause_split_free": (None, [vp]),
+    # voice activity detection (Silero VAD)
+    "transcribe_vad_params_init": (None, [vp]),
+    "transcribe_vad_model_load": (c_int, [c_char_p, POINTER(vp)]),
+    "transcribe_vad_model_free": (None, [vp]),
+    "transcribe_vad_init": (c_int, [vp, c_int, vp, POINTER(vp)]),
+    "transcribe_vad_free": (None, [vp]),
+    "transcribe_vad_run": (c_int, [vp, vp, c_int64]),
+    "transcribe_vad_n_segments": (c_int, [vp]),
+    "transcribe_vad_get_segment": (c_int, [vp, c_int, vp]),
 }
 
 T = TypeVar("T", bound=ctypes.Structure)
@@ -216,7 +225,10 @@ class Lib:
     def new(self, cls: Type[T], init: Any = None) -> T:
         """A zeroed cls in a buffer as large as the library's struct, filled
         by its init function (which writes the library's sizeof)."""
-        size = max(ctypes.sizeof(cls), self.abi_size(cls))
+        lib_size = self.abi_size(cls)
+        # a struct the library cannot size gets slack for fields a newer
+        # library's init may write past the mirror
+        size = max(ctypes.sizeof(cls), lib_size) if lib_size else ctypes.sizeof(cls) + 64
         buf = (ctypes.c_ubyte * size)()
         obj = cls.from_buffer(buf)
         if init is not None:

@@ -9,9 +9,20 @@ import time
 import weakref
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    FrozenSet,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
-from . import _lib, _stitch
+from . import _lib, _stitch, _vad
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
 from ._errors import (
@@ -27,6 +38,9 @@ from ._result import Result
 # is_set() (threading.Event).
 Abort = Union[Callable[[], bool], Any, None]
 Mode = Union[bool, str, None]
+# Voice activity detection: None/False (off), True (the bundled Silero VAD),
+# a model path, or a VadModel.
+Vad = Union[bool, str, "os.PathLike[str]", "_vad.VadModel", None]
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,15 @@ class StreamUpdate:
     input_ms: int
     committed_ms: int
     buffered_ms: int
+
+
+def _field_type(cls: type, name: str) -> Any:
+    """The ctypes type of field name of a Structure (or its bases)."""
+    for k in cls.__mro__:
+        for f in getattr(k, "_fields_", ()):
+            if f[0] == name:
+                return f[1]
+    raise AttributeError(name)
 
 
 def _strings(arr: Any, n: int) -> Tuple[str, ...]:
@@ -387,7 +410,8 @@ class Model:
         itn: Mode = None,
         diarize: Mode = None,
         keep_special_tags: bool = False,
-        vad: Optional[bool] = None,
+        vad: Vad = None,
+        vad_options: Optional[Mapping[str, Any]] = None,
     ) -> S.RunParams:
         lib = self._lib
         p = lib.new(S.RunParams, lib.run_params_init)
@@ -420,7 +444,7 @@ class Model:
                     "vocabulary needs a libtranscribe whose transcribe_run_params has a "
                     "vocabulary field (this one has none)"
                 )
-            ftype = dict(S.RunParams._fields_)["vocabulary"]
+            ftype = _field_type(type(p), "vocabulary")
             if ftype is ctypes.c_char_p:  # one string, a term per line
                 joined = "\n".join(terms).encode("utf-8")
                 keep.append(joined)
@@ -432,16 +456,21 @@ class Model:
                 count = next(n for n in ("n_vocabulary", "vocabulary_count", "n_hotwords")
                              if hasattr(S.RunParams, n))
                 setattr(p, count, len(terms))
-        if vad is not None:
-            if not lib.covers(S.RunParams, "vad"):
+        if vad is not None and vad is not False:
+            if not lib.covers(S.RunParams, "vad_model"):
                 raise UnsupportedError(
-                    "vad needs a libtranscribe whose transcribe_run_params has a vad field "
+                    "vad needs a libtranscribe whose transcribe_run_params has vad_model "
                     "(this one has none)"
                 )
-            if dict(S.RunParams._fields_)["vad"] is ctypes.c_bool:
-                p.vad = bool(vad)
-            else:  # an on/off/default mode enum
-                p.vad = _mode("vad", vad)
+            vm = _vad.resolve(vad)
+            keep.append(vm)
+            p.vad_model = vm.handle
+            if vad_options:
+                vp = _vad.vad_params(lib, vad_options)
+                keep.append(vp)
+                p.vad_params = ctypes.cast(ctypes.addressof(vp), _field_type(type(p), "vad_params"))
+        elif vad_options:
+            raise InvalidArgumentError("vad_options without vad")
         return p
 
     # ---- results ----
@@ -491,7 +520,8 @@ class Model:
         pnc: Mode = None,
         itn: Mode = None,
         keep_special_tags: bool = False,
-        vad: Optional[bool] = None,
+        vad: Vad = None,
+        vad_options: Optional[Mapping[str, Any]] = None,
         chunk: str = "auto",
         chunk_max_s: int = _stitch.CHUNK_MAX_S,
     ) -> Result:
@@ -513,6 +543,11 @@ class Model:
                 the partial result.
             diarize, pnc, itn: True/False to force speaker attribution,
                 punctuation+casing, inverse text normalisation on/off.
+            vad: transcribe only the speech a voice activity detector finds
+                (times stay on the input's clock): True (the bundled Silero
+                VAD), a model path or a VadModel; ``vad_options`` tunes it
+                (threshold, min_speech_ms, min_silence_ms, speech_pad_ms,
+                max_speech_s, ...). Needs a library with run-param VAD.
             chunk: long audio, as the CLI's --chunk: "auto" splits a file at
                 pauses when the model cannot take it in one call (a fixed
                 output budget and no long-form mode, or longer than its input
@@ -527,7 +562,7 @@ class Model:
         keep: List[Any] = []
         params = self._run_params(
             keep, language, task, target_language, timestamps, vocabulary,
-            pnc, itn, diarize, keep_special_tags, vad,
+            pnc, itn, diarize, keep_special_tags, vad, vad_options,
         )
         lib = self._lib
         t_start = time.perf_counter()
@@ -574,7 +609,8 @@ class Model:
         pnc: Mode = None,
         itn: Mode = None,
         keep_special_tags: bool = False,
-        vad: Optional[bool] = None,
+        vad: Vad = None,
+        vad_options: Optional[Mapping[str, Any]] = None,
         return_exceptions: bool = False,
     ) -> List[Any]:
         """Transcribes several inputs with one set of parameters, in one
@@ -590,7 +626,7 @@ class Model:
         keep: List[Any] = []
         params = self._run_params(
             keep, language, task, target_language, timestamps, vocabulary,
-            pnc, itn, diarize, keep_special_tags, vad,
+            pnc, itn, diarize, keep_special_tags, vad, vad_options,
         )
         lib = self._lib
         t_start = time.perf_counter()

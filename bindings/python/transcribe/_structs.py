@@ -125,16 +125,35 @@ class SessionParams(ctypes.Structure):
     ]
 
 
+class VadParams(ctypes.Structure):
+    # struct transcribe_vad_params (Silero VAD; an addition without an ABI id)
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("threshold", c_float),
+        ("neg_threshold", c_float),
+        ("min_speech_ms", c_int32),
+        ("min_silence_ms", c_int32),
+        ("speech_pad_ms", c_int32),
+        ("max_speech_s", c_float),
+        ("window_samples", c_int32),
+    ]
+
+
+class VadSegment(ctypes.Structure):
+    # struct transcribe_vad_segment: fixed layout, no struct_size
+    _fields_ = [("start", c_int64), ("end", c_int64), ("t0_ms", c_int64), ("t1_ms", c_int64)]
+
+
 class RunParams(ctypes.Structure):
     # Newer libraries append run parameters here (c-api.md §18: vocabulary /
     # hotwords, voice-activity detection). Append the C fields in header
     # order, e.g.
     #     ("vocabulary", POINTER(c_char_p)), ("n_vocabulary", c_int32),
-    #     ("vad", c_enum),
+    #     ("vad_model", c_void_p), ("vad_params", POINTER(VadParams)),
     # Model.transcribe(vocabulary=..., vad=...) sets a field only when the
     # loaded library's struct covers it (_lib.Lib.covers) and raises
-    # UnsupportedError otherwise; a `const char *vocabulary` (one string, a
-    # term per line) and a bool `vad` are handled too.
+    # UnsupportedError otherwise (a `const char *vocabulary`, one string
+    # with a term per line, is handled too).
     _fields_ = [
         ("struct_size", c_uint64),
         ("task", c_enum),
