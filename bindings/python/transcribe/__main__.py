@@ -3,7 +3,8 @@
 Mirrors ``transcribe`` (tools/cli): -m, -f txt|json|srt|vtt, --tokens, -o,
 -l, -t, --target-language, --timestamps, --threads, --n-ctx, --kv-type,
 --backend, --device, --diarize/--no-diarize, --pnc/--no-pnc, --itn,
---raw-tokens, --chunk, --chunk-max-s, -q, --version. JSON holds the same
+--raw-tokens, --chunk, --chunk-max-s, --vad, --vad-model, --vad-threshold
+(and the other --vad-* settings), --vocabulary, -q, --version. JSON holds the same
 text, language, duration, timestamps, chunks, segments, words and tokens as
 the CLI's (not its subtitle cues); SRT/VTT have one cue per segment.
 """
@@ -58,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", default="auto", choices=["auto", "on", "off"],
                    help="long audio: split at pauses when the model needs it (auto), always, never")
     p.add_argument("--chunk-max-s", type=int, default=30, help="longest piece in seconds")
+    p.add_argument("--vad", action="store_true", help="transcribe only detected speech (Silero VAD)")
+    p.add_argument("--vad-model", help="VAD model file (default: the bundled silero-vad-v4.gguf)")
+    for flag, kind in (("threshold", float), ("neg-threshold", float), ("min-speech-ms", int),
+                       ("min-silence-ms", int), ("speech-pad-ms", int), ("max-speech-s", float),
+                       ("window", int)):
+        p.add_argument(f"--vad-{flag}", type=kind, default=None, help=argparse.SUPPRESS)
     p.add_argument("--vocabulary", help="comma list of terms to bias towards (where supported)")
     p.add_argument("-q", "--quiet", action="store_true", help="only error messages on stderr")
     p.add_argument("--version", action="store_true", help="print the version and exit")
@@ -117,6 +124,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     device = o.device if o.device is not None else o.backend
     task = "translate" if (o.translate or o.target_language) else "transcribe"
     vocab = [t.strip() for t in o.vocabulary.split(",") if t.strip()] if o.vocabulary else None
+    vad_options = {
+        name: getattr(o, "vad_" + name)
+        for name in ("threshold", "neg_threshold", "min_speech_ms", "min_silence_ms",
+                     "speech_pad_ms", "max_speech_s")
+        if getattr(o, "vad_" + name) is not None
+    }
+    if o.vad_window is not None:
+        vad_options["window_samples"] = o.vad_window
+    vad = (o.vad_model or True) if (o.vad or o.vad_model) else None
     rc = 0
     out_file = None
     try:
@@ -136,6 +152,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         pnc=o.pnc,
                         itn=o.itn,
                         keep_special_tags=o.raw_tokens,
+                        vad=vad,
+                        vad_options=vad_options or None,
                         chunk=o.chunk,
                         chunk_max_s=o.chunk_max_s,
                     )
