@@ -228,8 +228,7 @@ def test_batch_equals_singles(model):
     batch = model.transcribe_batch(inputs)
     assert len(batch) == 3
     for a, b in zip(batch, singles):
-        assert (a.text, a.segments, a.words, a.tokens, a.timestamps) == (
-            b.text, b.segments, b.words, b.tokens, b.timestamps)
+        assert a == b  # every field but the timings
     assert model.transcribe_batch([]) == []
     with pytest.raises(transcribe.InvalidArgumentError):
         model.transcribe_batch([wavs[0], np.zeros(0, dtype=np.float32)])

@@ -149,7 +149,7 @@ class Result:
     speakers: Tuple[SpeakerTurn, ...] = ()
     truncated: bool = False
     raw_text: str = ""
-    timings: Timings = field(default_factory=Timings)
+    timings: Timings = field(default_factory=Timings, compare=False)  # equal runs, equal results
     chunks: Optional[Tuple[Chunk, ...]] = None
 
     def __str__(self) -> str:
