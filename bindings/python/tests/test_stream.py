@@ -1,0 +1,85 @@
+"""model.stream(): committed text only grows; finalize commits the rest.
+
+Until the library streams a model of this checkout (a family reports
+capabilities.streaming), the streaming tests skip with that reason and the
+refusal itself is tested."""
+
+from __future__ import annotations
+
+import pytest
+
+import transcribe
+from conftest import BUNDLED, SAMPLE, TINY_CTC, TINY_TDT, need
+
+np = pytest.importorskip("numpy")
+
+
+@pytest.fixture(scope="module")
+def streaming_model(lib):
+    for path in (BUNDLED, TINY_TDT, TINY_CTC):
+        if not path.exists():
+            continue
+        m = transcribe.Model(path)
+        if m.info.capabilities.streaming:
+            yield m
+            m.close()
+            return
+        m.close()
+    pytest.skip("no test model reports streaming support (transcribe_capabilities."
+                "supports_streaming is false for every family this library runs)")
+
+
+def test_non_streaming_model_refuses_with_not_implemented(model):
+    if model.info.capabilities.streaming:
+        pytest.skip("the bundled model streams")
+    with pytest.raises(transcribe.UnsupportedError) as e:
+        model.stream()
+    assert e.value.status == 2 and "does not stream" in e.value.message
+    assert model.transcribe(need(SAMPLE)).text  # the model is unaffected
+
+
+def feed_all(stream, pcm, chunk):
+    updates = []
+    for pos in range(0, len(pcm), chunk):
+        updates.append(stream.feed(pcm[pos : pos + chunk]))
+    return updates
+
+
+def test_committed_text_only_grows(streaming_model):
+    m = streaming_model
+    pcm = transcribe.load_audio(need(SAMPLE))
+    with m.stream() as s:
+        assert s.state == "active"
+        updates = feed_all(s, pcm, 8000)  # 0.5 s chunks
+        prev, received = "", 0
+        for u in updates:
+            assert u.committed.startswith(prev), (prev, u.committed)
+            assert u.new_committed == u.committed[len(prev):]
+            assert not u.is_final and u.input_ms >= received
+            prev, received = u.committed, u.input_ms
+        assert received == pytest.approx(len(pcm) / 16, abs=1)
+        final = s.finalize()
+        assert final.is_final and final.committed.startswith(prev)
+        assert final.tentative == "" and final.committed.strip()
+        assert s.state == "finished"
+        r = s.result()
+        assert r.text and r.duration == pytest.approx(len(pcm) / 16000)
+        offline = m.transcribe(pcm)
+        print(f"stream final: {final.text!r}\noffline:      {offline.text!r}")
+    with pytest.raises(transcribe.InvalidArgumentError, match="closed"):
+        s.feed(pcm[:1600])
+
+
+def test_commit_on_finalize_commits_nothing_before(streaming_model):
+    pcm = transcribe.load_audio(need(SAMPLE))
+    with streaming_model.stream(commit="finalize") as s:
+        for u in feed_all(s, pcm, 16000):
+            assert u.committed == ""
+        assert s.finalize().committed.strip()
+
+
+def test_stream_argument_errors(model):
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.stream(commit="sometimes")
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.stream(agreement=99)

@@ -1,0 +1,143 @@
+"""Audio input: file paths, encoded file bytes, and float32 PCM buffers."""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import os
+import tempfile
+from typing import Any, Callable, List, Optional, Union
+
+from . import _lib
+from ._errors import InvalidArgumentError, error_for
+
+# What transcribe() accepts: a path, the bytes of an audio file, or mono
+# float32 PCM at the model's rate (NumPy array, array('f'), memoryview, or
+# any object exporting a 1-D float buffer).
+AudioInput = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, array.array, Any]
+
+_INT_MAX = 2**31 - 1
+
+
+class Pcm:
+    """Samples ready for the library: an address, a count, and who owns them."""
+
+    def __init__(self, address: int, n: int, keep: Any = None, free: Optional[Callable[[], None]] = None):
+        self.address = address
+        self.n = n
+        self._keep = keep
+        self._free = free
+
+    def close(self) -> None:
+        if self._free is not None:
+            free, self._free = self._free, None
+            free()
+        self._keep = None
+
+    def __enter__(self) -> "Pcm":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _load_file(lib: "_lib.Lib", path: str, rate: int) -> Pcm:
+    if lib.audio_load_file is None:
+        raise InvalidArgumentError("this libtranscribe cannot decode audio files; pass PCM samples")
+    if os.path.isdir(path):
+        raise InvalidArgumentError(f"cannot read audio '{path}': it is a directory")
+    out = ctypes.c_void_p()
+    n = ctypes.c_int()
+    with _lib.capture_errors() as cap:
+        st = lib.audio_load_file(os.fsencode(path), int(rate), ctypes.byref(out), ctypes.byref(n))
+    if st != 0:
+        reason = cap.message or lib.status_text(st)
+        raise error_for(st, f"cannot read audio '{path}': {reason}")
+    addr = out.value or 0
+    if n.value <= 0:
+        lib.audio_free(out)
+        raise InvalidArgumentError(f"cannot read audio '{path}': no samples")
+
+    def free() -> None:
+        lib.audio_free(ctypes.c_void_p(addr))
+
+    return Pcm(addr, n.value, free=free)
+
+
+def _load_bytes(lib: "_lib.Lib", data: Union[bytes, bytearray, memoryview], rate: int) -> Pcm:
+    if len(data) == 0:
+        raise InvalidArgumentError("cannot read audio: the data is empty (0 bytes)")
+    fd, tmp = tempfile.mkstemp(prefix="transcribe-", suffix=".audio")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        return _load_file(lib, tmp, rate)
+    finally:
+        os.unlink(tmp)
+
+
+def _from_buffer(audio: Any) -> Pcm:
+    try:
+        mv = memoryview(audio)
+    except TypeError:
+        raise TypeError(
+            "audio must be a path, the bytes of an audio file, or float32 PCM "
+            f"(NumPy array, array('f'), memoryview); got {type(audio).__name__}"
+        ) from None
+    fmt = mv.format.lstrip("@=<")
+    if fmt not in ("f", "d"):
+        raise InvalidArgumentError(
+            f"PCM audio must be float32 (or float64) samples in [-1, 1]; got format '{mv.format}'"
+        )
+    shape = tuple(mv.shape or ())
+    if mv.ndim != 1 and not (mv.ndim == 2 and 1 in shape):
+        raise InvalidArgumentError(f"audio must be mono (one dimension); got shape {shape}")
+    if mv.ndim != 1 or not mv.c_contiguous or mv.format != fmt:
+        mv = memoryview(mv.tobytes()).cast(fmt)  # C order, native single-letter format
+    if fmt == "d":  # float64 (NumPy's default dtype): converted
+        mv = memoryview(array.array("f", mv.tolist()))
+    n = mv.nbytes // 4
+    if n == 0:
+        raise InvalidArgumentError("audio has no samples")
+    if n > _INT_MAX:
+        raise InvalidArgumentError(f"audio has {n} samples; at most {_INT_MAX} per call")
+    if mv.readonly:
+        arr = (ctypes.c_float * n).from_buffer_copy(mv)
+    else:
+        arr = (ctypes.c_float * n).from_buffer(mv)
+    return Pcm(ctypes.addressof(arr), n, keep=(arr, mv))
+
+
+def to_pcm(lib: "_lib.Lib", audio: AudioInput, rate: int) -> Pcm:
+    """Samples for one input (close the result, or use it as a context manager)."""
+    if isinstance(audio, (str, os.PathLike)):
+        return _load_file(lib, os.fspath(audio), rate)
+    if isinstance(audio, (bytes, bytearray)):
+        return _load_bytes(lib, audio, rate)
+    if isinstance(audio, memoryview) and audio.format in ("B", "b", "c"):
+        return _load_bytes(lib, audio, rate)
+    return _from_buffer(audio)
+
+
+def load_audio(path: Union[str, "os.PathLike[str]", bytes], rate: int = 16000) -> Any:
+    """Decodes an audio file (WAV; FLAC/MP3/Ogg/Opus when the library has
+    libsndfile) to mono float32 samples at ``rate`` Hz.
+
+    Returns a NumPy array when NumPy is installed, else an ``array('f')``.
+    ``path`` may also be the bytes of an audio file.
+    """
+    if rate <= 0:
+        raise InvalidArgumentError(f"rate must be positive (got {rate})")
+    lib = _lib.get()
+    with to_pcm(lib, path, rate) as pcm:
+        data = ctypes.string_at(pcm.address, pcm.n * 4)
+    try:
+        import numpy as np
+    except ImportError:
+        out = array.array("f")
+        out.frombytes(data)
+        return out
+    return np.frombuffer(data, dtype=np.float32).copy()
+
+
+__all__: List[str] = ["AudioInput", "Pcm", "load_audio", "to_pcm"]

@@ -1,0 +1,144 @@
+"""Voice activity detection (Silero VAD v4, where the library has it)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from . import _lib
+from . import _structs as S
+from ._audio import AudioInput, to_pcm
+from ._errors import InvalidArgumentError, UnsupportedError, error_for
+
+VAD_FILE = "silero-vad-v4.gguf"
+_OPTIONS = {
+    "threshold": float,
+    "neg_threshold": float,
+    "min_speech_ms": int,
+    "min_silence_ms": int,
+    "speech_pad_ms": int,
+    "max_speech_s": float,
+    "window_samples": int,
+}
+
+
+def default_vad_path() -> Optional[str]:
+    """$TRANSCRIBE_VAD_MODEL, the models/ folder of the checkout the package
+    sits in, or <prefix>/share/transcribe (cmake --install)."""
+    env = os.environ.get("TRANSCRIBE_VAD_MODEL")
+    if env:
+        return env
+    here = Path(__file__).resolve().parent
+    for d in (here, here.parent.parent.parent / "models", Path(sys.prefix) / "share" / "transcribe",
+              Path("/usr/local/share/transcribe"), Path("/usr/share/transcribe")):
+        if (d / VAD_FILE).is_file():
+            return str(d / VAD_FILE)
+    return None
+
+
+def _need(lib: "_lib.Lib") -> None:
+    if lib.vad_model_load is None:
+        raise UnsupportedError("this libtranscribe has no voice activity detection (transcribe_vad_*)")
+
+
+def vad_params(lib: "_lib.Lib", options: Optional[Mapping[str, Any]]) -> S.VadParams:
+    """transcribe_vad_params from defaults and the given options."""
+    p = lib.new(S.VadParams, lib.vad_params_init)
+    for name, value in (options or {}).items():
+        if name not in _OPTIONS:
+            raise InvalidArgumentError(f"unknown VAD option {name!r} (known: {', '.join(_OPTIONS)})")
+        setattr(p, name, _OPTIONS[name](value))
+    return p
+
+
+class VadModel:
+    """A Silero VAD model: ``VadModel(path=None)`` (None: the bundled
+    ``silero-vad-v4.gguf``). Pass it as ``Model.transcribe(..., vad=...)``
+    or find speech with :meth:`speech`. Thread-safe once loaded."""
+
+    def __init__(self, path: Union[str, "os.PathLike[str]", None] = None) -> None:
+        lib = _lib.get()
+        _need(lib)
+        found = os.fspath(path) if path is not None else default_vad_path()
+        if found is None:
+            raise InvalidArgumentError(
+                f"no VAD model: pass a path or set TRANSCRIBE_VAD_MODEL ({VAD_FILE})"
+            )
+        self.path = found
+        self._lib = lib
+        self._holder: List[Optional[int]] = [None]
+        self._finalizer = weakref.finalize(self, _free, lib, self._holder)
+        out = ctypes.c_void_p()
+        with _lib.capture_errors() as cap:
+            st = lib.vad_model_load(os.fsencode(found), ctypes.byref(out))
+        if st != 0:
+            raise error_for(st, f"cannot load VAD model '{found}': {cap.message or lib.status_text(st)}",
+                            model=True)
+        self._holder[0] = out.value
+
+    @property
+    def handle(self) -> int:
+        if not self._finalizer.alive or not self._holder[0]:
+            raise InvalidArgumentError("the VAD model is closed")
+        return int(self._holder[0])
+
+    def speech(self, audio: AudioInput, rate: int = 16000, **options: Any) -> List[Tuple[int, int]]:
+        """Speech regions of audio as (start_ms, end_ms). ``audio`` as for
+        transcribe (PCM at ``rate``, 16000 or 8000); options as ``vad_options``."""
+        lib = self._lib
+        params = vad_params(lib, options)
+        det = ctypes.c_void_p()
+        st = lib.vad_init(self.handle, rate, ctypes.byref(params), ctypes.byref(det))
+        if st != 0:
+            raise error_for(st, f"cannot start the VAD: {lib.status_text(st)}")
+        try:
+            with to_pcm(lib, audio, rate) as pcm:
+                st = lib.vad_run(det, pcm.address, pcm.n)
+            if st != 0:
+                raise error_for(st, f"VAD run failed: {lib.status_text(st)}")
+            out = []
+            for i in range(lib.vad_n_segments(det)):
+                seg = S.VadSegment()
+                if lib.vad_get_segment(det, i, ctypes.byref(seg)) == 0:
+                    out.append((int(seg.t0_ms), int(seg.t1_ms)))
+            return out
+        finally:
+            lib.vad_free(det)
+
+    def close(self) -> None:
+        self._finalizer()
+
+    def __enter__(self) -> "VadModel":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _free(lib: "_lib.Lib", holder: List[Optional[int]]) -> None:
+    if holder[0]:
+        lib.vad_model_free(holder[0])
+        holder[0] = None
+
+
+_cache_lock = threading.Lock()
+_cache: Dict[str, VadModel] = {}
+
+
+def resolve(vad: Any) -> VadModel:
+    """The VadModel for transcribe(vad=...): a VadModel, True (the bundled
+    model) or a path; loaded paths are kept for the life of the process."""
+    if isinstance(vad, VadModel):
+        return vad
+    path = default_vad_path() if vad is True else os.fspath(vad)
+    if path is None:
+        raise InvalidArgumentError(f"vad=True needs {VAD_FILE}: pass a path or set TRANSCRIBE_VAD_MODEL")
+    with _cache_lock:
+        if path not in _cache:
+            _cache[path] = VadModel(path)
+        return _cache[path]
