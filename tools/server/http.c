@@ -100,9 +100,9 @@ static bool append_value(srv_request *rq, char **slot, const char *data, size_t 
     return true;
 }
 
-static bool file_piece(srv_request *rq, uint64_t off, const char *data, size_t size) {
+static bool file_piece(srv_request *rq, bool fresh, const char *data, size_t size) {
     srv_form *fm = &rq->form;
-    if (off == 0 && rq->file_fd < 0) {
+    if (fresh) {
         if (fm->have_file) {
             srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "file", "invalid_value",
                             "the form has more than one 'file' part");
@@ -118,11 +118,7 @@ static bool file_piece(srv_request *rq, uint64_t off, const char *data, size_t s
         }
         fm->have_file = true;
     }
-    if (rq->file_fd < 0) {
-        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "file", "invalid_value",
-                        "the form has more than one 'file' part");
-        return false;
-    }
+    if (rq->file_fd < 0) return false;
     while (size > 0) {
         ssize_t w = write(rq->file_fd, data, size);
         if (w < 0 && errno == EINTR) continue;
@@ -146,7 +142,11 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
     srv_form *fm = &rq->form;
     if (rq->failed) return MHD_NO;
     if (!key) key = "";
-    if (off == 0) {
+    /* a new part starts at offset 0 (an empty first piece of the same
+     * part, also at 0, does not start another) */
+    bool fresh = off == 0 && !(rq->last_end == 0 && !strcmp(rq->field_key, key) && fm->n_fields);
+    rq->last_end = off + size;
+    if (fresh) {
         if (++fm->n_fields > SRV_MAX_FIELDS) {
             srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "too_many_fields",
                             "the form has more than %d fields", SRV_MAX_FIELDS);
@@ -154,9 +154,9 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
         }
         snprintf(rq->field_key, sizeof rq->field_key, "%s", key);
     }
-    if (!strcmp(key, "file")) return file_piece(rq, off, data, size) ? MHD_YES : MHD_NO;
+    if (!strcmp(key, "file")) return file_piece(rq, fresh, data, size) ? MHD_YES : MHD_NO;
     if (is_granularity_key(key)) {
-        if (off == 0) {
+        if (fresh) {
             if (fm->n_granularities >= SRV_MAX_GRANULAR) {
                 srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "timestamp_granularities[]",
                                 "invalid_value", "too many timestamp_granularities[]");
@@ -169,8 +169,8 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
         return append_value(rq, slot, data, size) ? MHD_YES : MHD_NO;
     }
     char **slot = field_slot(fm, key);
-    if (!slot) return MHD_YES;                /* fields of the API this server does not use */
-    if (off == 0 && *slot) (*slot)[0] = '\0'; /* a repeated field: the last one wins */
+    if (!slot) return MHD_YES;             /* fields of the API this server does not use */
+    if (fresh && *slot) (*slot)[0] = '\0'; /* a repeated field: the last one wins */
     return append_value(rq, slot, data, size) ? MHD_YES : MHD_NO;
 }
 
@@ -267,11 +267,11 @@ static void reply_get(srv_request *rq, int route, const char *url) {
 static enum MHD_Result send_reply(struct MHD_Connection *c, srv_request *rq) {
     if (rq->client_gone) return MHD_NO; /* nobody to answer: close */
     srv_reply *rp = &rq->reply;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(rp->len, rp->body ? rp->body : (void *)"",
-                                        rp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    /* copied: the daemon may refuse the response (a reply during an upload
+     * is sent after it), and the body stays the request's to free */
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        rp->body ? rp->len : 0, rp->body ? rp->body : (void *)"", MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
-    rp->body = NULL;
     if (rp->content_type)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, rp->content_type);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");

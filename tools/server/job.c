@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -347,6 +348,35 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     cli_result_free(&r);
 }
 
+/* A RIFF/WAVE file whose data chunk runs past the end of the file: cut
+ * short in transfer. The decoder would read what is there; an API answers
+ * that the upload is damaged instead of transcribing part of it. */
+static bool wav_cut_short(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    unsigned char h[12];
+    bool cut = false;
+    if (fread(h, 1, 12, f) == 12 && !memcmp(h, "RIFF", 4) && !memcmp(h + 8, "WAVE", 4) &&
+        fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        long pos = 12;
+        for (int k = 0; k < 64 && pos + 8 <= size; k++) {
+            unsigned char c[8];
+            if (fseek(f, pos, SEEK_SET) != 0 || fread(c, 1, 8, f) != 8) break;
+            uint32_t n =
+                (uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 | (uint32_t)c[7] << 24;
+            if (!memcmp(c, "data", 4)) {
+                /* 0 and 0xFFFFFFFF: a writer that could not seek back */
+                cut = n != 0 && n != 0xFFFFFFFFu && (int64_t)pos + 8 + n > (int64_t)size;
+                break;
+            }
+            pos += 8 + (long)n + (long)(n & 1);
+        }
+    }
+    fclose(f);
+    return cut;
+}
+
 void srv_job_run(srv_request *rq) {
     job j;
     memset(&j, 0, sizeof j);
@@ -355,6 +385,11 @@ void srv_job_run(srv_request *rq) {
     if (rq->file_fd >= 0) {
         close(rq->file_fd);
         rq->file_fd = -1;
+    }
+    if (wav_cut_short(rq->file_path)) {
+        srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "truncated_audio",
+                        "the WAV file is cut short (its data chunk runs past the end)");
+        return;
     }
     float *pcm = NULL;
     int n = 0;

@@ -178,6 +178,7 @@ typedef struct srv_request {
     bool translate; /* /v1/audio/translations */
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
+    uint64_t last_end;  /* where its last piece ended */
     int file_fd;        /* the upload, in srv->tmp_dir */
     char file_path[320];
     int64_t body_bytes;
