@@ -115,7 +115,11 @@ check "still serving" alive
 # SIGTERM while a request runs: it finishes, then the server exits 0
 curl -s -o "$WORK/late" -w '%{http_code}' -F file=@"$JFK" "$URL$T" >"$WORK/late.code" &
 cpid=$!
-sleep 0.15
+# wait until it is in (the /metrics request itself is one in flight)
+for _ in $(seq 1 200); do
+    curl -s "$URL/metrics" | grep -q '^transcribe_in_flight [2-9]' && break
+    sleep 0.02
+done
 srv_stop
 wait $cpid
 check "request running at SIGTERM completes (code $(cat "$WORK/late.code"))" [ "$(cat "$WORK/late.code")" = 200 ]

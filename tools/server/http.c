@@ -246,7 +246,8 @@ static void reply_get(srv_request *rq, int route, const char *url) {
     }
     case R_METRICS: {
         size_t len = 0;
-        char *body = srv_metrics_text(&s->metrics, srv_pool_waiting(&s->pool), &len);
+        char *body = srv_metrics_text(&s->metrics, srv_pool_waiting(&s->pool),
+                                      atomic_load(&s->in_flight), &len);
         if (body) {
             reply_json(rq, 200, body, len);
             rq->reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -311,6 +312,74 @@ static srv_request *request_new(srv_server *s, struct MHD_Connection *c) {
     return rq;
 }
 
+/* "--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
+ * not; RFC 2046 allows 1..70 characters). */
+static bool closing_delimiter(const char *ct, char *out, size_t n) {
+    const char *b = strcasestr(ct, "boundary=");
+    if (!b) return false;
+    b += 9;
+    size_t len;
+    if (*b == '"') {
+        const char *e = strchr(++b, '"');
+        if (!e) return false;
+        len = (size_t)(e - b);
+    } else {
+        len = strcspn(b, "; \t");
+    }
+    if (len == 0 || len > 70 || len + 5 > n) return false;
+    snprintf(out, n, "--%.*s--", (int)len, b);
+    return true;
+}
+
+/* How much of this piece of the body the post processor gets. RFC 2046
+ * lets a body go on after its closing delimiter (an "epilogue"; the
+ * official OpenAI client sends one CRLF there), but libmicrohttpd's post
+ * processor rejects any byte after "--BOUNDARY--\r\n": the rest is dropped
+ * here. The delimiter is looked for across pieces. */
+static size_t body_before_epilogue(srv_request *rq, const char *data, size_t size) {
+    if (rq->epilogue) {
+        /* the CRLF that ends the delimiter line, if it came in this piece */
+        size_t k = 0;
+        while (rq->delim_crlf < 2 && k < size && data[k] == "\r\n"[rq->delim_crlf])
+            k++, rq->delim_crlf++;
+        rq->delim_crlf = 2;
+        return k;
+    }
+    size_t dl = strlen(rq->delim);
+    size_t end = 0;
+    bool found = false;
+    /* across the joint: the kept tail of the last piece + this one's start */
+    char joint[2 * 80];
+    size_t head = size < dl - 1 ? size : dl - 1;
+    memcpy(joint, rq->tail, rq->tail_len);
+    memcpy(joint + rq->tail_len, data, head);
+    const char *hit = memmem(joint, rq->tail_len + head, rq->delim, dl);
+    if (hit) {
+        end = (size_t)(hit - joint) + dl - rq->tail_len;
+        found = true;
+    } else if ((hit = memmem(data, size, rq->delim, dl)) != NULL) {
+        end = (size_t)(hit - data) + dl;
+        found = true;
+    }
+    if (!found) {
+        size_t keep = size < dl - 1 ? size : dl - 1;
+        if (rq->tail_len + keep > dl - 1) {
+            size_t drop = rq->tail_len + keep - (dl - 1);
+            if (drop > rq->tail_len) drop = rq->tail_len;
+            memmove(rq->tail, rq->tail + drop, rq->tail_len - drop);
+            rq->tail_len -= drop;
+        }
+        memcpy(rq->tail + rq->tail_len, data + size - keep, keep);
+        rq->tail_len += keep;
+        return size;
+    }
+    rq->epilogue = true;
+    while (rq->delim_crlf < 2 && end < size && data[end] == "\r\n"[rq->delim_crlf])
+        end++, rq->delim_crlf++;
+    if (end < size) rq->delim_crlf = 2; /* something else follows: no CRLF to wait for */
+    return end;
+}
+
 /* First call: the headers are in. Decides whatever can be decided before
  * the body (route, method, key, media type, size); prepares the upload. */
 static void on_headers(srv_request *rq, const char *url, const char *method) {
@@ -361,6 +430,11 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
             return;
         }
     }
+    if (!closing_delimiter(ct, rq->delim, sizeof rq->delim)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
+                        "malformed multipart/form-data: no usable boundary");
+        return;
+    }
     rq->pp = MHD_create_post_processor(c, 16 * 1024, on_field, rq);
     if (!rq->pp) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
@@ -383,10 +457,19 @@ static void on_body(srv_request *rq, const char *data, size_t size) {
                         "the upload took longer than %d s", s->opts->timeout_s);
         return;
     }
-    if (MHD_post_process(rq->pp, data, size) != MHD_YES && !rq->failed) {
+    size_t feed = body_before_epilogue(rq, data, size);
+    if (feed > 0 && MHD_post_process(rq->pp, data, feed) != MHD_YES && !rq->failed) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
                         "malformed multipart/form-data");
     }
+}
+
+static bool has_body(struct MHD_Connection *c) {
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te || (cl && strcmp(cl, "0") != 0);
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -400,7 +483,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!rq) return MHD_NO;
         *con_cls = rq;
         on_headers(rq, url, method);
-        if (rq->failed) return send_reply(c, rq); /* before the body */
+        /* An error known from the headers is answered at once only when the
+         * body is too large to read; otherwise the body is read and dropped
+         * first: a client still sending would otherwise meet a closed
+         * connection instead of the answer. */
+        if (rq->failed && (rq->reply.status == 413 || !has_body(c))) return send_reply(c, rq);
+        if (rq->failed) return MHD_YES;
         if (!rq->pp) {
             reply_get(rq, rq->route, url);
             return send_reply(c, rq);
@@ -412,7 +500,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_data_size = 0;
         if (!rq->failed) {
             on_body(rq, upload_data, size);
-            if (rq->failed && MHD_YES == send_reply(c, rq)) return MHD_YES;
+            if (rq->failed && rq->body_bytes > s->opts->max_upload_bytes) return MHD_NO;
         } else {
             /* the error is answered at the end; the rest of a body within
              * the size limit is read and dropped, a larger one closes */

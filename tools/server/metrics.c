@@ -12,7 +12,7 @@ const char *srv_err_kind_name(srv_err_kind k) {
     return (k >= 0 && k < SRV_ERR_KINDS) ? names[k] : "unknown";
 }
 
-char *srv_metrics_text(const srv_metrics *m, int queue_depth, size_t *len) {
+char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, size_t *len) {
     char *data = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&data, &n);
@@ -38,6 +38,9 @@ char *srv_metrics_text(const srv_metrics *m, int queue_depth, size_t *len) {
             "# HELP transcribe_queue_depth Requests waiting for a free session.\n"
             "# TYPE transcribe_queue_depth gauge\n"
             "transcribe_queue_depth %d\n"
+            "# HELP transcribe_in_flight Requests being received, waiting or running.\n"
+            "# TYPE transcribe_in_flight gauge\n"
+            "transcribe_in_flight %d\n"
             "# HELP transcribe_running Runs in progress.\n"
             "# TYPE transcribe_running gauge\n"
             "transcribe_running %d\n"
@@ -50,7 +53,7 @@ char *srv_metrics_text(const srv_metrics *m, int queue_depth, size_t *len) {
             "# HELP transcribe_real_time_factor Compute time over audio time, since start.\n"
             "# TYPE transcribe_real_time_factor gauge\n"
             "transcribe_real_time_factor %.6f\n",
-            (long long)atomic_load(&m->ok), queue_depth, atomic_load(&m->running),
+            (long long)atomic_load(&m->ok), queue_depth, in_flight, atomic_load(&m->running),
             (double)audio_ms / 1000.0, (double)compute_us / 1e6,
             audio_ms > 0 ? ((double)compute_us / 1000.0) / (double)audio_ms : 0.0);
     if (fclose(f) != 0) {

@@ -116,7 +116,7 @@ typedef struct srv_metrics {
 } srv_metrics;
 
 /* Prometheus text exposition of m (malloc'ed, *len set). */
-char *srv_metrics_text(const srv_metrics *m, int queue_depth, size_t *len);
+char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, size_t *len);
 const char *srv_err_kind_name(srv_err_kind k);
 
 /* ---- the server (http.c) ---- */
@@ -179,7 +179,12 @@ typedef struct srv_request {
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
     uint64_t last_end;  /* where its last piece ended */
-    int file_fd;        /* the upload, in srv->tmp_dir */
+    char delim[80];     /* "--BOUNDARY--": the body ends there (http.c) */
+    char tail[80];      /* the last bytes of the body so far, to find it */
+    size_t tail_len;
+    bool epilogue;  /* past the closing delimiter */
+    int delim_crlf; /* bytes of the CRLF after it seen (2: done) */
+    int file_fd;    /* the upload, in srv->tmp_dir */
     char file_path[320];
     int64_t body_bytes;
     bool failed; /* reply already holds an error */
