@@ -7,15 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "output.h"
 #include "transcribe/extensions.h"
-
-typedef enum {
-    CLI_FMT_TXT = 0, /* transcript only */
-    CLI_FMT_JSON,    /* one JSON object per file */
-    CLI_FMT_SRT,
-    CLI_FMT_VTT,
-    CLI_FMT_REPORT, /* transcribe-cli's verbose layout (cli.md §4.2) */
-} cli_format;
 
 typedef enum {
     CLI_CHUNK_AUTO = 0, /* split at pauses when the model cannot take the file in one call */
@@ -25,14 +18,6 @@ typedef enum {
 
 #define CLI_MAX_THREADS_FLAG 1024 /* --threads range; main caps it at 4x the cores */
 #define CLI_CHUNK_MAX_S      30   /* default hard cap of one piece; the target is 2/3 of it */
-
-/* How subtitle cues are cut (0: the defaults in formats.c). */
-typedef struct cli_cue_shape {
-    int max_chars;  /* --max-line-chars */
-    int max_cue_ms; /* --max-cue-ms */
-} cli_cue_shape;
-
-#define CLI_MAX_LINE_CHARS 1000 /* --max-line-chars range */
 
 typedef struct cli_opts {
     const char *argv0;
@@ -91,49 +76,6 @@ typedef struct cli_opts {
 int cli_parse(int argc, char **argv, cli_opts *o);
 void cli_usage(const char *argv0, FILE *f);
 
-/* result.c: one file's transcript as the formats print it: copied from a
- * session (a single run, or row i of a batch), or stitched from pieces of a
- * long file with their times moved to the file's clock. Owns its strings. */
-typedef struct cli_chunk {
-    int64_t t0_ms, t1_ms; /* the piece of the file this call saw */
-    int end_kind;         /* enum transcribe_span_end */
-    transcribe_status status;
-} cli_chunk;
-
-typedef struct cli_result {
-    char *text; /* full text; never NULL after cli_result_init */
-    size_t text_len, text_cap;
-    char language[16];
-    transcribe_timestamp_kind kind;
-    bool truncated;
-    struct transcribe_segment *segs;
-    struct transcribe_word *words;
-    struct transcribe_token *toks;
-    int n_segs, n_words, n_toks, cap_segs, cap_words, cap_toks;
-    int n_speaker_segments;
-    int32_t speaker_base; /* chunked: speaker ids taken by earlier pieces */
-    bool chunked;         /* split at pauses (even into zero pieces: no speech) */
-    cli_chunk *chunks;    /* the pieces of a split run */
-    int n_chunks, cap_chunks;
-    double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
-    bool oom;                            /* an append failed: the result is incomplete */
-    cli_cue_shape shape;                 /* set by the caller before printing */
-} cli_result;
-
-void cli_result_init(cli_result *r);
-void cli_result_free(cli_result *r);
-/* Appends the session's result (batch row i, or the single run when i < 0).
- * With shift, rows move by offset_ms and are clamped into [lo_ms, hi_ms] and
- * behind the rows already there (times stay monotonic); the text is joined
- * to what is there with a space (none between two CJK characters). */
-void cli_result_append(cli_result *r, const struct transcribe_session *s, int i, bool shift,
-                       int64_t offset_ms, int64_t lo_ms, int64_t hi_ms);
-/* Keeps every row inside [0, end_ms] (the audio's length): a model's
- * timestamps can run past the end of the audio it was given. */
-void cli_result_clamp(cli_result *r, int64_t end_ms);
-void cli_result_add_chunk(cli_result *r, int64_t t0_ms, int64_t t1_ms, int end_kind,
-                          transcribe_status st);
-
 /* chunked.c: long audio split at pauses (README "Long audio"). */
 typedef struct cli_chunk_plan {
     bool split;
@@ -157,21 +99,6 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
                                   const struct transcribe_run_params *rp, const float *pcm, int n,
                                   int rate, const cli_chunk_plan *plan, volatile double *done_s,
                                   cli_result *out);
-
-/* json.c */
-void cli_json_str(FILE *f, const char *s);
-
-/* formats.c: print one file's result. */
-void cli_print_txt(FILE *f, const cli_result *r, const char *header);
-void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
-                    double duration_s, transcribe_status st, bool tokens);
-void cli_print_srt(FILE *f, const cli_result *r, double duration_s);
-void cli_print_vtt(FILE *f, const cli_result *r, double duration_s);
-void cli_print_report_result(FILE *f, const cli_result *r);
-/* Prints r in format fmt (JSON also without a result: it carries the
- * error), flushes, and says whether every write reached f. */
-bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
-              const char *model, double duration_s, transcribe_status st, bool tokens, bool header);
 
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,

@@ -4,7 +4,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cli.h"
+#include "output.h"
 
 static bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';

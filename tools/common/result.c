@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "output.h"
 
 void cli_result_init(cli_result *r) {
     memset(r, 0, sizeof *r);

@@ -1,6 +1,6 @@
 /* JSON string output with the escaping of cli.md §4.5: quote, backslash,
  * \n \r \t, other control bytes as \u00xx; all other bytes (UTF-8) as is. */
-#include "cli.h"
+#include "output.h"
 
 void cli_json_str(FILE *f, const char *s) {
     fputc('"', f);

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# transcribe-server with curl: every endpoint and response format, the
+# transcripts and times checked against the command-line tool's for the same
+# file and model. Usage: test_curl.sh SERVER CLI SOURCE_DIR
+SERVER=$1 CLI=$2 SRC=$3
+. "$SRC/tests/server/lib.sh"
+command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
+PK="$SRC/models/parakeet-ctc-synth-en.gguf"
+WH="$SRC/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
+WAV="$SRC/samples/synth-heldout-klatt3.wav"
+JFK="$SRC/samples/jfk.wav"
+T=/v1/audio/transcriptions
+
+# what the CLI says for the same file and model
+"$CLI" -q -m "$PK" -f json "$WAV" >"$WORK/cli.json" 2>/dev/null
+cli_text=$(sed -n 's/.*"text":"\([^"]*\)","language".*/\1/p' "$WORK/cli.json")
+check "CLI transcribes the sample" [ -n "$cli_text" ]
+"$CLI" -q -m "$PK" -f srt "$WAV" >"$WORK/cli.srt" 2>/dev/null
+"$CLI" -q -m "$PK" -f vtt "$WAV" >"$WORK/cli.vtt" 2>/dev/null
+
+srv_start -m "$PK" -m "whisper-tiny=$WH" --parallel 2 -q
+
+# GET endpoints
+check "GET /health 200" [ "$(code "$URL/health")" = 200 ]
+check "health says ok" contains "$WORK/body" '"status":"ok"'
+check "GET /v1/models 200" [ "$(code "$URL/v1/models")" = 200 ]
+check "models lists both ids" contains "$WORK/body" '"id":"parakeet-ctc-synth-en".*"id":"whisper-tiny"'
+check "GET /v1/models/whisper-tiny 200" [ "$(code "$URL/v1/models/whisper-tiny")" = 200 ]
+check "GET /v1/models/nope 404" [ "$(code "$URL/v1/models/nope")" = 404 ]
+check "GET / serves the page" [ "$(code "$URL/")" = 200 ]
+check "page is HTML" contains "$WORK/body" '<!doctype html>'
+check "page has a CSP" grep -qi 'content-security-policy' "$WORK/headers"
+check "page needs no CDN" bash -c "! grep -Eq 'src=\"https?:|href=\"https?:' '$WORK/body'"
+
+# formats, against the CLI
+check "json 200" [ "$(code -F file=@"$WAV" -F model=parakeet-ctc-synth-en "$URL$T")" = 200 ]
+check "json text = CLI text" contains "$WORK/body" "{\"text\":\"$cli_text\""
+check "text 200" [ "$(code -F file=@"$WAV" -F response_format=text "$URL$T")" = 200 ]
+check "text body = CLI text" [ "$(cat "$WORK/body")" = "$cli_text" ]
+check "text/plain" grep -qi '^content-type: text/plain' "$WORK/headers"
+check "srt 200" [ "$(code -F file=@"$WAV" -F response_format=srt "$URL$T")" = 200 ]
+check "srt = CLI srt" cmp -s "$WORK/body" "$WORK/cli.srt"
+check "vtt 200" [ "$(code -F file=@"$WAV" -F response_format=vtt "$URL$T")" = 200 ]
+check "vtt = CLI vtt" cmp -s "$WORK/body" "$WORK/cli.vtt"
+check "verbose_json 200" [ "$(code -F file=@"$WAV" -F response_format=verbose_json \
+    -F 'timestamp_granularities[]=word' -F 'timestamp_granularities[]=segment' "$URL$T")" = 200 ]
+cp "$WORK/body" "$WORK/verbose.json"
+check "verbose_json has duration" contains "$WORK/verbose.json" '"duration":4.942'
+check "verbose_json has language" contains "$WORK/verbose.json" '"language":"en"'
+check "verbose_json segment fields" contains "$WORK/verbose.json" '"segments":\[{"id":0,"seek":0,"start":0.000,"end":4.942,"text":".*","tokens":\[[0-9]'
+check "verbose_json has avg_logprob" contains "$WORK/verbose.json" '"avg_logprob":-'
+# first word time = CLI's first word time (json words t0_ms/t1_ms)
+w0=$(grep -o '"words":\[{"t0_ms":[0-9]*,"t1_ms":[0-9]*,"text":"[^"]*"' "$WORK/cli.json" | head -1)
+w0_t1=$(echo "$w0" | sed 's/.*"t1_ms":\([0-9]*\).*/\1/')
+w0_s=$(awk "BEGIN{printf \"%.3f\", $w0_t1/1000}")
+check "verbose_json words like the CLI's (first ends at $w0_s)" \
+    contains "$WORK/verbose.json" "\"words\":\[{\"word\":\"[^\"]*\",\"start\":0.000,\"end\":$w0_s}"
+check "words only when asked" [ "$(code -F file=@"$WAV" -F response_format=verbose_json "$URL$T")" = 200 ]
+check "no words without granularity" bash -c "! grep -q '\"words\"' '$WORK/body'"
+check "stream 200" [ "$(code -F file=@"$WAV" -F stream=true "$URL$T")" = 200 ]
+check "stream is SSE" grep -qi '^content-type: text/event-stream' "$WORK/headers"
+check "stream has a delta" contains "$WORK/body" '^data: {"type":"transcript.text.delta","delta":"'
+check "stream ends with done = CLI text" contains "$WORK/body" "^data: {\"type\":\"transcript.text.done\",\"text\":\"$cli_text\"}"
+deltas=$(sed -n 's/^data: {"type":"transcript.text.delta","delta":"\(.*\)"}$/\1/p' "$WORK/body" | tr -d '\n')
+check "deltas add up to the text" [ "$deltas" = "$cli_text" ]
+
+# whisper: translation, language, per-window no-speech probability
+"$CLI" -q -m "$WH" -t -f json "$JFK" >"$WORK/cli-tr.json" 2>/dev/null
+tr_text=$(sed -n 's/.*"text":"\([^"]*\)","language".*/\1/p' "$WORK/cli-tr.json")
+check "translation 200" [ "$(code -F file=@"$JFK" -F model=whisper-tiny "$URL/v1/audio/translations")" = 200 ]
+check "translation text = CLI -t text" contains "$WORK/body" "{\"text\":\"$tr_text\""
+check "translation on a model that cannot: 400" \
+    [ "$(code -F file=@"$WAV" -F model=parakeet-ctc-synth-en "$URL/v1/audio/translations")" = 400 ]
+check "whisper verbose_json 200" [ "$(code -F file=@"$JFK" -F model=whisper-tiny -F language=en \
+    -F response_format=verbose_json "$URL$T")" = 200 ]
+check "whisper verbose_json no_speech_prob" contains "$WORK/body" '"no_speech_prob":'
+check "whisper verbose_json language" contains "$WORK/body" '"language":"en"'
+
+# errors in OpenAI's shape
+check "unknown model 404" [ "$(code -F file=@"$WAV" -F model=gpt-9 "$URL$T")" = 404 ]
+check "404 error shape" contains "$WORK/body" '^{"error":{"message":".*","type":".*","param":"model","code":"model_not_found"}}'
+check "bad response_format 400" [ "$(code -F file=@"$WAV" -F response_format=docx "$URL$T")" = 400 ]
+check "bad temperature 400" [ "$(code -F file=@"$WAV" -F temperature=hot "$URL$T")" = 400 ]
+check "word granularity without verbose_json 400" \
+    [ "$(code -F file=@"$WAV" -F 'timestamp_granularities[]=word' "$URL$T")" = 400 ]
+check "unsupported language 400" [ "$(code -F file=@"$WAV" -F language=xx "$URL$T")" = 400 ]
+check "vad field accepted" [ "$(code -F file=@"$WAV" -F vad=true "$URL$T")" = 200 ]
+check "GET on the audio endpoint 405" [ "$(code "$URL$T")" = 405 ]
+check "unknown endpoint 404" [ "$(code "$URL/v2/nothing")" = 404 ]
+
+# metrics
+check "GET /metrics 200" [ "$(code "$URL/metrics")" = 200 ]
+check "metrics: requests" contains "$WORK/body" '^transcribe_requests_total{endpoint="transcriptions"} [1-9]'
+check "metrics: errors by kind" contains "$WORK/body" '^transcribe_errors_total{kind="not_found"} [1-9]'
+check "metrics: queue depth" contains "$WORK/body" '^transcribe_queue_depth 0'
+check "metrics: audio seconds" contains "$WORK/body" '^transcribe_audio_seconds_total [1-9]'
+check "metrics: real-time factor" contains "$WORK/body" '^transcribe_real_time_factor 0\.[0-9]'
+srv_stop
+
+# a full queue answers 503 + Retry-After; the others are served
+srv_start -m "$PK" --parallel 1 --queue 0 -q
+pids=""
+for i in 1 2 3 4 5 6; do
+    curl -s -o /dev/null -D "$WORK/h$i" -w '%{http_code}\n' -F file=@"$JFK" "$URL$T" >"$WORK/c$i" &
+    pids="$pids $!"
+done
+wait $pids
+codes=$(cat "$WORK"/c? | sort | uniq -c | tr '\n' ' ')
+echo "     concurrent codes: $codes"
+check "queue full: some 503" grep -q 503 "$WORK"/c?
+check "queue full: some 200" grep -q 200 "$WORK"/c?
+check "503 has Retry-After" bash -c "grep -li '^retry-after: 1' '$WORK'/h? | grep -q ."
+check "still serving" alive
+
+# SIGTERM while a request runs: it finishes, then the server exits 0
+curl -s -o "$WORK/late" -w '%{http_code}' -F file=@"$JFK" "$URL$T" >"$WORK/late.code" &
+cpid=$!
+# wait until it is in (the /metrics request itself is one in flight)
+for _ in $(seq 1 200); do
+    curl -s "$URL/metrics" | grep -q '^transcribe_in_flight [2-9]' && break
+    sleep 0.02
+done
+srv_stop
+wait $cpid
+check "request running at SIGTERM completes (code $(cat "$WORK/late.code"))" [ "$(cat "$WORK/late.code")" = 200 ]
+check "no connection after stop" bash -c "! curl -s --max-time 2 '$URL/health' >/dev/null"
+
+# --api-key; a non-loopback host needs one
+srv_start -m "$PK" --api-key sesame -q
+check "no key 401" [ "$(code -F file=@"$WAV" "$URL$T")" = 401 ]
+check "401 error shape" contains "$WORK/body" '"code":"invalid_api_key"'
+check "wrong key 401" [ "$(code -H 'Authorization: Bearer sesamE' -F file=@"$WAV" "$URL$T")" = 401 ]
+check "longer key 401" [ "$(code -H 'Authorization: Bearer sesame1' "$URL/v1/models")" = 401 ]
+check "right key 200" [ "$(code -H 'Authorization: Bearer sesame' -F file=@"$WAV" "$URL$T")" = 200 ]
+check "health needs no key" [ "$(code "$URL/health")" = 200 ]
+srv_stop
+"$SERVER" -m "$PK" --host 0.0.0.0 --port 0 >/dev/null 2>"$WORK/refuse.log" && rc=0 || rc=$?
+check "0.0.0.0 without --api-key refused" [ "$rc" -ne 0 ]
+check "refusal says why" contains "$WORK/refuse.log" 'without --api-key'
+finish

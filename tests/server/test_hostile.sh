@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# transcribe-server under hostile input: each case gets a specific 4xx, the
+# server keeps serving, and it exits 0 at the end (under the sanitizer build,
+# a leak or a memory error makes that fail). Usage: test_hostile.sh SERVER SOURCE_DIR
+SERVER=$1 SRC=$2
+. "$SRC/tests/server/lib.sh"
+command -v curl >/dev/null || { echo "SKIP: curl is not installed"; exit 77; }
+PK="$SRC/models/parakeet-ctc-synth-en.gguf"
+WAV="$SRC/samples/synth-heldout-klatt3.wav"
+T=/v1/audio/transcriptions
+srv_start -m "$PK" --max-upload-mb 2 --max-audio-s 6 --timeout 20 -q
+
+# raw HTTP over bash's /dev/tcp: sends $1 (printf format), waits up to $2 s
+# for the status line, prints the status code
+raw() {
+    local fmt=$1 wait_s=${2:-5} line=""
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo "noconn"; return; }
+    printf "$fmt" >&3 2>/dev/null
+    IFS= read -r -t "$wait_s" line <&3
+    exec 3<&- 3>&-
+    echo "$line" | sed -n 's|^HTTP/1\.[01] \([0-9]*\).*|\1|p'
+}
+
+B=XyZzY
+one_of() { local v=$1; shift; for x in "$@"; do [ "$v" = "$x" ] && return 0; done; return 1; }
+mp() { # a multipart part: name, value
+    printf -- '--%s\r\nContent-Disposition: form-data; name="%s"\r\n\r\n%s\r\n' "$B" "$1" "$2"
+}
+
+check "multipart without boundary: 400" \
+    [ "$(code -H 'Content-Type: multipart/form-data' --data-binary 'abc' "$URL$T")" = 400 ]
+check "malformed multipart body: 400" \
+    [ "$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary $'--XyZzY\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF' "$URL$T")" = 400 ]
+check "not multipart: 415" [ "$(code -H 'Content-Type: application/json' --data-binary '{}' "$URL$T")" = 415 ]
+check "missing file: 400" [ "$(code -F model=parakeet-ctc-synth-en "$URL$T")" = 400 ]
+check "missing file names the param" contains "$WORK/body" '"param":"file"'
+check "non-audio file: 415" [ "$(code -F file=@"$SRC/CMakeLists.txt" "$URL$T")" = 415 ]
+head -c 30 "$WAV" >"$WORK/trunc-header.wav"
+check "WAV cut inside its header: 415" [ "$(code -F file=@"$WORK/trunc-header.wav" "$URL$T")" = 415 ]
+head -c 60000 "$WAV" >"$WORK/trunc-data.wav"
+c=$(code -F file=@"$WORK/trunc-data.wav" "$URL$T")
+check "WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
+: >"$WORK/empty.wav"
+check "empty file: 415" [ "$(code -F file=@"$WORK/empty.wav" "$URL$T")" = 415 ]
+head -c 3000000 /dev/zero >"$WORK/big.bin"
+check "upload over --max-upload-mb: 413" [ "$(code -F file=@"$WORK/big.bin" "$URL$T")" = 413 ]
+# (without a Content-Length the limit shows only after it is passed: the
+# daemon cannot answer in the middle of a body, so it closes)
+c=$(curl -s -o /dev/null -w '%{http_code}' -H 'Transfer-Encoding: chunked' -F file=@"$WORK/big.bin" "$URL$T")
+check "chunked upload over the limit: closed ($c)" one_of "$c" 413 000 100
+# a long file: the same sample three times over (> --max-audio-s 6)
+check "audio over --max-audio-s: 413" [ "$(code -F file=@"$SRC/samples/jfk.wav" "$URL$T")" = 413 ]
+check "413 says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
+c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 2147483648\r\n\r\n--$B\r\n" 5)
+check "2 GB Content-Length with a slow body: 413 at once ($c)" [ "$c" = 413 ]
+{ for i in $(seq 1 10000); do mp "f$i" "v"; done; mp model parakeet-ctc-synth-en; printf -- '--%s--\r\n' "$B"; } >"$WORK/fields.txt"
+check "10 000 form fields: 400" [ "$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/fields.txt" "$URL$T")" = 400 ]
+check "too_many_fields" contains "$WORK/body" '"code":"too_many_fields"'
+{ for i in $(seq 1 3000); do echo "header = \"X-Flood-$i: $(printf '%060d' "$i")\""; done; } >"$WORK/flood.cfg"
+c=$(code -K "$WORK/flood.cfg" "$URL/health")
+check "header flood: 431 or 413 ($c)" one_of "$c" 431 413
+c=$(raw "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: $(head -c 200000 /dev/zero | tr '\0' a)\r\n\r\n" 5)
+check "one huge header: 431 or 413 ($c)" one_of "$c" 431 413
+check "invalid UTF-8 in language: 400" [ "$(code -F file=@"$WAV" -F $'language=e\xff\xfe' "$URL$T")" = 400 ]
+check "invalid_utf8" contains "$WORK/body" '"code":"invalid_utf8"'
+check "overlong UTF-8 in prompt: 400" [ "$(code -F file=@"$WAV" -F $'prompt=\xc0\xaf' "$URL$T")" = 400 ]
+check "invalid UTF-8 in model: 400" [ "$(code -F file=@"$WAV" -F $'model=\xed\xa0\x80' "$URL$T")" = 400 ]
+check "field over 8 KiB: 400" [ "$(code -F file=@"$WAV" -F "prompt=$(head -c 9000 /dev/zero | tr '\0' p)" "$URL$T")" = 400 ]
+check "two files: 400" [ "$(code -F file=@"$WAV" -F file=@"$WAV" "$URL$T")" = 400 ]
+for p in '/../../etc/passwd' '/v1/../../../etc/passwd' '/%2e%2e/%2e%2e/etc/passwd' '/v1/audio/transcriptions/../../../etc/passwd' '/v1/models/../../etc/passwd' '/..%2f..%2fetc%2fpasswd'; do
+    c=$(code --path-as-is "$URL$p")
+    check "path traversal $p: 404 ($c)" [ "$c" = 404 ]
+    check "  no file content" bash -c "! grep -q 'root:' '$WORK/body'"
+done
+c=$(raw "GET /health HTTP/1.1\r\nHost: x\r\nno colon in this header\r\n\r\n" 5)
+check "malformed header line: 400 ($c)" [ "$c" = 400 ]
+c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n" 5)
+check "negative Content-Length: 4xx ($c)" [ "${c:0:1}" = 4 ]
+c=$(raw "DELETE /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" 5)
+check "DELETE: 405 ($c)" [ "$c" = 405 ]
+check "still serving after all of it" alive
+check "a good request still works" [ "$(code -F file=@"$WAV" "$URL$T")" = 200 ]
+srv_stop
+
+# a wrong API key, and a client that goes away during its run
+srv_start -m "$PK" --api-key 'k3y' -q
+check "wrong key: 401" [ "$(code -H 'Authorization: Bearer nope' -F file=@"$WAV" "$URL$T")" = 401 ]
+check "empty bearer: 401" [ "$(code -H 'Authorization: Bearer ' "$URL/v1/models")" = 401 ]
+check "basic auth: 401" [ "$(code -u user:k3y "$URL/v1/models")" = 401 ]
+check "still serving" alive
+srv_stop
+finish

@@ -1,0 +1,83 @@
+// The page at / in a real browser: headless Debian chromium driven by
+// puppeteer-core uploads a sample, waits for the transcript, checks its text
+// against the CLI's, and that clicking a word or a segment seeks the audio
+// player there. A screenshot is written as a test artifact.
+// Usage: node test_page.mjs SERVER CLI SOURCE_DIR SCREENSHOT.png
+import fs from "node:fs";
+import path from "node:path";
+import { startServer, stopServer, cliJson, check, finish, near, skip } from "./harness.mjs";
+
+const [server, cli, src, shot] = process.argv.slice(2);
+let puppeteer;
+try { ({ default: puppeteer } = await import("puppeteer-core")); }
+catch { skip("puppeteer-core is not installed (npm ci in tests/server)"); }
+const chrome = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find((p) => fs.existsSync(p));
+if (!chrome) skip("no chromium (apt-get install chromium)");
+
+const pk = path.join(src, "models/parakeet-ctc-synth-en.gguf");
+const wav = path.join(src, "samples/synth-heldout-klatt3.wav");
+const ref = cliJson(cli, ["-m", pk, wav]);
+
+const srv = await startServer(server, ["-m", pk, "-q"]);
+let browser, rc = 1;
+try {
+  browser = await puppeteer.launch({
+    executablePath: chrome, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--autoplay-policy=no-user-gesture-required",
+           "--mute-audio"],
+  });
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+  await page.setViewport({ width: 1000, height: 760 });
+  await page.goto(srv.url + "/", { waitUntil: "networkidle0" });
+  await page.waitForFunction(() => document.querySelectorAll("#model option").length > 0, { timeout: 10000 });
+  check("model list filled", (await page.$eval("#model", (s) => s.value)) === "parakeet-ctc-synth-en");
+  check("language list from the model", (await page.$$eval("#language option", (o) => o.map((x) => x.value))).includes("en"));
+
+  const input = await page.$("#file");
+  await input.uploadFile(wav);
+  await page.waitForFunction(() => !document.querySelector("#go").disabled, { timeout: 5000 });
+  await page.click("#go");
+  await page.waitForSelector("#transcript .seg", { timeout: 30000 });
+  const text = await page.$$eval("#transcript .seg .text", (els) => els.map((e) => e.textContent).join(" "));
+  check("transcript text = CLI text", text.trim() === ref.text.trim(), [text, ref.text]);
+  const status = await page.$eval("#status", (e) => e.textContent);
+  check("status says done", status.startsWith("done"), status);
+
+  // the player has the uploaded audio
+  await page.waitForFunction(() => document.querySelector("#player").readyState >= 1, { timeout: 10000 });
+  const dur = await page.$eval("#player", (a) => a.duration);
+  check("player loaded the audio", near(dur, ref.duration, 0.05), dur);
+
+  // clicking a word seeks to its start time (the CLI's word time)
+  const refWords = ref.words.filter((w) => w.text.trim());
+  const k = Math.floor(refWords.length / 2);
+  const words = await page.$$("#transcript .word");
+  check("one clickable span per word", words.length === refWords.length, [words.length, refWords.length]);
+  await words[k].click();
+  const want = refWords[k].t0_ms / 1000;
+  await page.waitForFunction((t) => Math.abs(document.querySelector("#player").currentTime - t) < 0.3,
+                             { timeout: 5000 }, want).catch(() => {});
+  const t1 = await page.$eval("#player", (a) => a.currentTime);
+  check(`clicking word "${refWords[k].text.trim()}" seeks to ${want} s`, Math.abs(t1 - want) < 0.3, t1);
+  // clicking a segment's time seeks to the segment's start
+  await page.$eval("#player", (a) => a.pause());
+  await page.click("#transcript .seg .t");
+  await page.waitForFunction(() => document.querySelector("#player").currentTime < 0.3, { timeout: 5000 }).catch(() => {});
+  const t2 = await page.$eval("#player", (a) => a.currentTime);
+  check("clicking a segment seeks to its start", near(t2, ref.segments[0].t0_ms / 1000, 0.3), t2);
+  check("download buttons", (await page.$$("#dl-srt, #dl-vtt, #dl-json")).length === 3);
+  check("no errors in the page", errors.length === 0, errors);
+  await page.$eval("#player", (a) => a.pause());
+  fs.mkdirSync(path.dirname(shot), { recursive: true });
+  await page.screenshot({ path: shot, fullPage: true });
+  check(`screenshot written (${shot})`, fs.statSync(shot).size > 1000);
+  rc = finish();
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  const code = await stopServer(srv);
+  if (code !== 0) { console.log(`FAIL server exit code ${code}`); rc = 1; }
+}
+process.exit(rc);

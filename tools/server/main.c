@@ -1,0 +1,217 @@
+/* transcribe-server: options, model loading, listening, and the graceful
+ * stop on SIGTERM / SIGINT (finish running requests, refuse new ones). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f,
+            "usage: %s -m MODEL [-m MODEL2 ...] [options]\n"
+            "The OpenAI audio API (/v1/audio/transcriptions, /v1/audio/translations,\n"
+            "/v1/models) and a page to try it at /, over libtranscribe.\n"
+            "options:\n"
+            "  -m, --model [ID=]PATH     a model to serve (repeatable); its id is ID, else\n"
+            "                            the file name without .gguf; the first is the default\n"
+            "  --host ADDR               address to bind (default 127.0.0.1)\n"
+            "  --port N                  port (default 8080; 0 = any free port, printed)\n"
+            "  --parallel N              sessions per model (default 2)\n"
+            "  --queue N                 requests that may wait per model (default 16);\n"
+            "                            beyond that: 503 with Retry-After\n"
+            "  --api-key KEY             require Authorization: Bearer KEY on /v1/*\n"
+            "                            (also read from TRANSCRIBE_API_KEY)\n"
+            "  --insecure-no-auth        allow a non-loopback --host without --api-key\n"
+            "  --max-upload-mb N         largest request body (default 25)\n"
+            "  --max-audio-s N           longest audio after decoding (default 3600)\n"
+            "  --timeout N               seconds for a whole request (default 300)\n"
+            "  --max-connections N       open connections (default 64)\n"
+            "  --threads N               compute threads per run (default: library's)\n"
+            "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
+            "  -q, --quiet               no request log, no library log\n"
+            "  -h, --help                this text\n",
+            argv0);
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !end || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+static bool is_loopback(const char *host) {
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, host, &a4) == 1) return (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &a6) == 1) return IN6_IS_ADDR_LOOPBACK(&a6);
+    return false;
+}
+
+/* Returns -1 to continue, else the exit code. */
+static int parse(int argc, char **argv, srv_opts *o) {
+    o->host = "127.0.0.1";
+    o->port = 8080;
+    o->parallel = 2;
+    o->queue = 16;
+    o->max_upload_bytes = 25LL << 20;
+    o->max_audio_s = 3600;
+    o->timeout_s = 300;
+    o->max_connections = 64;
+    o->shutdown_grace_s = 30;
+    const char *env_key = getenv("TRANSCRIBE_API_KEY");
+    if (env_key && *env_key) o->api_key = env_key;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout, argv[0]);
+            return 0;
+        }
+        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->quiet = true;
+            continue;
+        }
+        if (!strcmp(a, "--insecure-no-auth")) {
+            o->insecure_no_auth = true;
+            continue;
+        }
+        if (a[0] != '-') {
+            fprintf(stderr, "error: unexpected argument '%s'\n", a);
+            return 1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "error: %s requires an argument\n", a);
+            return 1;
+        }
+        const char *v = argv[++i];
+        long n = 0;
+#define INT_OPT(name, lo, hi, dst)                                                                 \
+    if (!strcmp(a, name)) {                                                                        \
+        if (!parse_int(v, lo, hi, &n)) {                                                           \
+            fprintf(stderr, "error: %s takes an integer in %ld..%ld, not '%s'\n", name, (long)lo,  \
+                    (long)hi, v);                                                                  \
+            return 1;                                                                              \
+        }                                                                                          \
+        dst = n;                                                                                   \
+        continue;                                                                                  \
+    }
+        INT_OPT("--port", 0, 65535, o->port)
+        INT_OPT("--parallel", 1, 64, o->parallel)
+        INT_OPT("--queue", 0, 100000, o->queue)
+        INT_OPT("--max-upload-mb", 1, 4096, o->max_upload_bytes)
+        INT_OPT("--max-audio-s", 1, 24 * 3600, o->max_audio_s)
+        INT_OPT("--timeout", 1, 86400, o->timeout_s)
+        INT_OPT("--max-connections", 1, 10000, o->max_connections)
+        INT_OPT("--threads", 0, 1024, o->threads)
+        INT_OPT("--shutdown-grace", 0, 3600, o->shutdown_grace_s)
+#undef INT_OPT
+        if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (o->n_models >= SRV_MAX_MODELS) {
+                fprintf(stderr, "error: at most %d models\n", SRV_MAX_MODELS);
+                return 1;
+            }
+            const char *eq = strchr(v, '=');
+            if (eq && eq != v && !memchr(v, '/', (size_t)(eq - v))) {
+                static char ids[SRV_MAX_MODELS][128];
+                snprintf(ids[o->n_models], sizeof ids[0], "%.*s", (int)(eq - v), v);
+                o->model_id[o->n_models] = ids[o->n_models];
+                o->model_path[o->n_models++] = eq + 1;
+            } else {
+                o->model_path[o->n_models++] = v;
+            }
+        } else if (!strcmp(a, "--host")) {
+            o->host = v;
+        } else if (!strcmp(a, "--api-key")) {
+            o->api_key = *v ? v : NULL;
+        } else {
+            fprintf(stderr, "error: unknown option '%s'\n", a);
+            return 1;
+        }
+    }
+    o->max_upload_bytes <<= 20;
+    if (o->n_models == 0) {
+        fprintf(stderr, "error: no model (-m MODEL)\n");
+        usage(stderr, argv[0]);
+        return 1;
+    }
+    if (!is_loopback(o->host) && !o->api_key && !o->insecure_no_auth) {
+        fprintf(stderr,
+                "error: refusing to listen on %s without --api-key (anyone who can "
+                "reach it could use it); give --api-key KEY, or --insecure-no-auth\n",
+                o->host);
+        return 1;
+    }
+    return -1;
+}
+
+static void log_sink(transcribe_log_level level, const char *msg, void *user) {
+    (void)user;
+    static const char *const prefix[] = {"", "[info] ", "[warn] ", "[error] ", "[debug] ", ""};
+    if (level == TRANSCRIBE_LOG_LEVEL_NONE || level == TRANSCRIBE_LOG_LEVEL_DEBUG) return;
+    int l = (int)level;
+    fprintf(stderr, "%s%s\n", (l >= 0 && l <= 5) ? prefix[l] : "", msg);
+}
+
+static void log_quiet(transcribe_log_level level, const char *msg, void *user) {
+    (void)level, (void)msg, (void)user;
+}
+
+int main(int argc, char **argv) {
+    srv_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0) return rc;
+    transcribe_log_set(o.quiet ? log_quiet : log_sink, NULL);
+
+    /* SIGTERM / SIGINT are taken by sigwait below: block them before any
+     * thread starts so that every thread inherits the mask */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    srv_server s;
+    memset(&s, 0, sizeof s);
+    s.opts = &o;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(s.tmp_dir, sizeof s.tmp_dir, "%s/transcribe-server-XXXXXX",
+             tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(s.tmp_dir)) {
+        fprintf(stderr, "transcribe-server: cannot create a folder for uploads in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return 1;
+    }
+    rc = 1;
+    if (!srv_pool_open(&s.pool, &o)) goto done;
+    if (!srv_http_start(&s)) goto done;
+    for (int i = 0; i < s.pool.n; i++) {
+        fprintf(stderr, "model %s: %s (%s), %d sessions\n", s.pool.models[i].id,
+                transcribe_model_arch_string(s.pool.models[i].model), o.model_path[i], o.parallel);
+    }
+    bool v6 = strchr(o.host, ':') != NULL;
+    fprintf(stderr, "listening on http://%s%s%s:%d/\n", v6 ? "[" : "", o.host, v6 ? "]" : "",
+            s.port);
+    fflush(stderr);
+    int sig = 0;
+    while (sigwait(&sigs, &sig) != 0) {
+    }
+    fprintf(stderr, "transcribe-server: %s: finishing running requests (at most %d s)\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT", o.shutdown_grace_s);
+    srv_http_stop(&s, o.shutdown_grace_s);
+    rc = 0;
+done:
+    if (s.daemon) srv_http_stop(&s, 0);
+    srv_pool_close(&s.pool);
+    rmdir(s.tmp_dir);
+    if (rc == 0) fprintf(stderr, "transcribe-server: stopped\n");
+    return rc;
+}
