@@ -99,6 +99,7 @@ FEATURES = {
     "pnc": 4,
     "itn": 5,
     "diarization": 6,
+    "vocabulary": 7,  # newer libraries (vocabulary hints); an older one answers false
 }
 BACKENDS = {"auto": 0, "cpu": 1, "metal": 2, "vulkan": 3, "cpu_accel": 4, "cuda": 5, "rocm": 6}
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
