@@ -51,6 +51,7 @@ typedef struct srv_model {
      * `queue` of them. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    struct srv_waiter *head, *tail; /* waiting requests, first come first served */
     struct transcribe_session **free_sessions;
     int n_free, n_sessions;
     int waiting, queue_cap;
