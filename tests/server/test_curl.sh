@@ -125,6 +125,20 @@ wait $cpid
 check "request running at SIGTERM completes (code $(cat "$WORK/late.code"))" [ "$(cat "$WORK/late.code")" = 200 ]
 check "no connection after stop" bash -c "! curl -s --max-time 2 '$URL/health' >/dev/null"
 
+# request timeout, and a client that leaves in the middle of its run (the
+# whisper test model takes over a second on jfk.wav)
+srv_start -m "$WH" --timeout 1 -q
+check "run past --timeout: 504" [ "$(code -F file=@"$JFK" "$URL$T")" = 504 ]
+check "504 says timeout" contains "$WORK/body" '"code":"timeout"'
+curl -s -o /dev/null --max-time 0.4 -F file=@"$JFK" "$URL$T"
+for _ in $(seq 1 100); do
+    curl -s "$URL/metrics" | grep -q '^transcribe_errors_total{kind="client_aborted"} 1' && break
+    sleep 0.05
+done
+check "a client that leaves aborts its run" bash -c "curl -s '$URL/metrics' | grep -q '^transcribe_errors_total{kind=\"client_aborted\"} 1'"
+check "nothing left running" bash -c "curl -s '$URL/metrics' | grep -q '^transcribe_running 0'"
+srv_stop
+
 # --api-key; a non-loopback host needs one
 srv_start -m "$PK" --api-key sesame -q
 check "no key 401" [ "$(code -F file=@"$WAV" "$URL$T")" = 401 ]
