@@ -9,6 +9,7 @@ PK="$SRC/models/parakeet-ctc-synth-en.gguf"
 WH="$SRC/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
 WAV="$SRC/samples/synth-heldout-klatt3.wav"
 JFK="$SRC/samples/jfk.wav"
+LONG="$SRC/tests/data/shared/samples/whole-earth.wav" # 84 s
 T=/v1/audio/transcriptions
 
 # what the CLI says for the same file and model
@@ -101,7 +102,7 @@ srv_stop
 srv_start -m "$PK" --parallel 1 --queue 0 -q
 pids=""
 for i in 1 2 3 4 5 6; do
-    curl -s -o /dev/null -D "$WORK/h$i" -w '%{http_code}\n' -F file=@"$JFK" "$URL$T" >"$WORK/c$i" &
+    curl -s -o /dev/null -D "$WORK/h$i" -w '%{http_code}\n' -F file=@"$LONG" "$URL$T" >"$WORK/c$i" &
     pids="$pids $!"
 done
 wait $pids
@@ -124,6 +125,29 @@ srv_stop
 wait $cpid
 check "request running at SIGTERM completes (code $(cat "$WORK/late.code"))" [ "$(cat "$WORK/late.code")" = 200 ]
 check "no connection after stop" bash -c "! curl -s --max-time 2 '$URL/health' >/dev/null"
+
+# request timeout, and a client that leaves in the middle of its run (the
+# whisper test model takes seconds on the 84 s recording)
+srv_start -m "$WH" --timeout 1 -q
+check "run past --timeout: 504" [ "$(code -F file=@"$LONG" "$URL$T")" = 504 ]
+check "504 says timeout" contains "$WORK/body" '"code":"timeout"'
+srv_stop
+srv_start -m "$WH" -q
+curl -s -o /dev/null --max-time 60 -F file=@"$LONG" "$URL$T" &
+cpid=$!
+for _ in $(seq 1 1000); do # until its run has started
+    curl -s "$URL/metrics" | grep -q '^transcribe_running 1' && break
+    sleep 0.02
+done
+kill "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+for _ in $(seq 1 100); do
+    curl -s "$URL/metrics" | grep -q '^transcribe_errors_total{kind="client_aborted"} 1' && break
+    sleep 0.05
+done
+check "a client that leaves aborts its run" bash -c "curl -s '$URL/metrics' | grep -q '^transcribe_errors_total{kind=\"client_aborted\"} 1'"
+check "nothing left running" bash -c "curl -s '$URL/metrics' | grep -q '^transcribe_running 0'"
+srv_stop
 
 # --api-key; a non-loopback host needs one
 srv_start -m "$PK" --api-key sesame -q

@@ -82,7 +82,23 @@ check "still serving after all of it" alive
 check "a good request still works" [ "$(code -F file=@"$WAV" "$URL$T")" = 200 ]
 srv_stop
 
-# a wrong API key, and a client that goes away during its run
+# slow clients: a connection that stops sending is closed after
+# --idle-timeout, while a run longer than that is still answered
+srv_start -m "$SRC/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf" --idle-timeout 1 -q
+exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ' >&3
+t0=$(date +%s%N)
+line=""
+IFS= read -r -t 8 line <&3
+rrc=$?
+exec 3<&- 3>&-
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "headers that stop coming: closed by the server (${ms} ms)" [ "$rrc" -le 128 -a "$ms" -lt 6000 ]
+check "a run longer than --idle-timeout is answered" [ "$(code -F file=@"$SRC/samples/jfk.wav" "$URL$T")" = 200 ]
+check "still serving" alive
+srv_stop
+
+# a wrong API key
 srv_start -m "$PK" --api-key 'k3y' -q
 check "wrong key: 401" [ "$(code -H 'Authorization: Bearer nope' -F file=@"$WAV" "$URL$T")" = 401 ]
 check "empty bearer: 401" [ "$(code -H 'Authorization: Bearer ' "$URL/v1/models")" = 401 ]

@@ -24,7 +24,7 @@ try {
   browser = await puppeteer.launch({
     executablePath: chrome, headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--autoplay-policy=no-user-gesture-required",
-           "--mute-audio"],
+           "--mute-audio", "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"],
   });
   const page = await browser.newPage();
   const errors = [];
@@ -74,6 +74,22 @@ try {
   fs.mkdirSync(path.dirname(shot), { recursive: true });
   await page.screenshot({ path: shot, fullPage: true });
   check(`screenshot written (${shot})`, fs.statSync(shot).size > 1000);
+
+  // recording: chromium's fake microphone (a beep), recorded, turned into a
+  // 16 kHz WAV in the page and transcribed
+  await page.click("#record");
+  await page.waitForFunction(() => document.querySelector("#record").textContent === "Stop", { timeout: 5000 });
+  await new Promise((r) => setTimeout(r, 1500));
+  await page.click("#record");
+  await page.waitForFunction(() => /recording\.wav/.test(document.querySelector("#chosen").textContent), { timeout: 10000 })
+    .catch(() => {});
+  const chosen = await page.$eval("#chosen", (e) => e.textContent);
+  check("a recording becomes a WAV upload", /^recording\.wav \(\d+ KiB\)$/.test(chosen), chosen);
+  await page.click("#go");
+  await page.waitForFunction(() => /^(done|failed)/.test(document.querySelector("#status").textContent), { timeout: 30000 });
+  const st2 = await page.$eval("#status", (e) => e.textContent);
+  check("the recording is transcribed", st2.startsWith("done") && / 1\.\d s of audio$/.test(st2), st2);
+  check("no errors in the page after recording", errors.length === 0, errors);
   rc = finish();
 } finally {
   if (browser) await browser.close().catch(() => {});

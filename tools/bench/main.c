@@ -19,5 +19,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "model") == 0) return bench_model(argc - 1, argv + 1);
     if (strcmp(cmd, "llm-batch") == 0) return bench_llm_batch(argc - 1, argv + 1);
     if (strcmp(cmd, "batch") == 0) return bench_batch(argc - 1, argv + 1);
+    if (strcmp(cmd, "server") == 0) return bench_server(argc - 1, argv + 1);
     return usage();
 }

@@ -572,7 +572,7 @@ bool srv_http_start(srv_server *s) {
     }
     s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, s,
                                  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, addr,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
                                  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
                                  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);

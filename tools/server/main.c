@@ -30,6 +30,7 @@ static void usage(FILE *f, const char *argv0) {
             "  --max-upload-mb N         largest request body (default 25)\n"
             "  --max-audio-s N           longest audio after decoding (default 3600)\n"
             "  --timeout N               seconds for a whole request (default 300)\n"
+            "  --idle-timeout N          seconds a connection may send nothing (default 30)\n"
             "  --max-connections N       open connections (default 64)\n"
             "  --threads N               compute threads per run (default: library's)\n"
             "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
@@ -64,6 +65,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
     o->max_upload_bytes = 25LL << 20;
     o->max_audio_s = 3600;
     o->timeout_s = 300;
+    o->idle_timeout_s = 30;
     o->max_connections = 64;
     o->shutdown_grace_s = 30;
     const char *env_key = getenv("TRANSCRIBE_API_KEY");
@@ -108,6 +110,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
         INT_OPT("--max-upload-mb", 1, 4096, o->max_upload_bytes)
         INT_OPT("--max-audio-s", 1, 24 * 3600, o->max_audio_s)
         INT_OPT("--timeout", 1, 86400, o->timeout_s)
+        INT_OPT("--idle-timeout", 1, 86400, o->idle_timeout_s)
         INT_OPT("--max-connections", 1, 10000, o->max_connections)
         INT_OPT("--threads", 0, 1024, o->threads)
         INT_OPT("--shutdown-grace", 0, 3600, o->shutdown_grace_s)

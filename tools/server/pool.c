@@ -113,16 +113,43 @@ int srv_pool_waiting(srv_pool *p) {
     return n;
 }
 
+/* A request waiting for a session; a released session is handed to the
+ * first waiter, so that the queue is served in order (a newcomer cannot take
+ * it first). */
+typedef struct srv_waiter {
+    struct srv_waiter *next;
+    struct transcribe_session *session;
+} srv_waiter;
+
+static void unlink_waiter(srv_model *m, srv_waiter *w) {
+    srv_waiter **pp = &m->head, *prev = NULL;
+    while (*pp && *pp != w) prev = *pp, pp = &(*pp)->next;
+    if (!*pp) return;
+    *pp = w->next;
+    if (m->tail == w) m->tail = prev;
+}
+
 srv_acquire srv_model_acquire(srv_model *m, srv_request *rq, struct transcribe_session **out) {
     *out = NULL;
     pthread_mutex_lock(&m->mu);
-    if (m->n_free == 0 && m->waiting >= m->queue_cap) {
+    if (m->n_free > 0 && !m->head) {
+        *out = m->free_sessions[--m->n_free];
+        pthread_mutex_unlock(&m->mu);
+        return SRV_ACQ_OK;
+    }
+    if (m->waiting >= m->queue_cap) {
         pthread_mutex_unlock(&m->mu);
         return SRV_ACQ_FULL;
     }
+    srv_waiter w = {NULL, NULL};
+    if (m->tail)
+        m->tail->next = &w;
+    else
+        m->head = &w;
+    m->tail = &w;
     m->waiting++;
     srv_acquire res = SRV_ACQ_OK;
-    while (m->n_free == 0) {
+    while (!w.session) {
         /* wake every 100 ms to notice a client that left, the deadline or
          * a shutdown */
         struct timespec ts;
@@ -130,7 +157,7 @@ srv_acquire srv_model_acquire(srv_model *m, srv_request *rq, struct transcribe_s
         ts.tv_nsec += 100 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&m->cv, &m->mu, &ts);
-        if (m->n_free > 0) break;
+        if (w.session) break;
         if (atomic_load(&rq->srv->closing)) {
             res = SRV_ACQ_CLOSING;
             break;
@@ -138,13 +165,18 @@ srv_acquire srv_model_acquire(srv_model *m, srv_request *rq, struct transcribe_s
         pthread_mutex_unlock(&m->mu);
         bool stop = srv_request_should_stop(rq);
         pthread_mutex_lock(&m->mu);
-        if (stop && m->n_free == 0) {
+        if (stop && !w.session) {
             res = rq->client_gone ? SRV_ACQ_GONE : SRV_ACQ_TIMEOUT;
             break;
         }
     }
     m->waiting--;
-    if (res == SRV_ACQ_OK) *out = m->free_sessions[--m->n_free];
+    if (w.session) {
+        res = SRV_ACQ_OK; /* handed over (perhaps just as it gave up) */
+        *out = w.session;
+    } else {
+        unlink_waiter(m, &w);
+    }
     pthread_mutex_unlock(&m->mu);
     return res;
 }
@@ -152,7 +184,14 @@ srv_acquire srv_model_acquire(srv_model *m, srv_request *rq, struct transcribe_s
 void srv_model_release(srv_model *m, struct transcribe_session *s) {
     if (!s) return;
     pthread_mutex_lock(&m->mu);
-    m->free_sessions[m->n_free++] = s;
-    pthread_cond_signal(&m->cv);
+    srv_waiter *w = m->head;
+    if (w) {
+        m->head = w->next;
+        if (!m->head) m->tail = NULL;
+        w->session = s;
+        pthread_cond_broadcast(&m->cv);
+    } else {
+        m->free_sessions[m->n_free++] = s;
+    }
     pthread_mutex_unlock(&m->mu);
 }

@@ -34,6 +34,7 @@ typedef struct srv_opts {
     int64_t max_upload_bytes;
     double max_audio_s;
     int timeout_s;       /* a whole request: upload, wait, run */
+    int idle_timeout_s;  /* a connection with no traffic (outside runs) */
     int max_connections; /* open connections (each holds a thread) */
     int threads;         /* per session; 0: library default */
     int shutdown_grace_s;
@@ -51,6 +52,7 @@ typedef struct srv_model {
      * `queue` of them. */
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    struct srv_waiter *head, *tail; /* waiting requests, first come first served */
     struct transcribe_session **free_sessions;
     int n_free, n_sessions;
     int waiting, queue_cap;
