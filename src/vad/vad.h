@@ -1,0 +1,109 @@
+/* Silero VAD v4 inside the library: the network (weights from a GGUF that
+ * tools/convert_silero_vad.py writes), one window at a time with the LSTM
+ * state carried, and Silero's get_speech_timestamps rules as an incremental
+ * state machine (so the offline run and the streaming feed are one code
+ * path). The public face is the VAD section of include/transcribe.h
+ * (vad_api.c); src/api uses these internals to run a family on the speech
+ * regions only. */
+#ifndef TR_VAD_VAD_H
+#define TR_VAD_VAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gguf/gguf.h"
+#include "tensor/pool.h"
+#include "tensor/tensor.h"
+#include "transcribe.h"
+
+enum {
+    TR_VAD_N_BLOCKS = 4,
+    TR_VAD_HIDDEN = 64,
+    TR_VAD_N_FFT = 256,
+    TR_VAD_HOP = 64,
+    TR_VAD_PAD = 96,
+    TR_VAD_BINS = 129,
+    TR_VAD_NORM_K = 7
+};
+
+typedef struct tr_vad_block {
+    const tr_tensor *dw_w, *pw_w, *proj_w, *rp_w; /* proj_w NULL: the block adds its input */
+    const float *dw_b, *pw_b, *proj_b, *rp_b;
+    int c_in, c_out, rp_stride;
+} tr_vad_block;
+
+/* The weights of one sample rate. */
+typedef struct tr_vad_net {
+    tr_vad_block blocks[TR_VAD_N_BLOCKS];
+    const tr_tensor *w_ih[2], *w_hh[2]; /* ne {64, 256}: gates i, o, f, c */
+    const float *lstm_b[2];             /* [256] = input + recurrent bias */
+    const tr_tensor *dec_w;             /* ne {64, 1} */
+    float dec_b;
+} tr_vad_net;
+
+struct transcribe_vad_model {
+    gguf_file *gguf;
+    const tr_tensor *basis; /* ne {256, 258}: windowed DFT, re rows then im rows */
+    const float *norm_filter;
+    tr_vad_net net16, net8;
+};
+
+/* The segment rules (Silero get_speech_timestamps, v4 behaviour). All
+ * positions are in samples of the detector's rate. */
+typedef struct tr_vad_rules {
+    double threshold, neg_threshold;
+    double min_speech, max_speech, min_silence, min_silence_at_max; /* samples */
+    int64_t pad, win;
+    /* state of the single pass over the probabilities */
+    bool triggered;
+    int64_t cur_start, temp_end, prev_end, next_start;
+    int64_t n_probs; /* windows seen */
+    /* closed regions before padding, [start, end) pairs */
+    int64_t *raw;
+    size_t n_raw, cap_raw;
+} tr_vad_rules;
+
+struct transcribe_vad {
+    const struct transcribe_vad_model *model;
+    const tr_vad_net *net;
+    int rate, win;
+    struct transcribe_vad_params params;
+    tr_pool *pool; /* NULL: the calling thread */
+    float h[2][TR_VAD_HIDDEN], c[2][TR_VAD_HIDDEN];
+    float *pending; /* samples of a not yet complete window */
+    int n_pending;
+    int64_t n_fed; /* samples fed since the last reset */
+    bool flushed;
+    float *probs; /* one per window */
+    size_t n_probs, cap_probs;
+    tr_vad_rules rules;
+    float *scratch; /* network buffers */
+};
+
+/* Loads and checks every tensor; logs why and returns NULL on failure. */
+transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_model **out);
+
+/* Speech probability of one window of `n` samples (n a size the model
+ * takes at that rate), updating h/c. scratch holds tr_vad_scratch_floats(n). */
+float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *net, tr_pool *pool,
+                        const float *x, int n, float h[2][TR_VAD_HIDDEN], float c[2][TR_VAD_HIDDEN],
+                        float *scratch);
+size_t tr_vad_scratch_floats(int n);
+
+/* Rules: init from validated params; feed one probability; finish at the
+ * audio's end; padded segment i of the first n_final ones. */
+void tr_vad_rules_init(tr_vad_rules *r, const struct transcribe_vad_params *p, int rate, int win);
+void tr_vad_rules_free(tr_vad_rules *r);
+bool tr_vad_rules_push(tr_vad_rules *r, float prob);          /* false: out of memory */
+bool tr_vad_rules_finish(tr_vad_rules *r, int64_t n_samples); /* closes an open region */
+/* Regions whose padded bounds can no longer change once `n_seen` samples
+ * were processed (all of them after finish); fills start/end of region i. */
+size_t tr_vad_rules_n_final(const tr_vad_rules *r, int64_t n_seen, bool finished);
+void tr_vad_rules_padded(const tr_vad_rules *r, size_t i, int64_t n_samples, int64_t *start,
+                         int64_t *end);
+
+/* Checks params (threshold ranges, durations) for `rate`; logs why. */
+transcribe_status tr_vad_params_check(const struct transcribe_vad_params *p, int rate,
+                                      const char *where);
+
+#endif
