@@ -23,12 +23,14 @@ enum {
     TR_VAD_HOP = 64,
     TR_VAD_PAD = 96,
     TR_VAD_BINS = 129,
-    TR_VAD_NORM_K = 7
+    TR_VAD_NORM_K = 7,
+    TR_VAD_BATCH = 32 /* windows whose spectra share one GEMM */
 };
 
 typedef struct tr_vad_block {
     const tr_tensor *dw_w, *pw_w, *proj_w, *rp_w; /* proj_w NULL: the block adds its input */
     const float *dw_b, *pw_b, *proj_b, *rp_b;
+    tr_tensor pw, proj, rp; /* the pointwise weights viewed as 2-D {c_in, c_out} for tr_matmul */
     int c_in, c_out, rp_stride;
 } tr_vad_block;
 
@@ -70,9 +72,10 @@ struct transcribe_vad {
     struct transcribe_vad_params params;
     tr_pool *pool; /* NULL: the calling thread */
     float h[2][TR_VAD_HIDDEN], c[2][TR_VAD_HIDDEN];
-    float *pending; /* samples of a not yet complete window */
+    float *pending; /* samples not yet run: up to TR_VAD_BATCH windows */
     int n_pending;
-    int64_t n_fed; /* samples fed since the last reset */
+    float *frames, *spec; /* stage-one buffers of TR_VAD_BATCH windows */
+    int64_t n_fed;        /* samples fed since the last reset */
     bool flushed;
     float *probs; /* one per window */
     size_t n_probs, cap_probs;
@@ -83,11 +86,17 @@ struct transcribe_vad {
 /* Loads and checks every tensor; logs why and returns NULL on failure. */
 transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_model **out);
 
-/* Speech probability of one window of `n` samples (n a size the model
- * takes at that rate), updating h/c. scratch holds tr_vad_scratch_floats(n). */
+/* The network in two stages. Spectra: the DFT of every frame of `count`
+ * consecutive windows of n samples at x, in one GEMM (frames holds
+ * count·tr_vad_frames(n)·256 floats, spec count·tr_vad_frames(n)·258).
+ * Window: the rest of the network on one window's spectrum, updating h/c;
+ * scratch holds tr_vad_scratch_floats(n). */
+void tr_vad_net_spectra(const struct transcribe_vad_model *m, tr_pool *pool, const float *x, int n,
+                        int count, float *frames, float *spec);
+size_t tr_vad_frames(int n);
 float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *net, tr_pool *pool,
-                        const float *x, int n, float h[2][TR_VAD_HIDDEN], float c[2][TR_VAD_HIDDEN],
-                        float *scratch);
+                        const float *spec, int n, float h[2][TR_VAD_HIDDEN],
+                        float c[2][TR_VAD_HIDDEN], float *scratch);
 size_t tr_vad_scratch_floats(int n);
 
 /* Rules: init from validated params; feed one probability; finish at the

@@ -107,9 +107,12 @@ transcribe_status transcribe_vad_init(const struct transcribe_vad_model *model, 
     v->net = sample_rate == 16000 ? &model->net16 : &model->net8;
     v->win = p.window_samples ? p.window_samples : default_window(sample_rate);
     v->params = p;
-    v->pending = malloc(sizeof(float) * (size_t)v->win);
+    const size_t rows = TR_VAD_BATCH * tr_vad_frames(v->win);
+    v->pending = malloc(sizeof(float) * TR_VAD_BATCH * (size_t)v->win);
+    v->frames = malloc(sizeof(float) * rows * TR_VAD_N_FFT);
+    v->spec = malloc(sizeof(float) * rows * 2 * TR_VAD_BINS);
     v->scratch = malloc(sizeof(float) * tr_vad_scratch_floats(v->win));
-    if (!v->pending || !v->scratch) {
+    if (!v->pending || !v->frames || !v->spec || !v->scratch) {
         TR_ERROR("transcribe_vad_init: out of memory");
         transcribe_vad_free(v);
         return TRANSCRIBE_ERR_OOM;
@@ -123,6 +126,8 @@ void transcribe_vad_free(struct transcribe_vad *v) {
     if (!v) return;
     tr_vad_rules_free(&v->rules);
     free(v->pending);
+    free(v->frames);
+    free(v->spec);
     free(v->scratch);
     free(v->probs);
     free(v);
@@ -139,18 +144,31 @@ void transcribe_vad_reset(struct transcribe_vad *v) {
     tr_vad_rules_init(&v->rules, &v->params, v->rate, v->win);
 }
 
-/* Runs one complete window at v->pending. */
-static transcribe_status step(struct transcribe_vad *v) {
-    float p =
-        tr_vad_net_window(v->model, v->net, v->pool, v->pending, v->win, v->h, v->c, v->scratch);
-    float *pr = tr_grow(v->probs, &v->cap_probs, v->n_probs + 1, sizeof *pr, 1024);
-    if (!pr || !tr_vad_rules_push(&v->rules, p)) {
+/* Runs every complete window of v->pending (their spectra in one GEMM),
+ * keeping an incomplete tail for the next call. */
+static transcribe_status run_pending(struct transcribe_vad *v) {
+    const int count = v->n_pending / v->win;
+    if (count == 0) return TRANSCRIBE_OK;
+    float *pr = tr_grow(v->probs, &v->cap_probs, v->n_probs + (size_t)count, sizeof *pr, 1024);
+    if (!pr) {
         TR_ERROR("transcribe_vad: out of memory");
         return TRANSCRIBE_ERR_OOM;
     }
     v->probs = pr;
-    v->probs[v->n_probs++] = p;
-    v->n_pending = 0;
+    tr_vad_net_spectra(v->model, v->pool, v->pending, v->win, count, v->frames, v->spec);
+    const size_t per = tr_vad_frames(v->win) * 2 * TR_VAD_BINS;
+    for (int w = 0; w < count; w++) {
+        float p = tr_vad_net_window(v->model, v->net, v->pool, v->spec + per * (size_t)w, v->win,
+                                    v->h, v->c, v->scratch);
+        v->probs[v->n_probs++] = p;
+        if (!tr_vad_rules_push(&v->rules, p)) {
+            TR_ERROR("transcribe_vad: out of memory");
+            return TRANSCRIBE_ERR_OOM;
+        }
+    }
+    int used = count * v->win;
+    memmove(v->pending, v->pending + used, sizeof(float) * (size_t)(v->n_pending - used));
+    v->n_pending -= used;
     return TRANSCRIBE_OK;
 }
 
@@ -173,12 +191,12 @@ transcribe_status transcribe_vad_feed(struct transcribe_vad *v, const float *pcm
         }
         v->pending[v->n_pending++] = x;
         v->n_fed++;
-        if (v->n_pending == v->win) {
-            transcribe_status st = step(v);
+        if (v->n_pending == TR_VAD_BATCH * v->win) {
+            transcribe_status st = run_pending(v);
             if (st != TRANSCRIBE_OK) return st;
         }
     }
-    return TRANSCRIBE_OK;
+    return run_pending(v); /* a streaming caller sees every complete window at once */
 }
 
 transcribe_status transcribe_vad_finish(struct transcribe_vad *v) {
@@ -189,7 +207,8 @@ transcribe_status transcribe_vad_finish(struct transcribe_vad *v) {
     if (v->flushed) return TRANSCRIBE_OK;
     if (v->n_pending > 0) {
         memset(v->pending + v->n_pending, 0, sizeof(float) * (size_t)(v->win - v->n_pending));
-        transcribe_status st = step(v);
+        v->n_pending = v->win;
+        transcribe_status st = run_pending(v);
         if (st != TRANSCRIBE_OK) return st;
     }
     if (!tr_vad_rules_finish(&v->rules, v->n_fed)) {

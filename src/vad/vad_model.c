@@ -20,6 +20,17 @@ static const float *vec(const gguf_file *g, const char *pfx, const char *name, i
     return t ? (const float *)t->data : NULL;
 }
 
+/* A kernel-1 conv weight {1, c_in, c_out} as the matrix {c_in, c_out}. */
+static tr_tensor view2d(const tr_tensor *w) {
+    tr_tensor v = *w;
+    v.n_dims = 2;
+    v.ne[0] = w->ne[1];
+    v.ne[1] = w->ne[2];
+    v.ne[2] = 1;
+    v.nb1 = (size_t)v.ne[0] * sizeof(float);
+    return v;
+}
+
 /* conv weight [out][in/groups][k] is stored with ne {k, in/groups, out} */
 static bool load_net(const gguf_file *g, const char *pfx, const char *strides_key,
                      tr_vad_net *net) {
@@ -59,6 +70,12 @@ static bool load_net(const gguf_file *g, const char *pfx, const char *strides_ke
         ok &= (k->rp_w = req(g, pfx, nm, 3, 1, k->c_out, k->c_out)) != NULL;
         snprintf(nm, sizeof nm, "reparam.%d.bias", b);
         ok &= (k->rp_b = vec(g, pfx, nm, k->c_out)) != NULL;
+    }
+    for (int b = 0; ok && b < TR_VAD_N_BLOCKS; b++) {
+        tr_vad_block *k = &net->blocks[b];
+        k->pw = view2d(k->pw_w);
+        k->rp = view2d(k->rp_w);
+        if (k->proj_w) k->proj = view2d(k->proj_w);
     }
     for (int l = 0; l < 2; l++) {
         snprintf(nm, sizeof nm, "lstm.%d.w_ih", l);

@@ -6,8 +6,8 @@
  * channels → four depthwise-separable residual blocks, each followed by a
  * pointwise conv (stride 2 or 1) → 2-layer LSTM (width 64) over the
  * remaining frames → ReLU, linear, sigmoid per frame → mean over frames.
- * Activations are channel-major [C][T] as tr_conv1d takes them; the LSTM
- * works on [T][64] rows. */
+ * Activations are time-major [T][C] rows throughout, so every pointwise
+ * conv and the LSTM input projection is one tr_matmul over the frames. */
 #include <math.h>
 #include <string.h>
 
@@ -22,28 +22,44 @@ static int n_frames(int n) {
 size_t tr_vad_scratch_floats(int n) {
     size_t t = (size_t)n_frames(n);
     size_t s = 2 * TR_VAD_BINS * t; /* one [258][T] activation */
-    return (size_t)n + 2 * TR_VAD_PAD + 256 * t + 6 * s + 4 * TR_VAD_HIDDEN * t + 2 * 64 * t + 512;
+    return 5 * s + 4 * TR_VAD_HIDDEN * t + 2 * 64 * t + 512;
 }
 
 static void relu(float *x, long n) {
     tr_relu(x, n);
 }
 
-/* x [c_in][t] → out [c_out][t_out]; a, b: [c][t] temporaries. */
+/* Depthwise conv, kernel 5, zero padding 2, on time-major rows: y[t][c]. */
+static void depthwise5(const float *x, int t, int ch, const float *w, const float *bias, float *y) {
+    for (int f = 0; f < t; f++) {
+        float *yr = y + (size_t)f * ch;
+        for (int c = 0; c < ch; c++) yr[c] = bias[c];
+        for (int k = 0; k < 5; k++) {
+            int src = f + k - 2;
+            if (src < 0 || src >= t) continue;
+            const float *xr = x + (size_t)src * ch;
+            for (int c = 0; c < ch; c++) yr[c] += w[c * 5 + k] * xr[c];
+        }
+    }
+}
+
+/* x [t][c_in] → out [t_out][c_out] (time-major); a, y: temporaries. The
+ * pointwise convs are GEMMs over the frames; a stride-2 one reads every
+ * second row (row stride 2·c_in). */
 static int block_fwd(tr_pool *pool, const tr_vad_block *b, const float *x, int t, float *a,
                      float *y, float *out) {
-    tr_conv1d(pool, x, b->c_in, t, b->dw_w, b->dw_b, 1, 2, 2, 1, b->c_in, a);
+    depthwise5(x, t, b->c_in, (const float *)b->dw_w->data, b->dw_b, a);
     relu(a, (long)b->c_in * t);
-    tr_conv1d(pool, a, b->c_in, t, b->pw_w, b->pw_b, 1, 0, 0, 1, 1, y);
+    tr_matmul(pool, &b->pw, b->pw_b, a, t, b->c_in, y, b->c_out);
     if (b->proj_w) {
-        tr_conv1d(pool, x, b->c_in, t, b->proj_w, b->proj_b, 1, 0, 0, 1, 1, a);
+        tr_matmul(pool, &b->proj, b->proj_b, x, t, b->c_in, a, b->c_out);
         tr_ew_add(NULL, y, a, (long)b->c_out * t);
     } else {
         tr_ew_add(NULL, y, x, (long)b->c_out * t);
     }
     relu(y, (long)b->c_out * t);
-    int t_out = tr_conv1d_out_len(t, 1, b->rp_stride, 0, 0, 1);
-    tr_conv1d(pool, y, b->c_out, t, b->rp_w, b->rp_b, b->rp_stride, 0, 0, 1, 1, out);
+    int t_out = (t - 1) / b->rp_stride + 1;
+    tr_matmul(pool, &b->rp, b->rp_b, y, t_out, b->rp_stride * b->c_out, out, b->c_out);
     relu(out, (long)b->c_out * t_out);
     return t_out;
 }
@@ -68,30 +84,42 @@ static void lstm_layer(tr_pool *pool, const tr_vad_net *net, int l, const float 
     }
 }
 
+void tr_vad_net_spectra(const struct transcribe_vad_model *m, tr_pool *pool, const float *x, int n,
+                        int count, float *frames, float *spec) {
+    enum { P = TR_VAD_PAD, NF = TR_VAD_N_FFT, C2 = 2 * TR_VAD_BINS };
+    const int t = n_frames(n);
+    for (int w = 0; w < count; w++) {
+        /* the frames of a window read its reflect-padded samples */
+        const float *xw = x + (size_t)w * n;
+        for (int f = 0; f < t; f++) {
+            float *row = frames + ((size_t)w * t + f) * NF;
+            for (int k = 0; k < NF; k++) {
+                int i = f * TR_VAD_HOP + k - P; /* index into the window */
+                if (i < 0) i = -i;
+                if (i >= n) i = 2 * (n - 1) - i;
+                row[k] = xw[i];
+            }
+        }
+    }
+    /* one GEMM for every frame of every window: the basis is packed once */
+    tr_matmul(pool, m->basis, NULL, frames, count * t, NF, spec, C2);
+}
+
+size_t tr_vad_frames(int n) {
+    return (size_t)n_frames(n);
+}
+
 float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *net, tr_pool *pool,
-                        const float *x, int n, float h[2][TR_VAD_HIDDEN], float c[2][TR_VAD_HIDDEN],
-                        float *scratch) {
-    enum { P = TR_VAD_PAD, NF = TR_VAD_N_FFT, B = TR_VAD_BINS, C2 = 2 * TR_VAD_BINS };
+                        const float *spec, int n, float h[2][TR_VAD_HIDDEN],
+                        float c[2][TR_VAD_HIDDEN], float *scratch) {
+    enum { B = TR_VAD_BINS, C2 = 2 * TR_VAD_BINS };
     const int t = n_frames(n);
     const size_t s = (size_t)C2 * t;
-    float *xp = scratch;                   /* n + 2P */
-    float *frames = xp + n + 2 * P;        /* [t][256] */
-    float *spec = frames + (size_t)NF * t; /* [t][258] */
-    float *x1 = spec + s, *ta = x1 + s, *tb = ta + s, *tc = tb + s, *td = tc + s;
+    float *x1 = scratch, *ta = x1 + s, *tb = ta + s, *tc = tb + s, *td = tc + s;
     float *gates = td + s;                              /* [t][256] */
     float *seq = gates + (size_t)4 * TR_VAD_HIDDEN * t; /* [t][64] x2 */
     float *seq2 = seq + (size_t)64 * t;
     float *small = seq2 + (size_t)64 * t; /* 512 */
-
-    /* reflect padding (n > P is guaranteed by the window sizes) */
-    memcpy(xp + P, x, sizeof(float) * (size_t)n);
-    for (int k = 1; k <= P; k++) {
-        xp[P - k] = x[k];
-        xp[P + n - 1 + k] = x[n - 1 - k];
-    }
-    for (int f = 0; f < t; f++)
-        memcpy(frames + (size_t)f * NF, xp + (size_t)f * TR_VAD_HOP, sizeof(float) * NF);
-    tr_matmul(pool, m->basis, NULL, frames, t, NF, spec, C2);
 
     /* x1 rows 0..128: magnitude; rows 129..257: log spectrum, normalised */
     float *mean = small, *mpad = small + 64;
@@ -101,8 +129,8 @@ float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *
         for (int k = 0; k < B; k++) {
             float mag = sqrtf(re[k] * re[k] + im[k] * im[k]);
             float lg = logf(1.0f + mag * 1048576.0f);
-            x1[(size_t)k * t + f] = mag;
-            x1[(size_t)(B + k) * t + f] = lg;
+            x1[(size_t)f * C2 + k] = mag;
+            x1[(size_t)f * C2 + B + k] = lg;
             acc += lg;
         }
         mean[f] = (float)(acc / B);
@@ -120,7 +148,8 @@ float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *
         mm += acc;
     }
     const float mmf = (float)(mm / t);
-    for (size_t i = (size_t)B * t; i < s; i++) x1[i] -= mmf;
+    for (int f = 0; f < t; f++)
+        for (int k = B; k < C2; k++) x1[(size_t)f * C2 + k] -= mmf;
 
     /* encoder */
     const float *cur = x1;
@@ -131,9 +160,8 @@ float tr_vad_net_window(const struct transcribe_vad_model *m, const tr_vad_net *
         cur = out;
     }
 
-    /* LSTM over the remaining tt frames */
-    tr_transpose(cur, seq, TR_VAD_HIDDEN, tt);
-    lstm_layer(pool, net, 0, seq, tt, gates, seq2, h[0], c[0]);
+    /* LSTM over the remaining tt frames (rows of cur) */
+    lstm_layer(pool, net, 0, cur, tt, gates, seq2, h[0], c[0]);
     lstm_layer(pool, net, 1, seq2, tt, gates, seq, h[1], c[1]);
 
     /* decoder: sigmoid(w · relu(h_t) + b), averaged over the frames */

@@ -1,7 +1,7 @@
 /* Silero VAD: parity with the original ONNX network (goldens written by
  * tools/ref/silero_vad/goldens.js in onnxruntime-node), the segment rules
  * against the Python reference (tools/ref/silero_vad/segments_ref.py), the
- * streaming feed against the offline run, and bad input. */
+ * streaming feed (in odd pieces) against the offline run, and bad input. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +69,11 @@ static void parity(const char *name, int rate, int win, double *worst) {
         CHECK(transcribe_vad_finish(s) == TRANSCRIBE_OK);
         int64_t ns = 0;
         const float *ps = transcribe_vad_probs(s, &ns);
-        CHECK(ns == nw && memcmp(ps, pr, sizeof(float) * (size_t)nw) == 0);
+        /* the spectra of a feed's complete windows share one GEMM, whose
+         * rounding may differ with the row count: equal within 1e-6 */
+        double sd = ns == nw ? 0.0 : 1.0;
+        for (int64_t i = 0; i < ns && i < nw; i++) sd = fmax(sd, fabs((double)ps[i] - pr[i]));
+        CHECK_MSG(sd <= 1e-6, "streamed probabilities differ by %g", sd);
         CHECK(transcribe_vad_n_segments(s) == transcribe_vad_n_segments(v));
         for (int i = 0; i < transcribe_vad_n_segments(s); i++) {
             struct transcribe_vad_segment a, b;
