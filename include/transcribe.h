@@ -570,6 +570,10 @@ struct transcribe_pause_split_params {
     int64_t target_ms;    /* default 20000: preferred longest piece (>= 1000) */
     int64_t max_ms;       /* default 30000: hard cap per piece (>= target_ms) */
     int64_t min_pause_ms; /* default 250: shorter quiet runs are not pauses (10..5000) */
+    /* Appended: pauses are the gaps between this VAD model's speech regions
+     * (default NULL = energy based); sample_rate must then be 16000 or 8000. */
+    const struct transcribe_vad_model *vad_model;
+    const struct transcribe_vad_params *vad_params; /* NULL = defaults */
 };
 
 /* How a span ends. */
