@@ -132,14 +132,14 @@ static int end_to_end(const struct transcribe_vad_model *vm, const char *model, 
         struct transcribe_run_params rp;
         transcribe_run_params_init(&rp);
         if (with) rp.vad_model = vm;
-        double t0 = tr_time_ms();
+        double t0 = tr_time_ms(), c0 = cpu_ms();
         transcribe_status st = transcribe_run(sess, x, (int)total, &rp);
-        double dt = tr_time_ms() - t0;
+        double dt = tr_time_ms() - t0, dc = cpu_ms() - c0;
         const char *text = st == TRANSCRIBE_OK ? transcribe_full_text(sess) : "";
         printf("{\"bench\":\"vad_e2e\",\"vad\":%s,\"audio_s\":%.0f,\"speech_s\":%.0f,"
-               "\"wall_ms\":%.0f,\"rtf\":%.4f,\"status\":\"%s\",\"segments\":%d,\"text_chars\":%zu,"
-               "\"text\":",
-               with ? "true" : "false", total / 16000.0, n_speech / 16000.0, dt,
+               "\"wall_ms\":%.0f,\"cpu_ms\":%.0f,\"rtf\":%.4f,\"status\":\"%s\",\"segments\":%d,"
+               "\"text_chars\":%zu,\"text\":",
+               with ? "true" : "false", total / 16000.0, n_speech / 16000.0, dt, dc,
                dt / 1000.0 / (total / 16000.0), transcribe_status_string(st),
                transcribe_n_segments(sess), strlen(text));
         json_str(text);
