@@ -35,6 +35,7 @@ transcribe_status transcribe_vad_model_load(const char *path, struct transcribe_
 
 void transcribe_vad_model_free(struct transcribe_vad_model *m) {
     if (!m) return;
+    tr_fft_free(m->fft);
     gguf_close(m->gguf);
     free(m);
 }
@@ -111,8 +112,9 @@ transcribe_status transcribe_vad_init(const struct transcribe_vad_model *model, 
     v->pending = malloc(sizeof(float) * TR_VAD_BATCH * (size_t)v->win);
     v->frames = malloc(sizeof(float) * rows * TR_VAD_N_FFT);
     v->spec = malloc(sizeof(float) * rows * 2 * TR_VAD_BINS);
-    v->scratch = malloc(sizeof(float) * tr_vad_scratch_floats(v->win));
-    if (!v->pending || !v->frames || !v->spec || !v->scratch) {
+    v->scratch = malloc(sizeof(float) * tr_vad_scratch_floats(v->win, TR_VAD_BATCH));
+    v->fft_buf = malloc(sizeof(double) * (tr_vad_fft_doubles(model) + 1));
+    if (!v->pending || !v->frames || !v->spec || !v->scratch || !v->fft_buf) {
         TR_ERROR("transcribe_vad_init: out of memory");
         transcribe_vad_free(v);
         return TRANSCRIBE_ERR_OOM;
@@ -127,6 +129,7 @@ void transcribe_vad_free(struct transcribe_vad *v) {
     tr_vad_rules_free(&v->rules);
     free(v->pending);
     free(v->frames);
+    free(v->fft_buf);
     free(v->spec);
     free(v->scratch);
     free(v->probs);
@@ -155,13 +158,14 @@ static transcribe_status run_pending(struct transcribe_vad *v) {
         return TRANSCRIBE_ERR_OOM;
     }
     v->probs = pr;
-    tr_vad_net_spectra(v->model, v->pool, v->pending, v->win, count, v->frames, v->spec);
-    const size_t per = tr_vad_frames(v->win) * 2 * TR_VAD_BINS;
+    tr_vad_net_spectra(v->model, v->pool, v->pending, v->win, count, v->frames, v->spec,
+                       v->fft_buf);
+    float *out = v->probs + v->n_probs;
+    tr_vad_net_batch(v->model, v->net, v->pool, v->spec, v->win, count, v->h, v->c, v->scratch,
+                     out);
     for (int w = 0; w < count; w++) {
-        float p = tr_vad_net_window(v->model, v->net, v->pool, v->spec + per * (size_t)w, v->win,
-                                    v->h, v->c, v->scratch);
-        v->probs[v->n_probs++] = p;
-        if (!tr_vad_rules_push(&v->rules, p)) {
+        v->n_probs++;
+        if (!tr_vad_rules_push(&v->rules, out[w])) {
             TR_ERROR("transcribe_vad: out of memory");
             return TRANSCRIBE_ERR_OOM;
         }

@@ -1,5 +1,6 @@
 /* Loads the GGUF that tools/convert_silero_vad.py writes and checks every
  * tensor's type and shape, so the forward pass can trust them. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,26 @@ static bool load_net(const gguf_file *g, const char *pfx, const char *strides_ke
     return ok;
 }
 
+/* The basis rows are Hann(n)·cos(2πkn/N) and −Hann(n)·sin(2πkn/N) in every
+ * Silero v4 file; then an FFT gives the same spectra (X = Σ x·e^{−iθ}). Any
+ * other basis keeps the GEMM. */
+static void use_fft_if_dft(struct transcribe_vad_model *m) {
+    enum { N = TR_VAD_N_FFT, B = TR_VAD_BINS };
+    const float *b = (const float *)m->basis->data;
+    const double pi = 3.14159265358979323846;
+    double worst = 0;
+    for (int n = 0; n < N; n++) m->hann[n] = 0.5 - 0.5 * cos(2 * pi * n / N);
+    for (int k = 0; k < B; k++) {
+        for (int n = 0; n < N; n++) {
+            double th = 2 * pi * (double)((long)k * n % N) / N;
+            double re = m->hann[n] * cos(th), im = -m->hann[n] * sin(th);
+            worst = fmax(worst, fabs(b[(size_t)k * N + n] - re));
+            worst = fmax(worst, fabs(b[(size_t)(B + k) * N + n] - im));
+        }
+    }
+    if (worst <= 1e-6) m->fft = tr_fft_create(N); /* NULL (OOM): the GEMM path */
+}
+
 transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_model **out) {
     *out = NULL;
     struct transcribe_vad_model *m = calloc(1, sizeof *m);
@@ -137,6 +158,7 @@ transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_mode
         free(m);
         return TRANSCRIBE_ERR_GGUF;
     }
+    use_fft_if_dft(m);
     *out = m;
     return TRANSCRIBE_OK;
 }
