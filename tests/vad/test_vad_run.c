@@ -161,6 +161,53 @@ int main(void) {
     pp.vad_model = vm;
     CHECK(transcribe_pause_split(x, n, 44100, &pp, &spans, &nsp) == TRANSCRIBE_ERR_SAMPLE_RATE);
 
+    /* word times of another family (the bundled Parakeet: word-level times)
+     * land on the input's clock: speech | 20 s of zeros | speech */
+    struct transcribe_session *pk = NULL;
+    int ns = 0;
+    float *sp = load("speech_16k.wav", &ns);
+    CHECK(transcribe_open(TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf", NULL, NULL, &pk) ==
+          TRANSCRIBE_OK);
+    int n2 = 2 * ns + 20 * 16000;
+    float *y = sp ? calloc((size_t)n2, sizeof *y) : NULL;
+    if (pk && y) {
+        memcpy(y, sp, sizeof(float) * (size_t)ns);
+        memcpy(y + ns + 20 * 16000, sp, sizeof(float) * (size_t)ns);
+        CHECK(transcribe_vad_init(vm, 16000, NULL, &v) == TRANSCRIBE_OK);
+        CHECK(transcribe_vad_run(v, y, n2) == TRANSCRIBE_OK);
+        int nr2 = transcribe_vad_n_segments(v);
+        int64_t reg2[64];
+        for (int i = 0; i < nr2 && i < 32; i++) {
+            struct transcribe_vad_segment sg;
+            transcribe_vad_get_segment(v, i, &sg);
+            reg2[2 * i] = sg.t0_ms;
+            reg2[2 * i + 1] = sg.t1_ms;
+        }
+        transcribe_vad_free(v);
+        rp.vad_model = NULL;
+        CHECK(transcribe_run(pk, y, n2, &rp) == TRANSCRIBE_OK);
+        int words_plain = transcribe_n_words(pk);
+        rp.vad_model = vm;
+        CHECK(transcribe_run(pk, y, n2, &rp) == TRANSCRIBE_OK);
+        int nw = transcribe_n_words(pk), late = 0;
+        int64_t prev = 0;
+        for (int i = 0; i < nw; i++) {
+            struct transcribe_word wd;
+            wd.struct_size = sizeof wd;
+            CHECK(transcribe_get_word(pk, i, &wd) == TRANSCRIBE_OK);
+            CHECK_MSG(inside(reg2, nr2, wd.t0_ms, wd.t1_ms) && wd.t0_ms >= prev,
+                      "word %d at %lld..%lld ms", i, (long long)wd.t0_ms, (long long)wd.t1_ms);
+            prev = wd.t0_ms;
+            late += wd.t0_ms >= (ns + 20 * 16000) / 16;
+        }
+        printf("parakeet: %d words with VAD (%d in the second copy), %d without\n", nw, late,
+               words_plain);
+        CHECK(nw > 0 && late > 0 && late < nw);
+    }
+    free(y);
+    transcribe_audio_free(sp);
+    transcribe_close(pk);
+
     free(x);
     transcribe_close(s);
     transcribe_vad_model_free(vm);
