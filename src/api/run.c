@@ -330,19 +330,25 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
     if (st != TRANSCRIBE_OK) return st;
     st = validate_shared(session, &p, "transcribe_run_batch");
     if (st != TRANSCRIBE_OK) return st;
-    if (p.vad_model) {
-        TR_ERROR("transcribe_run_batch: vad_model is supported by transcribe_run only");
-        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
-    }
     if (!tr_session_reserve_results(session, n)) {
         TR_ERROR("transcribe_run_batch: out of memory for %d results", n);
         return TRANSCRIBE_ERR_OOM;
+    }
+    tr_vad_batch vb = {0};
+    if (p.vad_model) { /* each utterance's speech regions, before anything changes */
+        st =
+            tr_vad_batch_plan(p.vad_model, p.vad_params,
+                              session->model->desc.caps.native_sample_rate, pcm, n_samples, n, &vb);
+        if (st != TRANSCRIBE_OK) return st;
+        pcm = vb.pcm;
+        n_samples = vb.n;
     }
 
     commit_run(session);
     const tr_family *fam = session->model->family;
     if (!fam->run && !fam->run_batch) {
         TR_ERROR("transcribe_run_batch: the %s family has no run path", session->model->arch);
+        tr_vad_batch_finish(&vb, NULL);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
     if (fam->run_batch) {
@@ -365,6 +371,7 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
     } else {
         st = run_sequential(session, pcm, n_samples, n, &p);
     }
+    tr_vad_batch_finish(&vb, session->results);
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
         session->n_results = n;
         for (int i = 0; i < n; i++) {

@@ -104,3 +104,59 @@ void tr_vad_join_remap(const tr_vad_join *j, tr_result *r) {
         if (r->spk[i].t1_ms < r->spk[i].t0_ms) r->spk[i].t1_ms = r->spk[i].t0_ms;
     }
 }
+
+/* A short silence for an utterance with no speech: the family still gets a
+ * valid call, and its result is emptied afterwards. */
+static const float tr_vad_quiet[1600];
+
+transcribe_status tr_vad_batch_plan(const struct transcribe_vad_model *vm,
+                                    const struct transcribe_vad_params *vp, int rate,
+                                    const float *const *pcm, const int *n_samples, int count,
+                                    tr_vad_batch *out) {
+    memset(out, 0, sizeof *out);
+    out->pcm = calloc((size_t)count, sizeof *out->pcm);
+    out->n = calloc((size_t)count, sizeof *out->n);
+    out->joins = calloc((size_t)count, sizeof *out->joins);
+    out->count = count;
+    if (!out->pcm || !out->n || !out->joins) {
+        tr_vad_batch_finish(out, NULL);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    for (int i = 0; i < count; i++) {
+        out->pcm[i] = pcm[i];
+        out->n[i] = n_samples[i];
+        if (!pcm[i] || n_samples[i] <= 0) continue; /* rejected per utterance later */
+        transcribe_status st = tr_vad_join_plan(vm, vp, rate, pcm[i], n_samples[i], &out->joins[i]);
+        if (st != TRANSCRIBE_OK) {
+            tr_vad_batch_finish(out, NULL);
+            return st;
+        }
+        bool empty = out->joins[i].n == 0;
+        out->pcm[i] = empty ? tr_vad_quiet : out->joins[i].pcm;
+        out->n[i] = empty ? (int)(sizeof tr_vad_quiet / sizeof tr_vad_quiet[0]) : out->joins[i].n;
+    }
+    return TRANSCRIBE_OK;
+}
+
+void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results) {
+    for (int i = 0; b->joins && i < b->count; i++) {
+        tr_vad_join *j = &b->joins[i];
+        if (results && j->rate > 0) {
+            if (j->n_pieces == 0 && results[i].status == TRANSCRIBE_OK) {
+                transcribe_status keep = results[i].status;
+                float mel = results[i].mel_ms, enc = results[i].encode_ms,
+                      dec = results[i].decode_ms;
+                tr_result_clear(&results[i]); /* no speech: no text */
+                results[i].status = keep;
+                results[i].mel_ms = mel, results[i].encode_ms = enc, results[i].decode_ms = dec;
+            } else {
+                tr_vad_join_remap(j, &results[i]);
+            }
+        }
+        tr_vad_join_free(j);
+    }
+    free(b->pcm);
+    free(b->n);
+    free(b->joins);
+    memset(b, 0, sizeof *b);
+}

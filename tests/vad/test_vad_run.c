@@ -129,8 +129,22 @@ int main(void) {
     rp.vad_params = &vp;
     CHECK(transcribe_run(s, x, n, &rp) == TRANSCRIBE_ERR_INVALID_ARG);
     rp.vad_params = NULL;
-    CHECK(transcribe_run_batch(s, (const float *const *)&x, &n, 1, &rp) ==
-          TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    /* a batch: the whole file, the noise alone, and a bad utterance */
+    const float *bp[3] = {x, x + marks[0], NULL};
+    int bn[3] = {n, (int)(marks[1] - marks[0]), 5};
+    CHECK(transcribe_run_batch(s, bp, bn, 3, &rp) == TRANSCRIBE_OK);
+    CHECK(transcribe_batch_n_results(s) == 3);
+    CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_OK);
+    for (int i = 0; i < transcribe_batch_n_segments(s, 0); i++) {
+        struct transcribe_segment sg;
+        sg.struct_size = sizeof sg;
+        CHECK(transcribe_batch_get_segment(s, 0, i, &sg) == TRANSCRIBE_OK);
+        CHECK(inside(reg, nr, sg.t0_ms, sg.t1_ms));
+    }
+    CHECK(transcribe_batch_n_segments(s, 0) > 0);
+    CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_OK &&
+          transcribe_batch_n_segments(s, 1) == 0 && strlen(transcribe_batch_full_text(s, 1)) == 0);
+    CHECK(transcribe_batch_status(s, 2) == TRANSCRIBE_ERR_INVALID_ARG);
 
     /* pause splitting at the VAD's pauses: every cut lies outside speech */
     struct transcribe_pause_split_params pp;
