@@ -238,8 +238,12 @@ struct transcribe_run_params {
     const struct transcribe_ext *family;  /* default NULL = family defaults */
     int32_t spec_k_drafts;                /* default -1 = family default */
     /* Appended (an addition): transcribe only the speech regions this VAD
-     * model finds (NULL = the whole audio); every time in the result stays
-     * on the input's clock. vad_params NULL = defaults. */
+     * model finds (NULL = the whole audio), for transcribe_run and each
+     * utterance of transcribe_run_batch (not streams). The regions are
+     * joined with 100 ms pauses for the model and every time in the result
+     * is mapped back to the input's clock; audio without speech gives an
+     * empty result. vad_params NULL = defaults; bad settings fail the call
+     * (INVALID_ARG, SAMPLE_RATE) before anything changes. */
     const struct transcribe_vad_model *vad_model;
     const struct transcribe_vad_params *vad_params;
 };
