@@ -222,6 +222,9 @@ struct transcribe_session_params {
     int32_t n_ctx;              /* default 0 = model maximum; optional trailing field */
 };
 
+struct transcribe_vad_model; /* voice activity detection: see its section below */
+struct transcribe_vad_params;
+
 struct transcribe_run_params {
     uint64_t struct_size;
     transcribe_task task;                 /* default TRANSCRIBE */
@@ -234,6 +237,15 @@ struct transcribe_run_params {
     bool keep_special_tags;               /* default false */
     const struct transcribe_ext *family;  /* default NULL = family defaults */
     int32_t spec_k_drafts;                /* default -1 = family default */
+    /* Appended (an addition): transcribe only the speech regions this VAD
+     * model finds (NULL = the whole audio), for transcribe_run and each
+     * utterance of transcribe_run_batch (not streams). The regions are
+     * joined with 100 ms pauses for the model and every time in the result
+     * is mapped back to the input's clock; audio without speech gives an
+     * empty result. vad_params NULL = defaults; bad settings fail the call
+     * (INVALID_ARG, SAMPLE_RATE) before anything changes. */
+    const struct transcribe_vad_model *vad_model;
+    const struct transcribe_vad_params *vad_params;
 };
 
 struct transcribe_stream_params {
@@ -562,6 +574,10 @@ struct transcribe_pause_split_params {
     int64_t target_ms;    /* default 20000: preferred longest piece (>= 1000) */
     int64_t max_ms;       /* default 30000: hard cap per piece (>= target_ms) */
     int64_t min_pause_ms; /* default 250: shorter quiet runs are not pauses (10..5000) */
+    /* Appended: pauses are the gaps between this VAD model's speech regions
+     * (default NULL = energy based); sample_rate must then be 16000 or 8000. */
+    const struct transcribe_vad_model *vad_model;
+    const struct transcribe_vad_params *vad_params; /* NULL = defaults */
 };
 
 /* How a span ends. */
@@ -590,6 +606,75 @@ transcribe_pause_split(const float *pcm, int64_t n_samples, int sample_rate,
                        const struct transcribe_pause_split_params *params,
                        struct transcribe_audio_span **out_spans, int *out_n);
 TRANSCRIBE_API void transcribe_pause_split_free(struct transcribe_audio_span *spans);
+
+/* Voice activity detection (an addition): Silero VAD v4, its trained weights
+ * converted to GGUF (models/silero-vad-v4.gguf, tools/convert_silero_vad.py).
+ * A VAD model is read-only once loaded and may be shared by any number of
+ * detectors on any threads; a detector is used by one thread at a time.
+ * Rates: 16000 and 8000 Hz (resample anything else first, e.g. with
+ * transcribe_audio_load_file). The network gives one speech probability per
+ * window (512 samples at 16 kHz, 256 at 8 kHz by default) with its LSTM state
+ * carried from window to window; segments follow Silero's
+ * get_speech_timestamps rules with every parameter below. */
+struct transcribe_vad_model;
+struct transcribe_vad;
+
+struct transcribe_vad_params {
+    uint64_t struct_size;
+    float threshold;        /* default 0.5: a window >= this starts speech; [0, 1] */
+    float neg_threshold;    /* default -1 = max(threshold - 0.15, 0.01): below it is silence */
+    int32_t min_speech_ms;  /* default 250: regions no longer than this are dropped */
+    int32_t min_silence_ms; /* default 100: a shorter pause does not end a region */
+    int32_t speech_pad_ms;  /* default 30: added on each side (half the gap when closer) */
+    float max_speech_s;     /* default 0 = no limit: longer regions are cut at a pause */
+    int32_t
+        window_samples; /* default 0 = 512 at 16 kHz / 256 at 8 kHz; also 1024, 1536 / 512, 768 */
+};
+
+/* One speech region, [start, end) in samples of the detector's rate and ms. */
+struct transcribe_vad_segment {
+    int64_t start;
+    int64_t end;
+    int64_t t0_ms;
+    int64_t t1_ms;
+};
+
+TRANSCRIBE_API void transcribe_vad_params_init(struct transcribe_vad_params *params);
+/* Errors: INVALID_ARG (NULL), FILE_NOT_FOUND, GGUF (not GGUF, truncated,
+ * missing or misshapen tensors), UNSUPPORTED_ARCH (another model), OOM. */
+TRANSCRIBE_API transcribe_status transcribe_vad_model_load(const char *path,
+                                                           struct transcribe_vad_model **out);
+TRANSCRIBE_API void transcribe_vad_model_free(struct transcribe_vad_model *model);
+/* A detector at sample_rate (16000 or 8000, else SAMPLE_RATE); NULL params =
+ * defaults. INVALID_ARG names a parameter out of range (threshold outside
+ * [0, 1], neg_threshold above threshold, a negative duration, a window size
+ * the model does not take). */
+TRANSCRIBE_API transcribe_status transcribe_vad_init(const struct transcribe_vad_model *model,
+                                                     int sample_rate,
+                                                     const struct transcribe_vad_params *params,
+                                                     struct transcribe_vad **out);
+TRANSCRIBE_API void transcribe_vad_free(struct transcribe_vad *vad);
+/* Offline: forgets earlier input, runs over n_samples (0 is fine: no
+ * segments) and finishes. Non-finite samples are read as 0 (with a warning). */
+TRANSCRIBE_API transcribe_status transcribe_vad_run(struct transcribe_vad *vad, const float *pcm,
+                                                    int64_t n_samples);
+/* Streaming: feed any number of samples at a time; segments become readable
+ * as soon as their bounds can no longer change; finish closes the stream (a
+ * partial last window is zero-padded, an open region ends at the audio's
+ * end). reset starts a new stream (LSTM state cleared). */
+TRANSCRIBE_API transcribe_status transcribe_vad_feed(struct transcribe_vad *vad, const float *pcm,
+                                                     int64_t n_samples);
+TRANSCRIBE_API transcribe_status transcribe_vad_finish(struct transcribe_vad *vad);
+TRANSCRIBE_API void transcribe_vad_reset(struct transcribe_vad *vad);
+/* True while the last window processed is inside a speech region. */
+TRANSCRIBE_API bool transcribe_vad_in_speech(const struct transcribe_vad *vad);
+TRANSCRIBE_API int transcribe_vad_n_segments(const struct transcribe_vad *vad);
+TRANSCRIBE_API transcribe_status transcribe_vad_get_segment(const struct transcribe_vad *vad, int i,
+                                                            struct transcribe_vad_segment *out);
+/* Probabilities of every window processed since the reset (owned by the
+ * detector, valid until its next call); *n_windows gets their count. */
+TRANSCRIBE_API const float *transcribe_vad_probs(const struct transcribe_vad *vad,
+                                                 int64_t *n_windows);
 
 /* Per-handle errors (an addition). The message of the last failed call on a
  * handle: the first error the call reported to the log sink (which still

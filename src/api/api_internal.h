@@ -91,6 +91,37 @@ void tr_api_note_session_error(struct transcribe_session *s, transcribe_status s
 void tr_api_note_model_error(struct transcribe_model *m, transcribe_status st,
                              const char *captured);
 
+/* Runs over the speech regions only (vad_run.c): the joined audio and
+ * where each region came from, to map result times back. */
+typedef struct tr_vad_piece {
+    int64_t orig, joined, len; /* samples */
+} tr_vad_piece;
+typedef struct tr_vad_join {
+    float *pcm; /* the regions joined (NULL when there are none) */
+    int n, rate, n_pieces;
+    tr_vad_piece *pieces;
+} tr_vad_join;
+transcribe_status tr_vad_join_plan(const struct transcribe_vad_model *vm,
+                                   const struct transcribe_vad_params *vp, int rate,
+                                   const float *pcm, int n, tr_vad_join *out);
+void tr_vad_join_remap(const tr_vad_join *j, tr_result *r);
+void tr_vad_join_free(tr_vad_join *j);
+/* The same for a batch: per utterance the joined regions (an utterance
+ * without speech runs on a short silence whose result is then emptied;
+ * invalid utterances pass through for the usual checks). finish remaps and
+ * empties the results (NULL: none) and frees everything. */
+typedef struct tr_vad_batch {
+    const float **pcm;
+    int *n;
+    tr_vad_join *joins;
+    int count;
+} tr_vad_batch;
+transcribe_status tr_vad_batch_plan(const struct transcribe_vad_model *vm,
+                                    const struct transcribe_vad_params *vp, int rate,
+                                    const float *const *pcm, const int *n_samples, int count,
+                                    tr_vad_batch *out);
+void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results);
+
 /* Minimum struct_size each entry point accepts (c-api.md §19). */
 #define TR_MIN_LOAD_PARAMS     24u
 #define TR_MIN_SESSION_PARAMS  16u

@@ -121,9 +121,11 @@ static transcribe_status load_params(const struct transcribe_run_params *params,
                  (unsigned long long)params->struct_size, TR_MIN_RUN_PARAMS);
         return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
     }
-    /* Copy the known fields only: a newer caller's struct may be larger. */
+    /* Copy the fields both sides know: a newer caller's struct may be larger,
+     * an older one lacks the appended fields (they keep their defaults). */
+    size_t known = params->struct_size < sizeof *out ? (size_t)params->struct_size : sizeof *out;
     memcpy((char *)out + sizeof out->struct_size, (const char *)params + sizeof out->struct_size,
-           TR_MIN_RUN_PARAMS - sizeof out->struct_size);
+           known - sizeof out->struct_size);
     return TRANSCRIBE_OK;
 }
 
@@ -193,12 +195,18 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
     st = validate_shared(session, &p, "transcribe_run");
     if (st != TRANSCRIBE_OK) return st;
 
-    commit_run(session);
     const tr_family *fam = session->model->family;
     if (!fam->run) {
         TR_ERROR("transcribe_run: the %s family has no run path", session->model->arch);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
+    tr_vad_join vj = {0};
+    if (p.vad_model) { /* before commit_run: a rejected VAD setting changes nothing */
+        st = tr_vad_join_plan(p.vad_model, p.vad_params,
+                              session->model->desc.caps.native_sample_rate, pcm, n_samples, &vj);
+        if (st != TRANSCRIBE_OK) return st;
+    }
+    commit_run(session);
     tr_result *r = &session->results[0];
     tr_run_ctx ctx;
     init_ctx(session, &ctx, &p, r);
@@ -206,8 +214,15 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
      * (same thread, between decode steps), e.g. to show progress. */
     session->n_results = 1;
     tr_pool_take_failures(session->pool); /* nothing stale from an earlier call */
-    st = fam->run(session->head.fsession, pcm, n_samples, &ctx);
+    if (!p.vad_model)
+        st = fam->run(session->head.fsession, pcm, n_samples, &ctx);
+    else if (vj.n > 0)
+        st = fam->run(session->head.fsession, vj.pcm, vj.n, &ctx);
+    else
+        st = TRANSCRIBE_OK; /* no speech: an empty result */
     st = finish_result(r, tr_session_kernel_status(session, st, "transcribe_run"));
+    tr_vad_join_remap(&vj, r);
+    tr_vad_join_free(&vj);
     session->mel_ms = r->mel_ms;
     session->encode_ms = r->encode_ms;
     session->decode_ms = r->decode_ms;
@@ -319,11 +334,21 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
         TR_ERROR("transcribe_run_batch: out of memory for %d results", n);
         return TRANSCRIBE_ERR_OOM;
     }
+    tr_vad_batch vb = {0};
+    if (p.vad_model) { /* each utterance's speech regions, before anything changes */
+        st =
+            tr_vad_batch_plan(p.vad_model, p.vad_params,
+                              session->model->desc.caps.native_sample_rate, pcm, n_samples, n, &vb);
+        if (st != TRANSCRIBE_OK) return st;
+        pcm = vb.pcm;
+        n_samples = vb.n;
+    }
 
     commit_run(session);
     const tr_family *fam = session->model->family;
     if (!fam->run && !fam->run_batch) {
         TR_ERROR("transcribe_run_batch: the %s family has no run path", session->model->arch);
+        tr_vad_batch_finish(&vb, NULL);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
     if (fam->run_batch) {
@@ -346,6 +371,7 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
     } else {
         st = run_sequential(session, pcm, n_samples, n, &p);
     }
+    tr_vad_batch_finish(&vb, session->results);
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
         session->n_results = n;
         for (int i = 0; i < n; i++) {

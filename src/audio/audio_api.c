@@ -1,6 +1,7 @@
 /* Public audio helpers of the C API: decode any supported file to mono
  * float PCM at a target rate; plan pause-aligned spans of long audio. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,8 +41,9 @@ void transcribe_audio_free(float *pcm) {
     free(pcm);
 }
 
-/* The smallest params struct this library reads (all three fields). */
-#define TR_MIN_SPLIT_PARAMS sizeof(struct transcribe_pause_split_params)
+/* The smallest params struct this library reads (the first three fields;
+ * the VAD fields were appended). */
+#define TR_MIN_SPLIT_PARAMS offsetof(struct transcribe_pause_split_params, vad_model)
 
 void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p) {
     if (!p) return;
@@ -50,6 +52,32 @@ void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p)
     p->target_ms = 20000;
     p->max_ms = 30000;
     p->min_pause_ms = 250;
+}
+
+/* Pauses from the VAD's speech regions instead of the energy's. */
+static transcribe_status use_vad(const struct transcribe_pause_split_params *p, const float *pcm,
+                                 int64_t n, int rate, tr_pause_track *t) {
+    struct transcribe_vad *v = NULL;
+    transcribe_status st = transcribe_vad_init(p->vad_model, rate, p->vad_params, &v);
+    if (st == TRANSCRIBE_OK) st = transcribe_vad_run(v, pcm, n);
+    int nr = st == TRANSCRIBE_OK ? transcribe_vad_n_segments(v) : 0;
+    int64_t *reg = st == TRANSCRIBE_OK ? malloc(sizeof(int64_t) * 2 * (size_t)(nr + 1)) : NULL;
+    if (st == TRANSCRIBE_OK && !reg) st = TRANSCRIBE_ERR_OOM;
+    for (int i = 0; reg && i < nr; i++) {
+        struct transcribe_vad_segment sg;
+        transcribe_vad_get_segment(v, i, &sg);
+        reg[2 * i] = sg.start;
+        reg[2 * i + 1] = sg.end;
+    }
+    transcribe_vad_free(v);
+    if (st == TRANSCRIBE_OK)
+        st = tr_pause_track_set_speech(t, n, reg, nr, p->min_pause_ms * rate / 1000);
+    else
+        tr_pause_track_free(t);
+    free(reg);
+    if (st != TRANSCRIBE_OK)
+        TR_ERROR("transcribe_pause_split: the VAD failed: %s", transcribe_status_string(st));
+    return st;
 }
 
 transcribe_status transcribe_pause_split(const float *pcm, int64_t n_samples, int sample_rate,
@@ -78,6 +106,10 @@ transcribe_status transcribe_pause_split(const float *pcm, int64_t n_samples, in
         p.target_ms = params->target_ms;
         p.max_ms = params->max_ms;
         p.min_pause_ms = params->min_pause_ms;
+        if (params->struct_size >= sizeof p) {
+            p.vad_model = params->vad_model;
+            p.vad_params = params->vad_params;
+        }
     }
     /* 100 hours bounds every product below well inside int64. */
     const int64_t max_ms_cap = 100LL * 3600 * 1000;
@@ -92,6 +124,10 @@ transcribe_status transcribe_pause_split(const float *pcm, int64_t n_samples, in
     if (n_samples == 0) return TRANSCRIBE_OK;
     tr_pause_track t;
     transcribe_status st = tr_pause_find(pcm, n_samples, sample_rate, p.min_pause_ms, &t);
+    if (st == TRANSCRIBE_OK && p.vad_model) {
+        st = use_vad(&p, pcm, n_samples, sample_rate, &t);
+        if (st != TRANSCRIBE_OK) return st; /* t freed */
+    }
     if (st == TRANSCRIBE_OK) {
         st = tr_pause_plan(&t, n_samples, sample_rate, p.target_ms, p.max_ms, out_spans, out_n);
     }

@@ -211,6 +211,46 @@ transcribe_status tr_pause_find(const float *pcm, int64_t n, int rate, int64_t m
     return TRANSCRIBE_OK;
 }
 
+transcribe_status tr_pause_track_set_speech(tr_pause_track *t, int64_t n, const int64_t *regions,
+                                            int n_regions, int64_t min_pause_samples) {
+    /* how far a gap's energy sits below the mean energy of the speech */
+    double speech_db = 0;
+    int64_t n_speech = 0;
+    for (int r = 0; r < n_regions; r++) {
+        for (int64_t f = regions[2 * r] / t->hop; f * t->hop < regions[2 * r + 1]; f++) {
+            if (f >= t->n_frames) break;
+            speech_db += t->energy_db[f];
+            n_speech++;
+        }
+    }
+    speech_db = n_speech ? speech_db / (double)n_speech : 0;
+    free(t->pauses);
+    t->pauses = NULL;
+    t->n_pauses = 0;
+    int cap = 0;
+    int64_t prev_end = 0;
+    for (int r = 0; r <= n_regions; r++) {
+        int64_t a = prev_end, b = r < n_regions ? regions[2 * r] : n;
+        bool edge = r == 0 || r == n_regions;
+        if (b > a && (edge || b - a >= min_pause_samples)) {
+            double depth = 0;
+            int64_t cnt = 0;
+            for (int64_t f = a / t->hop; f * t->hop < b && f < t->n_frames; f++, cnt++)
+                depth += speech_db - t->energy_db[f];
+            depth = cnt ? depth / (double)cnt : 0;
+            if (!push_pause(t, &cap, a, b, (float)(depth > 0.1 ? depth : 0.1))) {
+                tr_pause_track_free(t);
+                return TRANSCRIBE_ERR_OOM;
+            }
+        }
+        if (r < n_regions) prev_end = regions[2 * r + 1];
+    }
+    t->has_speech = n_regions > 0;
+    t->speech_start = n_regions ? regions[0] : 0;
+    t->speech_end = n_regions ? regions[2 * n_regions - 1] : 0;
+    return TRANSCRIBE_OK;
+}
+
 void tr_pause_track_free(tr_pause_track *t) {
     if (!t) return;
     free(t->energy_db);
@@ -269,6 +309,9 @@ transcribe_status tr_pause_plan(const tr_pause_track *t, int64_t n, int rate, in
             const tr_pause *p = &t->pauses[k];
             if (p->start <= t->speech_start || p->end >= t->speech_end) continue; /* edges */
             int64_t mid = (p->start + p->end) / 2;
+            /* a long pause is cut pad into it (below), so that is where it
+             * counts: one far longer than max_ms is still found */
+            if (p->end - p->start > 2 * pad && p->start + pad < mid) mid = p->start + pad;
             if (mid > s + max) break;
             if (mid < s + min_len) {
                 if (p->end <= s) k0 = k + 1; /* behind us for good */

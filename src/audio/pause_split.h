@@ -38,6 +38,14 @@ transcribe_status tr_pause_find(const float *pcm, int64_t n, int rate, int64_t m
                                 tr_pause_track *out);
 void tr_pause_track_free(tr_pause_track *t);
 
+/* Replaces the energy pauses of t with the gaps between speech regions
+ * found by a VAD ([start, end) sample pairs, in order, within n): the
+ * leading and trailing gaps and every inner gap of at least
+ * min_pause_samples; the energy track stays for forced cuts. Errors: OOM
+ * (t is freed). */
+transcribe_status tr_pause_track_set_speech(tr_pause_track *t, int64_t n, const int64_t *regions,
+                                            int n_regions, int64_t min_pause_samples);
+
 /* Plans spans over a track of n samples with validated parameters (see
  * transcribe_pause_split in transcribe.h). *out is malloc'ed (NULL when
  * *n_out is 0). Errors: OOM. */

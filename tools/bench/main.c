@@ -20,5 +20,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "llm-batch") == 0) return bench_llm_batch(argc - 1, argv + 1);
     if (strcmp(cmd, "batch") == 0) return bench_batch(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return bench_server(argc - 1, argv + 1);
+    if (strcmp(cmd, "vad") == 0) return bench_vad(argc - 1, argv + 1);
     return usage();
 }

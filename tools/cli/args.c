@@ -66,6 +66,7 @@ void cli_usage(const char *argv0, FILE *f) {
             "                            on: always split; off: never\n"
             "      --chunk-max-s N       longest piece in seconds (default 30; pieces aim at\n"
             "                            2/3 of it and end in the best pause before that)\n"
+            "%s"
             "  whisper:\n"
             "      --initial-prompt TEXT     text prompt that biases decoding\n"
             "      --temperature F           first sampling temperature (default 0 = greedy)\n"
@@ -84,7 +85,7 @@ void cli_usage(const char *argv0, FILE *f) {
             "\n"
             "Exit status: 0 on success, 1 on any error (bad option, unreadable model or audio,\n"
             "a run that did not complete).\n",
-            argv0, argv0, argv0);
+            argv0, argv0, argv0, cli_vad_usage);
 }
 
 /* A bad command line: one line saying why, and where the options are. */
@@ -215,6 +216,11 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = NULL;
+        int vad_rc = cli_vad_parse(o, argc, argv, &i);
+        if (vad_rc != -2) {
+            if (vad_rc >= 0) return vad_rc;
+            continue;
+        }
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
             if (strcmp(arg, with_value[k]) == 0) {
                 if (i + 1 >= argc) return fail(o, "%s requires an argument", arg);

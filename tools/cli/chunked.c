@@ -105,13 +105,16 @@ static bool replace_piece(piece_list *l, int at, const piece *sub, int k) {
 }
 
 /* Splits piece at (truncated output) in about two, at its pauses. */
-static bool resplit(piece_list *l, int at, const float *pcm, int rate) {
+static bool resplit(piece_list *l, int at, const float *pcm, int rate,
+                    const struct transcribe_run_params *rp) {
     piece it = l->v[at];
     int64_t len_ms = (it.b - it.a) * 1000 / rate;
     if (it.depth >= MAX_RESPLIT || len_ms < 4000) return false;
     struct transcribe_pause_split_params sp;
     transcribe_pause_split_params_init(&sp);
     sp.max_ms = len_ms * 55 / 100;
+    sp.vad_model = rp->vad_model;
+    sp.vad_params = rp->vad_params;
     sp.target_ms = sp.max_ms * 2 / 3 < 1000 ? 1000 : sp.max_ms * 2 / 3;
     struct transcribe_audio_span *spans = NULL;
     int ns = 0;
@@ -162,6 +165,8 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
     transcribe_pause_split_params_init(&sp);
     sp.target_ms = plan->target_ms;
     sp.max_ms = plan->max_ms;
+    sp.vad_model = rp->vad_model; /* --vad: cut at the VAD's pauses */
+    sp.vad_params = rp->vad_params;
     struct transcribe_audio_span *spans = NULL;
     int ns = 0;
     transcribe_status st = transcribe_pause_split(pcm, n, rate, &sp, &spans, &ns);
@@ -228,7 +233,7 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
             double a_s = ms_of(it->a, rate) / 1000.0, b_s = ms_of(it->b, rate) / 1000.0;
             bool alone = g == 1; /* the session holds this piece as its single run */
             if (rs == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-                if (resplit(&l, i + j, pcm, rate)) {
+                if (resplit(&l, i + j, pcm, rate, rp)) {
                     cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
                             "piece %.2f - %.2f s hit the output budget; split at its pauses and "
                             "run again",

@@ -70,7 +70,18 @@ typedef struct cli_opts {
     /* long audio */
     cli_chunk_mode chunk;
     int chunk_max_s; /* 0: default (CLI_CHUNK_MAX_S) */
+    /* voice activity detection (vad_opts.c) */
+    bool vad;
+    const char *vad_model; /* NULL: the bundled one */
+    struct transcribe_vad_params vad_params;
 } cli_opts;
+
+/* vad_opts.c: a --vad* flag at argv[*i] (-2: not one; -1: taken, *i moved
+ * past its value; else the exit code); loads the VAD model when --vad (0 or
+ * exit code 1 with the reason printed); the help lines. */
+int cli_vad_parse(cli_opts *o, int argc, char **argv, int *i);
+int cli_vad_load(const cli_opts *o, struct transcribe_vad_model **out);
+extern const char *const cli_vad_usage;
 
 /* args.c: parses argv; returns -1 to continue, otherwise the exit code. */
 int cli_parse(int argc, char **argv, cli_opts *o);

@@ -165,6 +165,7 @@ static char *resolve_model(const cli_opts *o) {
         while ((e = readdir(d)) != NULL) {
             size_t n = strlen(e->d_name);
             if (n < 6 || n >= sizeof best || strcmp(e->d_name + n - 5, ".gguf") != 0) continue;
+            if (strncmp(e->d_name, "silero-vad", 10) == 0) continue; /* the VAD model (--vad) */
             if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, n + 1);
         }
         closedir(d);
@@ -700,6 +701,7 @@ int main(int argc, char **argv) {
     }
     char *model_path = resolve_model(&o);
     struct transcribe_model *model = NULL;
+    struct transcribe_vad_model *vad_model = NULL;
     struct transcribe_session *s = NULL;
     rc = 1;
     if (!model_path) goto done;
@@ -749,6 +751,12 @@ int main(int argc, char **argv) {
     struct transcribe_run_params rp;
     struct transcribe_whisper_run_ext wx;
     build_params(&o, model, &rp, &wx);
+    if (cli_vad_load(&o, &vad_model) != 0) {
+        rc = 1;
+        goto done;
+    }
+    rp.vad_model = vad_model; /* NULL without --vad */
+    rp.vad_params = o.vad ? &o.vad_params : NULL;
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -775,6 +783,7 @@ int main(int argc, char **argv) {
 
 done:
     transcribe_session_free(s);
+    transcribe_vad_model_free(vad_model);
     transcribe_model_free(model);
     free(model_path);
     if (out_file && fclose(out_file) != 0) {
