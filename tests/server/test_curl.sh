@@ -85,7 +85,12 @@ check "bad temperature 400" [ "$(code -F file=@"$WAV" -F temperature=hot "$URL$T
 check "word granularity without verbose_json 400" \
     [ "$(code -F file=@"$WAV" -F 'timestamp_granularities[]=word' "$URL$T")" = 400 ]
 check "unsupported language 400" [ "$(code -F file=@"$WAV" -F language=xx "$URL$T")" = 400 ]
-check "vad field accepted" [ "$(code -F file=@"$WAV" -F vad=true "$URL$T")" = 200 ]
+check "vad=true 200" [ "$(code -F file=@"$WAV" -F vad=true -F response_format=text "$URL$T")" = 200 ]
+check "vad=true keeps the speech" [ "$(tr -d '\n' <"$WORK/body")" = "$cli_text" ]
+check "vad=true on noise: no text" [ "$(code -F file=@"$SRC/tests/data/vad/noise_16k.wav" -F vad=true \
+    -F response_format=text "$URL$T")" = 200 ]
+check "vad=true on noise: empty body" [ -z "$(tr -d '\n' <"$WORK/body")" ]
+check "bad vad value 400" [ "$(code -F file=@"$WAV" -F vad=maybe "$URL$T")" = 400 ]
 check "GET on the audio endpoint 405" [ "$(code "$URL$T")" = 405 ]
 check "unknown endpoint 404" [ "$(code "$URL/v2/nothing")" = 404 ]
 

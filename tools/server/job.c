@@ -146,6 +146,11 @@ static bool check_form(srv_request *rq, job *j) {
                         "vad must be true or false");
         return false;
     }
+    if (j->vad && !rq->srv->pool.vad) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "unsupported_value",
+                        "this server has no VAD model (start it with --vad-model FILE)");
+        return false;
+    }
     for (int i = 0; i < fm->n_granularities; i++) {
         const char *g = fm->granularities[i];
         if (!utf8_valid(g) || (strcmp(g, "word") && strcmp(g, "segment"))) {
@@ -212,10 +217,9 @@ static void map_run_params(srv_request *rq, job *j) {
         if (j->temperature_given) j->wx.temperature = j->temperature;
         rp->family = &j->wx.ext;
     }
-    /* vad: TODO(merge) the Silero VAD run parameter is being added in
-     * parallel; set it here from j->vad. Until then the field is accepted
-     * and checked, and has no effect. */
-    (void)j->vad;
+    /* vad=true: only the speech regions are transcribed, times stay on the
+     * upload's clock (Silero VAD with its default settings) */
+    if (j->vad) rp->vad_model = rq->srv->pool.vad;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,

@@ -34,6 +34,8 @@ static void usage(FILE *f, const char *argv0) {
             "  --max-connections N       open connections (default 64)\n"
             "  --threads N               compute threads per run (default: library's)\n"
             "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
+            "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
+            "                            (default: the bundled silero-vad-v4.gguf if present)\n"
             "  -q, --quiet               no request log, no library log\n"
             "  -h, --help                this text\n",
             argv0);
@@ -131,6 +133,8 @@ static int parse(int argc, char **argv, srv_opts *o) {
             }
         } else if (!strcmp(a, "--host")) {
             o->host = v;
+        } else if (!strcmp(a, "--vad-model")) {
+            o->vad_model_path = v;
         } else if (!strcmp(a, "--api-key")) {
             o->api_key = *v ? v : NULL;
         } else {

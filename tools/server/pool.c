@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "bundled_dir.h"
 #include "server.h"
 
 static void model_id_from_path(char *id, size_t n, const char *path) {
@@ -59,7 +61,26 @@ static bool open_model(srv_model *m, const srv_opts *o, int i) {
     return true;
 }
 
+/* The VAD model for vad=true requests: the one --vad-model names (it must
+ * load), else the bundled one when it is there (quietly none otherwise). */
+static bool open_vad(srv_pool *p, const srv_opts *o) {
+    char path[4096];
+    if (o->vad_model_path)
+        snprintf(path, sizeof path, "%s", o->vad_model_path);
+    else
+        snprintf(path, sizeof path, "%s/%s", tr_cli_bundled_model_dir(), SRV_VAD_FILE);
+    if (!o->vad_model_path && access(path, R_OK) != 0) return true;
+    transcribe_status st = transcribe_vad_model_load(path, &p->vad);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "transcribe-server: cannot load the VAD model %s: %s\n", path,
+                transcribe_status_string(st));
+        return false;
+    }
+    return true;
+}
+
 bool srv_pool_open(srv_pool *p, const srv_opts *o) {
+    if (!open_vad(p, o)) return false;
     p->models = calloc((size_t)o->n_models, sizeof *p->models);
     if (!p->models) return false;
     for (int i = 0; i < o->n_models; i++) {
@@ -91,6 +112,7 @@ void srv_pool_close(srv_pool *p) {
         }
     }
     free(p->models);
+    transcribe_vad_model_free(p->vad);
     memset(p, 0, sizeof *p);
 }
 

@@ -20,6 +20,7 @@
 /* ---- options (main.c) ---- */
 
 #define SRV_MAX_MODELS 16
+#define SRV_VAD_FILE   "silero-vad-v4.gguf" /* the bundled VAD model's name */
 
 typedef struct srv_opts {
     const char *model_path[SRV_MAX_MODELS];
@@ -38,6 +39,7 @@ typedef struct srv_opts {
     int max_connections; /* open connections (each holds a thread) */
     int threads;         /* per session; 0: library default */
     int shutdown_grace_s;
+    const char *vad_model_path; /* --vad-model; NULL: the bundled one if present */
     bool quiet;
 } srv_opts;
 
@@ -67,6 +69,7 @@ typedef struct srv_model {
 typedef struct srv_pool {
     srv_model *models;
     int n;
+    struct transcribe_vad_model *vad; /* for requests with vad=true; NULL: none */
 } srv_pool;
 
 /* Loads every model and creates its sessions; false (logged) on failure. */
