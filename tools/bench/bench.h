@@ -8,6 +8,7 @@
 int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
+int bench_stream(int argc, char **argv);
 
 /* ---- OpenBLAS baseline (bench_blas.c) ---- */
 

@@ -17,5 +17,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "kernels") == 0) return bench_kernels(argc - 1, argv + 1);
     if (strcmp(cmd, "frontend") == 0) return bench_frontend(argc - 1, argv + 1);
     if (strcmp(cmd, "model") == 0) return bench_model(argc - 1, argv + 1);
+    if (strcmp(cmd, "stream") == 0) return bench_stream(argc - 1, argv + 1);
     return usage();
 }

@@ -27,6 +27,10 @@ static void on_sigint(int sig) {
     g_interrupted = 1;
 }
 
+bool cli_interrupted(void) {
+    return g_interrupted != 0;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -758,6 +762,10 @@ int main(int argc, char **argv) {
 
     if (o.batch_file) {
         rc = cli_run_batch(&o, s, &rp, out_file);
+        goto done;
+    }
+    if (o.live) {
+        rc = cli_run_live(&o, s, &rp, o.audio[0]);
         goto done;
     }
     ctx c = {&o,
