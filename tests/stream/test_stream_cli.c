@@ -1,7 +1,7 @@
 /* `transcribe --stream` end to end with the bundled model: a WAV file, a
  * FIFO, WAV and raw PCM on standard input, real-time pacing, JSON events,
- * and the usage errors. A short clip streams to exactly the offline text
- * (the stream's last decode sees the whole clip). */
+ * and the usage errors; and --batch-size over several inputs. A short clip streams to exactly the
+ * offline text (the stream's last decode sees the whole clip). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +135,20 @@ int main(int argc, char **argv) {
         char want[4200];
         snprintf(want, sizeof want, "\"text\":\"%s\"}", offline);
         CHECK_MSG(strstr(fin, want) != NULL, "final: %s", fin);
+    }
+
+    /* --batch-size groups several inputs into transcribe_run_batch calls:
+     * the same output as one run per file. */
+    {
+        static char single[sizeof g_out];
+        char files[2048];
+        snprintf(files, sizeof files, "%s %s/tests/data/bundled/t000-m7.wav %s", WAV, TR_SOURCE_DIR,
+                 WAV);
+        CHECK(run("%s -q -m " MODEL " %s", files, NULL) == 0);
+        memcpy(single, g_out, sizeof single);
+        CHECK(run("%s -q --batch-size 2 -m " MODEL " %s", files, NULL) == 0);
+        CHECK_MSG(strcmp(g_out, single) == 0, "batched '%s' vs single '%s'", g_out, single);
+        CHECK(strstr(g_out, offline) != NULL);
     }
 
     /* Usage errors. */
