@@ -249,6 +249,18 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
             return st;
         }
     }
+    if (!native && m->family->validate_run) {
+        /* The generic driver decodes with run(): the family's own run checks
+         * apply, before anything changes (run_params.family is not used). */
+        struct transcribe_run_params vp = rp;
+        vp.family = NULL;
+        st = m->family->validate_run(m->fmodel, &vp);
+        if (st != TRANSCRIBE_OK) {
+            TR_ERROR("%s: %s rejected the run parameters: %s", where, m->arch,
+                     transcribe_status_string(st));
+            return st;
+        }
+    }
     /* Copy everything the stream keeps so the caller may free its params. */
     char *lang = dup_or_null(rp.language), *tgt = dup_or_null(rp.target_language);
     void *ext = NULL;
