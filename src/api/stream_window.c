@@ -331,8 +331,25 @@ static transcribe_status maybe_trim(struct transcribe_session *s, tr_stream_ctx 
     bool forced = w->n >= w->hard;
     bool ok = prefix_consistent(tr_strbuf_cstr(&next), next.len, tr_strbuf_cstr(c), c->len);
     if (!ok && forced) {
-        compose(&next, tr_strbuf_cstr(&w->frozen), tr_result_full_text(&w->cut), tr_strbuf_cstr(c),
-                c->len);
+        /* The committed text wins. When it holds more words past the frozen
+         * text than the trimmed part has, those words are that part's
+         * (the rest lie in the new window, where compose() aligns them);
+         * otherwise the trimmed part's text continues the committed text. */
+        const char *cut_text =
+            nth_word(tr_result_full_text(&w->cut),
+                     overlap_words(tr_strbuf_cstr(&w->frozen), tr_result_full_text(&w->cut)));
+        size_t nf = w->frozen.len;
+        int p = count_words(cut_text);
+        const char *tail = c->len > nf ? tr_strbuf_cstr(c) + nf : "";
+        if (c->len > nf && count_words(tail) > p) {
+            const char *end = nth_word(tail, p);
+            while (end > tail && is_space(end[-1])) end--;
+            tr_strbuf_clear(&next);
+            tr_strbuf_append(&next, tr_strbuf_cstr(c), (size_t)(end - tr_strbuf_cstr(c)));
+        } else {
+            compose(&next, tr_strbuf_cstr(&w->frozen), tr_result_full_text(&w->cut),
+                    tr_strbuf_cstr(c), c->len);
+        }
         ok = true;
         w->n_forced++;
     }
