@@ -345,7 +345,7 @@ static void show(view *v, const struct transcribe_stream_text *t, int64_t input_
             size_t nt = (size_t)t->tentative_text_bytes;
             if (room > 4 && nt > 0) {
                 const char *tail = utf8_tail(t->tentative_text, nt, room);
-                printf("\033[2m%s%s\033[0m", nl && *tail != ' ' ? " " : "", tail);
+                printf("\033[2m%s\033[0m", tail); /* continues the committed text */
             }
         }
     }
