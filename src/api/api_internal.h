@@ -46,6 +46,26 @@ struct transcribe_model {
 
 /* Streaming bookkeeping owned by the dispatcher (c-api.md §14). */
 #define TR_STREAM_MAX_AGREE 32
+
+/* The generic streaming driver (stream_window.c): every family without
+ * native streaming hooks streams through its offline run path by
+ * re-decoding a window of recent audio. pcm[0..n) is the audio from
+ * absolute sample win_start on; frozen is the text of the audio already
+ * trimmed off the window (always consistent with the committed text). */
+typedef struct tr_stream_window {
+    float *pcm;
+    int64_t n, cap;
+    int64_t win_start;  /* absolute sample of pcm[0] */
+    int64_t decoded_to; /* absolute sample end of the last window decode (0: none) */
+    tr_strbuf frozen;
+    tr_strbuf composed; /* scratch: frozen + window hypothesis */
+    tr_result hyp;      /* scratch: the last window decode */
+    tr_result cut;      /* scratch: the decode of the part being trimmed */
+    /* Fixed at begin from the model's limits (samples). */
+    int rate;
+    int64_t step, soft, hard;
+    int n_decodes, n_trims, n_forced;
+} tr_stream_window;
 typedef struct tr_stream_state {
     enum transcribe_stream_state state;
     transcribe_status last_status;
@@ -64,6 +84,8 @@ typedef struct tr_stream_state {
     int64_t audio_committed_ms;
     int64_t buffered_ms;
     int n_committed_segs, n_committed_words, n_committed_toks;
+    bool generic; /* this stream runs through the generic driver */
+    tr_stream_window win;
 } tr_stream_state;
 
 struct transcribe_session {
@@ -165,5 +187,25 @@ transcribe_status tr_api_check_backend(transcribe_backend_request backend,
 /* Stream teardown helpers (stream.c). */
 void tr_stream_clear(struct transcribe_session *s);
 void tr_stream_free(struct transcribe_session *s);
+/* The commit policy applied to one new raw hypothesis `full` (stream.c,
+ * c-api.md §14.2): native_toks >= 0 is a native commit boundary in token
+ * rows, -1 means generic text agreement. Returns whether the committed text
+ * grew. */
+bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks);
+/* Whether a model streams through its family's own stream_* hooks (else
+ * through the generic driver, when the family has a run path). */
+bool tr_stream_is_native(const struct transcribe_model *m);
+
+/* The generic driver (stream_window.c), with the family hooks' contract:
+ * begin sizes the window from the session's limits; feed buffers audio and
+ * re-decodes the window at every step boundary (committing each hypothesis
+ * through tr_stream_commit); finalize decodes what is left. clear forgets
+ * the stream but keeps buffers; free releases them. */
+transcribe_status tr_stream_window_begin(struct transcribe_session *s, tr_stream_ctx *ctx);
+transcribe_status tr_stream_window_feed(struct transcribe_session *s, const float *pcm, int n,
+                                        tr_stream_ctx *ctx);
+transcribe_status tr_stream_window_finalize(struct transcribe_session *s, tr_stream_ctx *ctx);
+void tr_stream_window_clear(tr_stream_window *w);
+void tr_stream_window_free(tr_stream_window *w);
 
 #endif

@@ -238,6 +238,10 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
         return st;
     }
     if (!m->desc.variant) m->desc.variant = m->variant ? m->variant : "";
+    /* Every model with an offline run path streams: natively through its
+     * family's stream hooks, else through the generic window driver
+     * (stream_window.c). */
+    if (m->family->run) m->desc.caps.supports_streaming = true;
     m->load_ms = (float)(tr_time_ms() - t0);
     TR_DEBUG("model load: %s (%s) in %.1f ms", m->arch, m->desc.variant, (double)m->load_ms);
     *out_model = m;

@@ -35,6 +35,8 @@ void tr_stream_clear(struct transcribe_session *s) {
     st->input_received_ms = st->samples_received = 0;
     st->audio_committed_ms = st->buffered_ms = 0;
     st->n_committed_segs = st->n_committed_words = st->n_committed_toks = 0;
+    st->generic = false;
+    tr_stream_window_clear(&st->win);
 }
 
 void tr_stream_free(struct transcribe_session *s) {
@@ -46,6 +48,7 @@ void tr_stream_free(struct transcribe_session *s) {
     free(st->ext_copy);
     st->language = st->target_language = NULL;
     st->ext_copy = NULL;
+    tr_stream_window_free(&st->win);
 }
 
 /* ---- commit policy ---- */
@@ -56,9 +59,7 @@ static size_t common_prefix(const char *a, const char *b) {
     return n;
 }
 
-/* Applies the policy after a successful feed; returns whether the
- * committed text changed. */
-static bool apply_commit(struct transcribe_session *s, const char *full, int native_toks) {
+bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks) {
     tr_stream_state *st = &s->stream;
     if (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE) return false;
     size_t full_len = strlen(full);
@@ -167,6 +168,17 @@ static bool has_stream_hooks(const tr_family *f) {
     return f->stream_begin && f->stream_feed && f->stream_finalize;
 }
 
+bool tr_stream_is_native(const struct transcribe_model *m) {
+    const tr_family *f = m->family;
+    return has_stream_hooks(f) && (!f->stream_native || f->stream_native(m->fmodel));
+}
+
+/* A model streams natively, or through the generic window driver on its
+ * offline run path. */
+static bool can_stream(const struct transcribe_model *m) {
+    return tr_stream_is_native(m) || m->family->run != NULL;
+}
+
 /* ---- entry points ---- */
 
 static transcribe_status
@@ -220,7 +232,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     const struct transcribe_model *m = session->model;
-    if (!m->desc.caps.supports_streaming || !has_stream_hooks(m->family)) {
+    if (!m->desc.caps.supports_streaming || !can_stream(m)) {
         TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
@@ -228,10 +240,23 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
     if (st != TRANSCRIBE_OK) return st;
-    if (m->family->validate_stream) {
+    bool native = tr_stream_is_native(m);
+    if (native && m->family->validate_stream) {
         st = m->family->validate_stream(m->fmodel, sp.family);
         if (st != TRANSCRIBE_OK) {
             TR_ERROR("%s: %s rejected the stream extension: %s", where, m->arch,
+                     transcribe_status_string(st));
+            return st;
+        }
+    }
+    if (!native && m->family->validate_run) {
+        /* The generic driver decodes with run(): the family's own run checks
+         * apply, before anything changes (run_params.family is not used). */
+        struct transcribe_run_params vp = rp;
+        vp.family = NULL;
+        st = m->family->validate_run(m->fmodel, &vp);
+        if (st != TRANSCRIBE_OK) {
+            TR_ERROR("%s: %s rejected the run parameters: %s", where, m->arch,
                      transcribe_status_string(st));
             return st;
         }
@@ -266,11 +291,13 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
     ss->policy = sp.commit_policy;
     ss->agree_n = sp.stable_prefix_agreement_n;
     ss->state = TRANSCRIBE_STREAM_ACTIVE;
+    ss->generic = !native;
     session->n_results = 1; /* the live hypothesis is the session's result */
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = m->family->stream_begin(session->head.fsession, &ctx);
+    st = native ? m->family->stream_begin(session->head.fsession, &ctx)
+                : tr_stream_window_begin(session, &ctx);
     st = tr_session_kernel_status(session, st, where);
     if (st != TRANSCRIBE_OK) {
         ss->state = TRANSCRIBE_STREAM_FAILED;
@@ -318,7 +345,8 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
             finalize_commit(s, full);
             ss->state = TRANSCRIBE_STREAM_FINISHED;
         } else {
-            apply_commit(s, full, ctx->n_native_committed_toks);
+            /* The generic driver commits after each of its window decodes. */
+            if (!ss->generic) tr_stream_commit(s, full, ctx->n_native_committed_toks);
             size_t c = ss->committed.len;
             ss->tentative_start = c <= strlen(full) ? c : strlen(full);
         }
@@ -368,7 +396,9 @@ static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = session->model->family->stream_feed(session->head.fsession, pcm, n_samples, &ctx);
+    st = ss->generic
+             ? tr_stream_window_feed(session, pcm, n_samples, &ctx)
+             : session->model->family->stream_feed(session->head.fsession, pcm, n_samples, &ctx);
     st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, false, where);
     free(before);
@@ -411,7 +441,9 @@ static transcribe_status transcribe_stream_finalize_impl(struct transcribe_sessi
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = session->model->family->stream_finalize(session->head.fsession, &ctx);
+    st = session->stream.generic
+             ? tr_stream_window_finalize(session, &ctx)
+             : session->model->family->stream_finalize(session->head.fsession, &ctx);
     st = tr_session_kernel_status(session, st, where);
     st = after_call(session, &ctx, st, before, before_committed, update, true, where);
     free(before);
@@ -432,7 +464,7 @@ TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
 
 TRANSCRIBE_API void transcribe_stream_reset(struct transcribe_session *session) {
     if (!session) return;
-    if (session->model->family->stream_reset)
+    if (!session->stream.generic && session->model->family->stream_reset)
         session->model->family->stream_reset(session->head.fsession);
     bool truncated = session->truncated; /* reset does not clear was_truncated */
     tr_session_clear_results(session);

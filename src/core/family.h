@@ -190,6 +190,12 @@ typedef struct tr_family {
                                      tr_stream_ctx *ctx);
     transcribe_status (*stream_finalize)(void *session, tr_stream_ctx *ctx);
     void (*stream_reset)(void *session);
+    /* Optional: whether this model streams through the hooks above (e.g.
+     * only a family's cache-aware files). NULL = every model of a family
+     * with the hooks does. A model that does not streams through the
+     * dispatcher's generic window driver (re-decoding recent audio with
+     * run()), which every family with a run path gets for free. */
+    bool (*stream_native)(void *model);
 } tr_family;
 
 /* Declares, in a family's header (after its P_model and P_session types),

@@ -21,5 +21,6 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "batch") == 0) return bench_batch(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return bench_server(argc - 1, argv + 1);
     if (strcmp(cmd, "vad") == 0) return bench_vad(argc - 1, argv + 1);
+    if (strcmp(cmd, "stream") == 0) return bench_stream(argc - 1, argv + 1);
     return usage();
 }

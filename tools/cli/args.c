@@ -77,6 +77,12 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --stream-att-right R      parakeet cache-aware right context\n"
             "      --stream-buf-left-ms N, --stream-buf-chunk-ms N, --stream-buf-right-ms N\n"
             "      --stream-voxtral-delay N  voxtral-realtime delay tokens\n"
+            "  live (every model):\n"
+            "      --stream                  transcribe one input as it arrives (a file, a FIFO\n"
+            "                                or '-'): committed text + tentative tail\n"
+            "      --realtime                feed at real-time pace (default: as it arrives)\n"
+            "      --raw-format s16le|f32le  the input is raw mono PCM, not WAV\n"
+            "      --rate N                  raw input sample rate (default 16000)\n"
             "  -h, --help                this text\n"
             "      --version             print the version and exit\n"
             "\n"
@@ -204,6 +210,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "--stream-buf-chunk-ms",
                                              "--stream-buf-right-ms",
                                              "--stream-voxtral-delay",
+                                             "--raw-format",
+                                             "--rate",
                                              "--spec-k-drafts",
                                              "--chunk",
                                              "--chunk-max-s",
@@ -351,6 +359,17 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             INT_FLAG(-1, 3600000, o->stream_buf_right_ms);
         } else if (IS1("--stream-voxtral-delay")) {
             INT_FLAG(-1, 1000000, o->stream_voxtral_delay);
+        } else if (IS1("--stream")) {
+            o->live = true;
+        } else if (IS1("--realtime")) {
+            o->realtime = true;
+        } else if (IS1("--raw-format")) {
+            if (strcmp(val, "s16le") && strcmp(val, "f32le")) {
+                return fail(o, "--raw-format must be s16le or f32le (got '%s')", val);
+            }
+            o->raw_format = val;
+        } else if (IS1("--rate")) {
+            INT_FLAG(1000, 384000, o->raw_rate);
         } else if (IS1("--spec-k-drafts")) {
             int v = 0;
             INT_FLAG(-1, 1024, v);
@@ -421,6 +440,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     if (o->n_audio == 0 && !o->batch_file) return fail(o, "missing audio file or --batch%s", "");
     if (o->n_audio > 0 && o->batch_file) {
         return fail(o, "cannot combine positional audio files with --batch%s", "");
+    }
+    if (o->live && (o->n_audio != 1 || o->batch_file)) {
+        return fail(o, "--stream transcribes exactly one input (a file, a FIFO or '-')%s", "");
+    }
+    if ((o->raw_format || o->raw_rate) && !o->live) {
+        return fail(o, "--raw-format / --rate describe a --stream input%s", "");
     }
     if (o->stream_chunk_ms > 0 && o->repeat > 1) {
         return fail(o, "--stream-chunk-ms cannot be combined with --repeat%s", "");

@@ -67,6 +67,10 @@ typedef struct cli_opts {
     int stream_att_right; /* -1: unset */
     int stream_buf_left_ms, stream_buf_chunk_ms, stream_buf_right_ms;
     int stream_voxtral_delay;
+    /* live mode (stream.c) */
+    bool live, realtime;
+    const char *raw_format; /* NULL: WAV; "s16le" / "f32le" */
+    int raw_rate;           /* 0: 16000 */
     /* long audio */
     cli_chunk_mode chunk;
     int chunk_max_s; /* 0: default (CLI_CHUNK_MAX_S) */
@@ -115,6 +119,11 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                   const struct transcribe_run_params *rp, FILE *out_file);
 
+/* stream.c: --stream, live transcription of one input (a file, a FIFO or
+ * '-') fed as it arrives. Returns the exit code. */
+int cli_run_live(const cli_opts *o, struct transcribe_session *s,
+                 const struct transcribe_run_params *rp, const char *path);
+
 /* Shared helpers (main.c). cli_log prints a message on stderr as the
  * library's log lines are printed (prefix, -q, TRANSCRIBE_DEBUG, progress
  * line cleared first). */
@@ -124,4 +133,6 @@ void cli_log(transcribe_log_level level, const char *fmt, ...)
 #endif
     ;
 bool cli_write_text_file(FILE *f, const char *path, const char *text);
+/* Ctrl-C was pressed (SIGINT). */
+bool cli_interrupted(void);
 #endif

@@ -27,6 +27,10 @@ static void on_sigint(int sig) {
     g_interrupted = 1;
 }
 
+bool cli_interrupted(void) {
+    return g_interrupted != 0;
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -235,6 +239,10 @@ typedef struct ctx {
     FILE *out_file;
     int rate;
     bool supports_streaming;
+    /* --batch-size over the inputs: audio already decoded by the batch
+     * (owned by do_file from then on) and its row, or -1 */
+    float *pcm;
+    int n, batch_row;
 } ctx;
 
 static void print_limits(const struct transcribe_session *s) {
@@ -381,10 +389,12 @@ static bool output_path(const char *dir, const char *input, cli_format fmt, char
 static int do_file(const ctx *c, const char *path, bool several) {
     const cli_opts *o = c->o;
     bool report = o->format == CLI_FMT_REPORT;
-    float *pcm = NULL;
-    int n = 0;
-    transcribe_status st;
-    if (strcmp(path, "-") == 0) {
+    float *pcm = c->pcm;
+    int n = c->n;
+    transcribe_status st = TRANSCRIBE_OK;
+    if (pcm) {
+        /* decoded and transcribed by a --batch-size group */
+    } else if (strcmp(path, "-") == 0) {
         st = load_stdin(c->rate, &pcm, &n);
     } else {
         /* The input rule (README): a directory or an empty file is an error;
@@ -435,7 +445,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
         return 1;
     }
     cli_chunk_plan plan = {0};
-    if (o->stream_chunk_ms <= 0) plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
+    if (o->stream_chunk_ms <= 0 && c->batch_row < 0)
+        plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
     progress prog = {0};
     prog.lines = !isatty(STDERR_FILENO);
     prog.enabled = !o->quiet && (o->print_progress || (!prog.lines && duration > 30.0));
@@ -450,7 +461,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
     fflush(stdout);
     cli_result res;
     cli_result_init(&res);
-    if (plan.split) {
+    if (c->batch_row >= 0) {
+        st = transcribe_batch_status(c->s, c->batch_row);
+    } else if (plan.split) {
         st = cli_run_chunked(o, c->s, c->rp, pcm, n, c->rate, &plan, &prog.done_s, &res);
     } else if (o->stream_chunk_ms > 0) {
         st = run_stream(c, pcm, n, report);
@@ -471,7 +484,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
     /* A split file has a result (what its pieces gave) whatever the status. */
     bool have_result = plan.split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                        st == TRANSCRIBE_ERR_ABORTED;
-    if (have_result && !plan.split) cli_result_append(&res, c->s, -1, false, 0, 0, 0);
+    if (have_result && !plan.split) cli_result_append(&res, c->s, c->batch_row, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
     res.shape = o->shape;
     if (res.oom) {
@@ -545,6 +558,44 @@ static int do_file(const ctx *c, const char *path, bool several) {
     }
     fflush(stdout);
     return rc;
+}
+
+/* --batch-size N: up to N inputs in one transcribe_run_batch call, each
+ * then printed as do_file prints it. A group holding standard input, an
+ * unreadable file or one the chunk rule would split runs file by file
+ * instead (returns false, nothing done). */
+static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
+    float **pcm = calloc((size_t)k, sizeof *pcm);
+    int *n = calloc((size_t)k, sizeof *n);
+    bool ok = pcm && n;
+    for (int i = 0; ok && i < k; i++) {
+        ok = strcmp(paths[i], "-") != 0 &&
+             transcribe_audio_load_file(paths[i], c->rate, &pcm[i], &n[i]) == TRANSCRIBE_OK &&
+             n[i] > 0 && !cli_chunk_decide(c->o, c->s, (int64_t)n[i] * 1000 / c->rate).split;
+    }
+    if (ok) {
+        transcribe_status st = transcribe_run_batch(c->s, (const float *const *)pcm, n, k, c->rp);
+        if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED) {
+            fprintf(stderr, "error: batch of %d: %s\n", k, transcribe_status_string(st));
+            *rc = 1;
+        }
+        for (int i = 0; i < k; i++) {
+            ctx one = *c;
+            one.pcm = pcm[i];
+            one.n = n[i];
+            one.batch_row = i;
+            pcm[i] = NULL; /* do_file frees it */
+            if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED) {
+                transcribe_audio_free(one.pcm);
+                continue;
+            }
+            if (do_file(&one, paths[i], true) != 0) *rc = 1;
+        }
+    }
+    for (int i = 0; pcm && i < k; i++) transcribe_audio_free(pcm[i]);
+    free(pcm);
+    free(n);
+    return ok;
 }
 
 /* ---- main ---- */
@@ -768,16 +819,30 @@ int main(int argc, char **argv) {
         rc = cli_run_batch(&o, s, &rp, out_file);
         goto done;
     }
+    if (o.live) {
+        rc = cli_run_live(&o, s, &rp, o.audio[0]);
+        goto done;
+    }
     ctx c = {&o,
              model_path,
              s,
              &rp,
              out_file,
              caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000,
-             caps.supports_streaming};
+             caps.supports_streaming,
+             NULL,
+             0,
+             -1};
     rc = 0;
-    for (int i = 0; i < o.n_audio && !g_interrupted; i++) {
-        if (do_file(&c, o.audio[i], o.n_audio > 1) != 0) rc = 1;
+    int group = o.batch_size > 1 && o.stream_chunk_ms <= 0 && o.n_audio > 1 ? o.batch_size : 1;
+    for (int i = 0; i < o.n_audio && !g_interrupted; i += group) {
+        if (group > 1 &&
+            run_group(&c, o.audio + i, o.n_audio - i < group ? o.n_audio - i : group, &rc)) {
+            continue;
+        }
+        for (int k = i; k < i + group && k < o.n_audio && !g_interrupted; k++) {
+            if (do_file(&c, o.audio[k], o.n_audio > 1) != 0) rc = 1;
+        }
     }
     if (g_interrupted) rc = 1;
 

@@ -1,0 +1,161 @@
+/* `transcribe --stream` end to end with the bundled model: a WAV file, a
+ * FIFO, WAV and raw PCM on standard input, real-time pacing, JSON events,
+ * and the usage errors; and --batch-size over several inputs. A short clip streams to exactly the
+ * offline text (the stream's last decode sees the whole clip). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "test_files.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+#define MODEL TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
+#define WAV   TR_SOURCE_DIR "/tests/data/bundled/t003-benjamin.wav"
+
+static char g_out[65536], g_err[65536];
+static const char *g_bin;
+
+static int run(const char *fmt, const char *a, const char *b) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, fmt, g_bin, a ? a : "", b ? b : "");
+    return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+}
+
+/* The appended lines joined by single spaces (the text they carry). */
+static void join_lines(const char *in, char *out, size_t cap) {
+    out[0] = 0;
+    size_t n = 0;
+    for (const char *p = in; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > 0 && n + len + 2 < cap) {
+            if (n) out[n++] = ' ';
+            memcpy(out + n, p, len);
+            n += len;
+            out[n] = 0;
+        }
+        p += len + (e ? 1 : 0);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !tr_test_file_exists(MODEL) || !tr_test_file_exists(WAV)) {
+        printf("SKIP: transcribe binary, bundled model or audio missing\n");
+        return 0;
+    }
+    g_bin = argv[1];
+    char offline[4096], text[8192];
+    CHECK(run("%s -q -m " MODEL " %s", WAV, NULL) == 0);
+    size_t first_line = strcspn(g_out, "\n");
+    if (first_line >= sizeof offline) first_line = sizeof offline - 1;
+    memcpy(offline, g_out, first_line);
+    offline[first_line] = 0;
+    CHECK(offline[0] != 0);
+    printf("offline: %s\n", offline);
+
+    /* A file. */
+    CHECK(run("%s -q --stream -m " MODEL " %s", WAV, NULL) == 0);
+    join_lines(g_out, text, sizeof text);
+    CHECK_MSG(strcmp(text, offline) == 0, "file: '%s' vs '%s'", text, offline);
+
+    /* WAV on standard input, fed as it arrives, in 30 ms reads. */
+    {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "( cat '%s' | '%s' -q --stream --stream-chunk-ms 30 -m '%s' - )",
+                 WAV, g_bin, MODEL);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        join_lines(g_out, text, sizeof text);
+        CHECK_MSG(strcmp(text, offline) == 0, "stdin: '%s' vs '%s' (%s)", text, offline, g_err);
+    }
+
+    /* Raw s16le on standard input. */
+    float *pcm = NULL;
+    int n = 0;
+    CHECK(transcribe_audio_load_file(WAV, 16000, &pcm, &n) == TRANSCRIBE_OK);
+    char raw[1024], raw32[1024], fifo[1024];
+    snprintf(raw, sizeof raw, "%s/stream_cli_%d.s16", TR_BINARY_DIR, (int)getpid());
+    snprintf(raw32, sizeof raw32, "%s/stream_cli_%d.f32", TR_BINARY_DIR, (int)getpid());
+    snprintf(fifo, sizeof fifo, "%s/stream_cli_%d.fifo", TR_BINARY_DIR, (int)getpid());
+    FILE *f = fopen(raw, "wb"), *f32 = fopen(raw32, "wb");
+    for (int i = 0; pcm && f && f32 && i < n; i++) {
+        float v = pcm[i] * 32768.0f;
+        short s = (short)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+        fwrite(&s, sizeof s, 1, f);
+        if (i % 2 == 0) fwrite(&pcm[i], sizeof pcm[i], 1, f32); /* 8 kHz */
+    }
+    if (f) fclose(f);
+    if (f32) fclose(f32);
+    transcribe_audio_free(pcm);
+    {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd,
+                 "( cat '%s' | '%s' -q --stream --raw-format s16le --rate 16000 -m '%s' - )", raw,
+                 g_bin, MODEL);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        join_lines(g_out, text, sizeof text);
+        CHECK_MSG(strcmp(text, offline) == 0, "raw s16le: '%s' vs '%s'", text, offline);
+        /* Raw float at 8 kHz: resampled on the way in; some text comes out. */
+        snprintf(cmd, sizeof cmd,
+                 "( cat '%s' | '%s' -q --stream --raw-format f32le --rate 8000 -m '%s' - )", raw32,
+                 g_bin, MODEL);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        printf("raw f32le 8 kHz: %s", g_out);
+        CHECK(g_out[0] != 0);
+        /* Standard input that is not WAV needs --raw-format. */
+        snprintf(cmd, sizeof cmd, "( cat '%s' | '%s' -q --stream -m '%s' - )", raw, g_bin, MODEL);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 1);
+        CHECK(strstr(g_err, "--raw-format") != NULL);
+    }
+
+    /* A FIFO, written while the CLI reads it; real-time pace. */
+    if (mkfifo(fifo, 0600) == 0) {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd,
+                 "( cat '%s' > '%s' & '%s' -q --stream --realtime -m '%s' '%s'; rc=$?; wait; "
+                 "exit $rc )",
+                 WAV, fifo, g_bin, MODEL, fifo);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        join_lines(g_out, text, sizeof text);
+        CHECK_MSG(strcmp(text, offline) == 0, "fifo: '%s' vs '%s' (%s)", text, offline, g_err);
+        remove(fifo);
+    } else {
+        printf("SKIP fifo: mkfifo failed\n");
+    }
+
+    /* JSON events: partial lines, then a final line with the whole text. */
+    CHECK(run("%s -q --stream -f json -m " MODEL " %s", WAV, NULL) == 0);
+    CHECK(strncmp(g_out, "{\"type\":\"partial\"", 17) == 0);
+    const char *fin = strstr(g_out, "{\"type\":\"final\"");
+    CHECK(fin != NULL);
+    if (fin) {
+        char want[4200];
+        snprintf(want, sizeof want, "\"text\":\"%s\"}", offline);
+        CHECK_MSG(strstr(fin, want) != NULL, "final: %s", fin);
+    }
+
+    /* --batch-size groups several inputs into transcribe_run_batch calls:
+     * the same output as one run per file. */
+    {
+        static char single[sizeof g_out];
+        char files[2048];
+        snprintf(files, sizeof files, "%s %s/tests/data/bundled/t000-m7.wav %s", WAV, TR_SOURCE_DIR,
+                 WAV);
+        CHECK(run("%s -q -m " MODEL " %s", files, NULL) == 0);
+        memcpy(single, g_out, sizeof single);
+        CHECK(run("%s -q --batch-size 2 -m " MODEL " %s", files, NULL) == 0);
+        CHECK_MSG(strcmp(g_out, single) == 0, "batched '%s' vs single '%s'", g_out, single);
+        CHECK(strstr(g_out, offline) != NULL);
+    }
+
+    /* Usage errors. */
+    CHECK(run("%s -q --stream -m " MODEL " %s %s", WAV, WAV) == 1);
+    CHECK(run("%s -q --stream --raw-format s24 -m " MODEL " %s", WAV, NULL) == 1);
+    CHECK(run("%s -q --rate 8000 -m " MODEL " %s", WAV, NULL) == 1);
+    remove(raw);
+    remove(raw32);
+    return TEST_DONE();
+}
