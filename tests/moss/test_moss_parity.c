@@ -241,7 +241,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
                 char path[512];
                 snprintf(path, sizeof path, "%s/%s", DATA, name);
                 if (npy_load(path, &g) != 0) continue; /* chunked goldens exist for some */
-                double e = max_abs_diff(s->last_logits, g.data, g.n, NULL);
+                double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
                 g_worst_lg[kv_f32] = fmax(g_worst_lg[kv_f32], e);
                 CHECK_MSG(e <= (kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16),
                           "%s %s kv%s %s: max abs err %g", dt, stem, kv_f32 ? "F32" : "F16", name,

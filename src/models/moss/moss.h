@@ -52,19 +52,13 @@ typedef struct ms_model {
 
 typedef struct ms_session {
     const ms_model *m;
-    tr_pool *pool;
-    int ceiling; /* min(max_position_embeddings, session n_ctx) */
-    bool kv_f16;
-    bool repeat_guard; /* nn/greedy.h guard, on by default (README) */
-    tr_clm_state *lm;
+    tr_clm_session dec; /* pool, ceiling, KV type, LM state, logits, prefill / step timings */
+    bool repeat_guard;  /* nn/greedy.h guard, on by default (README) */
     tr_whenc_work enc_work;
-    float *mel;     /* [n_mels][3000] one chunk */
     float *enc_out; /* [1500][D] one chunk */
     /* the latest single run, for the tests */
     int32_t *last_ids;
     int n_last, cap_last;
-    int last_T_prompt;
-    float *last_logits; /* prefill logits [n_vocab] */
 } ms_session;
 
 TR_FAMILY_DECLARE(ms);

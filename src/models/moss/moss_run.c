@@ -23,43 +23,30 @@ static int chunk_frames(const ms_model *m) {
     return m->n_chunk / m->mel.hop_length;
 }
 
-transcribe_status ms_session_create(const ms_model *m, const tr_session_cfg *cfg,
-                                    ms_session **out) {
-    *out = NULL;
-    ms_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    s->pool = cfg ? cfg->pool : NULL;
-    s->ceiling = m->max_pos;
-    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
-    /* AUTO and F16 store F16 (upstream default), F32 only when asked */
-    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+/* The decoder half (nn/causal_lm) plus the encoder's per-chunk buffers. */
+static transcribe_status ms_setup(ms_session *s, const tr_session_cfg *cfg) {
+    const ms_model *m = s->m;
+    transcribe_status st = tr_clm_session_init(&s->dec, "moss", &m->lm, &m->lm_w, m->max_pos,
+                                               cfg->pool, cfg->n_ctx, cfg->kv_type);
+    if (st != TRANSCRIBE_OK) return st;
     s->repeat_guard = true;
     const int T = chunk_frames(m);
-    s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
-    s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
-    s->mel = NULL;
     s->enc_out = malloc((size_t)(T / 2) * (size_t)m->enc.d_model * sizeof(float));
-    bool ok = tr_whenc_work_init(&s->enc_work, &m->enc, T);
-    if (!ok || !s->lm || !s->last_logits || !s->enc_out) {
+    if (!tr_whenc_work_init(&s->enc_work, &m->enc, T) || !s->enc_out) {
         TR_ERROR("moss: out of memory allocating a session");
-        ms_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
-    *out = s;
     return TRANSCRIBE_OK;
 }
 
-void ms_session_free(ms_session *s) {
-    if (!s) return;
-    tr_clm_state_free(s->lm);
+static void ms_release(ms_session *s) {
+    tr_clm_session_release(&s->dec);
     tr_whenc_work_free(&s->enc_work);
-    free(s->last_logits);
-    free(s->mel);
     free(s->enc_out);
     free(s->last_ids);
-    free(s);
 }
+
+TR_FAMILY_SESSION(ms, ms_setup, ms_release)
 
 /* ---- §5 lengths and §7 prompt ---- */
 
@@ -165,14 +152,14 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
         const int64_t len = n_samples - start < m->n_chunk ? n_samples - start : m->n_chunk;
         float *mel = NULL;
         int n_frames = 0;
-        st = tr_mel_whisper(&m->mel, pcm + start, len, s->pool, &mel, &n_frames);
+        st = tr_mel_whisper(&m->mel, pcm + start, len, s->dec.pool, &mel, &n_frames);
         if (st == TRANSCRIBE_OK && n_frames != chunk_frames(m)) {
             TR_ERROR("moss: chunk front end gave %d frames, expected %d", n_frames,
                      chunk_frames(m));
             st = TRANSCRIBE_ERR_GGUF;
         }
         if (st == TRANSCRIBE_OK) {
-            tr_whenc_forward(s->pool, &m->enc, &s->enc_work, mel, n_frames, s->enc_out);
+            tr_whenc_forward(s->dec.pool, &m->enc, &s->enc_work, mel, n_frames, s->enc_out);
             const int64_t keep = tokens_of_chunk(m, len) * R;
             memcpy(trim + row * D, s->enc_out, (size_t)keep * D * sizeof(float));
             row += keep;
@@ -181,10 +168,10 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
     }
     if (st == TRANSCRIBE_OK) {
         /* merged row j = rows Rj..Rj+R-1 side by side: the same memory */
-        tr_nn_linear_fwd(s->pool, &m->fc1, trim, (int)T, h);
+        tr_nn_linear_fwd(s->dec.pool, &m->fc1, trim, (int)T, h);
         tr_silu(h, (long)T * H);
-        tr_nn_linear_fwd(s->pool, &m->fc2, h, (int)T, y);
-        tr_layer_norm(s->pool, y, y, (int)T, H, m->norm_out.w, m->norm_out.b, m->lm.eps);
+        tr_nn_linear_fwd(s->dec.pool, &m->fc2, h, (int)T, y);
+        tr_layer_norm(s->dec.pool, y, y, (int)T, H, m->norm_out.w, m->norm_out.b, m->lm.eps);
         *out = y;
         *T_enc = (int)T;
         y = NULL;
@@ -202,14 +189,8 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
 
 transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
     (void)m;
-    if (p->family) {
-        TR_ERROR("moss: this family takes no run extension");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
-        TR_ERROR("moss: translation is not supported (transcription only)");
-        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
-    }
+    transcribe_status st = tr_family_check_transcribe_only("moss", p);
+    if (st != TRANSCRIBE_OK) return st;
     if (p->timestamps == TRANSCRIBE_TIMESTAMPS_WORD ||
         p->timestamps == TRANSCRIBE_TIMESTAMPS_TOKEN) {
         TR_ERROR("moss: only segment timestamps are produced");
@@ -241,19 +222,11 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
 
 /* ---- one utterance (§9) ---- */
 
-typedef struct abort_ctx {
-    const tr_run_ctx *ctx;
-} abort_ctx;
-
-static bool should_abort(void *user) {
-    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
-}
-
 /* The generation budget of §9 for a prompt of T_prompt tokens. */
 static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
     int64_t want = 2 * T_enc + 128;
     if (want < MS_GEN_RESERVE) want = MS_GEN_RESERVE;
-    int64_t room = s->ceiling - T_prompt;
+    int64_t room = s->dec.ceiling - T_prompt;
     return (int)(want < room ? want : room);
 }
 
@@ -261,11 +234,11 @@ static transcribe_status gate(const ms_session *s, int n_samples, int64_t *T_pro
     const ms_model *m = s->m;
     const int64_t T_enc = ms_audio_tokens(m, n_samples);
     *T_prompt = prompt_len(m, T_enc);
-    if (*T_prompt + MS_GEN_RESERVE > s->ceiling) {
+    if (*T_prompt + MS_GEN_RESERVE > s->dec.ceiling) {
         TR_ERROR("moss: %d samples (%.1f s) need a %lld-token prompt; with the %d-token output "
                  "reserve that exceeds the context of %d; split the audio",
                  n_samples, (double)n_samples / m->mel.sample_rate, (long long)*T_prompt,
-                 MS_GEN_RESERVE, s->ceiling);
+                 MS_GEN_RESERVE, s->dec.ceiling);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
     return TRANSCRIBE_OK;
@@ -282,7 +255,7 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
      * (embedding_mult is 1 for MOSS) */
     for (int j = 0; j < T_enc; j++)
         memcpy(x + (size_t)audio_pos[j] * H, audio + (size_t)j * H, H * sizeof(float));
-    int tok = tr_clm_prefill(s->lm, s->pool, x, n, slot, logits);
+    int tok = tr_clm_prefill(s->dec.lm, s->dec.pool, x, n, slot, logits);
     free(x);
     return tok;
 }
@@ -291,7 +264,7 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     const ms_model *m = s->m;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctx->pool ? ctx->pool : s->pool;
+    s->dec.pool = ctx->pool ? ctx->pool : s->dec.pool;
     int64_t T_pred = 0;
     transcribe_status st = gate(s, n_samples, &T_pred);
     if (st != TRANSCRIBE_OK) return st;
@@ -309,8 +282,8 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     if (st == TRANSCRIBE_OK) st = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
-    const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
+    const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
+    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     if (st == TRANSCRIBE_OK && budget > s->cap_last) {
         int32_t *p = realloc(s->last_ids, (size_t)budget * sizeof *p);
         if (!p)
@@ -322,17 +295,16 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     }
     int first = -1;
     if (st == TRANSCRIBE_OK) {
-        first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->last_logits);
+        first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
-    s->last_T_prompt = n_ids;
+    s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
-        abort_ctx ac = {ctx};
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = should_abort,
-                                 .abort_user = &ac};
+                                 .should_abort = tr_run_abort_poll,
+                                 .abort_user = ctx};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
@@ -340,7 +312,7 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
             cfg.repeat_min_tokens = g.min_tokens;
         }
         int n_out = 0;
-        st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
