@@ -156,6 +156,7 @@ typedef enum {
     TRANSCRIBE_FEATURE_PNC = 4,
     TRANSCRIBE_FEATURE_ITN = 5,
     TRANSCRIBE_FEATURE_DIARIZATION = 6,
+    TRANSCRIBE_FEATURE_VOCABULARY = 7,
 } transcribe_feature;
 
 typedef enum {
@@ -234,6 +235,11 @@ struct transcribe_run_params {
     bool keep_special_tags;               /* default false */
     const struct transcribe_ext *family;  /* default NULL = family defaults */
     int32_t spec_k_drafts;                /* default -1 = family default */
+    /* Vocabulary hints (names, jargon), optional trailing: n_vocabulary terms,
+     * used where TRANSCRIBE_FEATURE_VOCABULARY is set, else ignored with a
+     * warning. Default NULL / 0. */
+    const char *const *vocabulary;
+    int32_t n_vocabulary;
 };
 
 struct transcribe_stream_params {

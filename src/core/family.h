@@ -31,7 +31,7 @@ typedef struct tr_load_ctx {
     size_t bin_size;
 } tr_load_ctx;
 
-#define TR_N_FEATURES 7
+#define TR_N_FEATURES 8
 
 /* What a family reports about a loaded model. Pointers are owned by the
  * family model (valid until its free). */

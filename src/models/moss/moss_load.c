@@ -277,6 +277,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_prompt_keys(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
+    if ((st = ms_hotwords_load(f, m))) return st;
     bool diar;
     if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
     if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
@@ -299,6 +300,7 @@ void ms_model_free(ms_model *m) {
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
     free(m->variant);
+    free(m->instruction);
     free(m);
 }
 
@@ -311,6 +313,7 @@ void ms_model_describe(const ms_model *m, tr_model_desc *desc) {
     c->max_audio_ms = 0; /* §9: not advertised; the session limits give the basis */
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
     desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
     desc->variant = m->variant;
     desc->tokenizer = NULL; /* MOSS never encodes text (§4) */
 }

@@ -106,26 +106,51 @@ static int64_t prompt_len(const ms_model *m, int64_t T_enc) {
     return m->n_prefix + build_span(m, T_enc, NULL, NULL) + m->n_suffix;
 }
 
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
-                                  int **audio_pos) {
+/* The §9 generation budget wanted for T_enc audio rows. */
+static int64_t wanted_budget(int64_t T_enc) {
+    const int64_t want = 2 * T_enc + 128;
+    return want < MS_GEN_RESERVE ? MS_GEN_RESERVE : want;
+}
+
+transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
+                                      int n_terms, int ceiling, int32_t **ids, int *n,
+                                      int **audio_pos, int *n_used) {
     *ids = NULL;
     *audio_pos = NULL;
-    const int64_t T = prompt_len(m, T_enc);
+    if (n_used) *n_used = 0;
+    const int64_t span_len = build_span(m, T_enc, NULL, NULL);
+    int32_t *hot = NULL;
+    int n_hot = 0, used = 0;
+    transcribe_status st = ms_hotword_suffix(
+        m, terms, n_terms, (int64_t)ceiling - wanted_budget(T_enc) - m->n_prefix - span_len, &hot,
+        &n_hot, &used);
+    if (st != TRANSCRIBE_OK) return st;
+    const int32_t *suffix = hot ? hot : m->suffix;
+    const int n_suffix = hot ? n_hot : m->n_suffix;
+    const int64_t T = m->n_prefix + span_len + n_suffix;
     *ids = malloc((size_t)T * sizeof **ids);
     *audio_pos = malloc(((size_t)T_enc + 1) * sizeof **audio_pos);
     if (!*ids || !*audio_pos) {
         free(*ids);
         free(*audio_pos);
+        free(hot);
         *ids = NULL;
         *audio_pos = NULL;
         return TRANSCRIBE_ERR_OOM;
     }
     memcpy(*ids, m->prefix, (size_t)m->n_prefix * sizeof **ids);
-    int64_t span = build_span(m, T_enc, *ids + m->n_prefix, *audio_pos);
+    build_span(m, T_enc, *ids + m->n_prefix, *audio_pos);
     for (int i = 0; i < T_enc; i++) (*audio_pos)[i] += m->n_prefix;
-    memcpy(*ids + m->n_prefix + span, m->suffix, (size_t)m->n_suffix * sizeof **ids);
+    memcpy(*ids + m->n_prefix + span_len, suffix, (size_t)n_suffix * sizeof **ids);
+    free(hot);
     *n = (int)T;
+    if (n_used) *n_used = used;
     return TRANSCRIBE_OK;
+}
+
+transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+                                  int **audio_pos) {
+    return ms_build_prompt_hot(m, T_enc, NULL, 0, 0, ids, n, audio_pos, NULL);
 }
 
 /* ---- §5, §6 encoder, merge, adaptor ---- */
@@ -224,8 +249,7 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
 
 /* The generation budget of §9 for a prompt of T_prompt tokens. */
 static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
-    int64_t want = 2 * T_enc + 128;
-    if (want < MS_GEN_RESERVE) want = MS_GEN_RESERVE;
+    const int64_t want = wanted_budget(T_enc);
     int64_t room = s->dec.ceiling - T_prompt;
     return (int)(want < room ? want : room);
 }
@@ -279,7 +303,11 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
-    if (st == TRANSCRIBE_OK) st = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
+    int n_used = 0;
+    if (st == TRANSCRIBE_OK)
+        st = ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
+                                 s->dec.ceiling, &ids, &n_ids, &apos, &n_used);
+    if (n_used > 0) TR_INFO("moss: %d vocabulary terms in the instruction", n_used);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
@@ -294,10 +322,15 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
         }
     }
     int first = -1;
+    s->dec.prefill_ms = s->dec.steps_ms = 0;
+    s->dec.n_steps = 0;
+    double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK) {
         first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
+    double t3 = tr_time_ms();
+    s->dec.prefill_ms = t3 - t2;
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
@@ -314,6 +347,8 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
         int n_out = 0;
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
+        s->dec.steps_ms = tr_time_ms() - t3;
+        s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
