@@ -418,6 +418,9 @@ void wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     desc->features[TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK] = true;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
     desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    /* vocabulary hints become the prompt text (whisper_run.c) */
+    desc->features[TRANSCRIBE_FEATURE_VOCABULARY] =
+        m->prev_sot >= 0 && tr_tokenizer_can_encode(m->tok);
     desc->variant = m->variant ? m->variant : "";
     desc->tokenizer = m->tok;
 }
