@@ -13,6 +13,8 @@
 #include "gguf/gguf.h"
 #include "models/moss/moss.h"
 #include "models/moss/moss_parse.h"
+#include "text/tokenizer.h"
+#include "llm_parity.h"
 #include "npy.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -39,37 +41,11 @@ typedef struct clip {
 static clip g_clips[2] = {{"mix", 1, NULL, 0}, {"we33", 2, NULL, 0}};
 
 static bool load_npy(const char *name, npy_array *a) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", DATA, name);
-    if (npy_load(p, a) != 0) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-        return false;
-    }
-    return true;
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n, double *max_ref) {
-    double e = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        /* written out: GCC 12 aarch64 cannot vectorise fmax(fabs) reductions */
-        double d = fabs((double)a[i] - b[i]), r = fabs((double)b[i]);
-        if (d > e) e = d;
-        if (r > m) m = r;
-    }
-    if (max_ref) *max_ref = m;
-    return e;
+    return llm_load_npy(DATA, name, a);
 }
 
 static char *read_golden(const char *name) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", DATA, name);
-    char *s = tr_test_read_text(p, NULL);
-    if (!s) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-    }
-    return s;
+    return llm_read_golden(DATA, name);
 }
 
 /* The value of "key: value" (malloc'ed, "" when absent). */
@@ -247,8 +223,8 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
             const int64_t F = g.shape[1];
             double e = 0;
             for (int b = 0; b < 80; b++)
-                e = fmax(
-                    e, max_abs_diff(mel + (size_t)b * nf, (const float *)g.data + b * F, F, NULL));
+                e = fmax(e, llm_max_abs_diff(mel + (size_t)b * nf, (const float *)g.data + b * F, F,
+                                             NULL));
             g_worst_mel = fmax(g_worst_mel, e);
             CHECK_MSG(e <= TOL_MEL, "%s %s mel %d: %g", dt, c->stem, k, e);
             npy_free(&g);
@@ -256,7 +232,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
         free(mel);
         snprintf(name, sizeof name, "%s.enc.%d.npy", c->stem, k);
         if (trim && load_npy(name, &g)) {
-            double mr = 0, e = max_abs_diff(trim + row * D, g.data, g.n, &mr);
+            double mr = 0, e = llm_max_abs_diff(trim + row * D, g.data, g.n, &mr);
             g_worst_enc = fmax(g_worst_enc, e / mr);
             CHECK_MSG(e / mr <= TOL_ENC, "%s %s encoder chunk %d: rel %g", dt, c->stem, k, e / mr);
             row += g.shape[0];
@@ -268,7 +244,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     if (audio && load_npy(name, &g)) {
         CHECK(g.n == (int64_t)T_enc * m->lm.d_model);
         if (g.n == (int64_t)T_enc * m->lm.d_model) {
-            double mr = 0, e = max_abs_diff(audio, g.data, g.n, &mr);
+            double mr = 0, e = llm_max_abs_diff(audio, g.data, g.n, &mr);
             g_worst_ad = fmax(g_worst_ad, e / mr);
             CHECK_MSG(e / mr <= TOL_ENC, "%s %s adaptor: rel %g", dt, c->stem, e / mr);
         }
@@ -328,7 +304,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
                 char path[512];
                 snprintf(path, sizeof path, "%s/%s", DATA, name);
                 if (npy_load(path, &g) != 0) continue; /* chunked goldens exist for some */
-                double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
+                double e = llm_max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
                 g_worst_lg[kv_f32] = fmax(g_worst_lg[kv_f32], e);
                 CHECK_MSG(e <= (kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16),
                           "%s %s kv%s %s: max abs err %g", dt, stem, kv_f32 ? "F32" : "F16", name,
@@ -400,6 +376,10 @@ static void check_guard(const ms_model *m) {
     ms_session_free(s);
 }
 
+static int encode_internal(const void *tok, const char *text, int32_t *ids, size_t n) {
+    return tr_tokenizer_encode(tok, text, ids, n);
+}
+
 static ms_model *load_internal(const char *path, gguf_file **g) {
     *g = NULL;
     if (gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
@@ -426,6 +406,8 @@ static void test_file(const char *file, const char *dt, bool loop) {
             check_decode(m, &g_clips[1], "plain", dt, true, false);
         } else {
             CHECK(m->instruction != NULL);
+            CHECK(llm_tokenizer_cases(DATA "/tokenizer_cases.txt", encode_internal, m->tok,
+                                      "moss") == 12);
             for (int c = 0; c < 2; c++) {
                 check_front(m, &g_clips[c], dt);
                 for (int kv = 0; kv < 2; kv++)
