@@ -284,6 +284,20 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
     return tok;
 }
 
+/* The greedy loop polls for an abort before every step: counting the polls
+ * gives the steps taken, which the kept ids understate after a
+ * repetition-guard stop (transcribe-bench reads dec.n_steps). */
+typedef struct step_poll {
+    tr_run_ctx *ctx;
+    int n;
+} step_poll;
+
+static bool poll_step(void *user) {
+    step_poll *p = user;
+    p->n++;
+    return tr_run_should_abort(p->ctx);
+}
+
 transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ms_model *m = s->m;
     s->n_last = 0;
@@ -333,11 +347,12 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     s->dec.prefill_ms = t3 - t2;
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
+        step_poll poll = {ctx, 0};
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = tr_run_abort_poll,
-                                 .abort_user = ctx};
+                                 .should_abort = poll_step,
+                                 .abort_user = &poll};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
@@ -348,7 +363,7 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
-        s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
+        s->dec.n_steps = st == TRANSCRIBE_ERR_ABORTED && poll.n > 0 ? poll.n - 1 : poll.n;
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
