@@ -27,7 +27,6 @@ usage:
 import argparse
 import math
 import os
-import struct
 import sys
 import time
 

@@ -28,7 +28,6 @@ usage:
 import argparse
 import math
 import os
-import struct
 import sys
 import time
 
