@@ -156,6 +156,7 @@ typedef enum {
     TRANSCRIBE_FEATURE_PNC = 4,
     TRANSCRIBE_FEATURE_ITN = 5,
     TRANSCRIBE_FEATURE_DIARIZATION = 6,
+    TRANSCRIBE_FEATURE_VOCABULARY = 7,
 } transcribe_feature;
 
 typedef enum {
@@ -246,6 +247,11 @@ struct transcribe_run_params {
      * (INVALID_ARG, SAMPLE_RATE) before anything changes. */
     const struct transcribe_vad_model *vad_model;
     const struct transcribe_vad_params *vad_params;
+    /* Vocabulary hints (names, jargon), optional trailing: n_vocabulary terms,
+     * used where TRANSCRIBE_FEATURE_VOCABULARY is set, else ignored with a
+     * warning. Default NULL / 0. */
+    const char *const *vocabulary;
+    int32_t n_vocabulary;
 };
 
 struct transcribe_stream_params {

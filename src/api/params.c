@@ -47,6 +47,8 @@ TRANSCRIBE_API void transcribe_run_params_init(struct transcribe_run_params *p) 
     p->keep_special_tags = false;
     p->family = NULL;
     p->spec_k_drafts = -1;
+    p->vocabulary = NULL;
+    p->n_vocabulary = 0;
 }
 
 TRANSCRIBE_API void transcribe_stream_params_init(struct transcribe_stream_params *p) {

@@ -2,6 +2,7 @@
  * check in the documented order before anything is cleared, so a rejected
  * call leaves the previous result untouched; families then see validated
  * parameters with defaults filled in. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,10 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
         !m->desc.features[TRANSCRIBE_FEATURE_DIARIZATION]) {
         TR_WARN("%s: model %s/%s has no diarization; diarize ignored", where, m->arch, variant);
     }
+    if (p->n_vocabulary > 0 && !m->desc.features[TRANSCRIBE_FEATURE_VOCABULARY]) {
+        TR_WARN("%s: model %s/%s takes no vocabulary hints; %d terms ignored", where, m->arch,
+                variant, (int)p->n_vocabulary);
+    }
     if (!streaming && p->task == TRANSCRIBE_TASK_TRANSLATE && !c->supports_translate) {
         TR_ERROR("%s: this %s model cannot translate", where, m->arch);
         return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
@@ -121,11 +126,31 @@ static transcribe_status load_params(const struct transcribe_run_params *params,
                  (unsigned long long)params->struct_size, TR_MIN_RUN_PARAMS);
         return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
     }
-    /* Copy the fields both sides know: a newer caller's struct may be larger,
-     * an older one lacks the appended fields (they keep their defaults). */
-    size_t known = params->struct_size < sizeof *out ? (size_t)params->struct_size : sizeof *out;
+    /* The fields every caller has, then each appended field the caller's
+     * struct covers whole (an older caller's keep their defaults; a newer
+     * caller's extra bytes are not ours to read). */
     memcpy((char *)out + sizeof out->struct_size, (const char *)params + sizeof out->struct_size,
-           known - sizeof out->struct_size);
+           TR_MIN_RUN_PARAMS - sizeof out->struct_size);
+#define COVERS(f)                                                                                  \
+    (params->struct_size >= offsetof(struct transcribe_run_params, f) + sizeof params->f)
+    if (COVERS(vad_model)) out->vad_model = params->vad_model;
+    if (COVERS(vad_params)) out->vad_params = params->vad_params;
+    if (COVERS(n_vocabulary)) {
+        out->vocabulary = params->vocabulary;
+        out->n_vocabulary = params->n_vocabulary;
+    }
+#undef COVERS
+    if (out->n_vocabulary < 0 || (out->n_vocabulary > 0 && !out->vocabulary)) {
+        TR_ERROR("%s: %d vocabulary terms at %p", where, (int)out->n_vocabulary,
+                 (const void *)out->vocabulary);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    for (int i = 0; i < out->n_vocabulary; i++) {
+        if (!out->vocabulary[i]) {
+            TR_ERROR("%s: vocabulary term %d is NULL", where, i);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+    }
     return TRANSCRIBE_OK;
 }
 

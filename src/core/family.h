@@ -31,7 +31,7 @@ typedef struct tr_load_ctx {
     size_t bin_size;
 } tr_load_ctx;
 
-#define TR_N_FEATURES 7
+#define TR_N_FEATURES 8
 
 /* What a family reports about a loaded model. Pointers are owned by the
  * family model (valid until its free). */
@@ -134,6 +134,18 @@ typedef struct tr_run_ctx {
 static inline bool tr_run_should_abort(const tr_run_ctx *ctx) {
     return ctx->abort_cb && ctx->abort_cb(ctx->abort_user_data);
 }
+
+/* The same poll shaped for loops that take a bool (*)(void *user) hook
+ * (nn/greedy, nn/causal_lm, encoders): pass the tr_run_ctx as user. */
+static inline bool tr_run_abort_poll(void *run_ctx) {
+    return tr_run_should_abort(run_ctx);
+}
+
+/* The run checks of a transcription-only family that takes no run
+ * extension: a run extension → INVALID_ARG, translation →
+ * UNSUPPORTED_TASK, each logged with who (family_load.c). */
+transcribe_status tr_family_check_transcribe_only(const char *who,
+                                                  const struct transcribe_run_params *p);
 
 /* Per-call context of a stream (ADDED for streaming families; see the
  * stream_* hooks below). The dispatcher owns the commit policy and the

@@ -1,5 +1,6 @@
 /* The model-load wrapper of core/family.h: the allocate / fill / free-on-
- * failure steps every GGUF-only family takes the same way. */
+ * failure steps every GGUF-only family takes the same way; the run checks
+ * the transcription-only families share. */
 #include <stdlib.h>
 
 #include "core/family.h"
@@ -21,5 +22,18 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
         return st;
     }
     *out = m;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_family_check_transcribe_only(const char *who,
+                                                  const struct transcribe_run_params *p) {
+    if (p->family) {
+        TR_ERROR("%s: this family takes no run extension", who);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
+        TR_ERROR("%s: translation is not supported (transcription only)", who);
+        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
+    }
     return TRANSCRIBE_OK;
 }

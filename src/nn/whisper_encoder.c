@@ -8,16 +8,11 @@
 #include "tensor/ops.h"
 #include "util/log.h"
 
-/* Every .bias of the encoder is present except the key projections'. */
 static const tr_nn_enc_names k_names = {
     .prefix = "enc.blocks.%d.",
     .ln_attn = "norm_attn",
     .attn = "attn",
-    .ln_ffn = "norm_ffn",
-    .out = "out",
-    .ffn_up = "ffn.fc1",
-    .ffn_down = "ffn.fc2",
-    .k_bias = false,
+    TR_WHISPER_BLOCK_NAMES,
 };
 
 enum { WE_D, WE_M, WE_P, WE_NDIMS };

@@ -27,6 +27,13 @@ typedef struct tr_whenc {
     tr_nn_enc_block *blocks; /* owned, n_layers */
 } tr_whenc;
 
+/* The names a Whisper block's feed-forward half and attention output carry
+ * in the published files, encoder and decoder alike (every .bias present
+ * but the key projections'): the shared part of a tr_nn_enc_names /
+ * tr_nn_dec_names initializer. */
+#define TR_WHISPER_BLOCK_NAMES                                                                     \
+    .ln_ffn = "norm_ffn", .out = "out", .ffn_up = "ffn.fc1", .ffn_down = "ffn.fc2", .k_bias = false
+
 /* Loads every encoder tensor from src (each failure logged; false if any
  * failed or on OOM). The geometry fields must be set and positive. */
 bool tr_whenc_load(const tr_nn_wsrc *src, tr_whenc *e);

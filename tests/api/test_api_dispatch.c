@@ -19,7 +19,7 @@
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);
 SZ(transcribe_session_params, 24);
-SZ(transcribe_run_params, 88); /* 72 + the appended VAD fields */
+SZ(transcribe_run_params, 104); /* 72 + the appended VAD and vocabulary fields */
 SZ(transcribe_stream_params, 24);
 SZ(transcribe_capabilities, 56);
 SZ(transcribe_timings, 24);
@@ -50,6 +50,10 @@ OFF(transcribe_run_params, target_language, 40);
 OFF(transcribe_run_params, keep_special_tags, 48);
 OFF(transcribe_run_params, family, 56);
 OFF(transcribe_run_params, spec_k_drafts, 64);
+OFF(transcribe_run_params, vad_model, 72);
+OFF(transcribe_run_params, vad_params, 80);
+OFF(transcribe_run_params, vocabulary, 88);
+OFF(transcribe_run_params, n_vocabulary, 96);
 OFF(transcribe_capabilities, supports_streaming, 30);
 OFF(transcribe_capabilities, max_audio_ms, 32);
 OFF(transcribe_segment, text, 40);
@@ -218,7 +222,7 @@ static void test_status_strings(void) {
 }
 
 static void test_abi(void) {
-    static const size_t sizes[] = {24, 24, 88, 24, 56, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
+    static const size_t sizes[] = {24, 24, 104, 24, 56, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
     for (int i = 0; i < 15; i++) {
         CHECK_MSG(transcribe_abi_struct_size((transcribe_abi_struct)i) == sizes[i], "id %d", i);
         CHECK(transcribe_abi_struct_align((transcribe_abi_struct)i) == 8);

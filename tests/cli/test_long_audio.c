@@ -17,6 +17,7 @@
 #include "cli_run.h"
 #include "test_files.h"
 #include "test_util.h"
+#include "word_errors.h"
 #include "transcribe.h"
 
 #define DATA_DIR TR_SOURCE_DIR "/tests/data/bundled"
@@ -27,7 +28,7 @@
 #else
 #define ROUNDS 6 /* 10.8 minutes */
 #endif
-#define MAX_WORDS 64
+#define MAX_WORDS TR_TEST_MAX_WORDS
 
 typedef struct {
     char ref[512];
@@ -163,27 +164,6 @@ static int parse_rows(const char *json, const char *key, row *rows, int cap, cha
     return n;
 }
 
-static int split_words(char *s, char **w, int cap) {
-    int n = 0;
-    for (char *t = strtok(s, " "); t && n < cap; t = strtok(NULL, " ")) w[n++] = t;
-    return n;
-}
-
-static int edit_distance(char **r, int nr, char **h, int nh) {
-    int prev[MAX_WORDS + 1], cur[MAX_WORDS + 1];
-    for (int j = 0; j <= nh; j++) prev[j] = j;
-    for (int i = 1; i <= nr; i++) {
-        cur[0] = i;
-        for (int j = 1; j <= nh; j++) {
-            int sub = prev[j - 1] + (strcmp(r[i - 1], h[j - 1]) != 0);
-            int del = prev[j] + 1, ins = cur[j - 1] + 1;
-            cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-        }
-        memcpy(prev, cur, sizeof(int) * (size_t)(nh + 1));
-    }
-    return prev[nh];
-}
-
 static row g_rows[8192];
 static char g_end[512][16];
 
@@ -283,13 +263,14 @@ static void check_long(const char *bin, const char *model, const char *wav, int6
         char ref[512];
         snprintf(ref, sizeof ref, "%s", g_utt[g_placed[k].utt].ref);
         char *rw[MAX_WORDS], *hw[MAX_WORDS];
-        int nr = split_words(ref, rw, MAX_WORDS), nh = split_words(hyp[k], hw, MAX_WORDS);
+        int nr = tr_test_split_words(ref, " ", rw, MAX_WORDS),
+            nh = tr_test_split_words(hyp[k], " ", hw, MAX_WORDS);
         if (nh == 0 && empty++ < 5) {
             fprintf(stderr, "utterance %d (%.2f-%.2f s, \"%s\") has no words\n", k,
                     (double)g_placed[k].a / RATE, (double)g_placed[k].b / RATE,
                     g_utt[g_placed[k].utt].ref);
         }
-        errors += edit_distance(rw, nr, hw, nh);
+        errors += tr_test_word_edits(rw, nr, hw, nh);
         ref_words += nr;
     }
     double wer = ref_words ? (double)errors / (double)ref_words : 1.0;

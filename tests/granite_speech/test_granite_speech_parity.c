@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.h"
 #include "models/granite_speech/granite.h"
+#include "llm_parity.h"
 #include "npy.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -40,38 +41,17 @@ static clip g_clips[2] = {
     {"odd", DATA "/we_odd.wav", NULL, 0},
 };
 
+/* Goldens live in DATA/<cfg>/. */
 static bool load_npy(const char *cfg, const char *name, npy_array *a) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s/%s", DATA, cfg, name);
-    if (npy_load(p, a) != 0) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-        return false;
-    }
-    return true;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", DATA, cfg);
+    return llm_load_npy(dir, name, a);
 }
 
 static char *read_golden(const char *cfg, const char *name) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s/%s", DATA, cfg, name);
-    char *s = tr_test_read_text(p, NULL);
-    if (!s) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-    }
-    return s;
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n, double *max_ref) {
-    double e = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        /* written out: GCC 12 aarch64 cannot vectorise fmax(fabs) reductions */
-        double d = fabs((double)a[i] - b[i]), r = fabs((double)b[i]);
-        if (d > e) e = d;
-        if (r > m) m = r;
-    }
-    if (max_ref) *max_ref = m;
-    return e;
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/%s", DATA, cfg);
+    return llm_read_golden(dir, name);
 }
 
 static void cmp_tensor(const char *cfg, const char *name, const float *x, int rows, int cols,
@@ -82,7 +62,7 @@ static void cmp_tensor(const char *cfg, const char *name, const float *x, int ro
               "%s %s %s: shape [%lld, %lld] vs ours [%d, %d]", dt, cfg, name, (long long)g.shape[0],
               (long long)(g.ndim > 1 ? g.shape[1] : 0), rows, cols);
     if (g.n == (int64_t)rows * cols) {
-        double mr = 0, e = max_abs_diff(x, g.data, g.n, &mr);
+        double mr = 0, e = llm_max_abs_diff(x, g.data, g.n, &mr);
         if (rel) e /= mr;
         *worst = fmax(*worst, e);
         CHECK_MSG(e <= tol, "%s %s %s: max %s err %g", dt, cfg, name, rel ? "rel" : "abs", e);
@@ -231,7 +211,7 @@ static void check_decode(const gs_model *m, const char *cfg, const clip *c, cons
     snprintf(name, sizeof name, "%s.logits0.npy", stem);
     if (load_npy(cfg, name, &g)) {
         if (g.n == m->lm.n_vocab) {
-            double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
+            double e = llm_max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
             g_worst_logits[kv_f32] = fmax(g_worst_logits[kv_f32], e);
             CHECK_MSG(e <= (kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16), "%s %s %s kv%s logits0: %g", dt,
                       cfg, stem, kv_f32 ? "F32" : "F16", e);
@@ -428,43 +408,12 @@ static void test_abort_and_batch(void) {
 }
 
 static void test_tokenizer(const char *cfg) {
-    char path[512];
+    char path[512], cases[512];
     snprintf(path, sizeof path, "%s/%s/granite-%s-ref-F16.gguf", DATA, cfg, cfg);
+    snprintf(cases, sizeof cases, "%s/%s/tokenizer_cases.txt", DATA, cfg);
     struct transcribe_model *model = NULL;
     CHECK(transcribe_model_load_file(path, NULL, &model) == TRANSCRIBE_OK);
-    char *s = read_golden(cfg, "tokenizer_cases.txt");
-    int n_cases = 0;
-    for (char *line = s; model && line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        char *tab = strchr(line, '\t');
-        if (line[0] != '#' && tab) {
-            char text[512];
-            size_t k = 0;
-            for (char *h = line; h + 1 < tab && k + 1 < sizeof text; h += 2) {
-                unsigned v;
-                sscanf(h, "%2x", &v);
-                text[k++] = (char)v;
-            }
-            text[k] = 0;
-            int32_t want[256], got[256];
-            int nw = 0;
-            for (char *p = tab + 1; *p && nw < 256;) {
-                char *e;
-                long v = strtol(p, &e, 10);
-                if (e == p) break;
-                want[nw++] = (int32_t)v;
-                p = e;
-            }
-            int ng = transcribe_tokenize(model, text, got, 256);
-            CHECK_MSG(ng == nw && memcmp(got, want, sizeof(int32_t) * (size_t)nw) == 0,
-                      "%s tokenize case %d", cfg, n_cases);
-            n_cases++;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    CHECK(n_cases >= 10);
-    free(s);
+    if (model) CHECK(llm_tokenizer_cases(cases, llm_encode_public, model, cfg) >= 10);
     transcribe_model_free(model);
 }
 

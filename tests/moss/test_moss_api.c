@@ -2,8 +2,9 @@
  * and segment speaker ids through the single and batch accessors, the
  * batch giving each utterance its single-run result, the §9 input gate at
  * the exact session context (tests/data/moss/tiny/limits.txt), and the
- * capability / run-parameter gates. */
+ * capability / run-parameter gates, vocabulary hints. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,63 @@ static void test_gate(void) {
     }
 }
 
+/* Log sink: counts the warnings that name ignored vocabulary terms. */
+static int g_vocab_warnings;
+static void count_warnings(transcribe_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == TRANSCRIBE_LOG_LEVEL_WARN && strstr(msg, "vocabulary")) g_vocab_warnings++;
+}
+
+/* Vocabulary hints: the feature bit follows the file's instruction split;
+ * the terms reach the run (the result holds the `hot` golden's text), an
+ * older caller's struct without the trailing pair still runs, malformed
+ * lists are refused, and a file without the split warns and ignores them. */
+static void test_vocabulary(void) {
+    static const char *const terms[] = {"Kubernetes", " Anthropic ", "", "Dr. Nguyen"};
+    struct transcribe_session *s = open_ctx(0);
+    if (!s) return;
+    CHECK(transcribe_model_supports(transcribe_get_model(s), TRANSCRIBE_FEATURE_VOCABULARY));
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    CHECK(rp.vocabulary == NULL && rp.n_vocabulary == 0);
+    rp.vocabulary = terms;
+    rp.n_vocabulary = 4;
+    transcribe_log_set(count_warnings, NULL);
+    CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_OK);
+    CHECK(g_vocab_warnings == 0);
+    CHECK(strcmp(transcribe_full_text(s), "Welcome back to the show. Thanks, it is great to be "
+                                          "here. So tell us about your new project? We built a "
+                                          "tiny model that listens.") == 0);
+    /* an older caller: struct_size ends before the pair, which is not read */
+    rp.struct_size = offsetof(struct transcribe_run_params, vocabulary);
+    rp.n_vocabulary = -5;
+    CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_OK);
+    transcribe_run_params_init(&rp);
+    rp.n_vocabulary = -1;
+    CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_ERR_INVALID_ARG);
+    rp.n_vocabulary = 2; /* NULL list */
+    CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_ERR_INVALID_ARG);
+    static const char *const holes[] = {"a", NULL};
+    rp.vocabulary = holes;
+    CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_ERR_INVALID_ARG);
+    transcribe_session_free(s);
+
+    struct transcribe_session *ns = NULL;
+    CHECK(transcribe_open(DATA "/tiny/moss-tiny-loop-nosplit-F16.gguf", NULL, NULL, &ns) ==
+          TRANSCRIBE_OK);
+    if (ns) {
+        CHECK(!transcribe_model_supports(transcribe_get_model(ns), TRANSCRIBE_FEATURE_VOCABULARY));
+        rp.vocabulary = terms;
+        rp.n_vocabulary = 4;
+        g_vocab_warnings = 0;
+        /* we33 decodes to its plain golden on this model (no loop) */
+        CHECK(transcribe_run(ns, g_pcm[1], g_n[1], &rp) == TRANSCRIBE_OK);
+        CHECK(g_vocab_warnings == 1);
+        transcribe_session_free(ns);
+    }
+    transcribe_log_set(NULL, NULL);
+}
+
 int main(void) {
     static const char *const wav[2] = {DATA "/mix.wav", DATA "/we33.wav"};
     for (int c = 0; c < 2; c++)
@@ -113,6 +171,7 @@ int main(void) {
         }
     test_single_and_batch();
     test_gate();
+    test_vocabulary();
     for (int c = 0; c < 2; c++) transcribe_audio_free(g_pcm[c]);
     return TEST_DONE();
 }

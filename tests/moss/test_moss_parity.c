@@ -13,6 +13,8 @@
 #include "gguf/gguf.h"
 #include "models/moss/moss.h"
 #include "models/moss/moss_parse.h"
+#include "text/tokenizer.h"
+#include "llm_parity.h"
 #include "npy.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -39,37 +41,11 @@ typedef struct clip {
 static clip g_clips[2] = {{"mix", 1, NULL, 0}, {"we33", 2, NULL, 0}};
 
 static bool load_npy(const char *name, npy_array *a) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", DATA, name);
-    if (npy_load(p, a) != 0) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-        return false;
-    }
-    return true;
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n, double *max_ref) {
-    double e = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        /* written out: GCC 12 aarch64 cannot vectorise fmax(fabs) reductions */
-        double d = fabs((double)a[i] - b[i]), r = fabs((double)b[i]);
-        if (d > e) e = d;
-        if (r > m) m = r;
-    }
-    if (max_ref) *max_ref = m;
-    return e;
+    return llm_load_npy(DATA, name, a);
 }
 
 static char *read_golden(const char *name) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", DATA, name);
-    char *s = tr_test_read_text(p, NULL);
-    if (!s) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-    }
-    return s;
+    return llm_read_golden(DATA, name);
 }
 
 /* The value of "key: value" (malloc'ed, "" when absent). */
@@ -136,6 +112,92 @@ static const struct {
     {"[diarize=ON timestamps=NONE]", TRANSCRIBE_DIARIZE_MODE_ON, TRANSCRIBE_TIMESTAMPS_NONE},
 };
 
+/* Vocabulary hints of the goldens (README "Hotwords"): `hot` has a padded
+ * and an empty term (3 used); `hotlong` is 403 terms, cut by the context. */
+static const char *const k_hot[] = {"Kubernetes", " Anthropic ", "", "Dr. Nguyen"};
+#define N_HOTLONG 403
+static const char *g_hotlong[N_HOTLONG];
+static char g_hotlong_buf[400][8];
+
+static void init_hotlong(void) {
+    g_hotlong[0] = "Kubernetes";
+    g_hotlong[1] = "Anthropic";
+    g_hotlong[2] = "Dr. Nguyen";
+    for (int i = 0; i < 400; i++) {
+        snprintf(g_hotlong_buf[i], sizeof g_hotlong_buf[i], "term%03d", i);
+        g_hotlong[3 + i] = g_hotlong_buf[i];
+    }
+}
+
+/* The term list of a golden mode ("plain" and "loop": none). */
+static const char *const *terms_of(const char *mode, int *n) {
+    if (strcmp(mode, "hot") == 0) {
+        *n = 4;
+        return k_hot;
+    }
+    if (strcmp(mode, "hotlong") == 0) {
+        *n = N_HOTLONG;
+        return g_hotlong;
+    }
+    *n = 0;
+    return NULL;
+}
+
+/* Prompt ids of <clip>.<mode>.prompt.npy for T_enc rows at the model's own
+ * context (prompt arithmetic only). */
+static void check_prompt(const ms_model *m, const char *clip_stem, const char *mode, int T_enc,
+                         const char *golden_mode) {
+    int n_terms = 0, n = 0, used = -1;
+    const char *const *terms = terms_of(mode, &n_terms);
+    int32_t *ids = NULL;
+    int *pos = NULL;
+    CHECK(ms_build_prompt_hot(m, T_enc, terms, n_terms, m->max_pos, &ids, &n, &pos, &used) ==
+          TRANSCRIBE_OK);
+    char name[128];
+    npy_array g;
+    snprintf(name, sizeof name, "%s.%s.prompt.npy", clip_stem, golden_mode);
+    if (ids && load_npy(name, &g)) {
+        CHECK_MSG(g.n == n && memcmp(g.data, ids, sizeof(int32_t) * (size_t)n) == 0,
+                  "%s prompt differs (%d vs %lld ids, %d terms used)", name, n, (long long)g.n,
+                  used);
+        npy_free(&g);
+    }
+    free(ids);
+    free(pos);
+}
+
+/* limits.txt: T_prompt and terms used for every session context, with no
+ * terms, `hot` and `hotlong` (rows past the gate keep the plain prompt). */
+static void check_limits(const ms_model *m) {
+    char *all = read_golden("limits.txt");
+    if (!all) return;
+    int rows = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(all, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char clip_name[16], tl[16], status[32];
+        int n_ctx, T_want, used_want;
+        if (line[0] == '#' || sscanf(line, "%15s %d %15s -> %31s %d %d", clip_name, &n_ctx, tl,
+                                     status, &T_want, &used_want) != 6)
+            continue;
+        const clip *c = strcmp(clip_name, "mix") == 0 ? &g_clips[0] : &g_clips[1];
+        const int T_enc = (int)ms_audio_tokens(m, c->n);
+        int ceiling = n_ctx > 0 && n_ctx < m->max_pos ? n_ctx : m->max_pos, n_terms = 0;
+        const char *const *terms = terms_of(strcmp(tl, "none") == 0 ? "plain" : tl, &n_terms);
+        if (strcmp(status, "OK") != 0) n_terms = 0; /* the gate refuses before the terms */
+        int32_t *ids = NULL;
+        int *pos = NULL, n = 0, used = -1;
+        CHECK(ms_build_prompt_hot(m, T_enc, terms, n_terms, ceiling, &ids, &n, &pos, &used) ==
+              TRANSCRIBE_OK);
+        CHECK_MSG(n == T_want && used == used_want, "limits '%s': T_prompt %d, %d terms", line, n,
+                  used);
+        free(ids);
+        free(pos);
+        rows++;
+    }
+    CHECK(rows == 36);
+    free(all);
+}
+
 /* Mel and encoder per chunk, adaptor rows, prompt ids (internal API). */
 static void check_front(const ms_model *m, const clip *c, const char *dt) {
     char name[128];
@@ -161,8 +223,8 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
             const int64_t F = g.shape[1];
             double e = 0;
             for (int b = 0; b < 80; b++)
-                e = fmax(
-                    e, max_abs_diff(mel + (size_t)b * nf, (const float *)g.data + b * F, F, NULL));
+                e = fmax(e, llm_max_abs_diff(mel + (size_t)b * nf, (const float *)g.data + b * F, F,
+                                             NULL));
             g_worst_mel = fmax(g_worst_mel, e);
             CHECK_MSG(e <= TOL_MEL, "%s %s mel %d: %g", dt, c->stem, k, e);
             npy_free(&g);
@@ -170,7 +232,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
         free(mel);
         snprintf(name, sizeof name, "%s.enc.%d.npy", c->stem, k);
         if (trim && load_npy(name, &g)) {
-            double mr = 0, e = max_abs_diff(trim + row * D, g.data, g.n, &mr);
+            double mr = 0, e = llm_max_abs_diff(trim + row * D, g.data, g.n, &mr);
             g_worst_enc = fmax(g_worst_enc, e / mr);
             CHECK_MSG(e / mr <= TOL_ENC, "%s %s encoder chunk %d: rel %g", dt, c->stem, k, e / mr);
             row += g.shape[0];
@@ -182,7 +244,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     if (audio && load_npy(name, &g)) {
         CHECK(g.n == (int64_t)T_enc * m->lm.d_model);
         if (g.n == (int64_t)T_enc * m->lm.d_model) {
-            double mr = 0, e = max_abs_diff(audio, g.data, g.n, &mr);
+            double mr = 0, e = llm_max_abs_diff(audio, g.data, g.n, &mr);
             g_worst_ad = fmax(g_worst_ad, e / mr);
             CHECK_MSG(e / mr <= TOL_ENC, "%s %s adaptor: rel %g", dt, c->stem, e / mr);
         }
@@ -224,6 +286,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
         transcribe_run_params_init(&rp);
         rp.diarize = k_policies[p].diarize;
         rp.timestamps = k_policies[p].ts;
+        rp.vocabulary = terms_of(mode, &rp.n_vocabulary);
         tr_result r;
         tr_result_init(&r);
         tr_run_ctx ctx = {.params = &rp, .result = &r};
@@ -241,7 +304,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
                 char path[512];
                 snprintf(path, sizeof path, "%s/%s", DATA, name);
                 if (npy_load(path, &g) != 0) continue; /* chunked goldens exist for some */
-                double e = max_abs_diff(s->last_logits, g.data, g.n, NULL);
+                double e = llm_max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
                 g_worst_lg[kv_f32] = fmax(g_worst_lg[kv_f32], e);
                 CHECK_MSG(e <= (kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16),
                           "%s %s kv%s %s: max abs err %g", dt, stem, kv_f32 ? "F32" : "F16", name,
@@ -313,6 +376,10 @@ static void check_guard(const ms_model *m) {
     ms_session_free(s);
 }
 
+static int encode_internal(const void *tok, const char *text, int32_t *ids, size_t n) {
+    return tr_tokenizer_encode(tok, text, ids, n);
+}
+
 static ms_model *load_internal(const char *path, gguf_file **g) {
     *g = NULL;
     if (gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
@@ -330,16 +397,30 @@ static void test_file(const char *file, const char *dt, bool loop) {
     CHECK_MSG(m != NULL, "cannot load %s", path);
     if (m) {
         if (loop) {
+            /* the file without the instruction split: hints off, terms ignored */
+            CHECK(m->instruction == NULL);
+            check_prompt(m, "mix", "hot", (int)ms_audio_tokens(m, g_clips[0].n), "nosplit");
             check_decode(m, &g_clips[0], "loop", dt, true, true);
             check_guard(m);
             /* same tokens as the ref model (other LM weights: no logits) */
             check_decode(m, &g_clips[1], "plain", dt, true, false);
         } else {
+            CHECK(m->instruction != NULL);
+            CHECK(llm_tokenizer_cases(DATA "/tokenizer_cases.txt", encode_internal, m->tok,
+                                      "moss") == 12);
             for (int c = 0; c < 2; c++) {
                 check_front(m, &g_clips[c], dt);
                 for (int kv = 0; kv < 2; kv++)
                     check_decode(m, &g_clips[c], "plain", dt, kv == 1, true);
+                /* hotwords: one KV type per file (the F16 file with the F16 cache) */
+                const bool kv32 = strcmp(dt, "F32") == 0;
+                const int T_enc = (int)ms_audio_tokens(m, g_clips[c].n);
+                check_prompt(m, g_clips[c].stem, "hot", T_enc, "hot");
+                check_prompt(m, g_clips[c].stem, "hotlong", T_enc, "hotlong");
+                check_decode(m, &g_clips[c], "hot", dt, kv32, true);
+                check_decode(m, &g_clips[c], "hotlong", dt, kv32, true);
             }
+            check_limits(m);
         }
     }
     ms_model_free(m);
@@ -484,6 +565,7 @@ int main(void) {
             return 1;
         }
     }
+    init_hotlong();
     test_parser_cases();
     test_file("moss-tiny-ref-F32.gguf", "F32", false);
     test_file("moss-tiny-ref-F16.gguf", "F16", false);

@@ -11,6 +11,7 @@
 
 #include "gguf/gguf.h"
 #include "models/qwen3_asr/qwen3_asr.h"
+#include "llm_parity.h"
 #include "npy.h"
 #include "test_files.h"
 #include "test_util.h"
@@ -60,14 +61,7 @@ static const char *dt_sfx(const char *dt) {
 }
 
 static bool load_npy(const char *name, npy_array *a) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", DATA, name);
-    if (npy_load(p, a) != 0) {
-        fprintf(stderr, "cannot read %s\n", p);
-        tr_test_fail++;
-        return false;
-    }
-    return true;
+    return llm_load_npy(DATA, name, a);
 }
 
 /* "key: value" line of a text golden (malloc'ed, "" when absent). */
@@ -348,43 +342,12 @@ static void test_untied(void) {
 }
 
 static void test_tokenizer(void) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/qwen3-asr-tiny-ref-F32.gguf", DATA);
     struct transcribe_model *model = NULL;
-    CHECK(transcribe_model_load_file(path, NULL, &model) == TRANSCRIBE_OK);
-    char *s = tr_test_read_text(DATA "/tokenizer_cases.txt", NULL);
-    int n_cases = 0;
-    for (char *line = s; model && line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        char *tab = strchr(line, '\t');
-        if (line[0] != '#' && tab) {
-            char text[512];
-            size_t k = 0;
-            for (char *h = line; h + 1 < tab && k + 1 < sizeof text; h += 2) {
-                unsigned v;
-                sscanf(h, "%2x", &v);
-                text[k++] = (char)v;
-            }
-            text[k] = 0;
-            int32_t want[256], got[256];
-            int nw = 0;
-            for (char *p = tab + 1; *p;) {
-                char *e;
-                long v = strtol(p, &e, 10);
-                if (e == p) break;
-                want[nw++] = (int32_t)v;
-                p = e;
-            }
-            int ng = transcribe_tokenize(model, text, got, 256);
-            CHECK_MSG(ng == nw && memcmp(got, want, sizeof(int32_t) * (size_t)nw) == 0,
-                      "tokenize case %d", n_cases);
-            n_cases++;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
-    CHECK(n_cases >= 10);
-    free(s);
+    CHECK(transcribe_model_load_file(DATA "/qwen3-asr-tiny-ref-F32.gguf", NULL, &model) ==
+          TRANSCRIBE_OK);
+    if (model)
+        CHECK(llm_tokenizer_cases(DATA "/tokenizer_cases.txt", llm_encode_public, model,
+                                  "qwen3_asr") >= 10);
     transcribe_model_free(model);
 }
 

@@ -363,6 +363,34 @@ static void decodes(const char *path, const char *tag, transcribe_kv_type kv, co
     transcribe_session_free(s);
 }
 
+/* Vocabulary hints become the prompt text: the same result as the
+ * initial_prompt of the trimmed, ", "-joined terms. */
+static void vocabulary(const char *path, const tr_audio *jfk) {
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
+    if (!s) return;
+    CHECK(transcribe_model_supports(transcribe_get_model(s), TRANSCRIBE_FEATURE_VOCABULARY));
+    static const char *const terms[] = {" Kennedy ", "", "Apollo"};
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.language = "en";
+    rp.vocabulary = terms;
+    rp.n_vocabulary = 3;
+    CHECK(transcribe_run(s, jfk->pcm, (int)jfk->n, &rp) == TRANSCRIBE_OK);
+    char *hinted = strdup(transcribe_full_text(s));
+    struct transcribe_whisper_run_ext ext;
+    transcribe_whisper_run_ext_init(&ext);
+    ext.initial_prompt = "Kennedy, Apollo";
+    transcribe_run_params_init(&rp);
+    rp.language = "en";
+    rp.family = &ext.ext;
+    CHECK(transcribe_run(s, jfk->pcm, (int)jfk->n, &rp) == TRANSCRIBE_OK);
+    CHECK_MSG(hinted && strcmp(hinted, transcribe_full_text(s)) == 0, "vocabulary '%s' vs '%s'",
+              hinted, transcribe_full_text(s));
+    free(hinted);
+    transcribe_session_free(s);
+}
+
 int main(void) {
     const char *f16 = DATA "whisper-tiny-ref-F16.gguf";
     const char *bin = DATA "whisper-tiny-ref-F16.bin";
@@ -391,6 +419,7 @@ int main(void) {
         decodes(f16, "F16/kvAUTO", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
         decodes(f32, "F32/kvF16", TRANSCRIBE_KV_TYPE_F16, &jfk, &earth);
         decodes(mybin, ".bin", TRANSCRIBE_KV_TYPE_AUTO, &jfk, &earth);
+        vocabulary(f16, &jfk);
         /* prompt encoding: the merge-less GGUF vocabulary and the .bin
          * vocabulary encode text identically (tiktoken-style ranks) */
         struct transcribe_model *mg = NULL, *mb = NULL;

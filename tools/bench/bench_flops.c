@@ -126,20 +126,26 @@ static bool fastconformer_cost(const gguf_file *g, bool canary, long n, bench_en
     return true;
 }
 
-static bool whisper_cost(const gguf_file *g, long n, bench_enc_cost *out, const char **why) {
-    const uint32_t L = u32_or(g, "stt.whisper.encoder.n_layers", 0),
-                   D = u32_or(g, "stt.whisper.encoder.d_model", 0),
-                   F = u32_or(g, "stt.whisper.encoder.ffn_dim", 0),
-                   mels = u32_or(g, "stt.whisper.encoder.num_mel_bins", 0),
+/* The Whisper encoder per 30 s window: Whisper itself (keys under
+ * stt.whisper.encoder., plus its decoder's cross K/V) and MOSS (under
+ * stt.moss.encoder., one window per 30 s chunk; its adaptor is small and
+ * not counted). */
+static bool whisper_cost(const gguf_file *g, const char *family, long n, bench_enc_cost *out,
+                         const char **why) {
+    char k[96];
+#define KEY(name) (snprintf(k, sizeof k, "stt.%s.encoder." name, family), k)
+    const uint32_t L = u32_or(g, KEY("n_layers"), 0), D = u32_or(g, KEY("d_model"), 0),
+                   F = u32_or(g, KEY("ffn_dim"), 0), mels = u32_or(g, KEY("num_mel_bins"), 0),
                    Tm = u32_or(g, "stt.frontend.nb_max_frames", 3000),
                    hop = u32_or(g, "stt.frontend.hop_length", 160),
                    L_dec = u32_or(g, "stt.whisper.decoder.n_layers", 0);
+#undef KEY
     if (!L || !D || !F || !mels || !Tm || !hop) {
         *why = "missing whisper encoder keys";
         return false;
     }
     const long win = (long)Tm * hop;
-    out->family = "whisper";
+    out->family = family;
     out->windows = n > win ? (int)((n + win - 1) / win) : 1;
     out->gflop = out->windows * whisper_window_flop(D, F, L, mels, Tm, L_dec) * 1e-9;
     out->gemm_m = (int)(Tm / 2);
@@ -161,8 +167,8 @@ bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *o
     bool ok = false;
     if (gguf_get_str(g, "general.architecture", &arch) != 1 || !arch)
         *why = "no general.architecture";
-    else if (!strcmp(arch, "whisper"))
-        ok = whisper_cost(g, n_samples, out, why);
+    else if (!strcmp(arch, "whisper") || !strcmp(arch, "moss"))
+        ok = whisper_cost(g, strcmp(arch, "moss") ? "whisper" : "moss", n_samples, out, why);
     else if (!strcmp(arch, "parakeet"))
         ok = fastconformer_cost(g, false, n_samples, out, why);
     else if (!strcmp(arch, "canary"))

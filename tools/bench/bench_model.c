@@ -15,7 +15,7 @@
  * ratio. Fields are null when the file cannot be counted or OpenBLAS is
  * absent.
  *
- * Audio-LLM families (qwen3_asr, granite_speech; Granite also splits encoder
+ * Audio-LLM families (qwen3_asr, granite_speech, moss; Granite also splits encoder
  * and projector ms) add the causal-LM stages: prefill ms, ms per
  * decode step, the weight bytes one step reads and that size at the copy
  * bandwidth measured in the same run (the memory-bound floor of a step). */
@@ -29,6 +29,7 @@
 #include "api/api_internal.h"
 #include "bench.h"
 #include "models/granite_speech/granite.h"
+#include "models/moss/moss.h"
 #include "models/qwen3_asr/qwen3_asr.h"
 #include "nn/causal_lm.h"
 #include "tensor/pool.h"
@@ -95,14 +96,27 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
         f->projector_ms = g->proj_ms;
         return;
     }
-    if (strcmp(arch, "qwen3_asr") != 0) return;
-    const qa_session *q = s->head.fsession;
+    const tr_clm_session *dec = NULL;
+    const tr_clm_hparams *hp = NULL;
+    const tr_clm_weights *w = NULL;
+    if (strcmp(arch, "qwen3_asr") == 0) {
+        const qa_session *q = s->head.fsession;
+        dec = &q->dec;
+        hp = &q->m->lm;
+        w = &q->m->lm_w;
+    } else if (strcmp(arch, "moss") == 0) {
+        const ms_session *q = s->head.fsession;
+        dec = &q->dec;
+        hp = &q->m->lm;
+        w = &q->m->lm_w;
+    }
+    if (!dec) return;
     f->have = true;
-    f->prefill_ms = q->dec.prefill_ms;
-    f->n_steps = q->dec.n_steps;
-    f->step_ms = q->dec.n_steps > 0 ? q->dec.steps_ms / q->dec.n_steps : 0;
-    f->T_prompt = q->dec.last_T_prompt;
-    f->step_bytes = tr_clm_step_weight_bytes(&q->m->lm, &q->m->lm_w);
+    f->prefill_ms = dec->prefill_ms;
+    f->n_steps = dec->n_steps;
+    f->step_ms = dec->n_steps > 0 ? dec->steps_ms / dec->n_steps : 0;
+    f->T_prompt = dec->last_T_prompt;
+    f->step_bytes = tr_clm_step_weight_bytes(hp, w);
 }
 
 /* per transcription: at least this many calls and this much time (small

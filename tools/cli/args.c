@@ -59,6 +59,8 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --itn                 inverse text normalisation on\n"
             "      --diarize / --no-diarize  speaker attribution on/off\n"
             "      --spec-k-drafts N     speculative-decode draft length (-1 = default)\n"
+            "      --vocabulary \"a, b\"     names / jargon to expect (models with vocabulary hints)\n"
+            "      --vocabulary-file FILE    the same, one term per line (or comma-separated)\n"
             "  long audio:\n"
             "      --chunk MODE          auto (default): split a file at pauses when the model\n"
             "                            cannot take it in one call (a fixed output budget and\n"
@@ -202,6 +204,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "--batch",
                                              "--batch-size",
                                              "--initial-prompt",
+                                             "--vocabulary",
+                                             "--vocabulary-file",
                                              "--temperature",
                                              "--prompt-condition",
                                              "--stream-chunk-ms",
@@ -312,6 +316,10 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             o->batch_jsonl = true;
         } else if (IS1("--batch-size")) {
             INT_FLAG(0, 4096, o->batch_size);
+        } else if (IS1("--vocabulary")) {
+            o->vocabulary = val;
+        } else if (IS1("--vocabulary-file")) {
+            o->vocabulary_file = val;
         } else if (IS1("--initial-prompt")) {
             o->initial_prompt = val;
             o->whisper_any = true;

@@ -55,6 +55,11 @@ typedef struct cli_opts {
     enum transcribe_diarize_mode diarize;
     bool raw_tokens;
     int32_t spec_k_drafts;
+    /* vocabulary hints (vocab.c): the flags, then the parsed terms */
+    const char *vocabulary, *vocabulary_file;
+    const char **vocab; /* n_vocab terms pointing into vocab_arg / vocab_file */
+    int n_vocab;
+    char *vocab_arg, *vocab_file;
     /* whisper extension */
     bool whisper_any;
     const char *initial_prompt;
@@ -90,6 +95,10 @@ extern const char *const cli_vad_usage;
 /* args.c: parses argv; returns -1 to continue, otherwise the exit code. */
 int cli_parse(int argc, char **argv, cli_opts *o);
 void cli_usage(const char *argv0, FILE *f);
+/* vocab.c: the terms of --vocabulary and --vocabulary-file into o->vocab;
+ * false (error printed) when the file cannot be read. */
+bool cli_vocab_load(cli_opts *o);
+void cli_vocab_free(cli_opts *o);
 
 /* chunked.c: long audio split at pauses (README "Long audio"). */
 typedef struct cli_chunk_plan {

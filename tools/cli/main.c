@@ -651,6 +651,11 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
                 "ignored",
                 o->target_language);
     }
+    if (o->n_vocab > 0 && !transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--vocabulary: this model takes no vocabulary hints; the %d terms are ignored",
+                o->n_vocab);
+    }
     if (o->whisper_any && !transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
                                                              TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
@@ -690,6 +695,11 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
     rp->target_language = o->target_language;
     rp->keep_special_tags = o->raw_tokens;
     rp->spec_k_drafts = o->spec_k_drafts;
+    /* hints only where the model honours them (one warning above, not one per run) */
+    if (o->n_vocab > 0 && transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
+        rp->vocabulary = o->vocab;
+        rp->n_vocabulary = o->n_vocab;
+    }
     /* Whisper knobs attach only where the model takes them (cli.md §2.1). */
     if (o->whisper_any && transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
                                                             TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
@@ -750,7 +760,7 @@ int main(int argc, char **argv) {
         free(o.audio);
         return rc;
     }
-    char *model_path = resolve_model(&o);
+    char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
     struct transcribe_model *model = NULL;
     struct transcribe_vad_model *vad_model = NULL;
     struct transcribe_session *s = NULL;
@@ -856,5 +866,6 @@ done:
         rc = 1;
     }
     free(o.audio);
+    cli_vocab_free(&o);
     return check_stdout(rc);
 }

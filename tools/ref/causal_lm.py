@@ -199,6 +199,33 @@ def greedy(lm, x_prompt, eos, max_new=256, max_n_kv=None, kv_f16=False, n_ctx=No
     return gen, margins, logits0, gen[-1] != eos
 
 
+def random_blocks(W, r, L, H, I, Q, K, hd, out_scale, n_reserved=0, qk_norm=True, q_gain=None):
+    """Random decoder blocks into W ("dec.blocks.<l>.", draws from r in this
+    order): norms near 1, linear weights of unit fan-in variance (q times
+    q_gain), the attention output and FFN down scaled by out_scale and kept
+    out of the first n_reserved dims; qk_norm adds the Qwen3 q/k norms."""
+    for l in range(L):
+        p = "dec.blocks.%d." % l
+        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
+        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
+        if q_gain is None:
+            W[p + "attn.q.weight"] = r(Q, H) / math.sqrt(H)
+        else:
+            W[p + "attn.q.weight"] = r(Q, H) * q_gain / math.sqrt(H)
+        W[p + "attn.k.weight"] = r(K, H) / math.sqrt(H)
+        W[p + "attn.v.weight"] = r(K, H) / math.sqrt(H)
+        W[p + "attn.o.weight"] = r(H, Q) * out_scale / math.sqrt(Q)
+        if qk_norm:
+            W[p + "attn.q_norm.weight"] = 1 + 0.1 * r(hd)
+            W[p + "attn.k_norm.weight"] = 1 + 0.1 * r(hd)
+        W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
+        W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
+        W[p + "ffn.down.weight"] = r(H, I) * out_scale / math.sqrt(I)
+        if n_reserved:
+            W[p + "attn.o.weight"][:n_reserved] = 0
+            W[p + "ffn.down.weight"][:n_reserved] = 0
+
+
 def random_weights(cfg, gen, scale=1.0):
     """Plain random weights in the §2 layout (self-tests, Granite hooks)."""
     H, I, Q, K = cfg.hidden, cfg.intermediate, cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
@@ -206,20 +233,7 @@ def random_weights(cfg, gen, scale=1.0):
     W = {"dec.token_embd.weight": r(cfg.vocab, H), "dec.output_norm.weight": 1 + 0.1 * r(H)}
     if not cfg.tied:
         W["dec.output.weight"] = r(cfg.vocab, H)
-    for l in range(cfg.n_layers):
-        p = "dec.blocks.%d." % l
-        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
-        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
-        W[p + "attn.q.weight"] = r(Q, H) / math.sqrt(H)
-        W[p + "attn.k.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.v.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.o.weight"] = scale * r(H, Q) / math.sqrt(Q)
-        if cfg.qk_norm:
-            W[p + "attn.q_norm.weight"] = 1 + 0.1 * r(cfg.head_dim)
-            W[p + "attn.k_norm.weight"] = 1 + 0.1 * r(cfg.head_dim)
-        W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.down.weight"] = scale * r(H, I) / math.sqrt(I)
+    random_blocks(W, r, cfg.n_layers, H, I, Q, K, cfg.head_dim, scale, qk_norm=cfg.qk_norm)
     return W
 
 

@@ -27,7 +27,6 @@ usage:
 import argparse
 import math
 import os
-import struct
 import sys
 import time
 
@@ -37,6 +36,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import causal_lm as clm  # noqa: E402
 import gguf_writer as gw  # noqa: E402
+import llm_common as lc  # noqa: E402
 import mel_ref  # noqa: E402
 import tok_ref  # noqa: E402
 
@@ -131,12 +131,7 @@ EXTRA_PIECES = ts_marker_pieces() + ["Ġ_", "[Speaker 1]:", "Ġ[Speaker 2]:", "�
 # audio + mel (§5)
 # --------------------------------------------------------------------------
 
-def write_wav16(path, x):
-    pcm = np.clip(np.round(np.asarray(x) * 32768.0), -32768, 32767).astype("<i2").tobytes()
-    hdr = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVEfmt " + struct.pack(
-        "<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16) + b"data" + struct.pack("<I", len(pcm))
-    with open(path, "wb") as f:
-        f.write(hdr + pcm)
+write_wav16 = lc.write_wav16
 
 
 def htk_filterbank(sr=16000, n_fft=512, n_mels=80, fmin=0.0, fmax=8000.0):
@@ -548,8 +543,7 @@ def granite_greedy(lm, x_prompt, eos, max_pos, n_ctx_session=0, kv_f16=False):
 # weights
 # --------------------------------------------------------------------------
 
-def f16r(t):
-    return t.half().to(t.dtype)
+f16r = lc.f16r
 
 
 def build_encoder_weights(cfg, gen, dt):
@@ -614,7 +608,7 @@ def build_projector_weights(cfg, gen, dt):
 # residual dims reserved by the LM construction
 D_CONST, D_TS_MARK, D_SPK_MARK, D_TR_MARK, D_TS, D_SPK, D_TR = range(7)
 N_RESERVED = 7
-KAPPA, RHO, MU = 0.5, 1.0, 1.0
+KAPPA, RHO, MU = lc.KAPPA, lc.RHO, 1.0
 BRANCH_MARK = {"ts": (D_TS_MARK, D_TS, 0), "spk": (D_SPK_MARK, D_SPK, 2), "tr": (D_TR_MARK, D_TR, 4)}
 MARK_PIECE = {"ts": "ĠTimestamps", "spk": "Ġattribution", "tr": "Ġtranslate"}
 
@@ -643,17 +637,7 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, gains, alpha=24.0, beta=8.0):
     L = cfg["dec_layers"]
     Me, Mr = cfg["emb_mult"], cfg["res_mult"]
     r = lambda *s: torch.randn(*s, generator=gen, dtype=dt)
-    free = torch.arange(N_RESERVED, H)
-    nf = H - N_RESERVED
-    special = sorted({t for c in chains.values() for t in c})
-    assert len(special) <= nf, (len(special), nf)
-    R = torch.zeros(V, H, dtype=dt)
-    g = r(V, nf)
-    R[:, free] = g / g.norm(dim=1, keepdim=True)
-    qm, _ = torch.linalg.qr(r(nf, len(special)))
-    R[torch.tensor(special)[:, None], free[None, :]] = qm.T.to(dt)
-    E = RHO * R
-    E[:, D_CONST] = KAPPA
+    R, E, free = lc.successor_embeddings(r, V, H, N_RESERVED, chains, dt, D_CONST)
     for br, (dm, _, _) in BRANCH_MARK.items():
         if MARK_PIECE[br] in vocab.id:
             E[vocab.id[MARK_PIECE[br]], dm] = MU
@@ -662,41 +646,14 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, gains, alpha=24.0, beta=8.0):
     if not cfg["tied"]:
         W["dec.output.weight"] = f16r(E + 0.05 * r(V, H))
     out_scale = 0.25 / math.sqrt(2 * L * H) * Me / Mr  # sublayer noise ≈ 0.25 embedding units in all
-    for l in range(L):
-        p = "dec.blocks.%d." % l
-        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
-        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
-        W[p + "attn.q.weight"] = r(Q, H) * 4.0 / math.sqrt(H)  # scores ~ O(1) at the 1/head_dim scale
-        W[p + "attn.k.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.v.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.o.weight"] = r(H, Q) * out_scale / math.sqrt(Q)
-        W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.down.weight"] = r(H, I) * out_scale / math.sqrt(I)
-        W[p + "attn.o.weight"][:N_RESERVED] = 0
-        W[p + "ffn.down.weight"][:N_RESERVED] = 0
-    p = "dec.blocks.0."
+    # q × 4: scores ~ O(1) at the 1/head_dim scale
+    clm.random_blocks(W, r, L, H, I, Q, K, hd, out_scale, N_RESERVED, qk_norm=False, q_gain=4.0)
     j = hd // 2 - 1  # lowest RoPE frequency
-    g_qk = 3.0 * math.sqrt(cfg["head_dim"] * 16 * cfg["att_mult"]) if False else 6.0
+    g_qk = 6.0
     for br, (dm, ds, qh) in BRANCH_MARK.items():
-        kvh = qh // (nh // nkv)
-        W[p + "attn.q.weight"][qh * hd:(qh + 1) * hd] = 0
-        W[p + "attn.q.weight"][qh * hd + j, D_CONST] = g_qk
-        W[p + "attn.k.weight"][kvh * hd:(kvh + 1) * hd] = 0
-        W[p + "attn.k.weight"][kvh * hd + j, dm] = g_qk
-        W[p + "attn.v.weight"][kvh * hd] = 0
-        W[p + "attn.v.weight"][kvh * hd, dm] = 1.0
-        W[p + "attn.o.weight"][:, qh * hd] = 0
-        W[p + "attn.o.weight"][ds, qh * hd] = gains.get(br, 1.0)
-    p = "dec.blocks.%d." % (L - 1)
-    wn = W[p + "norm_ffn.weight"]
-    rms_pure = math.sqrt((KAPPA ** 2 + RHO ** 2) / H)
-    n = rms_pure / RHO
-    gate, up, down = W[p + "ffn.gate.weight"], W[p + "ffn.up.weight"], W[p + "ffn.down.weight"]
-    units = []
-    for br, seq in chains.items():
-        for a, b in zip(seq[:-1], seq[1:]):
-            units.append((a, b, br))
+        lc.switch_head(W, qh, qh // (nh // nkv), hd, j, D_CONST, dm, dm, ds, gains.get(br, 1.0), g_qk)
+    wn, n, gate, up, down = lc.ffn_unit_scale(W, L, H)
+    units = lc.edges(chains)
     assert len(units) <= I, (len(units), I)
     g_exp = 0.5 * alpha
     act = g_exp / (1 + math.exp(-g_exp))
@@ -712,10 +669,7 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, gains, alpha=24.0, beta=8.0):
         up[u, free] = n * ra[free] / wn[free]
         down[:, u] = 0
         down[free, u] = beta * R[b, free] / act * Me / Mr
-    for k in list(W):
-        if k.endswith(("attn.q.weight", "attn.k.weight", "attn.v.weight", "attn.o.weight",
-                       "ffn.gate.weight", "ffn.up.weight", "ffn.down.weight")):
-            W[k] = f16r(W[k])
+    lc.round_linear(W)
     return W, units
 
 
@@ -824,7 +778,7 @@ def tensor_order(cfg, untied=None):
     return names
 
 
-FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}
+FILE_TYPE = lc.FILE_TYPE
 
 
 def ggml_type_for(name, shape, mode):
@@ -1042,8 +996,7 @@ def build(cfg, vocab, stk, dt):
     return Wenc, Wproj, Wdec, chains
 
 
-def npsave(path, a, dtype=np.float32):
-    np.save(path, np.ascontiguousarray(np.asarray(a), dtype=dtype))
+npsave = lc.npsave
 
 
 def fmt_rows(res):

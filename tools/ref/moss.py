@@ -33,6 +33,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import causal_lm as clm  # noqa: E402
 import gguf_writer as gw  # noqa: E402
+import llm_common as lc  # noqa: E402
 import mel_ref  # noqa: E402
 import tok_ref  # noqa: E402
 import whisper  # noqa: E402
@@ -571,13 +572,10 @@ def apply_policy(p, diarize_on, timestamps_none):
 # weights
 # ---------------------------------------------------------------------------
 
-def f16r(t):
-    return t.half().to(t.dtype)
-
-
+f16r = lc.f16r
 D_CONST, D_FLAG, D_SWITCH, D_AUDIO = 0, 1, 2, 3
 N_RESERVED = 4
-KAPPA, RHO = 0.5, 1.0
+KAPPA, RHO = lc.KAPPA, lc.RHO
 
 
 def build_encoder_weights(cfg, gen, dt):
@@ -652,55 +650,16 @@ def build_lm_weights(cfg, chains, gen, dt, switch_gain, alpha=24.0, beta=8.0):
     Q, K = nh * hd, nkv * hd
     L = cfg["dec_layers"]
     r = lambda *s: torch.randn(*s, generator=gen, dtype=dt)
-    free = torch.arange(N_RESERVED, H)
-    nf = H - N_RESERVED
-    special = sorted({t for c in chains.values() for t in c})
-    assert len(special) <= nf, (len(special), nf)
-    R = torch.zeros(V, H, dtype=dt)
-    g = r(V, nf)
-    R[:, free] = g / g.norm(dim=1, keepdim=True)
-    qm, _ = torch.linalg.qr(r(nf, len(special)))
-    R[torch.tensor(special)[:, None], free[None, :]] = qm.T.to(dt)
-    E = RHO * R
-    E[:, D_CONST] = KAPPA
+    R, E, free = lc.successor_embeddings(r, V, H, N_RESERVED, chains, dt, D_CONST)
     W = {"dec.token_embd.weight": f16r(E), "dec.output_norm.weight": 2.0 * (1 + 0.1 * r(H))}
     out_scale = 0.25 / math.sqrt(2 * L * H)
-    for l in range(L):
-        p = "dec.blocks.%d." % l
-        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
-        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
-        W[p + "attn.q.weight"] = r(Q, H) / math.sqrt(H)
-        W[p + "attn.k.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.v.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.o.weight"] = r(H, Q) * out_scale / math.sqrt(Q)
-        W[p + "attn.q_norm.weight"] = 1 + 0.1 * r(hd)
-        W[p + "attn.k_norm.weight"] = 1 + 0.1 * r(hd)
-        W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.down.weight"] = r(H, I) * out_scale / math.sqrt(I)
-        W[p + "attn.o.weight"][:N_RESERVED] = 0
-        W[p + "ffn.down.weight"][:N_RESERVED] = 0
-    p = "dec.blocks.0."
+    clm.random_blocks(W, r, L, H, I, Q, K, hd, out_scale, N_RESERVED)
     j = hd // 2 - 1  # lowest RoPE frequency
-    W[p + "attn.q.weight"][:hd] = 0
-    W[p + "attn.q.weight"][j, D_CONST] = 1.0
-    W[p + "attn.k.weight"][:hd] = 0
-    W[p + "attn.k.weight"][j, D_AUDIO] = 1.0
-    W[p + "attn.v.weight"][0] = 0
-    W[p + "attn.v.weight"][0, D_FLAG] = 1.0
-    W[p + "attn.q_norm.weight"][j] = 3.0
-    W[p + "attn.k_norm.weight"][j] = 3.0
-    W[p + "attn.o.weight"][:, 0] = 0
-    W[p + "attn.o.weight"][D_SWITCH, 0] = switch_gain
-    p = "dec.blocks.%d." % (L - 1)
-    wn = W[p + "norm_ffn.weight"]
-    rms_pure = math.sqrt((KAPPA ** 2 + RHO ** 2) / H)
-    n = rms_pure / RHO
-    gate, up, down = W[p + "ffn.gate.weight"], W[p + "ffn.up.weight"], W[p + "ffn.down.weight"]
-    units = []
-    for br, seq in chains.items():
-        for a, b in zip(seq[:-1], seq[1:]):
-            units.append((a, b, br))
+    lc.switch_head(W, 0, 0, hd, j, D_CONST, D_AUDIO, D_FLAG, D_SWITCH, switch_gain)
+    W["dec.blocks.0.attn.q_norm.weight"][j] = 3.0
+    W["dec.blocks.0.attn.k_norm.weight"][j] = 3.0
+    wn, n, gate, up, down = lc.ffn_unit_scale(W, L, H)
+    units = lc.edges(chains)
     assert len(units) <= I, (len(units), I)
     tau = 0.75
     for u, (a, b, br) in enumerate(units):
@@ -715,10 +674,7 @@ def build_lm_weights(cfg, chains, gen, dt, switch_gain, alpha=24.0, beta=8.0):
         act = g_exp / (1 + math.exp(-g_exp))
         down[:, u] = 0
         down[free, u] = beta * R[b, free] / act
-    for k in list(W):
-        if k.endswith(("attn.q.weight", "attn.k.weight", "attn.v.weight", "attn.o.weight",
-                       "ffn.gate.weight", "ffn.up.weight", "ffn.down.weight")):
-            W[k] = f16r(W[k])
+    lc.round_linear(W)
     return W, units
 
 
@@ -827,7 +783,7 @@ def build(cfg, vocab, clips, fb, win, dt, loop=False):
 # GGUF (§2, §3)
 # ---------------------------------------------------------------------------
 
-FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}
+FILE_TYPE = lc.FILE_TYPE
 ENC_BLOCK = ["norm_attn.weight", "norm_attn.bias", "attn.q.weight", "attn.q.bias", "attn.k.weight",
              "attn.v.weight", "attn.v.bias", "attn.out.weight", "attn.out.bias", "norm_ffn.weight",
              "norm_ffn.bias", "ffn.fc1.weight", "ffn.fc1.bias", "ffn.fc2.weight", "ffn.fc2.bias"]
@@ -986,13 +942,7 @@ HOT_TERMS = ["Kubernetes", " Anthropic ", "", "Dr. Nguyen"]
 LONG_TERMS = ["Kubernetes", "Anthropic", "Dr. Nguyen"] + ["term%03d" % i for i in range(400)]
 
 
-def write_wav16(path, x):
-    import struct
-    pcm = np.clip(np.round(np.asarray(x) * 32768.0), -32768, 32767).astype("<i2").tobytes()
-    hdr = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVEfmt " + struct.pack(
-        "<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16) + b"data" + struct.pack("<I", len(pcm))
-    with open(path, "wb") as f:
-        f.write(hdr + pcm)
+write_wav16 = lc.write_wav16
 
 
 def load_clips(data_dir, shared):
@@ -1006,10 +956,7 @@ def load_clips(data_dir, shared):
     return out
 
 
-def npsave(path, a, dtype=np.float32):
-    if isinstance(a, torch.Tensor):
-        a = a.double().numpy()
-    np.save(path, np.ascontiguousarray(np.asarray(a), dtype=dtype))
+npsave = lc.npsave
 
 
 def fmt_segments(kind, segs, spk):

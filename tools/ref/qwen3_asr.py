@@ -28,7 +28,6 @@ usage:
 import argparse
 import math
 import os
-import struct
 import sys
 import time
 
@@ -38,6 +37,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import causal_lm as clm  # noqa: E402
 import gguf_writer as gw  # noqa: E402
+import llm_common as lc  # noqa: E402
 import mel_ref  # noqa: E402
 import tok_ref  # noqa: E402
 
@@ -87,12 +87,7 @@ TEXT_B = ("Whole Earth catalog: access to new tools and ideas, so stay hungry. "
 # audio + mel (§5)
 # --------------------------------------------------------------------------
 
-def write_wav16(path, x):
-    pcm = np.clip(np.round(np.asarray(x) * 32768.0), -32768, 32767).astype("<i2").tobytes()
-    hdr = b"RIFF" + struct.pack("<I", 36 + len(pcm)) + b"WAVEfmt " + struct.pack(
-        "<IHHIIHH", 16, 1, 1, 16000, 32000, 2, 16) + b"data" + struct.pack("<I", len(pcm))
-    with open(path, "wb") as f:
-        f.write(hdr + pcm)
+write_wav16 = lc.write_wav16
 
 
 def frontend_buffers(n_mels=128):
@@ -282,9 +277,7 @@ def parse_output(vocab, gen, eos, forced):
 # weights
 # --------------------------------------------------------------------------
 
-def f16r(t):
-    """Round to F16-representable values (F32 and F16 files then hold the same math)."""
-    return t.half().to(t.dtype)
+f16r = lc.f16r
 
 
 def build_encoder_weights(cfg, gen, dt):
@@ -321,7 +314,7 @@ def build_encoder_weights(cfg, gen, dt):
 # residual dims reserved by the construction
 D_CONST, D_FLAG, D_SWITCH, D_AUDIO, D_FR_MARK, D_FR_SWITCH = 0, 1, 2, 3, 4, 5
 N_RESERVED = 6
-KAPPA, RHO = 0.5, 1.0
+KAPPA, RHO = lc.KAPPA, lc.RHO
 
 
 def calibrate_projector(W, z_a, z_b):
@@ -366,69 +359,22 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, fr_gain, alpha=24
     Q, K = nh * hd, nkv * hd
     L = cfg["dec_layers"]
     r = lambda *s: torch.randn(*s, generator=gen, dtype=dt)
-    free = torch.arange(N_RESERVED, H)
-    nf = H - N_RESERVED
-    special = sorted({t for c in chains.values() for t in c})
-    assert len(special) <= nf
-    R = torch.zeros(V, H, dtype=dt)
-    g = r(V, nf)
-    R[:, free] = g / g.norm(dim=1, keepdim=True)
-    qm, _ = torch.linalg.qr(r(nf, len(special)))
-    R[torch.tensor(special)[:, None], free[None, :]] = qm.T.to(dt)
-    E = RHO * R
-    E[:, D_CONST] = KAPPA
+    R, E, free = lc.successor_embeddings(r, V, H, N_RESERVED, chains, dt, D_CONST)
     E[vocab.id["ĠFrench"], D_FR_MARK] = 1.0
     W = {"dec.token_embd.weight": f16r(E), "dec.output_norm.weight": 2.0 * (1 + 0.1 * r(H))}
     # sublayer outputs are noise of norm ≈ 0.25/sqrt(2L) each (≈ 0.25 in all, vs |E_t| ≈ 1.1)
     out_scale = 0.25 / math.sqrt(2 * L * H)
-    for l in range(L):
-        p = "dec.blocks.%d." % l
-        W[p + "norm_attn.weight"] = 1 + 0.1 * r(H)
-        W[p + "norm_ffn.weight"] = 1 + 0.1 * r(H)
-        W[p + "attn.q.weight"] = r(Q, H) / math.sqrt(H)
-        W[p + "attn.k.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.v.weight"] = r(K, H) / math.sqrt(H)
-        W[p + "attn.o.weight"] = r(H, Q) * out_scale / math.sqrt(Q)
-        W[p + "attn.q_norm.weight"] = 1 + 0.1 * r(hd)
-        W[p + "attn.k_norm.weight"] = 1 + 0.1 * r(hd)
-        W[p + "ffn.gate.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.up.weight"] = r(I, H) / math.sqrt(H)
-        W[p + "ffn.down.weight"] = r(H, I) * out_scale / math.sqrt(I)
-        W[p + "attn.o.weight"][:N_RESERVED] = 0
-        W[p + "ffn.down.weight"][:N_RESERVED] = 0
+    clm.random_blocks(W, r, L, H, I, Q, K, hd, out_scale, N_RESERVED)
     # layer 0 head 0: the audio switch
-    p = "dec.blocks.0."
     j = hd // 2 - 1  # lowest RoPE frequency: rotation ≈ pos * θ^(-(hd-2)/hd)
-    W[p + "attn.q.weight"][:hd] = 0
-    W[p + "attn.q.weight"][j, D_CONST] = 1.0
-    W[p + "attn.k.weight"][:hd] = 0
-    W[p + "attn.k.weight"][j, D_AUDIO] = 1.0
-    W[p + "attn.v.weight"][0] = 0
-    W[p + "attn.v.weight"][0, D_FLAG] = 1.0
-    W[p + "attn.q_norm.weight"][j] = 3.0
-    W[p + "attn.k_norm.weight"][j] = 3.0
-    W[p + "attn.o.weight"][:, 0] = 0
-    W[p + "attn.o.weight"][D_SWITCH, 0] = switch_gain
+    lc.switch_head(W, 0, 0, hd, j, D_CONST, D_AUDIO, D_FLAG, D_SWITCH, switch_gain)
+    W["dec.blocks.0.attn.q_norm.weight"][j] = 3.0
+    W["dec.blocks.0.attn.k_norm.weight"][j] = 3.0
     # layer 0 query head 2 (KV head 2 // (nh/nkv)): the French switch
-    qh, kvh = 2, 2 // (nh // nkv)
-    W[p + "attn.q.weight"][qh * hd:(qh + 1) * hd] = 0
-    W[p + "attn.q.weight"][qh * hd + j, D_CONST] = 1.0
-    W[p + "attn.k.weight"][kvh * hd:(kvh + 1) * hd] = 0
-    W[p + "attn.k.weight"][kvh * hd + j, D_FR_MARK] = 1.0
-    W[p + "attn.v.weight"][kvh * hd] = 0
-    W[p + "attn.v.weight"][kvh * hd, D_FR_MARK] = 1.0
-    W[p + "attn.o.weight"][:, qh * hd] = 0
-    W[p + "attn.o.weight"][D_FR_SWITCH, qh * hd] = fr_gain
+    lc.switch_head(W, 2, 2 // (nh // nkv), hd, j, D_CONST, D_FR_MARK, D_FR_MARK, D_FR_SWITCH, fr_gain)
     # last layer FFN: the successor machine
-    p = "dec.blocks.%d." % (L - 1)
-    wn = W[p + "norm_ffn.weight"]
-    rms_pure = math.sqrt((KAPPA ** 2 + RHO ** 2) / H)
-    n = rms_pure / RHO
-    gate, up, down = W[p + "ffn.gate.weight"], W[p + "ffn.up.weight"], W[p + "ffn.down.weight"]
-    units = []
-    for br, seq in chains.items():
-        for a, b in zip(seq[:-1], seq[1:]):
-            units.append((a, b, 0 if br == "header" else br))
+    wn, n, gate, up, down = lc.ffn_unit_scale(W, L, H)
+    units = lc.edges(chains, lambda br: 0 if br == "header" else br)
     fr = 2  # branch tag of the French units
     assert len(units) <= I
     units = [(a, b, fr if br == "fr" else br) for a, b, br in units]
@@ -450,10 +396,7 @@ def build_lm_weights(cfg, vocab, chains, gen, dt, switch_gain, fr_gain, alpha=24
         act = g_exp / (1 + math.exp(-g_exp))
         down[:, u] = 0
         down[free, u] = beta * R[b, free] / act
-    for k in list(W):
-        if k.endswith(("attn.q.weight", "attn.k.weight", "attn.v.weight", "attn.o.weight",
-                       "ffn.gate.weight", "ffn.up.weight", "ffn.down.weight")):
-            W[k] = f16r(W[k])
+    lc.round_linear(W)
     return W, units
 
 
@@ -541,7 +484,7 @@ def tensor_order(cfg, untied=False):
     return names
 
 
-FILE_TYPE = {"F32": 0, "F16": 1, "Q8_0": 7}
+FILE_TYPE = lc.FILE_TYPE
 
 
 def ggml_type_for(name, arr_shape, mode):
@@ -725,8 +668,7 @@ def check_readback(path, tensors, cfg, mode, untied=False):
     return kv, ts
 
 
-def npsave(path, a, dtype=np.float32):
-    np.save(path, np.ascontiguousarray(np.asarray(a), dtype=dtype))
+npsave = lc.npsave
 
 
 def goldens(cfg, vocab, Wenc, Wdec, mels, samples, out, log):

@@ -14,14 +14,6 @@
 
 TR_CLM_FAMILY_SESSION(gs, "granite_speech")
 
-typedef struct abort_ctx {
-    const tr_run_ctx *ctx;
-} abort_ctx;
-
-static bool should_abort(void *user) {
-    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
-}
-
 /* §9 gate: T_prompt + 256 must fit the ceiling. */
 static transcribe_status gate(const gs_session *s, int n_samples, const gs_prompt *pr,
                               int *T_prompt) {
@@ -148,12 +140,11 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
     if (st == TRANSCRIBE_OK) {
         /* up to min(256, ceiling − T) non-EOS tokens, then one more EOS decision */
         const int steps = run_steps(s, T_prompt);
-        abort_ctx ac = {ctx};
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = steps + 1,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = should_abort,
-                                 .abort_user = &ac};
+                                 .should_abort = tr_run_abort_poll,
+                                 .abort_user = ctx};
         int n_out = 0;
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, T_prompt, s->last_ids, &n_out);
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out > steps) n_out = steps;
@@ -217,8 +208,8 @@ transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int
     }
     double t0 = tr_time_ms(), prefill_ms = 0;
     if (st == TRANSCRIBE_OK && n_valid > 0) {
-        abort_ctx ac = {&ctxs[0]};
-        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = should_abort, .abort_user = &ac};
+        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = tr_run_abort_poll,
+                                 .abort_user = &ctxs[0]};
         st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
     }
     s->dec.prefill_ms = prefill_ms;

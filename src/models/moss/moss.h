@@ -18,6 +18,7 @@
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 
+struct gguf_file;
 struct tr_tokenizer;
 
 #define MS_GEN_RESERVE   256  /* §9: output reserve of the input gate */
@@ -42,6 +43,13 @@ typedef struct ms_model {
     int marker_every; /* seconds */
     bool markers;
 
+    /* vocabulary hints (moss_hotwords.c): the instruction text whose ids are
+     * suffix[instr_off .. instr_off + instr_n); NULL when the file has no
+     * usable split (hints off) */
+    char *instruction;
+    int instr_off, instr_n;
+    bool instr_zh; /* CJK instruction: the Chinese separator */
+
     int n_chunk; /* samples per chunk (stt.frontend.n_samples) */
     tr_mel_config mel;
     struct tr_tokenizer *tok;
@@ -52,19 +60,13 @@ typedef struct ms_model {
 
 typedef struct ms_session {
     const ms_model *m;
-    tr_pool *pool;
-    int ceiling; /* min(max_position_embeddings, session n_ctx) */
-    bool kv_f16;
-    bool repeat_guard; /* nn/greedy.h guard, on by default (README) */
-    tr_clm_state *lm;
+    tr_clm_session dec; /* pool, ceiling, KV type, LM state, logits, prefill / step timings */
+    bool repeat_guard;  /* nn/greedy.h guard, on by default (README) */
     tr_whenc_work enc_work;
-    float *mel;     /* [n_mels][3000] one chunk */
     float *enc_out; /* [1500][D] one chunk */
     /* the latest single run, for the tests */
     int32_t *last_ids;
     int n_last, cap_last;
-    int last_T_prompt;
-    float *last_logits; /* prefill logits [n_vocab] */
 } ms_session;
 
 TR_FAMILY_DECLARE(ms);
@@ -75,6 +77,21 @@ int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples);
  * absolute position of each audio row (malloc'ed, T_enc long). */
 transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
                                   int **audio_pos);
+/* The same with vocabulary hints: terms (n_terms, may be 0) re-render the
+ * instruction where the file allows it, fitted so that the prompt plus the
+ * §9 wanted budget max(256, 2·T_enc + 128) stays within ceiling; *n_used
+ * (optional) gets the number of terms kept. */
+transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
+                                      int n_terms, int ceiling, int32_t **ids, int *n,
+                                      int **audio_pos, int *n_used);
+/* Reads the optional instruction split (hints stay off, with a warning, when
+ * it is malformed or does not reproduce the baked ids). */
+transcribe_status ms_hotwords_load(const struct gguf_file *f, ms_model *m);
+/* The suffix for terms fitted to room suffix ids: malloc'ed in *suffix with
+ * *n_used terms, or NULL (use the baked suffix) when no term fits, the
+ * hints are off or there are no terms. */
+transcribe_status ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
+                                    int64_t room, int32_t **suffix, int *n_suffix, int *n_used);
 /* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
  * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
  * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */

@@ -13,11 +13,11 @@ static transcribe_status fam_run_batch(void *session, const float *const *pcm, c
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const ms_session *s = session;
     const ms_model *m = s->m;
-    int64_t tokens = (int64_t)s->ceiling - m->n_prefix - m->n_suffix - MS_GEN_RESERVE;
+    int64_t tokens = (int64_t)s->dec.ceiling - m->n_prefix - m->n_suffix - MS_GEN_RESERVE;
     int64_t ms_per_tok = (int64_t)m->mel.hop_length * 2 * m->merge * 1000 / m->mel.sample_rate;
-    out->effective_n_ctx = s->ceiling;
+    out->effective_n_ctx = s->dec.ceiling;
     out->effective_max_audio_ms = tokens > 0 ? tokens * ms_per_tok : 0;
-    out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(&m->lm, s->kv_f16) * s->ceiling;
+    out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(&m->lm, s->dec.kv_f16) * s->dec.ceiling;
 }
 
 const tr_family tr_family_moss = {

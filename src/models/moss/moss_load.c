@@ -67,13 +67,7 @@ static transcribe_status read_lm_keys(const gguf_file *f, ms_model *m) {
     if ((st = req_u32(f, "stt.moss.adaptor.input_dim", 1, 1 << 20, &in_dim))) return st;
     if ((st = req_u32(f, "stt.moss.audio_merge_size", 1, 64, &m->merge))) return st;
 #define DK "stt.moss.decoder."
-    if ((st = req_u32(f, DK "n_layers", 1, 1024, &hp->n_layer))) return st;
-    if ((st = req_u32(f, DK "hidden_size", 1, 1 << 16, &hp->d_model))) return st;
-    if ((st = req_u32(f, DK "intermediate_size", 1, 1 << 20, &hp->d_ffn))) return st;
-    if ((st = req_u32(f, DK "n_heads", 1, 1024, &hp->n_head))) return st;
-    if ((st = req_u32(f, DK "n_kv_heads", 1, 1024, &hp->n_head_kv))) return st;
-    if ((st = req_u32(f, DK "head_dim", 2, 4096, &hp->head_dim))) return st;
-    if ((st = req_str_is(f, DK "hidden_act", "silu", "swish"))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
     if ((st = req_f32_pos(f, DK "rms_norm_eps", &hp->eps))) return st;
     if ((st = req_f32_pos(f, DK "rope_theta", &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
@@ -141,18 +135,13 @@ static transcribe_status read_prompt_keys(const gguf_file *f, ms_model *m) {
 
 static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
     transcribe_status st;
-    int v, sr, hop;
+    int v;
     float x;
+    if ((st = tr_mel_check_stft_keys(f, "moss", m->enc.n_mels))) return st;
+    tr_mel_config_whisper(&m->mel, m->enc.n_mels);
+    if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
+    const int sr = m->mel.sample_rate;
 #define FK "stt.frontend."
-    if ((st = req_str_is(f, FK "type", "mel", NULL))) return st;
-    if ((st = req_u32(f, FK "num_mels", 1, 4096, &v))) return st;
-    if (v != m->enc.n_mels)
-        return tr_gguf_key_error(FK "num_mels", "UINT32", "%d != encoder num_mel_bins %d", v,
-                                 m->enc.n_mels);
-    if ((st = req_u32(f, FK "sample_rate", 16000, 16000, &sr))) return st;
-    if ((st = req_u32(f, FK "n_fft", 2, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "win_length", 1, 1 << 16, &v))) return st;
-    if ((st = req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
     if ((st = req_str_is(f, FK "window", "hann_periodic", NULL))) return st;
     if ((st = req_str_is(f, FK "normalize", "per_utterance", NULL))) return st;
     if ((st = tr_gguf_req_f32(f, FK "dither", &x))) return st;
@@ -168,8 +157,6 @@ static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
         return tr_gguf_key_error("stt.frontend.n_samples", "UINT32",
                                  "%d samples per chunk; only 30 s chunks (%d) are supported",
                                  m->n_chunk, 30 * sr);
-    tr_mel_config_whisper(&m->mel, m->enc.n_mels);
-    if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
     if (m->mel.pad_mode != TR_PAD_REFLECT || m->mel.normalize != TR_NORM_PER_UTTERANCE) {
         TR_ERROR("moss: the front end must use reflect padding and per-utterance normalisation");
         return ERR_GGUF;
@@ -280,7 +267,8 @@ static transcribe_status read_tensors(const gguf_file *f, ms_model *m) {
 
 /* ---- model ---- */
 
-static transcribe_status load_gguf(const gguf_file *f, ms_model *m) {
+static transcribe_status load_gguf(const gguf_file *f, void *model) {
+    ms_model *m = model;
     transcribe_status st;
     if ((st = req_str_is(f, "general.architecture", "moss", NULL))) return st;
     if ((st = read_encoder_keys(f, m))) return st;
@@ -289,32 +277,19 @@ static transcribe_status load_gguf(const gguf_file *f, ms_model *m) {
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_prompt_keys(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
+    if ((st = ms_hotwords_load(f, m))) return st;
     bool diar;
     if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
     if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
         return st;
-    return read_tensors(f, m);
-}
-
-transcribe_status ms_model_load(const tr_load_ctx *lc, ms_model **out) {
-    *out = NULL;
-    if (!lc->gguf) {
-        TR_ERROR("moss: only GGUF files are supported");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    ms_model *m = calloc(1, sizeof *m);
-    if (!m) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = load_gguf(lc->gguf, m);
-    if (st != TRANSCRIBE_OK) {
-        ms_model_free(m);
-        return st;
-    }
+    if ((st = read_tensors(f, m))) return st;
     TR_INFO("moss: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d, prompt %d+%d)",
             m->variant, m->enc.n_layers, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
             m->lm.n_head_kv, m->lm.n_vocab, m->n_prefix, m->n_suffix);
-    *out = m;
     return TRANSCRIBE_OK;
 }
+
+TR_FAMILY_GGUF_LOAD(ms, "moss", load_gguf)
 
 void ms_model_free(ms_model *m) {
     if (!m) return;
@@ -325,6 +300,7 @@ void ms_model_free(ms_model *m) {
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
     free(m->variant);
+    free(m->instruction);
     free(m);
 }
 
@@ -337,6 +313,7 @@ void ms_model_describe(const ms_model *m, tr_model_desc *desc) {
     c->max_audio_ms = 0; /* §9: not advertised; the session limits give the basis */
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
     desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
     desc->variant = m->variant;
     desc->tokenizer = NULL; /* MOSS never encodes text (§4) */
 }

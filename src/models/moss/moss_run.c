@@ -23,43 +23,30 @@ static int chunk_frames(const ms_model *m) {
     return m->n_chunk / m->mel.hop_length;
 }
 
-transcribe_status ms_session_create(const ms_model *m, const tr_session_cfg *cfg,
-                                    ms_session **out) {
-    *out = NULL;
-    ms_session *s = calloc(1, sizeof *s);
-    if (!s) return TRANSCRIBE_ERR_OOM;
-    s->m = m;
-    s->pool = cfg ? cfg->pool : NULL;
-    s->ceiling = m->max_pos;
-    if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->ceiling) s->ceiling = cfg->n_ctx;
-    /* AUTO and F16 store F16 (upstream default), F32 only when asked */
-    s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+/* The decoder half (nn/causal_lm) plus the encoder's per-chunk buffers. */
+static transcribe_status ms_setup(ms_session *s, const tr_session_cfg *cfg) {
+    const ms_model *m = s->m;
+    transcribe_status st = tr_clm_session_init(&s->dec, "moss", &m->lm, &m->lm_w, m->max_pos,
+                                               cfg->pool, cfg->n_ctx, cfg->kv_type);
+    if (st != TRANSCRIBE_OK) return st;
     s->repeat_guard = true;
     const int T = chunk_frames(m);
-    s->lm = tr_clm_state_new(&m->lm, &m->lm_w, s->kv_f16);
-    s->last_logits = malloc((size_t)m->lm.n_vocab * sizeof(float));
-    s->mel = NULL;
     s->enc_out = malloc((size_t)(T / 2) * (size_t)m->enc.d_model * sizeof(float));
-    bool ok = tr_whenc_work_init(&s->enc_work, &m->enc, T);
-    if (!ok || !s->lm || !s->last_logits || !s->enc_out) {
+    if (!tr_whenc_work_init(&s->enc_work, &m->enc, T) || !s->enc_out) {
         TR_ERROR("moss: out of memory allocating a session");
-        ms_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
-    *out = s;
     return TRANSCRIBE_OK;
 }
 
-void ms_session_free(ms_session *s) {
-    if (!s) return;
-    tr_clm_state_free(s->lm);
+static void ms_release(ms_session *s) {
+    tr_clm_session_release(&s->dec);
     tr_whenc_work_free(&s->enc_work);
-    free(s->last_logits);
-    free(s->mel);
     free(s->enc_out);
     free(s->last_ids);
-    free(s);
 }
+
+TR_FAMILY_SESSION(ms, ms_setup, ms_release)
 
 /* ---- §5 lengths and §7 prompt ---- */
 
@@ -119,26 +106,51 @@ static int64_t prompt_len(const ms_model *m, int64_t T_enc) {
     return m->n_prefix + build_span(m, T_enc, NULL, NULL) + m->n_suffix;
 }
 
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
-                                  int **audio_pos) {
+/* The §9 generation budget wanted for T_enc audio rows. */
+static int64_t wanted_budget(int64_t T_enc) {
+    const int64_t want = 2 * T_enc + 128;
+    return want < MS_GEN_RESERVE ? MS_GEN_RESERVE : want;
+}
+
+transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
+                                      int n_terms, int ceiling, int32_t **ids, int *n,
+                                      int **audio_pos, int *n_used) {
     *ids = NULL;
     *audio_pos = NULL;
-    const int64_t T = prompt_len(m, T_enc);
+    if (n_used) *n_used = 0;
+    const int64_t span_len = build_span(m, T_enc, NULL, NULL);
+    int32_t *hot = NULL;
+    int n_hot = 0, used = 0;
+    transcribe_status st = ms_hotword_suffix(
+        m, terms, n_terms, (int64_t)ceiling - wanted_budget(T_enc) - m->n_prefix - span_len, &hot,
+        &n_hot, &used);
+    if (st != TRANSCRIBE_OK) return st;
+    const int32_t *suffix = hot ? hot : m->suffix;
+    const int n_suffix = hot ? n_hot : m->n_suffix;
+    const int64_t T = m->n_prefix + span_len + n_suffix;
     *ids = malloc((size_t)T * sizeof **ids);
     *audio_pos = malloc(((size_t)T_enc + 1) * sizeof **audio_pos);
     if (!*ids || !*audio_pos) {
         free(*ids);
         free(*audio_pos);
+        free(hot);
         *ids = NULL;
         *audio_pos = NULL;
         return TRANSCRIBE_ERR_OOM;
     }
     memcpy(*ids, m->prefix, (size_t)m->n_prefix * sizeof **ids);
-    int64_t span = build_span(m, T_enc, *ids + m->n_prefix, *audio_pos);
+    build_span(m, T_enc, *ids + m->n_prefix, *audio_pos);
     for (int i = 0; i < T_enc; i++) (*audio_pos)[i] += m->n_prefix;
-    memcpy(*ids + m->n_prefix + span, m->suffix, (size_t)m->n_suffix * sizeof **ids);
+    memcpy(*ids + m->n_prefix + span_len, suffix, (size_t)n_suffix * sizeof **ids);
+    free(hot);
     *n = (int)T;
+    if (n_used) *n_used = used;
     return TRANSCRIBE_OK;
+}
+
+transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+                                  int **audio_pos) {
+    return ms_build_prompt_hot(m, T_enc, NULL, 0, 0, ids, n, audio_pos, NULL);
 }
 
 /* ---- §5, §6 encoder, merge, adaptor ---- */
@@ -165,14 +177,14 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
         const int64_t len = n_samples - start < m->n_chunk ? n_samples - start : m->n_chunk;
         float *mel = NULL;
         int n_frames = 0;
-        st = tr_mel_whisper(&m->mel, pcm + start, len, s->pool, &mel, &n_frames);
+        st = tr_mel_whisper(&m->mel, pcm + start, len, s->dec.pool, &mel, &n_frames);
         if (st == TRANSCRIBE_OK && n_frames != chunk_frames(m)) {
             TR_ERROR("moss: chunk front end gave %d frames, expected %d", n_frames,
                      chunk_frames(m));
             st = TRANSCRIBE_ERR_GGUF;
         }
         if (st == TRANSCRIBE_OK) {
-            tr_whenc_forward(s->pool, &m->enc, &s->enc_work, mel, n_frames, s->enc_out);
+            tr_whenc_forward(s->dec.pool, &m->enc, &s->enc_work, mel, n_frames, s->enc_out);
             const int64_t keep = tokens_of_chunk(m, len) * R;
             memcpy(trim + row * D, s->enc_out, (size_t)keep * D * sizeof(float));
             row += keep;
@@ -181,10 +193,10 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
     }
     if (st == TRANSCRIBE_OK) {
         /* merged row j = rows Rj..Rj+R-1 side by side: the same memory */
-        tr_nn_linear_fwd(s->pool, &m->fc1, trim, (int)T, h);
+        tr_nn_linear_fwd(s->dec.pool, &m->fc1, trim, (int)T, h);
         tr_silu(h, (long)T * H);
-        tr_nn_linear_fwd(s->pool, &m->fc2, h, (int)T, y);
-        tr_layer_norm(s->pool, y, y, (int)T, H, m->norm_out.w, m->norm_out.b, m->lm.eps);
+        tr_nn_linear_fwd(s->dec.pool, &m->fc2, h, (int)T, y);
+        tr_layer_norm(s->dec.pool, y, y, (int)T, H, m->norm_out.w, m->norm_out.b, m->lm.eps);
         *out = y;
         *T_enc = (int)T;
         y = NULL;
@@ -202,14 +214,8 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
 
 transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
     (void)m;
-    if (p->family) {
-        TR_ERROR("moss: this family takes no run extension");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
-        TR_ERROR("moss: translation is not supported (transcription only)");
-        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
-    }
+    transcribe_status st = tr_family_check_transcribe_only("moss", p);
+    if (st != TRANSCRIBE_OK) return st;
     if (p->timestamps == TRANSCRIBE_TIMESTAMPS_WORD ||
         p->timestamps == TRANSCRIBE_TIMESTAMPS_TOKEN) {
         TR_ERROR("moss: only segment timestamps are produced");
@@ -241,19 +247,10 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
 
 /* ---- one utterance (§9) ---- */
 
-typedef struct abort_ctx {
-    const tr_run_ctx *ctx;
-} abort_ctx;
-
-static bool should_abort(void *user) {
-    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
-}
-
 /* The generation budget of §9 for a prompt of T_prompt tokens. */
 static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
-    int64_t want = 2 * T_enc + 128;
-    if (want < MS_GEN_RESERVE) want = MS_GEN_RESERVE;
-    int64_t room = s->ceiling - T_prompt;
+    const int64_t want = wanted_budget(T_enc);
+    int64_t room = s->dec.ceiling - T_prompt;
     return (int)(want < room ? want : room);
 }
 
@@ -261,11 +258,11 @@ static transcribe_status gate(const ms_session *s, int n_samples, int64_t *T_pro
     const ms_model *m = s->m;
     const int64_t T_enc = ms_audio_tokens(m, n_samples);
     *T_prompt = prompt_len(m, T_enc);
-    if (*T_prompt + MS_GEN_RESERVE > s->ceiling) {
+    if (*T_prompt + MS_GEN_RESERVE > s->dec.ceiling) {
         TR_ERROR("moss: %d samples (%.1f s) need a %lld-token prompt; with the %d-token output "
                  "reserve that exceeds the context of %d; split the audio",
                  n_samples, (double)n_samples / m->mel.sample_rate, (long long)*T_prompt,
-                 MS_GEN_RESERVE, s->ceiling);
+                 MS_GEN_RESERVE, s->dec.ceiling);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
     return TRANSCRIBE_OK;
@@ -282,16 +279,30 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
      * (embedding_mult is 1 for MOSS) */
     for (int j = 0; j < T_enc; j++)
         memcpy(x + (size_t)audio_pos[j] * H, audio + (size_t)j * H, H * sizeof(float));
-    int tok = tr_clm_prefill(s->lm, s->pool, x, n, slot, logits);
+    int tok = tr_clm_prefill(s->dec.lm, s->dec.pool, x, n, slot, logits);
     free(x);
     return tok;
+}
+
+/* The greedy loop polls for an abort before every step: counting the polls
+ * gives the steps taken, which the kept ids understate after a
+ * repetition-guard stop (transcribe-bench reads dec.n_steps). */
+typedef struct step_poll {
+    tr_run_ctx *ctx;
+    int n;
+} step_poll;
+
+static bool poll_step(void *user) {
+    step_poll *p = user;
+    p->n++;
+    return tr_run_should_abort(p->ctx);
 }
 
 transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ms_model *m = s->m;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctx->pool ? ctx->pool : s->pool;
+    s->dec.pool = ctx->pool ? ctx->pool : s->dec.pool;
     int64_t T_pred = 0;
     transcribe_status st = gate(s, n_samples, &T_pred);
     if (st != TRANSCRIBE_OK) return st;
@@ -306,11 +317,15 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
-    if (st == TRANSCRIBE_OK) st = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
+    int n_used = 0;
+    if (st == TRANSCRIBE_OK)
+        st = ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
+                                 s->dec.ceiling, &ids, &n_ids, &apos, &n_used);
+    if (n_used > 0) TR_INFO("moss: %d vocabulary terms in the instruction", n_used);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
-    const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->lm, 1, n_ctx);
+    const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
+    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     if (st == TRANSCRIBE_OK && budget > s->cap_last) {
         int32_t *p = realloc(s->last_ids, (size_t)budget * sizeof *p);
         if (!p)
@@ -321,18 +336,23 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
         }
     }
     int first = -1;
+    s->dec.prefill_ms = s->dec.steps_ms = 0;
+    s->dec.n_steps = 0;
+    double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK) {
-        first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->last_logits);
+        first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
-    s->last_T_prompt = n_ids;
+    double t3 = tr_time_ms();
+    s->dec.prefill_ms = t3 - t2;
+    s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
-        abort_ctx ac = {ctx};
+        step_poll poll = {ctx, 0};
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = should_abort,
-                                 .abort_user = &ac};
+                                 .should_abort = poll_step,
+                                 .abort_user = &poll};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
@@ -340,8 +360,10 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
             cfg.repeat_min_tokens = g.min_tokens;
         }
         int n_out = 0;
-        st = tr_clm_greedy(s->lm, s->pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
+        s->dec.steps_ms = tr_time_ms() - t3;
+        s->dec.n_steps = st == TRANSCRIBE_ERR_ABORTED && poll.n > 0 ? poll.n - 1 : poll.n;
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
@@ -367,7 +389,7 @@ transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int
                                tr_run_ctx *ctxs) {
     const ms_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
+    s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
     tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
     int32_t **outs = calloc((size_t)n, sizeof *outs);
     transcribe_status st = rows && outs ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
@@ -392,7 +414,11 @@ transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int
             in ? ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
         free(clean);
         r->encode_ms = (float)(tr_time_ms() - t0);
-        if (e == TRANSCRIBE_OK) e = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
+        int n_used = 0;
+        if (e == TRANSCRIBE_OK)
+            e = ms_build_prompt_hot(m, T_enc, ctxs[i].params->vocabulary,
+                                    ctxs[i].params->n_vocabulary, s->dec.ceiling, &ids, &n_ids,
+                                    &apos, &n_used);
         const int budget = e == TRANSCRIBE_OK ? gen_budget(s, n_ids, T_enc) : 0;
         if (e == TRANSCRIBE_OK) {
             const size_t H = (size_t)m->lm.d_model;
@@ -419,22 +445,22 @@ transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int
         }
         rows[i].T = n_ids;
         rows[i].max_new = budget;
-        rows[i].max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->ceiling);
+        rows[i].max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
         rows[i].out = outs[i];
         if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
         n_valid++;
     }
     double t1 = tr_time_ms();
     if (st == TRANSCRIBE_OK && n_valid > 0) {
-        abort_ctx ac = {&ctxs[0]};
-        tr_clm_greedy_cfg cfg = {.eos = m->eos, .should_abort = should_abort, .abort_user = &ac};
+        tr_clm_greedy_cfg cfg = {
+            .eos = m->eos, .should_abort = tr_run_abort_poll, .abort_user = &ctxs[0]};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
             cfg.repeat_min_repeats = g.min_repeats;
             cfg.repeat_min_tokens = g.min_tokens;
         }
-        st = tr_clm_run_batch(s->lm, s->pool, &cfg, rows, n, n_ctx, NULL);
+        st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, NULL);
     }
     const float dec_ms = n_valid ? (float)((tr_time_ms() - t1) / n_valid) : 0.0f;
     for (int i = 0; rows && i < n; i++) {

@@ -68,14 +68,8 @@ transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang
 }
 
 transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run_params *p) {
-    if (p->family) {
-        TR_ERROR("qwen3_asr: this family takes no run extension");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
-        TR_ERROR("qwen3_asr: translation is not supported (transcription only)");
-        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
-    }
+    transcribe_status st = tr_family_check_transcribe_only("qwen3_asr", p);
+    if (st != TRANSCRIBE_OK) return st;
     if (forced(p->language) && qa_lang_prefix_len(m, p->language) < 0) {
         TR_ERROR("qwen3_asr: language '%s' cannot be forced with this model", p->language);
         return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
@@ -116,14 +110,6 @@ transcribe_status qa_fill_result(const qa_model *m, const int32_t *ids, int n, b
 }
 
 /* ---- one utterance ---- */
-
-typedef struct abort_ctx {
-    const tr_run_ctx *ctx;
-} abort_ctx;
-
-static bool should_abort(void *user) {
-    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
-}
 
 /* §9.3 gate from the exact prompt length (known from the sample count). */
 static transcribe_status gate(const qa_session *s, int n_samples, int prefix, int *T_prompt) {
@@ -221,12 +207,11 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
     s->dec.last_T_prompt = n_ids;
     int n_out = 0;
     if (st == TRANSCRIBE_OK) {
-        abort_ctx ac = {ctx};
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = QA_MAX_NEW,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = should_abort,
-                                 .abort_user = &ac};
+                                 .should_abort = tr_run_abort_poll,
+                                 .abort_user = ctx};
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
@@ -308,8 +293,8 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
     }
     double t0 = tr_time_ms(), prefill_ms = 0;
     if (st == TRANSCRIBE_OK && n_valid > 0) {
-        abort_ctx ac = {&ctxs[0]};
-        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = should_abort, .abort_user = &ac};
+        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = tr_run_abort_poll,
+                                 .abort_user = &ctxs[0]};
         st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
     }
     s->dec.prefill_ms = prefill_ms;

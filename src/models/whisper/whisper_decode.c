@@ -15,6 +15,10 @@ void wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o) {
     o->lp_thold = -1.0f;
     o->ns_thold = 0.6f;
     o->max_initial_ts = 1.0f;
+    if (p && p->n_vocabulary > 0) {
+        o->vocabulary = p->vocabulary;
+        o->n_vocabulary = p->n_vocabulary;
+    }
     const struct transcribe_ext *e = p ? p->family : NULL;
     if (!e || e->kind != TRANSCRIBE_EXT_KIND_WHISPER_RUN ||
         e->size < sizeof(struct transcribe_whisper_run_ext))

@@ -11,6 +11,10 @@
 
 typedef struct wh_opts {
     const char *initial_prompt;
+    /* vocabulary hints (run params): the prompt text ", "-joined when neither
+     * initial_prompt nor prompt_tokens is given */
+    const char *const *vocabulary;
+    int n_vocabulary;
     const int32_t *prompt_tokens;
     size_t n_prompt_tokens;
     int prompt_condition; /* 0 FIRST_SEGMENT, 1 ALL_SEGMENTS */

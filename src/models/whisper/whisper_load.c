@@ -14,6 +14,7 @@
 #include "models/whisper/whisper.h"
 #include "models/whisper/whisper_src.h"
 #include "nn/weights.h"
+#include "nn/whisper_encoder.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
 #include "util/vec.h"
@@ -276,18 +277,13 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
 enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_NDIMS };
 #define DD(k) TR_NN_DIM(WH_##k)
 
-/* Every .bias of §3 is present except the key projections'. */
 static const tr_nn_dec_names wh_dec_names = {
     .prefix = "dec.blocks.%d.",
     .ln_self = "norm_self",
     .self_attn = "self_attn",
     .ln_cross = "norm_cross",
     .cross_attn = "cross_attn",
-    .ln_ffn = "norm_ffn",
-    .out = "out",
-    .ffn_up = "ffn.fc1",
-    .ffn_down = "ffn.fc2",
-    .k_bias = false,
+    TR_WHISPER_BLOCK_NAMES,
 };
 
 /* Model-level tensors; the baked front end is checked, not kept (the mel
@@ -418,6 +414,9 @@ void wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     desc->features[TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK] = true;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
     desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    /* vocabulary hints become the prompt text (whisper_run.c) */
+    desc->features[TRANSCRIBE_FEATURE_VOCABULARY] =
+        m->prev_sot >= 0 && tr_tokenizer_can_encode(m->tok);
     desc->variant = m->variant ? m->variant : "";
     desc->tokenizer = m->tok;
 }

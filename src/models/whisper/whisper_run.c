@@ -166,6 +166,26 @@ typedef struct wh_runstate {
     double dec_ms, enc_ms;
 } wh_runstate;
 
+/* The vocabulary terms as prompt text: trimmed of ASCII whitespace, empty
+ * ones dropped, ", "-joined (malloc'ed; NULL on OOM or no term). */
+static char *vocabulary_text(const wh_opts *o) {
+    tr_strbuf b;
+    tr_strbuf_init(&b);
+    for (int i = 0; i < o->n_vocabulary; i++) {
+        const char *a = o->vocabulary[i], *e = a + strlen(a);
+        while (a < e && is_ascii_ws(*a)) a++;
+        while (e > a && is_ascii_ws(e[-1])) e--;
+        if (e == a) continue;
+        if (b.len) tr_strbuf_appends(&b, ", ");
+        tr_strbuf_append(&b, a, (size_t)(e - a));
+    }
+    char *out = !b.oom && b.len ? strdup(tr_strbuf_cstr(&b)) : NULL;
+    tr_strbuf_free(&b);
+    return out;
+}
+
+static transcribe_status build_prompt_text(wh_runstate *r, const char *t);
+
 static transcribe_status build_prompt(wh_runstate *r) {
     const wh_model *m = r->m;
     const wh_opts *o = &r->o;
@@ -192,52 +212,13 @@ static transcribe_status build_prompt(wh_runstate *r) {
         }
         r->n_prompt = (int)o->n_prompt_tokens;
     } else if (o->initial_prompt) {
-        const char *t = o->initial_prompt;
-        /* special-token literals with ids >= eos are rejected */
-        for (const char *q = strstr(t, "<|"); q; q = strstr(q + 2, "<|")) {
-            const char *e = strstr(q + 2, "|>");
-            if (!e) break;
-            size_t len = (size_t)(e + 2 - q);
-            if (len < 128) {
-                char lit[128];
-                memcpy(lit, q, len);
-                lit[len] = 0;
-                int id = tr_tokenizer_find(m->tok, lit);
-                if (id >= m->eot) {
-                    TR_ERROR("whisper: initial_prompt contains the special token %s", lit);
-                    return TRANSCRIBE_ERR_INVALID_ARG;
-                }
-            }
-        }
-        while (*t && is_ascii_ws(*t)) t++;
-        size_t n = strlen(t);
-        while (n > 0 && is_ascii_ws(t[n - 1])) n--;
-        if (n > 0) {
-            char *txt = malloc(n + 2);
-            if (!txt) return TRANSCRIBE_ERR_OOM;
-            txt[0] = ' ';
-            memcpy(txt + 1, t, n);
-            txt[n + 1] = 0;
-            size_t nmax = n + 16;
-            r->prompt = malloc(nmax * sizeof(int32_t));
-            if (!r->prompt) {
-                free(txt);
-                return TRANSCRIBE_ERR_OOM;
-            }
-            int k = tr_tokenizer_encode(m->tok, txt, r->prompt, nmax);
-            free(txt);
-            if (k < 0) {
-                TR_ERROR("whisper: initial_prompt could not be tokenized");
-                return TRANSCRIBE_ERR_INVALID_ARG;
-            }
-            for (int i = 0; i < k; i++) {
-                if (r->prompt[i] >= m->eot) {
-                    TR_ERROR("whisper: initial_prompt encodes to a special token");
-                    return TRANSCRIBE_ERR_INVALID_ARG;
-                }
-            }
-            r->n_prompt = k;
-        }
+        transcribe_status st = build_prompt_text(r, o->initial_prompt);
+        if (st != TRANSCRIBE_OK) return st;
+    } else if (o->n_vocabulary > 0) {
+        char *t = vocabulary_text(o);
+        transcribe_status st = t ? build_prompt_text(r, t) : TRANSCRIBE_OK;
+        free(t);
+        if (st != TRANSCRIBE_OK) return st;
     }
     if (r->n_prompt > r->cap) { /* keep the last cap ids */
         memmove(r->prompt, r->prompt + (r->n_prompt - r->cap), (size_t)r->cap * sizeof(int32_t));
@@ -246,6 +227,57 @@ static transcribe_status build_prompt(wh_runstate *r) {
     if ((r->n_prompt > 0 || o->cond_prev) && m->prev_sot < 0) {
         TR_ERROR("whisper: prompting needs <|startofprev|>, which this model lacks");
         return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+/* The prompt ids of a text prompt (initial_prompt or the vocabulary). */
+static transcribe_status build_prompt_text(wh_runstate *r, const char *t) {
+    const wh_model *m = r->m;
+    /* special-token literals with ids >= eos are rejected */
+    for (const char *q = strstr(t, "<|"); q; q = strstr(q + 2, "<|")) {
+        const char *e = strstr(q + 2, "|>");
+        if (!e) break;
+        size_t len = (size_t)(e + 2 - q);
+        if (len < 128) {
+            char lit[128];
+            memcpy(lit, q, len);
+            lit[len] = 0;
+            int id = tr_tokenizer_find(m->tok, lit);
+            if (id >= m->eot) {
+                TR_ERROR("whisper: initial_prompt contains the special token %s", lit);
+                return TRANSCRIBE_ERR_INVALID_ARG;
+            }
+        }
+    }
+    while (*t && is_ascii_ws(*t)) t++;
+    size_t n = strlen(t);
+    while (n > 0 && is_ascii_ws(t[n - 1])) n--;
+    if (n > 0) {
+        char *txt = malloc(n + 2);
+        if (!txt) return TRANSCRIBE_ERR_OOM;
+        txt[0] = ' ';
+        memcpy(txt + 1, t, n);
+        txt[n + 1] = 0;
+        size_t nmax = n + 16;
+        r->prompt = malloc(nmax * sizeof(int32_t));
+        if (!r->prompt) {
+            free(txt);
+            return TRANSCRIBE_ERR_OOM;
+        }
+        int k = tr_tokenizer_encode(m->tok, txt, r->prompt, nmax);
+        free(txt);
+        if (k < 0) {
+            TR_ERROR("whisper: initial_prompt could not be tokenized");
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+        for (int i = 0; i < k; i++) {
+            if (r->prompt[i] >= m->eot) {
+                TR_ERROR("whisper: initial_prompt encodes to a special token");
+                return TRANSCRIBE_ERR_INVALID_ARG;
+            }
+        }
+        r->n_prompt = k;
     }
     return TRANSCRIBE_OK;
 }
