@@ -146,15 +146,10 @@ class VadSegment(ctypes.Structure):
 
 
 class RunParams(ctypes.Structure):
-    # Newer libraries append run parameters here (c-api.md §18: vocabulary /
-    # hotwords, voice-activity detection). Append the C fields in header
-    # order, e.g.
-    #     ("vocabulary", POINTER(c_char_p)), ("n_vocabulary", c_int32),
-    #     ("vad_model", c_void_p), ("vad_params", POINTER(VadParams)),
-    # Model.transcribe(vocabulary=..., vad=...) sets a field only when the
-    # loaded library's struct covers it (_lib.Lib.covers) and raises
-    # UnsupportedError otherwise (a `const char *vocabulary`, one string
-    # with a term per line, is handled too).
+    # The appended fields (voice-activity detection, vocabulary hints) follow
+    # the header's order. Model.transcribe(vocabulary=..., vad=...) sets a
+    # field only when the loaded library's struct covers it (_lib.Lib.covers)
+    # and raises UnsupportedError otherwise.
     _fields_ = [
         ("struct_size", c_uint64),
         ("task", c_enum),
@@ -167,6 +162,10 @@ class RunParams(ctypes.Structure):
         ("keep_special_tags", c_bool),
         ("family", POINTER(Ext)),
         ("spec_k_drafts", c_int32),
+        ("vad_model", c_void_p),
+        ("vad_params", POINTER(VadParams)),
+        ("vocabulary", POINTER(c_char_p)),
+        ("n_vocabulary", c_int32),
     ]
 
 
