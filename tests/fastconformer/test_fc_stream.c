@@ -56,7 +56,8 @@ static int stream_all(tr_fc_stream *st, tr_pool *pool, const float *mel, int nm,
         CHECK(tr_fc_stream_push(st, pool, tm + (size_t)t * nm, n, last, &rows, &nr) ==
               TRANSCRIBE_OK);
         if (!last) CHECK_MSG(nr % tr_fc_stream_chunk(st) == 0, "partial chunk before the end");
-        if (got + nr <= T_cap) memcpy(out + (size_t)got * d, rows, sizeof(float) * nr * d);
+        if (nr > 0 && got + nr <= T_cap)
+            memcpy(out + (size_t)got * d, rows, sizeof(float) * nr * d);
         got += nr;
         if (last) break;
     }
