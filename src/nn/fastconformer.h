@@ -105,4 +105,34 @@ transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, t
                                       const float *const *mel, const int *T_mel, float *out,
                                       tr_fc_abort_fn should_abort, void *abort_user);
 
+/* ---- cache-aware streaming (family-parakeet.md §7.8), fastconformer_stream.c ----
+ * For chunked_limited encoders with att_left, att_right >= 0 and a causal
+ * depthwise conv (conv_pad_right == 0): mel frames are pushed as they
+ * arrive; every chunk of R + 1 encoder frames is computed once, as soon as
+ * its last frame no longer depends on the end of the input, against per-layer
+ * caches of the left-context keys/values (floor(L / chunk) chunks) and of
+ * the last conv_pad_left GLU rows. The past is never re-encoded. Rows equal
+ * tr_fc_forward's rows of the whole input within float rounding (the mask
+ * hides exactly the keys the cache drops; the causal pre-encode is re-run
+ * over a 16-frame mel overlap, which reproduces its interior exactly). */
+typedef struct tr_fc_stream tr_fc_stream;
+
+/* TRANSCRIBE_ERR_NOT_IMPLEMENTED (logged) when the encoder cannot stream. */
+transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out);
+void tr_fc_stream_free(tr_fc_stream *s);
+/* Back to the empty stream (caches cleared, memory kept). */
+void tr_fc_stream_reset(tr_fc_stream *s);
+/* Encoder frames per native chunk (att_right + 1). */
+int tr_fc_stream_chunk(const tr_fc_stream *s);
+/* Encoder frames emitted so far. */
+int tr_fc_stream_frames_out(const tr_fc_stream *s);
+
+/* Appends n mel frames (time-major [n][n_mels]) and runs every chunk that
+ * became complete; with last = true the input ends here and the remaining
+ * frames (the causal pre-encode's zero-padded tail included, as offline)
+ * are emitted. The new encoder rows land in *rows ([*n_rows][d_model],
+ * valid until the next call). No pushes after last until reset. */
+transcribe_status tr_fc_stream_push(tr_fc_stream *s, tr_pool *pool, const float *mel, int n,
+                                    bool last, const float **rows, int *n_rows);
+
 #endif

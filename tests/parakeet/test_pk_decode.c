@@ -27,6 +27,31 @@ static void put(float *enc, int n, int t, int k, int di, int V1) {
     if (di >= 0) enc[(size_t)t * n + V1 + di] = 5.0f;
 }
 
+/* Streaming (pk_decode_resume): the frames decoded in chunks of 1, 2 and 3
+ * give exactly the tokens of one pk_decode over all of them, TDT durations
+ * that jump past a chunk included. */
+static void check_resume(const pk_head *h, const float *enc, int T, const pk_toks *full) {
+    for (int ch = 1; ch <= 3; ch++) {
+        pk_dec_work w;
+        CHECK(pk_dec_work_init(&w, h));
+        pk_dec_carry c;
+        pk_dec_carry_reset(&c);
+        pk_toks out = {0};
+        for (int f0 = 0; f0 < T; f0 += ch) {
+            const int n = T - f0 < ch ? T - f0 : ch;
+            CHECK(pk_decode_resume(h, NULL, &w, enc + (size_t)f0 * h->d_enc, f0, n, &out, &c, NULL,
+                                   NULL) == TRANSCRIBE_OK);
+        }
+        CHECK_MSG(out.n == full->n, "chunk %d: %d tokens, whole %d", ch, out.n, full->n);
+        for (int i = 0; i < out.n && i < full->n; i++)
+            CHECK_MSG(out.v[i].id == full->v[i].id && out.v[i].frame == full->v[i].frame &&
+                          out.v[i].dur == full->v[i].dur && out.v[i].p == full->v[i].p,
+                      "chunk %d: token %d differs", ch, i);
+        pk_toks_free(&out);
+        pk_dec_work_free(&w);
+    }
+}
+
 static void test_ctc(void) {
     enum { V1 = 4, T = 8 }; /* classes 0..2, blank 3 */
     pk_head h = {.kind = PK_HEAD_CTC, .d_enc = V1, .n_vocab = V1};
@@ -39,6 +64,7 @@ static void test_ctc(void) {
     CHECK(pk_dec_work_init(&w, &h));
     pk_toks out = {0};
     CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    check_resume(&h, enc, T, &out);
     /* repeats collapse; a label repeated across a blank is emitted twice */
     CHECK(out.n == 4);
     int ids[] = {0, 0, 1, 2}, frames[] = {0, 3, 4, 7};
@@ -105,6 +131,7 @@ static void test_tdt(void) {
     CHECK(pk_dec_work_init(&w, &h));
     pk_toks out = {0};
     CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    check_resume(&h, enc, T, &out);
     int ids[] = {1, 2, 2, 2, 0}, frames[] = {0, 3, 3, 3, 4}, durs[] = {2, 0, 0, 0, 1};
     CHECK(out.n == 5);
     for (int i = 0; i < out.n && i < 5; i++) {
@@ -134,6 +161,7 @@ static void test_rnnt(void) {
     CHECK(pk_dec_work_init(&w, &h));
     pk_toks out = {0};
     CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    check_resume(&h, enc, T, &out);
     CHECK(out.n == 20);
     int n1 = 0, n2 = 0;
     for (int i = 0; i < out.n; i++) {

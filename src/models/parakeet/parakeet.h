@@ -67,6 +67,9 @@ typedef struct pk_window_cfg {
     int gap;        /* a cut needs this many token-free frames on each side */
 } pk_window_cfg;
 
+/* Native cache-aware stream state (pk_stream.c); NULL until a stream starts. */
+typedef struct pk_stream pk_stream;
+
 typedef struct pk_session {
     const pk_model *m;
     tr_pool *pool;
@@ -79,6 +82,7 @@ typedef struct pk_session {
     float *prompt_hid; /* [T_enc][prompt hidden] + [prompt hidden] */
     size_t prompt_cap; /* floats */
     pk_window_cfg win;
+    pk_stream *stream;
 } pk_session;
 
 /* load / describe / free, session create / free, run (core/family.h) */
@@ -88,6 +92,15 @@ TR_FAMILY_DECLARE(pk);
  * ctxs[i].result->status, returns the whole-batch status. */
 transcribe_status pk_run_batch(pk_session *s, const float *const *pcm, const int *n_samples, int n,
                                tr_run_ctx *ctxs);
+
+/* Native streaming (pk_stream.c, core/family.h stream hooks) for the
+ * cache-aware chunked_limited files; begin answers NOT_IMPLEMENTED for any
+ * other file (those stream through the dispatcher's generic driver). */
+transcribe_status pk_stream_begin(pk_session *s, tr_stream_ctx *ctx);
+transcribe_status pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx);
+transcribe_status pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx);
+void pk_stream_reset(pk_session *s);
+void pk_stream_free(pk_stream *ps);
 
 /* Bytes held by the session's growable buffers (tests: bounded for long input). */
 size_t pk_session_bytes(const pk_session *s);

@@ -204,18 +204,29 @@ static void accept_pending(const pk_head *h, pk_dec_work *w) {
     memcpy(w->state, w->pending, 2 * (size_t)h->n_layers * h->hp * sizeof(float));
 }
 
-static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_dec_work *w, int T,
-                                           pk_toks *out, pk_abort_fn should_abort,
-                                           void *abort_user) {
+void pk_dec_carry_reset(pk_dec_carry *c) {
+    memset(c, 0, sizeof *c);
+    c->prev_ctc = -1;
+}
+
+/* The greedy transducer loop over frames [f0, f0 + T) of a frame sequence
+ * (frames [T][joint] hold the chunk), resumed from *c: a TDT duration that
+ * jumps past the chunk carries over as c->t beyond it. */
+static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_dec_work *w, int f0,
+                                           int T, pk_toks *out, pk_dec_carry *c,
+                                           pk_abort_fn should_abort, void *abort_user) {
     const bool tdt = h->kind == PK_HEAD_TDT;
     const int blank = h->n_vocab - 1;
     const int max_sym = tdt ? h->max_symbols : 10;
     const long cap = 16L * T + 1024;
-    memset(w->state, 0, 2 * (size_t)h->n_layers * h->hp * sizeof(float));
-    pred_step(h, pool, w, -1);
-    int t = 0, sym = 0, logits_t = -1;
+    if (!c->started) {
+        memset(w->state, 0, 2 * (size_t)h->n_layers * h->hp * sizeof(float));
+        pred_step(h, pool, w, -1);
+        c->started = true;
+    }
+    int t = c->t, sym = c->sym, logits_t = -1;
     long iter = 0;
-    while (t < T) {
+    while (t < f0 + T) {
         if (++iter > cap) {
             TR_ERROR("parakeet: greedy %s decode exceeded %ld iterations for %d frames",
                      tdt ? "TDT" : "RNN-T", cap, T);
@@ -224,7 +235,7 @@ static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_d
         if ((iter & 1023) == 0 && should_abort && should_abort(abort_user))
             return TRANSCRIBE_ERR_ABORTED;
         if (logits_t != t) {
-            joint(h, pool, w, t);
+            joint(h, pool, w, t - f0);
             logits_t = t;
         }
         int k = tr_argmax(w->logits, h->n_vocab);
@@ -254,12 +265,15 @@ static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_d
             sym = 0;
         }
     }
+    c->t = t;
+    c->sym = sym;
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int T, pk_toks *out) {
+static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int f0, int T, pk_toks *out,
+                                    pk_dec_carry *c) {
     const int V1 = h->n_vocab, blank = V1 - 1;
-    int prev = -1;
+    int prev = c->prev_ctc;
     for (int t = 0; t < T; t++) {
         float *lp = w->frames + (size_t)t * V1;
         tr_log_softmax(lp, V1);
@@ -267,14 +281,18 @@ static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int T, pk_
         if (a == prev) continue;
         prev = a;
         if (a == blank) continue;
-        pk_tok tk = {a, t, 1, expf(lp[a])};
+        pk_tok tk = {a, f0 + t, 1, expf(lp[a])};
         if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
     }
+    c->prev_ctc = prev;
+    c->t = f0 + T;
     return TRANSCRIBE_OK;
 }
 
-transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
-                            int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user) {
+static transcribe_status decode_frames(const pk_head *h, tr_pool *pool, pk_dec_work *w,
+                                       const float *enc, int f0, int T, pk_toks *out,
+                                       pk_dec_carry *c, pk_abort_fn should_abort,
+                                       void *abort_user) {
     if (T <= 0) return TRANSCRIBE_OK;
     const bool ctc = h->kind == PK_HEAD_CTC;
     const pk_mat *W = ctc ? &h->ctc : &h->jenc;
@@ -284,6 +302,19 @@ transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, con
         return TRANSCRIBE_ERR_OOM;
     }
     tr_matmul(pool, &W->t, ctc ? h->ctc_b : h->jenc_b, enc, T, h->d_enc, w->frames, W->rows);
-    if (ctc) return decode_ctc(h, w, T, out);
-    return decode_transducer(h, pool, w, T, out, should_abort, abort_user);
+    if (ctc) return decode_ctc(h, w, f0, T, out, c);
+    return decode_transducer(h, pool, w, f0, T, out, c, should_abort, abort_user);
+}
+
+transcribe_status pk_decode_resume(const pk_head *h, tr_pool *pool, pk_dec_work *w,
+                                   const float *enc, int f0, int T, pk_toks *out, pk_dec_carry *c,
+                                   pk_abort_fn should_abort, void *abort_user) {
+    return decode_frames(h, pool, w, enc, f0, T, out, c, should_abort, abort_user);
+}
+
+transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
+                            int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user) {
+    pk_dec_carry c;
+    pk_dec_carry_reset(&c);
+    return decode_frames(h, pool, w, enc, 0, T, out, &c, should_abort, abort_user);
 }

@@ -86,6 +86,23 @@ typedef bool (*pk_abort_fn)(void *user);
 transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
                             int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user);
 
+/* Decoder state carried between the chunks of a stream: the next frame
+ * to decode (a TDT duration may point past the chunk just decoded), the
+ * symbols emitted at it, the previous CTC argmax. The predictor's LSTM
+ * state and output live in the pk_dec_work, which the stream owns. */
+typedef struct pk_dec_carry {
+    int t, sym, prev_ctc;
+    bool started;
+} pk_dec_carry;
+void pk_dec_carry_reset(pk_dec_carry *c);
+
+/* Greedy decode of the stream frames [f0, f0 + T) held in enc [T][d_enc],
+ * resumed from (and updating) *c; token frames are stream frames. Chunks
+ * decoded in order give exactly pk_decode's tokens of the whole sequence. */
+transcribe_status pk_decode_resume(const pk_head *h, tr_pool *pool, pk_dec_work *w,
+                                   const float *enc, int f0, int T, pk_toks *out, pk_dec_carry *c,
+                                   pk_abort_fn should_abort, void *abort_user);
+
 /* y[N] = W[N][K] · x[K] (+ b): tr_matmul's matrix-vector path, rows split
  * over the pool; a failure is noted on the pool like any kernel's. */
 void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);

@@ -1,6 +1,6 @@
-/* The Parakeet family vtable (src/core/family.h). Offline runs only: the
- * streaming geometry is advertised per §7.8 but there are no stream hooks,
- * so the dispatcher answers NOT_IMPLEMENTED to a stream request. */
+/* The Parakeet family vtable (src/core/family.h): offline and batched runs,
+ * and native streaming for the cache-aware files (pk_stream.c; begin
+ * declines every other file with NOT_IMPLEMENTED). */
 #include "models/parakeet/parakeet.h"
 
 TR_FAMILY_ADAPTERS(pk)
@@ -17,9 +17,30 @@ static transcribe_status fam_run_batch(void *session, const float *const *pcm, c
     return pk_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
+static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {
+    return pk_stream_begin(session, ctx);
+}
+
+static transcribe_status fam_stream_feed(void *session, const float *pcm, int n_samples,
+                                         tr_stream_ctx *ctx) {
+    return pk_stream_feed(session, pcm, n_samples, ctx);
+}
+
+static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {
+    return pk_stream_finalize(session, ctx);
+}
+
+static void fam_stream_reset(void *session) {
+    pk_stream_reset(session);
+}
+
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
     .run_batch = fam_run_batch,
+    .stream_begin = fam_stream_begin,
+    .stream_feed = fam_stream_feed,
+    .stream_finalize = fam_stream_finalize,
+    .stream_reset = fam_stream_reset,
 };

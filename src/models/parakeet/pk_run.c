@@ -27,6 +27,7 @@ void pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
 
 void pk_session_free(pk_session *s) {
     if (!s) return;
+    pk_stream_free(s->stream);
     tr_fc_work_free(s->fc);
     pk_dec_work_free(&s->dec);
     free(s->enc_out);
