@@ -118,6 +118,9 @@ transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, t
 typedef struct tr_fc_stream tr_fc_stream;
 
 /* TRANSCRIBE_ERR_NOT_IMPLEMENTED (logged) when the encoder cannot stream. */
+/* Whether enc can stream with caches (chunked_limited attention with
+ * contexts >= 0 and a causal convolution). */
+bool tr_fc_stream_supported(const tr_fc_encoder *enc);
 transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out);
 void tr_fc_stream_free(tr_fc_stream *s);
 /* Back to the empty stream (caches cleared, memory kept). */

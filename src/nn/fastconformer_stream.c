@@ -89,11 +89,17 @@ int tr_fc_stream_frames_out(const tr_fc_stream *s) {
     return s->frames_out;
 }
 
+bool tr_fc_stream_supported(const tr_fc_encoder *enc) {
+    const tr_fc_hparams *hp = &enc->hp;
+    return hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED && hp->att_left >= 0 &&
+           hp->att_right >= 0 && hp->conv_pad_right == 0 &&
+           hp->conv_pad_left == hp->conv_kernel - 1;
+}
+
 transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out) {
     *out = NULL;
     const tr_fc_hparams *hp = &enc->hp;
-    if (hp->att_style != TR_FC_STYLE_CHUNKED_LIMITED || hp->att_left < 0 || hp->att_right < 0 ||
-        hp->conv_pad_right != 0 || hp->conv_pad_left != hp->conv_kernel - 1) {
+    if (!tr_fc_stream_supported(enc)) {
         TR_ERROR("fastconformer: cache-aware streaming needs chunked_limited attention with "
                  "contexts >= 0 and a causal conv (style %d, %d/%d, conv %d/%d)",
                  (int)hp->att_style, hp->att_left, hp->att_right, hp->conv_pad_left,

@@ -96,6 +96,8 @@ transcribe_status pk_run_batch(pk_session *s, const float *const *pcm, const int
 /* Native streaming (pk_stream.c, core/family.h stream hooks) for the
  * cache-aware chunked_limited files; begin answers NOT_IMPLEMENTED for any
  * other file (those stream through the dispatcher's generic driver). */
+/* Whether this file streams natively (cache-aware; pk_stream.c). */
+bool pk_stream_native(const pk_model *m);
 transcribe_status pk_stream_begin(pk_session *s, tr_stream_ctx *ctx);
 transcribe_status pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx);
 transcribe_status pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx);

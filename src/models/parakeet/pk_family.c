@@ -34,6 +34,12 @@ static void fam_stream_reset(void *session) {
     pk_stream_reset(session);
 }
 
+/* Cache-aware files stream natively; every other Parakeet file (offline,
+ * unified-en's buffered menu) through the dispatcher's generic driver. */
+static bool fam_stream_native(void *model) {
+    return pk_stream_native(model);
+}
+
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
@@ -43,4 +49,5 @@ const tr_family tr_family_parakeet = {
     .stream_feed = fam_stream_feed,
     .stream_finalize = fam_stream_finalize,
     .stream_reset = fam_stream_reset,
+    .stream_native = fam_stream_native,
 };

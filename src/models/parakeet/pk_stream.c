@@ -69,10 +69,14 @@ static int lead_frames(const tr_mel_config *c) {
     return (pad + 1 + c->hop_length - 1) / c->hop_length;
 }
 
+bool pk_stream_native(const pk_model *m) {
+    return m->hp.att_style == TR_FC_STYLE_CHUNKED_LIMITED && m->mel.normalize == TR_NORM_NONE &&
+           m->mel.pad_mode == TR_PAD_CONSTANT && tr_fc_stream_supported(m->enc);
+}
+
 transcribe_status pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     const pk_model *m = s->m;
-    if (m->hp.att_style != TR_FC_STYLE_CHUNKED_LIMITED || m->mel.normalize != TR_NORM_NONE ||
-        m->mel.pad_mode != TR_PAD_CONSTANT) {
+    if (!pk_stream_native(m)) {
         TR_ERROR("parakeet: native streaming needs a cache-aware (chunked_limited, "
                  "normalize none) file");
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
