@@ -36,7 +36,7 @@ transcribe_status transcribe_vad_model_load(const char *path, struct transcribe_
 void transcribe_vad_model_free(struct transcribe_vad_model *m) {
     if (!m) return;
     tr_fft_free(m->fft);
-    gguf_close(m->gguf);
+    tr_gguf_close(m->gguf);
     free(m);
 }
 

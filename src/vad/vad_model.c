@@ -13,7 +13,7 @@ static const tr_tensor *req(const gguf_file *g, const char *pfx, const char *nam
     char full[96];
     snprintf(full, sizeof full, "%s%s", pfx, name);
     const int64_t ne[3] = {a, b, c};
-    return gguf_require_tensor(g, full, TR_TYPES_F32, n_dims, ne);
+    return tr_gguf_require_tensor(g, full, TR_TYPES_F32, n_dims, ne);
 }
 
 static const float *vec(const gguf_file *g, const char *pfx, const char *name, int64_t n) {
@@ -38,7 +38,7 @@ static bool load_net(const gguf_file *g, const char *pfx, const char *strides_ke
     static const int ch[TR_VAD_N_BLOCKS + 1] = {2 * TR_VAD_BINS, 16, 32, 32, 64};
     const int32_t *st = NULL;
     uint64_t n_st = 0;
-    if (gguf_get_arr_i32(g, strides_key, &st, &n_st) != 1 || n_st != TR_VAD_N_BLOCKS) {
+    if (tr_gguf_get_arr_i32(g, strides_key, &st, &n_st) != 1 || n_st != TR_VAD_N_BLOCKS) {
         TR_ERROR("silero-vad: key %s missing or not %d INT32 values", strides_key, TR_VAD_N_BLOCKS);
         return false;
     }
@@ -120,17 +120,18 @@ transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_mode
         TR_ERROR("silero-vad: out of memory");
         return TRANSCRIBE_ERR_OOM;
     }
-    transcribe_status st = gguf_open(path, &m->gguf);
+    transcribe_status st = tr_gguf_open(path, &m->gguf);
     if (st != TRANSCRIBE_OK) {
         TR_ERROR("silero-vad: cannot read '%s' as GGUF", path);
         free(m);
         return st;
     }
     const char *arch = NULL;
-    if (gguf_get_str(m->gguf, "general.architecture", &arch) != 1 || strcmp(arch, "silero-vad")) {
+    if (tr_gguf_get_str(m->gguf, "general.architecture", &arch) != 1 ||
+        strcmp(arch, "silero-vad")) {
         TR_ERROR("silero-vad: '%s' is not a Silero VAD model (architecture '%s')", path,
                  arch ? arch : "?");
-        gguf_close(m->gguf);
+        tr_gguf_close(m->gguf);
         free(m);
         return TRANSCRIBE_ERR_UNSUPPORTED_ARCH;
     }
@@ -141,7 +142,7 @@ transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_mode
     bool ok = true;
     for (int i = 0; i < 4; i++) {
         uint32_t v = 0;
-        if (gguf_get_u32(m->gguf, keys[i], &v) != 1 || v != want[i]) {
+        if (tr_gguf_get_u32(m->gguf, keys[i], &v) != 1 || v != want[i]) {
             TR_ERROR("silero-vad: %s must be %u", keys[i], (unsigned)want[i]);
             ok = false;
         }
@@ -154,7 +155,7 @@ transcribe_status tr_vad_model_load(const char *path, struct transcribe_vad_mode
     ok = load_net(m->gguf, "sr8.", "silero_vad.sr8.strides", &m->net8) && ok;
     if (!ok) {
         TR_ERROR("silero-vad: '%s' lacks tensors or keys the network needs", path);
-        gguf_close(m->gguf);
+        tr_gguf_close(m->gguf);
         free(m);
         return TRANSCRIBE_ERR_GGUF;
     }

@@ -27,7 +27,7 @@ static transcribe_status load_cfg(const fc_synth_cfg *cfg, loaded *L) {
     size_t size = 0;
     L->img = fc_synth_build(cfg, &size);
     if (!L->img) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = gguf_open_memory(L->img, size, &L->g);
+    transcribe_status st = tr_gguf_open_memory(L->img, size, &L->g);
     if (st) return st;
     st = tr_fc_read_hparams(L->g, "stt.parakeet.encoder.", TR_FC_KEYS_PARAKEET, &L->hp);
     if (st) return st;
@@ -36,7 +36,7 @@ static transcribe_status load_cfg(const fc_synth_cfg *cfg, loaded *L) {
 
 static void unload(loaded *L) {
     tr_fc_free(L->enc);
-    gguf_close(L->g);
+    tr_gguf_close(L->g);
     free(L->img);
 }
 

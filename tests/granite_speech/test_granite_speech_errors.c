@@ -28,24 +28,24 @@ typedef struct edit {
 /* Rewrites SRC with one edit into path. */
 static bool rewrite(const char *path, const edit *e) {
     gguf_file *f = NULL;
-    if (gguf_open(SRC, &f) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
-    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
-        const char *k = gguf_key_name(f, i);
+    if (tr_gguf_open(SRC, &f) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
+    for (int64_t i = 0; i < tr_gguf_n_kv(f); i++) {
+        const char *k = tr_gguf_key_name(f, i);
         if (e->drop_key && strcmp(k, e->drop_key) == 0) continue;
         if (e->i32_key && strcmp(k, e->i32_key) == 0) {
-            gguf_writer_set_i32(w, k, 1);
+            tr_gguf_writer_set_i32(w, k, 1);
             continue;
         }
         if (e->str_key && strcmp(k, e->str_key) == 0) {
-            gguf_writer_set_str(w, k, e->str_val);
+            tr_gguf_writer_set_str(w, k, e->str_val);
             continue;
         }
-        gguf_writer_copy_kv(w, f, i);
+        tr_gguf_writer_copy_kv(w, f, i);
     }
     void *scratch = NULL;
-    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const tr_tensor *t = gguf_tensor_at(f, i);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(f); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(f, i);
         if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
         int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         const void *data = t->data;
@@ -62,12 +62,12 @@ static bool rewrite(const char *path, const edit *e) {
             v[0] = -1.0f;
             data = scratch;
         }
-        gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, data);
+        tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, data);
     }
-    bool ok = gguf_writer_write(w, path) == TRANSCRIBE_OK;
+    bool ok = tr_gguf_writer_write(w, path) == TRANSCRIBE_OK;
     free(scratch);
-    gguf_writer_free(w);
-    gguf_close(f);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(f);
     return ok;
 }
 
@@ -149,12 +149,12 @@ static bool abort_now(void *user) {
  * encoder returns ABORTED with no text. */
 static void test_gate_and_abort(void) {
     gguf_file *f = NULL;
-    CHECK(gguf_open(SRC, &f) == TRANSCRIBE_OK);
+    CHECK(tr_gguf_open(SRC, &f) == TRANSCRIBE_OK);
     tr_load_ctx lc = {.path = SRC, .gguf = f};
     gs_model *m = NULL;
-    CHECK(gs_model_load(&lc, &m) == TRANSCRIBE_OK);
+    CHECK(tr_gs_model_load(&lc, &m) == TRANSCRIBE_OK);
     if (!m) {
-        gguf_close(f);
+        tr_gguf_close(f);
         return;
     }
     /* 6.3 min (max_audio_ms) fits 4096; 7 min does not */
@@ -162,23 +162,23 @@ static void test_gate_and_abort(void) {
     const int n = 7 * 60 * 16000;
     float *pcm = calloc((size_t)n, sizeof(float));
     gs_session *s = NULL;
-    CHECK(gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
+    CHECK(tr_gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    CHECK(tr_gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
     CHECK(s->mel_ms == 0 && s->encode_ms == 0 && r.mel_ms == 0 && s->dec.prefill_ms == 0);
     tr_result_clear(&r);
     ctx.abort_cb = abort_now;
-    CHECK(gs_run(s, pcm, 16000, &ctx) == TRANSCRIBE_ERR_ABORTED);
+    CHECK(tr_gs_run(s, pcm, 16000, &ctx) == TRANSCRIBE_ERR_ABORTED);
     CHECK(g_polls == 1 && s->encode_ms == 0 && r.n_segs == 0);
     tr_result_free(&r);
-    gs_session_free(s);
+    tr_gs_session_free(s);
     free(pcm);
-    gs_model_free(m);
-    gguf_close(f);
+    tr_gs_model_free(m);
+    tr_gguf_close(f);
 }
 
 /* OUTPUT_TRUNCATED: with the budget lowered below the text's length the
@@ -188,34 +188,34 @@ static void test_gate_and_abort(void) {
  * tests/causal_lm.) */
 static void test_truncated(void) {
     gguf_file *f = NULL;
-    CHECK(gguf_open(SRC, &f) == TRANSCRIBE_OK);
+    CHECK(tr_gguf_open(SRC, &f) == TRANSCRIBE_OK);
     tr_load_ctx lc = {.path = SRC, .gguf = f};
     gs_model *m = NULL;
-    CHECK(gs_model_load(&lc, &m) == TRANSCRIBE_OK);
+    CHECK(tr_gs_model_load(&lc, &m) == TRANSCRIBE_OK);
     float *pcm = NULL;
     int n = 0;
     CHECK(transcribe_audio_load_file(TR_SOURCE_DIR "/samples/jfk.wav", 16000, &pcm, &n) ==
           TRANSCRIBE_OK);
     if (!m || !pcm) {
-        gs_model_free(m);
-        gguf_close(f);
+        tr_gs_model_free(m);
+        tr_gguf_close(f);
         return;
     }
     gs_session *s = NULL;
-    CHECK(gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
+    CHECK(tr_gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_OK);
+    CHECK(tr_gs_run(s, pcm, n, &ctx) == TRANSCRIBE_OK);
     char *full = strdup(tr_result_raw_text(&r));
     const int n_full = s->n_last;
     tr_result_clear(&r);
 
     CHECK(n_full > 12);
     s->budget = 10;
-    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    CHECK(tr_gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
     CHECK(ctx.truncated && s->n_last == 10);
     const char *part = tr_result_raw_text(&r);
     CHECK_MSG(part && part[0] && strlen(part) < strlen(full) &&
@@ -233,7 +233,7 @@ static void test_truncated(void) {
         tr_result_init(&rs[i]);
         ctxs[i] = (tr_run_ctx){.params = &rp, .result = &rs[i]};
     }
-    CHECK(gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
+    CHECK(tr_gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
     CHECK(rs[0].status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && ctxs[0].truncated);
     CHECK(strcmp(tr_result_raw_text(&rs[0]), trunc) == 0);
     CHECK(rs[1].status == TRANSCRIBE_ERR_INVALID_ARG);
@@ -244,17 +244,17 @@ static void test_truncated(void) {
         tr_result_clear(&rs[i]);
         ctxs[i].truncated = false;
     }
-    CHECK(gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
+    CHECK(tr_gs_run_batch(s, pcms, ns, 3, ctxs) == TRANSCRIBE_OK);
     CHECK(rs[0].status == TRANSCRIBE_OK && strcmp(tr_result_raw_text(&rs[0]), full) == 0);
     CHECK(rs[2].status == TRANSCRIBE_OK && !ctxs[2].truncated);
     for (int i = 0; i < 3; i++) tr_result_free(&rs[i]);
     free(full);
     free(trunc);
     tr_result_free(&r);
-    gs_session_free(s);
+    tr_gs_session_free(s);
     transcribe_audio_free(pcm);
-    gs_model_free(m);
-    gguf_close(f);
+    tr_gs_model_free(m);
+    tr_gguf_close(f);
 }
 
 typedef struct wrow {
@@ -266,7 +266,7 @@ static void parse_words(const char *raw, int64_t audio_ms, const wrow *want, int
                         const char *full) {
     tr_result r;
     tr_result_init(&r);
-    CHECK(gs_parse_text(raw, true, false, audio_ms, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text(raw, true, false, audio_ms, &r) == TRANSCRIBE_OK);
     CHECK_MSG(r.n_words == n, "'%s': %d words, want %d", raw, r.n_words, n);
     for (int i = 0; i < n && i < r.n_words; i++)
         CHECK_MSG(r.words[i].t0_ms == want[i].t0 && r.words[i].t1_ms == want[i].t1 &&
@@ -297,8 +297,8 @@ static void test_parse(void) {
     tr_result r;
     tr_result_init(&r);
     /* leading unattributed text, [Speaker 0] kept verbatim, ':' and one space consumed */
-    CHECK(gs_parse_text("hi [Speaker 2]:  yo [Speaker 0] x[Speaker 1]z", false, true, 1000, &r) ==
-          TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text("hi [Speaker 2]:  yo [Speaker 0] x[Speaker 1]z", false, true, 1000,
+                           &r) == TRANSCRIBE_OK);
     CHECK(r.n_segs == 3 && r.n_spk == 2);
     if (r.n_segs == 3 && r.n_spk == 2) {
         CHECK(r.segs[0].speaker_id == 0 &&
@@ -311,10 +311,10 @@ static void test_parse(void) {
     CHECK(strcmp(tr_result_full_text(&r), "hi yo [Speaker 0] x z") == 0);
     tr_result_clear(&r);
     /* an empty leading turn is dropped; no marker falls through to plain */
-    CHECK(gs_parse_text("  [Speaker 1] a", false, true, 1000, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text("  [Speaker 1] a", false, true, 1000, &r) == TRANSCRIBE_OK);
     CHECK(r.n_segs == 1 && r.segs[0].speaker_id == 1 && r.n_spk == 1);
     tr_result_clear(&r);
-    CHECK(gs_parse_text(" plain [Speaker x]", false, true, 2000, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text(" plain [Speaker x]", false, true, 2000, &r) == TRANSCRIBE_OK);
     CHECK(r.n_segs == 1 && r.segs[0].speaker_id == 0 && r.segs[0].t1_ms == 2000 && r.n_spk == 0);
     CHECK(strcmp(tr_result_full_text(&r), " plain [Speaker x]") == 0);
     tr_result_free(&r);

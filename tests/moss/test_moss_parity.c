@@ -151,7 +151,7 @@ static void check_prompt(const ms_model *m, const char *clip_stem, const char *m
     const char *const *terms = terms_of(mode, &n_terms);
     int32_t *ids = NULL;
     int *pos = NULL;
-    CHECK(ms_build_prompt_hot(m, T_enc, terms, n_terms, m->max_pos, &ids, &n, &pos, &used) ==
+    CHECK(tr_ms_build_prompt_hot(m, T_enc, terms, n_terms, m->max_pos, &ids, &n, &pos, &used) ==
           TRANSCRIBE_OK);
     char name[128];
     npy_array g;
@@ -180,13 +180,13 @@ static void check_limits(const ms_model *m) {
                                      status, &T_want, &used_want) != 6)
             continue;
         const clip *c = strcmp(clip_name, "mix") == 0 ? &g_clips[0] : &g_clips[1];
-        const int T_enc = (int)ms_audio_tokens(m, c->n);
+        const int T_enc = (int)tr_ms_audio_tokens(m, c->n);
         int ceiling = n_ctx > 0 && n_ctx < m->max_pos ? n_ctx : m->max_pos, n_terms = 0;
         const char *const *terms = terms_of(strcmp(tl, "none") == 0 ? "plain" : tl, &n_terms);
         if (strcmp(status, "OK") != 0) n_terms = 0; /* the gate refuses before the terms */
         int32_t *ids = NULL;
         int *pos = NULL, n = 0, used = -1;
-        CHECK(ms_build_prompt_hot(m, T_enc, terms, n_terms, ceiling, &ids, &n, &pos, &used) ==
+        CHECK(tr_ms_build_prompt_hot(m, T_enc, terms, n_terms, ceiling, &ids, &n, &pos, &used) ==
               TRANSCRIBE_OK);
         CHECK_MSG(n == T_want && used == used_want, "limits '%s': T_prompt %d, %d terms", line, n,
                   used);
@@ -205,13 +205,13 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     const int D = m->enc.d_model;
     tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F32};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     if (!s) return;
     int64_t row = 0;
     float *audio = NULL, *trim = NULL;
     int T_enc = 0;
-    CHECK(ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim) == TRANSCRIBE_OK);
-    CHECK(T_enc == ms_audio_tokens(m, c->n));
+    CHECK(tr_ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim) == TRANSCRIBE_OK);
+    CHECK(T_enc == tr_ms_audio_tokens(m, c->n));
     for (int k = 0; k < c->n_chunks; k++) {
         const int64_t start = (int64_t)k * m->n_chunk;
         const int64_t len = c->n - start < m->n_chunk ? c->n - start : m->n_chunk;
@@ -252,7 +252,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     }
     int32_t *ids = NULL;
     int *pos = NULL, n = 0;
-    CHECK(ms_build_prompt(m, T_enc, &ids, &n, &pos) == TRANSCRIBE_OK);
+    CHECK(tr_ms_build_prompt(m, T_enc, &ids, &n, &pos) == TRANSCRIBE_OK);
     snprintf(name, sizeof name, "%s.plain.prompt.npy", c->stem);
     if (ids && load_npy(name, &g)) {
         CHECK_MSG(g.n == n && memcmp(g.data, ids, sizeof(int32_t) * (size_t)n) == 0,
@@ -263,7 +263,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     free(pos);
     free(audio);
     free(trim);
-    ms_session_free(s);
+    tr_ms_session_free(s);
 }
 
 /* One run through the internal session per policy: logits0, tokens, text,
@@ -278,7 +278,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
     tr_session_cfg cfg = {.n_threads = 2,
                           .kv_type = kv_f32 ? TRANSCRIBE_KV_TYPE_F32 : TRANSCRIBE_KV_TYPE_F16};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     /* parity with the reference: it has no repetition guard */
     if (s) s->repeat_guard = false;
     for (int p = 0; s && p < 3; p++) {
@@ -290,7 +290,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
         tr_result r;
         tr_result_init(&r);
         tr_run_ctx ctx = {.params = &rp, .result = &r};
-        transcribe_status st = ms_run(s, c->pcm, c->n, &ctx);
+        transcribe_status st = tr_ms_run(s, c->pcm, c->n, &ctx);
         char *status = field(gold, "status");
         bool trunc = strcmp(status, "OUTPUT_TRUNCATED") == 0;
         CHECK_MSG(st == (trunc ? TRANSCRIBE_ERR_OUTPUT_TRUNCATED : TRANSCRIBE_OK),
@@ -338,7 +338,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
         free(got);
         tr_result_free(&r);
     }
-    ms_session_free(s);
+    tr_ms_session_free(s);
     free(gold);
 }
 
@@ -348,10 +348,10 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
 static void check_guard(const ms_model *m) {
     tr_session_cfg cfg = {.n_threads = 2, .kv_type = TRANSCRIBE_KV_TYPE_F32};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     npy_array g;
     if (!s || !load_npy("mix.loop.tokens.npy", &g)) {
-        ms_session_free(s);
+        tr_ms_session_free(s);
         return;
     }
     CHECK(s->repeat_guard);
@@ -361,7 +361,7 @@ static void check_guard(const ms_model *m) {
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    CHECK(ms_run(s, g_clips[0].pcm, g_clips[0].n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    CHECK(tr_ms_run(s, g_clips[0].pcm, g_clips[0].n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
     CHECK(ctx.truncated);
     CHECK_MSG(s->n_last > 5 && s->n_last < 100 && s->n_last < g.n &&
                   memcmp(g.data, s->last_ids, sizeof(int32_t) * (size_t)s->n_last) == 0,
@@ -373,7 +373,7 @@ static void check_guard(const ms_model *m) {
     printf("repetition guard: %d of %lld loop ids kept: '%s'\n", s->n_last, (long long)g.n, ft);
     tr_result_free(&r);
     npy_free(&g);
-    ms_session_free(s);
+    tr_ms_session_free(s);
 }
 
 static int encode_internal(const void *tok, const char *text, int32_t *ids, size_t n) {
@@ -382,10 +382,10 @@ static int encode_internal(const void *tok, const char *text, int32_t *ids, size
 
 static ms_model *load_internal(const char *path, gguf_file **g) {
     *g = NULL;
-    if (gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
     tr_load_ctx lc = {.path = path, .gguf = *g};
     ms_model *m = NULL;
-    if (ms_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
+    if (tr_ms_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
     return m;
 }
 
@@ -399,7 +399,7 @@ static void test_file(const char *file, const char *dt, bool loop) {
         if (loop) {
             /* the file without the instruction split: hints off, terms ignored */
             CHECK(m->instruction == NULL);
-            check_prompt(m, "mix", "hot", (int)ms_audio_tokens(m, g_clips[0].n), "nosplit");
+            check_prompt(m, "mix", "hot", (int)tr_ms_audio_tokens(m, g_clips[0].n), "nosplit");
             check_decode(m, &g_clips[0], "loop", dt, true, true);
             check_guard(m);
             /* same tokens as the ref model (other LM weights: no logits) */
@@ -414,7 +414,7 @@ static void test_file(const char *file, const char *dt, bool loop) {
                     check_decode(m, &g_clips[c], "plain", dt, kv == 1, true);
                 /* hotwords: one KV type per file (the F16 file with the F16 cache) */
                 const bool kv32 = strcmp(dt, "F32") == 0;
-                const int T_enc = (int)ms_audio_tokens(m, g_clips[c].n);
+                const int T_enc = (int)tr_ms_audio_tokens(m, g_clips[c].n);
                 check_prompt(m, g_clips[c].stem, "hot", T_enc, "hot");
                 check_prompt(m, g_clips[c].stem, "hotlong", T_enc, "hotlong");
                 check_decode(m, &g_clips[c], "hot", dt, kv32, true);
@@ -423,8 +423,8 @@ static void test_file(const char *file, const char *dt, bool loop) {
             check_limits(m);
         }
     }
-    ms_model_free(m);
-    gguf_close(g);
+    tr_ms_model_free(m);
+    tr_gguf_close(g);
 }
 
 /* ---- parser_cases.txt ---- */
@@ -481,14 +481,14 @@ static void test_parser_cases(void) {
             has_nul = memchr(input, 0, in_n) != NULL;
             free(u);
             tr_result_free(&r);
-            CHECK(moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
+            CHECK(tr_moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
             seg_i = spk_i = seg_l = spk_l = 0;
         } else if (!strncmp(line, "input", 5)) {
             free(input);
             input = unhex(line[5] == ' ' ? line + 6 : "", &in_n);
             has_nul = memchr(input, 0, in_n) != NULL;
             tr_result_free(&r);
-            CHECK(moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
+            CHECK(tr_moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
             seg_i = spk_i = seg_l = spk_l = 0;
         } else if (!strncmp(line, "parsed ", 7)) {
             bool parsed = r.ts_kind == TRANSCRIBE_TIMESTAMPS_SEGMENT;

@@ -45,21 +45,22 @@ static bool make_streaming(const model_case *mc, const char *dst) {
     char src[2048];
     pk_path(src, sizeof src, mc->cfg, mc->file);
     gguf_file *g = NULL;
-    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
+    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++)
-        if (!is_replaced(gguf_key_name(g, i))) ok = gguf_writer_copy_kv(w, g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
+        if (!is_replaced(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
     const int32_t choices[4] = {mc->L, mc->R, mc->L, 0};
     ok = ok &&
-         gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
-         gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", mc->L) &&
-         gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_right", mc->R) &&
-         gguf_writer_set_arr_i32(w, "stt.parakeet.encoder.att_context_size_choices", choices, 4) &&
-         gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_left", mc->k - 1) &&
-         gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_right", 0) &&
-         gguf_writer_set_str(w, "stt.frontend.normalize", "none") &&
-         gguf_writer_set_bool(w, "stt.capability.streaming", true);
+         tr_gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", mc->L) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_right", mc->R) &&
+         tr_gguf_writer_set_arr_i32(w, "stt.parakeet.encoder.att_context_size_choices", choices,
+                                    4) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_left", mc->k - 1) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_right", 0) &&
+         tr_gguf_writer_set_str(w, "stt.frontend.normalize", "none") &&
+         tr_gguf_writer_set_bool(w, "stt.capability.streaming", true);
     /* causal pre-encode: F' = three stages of L -> L/2 + 1 */
     int F = mc->n_mels;
     for (int i = 0; i < 3; i++) F = F / 2 + 1;
@@ -69,19 +70,19 @@ static bool make_streaming(const model_case *mc, const char *dst) {
     const float sc = 10.0 / sqrtf((float)in);
     for (int64_t i = 0; pw && i < in * mc->d; i++) pw[i] = rnd(&seed) * sc;
     ok = ok && pw;
-    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         if (!strcmp(t->name, "enc.pre_encode.out.weight")) {
             const int64_t ne[4] = {in, mc->d, 1, 1};
-            ok = gguf_writer_add_tensor(w, t->name, TR_F32, 2, ne, pw);
+            ok = tr_gguf_writer_add_tensor(w, t->name, TR_F32, 2, ne, pw);
         } else {
-            ok = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
         }
     }
-    if (ok) ok = gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    if (ok) ok = tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
     free(pw);
-    gguf_writer_free(w);
-    gguf_close(g);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 

@@ -80,7 +80,7 @@ static void group_free(group *g) {
 static transcribe_status gate(const cn_session *s, const cn_prompt *pr, const float *pcm, int n) {
     const cn_model *m = s->m;
     if (!pcm || n <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
-    int64_t T_enc = cn_predict_enc_frames(m, n);
+    int64_t T_enc = tr_cn_predict_enc_frames(m, n);
     if (T_enc > m->hp.pos_emb_max_len) {
         TR_ERROR("canary: %d samples (%.1f s) need %lld encoder frames; the model's limit is %d "
                  "(%lld ms); split the audio",
@@ -113,7 +113,7 @@ static transcribe_status group_mels(cn_session *s, const float *const *pcm, cons
         float *clean = NULL;
         const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "canary", &clean);
         transcribe_status st =
-            in ? cn_log_mel(s->m, s->pool, in, n_samples[i], &it->mel, &it->T_mel)
+            in ? tr_cn_log_mel(s->m, s->pool, in, n_samples[i], &it->mel, &it->T_mel)
                : TRANSCRIBE_ERR_OOM;
         free(clean);
         ctxs[i].result->mel_ms = (float)(tr_time_ms() - t0);
@@ -196,7 +196,7 @@ static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) 
     const int D = m->hp.d_dec;
     int rows = 0;
     for (int k = 0; k < n_seg; k++) {
-        /* x = LN(E_tok[y] + PE[p]) with the stored table, as cn_decode */
+        /* x = LN(E_tok[y] + PE[p]) with the stored table, as tr_cn_decode */
         const tr_nn_dec_seg *sg = &g->segs[k];
         float *x = g->x + (size_t)rows * D;
         tr_get_rows(m->tok_emb, ids + rows, sg->rows, x);
@@ -323,20 +323,20 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
             TR_WARN("canary: utterance %d stopped after %d tokens without end-of-text (context "
                     "%d, prompt %d); the text is truncated",
                     it->idx, it->n_out, s->n_ctx, pr->n);
-        transcribe_status f =
-            cn_fill_result(m, pr, it->out, it->n_out, ctx->params->keep_special_tags, ctx->result);
+        transcribe_status f = tr_cn_fill_result(m, pr, it->out, it->n_out,
+                                                ctx->params->keep_special_tags, ctx->result);
         if (f != TRANSCRIBE_OK) return f;
         finish(ctxs, done, it->idx, u);
     }
     return st;
 }
 
-transcribe_status cn_run_batch(cn_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs) {
+transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
     s->n_last = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
     cn_prompt pr;
-    transcribe_status st = cn_build_prompt(s->m, ctxs[0].params, &pr);
+    transcribe_status st = tr_cn_build_prompt(s->m, ctxs[0].params, &pr);
     if (st != TRANSCRIBE_OK) return st;
     bool *done = calloc((size_t)n, sizeof *done);
     item *items = calloc((size_t)(n < GROUP_MAX ? n : GROUP_MAX), sizeof *items);
@@ -355,7 +355,7 @@ transcribe_status cn_run_batch(cn_session *s, const float *const *pcm, const int
         int frames = 0;
         for (; i < n && g.n < GROUP_MAX; i++) {
             if (done[i]) continue;
-            int f = (int)cn_predict_enc_frames(s->m, n_samples[i]);
+            int f = (int)tr_cn_predict_enc_frames(s->m, n_samples[i]);
             if (g.n > 0 && frames + f > GROUP_FRAMES) break;
             g.it[g.n++] = (item){.idx = i};
             frames += f;

@@ -16,7 +16,7 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return cn_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_cn_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 const tr_family tr_family_canary = {

@@ -5,7 +5,7 @@ TR_FAMILY_ADAPTERS(gs)
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return gs_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_gs_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 /* c-api.md §13.2, decoder-bound (§9): (n_ctx − 64 − 256) / 3 windows of

@@ -18,12 +18,12 @@ TR_CLM_FAMILY_SESSION(gs, "granite_speech")
 static transcribe_status gate(const gs_session *s, int n_samples, const gs_prompt *pr,
                               int *T_prompt) {
     const gs_model *m = s->m;
-    const int64_t T_enc = gs_enc_frames(m, n_samples);
+    const int64_t T_enc = tr_gs_enc_frames(m, n_samples);
     if (T_enc < 1) {
         TR_ERROR("granite_speech: %d samples are too short (no encoder frame)", n_samples);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    const int64_t T = pr->n_pre + (int64_t)gs_audio_tokens(m, T_enc) + pr->n_post;
+    const int64_t T = pr->n_pre + (int64_t)tr_gs_audio_tokens(m, T_enc) + pr->n_post;
     if (T + GS_MAX_NEW > s->dec.ceiling) {
         TR_ERROR("granite_speech: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
                  "output reserve that exceeds the context of %d; split the audio",
@@ -43,13 +43,13 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_enc = 0;
-    transcribe_status st = gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
+    transcribe_status st = tr_gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_encode(m, s->dec.pool, x, T_enc, &enc);
+    if (st == TRANSCRIBE_OK) st = tr_gs_encode(m, s->dec.pool, x, T_enc, &enc);
     free(x);
     double t2 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
+    if (st == TRANSCRIBE_OK) st = tr_gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
     free(enc);
     double t3 = tr_time_ms();
     s->mel_ms = t1 - t0;
@@ -111,7 +111,7 @@ static transcribe_status prepare_utt(gs_session *s, const gs_prompt *pr, const f
     return st;
 }
 
-transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const gs_model *m = s->m;
     const struct transcribe_run_params *p = ctx->params;
     s->n_last = 0;
@@ -123,7 +123,7 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
     if (!pr) return TRANSCRIBE_ERR_OOM;
     int T_prompt = 0;
     float *x = NULL;
-    transcribe_status st = gs_build_prompt(m, p, pr);
+    transcribe_status st = tr_gs_build_prompt(m, p, pr);
     if (st == TRANSCRIBE_OK) st = prepare_utt(s, pr, pcm, n_samples, ctx, &x, &T_prompt);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     double t0 = tr_time_ms();
@@ -154,7 +154,7 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
-                gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result);
+                tr_gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result);
             if (st2 != TRANSCRIBE_OK) st = st2;
         }
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
@@ -174,8 +174,8 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
  * time (as upstream), then one batched prefill and the batched step loop.
  * A row keeps its single run's budget and window, so it gets its single
  * run's tokens and status (upstream's batch stops one token earlier). */
-transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs) {
+transcribe_status tr_gs_run_batch(gs_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
     const gs_model *m = s->m;
     const struct transcribe_run_params *p = ctxs[0].params; /* one set for the batch */
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -185,7 +185,7 @@ transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int
     int32_t *out = malloc((size_t)n * (GS_MAX_NEW + 1) * sizeof(int32_t));
     transcribe_status st = pr && rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
     for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
-    if (st == TRANSCRIBE_OK) st = gs_build_prompt(m, p, pr);
+    if (st == TRANSCRIBE_OK) st = tr_gs_build_prompt(m, p, pr);
     int n_valid = 0, n_ctx = 0;
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
         tr_result *r = ctxs[i].result;
@@ -208,8 +208,8 @@ transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int
     }
     double t0 = tr_time_ms(), prefill_ms = 0;
     if (st == TRANSCRIBE_OK && n_valid > 0) {
-        tr_clm_greedy_cfg cfg = {.eos = m->sp.eos, .should_abort = tr_run_abort_poll,
-                                 .abort_user = &ctxs[0]};
+        tr_clm_greedy_cfg cfg = {
+            .eos = m->sp.eos, .should_abort = tr_run_abort_poll, .abort_user = &ctxs[0]};
         st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
     }
     s->dec.prefill_ms = prefill_ms;
@@ -221,7 +221,7 @@ transcribe_status gs_run_batch(gs_session *s, const float *const *pcm, const int
             const int steps = row->max_new - 1;
             if (row->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && row->n_out > steps)
                 row->n_out = steps;
-            transcribe_status e = gs_fill_result(m, p, row->out, row->n_out, n_samples[i], r);
+            transcribe_status e = tr_gs_fill_result(m, p, row->out, row->n_out, n_samples[i], r);
             r->status = e != TRANSCRIBE_OK ? e : row->status;
             r->decode_ms = dec_ms;
             if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;

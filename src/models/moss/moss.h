@@ -72,36 +72,36 @@ typedef struct ms_session {
 TR_FAMILY_DECLARE(ms);
 
 /* Encoder frames of a clip: sum over 30 s chunks of (real_len-1)//(hop*2*merge)+1 (§5). */
-int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples);
+int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples);
 /* Prompt of §7 for T_enc audio rows: ids (malloc'ed, *n long) and the
  * absolute position of each audio row (malloc'ed, T_enc long). */
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
-                                  int **audio_pos);
+transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+                                     int **audio_pos);
 /* The same with vocabulary hints: terms (n_terms, may be 0) re-render the
  * instruction where the file allows it, fitted so that the prompt plus the
  * §9 wanted budget max(256, 2·T_enc + 128) stays within ceiling; *n_used
  * (optional) gets the number of terms kept. */
-transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
-                                      int n_terms, int ceiling, int32_t **ids, int *n,
-                                      int **audio_pos, int *n_used);
+transcribe_status tr_ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
+                                         int n_terms, int ceiling, int32_t **ids, int *n,
+                                         int **audio_pos, int *n_used);
 /* Reads the optional instruction split (hints stay off, with a warning, when
  * it is malformed or does not reproduce the baked ids). */
-transcribe_status ms_hotwords_load(const struct gguf_file *f, ms_model *m);
+transcribe_status tr_ms_hotwords_load(const struct gguf_file *f, ms_model *m);
 /* The suffix for terms fitted to room suffix ids: malloc'ed in *suffix with
  * *n_used terms, or NULL (use the baked suffix) when no term fits, the
  * hints are off or there are no terms. */
-transcribe_status ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
-                                    int64_t room, int32_t **suffix, int *n_suffix, int *n_used);
+transcribe_status tr_ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
+                                       int64_t room, int32_t **suffix, int *n_suffix, int *n_used);
 /* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
  * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
  * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */
-transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
-                            float **enc_trim);
+transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
+                               int *T_enc, float **enc_trim);
 
 /* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
  * ctxs[i].result (partial text kept on OUTPUT_TRUNCATED); returns the
  * whole-batch status. */
-transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs);
+transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs);
 
 #endif

@@ -5,7 +5,7 @@ TR_FAMILY_ADAPTERS(ms)
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return ms_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_ms_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 /* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)

@@ -50,12 +50,12 @@ static bool has_cjk(const char *s) {
     return false;
 }
 
-transcribe_status ms_hotwords_load(const gguf_file *f, ms_model *m) {
+transcribe_status tr_ms_hotwords_load(const gguf_file *f, ms_model *m) {
     m->instruction = NULL;
-    const int64_t kt = gguf_find_key(f, KEY_TEXT), ko = gguf_find_key(f, KEY_OFFSET);
+    const int64_t kt = tr_gguf_find_key(f, KEY_TEXT), ko = tr_gguf_find_key(f, KEY_OFFSET);
     if (kt < 0 && ko < 0) return TRANSCRIBE_OK; /* the published converter's files */
-    if (kt < 0 || ko < 0 || gguf_kv_type(f, kt) != GGUF_T_STRING ||
-        gguf_kv_type(f, ko) != GGUF_T_UINT32) {
+    if (kt < 0 || ko < 0 || tr_gguf_kv_type(f, kt) != GGUF_T_STRING ||
+        tr_gguf_kv_type(f, ko) != GGUF_T_UINT32) {
         TR_WARN("moss: %s (STRING) and %s (UINT32) are not both present with those types; "
                 "vocabulary hints are off",
                 KEY_TEXT, KEY_OFFSET);
@@ -133,8 +133,8 @@ static int32_t *render_suffix(const ms_model *m, const term *t, int k, int *n) {
     return out;
 }
 
-transcribe_status ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
-                                    int64_t room, int32_t **suffix, int *n_suffix, int *n_used) {
+transcribe_status tr_ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
+                                       int64_t room, int32_t **suffix, int *n_suffix, int *n_used) {
     *suffix = NULL;
     *n_suffix = 0;
     *n_used = 0;

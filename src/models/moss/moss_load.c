@@ -277,7 +277,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_prompt_keys(f, m))) return st;
     if ((st = read_languages(f, m))) return st;
-    if ((st = ms_hotwords_load(f, m))) return st;
+    if ((st = tr_ms_hotwords_load(f, m))) return st;
     bool diar;
     if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
     if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
@@ -291,7 +291,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
 
 TR_FAMILY_GGUF_LOAD(ms, "moss", load_gguf)
 
-void ms_model_free(ms_model *m) {
+void tr_ms_model_free(ms_model *m) {
     if (!m) return;
     tr_whenc_free(&m->enc);
     free(m->lm_blocks);
@@ -304,7 +304,7 @@ void ms_model_free(ms_model *m) {
     free(m);
 }
 
-void ms_model_describe(const ms_model *m, tr_model_desc *desc) {
+void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;

@@ -55,7 +55,7 @@ static int64_t tokens_of_chunk(const ms_model *m, int64_t real_len) {
     return (real_len - 1) / per + 1;
 }
 
-int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples) {
+int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples) {
     int64_t t = 0;
     for (int64_t start = 0; start < n_samples; start += m->n_chunk) {
         int64_t len = n_samples - start < m->n_chunk ? n_samples - start : m->n_chunk;
@@ -112,16 +112,16 @@ static int64_t wanted_budget(int64_t T_enc) {
     return want < MS_GEN_RESERVE ? MS_GEN_RESERVE : want;
 }
 
-transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
-                                      int n_terms, int ceiling, int32_t **ids, int *n,
-                                      int **audio_pos, int *n_used) {
+transcribe_status tr_ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
+                                         int n_terms, int ceiling, int32_t **ids, int *n,
+                                         int **audio_pos, int *n_used) {
     *ids = NULL;
     *audio_pos = NULL;
     if (n_used) *n_used = 0;
     const int64_t span_len = build_span(m, T_enc, NULL, NULL);
     int32_t *hot = NULL;
     int n_hot = 0, used = 0;
-    transcribe_status st = ms_hotword_suffix(
+    transcribe_status st = tr_ms_hotword_suffix(
         m, terms, n_terms, (int64_t)ceiling - wanted_budget(T_enc) - m->n_prefix - span_len, &hot,
         &n_hot, &used);
     if (st != TRANSCRIBE_OK) return st;
@@ -148,20 +148,20 @@ transcribe_status ms_build_prompt_hot(const ms_model *m, int T_enc, const char *
     return TRANSCRIBE_OK;
 }
 
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
-                                  int **audio_pos) {
-    return ms_build_prompt_hot(m, T_enc, NULL, 0, 0, ids, n, audio_pos, NULL);
+transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+                                     int **audio_pos) {
+    return tr_ms_build_prompt_hot(m, T_enc, NULL, 0, 0, ids, n, audio_pos, NULL);
 }
 
 /* ---- §5, §6 encoder, merge, adaptor ---- */
 
-transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
-                            float **enc_trim) {
+transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
+                               int *T_enc, float **enc_trim) {
     const ms_model *m = s->m;
     const int D = m->enc.d_model, H = m->lm.d_model, R = m->merge;
     *out = NULL;
     if (enc_trim) *enc_trim = NULL;
-    const int64_t T = ms_audio_tokens(m, n_samples);
+    const int64_t T = tr_ms_audio_tokens(m, n_samples);
     float *trim = malloc((size_t)T * R * D * sizeof(float));
     float *y = malloc((size_t)T * (size_t)H * sizeof(float));
     float *h = malloc((size_t)T * (size_t)H * sizeof(float));
@@ -212,7 +212,7 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
 
 /* ---- run parameters ---- */
 
-transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
     (void)m;
     transcribe_status st = tr_family_check_transcribe_only("moss", p);
     if (st != TRANSCRIBE_OK) return st;
@@ -240,7 +240,7 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
     if (!raw) return TRANSCRIBE_ERR_OOM;
     const moss_out_policy pol = policy_of(p);
     const int64_t audio_ms = (int64_t)n_samples * 1000 / m->mel.sample_rate;
-    transcribe_status st = moss_fill_result(raw, strlen(raw), audio_ms, &pol, res);
+    transcribe_status st = tr_moss_fill_result(raw, strlen(raw), audio_ms, &pol, res);
     free(raw);
     return st;
 }
@@ -256,7 +256,7 @@ static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
 
 static transcribe_status gate(const ms_session *s, int n_samples, int64_t *T_prompt) {
     const ms_model *m = s->m;
-    const int64_t T_enc = ms_audio_tokens(m, n_samples);
+    const int64_t T_enc = tr_ms_audio_tokens(m, n_samples);
     *T_prompt = prompt_len(m, T_enc);
     if (*T_prompt + MS_GEN_RESERVE > s->dec.ceiling) {
         TR_ERROR("moss: %d samples (%.1f s) need a %lld-token prompt; with the %d-token output "
@@ -298,7 +298,7 @@ static bool poll_step(void *user) {
     return tr_run_should_abort(p->ctx);
 }
 
-transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ms_model *m = s->m;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -313,14 +313,14 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     int *apos = NULL, T_enc = 0, n_ids = 0;
     double t0 = tr_time_ms();
     const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
-    st = in ? ms_encode(s, in, n_samples, &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+    st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
     int n_used = 0;
     if (st == TRANSCRIBE_OK)
-        st = ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
-                                 s->dec.ceiling, &ids, &n_ids, &apos, &n_used);
+        st = tr_ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
+                                    s->dec.ceiling, &ids, &n_ids, &apos, &n_used);
     if (n_used > 0) TR_INFO("moss: %d vocabulary terms in the instruction", n_used);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
@@ -385,8 +385,8 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
  * batched step loop. Every row keeps its single run's budget and window
  * (upstream shares one batch-wide budget), so it gets its single run's
  * tokens, status and partial text. */
-transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs) {
+transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
     const ms_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
@@ -411,14 +411,14 @@ transcribe_status ms_run_batch(ms_session *s, const float *const *pcm, const int
         double t0 = tr_time_ms();
         const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moss", &clean);
         transcribe_status e =
-            in ? ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+            in ? tr_ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
         free(clean);
         r->encode_ms = (float)(tr_time_ms() - t0);
         int n_used = 0;
         if (e == TRANSCRIBE_OK)
-            e = ms_build_prompt_hot(m, T_enc, ctxs[i].params->vocabulary,
-                                    ctxs[i].params->n_vocabulary, s->dec.ceiling, &ids, &n_ids,
-                                    &apos, &n_used);
+            e = tr_ms_build_prompt_hot(m, T_enc, ctxs[i].params->vocabulary,
+                                       ctxs[i].params->n_vocabulary, s->dec.ceiling, &ids, &n_ids,
+                                       &apos, &n_used);
         const int budget = e == TRANSCRIBE_OK ? gen_budget(s, n_ids, T_enc) : 0;
         if (e == TRANSCRIBE_OK) {
             const size_t H = (size_t)m->lm.d_model;

@@ -3,8 +3,8 @@
  * (tr_fc_forward_batch: every projection reads its weights once for the
  * whole group; attention and convolutions stay per utterance, so each
  * utterance's frames equal its single run's), then each is decoded on its
- * own frames exactly as pk_run does. Inputs too short for statistics or
- * long enough to need windows run through pk_run on their own. Statuses
+ * own frames exactly as tr_pk_run does. Inputs too short for statistics or
+ * long enough to need windows run through tr_pk_run on their own. Statuses
  * are per utterance; only OOM / BACKEND fail the batch. */
 #include <stdlib.h>
 #include <string.h>
@@ -64,14 +64,14 @@ static transcribe_status decode_one(pk_session *s, const item *it, float *enc, i
         if (!grow(&s->prompt_hid, &s->prompt_cap, ((size_t)it->T + 1) * h))
             st = TRANSCRIBE_ERR_OOM;
         else
-            pk_prompt_apply(&m->prompt, s->pool, prompt_id, enc, it->T, s->prompt_hid,
-                            s->prompt_hid + (size_t)it->T * h);
+            tr_pk_prompt_apply(&m->prompt, s->pool, prompt_id, enc, it->T, s->prompt_hid,
+                               s->prompt_hid + (size_t)it->T * h);
     }
     if (st == TRANSCRIBE_OK)
-        st = pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, abort_cb, ctx);
+        st = tr_pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, abort_cb, ctx);
     ctx->result->decode_ms = (float)(tr_time_ms() - t0);
-    if (st == TRANSCRIBE_OK) st = pk_build_result(m, toks.v, toks.n, ctx->params, ctx->result);
-    pk_toks_free(&toks);
+    if (st == TRANSCRIBE_OK) st = tr_pk_build_result(m, toks.v, toks.n, ctx->params, ctx->result);
+    tr_pk_toks_free(&toks);
     return st;
 }
 
@@ -149,13 +149,13 @@ static void free_group(item *g, int n) {
     }
 }
 
-transcribe_status pk_run_batch(pk_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs) {
+transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
     const pk_model *m = s->m;
     int prompt_id = -1;
     if (m->prompt.n_prompts > 0) {
-        prompt_id = pk_prompt_id(&m->prompt, ctxs[0].params->language);
-        if (prompt_id < 0) return pk_validate_run(m, ctxs[0].params);
+        prompt_id = tr_pk_prompt_id(&m->prompt, ctxs[0].params->language);
+        if (prompt_id < 0) return tr_pk_validate_run(m, ctxs[0].params);
     }
     item *g = calloc((size_t)n, sizeof *g);
     bool *done = calloc((size_t)n, sizeof *done);
@@ -177,7 +177,7 @@ transcribe_status pk_run_batch(pk_session *s, const float *const *pcm, const int
                 st = TRANSCRIBE_ERR_ABORTED;
                 break;
             }
-            transcribe_status u = pk_run(s, pcm[i], n_samples[i], &ctxs[i]);
+            transcribe_status u = tr_pk_run(s, pcm[i], n_samples[i], &ctxs[i]);
             if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_BACKEND)
                 st = u;
             else

@@ -14,30 +14,30 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return pk_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_pk_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {
-    return pk_stream_begin(session, ctx);
+    return tr_pk_stream_begin(session, ctx);
 }
 
 static transcribe_status fam_stream_feed(void *session, const float *pcm, int n_samples,
                                          tr_stream_ctx *ctx) {
-    return pk_stream_feed(session, pcm, n_samples, ctx);
+    return tr_pk_stream_feed(session, pcm, n_samples, ctx);
 }
 
 static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {
-    return pk_stream_finalize(session, ctx);
+    return tr_pk_stream_finalize(session, ctx);
 }
 
 static void fam_stream_reset(void *session) {
-    pk_stream_reset(session);
+    tr_pk_stream_reset(session);
 }
 
 /* Cache-aware files stream natively; every other Parakeet file (offline,
  * unified-en's buffered menu) through the dispatcher's generic driver. */
 static bool fam_stream_native(void *model) {
-    return pk_stream_native(model);
+    return tr_pk_stream_native(model);
 }
 
 const tr_family tr_family_parakeet = {

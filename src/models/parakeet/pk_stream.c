@@ -4,7 +4,7 @@
  * complete → the streaming encoder (nn/fastconformer.h tr_fc_stream), which
  * runs each chunk of R + 1 encoder frames once against its caches → the
  * greedy decoder resumed from the state the previous chunk left
- * (pk_decode_resume). Every token decoded is final, so the whole
+ * (tr_pk_decode_resume). Every token decoded is final, so the whole
  * hypothesis is committed at each native chunk boundary.
  *
  * Why the tokens equal the offline run's (up to 1280 encoder frames, i.e.
@@ -42,21 +42,21 @@ struct pk_stream {
 static void stream_free(pk_stream *ps) {
     if (!ps) return;
     tr_fc_stream_free(ps->enc);
-    pk_dec_work_free(&ps->dec);
-    pk_toks_free(&ps->toks);
+    tr_pk_dec_work_free(&ps->dec);
+    tr_pk_toks_free(&ps->toks);
     free(ps->pcm);
     free(ps->mel_tm);
     free(ps->prompt_hid);
     free(ps);
 }
 
-void pk_stream_free(pk_stream *ps) {
+void tr_pk_stream_free(pk_stream *ps) {
     stream_free(ps);
 }
 
 static void stream_clear(pk_stream *ps) {
     tr_fc_stream_reset(ps->enc);
-    pk_dec_carry_reset(&ps->carry);
+    tr_pk_dec_carry_reset(&ps->carry);
     ps->toks.n = 0;
     ps->pcm_base = ps->pcm_n = ps->n_fed = ps->mel_next = 0;
     ps->mel_ms = ps->enc_ms = ps->dec_ms = 0;
@@ -69,28 +69,28 @@ static int lead_frames(const tr_mel_config *c) {
     return (pad + 1 + c->hop_length - 1) / c->hop_length;
 }
 
-bool pk_stream_native(const pk_model *m) {
+bool tr_pk_stream_native(const pk_model *m) {
     return m->hp.att_style == TR_FC_STYLE_CHUNKED_LIMITED && m->mel.normalize == TR_NORM_NONE &&
            m->mel.pad_mode == TR_PAD_CONSTANT && tr_fc_stream_supported(m->enc);
 }
 
-transcribe_status pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
+transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     const pk_model *m = s->m;
-    if (!pk_stream_native(m)) {
+    if (!tr_pk_stream_native(m)) {
         TR_ERROR("parakeet: native streaming needs a cache-aware (chunked_limited, "
                  "normalize none) file");
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
     int pid = -1;
     if (m->prompt.n_prompts > 0) {
-        pid = pk_prompt_id(&m->prompt, ctx->params->language);
-        if (pid < 0) return pk_validate_run(m, ctx->params);
+        pid = tr_pk_prompt_id(&m->prompt, ctx->params->language);
+        if (pid < 0) return tr_pk_validate_run(m, ctx->params);
     }
     if (!s->stream) {
         pk_stream *ps = calloc(1, sizeof *ps);
         if (!ps) return TRANSCRIBE_ERR_OOM;
         transcribe_status st = tr_fc_stream_new(m->enc, &ps->enc);
-        if (st != TRANSCRIBE_OK || !pk_dec_work_init(&ps->dec, &m->head)) {
+        if (st != TRANSCRIBE_OK || !tr_pk_dec_work_init(&ps->dec, &m->head)) {
             stream_free(ps);
             return st != TRANSCRIBE_OK ? st : TRANSCRIBE_ERR_OOM;
         }
@@ -103,7 +103,7 @@ transcribe_status pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     return TRANSCRIBE_OK;
 }
 
-void pk_stream_reset(pk_session *s) {
+void tr_pk_stream_reset(pk_session *s) {
     if (s->stream) stream_clear(s->stream);
 }
 
@@ -128,12 +128,13 @@ static transcribe_status decode_rows(pk_session *s, tr_stream_ctx *ctx, const fl
             ps->prompt_cap = need;
         }
         /* the stream's row buffer is ours until the next push */
-        transcribe_status st = pk_prompt_apply(&m->prompt, s->pool, ps->prompt_id, (float *)rows, n,
-                                               ps->prompt_hid, ps->prompt_hid + (size_t)n * h);
+        transcribe_status st =
+            tr_pk_prompt_apply(&m->prompt, s->pool, ps->prompt_id, (float *)rows, n, ps->prompt_hid,
+                               ps->prompt_hid + (size_t)n * h);
         if (st != TRANSCRIBE_OK) return st;
     }
-    return pk_decode_resume(&m->head, s->pool, &ps->dec, rows, f0, n, &ps->toks, &ps->carry,
-                            abort_cb, ctx);
+    return tr_pk_decode_resume(&m->head, s->pool, &ps->dec, rows, f0, n, &ps->toks, &ps->carry,
+                               abort_cb, ctx);
 }
 
 /* Computes the mel frames now complete (all of them at the end), pushes
@@ -212,7 +213,7 @@ static transcribe_status report(pk_session *s, tr_stream_ctx *ctx) {
     pk_stream *ps = s->stream;
     const pk_model *m = s->m;
     tr_result_clear(ctx->result);
-    transcribe_status st = pk_build_result(m, ps->toks.v, ps->toks.n, ctx->params, ctx->result);
+    transcribe_status st = tr_pk_build_result(m, ps->toks.v, ps->toks.n, ctx->params, ctx->result);
     ctx->result->mel_ms = (float)ps->mel_ms;
     ctx->result->encode_ms = (float)ps->enc_ms;
     ctx->result->decode_ms = (float)ps->dec_ms;
@@ -225,7 +226,7 @@ static transcribe_status report(pk_session *s, tr_stream_ctx *ctx) {
     return st;
 }
 
-transcribe_status pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx) {
+transcribe_status tr_pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx) {
     pk_stream *ps = s->stream;
     if (!ps || n < 0 || (n > 0 && !pcm)) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ps->pcm_n + n > ps->pcm_cap) {
@@ -245,7 +246,7 @@ transcribe_status pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stre
     return report(s, ctx);
 }
 
-transcribe_status pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx) {
+transcribe_status tr_pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx) {
     if (!s->stream) return TRANSCRIBE_ERR_INVALID_ARG;
     transcribe_status st = advance(s, ctx, true);
     if (st != TRANSCRIBE_OK) return st;

@@ -2,7 +2,7 @@
  * decoding (§8: language detection, prompt, temperature fallback, no-speech
  * gate, seek windows, long form) is a long sequential algorithm; rather
  * than a second, lockstep copy of it, every utterance runs the unchanged
- * wh_run on its own worker thread and member session (own self-attention
+ * tr_wh_run on its own worker thread and member session (own self-attention
  * cache, cross K/V, mel window, logits), and every heavy call of it —
  * window encode, decoder pass, logits row — is a request to a hub on the
  * caller's thread. The hub waits until every running member is blocked on
@@ -89,15 +89,15 @@ static void hub_call(wh_session *s, wh_req r) {
     pthread_mutex_unlock(&h->mu);
 }
 
-void wh_hub_encode(wh_session *s, const float *mel_window) {
+void tr_wh_hub_encode(wh_session *s, const float *mel_window) {
     hub_call(s, (wh_req){.kind = REQ_ENCODE, .window = mel_window});
 }
 
-void wh_hub_decode(wh_session *s, const int32_t *ids, int n, int n_past) {
+void tr_wh_hub_decode(wh_session *s, const int32_t *ids, int n, int n_past) {
     hub_call(s, (wh_req){.kind = REQ_DECODE, .ids = ids, .n = n, .n_past = n_past});
 }
 
-void wh_hub_logits(wh_session *s, int row, float *out) {
+void tr_wh_hub_logits(wh_session *s, int row, float *out) {
     hub_call(s, (wh_req){.kind = REQ_LOGITS, .row = row, .out = out});
 }
 
@@ -108,7 +108,7 @@ static bool member_abort(void *user) {
 static void *member_main(void *arg) {
     slot *sl = arg;
     wh_hub *h = sl->hub;
-    sl->st = wh_run(sl->s, sl->pcm, sl->n, &sl->ctx);
+    sl->st = tr_wh_run(sl->s, sl->pcm, sl->n, &sl->ctx);
     pthread_mutex_lock(&h->mu);
     sl->busy = false;
     h->n_active--;
@@ -129,7 +129,7 @@ static bool grow_f(float **p, size_t *cap, size_t n) {
 static void serve_encode(wh_hub *h, slot *sl) {
     wh_session *m = h->main, *s = sl->s;
     /* the shared encoder output is consumed at once: cross K/V into the
-     * member's own buffers (its wh_cross_kv is then a no-op) */
+     * member's own buffers (its tr_wh_cross_kv is then a no-op) */
     tr_whenc_forward(m->pool, &m->m->enc, &m->enc_work, sl->req.window, m->m->hp.n_frames_window,
                      m->enc_x);
     const size_t S = (size_t)m->m->hp.n_frames_window / 2, D = (size_t)m->m->hp.d_model;
@@ -139,7 +139,7 @@ static void serve_encode(wh_hub *h, slot *sl) {
 }
 
 /* Every decoder pass of the round in one packed pass; each member's
- * final-LN rows land in its own dec_x as wh_decode_tokens leaves them. */
+ * final-LN rows land in its own dec_x as tr_wh_decode_tokens leaves them. */
 static bool serve_decode(wh_hub *h) {
     const wh_model *m = h->main->m;
     const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
@@ -210,7 +210,7 @@ static bool serve_logits(wh_hub *h) {
 
 /* ---- members ---- */
 
-/* A member session: the buffers wh_run reads and writes for one
+/* A member session: the buffers tr_wh_run reads and writes for one
  * utterance; no encoder scratch (the hub's) and no pool. */
 static wh_session *member_new(const wh_session *main, wh_hub *h, int slot_idx) {
     const wh_model *m = main->m;
@@ -230,7 +230,7 @@ static wh_session *member_new(const wh_session *main, wh_hub *h, int slot_idx) {
     s->work = malloc(V * sizeof(float));
     s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
     if (!ok || !s->cross_k || !s->cross_v || !s->dec_x || !s->logits || !s->work || !s->window) {
-        wh_session_free(s);
+        tr_wh_session_free(s);
         return NULL;
     }
     return s;
@@ -244,7 +244,7 @@ static size_t member_bytes(const wh_model *m) {
 }
 
 static void hub_free(wh_hub *h) {
-    for (int k = 0; k < h->n_slots; k++) wh_session_free(h->slots[k].s);
+    for (int k = 0; k < h->n_slots; k++) tr_wh_session_free(h->slots[k].s);
     free(h->slots);
     free(h->x);
     free(h->scratch);
@@ -343,8 +343,8 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
     return st;
 }
 
-transcribe_status wh_run_batch(wh_session *s, const float *const *pcm, const int *n_samples, int n,
-                               tr_run_ctx *ctxs) {
+transcribe_status tr_wh_run_batch(wh_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
     bool *done = calloc((size_t)n, sizeof *done);
     int *todo = calloc((size_t)n, sizeof *todo);
     if (!done || !todo) {
@@ -403,7 +403,7 @@ transcribe_status wh_run_batch(wh_session *s, const float *const *pcm, const int
             st = TRANSCRIBE_ERR_ABORTED;
             break;
         }
-        transcribe_status u = wh_run(s, pcm[i], n_samples[i], &ctxs[i]);
+        transcribe_status u = tr_wh_run(s, pcm[i], n_samples[i], &ctxs[i]);
         if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_BACKEND) {
             st = u;
             break;

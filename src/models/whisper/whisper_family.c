@@ -50,7 +50,7 @@ static bool fam_probe_file(const void *head, size_t n) {
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return wh_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_wh_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 const tr_family tr_family_whisper = {
