@@ -37,14 +37,16 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --output-format LIST  formats for --output-dir: comma list of txt, srt, vtt,\n"
             "                            json (default: the -f format)\n"
             "  -l, --language CODE       source language hint (default or 'auto': autodetect)\n"
+            "      --detect-language     only detect the language of each input (its first\n"
+            "                            30 s): prints the code and the model's probability\n"
             "  -t, --translate           translate instead of transcribe\n"
             "      --target-language C   translation target language (implies -t)\n"
             "      --timestamps KIND     auto|none|segment|word|token (default auto)\n"
             "      --threads N           CPU threads, 1 to 4x the cores (default: usable CPUs,\n"
             "                            at most 8)\n"
             "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
-            "      --print-progress      progress lines on stderr even when it is not a terminal\n"
-            "                            or the input is short\n"
+            "      --print-progress      progress lines on stderr even when it is not a terminal,\n"
+            "                            the input is short, or -q is given\n"
             "  -r, --repeat N            run the same audio N times (benchmarking)\n"
             "      --n-ctx N             decoder context cap, 0 = model maximum\n"
             "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
@@ -375,6 +377,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             INT_FLAG(100, 3600000, o->shape.max_cue_ms);
         } else if (IS1("--split-on-word")) {
             /* whisper.cpp's flag: cues here always break between words */
+        } else if (IS1("--detect-language")) {
+            o->detect_language = true;
         } else if (IS1("--print-progress")) {
             o->print_progress = true;
         } else if (IS1("--version")) {
@@ -415,6 +419,16 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     if (o->n_audio == 0 && !o->batch_file) return fail(o, "missing audio file or --batch%s", "");
     if (o->n_audio > 0 && o->batch_file) {
         return fail(o, "cannot combine positional audio files with --batch%s", "");
+    }
+    if (o->detect_language && (o->batch_file || o->output_dir || o->output ||
+                               o->stream_chunk_ms > 0 || o->translate || o->target_language)) {
+        return fail(o,
+                    "--detect-language prints the language of each input on stdout; it does not "
+                    "combine with --batch, -o, --output-dir, streaming or translation%s",
+                    "");
+    }
+    if (o->detect_language && o->language) {
+        return fail(o, "--detect-language detects the language: drop -l %s", o->language);
     }
     if (o->stream_chunk_ms > 0 && o->repeat > 1) {
         return fail(o, "--stream-chunk-ms cannot be combined with --repeat%s", "");

@@ -46,6 +46,7 @@ typedef struct cli_opts {
     const char *output_dir;  /* --output-dir: DIR/<stem>.<ext> per input */
     unsigned output_formats; /* bit set of (1 << cli_format), txt/json/srt/vtt */
     bool version;
+    bool detect_language; /* --detect-language: print the language, do not transcribe */
     bool print_progress;
     cli_cue_shape shape; /* progress also when stderr is not a TTY / short input */
     cli_format format;
