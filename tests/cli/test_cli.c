@@ -155,6 +155,38 @@ static void outputs(const char *model, const char *wav) {
         CHECK_MSG(count(only, "\"t0_ms\":") == count(srt, " --> "), "cues: %s", only);
     }
     CHECK_MSG(last_json_t1(body) >= 0 && last_json_t1(body) <= 11000, "json: %s", body);
+    /* Several inputs, on the command line or in a --batch list: one set of
+     * files per input, named by its stem. */
+    char list[700], wav2[1024];
+    snprintf(wav2, sizeof wav2, "%s/samples/ja.wav", TR_SHARED_DIR);
+    snprintf(list, sizeof list, "%s/inputs.list", dir);
+    FILE *lf = fopen(list, "w");
+    CHECK(lf != NULL);
+    if (lf) {
+        fprintf(lf, "%s\n%s\n", wav, wav2);
+        fclose(lf);
+    }
+    static const char *const modes[] = {"'%s' '%s'", "--batch '%s'"};
+    for (int mode = 0; mode < 2; mode++) {
+        snprintf(file, sizeof file, "%s/ja.srt", dir);
+        remove(file);
+        char inputs[2200];
+        if (mode == 0)
+            snprintf(inputs, sizeof inputs, modes[0], wav, wav2);
+        else
+            snprintf(inputs, sizeof inputs, modes[1], list);
+        snprintf(args, sizeof args, "-q -m '%s' --output-dir '%s' --output-format srt,json %s",
+                 model, dir, inputs);
+        EXPECT_RUN(NULL, args, 0, g_out, "");
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strncmp(body, "1\n00:00:0", 9) == 0, "mode %d: ja.srt: %s", mode, body);
+        snprintf(file, sizeof file, "%s/jfk.srt", dir);
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strcmp(body, srt) == 0, "mode %d: jfk.srt: %s", mode, body);
+        snprintf(file, sizeof file, "%s/ja.json", dir);
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strstr(body, "\"cues\":[") != NULL, "mode %d: ja.json: %s", mode, body);
+    }
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     CHECK(system(args) == 0);
 

@@ -401,10 +401,6 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     if (o->output_formats && !o->output_dir) {
         return fail(o, "--output-format needs --output-dir DIR%s", "");
     }
-    if (o->output_dir && o->batch_file) {
-        return fail(o, "--output-dir works with audio files on the command line, not --batch%s",
-                    "");
-    }
     if (o->output_dir && !o->output_formats) {
         o->output_formats = o->format == CLI_FMT_REPORT ? 1u << CLI_FMT_TXT : 1u << o->format;
     }

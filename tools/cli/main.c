@@ -481,6 +481,32 @@ static int do_detect(const ctx *c, const char *path, bool several) {
     return 0;
 }
 
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+                          bool have_result, const char *model, double duration_s,
+                          transcribe_status st) {
+    bool all_ok = true;
+    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
+        if (!(o->output_formats & (1u << k))) continue;
+        char file[4096];
+        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
+            fprintf(stderr, "error: output path too long for '%s'\n", path);
+            all_ok = false;
+            continue;
+        }
+        FILE *f = fopen(file, "w");
+        bool ok = f && cli_emit(f, (cli_format)k, res, have_result, path, model, duration_s, st,
+                                o->json_tokens, false);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
+            all_ok = false;
+        } else if (!o->quiet) {
+            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
+        }
+    }
+    return all_ok;
+}
+
 /* Transcribes one file and prints it in the chosen format. Returns the
  * file's exit code (0 / 1). */
 static int do_file(const ctx *c, const char *path, bool several) {
@@ -574,25 +600,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
         fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
     }
-    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
-        if (!(o->output_formats & (1u << k))) continue;
-        char file[4096];
-        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
-            fprintf(stderr, "error: output path too long for '%s'\n", path);
-            rc = 1;
-            continue;
-        }
-        FILE *f = fopen(file, "w");
-        bool ok = f && cli_emit(f, (cli_format)k, &res, have_result, path, model, duration, st,
-                                o->json_tokens, false);
-        if (f && fclose(f) != 0) ok = false;
-        if (!ok) {
-            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
-            rc = 1;
-        } else if (!o->quiet) {
-            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
-        }
-    }
+    if (!cli_write_output_dir(o, path, &res, have_result, model, duration, st)) rc = 1;
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     /* The stage timings (transcribe-cli's line), then the run's wall time
      * and its real-time factor (wall time / audio length; < 1 is faster
