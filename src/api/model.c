@@ -37,7 +37,7 @@ static void model_destroy(struct transcribe_model *m) {
     free(m->meta);
     free(m->arch);
     free(m->variant);
-    gguf_close(m->gguf);
+    tr_gguf_close(m->gguf);
     if (m->bin_map) munmap(m->bin_map, m->bin_size);
     free(m);
 }
@@ -99,15 +99,15 @@ static transcribe_status map_file(const char *path, void **out, size_t *size) {
 
 /* Copies every top-level STRING KV into the metadata map (§3.3). */
 static transcribe_status copy_string_meta(struct transcribe_model *m) {
-    int64_t n = gguf_n_kv(m->gguf);
+    int64_t n = tr_gguf_n_kv(m->gguf);
     if (n <= 0) return TRANSCRIBE_OK;
     m->meta = calloc((size_t)n, sizeof *m->meta);
     if (!m->meta) return TRANSCRIBE_ERR_OOM;
     for (int64_t i = 0; i < n; i++) {
-        if (gguf_kv_type(m->gguf, i) != GGUF_T_STRING) continue;
-        const char *key = gguf_key_name(m->gguf, i);
+        if (tr_gguf_kv_type(m->gguf, i) != GGUF_T_STRING) continue;
+        const char *key = tr_gguf_key_name(m->gguf, i);
         const char *val = NULL;
-        if (!key || gguf_get_str(m->gguf, key, &val) != 1 || !val) continue;
+        if (!key || tr_gguf_get_str(m->gguf, key, &val) != 1 || !val) continue;
         tr_meta_kv *kv = &m->meta[m->n_meta];
         kv->key = dup_str(key);
         kv->val = dup_str(val);
@@ -124,19 +124,19 @@ static transcribe_status copy_string_meta(struct transcribe_model *m) {
 
 /* Opens a GGUF file, reads its identity and picks the family. */
 static transcribe_status open_gguf(struct transcribe_model *m, const char *path) {
-    transcribe_status st = gguf_open(path, &m->gguf);
+    transcribe_status st = tr_gguf_open(path, &m->gguf);
     if (st != TRANSCRIBE_OK) {
         m->gguf = NULL;
         return st;
     }
     const char *arch = NULL;
-    int r = gguf_get_str(m->gguf, "general.architecture", &arch);
+    int r = tr_gguf_get_str(m->gguf, "general.architecture", &arch);
     if (r != 1 || !arch) {
         TR_ERROR("model load: '%s' has no string general.architecture", path);
         return TRANSCRIBE_ERR_GGUF;
     }
     const char *variant = NULL;
-    if (gguf_get_str(m->gguf, "stt.variant", &variant) < 0) {
+    if (tr_gguf_get_str(m->gguf, "stt.variant", &variant) < 0) {
         TR_ERROR("model load: stt.variant is not a string");
         return TRANSCRIBE_ERR_GGUF;
     }

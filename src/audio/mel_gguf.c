@@ -40,7 +40,7 @@ static bool unknown(const char *key, const char *v) {
 
 /* A baked F32 tensor of exactly `count` elements, or NULL (absent). */
 static const float *baked(const gguf_file *f, const char *name, int64_t count, bool *bad) {
-    const tr_tensor *t = gguf_find_tensor(f, name);
+    const tr_tensor *t = tr_gguf_find_tensor(f, name);
     if (!t) return NULL;
     if (t->type != TR_F32 || tr_tensor_nelements(t) != count || !t->data) {
         TR_ERROR("gguf: %s must be F32 with %lld elements (type %s, %lld elements)", name,

@@ -74,13 +74,13 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
  * family through tr_family_load_gguf: fill is the family's static
  * tr_gguf_model_fill, who its log prefix. */
 #define TR_FAMILY_GGUF_LOAD(P, who, fill)                                                          \
-    static void P##_model_free_any(void *m) {                                                      \
-        P##_model_free(m);                                                                         \
+    static void tr_##P##_model_free_any(void *m) {                                                 \
+        tr_##P##_model_free(m);                                                                    \
     }                                                                                              \
-    transcribe_status P##_model_load(const tr_load_ctx *lc, P##_model **out) {                     \
+    transcribe_status tr_##P##_model_load(const tr_load_ctx *lc, P##_model **out) {                \
         void *m = NULL;                                                                            \
         transcribe_status st =                                                                     \
-            tr_family_load_gguf(lc, who, sizeof(P##_model), fill, P##_model_free_any, &m);         \
+            tr_family_load_gguf(lc, who, sizeof(P##_model), fill, tr_##P##_model_free_any, &m);    \
         *out = m;                                                                                  \
         return st;                                                                                 \
     }
@@ -92,8 +92,8 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
  * what setup made (also after a failed setup). The session itself is
  * allocated and freed here. */
 #define TR_FAMILY_SESSION(P, setup, release)                                                       \
-    transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
-                                         P##_session **out) {                                      \
+    transcribe_status tr_##P##_session_create(const P##_model *m, const tr_session_cfg *cfg,       \
+                                              P##_session **out) {                                 \
         *out = NULL;                                                                               \
         P##_session *s = calloc(1, sizeof *s);                                                     \
         if (!s) return TRANSCRIBE_ERR_OOM;                                                         \
@@ -101,13 +101,13 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
         static const tr_session_cfg defaults = {0};                                                \
         transcribe_status st = setup(s, cfg ? cfg : &defaults);                                    \
         if (st != TRANSCRIBE_OK) {                                                                 \
-            P##_session_free(s);                                                                   \
+            tr_##P##_session_free(s);                                                              \
             return st;                                                                             \
         }                                                                                          \
         *out = s;                                                                                  \
         return TRANSCRIBE_OK;                                                                      \
     }                                                                                              \
-    void P##_session_free(P##_session *s) {                                                        \
+    void tr_##P##_session_free(P##_session *s) {                                                   \
         if (!s) return;                                                                            \
         release(s);                                                                                \
         free(s);                                                                                   \
@@ -214,14 +214,15 @@ typedef struct tr_family {
 /* Declares, in a family's header (after its P_model and P_session types),
  * the functions TR_FAMILY_ADAPTERS(P) wires into the vtable. */
 #define TR_FAMILY_DECLARE(P)                                                                       \
-    transcribe_status P##_model_load(const tr_load_ctx *lc, P##_model **out);                      \
-    void P##_model_free(P##_model *m);                                                             \
-    void P##_model_describe(const P##_model *m, tr_model_desc *desc);                              \
-    transcribe_status P##_session_create(const P##_model *m, const tr_session_cfg *cfg,            \
-                                         P##_session **out);                                       \
-    void P##_session_free(P##_session *s);                                                         \
-    transcribe_status P##_validate_run(const P##_model *m, const struct transcribe_run_params *p); \
-    transcribe_status P##_run(P##_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx)
+    transcribe_status tr_##P##_model_load(const tr_load_ctx *lc, P##_model **out);                 \
+    void tr_##P##_model_free(P##_model *m);                                                        \
+    void tr_##P##_model_describe(const P##_model *m, tr_model_desc *desc);                         \
+    transcribe_status tr_##P##_session_create(const P##_model *m, const tr_session_cfg *cfg,       \
+                                              P##_session **out);                                  \
+    void tr_##P##_session_free(P##_session *s);                                                    \
+    transcribe_status tr_##P##_validate_run(const P##_model *m,                                    \
+                                            const struct transcribe_run_params *p);                \
+    transcribe_status tr_##P##_run(P##_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx)
 
 /* The vtable adapters every family would otherwise write by hand, for a
  * family whose functions follow one naming (prefix P: types P_model and
@@ -234,31 +235,31 @@ typedef struct tr_family {
     static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model,                     \
                                       tr_model_desc *desc) {                                       \
         P##_model *m = NULL;                                                                       \
-        transcribe_status st = P##_model_load(lc, &m);                                             \
+        transcribe_status st = tr_##P##_model_load(lc, &m);                                        \
         *out_model = m;                                                                            \
-        if (st == TRANSCRIBE_OK) P##_model_describe(m, desc);                                      \
+        if (st == TRANSCRIBE_OK) tr_##P##_model_describe(m, desc);                                 \
         return st;                                                                                 \
     }                                                                                              \
     static void fam_free_model(void *model) {                                                      \
-        P##_model_free(model);                                                                     \
+        tr_##P##_model_free(model);                                                                \
     }                                                                                              \
     static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg,              \
                                               void **out) {                                        \
         P##_session *s = NULL;                                                                     \
-        transcribe_status st = P##_session_create(model, cfg, &s);                                 \
+        transcribe_status st = tr_##P##_session_create(model, cfg, &s);                            \
         *out = s;                                                                                  \
         return st;                                                                                 \
     }                                                                                              \
     static void fam_session_free(void *session) {                                                  \
-        P##_session_free(session);                                                                 \
+        tr_##P##_session_free(session);                                                            \
     }                                                                                              \
     static transcribe_status fam_validate_run(void *model,                                         \
                                               const struct transcribe_run_params *p) {             \
-        return P##_validate_run(model, p);                                                         \
+        return tr_##P##_validate_run(model, p);                                                    \
     }                                                                                              \
     static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
                                      tr_run_ctx *ctx) {                                            \
-        return P##_run(session, pcm, n_samples, ctx);                                              \
+        return tr_##P##_run(session, pcm, n_samples, ctx);                                         \
     }
 
 /* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:

@@ -231,15 +231,15 @@ static transcribe_status parse_one_tensor(tr_ggml_bin *b, cursor *c) {
     }
     int block;
     size_t bb, nb1 = 0;
-    if (type == TR_Q8_1 || !gguf_type_geometry(type, &block, &bb)) {
+    if (type == TR_Q8_1 || !tr_gguf_type_geometry(type, &block, &bb)) {
         TR_ERROR("ggml bin: tensor '%s' has unsupported ggml type %d", legacy, type);
         return TRANSCRIBE_ERR_GGUF;
     }
-    size_t nbytes = gguf_tensor_bytes(type, ne, &nb1);
+    size_t nbytes = tr_gguf_tensor_bytes(type, ne, &nb1);
     if (!nbytes) {
         TR_ERROR("ggml bin: tensor '%s' ne[0] = %" PRId64 " is not a multiple of the %s block "
                  "size %d (or the size overflows)",
-                 legacy, ne[0], gguf_type_label(type), block);
+                 legacy, ne[0], tr_gguf_type_label(type), block);
         return TRANSCRIBE_ERR_GGUF;
     }
     if (nbytes > c->size - c->pos) {
@@ -263,7 +263,7 @@ static transcribe_status parse_one_tensor(tr_ggml_bin *b, cursor *c) {
     if ((strcmp(canon, "enc.conv.0.bias") == 0 || strcmp(canon, "enc.conv.1.bias") == 0) &&
         nd == 2 && ne[0] == 1 && ne[2] == 1 && ne[3] == 1) {
         ne[0] = ne[1], ne[1] = 1, nd = 1;
-        gguf_tensor_bytes(type, ne, &nb1);
+        tr_gguf_tensor_bytes(type, ne, &nb1);
     }
     bin_tensor *t = new_tensor(b);
     if (!t) return TRANSCRIBE_ERR_OOM;
@@ -339,9 +339,9 @@ static transcribe_status parse(tr_ggml_bin *b, const uint8_t *data, size_t size)
         }
     }
     if ((st = add_frontend(b)) != TRANSCRIBE_OK) return st;
-    if (!gguf_index_init(&b->index, b->n_tensors, tensor_name_of, b)) return TRANSCRIBE_ERR_OOM;
+    if (!tr_gguf_index_init(&b->index, b->n_tensors, tensor_name_of, b)) return TRANSCRIBE_ERR_OOM;
     for (int64_t i = 0; i < b->n_tensors; i++) {
-        if (gguf_index_add(&b->index, i) >= 0) {
+        if (tr_gguf_index_add(&b->index, i) >= 0) {
             const char *leg = b->tensors[i].legacy;
             TR_ERROR("ggml bin: duplicate tensor '%s'", leg ? leg : b->tensors[i].t.name);
             return TRANSCRIBE_ERR_GGUF;
@@ -400,7 +400,7 @@ void tr_ggml_bin_close(tr_ggml_bin *b) {
         free(b->tensors[i].legacy);
     }
     free(b->tensors);
-    gguf_index_free(&b->index);
+    tr_gguf_index_free(&b->index);
     free(b->arena);
     free(b->filters);
     free(b->window);
@@ -446,7 +446,7 @@ const tr_tensor *tr_ggml_bin_tensor_at(const tr_ggml_bin *b, int64_t i) {
 }
 
 const tr_tensor *tr_ggml_bin_find_tensor(const tr_ggml_bin *b, const char *name) {
-    int64_t i = gguf_index_find(&b->index, name);
+    int64_t i = tr_gguf_index_find(&b->index, name);
     return i < 0 ? NULL : &b->tensors[i].t;
 }
 

@@ -12,16 +12,16 @@
 #include "util/log.h"
 
 static transcribe_status finish_open(gguf_file *f, gguf_file **out) {
-    transcribe_status st = gguf_parse(f);
+    transcribe_status st = tr_gguf_parse(f);
     if (st != TRANSCRIBE_OK) {
-        gguf_close(f);
+        tr_gguf_close(f);
         return st;
     }
     *out = f;
     return TRANSCRIBE_OK;
 }
 
-transcribe_status gguf_open_memory(const void *data, size_t size, gguf_file **out) {
+transcribe_status tr_gguf_open_memory(const void *data, size_t size, gguf_file **out) {
     if (!out) return TRANSCRIBE_ERR_INVALID_ARG;
     *out = NULL;
     if (!data && size) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -32,7 +32,7 @@ transcribe_status gguf_open_memory(const void *data, size_t size, gguf_file **ou
     return finish_open(f, out);
 }
 
-transcribe_status gguf_open(const char *path, gguf_file **out) {
+transcribe_status tr_gguf_open(const char *path, gguf_file **out) {
     if (!out || !path) return TRANSCRIBE_ERR_INVALID_ARG;
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -72,7 +72,7 @@ transcribe_status gguf_open(const char *path, gguf_file **out) {
     return finish_open(f, out);
 }
 
-void gguf_close(gguf_file *f) {
+void tr_gguf_close(gguf_file *f) {
     if (!f) return;
     if (f->kvs) {
         for (int64_t i = 0; i < f->n_kv; i++) {
@@ -87,17 +87,17 @@ void gguf_close(gguf_file *f) {
         for (int64_t i = 0; i < f->n_tensors; i++) free((char *)f->tensors[i].name);
         free(f->tensors);
     }
-    gguf_index_free(&f->kv_index);
-    gguf_index_free(&f->tensor_index);
+    tr_gguf_index_free(&f->kv_index);
+    tr_gguf_index_free(&f->tensor_index);
     if (f->map) munmap(f->map, f->map_size);
     free(f);
 }
 
-uint32_t gguf_version(const gguf_file *f) {
+uint32_t tr_gguf_version(const gguf_file *f) {
     return f->version;
 }
 
-size_t gguf_alignment(const gguf_file *f) {
+size_t tr_gguf_alignment(const gguf_file *f) {
     return f->alignment;
 }
 
@@ -107,54 +107,54 @@ static const gguf_kv *kv_at(const gguf_file *f, int64_t i) {
     return (f && i >= 0 && i < f->n_kv) ? &f->kvs[i] : NULL;
 }
 
-int64_t gguf_n_kv(const gguf_file *f) {
+int64_t tr_gguf_n_kv(const gguf_file *f) {
     return f->n_kv;
 }
 
-int64_t gguf_find_key(const gguf_file *f, const char *key) {
-    return gguf_index_find(&f->kv_index, key);
+int64_t tr_gguf_find_key(const gguf_file *f, const char *key) {
+    return tr_gguf_index_find(&f->kv_index, key);
 }
 
-const char *gguf_key_name(const gguf_file *f, int64_t i) {
+const char *tr_gguf_key_name(const gguf_file *f, int64_t i) {
     const gguf_kv *kv = kv_at(f, i);
     return kv ? kv->key : NULL;
 }
 
-gguf_vtype gguf_kv_type(const gguf_file *f, int64_t i) {
+gguf_vtype tr_gguf_kv_type(const gguf_file *f, int64_t i) {
     const gguf_kv *kv = kv_at(f, i);
     return kv ? kv->type : GGUF_T_NONE;
 }
 
-gguf_vtype gguf_kv_arr_type(const gguf_file *f, int64_t i) {
+gguf_vtype tr_gguf_kv_arr_type(const gguf_file *f, int64_t i) {
     const gguf_kv *kv = kv_at(f, i);
     return kv && kv->type == GGUF_T_ARRAY ? kv->arr_type : GGUF_T_NONE;
 }
 
-uint64_t gguf_kv_arr_n(const gguf_file *f, int64_t i) {
+uint64_t tr_gguf_kv_arr_n(const gguf_file *f, int64_t i) {
     const gguf_kv *kv = kv_at(f, i);
     return kv && kv->type == GGUF_T_ARRAY ? kv->arr_n : 0;
 }
 
-const void *gguf_kv_arr_data(const gguf_file *f, int64_t i) {
+const void *tr_gguf_kv_arr_data(const gguf_file *f, int64_t i) {
     const gguf_kv *kv = kv_at(f, i);
     if (!kv || kv->type != GGUF_T_ARRAY || kv->arr_type == GGUF_T_STRING) return NULL;
     return kv->elems;
 }
 
-const char *gguf_kv_arr_str(const gguf_file *f, int64_t i, uint64_t j) {
+const char *tr_gguf_kv_arr_str(const gguf_file *f, int64_t i, uint64_t j) {
     const gguf_kv *kv = kv_at(f, i);
     if (!kv || !kv->strs || j >= kv->arr_n) return NULL;
     return kv->strs[j];
 }
 
-const void *gguf_kv_raw(const gguf_file *f, int64_t i, size_t *len) {
+const void *tr_gguf_kv_raw(const gguf_file *f, int64_t i, size_t *len) {
     const gguf_kv *kv = kv_at(f, i);
     if (!kv) return NULL;
     *len = kv->raw_len;
     return kv->raw;
 }
 
-const char *gguf_vtype_name(gguf_vtype t) {
+const char *tr_gguf_vtype_name(gguf_vtype t) {
     static const char *names[] = {"UINT8",  "INT8",    "UINT16", "INT16",  "UINT32",
                                   "INT32",  "FLOAT32", "BOOL",   "STRING", "ARRAY",
                                   "UINT64", "INT64",   "FLOAT64"};
@@ -163,12 +163,12 @@ const char *gguf_vtype_name(gguf_vtype t) {
 
 /* Shared tri-state lookup: the kv when present with type `want`. */
 static int typed(const gguf_file *f, const char *key, gguf_vtype want, const gguf_kv **out) {
-    int64_t i = gguf_find_key(f, key);
+    int64_t i = tr_gguf_find_key(f, key);
     if (i < 0) return 0;
     const gguf_kv *kv = &f->kvs[i];
     if (kv->type != want) {
-        TR_ERROR("gguf: key '%s' has type %s, expected %s", key, gguf_vtype_name(kv->type),
-                 gguf_vtype_name(want));
+        TR_ERROR("gguf: key '%s' has type %s, expected %s", key, tr_gguf_vtype_name(kv->type),
+                 tr_gguf_vtype_name(want));
         return -1;
     }
     *out = kv;
@@ -183,33 +183,33 @@ static int typed(const gguf_file *f, const char *key, gguf_vtype want, const ggu
         return r;                                                                                  \
     }
 
-SCALAR_GETTER(gguf_get_u8, uint8_t, GGUF_T_UINT8)
-SCALAR_GETTER(gguf_get_i8, int8_t, GGUF_T_INT8)
-SCALAR_GETTER(gguf_get_u16, uint16_t, GGUF_T_UINT16)
-SCALAR_GETTER(gguf_get_i16, int16_t, GGUF_T_INT16)
-SCALAR_GETTER(gguf_get_u32, uint32_t, GGUF_T_UINT32)
-SCALAR_GETTER(gguf_get_i32, int32_t, GGUF_T_INT32)
-SCALAR_GETTER(gguf_get_u64, uint64_t, GGUF_T_UINT64)
-SCALAR_GETTER(gguf_get_i64, int64_t, GGUF_T_INT64)
-SCALAR_GETTER(gguf_get_f32, float, GGUF_T_FLOAT32)
-SCALAR_GETTER(gguf_get_f64, double, GGUF_T_FLOAT64)
+SCALAR_GETTER(tr_gguf_get_u8, uint8_t, GGUF_T_UINT8)
+SCALAR_GETTER(tr_gguf_get_i8, int8_t, GGUF_T_INT8)
+SCALAR_GETTER(tr_gguf_get_u16, uint16_t, GGUF_T_UINT16)
+SCALAR_GETTER(tr_gguf_get_i16, int16_t, GGUF_T_INT16)
+SCALAR_GETTER(tr_gguf_get_u32, uint32_t, GGUF_T_UINT32)
+SCALAR_GETTER(tr_gguf_get_i32, int32_t, GGUF_T_INT32)
+SCALAR_GETTER(tr_gguf_get_u64, uint64_t, GGUF_T_UINT64)
+SCALAR_GETTER(tr_gguf_get_i64, int64_t, GGUF_T_INT64)
+SCALAR_GETTER(tr_gguf_get_f32, float, GGUF_T_FLOAT32)
+SCALAR_GETTER(tr_gguf_get_f64, double, GGUF_T_FLOAT64)
 
-int gguf_get_bool(const gguf_file *f, const char *key, bool *out) {
+int tr_gguf_get_bool(const gguf_file *f, const char *key, bool *out) {
     const gguf_kv *kv;
     int r = typed(f, key, GGUF_T_BOOL, &kv);
     if (r == 1) *out = kv->raw[0] != 0; /* any nonzero byte is true; never memcpy into bool */
     return r;
 }
 
-int gguf_get_str(const gguf_file *f, const char *key, const char **out) {
+int tr_gguf_get_str(const gguf_file *f, const char *key, const char **out) {
     const gguf_kv *kv;
     int r = typed(f, key, GGUF_T_STRING, &kv);
     if (r == 1) *out = kv->str;
     return r;
 }
 
-int gguf_get_token_id(const gguf_file *f, const char *key, int32_t *out) {
-    int64_t i = gguf_find_key(f, key);
+int tr_gguf_get_token_id(const gguf_file *f, const char *key, int32_t *out) {
+    int64_t i = tr_gguf_find_key(f, key);
     if (i < 0) return 0;
     const gguf_kv *kv = &f->kvs[i];
     if (kv->type == GGUF_T_INT32) {
@@ -230,7 +230,7 @@ int gguf_get_token_id(const gguf_file *f, const char *key, int32_t *out) {
         return 1;
     }
     TR_ERROR("gguf: key '%s' has type %s, expected UINT32 or INT32", key,
-             gguf_vtype_name(kv->type));
+             tr_gguf_vtype_name(kv->type));
     return -1;
 }
 
@@ -240,14 +240,14 @@ static int typed_array(const gguf_file *f, const char *key, gguf_vtype elem, con
     if (r != 1) return r;
     if (kv->arr_type != elem) {
         TR_ERROR("gguf: key '%s' is an array of %s, expected %s", key,
-                 gguf_vtype_name(kv->arr_type), gguf_vtype_name(elem));
+                 tr_gguf_vtype_name(kv->arr_type), tr_gguf_vtype_name(elem));
         return -1;
     }
     *out = kv;
     return 1;
 }
 
-int gguf_get_arr_i32(const gguf_file *f, const char *key, const int32_t **out, uint64_t *n) {
+int tr_gguf_get_arr_i32(const gguf_file *f, const char *key, const int32_t **out, uint64_t *n) {
     const gguf_kv *kv;
     int r = typed_array(f, key, GGUF_T_INT32, &kv);
     if (r == 1) {
@@ -257,7 +257,7 @@ int gguf_get_arr_i32(const gguf_file *f, const char *key, const int32_t **out, u
     return r;
 }
 
-int gguf_get_arr_f32(const gguf_file *f, const char *key, const float **out, uint64_t *n) {
+int tr_gguf_get_arr_f32(const gguf_file *f, const char *key, const float **out, uint64_t *n) {
     const gguf_kv *kv;
     int r = typed_array(f, key, GGUF_T_FLOAT32, &kv);
     if (r == 1) {
@@ -267,7 +267,7 @@ int gguf_get_arr_f32(const gguf_file *f, const char *key, const float **out, uin
     return r;
 }
 
-int gguf_get_arr_str(const gguf_file *f, const char *key, const char *const **out, uint64_t *n) {
+int tr_gguf_get_arr_str(const gguf_file *f, const char *key, const char *const **out, uint64_t *n) {
     const gguf_kv *kv;
     int r = typed_array(f, key, GGUF_T_STRING, &kv);
     if (r == 1) {

@@ -12,7 +12,7 @@ static uint64_t hash_name(const char *s) {
     return h;
 }
 
-bool gguf_index_init(gguf_index *ix, int64_t n, gguf_name_fn name, const void *ctx) {
+bool tr_gguf_index_init(gguf_index *ix, int64_t n, gguf_name_fn name, const void *ctx) {
     uint64_t cap = 8;
     while (cap < (uint64_t)n * 2) {
         if (cap > (SIZE_MAX / sizeof(int64_t)) / 2) return false;
@@ -27,7 +27,7 @@ bool gguf_index_init(gguf_index *ix, int64_t n, gguf_name_fn name, const void *c
     return true;
 }
 
-int64_t gguf_index_add(gguf_index *ix, int64_t i) {
+int64_t tr_gguf_index_add(gguf_index *ix, int64_t i) {
     const char *name = ix->name(ix->ctx, i);
     for (uint64_t s = hash_name(name) & ix->mask;; s = (s + 1) & ix->mask) {
         int64_t j = ix->slots[s];
@@ -39,7 +39,7 @@ int64_t gguf_index_add(gguf_index *ix, int64_t i) {
     }
 }
 
-int64_t gguf_index_find(const gguf_index *ix, const char *name) {
+int64_t tr_gguf_index_find(const gguf_index *ix, const char *name) {
     if (!ix->slots || !name) return -1;
     for (uint64_t s = hash_name(name) & ix->mask;; s = (s + 1) & ix->mask) {
         int64_t j = ix->slots[s];
@@ -48,7 +48,7 @@ int64_t gguf_index_find(const gguf_index *ix, const char *name) {
     }
 }
 
-void gguf_index_free(gguf_index *ix) {
+void tr_gguf_index_free(gguf_index *ix) {
     free(ix->slots);
     ix->slots = NULL;
 }

@@ -20,23 +20,23 @@ typedef struct gguf_index {
     const void *ctx;
 } gguf_index;
 
-bool gguf_index_init(gguf_index *ix, int64_t n, gguf_name_fn name, const void *ctx);
+bool tr_gguf_index_init(gguf_index *ix, int64_t n, gguf_name_fn name, const void *ctx);
 /* Adds item i. Returns -1 when added, or the index of an item already
  * present under the same name (i is then not added). */
-int64_t gguf_index_add(gguf_index *ix, int64_t i);
-int64_t gguf_index_find(const gguf_index *ix, const char *name);
-void gguf_index_free(gguf_index *ix);
+int64_t tr_gguf_index_add(gguf_index *ix, int64_t i);
+int64_t tr_gguf_index_find(const gguf_index *ix, const char *name);
+void tr_gguf_index_free(gguf_index *ix);
 
 /* ---- tensor types as the container sees them ---- */
 /* Block geometry of a ggml type id: false when the id is unknown. Q8_1 and
  * Q8_K are known here (the legacy .bin container lists Q8_K) even though
- * GGUF files with them are rejected by gguf_type_loadable(). */
-bool gguf_type_geometry(int type, int *block, size_t *block_bytes);
-bool gguf_type_loadable(int type);     /* ids accepted in a GGUF tensor table */
-const char *gguf_type_label(int type); /* "F32", "Q4_K", ...; "?" unknown */
+ * GGUF files with them are rejected by tr_gguf_type_loadable(). */
+bool tr_gguf_type_geometry(int type, int *block, size_t *block_bytes);
+bool tr_gguf_type_loadable(int type);     /* ids accepted in a GGUF tensor table */
+const char *tr_gguf_type_label(int type); /* "F32", "Q4_K", ...; "?" unknown */
 /* Payload bytes of a tensor, or 0 when ne[0] is not a block multiple or the
  * size overflows size_t. *nb1 receives the row size. */
-size_t gguf_tensor_bytes(int type, const int64_t ne[4], size_t *nb1);
+size_t tr_gguf_tensor_bytes(int type, const int64_t ne[4], size_t *nb1);
 
 /* ---- the parsed file ---- */
 typedef struct gguf_kv {
@@ -53,7 +53,7 @@ typedef struct gguf_kv {
 } gguf_kv;
 
 struct gguf_file {
-    void *map; /* mmap'ed image (NULL for gguf_open_memory) */
+    void *map; /* mmap'ed image (NULL for tr_gguf_open_memory) */
     size_t map_size;
     const uint8_t *data;
     size_t size;
@@ -69,6 +69,6 @@ struct gguf_file {
     bool oom; /* set by the parser when an allocation failed */
 };
 
-transcribe_status gguf_parse(gguf_file *f);
+transcribe_status tr_gguf_parse(gguf_file *f);
 
 #endif

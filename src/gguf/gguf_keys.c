@@ -48,21 +48,21 @@ static transcribe_status int_result(const char *key, const char *type, int r, in
 transcribe_status tr_gguf_req_u32(const gguf_file *g, const char *key, int64_t lo, int64_t hi,
                                   int *out) {
     uint32_t v = 0;
-    int r = gguf_get_u32(g, key, &v);
+    int r = tr_gguf_get_u32(g, key, &v);
     return int_result(key, "UINT32", r, v, true, 0, lo, hi, out);
 }
 
 transcribe_status tr_gguf_opt_u32(const gguf_file *g, const char *key, int def, int64_t lo,
                                   int64_t hi, int *out) {
     uint32_t v = 0;
-    int r = gguf_get_u32(g, key, &v);
+    int r = tr_gguf_get_u32(g, key, &v);
     return int_result(key, "UINT32", r, v, false, def, lo, hi, out);
 }
 
 transcribe_status tr_gguf_opt_u32_or(const gguf_file *g, const char *key, int def, int64_t lo,
                                      int64_t hi, int *out) {
     uint32_t v = 0;
-    int r = gguf_get_u32(g, key, &v);
+    int r = tr_gguf_get_u32(g, key, &v);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     *out = (r == 0 || (int64_t)v < lo || (int64_t)v > hi) ? def : (int)v;
     return TRANSCRIBE_OK;
@@ -71,14 +71,14 @@ transcribe_status tr_gguf_opt_u32_or(const gguf_file *g, const char *key, int de
 transcribe_status tr_gguf_req_i32(const gguf_file *g, const char *key, int64_t lo, int64_t hi,
                                   int *out) {
     int32_t v = 0;
-    int r = gguf_get_i32(g, key, &v);
+    int r = tr_gguf_get_i32(g, key, &v);
     return int_result(key, "INT32", r, v, true, 0, lo, hi, out);
 }
 
 transcribe_status tr_gguf_opt_i32(const gguf_file *g, const char *key, int def, int64_t lo,
                                   int64_t hi, int *out) {
     int32_t v = 0;
-    int r = gguf_get_i32(g, key, &v);
+    int r = tr_gguf_get_i32(g, key, &v);
     return int_result(key, "INT32", r, v, false, def, lo, hi, out);
 }
 
@@ -86,13 +86,13 @@ transcribe_status tr_gguf_opt_i32(const gguf_file *g, const char *key, int def, 
 
 transcribe_status tr_gguf_opt_token_id(const gguf_file *g, const char *key, int n_vocab, int *out) {
     int32_t v = -1;
-    int r = gguf_get_token_id(g, key, &v);
+    int r = tr_gguf_get_token_id(g, key, &v);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     if (r == 0) {
         *out = -1;
         return TRANSCRIBE_OK;
     }
-    /* gguf_get_token_id maps negative and oversized ids to -1 */
+    /* tr_gguf_get_token_id maps negative and oversized ids to -1 */
     if (v < 0 || v >= n_vocab)
         return tr_gguf_key_error(key, "token id", "id %d is outside the vocabulary [0, %d)", (int)v,
                                  n_vocab);
@@ -103,7 +103,7 @@ transcribe_status tr_gguf_opt_token_id(const gguf_file *g, const char *key, int 
 transcribe_status tr_gguf_opt_token_id_or(const gguf_file *g, const char *key, int n_vocab, int def,
                                           int *out) {
     int32_t v = -1;
-    int r = gguf_get_token_id(g, key, &v);
+    int r = tr_gguf_get_token_id(g, key, &v);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     *out = (r == 1 && v >= 0 && v < n_vocab) ? v : def;
     return TRANSCRIBE_OK;
@@ -113,7 +113,7 @@ transcribe_status tr_gguf_opt_token_id_or(const gguf_file *g, const char *key, i
 
 transcribe_status tr_gguf_req_f32(const gguf_file *g, const char *key, float *out) {
     float v = 0.0f;
-    int r = gguf_get_f32(g, key, &v);
+    int r = tr_gguf_get_f32(g, key, &v);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     if (r == 0) return missing(key, "FLOAT32");
     *out = v;
@@ -122,14 +122,14 @@ transcribe_status tr_gguf_req_f32(const gguf_file *g, const char *key, float *ou
 
 transcribe_status tr_gguf_opt_f32(const gguf_file *g, const char *key, float def, float *out) {
     float v = def;
-    if (gguf_get_f32(g, key, &v) < 0) return TRANSCRIBE_ERR_GGUF;
+    if (tr_gguf_get_f32(g, key, &v) < 0) return TRANSCRIBE_ERR_GGUF;
     *out = v;
     return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_gguf_req_bool(const gguf_file *g, const char *key, bool *out) {
     bool v = false;
-    int r = gguf_get_bool(g, key, &v);
+    int r = tr_gguf_get_bool(g, key, &v);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     if (r == 0) return missing(key, "BOOL");
     *out = v;
@@ -138,14 +138,14 @@ transcribe_status tr_gguf_req_bool(const gguf_file *g, const char *key, bool *ou
 
 transcribe_status tr_gguf_opt_bool(const gguf_file *g, const char *key, bool def, bool *out) {
     bool v = def;
-    if (gguf_get_bool(g, key, &v) < 0) return TRANSCRIBE_ERR_GGUF;
+    if (tr_gguf_get_bool(g, key, &v) < 0) return TRANSCRIBE_ERR_GGUF;
     *out = v;
     return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_gguf_req_str(const gguf_file *g, const char *key, const char **out) {
     const char *s = NULL;
-    int r = gguf_get_str(g, key, &s);
+    int r = tr_gguf_get_str(g, key, &s);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     if (r == 0 || !s) return missing(key, "STRING");
     *out = s;
@@ -155,7 +155,7 @@ transcribe_status tr_gguf_req_str(const gguf_file *g, const char *key, const cha
 transcribe_status tr_gguf_opt_str(const gguf_file *g, const char *key, const char *def,
                                   const char **out) {
     const char *s = def;
-    if (gguf_get_str(g, key, &s) < 0) return TRANSCRIBE_ERR_GGUF;
+    if (tr_gguf_get_str(g, key, &s) < 0) return TRANSCRIBE_ERR_GGUF;
     *out = s;
     return TRANSCRIBE_OK;
 }
@@ -202,7 +202,7 @@ transcribe_status tr_gguf_req_str_in(const gguf_file *g, const char *key,
 transcribe_status tr_gguf_opt_str_in(const gguf_file *g, const char *key,
                                      const char *const *allowed) {
     const char *s = NULL;
-    int r = gguf_get_str(g, key, &s);
+    int r = tr_gguf_get_str(g, key, &s);
     if (r < 0) return TRANSCRIBE_ERR_GGUF;
     if (r == 0 || one_of(s, allowed)) return TRANSCRIBE_OK;
     return not_allowed(key, s, allowed);
@@ -211,16 +211,16 @@ transcribe_status tr_gguf_opt_str_in(const gguf_file *g, const char *key,
 /* ---- presence ---- */
 
 bool tr_gguf_has(const gguf_file *g, const char *key) {
-    return gguf_find_key(g, key) >= 0;
+    return tr_gguf_find_key(g, key) >= 0;
 }
 
 transcribe_status tr_gguf_req_type(const gguf_file *g, const char *key, gguf_vtype t) {
-    int64_t i = gguf_find_key(g, key);
-    if (i < 0) return missing(key, gguf_vtype_name(t));
-    gguf_vtype have = gguf_kv_type(g, i);
+    int64_t i = tr_gguf_find_key(g, key);
+    if (i < 0) return missing(key, tr_gguf_vtype_name(t));
+    gguf_vtype have = tr_gguf_kv_type(g, i);
     if (have != t)
-        return tr_gguf_key_error(key, gguf_vtype_name(t), "present with type %s",
-                                 gguf_vtype_name(have));
+        return tr_gguf_key_error(key, tr_gguf_vtype_name(t), "present with type %s",
+                                 tr_gguf_vtype_name(have));
     return TRANSCRIBE_OK;
 }
 
@@ -260,6 +260,6 @@ static transcribe_status arr_result(const char *key, const char *type, int r, ui
         return arr_##suffix(g, key, false, min_n, max_n, out, n);                                  \
     }
 
-ARRAY_READERS(i32, const int32_t, gguf_get_arr_i32, "ARRAY of INT32")
-ARRAY_READERS(f32, const float, gguf_get_arr_f32, "ARRAY of FLOAT32")
-ARRAY_READERS(str, const char *const, gguf_get_arr_str, "ARRAY of STRING")
+ARRAY_READERS(i32, const int32_t, tr_gguf_get_arr_i32, "ARRAY of INT32")
+ARRAY_READERS(f32, const float, tr_gguf_get_arr_f32, "ARRAY of FLOAT32")
+ARRAY_READERS(str, const char *const, tr_gguf_get_arr_str, "ARRAY of STRING")

@@ -61,7 +61,7 @@ static const char *vtype_name(uint32_t t) {
     return t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
-size_t gguf_vtype_size(gguf_vtype t) {
+size_t tr_gguf_vtype_size(gguf_vtype t) {
     switch (t) {
     case GGUF_T_UINT8:
     case GGUF_T_INT8:
@@ -111,7 +111,7 @@ static char *dup_bytes(const uint8_t *s, uint64_t len) {
 
 /* Skips one encoded value of type t, validating it. */
 static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
-    size_t sz = gguf_vtype_size((gguf_vtype)t);
+    size_t sz = tr_gguf_vtype_size((gguf_vtype)t);
     if (sz) {
         if (!skip(c, sz)) {
             TR_ERROR("gguf: value of key '%s' truncated at offset %zu (file size %zu)", key, c->pos,
@@ -139,7 +139,7 @@ static bool skip_value(cursor *c, uint32_t t, int depth, const char *key) {
         TR_ERROR("gguf: array header of key '%s' truncated (file size %zu)", key, c->size);
         return false;
     }
-    size_t esz = gguf_vtype_size((gguf_vtype)et);
+    size_t esz = tr_gguf_vtype_size((gguf_vtype)et);
     if (esz) {
         if (n > remaining(c) / esz) {
             TR_ERROR("gguf: array '%s' of %" PRIu64 " %s elements exceeds file size %zu", key, n,
@@ -219,7 +219,7 @@ static const char *tensor_name_of(const void *ctx, int64_t i) {
 }
 
 static bool parse_kvs(gguf_file *f, cursor *c) {
-    if (!gguf_index_init(&f->kv_index, f->n_kv, kv_name_of, f)) goto oom;
+    if (!tr_gguf_index_init(&f->kv_index, f->n_kv, kv_name_of, f)) goto oom;
     for (int64_t i = 0; i < f->n_kv; i++) {
         gguf_kv *kv = &f->kvs[i];
         const uint8_t *s;
@@ -236,7 +236,7 @@ static bool parse_kvs(gguf_file *f, cursor *c) {
             return false;
         }
         /* Written before the duplicate check so the index can compare names. */
-        int64_t dup = gguf_index_add(&f->kv_index, i);
+        int64_t dup = tr_gguf_index_add(&f->kv_index, i);
         if (dup >= 0) {
             TR_ERROR("gguf: duplicate key '%s'", kv->key);
             return false;
@@ -266,7 +266,7 @@ oom:
 
 static bool read_alignment(gguf_file *f) {
     f->alignment = 32;
-    int64_t i = gguf_index_find(&f->kv_index, "general.alignment");
+    int64_t i = tr_gguf_index_find(&f->kv_index, "general.alignment");
     if (i < 0) return true;
     const gguf_kv *kv = &f->kvs[i];
     if (kv->type != GGUF_T_UINT32) {
@@ -291,7 +291,7 @@ static size_t elem_align(int type) {
 }
 
 static bool parse_tensor_infos(gguf_file *f, cursor *c, uint64_t *offsets) {
-    if (!gguf_index_init(&f->tensor_index, f->n_tensors, tensor_name_of, f)) {
+    if (!tr_gguf_index_init(&f->tensor_index, f->n_tensors, tensor_name_of, f)) {
         TR_ERROR("gguf: out of memory reading the tensor table");
         f->oom = true;
         return false;
@@ -313,7 +313,7 @@ static bool parse_tensor_infos(gguf_file *f, cursor *c, uint64_t *offsets) {
             return false;
         }
         t->name = name;
-        if (gguf_index_add(&f->tensor_index, i) >= 0) {
+        if (tr_gguf_index_add(&f->tensor_index, i) >= 0) {
             TR_ERROR("gguf: duplicate tensor name '%s'", name);
             return false;
         }
@@ -338,21 +338,21 @@ static bool parse_tensor_infos(gguf_file *f, cursor *c, uint64_t *offsets) {
             t->ne[d] = (int64_t)v;
         }
         if (!rd_u32(c, &type) || !rd_u64(c, &offsets[i])) goto trunc;
-        if (!gguf_type_loadable((int)type)) {
+        if (!tr_gguf_type_loadable((int)type)) {
             TR_ERROR("gguf: tensor '%s' has unsupported ggml type %" PRIu32, name, type);
             return false;
         }
         t->type = (int)type;
         int block;
         size_t bb;
-        gguf_type_geometry(t->type, &block, &bb);
+        tr_gguf_type_geometry(t->type, &block, &bb);
         if (t->ne[0] % block) {
             TR_ERROR("gguf: tensor '%s' ne[0] = %" PRId64 " is not a multiple of the %s block "
                      "size %d",
-                     name, t->ne[0], gguf_type_label(t->type), block);
+                     name, t->ne[0], tr_gguf_type_label(t->type), block);
             return false;
         }
-        t->nbytes = gguf_tensor_bytes(t->type, t->ne, &t->nb1);
+        t->nbytes = tr_gguf_tensor_bytes(t->type, t->ne, &t->nb1);
         if (t->nbytes == 0 || t->nbytes > f->size) {
             TR_ERROR("gguf: tensor '%s' size overflows or exceeds file size %zu", name, f->size);
             return false;
@@ -383,14 +383,14 @@ static bool place_tensors(gguf_file *f, const uint64_t *offsets) {
         t->data = f->data + f->data_offset + off;
         if ((uintptr_t)t->data % elem_align(t->type)) {
             TR_ERROR("gguf: tensor '%s' data is not aligned for %s", t->name,
-                     gguf_type_label(t->type));
+                     tr_gguf_type_label(t->type));
             return false;
         }
     }
     return true;
 }
 
-transcribe_status gguf_parse(gguf_file *f) {
+transcribe_status tr_gguf_parse(gguf_file *f) {
     cursor c = {f->data, f->size, 0};
     uint32_t magic;
     if (!rd_u32(&c, &magic) || magic != GGUF_MAGIC) {

@@ -6,16 +6,16 @@
 #include "gguf/gguf_internal.h"
 #include "util/log.h"
 
-int64_t gguf_n_tensors(const gguf_file *f) {
+int64_t tr_gguf_n_tensors(const gguf_file *f) {
     return f->n_tensors;
 }
 
-const tr_tensor *gguf_tensor_at(const gguf_file *f, int64_t i) {
+const tr_tensor *tr_gguf_tensor_at(const gguf_file *f, int64_t i) {
     return (i >= 0 && i < f->n_tensors) ? &f->tensors[i] : NULL;
 }
 
-const tr_tensor *gguf_find_tensor(const gguf_file *f, const char *name) {
-    int64_t i = gguf_index_find(&f->tensor_index, name);
+const tr_tensor *tr_gguf_find_tensor(const gguf_file *f, const char *name) {
+    int64_t i = tr_gguf_index_find(&f->tensor_index, name);
     return i < 0 ? NULL : &f->tensors[i];
 }
 
@@ -26,10 +26,10 @@ static void fmt_shape(char *buf, size_t cap, int n, const int64_t *ne) {
     if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
-bool gguf_tensor_check(const tr_tensor *t, uint32_t types_mask, int n_dims, const int64_t *ne) {
+bool tr_gguf_tensor_check(const tr_tensor *t, uint32_t types_mask, int n_dims, const int64_t *ne) {
     if (t->type < 0 || t->type >= 32 || !(types_mask & (1u << t->type))) {
         TR_ERROR("gguf: tensor '%s' has type %s, which this slot does not accept", t->name,
-                 gguf_type_label(t->type));
+                 tr_gguf_type_label(t->type));
         return false;
     }
     bool ok = n_dims >= 1 && n_dims <= 4;
@@ -44,21 +44,21 @@ bool gguf_tensor_check(const tr_tensor *t, uint32_t types_mask, int n_dims, cons
     return true;
 }
 
-const tr_tensor *gguf_require_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
+const tr_tensor *tr_gguf_require_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
                                      int n_dims, const int64_t *ne) {
-    const tr_tensor *t = gguf_find_tensor(f, name);
+    const tr_tensor *t = tr_gguf_find_tensor(f, name);
     if (!t) {
         TR_ERROR("gguf: required tensor '%s' is missing", name);
         return NULL;
     }
-    return gguf_tensor_check(t, types_mask, n_dims, ne) ? t : NULL;
+    return tr_gguf_tensor_check(t, types_mask, n_dims, ne) ? t : NULL;
 }
 
-const tr_tensor *gguf_optional_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
+const tr_tensor *tr_gguf_optional_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
                                       int n_dims, const int64_t *ne, bool *bad) {
-    const tr_tensor *t = gguf_find_tensor(f, name);
+    const tr_tensor *t = tr_gguf_find_tensor(f, name);
     if (!t) return NULL;
-    if (gguf_tensor_check(t, types_mask, n_dims, ne)) return t;
+    if (tr_gguf_tensor_check(t, types_mask, n_dims, ne)) return t;
     if (bad) *bad = true;
     return NULL;
 }

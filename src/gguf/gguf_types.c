@@ -25,7 +25,7 @@ static const type_row *find_type(int type) {
     return NULL;
 }
 
-bool gguf_type_geometry(int type, int *block, size_t *block_bytes) {
+bool tr_gguf_type_geometry(int type, int *block, size_t *block_bytes) {
     const type_row *r = find_type(type);
     if (!r) return false;
     *block = r->block;
@@ -33,21 +33,21 @@ bool gguf_type_geometry(int type, int *block, size_t *block_bytes) {
     return true;
 }
 
-bool gguf_type_loadable(int type) {
+bool tr_gguf_type_loadable(int type) {
     /* Q8_1 / Q8_K are intermediate formats of ggml's dot products and have no
      * dequantizer here; a GGUF tensor of those types cannot be used. */
     return find_type(type) && type != TR_Q8_1 && type != TR_Q8_K;
 }
 
-const char *gguf_type_label(int type) {
+const char *tr_gguf_type_label(int type) {
     const type_row *r = find_type(type);
     return r ? r->name : "?";
 }
 
-size_t gguf_tensor_bytes(int type, const int64_t ne[4], size_t *nb1) {
+size_t tr_gguf_tensor_bytes(int type, const int64_t ne[4], size_t *nb1) {
     int block;
     size_t bb;
-    if (!gguf_type_geometry(type, &block, &bb)) return 0;
+    if (!tr_gguf_type_geometry(type, &block, &bb)) return 0;
     for (int d = 0; d < 4; d++)
         if (ne[d] <= 0) return 0;
     if (ne[0] % block) return 0;

@@ -35,11 +35,11 @@ struct gguf_writer {
     size_t n_t, cap_t;
 };
 
-gguf_writer *gguf_writer_create(void) {
+gguf_writer *tr_gguf_writer_create(void) {
     return calloc(1, sizeof(gguf_writer));
 }
 
-void gguf_writer_free(gguf_writer *w) {
+void tr_gguf_writer_free(gguf_writer *w) {
     if (!w) return;
     for (size_t i = 0; i < w->n_kv; i++) {
         free(w->kvs[i].key);
@@ -97,24 +97,24 @@ static bool put_scalar(gguf_writer *w, const char *key, uint32_t type, const voi
     return put(w, key, type, b, n);
 }
 
-bool gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v) {
+bool tr_gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v) {
     return put_scalar(w, key, GGUF_T_UINT32, &v, 4);
 }
-bool gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v) {
+bool tr_gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v) {
     return put_scalar(w, key, GGUF_T_INT32, &v, 4);
 }
-bool gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v) {
+bool tr_gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v) {
     return put_scalar(w, key, GGUF_T_UINT64, &v, 8);
 }
-bool gguf_writer_set_f32(gguf_writer *w, const char *key, float v) {
+bool tr_gguf_writer_set_f32(gguf_writer *w, const char *key, float v) {
     return put_scalar(w, key, GGUF_T_FLOAT32, &v, 4);
 }
-bool gguf_writer_set_bool(gguf_writer *w, const char *key, bool v) {
+bool tr_gguf_writer_set_bool(gguf_writer *w, const char *key, bool v) {
     uint8_t b = v ? 1 : 0;
     return put_scalar(w, key, GGUF_T_BOOL, &b, 1);
 }
 
-bool gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
+bool tr_gguf_writer_set_str(gguf_writer *w, const char *key, const char *v) {
     if (!v) return false;
     size_t n = strlen(v);
     uint8_t *b = malloc(8 + n);
@@ -138,14 +138,14 @@ static bool set_numeric_array(gguf_writer *w, const char *key, uint32_t et, cons
     return put(w, key, GGUF_T_ARRAY, b, 12 + n * esz);
 }
 
-bool gguf_writer_set_arr_i32(gguf_writer *w, const char *key, const int32_t *v, size_t n) {
+bool tr_gguf_writer_set_arr_i32(gguf_writer *w, const char *key, const int32_t *v, size_t n) {
     return set_numeric_array(w, key, GGUF_T_INT32, v, n, 4);
 }
-bool gguf_writer_set_arr_f32(gguf_writer *w, const char *key, const float *v, size_t n) {
+bool tr_gguf_writer_set_arr_f32(gguf_writer *w, const char *key, const float *v, size_t n) {
     return set_numeric_array(w, key, GGUF_T_FLOAT32, v, n, 4);
 }
 
-bool gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *v, size_t n) {
+bool tr_gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *v, size_t n) {
     if (!v && n) return false;
     size_t total = 12;
     for (size_t i = 0; i < n; i++) {
@@ -167,19 +167,19 @@ bool gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const 
     return put(w, key, GGUF_T_ARRAY, b, total);
 }
 
-bool gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src, int64_t i) {
+bool tr_gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src, int64_t i) {
     size_t len = 0;
-    const void *raw = src ? gguf_kv_raw(src, i, &len) : NULL;
+    const void *raw = src ? tr_gguf_kv_raw(src, i, &len) : NULL;
     if (!raw) return false;
     uint8_t *b = malloc(len ? len : 1);
     if (b && len) memcpy(b, raw, len);
-    return put(w, gguf_key_name(src, i), (uint32_t)gguf_kv_type(src, i), b, len);
+    return put(w, tr_gguf_key_name(src, i), (uint32_t)tr_gguf_kv_type(src, i), b, len);
 }
 
-bool gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dims,
+bool tr_gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dims,
                             const int64_t *ne, const void *data) {
     if (!w || !name || !*name || !ne || !data || n_dims < 1 || n_dims > 4) return false;
-    if (!gguf_type_loadable(type)) {
+    if (!tr_gguf_type_loadable(type)) {
         TR_ERROR("gguf writer: tensor '%s' has unsupported type %d", name, type);
         return false;
     }
@@ -194,10 +194,10 @@ bool gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_di
     t.n_dims = n_dims;
     for (int d = 0; d < 4; d++) t.ne[d] = d < n_dims ? ne[d] : 1;
     size_t nb1;
-    t.nbytes = gguf_tensor_bytes(type, t.ne, &nb1);
+    t.nbytes = tr_gguf_tensor_bytes(type, t.ne, &nb1);
     if (!t.nbytes) {
         TR_ERROR("gguf writer: tensor '%s' has an invalid shape for %s", name,
-                 gguf_type_label(type));
+                 tr_gguf_type_label(type));
         return false;
     }
     t.name = strdup(name);
@@ -286,7 +286,7 @@ static void serialise(const gguf_writer *w, sink *s) {
     }
 }
 
-transcribe_status gguf_writer_to_memory(const gguf_writer *w, void **out, size_t *size) {
+transcribe_status tr_gguf_writer_to_memory(const gguf_writer *w, void **out, size_t *size) {
     if (!w || !out || !size) return TRANSCRIBE_ERR_INVALID_ARG;
     sink s = {0};
     serialise(w, &s);
@@ -299,7 +299,7 @@ transcribe_status gguf_writer_to_memory(const gguf_writer *w, void **out, size_t
     return TRANSCRIBE_OK;
 }
 
-transcribe_status gguf_writer_write(const gguf_writer *w, const char *path) {
+transcribe_status tr_gguf_writer_write(const gguf_writer *w, const char *path) {
     if (!w || !path) return TRANSCRIBE_ERR_INVALID_ARG;
     FILE *fp = fopen(path, "wb");
     if (!fp) {

@@ -11,29 +11,29 @@
 
 typedef struct gguf_writer gguf_writer;
 
-gguf_writer *gguf_writer_create(void);
-void gguf_writer_free(gguf_writer *w);
+gguf_writer *tr_gguf_writer_create(void);
+void tr_gguf_writer_free(gguf_writer *w);
 
-bool gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v);
-bool gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v);
-bool gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v);
-bool gguf_writer_set_f32(gguf_writer *w, const char *key, float v);
-bool gguf_writer_set_bool(gguf_writer *w, const char *key, bool v);
-bool gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
-bool gguf_writer_set_arr_i32(gguf_writer *w, const char *key, const int32_t *v, size_t n);
-bool gguf_writer_set_arr_f32(gguf_writer *w, const char *key, const float *v, size_t n);
-bool gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *v, size_t n);
+bool tr_gguf_writer_set_u32(gguf_writer *w, const char *key, uint32_t v);
+bool tr_gguf_writer_set_i32(gguf_writer *w, const char *key, int32_t v);
+bool tr_gguf_writer_set_u64(gguf_writer *w, const char *key, uint64_t v);
+bool tr_gguf_writer_set_f32(gguf_writer *w, const char *key, float v);
+bool tr_gguf_writer_set_bool(gguf_writer *w, const char *key, bool v);
+bool tr_gguf_writer_set_str(gguf_writer *w, const char *key, const char *v);
+bool tr_gguf_writer_set_arr_i32(gguf_writer *w, const char *key, const int32_t *v, size_t n);
+bool tr_gguf_writer_set_arr_f32(gguf_writer *w, const char *key, const float *v, size_t n);
+bool tr_gguf_writer_set_arr_str(gguf_writer *w, const char *key, const char *const *v, size_t n);
 /* Copies a KV (any type, arrays included) from an open file. */
-bool gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src, int64_t i);
+bool tr_gguf_writer_copy_kv(gguf_writer *w, const gguf_file *src, int64_t i);
 
 /* Adds a tensor of `type` with ggml-order dims; `data` holds
  * tr_row_bytes(type, ne[0]) * ne[1] * ne[2] * ne[3] bytes. */
-bool gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dims,
+bool tr_gguf_writer_add_tensor(gguf_writer *w, const char *name, int type, int n_dims,
                             const int64_t *ne, const void *data);
 
 /* Writes the file (version 3, alignment 32). */
-transcribe_status gguf_writer_write(const gguf_writer *w, const char *path);
+transcribe_status tr_gguf_writer_write(const gguf_writer *w, const char *path);
 /* Serialises to a malloc'ed buffer (tests, fuzz corpus). */
-transcribe_status gguf_writer_to_memory(const gguf_writer *w, void **out, size_t *size);
+transcribe_status tr_gguf_writer_to_memory(const gguf_writer *w, void **out, size_t *size);
 
 #endif

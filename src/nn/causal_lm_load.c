@@ -21,7 +21,7 @@ typedef struct need {
 
 static const float *need_vec(need *n, const char *name, int64_t len) {
     const int64_t ne[1] = {len};
-    const tr_tensor *t = gguf_require_tensor(n->f, name, TR_TYPES_F32, 1, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(n->f, name, TR_TYPES_F32, 1, ne);
     if (!t) n->bad = true;
     return t ? (const float *)t->data : NULL;
 }
@@ -29,7 +29,7 @@ static const float *need_vec(need *n, const char *name, int64_t len) {
 static const tr_tensor *need_mat(need *n, const char *name, int64_t in, int64_t out,
                                  uint32_t types) {
     const int64_t ne[2] = {in, out};
-    const tr_tensor *t = gguf_require_tensor(n->f, name, types, 2, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(n->f, name, types, 2, ne);
     if (!t) n->bad = true;
     return t;
 }
@@ -106,7 +106,7 @@ transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *
 }
 
 transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied) {
-    if (!tied && !gguf_find_tensor(f, "dec.output.weight")) {
+    if (!tied && !tr_gguf_find_tensor(f, "dec.output.weight")) {
         TR_ERROR("%s: tie_word_embeddings is false but the file has no dec.output.weight head "
                  "tensor",
                  who);

@@ -42,7 +42,7 @@ static const tr_tensor *need(finder *f, const char *suffix, uint32_t types, int 
                              int64_t n1, int64_t n2, int64_t n3) {
     if (f->bad) return NULL;
     const int64_t ne[4] = {n0, n1, n2, n3};
-    const tr_tensor *t = gguf_require_tensor(f->g, tname(f, suffix), types, n_dims, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(f->g, tname(f, suffix), types, n_dims, ne);
     if (!t) f->bad = true;
     return t;
 }

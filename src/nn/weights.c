@@ -8,7 +8,7 @@
 
 static const tr_tensor *gguf_find(void *ctx, const char *name, uint32_t types, int n_dims,
                                   const int64_t *ne) {
-    return gguf_require_tensor((const gguf_file *)ctx, name, types, n_dims, ne);
+    return tr_gguf_require_tensor((const gguf_file *)ctx, name, types, n_dims, ne);
 }
 
 tr_nn_wsrc tr_nn_wsrc_gguf(const gguf_file *g) {

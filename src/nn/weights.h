@@ -2,7 +2,7 @@
  * (or of the model's top level) as a table of (name pattern, kind, shape,
  * destination field) and tr_nn_load_weights fills a struct from it. Every
  * tensor goes through one lookup (a GGUF file or a family's own source) and
- * one check (type class and exact shape, gguf_tensor_check), so a malformed
+ * one check (type class and exact shape, tr_gguf_tensor_check), so a malformed
  * file gets the same "tensor 'X' has shape ..., expected ..." message from
  * every family.
  *
@@ -51,7 +51,7 @@ typedef struct tr_nn_wsrc {
     void *ctx;
 } tr_nn_wsrc;
 
-/* A source over a GGUF file (gguf_require_tensor). */
+/* A source over a GGUF file (tr_gguf_require_tensor). */
 tr_nn_wsrc tr_nn_wsrc_gguf(const gguf_file *g);
 
 /* Fills the struct at dst from n specs for layer `layer`. Every spec is

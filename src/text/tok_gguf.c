@@ -14,7 +14,7 @@ static transcribe_status bad_type(const char *key) {
 
 static transcribe_status read_id(const gguf_file *f, const char *key, int *out) {
     int32_t v = -1;
-    int r = gguf_get_token_id(f, key, &v);
+    int r = tr_gguf_get_token_id(f, key, &v);
     if (r < 0) return bad_type(key);
     *out = (r == 1 && v >= 0) ? v : -1;
     return TRANSCRIBE_OK;
@@ -26,7 +26,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
     if (!f) return TRANSCRIBE_ERR_INVALID_ARG;
 
     const char *model = NULL;
-    int r = gguf_get_str(f, "tokenizer.ggml.model", &model);
+    int r = tr_gguf_get_str(f, "tokenizer.ggml.model", &model);
     if (r < 0) return bad_type("tokenizer.ggml.model");
     if (r == 0 || !model) {
         TR_ERROR("tokenizer: tokenizer.ggml.model is missing");
@@ -50,7 +50,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
      * also encode as qwen2. */
     tr_pretok pre = TR_PRE_QWEN2;
     const char *pre_s = NULL;
-    r = gguf_get_str(f, "tokenizer.ggml.pre", &pre_s);
+    r = tr_gguf_get_str(f, "tokenizer.ggml.pre", &pre_s);
     if (r < 0) return bad_type("tokenizer.ggml.pre");
     if (r == 1 && pre_s) {
         if (strcmp(pre_s, "gpt2") == 0)
@@ -63,7 +63,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
 
     const char *const *tokens = NULL;
     uint64_t n_tokens = 0;
-    r = gguf_get_arr_str(f, "tokenizer.ggml.tokens", &tokens, &n_tokens);
+    r = tr_gguf_get_arr_str(f, "tokenizer.ggml.tokens", &tokens, &n_tokens);
     if (r < 0) return bad_type("tokenizer.ggml.tokens");
     if (r == 0 || n_tokens == 0 || !tokens) {
         TR_ERROR("tokenizer: tokenizer.ggml.tokens is missing or empty");
@@ -76,7 +76,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
 
     const float *scores = NULL;
     uint64_t n_scores = 0;
-    r = gguf_get_arr_f32(f, "tokenizer.ggml.scores", &scores, &n_scores);
+    r = tr_gguf_get_arr_f32(f, "tokenizer.ggml.scores", &scores, &n_scores);
     if (r < 0) return bad_type("tokenizer.ggml.scores");
     if (r == 1 && n_scores != n_tokens) {
         TR_ERROR("tokenizer: %llu scores for %llu tokens", (unsigned long long)n_scores,
@@ -87,7 +87,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
 
     const int32_t *types = NULL;
     uint64_t n_types = 0;
-    r = gguf_get_arr_i32(f, "tokenizer.ggml.token_type", &types, &n_types);
+    r = tr_gguf_get_arr_i32(f, "tokenizer.ggml.token_type", &types, &n_types);
     if (r < 0) return bad_type("tokenizer.ggml.token_type");
     if (r == 1 && n_types != n_tokens) {
         TR_ERROR("tokenizer: %llu token types for %llu tokens", (unsigned long long)n_types,
@@ -98,7 +98,7 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
 
     const char *const *merges = NULL;
     uint64_t n_merges = 0;
-    r = gguf_get_arr_str(f, "tokenizer.ggml.merges", &merges, &n_merges);
+    r = tr_gguf_get_arr_str(f, "tokenizer.ggml.merges", &merges, &n_merges);
     if (r < 0) return bad_type("tokenizer.ggml.merges");
     if (r == 0) {
         merges = NULL;

@@ -8,14 +8,14 @@
 #include "gguf/gguf_writer.h"
 
 static gguf_writer *make(const char *arch) {
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     if (!w) return NULL;
-    bool ok = gguf_writer_set_str(w, "general.architecture", arch) &&
-              gguf_writer_set_str(w, "general.name", "API test fixture") &&
-              gguf_writer_set_str(w, "stt.variant", "fixture") &&
-              gguf_writer_set_u32(w, "general.file_type", 0);
+    bool ok = tr_gguf_writer_set_str(w, "general.architecture", arch) &&
+              tr_gguf_writer_set_str(w, "general.name", "API test fixture") &&
+              tr_gguf_writer_set_str(w, "stt.variant", "fixture") &&
+              tr_gguf_writer_set_u32(w, "general.file_type", 0);
     if (!ok) {
-        gguf_writer_free(w);
+        tr_gguf_writer_free(w);
         return NULL;
     }
     return w;
@@ -24,8 +24,8 @@ static gguf_writer *make(const char *arch) {
 int tr_fixture_write_gguf(const char *path, const char *arch) {
     gguf_writer *w = make(arch);
     if (!w) return -1;
-    transcribe_status st = gguf_writer_write(w, path);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_write(w, path);
+    tr_gguf_writer_free(w);
     return st == TRANSCRIBE_OK ? 0 : -1;
 }
 
@@ -34,8 +34,8 @@ int tr_fixture_write_truncated_gguf(const char *path, const char *arch, long n_b
     if (!w) return -1;
     void *buf = NULL;
     size_t size = 0;
-    transcribe_status st = gguf_writer_to_memory(w, &buf, &size);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_to_memory(w, &buf, &size);
+    tr_gguf_writer_free(w);
     if (st != TRANSCRIBE_OK) return -1;
     if (n_bytes < 0 || (size_t)n_bytes > size) n_bytes = (long)size;
     FILE *f = fopen(path, "wb");

@@ -235,29 +235,29 @@ static gguf_file *open_img(gguf_writer *w, void **img) {
     size_t size;
     gguf_file *f = NULL;
     *img = NULL;
-    if (gguf_writer_to_memory(w, img, &size) != TRANSCRIBE_OK) return NULL;
-    if (gguf_open_memory(*img, size, &f) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_writer_to_memory(w, img, &size) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_open_memory(*img, size, &f) != TRANSCRIBE_OK) return NULL;
     return f;
 }
 
 static void test_gguf(void) {
-    gguf_writer *w = gguf_writer_create();
-    gguf_writer_set_str(w, "stt.frontend.type", "mel");
-    gguf_writer_set_u32(w, "stt.frontend.num_mels", 80);
-    gguf_writer_set_u32(w, "stt.frontend.n_fft", 400);
-    gguf_writer_set_u32(w, "stt.frontend.win_length", 400);
-    gguf_writer_set_u32(w, "stt.frontend.hop_length", 160);
-    gguf_writer_set_str(w, "stt.frontend.window", "hann_periodic");
-    gguf_writer_set_str(w, "stt.frontend.normalize", "whisper_logmel");
-    gguf_writer_set_str(w, "stt.frontend.pad_mode", "reflect");
-    gguf_writer_set_f32(w, "stt.frontend.dither", 0.0f);
-    gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
+    gguf_writer *w = tr_gguf_writer_create();
+    tr_gguf_writer_set_str(w, "stt.frontend.type", "mel");
+    tr_gguf_writer_set_u32(w, "stt.frontend.num_mels", 80);
+    tr_gguf_writer_set_u32(w, "stt.frontend.n_fft", 400);
+    tr_gguf_writer_set_u32(w, "stt.frontend.win_length", 400);
+    tr_gguf_writer_set_u32(w, "stt.frontend.hop_length", 160);
+    tr_gguf_writer_set_str(w, "stt.frontend.window", "hann_periodic");
+    tr_gguf_writer_set_str(w, "stt.frontend.normalize", "whisper_logmel");
+    tr_gguf_writer_set_str(w, "stt.frontend.pad_mode", "reflect");
+    tr_gguf_writer_set_f32(w, "stt.frontend.dither", 0.0f);
+    tr_gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
     float *fb = calloc(80 * 201, sizeof(float)), win[400];
     for (int i = 0; i < 400; i++) win[i] = 0.25f;
     fb[5] = 1.0f;
     int64_t ne_fb[2] = {201, 80}, ne_w[1] = {400};
-    gguf_writer_add_tensor(w, "frontend.mel_filterbank", TR_F32, 2, ne_fb, fb);
-    gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, ne_w, win);
+    tr_gguf_writer_add_tensor(w, "frontend.mel_filterbank", TR_F32, 2, ne_fb, fb);
+    tr_gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, ne_w, win);
     void *img;
     gguf_file *f = open_img(w, &img);
     CHECK(f != NULL);
@@ -269,33 +269,33 @@ static void test_gguf(void) {
         CHECK(c.normalize == TR_NORM_PER_UTTERANCE && c.pad_mode == TR_PAD_REFLECT);
         CHECK(c.filterbank && c.filterbank[5] == 1.0f && c.baked_window &&
               c.baked_window[7] == 0.25f);
-        gguf_close(f);
+        tr_gguf_close(f);
     }
     free(img);
-    gguf_writer_free(w);
+    tr_gguf_writer_free(w);
     /* wrongly typed key and misshaped tensor -> GGUF */
-    w = gguf_writer_create();
-    gguf_writer_set_i32(w, "stt.frontend.num_mels", 80);
+    w = tr_gguf_writer_create();
+    tr_gguf_writer_set_i32(w, "stt.frontend.num_mels", 80);
     f = open_img(w, &img);
     if (f) {
         tr_mel_config c;
         tr_mel_config_whisper(&c, 80);
         CHECK(tr_mel_config_from_gguf(&c, f) == TRANSCRIBE_ERR_GGUF);
-        gguf_close(f);
+        tr_gguf_close(f);
     }
     free(img);
-    gguf_writer_free(w);
-    w = gguf_writer_create();
-    gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, (int64_t[]){300}, win);
+    tr_gguf_writer_free(w);
+    w = tr_gguf_writer_create();
+    tr_gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, (int64_t[]){300}, win);
     f = open_img(w, &img);
     if (f) {
         tr_mel_config c;
         tr_mel_config_whisper(&c, 80);
         CHECK(tr_mel_config_from_gguf(&c, f) == TRANSCRIBE_ERR_GGUF);
-        gguf_close(f);
+        tr_gguf_close(f);
     }
     free(img);
-    gguf_writer_free(w);
+    tr_gguf_writer_free(w);
     free(fb);
 }
 

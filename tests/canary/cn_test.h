@@ -58,17 +58,17 @@ typedef struct cn_loaded {
 static inline bool cn_load_internal(const char *path, transcribe_kv_type kv, int n_ctx,
                                     cn_loaded *L) {
     memset(L, 0, sizeof *L);
-    if (gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
+    if (tr_gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
     tr_load_ctx lc = {.path = path, .gguf = L->g};
-    if (cn_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
+    if (tr_cn_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
     tr_session_cfg cfg = {.n_threads = 1, .kv_type = kv, .n_ctx = n_ctx};
-    return cn_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
+    return tr_cn_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
 }
 
 static inline void cn_unload_internal(cn_loaded *L) {
-    cn_session_free(L->s);
-    cn_model_free(L->m);
-    gguf_close(L->g);
+    tr_cn_session_free(L->s);
+    tr_cn_model_free(L->m);
+    tr_gguf_close(L->g);
     memset(L, 0, sizeof *L);
 }
 
@@ -80,7 +80,7 @@ static inline transcribe_status cn_run_internal(cn_loaded *L, const float *pcm, 
     tr_result res;
     tr_result_init(&res);
     tr_run_ctx ctx = {.params = p, .result = &res};
-    transcribe_status st = cn_run(L->s, pcm, n, &ctx);
+    transcribe_status st = tr_cn_run(L->s, pcm, n, &ctx);
     if (text && cap) snprintf(text, cap, "%s", tr_result_full_text(&res));
     if (truncated) *truncated = ctx.truncated;
     tr_result_free(&res);

@@ -143,9 +143,9 @@ static void input_gate(const char *path, const float *pcm, int n) {
     cn_loaded L;
     CHECK(cn_load_internal(path, TRANSCRIBE_KV_TYPE_F32, 0, &L));
     if (L.m) {
-        CHECK(cn_predict_enc_frames(L.m, 8 * 5000 * 160 - 1) == 5000);
-        CHECK(cn_predict_enc_frames(L.m, 8 * 5000 * 160) == 5001);
-        CHECK(cn_predict_enc_frames(L.m, n) == 138); /* jfk: T_mel 1101 */
+        CHECK(tr_cn_predict_enc_frames(L.m, 8 * 5000 * 160 - 1) == 5000);
+        CHECK(tr_cn_predict_enc_frames(L.m, 8 * 5000 * 160) == 5001);
+        CHECK(tr_cn_predict_enc_frames(L.m, n) == 138); /* jfk: T_mel 1101 */
     }
     cn_unload_internal(&L);
 
@@ -341,7 +341,7 @@ static bool add_as(gguf_writer *w, const tr_tensor *t, int type, const int64_t *
     bool ok = q && rb;
     for (int64_t r = 0; ok && r < rows; r++)
         ok = tr_quantize_row(type, f + r * ne[0], (char *)q + r * rb, ne[0]);
-    ok = ok && gguf_writer_add_tensor(w, t->name, type, nd, ne, q);
+    ok = ok && tr_gguf_writer_add_tensor(w, t->name, type, nd, ne, q);
     free(q);
     free(f);
     return ok;
@@ -349,28 +349,28 @@ static bool add_as(gguf_writer *w, const tr_tensor *t, int type, const int64_t *
 
 static bool rewrite(const char *src, const char *dst, const edit *e) {
     gguf_file *g = NULL;
-    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
+    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL, saw_false = false;
-    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++) {
-        const char *k = gguf_key_name(g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
+        const char *k = tr_gguf_key_name(g, i);
         if (e->drop_kv && strcmp(k, e->drop_kv) == 0) continue;
         if (e->kv_i32 && strcmp(k, e->kv_i32) == 0) {
             uint32_t v = 0;
-            gguf_get_u32(g, k, &v);
-            ok = gguf_writer_set_i32(w, k, (int32_t)v);
+            tr_gguf_get_u32(g, k, &v);
+            ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
         } else if (e->kv_str && strcmp(k, e->kv_str) == 0) {
-            ok = gguf_writer_set_str(w, k, e->kv_str_value);
+            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
         } else if (e->kv_false && strcmp(k, e->kv_false) == 0) {
-            ok = gguf_writer_set_bool(w, k, false);
+            ok = tr_gguf_writer_set_bool(w, k, false);
             saw_false = true;
         } else {
-            ok = gguf_writer_copy_kv(w, g, i);
+            ok = tr_gguf_writer_copy_kv(w, g, i);
         }
     }
-    if (ok && e->kv_false && !saw_false) ok = gguf_writer_set_bool(w, e->kv_false, false);
-    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+    if (ok && e->kv_false && !saw_false) ok = tr_gguf_writer_set_bool(w, e->kv_false, false);
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
         int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         if (e->bad_shape && strcmp(t->name, e->bad_shape) == 0) {
@@ -383,12 +383,12 @@ static bool rewrite(const char *src, const char *dst, const edit *e) {
             /* Q8_0 needs rows of 32; other widths get F16 (still "any type") */
             ok = add_as(w, t, ne[0] % 32 == 0 ? TR_Q8_0 : TR_F16, ne, t->n_dims);
         } else {
-            ok = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
+            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
         }
     }
-    ok = ok && gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    gguf_writer_free(w);
-    gguf_close(g);
+    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 

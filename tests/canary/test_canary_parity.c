@@ -108,7 +108,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
     CHECK(npy_load(gold, &gm) == 0);
     float *mel = NULL;
     int T_mel = 0;
-    CHECK(cn_log_mel(L.m, NULL, pcm, n, &mel, &T_mel) == TRANSCRIBE_OK);
+    CHECK(tr_cn_log_mel(L.m, NULL, pcm, n, &mel, &T_mel) == TRANSCRIBE_OK);
     if (mel && gm.data && gm.ndim == 2) {
         CHECK(gm.shape[0] == 128 && gm.shape[1] == T_mel);
         if (gm.shape[1] == T_mel) {
@@ -122,7 +122,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
     CHECK(npy_load(gold, &ge) == 0);
     int T_enc = 0;
     if (gm.data && ge.data && ge.ndim == 2) {
-        CHECK(cn_encode(L.s, gm.data, (int)gm.shape[1], &T_enc, NULL, NULL) == TRANSCRIBE_OK);
+        CHECK(tr_cn_encode(L.s, gm.data, (int)gm.shape[1], &T_enc, NULL, NULL) == TRANSCRIBE_OK);
         CHECK(ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec);
         if (ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec) {
             double d = cn_max_abs_diff(L.s->enc_dec, ge.data, ge.n), mx = 0;
@@ -137,7 +137,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
         struct transcribe_run_params p;
         params_for(&k_runs[r], &p);
         cn_prompt pr;
-        CHECK(cn_build_prompt(L.m, &p, &pr) == TRANSCRIBE_OK);
+        CHECK(tr_cn_build_prompt(L.m, &p, &pr) == TRANSCRIBE_OK);
         char name[128];
         snprintf(name, sizeof name, "%s.prompt.npy", k_runs[r].stem);
         cn_golden_path(gold, sizeof gold, config, name);
@@ -147,7 +147,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
         snprintf(name, sizeof name, "%s.logits0.npy", k_runs[r].stem);
         cn_golden_path(gold, sizeof gold, config, name);
         CHECK(npy_load(gold, &gl) == 0);
-        CHECK(cn_decode(L.s, pr.ids, pr.n, 0, T_enc));
+        CHECK(tr_cn_decode(L.s, pr.ids, pr.n, 0, T_enc));
         if (gl.data && gl.n == L.m->hp.n_vocab) {
             double d = cn_max_abs_diff(L.s->logits, gl.data, gl.n), mx = 0;
             for (int64_t i = 0; i < gl.n; i++) mx = max_abs(mx, ((float *)gl.data)[i]);

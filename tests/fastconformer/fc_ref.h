@@ -17,7 +17,7 @@
 
 /* Weight values as F32 (malloc'ed copy). */
 static inline float *fcr_get(const gguf_file *g, const char *name) {
-    const tr_tensor *t = gguf_find_tensor(g, name);
+    const tr_tensor *t = tr_gguf_find_tensor(g, name);
     if (!t) return NULL;
     const int64_t n = tr_tensor_nelements(t);
     float *v = malloc(sizeof(float) * (size_t)n);

@@ -95,7 +95,7 @@ static inline void fc_add(fc_synth_ctx *c, const char *name, bool lowp, int n_di
         bool ok = q != NULL;
         for (int64_t r = 0; ok && r < ne[1]; r++)
             ok = tr_quantize_row(qt, v + r * ne[0], q + (size_t)r * rb, ne[0]);
-        if (!ok || !gguf_writer_add_tensor(c->w, name, qt, n_dims, ne, q)) c->ok = false;
+        if (!ok || !tr_gguf_writer_add_tensor(c->w, name, qt, n_dims, ne, q)) c->ok = false;
         free(q);
         free(v);
         free(h);
@@ -104,7 +104,7 @@ static inline void fc_add(fc_synth_ctx *c, const char *name, bool lowp, int n_di
     bool f16 = lowp && c->cfg->f16;
     if (f16)
         for (int64_t i = 0; i < n; i++) h[i] = tr_f32_to_f16(v[i]);
-    if (!gguf_writer_add_tensor(c->w, name, f16 ? TR_F16 : TR_F32, n_dims, ne,
+    if (!tr_gguf_writer_add_tensor(c->w, name, f16 ? TR_F16 : TR_F32, n_dims, ne,
                                 f16 ? (const void *)h : (const void *)v))
         c->ok = false;
     free(v);
@@ -117,7 +117,7 @@ static inline int fc_stage(int L, bool causal) {
 
 /* Returns a malloc'ed GGUF image (caller frees) or NULL. */
 static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
-    fc_synth_ctx c = {gguf_writer_create(), cfg, cfg->seed, true};
+    fc_synth_ctx c = {tr_gguf_writer_create(), cfg, cfg->seed, true};
     if (!c.w) return NULL;
     const char *P = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
     char key[160], name[160];
@@ -125,14 +125,14 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
 #define SET_U32(s, v)                                                                              \
     do {                                                                                           \
         if (!cfg->skip_key || strcmp(cfg->skip_key, s) != 0)                                       \
-            gguf_writer_set_u32(c.w, KEY(s), (uint32_t)(v));                                       \
+            tr_gguf_writer_set_u32(c.w, KEY(s), (uint32_t)(v));                                       \
     } while (0)
-    gguf_writer_set_str(c.w, "general.architecture", "parakeet");
-    gguf_writer_set_u32(c.w, "stt.frontend.num_mels", (uint32_t)cfg->n_mels);
+    tr_gguf_writer_set_str(c.w, "general.architecture", "parakeet");
+    tr_gguf_writer_set_u32(c.w, "stt.frontend.num_mels", (uint32_t)cfg->n_mels);
     if (cfg->n_layers_as_i32)
-        gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
+        tr_gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
     else
-        gguf_writer_set_u32(c.w, KEY("n_layers"),
+        tr_gguf_writer_set_u32(c.w, KEY("n_layers"),
                             (uint32_t)(cfg->n_layers_key ? cfg->n_layers_key : cfg->n_layers));
     SET_U32("d_model", cfg->d);
     SET_U32("n_heads", cfg->H);
@@ -141,35 +141,35 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
     SET_U32("subsampling_factor", 8);
     SET_U32("subsampling_channels", cfg->C);
     SET_U32("pos_emb_max_len", 5000);
-    gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
-    gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
-    gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
-    gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
+    tr_gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
+    tr_gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
+    tr_gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
+    tr_gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
     const char *style = cfg->bad_style ? cfg->bad_style : cfg->style;
-    if (style) gguf_writer_set_str(c.w, KEY("att_context_style"), style);
+    if (style) tr_gguf_writer_set_str(c.w, KEY("att_context_style"), style);
     if (cfg->bad_choices) {
         int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
-        gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
     } else if (style && strcmp(style, "chunked_limited") == 0) {
         int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
-        gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
     }
     if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
         const int32_t menu[2] = {70, 13};
-        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
-        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
-        gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
     }
     if (cfg->conv_left >= 0) {
-        gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
-        gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
+        tr_gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
+        tr_gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
     }
-    gguf_writer_set_str(c.w, KEY("conv_norm_type"), cfg->layer_norm ? "layer_norm" : "batch_norm");
+    tr_gguf_writer_set_str(c.w, KEY("conv_norm_type"), cfg->layer_norm ? "layer_norm" : "batch_norm");
     if (cfg->spk) {
         const int32_t layers[1] = {0};
-        gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
-        gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
-        gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
+        tr_gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
+        tr_gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
+        tr_gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
     }
 #undef SET_U32
 #undef KEY
@@ -257,8 +257,8 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
 #undef T
     }
     void *img = NULL;
-    if (c.ok && gguf_writer_to_memory(c.w, &img, size) != TRANSCRIBE_OK) img = NULL;
-    gguf_writer_free(c.w);
+    if (c.ok && tr_gguf_writer_to_memory(c.w, &img, size) != TRANSCRIBE_OK) img = NULL;
+    tr_gguf_writer_free(c.w);
     return img;
 }
 

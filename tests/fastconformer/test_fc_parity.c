@@ -78,7 +78,7 @@ static void run_case(const parity_case *pc, tr_pool *pool) {
     float *fe_mel = NULL, *out = NULL, *pout = NULL;
     tr_fc_work *w = NULL;
     int n_mels = 0, T_mel = 0;
-    CHECK_MSG(gguf_open(pc->gguf, &g) == TRANSCRIBE_OK, "%s: open %s", pc->label, pc->gguf);
+    CHECK_MSG(tr_gguf_open(pc->gguf, &g) == TRANSCRIBE_OK, "%s: open %s", pc->label, pc->gguf);
     if (!g) goto done;
     CHECK(tr_fc_read_hparams(g, pc->prefix, pc->flavor, &hp) == TRANSCRIBE_OK);
     CHECK(tr_fc_load(g, &hp, &enc) == TRANSCRIBE_OK);
@@ -118,7 +118,7 @@ done:
     npy_free(&pre);
     npy_free(&ref);
     tr_fc_free(enc);
-    gguf_close(g);
+    tr_gguf_close(g);
 }
 
 /* Every parakeet-<cfg>{,-legacy}-{F32,F16}.gguf present in the folder. */

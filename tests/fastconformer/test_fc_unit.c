@@ -27,7 +27,7 @@ static transcribe_status load_cfg(const fc_synth_cfg *cfg, tr_fc_key_flavor flav
     size_t size = 0;
     L->img = fc_synth_build(cfg, &size);
     if (!L->img) return TRANSCRIBE_ERR_OOM;
-    transcribe_status st = gguf_open_memory(L->img, size, &L->g);
+    transcribe_status st = tr_gguf_open_memory(L->img, size, &L->g);
     if (st) return st;
     const char *prefix = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
     st = tr_fc_read_hparams(L->g, prefix, flavor, &L->hp);
@@ -37,7 +37,7 @@ static transcribe_status load_cfg(const fc_synth_cfg *cfg, tr_fc_key_flavor flav
 
 static void unload(loaded *L) {
     tr_fc_free(L->enc);
-    gguf_close(L->g);
+    tr_gguf_close(L->g);
     free(L->img);
     memset(L, 0, sizeof *L);
 }

@@ -31,7 +31,7 @@ static float zeros[64];
 
 static bool add(gguf_writer *w, const char *name, int n_dims, int64_t a, int64_t b) {
     const int64_t ne[2] = {a, b};
-    return gguf_writer_add_tensor(w, name, 0 /* F32 */, n_dims, ne, zeros);
+    return tr_gguf_writer_add_tensor(w, name, 0 /* F32 */, n_dims, ne, zeros);
 }
 
 /* Layer i of a D = 4, F = 3 block; `skip` leaves one tensor out. */
@@ -56,13 +56,13 @@ static gguf_file *open_image(gguf_writer *w, void **img) {
     size_t size = 0;
     gguf_file *g = NULL;
     *img = NULL;
-    if (gguf_writer_to_memory(w, img, &size) != TRANSCRIBE_OK) return NULL;
-    if (gguf_open_memory(*img, size, &g) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_writer_to_memory(w, img, &size) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_open_memory(*img, size, &g) != TRANSCRIBE_OK) return NULL;
     return g;
 }
 
 static void check_case(const char *skip, int64_t up_out, bool with_bias, bool want_ok) {
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     CHECK(w && add_layer(w, 0, NULL, 3) && add_layer(w, 1, skip, up_out));
     void *img = NULL;
     gguf_file *g = w ? open_image(w, &img) : NULL;
@@ -81,9 +81,9 @@ static void check_case(const char *skip, int64_t up_out, bool with_bias, bool wa
             CHECK(!strcmp(b[1].up.w->name, "blk.1.up.weight"));
         }
     }
-    gguf_close(g);
+    tr_gguf_close(g);
     free(img);
-    gguf_writer_free(w);
+    tr_gguf_writer_free(w);
 }
 
 int main(void) {

@@ -21,41 +21,41 @@ static int save(const char *dir, const char *name, const void *p, size_t n) {
 static int gguf_seeds(const char *dir) {
     int err = 0;
     for (int variant = 0; variant < 3; variant++) {
-        gguf_writer *w = gguf_writer_create();
-        gguf_writer_set_str(w, "general.architecture", "whisper");
-        gguf_writer_set_u32(w, "stt.whisper.n_layer", 4);
-        gguf_writer_set_i32(w, "tokenizer.ggml.eos_token_id", 2);
-        gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
-        gguf_writer_set_bool(w, "stt.capability.translate", true);
-        gguf_writer_set_u64(w, "x.u64", 5);
+        gguf_writer *w = tr_gguf_writer_create();
+        tr_gguf_writer_set_str(w, "general.architecture", "whisper");
+        tr_gguf_writer_set_u32(w, "stt.whisper.n_layer", 4);
+        tr_gguf_writer_set_i32(w, "tokenizer.ggml.eos_token_id", 2);
+        tr_gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
+        tr_gguf_writer_set_bool(w, "stt.capability.translate", true);
+        tr_gguf_writer_set_u64(w, "x.u64", 5);
         const char *toks[] = {"a", "b", "\xc4\xa0the"};
         const int32_t types[] = {1, 1, 3};
         const float scores[] = {0.0f, -1.0f, -2.0f};
-        gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
-        gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, 3);
-        gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", scores, 3);
+        tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+        tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, 3);
+        tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", scores, 3);
         static uint8_t buf[4096];
         for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 37);
-        gguf_writer_add_tensor(w, "enc.conv.0.bias", TR_F32, 1, (const int64_t[]){8}, buf);
+        tr_gguf_writer_add_tensor(w, "enc.conv.0.bias", TR_F32, 1, (const int64_t[]){8}, buf);
         if (variant >= 1) {
-            gguf_writer_add_tensor(w, "enc.blocks.0.attn.q.weight", TR_Q8_0, 2,
+            tr_gguf_writer_add_tensor(w, "enc.blocks.0.attn.q.weight", TR_Q8_0, 2,
                                    (const int64_t[]){32, 2}, buf);
-            gguf_writer_add_tensor(w, "dec.token_embd.weight", TR_F16, 2, (const int64_t[]){4, 3},
+            tr_gguf_writer_add_tensor(w, "dec.token_embd.weight", TR_F16, 2, (const int64_t[]){4, 3},
                                    buf);
         }
         if (variant >= 2) {
-            gguf_writer_add_tensor(w, "dec.k", TR_Q4_K, 1, (const int64_t[]){256}, buf);
-            gguf_writer_add_tensor(w, "dec.b", TR_BF16, 3, (const int64_t[]){2, 2, 2}, buf);
+            tr_gguf_writer_add_tensor(w, "dec.k", TR_Q4_K, 1, (const int64_t[]){256}, buf);
+            tr_gguf_writer_add_tensor(w, "dec.b", TR_BF16, 3, (const int64_t[]){2, 2, 2}, buf);
         }
         void *img;
         size_t n;
-        if (gguf_writer_to_memory(w, &img, &n) == TRANSCRIBE_OK) {
+        if (tr_gguf_writer_to_memory(w, &img, &n) == TRANSCRIBE_OK) {
             char name[32];
             snprintf(name, sizeof name, "writer%d.gguf", variant);
             err |= save(dir, name, img, n);
             free(img);
         }
-        gguf_writer_free(w);
+        tr_gguf_writer_free(w);
     }
     /* v2, nested array, every scalar type */
     static const uint8_t v2[] = {'G',

@@ -11,20 +11,20 @@
 
 /* dec.w: F16 [ne 4, 3] = PyTorch [3, 4] holding r*4+c */
 static int write_sample(const char *path) {
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     const char *langs[] = {"en", "de", "fr", "es", "it", "pt", "nl", "sv", "pl", "ru"};
     const float fb[6] = {0.5f, 1, 2, 3, 4, 5};
     uint16_t h[12];
     for (int i = 0; i < 12; i++) h[i] = tr_f32_to_f16((float)i);
-    bool ok = gguf_writer_set_str(w, "general.architecture", "whisper") &&
-              gguf_writer_set_str(w, "general.name", "Inspect \"sample\"") &&
-              gguf_writer_set_u32(w, "stt.whisper.n_audio_layer", 4) &&
-              gguf_writer_set_bool(w, "stt.capability.translate", true) &&
-              gguf_writer_set_arr_str(w, "general.languages", langs, 10) &&
-              gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, (const int64_t[]){6}, fb) &&
-              gguf_writer_add_tensor(w, "dec.w", TR_F16, 2, (const int64_t[]){4, 3}, h);
-    transcribe_status st = ok ? gguf_writer_write(w, path) : TRANSCRIBE_ERR_INVALID_ARG;
-    gguf_writer_free(w);
+    bool ok = tr_gguf_writer_set_str(w, "general.architecture", "whisper") &&
+              tr_gguf_writer_set_str(w, "general.name", "Inspect \"sample\"") &&
+              tr_gguf_writer_set_u32(w, "stt.whisper.n_audio_layer", 4) &&
+              tr_gguf_writer_set_bool(w, "stt.capability.translate", true) &&
+              tr_gguf_writer_set_arr_str(w, "general.languages", langs, 10) &&
+              tr_gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, (const int64_t[]){6}, fb) &&
+              tr_gguf_writer_add_tensor(w, "dec.w", TR_F16, 2, (const int64_t[]){4, 3}, h);
+    transcribe_status st = ok ? tr_gguf_writer_write(w, path) : TRANSCRIBE_ERR_INVALID_ARG;
+    tr_gguf_writer_free(w);
     return st == TRANSCRIBE_OK ? 0 : 1;
 }
 

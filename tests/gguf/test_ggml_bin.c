@@ -264,7 +264,7 @@ static void test_synthetic(void) {
             }
         }
         const int64_t ne[1] = {384};
-        CHECK(gguf_tensor_check(cb, TR_TYPES_F32, 1, ne));
+        CHECK(tr_gguf_tensor_check(cb, TR_TYPES_F32, 1, ne));
         tr_ggml_bin_close(bin);
     }
     /* Every prefix is an error (a prefix ending between tensor records is a

@@ -94,31 +94,31 @@ static void check_arrays(const gguf_file *g) {
 }
 
 int main(void) {
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     CHECK(w != NULL);
     if (!w) return TEST_DONE();
     static const int32_t ai[] = {10, 20, 30};
     static const float af[] = {1.0f, -2.0f};
     static const char *const as[] = {"en", "de"};
-    bool ok = gguf_writer_set_u32(w, "u", 42) && gguf_writer_set_i32(w, "i", -3) &&
-              gguf_writer_set_u32(w, "id_u", 3) && gguf_writer_set_i32(w, "id_i", 4) &&
-              gguf_writer_set_f32(w, "f", 1.5f) && gguf_writer_set_bool(w, "b", true) &&
-              gguf_writer_set_str(w, "s", "hann") && gguf_writer_set_arr_i32(w, "ai", ai, 3) &&
-              gguf_writer_set_arr_f32(w, "af", af, 2) && gguf_writer_set_arr_str(w, "as", as, 2);
+    bool ok = tr_gguf_writer_set_u32(w, "u", 42) && tr_gguf_writer_set_i32(w, "i", -3) &&
+              tr_gguf_writer_set_u32(w, "id_u", 3) && tr_gguf_writer_set_i32(w, "id_i", 4) &&
+              tr_gguf_writer_set_f32(w, "f", 1.5f) && tr_gguf_writer_set_bool(w, "b", true) &&
+              tr_gguf_writer_set_str(w, "s", "hann") && tr_gguf_writer_set_arr_i32(w, "ai", ai, 3) &&
+              tr_gguf_writer_set_arr_f32(w, "af", af, 2) && tr_gguf_writer_set_arr_str(w, "as", as, 2);
     CHECK(ok);
     void *img = NULL;
     size_t size = 0;
     gguf_file *g = NULL;
-    CHECK(gguf_writer_to_memory(w, &img, &size) == OK);
-    CHECK(img && gguf_open_memory(img, size, &g) == OK);
+    CHECK(tr_gguf_writer_to_memory(w, &img, &size) == OK);
+    CHECK(img && tr_gguf_open_memory(img, size, &g) == OK);
     if (g) {
         check_ints(g);
         check_ids(g);
         check_scalars(g);
         check_arrays(g);
     }
-    gguf_close(g);
+    tr_gguf_close(g);
     free(img);
-    gguf_writer_free(w);
+    tr_gguf_writer_free(w);
     return TEST_DONE();
 }

@@ -15,21 +15,21 @@ static transcribe_status try_open(const void *p, size_t n) {
     void *copy = malloc(n ? n : 1);
     if (n) memcpy(copy, p, n);
     gguf_file *f = NULL;
-    transcribe_status st = gguf_open_memory(copy, n, &f);
+    transcribe_status st = tr_gguf_open_memory(copy, n, &f);
     if (st == TRANSCRIBE_OK) {
         /* walk everything a consumer could touch */
-        for (int64_t i = 0; i < gguf_n_kv(f); i++) {
-            (void)gguf_key_name(f, i);
-            for (uint64_t j = 0; j < gguf_kv_arr_n(f, i) && j < 4; j++)
-                (void)gguf_kv_arr_str(f, i, j);
+        for (int64_t i = 0; i < tr_gguf_n_kv(f); i++) {
+            (void)tr_gguf_key_name(f, i);
+            for (uint64_t j = 0; j < tr_gguf_kv_arr_n(f, i) && j < 4; j++)
+                (void)tr_gguf_kv_arr_str(f, i, j);
         }
         volatile uint8_t sink = 0;
-        for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-            const tr_tensor *t = gguf_tensor_at(f, i);
+        for (int64_t i = 0; i < tr_gguf_n_tensors(f); i++) {
+            const tr_tensor *t = tr_gguf_tensor_at(f, i);
             sink ^= ((const uint8_t *)t->data)[0] ^ ((const uint8_t *)t->data)[t->nbytes - 1];
         }
         (void)sink;
-        gguf_close(f);
+        tr_gguf_close(f);
     } else {
         CHECK(f == NULL);
     }
@@ -42,19 +42,19 @@ static transcribe_status try_open(const void *p, size_t n) {
 /* A small valid file whose last tensor ends exactly at EOF, so that every
  * proper prefix is invalid. */
 static void make_valid(void **img, size_t *size) {
-    gguf_writer *w = gguf_writer_create();
-    gguf_writer_set_str(w, "general.architecture", "whisper");
-    gguf_writer_set_u32(w, "stt.whisper.n_layer", 4);
+    gguf_writer *w = tr_gguf_writer_create();
+    tr_gguf_writer_set_str(w, "general.architecture", "whisper");
+    tr_gguf_writer_set_u32(w, "stt.whisper.n_layer", 4);
     const char *toks[] = {"a", "bc", ""};
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", toks, 3);
     const float sc[] = {0.5f, 1.5f};
-    gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", sc, 2);
+    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", sc, 2);
     uint8_t q[34] = {0};
-    gguf_writer_add_tensor(w, "dec.q", TR_Q8_0, 1, (const int64_t[]){32}, q);
+    tr_gguf_writer_add_tensor(w, "dec.q", TR_Q8_0, 1, (const int64_t[]){32}, q);
     float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    gguf_writer_add_tensor(w, "dec.v", TR_F32, 2, (const int64_t[]){4, 2}, v);
-    CHECK(gguf_writer_to_memory(w, img, size) == TRANSCRIBE_OK);
-    gguf_writer_free(w);
+    tr_gguf_writer_add_tensor(w, "dec.v", TR_F32, 2, (const int64_t[]){4, 2}, v);
+    CHECK(tr_gguf_writer_to_memory(w, img, size) == TRANSCRIBE_OK);
+    tr_gguf_writer_free(w);
 }
 
 static void test_truncation_and_flips(void) {

@@ -27,24 +27,24 @@ typedef struct edit {
 /* Rewrites SRC with one edit into path. */
 static bool rewrite(const char *path, const edit *e) {
     gguf_file *f = NULL;
-    if (gguf_open(SRC, &f) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
-    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
-        const char *k = gguf_key_name(f, i);
+    if (tr_gguf_open(SRC, &f) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
+    for (int64_t i = 0; i < tr_gguf_n_kv(f); i++) {
+        const char *k = tr_gguf_key_name(f, i);
         if (e->drop_key && strcmp(k, e->drop_key) == 0) continue;
         if (e->i32_key && strcmp(k, e->i32_key) == 0) {
-            gguf_writer_set_i32(w, k, 1);
+            tr_gguf_writer_set_i32(w, k, 1);
             continue;
         }
         if (e->str_key && strcmp(k, e->str_key) == 0) {
-            gguf_writer_set_str(w, k, e->str_val);
+            tr_gguf_writer_set_str(w, k, e->str_val);
             continue;
         }
-        gguf_writer_copy_kv(w, f, i);
+        tr_gguf_writer_copy_kv(w, f, i);
     }
     void *scratch = NULL;
-    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const tr_tensor *t = gguf_tensor_at(f, i);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(f); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(f, i);
         if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
         int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         const void *data = t->data;
@@ -61,12 +61,12 @@ static bool rewrite(const char *path, const edit *e) {
             v[0] = -1.0f;
             data = scratch;
         }
-        gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, data);
+        tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, data);
     }
-    bool ok = gguf_writer_write(w, path) == TRANSCRIBE_OK;
+    bool ok = tr_gguf_writer_write(w, path) == TRANSCRIBE_OK;
     free(scratch);
-    gguf_writer_free(w);
-    gguf_close(f);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(f);
     return ok;
 }
 
@@ -148,12 +148,12 @@ static bool abort_now(void *user) {
  * encoder returns ABORTED with no text. */
 static void test_gate_and_abort(void) {
     gguf_file *f = NULL;
-    CHECK(gguf_open(SRC, &f) == TRANSCRIBE_OK);
+    CHECK(tr_gguf_open(SRC, &f) == TRANSCRIBE_OK);
     tr_load_ctx lc = {.path = SRC, .gguf = f};
     gs_model *m = NULL;
-    CHECK(gs_model_load(&lc, &m) == TRANSCRIBE_OK);
+    CHECK(tr_gs_model_load(&lc, &m) == TRANSCRIBE_OK);
     if (!m) {
-        gguf_close(f);
+        tr_gguf_close(f);
         return;
     }
     /* 6.3 min (max_audio_ms) fits 4096; 7 min does not */
@@ -161,23 +161,23 @@ static void test_gate_and_abort(void) {
     const int n = 7 * 60 * 16000;
     float *pcm = calloc((size_t)n, sizeof(float));
     gs_session *s = NULL;
-    CHECK(gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
+    CHECK(tr_gs_session_create(m, NULL, &s) == TRANSCRIBE_OK);
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    CHECK(gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    CHECK(tr_gs_run(s, pcm, n, &ctx) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
     CHECK(s->mel_ms == 0 && s->encode_ms == 0 && r.mel_ms == 0 && s->dec.prefill_ms == 0);
     tr_result_clear(&r);
     ctx.abort_cb = abort_now;
-    CHECK(gs_run(s, pcm, 16000, &ctx) == TRANSCRIBE_ERR_ABORTED);
+    CHECK(tr_gs_run(s, pcm, 16000, &ctx) == TRANSCRIBE_ERR_ABORTED);
     CHECK(g_polls == 1 && s->encode_ms == 0 && r.n_segs == 0);
     tr_result_free(&r);
-    gs_session_free(s);
+    tr_gs_session_free(s);
     free(pcm);
-    gs_model_free(m);
-    gguf_close(f);
+    tr_gs_model_free(m);
+    tr_gguf_close(f);
 }
 
 typedef struct wrow {
@@ -189,7 +189,7 @@ static void parse_words(const char *raw, int64_t audio_ms, const wrow *want, int
                         const char *full) {
     tr_result r;
     tr_result_init(&r);
-    CHECK(gs_parse_text(raw, true, false, audio_ms, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text(raw, true, false, audio_ms, &r) == TRANSCRIBE_OK);
     CHECK_MSG(r.n_words == n, "'%s': %d words, want %d", raw, r.n_words, n);
     for (int i = 0; i < n && i < r.n_words; i++)
         CHECK_MSG(r.words[i].t0_ms == want[i].t0 && r.words[i].t1_ms == want[i].t1 &&
@@ -220,7 +220,7 @@ static void test_parse(void) {
     tr_result r;
     tr_result_init(&r);
     /* leading unattributed text, [Speaker 0] kept verbatim, ':' and one space consumed */
-    CHECK(gs_parse_text("hi [Speaker 2]:  yo [Speaker 0] x[Speaker 1]z", false, true, 1000, &r) ==
+    CHECK(tr_gs_parse_text("hi [Speaker 2]:  yo [Speaker 0] x[Speaker 1]z", false, true, 1000, &r) ==
           TRANSCRIBE_OK);
     CHECK(r.n_segs == 3 && r.n_spk == 2);
     if (r.n_segs == 3 && r.n_spk == 2) {
@@ -234,10 +234,10 @@ static void test_parse(void) {
     CHECK(strcmp(tr_result_full_text(&r), "hi yo [Speaker 0] x z") == 0);
     tr_result_clear(&r);
     /* an empty leading turn is dropped; no marker falls through to plain */
-    CHECK(gs_parse_text("  [Speaker 1] a", false, true, 1000, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text("  [Speaker 1] a", false, true, 1000, &r) == TRANSCRIBE_OK);
     CHECK(r.n_segs == 1 && r.segs[0].speaker_id == 1 && r.n_spk == 1);
     tr_result_clear(&r);
-    CHECK(gs_parse_text(" plain [Speaker x]", false, true, 2000, &r) == TRANSCRIBE_OK);
+    CHECK(tr_gs_parse_text(" plain [Speaker x]", false, true, 2000, &r) == TRANSCRIBE_OK);
     CHECK(r.n_segs == 1 && r.segs[0].speaker_id == 0 && r.segs[0].t1_ms == 2000 && r.n_spk == 0);
     CHECK(strcmp(tr_result_full_text(&r), " plain [Speaker x]") == 0);
     tr_result_free(&r);

@@ -95,15 +95,15 @@ static void check_front(const gs_model *m, const char *cfg, const clip *c, const
     char name[128];
     float *x = NULL, *enc = NULL, *audio = NULL;
     int T = 0, n_audio = 0;
-    CHECK(gs_stacked_mel(m, NULL, c->pcm, c->n, &x, &T) == TRANSCRIBE_OK);
-    CHECK(T == gs_enc_frames(m, c->n));
+    CHECK(tr_gs_stacked_mel(m, NULL, c->pcm, c->n, &x, &T) == TRANSCRIBE_OK);
+    CHECK(T == tr_gs_enc_frames(m, c->n));
     snprintf(name, sizeof name, "%s.mel.npy", c->stem);
     cmp_tensor(cfg, name, x, T, m->enc.in_dim, TOL_MEL, false, &g_worst_mel, dt);
-    if (x) CHECK(gs_encode(m, NULL, x, T, &enc) == TRANSCRIBE_OK);
+    if (x) CHECK(tr_gs_encode(m, NULL, x, T, &enc) == TRANSCRIBE_OK);
     snprintf(name, sizeof name, "%s.enc.npy", c->stem);
     cmp_tensor(cfg, name, enc, T, m->proj.enc_d, TOL_ENC, true, &g_worst_enc, dt);
-    if (enc) CHECK(gs_project(m, NULL, enc, T, &audio, &n_audio) == TRANSCRIBE_OK);
-    CHECK(n_audio == gs_audio_tokens(m, T));
+    if (enc) CHECK(tr_gs_project(m, NULL, enc, T, &audio, &n_audio) == TRANSCRIBE_OK);
+    CHECK(n_audio == tr_gs_audio_tokens(m, T));
     snprintf(name, sizeof name, "%s.proj.npy", c->stem);
     cmp_tensor(cfg, name, audio, n_audio, m->lm.d_model, TOL_ENC, true, &g_worst_proj, dt);
     free(x);
@@ -198,27 +198,27 @@ static void check_decode(const gs_model *m, const char *cfg, const clip *c, cons
     tr_session_cfg scfg = {.n_threads = 2,
                            .kv_type = kv_f32 ? TRANSCRIBE_KV_TYPE_F32 : TRANSCRIBE_KV_TYPE_F16};
     gs_session *s = NULL;
-    CHECK(gs_session_create(m, &scfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_gs_session_create(m, &scfg, &s) == TRANSCRIBE_OK);
     if (!s) return;
     struct transcribe_run_params rp;
     task_params(task, &rp);
-    CHECK(gs_validate_run(m, &rp) == TRANSCRIBE_OK);
+    CHECK(tr_gs_validate_run(m, &rp) == TRANSCRIBE_OK);
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    transcribe_status st = gs_run(s, c->pcm, c->n, &ctx);
+    transcribe_status st = tr_gs_run(s, c->pcm, c->n, &ctx);
     CHECK_MSG(st == TRANSCRIBE_OK, "%s %s %s kv%s: %s", dt, cfg, stem, kv_f32 ? "F32" : "F16",
               transcribe_status_string(st));
     npy_array g;
     /* prompt ids: the golden marks audio positions with <|audio|> */
     snprintf(name, sizeof name, "%s.prompt.npy", stem);
     gs_prompt pr;
-    CHECK(gs_build_prompt(m, &rp, &pr) == TRANSCRIBE_OK);
+    CHECK(tr_gs_build_prompt(m, &rp, &pr) == TRANSCRIBE_OK);
     if (load_npy(cfg, name, &g)) {
         const int32_t *ref = g.data;
         const int n_audio = (int)g.n - pr.n_pre - pr.n_post;
         bool same =
-            n_audio == gs_audio_tokens(m, gs_enc_frames(m, c->n)) && g.n == s->dec.last_T_prompt;
+            n_audio == tr_gs_audio_tokens(m, tr_gs_enc_frames(m, c->n)) && g.n == s->dec.last_T_prompt;
         for (int i = 0; same && i < (int)g.n; i++) {
             int want = i < pr.n_pre             ? pr.pre[i]
                        : i < pr.n_pre + n_audio ? m->sp.audio
@@ -266,16 +266,16 @@ static void check_decode(const gs_model *m, const char *cfg, const clip *c, cons
     free(raw);
     free(text);
     tr_result_free(&r);
-    gs_session_free(s);
+    tr_gs_session_free(s);
 }
 
 static gs_model *load_internal(const char *path, gguf_file **g, transcribe_status *st) {
     *g = NULL;
-    *st = gguf_open(path, g);
+    *st = tr_gguf_open(path, g);
     if (*st != TRANSCRIBE_OK) return NULL;
     tr_load_ctx lc = {.path = path, .gguf = *g};
     gs_model *m = NULL;
-    *st = gs_model_load(&lc, &m);
+    *st = tr_gs_model_load(&lc, &m);
     return m;
 }
 
@@ -295,8 +295,8 @@ static void test_file(const char *cfg, const char *file, const char *dt, const c
                     check_decode(m, cfg, &g_clips[c], tasks[t], dt, kv == 1);
         }
     }
-    gs_model_free(m);
-    gguf_close(g);
+    tr_gs_model_free(m);
+    tr_gguf_close(g);
 }
 
 static void test_bad_files(void) {

@@ -25,19 +25,19 @@ typedef struct edit {
 } edit;
 
 static transcribe_status load_edited(const gguf_file *f, const edit *e) {
-    gguf_writer *w = gguf_writer_create();
-    for (int64_t i = 0; i < gguf_n_kv(f); i++) {
-        const char *k = gguf_key_name(f, i);
+    gguf_writer *w = tr_gguf_writer_create();
+    for (int64_t i = 0; i < tr_gguf_n_kv(f); i++) {
+        const char *k = tr_gguf_key_name(f, i);
         if (e && e->key && strcmp(k, e->key) == 0) {
-            if (e->key_action == 1) gguf_writer_set_i32(w, k, (int32_t)e->value);
-            if (e->key_action == 2) gguf_writer_set_u32(w, k, e->value);
+            if (e->key_action == 1) tr_gguf_writer_set_i32(w, k, (int32_t)e->value);
+            if (e->key_action == 2) tr_gguf_writer_set_u32(w, k, e->value);
             continue;
         }
-        gguf_writer_copy_kv(w, f, i);
+        tr_gguf_writer_copy_kv(w, f, i);
     }
     float *tmp = NULL;
-    for (int64_t i = 0; i < gguf_n_tensors(f); i++) {
-        const tr_tensor *t = gguf_tensor_at(f, i);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(f); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(f, i);
         int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         const void *data = t->data;
         int type = t->type;
@@ -56,22 +56,22 @@ static transcribe_status load_edited(const gguf_file *f, const edit *e) {
             data = tmp;
             type = TR_F16;
         }
-        gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, data);
+        tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, data);
     }
     void *img = NULL;
     size_t size = 0;
-    transcribe_status st = gguf_writer_to_memory(w, &img, &size);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_to_memory(w, &img, &size);
+    tr_gguf_writer_free(w);
     free(tmp);
     if (st != TRANSCRIBE_OK) return st;
     gguf_file *g = NULL;
-    st = gguf_open_memory(img, size, &g);
+    st = tr_gguf_open_memory(img, size, &g);
     if (st == TRANSCRIBE_OK) {
         tr_load_ctx lc = {.path = "edited", .gguf = g};
         ms_model *m = NULL;
-        st = ms_model_load(&lc, &m);
-        ms_model_free(m);
-        gguf_close(g);
+        st = tr_ms_model_load(&lc, &m);
+        tr_ms_model_free(m);
+        tr_gguf_close(g);
     }
     free(img);
     return st;
@@ -79,7 +79,7 @@ static transcribe_status load_edited(const gguf_file *f, const edit *e) {
 
 int main(void) {
     gguf_file *f = NULL;
-    if (gguf_open(REF, &f) != TRANSCRIBE_OK) {
+    if (tr_gguf_open(REF, &f) != TRANSCRIBE_OK) {
         fprintf(stderr, "cannot open %s\n", REF);
         return 1;
     }
@@ -113,6 +113,6 @@ int main(void) {
         CHECK_MSG(st == TRANSCRIBE_ERR_GGUF, "%s: got %s", cases[i].label,
                   transcribe_status_string(st));
     }
-    gguf_close(f);
+    tr_gguf_close(f);
     return TEST_DONE();
 }

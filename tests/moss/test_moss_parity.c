@@ -143,13 +143,13 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     const int D = m->enc.d_model;
     tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F32};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     if (!s) return;
     int64_t row = 0;
     float *audio = NULL, *trim = NULL;
     int T_enc = 0;
-    CHECK(ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim) == TRANSCRIBE_OK);
-    CHECK(T_enc == ms_audio_tokens(m, c->n));
+    CHECK(tr_ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim) == TRANSCRIBE_OK);
+    CHECK(T_enc == tr_ms_audio_tokens(m, c->n));
     for (int k = 0; k < c->n_chunks; k++) {
         const int64_t start = (int64_t)k * m->n_chunk;
         const int64_t len = c->n - start < m->n_chunk ? c->n - start : m->n_chunk;
@@ -190,7 +190,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     }
     int32_t *ids = NULL;
     int *pos = NULL, n = 0;
-    CHECK(ms_build_prompt(m, T_enc, &ids, &n, &pos) == TRANSCRIBE_OK);
+    CHECK(tr_ms_build_prompt(m, T_enc, &ids, &n, &pos) == TRANSCRIBE_OK);
     snprintf(name, sizeof name, "%s.plain.prompt.npy", c->stem);
     if (ids && load_npy(name, &g)) {
         CHECK_MSG(g.n == n && memcmp(g.data, ids, sizeof(int32_t) * (size_t)n) == 0,
@@ -201,7 +201,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     free(pos);
     free(audio);
     free(trim);
-    ms_session_free(s);
+    tr_ms_session_free(s);
 }
 
 /* One run through the internal session per policy: logits0, tokens, text,
@@ -216,7 +216,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
     tr_session_cfg cfg = {.n_threads = 2,
                           .kv_type = kv_f32 ? TRANSCRIBE_KV_TYPE_F32 : TRANSCRIBE_KV_TYPE_F16};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     /* parity with the reference: it has no repetition guard */
     if (s) s->repeat_guard = false;
     for (int p = 0; s && p < 3; p++) {
@@ -227,7 +227,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
         tr_result r;
         tr_result_init(&r);
         tr_run_ctx ctx = {.params = &rp, .result = &r};
-        transcribe_status st = ms_run(s, c->pcm, c->n, &ctx);
+        transcribe_status st = tr_ms_run(s, c->pcm, c->n, &ctx);
         char *status = field(gold, "status");
         bool trunc = strcmp(status, "OUTPUT_TRUNCATED") == 0;
         CHECK_MSG(st == (trunc ? TRANSCRIBE_ERR_OUTPUT_TRUNCATED : TRANSCRIBE_OK),
@@ -275,7 +275,7 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
         free(got);
         tr_result_free(&r);
     }
-    ms_session_free(s);
+    tr_ms_session_free(s);
     free(gold);
 }
 
@@ -285,10 +285,10 @@ static void check_decode(const ms_model *m, const clip *c, const char *mode, con
 static void check_guard(const ms_model *m) {
     tr_session_cfg cfg = {.n_threads = 2, .kv_type = TRANSCRIBE_KV_TYPE_F32};
     ms_session *s = NULL;
-    CHECK(ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_ms_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     npy_array g;
     if (!s || !load_npy("mix.loop.tokens.npy", &g)) {
-        ms_session_free(s);
+        tr_ms_session_free(s);
         return;
     }
     CHECK(s->repeat_guard);
@@ -298,7 +298,7 @@ static void check_guard(const ms_model *m) {
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    CHECK(ms_run(s, g_clips[0].pcm, g_clips[0].n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+    CHECK(tr_ms_run(s, g_clips[0].pcm, g_clips[0].n, &ctx) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
     CHECK(ctx.truncated);
     CHECK_MSG(s->n_last > 5 && s->n_last < 100 && s->n_last < g.n &&
                   memcmp(g.data, s->last_ids, sizeof(int32_t) * (size_t)s->n_last) == 0,
@@ -310,15 +310,15 @@ static void check_guard(const ms_model *m) {
     printf("repetition guard: %d of %lld loop ids kept: '%s'\n", s->n_last, (long long)g.n, ft);
     tr_result_free(&r);
     npy_free(&g);
-    ms_session_free(s);
+    tr_ms_session_free(s);
 }
 
 static ms_model *load_internal(const char *path, gguf_file **g) {
     *g = NULL;
-    if (gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
     tr_load_ctx lc = {.path = path, .gguf = *g};
     ms_model *m = NULL;
-    if (ms_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
+    if (tr_ms_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
     return m;
 }
 
@@ -342,8 +342,8 @@ static void test_file(const char *file, const char *dt, bool loop) {
             }
         }
     }
-    ms_model_free(m);
-    gguf_close(g);
+    tr_ms_model_free(m);
+    tr_gguf_close(g);
 }
 
 /* ---- parser_cases.txt ---- */
@@ -400,14 +400,14 @@ static void test_parser_cases(void) {
             has_nul = memchr(input, 0, in_n) != NULL;
             free(u);
             tr_result_free(&r);
-            CHECK(moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
+            CHECK(tr_moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
             seg_i = spk_i = seg_l = spk_l = 0;
         } else if (!strncmp(line, "input", 5)) {
             free(input);
             input = unhex(line[5] == ' ' ? line + 6 : "", &in_n);
             has_nul = memchr(input, 0, in_n) != NULL;
             tr_result_free(&r);
-            CHECK(moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
+            CHECK(tr_moss_fill_result(input, in_n, 10000, &pol, &r) == TRANSCRIBE_OK);
             seg_i = spk_i = seg_l = spk_l = 0;
         } else if (!strncmp(line, "parsed ", 7)) {
             bool parsed = r.ts_kind == TRANSCRIBE_TIMESTAMPS_SEGMENT;

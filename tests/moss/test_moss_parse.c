@@ -15,7 +15,7 @@ static const moss_out_policy k_on = {true, true};
 static tr_result parse(const char *raw, int64_t audio_ms, const moss_out_policy *pol) {
     tr_result r;
     tr_result_init(&r);
-    CHECK(moss_fill_result(raw, strlen(raw), audio_ms, pol, &r) == TRANSCRIBE_OK);
+    CHECK(tr_moss_fill_result(raw, strlen(raw), audio_ms, pol, &r) == TRANSCRIBE_OK);
     return r;
 }
 
@@ -142,7 +142,7 @@ static void test_hostile(void) {
 
     /* NULL raw text is the empty output */
     tr_result_init(&r);
-    CHECK(moss_fill_result(NULL, 5, 100, &k_on, &r) == TRANSCRIBE_OK && r.n_segs == 1);
+    CHECK(tr_moss_fill_result(NULL, 5, 100, &k_on, &r) == TRANSCRIBE_OK && r.n_segs == 1);
     tr_result_free(&r);
 }
 

@@ -19,19 +19,19 @@ typedef struct pk_loaded {
 
 static inline bool pk_load_internal(const char *path, int n_threads, pk_loaded *L) {
     memset(L, 0, sizeof *L);
-    if (gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
+    if (tr_gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
     tr_load_ctx lc = {.path = path, .gguf = L->g};
-    if (pk_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
+    if (tr_pk_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
     L->pool = tr_pool_create(n_threads);
     tr_session_cfg cfg = {.n_threads = n_threads, .pool = L->pool};
-    return pk_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
+    return tr_pk_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
 }
 
 static inline void pk_unload_internal(pk_loaded *L) {
-    pk_session_free(L->s);
-    pk_model_free(L->m);
+    tr_pk_session_free(L->s);
+    tr_pk_model_free(L->m);
     tr_pool_free(L->pool);
-    gguf_close(L->g);
+    tr_gguf_close(L->g);
 }
 
 /* Runs with default params (or p) into res (initialised by the caller). */
@@ -42,7 +42,7 @@ static inline transcribe_status pk_run_internal(pk_loaded *L, const float *pcm, 
     transcribe_run_params_init(&def);
     tr_run_ctx ctx = {.params = p ? p : &def, .pool = L->pool, .result = res};
     tr_result_clear(res);
-    return pk_run(L->s, pcm, n, &ctx);
+    return tr_pk_run(L->s, pcm, n, &ctx);
 }
 
 #endif

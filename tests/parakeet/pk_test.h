@@ -84,31 +84,31 @@ static inline bool pk_rewritten(const pk_rewrite *o, const char *k) {
 
 static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_rewrite *o) {
     gguf_file *g = NULL;
-    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
+    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++) {
-        if (pk_rewritten(o, gguf_key_name(g, i))) continue;
-        ok = gguf_writer_copy_kv(w, g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
+        if (pk_rewritten(o, tr_gguf_key_name(g, i))) continue;
+        ok = tr_gguf_writer_copy_kv(w, g, i);
     }
     const int32_t arr[2] = {1, 2};
     for (int i = 0; ok && i < 3; i++)
-        if (o->arr_keys[i]) ok = gguf_writer_set_arr_i32(w, o->arr_keys[i], arr, 2);
-    if (ok && o->set_true_key) ok = gguf_writer_set_bool(w, o->set_true_key, true);
-    if (ok && o->set_str_key) ok = gguf_writer_set_str(w, o->set_str_key, o->set_str_val);
-    if (ok && o->set_i32_key) ok = gguf_writer_set_i32(w, o->set_i32_key, o->set_i32_val);
-    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+        if (o->arr_keys[i]) ok = tr_gguf_writer_set_arr_i32(w, o->arr_keys[i], arr, 2);
+    if (ok && o->set_true_key) ok = tr_gguf_writer_set_bool(w, o->set_true_key, true);
+    if (ok && o->set_str_key) ok = tr_gguf_writer_set_str(w, o->set_str_key, o->set_str_val);
+    if (ok && o->set_i32_key) ok = tr_gguf_writer_set_i32(w, o->set_i32_key, o->set_i32_val);
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         if (o->drop_tensor && !strcmp(t->name, o->drop_tensor)) continue;
         int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         if (o->shrink_tensor && !strcmp(t->name, o->shrink_tensor) && t->n_dims == 1 &&
             t->type == TR_F32 && ne[0] > 1)
             ne[0]--;
-        ok = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
+        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
     }
-    if (ok) ok = gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    gguf_writer_free(w);
-    gguf_close(g);
+    if (ok) ok = tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 
@@ -129,16 +129,16 @@ static inline bool pk_f16_bucket(const char *n) {
  * values, so both directions are exact. */
 static inline bool pk_convert_file(const char *src, const char *dst, bool to_f16) {
     gguf_file *g = NULL;
-    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
+    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++) {
-        if (!strcmp(gguf_key_name(g, i), "general.file_type")) continue;
-        ok = gguf_writer_copy_kv(w, g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
+        if (!strcmp(tr_gguf_key_name(g, i), "general.file_type")) continue;
+        ok = tr_gguf_writer_copy_kv(w, g, i);
     }
-    if (ok) ok = gguf_writer_set_u32(w, "general.file_type", to_f16 ? 1 : 0);
-    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+    if (ok) ok = tr_gguf_writer_set_u32(w, "general.file_type", to_f16 ? 1 : 0);
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         int64_t n = tr_tensor_nelements(t);
         float *f = malloc((size_t)n * sizeof(float));
         uint16_t *h = malloc((size_t)n * sizeof(uint16_t));
@@ -147,15 +147,15 @@ static inline bool pk_convert_file(const char *src, const char *dst, bool to_f16
             tr_dequantize_row(t->type, t->data, f, n);
             bool half = to_f16 && pk_f16_bucket(t->name);
             for (int64_t j = 0; half && j < n; j++) h[j] = tr_f32_to_f16(f[j]);
-            ok = gguf_writer_add_tensor(w, t->name, half ? TR_F16 : TR_F32, t->n_dims, t->ne,
+            ok = tr_gguf_writer_add_tensor(w, t->name, half ? TR_F16 : TR_F32, t->n_dims, t->ne,
                                         half ? (const void *)h : (const void *)f);
         }
         free(f);
         free(h);
     }
-    if (ok) ok = gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    gguf_writer_free(w);
-    gguf_close(g);
+    if (ok) ok = tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 

@@ -15,7 +15,7 @@ static float *vec0(int n) {
 }
 
 static void eye(pk_mat *m, int n) {
-    pk_mat_alloc(m, n, n, "eye");
+    tr_pk_mat_alloc(m, n, n, "eye");
     memset(m->data, 0, (size_t)n * n * sizeof(float));
     for (int i = 0; i < n; i++) m->data[(size_t)i * n + i] = 1.0f;
 }
@@ -36,9 +36,9 @@ static void test_ctc(void) {
     int seq[T] = {0, 0, 3, 0, 1, 1, 3, 2};
     for (int t = 0; t < T; t++) put(enc, V1, t, seq[t], -1, V1);
     pk_dec_work w;
-    CHECK(pk_dec_work_init(&w, &h));
+    CHECK(tr_pk_dec_work_init(&w, &h));
     pk_toks out = {0};
-    CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(tr_pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
     /* repeats collapse; a label repeated across a blank is emitted twice */
     CHECK(out.n == 4);
     int ids[] = {0, 0, 1, 2}, frames[] = {0, 3, 4, 7};
@@ -47,9 +47,9 @@ static void test_ctc(void) {
         /* confidence = exp(log_softmax) = e^5 / (e^5 + 3) */
         CHECK_NEAR(out.v[i].p, expf(5.0f) / (expf(5.0f) + 3.0f), 1e-5);
     }
-    pk_toks_free(&out);
-    pk_dec_work_free(&w);
-    pk_head_free(&h);
+    tr_pk_toks_free(&out);
+    tr_pk_dec_work_free(&w);
+    tr_pk_head_free(&h);
 }
 
 /* A transducer head whose joint output is relu(enc[t]) (N = n_vocab + n_dur). */
@@ -71,18 +71,18 @@ static void make_transducer(pk_head *h, pk_head_kind kind, int V1, const int *du
         h->durations = malloc((size_t)n_dur * sizeof(int));
         memcpy(h->durations, dur, (size_t)n_dur * sizeof(int));
     }
-    pk_mat_alloc(&h->embed, V1, Hp, "embed");
+    tr_pk_mat_alloc(&h->embed, V1, Hp, "embed");
     for (int i = 0; i < V1 * Hp; i++) h->embed.data[i] = 0.1f * (float)(i % 7);
     h->wx = calloc(1, sizeof *h->wx);
     h->wh = calloc(1, sizeof *h->wh);
     h->lstm_b = calloc(1, sizeof *h->lstm_b);
-    pk_mat_alloc(&h->wx[0], 4 * Hp, Hp, "wx");
-    pk_mat_alloc(&h->wh[0], 4 * Hp, Hp, "wh");
+    tr_pk_mat_alloc(&h->wx[0], 4 * Hp, Hp, "wx");
+    tr_pk_mat_alloc(&h->wh[0], 4 * Hp, Hp, "wh");
     for (int i = 0; i < 16 * Hp; i++) h->wx[0].data[i] = h->wh[0].data[i] = 0.05f;
     h->lstm_b[0] = vec0(4 * Hp);
     eye(&h->jenc, N);
     h->jenc_b = vec0(N);
-    pk_mat_alloc(&h->jpred, N, Hp, "jpred");
+    tr_pk_mat_alloc(&h->jpred, N, Hp, "jpred");
     memset(h->jpred.data, 0, (size_t)N * Hp * sizeof(float));
     h->jpred_b = vec0(N);
     eye(&h->jout, N);
@@ -102,9 +102,9 @@ static void test_tdt(void) {
     put(enc, N, 4, 0, 1, V1); /* token 0, duration 1 */
     put(enc, N, 5, 3, 2, V1); /* blank, duration 2 → past the end */
     pk_dec_work w;
-    CHECK(pk_dec_work_init(&w, &h));
+    CHECK(tr_pk_dec_work_init(&w, &h));
     pk_toks out = {0};
-    CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(tr_pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
     int ids[] = {1, 2, 2, 2, 0}, frames[] = {0, 3, 3, 3, 4}, durs[] = {2, 0, 0, 0, 1};
     CHECK(out.n == 5);
     for (int i = 0; i < out.n && i < 5; i++) {
@@ -112,14 +112,14 @@ static void test_tdt(void) {
                   "token %d: id %d frame %d dur %d", i, out.v[i].id, out.v[i].frame, out.v[i].dur);
         CHECK(out.v[i].p > 0.0f && out.v[i].p < 1.0f);
     }
-    pk_toks_free(&out);
+    tr_pk_toks_free(&out);
 
     /* max_symbols = 0 and a zero-duration blank: only the safety cap ends it */
     h.max_symbols = 0;
-    CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_ERR_BACKEND);
-    pk_toks_free(&out);
-    pk_dec_work_free(&w);
-    pk_head_free(&h);
+    CHECK(tr_pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_ERR_BACKEND);
+    tr_pk_toks_free(&out);
+    tr_pk_dec_work_free(&w);
+    tr_pk_head_free(&h);
 }
 
 static void test_rnnt(void) {
@@ -131,9 +131,9 @@ static void test_rnnt(void) {
     put(enc, V1, 1, 3, -1, V1); /* blank */
     put(enc, V1, 2, 2, -1, V1);
     pk_dec_work w;
-    CHECK(pk_dec_work_init(&w, &h));
+    CHECK(tr_pk_dec_work_init(&w, &h));
     pk_toks out = {0};
-    CHECK(pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(tr_pk_decode(&h, NULL, &w, enc, T, &out, NULL, NULL) == TRANSCRIBE_OK);
     CHECK(out.n == 20);
     int n1 = 0, n2 = 0;
     for (int i = 0; i < out.n; i++) {
@@ -142,31 +142,31 @@ static void test_rnnt(void) {
         CHECK(out.v[i].dur == 1);
     }
     CHECK(n1 == 10 && n2 == 10);
-    pk_toks_free(&out);
-    pk_dec_work_free(&w);
-    pk_head_free(&h);
+    tr_pk_toks_free(&out);
+    tr_pk_dec_work_free(&w);
+    tr_pk_head_free(&h);
 }
 
 static void test_confidence(void) {
     float flat[5] = {1, 1, 1, 1, 1};
-    CHECK_NEAR(pk_confidence(flat, 5), 0.0, 1e-6);
+    CHECK_NEAR(tr_pk_confidence(flat, 5), 0.0, 1e-6);
     float peak[5] = {100, 0, 0, 0, 0};
-    CHECK_NEAR(pk_confidence(peak, 5), 1.0, 1e-6);
+    CHECK_NEAR(tr_pk_confidence(peak, 5), 1.0, 1e-6);
     /* two equal classes out of four: H = ln 2, conf = 1 - ln2/ln4 = 0.5 */
     float two[4] = {50, 50, -50, -50};
-    CHECK_NEAR(pk_confidence(two, 4), 0.5, 1e-5);
+    CHECK_NEAR(tr_pk_confidence(two, 4), 0.5, 1e-5);
 }
 
 static void test_matvec(void) {
     pk_mat W;
-    pk_mat_alloc(&W, 3, 19, "w");
+    tr_pk_mat_alloc(&W, 3, 19, "w");
     float x[19], b[3] = {1, 2, 3}, y[3];
     for (int i = 0; i < 19; i++) x[i] = (float)i;
     for (int r = 0; r < 3; r++)
         for (int c = 0; c < 19; c++) W.data[r * 19 + c] = (float)(r + 1);
-    pk_matvec(NULL, &W, b, x, y);
+    tr_pk_matvec(NULL, &W, b, x, y);
     for (int r = 0; r < 3; r++) CHECK_NEAR(y[r], (r + 1) * 171.0 + b[r], 1e-3);
-    pk_mat_free(&W);
+    tr_pk_mat_free(&W);
 }
 
 int main(void) {

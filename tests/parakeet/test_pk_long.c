@@ -34,7 +34,7 @@ int main(void) {
     for (int k = 0; k < 2; k++) {
         int len = n * reps[k];
         CHECK(pk_run_internal(&L, x, len, NULL, &r) == TRANSCRIBE_OK);
-        bytes[k] = pk_session_bytes(L.s);
+        bytes[k] = tr_pk_session_bytes(L.s);
         int64_t end_ms = (int64_t)len * 1000 / 16000;
         int per[4] = {0};
         bool ok = true;

@@ -23,28 +23,28 @@ static float frand(unsigned *s) {
  * 0 none, 1 activation gelu, 2 an index out of range, 3 no prompt.mlp.2.bias */
 static bool make_prompt_model(const char *src, const char *dst, int variant, int *d_out) {
     gguf_file *g = NULL;
-    if (gguf_open(src, &g) != TRANSCRIBE_OK) return false;
+    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
     uint32_t d = 0;
-    gguf_get_u32(g, "stt.parakeet.encoder.d_model", &d);
+    tr_gguf_get_u32(g, "stt.parakeet.encoder.d_model", &d);
     *d_out = (int)d;
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     bool ok = true;
-    for (int64_t i = 0; ok && i < gguf_n_kv(g); i++)
-        if (strcmp(gguf_key_name(g, i), "general.languages") != 0)
-            ok = gguf_writer_copy_kv(w, g, i);
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
+        if (strcmp(tr_gguf_key_name(g, i), "general.languages") != 0)
+            ok = tr_gguf_writer_copy_kv(w, g, i);
     const char *loc[] = {"en", "enGB", "de", "auto", "fr"};
     int32_t idx[] = {0, 0, 1, 2, 3};
     if (variant == 2) idx[4] = P;
-    ok = ok && gguf_writer_set_u32(w, "stt.parakeet.prompt.num_prompts", P) &&
-         gguf_writer_set_u32(w, "stt.parakeet.prompt.hidden", HID) &&
-         gguf_writer_set_str(w, "stt.parakeet.prompt.field", "target_lang") &&
-         gguf_writer_set_str(w, "stt.parakeet.prompt.activation", variant == 1 ? "gelu" : "relu") &&
-         gguf_writer_set_arr_str(w, "stt.parakeet.prompt.dictionary.locales", loc, 5) &&
-         gguf_writer_set_arr_i32(w, "stt.parakeet.prompt.dictionary.indices", idx, 5) &&
-         gguf_writer_set_u32(w, "stt.parakeet.prompt.auto_id", 2);
-    for (int64_t i = 0; ok && i < gguf_n_tensors(g); i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
-        ok = gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    ok = ok && tr_gguf_writer_set_u32(w, "stt.parakeet.prompt.num_prompts", P) &&
+         tr_gguf_writer_set_u32(w, "stt.parakeet.prompt.hidden", HID) &&
+         tr_gguf_writer_set_str(w, "stt.parakeet.prompt.field", "target_lang") &&
+         tr_gguf_writer_set_str(w, "stt.parakeet.prompt.activation", variant == 1 ? "gelu" : "relu") &&
+         tr_gguf_writer_set_arr_str(w, "stt.parakeet.prompt.dictionary.locales", loc, 5) &&
+         tr_gguf_writer_set_arr_i32(w, "stt.parakeet.prompt.dictionary.indices", idx, 5) &&
+         tr_gguf_writer_set_u32(w, "stt.parakeet.prompt.auto_id", 2);
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
+        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
     }
     unsigned seed = 7;
     int K = (int)d + P;
@@ -55,20 +55,20 @@ static bool make_prompt_model(const char *src, const char *dst, int variant, int
     for (int i = 0; i < HID; i++) b0[i] = frand(&seed);
     for (int i = 0; i < (int)d; i++) b2[i] = frand(&seed);
     int64_t ne0[2] = {K, HID}, nb0[1] = {HID}, ne2[2] = {HID, d}, nb2[1] = {d};
-    ok = ok && gguf_writer_add_tensor(w, "prompt.mlp.0.weight", TR_F32, 2, ne0, w0) &&
-         gguf_writer_add_tensor(w, "prompt.mlp.0.bias", TR_F32, 1, nb0, b0) &&
-         gguf_writer_add_tensor(w, "prompt.mlp.2.weight", TR_F32, 2, ne2, w2) &&
-         (variant == 3 || gguf_writer_add_tensor(w, "prompt.mlp.2.bias", TR_F32, 1, nb2, b2));
-    ok = ok && gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    ok = ok && tr_gguf_writer_add_tensor(w, "prompt.mlp.0.weight", TR_F32, 2, ne0, w0) &&
+         tr_gguf_writer_add_tensor(w, "prompt.mlp.0.bias", TR_F32, 1, nb0, b0) &&
+         tr_gguf_writer_add_tensor(w, "prompt.mlp.2.weight", TR_F32, 2, ne2, w2) &&
+         (variant == 3 || tr_gguf_writer_add_tensor(w, "prompt.mlp.2.bias", TR_F32, 1, nb2, b2));
+    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
     free(w0);
     free(w2);
     free(b2);
-    gguf_writer_free(w);
-    gguf_close(g);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 
-/* pk_prompt_apply against the §7.8 formula on the file's tensors. */
+/* tr_pk_prompt_apply against the §7.8 formula on the file's tensors. */
 static void check_math(const pk_model *m, tr_pool *pool, int d) {
     const pk_prompt *p = &m->prompt;
     int T = 7, K = d + P;
@@ -78,7 +78,7 @@ static void check_math(const pk_model *m, tr_pool *pool, int d) {
     for (int i = 0; i < T * d; i++) enc[i] = frand(&seed) * 4;
     for (int pid = 0; pid < P; pid++) {
         memcpy(got, enc, (size_t)T * d * 4);
-        pk_prompt_apply(p, pool, pid, got, T, hid, hid + T * HID);
+        tr_pk_prompt_apply(p, pool, pid, got, T, hid, hid + T * HID);
         const float *w2 = p->w2->data;
         double maxerr = 0;
         for (int t = 0; t < T; t++) {
@@ -100,8 +100,8 @@ static void check_math(const pk_model *m, tr_pool *pool, int d) {
         }
         CHECK_MSG(maxerr < 1e-4, "prompt %d: max error %g", pid, maxerr);
     }
-    CHECK(pk_prompt_id(p, NULL) == 2 && pk_prompt_id(p, "enGB") == 0 &&
-          pk_prompt_id(p, "fr") == 3 && pk_prompt_id(p, "xx") == -1);
+    CHECK(tr_pk_prompt_id(p, NULL) == 2 && tr_pk_prompt_id(p, "enGB") == 0 &&
+          tr_pk_prompt_id(p, "fr") == 3 && tr_pk_prompt_id(p, "xx") == -1);
     free(enc);
     free(got);
     free(hid);

@@ -17,7 +17,7 @@
 
 static void push(pk_toks *t, int id, int frame) {
     pk_tok k = {id, frame, 1, 1.0f};
-    pk_toks_push(t, k);
+    tr_pk_toks_push(t, k);
 }
 
 static void test_cut_rule(void) {
@@ -29,12 +29,12 @@ static void test_cut_rule(void) {
     for (int f = 3, id = 0; f < 100; f += 7, id++) push(&P, id, f);
     for (int f = 3, id = 0; f < 160; f += 7, id++)
         if (f >= 60) push(&Q, id, f + 1);
-    int c = pk_choose_cut(&w, &P, &Q, 60, 100);
+    int c = tr_pk_choose_cut(&w, &P, &Q, 60, 100);
     CHECK(c >= 68 && c <= 92);
     for (int i = 0; i < P.n; i++) CHECK(abs(P.v[i].frame - c) > 2);
     for (int i = 0; i < Q.n; i++) CHECK(abs(Q.v[i].frame - c) > 2);
-    CHECK(pk_keep_range(&all, &P, 0, c) == TRANSCRIBE_OK);
-    CHECK(pk_keep_range(&all, &Q, c, 1 << 30) == TRANSCRIBE_OK);
+    CHECK(tr_pk_keep_range(&all, &P, 0, c) == TRANSCRIBE_OK);
+    CHECK(tr_pk_keep_range(&all, &Q, c, 1 << 30) == TRANSCRIBE_OK);
     /* ids 0..22 exactly once each, in order */
     int n_ids = (160 - 3 + 6) / 7;
     CHECK_MSG(all.n == n_ids, "%d tokens, want %d", all.n, n_ids);
@@ -43,11 +43,11 @@ static void test_cut_rule(void) {
     /* a token at every frame: no clear cut, the middle is used */
     pk_toks D = {0};
     for (int f = 0; f < 100; f++) push(&D, f, f);
-    CHECK(pk_choose_cut(&w, &D, &D, 60, 100) == 80);
-    pk_toks_free(&P);
-    pk_toks_free(&Q);
-    pk_toks_free(&all);
-    pk_toks_free(&D);
+    CHECK(tr_pk_choose_cut(&w, &D, &D, 60, 100) == 80);
+    tr_pk_toks_free(&P);
+    tr_pk_toks_free(&Q);
+    tr_pk_toks_free(&all);
+    tr_pk_toks_free(&D);
 }
 
 static bool sorted_in(const tr_result *r, int64_t end_ms) {
@@ -72,7 +72,7 @@ static void test_small_windows(void) {
     if (!jfk) return;
     /* 5.12 s windows every 3.2 s (jfk: 138 frames → 3 windows) */
     pk_window_cfg w = {.max_frames = 64, .win_frames = 64, .hop_frames = 40, .margin = 6, .gap = 2};
-    pk_session_set_windows(L.s, &w);
+    tr_pk_session_set_windows(L.s, &w);
     tr_result r, first;
     tr_result_init(&r);
     tr_result_init(&first);
@@ -83,8 +83,8 @@ static void test_small_windows(void) {
 
     /* the first window alone (exactly its samples; a single pass) */
     pk_window_cfg big;
-    pk_window_cfg_default(&big);
-    pk_session_set_windows(L.s, &big);
+    tr_pk_window_cfg_default(&big);
+    tr_pk_session_set_windows(L.s, &big);
     CHECK(pk_run_internal(&L, jfk, 64 * 1280, NULL, &first) == TRANSCRIBE_OK);
     /* rows before the earliest possible cut (40 + margin frames) agree */
     int64_t lim = (int64_t)(40 + w.margin) * 80;
@@ -97,14 +97,14 @@ static void test_small_windows(void) {
     CHECK(k >= r.n_toks || r.toks[k].t0_ms >= lim);
 
     /* bounded: 3× and 6× jfk leave the same buffer sizes */
-    pk_session_set_windows(L.s, &w);
+    tr_pk_session_set_windows(L.s, &w);
     float *x6 = malloc((size_t)n * 6 * sizeof(float));
     for (int i = 0; i < 6; i++) memcpy(x6 + (size_t)i * n, jfk, (size_t)n * sizeof(float));
     CHECK(pk_run_internal(&L, x6, 3 * n, NULL, &r) == TRANSCRIBE_OK);
-    size_t b3 = pk_session_bytes(L.s);
+    size_t b3 = tr_pk_session_bytes(L.s);
     CHECK(sorted_in(&r, (int64_t)3 * n * 1000 / 16000 + 80));
     CHECK(pk_run_internal(&L, x6, 6 * n, NULL, &r) == TRANSCRIBE_OK);
-    size_t b6 = pk_session_bytes(L.s);
+    size_t b6 = tr_pk_session_bytes(L.s);
     CHECK_MSG(b3 == b6, "session bytes %zu after 3x, %zu after 6x", b3, b6);
     CHECK(sorted_in(&r, (int64_t)6 * n * 1000 / 16000 + 80));
     CHECK(r.n_toks > 0 && r.toks[r.n_toks - 1].t0_ms > 5 * 11000);

@@ -61,7 +61,7 @@ static void qs_tensor(gguf_writer *w, const qa_synth_opts *o, const char *name, 
         for (int64_t i = 0; i < ne[0]; i++) f[i] = base + amp * qs_rand();
         tr_quantize_row(type, f, d + r * rb, ne[0]);
     }
-    gguf_writer_add_tensor(w, name, type, n_dims, ne, d);
+    tr_gguf_writer_add_tensor(w, name, type, n_dims, ne, d);
     free(f);
     free(d);
 }
@@ -72,19 +72,19 @@ static void qs_tensor(gguf_writer *w, const qa_synth_opts *o, const char *name, 
 static void qs_u32(gguf_writer *w, const qa_synth_opts *o, const char *key, uint32_t v) {
     if (o->drop_key && strcmp(o->drop_key, key) == 0) return;
     if (o->wrong_type && strcmp(o->wrong_type, key) == 0)
-        gguf_writer_set_i32(w, key, (int32_t)v);
+        tr_gguf_writer_set_i32(w, key, (int32_t)v);
     else
-        gguf_writer_set_u32(w, key, v);
+        tr_gguf_writer_set_u32(w, key, v);
 }
 
 static void qs_str(gguf_writer *w, const qa_synth_opts *o, const char *key, const char *v) {
     if (o->drop_key && strcmp(o->drop_key, key) == 0) return;
-    gguf_writer_set_str(w, key, v);
+    tr_gguf_writer_set_str(w, key, v);
 }
 
 static void qs_f32(gguf_writer *w, const qa_synth_opts *o, const char *key, float v) {
     if (o->drop_key && strcmp(o->drop_key, key) == 0) return;
-    gguf_writer_set_f32(w, key, v);
+    tr_gguf_writer_set_f32(w, key, v);
 }
 
 /* Vocabulary: the 256 byte glyphs, a few words and merges, the specials. */
@@ -143,7 +143,7 @@ static int qa_synth_write(const char *path, const qa_synth_opts *o_in, int n_enc
     const qa_synth_opts *o = o_in ? o_in : &o0;
     const int lt = o->lin_type;
     qs_rng = seed ? seed : 0x9E3779B97F4A7C15ull;
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     char **pieces;
     int32_t *types;
     const int V = qs_build_vocab(&pieces, &types);
@@ -151,13 +151,13 @@ static int qa_synth_write(const char *path, const qa_synth_opts *o_in, int n_enc
     qs_str(w, o, "general.architecture", "qwen3_asr");
     qs_str(w, o, "stt.variant", "qwen3-asr-synth");
     static const char *const langs[] = {"zh", "en", "de", "xx"};
-    gguf_writer_set_arr_str(w, "general.languages", langs, 4);
-    gguf_writer_set_bool(w, "stt.capability.lang_detect", true);
+    tr_gguf_writer_set_arr_str(w, "general.languages", langs, 4);
+    tr_gguf_writer_set_bool(w, "stt.capability.lang_detect", true);
     qs_str(w, o, "tokenizer.ggml.model", "gpt2");
     qs_str(w, o, "tokenizer.ggml.pre", "qwen2");
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)pieces, (size_t)V);
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, (size_t)V);
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", qs_merges,
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)pieces, (size_t)V);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, (size_t)V);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", qs_merges,
                             sizeof qs_merges / sizeof qs_merges[0]);
     qs_u32(w, o, "tokenizer.ggml.eos_token_id", (uint32_t)qs_find(pieces, V, "<|im_end|>"));
     qs_u32(w, o, "tokenizer.ggml.padding_token_id", (uint32_t)qs_find(pieces, V, "<|endoftext|>"));
@@ -188,9 +188,9 @@ static int qa_synth_write(const char *path, const qa_synth_opts *o_in, int n_enc
     qs_u32(w, o, DK "rope_mrope_section_t", 4);
     qs_u32(w, o, DK "rope_mrope_section_h", 2);
     qs_u32(w, o, DK "rope_mrope_section_w", 2);
-    gguf_writer_set_bool(w, DK "rope_mrope_interleaved", true);
+    tr_gguf_writer_set_bool(w, DK "rope_mrope_interleaved", true);
     qs_u32(w, o, DK "max_position_embeddings", o->max_pos ? (uint32_t)o->max_pos : 65536u);
-    gguf_writer_set_bool(w, DK "tie_word_embeddings", !o->untied);
+    tr_gguf_writer_set_bool(w, DK "tie_word_embeddings", !o->untied);
     qs_u32(w, o, DK "vocab_size", (uint32_t)V);
 #undef DK
     qs_u32(w, o, "stt.qwen3_asr.audio_token_id", (uint32_t)qs_find(pieces, V, "<|audio_pad|>"));
@@ -272,8 +272,8 @@ static int qa_synth_write(const char *path, const qa_synth_opts *o_in, int n_enc
         QS_LIN(BN("ffn.down.weight"), I, H, 0.3f);
 #undef BN
     }
-    transcribe_status st = gguf_writer_write(w, path);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_write(w, path);
+    tr_gguf_writer_free(w);
     for (int i = 0; i < V; i++) free(pieces[i]);
     free(pieces);
     free(types);

@@ -135,14 +135,14 @@ static void test_caps_and_prompt(void) {
 
     /* the prompt of §7 (internal API) */
     gguf_file *g = NULL;
-    CHECK(gguf_open(g_path, &g) == TRANSCRIBE_OK);
+    CHECK(tr_gguf_open(g_path, &g) == TRANSCRIBE_OK);
     tr_load_ctx lc = {.path = g_path, .gguf = g};
     qa_model *qm = NULL;
-    CHECK(qa_model_load(&lc, &qm) == TRANSCRIBE_OK);
+    CHECK(tr_qa_model_load(&lc, &qm) == TRANSCRIBE_OK);
     if (qm) {
         int32_t ids[64];
         int n = 0;
-        CHECK(qa_build_prompt(qm, 5, NULL, ids, &n) == TRANSCRIBE_OK);
+        CHECK(tr_qa_build_prompt(qm, 5, NULL, ids, &n) == TRANSCRIBE_OK);
         CHECK(n == 5 + QA_PROMPT_FIXED);
         char *txt = tr_tokenizer_decode(qm->tok, ids, n, false);
         CHECK_MSG(strcmp(txt, "<|im_start|>system\n<|im_end|>\n<|im_start|>user\n<|audio_start|>"
@@ -150,16 +150,16 @@ static void test_caps_and_prompt(void) {
                               "<|audio_end|><|im_end|>\n<|im_start|>assistant\n") == 0,
                   "%s", txt);
         free(txt);
-        CHECK(qa_build_prompt(qm, 2, "en", ids, &n) == TRANSCRIBE_OK);
+        CHECK(tr_qa_build_prompt(qm, 2, "en", ids, &n) == TRANSCRIBE_OK);
         txt =
             tr_tokenizer_decode(qm->tok, ids + 2 + QA_PROMPT_FIXED, n - 2 - QA_PROMPT_FIXED, false);
         CHECK_MSG(strcmp(txt, "language English<asr_text>") == 0, "%s", txt);
         free(txt);
-        CHECK(qa_build_prompt(qm, 2, "xx", ids, &n) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
+        CHECK(tr_qa_build_prompt(qm, 2, "xx", ids, &n) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
         /* §6.1 length rule: 11.0 s → 143 rows; 1 s → 13; 0.5 s → 7 */
-        CHECK(qa_enc_frames(qm, 176000) == 143);
-        CHECK(qa_enc_frames(qm, 16000) == 13);
-        CHECK(qa_enc_frames(qm, 8000) == 7);
+        CHECK(tr_qa_enc_frames(qm, 176000) == 143);
+        CHECK(tr_qa_enc_frames(qm, 16000) == 13);
+        CHECK(tr_qa_enc_frames(qm, 8000) == 7);
         /* §10 parsing with detection */
         tr_result r;
         tr_result_init(&r);
@@ -167,14 +167,14 @@ static void test_caps_and_prompt(void) {
         int k = tr_tokenizer_encode(qm->tok, "language English", out, 30);
         out[k++] = tr_tokenizer_find(qm->tok, "<asr_text>");
         int k2 = tr_tokenizer_encode(qm->tok, " hi", out + k, 8);
-        CHECK(qa_fill_result(qm, out, k + k2, false, 32000, &r) == TRANSCRIBE_OK);
+        CHECK(tr_qa_fill_result(qm, out, k + k2, false, 32000, &r) == TRANSCRIBE_OK);
         CHECK(strcmp(tr_result_full_text(&r), " hi") == 0);
         CHECK(tr_result_language(&r) && strcmp(tr_result_language(&r), "en") == 0);
         CHECK(r.n_segs == 1 && r.segs[0].t1_ms == 2000);
         tr_result_free(&r);
-        qa_model_free(qm);
+        tr_qa_model_free(qm);
     }
-    gguf_close(g);
+    tr_gguf_close(g);
 }
 
 static void test_gates(void) {

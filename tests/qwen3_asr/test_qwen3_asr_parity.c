@@ -112,7 +112,7 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
     char name[128];
     float *mel = NULL, *enc = NULL;
     int T_mel = 0, T_enc = 0;
-    CHECK(qa_log_mel(m, NULL, c->pcm, c->n, &mel, &T_mel) == TRANSCRIBE_OK);
+    CHECK(tr_qa_log_mel(m, NULL, c->pcm, c->n, &mel, &T_mel) == TRANSCRIBE_OK);
     npy_array g;
     snprintf(name, sizeof name, "%s.mel.npy", c->stem);
     if (mel && load_npy(name, &g)) {
@@ -124,8 +124,8 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
         }
         npy_free(&g);
     }
-    CHECK(qa_encode(m, NULL, mel, T_mel, &enc, &T_enc) == TRANSCRIBE_OK);
-    CHECK(T_enc == qa_enc_frames(m, c->n));
+    CHECK(tr_qa_encode(m, NULL, mel, T_mel, &enc, &T_enc) == TRANSCRIBE_OK);
+    CHECK(T_enc == tr_qa_enc_frames(m, c->n));
     const bool q8 = strcmp(dt, "Q8_0") == 0;
     snprintf(name, sizeof name, "%s.enc%s.npy", c->stem, dt_sfx(dt));
     if (enc && load_npy(name, &g)) {
@@ -143,7 +143,7 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
         int32_t *ids =
             malloc(sizeof(int32_t) * (size_t)(T_enc + QA_PROMPT_FIXED + QA_MAX_LANG_IDS));
         int n = 0;
-        CHECK(qa_build_prompt(m, T_enc, mode ? "en" : NULL, ids, &n) == TRANSCRIBE_OK);
+        CHECK(tr_qa_build_prompt(m, T_enc, mode ? "en" : NULL, ids, &n) == TRANSCRIBE_OK);
         snprintf(name, sizeof name, "%s.%s.prompt.npy", c->stem, mode ? "en" : "auto");
         if (load_npy(name, &g)) {
             CHECK_MSG(g.n == n && memcmp(g.data, ids, sizeof(int32_t) * (size_t)n) == 0,
@@ -166,7 +166,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
     tr_session_cfg cfg = {.n_threads = 2,
                           .kv_type = kv_f32 ? TRANSCRIBE_KV_TYPE_F32 : TRANSCRIBE_KV_TYPE_F16};
     qa_session *s = NULL;
-    CHECK(qa_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
+    CHECK(tr_qa_session_create(m, &cfg, &s) == TRANSCRIBE_OK);
     if (!s) return;
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
@@ -174,7 +174,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
     tr_result r;
     tr_result_init(&r);
     tr_run_ctx ctx = {.params = &rp, .result = &r};
-    transcribe_status st = qa_run(s, c->pcm, c->n, &ctx);
+    transcribe_status st = tr_qa_run(s, c->pcm, c->n, &ctx);
     CHECK_MSG(st == TRANSCRIBE_OK || !c->has_tokens, "%s %s kv%s: %s", dt, stem,
               kv_f32 ? "F32" : "F16", transcribe_status_string(st));
     npy_array g;
@@ -193,7 +193,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
     }
     if (!c->has_tokens) {
         tr_result_free(&r);
-        qa_session_free(s);
+        tr_qa_session_free(s);
         return;
     }
     snprintf(name, sizeof name, "%s%s%s.tokens.npy", stem, stem_extra,
@@ -223,15 +223,15 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
         free(lang);
     }
     tr_result_free(&r);
-    qa_session_free(s);
+    tr_qa_session_free(s);
 }
 
 static qa_model *load_internal(const char *path, gguf_file **g) {
     *g = NULL;
-    if (gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
+    if (tr_gguf_open(path, g) != TRANSCRIBE_OK) return NULL;
     tr_load_ctx lc = {.path = path, .gguf = *g};
     qa_model *m = NULL;
-    if (qa_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
+    if (tr_qa_model_load(&lc, &m) != TRANSCRIBE_OK) return NULL;
     return m;
 }
 
@@ -250,8 +250,8 @@ static void test_file(const char *dt) {
                     check_decode(m, &g_clips[c], dt, kv == 1, f == 1, "");
         }
     }
-    qa_model_free(m);
-    gguf_close(g);
+    tr_qa_model_free(m);
+    tr_gguf_close(g);
 }
 
 /* The batched path (public API): each utterance gets its single-run text. */
@@ -343,8 +343,8 @@ static void test_untied(void) {
         CHECK(m->lm_w.head != m->lm_w.tok_emb);
         check_decode(m, &g_clips[0], "F16", true, false, ".untied");
     }
-    qa_model_free(m);
-    gguf_close(g);
+    tr_qa_model_free(m);
+    tr_gguf_close(g);
 }
 
 static void test_tokenizer(void) {

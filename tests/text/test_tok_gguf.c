@@ -1,5 +1,5 @@
 /* tr_tokenizer_from_gguf: tokenizer.* keys written with the GGUF writer and
- * read back through gguf_open_memory — kinds, strict key types (§3.1),
+ * read back through tr_gguf_open_memory — kinds, strict key types (§3.1),
  * length rules, special ids, and parity with tr_tokenizer_create. */
 #include <limits.h>
 #include <string.h>
@@ -22,79 +22,79 @@ static const float k_scores[] = {0, 0, 0, 0, 0, 0, 0, 0};
 typedef void (*edit_fn)(gguf_writer *w);
 
 static transcribe_status load(const char *skip, edit_fn edit, tr_tokenizer **out) {
-    gguf_writer *w = gguf_writer_create();
-    if (!skip || strcmp(skip, "model")) gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    if (!skip || strcmp(skip, "pre")) gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt2");
+    gguf_writer *w = tr_gguf_writer_create();
+    if (!skip || strcmp(skip, "model")) tr_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    if (!skip || strcmp(skip, "pre")) tr_gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt2");
     if (!skip || strcmp(skip, "tokens"))
-        gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", k_pieces, NP);
+        tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", k_pieces, NP);
     if (!skip || strcmp(skip, "types"))
-        gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", k_types, NP);
+        tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", k_types, NP);
     if (!skip || strcmp(skip, "merges"))
-        gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", k_merges, 3);
-    if (!skip || strcmp(skip, "eos")) gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 7);
+        tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", k_merges, 3);
+    if (!skip || strcmp(skip, "eos")) tr_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 7);
     if (edit) edit(w);
     void *mem = NULL;
     size_t size = 0;
-    transcribe_status st = gguf_writer_to_memory(w, &mem, &size);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_to_memory(w, &mem, &size);
+    tr_gguf_writer_free(w);
     *out = NULL;
     if (st != TRANSCRIBE_OK) return st;
     gguf_file *f = NULL;
-    st = gguf_open_memory(mem, size, &f);
+    st = tr_gguf_open_memory(mem, size, &f);
     if (st == TRANSCRIBE_OK) st = tr_tokenizer_from_gguf(f, out);
-    gguf_close(f); /* the tokenizer copies what it keeps */
+    tr_gguf_close(f); /* the tokenizer copies what it keeps */
     free(mem);
     return st;
 }
 
 static void e_model_u32(gguf_writer *w) {
-    gguf_writer_set_u32(w, "tokenizer.ggml.model", 1);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.model", 1);
 }
 static void e_model_llama(gguf_writer *w) {
-    gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
 }
 static void e_tokens_i32(gguf_writer *w) {
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.tokens", k_types, NP);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.tokens", k_types, NP);
 }
 static void e_tokens_empty(gguf_writer *w) {
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", k_pieces, 0);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", k_pieces, 0);
 }
 static void e_scores_short(gguf_writer *w) {
-    gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", k_scores, NP - 1);
+    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", k_scores, NP - 1);
 }
 static void e_scores_i32(gguf_writer *w) {
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.scores", k_types, NP);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.scores", k_types, NP);
 }
 static void e_types_f32(gguf_writer *w) {
-    gguf_writer_set_arr_f32(w, "tokenizer.ggml.token_type", k_scores, NP);
+    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.token_type", k_scores, NP);
 }
 static void e_types_long(gguf_writer *w) {
     static const int32_t t9[9] = {1, 1, 1, 1, 1, 1, 1, 3, 1};
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", t9, 9);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", t9, 9);
 }
 static void e_merges_i32(gguf_writer *w) {
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.merges", k_types, 3);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.merges", k_types, 3);
 }
 static void e_merges_bad(gguf_writer *w) {
     static const char *m[] = {"a b", "abc"};
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", m, 2);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.merges", m, 2);
 }
 static void e_pre_bool(gguf_writer *w) {
-    gguf_writer_set_bool(w, "tokenizer.ggml.pre", true);
+    tr_gguf_writer_set_bool(w, "tokenizer.ggml.pre", true);
 }
 static void e_pre_tekken(gguf_writer *w) {
-    gguf_writer_set_str(w, "tokenizer.ggml.pre", "tekken");
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.pre", "tekken");
 }
 static void e_bos_str(gguf_writer *w) {
-    gguf_writer_set_str(w, "tokenizer.ggml.bos_token_id", "1");
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.bos_token_id", "1");
 }
 static void e_ids_i32(gguf_writer *w) {
-    gguf_writer_set_i32(w, "tokenizer.ggml.bos_token_id", 2);
-    gguf_writer_set_i32(w, "tokenizer.ggml.unknown_token_id", -1);
-    gguf_writer_set_u32(w, "tokenizer.ggml.blank_token_id", 6);
+    tr_gguf_writer_set_i32(w, "tokenizer.ggml.bos_token_id", 2);
+    tr_gguf_writer_set_i32(w, "tokenizer.ggml.unknown_token_id", -1);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.blank_token_id", 6);
 }
 static void e_char(gguf_writer *w) {
-    gguf_writer_set_str(w, "tokenizer.ggml.model", "char");
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.model", "char");
 }
 
 static void test_errors(void) {
@@ -194,11 +194,11 @@ static int32_t *g_types;
 static int g_n;
 
 static void e_unigram(gguf_writer *w) {
-    gguf_writer_set_str(w, "tokenizer.ggml.model", "unigram");
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", g_pieces, (size_t)g_n);
-    gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", g_scores, (size_t)g_n);
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", g_types, (size_t)g_n);
-    gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.model", "unigram");
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", g_pieces, (size_t)g_n);
+    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", g_scores, (size_t)g_n);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", g_types, (size_t)g_n);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
 }
 
 static void test_unigram(void) {

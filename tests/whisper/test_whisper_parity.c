@@ -48,12 +48,12 @@ static char *read_text(const char *path) {
 /* F32 (lin_type = F32) or quantized copy of the F16 reference file. */
 static bool make_copy(const char *src_path, const char *dst_path, int lin_type) {
     gguf_file *g = NULL;
-    if (gguf_open(src_path, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = gguf_writer_create();
-    for (int64_t i = 0; i < gguf_n_kv(g); i++) gguf_writer_copy_kv(w, g, i);
+    if (tr_gguf_open(src_path, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
+    for (int64_t i = 0; i < tr_gguf_n_kv(g); i++) tr_gguf_writer_copy_kv(w, g, i);
     bool ok = true;
-    for (int64_t i = 0; i < gguf_n_tensors(g) && ok; i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(g) && ok; i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         int64_t n = tr_tensor_nelements(t), rows = n / t->ne[0];
         float *f = malloc((size_t)n * sizeof(float));
         for (int64_t r = 0; r < rows; r++)
@@ -70,13 +70,13 @@ static bool make_copy(const char *src_path, const char *dst_path, int lin_type) 
             else
                 ok = ok && tr_quantize_row(type, f + r * t->ne[0], dst, t->ne[0]);
         }
-        ok = ok && gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, buf);
+        ok = ok && tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, buf);
         free(buf);
         free(f);
     }
-    ok = ok && gguf_writer_write(w, dst_path) == TRANSCRIBE_OK;
-    gguf_writer_free(w);
-    gguf_close(g);
+    ok = ok && tr_gguf_writer_write(w, dst_path) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
     return ok;
 }
 
@@ -122,10 +122,10 @@ static void legacy_of(const char *name, char *out, size_t cap) {
 static bool make_bin(const char *src_path, const char *dst_path) {
     gguf_file *g = NULL;
     tr_ggml_bin *voc = NULL;
-    if (gguf_open(src_path, &g) != TRANSCRIBE_OK) return false;
+    if (tr_gguf_open(src_path, &g) != TRANSCRIBE_OK) return false;
     if (tr_ggml_bin_open(TR_SHARED_DIR "/vocab/whisper-multilingual-vocab.ggml.bin", &voc) !=
         TRANSCRIBE_OK) {
-        gguf_close(g);
+        tr_gguf_close(g);
         return false;
     }
     FILE *f = fopen(dst_path, "wb");
@@ -142,11 +142,11 @@ static bool make_bin(const char *src_path, const char *dst_path) {
         "stt.whisper.encoder.n_layers",   "stt.whisper.decoder.max_target_positions",
         "stt.whisper.decoder.d_model",    "stt.whisper.decoder.n_heads",
         "stt.whisper.decoder.n_layers",   "stt.whisper.encoder.num_mel_bins"};
-    for (int i = 0; i < 10; i++) ok = ok && gguf_get_u32(g, keys[i], &u[i]) == 1;
+    for (int i = 0; i < 10; i++) ok = ok && tr_gguf_get_u32(g, keys[i], &u[i]) == 1;
     W32(0x67676D6C);
     for (int i = 0; i < 10; i++) W32(u[i]);
     W32(1);
-    const tr_tensor *fb = gguf_find_tensor(g, "frontend.mel_filterbank");
+    const tr_tensor *fb = tr_gguf_find_tensor(g, "frontend.mel_filterbank");
     ok = ok && fb;
     if (ok) {
         W32(fb->ne[1]);
@@ -162,8 +162,8 @@ static bool make_bin(const char *src_path, const char *dst_path) {
         W32(len);
         ok = ok && fwrite(p, 1, len, f) == len;
     }
-    for (int64_t i = 0; i < gguf_n_tensors(g) && ok; i++) {
-        const tr_tensor *t = gguf_tensor_at(g, i);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(g) && ok; i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
         if (strncmp(t->name, "frontend.", 9) == 0) continue;
         char ln[256];
         legacy_of(t->name, ln, sizeof ln);
@@ -184,7 +184,7 @@ static bool make_bin(const char *src_path, const char *dst_path) {
 #undef W32
     if (f) ok = (fclose(f) == 0) && ok;
     tr_ggml_bin_close(voc);
-    gguf_close(g);
+    tr_gguf_close(g);
     return ok;
 }
 
@@ -212,20 +212,20 @@ static void tensors(const char *path, const char *tag, const float *pcm, int n, 
     if (mel.n == 80 * 3000 && enc.n == (int64_t)1500 * D && lg.n == V) {
         float *m = NULL;
         int nf = 0;
-        CHECK(wh_log_mel(L.m, NULL, pcm, n, &m, &nf) == TRANSCRIBE_OK && nf == 3000);
+        CHECK(tr_wh_log_mel(L.m, NULL, pcm, n, &m, &nf) == TRANSCRIBE_OK && nf == 3000);
         if (m) {
             float dm = max_abs(m, mel.data, (size_t)mel.n);
             printf("%s: mel max|diff| %.3g\n", tag, dm);
             CHECK(dm < 2e-4f);
         }
         free(m);
-        wh_encode(L.s, mel.data);
+        tr_wh_encode(L.s, mel.data);
         float de = max_abs(L.s->enc_x, enc.data, (size_t)enc.n);
-        wh_cross_kv(L.s);
+        tr_wh_cross_kv(L.s);
         int32_t prefix[3] = {50258, 50259, 50359};
-        CHECK(wh_decode_tokens(L.s, prefix, 3, 0));
+        CHECK(tr_wh_decode_tokens(L.s, prefix, 3, 0));
         float *l = malloc((size_t)V * sizeof(float));
-        wh_logits_row(L.s, 2, l);
+        tr_wh_logits_row(L.s, 2, l);
         float dl = max_abs(l, lg.data, (size_t)V), amax = 0.0f;
         for (int i = 0; i < V; i++) amax = fmaxf(amax, fabsf(((float *)lg.data)[i]));
         printf("%s: encoder max|diff| %.3g, logits max|diff| %.3g (max|logit| %.1f)\n", tag, de, dl,

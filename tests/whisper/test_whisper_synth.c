@@ -72,18 +72,18 @@ static bool abort_cb(void *ud) {
 static void forward(loaded *L, const float *pcm, int n, float **enc, float **logits) {
     float *mel = NULL;
     int nf = 0;
-    CHECK(wh_log_mel(L->m, NULL, pcm, n, &mel, &nf) == TRANSCRIBE_OK);
+    CHECK(tr_wh_log_mel(L->m, NULL, pcm, n, &mel, &nf) == TRANSCRIBE_OK);
     CHECK(nf == 3000);
-    wh_encode(L->s, mel);
+    tr_wh_encode(L->s, mel);
     free(mel);
     size_t ne = (size_t)1500 * WS_D;
     *enc = malloc(ne * sizeof(float));
     memcpy(*enc, L->s->enc_x, ne * sizeof(float));
-    wh_cross_kv(L->s);
+    tr_wh_cross_kv(L->s);
     int32_t prefix[3] = {WS_SOT, WS_SOT + 1, 50359};
-    CHECK(wh_decode_tokens(L->s, prefix, 3, 0));
+    CHECK(tr_wh_decode_tokens(L->s, prefix, 3, 0));
     *logits = malloc(WS_V * sizeof(float));
-    wh_logits_row(L->s, 2, *logits);
+    tr_wh_logits_row(L->s, 2, *logits);
 }
 
 static float max_abs_diff(const float *a, const float *b, size_t n) {
@@ -121,19 +121,19 @@ static void test_dtypes(const char *p32, const char *p16, const char *pq8, const
     /* F16 KV cache vs F32 on the same weights */
     wh_session *s16 = NULL;
     tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F16};
-    CHECK(wh_session_create(a.m, &cfg, &s16) == TRANSCRIBE_OK);
+    CHECK(tr_wh_session_create(a.m, &cfg, &s16) == TRANSCRIBE_OK);
     if (s16) {
         memcpy(s16->enc_x, ea, (size_t)1500 * WS_D * sizeof(float));
-        wh_cross_kv(s16);
+        tr_wh_cross_kv(s16);
         int32_t prefix[3] = {WS_SOT, WS_SOT + 1, 50359};
-        CHECK(wh_decode_tokens(s16, prefix, 3, 0));
+        CHECK(tr_wh_decode_tokens(s16, prefix, 3, 0));
         float *l = malloc(WS_V * sizeof(float));
-        wh_logits_row(s16, 2, l);
+        tr_wh_logits_row(s16, 2, l);
         float d = max_abs_diff(la, l, WS_V);
         printf("F16 KV vs F32 KV logits %.3g\n", d);
         CHECK(d < 0.05f);
         free(l);
-        wh_session_free(s16);
+        tr_wh_session_free(s16);
     }
     free(ea);
     free(la);
@@ -154,17 +154,17 @@ static void test_kv_consistency(const char *p32, const float *pcm, int n) {
     float *e, *l;
     forward(&a, pcm, n, &e, &l);
     int32_t ids[6] = {WS_SOT, WS_SOT + 1, 50359, 50364, 440, 1002};
-    CHECK(wh_decode_tokens(a.s, ids, 6, 0));
+    CHECK(tr_wh_decode_tokens(a.s, ids, 6, 0));
     float *batch = malloc(WS_V * sizeof(float));
-    wh_logits_row(a.s, 5, batch);
-    CHECK(wh_decode_tokens(a.s, ids, 3, 0));
-    for (int i = 3; i < 6; i++) CHECK(wh_decode_tokens(a.s, ids + i, 1, i));
+    tr_wh_logits_row(a.s, 5, batch);
+    CHECK(tr_wh_decode_tokens(a.s, ids, 3, 0));
+    for (int i = 3; i < 6; i++) CHECK(tr_wh_decode_tokens(a.s, ids + i, 1, i));
     float *step = malloc(WS_V * sizeof(float));
-    wh_logits_row(a.s, 0, step);
+    tr_wh_logits_row(a.s, 0, step);
     float d = max_abs_diff(batch, step, WS_V);
     printf("batched vs stepwise logits %.3g\n", d);
     CHECK(d < 1e-3f);
-    CHECK(!wh_decode_tokens(a.s, ids, 1, 448)); /* past the context */
+    CHECK(!tr_wh_decode_tokens(a.s, ids, 1, 448)); /* past the context */
     free(batch);
     free(step);
     free(e);
@@ -182,9 +182,9 @@ static void test_mel_stream(const char *p32, const float *pcm, int n) {
     for (int i = 0; i < nl; i++) lng[i] = pcm[(i * 7) % n] * (i < nl / 2 ? 0.3f : 1.0f);
     float *mel = NULL;
     int total = 0;
-    CHECK(wh_log_mel(a.m, NULL, lng, nl, &mel, &total) == TRANSCRIBE_OK);
+    CHECK(tr_wh_log_mel(a.m, NULL, lng, nl, &mel, &total) == TRANSCRIBE_OK);
     wh_mel_stream ms;
-    CHECK(wh_mel_stream_init(&ms, a.m, NULL, lng, nl) == TRANSCRIBE_OK);
+    CHECK(tr_wh_mel_stream_init(&ms, a.m, NULL, lng, nl) == TRANSCRIBE_OK);
     CHECK(ms.total == total && total == nl / 160);
     /* bounded memory: the stream holds one window of padded samples at most,
      * whatever the input length */
@@ -193,7 +193,7 @@ static void test_mel_stream(const char *p32, const float *pcm, int n) {
     float *w = malloc((size_t)80 * 3000 * sizeof(float));
     for (int k = 0; k < 3 && mel; k++) {
         int N = total - starts[k] < 3000 ? total - starts[k] : 3000;
-        CHECK(wh_mel_stream_frames(&ms, starts[k], N, w, 3000) == TRANSCRIBE_OK);
+        CHECK(tr_wh_mel_stream_frames(&ms, starts[k], N, w, 3000) == TRANSCRIBE_OK);
         float d = 0.0f;
         for (int c = 0; c < 80; c++)
             for (int t = 0; t < N; t++) {
@@ -204,7 +204,7 @@ static void test_mel_stream(const char *p32, const float *pcm, int n) {
         CHECK(d < 1e-5f);
     }
     free(w);
-    wh_mel_stream_free(&ms);
+    tr_wh_mel_stream_free(&ms);
     free(mel);
     free(lng);
     unload_internal(&a);

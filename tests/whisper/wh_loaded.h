@@ -18,17 +18,17 @@ typedef struct loaded {
 
 static inline bool load_internal(const char *path, loaded *L) {
     memset(L, 0, sizeof *L);
-    if (gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
+    if (tr_gguf_open(path, &L->g) != TRANSCRIBE_OK) return false;
     tr_load_ctx lc = {.path = path, .gguf = L->g};
-    if (wh_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
+    if (tr_wh_model_load(&lc, &L->m) != TRANSCRIBE_OK) return false;
     tr_session_cfg cfg = {.n_threads = 1, .kv_type = TRANSCRIBE_KV_TYPE_F32};
-    return wh_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
+    return tr_wh_session_create(L->m, &cfg, &L->s) == TRANSCRIBE_OK;
 }
 
 static inline void unload_internal(loaded *L) {
-    wh_session_free(L->s);
-    wh_model_free(L->m);
-    gguf_close(L->g);
+    tr_wh_session_free(L->s);
+    tr_wh_model_free(L->m);
+    tr_gguf_close(L->g);
 }
 
 #endif

@@ -194,41 +194,41 @@ enum { WS_DROP_TENSOR = 1, WS_BAD_KEY_TYPE = 2, WS_BAD_SHAPE = 4, WS_ENGLISH_ONL
  * conv_type. Returns a malloc'ed image. */
 static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, void **img,
                           size_t *size) {
-    gguf_writer *w = gguf_writer_create();
-    gguf_writer_set_str(w, "general.architecture", "whisper");
-    gguf_writer_set_str(w, "general.name", "Whisper Synthetic");
-    gguf_writer_set_str(w, "stt.variant", "whisper-synthetic");
+    gguf_writer *w = tr_gguf_writer_create();
+    tr_gguf_writer_set_str(w, "general.architecture", "whisper");
+    tr_gguf_writer_set_str(w, "general.name", "Whisper Synthetic");
+    tr_gguf_writer_set_str(w, "stt.variant", "whisper-synthetic");
     const char *langs[99];
     for (int i = 0; i < 99; i++) langs[i] = tr_whisper_bin_language(i);
     /* English-only flavour: capability flags off, languages ["en"] (the flag,
      * not the vocabulary, makes a model multilingual at run time) */
     bool en_only = (flags & WS_ENGLISH_ONLY) != 0;
-    gguf_writer_set_arr_str(w, "general.languages", langs, en_only ? 1 : 99);
-    gguf_writer_set_u32(w, "stt.whisper.encoder.n_layers", WS_LE);
-    gguf_writer_set_u32(w, "stt.whisper.encoder.d_model", WS_D);
+    tr_gguf_writer_set_arr_str(w, "general.languages", langs, en_only ? 1 : 99);
+    tr_gguf_writer_set_u32(w, "stt.whisper.encoder.n_layers", WS_LE);
+    tr_gguf_writer_set_u32(w, "stt.whisper.encoder.d_model", WS_D);
     if (flags & WS_BAD_KEY_TYPE)
-        gguf_writer_set_i32(w, "stt.whisper.encoder.n_heads", WS_H);
+        tr_gguf_writer_set_i32(w, "stt.whisper.encoder.n_heads", WS_H);
     else
-        gguf_writer_set_u32(w, "stt.whisper.encoder.n_heads", WS_H);
-    gguf_writer_set_u32(w, "stt.whisper.encoder.ffn_dim", WS_F);
-    gguf_writer_set_u32(w, "stt.whisper.encoder.num_mel_bins", WS_M);
-    gguf_writer_set_u32(w, "stt.whisper.encoder.max_source_positions", WS_S);
-    gguf_writer_set_str(w, "stt.whisper.encoder.activation", "gelu");
-    gguf_writer_set_u32(w, "stt.whisper.decoder.n_layers", WS_LD);
-    gguf_writer_set_u32(w, "stt.whisper.decoder.d_model", WS_D);
-    gguf_writer_set_u32(w, "stt.whisper.decoder.n_heads", WS_H);
-    gguf_writer_set_u32(w, "stt.whisper.decoder.ffn_dim", WS_F);
-    gguf_writer_set_u32(w, "stt.whisper.decoder.max_target_positions", WS_T);
-    gguf_writer_set_u32(w, "stt.whisper.decoder.vocab_size", WS_V);
-    gguf_writer_set_str(w, "stt.whisper.decoder.activation", "gelu");
-    gguf_writer_set_bool(w, "stt.whisper.decoder.tie_word_embeddings", true);
-    gguf_writer_set_bool(w, "stt.whisper.decoder.scale_embedding", false);
-    gguf_writer_set_u32(w, "stt.whisper.decoder_start_token_id", WS_SOT);
-    gguf_writer_set_u32(w, "stt.whisper.sot_token_id", WS_SOT);
-    gguf_writer_set_u32(w, "stt.whisper.no_timestamps_token_id", WS_NOTS);
-    gguf_writer_set_u32(w, "stt.whisper.transcribe_token_id", 50359);
-    gguf_writer_set_u32(w, "stt.whisper.translate_token_id", 50358);
-    gguf_writer_set_u32(w, "stt.whisper.prev_sot_token_id", 50361);
+        tr_gguf_writer_set_u32(w, "stt.whisper.encoder.n_heads", WS_H);
+    tr_gguf_writer_set_u32(w, "stt.whisper.encoder.ffn_dim", WS_F);
+    tr_gguf_writer_set_u32(w, "stt.whisper.encoder.num_mel_bins", WS_M);
+    tr_gguf_writer_set_u32(w, "stt.whisper.encoder.max_source_positions", WS_S);
+    tr_gguf_writer_set_str(w, "stt.whisper.encoder.activation", "gelu");
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.n_layers", WS_LD);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.d_model", WS_D);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.n_heads", WS_H);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.ffn_dim", WS_F);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.max_target_positions", WS_T);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder.vocab_size", WS_V);
+    tr_gguf_writer_set_str(w, "stt.whisper.decoder.activation", "gelu");
+    tr_gguf_writer_set_bool(w, "stt.whisper.decoder.tie_word_embeddings", true);
+    tr_gguf_writer_set_bool(w, "stt.whisper.decoder.scale_embedding", false);
+    tr_gguf_writer_set_u32(w, "stt.whisper.decoder_start_token_id", WS_SOT);
+    tr_gguf_writer_set_u32(w, "stt.whisper.sot_token_id", WS_SOT);
+    tr_gguf_writer_set_u32(w, "stt.whisper.no_timestamps_token_id", WS_NOTS);
+    tr_gguf_writer_set_u32(w, "stt.whisper.transcribe_token_id", 50359);
+    tr_gguf_writer_set_u32(w, "stt.whisper.translate_token_id", 50358);
+    tr_gguf_writer_set_u32(w, "stt.whisper.prev_sot_token_id", 50361);
     int n_ns = 0;
     const int32_t *ns = tr_whisper_bin_nonspeech(true, &n_ns);
     int32_t sup[128];
@@ -236,42 +236,42 @@ static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, v
     for (int i = 0; i < n_ns && k < 120; i++) sup[k++] = ns[i];
     int32_t ctl[6] = {WS_SOT, 50358, 50359, 50360, 50361, 50362};
     for (int i = 0; i < 6; i++) sup[k++] = ctl[i];
-    gguf_writer_set_arr_i32(w, "stt.whisper.suppress_tokens", sup, (size_t)k);
+    tr_gguf_writer_set_arr_i32(w, "stt.whisper.suppress_tokens", sup, (size_t)k);
     int32_t bsup[2] = {220, WS_EOT};
-    gguf_writer_set_arr_i32(w, "stt.whisper.begin_suppress_tokens", bsup, 2);
-    gguf_writer_set_str(w, "stt.frontend.type", "mel");
-    gguf_writer_set_u32(w, "stt.frontend.num_mels", WS_M);
-    gguf_writer_set_u32(w, "stt.frontend.sample_rate", 16000);
-    gguf_writer_set_u32(w, "stt.frontend.n_fft", 400);
-    gguf_writer_set_u32(w, "stt.frontend.win_length", 400);
-    gguf_writer_set_u32(w, "stt.frontend.hop_length", 160);
-    gguf_writer_set_str(w, "stt.frontend.window", "hann_periodic");
-    gguf_writer_set_str(w, "stt.frontend.normalize", "whisper_logmel");
-    gguf_writer_set_f32(w, "stt.frontend.dither", 0.0f);
-    gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
-    gguf_writer_set_str(w, "stt.frontend.pad_mode", "reflect");
-    gguf_writer_set_bool(w, "stt.frontend.center", true);
-    gguf_writer_set_str(w, "stt.frontend.mel_norm", "slaney");
-    gguf_writer_set_u32(w, "stt.frontend.n_samples", 480000);
-    gguf_writer_set_u32(w, "stt.frontend.nb_max_frames", 3000);
-    gguf_writer_set_bool(w, "stt.capability.lang_detect", !en_only);
-    gguf_writer_set_bool(w, "stt.capability.translate", !en_only);
-    gguf_writer_set_bool(w, "stt.capability.timestamps", true);
+    tr_gguf_writer_set_arr_i32(w, "stt.whisper.begin_suppress_tokens", bsup, 2);
+    tr_gguf_writer_set_str(w, "stt.frontend.type", "mel");
+    tr_gguf_writer_set_u32(w, "stt.frontend.num_mels", WS_M);
+    tr_gguf_writer_set_u32(w, "stt.frontend.sample_rate", 16000);
+    tr_gguf_writer_set_u32(w, "stt.frontend.n_fft", 400);
+    tr_gguf_writer_set_u32(w, "stt.frontend.win_length", 400);
+    tr_gguf_writer_set_u32(w, "stt.frontend.hop_length", 160);
+    tr_gguf_writer_set_str(w, "stt.frontend.window", "hann_periodic");
+    tr_gguf_writer_set_str(w, "stt.frontend.normalize", "whisper_logmel");
+    tr_gguf_writer_set_f32(w, "stt.frontend.dither", 0.0f);
+    tr_gguf_writer_set_f32(w, "stt.frontend.f_max", 8000.0f);
+    tr_gguf_writer_set_str(w, "stt.frontend.pad_mode", "reflect");
+    tr_gguf_writer_set_bool(w, "stt.frontend.center", true);
+    tr_gguf_writer_set_str(w, "stt.frontend.mel_norm", "slaney");
+    tr_gguf_writer_set_u32(w, "stt.frontend.n_samples", 480000);
+    tr_gguf_writer_set_u32(w, "stt.frontend.nb_max_frames", 3000);
+    tr_gguf_writer_set_bool(w, "stt.capability.lang_detect", !en_only);
+    tr_gguf_writer_set_bool(w, "stt.capability.translate", !en_only);
+    tr_gguf_writer_set_bool(w, "stt.capability.timestamps", true);
     const char *tgt[1] = {"en"};
-    if (!en_only) gguf_writer_set_arr_str(w, "stt.translation.target_languages", tgt, 1);
-    gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
-    gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt2");
+    if (!en_only) tr_gguf_writer_set_arr_str(w, "stt.translation.target_languages", tgt, 1);
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+    tr_gguf_writer_set_str(w, "tokenizer.ggml.pre", "gpt2");
     char **pieces = malloc(WS_V * sizeof *pieces);
     int32_t *types = malloc(WS_V * sizeof *types);
     for (int i = 0; i < WS_V; i++) {
         pieces[i] = ws_piece(m, i);
         types[i] = i >= WS_EOT ? 3 : 1;
     }
-    gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)pieces, WS_V);
-    gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, WS_V);
-    gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", WS_EOT);
-    gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", WS_EOT);
-    gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", WS_EOT);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)pieces, WS_V);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, WS_V);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", WS_EOT);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", WS_EOT);
+    tr_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", WS_EOT);
     for (int i = 0; i < WS_V; i++) free(pieces[i]);
     free(pieces);
     free(types);
@@ -280,11 +280,11 @@ static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, v
     int nm = 0, nf = 0;
     const float *fb = tr_ggml_bin_filters(m->vocab, &nm, &nf);
     int64_t fne[2] = {nf, nm};
-    gguf_writer_add_tensor(w, "frontend.mel_filterbank", TR_F32, 2, fne, fb);
+    tr_gguf_writer_add_tensor(w, "frontend.mel_filterbank", TR_F32, 2, fne, fb);
     float win[400];
     for (int i = 0; i < 400; i++) win[i] = 0.5f - 0.5f * cosf(2.0f * 3.14159265358979f * i / 400);
     int64_t wne[1] = {400};
-    gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, wne, win);
+    tr_gguf_writer_add_tensor(w, "frontend.window", TR_F32, 1, wne, win);
     for (int i = 0; i < m->n; i++) {
         ws_tensor *t = &m->t[i];
         if ((flags & WS_DROP_TENSOR) && strcmp(t->name, "dec.blocks.1.cross_attn.v.bias") == 0)
@@ -307,11 +307,11 @@ static bool ws_write_gguf(ws_model *m, int lin_type, int conv_type, int flags, v
             else
                 tr_quantize_row(type, src, dst, ne[0]);
         }
-        gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, buf);
+        tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, buf);
         free(buf);
     }
-    transcribe_status st = gguf_writer_to_memory(w, img, size);
-    gguf_writer_free(w);
+    transcribe_status st = tr_gguf_writer_to_memory(w, img, size);
+    tr_gguf_writer_free(w);
     return st == TRANSCRIBE_OK;
 }
 

@@ -13,7 +13,7 @@
  * 2T − 1 table rows, attention 6·T·T_kv·d (content, position, PV), the
  * conv module (two pointwise convs, depthwise k taps); Canary adds the
  * encoder→decoder projection. Parakeet inputs over one window are counted
- * per window exactly as pk_run.c schedules them. Whisper and Canary also
+ * per window exactly as tr_pk_run.c schedules them. Whisper and Canary also
  * project the decoder's cross-attention K and V inside the timed encode
  * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
  * since encode_ms includes them. */
@@ -25,14 +25,14 @@
 #include "gguf/gguf.h"
 #include "nn/fastconformer.h"
 
-/* Parakeet's long-input schedule (pk_run.c pk_window_cfg_default). */
+/* Parakeet's long-input schedule (tr_pk_run.c tr_pk_window_cfg_default). */
 #define PK_MAX_FRAMES 1280
 #define PK_WIN_FRAMES 1280
 #define PK_HOP_FRAMES 960
 
 static uint32_t u32_or(const gguf_file *g, const char *key, uint32_t dflt) {
     uint32_t v = 0;
-    return gguf_get_u32(g, key, &v) == 1 ? v : dflt;
+    return tr_gguf_get_u32(g, key, &v) == 1 ? v : dflt;
 }
 
 /* Output length of a 3-tap stride-2 conv with padding 1. */
@@ -99,7 +99,7 @@ static bool fastconformer_cost(const gguf_file *g, bool canary, long n, bench_en
         const double d_dec = canary ? u32_or(g, "stt.canary.decoder.d_model", 0) : 0;
         if (d_dec > 0) {
             bool proj = false;
-            gguf_get_bool(g, "stt.canary.decoder.encoder_decoder_proj", &proj);
+            tr_gguf_get_bool(g, "stt.canary.decoder.encoder_decoder_proj", &proj);
             const double d_src = proj ? d_dec : hp.d_model;
             if (proj) out->gflop += 2.0 * T * hp.d_model * d_dec;
             out->gflop += u32_or(g, "stt.canary.decoder.n_layers", 0) * 4.0 * T * d_src * d_dec;
@@ -153,13 +153,13 @@ bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *o
     memset(out, 0, sizeof *out);
     *why = NULL;
     gguf_file *g = NULL;
-    if (gguf_open(model_path, &g) != TRANSCRIBE_OK) {
+    if (tr_gguf_open(model_path, &g) != TRANSCRIBE_OK) {
         *why = "not a GGUF file";
         return false;
     }
     const char *arch = NULL;
     bool ok = false;
-    if (gguf_get_str(g, "general.architecture", &arch) != 1 || !arch)
+    if (tr_gguf_get_str(g, "general.architecture", &arch) != 1 || !arch)
         *why = "no general.architecture";
     else if (!strcmp(arch, "whisper"))
         ok = whisper_cost(g, n_samples, out, why);
@@ -169,6 +169,6 @@ bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *o
         ok = fastconformer_cost(g, true, n_samples, out, why);
     else
         *why = "architecture not counted";
-    gguf_close(g);
+    tr_gguf_close(g);
     return ok;
 }

@@ -83,26 +83,26 @@ static void print_scalar(gguf_vtype t, const uint8_t *p) {
 }
 
 static void print_kv(const gguf_file *f, int64_t i) {
-    gguf_vtype t = gguf_kv_type(f, i);
-    printf("  %-44s ", gguf_key_name(f, i));
+    gguf_vtype t = tr_gguf_kv_type(f, i);
+    printf("  %-44s ", tr_gguf_key_name(f, i));
     if (t == GGUF_T_STRING) {
         const char *s = NULL;
-        gguf_get_str(f, gguf_key_name(f, i), &s);
+        tr_gguf_get_str(f, tr_gguf_key_name(f, i), &s);
         printf("%-8s ", "STRING");
         print_str(s ? s : "");
     } else if (t == GGUF_T_ARRAY) {
-        gguf_vtype et = gguf_kv_arr_type(f, i);
-        uint64_t n = gguf_kv_arr_n(f, i);
+        gguf_vtype et = tr_gguf_kv_arr_type(f, i);
+        uint64_t n = tr_gguf_kv_arr_n(f, i);
         char label[32];
-        snprintf(label, sizeof label, "%s[%" PRIu64 "]", gguf_vtype_name(et), n);
+        snprintf(label, sizeof label, "%s[%" PRIu64 "]", tr_gguf_vtype_name(et), n);
         printf("%-8s [", label);
-        const uint8_t *raw = gguf_kv_arr_data(f, i);
+        const uint8_t *raw = tr_gguf_kv_arr_data(f, i);
         for (uint64_t j = 0; j < n && j < ARRAY_SHOWN; j++) {
             if (j) fputs(", ", stdout);
             if (et == GGUF_T_STRING)
-                print_str(gguf_kv_arr_str(f, i, j));
-            else if (gguf_vtype_size(et))
-                print_scalar(et, raw + j * gguf_vtype_size(et));
+                print_str(tr_gguf_kv_arr_str(f, i, j));
+            else if (tr_gguf_vtype_size(et))
+                print_scalar(et, raw + j * tr_gguf_vtype_size(et));
             else
                 fputs("[...]", stdout);
         }
@@ -110,8 +110,8 @@ static void print_kv(const gguf_file *f, int64_t i) {
         putchar(']');
     } else {
         size_t len;
-        const uint8_t *raw = gguf_kv_raw(f, i, &len);
-        printf("%-8s ", gguf_vtype_name(t));
+        const uint8_t *raw = tr_gguf_kv_raw(f, i, &len);
+        printf("%-8s ", tr_gguf_vtype_name(t));
         print_scalar(t, raw);
     }
     putchar('\n');
@@ -171,9 +171,9 @@ int inspect_info(int argc, char **argv) {
     if (inspect_model_open(argv[0], &m)) return 1;
     printf("file: %s\n", argv[0]);
     if (m.gguf) {
-        printf("format: GGUF v%u, alignment %zu\n", gguf_version(m.gguf), gguf_alignment(m.gguf));
-        printf("metadata (%" PRId64 " keys):\n", gguf_n_kv(m.gguf));
-        for (int64_t i = 0; i < gguf_n_kv(m.gguf); i++) print_kv(m.gguf, i);
+        printf("format: GGUF v%u, alignment %zu\n", tr_gguf_version(m.gguf), tr_gguf_alignment(m.gguf));
+        printf("metadata (%" PRId64 " keys):\n", tr_gguf_n_kv(m.gguf));
+        for (int64_t i = 0; i < tr_gguf_n_kv(m.gguf); i++) print_kv(m.gguf, i);
     } else {
         info_bin(m.bin);
     }

@@ -51,11 +51,11 @@ int inspect_mel(int argc, char **argv) {
 
     gguf_file *f = NULL;
     if (model) {
-        transcribe_status st = gguf_open(model, &f);
+        transcribe_status st = tr_gguf_open(model, &f);
         if (st == TRANSCRIBE_OK) st = tr_mel_config_from_gguf(&c, f);
         if (st != TRANSCRIBE_OK) {
             fprintf(stderr, "transcribe-inspect: cannot use the front end of '%s'\n", model);
-            gguf_close(f);
+            tr_gguf_close(f);
             return 1;
         }
     }
@@ -85,7 +85,7 @@ int inspect_mel(int argc, char **argv) {
     free(feat);
 done:
     tr_audio_free(&a);
-    gguf_close(f);
+    tr_gguf_close(f);
     return rc;
 }
 

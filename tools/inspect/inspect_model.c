@@ -31,7 +31,7 @@ int inspect_model_open(const char *path, inspect_model *m) {
     if (tr_ggml_bin_sniff(head, got))
         st = tr_ggml_bin_open(path, &m->bin);
     else
-        st = gguf_open(path, &m->gguf);
+        st = tr_gguf_open(path, &m->gguf);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-inspect: '%s' is not a valid model file (%s)\n", path, why(st));
         return 1;
@@ -40,19 +40,19 @@ int inspect_model_open(const char *path, inspect_model *m) {
 }
 
 void inspect_model_close(inspect_model *m) {
-    gguf_close(m->gguf);
+    tr_gguf_close(m->gguf);
     tr_ggml_bin_close(m->bin);
     memset(m, 0, sizeof *m);
 }
 
 int64_t inspect_model_n_tensors(const inspect_model *m) {
-    return m->gguf ? gguf_n_tensors(m->gguf) : tr_ggml_bin_n_tensors(m->bin);
+    return m->gguf ? tr_gguf_n_tensors(m->gguf) : tr_ggml_bin_n_tensors(m->bin);
 }
 
 const tr_tensor *inspect_model_tensor_at(const inspect_model *m, int64_t i) {
-    return m->gguf ? gguf_tensor_at(m->gguf, i) : tr_ggml_bin_tensor_at(m->bin, i);
+    return m->gguf ? tr_gguf_tensor_at(m->gguf, i) : tr_ggml_bin_tensor_at(m->bin, i);
 }
 
 const tr_tensor *inspect_model_find(const inspect_model *m, const char *name) {
-    return m->gguf ? gguf_find_tensor(m->gguf, name) : tr_ggml_bin_find_tensor(m->bin, name);
+    return m->gguf ? tr_gguf_find_tensor(m->gguf, name) : tr_ggml_bin_find_tensor(m->bin, name);
 }

@@ -12,13 +12,13 @@
 
 static int open_tok(const char *path, gguf_file **f, tr_tokenizer **t) {
     *t = NULL;
-    if (gguf_open(path, f) != TRANSCRIBE_OK) {
+    if (tr_gguf_open(path, f) != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-inspect: '%s' is not a readable GGUF file\n", path);
         return 1;
     }
     if (tr_tokenizer_from_gguf(*f, t) != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-inspect: '%s' has no usable tokenizer\n", path);
-        gguf_close(*f);
+        tr_gguf_close(*f);
         return 1;
     }
     return 0;
@@ -50,7 +50,7 @@ int inspect_tokenize(int argc, char **argv) {
         free(ids);
     }
     tr_tokenizer_free(t);
-    gguf_close(f);
+    tr_gguf_close(f);
     return rc;
 }
 
@@ -87,7 +87,7 @@ int inspect_detokenize(int argc, char **argv) {
                     (int)ids[i], n_vocab - 1);
             free(ids);
             tr_tokenizer_free(t);
-            gguf_close(f);
+            tr_gguf_close(f);
             return 1;
         }
     }
@@ -97,7 +97,7 @@ int inspect_detokenize(int argc, char **argv) {
     free(s);
     free(ids);
     tr_tokenizer_free(t);
-    gguf_close(f);
+    tr_gguf_close(f);
     return rc;
 }
 

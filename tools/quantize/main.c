@@ -48,23 +48,23 @@ static bool is_bulk_key(const char *key) {
 }
 
 static bool copy_metadata(gguf_writer *w, const gguf_file *in, const qp_preset *p) {
-    int64_t n = gguf_n_kv(in);
+    int64_t n = tr_gguf_n_kv(in);
     for (int64_t i = 0; i < n; i++) {
-        const char *key = gguf_key_name(in, i);
+        const char *key = tr_gguf_key_name(in, i);
         if (is_bulk_key(key)) continue;
         if (strcmp(key, "general.file_type") == 0) {
-            if (!gguf_writer_set_u32(w, key, p->file_type)) return false;
+            if (!tr_gguf_writer_set_u32(w, key, p->file_type)) return false;
             continue;
         }
-        if (!gguf_writer_copy_kv(w, in, i)) return false;
+        if (!tr_gguf_writer_copy_kv(w, in, i)) return false;
     }
-    if (gguf_find_key(in, "general.file_type") < 0 &&
-        !gguf_writer_set_u32(w, "general.file_type", p->file_type)) {
+    if (tr_gguf_find_key(in, "general.file_type") < 0 &&
+        !tr_gguf_writer_set_u32(w, "general.file_type", p->file_type)) {
         return false;
     }
     for (int b = 0; b < N_BULK; b++) {
-        int64_t i = gguf_find_key(in, k_bulk_keys[b]);
-        if (i >= 0 && !gguf_writer_copy_kv(w, in, i)) return false;
+        int64_t i = tr_gguf_find_key(in, k_bulk_keys[b]);
+        if (i >= 0 && !tr_gguf_writer_copy_kv(w, in, i)) return false;
     }
     return true;
 }
@@ -168,15 +168,15 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
         return 1;
     }
     gguf_file *in = NULL;
-    transcribe_status ost = gguf_open(in_path, &in);
+    transcribe_status ost = tr_gguf_open(in_path, &in);
     if (ost != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-quantize: cannot read %s: %s\n", in_path,
                 ost == TRANSCRIBE_ERR_FILE_NOT_FOUND ? "no such file" : "not a valid GGUF file");
         return 1;
     }
-    int64_t n = gguf_n_tensors(in);
+    int64_t n = tr_gguf_n_tensors(in);
     printf("input: %lld tensors\n", (long long)n);
-    gguf_writer *w = gguf_writer_create();
+    gguf_writer *w = tr_gguf_writer_create();
     type_stats sin = {{0}, {0}}, sout = {{0}, {0}};
     int requantized = 0, copied = 0, rc = 1;
     fallbacks fb = {0};
@@ -186,13 +186,13 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     }
     double plan = 0;
     for (int64_t i = 0; i < n; i++) {
-        const tr_tensor *t = gguf_tensor_at(in, i);
+        const tr_tensor *t = tr_gguf_tensor_at(in, i);
         int type = qp_choose_type(p, t->name, t->ne[0]);
         plan += (double)tr_row_bytes(type, t->ne[0]) * (double)(t->ne[1] * t->ne[2] * t->ne[3]);
     }
     printf("plan: %.2f MB tensor data, %.2f MB context buffer\n", plan / 1e6, plan / 1e6);
     for (int64_t i = 0; i < n; i++) {
-        const tr_tensor *t = gguf_tensor_at(in, i);
+        const tr_tensor *t = tr_gguf_tensor_at(in, i);
         int type = qp_choose_type(p, t->name, t->ne[0]);
         int wanted = qp_wanted_type(p, t->name);
         if (type != wanted) note_fallback(&fb, wanted, type, t->ne[0], t->name);
@@ -220,7 +220,7 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
         size_t bytes = tr_row_bytes(type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         sout.count[type]++;
         sout.bytes[type] += (double)bytes;
-        bool ok = gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, data);
+        bool ok = tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, data);
         free(owned);
         if (!ok) {
             fprintf(stderr, "transcribe-quantize: out of memory adding '%s'\n", t->name);
@@ -231,15 +231,15 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     print_stats("output tensor types:", "total (output)", &sout);
     printf("processed: %d requantized, %d copied\n", requantized, copied);
     print_fallbacks(&fb, p);
-    if (gguf_writer_write(w, out_path) != TRANSCRIBE_OK) {
+    if (tr_gguf_writer_write(w, out_path) != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-quantize: cannot write %s\n", out_path);
         goto done;
     }
     printf("done. wrote %s\n", out_path);
     rc = 0;
 done:
-    gguf_writer_free(w);
-    gguf_close(in);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(in);
     return rc;
 }
 

@@ -112,25 +112,25 @@ TR_FAMILY_DECLARE(cn);
 
 /* Prompt (canary_prompt.c): language / pair gates → UNSUPPORTED_LANGUAGE,
  * missing catalog ids → INVALID_ARG. */
-transcribe_status cn_build_prompt(const cn_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_cn_build_prompt(const cn_model *m, const struct transcribe_run_params *p,
                                   cn_prompt *out);
 /* Language-table id of a code, -1 if none. */
-int cn_lang_id(const cn_model *m, const char *code);
+int tr_cn_lang_id(const cn_model *m, const char *code);
 
 /* Sessions and math (canary_model.c). */
 /* Encoder frames for n samples: f(f(f(T_mel))) with f(L) = floor((L-1)/2)+1
  * (§9), T_mel = floor(n/hop)+1. */
-int64_t cn_predict_enc_frames(const cn_model *m, int64_t n_samples);
+int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples);
 /* Log-mel of §5 (malloc'ed [n_mels][*T_mel]). */
-transcribe_status cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
+transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
                              int *T_mel);
 /* Encoder (+ projection) and cross K/V of every decoder layer; *T_enc gets
  * the frame count. s->enc_dec then holds [T_enc][d_dec]. */
-transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
+transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
                             tr_fc_abort_fn abort_fn, void *abort_user);
 /* Decoder over ids at positions n_past..n_past+n-1 (n <= CN_MAX_PROMPT);
  * logits of the last row into s->logits. */
-bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
+bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
 
 /* The run (canary_run.c). */
 

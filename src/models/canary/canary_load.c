@@ -292,7 +292,7 @@ static transcribe_status read_languages(const gguf_file *f, cn_model *m) {
     if ((st = opt_strs(f, "stt.translation.pairs", &m->pairs, &m->n_pairs, &m->has_pairs)))
         return st;
     for (int i = 0; i < m->n_targets; i++) {
-        if (cn_lang_id(m, m->targets[i]) < 0)
+        if (tr_cn_lang_id(m, m->targets[i]) < 0)
             TR_WARN("canary: translation target '%s' has no language token", m->targets[i]);
     }
     return TRANSCRIBE_OK;
@@ -403,7 +403,7 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-void cn_model_free(cn_model *m) {
+void tr_cn_model_free(cn_model *m) {
     if (!m) return;
     tr_fc_free(m->enc);
     free(m->dec);
@@ -417,7 +417,7 @@ void cn_model_free(cn_model *m) {
     free(m);
 }
 
-transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
+transcribe_status tr_cn_model_load(const tr_load_ctx *lc, cn_model **out) {
     *out = NULL;
     if (!lc->gguf) {
         TR_ERROR("canary: only GGUF files are supported");
@@ -427,7 +427,7 @@ transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
     if (!m) return TRANSCRIBE_ERR_OOM;
     transcribe_status st = load_gguf(lc->gguf, m);
     if (st != TRANSCRIBE_OK) {
-        cn_model_free(m);
+        tr_cn_model_free(m);
         return st;
     }
     TR_INFO("canary: loaded %s (enc %d×%d, dec %d×%d, vocab %d, %s%s)", m->variant,
@@ -438,13 +438,13 @@ transcribe_status cn_model_load(const tr_load_ctx *lc, cn_model **out) {
     return TRANSCRIBE_OK;
 }
 
-int cn_lang_id(const cn_model *m, const char *code) {
+int tr_cn_lang_id(const cn_model *m, const char *code) {
     for (int i = 0; code && i < m->n_table; i++)
         if (strcmp(m->table_code[i], code) == 0) return m->table_id[i];
     return -1;
 }
 
-void cn_model_describe(const cn_model *m, tr_model_desc *desc) {
+void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */

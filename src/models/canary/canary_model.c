@@ -10,7 +10,7 @@
 #include "tensor/ops.h"
 #include "util/log.h"
 
-transcribe_status cn_session_create(const cn_model *m, const tr_session_cfg *cfg,
+transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *cfg,
                                     cn_session **out) {
     *out = NULL;
     cn_session *s = calloc(1, sizeof *s);
@@ -32,7 +32,7 @@ transcribe_status cn_session_create(const cn_model *m, const tr_session_cfg *cfg
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
     if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
         TR_ERROR("canary: out of memory allocating session buffers");
-        cn_session_free(s);
+        tr_cn_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
     *out = s;
@@ -48,7 +48,7 @@ static void free_enc_bufs(cn_session *s) {
     s->cap_enc_frames = 0;
 }
 
-void cn_session_free(cn_session *s) {
+void tr_cn_session_free(cn_session *s) {
     if (!s) return;
     tr_nn_kv_free(&s->kv);
     tr_fc_work_free(s->fc_work);
@@ -59,14 +59,14 @@ void cn_session_free(cn_session *s) {
     free(s);
 }
 
-int64_t cn_predict_enc_frames(const cn_model *m, int64_t n_samples) {
+int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples) {
     if (n_samples < 0 || m->mel.hop_length <= 0) return 0;
     int64_t L = n_samples / m->mel.hop_length + 1;   /* T_mel of the centred STFT */
     for (int i = 0; i < 3; i++) L = (L - 1) / 2 + 1; /* three stride-2 convs, padding 1 */
     return L;
 }
 
-transcribe_status cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
+transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
                              int *T_mel) {
     *mel = NULL;
     *T_mel = 0;
@@ -99,7 +99,7 @@ static bool grow_enc_bufs(cn_session *s, int T_enc) {
     return true;
 }
 
-transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
+transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
                             tr_fc_abort_fn abort_fn, void *abort_user) {
     const cn_model *m = s->m;
     const int T = tr_fc_out_frames(m->enc, T_mel);
@@ -124,7 +124,7 @@ transcribe_status cn_encode(cn_session *s, const float *mel, int T_mel, int *T_e
     return TRANSCRIBE_OK;
 }
 
-bool cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
+bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const cn_model *m = s->m;
     const int D = m->hp.d_dec;
     if (n <= 0 || n > CN_MAX_PROMPT || n_past < 0 || n_past + n > s->n_ctx || T_enc < 1 ||

@@ -25,7 +25,7 @@ static transcribe_status pick_languages(const cn_model *m, const struct transcri
                                         cn_prompt *out, int *src_id, int *tgt_id) {
     const char *hint = p->language && p->language[0] ? p->language : "en";
     const char *src = find_str(m->lang, m->n_lang, hint);
-    *src_id = cn_lang_id(m, hint);
+    *src_id = tr_cn_lang_id(m, hint);
     if (!src || *src_id < 0) {
         TR_ERROR("canary: source language '%s' is not supported by this model%s", hint,
                  p->language ? "" : " (no hint given; Canary defaults to 'en')");
@@ -51,7 +51,7 @@ static transcribe_status pick_languages(const cn_model *m, const struct transcri
                 return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
             }
         }
-        *tgt_id = cn_lang_id(m, want);
+        *tgt_id = tr_cn_lang_id(m, want);
         tgt = find_str(m->table_code, m->n_table, want);
         if (*tgt_id < 0 || !tgt) {
             TR_ERROR("canary: translation target '%s' has no language token", want);
@@ -63,7 +63,7 @@ static transcribe_status pick_languages(const cn_model *m, const struct transcri
     return TRANSCRIBE_OK;
 }
 
-transcribe_status cn_build_prompt(const cn_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_cn_build_prompt(const cn_model *m, const struct transcribe_run_params *p,
                                   cn_prompt *out) {
     memset(out, 0, sizeof *out);
     int src, tgt;

@@ -15,13 +15,13 @@
 #include "util/log.h"
 #include "util/timer.h"
 
-transcribe_status cn_validate_run(const cn_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_cn_validate_run(const cn_model *m, const struct transcribe_run_params *p) {
     if (p->family) {
         TR_ERROR("canary: this family takes no run extension");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     cn_prompt pr;
-    return cn_build_prompt(m, p, &pr);
+    return tr_cn_build_prompt(m, p, &pr);
 }
 
 typedef struct abort_ctx {
@@ -64,7 +64,7 @@ typedef struct step_ctx {
 static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *next) {
     step_ctx *c = user;
     int32_t id = tok;
-    if (!cn_decode(c->s, &id, 1, pos, c->T_enc)) {
+    if (!tr_cn_decode(c->s, &id, 1, pos, c->T_enc)) {
         TR_ERROR("canary: decoder step at position %d failed", pos);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
@@ -86,7 +86,7 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
     int max_tokens = s->n_ctx - pr->n;
     if (max_tokens > CN_MAX_GEN) max_tokens = CN_MAX_GEN;
     *n_out = 0;
-    if (!cn_decode(s, pr->ids, pr->n, 0, T_enc)) {
+    if (!tr_cn_decode(s, pr->ids, pr->n, 0, T_enc)) {
         TR_ERROR("canary: the %d-token prompt does not fit the decoder", pr->n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
@@ -105,17 +105,17 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
     return st;
 }
 
-transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const cn_model *m = s->m;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
     s->pool = ctx->pool ? ctx->pool : s->pool;
     cn_prompt pr;
-    transcribe_status st = cn_build_prompt(m, ctx->params, &pr);
+    transcribe_status st = tr_cn_build_prompt(m, ctx->params, &pr);
     if (st != TRANSCRIBE_OK) return st;
 
     /* §9: the whole gate runs before any mel or encoder work */
-    int64_t T_enc_pred = cn_predict_enc_frames(m, n_samples);
+    int64_t T_enc_pred = tr_cn_predict_enc_frames(m, n_samples);
     if (T_enc_pred > m->hp.pos_emb_max_len) {
         TR_ERROR("canary: %d samples (%.1f s) need %lld encoder frames; the model's limit is %d "
                  "(%lld ms); split the audio",
@@ -140,12 +140,12 @@ transcribe_status cn_run(cn_session *s, const float *pcm, int n_samples, tr_run_
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_mel = 0, T_enc = 0;
-    st = cn_log_mel(m, s->pool, in, n_samples, &mel, &T_mel);
+    st = tr_cn_log_mel(m, s->pool, in, n_samples, &mel, &T_mel);
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->mel_ms = (float)(t1 - t0);
     abort_ctx ac = {ctx};
-    if (st == TRANSCRIBE_OK) st = cn_encode(s, mel, T_mel, &T_enc, enc_should_abort, &ac);
+    if (st == TRANSCRIBE_OK) st = tr_cn_encode(s, mel, T_mel, &T_enc, enc_should_abort, &ac);
     free(mel);
     double t2 = tr_time_ms();
     ctx->result->encode_ms = (float)(t2 - t1);

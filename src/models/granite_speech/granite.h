@@ -106,17 +106,17 @@ typedef struct gs_session {
 TR_FAMILY_DECLARE(gs);
 
 /* Front end (granite_encoder.c): stacked frames of §5 for n samples. */
-int64_t gs_enc_frames(const gs_model *m, int64_t n_samples);
+int64_t tr_gs_enc_frames(const gs_model *m, int64_t n_samples);
 /* Audio tokens for T_enc encoder frames: 3 · ceil(T_enc / 15). */
-int gs_audio_tokens(const gs_model *m, int64_t T_enc);
+int tr_gs_audio_tokens(const gs_model *m, int64_t T_enc);
 /* Log-mel, normalised, stacked → x [T_enc][in_dim] (malloc'ed). */
-transcribe_status gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
+transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
                                  float **x, int *T_enc);
 /* Conformer of §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d] (malloc'ed). */
-transcribe_status gs_encode(const gs_model *m, tr_pool *pool, const float *x, int T_enc,
+transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *x, int T_enc,
                             float **out);
 /* Q-Former of §6.2 on enc [T_enc][enc_d] → audio [n_audio][lm.d_model] (malloc'ed). */
-transcribe_status gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T_enc,
+transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T_enc,
                              float **audio, int *n_audio);
 
 /* Prompt (granite_prompt.c). */
@@ -124,16 +124,16 @@ typedef struct gs_prompt {
     int32_t pre[GS_PROMPT_CAP], post[GS_PROMPT_CAP];
     int n_pre, n_post;
 } gs_prompt;
-transcribe_status gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
                                   gs_prompt *out);
 /* The instruction text of §7.2 (static or written into buf). */
-transcribe_status gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
                                  char *buf, size_t cap, const char **out);
 
 /* Output parsing of §10 (granite_output.c). */
-transcribe_status gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
                                  const int32_t *ids, int n, int n_samples, tr_result *res);
-transcribe_status gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
+transcribe_status tr_gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
                                 tr_result *res);
 
 #endif

@@ -14,18 +14,18 @@
 
 #define GS_LN_EPS 1e-5f
 
-int64_t gs_enc_frames(const gs_model *m, int64_t n_samples) {
+int64_t tr_gs_enc_frames(const gs_model *m, int64_t n_samples) {
     if (n_samples < m->mel.n_fft / 2 + 1) return 0;
     int64_t T_mel = n_samples / m->mel.hop_length; /* the last STFT frame is dropped */
     return T_mel / 2;                              /* an odd trailing frame is dropped */
 }
 
-int gs_audio_tokens(const gs_model *m, int64_t T_enc) {
+int tr_gs_audio_tokens(const gs_model *m, int64_t T_enc) {
     const int64_t w = m->proj.window;
     return (int)(((T_enc + w - 1) / w) * m->proj.n_query);
 }
 
-transcribe_status gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
+transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
                                  float **x, int *T_enc) {
     *x = NULL;
     *T_enc = 0;
@@ -148,7 +148,7 @@ static size_t max3(size_t a, size_t b, size_t c) {
     return r > c ? r : c;
 }
 
-transcribe_status gs_encode(const gs_model *m, tr_pool *pool, const float *in, int T,
+transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *in, int T,
                             float **out_p) {
     *out_p = NULL;
     const gs_enc_hparams *e = &m->enc;

@@ -192,7 +192,7 @@ static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     if ((st = opt_bool(f, FK "center", true, &center))) return st;
 #undef FK
     /* §3.2: the HTK filterbank must be baked (the computed fallback is Slaney) */
-    if (!gguf_find_tensor(f, "frontend.mel_filterbank")) {
+    if (!tr_gguf_find_tensor(f, "frontend.mel_filterbank")) {
         TR_ERROR("granite_speech: the file has no frontend.mel_filterbank (HTK filters)");
         return ERR_GGUF;
     }
@@ -262,14 +262,14 @@ static const char *nm(finder *fd, const char *fmt, int l, const char *what) {
 
 static const tr_tensor *mat(finder *fd, const char *name, int64_t in, int64_t out, uint32_t types) {
     const int64_t ne[2] = {in, out};
-    const tr_tensor *t = gguf_require_tensor(fd->f, name, types, 2, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(fd->f, name, types, 2, ne);
     if (!t) fd->bad = true;
     return t;
 }
 
 static const float *vec(finder *fd, const char *name, int64_t n) {
     const int64_t ne[1] = {n};
-    const tr_tensor *t = gguf_require_tensor(fd->f, name, TR_TYPES_F32, 1, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(fd->f, name, TR_TYPES_F32, 1, ne);
     if (!t) fd->bad = true;
     return t ? (const float *)t->data : NULL;
 }
@@ -302,7 +302,7 @@ static void pointwise(finder *fd, tr_tensor *view, tr_nn_linear *l, int i, const
     snprintf(s, sizeof s, "%s.weight", stem);
     const int64_t ne[3] = {1, in, out};
     const tr_tensor *t =
-        gguf_require_tensor(fd->f, nm(fd, "enc.blocks.%d.", i, s), TR_TYPES_CONV, 3, ne);
+        tr_gguf_require_tensor(fd->f, nm(fd, "enc.blocks.%d.", i, s), TR_TYPES_CONV, 3, ne);
     if (!t) {
         fd->bad = true;
         return;
@@ -323,7 +323,7 @@ static void pointwise(finder *fd, tr_tensor *view, tr_nn_linear *l, int i, const
 static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, gs_enc_block *b) {
     const int k = e->kernel, c = e->d_conv;
     const int64_t ne[3] = {k, 1, c};
-    const tr_tensor *w = gguf_require_tensor(
+    const tr_tensor *w = tr_gguf_require_tensor(
         fd->f, nm(fd, "enc.blocks.%d.", i, "conv.depthwise.weight"), TR_TYPES_CONV, 3, ne);
     const float *g = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.weight"), c);
     const float *be = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.bias"), c);
@@ -419,7 +419,7 @@ static transcribe_status read_projector(finder *fd, gs_model *m) {
     /* §3.4 + corrections: [p, 3, 1] as converted, [p, 3] after quantizing;
      * the require check treats trailing 1s alike, so one shape covers both */
     const int64_t qne[3] = {d, p->n_query, 1};
-    const tr_tensor *q = gguf_require_tensor(fd->f, "proj.query", TR_TYPES_LINEAR, 3, qne);
+    const tr_tensor *q = tr_gguf_require_tensor(fd->f, "proj.query", TR_TYPES_LINEAR, 3, qne);
     if (!q) fd->bad = true;
     m->qf_norm.w = vec(fd, "proj.qformer.final_norm.weight", d);
     m->qf_norm.b = vec(fd, "proj.qformer.final_norm.bias", d);
@@ -485,7 +485,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
 
 TR_FAMILY_GGUF_LOAD(gs, "granite_speech", load_gguf)
 
-void gs_model_free(gs_model *m) {
+void tr_gs_model_free(gs_model *m) {
     if (!m) return;
     for (int i = 0; m->blocks && i < m->enc.n_layer; i++) {
         free(m->blocks[i].rel_pos);
@@ -503,7 +503,7 @@ void gs_model_free(gs_model *m) {
     free(m);
 }
 
-void gs_model_describe(const gs_model *m, tr_model_desc *desc) {
+void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;

@@ -172,7 +172,7 @@ static bool parse_speakers(const char *raw, tr_result *res, char *buf, char *ful
     return ok && tr_result_set_full_text(res, full);
 }
 
-transcribe_status gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
+transcribe_status tr_gs_parse_text(const char *raw, bool words, bool speakers, int64_t audio_ms,
                                 tr_result *res) {
     size_t len = strlen(raw);
     char *a = malloc(len + 1), *b = malloc(len + 1);
@@ -200,14 +200,14 @@ done:
     return st;
 }
 
-transcribe_status gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_fill_result(const gs_model *m, const struct transcribe_run_params *p,
                                  const int32_t *ids, int n, int n_samples, tr_result *res) {
     char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
     if (!raw) return TRANSCRIBE_ERR_OOM;
     const bool words = p->timestamps == TRANSCRIBE_TIMESTAMPS_WORD && m->word_ts;
     const bool speakers = p->diarize == TRANSCRIBE_DIARIZE_MODE_ON && m->diarize;
     const int64_t audio_ms = (int64_t)n_samples * 1000 / m->mel.sample_rate;
-    transcribe_status st = gs_parse_text(raw, words, speakers, audio_ms, res);
+    transcribe_status st = tr_gs_parse_text(raw, words, speakers, audio_ms, res);
     free(raw);
     return st;
 }

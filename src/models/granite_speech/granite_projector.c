@@ -41,7 +41,7 @@ static void window_attn(tr_pool *pool, const gs_proj_hparams *p, const float *q,
     }
 }
 
-transcribe_status gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T,
+transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T,
                              float **audio, int *n_audio) {
     *audio = NULL;
     *n_audio = 0;

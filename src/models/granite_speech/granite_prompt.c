@@ -40,7 +40,7 @@ static bool diarize_on(const struct transcribe_run_params *p) {
     return p->diarize == TRANSCRIBE_DIARIZE_MODE_ON;
 }
 
-transcribe_status gs_validate_run(const gs_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_gs_validate_run(const gs_model *m, const struct transcribe_run_params *p) {
     if (p->family) {
         TR_ERROR("granite_speech: this family takes no run extension");
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -77,7 +77,7 @@ transcribe_status gs_validate_run(const gs_model *m, const struct transcribe_run
     return TRANSCRIBE_OK;
 }
 
-transcribe_status gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
                                  char *buf, size_t cap, const char **out) {
     const char *v = m->variant;
     *out = strcmp(v, "granite-speech-4.1-2b") == 0        ? k_instr_2b
@@ -121,7 +121,7 @@ static void put_text(const gs_model *m, ids_buf *b, const char *text) {
     b->n += n;
 }
 
-transcribe_status gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
+transcribe_status tr_gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
                                   gs_prompt *out) {
     if (!tr_tokenizer_can_encode(m->tok)) {
         TR_ERROR("granite_speech: the tokenizer has no BPE merges; the prompt cannot be encoded");
@@ -129,7 +129,7 @@ transcribe_status gs_build_prompt(const gs_model *m, const struct transcribe_run
     }
     char buf[128];
     const char *instr;
-    transcribe_status st = gs_instruction(m, p, buf, sizeof buf, &instr);
+    transcribe_status st = tr_gs_instruction(m, p, buf, sizeof buf, &instr);
     if (st) return st;
     ids_buf pre = {out->pre, 0, GS_PROMPT_CAP, false}, post = {out->post, 0, GS_PROMPT_CAP, false};
     const gs_special *sp = &m->sp;

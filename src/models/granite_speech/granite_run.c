@@ -26,12 +26,12 @@ static bool should_abort(void *user) {
 static transcribe_status gate(const gs_session *s, int n_samples, const gs_prompt *pr,
                               int *T_prompt) {
     const gs_model *m = s->m;
-    const int64_t T_enc = gs_enc_frames(m, n_samples);
+    const int64_t T_enc = tr_gs_enc_frames(m, n_samples);
     if (T_enc < 1) {
         TR_ERROR("granite_speech: %d samples are too short (no encoder frame)", n_samples);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    const int64_t T = pr->n_pre + (int64_t)gs_audio_tokens(m, T_enc) + pr->n_post;
+    const int64_t T = pr->n_pre + (int64_t)tr_gs_audio_tokens(m, T_enc) + pr->n_post;
     if (T + GS_MAX_NEW > s->dec.ceiling) {
         TR_ERROR("granite_speech: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
                  "output reserve that exceeds the context of %d; split the audio",
@@ -51,13 +51,13 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_enc = 0;
-    transcribe_status st = gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
+    transcribe_status st = tr_gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_encode(m, s->dec.pool, x, T_enc, &enc);
+    if (st == TRANSCRIBE_OK) st = tr_gs_encode(m, s->dec.pool, x, T_enc, &enc);
     free(x);
     double t2 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
+    if (st == TRANSCRIBE_OK) st = tr_gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
     free(enc);
     double t3 = tr_time_ms();
     s->mel_ms = t1 - t0;
@@ -68,7 +68,7 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
     return st;
 }
 
-transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const gs_model *m = s->m;
     const struct transcribe_run_params *p = ctx->params;
     s->n_last = 0;
@@ -79,7 +79,7 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
     gs_prompt *pr = malloc(sizeof *pr);
     if (!pr) return TRANSCRIBE_ERR_OOM;
     int T_prompt = 0;
-    transcribe_status st = gs_build_prompt(m, p, pr);
+    transcribe_status st = tr_gs_build_prompt(m, p, pr);
     if (st == TRANSCRIBE_OK) st = gate(s, n_samples, pr, &T_prompt);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     float *audio = NULL, *x = NULL;
@@ -133,7 +133,7 @@ transcribe_status gs_run(gs_session *s, const float *pcm, int n_samples, tr_run_
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
-                gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result);
+                tr_gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result);
             if (st2 != TRANSCRIBE_OK) st = st2;
         }
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)

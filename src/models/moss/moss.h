@@ -70,15 +70,15 @@ typedef struct ms_session {
 TR_FAMILY_DECLARE(ms);
 
 /* Encoder frames of a clip: sum over 30 s chunks of (real_len-1)//(hop*2*merge)+1 (§5). */
-int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples);
+int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples);
 /* Prompt of §7 for T_enc audio rows: ids (malloc'ed, *n long) and the
  * absolute position of each audio row (malloc'ed, T_enc long). */
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
                                   int **audio_pos);
 /* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
  * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
  * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */
-transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
+transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
                             float **enc_trim);
 
 #endif

@@ -296,7 +296,7 @@ static transcribe_status load_gguf(const gguf_file *f, ms_model *m) {
     return read_tensors(f, m);
 }
 
-transcribe_status ms_model_load(const tr_load_ctx *lc, ms_model **out) {
+transcribe_status tr_ms_model_load(const tr_load_ctx *lc, ms_model **out) {
     *out = NULL;
     if (!lc->gguf) {
         TR_ERROR("moss: only GGUF files are supported");
@@ -306,7 +306,7 @@ transcribe_status ms_model_load(const tr_load_ctx *lc, ms_model **out) {
     if (!m) return TRANSCRIBE_ERR_OOM;
     transcribe_status st = load_gguf(lc->gguf, m);
     if (st != TRANSCRIBE_OK) {
-        ms_model_free(m);
+        tr_ms_model_free(m);
         return st;
     }
     TR_INFO("moss: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d, prompt %d+%d)",
@@ -316,7 +316,7 @@ transcribe_status ms_model_load(const tr_load_ctx *lc, ms_model **out) {
     return TRANSCRIBE_OK;
 }
 
-void ms_model_free(ms_model *m) {
+void tr_ms_model_free(ms_model *m) {
     if (!m) return;
     tr_whenc_free(&m->enc);
     free(m->lm_blocks);
@@ -328,7 +328,7 @@ void ms_model_free(ms_model *m) {
     free(m);
 }
 
-void ms_model_describe(const ms_model *m, tr_model_desc *desc) {
+void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;

@@ -240,7 +240,7 @@ static transcribe_status emit(scan *sc, const moss_out_policy *pol, tr_result *r
     return oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
 }
 
-transcribe_status moss_fill_result(const char *raw, size_t n, int64_t audio_ms,
+transcribe_status tr_moss_fill_result(const char *raw, size_t n, int64_t audio_ms,
                                    const moss_out_policy *pol, tr_result *res) {
     if (!raw) n = 0;
     scan sc = {.s = raw ? raw : "", .n = n};

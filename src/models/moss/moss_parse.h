@@ -21,7 +21,7 @@ typedef struct moss_out_policy {
 /* Fills res (assumed empty) from the raw text of n bytes for audio_ms of
  * audio: raw text verbatim, full text, segments, speaker rows, kind. Falls
  * back to one plain segment when no turn is recognised. OK or OOM. */
-transcribe_status moss_fill_result(const char *raw, size_t n, int64_t audio_ms,
+transcribe_status tr_moss_fill_result(const char *raw, size_t n, int64_t audio_ms,
                                    const moss_out_policy *pol, tr_result *res);
 
 #endif

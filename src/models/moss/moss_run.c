@@ -23,7 +23,7 @@ static int chunk_frames(const ms_model *m) {
     return m->n_chunk / m->mel.hop_length;
 }
 
-transcribe_status ms_session_create(const ms_model *m, const tr_session_cfg *cfg,
+transcribe_status tr_ms_session_create(const ms_model *m, const tr_session_cfg *cfg,
                                     ms_session **out) {
     *out = NULL;
     ms_session *s = calloc(1, sizeof *s);
@@ -43,14 +43,14 @@ transcribe_status ms_session_create(const ms_model *m, const tr_session_cfg *cfg
     bool ok = tr_whenc_work_init(&s->enc_work, &m->enc, T);
     if (!ok || !s->lm || !s->last_logits || !s->enc_out) {
         TR_ERROR("moss: out of memory allocating a session");
-        ms_session_free(s);
+        tr_ms_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
     *out = s;
     return TRANSCRIBE_OK;
 }
 
-void ms_session_free(ms_session *s) {
+void tr_ms_session_free(ms_session *s) {
     if (!s) return;
     tr_clm_state_free(s->lm);
     tr_whenc_work_free(&s->enc_work);
@@ -68,7 +68,7 @@ static int64_t tokens_of_chunk(const ms_model *m, int64_t real_len) {
     return (real_len - 1) / per + 1;
 }
 
-int64_t ms_audio_tokens(const ms_model *m, int64_t n_samples) {
+int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples) {
     int64_t t = 0;
     for (int64_t start = 0; start < n_samples; start += m->n_chunk) {
         int64_t len = n_samples - start < m->n_chunk ? n_samples - start : m->n_chunk;
@@ -119,7 +119,7 @@ static int64_t prompt_len(const ms_model *m, int64_t T_enc) {
     return m->n_prefix + build_span(m, T_enc, NULL, NULL) + m->n_suffix;
 }
 
-transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
+transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
                                   int **audio_pos) {
     *ids = NULL;
     *audio_pos = NULL;
@@ -143,13 +143,13 @@ transcribe_status ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, i
 
 /* ---- §5, §6 encoder, merge, adaptor ---- */
 
-transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
+transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out, int *T_enc,
                             float **enc_trim) {
     const ms_model *m = s->m;
     const int D = m->enc.d_model, H = m->lm.d_model, R = m->merge;
     *out = NULL;
     if (enc_trim) *enc_trim = NULL;
-    const int64_t T = ms_audio_tokens(m, n_samples);
+    const int64_t T = tr_ms_audio_tokens(m, n_samples);
     float *trim = malloc((size_t)T * R * D * sizeof(float));
     float *y = malloc((size_t)T * (size_t)H * sizeof(float));
     float *h = malloc((size_t)T * (size_t)H * sizeof(float));
@@ -200,7 +200,7 @@ transcribe_status ms_encode(ms_session *s, const float *pcm, int n_samples, floa
 
 /* ---- run parameters ---- */
 
-transcribe_status ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_ms_validate_run(const ms_model *m, const struct transcribe_run_params *p) {
     (void)m;
     if (p->family) {
         TR_ERROR("moss: this family takes no run extension");
@@ -234,7 +234,7 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
     if (!raw) return TRANSCRIBE_ERR_OOM;
     const moss_out_policy pol = policy_of(p);
     const int64_t audio_ms = (int64_t)n_samples * 1000 / m->mel.sample_rate;
-    transcribe_status st = moss_fill_result(raw, strlen(raw), audio_ms, &pol, res);
+    transcribe_status st = tr_moss_fill_result(raw, strlen(raw), audio_ms, &pol, res);
     free(raw);
     return st;
 }
@@ -259,7 +259,7 @@ static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
 
 static transcribe_status gate(const ms_session *s, int n_samples, int64_t *T_prompt) {
     const ms_model *m = s->m;
-    const int64_t T_enc = ms_audio_tokens(m, n_samples);
+    const int64_t T_enc = tr_ms_audio_tokens(m, n_samples);
     *T_prompt = prompt_len(m, T_enc);
     if (*T_prompt + MS_GEN_RESERVE > s->ceiling) {
         TR_ERROR("moss: %d samples (%.1f s) need a %lld-token prompt; with the %d-token output "
@@ -287,7 +287,7 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
     return tok;
 }
 
-transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ms_model *m = s->m;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -302,11 +302,11 @@ transcribe_status ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_
     int *apos = NULL, T_enc = 0, n_ids = 0;
     double t0 = tr_time_ms();
     const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
-    st = in ? ms_encode(s, in, n_samples, &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+    st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
-    if (st == TRANSCRIBE_OK) st = ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
+    if (st == TRANSCRIBE_OK) st = tr_ms_build_prompt(m, T_enc, &ids, &n_ids, &apos);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->ceiling);

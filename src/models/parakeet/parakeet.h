@@ -31,13 +31,13 @@ typedef struct pk_prompt {
     const tr_tensor *w2; /* [d][hidden], borrowed */
 } pk_prompt;
 
-transcribe_status pk_prompt_load(const struct gguf_file *g, int d, int n_prompts, pk_prompt *p);
-void pk_prompt_free(pk_prompt *p);
+transcribe_status tr_pk_prompt_load(const struct gguf_file *g, int d, int n_prompts, pk_prompt *p);
+void tr_pk_prompt_free(pk_prompt *p);
 /* Prompt index for a language hint (NULL = default); -1 when unknown. */
-int pk_prompt_id(const pk_prompt *p, const char *lang);
+int tr_pk_prompt_id(const pk_prompt *p, const char *lang);
 /* enc [T][d] ← the MLP of §7.8 with prompt pid, in place; hid is [T][hidden]
  * scratch, bias [hidden] scratch. */
-transcribe_status pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
+transcribe_status tr_pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
                                   float *hid, float *bias);
 
 typedef struct pk_model {
@@ -85,19 +85,19 @@ typedef struct pk_session {
 TR_FAMILY_DECLARE(pk);
 
 /* Bytes held by the session's growable buffers (tests: bounded for long input). */
-size_t pk_session_bytes(const pk_session *s);
+size_t tr_pk_session_bytes(const pk_session *s);
 /* Tests shrink the windows to exercise the long-audio path on short input. */
-void pk_session_set_windows(pk_session *s, const pk_window_cfg *w);
-void pk_window_cfg_default(pk_window_cfg *w);
+void tr_pk_session_set_windows(pk_session *s, const pk_window_cfg *w);
+void tr_pk_window_cfg_default(pk_window_cfg *w);
 
 /* The cut between consecutive windows P = [.., pe) and Q = [qs, ..) (global
  * frames, qs < pe), see pk_stitch.c. */
-int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe);
+int tr_pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe);
 /* Appends the tokens of w whose frame lies in [from, to). */
-transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
+transcribe_status tr_pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
 
 /* Result rows of §9 from emitted tokens (global frames). */
-transcribe_status pk_build_result(const pk_model *m, const pk_tok *toks, int n,
+transcribe_status tr_pk_build_result(const pk_model *m, const pk_tok *toks, int n,
                                   const struct transcribe_run_params *p, tr_result *res);
 
 #endif

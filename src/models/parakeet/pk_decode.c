@@ -13,7 +13,7 @@
 #include "util/log.h"
 #include "util/vec.h"
 
-bool pk_toks_push(pk_toks *t, pk_tok k) {
+bool tr_pk_toks_push(pk_toks *t, pk_tok k) {
     pk_tok *nv = tr_grow_int(t->v, &t->cap, t->n + 1, sizeof *nv, 256);
     if (!nv) return false;
     t->v = nv;
@@ -21,12 +21,12 @@ bool pk_toks_push(pk_toks *t, pk_tok k) {
     return true;
 }
 
-void pk_toks_free(pk_toks *t) {
+void tr_pk_toks_free(pk_toks *t) {
     free(t->v);
     memset(t, 0, sizeof *t);
 }
 
-bool pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name) {
+bool tr_pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name) {
     memset(m, 0, sizeof *m);
     if (rows <= 0 || cols <= 0) return false;
     m->data = malloc((size_t)rows * (size_t)cols * sizeof(float));
@@ -45,28 +45,28 @@ bool pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name) {
     return true;
 }
 
-void pk_mat_free(pk_mat *m) {
+void tr_pk_mat_free(pk_mat *m) {
     free(m->data);
     memset(m, 0, sizeof *m);
 }
 
-void pk_head_free(pk_head *h) {
+void tr_pk_head_free(pk_head *h) {
     if (!h) return;
-    pk_mat_free(&h->ctc);
+    tr_pk_mat_free(&h->ctc);
     free(h->ctc_b);
     free(h->durations);
-    pk_mat_free(&h->embed);
+    tr_pk_mat_free(&h->embed);
     for (int l = 0; l < h->n_layers; l++) {
-        if (h->wx) pk_mat_free(&h->wx[l]);
-        if (h->wh) pk_mat_free(&h->wh[l]);
+        if (h->wx) tr_pk_mat_free(&h->wx[l]);
+        if (h->wh) tr_pk_mat_free(&h->wh[l]);
         if (h->lstm_b) free(h->lstm_b[l]);
     }
     free(h->wx);
     free(h->wh);
     free(h->lstm_b);
-    pk_mat_free(&h->jenc);
-    pk_mat_free(&h->jpred);
-    pk_mat_free(&h->jout);
+    tr_pk_mat_free(&h->jenc);
+    tr_pk_mat_free(&h->jpred);
+    tr_pk_mat_free(&h->jout);
     free(h->jenc_b);
     free(h->jpred_b);
     free(h->jout_b);
@@ -75,7 +75,7 @@ void pk_head_free(pk_head *h) {
 
 /* ---- buffers ---- */
 
-bool pk_dec_work_init(pk_dec_work *w, const pk_head *h) {
+bool tr_pk_dec_work_init(pk_dec_work *w, const pk_head *h) {
     memset(w, 0, sizeof *w);
     w->head = h;
     if (h->kind == PK_HEAD_CTC) return true;
@@ -88,13 +88,13 @@ bool pk_dec_work_init(pk_dec_work *w, const pk_head *h) {
     w->hid = calloc((size_t)h->joint, sizeof(float));
     w->logits = calloc((size_t)h->n_out, sizeof(float));
     if (!w->state || !w->pending || !w->x || !w->gates || !w->g || !w->hid || !w->logits) {
-        pk_dec_work_free(w);
+        tr_pk_dec_work_free(w);
         return false;
     }
     return true;
 }
 
-void pk_dec_work_free(pk_dec_work *w) {
+void tr_pk_dec_work_free(pk_dec_work *w) {
     free(w->state);
     free(w->pending);
     free(w->x);
@@ -106,7 +106,7 @@ void pk_dec_work_free(pk_dec_work *w) {
     memset(w, 0, sizeof *w);
 }
 
-size_t pk_dec_work_bytes(const pk_dec_work *w) {
+size_t tr_pk_dec_work_bytes(const pk_dec_work *w) {
     const pk_head *h = w->head;
     size_t n = w->frames_cap;
     if (h && h->kind != PK_HEAD_CTC)
@@ -126,7 +126,7 @@ static bool frames_reserve(pk_dec_work *w, size_t n) {
 
 /* y = W x (+ b) through the shared matrix-vector kernels (tensor/matmul.h),
  * which follow the CPU level of tensor/cpu.h. */
-void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y) {
+void tr_pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y) {
     tr_matmul(pool, &W->t, b, x, 1, W->cols, y, W->rows);
 }
 
@@ -134,7 +134,7 @@ static inline float sigm(float x) {
     return 1.0f / (1.0f + expf(-x));
 }
 
-float pk_confidence(const float *l, int n) {
+float tr_pk_confidence(const float *l, int n) {
     if (n < 2) return 1.0f;
     float mx = l[tr_argmax(l, n)];
     double z = 0.0;
@@ -164,8 +164,8 @@ static void pred_step(const pk_head *h, tr_pool *pool, pk_dec_work *w, int last)
         const float *c_in = w->state + (size_t)(L + l) * Hp;
         float *h_out = w->pending + (size_t)l * Hp;
         float *c_out = w->pending + (size_t)(L + l) * Hp;
-        pk_matvec(pool, &h->wx[l], h->lstm_b[l], x, ga);
-        pk_matvec(pool, &h->wh[l], NULL, h_in, gb);
+        tr_pk_matvec(pool, &h->wx[l], h->lstm_b[l], x, ga);
+        tr_pk_matvec(pool, &h->wh[l], NULL, h_in, gb);
         for (int j = 0; j < Hp; j++) {
             float gi = sigm(ga[j] + gb[j]);
             float gf = sigm(ga[Hp + j] + gb[Hp + j]);
@@ -177,7 +177,7 @@ static void pred_step(const pk_head *h, tr_pool *pool, pk_dec_work *w, int last)
         }
         x = h_out;
     }
-    pk_matvec(pool, &h->jpred, h->jpred_b, x, w->g);
+    tr_pk_matvec(pool, &h->jpred, h->jpred_b, x, w->g);
 }
 
 static void joint(const pk_head *h, tr_pool *pool, pk_dec_work *w, int t) {
@@ -197,7 +197,7 @@ static void joint(const pk_head *h, tr_pool *pool, pk_dec_work *w, int t) {
         }
         w->hid[j] = v;
     }
-    pk_matvec(pool, &h->jout, h->jout_b, w->hid, w->logits);
+    tr_pk_matvec(pool, &h->jout, h->jout_b, w->hid, w->logits);
 }
 
 static void accept_pending(const pk_head *h, pk_dec_work *w) {
@@ -231,8 +231,8 @@ static transcribe_status decode_transducer(const pk_head *h, tr_pool *pool, pk_d
         int d = 1;
         if (tdt) d = h->durations[tr_argmax(w->logits + h->n_vocab, h->n_dur)];
         if (k != blank) {
-            pk_tok tk = {k, t, d, pk_confidence(w->logits, h->n_vocab)};
-            if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
+            pk_tok tk = {k, t, d, tr_pk_confidence(w->logits, h->n_vocab)};
+            if (!tr_pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
             accept_pending(h, w);
             pred_step(h, pool, w, k);
             logits_t = -1;
@@ -268,12 +268,12 @@ static transcribe_status decode_ctc(const pk_head *h, pk_dec_work *w, int T, pk_
         prev = a;
         if (a == blank) continue;
         pk_tok tk = {a, t, 1, expf(lp[a])};
-        if (!pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
+        if (!tr_pk_toks_push(out, tk)) return TRANSCRIBE_ERR_OOM;
     }
     return TRANSCRIBE_OK;
 }
 
-transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
+transcribe_status tr_pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
                             int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user) {
     if (T <= 0) return TRANSCRIBE_OK;
     const bool ctc = h->kind == PK_HEAD_CTC;

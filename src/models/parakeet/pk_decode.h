@@ -57,8 +57,8 @@ typedef struct pk_toks {
     int n, cap;
 } pk_toks;
 
-bool pk_toks_push(pk_toks *t, pk_tok k);
-void pk_toks_free(pk_toks *t);
+bool tr_pk_toks_push(pk_toks *t, pk_tok k);
+void tr_pk_toks_free(pk_toks *t);
 
 /* Per-session decoder buffers. Sized once for the head; the per-frame
  * buffer (joint encoder projection or CTC logits) grows with T. */
@@ -70,27 +70,27 @@ typedef struct pk_dec_work {
     const pk_head *head;
 } pk_dec_work;
 
-bool pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name);
-void pk_mat_free(pk_mat *m);
-void pk_head_free(pk_head *h);
+bool tr_pk_mat_alloc(pk_mat *m, int rows, int cols, const char *name);
+void tr_pk_mat_free(pk_mat *m);
+void tr_pk_head_free(pk_head *h);
 
-bool pk_dec_work_init(pk_dec_work *w, const pk_head *h);
-void pk_dec_work_free(pk_dec_work *w);
-size_t pk_dec_work_bytes(const pk_dec_work *w);
+bool tr_pk_dec_work_init(pk_dec_work *w, const pk_head *h);
+void tr_pk_dec_work_free(pk_dec_work *w);
+size_t tr_pk_dec_work_bytes(const pk_dec_work *w);
 
 typedef bool (*pk_abort_fn)(void *user);
 
 /* Greedy decode of enc [T][d_enc] (§8.3–§8.5), appending to out with
  * window-local frames. TRANSCRIBE_ERR_BACKEND past the §8.3 safety cap,
  * OOM, or ABORTED (polled every few hundred frames). */
-transcribe_status pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
+transcribe_status tr_pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
                             int T, pk_toks *out, pk_abort_fn should_abort, void *abort_user);
 
 /* y[N] = W[N][K] · x[K] (+ b): tr_matmul's matrix-vector path, rows split
  * over the pool; a failure is noted on the pool like any kernel's. */
-void pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);
+void tr_pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);
 
 /* §8.6: 1 − H(softmax(l[0..n))) / ln(n). */
-float pk_confidence(const float *l, int n);
+float tr_pk_confidence(const float *l, int n);
 
 #endif

@@ -18,7 +18,7 @@
 
 /* Dequantizes a whole (contiguous) tensor into an owned [rows][cols]. */
 static transcribe_status dequant(const tr_tensor *t, int rows, int cols, pk_mat *m) {
-    if (!pk_mat_alloc(m, rows, cols, t->name)) {
+    if (!tr_pk_mat_alloc(m, rows, cols, t->name)) {
         TR_ERROR("parakeet: out of memory for '%s'", t->name);
         return TRANSCRIBE_ERR_OOM;
     }
@@ -41,14 +41,14 @@ static transcribe_status dequant(const tr_tensor *t, int rows, int cols, pk_mat 
 static transcribe_status load_mat(const gguf_file *g, const char *name, int rows, int cols,
                                   pk_mat *m) {
     const int64_t ne[2] = {cols, rows};
-    const tr_tensor *t = gguf_require_tensor(g, name, TR_TYPES_LINEAR, 2, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(g, name, TR_TYPES_LINEAR, 2, ne);
     if (!t) return ERR_GGUF;
     return dequant(t, rows, cols, m);
 }
 
 static transcribe_status load_vec(const gguf_file *g, const char *name, int n, float **out) {
     const int64_t ne[1] = {n};
-    const tr_tensor *t = gguf_require_tensor(g, name, TR_TYPES_F32, 1, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(g, name, TR_TYPES_F32, 1, ne);
     if (!t) return ERR_GGUF;
     *out = malloc((size_t)n * sizeof(float));
     if (!*out) return TRANSCRIBE_ERR_OOM;
@@ -57,7 +57,7 @@ static transcribe_status load_vec(const gguf_file *g, const char *name, int n, f
 }
 
 static transcribe_status load_ctc(const gguf_file *g, int d, pk_head *h) {
-    const tr_tensor *t = gguf_find_tensor(g, "head.ctc.weight");
+    const tr_tensor *t = tr_gguf_find_tensor(g, "head.ctc.weight");
     if (!t) {
         TR_ERROR("parakeet: required tensor 'head.ctc.weight' is missing");
         return ERR_GGUF;
@@ -69,7 +69,7 @@ static transcribe_status load_ctc(const gguf_file *g, int d, pk_head *h) {
         return ERR_GGUF;
     }
     const int64_t ne[3] = {1, d, nc};
-    if (!gguf_tensor_check(t, TR_TYPES_LINEAR, 3, ne)) return ERR_GGUF;
+    if (!tr_gguf_tensor_check(t, TR_TYPES_LINEAR, 3, ne)) return ERR_GGUF;
     h->n_vocab = (int)nc;
     transcribe_status st = dequant(t, (int)nc, d, &h->ctc);
     if (st == TRANSCRIBE_OK) st = load_vec(g, "head.ctc.bias", (int)nc, &h->ctc_b);
@@ -164,7 +164,7 @@ static transcribe_status load_transducer(const gguf_file *g, int d, pk_head *h) 
     return TRANSCRIBE_OK;
 }
 
-transcribe_status pk_head_load(const gguf_file *g, int d_model, pk_head *h) {
+transcribe_status tr_pk_head_load(const gguf_file *g, int d_model, pk_head *h) {
     memset(h, 0, sizeof *h);
     h->d_enc = d_model;
     const char *kind = NULL;

@@ -11,6 +11,6 @@
 #include "transcribe.h"
 
 /* Head keys of §3.4 and tensors of §4.3, dequantized to owned F32. */
-transcribe_status pk_head_load(const gguf_file *g, int d_model, pk_head *h);
+transcribe_status tr_pk_head_load(const gguf_file *g, int d_model, pk_head *h);
 
 #endif

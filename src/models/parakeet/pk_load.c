@@ -171,8 +171,8 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
         return st;
     if ((st = tr_fc_read_hparams(g, "stt.parakeet.encoder.", TR_FC_KEYS_PARAKEET, &m->hp)))
         return st;
-    if (n_prompts > 0 && (st = pk_prompt_load(g, m->hp.d_model, n_prompts, &m->prompt))) return st;
-    if ((st = pk_head_load(g, m->hp.d_model, &m->head))) return st;
+    if (n_prompts > 0 && (st = tr_pk_prompt_load(g, m->hp.d_model, n_prompts, &m->prompt))) return st;
+    if ((st = tr_pk_head_load(g, m->hp.d_model, &m->head))) return st;
     if ((st = load_tokenizer(g, m))) return st;
     if ((st = load_frontend(g, m))) return st;
     if ((st = load_languages(g, m))) return st;
@@ -180,25 +180,25 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     return tr_fc_load(g, &m->hp, &m->enc);
 }
 
-transcribe_status pk_model_load(const tr_load_ctx *lc, pk_model **out) {
+transcribe_status tr_pk_model_load(const tr_load_ctx *lc, pk_model **out) {
     *out = NULL;
     pk_model *m = calloc(1, sizeof *m);
     if (!m) return TRANSCRIBE_ERR_OOM;
     transcribe_status st = load_all(lc, m);
     if (st != TRANSCRIBE_OK) {
         if (st == TRANSCRIBE_ERR_OOM) TR_ERROR("parakeet: out of memory while loading");
-        pk_model_free(m);
+        tr_pk_model_free(m);
         return st;
     }
     *out = m;
     return TRANSCRIBE_OK;
 }
 
-void pk_model_free(pk_model *m) {
+void tr_pk_model_free(pk_model *m) {
     if (!m) return;
     tr_fc_free(m->enc);
-    pk_head_free(&m->head);
-    pk_prompt_free(&m->prompt);
+    tr_pk_head_free(&m->head);
+    tr_pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
     free(m->drop);
     free(m->word_start);
@@ -207,7 +207,7 @@ void pk_model_free(pk_model *m) {
     free(m);
 }
 
-void pk_model_describe(const pk_model *m, tr_model_desc *desc) {
+void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_TOKEN;

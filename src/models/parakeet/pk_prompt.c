@@ -63,7 +63,7 @@ static transcribe_status read_keys(const gguf_file *g, pk_prompt *p) {
     return TRANSCRIBE_OK;
 }
 
-transcribe_status pk_prompt_load(const gguf_file *g, int d, int n_prompts, pk_prompt *p) {
+transcribe_status tr_pk_prompt_load(const gguf_file *g, int d, int n_prompts, pk_prompt *p) {
     memset(p, 0, sizeof *p);
     p->n_prompts = n_prompts;
     p->d = d;
@@ -71,14 +71,14 @@ transcribe_status pk_prompt_load(const gguf_file *g, int d, int n_prompts, pk_pr
     if (st) return st;
     int K = d + n_prompts, H = p->hidden;
     const int64_t ne0[2] = {K, H}, ne2[2] = {H, d}, nb0[1] = {H}, nb2[1] = {d};
-    const tr_tensor *w0 = gguf_require_tensor(g, "prompt.mlp.0.weight", TR_TYPES_LINEAR, 2, ne0);
-    const tr_tensor *b0 = gguf_require_tensor(g, "prompt.mlp.0.bias", TR_TYPES_F32, 1, nb0);
-    p->w2 = gguf_require_tensor(g, "prompt.mlp.2.weight", TR_TYPES_LINEAR, 2, ne2);
-    const tr_tensor *b2 = gguf_require_tensor(g, "prompt.mlp.2.bias", TR_TYPES_F32, 1, nb2);
+    const tr_tensor *w0 = tr_gguf_require_tensor(g, "prompt.mlp.0.weight", TR_TYPES_LINEAR, 2, ne0);
+    const tr_tensor *b0 = tr_gguf_require_tensor(g, "prompt.mlp.0.bias", TR_TYPES_F32, 1, nb0);
+    p->w2 = tr_gguf_require_tensor(g, "prompt.mlp.2.weight", TR_TYPES_LINEAR, 2, ne2);
+    const tr_tensor *b2 = tr_gguf_require_tensor(g, "prompt.mlp.2.bias", TR_TYPES_F32, 1, nb2);
     if (!w0 || !b0 || !p->w2 || !b2) return ERR_GGUF;
     p->b0 = b0->data;
     p->b2 = b2->data;
-    if (!pk_mat_alloc(&p->w0, H, K, w0->name)) return TRANSCRIBE_ERR_OOM;
+    if (!tr_pk_mat_alloc(&p->w0, H, K, w0->name)) return TRANSCRIBE_ERR_OOM;
     for (int r = 0; r < H; r++)
         tr_dequantize_row(w0->type, (const char *)w0->data + (size_t)r * w0->nb1,
                           p->w0.data + (size_t)r * K, K);
@@ -88,22 +88,22 @@ transcribe_status pk_prompt_load(const gguf_file *g, int d, int n_prompts, pk_pr
     return TRANSCRIBE_OK;
 }
 
-void pk_prompt_free(pk_prompt *p) {
+void tr_pk_prompt_free(pk_prompt *p) {
     for (int i = 0; i < p->n_locales; i++) free(p->locales[i]);
     free(p->locales);
     free(p->indices);
-    pk_mat_free(&p->w0);
+    tr_pk_mat_free(&p->w0);
     memset(p, 0, sizeof *p);
 }
 
-int pk_prompt_id(const pk_prompt *p, const char *lang) {
+int tr_pk_prompt_id(const pk_prompt *p, const char *lang) {
     if (!lang) return p->default_id;
     for (int i = 0; i < p->n_locales; i++)
         if (!strcmp(p->locales[i], lang)) return p->indices[i];
     return -1;
 }
 
-transcribe_status pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
+transcribe_status tr_pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
                                   float *hid, float *bias) {
     const int K = p->d + p->n_prompts, H = p->hidden;
     for (int j = 0; j < H; j++) bias[j] = p->b0[j] + p->w0.data[(size_t)j * K + p->d + pid];

@@ -106,7 +106,7 @@ done:
     return res->oom ? TRANSCRIBE_ERR_OOM : st;
 }
 
-transcribe_status pk_build_result(const pk_model *m, const pk_tok *toks, int n,
+transcribe_status tr_pk_build_result(const pk_model *m, const pk_tok *toks, int n,
                                   const struct transcribe_run_params *p, tr_result *res) {
     size_t cnt = n > 0 ? (size_t)n : 1;
     int32_t *all = malloc(cnt * sizeof *all), *ids = malloc(cnt * sizeof *ids);

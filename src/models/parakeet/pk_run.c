@@ -11,7 +11,7 @@
 #include "util/timer.h"
 #include "util/vec.h"
 
-void pk_window_cfg_default(pk_window_cfg *w) {
+void tr_pk_window_cfg_default(pk_window_cfg *w) {
     /* in 80 ms encoder frames: 102.4 s windows every 76.8 s, so 25.6 s of
      * overlap; the cut lies >= 5.12 s inside both windows */
     w->max_frames = 1280;
@@ -21,41 +21,41 @@ void pk_window_cfg_default(pk_window_cfg *w) {
     w->gap = 2;
 }
 
-void pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
+void tr_pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
     s->win = *w;
 }
 
-void pk_session_free(pk_session *s) {
+void tr_pk_session_free(pk_session *s) {
     if (!s) return;
     tr_fc_work_free(s->fc);
-    pk_dec_work_free(&s->dec);
+    tr_pk_dec_work_free(&s->dec);
     free(s->enc_out);
     free(s->pcm);
     free(s->prompt_hid);
     free(s);
 }
 
-transcribe_status pk_session_create(const pk_model *m, const tr_session_cfg *cfg,
+transcribe_status tr_pk_session_create(const pk_model *m, const tr_session_cfg *cfg,
                                     pk_session **out) {
     *out = NULL;
     pk_session *s = calloc(1, sizeof *s);
     if (!s) return TRANSCRIBE_ERR_OOM;
     s->m = m;
     s->pool = cfg->pool;
-    pk_window_cfg_default(&s->win);
+    tr_pk_window_cfg_default(&s->win);
     s->fc = tr_fc_work_new();
-    if (!s->fc || !pk_dec_work_init(&s->dec, &m->head)) {
+    if (!s->fc || !tr_pk_dec_work_init(&s->dec, &m->head)) {
         TR_ERROR("parakeet: out of memory creating a session");
-        pk_session_free(s);
+        tr_pk_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
     *out = s;
     return TRANSCRIBE_OK;
 }
 
-size_t pk_session_bytes(const pk_session *s) {
+size_t tr_pk_session_bytes(const pk_session *s) {
     return (s->enc_cap + s->pcm_cap + s->prompt_cap) * sizeof(float) + tr_fc_work_bytes(s->fc) +
-           pk_dec_work_bytes(&s->dec);
+           tr_pk_dec_work_bytes(&s->dec);
 }
 
 /* Exact-size growth: these buffers are sized once per input length. */
@@ -131,10 +131,10 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
     if (r->prompt_id >= 0) {
         size_t h = (size_t)m->prompt.hidden;
         if (!grow(&s->prompt_hid, &s->prompt_cap, ((size_t)T + 1) * h)) return TRANSCRIBE_ERR_OOM;
-        pk_prompt_apply(&m->prompt, s->pool, r->prompt_id, s->enc_out, T, s->prompt_hid,
+        tr_pk_prompt_apply(&m->prompt, s->pool, r->prompt_id, s->enc_out, T, s->prompt_hid,
                         s->prompt_hid + (size_t)T * h);
     }
-    st = pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
+    st = tr_pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
     r->dec_ms += tr_time_ms() - t2;
     if (st == TRANSCRIBE_OK) tr_run_report_progress(r->ctx, r->f1);
     return st;
@@ -172,8 +172,8 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
         for (int i = 0; i < cur.n; i++) cur.v[i].frame += start;
         if (st != TRANSCRIBE_OK) break;
         if (wi > 0) {
-            int c = pk_choose_cut(w, &prev, &cur, start, pe);
-            if ((st = pk_keep_range(all, &prev, cut, c))) break;
+            int c = tr_pk_choose_cut(w, &prev, &cur, start, pe);
+            if ((st = tr_pk_keep_range(all, &prev, cut, c))) break;
             cut = c;
         }
         pk_toks t = prev;
@@ -189,30 +189,30 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
     /* the final window's tokens (or, on abort / error, what the previous
      * window produced beyond the last cut) */
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
-        transcribe_status k = pk_keep_range(all, &prev, cut, INT32_MAX);
+        transcribe_status k = tr_pk_keep_range(all, &prev, cut, INT32_MAX);
         if (k != TRANSCRIBE_OK) st = k;
     }
-    pk_toks_free(&prev);
-    pk_toks_free(&cur);
+    tr_pk_toks_free(&prev);
+    tr_pk_toks_free(&cur);
     return st;
 }
 
 /* §7.8: with a prompt dictionary, a hint must name one of its locales. */
-transcribe_status pk_validate_run(const pk_model *m, const struct transcribe_run_params *p) {
-    if (m->prompt.n_prompts > 0 && pk_prompt_id(&m->prompt, p->language) < 0) {
+transcribe_status tr_pk_validate_run(const pk_model *m, const struct transcribe_run_params *p) {
+    if (m->prompt.n_prompts > 0 && tr_pk_prompt_id(&m->prompt, p->language) < 0) {
         TR_ERROR("parakeet: language '%s' is not in the prompt dictionary", p->language);
         return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
     }
     return TRANSCRIBE_OK;
 }
 
-transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const pk_model *m = s->m;
     tr_result *res = ctx->result;
     run_state r = {s, ctx, pcm, n_samples, false, -1, 0, 0, 0, 0.0, 1.0, 0, 0};
     if (m->prompt.n_prompts > 0) {
-        r.prompt_id = pk_prompt_id(&m->prompt, ctx->params->language);
-        if (r.prompt_id < 0) return pk_validate_run(m, ctx->params);
+        r.prompt_id = tr_pk_prompt_id(&m->prompt, ctx->params->language);
+        if (r.prompt_id < 0) return tr_pk_validate_run(m, ctx->params);
     }
     pk_toks all = {0};
     transcribe_status st = TRANSCRIBE_OK;
@@ -220,7 +220,7 @@ transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_
         /* < 3 mel frames: the per-feature statistics of §6 are undefined
          * (§12.1); nothing can be recognised in 20 ms, so: OK, empty text */
         TR_INFO("parakeet: %d samples is too short to transcribe; empty result", n_samples);
-        return pk_build_result(m, NULL, 0, ctx->params, res);
+        return tr_pk_build_result(m, NULL, 0, ctx->params, res);
     }
     int64_t bad = tr_pcm_count_nonfinite(pcm, n_samples);
     if (bad) {
@@ -237,9 +237,9 @@ transcribe_status pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_
     res->encode_ms = (float)r.enc_ms;
     res->decode_ms = (float)r.dec_ms;
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
-        transcribe_status b = pk_build_result(m, all.v, all.n, ctx->params, res);
+        transcribe_status b = tr_pk_build_result(m, all.v, all.n, ctx->params, res);
         if (b != TRANSCRIBE_OK) st = b;
     }
-    pk_toks_free(&all);
+    tr_pk_toks_free(&all);
     return st;
 }

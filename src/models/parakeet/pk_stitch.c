@@ -11,7 +11,7 @@
  * above it. A token both windows emit at frames at most 2·gap apart lies on
  * the same side of such a cut in both, so it is kept exactly once (never
  * twice, never dropped). Without a token-free frame the middle is used. */
-int pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe) {
+int tr_pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q, int qs, int pe) {
     int lo = qs + w->margin, hi = pe - w->margin, mid = (qs + pe) / 2;
     if (lo > hi) return mid;
     int len = pe - qs;
@@ -44,9 +44,9 @@ found:
     return best;
 }
 
-transcribe_status pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to) {
+transcribe_status tr_pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to) {
     for (int i = 0; i < w->n; i++)
-        if (w->v[i].frame >= from && w->v[i].frame < to && !pk_toks_push(all, w->v[i]))
+        if (w->v[i].frame >= from && w->v[i].frame < to && !tr_pk_toks_push(all, w->v[i]))
             return TRANSCRIBE_ERR_OOM;
     return TRANSCRIBE_OK;
 }

@@ -81,30 +81,30 @@ typedef struct qa_session {
 /* load / describe / free, session create / free, run (core/family.h) */
 TR_FAMILY_DECLARE(qa);
 /* Publisher name of a language code (§9.1), NULL when unknown. */
-const char *qa_lang_name(const char *code);
+const char *tr_qa_lang_name(const char *code);
 /* Code of a publisher name (exact), NULL when unknown. */
-const char *qa_lang_code(const qa_model *m, const char *name);
+const char *tr_qa_lang_code(const qa_model *m, const char *name);
 
 /* Front end and encoder (qwen3_asr_encoder.c). */
 /* T_mel = floor(n/hop); T_enc of §6.1. */
-int64_t qa_enc_frames(const qa_model *m, int64_t n_samples);
-transcribe_status qa_log_mel(const qa_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
+int64_t tr_qa_enc_frames(const qa_model *m, int64_t n_samples);
+transcribe_status tr_qa_log_mel(const qa_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
                              int *T_mel);
 /* Encoder of §6 on mel [n_mels][T_mel] → out [T_enc][out_dim] (malloc'ed). */
-transcribe_status qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
+transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
                             float **out, int *T_enc);
 
 /* Prompt (qwen3_asr_run.c): ids of §7 for T_enc audio rows and an optional
  * language code; *n gets the length (ids must hold T_enc + 15 + 32). */
-transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
+transcribe_status tr_qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
                                   int *n);
-int qa_lang_prefix_len(const qa_model *m, const char *lang);
+int tr_qa_lang_prefix_len(const qa_model *m, const char *lang);
 
 /* Sessions and runs (qwen3_asr_run.c). */
-transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
+transcribe_status tr_qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
                                tr_run_ctx *ctxs);
 /* Output parsing of §10 into the result. */
-transcribe_status qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool forced,
+transcribe_status tr_qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool forced,
                                  int n_samples, tr_result *res);
 
 #endif

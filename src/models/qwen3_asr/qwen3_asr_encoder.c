@@ -19,7 +19,7 @@ static int after_cnn(int L) {
     return L;
 }
 
-int64_t qa_enc_frames(const qa_model *m, int64_t n_samples) {
+int64_t tr_qa_enc_frames(const qa_model *m, int64_t n_samples) {
     if (n_samples <= 0) return 0;
     const int64_t T_mel = n_samples / m->mel.hop_length, w = 2 * (int64_t)m->enc.n_window;
     if (T_mel < 1) return 0;
@@ -27,7 +27,7 @@ int64_t qa_enc_frames(const qa_model *m, int64_t n_samples) {
     return (n_chunks - 1) * m->per_chunk + after_cnn((int)last);
 }
 
-transcribe_status qa_log_mel(const qa_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
+transcribe_status tr_qa_log_mel(const qa_model *m, tr_pool *pool, const float *pcm, int n, float **mel,
                              int *T_mel) {
     *mel = NULL;
     *T_mel = 0;
@@ -64,7 +64,7 @@ static void conv_chunk(const qa_model *m, tr_pool *pool, const float *img, int W
                 feat[(size_t)t * C * M3 + (size_t)c * M3 + f] = in[((size_t)c * M3 + f) * T + t];
 }
 
-transcribe_status qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
+transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
                             float **out, int *T_enc_out) {
     *out = NULL;
     *T_enc_out = 0;
@@ -73,7 +73,7 @@ transcribe_status qa_encode(const qa_model *m, tr_pool *pool, const float *mel, 
               per = m->per_chunk;
     if (T_mel < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     const int n_chunks = (T_mel + W - 1) / W;
-    const int T_enc = (int)qa_enc_frames(m, (int64_t)T_mel * m->mel.hop_length);
+    const int T_enc = (int)tr_qa_enc_frames(m, (int64_t)T_mel * m->mel.hop_length);
     const size_t feat_w = (size_t)C * m->m3;
     const size_t conv_a = (size_t)C * ((M + 1) / 2) * ((W + 1) / 2);
     float *img = malloc((size_t)M * W * sizeof(float));

@@ -5,7 +5,7 @@ TR_FAMILY_ADAPTERS(qa)
 
 static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
                                        int n, tr_run_ctx *ctxs) {
-    return qa_run_batch(session, pcm, n_samples, n, ctxs);
+    return tr_qa_run_batch(session, pcm, n_samples, n, ctxs);
 }
 
 /* c-api.md §13.2, decoder-bound: (n_ctx − 48 prompt − 256 reserve) audio

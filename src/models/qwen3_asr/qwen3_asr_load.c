@@ -33,13 +33,13 @@ static const char *const k_lang[QA_N_LANGS][2] = {
     {"hu", "Hungarian"},  {"mk", "Macedonian"},
 };
 
-const char *qa_lang_name(const char *code) {
+const char *tr_qa_lang_name(const char *code) {
     for (int i = 0; code && i < QA_N_LANGS; i++)
         if (strcmp(k_lang[i][0], code) == 0) return k_lang[i][1];
     return NULL;
 }
 
-const char *qa_lang_code(const qa_model *m, const char *name) {
+const char *tr_qa_lang_code(const qa_model *m, const char *name) {
     for (int i = 0; name && i < m->n_lang; i++)
         if (m->lang_name[i] && strcmp(m->lang_name[i], name) == 0) return m->lang[i];
     return NULL;
@@ -213,7 +213,7 @@ static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
         m->lang[i] = strdup(code);
         if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
         m->n_lang = i + 1;
-        m->lang_name[i] = qa_lang_name(code);
+        m->lang_name[i] = tr_qa_lang_name(code);
         if (!m->lang_name[i])
             TR_WARN("qwen3_asr: language '%s' has no publisher name; it cannot be forced", code);
     }
@@ -224,7 +224,7 @@ static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
 
 static const float *vec(const gguf_file *f, const char *name, int64_t n, bool *ok) {
     const int64_t ne[1] = {n};
-    const tr_tensor *t = gguf_require_tensor(f, name, TR_TYPES_F32, 1, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(f, name, TR_TYPES_F32, 1, ne);
     if (!t) *ok = false;
     return t ? (const float *)t->data : NULL;
 }
@@ -232,7 +232,7 @@ static const float *vec(const gguf_file *f, const char *name, int64_t n, bool *o
 static const tr_tensor *mat(const gguf_file *f, const char *name, int64_t in, int64_t out,
                             uint32_t types, bool *ok) {
     const int64_t ne[2] = {in, out};
-    const tr_tensor *t = gguf_require_tensor(f, name, types, 2, ne);
+    const tr_tensor *t = tr_gguf_require_tensor(f, name, types, 2, ne);
     if (!t) *ok = false;
     return t;
 }
@@ -266,7 +266,7 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
         char n[64];
         const int64_t ne[4] = {3, 3, i == 0 ? 1 : C, C};
         snprintf(n, sizeof n, "enc.conv.%d.weight", i);
-        m->conv_w[i] = gguf_require_tensor(f, n, TR_TYPES_CONV, 4, ne);
+        m->conv_w[i] = tr_gguf_require_tensor(f, n, TR_TYPES_CONV, 4, ne);
         if (!m->conv_w[i]) ok = false;
         snprintf(n, sizeof n, "enc.conv.%d.bias", i);
         m->conv_b[i] = vec(f, n, C, &ok);
@@ -340,7 +340,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
 
 TR_FAMILY_GGUF_LOAD(qa, "qwen3_asr", load_gguf)
 
-void qa_model_free(qa_model *m) {
+void tr_qa_model_free(qa_model *m) {
     if (!m) return;
     free(m->enc_blocks);
     free(m->lm_blocks);
@@ -352,7 +352,7 @@ void qa_model_free(qa_model *m) {
     free(m);
 }
 
-void qa_model_describe(const qa_model *m, tr_model_desc *desc) {
+void tr_qa_model_describe(const qa_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */

@@ -26,7 +26,7 @@ static bool forced(const char *lang) {
 /* "language <Name>" + <asr_text>: ids into out (capacity QA_MAX_LANG_IDS),
  * count returned; -1 when the language cannot be forced. */
 static int lang_prefix(const qa_model *m, const char *lang, int32_t *out) {
-    const char *name = qa_lang_name(lang);
+    const char *name = tr_qa_lang_name(lang);
     if (!name || m->sp.asr_text < 0 || !tr_tokenizer_can_encode(m->tok)) return -1;
     char text[64];
     snprintf(text, sizeof text, "language %s", name);
@@ -36,12 +36,12 @@ static int lang_prefix(const qa_model *m, const char *lang, int32_t *out) {
     return n;
 }
 
-int qa_lang_prefix_len(const qa_model *m, const char *lang) {
+int tr_qa_lang_prefix_len(const qa_model *m, const char *lang) {
     int32_t ids[QA_MAX_LANG_IDS];
     return forced(lang) ? lang_prefix(m, lang, ids) : 0;
 }
 
-transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
+transcribe_status tr_qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
                                   int *n) {
     const qa_special *sp = &m->sp;
     int k = 0;
@@ -67,7 +67,7 @@ transcribe_status qa_build_prompt(const qa_model *m, int T_enc, const char *lang
     return TRANSCRIBE_OK;
 }
 
-transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_qa_validate_run(const qa_model *m, const struct transcribe_run_params *p) {
     if (p->family) {
         TR_ERROR("qwen3_asr: this family takes no run extension");
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -76,7 +76,7 @@ transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run
         TR_ERROR("qwen3_asr: translation is not supported (transcription only)");
         return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
     }
-    if (forced(p->language) && qa_lang_prefix_len(m, p->language) < 0) {
+    if (forced(p->language) && tr_qa_lang_prefix_len(m, p->language) < 0) {
         TR_ERROR("qwen3_asr: language '%s' cannot be forced with this model", p->language);
         return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
     }
@@ -85,7 +85,7 @@ transcribe_status qa_validate_run(const qa_model *m, const struct transcribe_run
 
 /* ---- output (§10) ---- */
 
-transcribe_status qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool is_forced,
+transcribe_status tr_qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool is_forced,
                                  int n_samples, tr_result *res) {
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
     char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
@@ -104,7 +104,7 @@ transcribe_status qa_fill_result(const qa_model *m, const int32_t *ids, int n, b
             if (len < sizeof name) {
                 memcpy(name, a, len);
                 name[len] = 0;
-                const char *code = qa_lang_code(m, name);
+                const char *code = tr_qa_lang_code(m, name);
                 if (code) ok = tr_result_set_language(res, code);
             }
         }
@@ -133,7 +133,7 @@ static transcribe_status gate(const qa_session *s, int n_samples, int prefix, in
                  m->mel.n_fft / 2 + 1);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    int64_t T = qa_enc_frames(m, n_samples) + QA_PROMPT_FIXED + prefix;
+    int64_t T = tr_qa_enc_frames(m, n_samples) + QA_PROMPT_FIXED + prefix;
     if (T + QA_MAX_NEW > s->dec.ceiling) {
         TR_ERROR(
             "qwen3_asr: %d samples (%.1f s) need a %lld-token prompt; with the 256-token "
@@ -161,10 +161,10 @@ static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_sampl
     if (!in) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_mel = 0, T_enc = 0;
-    transcribe_status st = qa_log_mel(m, s->dec.pool, in, n_samples, &mel, &T_mel);
+    transcribe_status st = tr_qa_log_mel(m, s->dec.pool, in, n_samples, &mel, &T_mel);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = qa_encode(m, s->dec.pool, mel, T_mel, audio, &T_enc);
+    if (st == TRANSCRIBE_OK) st = tr_qa_encode(m, s->dec.pool, mel, T_mel, audio, &T_enc);
     free(mel);
     double t2 = tr_time_ms();
     res->mel_ms = (float)(t1 - t0);
@@ -172,7 +172,7 @@ static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_sampl
     if (st != TRANSCRIBE_OK) return st;
     *ids = malloc(((size_t)T_enc + QA_PROMPT_FIXED + QA_MAX_LANG_IDS) * sizeof(int32_t));
     if (!*ids) return TRANSCRIBE_ERR_OOM;
-    return qa_build_prompt(m, T_enc, lang, *ids, n_ids);
+    return tr_qa_build_prompt(m, T_enc, lang, *ids, n_ids);
 }
 
 /* Embeds and prefills one prompt into `slot`; the first token or < 0. */
@@ -189,13 +189,13 @@ static int prefill(qa_session *s, const int32_t *ids, int n, const float *audio,
     return tok;
 }
 
-transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const qa_model *m = s->m;
     const char *lang = ctx->params->language;
     s->n_last = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
     s->dec.pool = ctx->pool ? ctx->pool : s->dec.pool;
-    int prefix = qa_lang_prefix_len(m, lang), T_pred = 0;
+    int prefix = tr_qa_lang_prefix_len(m, lang), T_pred = 0;
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
     transcribe_status st = gate(s, n_samples, prefix, &T_pred);
     if (st != TRANSCRIBE_OK) return st;
@@ -234,7 +234,7 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
         if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
             st == TRANSCRIBE_ERR_ABORTED) {
             transcribe_status st2 =
-                qa_fill_result(m, s->last_ids, n_out, forced(lang), n_samples, ctx->result);
+                tr_qa_fill_result(m, s->last_ids, n_out, forced(lang), n_samples, ctx->result);
             if (st2 != TRANSCRIBE_OK) st = st2;
         }
     }
@@ -247,13 +247,13 @@ transcribe_status qa_run(qa_session *s, const float *pcm, int n_samples, tr_run_
 
 /* ---- batch (§11) ---- */
 
-transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
+transcribe_status tr_qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples, int n,
                                tr_run_ctx *ctxs) {
     const qa_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
     const char *lang = ctxs[0].params->language; /* one hint for the whole batch */
-    int prefix = qa_lang_prefix_len(m, lang);
+    int prefix = tr_qa_lang_prefix_len(m, lang);
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
     float **audio = calloc((size_t)n, sizeof *audio);
     int32_t **ids = calloc((size_t)n, sizeof *ids);
@@ -324,7 +324,7 @@ transcribe_status qa_run_batch(qa_session *s, const float *const *pcm, const int
         tr_result *r = ctxs[i].result;
         int k = slot[i];
         transcribe_status e =
-            qa_fill_result(m, out + (size_t)k * QA_MAX_NEW, sn[k], forced(lang), n_samples[i], r);
+            tr_qa_fill_result(m, out + (size_t)k * QA_MAX_NEW, sn[k], forced(lang), n_samples[i], r);
         r->status = e != TRANSCRIBE_OK ? e : st == TRANSCRIBE_ERR_ABORTED ? st : ss[k];
         r->decode_ms = dec_ms;
         filled[i] = true;

@@ -96,7 +96,7 @@ TR_FAMILY_DECLARE(wh);
 
 /* Log-mel (whisper_mel.c). Whole signal per §5.2: *mel is malloc'ed
  * [n_mels][*n_frames]. */
-transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
+transcribe_status tr_wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
                              float **mel, int *n_frames);
 
 /* Long form without holding the whole mel: pass 1 finds the global maximum
@@ -112,25 +112,25 @@ typedef struct wh_mel_stream {
     float *buf; /* padded-signal slice */
     size_t buf_cap;
 } wh_mel_stream;
-transcribe_status wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_pool *pool,
+transcribe_status tr_wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_pool *pool,
                                      const float *pcm, int64_t n);
 /* Frames [a, a+N) into out (row stride ld floats): out[c*ld + t]. */
-transcribe_status wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *out, int ld);
-void wh_mel_stream_free(wh_mel_stream *ms);
+transcribe_status tr_wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *out, int ld);
+void tr_wh_mel_stream_free(wh_mel_stream *ms);
 /* Encodes one window: mel [n_mels][n_frames_window] → s->enc_x [S][D]. */
-void wh_encode(wh_session *s, const float *mel_window);
+void tr_wh_encode(wh_session *s, const float *mel_window);
 /* Computes cross K/V of every decoder layer from s->enc_x. */
-void wh_cross_kv(wh_session *s);
+void tr_wh_cross_kv(wh_session *s);
 /* Decoder pass over ids at positions n_past.. ; leaves final-LN hidden rows
  * in s->dec_x. Returns false when the positions exceed n_text_ctx. */
-bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
+bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
 /* logits = dec_x[row] · E^T into out [V]. */
-void wh_logits_row(wh_session *s, int row, float *out);
+void tr_wh_logits_row(wh_session *s, int row, float *out);
 
 /* Run (whisper_run.c). */
 
 /* Zlib-compatible compressed size of a token sequence (2-byte LE ids), for
  * the compression-ratio gate (whisper_deflate.c). */
-double wh_compression_ratio(const int32_t *ids, int n);
+double tr_wh_compression_ratio(const int32_t *ids, int n);
 
 #endif

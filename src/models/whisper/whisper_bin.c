@@ -35,9 +35,9 @@ static const tr_tensor *bin_tensor(const tr_ggml_bin *b, const char *name, uint3
     return t;
 }
 
-const tr_tensor *wh_src_tensor(wh_src *src, const char *name, uint32_t types_mask, int n_dims,
+const tr_tensor *tr_wh_src_tensor(wh_src *src, const char *name, uint32_t types_mask, int n_dims,
                                const int64_t *ne) {
-    if (src->gguf) return gguf_require_tensor(src->gguf, name, types_mask, n_dims, ne);
+    if (src->gguf) return tr_gguf_require_tensor(src->gguf, name, types_mask, n_dims, ne);
     if (src->bin) return bin_tensor(src->bin, name, types_mask, n_dims, ne);
     TR_ERROR("whisper: tensor '%s' unavailable (no weight source)", name);
     return NULL;
@@ -104,7 +104,7 @@ done:
     return st;
 }
 
-transcribe_status wh_load_bin(const void *data, size_t size, wh_model *m) {
+transcribe_status tr_wh_load_bin(const void *data, size_t size, wh_model *m) {
     tr_ggml_bin *b = NULL;
     transcribe_status st = tr_ggml_bin_open_memory(data, size, &b);
     if (st != TRANSCRIBE_OK) return st;
@@ -193,6 +193,6 @@ transcribe_status wh_load_bin(const void *data, size_t size, wh_model *m) {
     return build_tokenizer(b, &in, m);
 }
 
-void wh_bin_free(void *bin) {
+void tr_wh_bin_free(void *bin) {
     tr_ggml_bin_close(bin);
 }

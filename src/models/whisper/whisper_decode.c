@@ -6,7 +6,7 @@
 
 #include "models/whisper/whisper_decode.h"
 
-void wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o) {
+void tr_wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_prev = 223;
     o->t0 = 0.0f;
@@ -37,7 +37,7 @@ void wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o) {
 
 /* ---- mt19937 ---- */
 
-void wh_rng_seed(wh_rng *r, uint32_t seed) {
+void tr_wh_rng_seed(wh_rng *r, uint32_t seed) {
     r->mt[0] = seed;
     for (int i = 1; i < 624; i++)
         r->mt[i] = 1812433253u * (r->mt[i - 1] ^ (r->mt[i - 1] >> 30)) + (uint32_t)i;
@@ -60,7 +60,7 @@ static uint32_t rng_next(wh_rng *r) {
     return y;
 }
 
-double wh_rng_uniform(wh_rng *r) {
+double tr_wh_rng_uniform(wh_rng *r) {
     uint64_t a = rng_next(r) >> 5, b = rng_next(r) >> 6;
     return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
@@ -71,7 +71,7 @@ static void mask_range(float *l, int a, int b) {
     for (int i = a; i < b; i++) l[i] = -INFINITY;
 }
 
-void wh_process_logits(const wh_proc *pc, float *l, const int32_t *G, int n_g) {
+void tr_wh_process_logits(const wh_proc *pc, float *l, const int32_t *G, int n_g) {
     const wh_model *m = pc->m;
     const int V = m->hp.n_vocab, TB = m->ts_begin;
     for (int i = 0; i < m->n_suppress; i++) l[m->suppress[i]] = -INFINITY;
@@ -117,7 +117,7 @@ void wh_process_logits(const wh_proc *pc, float *l, const int32_t *G, int n_g) {
 
 /* ---- §8.6 ---- */
 
-int wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float *p) {
+int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float *p) {
     int best = -1;
     float mx = -INFINITY;
     for (int i = 0; i < V; i++) {
@@ -140,7 +140,7 @@ int wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float
         double tot = 0.0;
         for (int i = 0; i < V; i++)
             if (l[i] != -INFINITY) tot += exp(((double)l[i] - mx) / T);
-        double u = wh_rng_uniform(rng) * tot, acc = 0.0;
+        double u = tr_wh_rng_uniform(rng) * tot, acc = 0.0;
         id = -1;
         for (int i = 0; i < V; i++) {
             if (l[i] == -INFINITY) continue;
@@ -163,7 +163,7 @@ int wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float
 
 /* ---- §8.8 ---- */
 
-int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
+int tr_wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
                          int n_real, bool want_ts, wh_seg *segs, int *advance) {
     const int TB = m->ts_begin;
 #define IS_TS(x) ((x) >= TB)

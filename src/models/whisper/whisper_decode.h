@@ -21,15 +21,15 @@ typedef struct wh_opts {
     float max_initial_ts;
 } wh_opts;
 
-void wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o);
+void tr_wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o);
 
 /* mt19937 (§8.1: one generator per run). */
 typedef struct wh_rng {
     uint32_t mt[624];
     int idx;
 } wh_rng;
-void wh_rng_seed(wh_rng *r, uint32_t seed);
-double wh_rng_uniform(wh_rng *r); /* [0, 1) with 53 random bits */
+void tr_wh_rng_seed(wh_rng *r, uint32_t seed);
+double tr_wh_rng_uniform(wh_rng *r); /* [0, 1) with 53 random bits */
 
 /* Rules of §8.5 applied in place to logits [V] given the tokens generated
  * so far in this tier. max_init_idx < 0 disables the initial cap. */
@@ -38,11 +38,11 @@ typedef struct wh_proc {
     bool want_ts;
     int max_init_idx;
 } wh_proc;
-void wh_process_logits(const wh_proc *pc, float *logits, const int32_t *G, int n_g);
+void tr_wh_process_logits(const wh_proc *pc, float *logits, const int32_t *G, int n_g);
 
 /* Selects a token from processed logits (§8.6). T == 0: argmax. Writes the
  * log-probability used for avg_logprob and p (softmax probability at T = 1). */
-int wh_select(const float *logits, int V, float T, wh_rng *rng, float *logprob, float *p);
+int tr_wh_select(const float *logits, int V, float T, wh_rng *rng, float *logprob, float *p);
 
 /* One retrieved segment of §8.8: token range [start, end) of G and times. */
 typedef struct wh_seg {
@@ -53,7 +53,7 @@ typedef struct wh_seg {
 /* Fills segs (capacity n_g + 1) and returns their count; *advance in mel
  * frames. Without timestamps (want_ts false) the "no pairs" branch always
  * applies, even if the model emitted timestamp tokens. */
-int wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
+int tr_wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
                          int n_real, bool want_ts, wh_seg *segs, int *advance);
 
 #endif

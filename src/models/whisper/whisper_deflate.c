@@ -244,7 +244,7 @@ static size_t deflate_size(const uint8_t *d, int n) {
     return bytes + 2 + 4; /* zlib header + Adler-32 */
 }
 
-double wh_compression_ratio(const int32_t *ids, int n) {
+double tr_wh_compression_ratio(const int32_t *ids, int n) {
     if (n <= 0) return 0.0;
     uint8_t *b = malloc((size_t)n * 2);
     if (!b) return 0.0;

@@ -307,7 +307,7 @@ static const tr_nn_wspec wh_frontend[] = {
 
 static const tr_tensor *src_find(void *ctx, const char *name, uint32_t types, int n_dims,
                                  const int64_t *ne) {
-    return wh_src_tensor(ctx, name, types, n_dims, ne);
+    return tr_wh_src_tensor(ctx, name, types, n_dims, ne);
 }
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -355,7 +355,7 @@ static transcribe_status load_gguf(const gguf_file *f, wh_model *m) {
     return TRANSCRIBE_OK;
 }
 
-transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
+transcribe_status tr_wh_model_load(const tr_load_ctx *lc, wh_model **out) {
     *out = NULL;
     wh_model *m = calloc(1, sizeof *m);
     if (!m) return TRANSCRIBE_ERR_OOM;
@@ -363,7 +363,7 @@ transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
     if (lc->gguf) {
         st = load_gguf(lc->gguf, m);
     } else if (lc->bin_data) {
-        st = wh_load_bin(lc->bin_data, lc->bin_size, m);
+        st = tr_wh_load_bin(lc->bin_data, lc->bin_size, m);
         if (st == TRANSCRIBE_OK) {
             wh_src src = {.bin = m->bin};
             st = read_tensors(&src, m);
@@ -373,7 +373,7 @@ transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
         st = TRANSCRIBE_ERR_INVALID_ARG;
     }
     if (st != TRANSCRIBE_OK) {
-        wh_model_free(m);
+        tr_wh_model_free(m);
         return st;
     }
     TR_INFO("whisper: loaded %s (D=%d, %d+%d layers, vocab %d, %s)",
@@ -383,7 +383,7 @@ transcribe_status wh_model_load(const tr_load_ctx *lc, wh_model **out) {
     return TRANSCRIBE_OK;
 }
 
-void wh_model_free(wh_model *m) {
+void tr_wh_model_free(wh_model *m) {
     if (!m) return;
     tr_whenc_free(&m->enc);
     free(m->dec);
@@ -395,13 +395,13 @@ void wh_model_free(wh_model *m) {
     tr_strv_free(m->lang, m->n_lang);
     free(m->lang_tok);
     free(m->variant);
-    wh_bin_free(m->bin);
+    tr_wh_bin_free(m->bin);
     free(m);
 }
 
 static const char *const k_en_target[] = {"en"};
 
-void wh_model_describe(const wh_model *m, tr_model_desc *desc) {
+void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang, m->lang);
     c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;

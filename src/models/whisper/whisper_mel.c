@@ -14,7 +14,7 @@
 
 #define WH_CHUNK_FRAMES 3000
 
-transcribe_status wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
+transcribe_status tr_wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
                              float **mel, int *n_frames) {
     transcribe_status st = tr_mel_whisper(&m->mel, pcm, n, pool, mel, n_frames);
     if (st != TRANSCRIBE_OK) return st;
@@ -61,7 +61,7 @@ static transcribe_status slice_mel(wh_mel_stream *ms, int a, int N, double g, fl
     return st;
 }
 
-transcribe_status wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_pool *pool,
+transcribe_status tr_wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_pool *pool,
                                      const float *pcm, int64_t n) {
     memset(ms, 0, sizeof *ms);
     ms->m = m;
@@ -92,7 +92,7 @@ transcribe_status wh_mel_stream_init(wh_mel_stream *ms, const wh_model *m, tr_po
     return TRANSCRIBE_OK;
 }
 
-transcribe_status wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *out, int ld) {
+transcribe_status tr_wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *out, int ld) {
     if (a < 0 || N <= 0 || a + N > ms->total || N > ld) return TRANSCRIBE_ERR_INVALID_ARG;
     float *o = NULL;
     transcribe_status st = slice_mel(ms, a, N, ms->g, &o);
@@ -103,7 +103,7 @@ transcribe_status wh_mel_stream_frames(wh_mel_stream *ms, int a, int N, float *o
     return TRANSCRIBE_OK;
 }
 
-void wh_mel_stream_free(wh_mel_stream *ms) {
+void tr_wh_mel_stream_free(wh_mel_stream *ms) {
     free(ms->buf);
     memset(ms, 0, sizeof *ms);
 }

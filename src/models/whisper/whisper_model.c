@@ -10,7 +10,7 @@
 #include "tensor/ops.h"
 #include "util/log.h"
 
-transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg,
+transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *cfg,
                                     wh_session **out) {
     *out = NULL;
     wh_session *s = calloc(1, sizeof *s);
@@ -37,14 +37,14 @@ transcribe_status wh_session_create(const wh_model *m, const tr_session_cfg *cfg
     if (!ok || !s->enc_x || !s->cross_k || !s->cross_v || !s->dec_x || !s->dec_scratch ||
         !s->logits || !s->work || !s->window) {
         TR_ERROR("whisper: out of memory allocating session buffers");
-        wh_session_free(s);
+        tr_wh_session_free(s);
         return TRANSCRIBE_ERR_OOM;
     }
     *out = s;
     return TRANSCRIBE_OK;
 }
 
-void wh_session_free(wh_session *s) {
+void tr_wh_session_free(wh_session *s) {
     if (!s) return;
     tr_nn_kv_free(&s->kv);
     tr_whenc_work_free(&s->enc_work);
@@ -60,12 +60,12 @@ void wh_session_free(wh_session *s) {
     free(s);
 }
 
-void wh_encode(wh_session *s, const float *mel_window) {
+void tr_wh_encode(wh_session *s, const float *mel_window) {
     tr_whenc_forward(s->pool, &s->m->enc, &s->enc_work, mel_window, s->m->hp.n_frames_window,
                      s->enc_x);
 }
 
-void wh_cross_kv(wh_session *s) {
+void tr_wh_cross_kv(wh_session *s) {
     const wh_model *m = s->m;
     const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
     for (int l = 0; l < m->hp.n_dec_layers; l++)
@@ -73,7 +73,7 @@ void wh_cross_kv(wh_session *s) {
                        s->cross_v + l * S * D);
 }
 
-bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
+bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
     const wh_model *m = s->m;
     const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
     if (n <= 0 || n_past < 0 || n_past + n > m->hp.n_text_ctx) return false;
@@ -91,7 +91,7 @@ bool wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
     return true;
 }
 
-void wh_logits_row(wh_session *s, int row, float *out) {
+void tr_wh_logits_row(wh_session *s, int row, float *out) {
     const wh_model *m = s->m;
     const int D = m->hp.d_model;
     tr_matmul(s->pool, m->tok_emb, NULL, s->dec_x + (size_t)row * D, 1, D, out, m->hp.n_vocab);

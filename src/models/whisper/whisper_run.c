@@ -57,7 +57,7 @@ static void iv_free(ivec *a) {
 
 /* ---- validation (§10.1 step 10; §10.4) ---- */
 
-transcribe_status wh_validate_run(const wh_model *m, const struct transcribe_run_params *p) {
+transcribe_status tr_wh_validate_run(const wh_model *m, const struct transcribe_run_params *p) {
     (void)m;
     const struct transcribe_ext *e = p->family;
     if (e) {
@@ -295,8 +295,8 @@ static transcribe_status detect_language(wh_runstate *r) {
     wh_session *s = r->s;
     const wh_model *m = r->m;
     int32_t sot = m->sot;
-    if (!wh_decode_tokens(s, &sot, 1, 0)) return TRANSCRIBE_ERR_INVALID_ARG;
-    wh_logits_row(s, 0, s->work);
+    if (!tr_wh_decode_tokens(s, &sot, 1, 0)) return TRANSCRIBE_ERR_INVALID_ARG;
+    tr_wh_logits_row(s, 0, s->work);
     int best = -1;
     float bv = -INFINITY;
     for (int i = 0; i < m->n_lang; i++) {
@@ -343,9 +343,9 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
     out->eos = false;
     out->temperature = T;
     memcpy(s->work, prefix_logits, (size_t)V * sizeof(float));
-    wh_process_logits(&pc, s->work, r->G, 0);
+    tr_wh_process_logits(&pc, s->work, r->G, 0);
     float lp, p;
-    int tok = wh_select(s->work, V, T, &r->rng, &lp, &p);
+    int tok = tr_wh_select(s->work, V, T, &r->rng, &lp, &p);
     sum_lp += lp;
     n_lp++;
     int n_past = n_prefix;
@@ -360,11 +360,11 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
         r->n_g++;
         if (n_past + 1 > m->hp.n_text_ctx) break;
         int32_t t32 = tok;
-        wh_decode_tokens(s, &t32, 1, n_past);
+        tr_wh_decode_tokens(s, &t32, 1, n_past);
         n_past++;
-        wh_logits_row(s, 0, s->work);
-        wh_process_logits(&pc, s->work, r->G, r->n_g);
-        tok = wh_select(s->work, V, T, &r->rng, &lp, &p);
+        tr_wh_logits_row(s, 0, s->work);
+        tr_wh_process_logits(&pc, s->work, r->G, r->n_g);
+        tok = tr_wh_select(s->work, V, T, &r->rng, &lp, &p);
         sum_lp += lp;
         n_lp++;
         if (tr_run_should_abort(r->ctx)) {
@@ -376,7 +376,7 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
     out->avg_logprob = (float)(sum_lp / n_lp);
     /* compression ratio over G (+ EOS when the tier ended on it) */
     r->G[r->n_g] = m->eot;
-    out->compression_ratio = (float)wh_compression_ratio(r->G, r->n_g + (out->eos ? 1 : 0));
+    out->compression_ratio = (float)tr_wh_compression_ratio(r->G, r->n_g + (out->eos ? 1 : 0));
     return !out->aborted;
 }
 
@@ -539,7 +539,7 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         int n_real = total - seek < Tm ? total - seek : Tm;
         if (src->ms) {
             double tm = tr_time_ms();
-            st = wh_mel_stream_frames(src->ms, seek, n_real, s->window, Tm);
+            st = tr_wh_mel_stream_frames(src->ms, seek, n_real, s->window, Tm);
             src->ms_time += tr_time_ms() - tm;
             if (st != TRANSCRIBE_OK) break;
         }
@@ -551,8 +551,8 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         }
         int64_t offset_ms = (int64_t)seek * 10;
         double t0 = tr_time_ms();
-        wh_encode(s, s->window);
-        wh_cross_kv(s);
+        tr_wh_encode(s, s->window);
+        tr_wh_cross_kv(s);
         r->enc_ms += tr_time_ms() - t0;
 
         if (first && r->detect) {
@@ -574,9 +574,9 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         /* The prefix pass is shared by every tier: later steps only write
          * cache rows >= np, so the prefix rows stay valid. */
         double td = tr_time_ms();
-        wh_decode_tokens(s, prefix, np, 0);
-        wh_logits_row(s, np - 1, prefix_logits);
-        wh_logits_row(s, sot_row, s->work);
+        tr_wh_decode_tokens(s, prefix, np, 0);
+        tr_wh_logits_row(s, np - 1, prefix_logits);
+        tr_wh_logits_row(s, sot_row, s->work);
         r->dec_ms += tr_time_ms() - td;
         float ns_prob = 0.0f;
         {
@@ -623,7 +623,7 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         }
         int advance = n_real;
         int n_seg =
-            wh_retrieve_segments(m, r->G, r->n_g, offset_ms, n_real, r->want_ts, segs, &advance);
+            tr_wh_retrieve_segments(m, r->G, r->n_g, offset_ms, n_real, r->want_ts, segs, &advance);
         for (int i = 0; i < n_seg; i++) {
             const wh_seg *sg = &segs[i];
             hist_add(r, r->G + sg->start, sg->end - sg->start);
@@ -671,7 +671,7 @@ static void build_temps(wh_runstate *r) {
     }
 }
 
-transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+transcribe_status tr_wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const wh_model *m = s->m;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
     s->n_traces = 0;
@@ -681,13 +681,13 @@ transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_
     r.m = m;
     r.ctx = ctx;
     s->pool = ctx->pool ? ctx->pool : s->pool;
-    wh_opts_from_params(ctx->params, &r.o);
+    tr_wh_opts_from_params(ctx->params, &r.o);
     transcribe_timestamp_kind tk = ctx->params->timestamps;
     r.want_ts = tk == TRANSCRIBE_TIMESTAMPS_AUTO || tk == TRANSCRIBE_TIMESTAMPS_SEGMENT;
     build_temps(&r);
     float mit = r.o.max_initial_ts;
     r.max_init_idx = (isfinite(mit) && mit >= 0.0f) ? (int)floor((double)mit / 0.02 + 1e-6) : -1;
-    wh_rng_seed(&r.rng,
+    tr_wh_rng_seed(&r.rng,
                 r.o.seed ? r.o.seed : (uint32_t)time(NULL) ^ (uint32_t)(uintptr_t)&r ^ 0x5733B17Eu);
 
     transcribe_status st = resolve_language(&r);
@@ -708,17 +708,17 @@ transcribe_status wh_run(wh_session *s, const float *pcm, int n_samples, tr_run_
     bool stream =
         (int64_t)n_samples > (int64_t)30 * m->mel.sample_rate && m->mel.pre_emphasis == 0.0f;
     if (st == TRANSCRIBE_OK && stream) {
-        st = wh_mel_stream_init(&ms, m, s->pool, in, n_samples);
+        st = tr_wh_mel_stream_init(&ms, m, s->pool, in, n_samples);
         src.ms = &ms;
         src.total = ms.total;
     } else if (st == TRANSCRIBE_OK) {
-        st = wh_log_mel(m, s->pool, in, n_samples, &mel, &src.total);
+        st = tr_wh_log_mel(m, s->pool, in, n_samples, &mel, &src.total);
         src.mel = mel;
     }
     double mel_ms = tr_time_ms() - t0;
     if (st == TRANSCRIBE_OK) st = run_windows(&r, &src);
     ctx->result->mel_ms = (float)(mel_ms + src.ms_time);
-    wh_mel_stream_free(&ms);
+    tr_wh_mel_stream_free(&ms);
     free(clean);
     free(mel);
     ctx->result->encode_ms = (float)r.enc_ms;

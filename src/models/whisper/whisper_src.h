@@ -17,13 +17,13 @@ typedef struct wh_src {
 
 /* Looks up a tensor by canonical name and checks dtype mask and shape
  * (logs an error naming it and returns NULL on failure). */
-const tr_tensor *wh_src_tensor(wh_src *src, const char *name, uint32_t types_mask, int n_dims,
+const tr_tensor *tr_wh_src_tensor(wh_src *src, const char *name, uint32_t types_mask, int n_dims,
                                const int64_t *ne);
 
 /* Legacy .bin: parses the image, fills hparams, front end, tokenizer, special
  * ids, suppression lists, languages and capabilities (§11.3) and stores the
  * parser state in m->bin. */
-transcribe_status wh_load_bin(const void *data, size_t size, wh_model *m);
-void wh_bin_free(void *bin);
+transcribe_status tr_wh_load_bin(const void *data, size_t size, wh_model *m);
+void tr_wh_bin_free(void *bin);
 
 #endif
