@@ -33,7 +33,8 @@ static int run(const char *env, const char *args) {
 
 static void bad_inputs(void) {
     EXPECT_RUN(NULL, "", 1, g_err, "error: missing audio file or --batch");
-    EXPECT_RUN(NULL, "-h", 0, g_err, "usage: ");
+    EXPECT_RUN(NULL, "-h", 0, g_out, "usage: ");
+    CHECK(strstr(g_out, "--detect-language") && strstr(g_out, "--print-progress"));
     EXPECT_RUN(NULL, "--bogus x.wav", 1, g_err, "error: unknown option '--bogus'");
     /* A bad option: one line and a hint, not the whole usage text. */
     CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));

@@ -16,14 +16,14 @@ void cli_usage(const char *argv0, FILE *f) {
             "       %s [options] --batch file.list -m model.gguf\n"
             "       %s --list-devices\n"
             "\n"
-            "Transcribes speech in audio files ('-' reads standard input; WAV; FLAC/MP3/Ogg when\n"
-            "built with libsndfile;\n"
-            "any sample rate and channel count - audio is resampled to the model's rate).\n"
+            "Transcribes speech in audio files ('-' reads standard input): WAV, and FLAC, MP3,\n"
+            "Ogg when built with libsndfile; any sample rate and channel count (audio is\n"
+            "resampled to the model's rate).\n"
             "\n"
             "options:\n"
             "  -m, --model PATH          model file (GGUF or legacy whisper.cpp .bin); default:\n"
-            "                            $TRANSCRIBE_MODEL, else the first .gguf file in the\n"
-            "                            source tree's models/ folder\n"
+            "                            $TRANSCRIBE_MODEL, else the bundled demo model (an\n"
+            "                            English number/phrase model, not for real speech)\n"
             "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
             "                            report (transcribe-cli's detailed layout)\n"
             "      --tokens              json: include per-token rows\n"
@@ -225,8 +225,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             }
         }
         if (IS("-h", "--help")) {
-            cli_usage(o->argv0, stderr);
-            return 0;
+            cli_usage(o->argv0, stdout); /* asked for: stdout, so it pipes into a pager */
+            return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
         } else if (IS("-m", "--model")) {
             o->model = val;
         } else if (IS("-l", "--language")) {

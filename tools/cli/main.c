@@ -580,6 +580,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
                        st == TRANSCRIBE_ERR_ABORTED;
     if (have_result && !plan.split) cli_result_append(&res, c->s, -1, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
+    if (have_result && !o->language && res.language[0]) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "%s: detected language: %s", path, res.language);
+    }
     res.shape = o->shape;
     if (res.oom) {
         fprintf(stderr, "error: out of memory while collecting the result\n");
