@@ -39,6 +39,14 @@ static void bad_inputs(void) {
     /* A bad option: one line and a hint, not the whole usage text. */
     CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));
     EXPECT_RUN(NULL, "--version", 0, g_out, "transcribe 0.");
+    /* whisper.cpp / faster-whisper habits get the equivalent flag. */
+    EXPECT_RUN(NULL, "-otxt x.wav", 1, g_err,
+               "unknown option '-otxt'; here: --output-dir DIR --output-format txt");
+    EXPECT_RUN(NULL, "--output_dir d x.wav", 1, g_err, "here: --output-dir DIR");
+    EXPECT_RUN(NULL, "-pp x.wav", 1, g_err, "here: --print-progress");
+    EXPECT_RUN(NULL, "-t 4 x.wav", 1, g_err,
+               "-t means --translate here; for threads use --threads 4");
+    EXPECT_RUN(NULL, "-f samples/jfk.wav", 1, g_err, "-f is --format here");
     /* -q: only error lines, not the model line (whichever model is found). */
     CHECK(run(NULL, "-q /nonexistent/a.wav") == 1 && !strstr(g_err, "using ") &&
           !strstr(g_err, "[info]"));

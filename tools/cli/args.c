@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -115,6 +116,60 @@ static int int_flag(const cli_opts *o, const char *flag, const char *val, long l
     fprintf(stderr, "error: %s must be an integer from %ld to %ld (got '%s')\n", flag, lo, hi, val);
     fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
     return 1;
+}
+
+/* What whisper.cpp / faster-whisper users type, and ours: a bad option
+ * that is one of theirs gets the equivalent in its error line. */
+static const char *foreign_hint(const char *arg) {
+    static const struct {
+        const char *theirs, *ours;
+    } k_map[] = {
+        {"-otxt", "--output-dir DIR --output-format txt (or -f txt -o FILE)"},
+        {"-osrt", "--output-dir DIR --output-format srt (or -f srt -o FILE)"},
+        {"-ovtt", "--output-dir DIR --output-format vtt (or -f vtt -o FILE)"},
+        {"-oj", "--output-dir DIR --output-format json (or -f json -o FILE)"},
+        {"-ojf", "-f json --tokens"},
+        {"-of", "-o FILE (the whole file name) or --output-dir DIR"},
+        {"--output-file", "-o FILE (the whole file name) or --output-dir DIR"},
+        {"--output_dir", "--output-dir DIR"},
+        {"--output_format", "--output-format LIST"},
+        {"-tr", "-t (--translate)"},
+        {"--task", "-t for translation (transcription is the default)"},
+        {"-pp", "--print-progress"},
+        {"-ml", "--max-line-chars N"},
+        {"--max-len", "--max-line-chars N"},
+        {"-sow", "--split-on-word"},
+        {"-np", "-q"},
+        {"--no-prints", "-q"},
+        {"-nt", "--timestamps none"},
+        {"--no-timestamps", "--timestamps none"},
+        {"-dl", "--detect-language"},
+        {"-di", "--diarize"},
+        {"-tdrz", "--diarize"},
+        {"-tp", "--temperature F"},
+        {"--prompt", "--initial-prompt TEXT"},
+        {"--initial_prompt", "--initial-prompt TEXT"},
+        {"-p", "--threads N (one process, several threads)"},
+        {"--processors", "--threads N (one process, several threads)"},
+        {"-bs", "nothing: decoding is greedy with temperature fallback"},
+        {"--beam-size", "nothing: decoding is greedy with temperature fallback"},
+        {"--beam_size", "nothing: decoding is greedy with temperature fallback"},
+        {"--vad_filter", "--chunk auto (long audio is split at pauses)"},
+        {"--word_timestamps", "--timestamps word"},
+    };
+    for (size_t i = 0; i < sizeof k_map / sizeof k_map[0]; i++) {
+        if (strcmp(arg, k_map[i].theirs) == 0) return k_map[i].ours;
+    }
+    return NULL;
+}
+
+/* Whether s is a plain non-negative integer (e.g. whisper.cpp's `-t 4`). */
+static bool all_digits(const char *s) {
+    if (!*s) return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+    }
+    return true;
 }
 
 static bool parse_index(const char *s, int *out) {
@@ -233,6 +288,13 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             o->language_auto = strcmp(val, "auto") == 0;
             o->language = o->language_auto ? NULL : val; /* auto: the model detects */
         } else if (IS("-t", "--translate")) {
+            /* whisper.cpp's -t is its thread count: `-t 4` here would
+             * translate a file named 4. */
+            if (strcmp(arg, "-t") == 0 && i + 1 < argc && all_digits(argv[i + 1]) &&
+                access(argv[i + 1], F_OK) != 0) {
+                return fail(o, "-t means --translate here; for threads use --threads %s",
+                            argv[i + 1]);
+            }
             o->translate = true;
         } else if (IS1("--target-language")) {
             o->target_language = val;
@@ -246,6 +308,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             static const char *const names[] = {"txt", "json", "srt", "vtt", "report"};
             int k = 0;
             while (k < 5 && strcmp(val, names[k]) != 0) k++;
+            if (k == 5 && access(val, F_OK) == 0) {
+                return fail(o,
+                            "-f is --format here (txt|json|srt|vtt|report); give audio files as "
+                            "plain arguments: %s",
+                            val);
+            }
             if (k == 5) return fail(o, "unknown --format '%s' (txt|json|srt|vtt|report)", val);
             o->format = (cli_format)k;
             o->format_given = true;
@@ -389,6 +457,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--list-devices")) {
             o->list_devices = true;
         } else if (arg[0] == '-') {
+            const char *hint = foreign_hint(arg);
+            if (hint) {
+                fprintf(stderr, "error: unknown option '%s'; here: %s\n", arg, hint);
+                fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
+                return 1;
+            }
             return fail(o, "unknown option '%s'", arg);
         } else {
             o->audio[o->n_audio++] = arg;
