@@ -13,7 +13,7 @@
  * 2T − 1 table rows, attention 6·T·T_kv·d (content, position, PV), the
  * conv module (two pointwise convs, depthwise k taps); Canary adds the
  * encoder→decoder projection. Parakeet inputs over one window are counted
- * per window exactly as tr_pk_run.c schedules them. Whisper and Canary also
+ * per window exactly as pk_run.c schedules them. Whisper and Canary also
  * project the decoder's cross-attention K and V inside the timed encode
  * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
  * since encode_ms includes them. */
@@ -25,7 +25,7 @@
 #include "gguf/gguf.h"
 #include "nn/fastconformer.h"
 
-/* Parakeet's long-input schedule (tr_pk_run.c tr_pk_window_cfg_default). */
+/* Parakeet's long-input schedule (pk_run.c tr_pk_window_cfg_default). */
 #define PK_MAX_FRAMES 1280
 #define PK_WIN_FRAMES 1280
 #define PK_HOP_FRAMES 960
