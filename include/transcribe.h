@@ -696,6 +696,31 @@ TRANSCRIBE_API const float *transcribe_vad_probs(const struct transcribe_vad *va
  * the log sink only. */
 TRANSCRIBE_API const char *transcribe_session_last_error(const struct transcribe_session *session);
 TRANSCRIBE_API const char *transcribe_model_last_error(const struct transcribe_model *model);
+
+/* Progress (an addition). During transcribe_run, cb gets the fraction of
+ * the input processed so far (0..1, never decreasing within a run), on the
+ * thread executing the run, as often as the family can tell: Whisper after
+ * each 30 s window, Parakeet per encoder layer and window. Families that
+ * decode a whole utterance at once report nothing until it is done. NULL
+ * turns it off. Set it between runs, like the abort callback. */
+typedef void (*transcribe_progress_callback)(float fraction, void *user_data);
+TRANSCRIBE_API void transcribe_set_progress_callback(struct transcribe_session *session,
+                                                     transcribe_progress_callback cb,
+                                                     void *user_data);
+
+/* Language detection only (an addition). Detects the spoken language of
+ * the first 30 s of pcm (16 kHz mono float, as transcribe_run) without
+ * transcribing more than detection needs. *out_code (required) gets the
+ * code, valid until the session's next run or free; *out_probability
+ * (may be NULL) the model's probability for it, or NaN where the family
+ * gives none (it then transcribed the 30 s to find the language).
+ * UNSUPPORTED_LANGUAGE when the model cannot detect
+ * (capabilities.supports_language_detect false); otherwise the statuses of
+ * transcribe_run. The session's previous result is replaced. */
+TRANSCRIBE_API transcribe_status transcribe_detect_language(struct transcribe_session *session,
+                                                            const float *pcm, int n_samples,
+                                                            const char **out_code,
+                                                            float *out_probability);
 #ifdef __cplusplus
 }
 #endif

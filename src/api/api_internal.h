@@ -96,6 +96,8 @@ struct transcribe_session {
     tr_session_cfg cfg;
     transcribe_abort_callback abort_cb;
     void *abort_user_data;
+    transcribe_progress_callback progress_cb; /* transcribe_set_progress_callback */
+    void *progress_user_data;
     /* results[0..n_results): index 0 is the single-run result */
     tr_result *results;
     int n_results, cap_results;

@@ -3,6 +3,7 @@
  * call leaves the previous result untouched; families then see validated
  * parameters with defaults filled in. */
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,7 +186,10 @@ static void init_ctx(struct transcribe_session *s, tr_run_ctx *ctx,
     ctx->pool = s->pool;
     ctx->abort_cb = s->abort_cb;
     ctx->abort_user_data = s->abort_user_data;
+    ctx->progress_cb = s->progress_cb;
+    ctx->progress_user_data = s->progress_user_data;
     ctx->result = r;
+    ctx->language_prob = NAN;
 }
 
 /* Fills in what a family may leave implicit and checks append failures. */
@@ -201,9 +205,12 @@ static transcribe_status finish_result(tr_result *r, transcribe_status st) {
     return st;
 }
 
+/* detect_prob: NULL for a transcription; for transcribe_detect_language,
+ * where the family's detection probability goes (the run may stop early). */
 static transcribe_status transcribe_run_impl(struct transcribe_session *session, const float *pcm,
                                              int n_samples,
-                                             const struct transcribe_run_params *params) {
+                                             const struct transcribe_run_params *params,
+                                             float *detect_prob) {
     if (!session || !pcm || n_samples <= 0) {
         TR_ERROR("transcribe_run: %s", !session ? "session is NULL"
                                        : !pcm   ? "pcm is NULL"
@@ -235,6 +242,7 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
     tr_result *r = &session->results[0];
     tr_run_ctx ctx;
     init_ctx(session, &ctx, &p, r);
+    ctx.detect_only = detect_prob != NULL;
     /* The result under construction is readable from the abort callback
      * (same thread, between decode steps), e.g. to show progress. */
     session->n_results = 1;
@@ -245,6 +253,7 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
         st = fam->run(session->head.fsession, vj.pcm, vj.n, &ctx);
     else
         st = TRANSCRIBE_OK; /* no speech: an empty result */
+    if (detect_prob) *detect_prob = ctx.language_prob;
     st = finish_result(r, tr_session_kernel_status(session, st, "transcribe_run"));
     tr_vad_join_remap(&vj, r);
     tr_vad_join_free(&vj);
@@ -278,7 +287,55 @@ TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *sessi
                                                 const struct transcribe_run_params *params) {
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_run_impl(session, pcm, n_samples, params);
+    transcribe_status st = transcribe_run_impl(session, pcm, n_samples, params, NULL);
+    tr_log_capture_end(enclosing);
+    tr_api_note_session_error(session, st, msg);
+    return st;
+}
+
+static transcribe_status detect_impl(struct transcribe_session *session, const float *pcm,
+                                     int n_samples, const char **out_code, float *out_prob) {
+    if (!session || !out_code) {
+        TR_ERROR("transcribe_detect_language: %s is NULL", !session ? "session" : "out_code");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    *out_code = NULL;
+    if (out_prob) *out_prob = NAN;
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    transcribe_model_get_capabilities(session->model, &caps);
+    if (!caps.supports_language_detect) {
+        TR_ERROR("transcribe_detect_language: this %s model cannot detect the language",
+                 session->model->arch);
+        return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    }
+    /* Detection looks at the start of the audio (Whisper: its first 30 s
+     * window); a family that has to transcribe to detect gets no more. */
+    int rate = caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000;
+    if (n_samples > 30 * rate) n_samples = 30 * rate;
+    struct transcribe_run_params p;
+    transcribe_run_params_init(&p);
+    float prob = NAN;
+    transcribe_status st = transcribe_run_impl(session, pcm, n_samples, &p, &prob);
+    if (st != TRANSCRIBE_OK) return st;
+    const char *code = transcribe_detected_language(session);
+    if (!code || !*code) {
+        TR_ERROR("transcribe_detect_language: the %s model reported no language",
+                 session->model->arch);
+        return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
+    }
+    *out_code = code;
+    if (out_prob) *out_prob = prob;
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_detect_language(struct transcribe_session *session,
+                                                            const float *pcm, int n_samples,
+                                                            const char **out_code,
+                                                            float *out_probability) {
+    char msg[TR_LAST_ERROR_CAP];
+    tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    transcribe_status st = detect_impl(session, pcm, n_samples, out_code, out_probability);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;

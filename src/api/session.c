@@ -177,6 +177,14 @@ TRANSCRIBE_API void transcribe_set_abort_callback(struct transcribe_session *ses
     session->abort_user_data = cb ? user_data : NULL;
 }
 
+TRANSCRIBE_API void transcribe_set_progress_callback(struct transcribe_session *session,
+                                                     transcribe_progress_callback cb,
+                                                     void *user_data) {
+    if (!session) return;
+    session->progress_cb = cb;
+    session->progress_user_data = cb ? user_data : NULL;
+}
+
 TRANSCRIBE_API bool transcribe_was_aborted(const struct transcribe_session *session) {
     return session && session->aborted;
 }

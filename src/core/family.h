@@ -128,6 +128,15 @@ typedef struct tr_run_ctx {
     void *abort_user_data;
     tr_result *result; /* empty on entry; the family fills it */
     bool truncated;    /* set by the family when it returns OUTPUT_TRUNCATED */
+    /* Progress sink (transcribe_set_progress_callback; may be NULL). */
+    transcribe_progress_callback progress_cb;
+    void *progress_user_data;
+    double progress_reported; /* the highest fraction reported so far */
+    /* transcribe_detect_language: the family may stop once result->language
+     * is set, and puts the detection's probability in language_prob (it
+     * stays NaN where the family has none). */
+    bool detect_only;
+    float language_prob;
 } tr_run_ctx;
 
 /* Polls the abort callback (between chunks / after each decode step). */
@@ -146,6 +155,16 @@ static inline bool tr_run_abort_poll(void *run_ctx) {
  * UNSUPPORTED_TASK, each logged with who (family_load.c). */
 transcribe_status tr_family_check_transcribe_only(const char *who,
                                                   const struct transcribe_run_params *p);
+
+/* Reports the fraction of the input processed (0..1; the callback sees it
+ * clamped and never decreasing within a run). */
+static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {
+    if (!ctx->progress_cb) return;
+    if (fraction > 1.0) fraction = 1.0;
+    if (!(fraction >= ctx->progress_reported)) fraction = ctx->progress_reported;
+    ctx->progress_reported = fraction;
+    ctx->progress_cb((float)fraction, ctx->progress_user_data);
+}
 
 /* Per-call context of a stream (ADDED for streaming families; see the
  * stream_* hooks below). The dispatcher owns the commit policy and the

@@ -33,11 +33,20 @@ static int run(const char *env, const char *args) {
 
 static void bad_inputs(void) {
     EXPECT_RUN(NULL, "", 1, g_err, "error: missing audio file or --batch");
-    EXPECT_RUN(NULL, "-h", 0, g_err, "usage: ");
+    EXPECT_RUN(NULL, "-h", 0, g_out, "usage: ");
+    CHECK(strstr(g_out, "--detect-language") && strstr(g_out, "--print-progress"));
     EXPECT_RUN(NULL, "--bogus x.wav", 1, g_err, "error: unknown option '--bogus'");
     /* A bad option: one line and a hint, not the whole usage text. */
     CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));
     EXPECT_RUN(NULL, "--version", 0, g_out, "transcribe 0.");
+    /* whisper.cpp / faster-whisper habits get the equivalent flag. */
+    EXPECT_RUN(NULL, "-otxt x.wav", 1, g_err,
+               "unknown option '-otxt'; here: --output-dir DIR --output-format txt");
+    EXPECT_RUN(NULL, "--output_dir d x.wav", 1, g_err, "here: --output-dir DIR");
+    EXPECT_RUN(NULL, "-pp x.wav", 1, g_err, "here: --print-progress");
+    EXPECT_RUN(NULL, "-t 4 x.wav", 1, g_err,
+               "-t means --translate here; for threads use --threads 4");
+    EXPECT_RUN(NULL, "-f samples/jfk.wav", 1, g_err, "-f is --format here");
     /* -q: only error lines, not the model line (whichever model is found). */
     CHECK(run(NULL, "-q /nonexistent/a.wav") == 1 && !strstr(g_err, "using ") &&
           !strstr(g_err, "[info]"));
@@ -155,6 +164,38 @@ static void outputs(const char *model, const char *wav) {
         CHECK_MSG(count(only, "\"t0_ms\":") == count(srt, " --> "), "cues: %s", only);
     }
     CHECK_MSG(last_json_t1(body) >= 0 && last_json_t1(body) <= 11000, "json: %s", body);
+    /* Several inputs, on the command line or in a --batch list: one set of
+     * files per input, named by its stem. */
+    char list[700], wav2[1024];
+    snprintf(wav2, sizeof wav2, "%s/samples/ja.wav", TR_SHARED_DIR);
+    snprintf(list, sizeof list, "%s/inputs.list", dir);
+    FILE *lf = fopen(list, "w");
+    CHECK(lf != NULL);
+    if (lf) {
+        fprintf(lf, "%s\n%s\n", wav, wav2);
+        fclose(lf);
+    }
+    static const char *const modes[] = {"'%s' '%s'", "--batch '%s'"};
+    for (int mode = 0; mode < 2; mode++) {
+        snprintf(file, sizeof file, "%s/ja.srt", dir);
+        remove(file);
+        char inputs[2200];
+        if (mode == 0)
+            snprintf(inputs, sizeof inputs, modes[0], wav, wav2);
+        else
+            snprintf(inputs, sizeof inputs, modes[1], list);
+        snprintf(args, sizeof args, "-q -m '%s' --output-dir '%s' --output-format srt,json %s",
+                 model, dir, inputs);
+        EXPECT_RUN(NULL, args, 0, g_out, "");
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strncmp(body, "1\n00:00:0", 9) == 0, "mode %d: ja.srt: %s", mode, body);
+        snprintf(file, sizeof file, "%s/jfk.srt", dir);
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strcmp(body, srt) == 0, "mode %d: jfk.srt: %s", mode, body);
+        snprintf(file, sizeof file, "%s/ja.json", dir);
+        tr_cli_slurp(file, body, sizeof body);
+        CHECK_MSG(strstr(body, "\"cues\":[") != NULL, "mode %d: ja.json: %s", mode, body);
+    }
     snprintf(args, sizeof args, "rm -rf '%s'", dir);
     CHECK(system(args) == 0);
 
@@ -218,6 +259,71 @@ static void input_rule(const char *model) {
     snprintf(args, sizeof args, "-q -m '%s' -l en --target-language de x.wav", model);
     EXPECT_RUN(NULL, args, 1, g_err,
                "--target-language de: unsupported language; this model translates into: en");
+}
+
+/* --detect-language: code and probability where the family scores its
+ * detection (Whisper), the code alone where it only names it (Qwen3-ASR),
+ * a clear error where the model cannot detect (the bundled English-only
+ * Parakeet), and what it does not combine with. */
+static void detect_language(const char *whisper, const char *wav) {
+    char args[4096], golden[64] = "";
+    EXPECT_RUN(NULL, "--detect-language -l en x.wav", 1, g_err, "drop -l en");
+    EXPECT_RUN(NULL, "--detect-language -o out.txt x.wav", 1, g_err, "does not combine");
+    /* The reference model's detection on jfk.wav (a random-weight model:
+     * its language is whatever the golden says). */
+    tr_cli_slurp(TR_SOURCE_DIR "/tests/data/whisper/tiny/jfk.auto.language.txt", golden,
+                 sizeof golden);
+    char *sp = strchr(golden, ' ');
+    if (sp) *sp = '\0';
+    snprintf(args, sizeof args, "-q -m '%s' --detect-language '%s'", whisper, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " (p = 0.");
+    CHECK_MSG(golden[0] && strncmp(g_out, golden, strlen(golden)) == 0 &&
+                  g_out[strlen(golden)] == ' ',
+              "detected: %s, golden %s", g_out, golden);
+    CHECK(!strstr(g_out, "\n") || strchr(g_out, '\n') == g_out + strlen(g_out) - 1);
+    snprintf(args, sizeof args, "-q -m '%s' --detect-language -f json '%s' '%s'", whisper, wav,
+             wav);
+    EXPECT_RUN(NULL, args, 0, g_out, "\",\"language\":\"");
+    CHECK_MSG(count(g_out, "\"probability\":0.") == 2, "%s", g_out);
+    EXPECT_RUN(NULL, "-q --detect-language x.wav", 1, g_err,
+               "error: --detect-language: this model cannot detect the language; it transcribes "
+               "one language: en");
+    char qwen[1024];
+    snprintf(qwen, sizeof qwen, "%s/tests/data/qwen3_asr/tiny/qwen3-asr-tiny-ref-F16.gguf",
+             TR_SOURCE_DIR);
+    if (access(qwen, R_OK) != 0) {
+        printf("SKIP qwen3-asr detection: no %s\n", qwen);
+        return;
+    }
+    snprintf(args, sizeof args, "-q -m '%s' --detect-language '%s'", qwen, wav);
+    EXPECT_RUN(NULL, args, 0, g_out, " (probability n/a: ");
+}
+
+/* Progress from the library (encoder layers and windows), forced by
+ * --print-progress when stderr is a file, rising to 100 %, for Parakeet
+ * (the bundled model: one window) and Whisper (several 30 s windows). */
+static void progress_lines(const char *whisper, const char *wav, const char *long_wav) {
+    char args[4096];
+    snprintf(args, sizeof args, "-q --print-progress '%s'", wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "progress: jfk.wav: ");
+    CHECK_MSG(count(g_err, "progress: ") >= 3 && strstr(g_err, "11.0 / 11.0 s (100%)"), "%s",
+              g_err);
+    int last = -1;
+    bool rising = true;
+    for (const char *p = strstr(g_err, "progress: "); p; p = strstr(p + 1, "progress: ")) {
+        const char *pct = strchr(p, '(');
+        int v = pct ? atoi(pct + 1) : -1;
+        rising = rising && v > last;
+        last = v;
+    }
+    CHECK_MSG(rising && last == 100, "%s", g_err);
+    /* Without the flag and with stderr not a terminal: no progress. */
+    snprintf(args, sizeof args, "'%s'", wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "total=");
+    CHECK(!strstr(g_err, "progress: "));
+    snprintf(args, sizeof args, "-q -m '%s' --print-progress '%s'", whisper, long_wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "progress: whole-earth.wav: ");
+    CHECK_MSG(count(g_err, "progress: ") >= 3 && strstr(g_err, "(100%)"), "%s", g_err);
 }
 
 /* Canary: a model without segment times still gives JSON the cue SRT has
@@ -351,6 +457,10 @@ int main(int argc, char **argv) {
     if (access(model, R_OK) == 0) input_rule(model);
     if (access(model, R_OK) == 0 && access(wav, R_OK) == 0) {
         with_model(model, wav);
+        detect_language(model, wav);
+        char long_wav[1024];
+        snprintf(long_wav, sizeof long_wav, "%s/samples/whole-earth.wav", TR_SHARED_DIR);
+        progress_lines(model, wav, long_wav);
         canary(wav);
         shaping(wav);
     } else {

@@ -7,93 +7,97 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 void cli_usage(const char *argv0, FILE *f) {
-    fprintf(f,
-            "usage: %s [options] audio.wav [more audio...]\n"
-            "       %s [options] --batch file.list -m model.gguf\n"
-            "       %s --list-devices\n"
-            "\n"
-            "Transcribes speech in audio files ('-' reads standard input; WAV; FLAC/MP3/Ogg when\n"
-            "built with libsndfile;\n"
-            "any sample rate and channel count - audio is resampled to the model's rate).\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH          model file (GGUF or legacy whisper.cpp .bin); default:\n"
-            "                            $TRANSCRIBE_MODEL, else the first .gguf file in the\n"
-            "                            source tree's models/ folder\n"
-            "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
-            "                            report (transcribe-cli's detailed layout)\n"
-            "      --tokens              json: include per-token rows\n"
-            "      --max-line-chars N    srt/vtt/json cues: at most N characters (1: one word\n"
-            "                            per cue), cut between words where word times exist\n"
-            "      --max-cue-ms N        cues: at most N ms, cut between words likewise\n"
-            "      --split-on-word       accepted for whisper.cpp users: cues always end\n"
-            "                            between words\n"
-            "  -o, --output PATH         also write the output (in the -f format) to PATH\n"
-            "      --output-dir DIR      also write DIR/<input name>.<ext> for each input\n"
-            "      --output-format LIST  formats for --output-dir: comma list of txt, srt, vtt,\n"
-            "                            json (default: the -f format)\n"
-            "  -l, --language CODE       source language hint (default or 'auto': autodetect)\n"
-            "  -t, --translate           translate instead of transcribe\n"
-            "      --target-language C   translation target language (implies -t)\n"
-            "      --timestamps KIND     auto|none|segment|word|token (default auto)\n"
-            "      --threads N           CPU threads, 1 to 4x the cores (default: usable CPUs,\n"
-            "                            at most 8)\n"
-            "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
-            "      --print-progress      progress lines on stderr even when it is not a terminal\n"
-            "                            or the input is short\n"
-            "  -r, --repeat N            run the same audio N times (benchmarking)\n"
-            "      --n-ctx N             decoder context cap, 0 = model maximum\n"
-            "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
-            "      --backend B           auto|cpu|cpu_accel|metal|vulkan|cuda|rocm\n"
-            "      --device N            exact device index from --list-devices\n"
-            "      --list-devices        list compute devices and exit\n"
-            "      --batch FILE          transcribe every path listed in FILE (one per line)\n"
-            "      --batch-jsonl         batch mode: JSON Lines output\n"
-            "      --batch-size N        batch mode: N utterances per batched call\n"
-            "      --raw-tokens          keep model control tags in the text\n"
-            "      --pnc / --no-pnc      force punctuation+casing on/off (canary-style models)\n"
-            "      --itn                 inverse text normalisation on\n"
-            "      --diarize / --no-diarize  speaker attribution on/off\n"
-            "      --spec-k-drafts N     speculative-decode draft length (-1 = default)\n"
-            "      --vocabulary \"a, b\"     names / jargon to expect (models with vocabulary hints)\n"
-            "      --vocabulary-file FILE    the same, one term per line (or comma-separated)\n"
-            "  long audio:\n"
-            "      --chunk MODE          auto (default): split a file at pauses when the model\n"
-            "                            cannot take it in one call (a fixed output budget and\n"
-            "                            no long-form mode, or longer than its input limit);\n"
-            "                            on: always split; off: never\n"
-            "      --chunk-max-s N       longest piece in seconds (default 30; pieces aim at\n"
-            "                            2/3 of it and end in the best pause before that)\n"
-            "%s"
-            "  whisper:\n"
-            "      --initial-prompt TEXT     text prompt that biases decoding\n"
-            "      --temperature F           first sampling temperature (default 0 = greedy)\n"
-            "      --condition-on-prev-tokens  carry text across 30 s windows\n"
-            "      --prompt-condition first|all  prompt on the first window or every window\n"
-            "  streaming (streaming-capable models only):\n"
-            "      --stream-chunk-ms N       feed the audio in N ms slices\n"
-            "      --stream-att-right R      parakeet cache-aware right context\n"
-            "      --stream-buf-left-ms N, --stream-buf-chunk-ms N, --stream-buf-right-ms N\n"
-            "      --stream-voxtral-delay N  voxtral-realtime delay tokens\n"
-            "  live (every model):\n"
-            "      --stream                  transcribe one input as it arrives (a file, a FIFO\n"
-            "                                or '-'): committed text + tentative tail\n"
-            "      --realtime                feed at real-time pace (default: as it arrives)\n"
-            "      --raw-format s16le|f32le  the input is raw mono PCM, not WAV\n"
-            "      --rate N                  raw input sample rate (default 16000)\n"
-            "  -h, --help                this text\n"
-            "      --version             print the version and exit\n"
-            "\n"
-            "Environment: TRANSCRIBE_MODEL (default model), TRANSCRIBE_DEBUG=1 (debug log lines).\n"
-            "Ctrl-C stops a run and prints the partial transcript.\n"
-            "\n"
-            "Exit status: 0 on success, 1 on any error (bad option, unreadable model or audio,\n"
-            "a run that did not complete).\n",
-            argv0, argv0, argv0, cli_vad_usage);
+    fprintf(
+        f,
+        "usage: %s [options] audio.wav [more audio...]\n"
+        "       %s [options] --batch file.list -m model.gguf\n"
+        "       %s --list-devices\n"
+        "\n"
+        "Transcribes speech in audio files ('-' reads standard input): WAV, and FLAC, MP3,\n"
+        "Ogg when built with libsndfile; any sample rate and channel count (audio is\n"
+        "resampled to the model's rate).\n"
+        "\n"
+        "options:\n"
+        "  -m, --model PATH          model file (GGUF or legacy whisper.cpp .bin); default:\n"
+        "                            $TRANSCRIBE_MODEL, else the bundled demo model (an\n"
+        "                            English number/phrase model, not for real speech)\n"
+        "  -f, --format FMT          output: txt (transcript, default), json, srt, vtt, or\n"
+        "                            report (transcribe-cli's detailed layout)\n"
+        "      --tokens              json: include per-token rows\n"
+        "      --max-line-chars N    srt/vtt/json cues: at most N characters (1: one word\n"
+        "                            per cue), cut between words where word times exist\n"
+        "      --max-cue-ms N        cues: at most N ms, cut between words likewise\n"
+        "      --split-on-word       accepted for whisper.cpp users: cues always end\n"
+        "                            between words\n"
+        "  -o, --output PATH         also write the output (in the -f format) to PATH\n"
+        "      --output-dir DIR      also write DIR/<input name>.<ext> for each input\n"
+        "      --output-format LIST  formats for --output-dir: comma list of txt, srt, vtt,\n"
+        "                            json (default: the -f format)\n"
+        "  -l, --language CODE       source language hint (default or 'auto': autodetect)\n"
+        "      --detect-language     only detect the language of each input (its first\n"
+        "                            30 s): prints the code and the model's probability\n"
+        "  -t, --translate           translate instead of transcribe\n"
+        "      --target-language C   translation target language (implies -t)\n"
+        "      --timestamps KIND     auto|none|segment|word|token (default auto)\n"
+        "      --threads N           CPU threads, 1 to 4x the cores (default: usable CPUs,\n"
+        "                            at most 8)\n"
+        "  -q, --quiet               only error messages on stderr (no info lines, progress)\n"
+        "      --print-progress      progress lines on stderr even when it is not a terminal,\n"
+        "                            the input is short, or -q is given\n"
+        "  -r, --repeat N            run the same audio N times (benchmarking)\n"
+        "      --n-ctx N             decoder context cap, 0 = model maximum\n"
+        "      --kv-type T           auto|f32|f16 (attention K/V precision)\n"
+        "      --backend B           auto|cpu|cpu_accel|metal|vulkan|cuda|rocm\n"
+        "      --device N            exact device index from --list-devices\n"
+        "      --list-devices        list compute devices and exit\n"
+        "      --batch FILE          transcribe every path listed in FILE (one per line)\n"
+        "      --batch-jsonl         batch mode: JSON Lines output\n"
+        "      --batch-size N        batch mode: N utterances per batched call\n"
+        "      --raw-tokens          keep model control tags in the text\n"
+        "      --pnc / --no-pnc      force punctuation+casing on/off (canary-style models)\n"
+        "      --itn                 inverse text normalisation on\n"
+        "      --diarize / --no-diarize  speaker attribution on/off\n"
+        "      --spec-k-drafts N     speculative-decode draft length (-1 = default)\n"
+        "      --vocabulary \"a, b\"     names / jargon to expect (models with vocabulary hints)\n"
+        "      --vocabulary-file FILE    the same, one term per line (or comma-separated)\n"
+        "  long audio:\n"
+        "      --chunk MODE          auto (default): split a file at pauses when the model\n"
+        "                            cannot take it in one call (a fixed output budget and\n"
+        "                            no long-form mode, or longer than its input limit);\n"
+        "                            on: always split; off: never\n"
+        "      --chunk-max-s N       longest piece in seconds (default 30; pieces aim at\n"
+        "                            2/3 of it and end in the best pause before that)\n"
+        "%s"
+        "  whisper:\n"
+        "      --initial-prompt TEXT     text prompt that biases decoding\n"
+        "      --temperature F           first sampling temperature (default 0 = greedy)\n"
+        "      --condition-on-prev-tokens  carry text across 30 s windows\n"
+        "      --prompt-condition first|all  prompt on the first window or every window\n"
+        "  streaming (streaming-capable models only):\n"
+        "      --stream-chunk-ms N       feed the audio in N ms slices\n"
+        "      --stream-att-right R      parakeet cache-aware right context\n"
+        "      --stream-buf-left-ms N, --stream-buf-chunk-ms N, --stream-buf-right-ms N\n"
+        "      --stream-voxtral-delay N  voxtral-realtime delay tokens\n"
+        "  live (every model):\n"
+        "      --stream                  transcribe one input as it arrives (a file, a FIFO\n"
+        "                                or '-'): committed text + tentative tail\n"
+        "      --realtime                feed at real-time pace (default: as it arrives)\n"
+        "      --raw-format s16le|f32le  the input is raw mono PCM, not WAV\n"
+        "      --rate N                  raw input sample rate (default 16000)\n"
+        "  -h, --help                this text\n"
+        "      --version             print the version and exit\n"
+        "\n"
+        "Environment: TRANSCRIBE_MODEL (default model), TRANSCRIBE_DEBUG=1 (debug log lines).\n"
+        "Ctrl-C stops a run and prints the partial transcript.\n"
+        "\n"
+        "Exit status: 0 on success, 1 on any error (bad option, unreadable model or audio,\n"
+        "a run that did not complete).\n",
+        argv0, argv0, argv0, cli_vad_usage);
 }
 
 /* A bad command line: one line saying why, and where the options are. */
@@ -122,6 +126,60 @@ static int int_flag(const cli_opts *o, const char *flag, const char *val, long l
     fprintf(stderr, "error: %s must be an integer from %ld to %ld (got '%s')\n", flag, lo, hi, val);
     fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
     return 1;
+}
+
+/* What whisper.cpp / faster-whisper users type, and ours: a bad option
+ * that is one of theirs gets the equivalent in its error line. */
+static const char *foreign_hint(const char *arg) {
+    static const struct {
+        const char *theirs, *ours;
+    } k_map[] = {
+        {"-otxt", "--output-dir DIR --output-format txt (or -f txt -o FILE)"},
+        {"-osrt", "--output-dir DIR --output-format srt (or -f srt -o FILE)"},
+        {"-ovtt", "--output-dir DIR --output-format vtt (or -f vtt -o FILE)"},
+        {"-oj", "--output-dir DIR --output-format json (or -f json -o FILE)"},
+        {"-ojf", "-f json --tokens"},
+        {"-of", "-o FILE (the whole file name) or --output-dir DIR"},
+        {"--output-file", "-o FILE (the whole file name) or --output-dir DIR"},
+        {"--output_dir", "--output-dir DIR"},
+        {"--output_format", "--output-format LIST"},
+        {"-tr", "-t (--translate)"},
+        {"--task", "-t for translation (transcription is the default)"},
+        {"-pp", "--print-progress"},
+        {"-ml", "--max-line-chars N"},
+        {"--max-len", "--max-line-chars N"},
+        {"-sow", "--split-on-word"},
+        {"-np", "-q"},
+        {"--no-prints", "-q"},
+        {"-nt", "--timestamps none"},
+        {"--no-timestamps", "--timestamps none"},
+        {"-dl", "--detect-language"},
+        {"-di", "--diarize"},
+        {"-tdrz", "--diarize"},
+        {"-tp", "--temperature F"},
+        {"--prompt", "--initial-prompt TEXT"},
+        {"--initial_prompt", "--initial-prompt TEXT"},
+        {"-p", "--threads N (one process, several threads)"},
+        {"--processors", "--threads N (one process, several threads)"},
+        {"-bs", "nothing: decoding is greedy with temperature fallback"},
+        {"--beam-size", "nothing: decoding is greedy with temperature fallback"},
+        {"--beam_size", "nothing: decoding is greedy with temperature fallback"},
+        {"--vad_filter", "--chunk auto (long audio is split at pauses)"},
+        {"--word_timestamps", "--timestamps word"},
+    };
+    for (size_t i = 0; i < sizeof k_map / sizeof k_map[0]; i++) {
+        if (strcmp(arg, k_map[i].theirs) == 0) return k_map[i].ours;
+    }
+    return NULL;
+}
+
+/* Whether s is a plain non-negative integer (e.g. whisper.cpp's `-t 4`). */
+static bool all_digits(const char *s) {
+    if (!*s) return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+    }
+    return true;
 }
 
 static bool parse_index(const char *s, int *out) {
@@ -241,14 +299,21 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             }
         }
         if (IS("-h", "--help")) {
-            cli_usage(o->argv0, stderr);
-            return 0;
+            cli_usage(o->argv0, stdout); /* asked for: stdout, so it pipes into a pager */
+            return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
         } else if (IS("-m", "--model")) {
             o->model = val;
         } else if (IS("-l", "--language")) {
             o->language_auto = strcmp(val, "auto") == 0;
             o->language = o->language_auto ? NULL : val; /* auto: the model detects */
         } else if (IS("-t", "--translate")) {
+            /* whisper.cpp's -t is its thread count: `-t 4` here would
+             * translate a file named 4. */
+            if (strcmp(arg, "-t") == 0 && i + 1 < argc && all_digits(argv[i + 1]) &&
+                access(argv[i + 1], F_OK) != 0) {
+                return fail(o, "-t means --translate here; for threads use --threads %s",
+                            argv[i + 1]);
+            }
             o->translate = true;
         } else if (IS1("--target-language")) {
             o->target_language = val;
@@ -262,6 +327,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             static const char *const names[] = {"txt", "json", "srt", "vtt", "report"};
             int k = 0;
             while (k < 5 && strcmp(val, names[k]) != 0) k++;
+            if (k == 5 && access(val, F_OK) == 0) {
+                return fail(o,
+                            "-f is --format here (txt|json|srt|vtt|report); give audio files as "
+                            "plain arguments: %s",
+                            val);
+            }
             if (k == 5) return fail(o, "unknown --format '%s' (txt|json|srt|vtt|report)", val);
             o->format = (cli_format)k;
             o->format_given = true;
@@ -408,6 +479,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             INT_FLAG(100, 3600000, o->shape.max_cue_ms);
         } else if (IS1("--split-on-word")) {
             /* whisper.cpp's flag: cues here always break between words */
+        } else if (IS1("--detect-language")) {
+            o->detect_language = true;
         } else if (IS1("--print-progress")) {
             o->print_progress = true;
         } else if (IS1("--version")) {
@@ -418,6 +491,12 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         } else if (IS1("--list-devices")) {
             o->list_devices = true;
         } else if (arg[0] == '-') {
+            const char *hint = foreign_hint(arg);
+            if (hint) {
+                fprintf(stderr, "error: unknown option '%s'; here: %s\n", arg, hint);
+                fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
+                return 1;
+            }
             return fail(o, "unknown option '%s'", arg);
         } else {
             o->audio[o->n_audio++] = arg;
@@ -429,10 +508,6 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     if (n_stdin > 1) return fail(o, "standard input ('-') can be read only once%s", "");
     if (o->output_formats && !o->output_dir) {
         return fail(o, "--output-format needs --output-dir DIR%s", "");
-    }
-    if (o->output_dir && o->batch_file) {
-        return fail(o, "--output-dir works with audio files on the command line, not --batch%s",
-                    "");
     }
     if (o->output_dir && !o->output_formats) {
         o->output_formats = o->format == CLI_FMT_REPORT ? 1u << CLI_FMT_TXT : 1u << o->format;
@@ -454,6 +529,16 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     }
     if ((o->raw_format || o->raw_rate) && !o->live) {
         return fail(o, "--raw-format / --rate describe a --stream input%s", "");
+    }
+    if (o->detect_language && (o->batch_file || o->output_dir || o->output || o->live ||
+                               o->stream_chunk_ms > 0 || o->translate || o->target_language)) {
+        return fail(o,
+                    "--detect-language prints the language of each input on stdout; it does not "
+                    "combine with --batch, -o, --output-dir, streaming or translation%s",
+                    "");
+    }
+    if (o->detect_language && o->language) {
+        return fail(o, "--detect-language detects the language: drop -l %s", o->language);
     }
     if (o->stream_chunk_ms > 0 && o->repeat > 1) {
         return fail(o, "--stream-chunk-ms cannot be combined with --repeat%s", "");

@@ -65,6 +65,25 @@ static int native_rate(const struct transcribe_session *s) {
     return caps.native_sample_rate;
 }
 
+/* --output-dir: utterance i's files, from the same result rows the
+ * single-file path prints (times clamped into the audio). */
+static void write_dir(const cli_opts *o, const struct transcribe_session *s, int i,
+                      const char *path, double duration_s, transcribe_status st, tally *t) {
+    if (!o->output_dir) return;
+    bool have = st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+                st == TRANSCRIBE_ERR_ABORTED;
+    cli_result res;
+    cli_result_init(&res);
+    if (have) cli_result_append(&res, s, i, false, 0, 0, 0);
+    cli_result_clamp(&res, (int64_t)(duration_s * 1000.0 + 0.5));
+    res.shape = o->shape;
+    if (res.oom ||
+        !cli_write_output_dir(o, path, &res, have, o->model ? o->model : "", duration_s, st)) {
+        t->write_error = true;
+    }
+    cli_result_free(&res);
+}
+
 /* Prints utterance i of the latest run/batch. */
 static void report(const cli_opts *o, const struct transcribe_session *s, int i, const char *path,
                    int k, int n, transcribe_status st, FILE *out_file, tally *t) {
@@ -150,7 +169,7 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         free_list(&l);
         return 1;
     }
-    if (!o->batch_jsonl) fprintf(stderr, "batch: %d files\n", l.n);
+    if (!o->batch_jsonl && !o->quiet) fprintf(stderr, "batch: %d files\n", l.n);
     if (o->batch_jsonl) {
         struct transcribe_timings tm;
         transcribe_timings_init(&tm);
@@ -189,12 +208,15 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         if (group == 1) {
             transcribe_status st = transcribe_run(s, pcm[0], ns[0], rp);
             report(o, s, 0, names[0], ks[0], l.n, st, out_file, &t);
+            write_dir(o, s, -1, names[0], (double)ns[0] / rate, st, &t);
         } else {
             transcribe_status st = transcribe_run_batch(s, (const float *const *)pcm, ns, m, rp);
             if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
                 for (int j = 0; j < m; j++) {
                     report(o, s, j, names[j], ks[j], l.n, transcribe_batch_status(s, j), out_file,
                            &t);
+                    write_dir(o, s, j, names[j], (double)ns[j] / rate,
+                              transcribe_batch_status(s, j), &t);
                 }
             } else {
                 for (int j = 0; j < m; j++) {
@@ -212,7 +234,7 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         for (int j = 0; j < m; j++) transcribe_audio_free(pcm[j]);
         fflush(stdout);
     }
-    if (!o->batch_jsonl) {
+    if (!o->batch_jsonl && (!o->quiet || t.failed > 0)) {
         fprintf(stderr, "batch: %d ok, %d truncated, %d failed out of %d\n", t.ok, t.truncated,
                 t.failed, l.n);
     }

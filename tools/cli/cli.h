@@ -31,6 +31,7 @@ typedef struct cli_opts {
     const char *output_dir;  /* --output-dir: DIR/<stem>.<ext> per input */
     unsigned output_formats; /* bit set of (1 << cli_format), txt/json/srt/vtt */
     bool version;
+    bool detect_language; /* --detect-language: print the language, do not transcribe */
     bool print_progress;
     cli_cue_shape shape; /* progress also when stderr is not a TTY / short input */
     cli_format format;
@@ -144,4 +145,9 @@ void cli_log(transcribe_log_level level, const char *fmt, ...)
 bool cli_write_text_file(FILE *f, const char *path, const char *text);
 /* Ctrl-C was pressed (SIGINT). */
 bool cli_interrupted(void);
+/* --output-dir: writes DIR/<input stem>.<ext> in each --output-format
+ * (nothing without --output-dir); false after any failed write (said). */
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+                          bool have_result, const char *model, double duration_s,
+                          transcribe_status st);
 #endif

@@ -40,12 +40,15 @@ static double now_s(void) {
 /* ---- logging and progress ---- */
 
 typedef struct progress {
-    bool enabled; /* not -q; stderr is a TTY and the input long, or --print-progress */
+    bool enabled; /* --print-progress, or not -q, stderr a TTY and the input long */
     bool lines;   /* not a TTY: one line per report instead of redrawing one line */
+    bool forced;  /* --print-progress: report from the start, in steps of 5 % */
     bool shown;   /* a progress line is on screen */
     const char *name;
     const struct transcribe_session *s; /* partial result: segments decoded so far */
     double audio_s, t0, last;
+    double fraction;        /* the library's progress callback: share of the input done */
+    int last_pct;           /* the percentage last printed (-1: none yet) */
     bool chunked;           /* long audio in pieces: done_s says how far */
     volatile double done_s; /* end of the last finished piece */
 } progress;
@@ -106,32 +109,57 @@ void cli_log(transcribe_log_level level, const char *fmt, ...) {
     log_cb(level, msg, (void *)(g_log_filter ? g_log_filter : &none));
 }
 
+/* How far the run is, in seconds of audio: the library's progress
+ * fraction (encoder and decoder of every window), the end of the last
+ * segment decoded so far, or for a file split into pieces the end of the
+ * last finished piece, whichever is furthest. */
+static double progress_done_s(const progress *p) {
+    double done = p->chunked ? p->done_s : p->fraction * p->audio_s;
+    int n = p->chunked ? 0 : transcribe_n_segments(p->s);
+    struct transcribe_segment seg;
+    transcribe_segment_init(&seg);
+    /* The library lets the callbacks read the result being built. */
+    if (n > 0 && transcribe_get_segment(p->s, n - 1, &seg) == TRANSCRIBE_OK &&
+        (double)seg.t1_ms / 1000.0 > done) {
+        done = (double)seg.t1_ms / 1000.0;
+    }
+    return done > p->audio_s ? p->audio_s : done;
+}
+
+/* One progress report: on a terminal the line is redrawn (at most 4 times a
+ * second, after the first second); otherwise a line each time, with
+ * --print-progress from the start and in steps of at least 5 %. */
+static void show_progress(progress *p, bool final) {
+    if (!p || !p->enabled) return;
+    double t = now_s();
+    double done = final ? p->audio_s : progress_done_s(p);
+    int pct = p->audio_s > 0 ? (int)(100.0 * done / p->audio_s) : 100;
+    if (p->forced && p->lines) {
+        if (pct == p->last_pct || (pct < p->last_pct + 5 && pct < 100)) return;
+    } else if (final || t - p->last < 0.25 || t - p->t0 < 1.0 || pct == p->last_pct) {
+        return; /* a short run shows no progress; the final report is --print-progress's */
+    }
+    p->last = t;
+    p->last_pct = pct;
+    fprintf(stderr, "%s%s: %.1f / %.1f s (%d%%), %.1f s elapsed%s",
+            p->lines ? "progress: " : "\r\033[K", p->name, done, p->audio_s, pct, t - p->t0,
+            p->lines ? "\n" : "");
+    p->shown = !p->lines;
+}
+
 /* Polled by the library between decode steps: reports progress and turns
  * Ctrl-C into a clean abort (the partial result is still printed). */
 static bool abort_cb(void *ud) {
-    progress *p = ud;
     if (g_interrupted) return true;
-    if (p && p->enabled) {
-        double t = now_s();
-        if (t - p->last >= 0.25 && t - p->t0 >= 1.0) {
-            p->last = t;
-            /* The library lets the callback read the result being built. */
-            double done = p->chunked ? p->done_s : 0;
-            int n = p->chunked ? 0 : transcribe_n_segments(p->s);
-            struct transcribe_segment seg;
-            transcribe_segment_init(&seg);
-            if (n > 0 && transcribe_get_segment(p->s, n - 1, &seg) == TRANSCRIBE_OK) {
-                done = (double)seg.t1_ms / 1000.0;
-            }
-            if (done > p->audio_s) done = p->audio_s;
-            fprintf(stderr, "%s%s: %.1f / %.1f s (%.0f%%), %.1f s elapsed%s",
-                    p->lines ? "progress: " : "\r\033[K", p->name, done, p->audio_s,
-                    p->audio_s > 0 ? 100.0 * done / p->audio_s : 100.0, t - p->t0,
-                    p->lines ? "\n" : "");
-            p->shown = !p->lines;
-        }
-    }
+    show_progress(ud, false);
     return false;
+}
+
+/* The library's progress callback (encoder layers, windows). */
+static void progress_cb(float fraction, void *ud) {
+    progress *p = ud;
+    p->fraction = fraction;
+    show_progress(p, false);
 }
 
 bool cli_write_text_file(FILE *f, const char *path, const char *text) {
@@ -384,17 +412,15 @@ static bool output_path(const char *dir, const char *input, cli_format fmt, char
     return n > 0 && (size_t)n < cap;
 }
 
-/* Transcribes one file and prints it in the chosen format. Returns the
- * file's exit code (0 / 1). */
-static int do_file(const ctx *c, const char *path, bool several) {
-    const cli_opts *o = c->o;
-    bool report = o->format == CLI_FMT_REPORT;
-    float *pcm = c->pcm;
-    int n = c->n;
-    transcribe_status st = TRANSCRIBE_OK;
-    if (pcm) {
-        /* decoded and transcribed by a --batch-size group */
-    } else if (strcmp(path, "-") == 0) {
+/* Reads one input at the model's rate under the input rule (README): a
+ * directory or an empty file is an error; a file that decodes to no samples
+ * is an error; anything else is used, however short (a warning under
+ * 0.1 s). Returns false (the reason printed) or *pcm / *n to free. */
+static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out_n) {
+    float *pcm = NULL;
+    int n = 0;
+    transcribe_status st;
+    if (strcmp(path, "-") == 0) {
         st = load_stdin(c->rate, &pcm, &n);
     } else {
         /* The input rule (README): a directory or an empty file is an error;
@@ -403,27 +429,102 @@ static int do_file(const ctx *c, const char *path, bool several) {
         struct stat sb;
         if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             fprintf(stderr, "error: cannot read audio '%s': it is a directory\n", path);
-            return 1;
+            return false;
         }
         if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0) {
             fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
-            return 1;
+            return false;
         }
         st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
     }
     if (st == TRANSCRIBE_OK && n <= 0) {
         transcribe_audio_free(pcm);
         fprintf(stderr, "error: cannot read audio '%s': no samples\n", path);
-        return 1;
+        return false;
     }
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
-        return 1;
+        return false;
     }
     if (n < c->rate / 10) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN, "%s: only %d samples (%.3f s) of audio", path, n,
                 (double)n / (double)c->rate);
     }
+    *out_pcm = pcm;
+    *out_n = n;
+    return true;
+}
+
+/* --detect-language: the spoken language of the input's first 30 s and
+ * the model's probability for it ("n/a" / null where the family gives
+ * none), one line per input (or one JSON object with -f json). */
+static int do_detect(const ctx *c, const char *path, bool several) {
+    float *pcm = NULL;
+    int n = 0;
+    if (!load_input(c, path, &pcm, &n)) return 1;
+    const char *code = NULL;
+    float prob = NAN;
+    transcribe_status st = transcribe_detect_language(c->s, pcm, n, &code, &prob);
+    transcribe_audio_free(pcm);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "error: %s: language detection failed: %s\n", path,
+                transcribe_status_string(st));
+        return 1;
+    }
+    if (c->o->format == CLI_FMT_JSON) {
+        printf("{\"file\":");
+        cli_json_str(stdout, path);
+        printf(",\"language\":");
+        cli_json_str(stdout, code);
+        if (isnan(prob))
+            printf(",\"probability\":null}\n");
+        else
+            printf(",\"probability\":%.4f}\n", (double)prob);
+        return 0;
+    }
+    if (several) printf("%s: ", path);
+    if (isnan(prob))
+        printf("%s (probability n/a: this model names the language without a score)\n", code);
+    else
+        printf("%s (p = %.4f)\n", code, (double)prob);
+    return 0;
+}
+
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+                          bool have_result, const char *model, double duration_s,
+                          transcribe_status st) {
+    bool all_ok = true;
+    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
+        if (!(o->output_formats & (1u << k))) continue;
+        char file[4096];
+        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
+            fprintf(stderr, "error: output path too long for '%s'\n", path);
+            all_ok = false;
+            continue;
+        }
+        FILE *f = fopen(file, "w");
+        bool ok = f && cli_emit(f, (cli_format)k, res, have_result, path, model, duration_s, st,
+                                o->json_tokens, false);
+        if (f && fclose(f) != 0) ok = false;
+        if (!ok) {
+            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
+            all_ok = false;
+        } else if (!o->quiet) {
+            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
+        }
+    }
+    return all_ok;
+}
+
+/* Transcribes one file and prints it in the chosen format. Returns the
+ * file's exit code (0 / 1). */
+static int do_file(const ctx *c, const char *path, bool several) {
+    const cli_opts *o = c->o;
+    bool report = o->format == CLI_FMT_REPORT;
+    float *pcm = c->pcm; /* decoded and transcribed by a --batch-size group, or NULL */
+    int n = c->n;
+    transcribe_status st;
+    if (!pcm && !load_input(c, path, &pcm, &n)) return 1;
     double duration = (double)n / (double)c->rate;
     if (report) {
         printf("audio: %s\n  samples:    %d\n  duration:   %.3f s\n  sample rate %d Hz mono "
@@ -449,7 +550,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
         plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
     progress prog = {0};
     prog.lines = !isatty(STDERR_FILENO);
-    prog.enabled = !o->quiet && (o->print_progress || (!prog.lines && duration > 30.0));
+    prog.forced = o->print_progress;
+    prog.enabled = o->print_progress || (!o->quiet && !prog.lines && duration > 30.0);
+    prog.last_pct = -1;
     prog.chunked = plan.split;
     const char *base = strrchr(path, '/');
     prog.name = base ? base + 1 : path;
@@ -458,6 +561,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
     prog.t0 = prog.last = now_s();
     g_progress_line = &prog;
     transcribe_set_abort_callback(c->s, abort_cb, &prog);
+    transcribe_set_progress_callback(c->s, progress_cb, &prog);
     fflush(stdout);
     cli_result res;
     cli_result_init(&res);
@@ -475,9 +579,11 @@ static int do_file(const ctx *c, const char *path, bool several) {
     }
     double run_ms = (now_s() - prog.t0) * 1000.0;
     if (!plan.split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
+    if (st == TRANSCRIBE_OK) show_progress(&prog, true);
     clear_progress();
     g_progress_line = NULL;
     transcribe_set_abort_callback(c->s, NULL, NULL);
+    transcribe_set_progress_callback(c->s, NULL, NULL);
     transcribe_audio_free(pcm);
     if (g_interrupted) fprintf(stderr, "interrupted: printing the partial transcript\n");
 
@@ -486,6 +592,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
                        st == TRANSCRIBE_ERR_ABORTED;
     if (have_result && !plan.split) cli_result_append(&res, c->s, c->batch_row, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
+    if (have_result && !o->language && res.language[0]) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "%s: detected language: %s", path, res.language);
+    }
     res.shape = o->shape;
     if (res.oom) {
         fprintf(stderr, "error: out of memory while collecting the result\n");
@@ -506,25 +615,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
         fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
     }
-    for (int k = CLI_FMT_TXT; o->output_dir && k <= CLI_FMT_VTT; k++) {
-        if (!(o->output_formats & (1u << k))) continue;
-        char file[4096];
-        if (!output_path(o->output_dir, path, (cli_format)k, file, sizeof file)) {
-            fprintf(stderr, "error: output path too long for '%s'\n", path);
-            rc = 1;
-            continue;
-        }
-        FILE *f = fopen(file, "w");
-        bool ok = f && cli_emit(f, (cli_format)k, &res, have_result, path, model, duration, st,
-                                o->json_tokens, false);
-        if (f && fclose(f) != 0) ok = false;
-        if (!ok) {
-            fprintf(stderr, "error: cannot write %s: %s\n", file, strerror(errno));
-            rc = 1;
-        } else if (!o->quiet) {
-            cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "wrote %s", file);
-        }
-    }
+    if (!cli_write_output_dir(o, path, &res, have_result, model, duration, st)) rc = 1;
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     /* The stage timings (transcribe-cli's line), then the run's wall time
      * and its real-time factor (wall time / audio length; < 1 is faster
@@ -624,6 +715,18 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
         fprintf(stderr,
                 "error: -l %s: unsupported language; this model's languages are: ", o->language);
         print_codes(caps->languages, caps->n_languages);
+        return false;
+    }
+    if (o->detect_language && !caps->supports_language_detect) {
+        fprintf(stderr, "error: --detect-language: this model cannot detect the language");
+        if (caps->n_languages == 1) {
+            fprintf(stderr, "; it transcribes one language: %s\n", caps->languages[0]);
+        } else if (caps->n_languages > 1) {
+            fprintf(stderr, "; it is told one with -l CODE, from: ");
+            print_codes(caps->languages, caps->n_languages);
+        } else {
+            fputc('\n', stderr);
+        }
         return false;
     }
     if (o->language_auto && !caps->supports_language_detect && caps->n_languages > 1) {
@@ -844,14 +947,17 @@ int main(int argc, char **argv) {
              0,
              -1};
     rc = 0;
-    int group = o.batch_size > 1 && o.stream_chunk_ms <= 0 && o.n_audio > 1 ? o.batch_size : 1;
+    int group = o.batch_size > 1 && o.stream_chunk_ms <= 0 && o.n_audio > 1 && !o.detect_language
+                    ? o.batch_size
+                    : 1;
     for (int i = 0; i < o.n_audio && !g_interrupted; i += group) {
         if (group > 1 &&
             run_group(&c, o.audio + i, o.n_audio - i < group ? o.n_audio - i : group, &rc)) {
             continue;
         }
+        int (*each)(const ctx *, const char *, bool) = o.detect_language ? do_detect : do_file;
         for (int k = i; k < i + group && k < o.n_audio && !g_interrupted; k++) {
-            if (do_file(&c, o.audio[k], o.n_audio > 1) != 0) rc = 1;
+            if (each(&c, o.audio[k], o.n_audio > 1) != 0) rc = 1;
         }
     }
     if (g_interrupted) rc = 1;

@@ -77,6 +77,20 @@ int inspect_detokenize(int argc, char **argv) {
         free(ids);
         return 1;
     }
+    /* An id outside the vocabulary names no token: an error, not an empty line. */
+    int n_vocab = tr_tokenizer_n_vocab(t);
+    for (int i = 0; i < argc - 1; i++) {
+        if (ids[i] < 0 || ids[i] >= n_vocab) {
+            fprintf(stderr,
+                    "transcribe-inspect: token id %d is out of range (the vocabulary has ids 0 to "
+                    "%d)\n",
+                    (int)ids[i], n_vocab - 1);
+            free(ids);
+            tr_tokenizer_free(t);
+            tr_gguf_close(f);
+            return 1;
+        }
+    }
     char *s = tr_tokenizer_decode(t, ids, argc - 1, false);
     int rc = s ? 0 : 1;
     if (s) printf("%s\n", s);

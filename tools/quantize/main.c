@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf/ggml_bin.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "policy.h"
@@ -68,6 +69,53 @@ static bool copy_metadata(gguf_writer *w, const gguf_file *in, const qp_preset *
     return true;
 }
 
+/* Tensors the preset could not give its type, grouped by (wanted type,
+ * written type, row length): the fallback is reported, never silent. */
+typedef struct fallback_group {
+    int wanted, got;
+    int64_t ne0;
+    int count;
+    const char *first; /* a tensor name, for the message */
+} fallback_group;
+
+enum { MAX_FALLBACK_GROUPS = 64 };
+
+typedef struct fallbacks {
+    fallback_group g[MAX_FALLBACK_GROUPS];
+    int n, total, ungrouped;
+} fallbacks;
+
+static void note_fallback(fallbacks *fb, int wanted, int got, int64_t ne0, const char *name) {
+    fb->total++;
+    for (int i = 0; i < fb->n; i++) {
+        fallback_group *g = &fb->g[i];
+        if (g->wanted == wanted && g->got == got && g->ne0 == ne0) {
+            g->count++;
+            return;
+        }
+    }
+    if (fb->n == MAX_FALLBACK_GROUPS) {
+        fb->ungrouped++;
+        return;
+    }
+    fb->g[fb->n++] = (fallback_group){wanted, got, ne0, 1, name};
+}
+
+static void print_fallbacks(const fallbacks *fb, const qp_preset *p) {
+    if (fb->total == 0) return;
+    printf("fallback: %d tensors could not take the preset's type (%s keeps a tensor's rows in "
+           "whole blocks):\n",
+           fb->total, p->name);
+    for (int i = 0; i < fb->n; i++) {
+        const fallback_group *g = &fb->g[i];
+        printf("  %d x %s -> %s: rows of %lld values are not a multiple of %s's %d-value block "
+               "(e.g. %s)\n",
+               g->count, tr_type_name(g->wanted), tr_type_name(g->got), (long long)g->ne0,
+               tr_type_name(g->wanted), tr_type_block(g->wanted), g->first);
+    }
+    if (fb->ungrouped) printf("  %d more in other groups\n", fb->ungrouped);
+}
+
 /* Converts one tensor to `type` into a malloc'ed buffer (rows at a time). */
 static void *convert_tensor(const tr_tensor *t, int type) {
     int64_t ne0 = t->ne[0];
@@ -94,11 +142,36 @@ static void *convert_tensor(const tr_tensor *t, int type) {
     return out;
 }
 
+/* Whether the file starts with the legacy whisper.cpp magic ("lmgg"). */
+static bool is_ggml_bin(const char *path) {
+    unsigned char head[4];
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool bin = fread(head, 1, 4, f) == 4 && tr_ggml_bin_sniff(head, 4);
+    fclose(f);
+    return bin;
+}
+
 static int quantize(const char *in_path, const char *out_path, const qp_preset *p) {
     printf("transcribe-quantize: %s -> %s (preset %s)\n", in_path, out_path, p->name);
+    if (is_ggml_bin(in_path)) {
+        fprintf(stderr,
+                "transcribe-quantize: %s is a legacy whisper.cpp .bin file; this tool reads and "
+                "writes GGUF only.\n"
+                "  A .bin header has no GGUF metadata (model name, languages, special-token "
+                "table, front-end\n"
+                "  parameters) to copy, so it is not converted. `transcribe -m %s` runs it "
+                "as it is;\n"
+                "  to quantize, start from the model's GGUF file (transcribe.cpp publishes every "
+                "Whisper size).\n",
+                in_path, in_path);
+        return 1;
+    }
     gguf_file *in = NULL;
-    if (tr_gguf_open(in_path, &in) != TRANSCRIBE_OK) {
-        fprintf(stderr, "transcribe-quantize: cannot read %s\n", in_path);
+    transcribe_status ost = tr_gguf_open(in_path, &in);
+    if (ost != TRANSCRIBE_OK) {
+        fprintf(stderr, "transcribe-quantize: cannot read %s: %s\n", in_path,
+                ost == TRANSCRIBE_ERR_FILE_NOT_FOUND ? "no such file" : "not a valid GGUF file");
         return 1;
     }
     int64_t n = tr_gguf_n_tensors(in);
@@ -106,6 +179,7 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     gguf_writer *w = tr_gguf_writer_create();
     type_stats sin = {{0}, {0}}, sout = {{0}, {0}};
     int requantized = 0, copied = 0, rc = 1;
+    fallbacks fb = {0};
     if (!w || !copy_metadata(w, in, p)) {
         fprintf(stderr, "transcribe-quantize: out of memory copying metadata\n");
         goto done;
@@ -120,6 +194,8 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     for (int64_t i = 0; i < n; i++) {
         const tr_tensor *t = tr_gguf_tensor_at(in, i);
         int type = qp_choose_type(p, t->name, t->ne[0]);
+        int wanted = qp_wanted_type(p, t->name);
+        if (type != wanted) note_fallback(&fb, wanted, type, t->ne[0], t->name);
         sin.count[t->type]++;
         sin.bytes[t->type] += (double)t->nbytes;
         const void *data = t->data;
@@ -154,6 +230,7 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     print_stats("input tensor types:", "total (input)", &sin);
     print_stats("output tensor types:", "total (output)", &sout);
     printf("processed: %d requantized, %d copied\n", requantized, copied);
+    print_fallbacks(&fb, p);
     if (tr_gguf_writer_write(w, out_path) != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-quantize: cannot write %s\n", out_path);
         goto done;

@@ -95,26 +95,25 @@ static bool fits(int type, int64_t ne0) {
     return block > 0 && ne0 % block == 0;
 }
 
-int qp_choose_type(const qp_preset *p, const char *name, int64_t ne0) {
-    int type;
+int qp_wanted_type(const qp_preset *p, const char *name) {
     switch (qp_classify(name)) {
     case QP_NORM:
-        return TR_F32;
     case QP_CONV:
         return TR_F32;
     case QP_CONV_PW:
         return TR_F16;
     case QP_EMBED:
-        type = p->embed;
-        break;
+        return p->embed;
     case QP_ATTN_OUT:
-        type = p->attn_out;
-        break;
+        return p->attn_out;
     default:
-        type = p->linear;
-        break;
+        return p->linear;
     }
-    if (fits(type, ne0)) return type;
+}
+
+int qp_choose_type(const qp_preset *p, const char *name, int64_t ne0) {
+    int type = qp_wanted_type(p, name);
+    if (type == TR_F32 || fits(type, ne0)) return type;
     if (fits(p->fallback, ne0)) return p->fallback;
     return TR_F16;
 }

@@ -31,5 +31,9 @@ const char *qp_preset_names(void);
 qp_bucket qp_classify(const char *name);
 /* Output type of a tensor with row length ne0 under the preset. */
 int qp_choose_type(const qp_preset *p, const char *name, int64_t ne0);
+/* The type the preset names for the tensor's bucket before the block-size
+ * fallback: where it differs from qp_choose_type, the rows (ne0 values)
+ * are not a whole number of that type's blocks. */
+int qp_wanted_type(const qp_preset *p, const char *name);
 
 #endif

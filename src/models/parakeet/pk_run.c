@@ -77,10 +77,23 @@ typedef struct run_state {
     bool dirty;    /* the input holds non-finite samples */
     int prompt_id; /* -1: no prompt MLP */
     double mel_ms, enc_ms, dec_ms;
+    /* progress: this window covers [f0, f1) of the input's encoder frames */
+    double f0, f1;
+    int layer, n_layers;
 } run_state;
 
 static bool abort_cb(void *user) {
     return tr_run_should_abort((const tr_run_ctx *)user);
+}
+
+/* The encoder polls before each layer: also the progress tick (the layers
+ * take ~90% of a window's time, the decoder the rest). */
+static bool enc_abort_cb(void *user) {
+    run_state *r = user;
+    double within = r->n_layers > 0 ? 0.9 * r->layer / r->n_layers : 0.0;
+    r->layer++;
+    tr_run_report_progress(r->ctx, r->f0 + (r->f1 - r->f0) * within);
+    return tr_run_should_abort(r->ctx);
 }
 
 /* Encodes and decodes samples [a, b) into out (window-local frames). */
@@ -109,7 +122,9 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
         free(mel);
         return T <= 0 ? TRANSCRIBE_ERR_INVALID_ARG : TRANSCRIBE_ERR_OOM;
     }
-    st = tr_fc_forward(m->enc, s->pool, s->fc, mel, T_mel, s->enc_out, NULL, abort_cb, r->ctx);
+    r->layer = 0;
+    r->n_layers = tr_fc_get_hparams(m->enc)->n_layers;
+    st = tr_fc_forward(m->enc, s->pool, s->fc, mel, T_mel, s->enc_out, NULL, enc_abort_cb, r);
     free(mel);
     double t2 = tr_time_ms();
     r->enc_ms += t2 - t1;
@@ -122,6 +137,7 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
     }
     st = tr_pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
     r->dec_ms += tr_time_ms() - t2;
+    if (st == TRANSCRIBE_OK) tr_run_report_progress(r->ctx, r->f1);
     return st;
 }
 
@@ -151,6 +167,8 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
         int64_t a = (int64_t)start * spf;
         int64_t b = last ? r->n : (int64_t)end * spf;
         cur.n = 0;
+        r->f0 = total > 0 ? (double)start / total : 0.0;
+        r->f1 = total > 0 ? (double)end / total : 1.0;
         st = run_window(r, a, b, &cur);
         for (int i = 0; i < cur.n; i++) cur.v[i].frame += start;
         if (st != TRANSCRIBE_OK) break;
@@ -192,7 +210,7 @@ transcribe_status tr_pk_validate_run(const pk_model *m, const struct transcribe_
 transcribe_status tr_pk_run(pk_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const pk_model *m = s->m;
     tr_result *res = ctx->result;
-    run_state r = {s, ctx, pcm, n_samples, false, -1, 0, 0, 0};
+    run_state r = {s, ctx, pcm, n_samples, false, -1, 0, 0, 0, 0.0, 1.0, 0, 0};
     if (m->prompt.n_prompts > 0) {
         r.prompt_id = tr_pk_prompt_id(&m->prompt, ctx->params->language);
         if (r.prompt_id < 0) return tr_pk_validate_run(m, ctx->params);

@@ -343,9 +343,15 @@ static transcribe_status detect_language(wh_runstate *r) {
         TR_ERROR("whisper: no language token can be resolved for detection");
         return TRANSCRIBE_ERR_GGUF;
     }
+    /* Its probability among the language tokens (softmax over their logits). */
+    double sum = 0.0;
+    for (int i = 0; i < m->n_lang; i++) {
+        if (m->lang_tok[i] >= 0) sum += exp((double)s->work[m->lang_tok[i]] - (double)bv);
+    }
+    r->ctx->language_prob = (float)(1.0 / sum);
     r->lang_idx = best;
     r->lang_tok = m->lang_tok[best];
-    TR_DEBUG("whisper: detected language '%s'", m->lang[best]);
+    TR_DEBUG("whisper: detected language '%s' (p = %.3f)", m->lang[best], 1.0 / sum);
     return TRANSCRIBE_OK;
 }
 
@@ -585,7 +591,7 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
             double td = tr_time_ms();
             st = detect_language(r);
             r->dec_ms += tr_time_ms() - td;
-            if (st != TRANSCRIBE_OK) break;
+            if (st != TRANSCRIBE_OK || r->ctx->detect_only) break;
         }
         bool cond = r->o.cond_prev && !(prev_temp >= 0.5f);
         int sot_row = 0;
@@ -644,6 +650,7 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         first = false;
         if (no_speech) {
             seek += n_real;
+            tr_run_report_progress(r->ctx, (double)seek / total);
             continue;
         }
         int advance = n_real;
@@ -676,6 +683,7 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
             break;
         }
         seek += advance;
+        tr_run_report_progress(r->ctx, (double)seek / total);
     }
     free(segs);
     free(prefix_logits);
