@@ -124,7 +124,13 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     c.scratch_floats = (tr_attn_scratch_floats(a.head_dim) + 63) / 64 * 64;
     const long n_units = (long)(a.n_head / c.heads) * c.n_qb;
     const int nth = n_units > 1 ? tr_pool_n_threads(pool) : 1;
-    c.scratch = aligned_alloc(64, sizeof(float) * (size_t)c.scratch_floats * (size_t)nth);
+    /* the pool's scratch, reused across calls: a decoder step attends once
+     * per layer, and a fresh allocation of this size is mapped, faulted in
+     * and unmapped every time (about a tenth of a step) */
+    const size_t need = (size_t)c.scratch_floats * (size_t)nth;
+    float *own = NULL;
+    c.scratch = tr_pool_scratch(pool, need);
+    if (!c.scratch) c.scratch = own = aligned_alloc(64, sizeof(float) * need);
     if (!c.scratch) {
         TR_ERROR("attention: out of memory for scratch");
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
@@ -151,7 +157,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         tr_pool_run(pool, attn_worker, &c); /* workers past n_units find nothing */
     else
         attn_worker(&c, 0, 1);
-    free(c.scratch);
+    free(own);
     free(packed);
 }
 

@@ -37,6 +37,8 @@ struct tr_pool {
     atomic_int failures; /* TR_POOL_FAIL_* bits, see tr_pool_note_failure */
     tr_pool_fn fn;
     void *ctx;
+    float *scratch; /* tr_pool_scratch */
+    size_t scratch_floats;
 };
 
 /* Busy-wait step i: pause at first, then yield so an oversubscribed or
@@ -142,6 +144,7 @@ void tr_pool_free(tr_pool *pool) {
     pthread_cond_destroy(&pool->done_cv);
     free(pool->threads);
     free(pool->args);
+    free(pool->scratch);
     free(pool);
 }
 
@@ -178,6 +181,19 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
     while (atomic_load_explicit(&pool->done, memory_order_acquire) != pool->n)
         pthread_cond_wait(&pool->done_cv, &pool->mu);
     pthread_mutex_unlock(&pool->mu);
+}
+
+float *tr_pool_scratch(tr_pool *pool, size_t floats) {
+    if (!pool) return NULL;
+    if (floats > pool->scratch_floats) {
+        size_t n = (floats + 15) / 16 * 16; /* aligned_alloc: a multiple of the alignment */
+        float *p = aligned_alloc(64, n * sizeof(float));
+        if (!p) return NULL;
+        free(pool->scratch);
+        pool->scratch = p;
+        pool->scratch_floats = n;
+    }
+    return pool->scratch;
 }
 
 int tr_default_n_threads(void) {

@@ -7,6 +7,8 @@
 #ifndef TR_TENSOR_POOL_H
 #define TR_TENSOR_POOL_H
 
+#include <stddef.h>
+
 typedef struct tr_pool tr_pool;
 typedef void (*tr_pool_fn)(void *ctx, int ith, int nth);
 
@@ -26,6 +28,15 @@ enum { TR_POOL_FAIL_OOM = 1, TR_POOL_FAIL_INVALID = 2 };
 void tr_pool_note_failure(tr_pool *pool, int kind);
 /* Kinds noted since the last take (bit mask, 0 = none); clears them. */
 int tr_pool_take_failures(tr_pool *pool);
+
+/* Scratch that lives with the pool, for kernels called hundreds of times a
+ * run (a decoder step's attention): `floats` floats, 64-byte aligned, kept
+ * and reused until a larger request or tr_pool_free, so a step does not map,
+ * fault in and unmap fresh pages every call. Only the thread that submits
+ * runs may ask, between runs; the buffer is the caller's until its next
+ * request (split it by part index: parts never overlap in time on one
+ * index). NULL on OOM or for a NULL pool (then allocate yourself). */
+float *tr_pool_scratch(tr_pool *pool, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);
