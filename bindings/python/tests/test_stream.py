@@ -1,8 +1,8 @@
 """model.stream(): committed text only grows; finalize commits the rest.
 
-Until the library streams a model of this checkout (a family reports
-capabilities.streaming), the streaming tests skip with that reason and the
-refusal itself is tested."""
+Every family streams (natively or through the library's generic window
+driver); a library that streams none of the test models skips with that
+reason."""
 
 from __future__ import annotations
 
@@ -27,15 +27,6 @@ def streaming_model(lib):
         m.close()
     pytest.skip("no test model reports streaming support (transcribe_capabilities."
                 "supports_streaming is false for every family this library runs)")
-
-
-def test_non_streaming_model_refuses_with_not_implemented(model):
-    if model.info.capabilities.streaming:
-        pytest.skip("the bundled model streams")
-    with pytest.raises(transcribe.UnsupportedError) as e:
-        model.stream()
-    assert e.value.status == 2 and "does not stream" in e.value.message
-    assert model.transcribe(need(SAMPLE)).text  # the model is unaffected
 
 
 def feed_all(stream, pcm, chunk):
