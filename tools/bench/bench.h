@@ -9,8 +9,8 @@ int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
 int bench_llm_batch(int argc, char **argv); /* bench_llm_batch.c */
-int bench_batch(int argc, char **argv); /* bench_batch.c: batched vs serial throughput */
-int bench_server(int argc, char **argv); /* bench_server.c: load on transcribe-server */
+int bench_batch(int argc, char **argv);     /* bench_batch.c: batched vs serial throughput */
+int bench_server(int argc, char **argv);    /* bench_server.c: load on transcribe-server */
 int bench_vad(int argc, char **argv);
 int bench_stream(int argc, char **argv);
 

@@ -47,8 +47,8 @@ typedef struct cli_result {
     int n_segs, n_words, n_toks, cap_segs, cap_words, cap_toks;
     int n_speaker_segments;
     int32_t speaker_base; /* chunked: speaker ids taken by earlier pieces */
-    bool chunked;      /* split at pauses (even into zero pieces: no speech) */
-    cli_chunk *chunks; /* the pieces of a split run */
+    bool chunked;         /* split at pauses (even into zero pieces: no speech) */
+    cli_chunk *chunks;    /* the pieces of a split run */
     int n_chunks, cap_chunks;
     double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
     bool oom;                            /* an append failed: the result is incomplete */
