@@ -166,6 +166,30 @@ static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {
     ctx->progress_cb((float)fraction, ctx->progress_user_data);
 }
 
+/* A share [lo, hi] of a run's progress filled by a step loop: pass
+ * tr_run_span_step as nn/greedy's on_step with the span as its user. */
+typedef struct tr_run_span {
+    tr_run_ctx *ctx;
+    double lo, hi;
+} tr_run_span;
+
+static inline void tr_run_span_report(tr_run_span *span, int done, int total) {
+    double f = total > 0 ? (double)done / total : 1.0;
+    if (f > 1.0) f = 1.0;
+    if (f < 0.0) f = 0.0;
+    tr_run_report_progress(span->ctx, span->lo + (span->hi - span->lo) * f);
+}
+
+static inline void tr_run_span_step(void *span, int n_gen, int n_most) {
+    tr_run_span_report(span, n_gen, n_most);
+}
+
+/* The split the encoder-decoder LLM families share: audio front end and
+ * encoder up to TR_RUN_ENCODED, the prompt prefill up to 0.5, the greedy
+ * steps the rest (a step loop that ends early jumps to 1.0). */
+#define TR_RUN_ENCODED          0.4
+#define TR_RUN_DECODE_SPAN(ctx) ((tr_run_span){(ctx), 0.5, 1.0})
+
 /* Per-call context of a stream (ADDED for streaming families; see the
  * stream_* hooks below). The dispatcher owns the commit policy and the
  * committed/tentative views; the family only maintains the raw hypothesis. */

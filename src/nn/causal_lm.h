@@ -138,6 +138,8 @@ typedef struct tr_clm_greedy_cfg {
     bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
     int repeat_max_period, repeat_min_repeats, repeat_min_tokens; /* nn/greedy.h guard; 0 = off */
+    void (*on_step)(void *user, int n_gen, int n_most); /* nn/greedy.h progress hook; may be NULL */
+    void *step_user;
 } tr_clm_greedy_cfg;
 
 /* Greedy decoding of one utterance in cache slot 0 from the prefill token

@@ -30,9 +30,14 @@ transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_gr
                                 int first_tok, int T_prompt, int32_t *out, int *n_out) {
     step_ctx c = {st, pool};
     tr_greedy_cfg g = {
-        cfg->eos,        cfg->max_new,
-        cfg->max_n_kv,   cfg->should_abort,
-        cfg->abort_user, {cfg->repeat_max_period, cfg->repeat_min_repeats, cfg->repeat_min_tokens}};
+        .eos = cfg->eos,
+        .max_new = cfg->max_new,
+        .max_n_kv = cfg->max_n_kv,
+        .should_abort = cfg->should_abort,
+        .abort_user = cfg->abort_user,
+        .repeat = {cfg->repeat_max_period, cfg->repeat_min_repeats, cfg->repeat_min_tokens},
+        .on_step = cfg->on_step,
+        .step_user = cfg->step_user};
     transcribe_status rc = tr_greedy_loop(&g, one_step, &c, first_tok, T_prompt, out, n_out);
     if (rc == TRANSCRIBE_ERR_ABORTED)
         TR_WARN("causal_lm: aborted after %d generated tokens", *n_out);

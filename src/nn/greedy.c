@@ -25,6 +25,9 @@ transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn ste
     if (cfg->max_new < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     int32_t tok = first_tok;
     int n_gen = 1, n_past = T_prompt;
+    const int64_t window_most = (int64_t)cfg->max_n_kv - T_prompt + 1;
+    const int n_most =
+        window_most < cfg->max_new ? (int)(window_most > 1 ? window_most : 1) : cfg->max_new;
     if (tok != cfg->eos) out[(*n_out)++] = tok;
     while (tok != cfg->eos && n_gen < cfg->max_new && n_past + 1 <= cfg->max_n_kv) {
         if (cfg->should_abort && cfg->should_abort(cfg->abort_user)) return TRANSCRIBE_ERR_ABORTED;
@@ -34,6 +37,7 @@ transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn ste
         tok = next;
         n_gen++;
         n_past++;
+        if (cfg->on_step) cfg->on_step(cfg->step_user, n_gen, n_most);
         if (tok != cfg->eos) {
             out[(*n_out)++] = tok;
             int period = 0, keep = tr_repeat_keep(&cfg->repeat, out, *n_out, &period);

@@ -40,6 +40,11 @@ typedef struct tr_greedy_cfg {
     bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
     tr_repeat_guard repeat; /* zero = off */
+    /* Optional progress hook (NULL = none): after every step, with the
+     * tokens generated so far (counting the prefill token) and the most the
+     * loop can generate (budget or window, whichever is smaller). */
+    void (*on_step)(void *user, int n_gen, int n_most);
+    void *step_user;
 } tr_greedy_cfg;
 
 /* out (capacity max_new) receives the generated ids without a trailing

@@ -326,6 +326,35 @@ static void progress_lines(const char *whisper, const char *wav, const char *lon
     CHECK_MSG(count(g_err, "progress: ") >= 3 && strstr(g_err, "(100%)"), "%s", g_err);
 }
 
+/* Progress from inside the encoder and the decoder steps of the Canary and
+ * causal-LM families (the tiny models of tests/data on a committed clip):
+ * more than two distinct percentages, rising, ending at 100 %. */
+static void family_progress(void) {
+    static const char *const models[] = {
+        "canary/tiny-canary/tiny-canary-ref-F16.gguf",
+        "qwen3_asr/tiny/qwen3-asr-tiny-ref-F16.gguf",
+        "granite/tiny-1b/granite-tiny-1b-ref-F16.gguf",
+        "moss/tiny/moss-tiny-ref-F16.gguf",
+    };
+    char wav[1024], model[1024], args[4096];
+    snprintf(wav, sizeof wav, "%s/tests/data/moss/mix.wav", TR_SOURCE_DIR);
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        snprintf(model, sizeof model, "%s/tests/data/%s", TR_SOURCE_DIR, models[i]);
+        snprintf(args, sizeof args, "-q -m '%s' --print-progress '%s'", model, wav);
+        EXPECT_RUN(NULL, args, 0, g_err, "progress: mix.wav: ");
+        int last = -1, n_values = 0;
+        bool rising = true;
+        for (const char *p = strstr(g_err, "progress: "); p; p = strstr(p + 1, "progress: ")) {
+            const char *pct = strchr(p, '(');
+            int v = pct ? atoi(pct + 1) : -1;
+            rising = rising && v > last;
+            last = v;
+            n_values++;
+        }
+        CHECK_MSG(rising && n_values > 2 && last == 100, "%s: %s", models[i], g_err);
+    }
+}
+
 /* Canary: a model without segment times still gives JSON the cue SRT has
  * (not t0 = t1 = 0), and the Whisper-only flags get one warning. */
 static void canary(const char *wav) {
@@ -448,6 +477,7 @@ int main(int argc, char **argv) {
     }
     g_bin = argv[1];
     bad_inputs();
+    family_progress();
     char model[1024], wav[1024];
     snprintf(model, sizeof model, "%s/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf",
              TR_SOURCE_DIR);

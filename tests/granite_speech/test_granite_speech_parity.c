@@ -79,7 +79,7 @@ static void check_front(const gs_model *m, const char *cfg, const clip *c, const
     CHECK(T == tr_gs_enc_frames(m, c->n));
     snprintf(name, sizeof name, "%s.mel.npy", c->stem);
     cmp_tensor(cfg, name, x, T, m->enc.in_dim, TOL_MEL, false, &g_worst_mel, dt);
-    if (x) CHECK(tr_gs_encode(m, NULL, x, T, &enc) == TRANSCRIBE_OK);
+    if (x) CHECK(tr_gs_encode(m, NULL, x, T, &enc, NULL) == TRANSCRIBE_OK);
     snprintf(name, sizeof name, "%s.enc.npy", c->stem);
     cmp_tensor(cfg, name, enc, T, m->proj.enc_d, TOL_ENC, true, &g_worst_enc, dt);
     if (enc) CHECK(tr_gs_project(m, NULL, enc, T, &audio, &n_audio) == TRANSCRIBE_OK);

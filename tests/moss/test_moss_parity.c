@@ -210,7 +210,7 @@ static void check_front(const ms_model *m, const clip *c, const char *dt) {
     int64_t row = 0;
     float *audio = NULL, *trim = NULL;
     int T_enc = 0;
-    CHECK(tr_ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim) == TRANSCRIBE_OK);
+    CHECK(tr_ms_encode(s, c->pcm, c->n, &audio, &T_enc, &trim, NULL) == TRANSCRIBE_OK);
     CHECK(T_enc == tr_ms_audio_tokens(m, c->n));
     for (int k = 0; k < c->n_chunks; k++) {
         const int64_t start = (int64_t)k * m->n_chunk;

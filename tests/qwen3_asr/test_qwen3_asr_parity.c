@@ -118,7 +118,7 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
         }
         npy_free(&g);
     }
-    CHECK(tr_qa_encode(m, NULL, mel, T_mel, &enc, &T_enc) == TRANSCRIBE_OK);
+    CHECK(tr_qa_encode(m, NULL, mel, T_mel, &enc, &T_enc, NULL) == TRANSCRIBE_OK);
     CHECK(T_enc == tr_qa_enc_frames(m, c->n));
     const bool q8 = strcmp(dt, "Q8_0") == 0;
     snprintf(name, sizeof name, "%s.enc%s.npy", c->stem, dt_sfx(dt));

@@ -24,12 +24,21 @@ transcribe_status tr_cn_validate_run(const cn_model *m, const struct transcribe_
     return tr_cn_build_prompt(m, p, &pr);
 }
 
+/* Progress: the encoder fills the first half (a tick before each layer),
+ * the decoder steps the second (steps done / budget), 1.0 at the end. */
+#define CN_ENC_SHARE 0.5
+
 typedef struct abort_ctx {
-    const tr_run_ctx *ctx;
+    tr_run_ctx *ctx;
+    int layer, n_layers;
 } abort_ctx;
 
+/* Polled before each encoder layer: also the progress tick. */
 static bool enc_should_abort(void *user) {
-    return tr_run_should_abort(((const abort_ctx *)user)->ctx);
+    abort_ctx *ac = user;
+    tr_run_span enc = {ac->ctx, 0.0, CN_ENC_SHARE};
+    tr_run_span_report(&enc, ac->layer++, ac->n_layers);
+    return tr_run_should_abort(ac->ctx);
 }
 
 /* Text (§10): decode with control tokens dropped (unless kept), then remove
@@ -91,11 +100,14 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     step_ctx c = {s, T_enc, ctx};
+    tr_run_span dec = {ctx, CN_ENC_SHARE, 1.0};
     tr_greedy_cfg cfg = {.eos = eos,
                          .max_new = max_tokens,
                          .max_n_kv = s->n_ctx,
                          .should_abort = step_should_abort,
-                         .abort_user = &c};
+                         .abort_user = &c,
+                         .on_step = tr_run_span_step,
+                         .step_user = &dec};
     transcribe_status st =
         tr_greedy_loop(&cfg, decode_step, &c, tr_argmax(s->logits, V), pr->n, out, n_out);
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
@@ -144,7 +156,7 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->mel_ms = (float)(t1 - t0);
-    abort_ctx ac = {ctx};
+    abort_ctx ac = {ctx, 0, tr_fc_get_hparams(m->enc)->n_layers};
     if (st == TRANSCRIBE_OK) st = tr_cn_encode(s, mel, T_mel, &T_enc, enc_should_abort, &ac);
     free(mel);
     double t2 = tr_time_ms();
@@ -153,7 +165,10 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
 
     int32_t *out = s->last_ids;
     int n_out = 0;
+    tr_run_report_progress(ctx, CN_ENC_SHARE);
     st = greedy(s, &pr, T_enc, ctx, out, &n_out);
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+        tr_run_report_progress(ctx, 1.0);
     s->n_last = n_out;
     ctx->result->decode_ms = (float)(tr_time_ms() - t2);
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||

@@ -113,9 +113,10 @@ int tr_gs_audio_tokens(const gs_model *m, int64_t T_enc);
 /* Log-mel, normalised, stacked → x [T_enc][in_dim] (malloc'ed). */
 transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
                                     float **x, int *T_enc);
-/* Conformer of §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d] (malloc'ed). */
+/* Conformer of §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d] (malloc'ed).
+ * progress (may be NULL) is filled after each layer. */
 transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *x, int T_enc,
-                               float **out);
+                               float **out, tr_run_span *progress);
 /* Q-Former of §6.2 on enc [T_enc][enc_d] → audio [n_audio][lm.d_model] (malloc'ed). */
 transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T_enc,
                                 float **audio, int *n_audio);

@@ -149,7 +149,7 @@ static size_t max3(size_t a, size_t b, size_t c) {
 }
 
 transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *in, int T,
-                               float **out_p) {
+                               float **out_p, tr_run_span *progress) {
     *out_p = NULL;
     const gs_enc_hparams *e = &m->enc;
     const int d = e->d, n_parts = 1 + e->n_cat, C = e->ctx;
@@ -190,6 +190,7 @@ transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *in
                 part++;
             }
         if (l + 1 == e->n_layer / 2) ctc_bypass(m, pool, x, T, &w);
+        if (progress) tr_run_span_report(progress, l + 1, e->n_layer);
     }
     if (part != e->n_cat) {
         /* §12.2: an entry 0 validates but never captures */

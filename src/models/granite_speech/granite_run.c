@@ -34,9 +34,11 @@ static transcribe_status gate(const gs_session *s, int n_samples, const gs_promp
     return TRANSCRIBE_OK;
 }
 
-/* Front end, encoder and projector → audio rows (malloc'ed). */
+/* Front end, encoder and projector → audio rows (malloc'ed); the encoder
+ * layers report progress up to TR_RUN_ENCODED when progress is given. */
 static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_samples, float **audio,
-                                    int *n_audio, tr_result *res) {
+                                    int *n_audio, tr_result *res, tr_run_ctx *progress) {
+    tr_run_span enc_span = {progress, 0.0, TR_RUN_ENCODED};
     const gs_model *m = s->m;
     float *clean = NULL, *x = NULL, *enc = NULL;
     const float *in = tr_pcm_sanitized(pcm, n_samples, "granite_speech", &clean);
@@ -46,7 +48,8 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
     transcribe_status st = tr_gs_stacked_mel(m, s->dec.pool, in, n_samples, &x, &T_enc);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = tr_gs_encode(m, s->dec.pool, x, T_enc, &enc);
+    if (st == TRANSCRIBE_OK)
+        st = tr_gs_encode(m, s->dec.pool, x, T_enc, &enc, progress ? &enc_span : NULL);
     free(x);
     double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK) st = tr_gs_project(m, s->dec.pool, enc, T_enc, audio, n_audio);
@@ -75,9 +78,11 @@ static int run_steps(const gs_session *s, int T) {
 
 /* Gate, front end, encoder and projector of one utterance → its prompt
  * embeddings [T_prompt][d_model] (*x, malloc'ed): the prompt's text rows
- * with the audio rows at the placeholder span. */
+ * with the audio rows at the placeholder span. report: the encoder layers
+ * tick ctx's progress (a single run; a batch keeps per-piece progress). */
 static transcribe_status prepare_utt(gs_session *s, const gs_prompt *pr, const float *pcm,
-                                     int n_samples, tr_run_ctx *ctx, float **x, int *T_prompt) {
+                                     int n_samples, tr_run_ctx *ctx, bool report, float **x,
+                                     int *T_prompt) {
     const gs_model *m = s->m;
     *x = NULL;
     transcribe_status st = gate(s, n_samples, pr, T_prompt);
@@ -85,7 +90,8 @@ static transcribe_status prepare_utt(gs_session *s, const gs_prompt *pr, const f
     float *audio = NULL;
     int32_t *ids = NULL;
     int n_audio = 0;
-    if (st == TRANSCRIBE_OK) st = encode_utt(s, pcm, n_samples, &audio, &n_audio, ctx->result);
+    if (st == TRANSCRIBE_OK)
+        st = encode_utt(s, pcm, n_samples, &audio, &n_audio, ctx->result, report ? ctx : NULL);
     if (st == TRANSCRIBE_OK && pr->n_pre + n_audio + pr->n_post != *T_prompt) {
         TR_ERROR("granite_speech: %d audio rows disagree with the gate's prompt of %d", n_audio,
                  *T_prompt);
@@ -124,13 +130,14 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
     int T_prompt = 0;
     float *x = NULL;
     transcribe_status st = tr_gs_build_prompt(m, p, pr);
-    if (st == TRANSCRIBE_OK) st = prepare_utt(s, pr, pcm, n_samples, ctx, &x, &T_prompt);
+    if (st == TRANSCRIBE_OK) st = prepare_utt(s, pr, pcm, n_samples, ctx, true, &x, &T_prompt);
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     double t0 = tr_time_ms();
     const int n_ctx = run_ctx(s, T_prompt);
     if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     int first = -1;
     if (st == TRANSCRIBE_OK) {
+        tr_run_report_progress(ctx, TR_RUN_ENCODED);
         first = tr_clm_prefill(s->dec.lm, s->dec.pool, x, T_prompt, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
@@ -140,13 +147,19 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
     if (st == TRANSCRIBE_OK) {
         /* up to min(256, ceiling − T) non-EOS tokens, then one more EOS decision */
         const int steps = run_steps(s, T_prompt);
+        tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = steps + 1,
                                  .max_n_kv = n_ctx,
                                  .should_abort = tr_run_abort_poll,
-                                 .abort_user = ctx};
+                                 .abort_user = ctx,
+                                 .on_step = tr_run_span_step,
+                                 .step_user = &dec};
         int n_out = 0;
+        tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, T_prompt, s->last_ids, &n_out);
+        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            tr_run_report_progress(ctx, 1.0);
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out > steps) n_out = steps;
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t1;
@@ -197,7 +210,7 @@ transcribe_status tr_gs_run_batch(gs_session *s, const float *const *pcm, const 
         int T = 0;
         r->status = !pcm[i] || n_samples[i] <= 0
                         ? TRANSCRIBE_ERR_INVALID_ARG
-                        : prepare_utt(s, pr, pcm[i], n_samples[i], &ctxs[i], &rows[i].x, &T);
+                        : prepare_utt(s, pr, pcm[i], n_samples[i], &ctxs[i], false, &rows[i].x, &T);
         if (r->status == TRANSCRIBE_ERR_OOM || r->status == TRANSCRIBE_ERR_ABORTED) st = r->status;
         if (r->status != TRANSCRIBE_OK) continue;
         rows[i].T = T;

@@ -94,9 +94,10 @@ transcribe_status tr_ms_hotword_suffix(const ms_model *m, const char *const *ter
                                        int64_t room, int32_t **suffix, int *n_suffix, int *n_used);
 /* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
  * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
- * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. */
+ * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. progress
+ * (may be NULL) is filled after each chunk. */
 transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
-                               int *T_enc, float **enc_trim);
+                               int *T_enc, float **enc_trim, tr_run_span *progress);
 
 /* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
  * ctxs[i].result (partial text kept on OUTPUT_TRUNCATED); returns the

@@ -156,7 +156,7 @@ transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids
 /* ---- §5, §6 encoder, merge, adaptor ---- */
 
 transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
-                               int *T_enc, float **enc_trim) {
+                               int *T_enc, float **enc_trim, tr_run_span *progress) {
     const ms_model *m = s->m;
     const int D = m->enc.d_model, H = m->lm.d_model, R = m->merge;
     *out = NULL;
@@ -190,6 +190,9 @@ transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, f
             row += keep;
         }
         free(mel);
+        if (progress && st == TRANSCRIBE_OK)
+            tr_run_span_report(progress, (int)(start / m->n_chunk + 1),
+                               (int)((n_samples + m->n_chunk - 1) / m->n_chunk));
     }
     if (st == TRANSCRIBE_OK) {
         /* merged row j = rows Rj..Rj+R-1 side by side: the same memory */
@@ -313,7 +316,8 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     int *apos = NULL, T_enc = 0, n_ids = 0;
     double t0 = tr_time_ms();
     const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
-    st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+    tr_run_span enc = {ctx, 0.0, TR_RUN_ENCODED};
+    st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, &enc) : TRANSCRIBE_ERR_OOM;
     free(clean);
     double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
@@ -340,6 +344,7 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     s->dec.n_steps = 0;
     double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK) {
+        tr_run_report_progress(ctx, TR_RUN_ENCODED);
         first = prefill(s, ids, n_ids, audio, apos, T_enc, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
@@ -348,11 +353,14 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
         step_poll poll = {ctx, 0};
+        tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
                                  .should_abort = poll_step,
-                                 .abort_user = &poll};
+                                 .abort_user = &poll,
+                                 .on_step = tr_run_span_step,
+                                 .step_user = &dec};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
@@ -360,7 +368,10 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
             cfg.repeat_min_tokens = g.min_tokens;
         }
         int n_out = 0;
+        tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            tr_run_report_progress(ctx, 1.0);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
         s->dec.n_steps = st == TRANSCRIBE_ERR_ABORTED && poll.n > 0 ? poll.n - 1 : poll.n;
@@ -411,7 +422,7 @@ transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const 
         double t0 = tr_time_ms();
         const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moss", &clean);
         transcribe_status e =
-            in ? tr_ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL) : TRANSCRIBE_ERR_OOM;
+            in ? tr_ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL, NULL) : TRANSCRIBE_ERR_OOM;
         free(clean);
         r->encode_ms = (float)(tr_time_ms() - t0);
         int n_used = 0;

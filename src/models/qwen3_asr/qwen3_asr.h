@@ -90,9 +90,10 @@ const char *tr_qa_lang_code(const qa_model *m, const char *name);
 int64_t tr_qa_enc_frames(const qa_model *m, int64_t n_samples);
 transcribe_status tr_qa_log_mel(const qa_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel);
-/* Encoder of §6 on mel [n_mels][T_mel] → out [T_enc][out_dim] (malloc'ed). */
+/* Encoder of §6 on mel [n_mels][T_mel] → out [T_enc][out_dim] (malloc'ed).
+ * progress (may be NULL) is filled after the conv front end and each layer. */
 transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
-                               float **out, int *T_enc);
+                               float **out, int *T_enc, tr_run_span *progress);
 
 /* Prompt (qwen3_asr_run.c): ids of §7 for T_enc audio rows and an optional
  * language code; *n gets the length (ids must hold T_enc + 15 + 32). */

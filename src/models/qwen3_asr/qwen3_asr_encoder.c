@@ -65,7 +65,7 @@ static void conv_chunk(const qa_model *m, tr_pool *pool, const float *img, int W
 }
 
 transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
-                               float **out, int *T_enc_out) {
+                               float **out, int *T_enc_out, tr_run_span *progress) {
     *out = NULL;
     *T_enc_out = 0;
     const qa_enc_hparams *e = &m->enc;
@@ -121,8 +121,11 @@ transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *me
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    for (int l = 0; l < e->n_layer; l++)
+    if (progress) tr_run_span_report(progress, 1, e->n_layer + 1);
+    for (int l = 0; l < e->n_layer; l++) {
         tr_nn_enc_block_fwd(pool, &m->enc_blocks[l], &m->enc_dims, x, T_enc, scratch);
+        if (progress) tr_run_span_report(progress, l + 2, e->n_layer + 1);
+    }
     tr_layer_norm(pool, x, x, T_enc, d, m->ln_post.w, m->ln_post.b, 1e-5f);
     tr_nn_linear_fwd(pool, &m->proj1, x, T_enc, scratch);
     tr_gelu(scratch, (long)T_enc * d);

@@ -135,10 +135,11 @@ static transcribe_status gate(const qa_session *s, int n_samples, int prefix, in
     return TRANSCRIBE_OK;
 }
 
-/* mel + encoder → audio rows (malloc'ed) and the prompt ids (malloc'ed). */
+/* mel + encoder → audio rows (malloc'ed) and the prompt ids (malloc'ed);
+ * progress (may be NULL) follows the encoder layers. */
 static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_samples,
                                     const char *lang, float **audio, int32_t **ids, int *n_ids,
-                                    tr_result *res) {
+                                    tr_result *res, tr_run_span *progress) {
     const qa_model *m = s->m;
     *audio = NULL;
     *ids = NULL;
@@ -150,7 +151,7 @@ static transcribe_status encode_utt(qa_session *s, const float *pcm, int n_sampl
     transcribe_status st = tr_qa_log_mel(m, s->dec.pool, in, n_samples, &mel, &T_mel);
     free(clean);
     double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK) st = tr_qa_encode(m, s->dec.pool, mel, T_mel, audio, &T_enc);
+    if (st == TRANSCRIBE_OK) st = tr_qa_encode(m, s->dec.pool, mel, T_mel, audio, &T_enc, progress);
     free(mel);
     double t2 = tr_time_ms();
     res->mel_ms = (float)(t1 - t0);
@@ -190,7 +191,8 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
     float *audio = NULL;
     int32_t *ids = NULL;
     int n_ids = 0;
-    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, ctx->result);
+    tr_run_span enc = {ctx, 0.0, TR_RUN_ENCODED};
+    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, ctx->result, &enc);
     double t2 = tr_time_ms();
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + QA_MAX_NEW, s->dec.ceiling);
@@ -199,6 +201,7 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
     s->dec.prefill_ms = s->dec.steps_ms = 0;
     s->dec.n_steps = 0;
     if (st == TRANSCRIBE_OK) {
+        tr_run_report_progress(ctx, TR_RUN_ENCODED);
         first = prefill(s, ids, n_ids, audio, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }
@@ -207,12 +210,18 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
     s->dec.last_T_prompt = n_ids;
     int n_out = 0;
     if (st == TRANSCRIBE_OK) {
+        tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = QA_MAX_NEW,
                                  .max_n_kv = n_ctx,
                                  .should_abort = tr_run_abort_poll,
-                                 .abort_user = ctx};
+                                 .abort_user = ctx,
+                                 .on_step = tr_run_span_step,
+                                 .step_user = &dec};
+        tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
+        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            tr_run_report_progress(ctx, 1.0);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
         s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
@@ -246,7 +255,7 @@ static transcribe_status prepare_row(qa_session *s, const float *pcm, int n_samp
     float *audio = NULL;
     int32_t *ids = NULL;
     int n_ids = 0;
-    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, r);
+    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, r, NULL);
     if (st == TRANSCRIBE_OK) {
         row->x = malloc((size_t)n_ids * m->lm.d_model * sizeof(float));
         if (!row->x) st = TRANSCRIBE_ERR_OOM;
