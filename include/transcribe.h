@@ -700,9 +700,11 @@ TRANSCRIBE_API const char *transcribe_model_last_error(const struct transcribe_m
 /* Progress (an addition). During transcribe_run, cb gets the fraction of
  * the input processed so far (0..1, never decreasing within a run), on the
  * thread executing the run, as often as the family can tell: Whisper after
- * each 30 s window, Parakeet per encoder layer and window. Families that
- * decode a whole utterance at once report nothing until it is done. NULL
- * turns it off. Set it between runs, like the abort callback. */
+ * each 30 s window, Parakeet per encoder layer and window; Canary, Qwen3-ASR,
+ * Granite Speech and MOSS per encoder layer (MOSS: per encoder chunk) up to
+ * about half, then per decoder step as the share of the step budget used,
+ * 1 at the end. NULL turns it off. Set it between runs, like the abort
+ * callback. */
 typedef void (*transcribe_progress_callback)(float fraction, void *user_data);
 TRANSCRIBE_API void transcribe_set_progress_callback(struct transcribe_session *session,
                                                      transcribe_progress_callback cb,
