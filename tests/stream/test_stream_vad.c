@@ -2,7 +2,8 @@
  * CTC model and Silero VAD: over [utterance A, 2 s silence, utterance B,
  * 2 s silence] fed in 100 ms pieces, A's text is committed at the pause,
  * before any of B is fed, the committed text only grows, and finalize gives
- * B's text after it; a stream over noise and silence commits nothing; bad
+ * B's text after it; a stream over noise and silence commits nothing (also
+ * through a random-weight Whisper that hears words in noise); bad
  * VAD settings fail the begin and leave no stream. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +14,11 @@
 
 #define MODEL TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
 #define VAD   TR_SOURCE_DIR "/models/silero-vad-v4.gguf"
-#define RATE  16000
-#define PIECE (RATE / 10)
+/* Random weights: "hears" text in anything, noise included (streamed
+ * without a VAD over noise_16k.wav it gives a long run of words). */
+#define WHISPER TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
+#define RATE    16000
+#define PIECE   (RATE / 10)
 
 static float *load(const char *path, int *n) {
     float *pcm = NULL;
@@ -130,6 +134,17 @@ int main(void) {
         CHECK(o.ok && o.final && o.final[0] == '\0');
         CHECK_MSG(transcribe_full_text(s)[0] == '\0', "\"%s\"", transcribe_full_text(s));
         free(o.at_mark), free(o.final);
+        /* The same through a model that hears words in noise: the decoder
+         * never sees the noise, so still no text. */
+        struct transcribe_session *w = NULL;
+        CHECK(transcribe_open(WHISPER, NULL, NULL, &w) == TRANSCRIBE_OK);
+        if (w) {
+            o = stream(w, &rp, y, m, -1);
+            CHECK_MSG(o.ok && o.final && o.final[0] == '\0', "\"%s\"", o.final ? o.final : "?");
+            CHECK_MSG(transcribe_full_text(w)[0] == '\0', "\"%s\"", transcribe_full_text(w));
+            free(o.at_mark), free(o.final);
+            transcribe_close(w);
+        }
     }
     free(y);
 
