@@ -92,6 +92,9 @@ typedef struct tr_stream_state {
     tr_stream_window win;
     struct transcribe_vad *vad; /* run params' vad_model: commits at each region end; else NULL */
     int vad_done;               /* the detector's regions already committed */
+    int64_t vad_hold;  /* samples after the detector last heard speech in which a region may
+                        * still be published (its end waits for min_silence and 2 pads) */
+    int64_t vad_heard; /* absolute sample end of the last piece heard as speech (-1: none) */
 } tr_stream_state;
 
 struct transcribe_session {

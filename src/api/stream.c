@@ -40,6 +40,7 @@ void tr_stream_clear(struct transcribe_session *s) {
     transcribe_vad_free(st->vad);
     st->vad = NULL;
     st->vad_done = 0;
+    st->vad_heard = -1;
 }
 
 void tr_stream_free(struct transcribe_session *s) {
@@ -285,6 +286,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         }
     }
     struct transcribe_vad *vad = NULL;
+    int64_t vad_hold = 0;
     if (rp.vad_model) {
         int rate = m->desc.caps.native_sample_rate > 0 ? m->desc.caps.native_sample_rate : 16000;
         st = transcribe_vad_init(rp.vad_model, rate, rp.vad_params, &vad);
@@ -292,6 +294,13 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
             TR_ERROR("%s: VAD settings rejected: %s", where, transcribe_status_string(st));
             return st;
         }
+        struct transcribe_vad_params vp; /* accepted by the detector: in range */
+        transcribe_vad_params_init(&vp);
+        if (rp.vad_params) memcpy(&vp, rp.vad_params, sizeof vp);
+        /* The longest a closed region waits to be published, plus the
+         * largest window and a feed piece of slack. */
+        vad_hold =
+            ((int64_t)vp.min_silence_ms + 2 * (int64_t)vp.speech_pad_ms + 200) * rate / 1000 + 1536;
     }
     /* Copy everything the stream keeps so the caller may free its params
      * (but for the vocabulary terms, read at every window decode). */
@@ -325,6 +334,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
     ss->params.vad_model = NULL; /* the detector below holds the VAD settings */
     ss->params.vad_params = NULL;
     ss->vad = vad;
+    ss->vad_hold = vad_hold;
     ss->policy = sp.commit_policy;
     ss->agree_n = sp.stable_prefix_agreement_n;
     ss->state = TRANSCRIBE_STREAM_ACTIVE;

@@ -1,7 +1,8 @@
 /* Streams begun with a VAD model (transcribe_run_params.vad_model): a
  * streaming detector hears the same audio as the generic window driver.
  * While it hears no speech the window decodes nothing and keeps only a
- * short lead-in, so audio outside speech gives no text (the decoder is
+ * short lead-in (once any region it may still publish is settled), so
+ * audio outside speech gives no text (the decoder is
  * never run on it, and tentative text from a blip that never became a
  * region is withdrawn). When the detector closes a region, the region's
  * audio is decoded alone and everything up to its end is committed at
@@ -11,7 +12,7 @@
 #include "util/log.h"
 
 /* Audio fed to detector and window together, at most this much at a time,
- * so the window never holds more than a lead-in of silence. */
+ * so the window holds little more than a lead-in of silence. */
 #define PIECE_MS 100
 /* Audio kept before the detector hears speech: covers its onset latency
  * (a window of 32 ms) and the region's leading pad. */
@@ -49,14 +50,15 @@ transcribe_status tr_stream_vad_feed(struct transcribe_session *s, const float *
         int take = n - pos < piece ? n - pos : piece;
         transcribe_status rc = transcribe_vad_feed(st->vad, pcm + pos, take);
         if (rc != TRANSCRIBE_OK) return rc;
-        bool speaking = transcribe_vad_in_speech(st->vad);
-        w->speech_live = speaking || transcribe_vad_n_segments(st->vad) > st->vad_done;
+        int64_t end = w->win_start + w->n + take; /* after this piece */
+        if (transcribe_vad_in_speech(st->vad)) st->vad_heard = end;
+        /* A region the detector has ended may still wait for its end
+         * padding to be settled: its audio stays until the hold is over. */
+        bool held = st->vad_heard >= 0 && end - st->vad_heard <= st->vad_hold;
+        w->speech_live = held || transcribe_vad_n_segments(st->vad) > st->vad_done;
         rc = tr_stream_window_feed(s, pcm + pos, take, ctx);
         if (rc == TRANSCRIBE_OK) rc = commit_closed(s, ctx);
-        if (rc == TRANSCRIBE_OK && !speaking) {
-            int64_t end = w->win_start + w->n;
-            rc = tr_stream_window_drop_silence(s, ctx, end - lead);
-        }
+        if (rc == TRANSCRIBE_OK && !held) rc = tr_stream_window_drop_silence(s, ctx, end - lead);
         if (rc != TRANSCRIBE_OK) return rc;
     }
     return TRANSCRIBE_OK;
