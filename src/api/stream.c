@@ -296,7 +296,10 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         }
         struct transcribe_vad_params vp; /* accepted by the detector: in range */
         transcribe_vad_params_init(&vp);
-        if (rp.vad_params) memcpy(&vp, rp.vad_params, sizeof vp);
+        if (rp.vad_params) {
+            uint64_t k = rp.vad_params->struct_size; /* >= the minimum: init checked */
+            memcpy(&vp, rp.vad_params, k < sizeof vp ? (size_t)k : sizeof vp);
+        }
         /* The longest a closed region waits to be published, plus the
          * largest window and a feed piece of slack. */
         vad_hold =
