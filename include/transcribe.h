@@ -240,11 +240,16 @@ struct transcribe_run_params {
     int32_t spec_k_drafts;                /* default -1 = family default */
     /* Appended (an addition): transcribe only the speech regions this VAD
      * model finds (NULL = the whole audio), for transcribe_run and each
-     * utterance of transcribe_run_batch (not streams). The regions are
-     * joined with 100 ms pauses for the model and every time in the result
-     * is mapped back to the input's clock; audio without speech gives an
-     * empty result. vad_params NULL = defaults; bad settings fail the call
-     * (INVALID_ARG, SAMPLE_RATE) before anything changes. */
+     * utterance of transcribe_run_batch. The regions are joined with 100 ms
+     * pauses for the model and every time in the result is mapped back to
+     * the input's clock; audio without speech gives an empty result.
+     * vad_params NULL = defaults; bad settings fail the call (INVALID_ARG,
+     * SAMPLE_RATE) before anything changes. A stream with a VAD model runs
+     * the detector over the fed audio (through the generic window driver,
+     * whatever the family): audio outside speech is never decoded, and
+     * each region's text is committed as soon as the detector closes the
+     * region (at the pause after it). The vad_model (and the vocabulary
+     * terms below) must outlive the stream; vad_params is copied. */
     const struct transcribe_vad_model *vad_model;
     const struct transcribe_vad_params *vad_params;
     /* Vocabulary hints (names, jargon), optional trailing: n_vocabulary terms,

@@ -65,6 +65,10 @@ typedef struct tr_stream_window {
     int rate;
     int64_t step, soft, hard;
     int n_decodes, n_trims, n_forced;
+    /* Set by the VAD glue (stream_vad.c): when gated, step boundaries
+     * decode only while speech_live (the detector hears speech or holds a
+     * region not yet committed). */
+    bool gated, speech_live;
 } tr_stream_window;
 typedef struct tr_stream_state {
     enum transcribe_stream_state state;
@@ -86,6 +90,11 @@ typedef struct tr_stream_state {
     int n_committed_segs, n_committed_words, n_committed_toks;
     bool generic; /* this stream runs through the generic driver */
     tr_stream_window win;
+    struct transcribe_vad *vad; /* run params' vad_model: commits at each region end; else NULL */
+    int vad_done;               /* the detector's regions already committed */
+    int64_t vad_hold;  /* samples after the detector last heard speech in which a region may
+                        * still be published (its end waits for min_silence and 2 pads) */
+    int64_t vad_heard; /* absolute sample end of the last piece heard as speech (-1: none) */
 } tr_stream_state;
 
 struct transcribe_session {
@@ -207,6 +216,20 @@ transcribe_status tr_stream_window_begin(struct transcribe_session *s, tr_stream
 transcribe_status tr_stream_window_feed(struct transcribe_session *s, const float *pcm, int n,
                                         tr_stream_ctx *ctx);
 transcribe_status tr_stream_window_finalize(struct transcribe_session *s, tr_stream_ctx *ctx);
+/* VAD hooks of the generic driver. commit_region decodes the window's
+ * audio of [start, end) (absolute samples) alone, appends its text to the
+ * frozen text, commits everything up to there and drops the window's audio
+ * before end. drop_silence drops the audio before keep_from and withdraws
+ * any tentative text past the frozen text (audio outside speech gives none). */
+transcribe_status tr_stream_window_commit_region(struct transcribe_session *s, tr_stream_ctx *ctx,
+                                                 int64_t start, int64_t end);
+transcribe_status tr_stream_window_drop_silence(struct transcribe_session *s, tr_stream_ctx *ctx,
+                                                int64_t keep_from);
+/* The VAD glue (stream_vad.c): runs the stream's detector beside the
+ * generic driver; same contract as tr_stream_window_feed / _finalize. */
+transcribe_status tr_stream_vad_feed(struct transcribe_session *s, const float *pcm, int n,
+                                     tr_stream_ctx *ctx);
+transcribe_status tr_stream_vad_finalize(struct transcribe_session *s, tr_stream_ctx *ctx);
 void tr_stream_window_clear(tr_stream_window *w);
 void tr_stream_window_free(tr_stream_window *w);
 

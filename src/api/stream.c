@@ -37,6 +37,10 @@ void tr_stream_clear(struct transcribe_session *s) {
     st->n_committed_segs = st->n_committed_words = st->n_committed_toks = 0;
     st->generic = false;
     tr_stream_window_clear(&st->win);
+    transcribe_vad_free(st->vad);
+    st->vad = NULL;
+    st->vad_done = 0;
+    st->vad_heard = -1;
 }
 
 void tr_stream_free(struct transcribe_session *s) {
@@ -49,6 +53,8 @@ void tr_stream_free(struct transcribe_session *s) {
     st->language = st->target_language = NULL;
     st->ext_copy = NULL;
     tr_stream_window_free(&st->win);
+    transcribe_vad_free(st->vad);
+    st->vad = NULL;
 }
 
 /* ---- commit policy ---- */
@@ -199,6 +205,21 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
             return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
         }
         memcpy((char *)&rp + 8, (const char *)run_params + 8, TR_MIN_RUN_PARAMS - 8);
+        /* The appended fields, where the caller's struct holds them. */
+#define COVERS(f)                                                                                  \
+    (run_params->struct_size >= offsetof(struct transcribe_run_params, f) + sizeof run_params->f)
+        if (COVERS(vad_model)) rp.vad_model = run_params->vad_model;
+        if (COVERS(vad_params)) rp.vad_params = run_params->vad_params;
+        if (COVERS(n_vocabulary)) {
+            rp.vocabulary = run_params->vocabulary;
+            rp.n_vocabulary = run_params->n_vocabulary;
+        }
+#undef COVERS
+        if (rp.n_vocabulary < 0 || (rp.n_vocabulary > 0 && !rp.vocabulary)) {
+            TR_ERROR("%s: %d vocabulary terms at %p", where, (int)rp.n_vocabulary,
+                     (const void *)rp.vocabulary);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
     }
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
@@ -240,7 +261,10 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
     if (st != TRANSCRIBE_OK) return st;
-    bool native = tr_stream_is_native(m);
+    /* A VAD stream commits at region ends through the generic driver,
+     * whatever the family's own streaming (its hooks cannot commit at a
+     * point of the caller's choosing). */
+    bool native = tr_stream_is_native(m) && !rp.vad_model;
     if (native && m->family->validate_stream) {
         st = m->family->validate_stream(m->fmodel, sp.family);
         if (st != TRANSCRIBE_OK) {
@@ -261,7 +285,28 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
             return st;
         }
     }
-    /* Copy everything the stream keeps so the caller may free its params. */
+    struct transcribe_vad *vad = NULL;
+    int64_t vad_hold = 0;
+    if (rp.vad_model) {
+        int rate = m->desc.caps.native_sample_rate > 0 ? m->desc.caps.native_sample_rate : 16000;
+        st = transcribe_vad_init(rp.vad_model, rate, rp.vad_params, &vad);
+        if (st != TRANSCRIBE_OK) {
+            TR_ERROR("%s: VAD settings rejected: %s", where, transcribe_status_string(st));
+            return st;
+        }
+        struct transcribe_vad_params vp; /* accepted by the detector: in range */
+        transcribe_vad_params_init(&vp);
+        if (rp.vad_params) {
+            uint64_t k = rp.vad_params->struct_size; /* >= the minimum: init checked */
+            memcpy(&vp, rp.vad_params, k < sizeof vp ? (size_t)k : sizeof vp);
+        }
+        /* The longest a closed region waits to be published, plus the
+         * largest window and a feed piece of slack. */
+        vad_hold =
+            ((int64_t)vp.min_silence_ms + 2 * (int64_t)vp.speech_pad_ms + 200) * rate / 1000 + 1536;
+    }
+    /* Copy everything the stream keeps so the caller may free its params
+     * (but for the vocabulary terms, read at every window decode). */
     char *lang = dup_or_null(rp.language), *tgt = dup_or_null(rp.target_language);
     void *ext = NULL;
     if (sp.family) {
@@ -272,6 +317,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         free(lang);
         free(tgt);
         free(ext);
+        transcribe_vad_free(vad);
         TR_ERROR("%s: out of memory", where);
         return TRANSCRIBE_ERR_OOM;
     }
@@ -287,7 +333,11 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
     ss->params = rp;
     ss->params.language = lang;
     ss->params.target_language = tgt;
-    ss->params.family = NULL; /* run_params.family is ignored by streams */
+    ss->params.family = NULL;    /* run_params.family is ignored by streams */
+    ss->params.vad_model = NULL; /* the detector below holds the VAD settings */
+    ss->params.vad_params = NULL;
+    ss->vad = vad;
+    ss->vad_hold = vad_hold;
     ss->policy = sp.commit_policy;
     ss->agree_n = sp.stable_prefix_agreement_n;
     ss->state = TRANSCRIBE_STREAM_ACTIVE;
@@ -396,7 +446,8 @@ static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = ss->generic
+    st = ss->vad ? tr_stream_vad_feed(session, pcm, n_samples, &ctx)
+         : ss->generic
              ? tr_stream_window_feed(session, pcm, n_samples, &ctx)
              : session->model->family->stream_feed(session->head.fsession, pcm, n_samples, &ctx);
     st = tr_session_kernel_status(session, st, where);
@@ -441,7 +492,8 @@ static transcribe_status transcribe_stream_finalize_impl(struct transcribe_sessi
     tr_stream_ctx ctx;
     init_sctx(session, &ctx);
     tr_pool_take_failures(session->pool);
-    st = session->stream.generic
+    st = session->stream.vad ? tr_stream_vad_finalize(session, &ctx)
+         : session->stream.generic
              ? tr_stream_window_finalize(session, &ctx)
              : session->model->family->stream_finalize(session->head.fsession, &ctx);
     st = tr_session_kernel_status(session, st, where);

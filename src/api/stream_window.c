@@ -34,6 +34,7 @@ void tr_stream_window_clear(tr_stream_window *w) {
     tr_result_clear(&w->hyp);
     tr_result_clear(&w->cut);
     w->n_decodes = w->n_trims = w->n_forced = 0;
+    w->gated = w->speech_live = false;
 }
 
 void tr_stream_window_free(tr_stream_window *w) {
@@ -212,14 +213,15 @@ static transcribe_status decode(struct transcribe_session *s, tr_stream_ctx *ctx
 /* The session's result: the composed text, with the rows of the window
  * decode moved onto the stream's clock (rows describe the live window
  * only; the text of trimmed audio lives in full_text). */
-static transcribe_status publish(struct transcribe_session *s, const char *text) {
+static transcribe_status publish(struct transcribe_session *s, const char *text,
+                                 int64_t hyp_start) {
     tr_stream_window *w = &s->stream.win;
     const tr_result *h = &w->hyp;
     tr_result *r = &s->results[0];
     float mel = r->mel_ms + h->mel_ms, enc = r->encode_ms + h->encode_ms,
           dec = r->decode_ms + h->decode_ms;
     tr_result_clear(r);
-    int64_t off = w->win_start * 1000 / w->rate;
+    int64_t off = hyp_start * 1000 / w->rate;
     for (int i = 0; i < h->n_segs; i++) {
         const tr_result_segment *sg = &h->segs[i];
         int seg = tr_result_add_segment(r, sg->t0_ms + off, sg->t1_ms + off,
@@ -264,7 +266,7 @@ static transcribe_status decode_window(struct transcribe_session *s, tr_stream_c
     compose(&w->composed, tr_strbuf_cstr(&w->frozen), tr_result_full_text(&w->hyp),
             tr_strbuf_cstr(c), c->len);
     if (w->composed.oom) return TRANSCRIBE_ERR_OOM;
-    return publish(s, tr_strbuf_cstr(&w->composed));
+    return publish(s, tr_strbuf_cstr(&w->composed), w->win_start);
 }
 
 /* ---- trimming ---- */
@@ -436,6 +438,7 @@ transcribe_status tr_stream_window_feed(struct transcribe_session *s, const floa
         w->n += take;
         pos += take;
         if ((w->win_start + w->n) % w->step != 0) break; /* fed everything; no boundary yet */
+        if (w->gated && !w->speech_live) continue;       /* no speech: nothing to decode */
         if (abort_requested(ctx)) return TRANSCRIBE_ERR_ABORTED;
         transcribe_status st = maybe_trim(s, ctx);
         if (st == TRANSCRIBE_OK) st = decode_window(s, ctx);
@@ -444,6 +447,76 @@ transcribe_status tr_stream_window_feed(struct transcribe_session *s, const floa
     }
     report(w, w->win_start + w->n, ctx);
     return TRANSCRIBE_OK;
+}
+
+/* Drops the window's audio before absolute sample `pos` (the stream's
+ * clock moves on). */
+static void drop_audio(tr_stream_window *w, int64_t pos) {
+    int64_t cut = pos - w->win_start;
+    if (cut <= 0) return;
+    if (cut > w->n) cut = w->n;
+    memmove(w->pcm, w->pcm + cut, (size_t)(w->n - cut) * sizeof *w->pcm);
+    w->n -= cut;
+    w->win_start += cut;
+    if (w->decoded_to < w->win_start) w->decoded_to = w->win_start;
+}
+
+static void forget_agreement(tr_stream_state *st) {
+    for (int i = 0; i < st->n_hist; i++) free(st->hist[i]);
+    st->n_hist = 0;
+}
+
+transcribe_status tr_stream_window_commit_region(struct transcribe_session *s, tr_stream_ctx *ctx,
+                                                 int64_t start, int64_t end) {
+    tr_stream_state *st = &s->stream;
+    tr_stream_window *w = &st->win;
+    int64_t a = start - w->win_start, b = end - w->win_start;
+    if (a < 0) a = 0;
+    if (b > w->n) b = w->n;
+    if (b > a) {
+        if (abort_requested(ctx)) return TRANSCRIBE_ERR_ABORTED;
+        transcribe_status rc = decode(s, ctx, w->pcm + a, b - a, &w->hyp);
+        if (rc != TRANSCRIBE_OK) return rc;
+        compose(&w->composed, tr_strbuf_cstr(&w->frozen), tr_result_full_text(&w->hyp),
+                tr_strbuf_cstr(&st->committed), st->committed.len);
+        if (w->composed.oom) return TRANSCRIBE_ERR_OOM;
+        /* The region's text is final: it joins the frozen text and is
+         * committed whole (compose keeps the committed text a prefix). */
+        tr_strbuf_clear(&w->frozen);
+        tr_strbuf_append(&w->frozen, w->composed.data ? w->composed.data : "", w->composed.len);
+        size_t have = st->committed.len;
+        if (w->frozen.len > have &&
+            memcmp(w->frozen.data, tr_strbuf_cstr(&st->committed), have) == 0)
+            tr_strbuf_append(&st->committed, w->frozen.data + have, w->frozen.len - have);
+        transcribe_status pst = publish(s, tr_strbuf_cstr(&w->frozen), w->win_start + a);
+        if (pst != TRANSCRIBE_OK) return pst;
+        if (w->frozen.oom || st->committed.oom) return TRANSCRIBE_ERR_OOM;
+        forget_agreement(st); /* earlier hypotheses read audio that is gone now */
+    }
+    drop_audio(w, w->win_start + (b > 0 ? b : 0));
+    report(w, w->win_start + w->n, ctx);
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_stream_window_drop_silence(struct transcribe_session *s, tr_stream_ctx *ctx,
+                                                int64_t keep_from) {
+    tr_stream_state *st = &s->stream;
+    tr_stream_window *w = &st->win;
+    drop_audio(w, keep_from);
+    /* Text read while the detector heard speech that did not last (no
+     * region came of it) is withdrawn; committed text always stands. */
+    if (st->committed.len > w->frozen.len) {
+        tr_strbuf_clear(&w->frozen);
+        tr_strbuf_append(&w->frozen, st->committed.data, st->committed.len);
+    }
+    const tr_result *r = &s->results[0];
+    if (r->has_full_text && strcmp(tr_result_full_text(r), tr_strbuf_cstr(&w->frozen)) != 0) {
+        tr_result_clear(&w->hyp);
+        transcribe_status pst = publish(s, tr_strbuf_cstr(&w->frozen), w->win_start);
+        if (pst != TRANSCRIBE_OK) return pst;
+    }
+    report(w, w->win_start + w->n, ctx);
+    return w->frozen.oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
 }
 
 transcribe_status tr_stream_window_finalize(struct transcribe_session *s, tr_stream_ctx *ctx) {

@@ -13,7 +13,8 @@
 const char *const cli_vad_usage =
     "  voice activity detection (Silero VAD v4; any --vad-* flag implies --vad):\n"
     "      --vad                     transcribe only the speech regions (times stay on the\n"
-    "                                file's clock); long audio is cut at VAD pauses\n"
+    "                                file's clock); long audio is cut at VAD pauses;\n"
+    "                                with --stream, text is committed at each pause\n"
     "      --vad-model FILE          VAD model (default: the bundled " CLI_VAD_FILE ")\n"
     "      --vad-threshold P         speech onset probability in [0, 1] (default 0.5)\n"
     "      --vad-neg-threshold P     offset probability (default threshold - 0.15)\n"
