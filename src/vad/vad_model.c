@@ -106,8 +106,11 @@ static void use_fft_if_dft(struct transcribe_vad_model *m) {
         for (int n = 0; n < N; n++) {
             double th = 2 * pi * (double)((long)k * n % N) / N;
             double re = m->hann[n] * cos(th), im = -m->hann[n] * sin(th);
-            worst = fmax(worst, fabs(b[(size_t)k * N + n] - re));
-            worst = fmax(worst, fabs(b[(size_t)(B + k) * N + n] - im));
+            /* written out: GCC 12 for aarch64 crashes vectorising fmax(fabs) */
+            double e_re = fabs(b[(size_t)k * N + n] - re),
+                   e_im = fabs(b[(size_t)(B + k) * N + n] - im);
+            if (e_re > worst) worst = e_re;
+            if (e_im > worst) worst = e_im;
         }
     }
     if (worst <= 1e-6) m->fft = tr_fft_create(N); /* NULL (OOM): the GEMM path */
