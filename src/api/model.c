@@ -322,9 +322,12 @@ TRANSCRIBE_API int transcribe_tokenize(const struct transcribe_model *model, con
 
 TRANSCRIBE_API bool transcribe_model_accepts_ext_kind(const struct transcribe_model *model,
                                                       transcribe_ext_slot slot, uint32_t kind) {
-    if (!model || !model->family || !model->family->accepts_ext_kind) return false;
+    if (!model || !model->family) return false;
+    const tr_family *f = model->family;
+    if (!f->accepts_ext_kind && !f->model_accepts_ext_kind) return false;
     if ((int)slot != TRANSCRIBE_EXT_SLOT_RUN && (int)slot != TRANSCRIBE_EXT_SLOT_STREAM) {
         return false;
     }
-    return model->family->accepts_ext_kind(kind, (int)slot);
+    if (f->model_accepts_ext_kind) return f->model_accepts_ext_kind(model->fmodel, kind, (int)slot);
+    return f->accepts_ext_kind(kind, (int)slot);
 }

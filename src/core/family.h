@@ -251,6 +251,11 @@ typedef struct tr_family {
      * dispatcher's generic window driver (re-decoding recent audio with
      * run()), which every family with a run path gets for free. */
     bool (*stream_native)(void *model);
+    /* Optional: accepts_ext_kind for one loaded model, where acceptance
+     * depends on the variant (c-api.md §7.2: e.g. Parakeet's cache-aware
+     * and buffered stream kinds). Consulted instead of accepts_ext_kind
+     * when set. */
+    bool (*model_accepts_ext_kind)(void *model, uint32_t kind, int slot);
 } tr_family;
 
 /* Declares, in a family's header (after its P_model and P_session types),

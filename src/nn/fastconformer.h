@@ -121,11 +121,17 @@ typedef struct tr_fc_stream tr_fc_stream;
 /* Whether enc can stream with caches (chunked_limited attention with
  * contexts >= 0 and a causal convolution). */
 bool tr_fc_stream_supported(const tr_fc_encoder *enc);
-transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out);
+/* A stream with attention context (att_left, att_right) (-1 each = the
+ * file's att_context_left / _right): one of the (L, R) pairs the model was
+ * trained on (att_context_size_choices; the caller checks the menu), so
+ * the rows equal tr_fc_forward's with that context in place of the
+ * file's. */
+transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, int att_left, int att_right,
+                                   tr_fc_stream **out);
 void tr_fc_stream_free(tr_fc_stream *s);
 /* Back to the empty stream (caches cleared, memory kept). */
 void tr_fc_stream_reset(tr_fc_stream *s);
-/* Encoder frames per native chunk (att_right + 1). */
+/* Encoder frames per native chunk (the stream's att_right + 1). */
 int tr_fc_stream_chunk(const tr_fc_stream *s);
 /* Encoder frames emitted so far. */
 int tr_fc_stream_frames_out(const tr_fc_stream *s);

@@ -96,9 +96,12 @@ bool tr_fc_stream_supported(const tr_fc_encoder *enc) {
            hp->conv_pad_left == hp->conv_kernel - 1;
 }
 
-transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out) {
+transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, int att_left, int att_right,
+                                   tr_fc_stream **out) {
     *out = NULL;
     const tr_fc_hparams *hp = &enc->hp;
+    if (att_left < 0) att_left = hp->att_left;
+    if (att_right < 0) att_right = hp->att_right;
     if (!tr_fc_stream_supported(enc)) {
         TR_ERROR("fastconformer: cache-aware streaming needs chunked_limited attention with "
                  "contexts >= 0 and a causal conv (style %d, %d/%d, conv %d/%d)",
@@ -111,8 +114,8 @@ transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, tr_fc_stream **out)
     s->enc = enc;
     s->d = hp->d_model;
     s->n_mels = hp->n_mels;
-    s->chunk = hp->att_right + 1;
-    s->kv_cap = (hp->att_left / s->chunk) * s->chunk;
+    s->chunk = att_right + 1;
+    s->kv_cap = (att_left / s->chunk) * s->chunk;
     s->pad_l = hp->conv_pad_left;
     /* positions a - b with a in the chunk and b in cache + chunk */
     s->pos0 = s->kv_cap + s->chunk - 1;

@@ -82,7 +82,7 @@ static void stream_case(const char *label, const fc_synth_cfg *cfg, int T_mel) {
     tr_fc_work *w = tr_fc_work_new();
     CHECK(tr_fc_forward(L.enc, NULL, w, mel, T_mel, ref, NULL, NULL, NULL) == TRANSCRIBE_OK);
     tr_fc_stream *fs = NULL;
-    CHECK(tr_fc_stream_new(L.enc, &fs) == TRANSCRIBE_OK);
+    CHECK(tr_fc_stream_new(L.enc, -1, -1, &fs) == TRANSCRIBE_OK);
     tr_pool *pool = tr_pool_create(2);
     const int pieces[] = {1, 3, 7, 8, 13, 50, 100000};
     for (size_t i = 0; fs && i < sizeof pieces / sizeof pieces[0]; i++) {
@@ -137,11 +137,11 @@ int main(void) {
     loaded L;
     CHECK(load_cfg(&c, &L) == TRANSCRIBE_OK);
     tr_fc_stream *fs = (tr_fc_stream *)1;
-    CHECK(tr_fc_stream_new(L.enc, &fs) == TRANSCRIBE_ERR_NOT_IMPLEMENTED && fs == NULL);
+    CHECK(tr_fc_stream_new(L.enc, -1, -1, &fs) == TRANSCRIBE_ERR_NOT_IMPLEMENTED && fs == NULL);
     unload(&L);
     c.style = "chunked_limited", c.att_left = 4, c.att_right = 1; /* centred conv */
     CHECK(load_cfg(&c, &L) == TRANSCRIBE_OK);
-    CHECK(tr_fc_stream_new(L.enc, &fs) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    CHECK(tr_fc_stream_new(L.enc, -1, -1, &fs) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
     unload(&L);
     return TEST_DONE();
 }

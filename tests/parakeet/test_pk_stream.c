@@ -7,19 +7,24 @@
  * feeds of 10 ms, 37 ms (splits mel frames and subsampling windows), 80 ms,
  * 160 ms, 1 s and 2 s; committed tokens/text only grow; finalize commits
  * everything; reset and a second stream give the same tokens; an offline
- * file refuses a stream. */
+ * file refuses a stream. Each file carries a three-entry lookahead menu
+ * (L, R), (L, R2), (L, 0): every choice, selected through the PKST stream
+ * extension, streams the tokens of the offline run of a file whose only
+ * context is that pair; a right context outside the menu, < -1, the
+ * buffered kind or a short struct is refused at begin. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "pk_test.h"
+#include "transcribe/parakeet.h"
 #include "test_util.h"
 
 typedef struct {
     const char *cfg, *file;
     int k, C, n_mels, d;
-    int L, R;
+    int L, R, R2; /* the lookahead menu: (L, R), (L, R2), (L, 0) */
 } model_case;
 
 static float rnd(uint32_t *s) {
@@ -41,7 +46,9 @@ static bool is_replaced(const char *k) {
     return false;
 }
 
-static bool make_streaming(const model_case *mc, const char *dst) {
+/* Writes the streaming file with the lookahead menu `choices` ([n][2],
+ * pair 0 the default), or with only (L, R) when n == 1. */
+static bool make_streaming(const model_case *mc, const char *dst, const int32_t *choices, int n) {
     char src[2048];
     pk_path(src, sizeof src, mc->cfg, mc->file);
     gguf_file *g = NULL;
@@ -50,13 +57,12 @@ static bool make_streaming(const model_case *mc, const char *dst) {
     bool ok = w != NULL;
     for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
         if (!is_replaced(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
-    const int32_t choices[4] = {mc->L, mc->R, mc->L, 0};
     ok = ok &&
          tr_gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
-         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", mc->L) &&
-         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_right", mc->R) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", choices[0]) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_right", choices[1]) &&
          tr_gguf_writer_set_arr_i32(w, "stt.parakeet.encoder.att_context_size_choices", choices,
-                                    4) &&
+                                    2 * n) &&
          tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_left", mc->k - 1) &&
          tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_right", 0) &&
          tr_gguf_writer_set_str(w, "stt.frontend.normalize", "none") &&
@@ -113,9 +119,16 @@ static bool same_toks(const toks *a, const toks *b) {
 
 /* Streams pcm in feeds of `feed` samples; checks the commit rules on the
  * way; the final tokens into out. */
-static void stream_once(struct transcribe_session *s, const float *pcm, int n, int feed, toks *out,
-                        const char *label) {
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+static void stream_once_ext(struct transcribe_session *s, const float *pcm, int n, int feed,
+                            toks *out, const char *label, int att_right) {
+    struct transcribe_parakeet_stream_ext x;
+    transcribe_parakeet_stream_ext_init(&x);
+    x.att_context_right = att_right;
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    sp.family = &x.ext;
+    CHECK_MSG(transcribe_stream_begin(s, NULL, att_right == -2 ? NULL : &sp) == TRANSCRIBE_OK,
+              "%s: begin", label);
     int prev_committed = 0;
     char *prev_text = calloc(1, 1);
     for (int i = 0; i < n; i += feed) {
@@ -153,10 +166,95 @@ static void stream_once(struct transcribe_session *s, const float *pcm, int n, i
     read_toks(s, out);
 }
 
+static void stream_once(struct transcribe_session *s, const float *pcm, int n, int feed, toks *out,
+                        const char *label) {
+    stream_once_ext(s, pcm, n, feed, out, label, -2);
+}
+
+/* The lookahead menu (c-api.md §7.3 PKST): every choice streams the tokens
+ * of an offline run with that attention context (a file whose default is
+ * the choice); values outside the menu are refused before anything
+ * changes. */
+static void menu_case(const model_case *mc, const char *dst, const float *pcm, int n) {
+    struct transcribe_session *s = NULL;
+    CHECK(pk_open(dst, 1, &s) == TRANSCRIBE_OK);
+    if (!s) return;
+    const struct transcribe_model *model = transcribe_get_model(s);
+    CHECK(transcribe_model_accepts_ext_kind(model, TRANSCRIBE_EXT_SLOT_STREAM,
+                                            TRANSCRIBE_EXT_KIND_PARAKEET_STREAM));
+    CHECK(!transcribe_model_accepts_ext_kind(model, TRANSCRIBE_EXT_SLOT_STREAM,
+                                             TRANSCRIBE_EXT_KIND_PARAKEET_BUFFERED_STREAM));
+    CHECK(!transcribe_model_accepts_ext_kind(model, TRANSCRIBE_EXT_SLOT_RUN,
+                                             TRANSCRIBE_EXT_KIND_PARAKEET_STREAM));
+    const int rights[3] = {mc->R, mc->R2, 0};
+    for (int i = 0; i < 3; i++) {
+        char one[2048];
+        snprintf(one, sizeof one, "%s/pk_stream_%s_r%d.gguf", TR_BINARY_DIR, mc->cfg, rights[i]);
+        const int32_t pair[2] = {mc->L, rights[i]};
+        if (!make_streaming(mc, one, pair, 1)) {
+            CHECK_MSG(false, "%s: could not write the R %d file", mc->cfg, rights[i]);
+            continue;
+        }
+        struct transcribe_session *o = NULL;
+        CHECK(pk_open(one, 1, &o) == TRANSCRIBE_OK);
+        toks off, st;
+        off.n = -1;
+        if (o) {
+            CHECK(transcribe_run(o, pcm, n, NULL) == TRANSCRIBE_OK);
+            read_toks(o, &off);
+            transcribe_session_free(o);
+        }
+        remove(one);
+        printf("%s: lookahead %d: offline %d tokens\n", mc->cfg, rights[i], off.n);
+        const int feeds[] = {592, 16000};
+        for (size_t f = 0; f < sizeof feeds / sizeof feeds[0]; f++) {
+            char label[128];
+            snprintf(label, sizeof label, "%s R %d feed %d", mc->cfg, rights[i], feeds[f]);
+            stream_once_ext(s, pcm, n, feeds[f], &st, label, rights[i]);
+            CHECK_MSG(same_toks(&st, &off), "%s: streamed %d tokens differ from offline %d", label,
+                      st.n, off.n);
+        }
+    }
+    /* -1 is the default pair */
+    toks def, st;
+    stream_once(s, pcm, n, 4000, &def, "menu default");
+    stream_once_ext(s, pcm, n, 4000, &st, "menu -1", -1);
+    CHECK(same_toks(&def, &st));
+    /* refused: not in the menu, below -1, the wrong kind, a short struct;
+     * the finished stream and its result stay */
+    const int bad[] = {mc->R + 1 == mc->R2 ? mc->R + 2 : mc->R + 1, -2, 1000};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct transcribe_parakeet_stream_ext x;
+        transcribe_parakeet_stream_ext_init(&x);
+        x.att_context_right = bad[i];
+        struct transcribe_stream_params sp;
+        transcribe_stream_params_init(&sp);
+        sp.family = &x.ext;
+        CHECK_MSG(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_INVALID_ARG,
+                  "att_context_right %d accepted", bad[i]);
+        CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_FINISHED);
+        CHECK(transcribe_n_tokens(s) == st.n);
+    }
+    struct transcribe_parakeet_buffered_stream_ext b;
+    transcribe_parakeet_buffered_stream_ext_init(&b);
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    sp.family = &b.ext;
+    CHECK(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_INVALID_ARG);
+    struct transcribe_parakeet_stream_ext x;
+    transcribe_parakeet_stream_ext_init(&x);
+    x.ext.size = sizeof x.ext + 2;
+    sp.family = &x.ext;
+    CHECK(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_BAD_STRUCT_SIZE);
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_FINISHED);
+    transcribe_session_free(s);
+}
+
 static void run_case(const model_case *mc, const float *pcm, int n, const char *audio) {
     char dst[2048];
     snprintf(dst, sizeof dst, "%s/pk_stream_%s.gguf", TR_BINARY_DIR, mc->cfg);
-    if (!make_streaming(mc, dst)) {
+    const int32_t menu[6] = {mc->L, mc->R, mc->L, mc->R2, mc->L, 0};
+    if (!make_streaming(mc, dst, menu, 3)) {
         CHECK_MSG(false, "%s: could not write the streaming model", mc->cfg);
         return;
     }
@@ -193,6 +291,7 @@ static void run_case(const model_case *mc, const float *pcm, int n, const char *
         CHECK_MSG(same_toks(&st, &off), "%s: 2-thread stream differs", mc->cfg);
         transcribe_session_free(s);
     }
+    menu_case(mc, dst, pcm, n);
     remove(dst);
 }
 
@@ -214,9 +313,9 @@ static float *synth_audio(int n) {
 
 int main(void) {
     const model_case cases[] = {
-        {"tiny-rnnt", "parakeet-tiny-rnnt-F16.gguf", 7, 24, 80, 64, 8, 3},
-        {"tiny-tdt", "parakeet-tiny-tdt-F32.gguf", 9, 24, 128, 64, 6, 1},
-        {"tiny-ctc", "parakeet-tiny-ctc-F16.gguf", 9, 16, 80, 64, 4, 0},
+        {"tiny-rnnt", "parakeet-tiny-rnnt-F16.gguf", 7, 24, 80, 64, 8, 3, 1},
+        {"tiny-tdt", "parakeet-tiny-tdt-F32.gguf", 9, 24, 128, 64, 6, 2, 1},
+        {"tiny-ctc", "parakeet-tiny-ctc-F16.gguf", 9, 16, 80, 64, 4, 3, 1},
     };
     int n = 0;
     /* PK_STREAM_SYNTH=1 forces the synthetic signal a clone without

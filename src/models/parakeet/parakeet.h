@@ -56,6 +56,15 @@ typedef struct pk_model {
     char *variant;
     bool streaming; /* §3.1 KV or the §7.8 geometry */
     bool lang_detect;
+    /* §3.3 streaming menus (owned copies): att_context_size_choices as
+     * [n_ctx_choices][2] (L, R) pairs, pair 0 = the file's default (for a
+     * file without the key, the one pair of the scalars); the buffered
+     * (left, chunk, right) menus of unified-en, each a list whose
+     * cartesian product the model was trained on (0 entries when absent). */
+    int n_ctx_choices;
+    int32_t *ctx_choices;
+    int n_menu[3];
+    int32_t *menu[3];
 } pk_model;
 
 /* Long-audio window geometry in encoder frames (see README.md). */
@@ -98,6 +107,13 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
  * other file (those stream through the dispatcher's generic driver). */
 /* Whether this file streams natively (cache-aware; pk_stream.c). */
 bool tr_pk_stream_native(const pk_model *m);
+/* Validates a stream extension against this file (c-api.md §7.3: PKST on
+ * the cache-aware files) and gives the index of the (L, R) pair it selects
+ * in m->ctx_choices; NULL → pair 0. INVALID_ARG (logged, with the menu)
+ * for a right context outside the menu or < -1; BAD_STRUCT_SIZE for a
+ * short struct. */
+transcribe_status tr_pk_stream_choice(const pk_model *m, const struct transcribe_ext *ext,
+                                      int *choice);
 transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx);
 transcribe_status tr_pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx);
 transcribe_status tr_pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx);

@@ -2,6 +2,7 @@
  * and native streaming for the cache-aware files (pk_stream.c; begin
  * declines every other file with NOT_IMPLEMENTED). */
 #include "models/parakeet/parakeet.h"
+#include "transcribe/parakeet.h"
 
 TR_FAMILY_ADAPTERS(pk)
 
@@ -40,6 +41,19 @@ static bool fam_stream_native(void *model) {
     return tr_pk_stream_native(model);
 }
 
+/* c-api.md §7.2 / §7.3: the cache-aware files take the lookahead knob
+ * (PKST) on the STREAM slot; nothing else takes an extension. */
+static bool fam_model_accepts_ext_kind(void *model, uint32_t kind, int slot) {
+    return slot == TRANSCRIBE_EXT_SLOT_STREAM && kind == TRANSCRIBE_EXT_KIND_PARAKEET_STREAM &&
+           tr_pk_stream_native(model);
+}
+
+/* Preflight of the stream extension (c-api.md §14.3 step 10). */
+static transcribe_status fam_validate_stream(void *model, const struct transcribe_ext *ext) {
+    int choice = 0;
+    return tr_pk_stream_choice(model, ext, &choice);
+}
+
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
@@ -50,4 +64,6 @@ const tr_family tr_family_parakeet = {
     .stream_finalize = fam_stream_finalize,
     .stream_reset = fam_stream_reset,
     .stream_native = fam_stream_native,
+    .model_accepts_ext_kind = fam_model_accepts_ext_kind,
+    .validate_stream = fam_validate_stream,
 };

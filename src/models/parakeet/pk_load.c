@@ -152,6 +152,50 @@ static transcribe_status load_caps(const gguf_file *g, pk_model *m) {
     return TRANSCRIBE_OK;
 }
 
+static int32_t *copy_i32(const int32_t *v, int64_t n) {
+    int32_t *c = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    if (c && n > 0) memcpy(c, v, sizeof(int32_t) * (size_t)n);
+    return c;
+}
+
+/* The streaming menus of §3.3 (the encoder's reader already checked the
+ * pairs' shape and that pair 0 equals the scalars). */
+static transcribe_status load_menus(const gguf_file *g, pk_model *m) {
+    const int32_t *v = NULL;
+    int64_t n = 0;
+    transcribe_status st =
+        tr_gguf_opt_arr_i32(g, "stt.parakeet.encoder.att_context_size_choices", 0, 1 << 16, &v, &n);
+    if (st) return st;
+    if (!v || n < 2) {
+        const int32_t one[2] = {m->hp.att_left, m->hp.att_right};
+        m->ctx_choices = copy_i32(one, 2);
+        m->n_ctx_choices = 1;
+    } else {
+        m->ctx_choices = copy_i32(v, n);
+        m->n_ctx_choices = (int)(n / 2);
+    }
+    if (!m->ctx_choices) return TRANSCRIBE_ERR_OOM;
+    static const char *const keys[3] = {"stt.parakeet.encoder.att_chunk_left_choices",
+                                        "stt.parakeet.encoder.att_chunk_chunk_choices",
+                                        "stt.parakeet.encoder.att_chunk_right_choices"};
+    for (int i = 0; i < 3; i++) {
+        v = NULL;
+        n = 0;
+        if ((st = tr_gguf_opt_arr_i32(g, keys[i], 0, 1 << 16, &v, &n))) return st;
+        if (!v || n == 0) continue;
+        for (int64_t j = 0; j < n; j++) {
+            /* a chunk of 0 frames would never advance */
+            if (v[j] < (i == 1 ? 1 : 0) || v[j] > (1 << 20)) {
+                TR_ERROR("parakeet: %s[%d] = %d is out of range", keys[i], (int)j, (int)v[j]);
+                return ERR_GGUF;
+            }
+        }
+        if (!(m->menu[i] = copy_i32(v, n))) return TRANSCRIBE_ERR_OOM;
+        m->n_menu[i] = (int)n;
+    }
+    return TRANSCRIBE_OK;
+}
+
 static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     const gguf_file *g = lc->gguf;
     if (!g) {
@@ -178,6 +222,7 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     if ((st = load_frontend(g, m))) return st;
     if ((st = load_languages(g, m))) return st;
     if ((st = load_caps(g, m))) return st;
+    if ((st = load_menus(g, m))) return st;
     return tr_fc_load(g, &m->hp, &m->enc);
 }
 
@@ -205,6 +250,8 @@ void tr_pk_model_free(pk_model *m) {
     free(m->word_start);
     tr_strv_free(m->lang, m->n_lang);
     free(m->variant);
+    free(m->ctx_choices);
+    for (int i = 0; i < 3; i++) free(m->menu[i]);
     free(m);
 }
 

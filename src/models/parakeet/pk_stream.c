@@ -14,16 +14,19 @@
  * reproduces it (pre-emphasis needs the one sample before the frame); the
  * encoder stream equals the masked offline forward; the decoder loop is the
  * same loop cut at chunk boundaries. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/parakeet/parakeet.h"
 #include "audio/audio.h"
+#include "transcribe/parakeet.h"
 #include "util/log.h"
 #include "util/timer.h"
 
 struct pk_stream {
     tr_fc_stream *enc;
+    int choice; /* index of the (L, R) pair enc was built for */
     pk_dec_work dec;
     pk_dec_carry carry;
     pk_toks toks;
@@ -74,6 +77,38 @@ bool tr_pk_stream_native(const pk_model *m) {
            m->mel.pad_mode == TR_PAD_CONSTANT && tr_fc_stream_supported(m->enc);
 }
 
+/* The (L, R) pair a cache-aware stream extension selects (c-api.md §7.3
+ * PKST): -1 (or no extension) → pair 0, the file's default; otherwise the
+ * pair whose right context is att_context_right. */
+transcribe_status tr_pk_stream_choice(const pk_model *m, const struct transcribe_ext *ext,
+                                      int *choice) {
+    *choice = 0;
+    if (!ext) return TRANSCRIBE_OK;
+    if (ext->kind != TRANSCRIBE_EXT_KIND_PARAKEET_STREAM || !tr_pk_stream_native(m)) {
+        TR_ERROR("parakeet: this file takes no stream extension of kind 0x%08x", ext->kind);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    transcribe_status st = transcribe_ext_check(ext, TRANSCRIBE_EXT_KIND_PARAKEET_STREAM,
+                                                sizeof(struct transcribe_parakeet_stream_ext));
+    if (st != TRANSCRIBE_OK) return st;
+    const int32_t r = ((const struct transcribe_parakeet_stream_ext *)ext)->att_context_right;
+    if (r == -1) return TRANSCRIBE_OK;
+    for (int i = 0; r >= 0 && i < m->n_ctx_choices; i++) {
+        if (m->ctx_choices[2 * i + 1] == r) {
+            *choice = i;
+            return TRANSCRIBE_OK;
+        }
+    }
+    char menu[256];
+    size_t at = 0;
+    for (int i = 0; i < m->n_ctx_choices && at + 16 < sizeof menu; i++)
+        at += (size_t)snprintf(menu + at, sizeof menu - at, "%s%d", i ? ", " : "",
+                               (int)m->ctx_choices[2 * i + 1]);
+    TR_ERROR("parakeet: att_context_right %d is not in the model's lookahead menu (%s)", (int)r,
+             menu);
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
 transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     const pk_model *m = s->m;
     if (!tr_pk_stream_native(m)) {
@@ -81,15 +116,24 @@ transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
                  "normalize none) file");
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
+    int choice = 0;
+    transcribe_status st = tr_pk_stream_choice(m, ctx->ext, &choice);
+    if (st != TRANSCRIBE_OK) return st;
     int pid = -1;
     if (m->prompt.n_prompts > 0) {
         pid = tr_pk_prompt_id(&m->prompt, ctx->params->language);
         if (pid < 0) return tr_pk_validate_run(m, ctx->params);
     }
+    if (s->stream && s->stream->choice != choice) {
+        stream_free(s->stream); /* built for another lookahead */
+        s->stream = NULL;
+    }
     if (!s->stream) {
         pk_stream *ps = calloc(1, sizeof *ps);
         if (!ps) return TRANSCRIBE_ERR_OOM;
-        transcribe_status st = tr_fc_stream_new(m->enc, &ps->enc);
+        ps->choice = choice;
+        st = tr_fc_stream_new(m->enc, m->ctx_choices[2 * choice], m->ctx_choices[2 * choice + 1],
+                              &ps->enc);
         if (st != TRANSCRIBE_OK || !tr_pk_dec_work_init(&ps->dec, &m->head)) {
             stream_free(ps);
             return st != TRANSCRIBE_OK ? st : TRANSCRIBE_ERR_OOM;
