@@ -10,20 +10,38 @@
  *    appears, aligned, in an offline run with word timestamps, the audio
  *    time at which the stream committed it minus the word's end in the
  *    offline timestamps: median and p90 (ms). A word counts as committed
- *    once committed text runs past it (a space after it, or finalize).
- *    null when the model gives no word timestamps.
+ *    at the first feed after which the committed text holds its last byte
+ *    (committed text only grows, so its byte offsets in the final text are
+ *    exact; no wait for the next word). null when the model gives no word
+ *    timestamps.
  *  - compute per second of audio: wall time spent inside feed and finalize
  *    divided by the audio length (< 1 keeps up with real time on this
  *    host); the slowest single feed is printed beside it.
  *
- * One JSON line on stdout. */
+ * --att-right R selects a cache-aware Parakeet file's lookahead (the PKST
+ * stream extension). One JSON line on stdout.
+ *
+ * transcribe-bench stream --make-cache-aware IN.gguf OUT.gguf [R] rewrites
+ * an offline Parakeet file into the cache-aware streaming schema of
+ * nemotron-speech-streaming-en-0.6b (family-parakeet.md §7.8): the same
+ * weights, chunked_limited attention with the published lookahead menu
+ * (70, 13), (70, 6), (70, 1), (70, 0) from (70, R) down (R, default 13, is
+ * the file's own context, so the bench's offline reference run uses the
+ * same attention as the stream), a causal depthwise conv (k - 1, 0),
+ * normalize = none, and a random projection of the causal pre-encode's
+ * wider output: a real-dimension file to measure streaming cost with. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bench.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "tensor/dtype.h"
 #include "transcribe.h"
+#include "transcribe/parakeet.h"
 
 static double now_ms(void) {
     struct timespec ts;
@@ -54,17 +72,105 @@ static void free_words(words *w) {
     free(w->w);
 }
 
-/* Words fully committed in c: those followed by whitespace (all at the end). */
-static int committed_words(const char *c, bool final) {
+/* Byte offset just past each whitespace-separated word of s, in order. */
+static int word_ends(const char *s, int64_t *end, int cap) {
     int n = 0;
-    const char *p = c;
+    const char *p = s;
     for (;;) {
-        while (*p == ' ') p++;
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
         if (!*p) break;
-        while (*p && *p != ' ') p++;
-        if (*p == ' ' || final) n++;
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n') p++;
+        if (n < cap) end[n] = p - s;
+        n++;
     }
     return n;
+}
+
+static bool skip_key(const char *k) {
+    static const char *const keys[] = {"stt.parakeet.encoder.att_context_style",
+                                       "stt.parakeet.encoder.att_context_left",
+                                       "stt.parakeet.encoder.att_context_right",
+                                       "stt.parakeet.encoder.att_context_size_choices",
+                                       "stt.parakeet.encoder.conv_context_left",
+                                       "stt.parakeet.encoder.conv_context_right",
+                                       "stt.frontend.normalize",
+                                       "stt.capability.streaming",
+                                       "stt.variant"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(k, keys[i])) return true;
+    return false;
+}
+
+/* See the header comment: the cache-aware rewrite of an offline file. */
+static int make_cache_aware(const char *in, const char *out, int right) {
+    gguf_file *g = NULL;
+    if (tr_gguf_open(in, &g) != TRANSCRIBE_OK) {
+        fprintf(stderr, "stream: cannot open %s\n", in);
+        return 1;
+    }
+    uint32_t k = 0, C = 0, d = 0, nm = 0;
+    const char *arch = NULL;
+    bool ok = tr_gguf_get_str(g, "general.architecture", &arch) == 1 && !strcmp(arch, "parakeet") &&
+              tr_gguf_get_u32(g, "stt.parakeet.encoder.conv_kernel", &k) == 1 &&
+              tr_gguf_get_u32(g, "stt.parakeet.encoder.subsampling_channels", &C) == 1 &&
+              tr_gguf_get_u32(g, "stt.parakeet.encoder.d_model", &d) == 1 &&
+              tr_gguf_get_u32(g, "stt.frontend.num_mels", &nm) == 1 && k > 0;
+    if (!ok) {
+        fprintf(stderr, "stream: %s is not a Parakeet file\n", in);
+        tr_gguf_close(g);
+        return 1;
+    }
+    gguf_writer *w = tr_gguf_writer_create();
+    ok = w != NULL;
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
+        if (!skip_key(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
+    /* the published menu from `right` down (pair 0 is the default) */
+    static const int32_t published[8] = {70, 13, 70, 6, 70, 1, 70, 0};
+    int first = 0;
+    while (first < 3 && published[2 * first + 1] > right) first++;
+    const int32_t *menu = published + 2 * first;
+    ok = ok && published[2 * first + 1] == right &&
+         tr_gguf_writer_set_str(w, "stt.variant", "nemotron-speech-streaming-en-0.6b") &&
+         tr_gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", 70) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_right", right) &&
+         tr_gguf_writer_set_arr_i32(w, "stt.parakeet.encoder.att_context_size_choices", menu,
+                                    8 - 2 * first) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_left", (int32_t)k - 1) &&
+         tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.conv_context_right", 0) &&
+         tr_gguf_writer_set_str(w, "stt.frontend.normalize", "none") &&
+         tr_gguf_writer_set_bool(w, "stt.capability.streaming", true);
+    /* the causal pre-encode's three stages map L mel bins to L / 2 + 1 */
+    int F = nm;
+    for (int i = 0; i < 3; i++) F = F / 2 + 1;
+    const int64_t nin = (int64_t)C * F;
+    float *pw = malloc(sizeof(float) * (size_t)(nin * d));
+    uint32_t seed = 4242;
+    const float sc = 1.0f / sqrtf((float)nin);
+    for (int64_t i = 0; pw && i < nin * d; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        pw[i] = ((float)((seed >> 8) & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f) * sc;
+    }
+    ok = ok && pw;
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
+        if (!strcmp(t->name, "enc.pre_encode.out.weight")) {
+            const int64_t ne[4] = {nin, d, 1, 1};
+            ok = tr_gguf_writer_add_tensor(w, t->name, TR_F32, 2, ne, pw);
+        } else {
+            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+        }
+    }
+    if (ok) ok = tr_gguf_writer_write(w, out) == TRANSCRIBE_OK;
+    free(pw);
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
+    if (!ok) {
+        fprintf(stderr, "stream: could not write %s\n", out);
+        return 1;
+    }
+    printf("wrote %s\n", out);
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -107,9 +213,13 @@ static void align(const words *a, const words *b, int *match) {
 int bench_stream(int argc, char **argv) {
     const char *model = NULL;
     const char *files[64];
-    int n_files = 0, threads = 0, feed_ms = 100;
+    int n_files = 0, threads = 0, feed_ms = 100, att_right = -2;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--make-cache-aware") == 0 && i + 2 < argc) {
+            return make_cache_aware(argv[i + 1], argv[i + 2], i + 3 < argc ? atoi(argv[i + 3]) : 13);
+        } else if (strcmp(argv[i], "--att-right") == 0 && i + 1 < argc) {
+            att_right = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
             model = argv[++i];
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             threads = atoi(argv[++i]);
@@ -124,7 +234,7 @@ int bench_stream(int argc, char **argv) {
     }
     if (!model || n_files == 0 || feed_ms < 1) {
         fprintf(stderr, "usage: transcribe-bench stream -m MODEL AUDIO... [--threads N] "
-                        "[--feed-ms N]\n");
+                        "[--feed-ms N] [--att-right R]\n");
         return 2;
     }
     struct transcribe_session_params sp;
@@ -202,13 +312,21 @@ int bench_stream(int argc, char **argv) {
         free(joined);
     }
 
-    /* The stream. */
+    /* The stream: committed bytes and audio time after every feed. */
     int feed = feed_ms * rate / 1000;
-    int cap_commit = 1024;
-    int64_t *commit_at = malloc((size_t)cap_commit * sizeof *commit_at); /* ms per committed word */
-    int n_commit = 0;
+    const int n_feeds = (int)((n + feed - 1) / feed) + 1;
+    int64_t *fed_ms = malloc((size_t)n_feeds * sizeof *fed_ms);
+    int64_t *committed = malloc((size_t)n_feeds * sizeof *committed);
+    int nf = 0;
     double compute = 0, worst = 0;
-    st = transcribe_stream_begin(s, NULL, NULL);
+    struct transcribe_parakeet_stream_ext pk;
+    transcribe_parakeet_stream_ext_init(&pk);
+    pk.att_context_right = att_right;
+    struct transcribe_stream_params stp;
+    transcribe_stream_params_init(&stp);
+    stp.family = &pk.ext;
+    st = fed_ms && committed ? transcribe_stream_begin(s, NULL, att_right >= -1 ? &stp : NULL)
+                             : TRANSCRIBE_ERR_OOM;
     for (int64_t pos = 0; st == TRANSCRIBE_OK && pos < n; pos += feed) {
         int take = n - pos < feed ? (int)(n - pos) : feed;
         double t0 = now_ms();
@@ -219,15 +337,8 @@ int bench_stream(int argc, char **argv) {
         struct transcribe_stream_text t;
         transcribe_stream_text_init(&t);
         transcribe_stream_get_text(s, &t);
-        int k = committed_words(t.committed_text, false);
-        while (n_commit < k && commit_at) {
-            if (n_commit == cap_commit) {
-                int64_t *g = realloc(commit_at, (size_t)(cap_commit *= 2) * sizeof *g);
-                if (!g) break;
-                commit_at = g;
-            }
-            commit_at[n_commit++] = (pos + take) * 1000 / rate;
-        }
+        fed_ms[nf] = (pos + take) * 1000 / rate;
+        committed[nf++] = (int64_t)t.committed_text_bytes;
     }
     if (st == TRANSCRIBE_OK) {
         double t0 = now_ms();
@@ -238,7 +349,8 @@ int bench_stream(int argc, char **argv) {
         fprintf(stderr, "stream: %s\n", transcribe_status_string(st));
         free(all);
         free(off_end);
-        free(commit_at);
+        free(fed_ms);
+        free(committed);
         free_words(&off);
         transcribe_session_free(s);
         return 1;
@@ -246,20 +358,28 @@ int bench_stream(int argc, char **argv) {
     struct transcribe_stream_text t;
     transcribe_stream_text_init(&t);
     transcribe_stream_get_text(s, &t);
+    fed_ms[nf] = n * 1000 / rate; /* finalize commits the rest */
+    committed[nf++] = (int64_t)t.committed_text_bytes;
     words str = split_words(t.committed_text);
-    while (commit_at && n_commit < str.n) {
-        if (n_commit == cap_commit) {
-            int64_t *g = realloc(commit_at, (size_t)(cap_commit *= 2) * sizeof *g);
-            if (!g) break;
-            commit_at = g;
+    int64_t *commit_at = malloc(((size_t)str.n + 1) * sizeof *commit_at);
+    int64_t *wend = malloc(((size_t)str.n + 1) * sizeof *wend);
+    int n_commit = 0;
+    if (commit_at && wend) {
+        n_commit = word_ends(t.committed_text, wend, str.n);
+        for (int i = 0, f = 0; i < n_commit; i++) {
+            while (f < nf - 1 && committed[f] < wend[i]) f++;
+            commit_at[i] = fed_ms[f];
         }
-        commit_at[n_commit++] = n * 1000 / rate; /* committed by finalize */
     }
+    free(wend);
+    free(fed_ms);
+    free(committed);
     double audio_s = (double)n / rate;
     printf("{\"bench\":\"stream\",\"model\":\"%s\",\"audio_s\":%.2f,\"threads\":%d,\"feed_ms\":%d,"
-           "\"compute_s_per_audio_s\":%.4f,\"max_feed_ms\":%.1f,\"offline_s_per_audio_s\":%.4f,",
-           model, audio_s, threads, feed_ms, compute / 1000.0 / audio_s, worst,
-           offline_ms / 1000.0 / audio_s);
+           "\"att_right\":%d,\"compute_s_per_audio_s\":%.4f,\"max_feed_ms\":%.1f,"
+           "\"offline_s_per_audio_s\":%.4f,",
+           model, audio_s, threads, feed_ms, att_right < -1 ? -1 : att_right,
+           compute / 1000.0 / audio_s, worst, offline_ms / 1000.0 / audio_s);
     if (off.n > 0 && str.n > 0 && commit_at) {
         int *match = malloc((size_t)str.n * sizeof *match);
         double *delay = malloc((size_t)str.n * sizeof *delay);
