@@ -88,6 +88,12 @@ typedef struct tr_stream_state {
     int64_t audio_committed_ms;
     int64_t buffered_ms;
     int n_committed_segs, n_committed_words, n_committed_toks;
+    /* Native commits of a family whose hypothesis only grows
+     * (tr_stream_ctx.grows_only): the text bytes of token rows
+     * [0, native_counted) summed so far, so a call adds only its new rows. */
+    bool native_grows;
+    int native_counted;
+    size_t native_bytes;
     bool generic; /* this stream runs through the generic driver */
     tr_stream_window win;
     struct transcribe_vad *vad; /* run params' vad_model: commits at each region end; else NULL */

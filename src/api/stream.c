@@ -35,6 +35,9 @@ void tr_stream_clear(struct transcribe_session *s) {
     st->input_received_ms = st->samples_received = 0;
     st->audio_committed_ms = st->buffered_ms = 0;
     st->n_committed_segs = st->n_committed_words = st->n_committed_toks = 0;
+    st->native_grows = false;
+    st->native_counted = 0;
+    st->native_bytes = 0;
     st->generic = false;
     tr_stream_window_clear(&st->win);
     transcribe_vad_free(st->vad);
@@ -72,8 +75,18 @@ bool tr_stream_commit(struct transcribe_session *s, const char *full, int native
     size_t cand = 0;
     const tr_result *r = &s->results[0];
     if (native_toks >= 0 && native_toks <= r->n_toks) {
-        /* Native boundary: the text of the committed token rows. */
-        for (int i = 0; i < native_toks; i++) cand += strlen(tr_result_str(r, r->toks[i].text_off));
+        /* Native boundary: the text of the committed token rows. A family
+         * that only appends leaves the rows counted before unchanged, so
+         * only the new ones are read (flat cost however long the stream). */
+        int from = 0;
+        if (st->native_grows && native_toks >= st->native_counted) {
+            from = st->native_counted;
+            cand = st->native_bytes;
+        }
+        for (int i = from; i < native_toks; i++)
+            cand += strlen(tr_result_str(r, r->toks[i].text_off));
+        st->native_counted = native_toks;
+        st->native_bytes = cand;
         if (cand > full_len) cand = full_len;
         if (native_toks > st->n_committed_toks) st->n_committed_toks = native_toks;
     } else {
@@ -100,8 +113,10 @@ bool tr_stream_commit(struct transcribe_session *s, const char *full, int native
     cand = tr_utf8_complete_prefix(full, cand);
     size_t have = st->committed.len;
     if (cand <= have) return false;
-    /* Committed bytes must still be a prefix of the hypothesis. */
-    if (have > 0 && memcmp(tr_strbuf_cstr(&st->committed), full, have) != 0) return false;
+    /* Committed bytes must still be a prefix of the hypothesis (they are,
+     * by construction, when the hypothesis only grows). */
+    if (have > 0 && !st->native_grows && memcmp(tr_strbuf_cstr(&st->committed), full, have) != 0)
+        return false;
     tr_strbuf_append(&st->committed, full + have, cand - have);
     return true;
 }
@@ -384,6 +399,7 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
     s->decode_ms = r->decode_ms;
     ss->audio_committed_ms = ctx->audio_committed_ms;
     ss->buffered_ms = ctx->buffered_ms;
+    ss->native_grows = !ss->generic && !ss->vad && ctx->grows_only;
     if (ctx->truncated && !s->truncated) {
         s->truncated = true;
         TR_WARN("%s: output truncated (the model's context/generation cap was reached)", where);

@@ -204,6 +204,11 @@ typedef struct tr_stream_ctx {
     int64_t buffered_ms;         /* audio held inside the family (out) */
     int n_native_committed_toks; /* native commit boundary in token rows, -1 = none (out) */
     bool truncated;              /* hit the context/generation cap (out) */
+    /* (out) the family only ever appends to the hypothesis (rows and text
+     * before this call are unchanged): the dispatcher then extends its
+     * native commit from where it stopped instead of re-reading every
+     * committed row. */
+    bool grows_only;
 } tr_stream_ctx;
 
 typedef struct tr_family {

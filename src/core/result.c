@@ -169,6 +169,22 @@ bool tr_result_set_segment_text(tr_result *r, int seg, const char *text) {
     return true;
 }
 
+bool tr_result_set_word_text(tr_result *r, int word, const char *text) {
+    if (word < 0 || word >= r->n_words) return false;
+    uint64_t off;
+    if (!arena_put(r, text, &off)) return false;
+    r->words[word].text_off = off;
+    return true;
+}
+
+uint64_t tr_result_arena_mark(const tr_result *r) {
+    return r->arena_len;
+}
+
+void tr_result_arena_rewind(tr_result *r, uint64_t mark) {
+    if (mark <= r->arena_len) r->arena_len = mark;
+}
+
 bool tr_result_set_full_text(tr_result *r, const char *text) {
     if (!arena_put(r, text, &r->full_text_off)) return false;
     r->has_full_text = true;

@@ -82,6 +82,14 @@ int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t sp
 bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id);
 /* Updates the text / times of an existing segment (e.g. after joining). */
 bool tr_result_set_segment_text(tr_result *r, int seg, const char *text);
+/* Replaces word `word`'s text (a growing word of a stream). */
+bool tr_result_set_word_text(tr_result *r, int word, const char *text);
+/* For results extended in place (native streams): the arena length now,
+ * and dropping every string stored after such a mark. Whoever rewinds
+ * re-sets every text that pointed past the mark before the result is
+ * read again. */
+uint64_t tr_result_arena_mark(const tr_result *r);
+void tr_result_arena_rewind(tr_result *r, uint64_t mark);
 bool tr_result_set_full_text(tr_result *r, const char *text);
 bool tr_result_set_raw_text(tr_result *r, const char *text);
 bool tr_result_set_language(tr_result *r, const char *lang);

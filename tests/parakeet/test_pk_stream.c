@@ -95,7 +95,9 @@ static bool make_streaming(const model_case *mc, const char *dst, const int32_t 
 typedef struct {
     int n;
     int id[4096];
-    int64_t t0[4096];
+    int64_t t0[4096], t1[4096];
+    int n_words;
+    char text[8192], raw[8192], words[8192];
 } toks;
 
 static void read_toks(struct transcribe_session *s, toks *t) {
@@ -107,14 +109,29 @@ static void read_toks(struct transcribe_session *s, toks *t) {
         CHECK(transcribe_get_token(s, i, &k) == TRANSCRIBE_OK);
         t->id[i] = k.id;
         t->t0[i] = k.t0_ms;
+        t->t1[i] = k.t1_ms;
+    }
+    /* the texts and word rows too: the stream builds them in place */
+    snprintf(t->text, sizeof t->text, "%s", transcribe_full_text(s));
+    snprintf(t->raw, sizeof t->raw, "%s", transcribe_raw_text(s));
+    t->n_words = transcribe_n_words(s);
+    size_t at = 0;
+    t->words[0] = 0;
+    for (int i = 0; i < t->n_words && at < sizeof t->words; i++) {
+        struct transcribe_word w;
+        transcribe_word_init(&w);
+        CHECK(transcribe_get_word(s, i, &w) == TRANSCRIBE_OK);
+        at += (size_t)snprintf(t->words + at, sizeof t->words - at, "%s|%lld|%lld/", w.text,
+                               (long long)w.t0_ms, (long long)w.t1_ms);
     }
 }
 
 static bool same_toks(const toks *a, const toks *b) {
     if (a->n != b->n) return false;
     for (int i = 0; i < a->n; i++)
-        if (a->id[i] != b->id[i] || a->t0[i] != b->t0[i]) return false;
-    return true;
+        if (a->id[i] != b->id[i] || a->t0[i] != b->t0[i] || a->t1[i] != b->t1[i]) return false;
+    return a->n_words == b->n_words && !strcmp(a->text, b->text) && !strcmp(a->raw, b->raw) &&
+           !strcmp(a->words, b->words);
 }
 
 /* Streams pcm in feeds of `feed` samples; checks the commit rules on the

@@ -15,6 +15,7 @@
 #include "models/parakeet/pk_decode.h"
 #include "nn/fastconformer.h"
 #include "tensor/pool.h"
+#include "util/strbuf.h"
 
 struct tr_tokenizer;
 
@@ -75,6 +76,28 @@ typedef struct pk_window_cfg {
     int margin;     /* the cut is at least this far from either window edge */
     int gap;        /* a cut needs this many token-free frames on each side */
 } pk_window_cfg;
+
+/* A native stream's result rows, extended in place (pk_stream_rows.c). */
+typedef struct pk_rows {
+    int done;            /* tokens already in rows */
+    int seg, word;       /* the segment (-1 before the first kept token), the open word row */
+    int32_t *wids, *rids; /* ids of the open word (kept) and of the open raw group */
+    int wn, wcap, rn, rcap;
+    tr_strbuf full, raw; /* texts of the closed words / raw groups (full: collapsed) */
+    tr_strbuf scratch;
+    uint64_t tail; /* arena mark before the texts re-set on each call */
+    bool has_tail;
+} pk_rows;
+
+void tr_pk_rows_init(pk_rows *r);
+void tr_pk_rows_free(pk_rows *r);
+void tr_pk_rows_clear(pk_rows *r);
+/* Adds rows for toks[r->done .. n) to res (the stream's result, built by
+ * these calls only) and re-sets its texts; *changed = false (and nothing
+ * touched) when there is nothing new. */
+transcribe_status tr_pk_rows_update(pk_rows *r, const pk_model *m, const pk_tok *toks, int n,
+                                    const struct transcribe_run_params *p, tr_result *res,
+                                    bool *changed);
 
 /* Native cache-aware stream state (pk_stream.c); NULL until a stream starts. */
 typedef struct pk_stream pk_stream;

@@ -30,6 +30,7 @@ struct pk_stream {
     pk_dec_work dec;
     pk_dec_carry carry;
     pk_toks toks;
+    pk_rows rows; /* the result rows of toks, extended as they arrive */
     float *pcm; /* sanitized samples from global sample pcm_base on */
     int64_t pcm_base, pcm_n, pcm_cap;
     int64_t n_fed;    /* samples fed so far */
@@ -47,6 +48,7 @@ static void stream_free(pk_stream *ps) {
     tr_fc_stream_free(ps->enc);
     tr_pk_dec_work_free(&ps->dec);
     tr_pk_toks_free(&ps->toks);
+    tr_pk_rows_free(&ps->rows);
     free(ps->pcm);
     free(ps->mel_tm);
     free(ps->prompt_hid);
@@ -61,6 +63,7 @@ static void stream_clear(pk_stream *ps) {
     tr_fc_stream_reset(ps->enc);
     tr_pk_dec_carry_reset(&ps->carry);
     ps->toks.n = 0;
+    tr_pk_rows_clear(&ps->rows);
     ps->pcm_base = ps->pcm_n = ps->n_fed = ps->mel_next = 0;
     ps->mel_ms = ps->enc_ms = ps->dec_ms = 0;
 }
@@ -131,6 +134,7 @@ transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     if (!s->stream) {
         pk_stream *ps = calloc(1, sizeof *ps);
         if (!ps) return TRANSCRIBE_ERR_OOM;
+        tr_pk_rows_init(&ps->rows);
         ps->choice = choice;
         st = tr_fc_stream_new(m->enc, m->ctx_choices[2 * choice], m->ctx_choices[2 * choice + 1],
                               &ps->enc);
@@ -256,13 +260,17 @@ static transcribe_status advance(pk_session *s, tr_stream_ctx *ctx, bool last) {
 static transcribe_status report(pk_session *s, tr_stream_ctx *ctx) {
     pk_stream *ps = s->stream;
     const pk_model *m = s->m;
-    tr_result_clear(ctx->result);
-    transcribe_status st = tr_pk_build_result(m, ps->toks.v, ps->toks.n, ctx->params, ctx->result);
+    /* the rows grow with the new tokens only (pk_stream_rows.c); the
+     * result is this stream's alone from begin on */
+    bool changed = false;
+    transcribe_status st =
+        tr_pk_rows_update(&ps->rows, m, ps->toks.v, ps->toks.n, ctx->params, ctx->result, &changed);
     ctx->result->mel_ms = (float)ps->mel_ms;
     ctx->result->encode_ms = (float)ps->enc_ms;
     ctx->result->decode_ms = (float)ps->dec_ms;
     /* every token decoded so far comes from a finished chunk: all final */
     ctx->n_native_committed_toks = ctx->result->n_toks;
+    ctx->grows_only = true;
     const int64_t done_ms = (int64_t)(tr_fc_stream_frames_out(ps->enc) * m->frame_ms);
     const int64_t fed_ms = ps->n_fed * 1000 / m->mel.sample_rate;
     ctx->audio_committed_ms = done_ms < fed_ms ? done_ms : fed_ms;
