@@ -216,7 +216,8 @@ int bench_stream(int argc, char **argv) {
     int n_files = 0, threads = 0, feed_ms = 100, att_right = -2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--make-cache-aware") == 0 && i + 2 < argc) {
-            return make_cache_aware(argv[i + 1], argv[i + 2], i + 3 < argc ? atoi(argv[i + 3]) : 13);
+            return make_cache_aware(argv[i + 1], argv[i + 2],
+                                    i + 3 < argc ? atoi(argv[i + 3]) : 13);
         } else if (strcmp(argv[i], "--att-right") == 0 && i + 1 < argc) {
             att_right = atoi(argv[++i]);
         } else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {

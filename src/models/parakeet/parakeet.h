@@ -79,8 +79,8 @@ typedef struct pk_window_cfg {
 
 /* A native stream's result rows, extended in place (pk_stream_rows.c). */
 typedef struct pk_rows {
-    int done;            /* tokens already in rows */
-    int seg, word;       /* the segment (-1 before the first kept token), the open word row */
+    int done;             /* tokens already in rows */
+    int seg, word;        /* the segment (-1 before the first kept token), the open word row */
     int32_t *wids, *rids; /* ids of the open word (kept) and of the open raw group */
     int wn, wcap, rn, rcap;
     tr_strbuf full, raw; /* texts of the closed words / raw groups (full: collapsed) */

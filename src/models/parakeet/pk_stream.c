@@ -31,7 +31,7 @@ struct pk_stream {
     pk_dec_carry carry;
     pk_toks toks;
     pk_rows rows; /* the result rows of toks, extended as they arrive */
-    float *pcm; /* sanitized samples from global sample pcm_base on */
+    float *pcm;   /* sanitized samples from global sample pcm_base on */
     int64_t pcm_base, pcm_n, pcm_cap;
     int64_t n_fed;    /* samples fed so far */
     int64_t mel_next; /* next mel frame to compute */
