@@ -1,9 +1,12 @@
 /* tr_attention: validates the arguments, picks the tile or row kernel and
- * spreads (head, query block) work units over the pool. Units are assigned
- * round-robin (cheap load balancing for causal masks); every unit's result
+ * spreads (head, query block) work units over the pool. Threads claim units
+ * in order from an atomic counter, so a thread the OS deschedules (shared
+ * cores) does not leave the others waiting at the barrier with its fixed
+ * share, and causal masks' uneven units balance too; every unit's result
  * depends only on its own inputs, so any thread count gives identical bits. */
 #include "tensor/ops_simd.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,14 +58,18 @@ typedef struct {
     int rows_per_unit, n_qb, heads;
     long scratch_floats;
     float *scratch;
+    atomic_long next; /* next unclaimed unit */
 } attn_ctx;
 
 static void attn_worker(void *vctx, int ith, int nth) {
-    const attn_ctx *c = vctx;
+    attn_ctx *c = vctx;
     const tr_attn_args *a = c->job->a;
     float *scratch = c->scratch + (long)ith * c->scratch_floats;
     const long n_units = (long)(a->n_head / c->heads) * c->n_qb;
-    for (long u = ith; u < n_units; u += nth) {
+    (void)nth;
+    for (;;) {
+        const long u = atomic_fetch_add_explicit(&c->next, 1, memory_order_relaxed);
+        if (u >= n_units) break;
         int h = (int)(u / c->n_qb) * c->heads, qb = (int)(u % c->n_qb);
         int q0 = qb * c->rows_per_unit;
         int q1 = q0 + c->rows_per_unit < a->n_q ? q0 + c->rows_per_unit : a->n_q;
@@ -118,6 +125,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         tr_attn_rows_scratch_floats(a.head_dim, group) <= tr_attn_scratch_floats(a.head_dim))
         job.heads = group;
     attn_ctx c = {.job = &job, .heads = job.heads};
+    atomic_init(&c.next, 0);
     c.rows_per_unit = tile ? TR_ATTN_BQ : ATTN_ROWS_PER_UNIT;
     c.n_qb = (a.n_q + c.rows_per_unit - 1) / c.rows_per_unit;
     /* 64-float multiple keeps each thread's scratch on its own cache lines */

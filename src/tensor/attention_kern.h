@@ -88,13 +88,17 @@ AINLINE void qkt_rows(const float *qt, const float *const *kr, int d, float *st,
     for (; c < nqv; c++) qkt_block(qt + c * VW, kr, d, st + c * VW, rb, 1);
 }
 
-/* O[r][c..c+nv*VW) += sum_j P^T[j][r] * V[j][c..] for RB query rows; pt points
- * at the first row's column of P^T, v at column c of key row 0. */
-AINLINE void pvt_block(const float *pt, const float *v, long vstride, int nk, float *o, long dp,
-                       int rb, int nv) {
+/* O[r][c..c+nv*VW) = O[r][..] * cr[r] + sum_j P^T[j][r] * V[j][c..] for RB
+ * query rows (the online softmax's rescale of the old accumulators rides
+ * on their load instead of a pass of its own); pt points at the first
+ * row's column of P^T, cr at its factor, v at column c of key row 0. */
+AINLINE void pvt_block(const float *pt, const float *cr, const float *v, long vstride, int nk,
+                       float *o, long dp, int rb, int nv) {
     vf acc[RB][NVB];
-    for (int r = 0; r < rb; r++)
-        for (int k = 0; k < nv; k++) acc[r][k] = vload(o + r * dp + k * VW);
+    for (int r = 0; r < rb; r++) {
+        const vf c = vset1(cr[r]);
+        for (int k = 0; k < nv; k++) acc[r][k] = vmul(vload(o + r * dp + k * VW), c);
+    }
     for (int j = 0; j < nk; j++) {
         vf b[NVB];
         for (int k = 0; k < nv; k++) b[k] = vload(v + (long)j * vstride + k * VW);
@@ -107,11 +111,34 @@ AINLINE void pvt_block(const float *pt, const float *v, long vstride, int nk, fl
         for (int k = 0; k < nv; k++) vstore(o + r * dp + k * VW, acc[r][k]);
 }
 
-/* O rows [r, r + rb) (rb = RB or RB_TAIL) += P V over all dp columns. */
-AINLINE void pvt_rows(const float *pt, const float *vbuf, long dp, int nk, float *o, int rb) {
+/* O rows [r, r + rb) (rb = RB or RB_TAIL) = O cr + P V over all dp columns. */
+AINLINE void pvt_rows(const float *pt, const float *cr, const float *vbuf, long dp, int nk,
+                      float *o, int rb) {
     long c = 0;
-    for (; c + NVB * VW <= dp; c += NVB * VW) pvt_block(pt, vbuf + c, dp, nk, o + c, dp, rb, NVB);
-    for (; c < dp; c += VW) pvt_block(pt, vbuf + c, dp, nk, o + c, dp, rb, 1);
+    for (; c + NVB * VW <= dp; c += NVB * VW)
+        pvt_block(pt, cr, vbuf + c, dp, nk, o + c, dp, rb, NVB);
+    for (; c < dp; c += VW) pvt_block(pt, cr, vbuf + c, dp, nk, o + c, dp, rb, 1);
+}
+
+/* 2^x, the tile kernel's softmax exponential: scores arrive pre-multiplied
+ * by log2(e) (folded into the Q scale), so no range reduction by ln 2 is
+ * needed; 2^f on [-1/2, 1/2] is a degree-6 fit (relative error 1e-7, about
+ * an ulp, like vexp). About half the multiply-adds of vexp, which the P V
+ * and Q K^T products compete for. Below -87.3 · log2(e) (and at -inf) the
+ * result is 0, as vexp's is below -87.3. */
+static inline vf vpow2(vf x) {
+    const vf lo = vset1(-125.9f);
+    vf xc = vmin(vmax(x, lo), vset1(127.0f));
+    vf n = vround(xc);
+    vf f = vsub(xc, n);
+    vf p = vset1(1.5372408961e-4f);
+    p = vfmadd(p, f, vset1(1.3397029834e-3f));
+    p = vfmadd(p, f, vset1(9.6183689311e-3f));
+    p = vfmadd(p, f, vset1(5.5503360927e-2f));
+    p = vfmadd(p, f, vset1(2.4022647738e-1f));
+    p = vfmadd(p, f, vset1(6.9314718246e-1f));
+    p = vfmadd(p, f, vset1(1.0f));
+    return vkeep_ge(x, lo, vmul(p, vpow2i(n)));
 }
 
 /* Online-softmax update of one score row s[0..BK) (already masked with
@@ -177,9 +204,11 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
     memset(o, 0, sizeof(float) * TR_ATTN_BQ * dp);
     memset(zrow, 0, sizeof(float) * dp);
     for (int r = 0; r < TR_ATTN_BQ; r++) m_run[r] = -INFINITY, l_run[r] = 0.0f;
+    /* scores in base 2: log2(e) folded into the Q scale (see vpow2) */
+    const float log2e = 1.44269504088896341f, qscale = a->scale * log2e;
     for (int r = 0; r < nq; r++) {
         const float *src = a->q + (long)(q0 + r) * a->q_stride + (long)h * d;
-        for (int dd = 0; dd < d; dd++) qt[(long)dd * TR_ATTN_BQ + r] = src[dd] * a->scale;
+        for (int dd = 0; dd < d; dd++) qt[(long)dd * TR_ATTN_BQ + r] = src[dd] * qscale;
     }
     const int kv_hi = row_end(&lim, q1 - 1); /* the last row sees the most keys */
     const int kv_lo = row_end(&lim, q0);     /* every row sees the keys below this */
@@ -231,7 +260,7 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
         if (pb)
             for (int i = 0; i < nq; i++) {
                 const float *br = pb + (long)(q0 + i) * a->n_kv + kb;
-                for (int j = 0; j < nk; j++) st[(long)j * TR_ATTN_BQ + i] += br[j];
+                for (int j = 0; j < nk; j++) st[(long)j * TR_ATTN_BQ + i] += br[j] * log2e;
             }
         if (kb + nk > kv_lo) /* block crosses the causal diagonal: mask per row */
             for (int i = 0; i < nq; i++) {
@@ -252,29 +281,23 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
             vf m_use = vkeep_ge(m_new, vset1(-3.0e38f), m_new);
             vf sum = vzero();
             for (int j = 0; j < nk; j++) {
-                vf e = vexp(vsub(vload(col + (long)j * TR_ATTN_BQ), m_use));
+                vf e = vpow2(vsub(vload(col + (long)j * TR_ATTN_BQ), m_use));
                 vstore(col + (long)j * TR_ATTN_BQ, e);
                 sum = vadd(sum, e);
             }
-            vf cr = vexp(vsub(m_old, m_use));
+            vf cr = vpow2(vsub(m_old, m_use));
             vstore(corr + c * VW, cr);
             vstore(l_run + c * VW, vfmadd(vload(l_run + c * VW), cr, sum));
             vstore(m_run + c * VW, m_new);
         }
-        for (int r = 0; r < nq; r++) {
-            if (corr[r] == 1.0f) continue;
-            vf cv = vset1(corr[r]);
-            for (long dd = 0; dd < dp; dd += VW)
-                vstore(o + r * dp + dd, vmul(vload(o + r * dp + dd), cv));
-        }
 
-        /* O += P V */
+        /* O = O corr + P V (corr is set for every column below nq_pad) */
         for (int r = 0; r < nq_pad;) {
             if (nq_pad - r >= RB) {
-                pvt_rows(st + r, vb, dp, nk, o + r * dp, RB);
+                pvt_rows(st + r, corr + r, vb, dp, nk, o + r * dp, RB);
                 r += RB;
             } else {
-                pvt_rows(st + r, vb, dp, nk, o + r * dp, RB_TAIL);
+                pvt_rows(st + r, corr + r, vb, dp, nk, o + r * dp, RB_TAIL);
                 r += RB_TAIL;
             }
         }

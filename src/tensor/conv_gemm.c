@@ -27,11 +27,13 @@ bool tr_conv_weights_ok(const char *op, const tr_tensor *w, long K, long c_out) 
 
 void tr_conv_weight_row(const tr_tensor *w, long K, long r, float *dst) {
     const char *src = (const char *)w->data + (size_t)r * tr_row_bytes(w->type, K);
-    /* F16 inline: these rows can be as short as one kernel's taps, and the
-     * generic converter's per-call dispatch would dominate */
+    /* short F16 rows inline: they can be as short as one kernel's taps, and
+     * the generic converter's per-call dispatch would dominate; long ones
+     * (Whisper's stem: 1536 and 3840 per row) through its F16C path, which
+     * the scalar loop ran ~8x slower than */
     if (w->type == TR_F32) {
         memcpy(dst, src, sizeof(float) * (size_t)K);
-    } else if (w->type == TR_F16) {
+    } else if (w->type == TR_F16 && K < 64) {
         const uint16_t *h = (const uint16_t *)src;
         for (long i = 0; i < K; i++) dst[i] = tr_f16_to_f32(h[i]);
     } else {

@@ -38,8 +38,18 @@ typedef struct {
     const char *family;         /* "whisper", "parakeet", "canary" */
     double gflop;               /* encoder GFLOP for the whole input (GEMMs, attention, convs) */
     int windows;                /* encoder passes counted */
-    int gemm_m, gemm_k, gemm_n; /* the encoder's FFN GEMM (first window): the sgemm baseline */
+    int frames;                 /* encoder frames of the first window */
+    int gemm_m, gemm_k, gemm_n; /* the sgemm baseline: the encoder's FFN (K = d_model,
+                                   N = d_ff) over M = max(frames, BENCH_SGEMM_MIN_M) rows */
 } bench_enc_cost;
+
+/* Fewest rows the sgemm baseline runs on. OpenBLAS's rate falls steeply
+ * below about a thousand rows (on the 2-core AVX2 host, 138 rows, a
+ * Parakeet encoder on 11 s of audio, reach ~0.6 of its 1500-row rate), so
+ * comparing a short input's encoder with sgemm on its own row count
+ * measured our encoder against a handicapped baseline. 1500 is Whisper's
+ * window, where OpenBLAS is at its sustained rate. */
+#define BENCH_SGEMM_MIN_M 1500
 
 /* Counts the encoder's floating-point work (2 per multiply-add) for
  * n_samples of audio from the GGUF's hyper-parameters, mirroring each

@@ -16,7 +16,8 @@
  * per window exactly as pk_run.c schedules them. Whisper and Canary also
  * project the decoder's cross-attention K and V inside the timed encode
  * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
- * since encode_ms includes them. */
+ * since encode_ms includes them. The sgemm baseline's shape is the FFN's
+ * K and N over at least BENCH_SGEMM_MIN_M rows (bench.h says why). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -120,7 +121,8 @@ static bool fastconformer_cost(const gguf_file *g, bool canary, long n, bench_en
         T = T_first;
     }
     out->gflop *= 1e-9;
-    out->gemm_m = (int)T;
+    out->frames = (int)T;
+    out->gemm_m = T > BENCH_SGEMM_MIN_M ? (int)T : BENCH_SGEMM_MIN_M;
     out->gemm_k = hp.d_model;
     out->gemm_n = hp.d_ff;
     return true;
@@ -148,7 +150,8 @@ static bool whisper_cost(const gguf_file *g, const char *family, long n, bench_e
     out->family = family;
     out->windows = n > win ? (int)((n + win - 1) / win) : 1;
     out->gflop = out->windows * whisper_window_flop(D, F, L, mels, Tm, L_dec) * 1e-9;
-    out->gemm_m = (int)(Tm / 2);
+    out->frames = (int)(Tm / 2);
+    out->gemm_m = out->frames > BENCH_SGEMM_MIN_M ? out->frames : BENCH_SGEMM_MIN_M;
     out->gemm_k = (int)D;
     out->gemm_n = (int)F;
     return true;

@@ -9,7 +9,9 @@
  * Encoder efficiency: the encoder's work is counted analytically from the
  * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
  * achieved GFLOP/s. Beside it stands OpenBLAS cblas_sgemm (F32, same
- * thread count) on the encoder's FFN GEMM shape, timed between the runs
+ * thread count) on the encoder's FFN GEMM shape (K, N) over at least
+ * BENCH_SGEMM_MIN_M rows (bench.h: OpenBLAS is slow on short row counts
+ * and would flatter short inputs), timed between the runs
  * (at least 3 calls and 100 ms after each transcription, fastest call
  * kept) so that both see the same host conditions; enc_vs_sgemm is their
  * ratio. Fields are null when the file cannot be counted or OpenBLAS is
@@ -211,7 +213,8 @@ static void print_efficiency(const bench_enc_cost *cost, const char *why, float 
     double enc_rate = encode_ms > 0 ? cost->gflop / (encode_ms * 1e-3) : 0.0;
     printf(",\"enc_family\":\"%s\",\"enc_windows\":%d,\"enc_gflop\":%.2f,\"enc_gflops\":%.1f",
            cost->family, cost->windows, cost->gflop, enc_rate);
-    printf(",\"sgemm_shape\":\"%dx%dx%d\"", cost->gemm_m, cost->gemm_k, cost->gemm_n);
+    printf(",\"enc_frames\":%d,\"sgemm_shape\":\"%dx%dx%d\"", cost->frames, cost->gemm_m,
+           cost->gemm_k, cost->gemm_n);
     if (p->best_ms > 0) {
         double rate = 2.0 * p->m * (double)p->k * p->n * 1e-9 / (p->best_ms * 1e-3);
         printf(",\"sgemm_calls\":%d,\"sgemm_gflops\":%.1f,\"enc_vs_sgemm\":%.3f", p->calls, rate,
