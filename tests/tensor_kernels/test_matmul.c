@@ -177,6 +177,44 @@ static void test_type(int type, tr_pool *pools[3]) {
     }
 }
 
+/* Matrix-vector products whose x the Q8_0 / K-quant paths quantize to int8
+ * (per 32 or per 256 elements, level-dependent): x all zero, x tiny (group
+ * maxima below 2^-100, where 127/max needs care), x huge, and scales that
+ * differ by 60 orders of magnitude from one 32-element group to the next,
+ * at every level against the double reference. */
+static void test_x_scales(tr_pool *pool) {
+    const int types[] = {TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
+    const long K = 768, N = 7; /* N != 5: weights quantized from [-1, 1) */
+    float *X = malloc(sizeof(float) * K), *bias = malloc(sizeof(float) * N);
+    for (long n = 0; n < N; n++) bias[n] = kref_uniform();
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        wmat w = make_w(types[t], K, N);
+        for (int pattern = 0; pattern < 4; pattern++) {
+            static const float group_scale[4] = {1e-33f, 1.0f, 1e27f, 3e-31f};
+            for (long k = 0; k < K; k++) {
+                float u = kref_uniform();
+                X[k] = pattern == 0   ? 0.0f
+                       : pattern == 1 ? u * 1e-33f
+                       : pattern == 2 ? u * 1e30f
+                                      : u * group_scale[(k / 32) % 4];
+            }
+            for (int ii = 0; ii < k_n_levels; ii++) {
+                CHECK(tr_cpu_force(k_levels[ii]));
+                float *Y = run(pool, &w, pattern == 1 ? NULL : bias, X, 1, (int)K, (int)N);
+                int bad = check_ref(&w, pattern == 1 ? NULL : bias, X, 1, (int)K, Y, (int)N);
+                CHECK_MSG(bad == 0, "%s %s x pattern %d: %d bad", tr_type_name(types[t]),
+                          tr_cpu_level_name(k_levels[ii]), pattern, bad);
+                free(Y);
+            }
+            tr_cpu_unforce();
+        }
+        free(w.data);
+        free(w.ref);
+    }
+    free(X);
+    free(bias);
+}
+
 /* Bigger than one N block and several K blocks, so all blocking loops run. */
 static void test_large(tr_pool *pool) {
     const int types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
@@ -338,6 +376,7 @@ int main(void) {
     test_large(pools[1]);
     test_blocking(pools);
     test_nt(pools[1]);
+    test_x_scales(pools[1]);
     test_group(pools);
     CHECK(tr_matmul_force_isa(NULL));
     printf("auto isa: %s; tested:", tr_matmul_isa());
