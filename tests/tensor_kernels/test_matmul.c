@@ -177,6 +177,44 @@ static void test_type(int type, tr_pool *pools[3]) {
     }
 }
 
+/* Matrix-vector products whose x the Q8_0 / K-quant paths quantize to int8
+ * (per 32 or per 256 elements, level-dependent): x all zero, x tiny (group
+ * maxima below 2^-100, where 127/max needs care), x huge, and scales that
+ * differ by 60 orders of magnitude from one 32-element group to the next,
+ * at every level against the double reference. */
+static void test_x_scales(tr_pool *pool) {
+    const int types[] = {TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
+    const long K = 768, N = 7; /* N != 5: weights quantized from [-1, 1) */
+    float *X = malloc(sizeof(float) * K), *bias = malloc(sizeof(float) * N);
+    for (long n = 0; n < N; n++) bias[n] = kref_uniform();
+    for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+        wmat w = make_w(types[t], K, N);
+        for (int pattern = 0; pattern < 4; pattern++) {
+            static const float group_scale[4] = {1e-33f, 1.0f, 1e27f, 3e-31f};
+            for (long k = 0; k < K; k++) {
+                float u = kref_uniform();
+                X[k] = pattern == 0   ? 0.0f
+                       : pattern == 1 ? u * 1e-33f
+                       : pattern == 2 ? u * 1e30f
+                                      : u * group_scale[(k / 32) % 4];
+            }
+            for (int ii = 0; ii < k_n_levels; ii++) {
+                CHECK(tr_cpu_force(k_levels[ii]));
+                float *Y = run(pool, &w, pattern == 1 ? NULL : bias, X, 1, (int)K, (int)N);
+                int bad = check_ref(&w, pattern == 1 ? NULL : bias, X, 1, (int)K, Y, (int)N);
+                CHECK_MSG(bad == 0, "%s %s x pattern %d: %d bad", tr_type_name(types[t]),
+                          tr_cpu_level_name(k_levels[ii]), pattern, bad);
+                free(Y);
+            }
+            tr_cpu_unforce();
+        }
+        free(w.data);
+        free(w.ref);
+    }
+    free(X);
+    free(bias);
+}
+
 /* Bigger than one N block and several K blocks, so all blocking loops run. */
 static void test_large(tr_pool *pool) {
     const int types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
@@ -207,13 +245,15 @@ static void test_large(tr_pool *pool) {
  * instead). Every weight dtype the kernels benchmark, every ISA. */
 static void test_blocking(tr_pool *pools[3]) {
     const int types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
-    const long Ks[] = {600, 600, 608, 768}; /* 256 + 256 + a short block, but K-quants */
+    /* 256 + 256 + a short block (K-quants: 3 × 256); then Ks an AVX2 host
+     * with 32 KiB of L1d runs as one block (up to 384, not multiples of 16) */
+    const long Ks[2][4] = {{600, 600, 608, 768}, {371, 383, 352, 512}};
     const int M = 1031;
     const long Ns[] = {17, 40};
-    for (int t = 0; t < 4; t++) {
-        for (int ni = 0; ni < 2; ni++) {
-            long K = Ks[t], N = Ns[ni];
-            wmat w = make_w(types[t], K, N);
+    for (int t = 0; t < 8; t++) {
+        for (int ni = t / 4; ni < 2; ni++) { /* the one-block Ks: N = 40 only */
+            long K = Ks[t / 4][t % 4], N = Ns[ni];
+            wmat w = make_w(types[t % 4], K, N);
             float *X = malloc(sizeof(float) * (size_t)(M * K));
             float *bias = malloc(sizeof(float) * (size_t)N);
             for (long i = 0; i < M * K; i++) X[i] = kref_uniform();
@@ -222,12 +262,12 @@ static void test_blocking(tr_pool *pools[3]) {
                 CHECK(tr_cpu_force(k_levels[ii]));
                 float *Y1 = run(pools[0], &w, bias, X, M, (int)K, (int)N + 3);
                 CHECK_MSG(check_ref(&w, bias, X, M, (int)K, Y1, (int)N + 3) == 0,
-                          "blocking %s %s M=%d K=%ld N=%ld", tr_type_name(types[t]),
+                          "blocking %s %s M=%d K=%ld N=%ld", tr_type_name(types[t % 4]),
                           tr_cpu_level_name(k_levels[ii]), M, K, N);
                 for (int p = 1; p < 3; p++) {
                     float *Yp = run(pools[p], &w, bias, X, M, (int)K, (int)N + 3);
                     CHECK_MSG(memcmp(Y1, Yp, sizeof(float) * (size_t)(M * (N + 3))) == 0,
-                              "blocking %s %s N=%ld: %d threads differ", tr_type_name(types[t]),
+                              "blocking %s %s N=%ld: %d threads differ", tr_type_name(types[t % 4]),
                               tr_cpu_level_name(k_levels[ii]), N, p + 1);
                     free(Yp);
                 }
@@ -338,6 +378,7 @@ int main(void) {
     test_large(pools[1]);
     test_blocking(pools);
     test_nt(pools[1]);
+    test_x_scales(pools[1]);
     test_group(pools);
     CHECK(tr_matmul_force_isa(NULL));
     printf("auto isa: %s; tested:", tr_matmul_isa());

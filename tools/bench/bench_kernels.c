@@ -1,9 +1,9 @@
 /* transcribe-bench kernels: GEMM and decode matrix-vector timings.
  *
  * GEMM cases compare tr_matmul (per weight dtype) against OpenBLAS
- * cblas_sgemm on the same problem with F32 weights; OpenBLAS is dlopen'ed
- * so neither the library nor this tool needs it at build time (baseline
- * null when absent). Decode (M = 1) cases report achieved GB/s of weight
+ * cblas_sgemm on the same problem with F32 weights, the two alternating;
+ * OpenBLAS is dlopen'ed so neither the library nor this tool needs it at
+ * build time (baseline null when absent). Decode (M = 1) cases report achieved GB/s of weight
  * bytes against a STREAM-style copy bandwidth measured in the same run,
  * interleaved with that case's calls (one copy, then a block of calls, and
  * so on): on a shared host the memory bandwidth drifts by tens of percent
@@ -102,24 +102,21 @@ static void *make_weights(int type, const float *W, long K, long N, size_t *byte
 }
 
 static const int k_types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
+/* decode: Q6_K too (the output and FFN-down type of ggml's Q4_K_M files) */
+static const int k_gemv_types[] = {TR_F16, TR_Q8_0, TR_Q4_K, TR_Q6_K};
 
+/* OpenBLAS and tr_matmul alternate call by call and the ratio is the
+ * median of the per-pair ratios: on a shared host the load drifts within
+ * seconds, so a baseline timed once before all dtypes can be measured under
+ * other conditions than the case it divides. */
 static void bench_gemm(tr_pool *pool, sgemm_fn sgemm, int M, int K, int N, int reps, int threads) {
     float *X = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)N * K);
     float *Y = malloc(sizeof(float) * (size_t)M * N);
     if (!X || !W || !Y) goto done;
     fill(X, (size_t)M * K, 1);
     fill(W, (size_t)N * K, 2);
-    double t[MAX_REPS], base_ms = -1;
-    if (sgemm) {
+    if (sgemm) /* warm-up: OpenBLAS threads started, buffers touched */
         sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f, Y, N);
-        for (int r = 0; r < reps; r++) {
-            double t0 = tr_time_ms();
-            sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f, Y,
-                  N);
-            t[r] = tr_time_ms() - t0;
-        }
-        base_ms = median(t, reps);
-    }
     for (size_t ti = 0; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) {
         int type = k_types[ti];
         if (K % tr_type_block(type) != 0) { /* models store such tensors in another type */
@@ -133,18 +130,25 @@ static void bench_gemm(tr_pool *pool, sgemm_fn sgemm, int M, int K, int N, int r
         if (!q) continue;
         tr_tensor tw = {"w", type, 2, {K, N, 1, 1}, tr_row_bytes(type, K), bytes, q};
         tr_matmul(pool, &tw, NULL, X, M, K, Y, N);
+        double t[MAX_REPS], tb[MAX_REPS], ratio[MAX_REPS];
         for (int r = 0; r < reps; r++) {
             double t0 = tr_time_ms();
+            if (sgemm)
+                sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f,
+                      Y, N);
+            double t1 = tr_time_ms();
             tr_matmul(pool, &tw, NULL, X, M, K, Y, N);
-            t[r] = tr_time_ms() - t0;
+            t[r] = tr_time_ms() - t1;
+            tb[r] = t1 - t0;
+            ratio[r] = tb[r] > 0 ? t[r] / tb[r] : 0.0;
         }
         double ms = median(t, reps);
         printf(
             "{\"bench\":\"kernels\",\"case\":\"gemm %dx%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.3f,"
             "\"baseline\":\"openblas_sgemm_f32\",",
             M, K, N, tr_type_name(type), ms);
-        if (base_ms >= 0)
-            printf("\"baseline_ms\":%.3f,\"ratio\":%.3f,", base_ms, ms / base_ms);
+        if (sgemm)
+            printf("\"baseline_ms\":%.3f,\"ratio\":%.3f,", median(tb, reps), median(ratio, reps));
         else
             printf("\"baseline_ms\":null,\"ratio\":null,");
         printf("\"threads\":%d,\"isa\":\"%s\"}\n", threads, tr_matmul_isa());
@@ -165,8 +169,8 @@ static void bench_gemv(tr_pool *pool, copy_ctx *stream, int K, int N, int reps, 
     if (!W || !x || !y) goto done;
     fill(W, (size_t)N * K, 3);
     fill(x, (size_t)K, 4);
-    for (size_t ti = 1; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) { /* F16, Q8_0, Q4_K */
-        int type = k_types[ti];
+    for (size_t ti = 0; ti < sizeof(k_gemv_types) / sizeof(k_gemv_types[0]); ti++) {
+        int type = k_gemv_types[ti];
         size_t bytes;
         void *q0 = make_weights(type, W, K, N, &bytes);
         if (!q0) continue;
