@@ -219,6 +219,12 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
                                       int n_ctx, transcribe_kv_type kv_type);
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
+/* The session limits (c-api.md §13.2) of a decoder-bound family: the
+ * context ceiling as effective n_ctx, audio_ms (what that context leaves
+ * for audio, by the family's own prompt arithmetic; <= 0 → 0) and the KV
+ * bytes of one utterance at the ceiling. */
+void tr_clm_session_limits(const tr_clm_session *ds, const tr_clm_hparams *hp, int64_t audio_ms,
+                           struct transcribe_session_limits *out);
 
 /* For a family (which sees core/family.h) whose session is
  * {const P_model *m; tr_clm_session dec; ...} and whose model holds lm,

@@ -51,13 +51,6 @@ static bool abort_cb(void *user) {
     return tr_run_should_abort((const tr_run_ctx *)user);
 }
 
-static void finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
-    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
-    ctxs[i].result->status = st;
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-    done[i] = true;
-}
-
 static void group_free(group *g) {
     for (int j = 0; j < g->n; j++) {
         free(g->it[j].mel);
@@ -122,7 +115,8 @@ static transcribe_status group_mels(cn_session *s, const float *const *pcm, cons
         if (it->T < 1) {
             free(it->mel);
             it->mel = NULL;
-            finish(ctxs, done, i, st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
+            tr_run_batch_finish(ctxs, done, i,
+                                st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
             continue;
         }
         if (live != j) {
@@ -326,7 +320,7 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
         transcribe_status f = tr_cn_fill_result(m, pr, it->out, it->n_out,
                                                 ctx->params->keep_special_tags, ctx->result);
         if (f != TRANSCRIBE_OK) return f;
-        finish(ctxs, done, it->idx, u);
+        tr_run_batch_finish(ctxs, done, it->idx, u);
     }
     return st;
 }
@@ -347,7 +341,7 @@ transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const 
     }
     for (int i = 0; i < n; i++) {
         transcribe_status u = gate(s, &pr, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) finish(ctxs, done, i, u);
+        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
     }
     int i = 0;
     while (st == TRANSCRIBE_OK && i < n) {
@@ -368,9 +362,7 @@ transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const 
         }
         group_free(&g);
     }
-    if (st == TRANSCRIBE_ERR_ABORTED)
-        for (int j = 0; j < n; j++)
-            if (!done[j]) finish(ctxs, done, j, TRANSCRIBE_ERR_ABORTED);
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
     free(done);
     free(items);
     return st;

@@ -167,8 +167,7 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
     int n_out = 0;
     tr_run_report_progress(ctx, CN_ENC_SHARE);
     st = greedy(s, &pr, T_enc, ctx, out, &n_out);
-    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-        tr_run_report_progress(ctx, 1.0);
+    tr_run_report_decoded(ctx, st);
     s->n_last = n_out;
     ctx->result->decode_ms = (float)(tr_time_ms() - t2);
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
