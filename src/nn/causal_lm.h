@@ -61,12 +61,13 @@ struct tr_tokenizer;
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks, tr_clm_weights *w);
-/* The decoder sizes every causal-LM file declares under prefix (e.g.
+/* Starts *hp (zeroed, tr_clm_hparams_defaults, qk_norm) and reads the
+ * decoder sizes every causal-LM file declares under prefix (e.g.
  * "stt.qwen3_asr.decoder."): n_layers [1, 1024], hidden_size [1, 65536],
  * intermediate_size [1, 2^20], n_heads and n_kv_heads [1, 1024], head_dim
  * [2, 4096], hidden_act "silu" / "swish". GGUF (logged by the key reader)
  * otherwise. */
-transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix,
+transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix, bool qk_norm,
                                     tr_clm_hparams *hp);
 /* Up-front check of the LM head while reading hyperparameters: an untied
  * LM needs a dec.output.weight tensor. GGUF (logged with `who`) otherwise. */

@@ -81,11 +81,8 @@ static transcribe_status gate(const cn_session *s, const cn_prompt *pr, const fl
                  (long long)m->max_audio_ms);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    if (n < m->mel.n_fft / 2 + 1) {
-        TR_ERROR("canary: %d samples are too short (reflect padding needs at least %d)", n,
-                 m->mel.n_fft / 2 + 1);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
+    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "canary", n);
+    if (len_st != TRANSCRIBE_OK) return len_st;
     if (s->n_ctx - pr->n < 1) {
         TR_ERROR("canary: the decoder context %d cannot hold the %d-token prompt plus one token",
                  s->n_ctx, pr->n);

@@ -12,6 +12,7 @@
 #include "models/parakeet/pk_keys.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
@@ -201,11 +202,8 @@ void tr_pk_model_free(pk_model *m) {
     tr_pk_head_free(&m->head);
     tr_pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
-    free(m->drop);
-    free(m->word_start);
     tr_strv_free(m->lang, m->n_lang);
-    free(m->variant);
-    free(m);
+    TR_FREE_ALL(m->drop, m->word_start, m->variant, m);
 }
 
 void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {

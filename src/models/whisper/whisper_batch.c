@@ -339,10 +339,9 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
 transcribe_status tr_wh_run_batch(wh_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     bool *done = calloc((size_t)n, sizeof *done);
-    int *todo = calloc((size_t)n, sizeof *todo);
-    if (!done || !todo) {
+    int *todo = done ? calloc((size_t)n, sizeof *todo) : NULL;
+    if (!todo) {
         free(done);
-        free(todo);
         return TRANSCRIBE_ERR_OOM;
     }
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
