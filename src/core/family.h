@@ -46,15 +46,21 @@ typedef struct tr_model_desc {
     const char *const *translate_pairs;
 } tr_model_desc;
 
-/* Starts a description: zeroes *desc (every capability off, no features)
- * and sets what every family reports — native rate and languages (borrowed
- * from the family model). Returns the capabilities for the rest. */
+/* Starts a description: zeroes *desc (every capability off, no features,
+ * no tokenizer) and sets what every family reports — native rate,
+ * languages (borrowed from the family model), variant, timestamp kind and
+ * cancellation (every family polls the abort callback). Returns the
+ * capabilities for the rest. */
 static inline struct transcribe_capabilities *
-tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char *const *languages) {
+tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char *const *languages,
+                    const char *variant, transcribe_timestamp_kind timestamps) {
     memset(desc, 0, sizeof *desc);
     desc->caps.native_sample_rate = sample_rate;
     desc->caps.n_languages = n_languages;
     desc->caps.languages = (const char *const *)languages;
+    desc->caps.max_timestamp_kind = timestamps;
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->variant = variant;
     return &desc->caps;
 }
 

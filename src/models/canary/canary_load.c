@@ -446,10 +446,10 @@ int tr_cn_lang_id(const cn_model *m, const char *code) {
 }
 
 void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
+    /* no language detection (§8.2) */
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
-    c->supports_language_detect = false;                /* §8.2 */
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
     c->supports_translate = m->can_translate;
     c->max_audio_ms = m->max_audio_ms;
     if (m->can_translate) {
@@ -458,9 +458,7 @@ void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
         desc->n_translate_pairs = m->n_pairs;
         desc->translate_pairs = (const char *const *)m->pairs;
     }
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_PNC] = m->sp.pnc >= 0 && m->sp.nopnc >= 0;
-    desc->variant = m->variant;
     /* Aggregate vocabularies repeat pieces across per-language sub-models, so
      * text cannot be encoded faithfully; only the single SentencePiece can. */
     desc->tokenizer = m->hp.single_sp ? m->tok : NULL;

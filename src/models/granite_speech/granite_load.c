@@ -477,16 +477,13 @@ void tr_gs_model_free(gs_model *m) {
 
 void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;
-    c->supports_language_detect = false;
-    c->supports_translate = m->translate;
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE);
+    c->supports_translate = m->translate; /* no language detection */
     c->n_translate_target_languages = m->translate ? m->n_targets : 0;
     c->translate_target_languages = (const char *const *)m->targets;
     c->max_audio_ms = m->max_audio_ms;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = m->diarize;
-    desc->variant = m->variant;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
     desc->n_translate_pairs = m->translate ? m->n_pairs : 0;
     desc->translate_pairs = (const char *const *)m->pairs;

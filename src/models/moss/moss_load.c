@@ -26,21 +26,24 @@
 
 static transcribe_status read_encoder_keys(const gguf_file *f, ms_model *m) {
     transcribe_status st;
-    tr_whenc *e = &m->enc;
     bool scale;
 #define EK "stt.moss.encoder."
     const tr_gguf_u32_key sizes[] = {
-        {"n_layers", 1, 1024, &e->n_layers},   {"d_model", 1, 1 << 16, &e->d_model},
-        {"n_heads", 1, 1024, &e->n_head},      {"ffn_dim", 1, 1 << 20, &e->d_ffn},
-        {"num_mel_bins", 1, 4096, &e->n_mels}, {"max_source_positions", 1, 1 << 20, &e->n_pos},
+        {"n_layers", 1, 1024, &m->enc.n_layers},
+        {"d_model", 1, 1 << 16, &m->enc.d_model},
+        {"n_heads", 1, 1024, &m->enc.n_head},
+        {"ffn_dim", 1, 1 << 20, &m->enc.d_ffn},
+        {"num_mel_bins", 1, 4096, &m->enc.n_mels},
+        {"max_source_positions", 1, 1 << 20, &m->enc.n_pos},
     };
     if ((st = tr_gguf_req_u32_keys(f, EK, sizes, sizeof sizes / sizeof *sizes))) return st;
     if ((st = tr_gguf_req_str_is(f, EK "activation", "gelu", NULL))) return st;
     if ((st = tr_gguf_opt_bool(f, EK "scale_embedding", false, &scale))) return st;
 #undef EK
-    if (e->d_model % e->n_head)
+    if (m->enc.d_model % m->enc.n_head)
         return tr_gguf_key_error("stt.moss.encoder.d_model", "UINT32",
-                                 "%d is not divisible by n_heads %d", e->d_model, e->n_head);
+                                 "%d is not divisible by n_heads %d", m->enc.d_model,
+                                 m->enc.n_head);
     return TRANSCRIBE_OK;
 }
 
@@ -240,22 +243,31 @@ static transcribe_status read_tensors(const gguf_file *f, ms_model *m) {
 
 /* ---- model ---- */
 
+static transcribe_status read_identity(const gguf_file *f, ms_model *m) {
+    return tr_gguf_req_str_is(f, "general.architecture", "moss", NULL);
+}
+
+/* stt.capability.speaker_diarization (type-checked; MOSS always diarizes)
+ * and the variant name. */
+static transcribe_status read_caps(const gguf_file *f, ms_model *m) {
+    bool diar;
+    transcribe_status st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar);
+    if (st) return st;
+    return tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant);
+}
+
+/* The load steps in order; the first failure ends the load. */
+static transcribe_status (*const k_load_steps[])(const gguf_file *f, ms_model *m) = {
+    read_identity,    read_encoder_keys, read_lm_keys,        read_frontend, read_tokenizer,
+    read_prompt_keys, read_languages,    tr_ms_hotwords_load, read_caps,     read_tensors,
+};
+
 static transcribe_status load_gguf(const gguf_file *f, void *model) {
     ms_model *m = model;
-    transcribe_status st;
-    if ((st = tr_gguf_req_str_is(f, "general.architecture", "moss", NULL))) return st;
-    if ((st = read_encoder_keys(f, m))) return st;
-    if ((st = read_lm_keys(f, m))) return st;
-    if ((st = read_frontend(f, m))) return st;
-    if ((st = read_tokenizer(f, m))) return st;
-    if ((st = read_prompt_keys(f, m))) return st;
-    if ((st = read_languages(f, m))) return st;
-    if ((st = tr_ms_hotwords_load(f, m))) return st;
-    bool diar;
-    if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
-    if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
-        return st;
-    if ((st = read_tensors(f, m))) return st;
+    for (size_t i = 0; i < sizeof k_load_steps / sizeof k_load_steps[0]; i++) {
+        transcribe_status st = k_load_steps[i](f, m);
+        if (st) return st;
+    }
     TR_INFO("moss: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d, prompt %d+%d)",
             m->variant, m->enc.n_layers, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
             m->lm.n_head_kv, m->lm.n_vocab, m->n_prefix, m->n_suffix);
@@ -273,15 +285,10 @@ void tr_ms_model_free(ms_model *m) {
 }
 
 void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
-    struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
-    c->supports_language_detect = false;
-    c->supports_translate = false;
-    c->max_audio_ms = 0; /* §9: not advertised; the session limits give the basis */
+    /* no language detection or translation; §9: max_audio_ms not advertised
+     * (the session limits give the basis); MOSS never encodes text (§4) */
+    tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                        TRANSCRIBE_TIMESTAMPS_SEGMENT);
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
-    desc->variant = m->variant;
-    desc->tokenizer = NULL; /* MOSS never encodes text (§4) */
 }

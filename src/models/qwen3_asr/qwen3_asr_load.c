@@ -327,12 +327,9 @@ void tr_qa_model_free(qa_model *m) {
 
 void tr_qa_model_describe(const qa_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
-    c->supports_language_detect = true;                 /* §9.1 */
-    c->supports_translate = false;
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
+    c->supports_language_detect = true; /* §9.1; no translation */
     c->max_audio_ms = m->max_audio_ms;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
-    desc->variant = m->variant;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
 }

@@ -386,14 +386,12 @@ void tr_wh_model_free(wh_model *m) {
 static const char *const k_en_target[] = {"en"};
 
 void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
-    struct transcribe_capabilities *c = tr_model_desc_begin(
-        desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    /* no streaming, no speculative decoding; max_audio_ms 0 (long-form) */
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang,
+                            m->lang, m->variant ? m->variant : "", TRANSCRIBE_TIMESTAMPS_SEGMENT);
     c->supports_language_detect = m->multilingual;
     c->supports_translate = m->can_translate;
-    c->supports_streaming = false;
-    c->supports_spec_decode = false;
-    c->max_audio_ms = 0;
     if (m->can_translate && m->multilingual) {
         c->n_translate_target_languages = 1;
         c->translate_target_languages = k_en_target;
@@ -401,10 +399,8 @@ void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     desc->features[TRANSCRIBE_FEATURE_INITIAL_PROMPT] = true;
     desc->features[TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK] = true;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     /* vocabulary hints become the prompt text (whisper_run.c) */
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] =
         m->prev_sot >= 0 && tr_tokenizer_can_encode(m->tok);
-    desc->variant = m->variant ? m->variant : "";
     desc->tokenizer = m->tok;
 }
