@@ -333,3 +333,10 @@ transcribe_status tr_mel_whisper(const tr_mel_config *c, const float *pcm, int64
     }
     return st;
 }
+
+transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *who, int64_t n) {
+    if (n >= c->n_fft / 2 + 1) return TRANSCRIBE_OK;
+    TR_ERROR("%s: %lld samples are too short (reflect padding needs at least %d)", who,
+             (long long)n, c->n_fft / 2 + 1);
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}

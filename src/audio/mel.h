@@ -94,6 +94,11 @@ transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_fi
  * for the encoder mismatch) otherwise. */
 transcribe_status tr_mel_check_stft_keys(const struct gguf_file *f, const char *who, int n_mels);
 
+/* A family's up-front length check for a reflect-padded front end: n
+ * samples must be at least n_fft / 2 + 1 (INVALID_ARG, logged with who,
+ * otherwise). */
+transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *who, int64_t n);
+
 /* Computes features of n samples: *out is malloc'ed [n_mels][*n_frames]
  * row-major (for LFR: [n_mels*lfr_m][n_frames]). Frames are computed on the
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */

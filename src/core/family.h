@@ -18,6 +18,7 @@
 #include "core/result.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
+#include "util/timer.h"
 
 struct gguf_file;
 struct tr_tokenizer;
@@ -45,15 +46,21 @@ typedef struct tr_model_desc {
     const char *const *translate_pairs;
 } tr_model_desc;
 
-/* Starts a description: zeroes *desc (every capability off, no features)
- * and sets what every family reports — native rate and languages (borrowed
- * from the family model). Returns the capabilities for the rest. */
+/* Starts a description: zeroes *desc (every capability off, no features,
+ * no tokenizer) and sets what every family reports — native rate,
+ * languages (borrowed from the family model), variant, timestamp kind and
+ * cancellation (every family polls the abort callback). Returns the
+ * capabilities for the rest. */
 static inline struct transcribe_capabilities *
-tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char *const *languages) {
+tr_model_desc_begin(tr_model_desc *desc, int sample_rate, int n_languages, char *const *languages,
+                    const char *variant, transcribe_timestamp_kind timestamps) {
     memset(desc, 0, sizeof *desc);
     desc->caps.native_sample_rate = sample_rate;
     desc->caps.n_languages = n_languages;
     desc->caps.languages = (const char *const *)languages;
+    desc->caps.max_timestamp_kind = timestamps;
+    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
+    desc->variant = variant;
     return &desc->caps;
 }
 
@@ -156,6 +163,49 @@ static inline bool tr_run_abort_poll(void *run_ctx) {
 transcribe_status tr_family_check_transcribe_only(const char *who,
                                                   const struct transcribe_run_params *p);
 
+/* A decode that ended OK, OUTPUT_TRUNCATED or ABORTED has ids for the
+ * result (partial ones too). */
+static inline bool tr_run_has_ids(transcribe_status st) {
+    return st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+           st == TRANSCRIBE_ERR_ABORTED;
+}
+
+/* The status of an utterance whose decode ended with st and whose result
+ * fill returned fill_st: a failed fill wins. */
+static inline transcribe_status tr_run_filled(transcribe_status st, transcribe_status fill_st) {
+    return fill_st != TRANSCRIBE_OK ? fill_st : st;
+}
+
+/* Ends a single run's decode stage that began at t0_ms (tr_time_ms):
+ * the result's decode time, and the truncation flag for OUTPUT_TRUNCATED. */
+static inline void tr_run_end_decode(tr_run_ctx *ctx, transcribe_status st, double t0_ms) {
+    ctx->result->decode_ms = (float)(tr_time_ms() - t0_ms);
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+}
+
+/* Records an utterance's outcome in its context: the result's status, and
+ * the truncation flag for OUTPUT_TRUNCATED. */
+static inline void tr_run_settle(tr_run_ctx *ctx, transcribe_status st) {
+    ctx->result->status = st;
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+}
+
+/* Batch bookkeeping of run_batch hooks that finish utterances one at a
+ * time with a done[] flag each (family_batch.c). */
+/* Finishes utterance i with st (a failed one's rows are cleared). */
+void tr_run_batch_finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st);
+/* false (utterance i finished as INVALID_ARG, logged with who) when it has
+ * no samples. */
+bool tr_run_batch_input_ok(const char *who, const float *const *pcm, const int *n_samples, int i,
+                           tr_run_ctx *ctxs, bool *done);
+/* The settle hook of nn's batched LLM run (causal_lm_batch.h), with the
+ * tr_run_ctx array as its user: utterance i's status (tr_run_settle) and,
+ * when decode_ms >= 0, its decode time. */
+void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_ms);
+/* c-api.md §11: every utterance of n not done when the batch aborted
+ * finishes ABORTED. */
+void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n);
+
 /* Reports the fraction of the input processed (0..1; the callback sees it
  * clamped and never decreasing within a run). */
 static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {
@@ -164,6 +214,13 @@ static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {
     if (!(fraction >= ctx->progress_reported)) fraction = ctx->progress_reported;
     ctx->progress_reported = fraction;
     ctx->progress_cb((float)fraction, ctx->progress_user_data);
+}
+
+/* After a decode step loop that ended with st: a finished loop (OK or
+ * OUTPUT_TRUNCATED) has processed the whole input. */
+static inline void tr_run_report_decoded(tr_run_ctx *ctx, transcribe_status st) {
+    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+        tr_run_report_progress(ctx, 1.0);
 }
 
 /* A share [lo, hi] of a run's progress filled by a step loop: pass
@@ -274,15 +331,19 @@ typedef struct tr_family {
     void tr_##P##_session_free(P##_session *s);                                                    \
     transcribe_status tr_##P##_validate_run(const P##_model *m,                                    \
                                             const struct transcribe_run_params *p);                \
-    transcribe_status tr_##P##_run(P##_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx)
+    transcribe_status tr_##P##_run(P##_session *s, const float *pcm, int n_samples,                \
+                                   tr_run_ctx *ctx);                                               \
+    transcribe_status tr_##P##_run_batch(P##_session *s, const float *const *pcm,                  \
+                                         const int *n_samples, int n, tr_run_ctx *ctxs)
 
 /* The vtable adapters every family would otherwise write by hand, for a
  * family whose functions follow one naming (prefix P: types P_model and
  * P_session; P_model_load(lc, &m), P_model_describe(m, desc),
  * P_model_free(m), P_session_create(m, cfg, &s), P_session_free(s),
- * P_run(s, pcm, n, ctx)). Defines static fam_load, fam_free_model,
- * fam_session_init, fam_session_free and fam_run for the family's
- * tr_family initializer. */
+ * P_run(s, pcm, n, ctx), P_run_batch(s, pcm, n_samples, n, ctxs)). Defines
+ * static fam_load, fam_free_model, fam_session_init, fam_session_free,
+ * fam_validate_run, fam_run and fam_run_batch for the family's tr_family
+ * initializer. */
 #define TR_FAMILY_ADAPTERS(P)                                                                      \
     static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model,                     \
                                       tr_model_desc *desc) {                                       \
@@ -312,13 +373,18 @@ typedef struct tr_family {
     static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
                                      tr_run_ctx *ctx) {                                            \
         return tr_##P##_run(session, pcm, n_samples, ctx);                                         \
+    }                                                                                              \
+    static transcribe_status fam_run_batch(void *session, const float *const *pcm,                 \
+                                           const int *n_samples, int n, tr_run_ctx *ctxs) {        \
+        return tr_##P##_run_batch(session, pcm, n_samples, n, ctxs);                               \
     }
 
 /* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:
  * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ..., ...}. */
 #define TR_FAMILY_ADAPTED_HOOKS                                                                    \
     .load = fam_load, .free_model = fam_free_model, .session_init = fam_session_init,              \
-    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run
+    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run,            \
+    .run_batch = fam_run_batch
 
 /* Family-owned query codes: a two-letter family tag and a number, so codes
  * of different families never collide. */
@@ -335,6 +401,10 @@ typedef struct tr_session_head {
 static inline const tr_session_head *tr_session_head_of(const struct transcribe_session *s) {
     return (const tr_session_head *)(const void *)s;
 }
+
+/* The get_limits of a family with no context or KV limit to report: all
+ * zeros (§13.2; family_batch.c). */
+void tr_family_no_limits(void *session, struct transcribe_session_limits *out);
 
 /* Registry (src/models/registry.c). NULL when no family has that
  * architecture. */

@@ -1,12 +1,14 @@
 /* Typed key readers over the tri-state gguf_get_* getters (gguf_keys.h).
  * The getters return -1 for a present key of the wrong type and have logged
  * it already; everything else is reported here in the one format. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf_keys.h"
+#include "util/vec.h"
 
 transcribe_status tr_gguf_key_error(const char *key, const char *type, const char *fmt, ...) {
     char why[256];
@@ -50,6 +52,21 @@ transcribe_status tr_gguf_req_u32(const gguf_file *g, const char *key, int64_t l
     uint32_t v = 0;
     int r = tr_gguf_get_u32(g, key, &v);
     return int_result(key, "UINT32", r, v, true, 0, lo, hi, out);
+}
+
+transcribe_status tr_gguf_req_u32_keys(const gguf_file *g, const char *prefix,
+                                       const tr_gguf_u32_key *keys, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char key[256];
+        int len = snprintf(key, sizeof key, "%s%s", prefix, keys[i].name);
+        if (len < 0 || (size_t)len >= sizeof key) {
+            TR_ERROR("gguf: key '%s%s' is too long", prefix, keys[i].name);
+            return TRANSCRIBE_ERR_GGUF;
+        }
+        transcribe_status st = tr_gguf_req_u32(g, key, keys[i].lo, keys[i].hi, keys[i].out);
+        if (st != TRANSCRIBE_OK) return st;
+    }
+    return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_gguf_opt_u32(const gguf_file *g, const char *key, int def, int64_t lo,
@@ -263,3 +280,47 @@ static transcribe_status arr_result(const char *key, const char *type, int r, ui
 ARRAY_READERS(i32, const int32_t, tr_gguf_get_arr_i32, "ARRAY of INT32")
 ARRAY_READERS(f32, const float, tr_gguf_get_arr_f32, "ARRAY of FLOAT32")
 ARRAY_READERS(str, const char *const, tr_gguf_get_arr_str, "ARRAY of STRING")
+
+transcribe_status tr_gguf_req_f32_finite(const gguf_file *g, const char *key, bool positive,
+                                         float *out) {
+    float v = 0;
+    transcribe_status st = tr_gguf_req_f32(g, key, &v);
+    if (st != TRANSCRIBE_OK) return st;
+    if (!isfinite(v) || (positive && !(v > 0)))
+        return tr_gguf_key_error(key, "FLOAT32", "value %g is not %s", (double)v,
+                                 positive ? "a positive number" : "finite");
+    *out = v;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_gguf_req_str_is(const gguf_file *g, const char *key, const char *a,
+                                     const char *b) {
+    const char *const allowed[] = {a, b, NULL};
+    return tr_gguf_req_str_in(g, key, allowed);
+}
+
+transcribe_status tr_gguf_opt_strv_copy(const gguf_file *g, const char *key, int64_t max_n,
+                                        const char *const *def, int n_def, char ***out, int *n) {
+    *out = NULL;
+    *n = 0;
+    const char *const *a = NULL;
+    int64_t cnt = 0;
+    transcribe_status st = tr_gguf_opt_arr_str(g, key, 0, max_n, &a, &cnt);
+    if (st != TRANSCRIBE_OK) return st;
+    if (!a) {
+        a = def;
+        cnt = def ? n_def : 0;
+    }
+    char **v = calloc((size_t)cnt + 1, sizeof *v);
+    if (!v) return TRANSCRIBE_ERR_OOM;
+    for (int64_t i = 0; i < cnt; i++) {
+        v[i] = strdup(a[i] ? a[i] : "");
+        if (!v[i]) {
+            tr_strv_free(v, (int)i);
+            return TRANSCRIBE_ERR_OOM;
+        }
+    }
+    *out = v;
+    *n = (int)cnt;
+    return TRANSCRIBE_OK;
+}

@@ -19,6 +19,7 @@
 #define TR_GGUF_GGUF_KEYS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gguf/gguf.h"
@@ -37,6 +38,17 @@ transcribe_status tr_gguf_opt_u32(const gguf_file *g, const char *key, int def, 
  * spec says an unusable value falls back); a wrong type is still an error. */
 transcribe_status tr_gguf_opt_u32_or(const gguf_file *g, const char *key, int def, int64_t lo,
                                      int64_t hi, int *out);
+/* One row of a table of required UINT32 keys: prefix + name in [lo, hi]
+ * into *out. */
+typedef struct tr_gguf_u32_key {
+    const char *name;
+    int64_t lo, hi;
+    int *out;
+} tr_gguf_u32_key;
+/* The n keys of a table in order (a loader's run of size keys under one
+ * prefix); the first failure is returned. prefix + name must fit 256 bytes. */
+transcribe_status tr_gguf_req_u32_keys(const gguf_file *g, const char *prefix,
+                                       const tr_gguf_u32_key *keys, size_t n);
 /* Required / optional INT32 in [lo, hi]. */
 transcribe_status tr_gguf_req_i32(const gguf_file *g, const char *key, int64_t lo, int64_t hi,
                                   int *out);
@@ -66,6 +78,12 @@ transcribe_status tr_gguf_opt_str(const gguf_file *g, const char *key, const cha
  * absent; def must not be NULL): TRANSCRIBE_ERR_OOM when the copy fails. */
 transcribe_status tr_gguf_opt_str_copy(const gguf_file *g, const char *key, const char *def,
                                        char **out);
+/* Required FLOAT32 that is finite (and > 0 when positive). */
+transcribe_status tr_gguf_req_f32_finite(const gguf_file *g, const char *key, bool positive,
+                                         float *out);
+/* Required string equal to a, or to b when b is not NULL. */
+transcribe_status tr_gguf_req_str_is(const gguf_file *g, const char *key, const char *a,
+                                     const char *b);
 /* Required string equal to one of the NULL-terminated `allowed` list. */
 transcribe_status tr_gguf_req_str_in(const gguf_file *g, const char *key,
                                      const char *const *allowed);
@@ -94,6 +112,14 @@ transcribe_status tr_gguf_req_arr_str(const gguf_file *g, const char *key, int64
                                       int64_t max_n, const char *const **out, int64_t *n);
 transcribe_status tr_gguf_opt_arr_str(const gguf_file *g, const char *key, int64_t min_n,
                                       int64_t max_n, const char *const **out, int64_t *n);
+
+/* Optional string array copied into an owned list: *out gets a malloc'ed,
+ * NULL-terminated array of *n strdup'ed strings (a NULL entry becomes ""),
+ * the n_def strings of def when the key is absent (def may be NULL with
+ * n_def 0: an empty list). The caller frees it with util's tr_strv_free;
+ * on failure nothing is left allocated (*out NULL, *n 0). */
+transcribe_status tr_gguf_opt_strv_copy(const gguf_file *g, const char *key, int64_t max_n,
+                                        const char *const *def, int n_def, char ***out, int *n);
 
 /* The one message format above, for checks a loader makes on a value it
  * read (e.g. a cross-key constraint); always returns TRANSCRIBE_ERR_GGUF. */

@@ -61,12 +61,13 @@ struct tr_tokenizer;
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks, tr_clm_weights *w);
-/* The decoder sizes every causal-LM file declares under prefix (e.g.
+/* Starts *hp (zeroed, tr_clm_hparams_defaults, qk_norm) and reads the
+ * decoder sizes every causal-LM file declares under prefix (e.g.
  * "stt.qwen3_asr.decoder."): n_layers [1, 1024], hidden_size [1, 65536],
  * intermediate_size [1, 2^20], n_heads and n_kv_heads [1, 1024], head_dim
  * [2, 4096], hidden_act "silu" / "swish". GGUF (logged by the key reader)
  * otherwise. */
-transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix,
+transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix, bool qk_norm,
                                     tr_clm_hparams *hp);
 /* Up-front check of the LM head while reading hyperparameters: an untied
  * LM needs a dec.output.weight tensor. GGUF (logged with `who`) otherwise. */
@@ -219,6 +220,12 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
                                       int n_ctx, transcribe_kv_type kv_type);
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
+/* The session limits (c-api.md §13.2) of a decoder-bound family: the
+ * context ceiling as effective n_ctx, audio_ms (what that context leaves
+ * for audio, by the family's own prompt arithmetic; <= 0 → 0) and the KV
+ * bytes of one utterance at the ceiling. */
+void tr_clm_session_limits(const tr_clm_session *ds, const tr_clm_hparams *hp, int64_t audio_ms,
+                           struct transcribe_session_limits *out);
 
 /* For a family (which sees core/family.h) whose session is
  * {const P_model *m; tr_clm_session dec; ...} and whose model holds lm,

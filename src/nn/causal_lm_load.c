@@ -6,6 +6,7 @@
  * Errors are logged with the family's name and return TRANSCRIBE_ERR_GGUF. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_keys.h"
@@ -115,24 +116,19 @@ transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, 
     return TRANSCRIBE_OK;
 }
 
-transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix,
+transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefix, bool qk_norm,
                                     tr_clm_hparams *hp) {
-    const struct {
-        const char *name;
-        int lo, hi;
-        int *out;
-    } keys[] = {
+    memset(hp, 0, sizeof *hp);
+    tr_clm_hparams_defaults(hp);
+    hp->qk_norm = qk_norm;
+    const tr_gguf_u32_key keys[] = {
         {"n_layers", 1, 1024, &hp->n_layer},           {"hidden_size", 1, 1 << 16, &hp->d_model},
         {"intermediate_size", 1, 1 << 20, &hp->d_ffn}, {"n_heads", 1, 1024, &hp->n_head},
         {"n_kv_heads", 1, 1024, &hp->n_head_kv},       {"head_dim", 2, 4096, &hp->head_dim},
     };
+    transcribe_status st = tr_gguf_req_u32_keys(f, prefix, keys, sizeof keys / sizeof keys[0]);
+    if (st != TRANSCRIBE_OK) return st;
     char key[128];
-    transcribe_status st;
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        snprintf(key, sizeof key, "%s%s", prefix, keys[i].name);
-        if ((st = tr_gguf_req_u32(f, key, keys[i].lo, keys[i].hi, keys[i].out))) return st;
-    }
-    const char *const acts[] = {"silu", "swish", NULL};
     snprintf(key, sizeof key, "%shidden_act", prefix);
-    return tr_gguf_req_str_in(f, key, acts);
+    return tr_gguf_req_str_is(f, key, "silu", "swish");
 }

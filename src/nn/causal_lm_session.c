@@ -31,3 +31,10 @@ void tr_clm_session_release(tr_clm_session *ds) {
     ds->lm = NULL;
     ds->last_logits = NULL;
 }
+
+void tr_clm_session_limits(const tr_clm_session *ds, const tr_clm_hparams *hp, int64_t audio_ms,
+                           struct transcribe_session_limits *out) {
+    out->effective_n_ctx = ds->ceiling;
+    out->effective_max_audio_ms = audio_ms > 0 ? audio_ms : 0;
+    out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(hp, ds->kv_f16) * ds->ceiling;
+}

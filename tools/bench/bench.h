@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "transcribe.h"
+
 int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
@@ -13,6 +15,29 @@ int bench_batch(int argc, char **argv);     /* bench_batch.c: batched vs serial 
 int bench_server(int argc, char **argv);    /* bench_server.c: load on transcribe-server */
 int bench_vad(int argc, char **argv);
 int bench_stream(int argc, char **argv);
+
+/* ---- command-line options (bench_opts.c) ---- */
+
+typedef enum { BENCH_OPT_STR, BENCH_OPT_INT, BENCH_OPT_DBL } bench_opt_kind;
+
+/* An option that takes the next word as its value: name (and alias, may be
+ * NULL) → *out as a const char *, int (atoi) or double (atof). */
+typedef struct {
+    const char *name, *alias;
+    bench_opt_kind kind;
+    void *out;
+} bench_opt;
+
+/* Parses argv[1..argc) against n_opts options; words not starting with '-'
+ * are positional, kept in pos (capacity max_pos, *n_pos of them). false at
+ * the first word that is neither (an unknown option, one without its
+ * value, one positional too many), with *bad pointing at it. */
+bool bench_parse_args(int argc, char **argv, const bench_opt *opts, int n_opts, const char **pos,
+                      int max_pos, int *n_pos, const char **bad);
+
+/* Opens model in a session of n_threads threads (0: the library's
+ * default); the caller reports a failure its own way. */
+transcribe_status bench_open(const char *model, int n_threads, struct transcribe_session **out);
 
 /* ---- OpenBLAS baseline (bench_blas.c) ---- */
 

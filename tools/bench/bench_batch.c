@@ -57,21 +57,18 @@ static double run_batch(struct transcribe_session *s, const float *const *pcm, c
 int bench_batch(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
     int count = 8, threads = 2, repeat = 3;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-m") && i + 1 < argc)
-            model = argv[++i];
-        else if (!strcmp(argv[i], "--n") && i + 1 < argc)
-            count = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-            repeat = atoi(argv[++i]);
-        else if (argv[i][0] != '-')
-            audio = argv[i];
-        else {
-            fprintf(stderr, "batch: unknown option %s\n", argv[i]);
-            return 2;
-        }
+    const bench_opt opts[] = {{"-m", NULL, BENCH_OPT_STR, &model},
+                              {"--n", NULL, BENCH_OPT_INT, &count},
+                              {"--threads", NULL, BENCH_OPT_INT, &threads},
+                              {"--repeat", NULL, BENCH_OPT_INT, &repeat}};
+    const char **pos = malloc((size_t)argc * sizeof *pos), *bad = NULL;
+    int n_pos = 0;
+    bool ok = pos && bench_parse_args(argc, argv, opts, 4, pos, argc, &n_pos, &bad);
+    if (n_pos > 0) audio = pos[n_pos - 1]; /* the last audio path counts */
+    free(pos);
+    if (!ok) {
+        fprintf(stderr, "batch: unknown option %s\n", bad ? bad : "(out of memory)");
+        return 2;
     }
     if (!model || !audio || count < 1 || count > 256 || threads < 1 || repeat < 1) {
         fprintf(stderr, "usage: transcribe-bench batch -m MODEL AUDIO [--n N] [--threads T] "
@@ -83,11 +80,8 @@ int bench_batch(int argc, char **argv) {
         fprintf(stderr, "batch: cannot read %s\n", audio);
         return 1;
     }
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = threads;
     struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(model, NULL, &sp, &s);
+    transcribe_status st = bench_open(model, threads, &s);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "batch: cannot open %s: %s\n", model, transcribe_status_string(st));
         tr_audio_free(&a);

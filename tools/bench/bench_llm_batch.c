@@ -35,20 +35,13 @@ static int usage(void) {
 int bench_llm_batch(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
     int threads = 2, repeat = 2, B = 4;
-    for (int i = 1; i < argc; i++) {
-        if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
-            model = argv[++i];
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-            repeat = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
-            B = atoi(argv[++i]);
-        else if (argv[i][0] != '-' && !audio)
-            audio = argv[i];
-        else
-            return usage();
-    }
+    const bench_opt opts[] = {{"-m", "--model", BENCH_OPT_STR, &model},
+                              {"--threads", NULL, BENCH_OPT_INT, &threads},
+                              {"--repeat", NULL, BENCH_OPT_INT, &repeat},
+                              {"--batch", NULL, BENCH_OPT_INT, &B}};
+    const char *bad = NULL;
+    int n_pos = 0;
+    if (!bench_parse_args(argc, argv, opts, 4, &audio, 1, &n_pos, &bad)) return usage();
     if (!model || !audio || B < 1 || B > MAX_BATCH || repeat < 1 || threads < 1) return usage();
     float *pcm = NULL;
     int n = 0;
@@ -56,11 +49,8 @@ int bench_llm_batch(int argc, char **argv) {
         fprintf(stderr, "cannot read %s\n", audio);
         return 1;
     }
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = threads;
     struct transcribe_session *s = NULL;
-    if (transcribe_open(model, NULL, &sp, &s) != TRANSCRIBE_OK) {
+    if (bench_open(model, threads, &s) != TRANSCRIBE_OK) {
         fprintf(stderr, "cannot open %s\n", model);
         transcribe_audio_free(pcm);
         return 1;

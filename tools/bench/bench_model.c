@@ -251,11 +251,8 @@ int bench_model(int argc, char **argv) {
     if (repeat < 1) repeat = 1;
     transcribe_log_set(NULL, NULL); /* stdout carries exactly one JSON line */
 
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = threads;
     struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(model, NULL, &sp, &s);
+    transcribe_status st = bench_open(model, threads, &s);
     if (st != TRANSCRIBE_OK) return fail(model, audio, "open", st);
     const struct transcribe_model *m = transcribe_get_model(s);
     struct transcribe_capabilities caps;

@@ -214,35 +214,26 @@ int bench_stream(int argc, char **argv) {
     const char *model = NULL;
     const char *files[64];
     int n_files = 0, threads = 0, feed_ms = 100, att_right = -2;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--make-cache-aware") == 0 && i + 2 < argc) {
+    for (int i = 1; i + 2 < argc; i++) /* a file-rewriting mode, not a measurement */
+        if (strcmp(argv[i], "--make-cache-aware") == 0)
             return make_cache_aware(argv[i + 1], argv[i + 2],
                                     i + 3 < argc ? atoi(argv[i + 3]) : 13);
-        } else if (strcmp(argv[i], "--att-right") == 0 && i + 1 < argc) {
-            att_right = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "-m") == 0 && i + 1 < argc) {
-            model = argv[++i];
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            threads = atoi(argv[++i]);
-        } else if (strcmp(argv[i], "--feed-ms") == 0 && i + 1 < argc) {
-            feed_ms = atoi(argv[++i]);
-        } else if (argv[i][0] != '-' && n_files < 64) {
-            files[n_files++] = argv[i];
-        } else {
-            fprintf(stderr, "stream: unknown argument '%s'\n", argv[i]);
-            return 2;
-        }
+    const bench_opt opts[] = {{"-m", NULL, BENCH_OPT_STR, &model},
+                              {"--threads", NULL, BENCH_OPT_INT, &threads},
+                              {"--feed-ms", NULL, BENCH_OPT_INT, &feed_ms},
+                              {"--att-right", NULL, BENCH_OPT_INT, &att_right}};
+    const char *bad = NULL;
+    if (!bench_parse_args(argc, argv, opts, 4, files, 64, &n_files, &bad)) {
+        fprintf(stderr, "stream: unknown argument '%s'\n", bad);
+        return 2;
     }
     if (!model || n_files == 0 || feed_ms < 1) {
         fprintf(stderr, "usage: transcribe-bench stream -m MODEL AUDIO... [--threads N] "
                         "[--feed-ms N] [--att-right R]\n");
         return 2;
     }
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = threads;
     struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(model, NULL, &sp, &s);
+    transcribe_status st = bench_open(model, threads, &s);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "stream: cannot load %s: %s\n", model, transcribe_status_string(st));
         return 1;

@@ -118,11 +118,8 @@ static int end_to_end(const struct transcribe_vad_model *vm, const char *model, 
             x[pos] = (float)(((s >> 8) / 16777216.0 - 0.5) * 0.004);
         }
     }
-    struct transcribe_session_params sp_params;
-    transcribe_session_params_init(&sp_params);
-    sp_params.n_threads = threads;
     struct transcribe_session *sess = NULL;
-    if (transcribe_open(model, NULL, &sp_params, &sess) != TRANSCRIBE_OK) {
+    if (bench_open(model, threads, &sess) != TRANSCRIBE_OK) {
         fprintf(stderr, "vad: cannot open %s\n", model);
         free(x);
         transcribe_audio_free(sp);

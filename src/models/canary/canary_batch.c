@@ -51,13 +51,6 @@ static bool abort_cb(void *user) {
     return tr_run_should_abort((const tr_run_ctx *)user);
 }
 
-static void finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
-    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
-    ctxs[i].result->status = st;
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-    done[i] = true;
-}
-
 static void group_free(group *g) {
     for (int j = 0; j < g->n; j++) {
         free(g->it[j].mel);
@@ -88,11 +81,8 @@ static transcribe_status gate(const cn_session *s, const cn_prompt *pr, const fl
                  (long long)m->max_audio_ms);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    if (n < m->mel.n_fft / 2 + 1) {
-        TR_ERROR("canary: %d samples are too short (reflect padding needs at least %d)", n,
-                 m->mel.n_fft / 2 + 1);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
+    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "canary", n);
+    if (len_st != TRANSCRIBE_OK) return len_st;
     if (s->n_ctx - pr->n < 1) {
         TR_ERROR("canary: the decoder context %d cannot hold the %d-token prompt plus one token",
                  s->n_ctx, pr->n);
@@ -122,7 +112,8 @@ static transcribe_status group_mels(cn_session *s, const float *const *pcm, cons
         if (it->T < 1) {
             free(it->mel);
             it->mel = NULL;
-            finish(ctxs, done, i, st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
+            tr_run_batch_finish(ctxs, done, i,
+                                st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
             continue;
         }
         if (live != j) {
@@ -326,7 +317,7 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
         transcribe_status f = tr_cn_fill_result(m, pr, it->out, it->n_out,
                                                 ctx->params->keep_special_tags, ctx->result);
         if (f != TRANSCRIBE_OK) return f;
-        finish(ctxs, done, it->idx, u);
+        tr_run_batch_finish(ctxs, done, it->idx, u);
     }
     return st;
 }
@@ -347,7 +338,7 @@ transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const 
     }
     for (int i = 0; i < n; i++) {
         transcribe_status u = gate(s, &pr, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) finish(ctxs, done, i, u);
+        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
     }
     int i = 0;
     while (st == TRANSCRIBE_OK && i < n) {
@@ -368,9 +359,7 @@ transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const 
         }
         group_free(&g);
     }
-    if (st == TRANSCRIBE_ERR_ABORTED)
-        for (int j = 0; j < n; j++)
-            if (!done[j]) finish(ctxs, done, j, TRANSCRIBE_ERR_ABORTED);
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
     free(done);
     free(items);
     return st;

@@ -14,14 +14,8 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
         (int64_t)2 * m->hp.n_dec_layers * m->hp.d_dec * s->n_ctx * (s->kv_f16 ? 2 : 4);
 }
 
-static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
-                                       int n, tr_run_ctx *ctxs) {
-    return tr_cn_run_batch(session, pcm, n_samples, n, ctxs);
-}
-
 const tr_family tr_family_canary = {
     .arch = "canary",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
-    .run_batch = fam_run_batch,
 };

@@ -71,12 +71,12 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     hp->d_enc = m->enc_hp.d_model;
 
 #define DK "stt.canary.decoder."
-    if ((st = tr_gguf_req_u32(f, DK "n_layers", 1, 1024, &hp->n_dec_layers))) return st;
-    if ((st = tr_gguf_req_u32(f, DK "d_model", 1, 1 << 16, &hp->d_dec))) return st;
-    if ((st = tr_gguf_req_u32(f, DK "n_heads", 1, 1024, &hp->n_dec_heads))) return st;
-    if ((st = tr_gguf_req_u32(f, DK "d_ff", 1, 1 << 20, &hp->dec_ff))) return st;
-    if ((st = tr_gguf_req_u32(f, DK "max_position", 1, 1 << 20, &hp->max_position))) return st;
-    if ((st = tr_gguf_req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"n_layers", 1, 1024, &hp->n_dec_layers},        {"d_model", 1, 1 << 16, &hp->d_dec},
+        {"n_heads", 1, 1024, &hp->n_dec_heads},          {"d_ff", 1, 1 << 20, &hp->dec_ff},
+        {"max_position", 1, 1 << 20, &hp->max_position}, {"vocab_size", 1, 1 << 24, &hp->n_vocab},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, DK, sizes, sizeof sizes / sizeof *sizes))) return st;
     if (hp->d_dec % hp->n_dec_heads) {
         TR_ERROR("canary: decoder d_model %d is not divisible by n_heads %d", hp->d_dec,
                  hp->n_dec_heads);
@@ -138,11 +138,12 @@ static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
         TR_ERROR("canary: " FK "type '%s' (only 'mel')", s);
         return ERR_GGUF;
     }
-    if ((st = tr_gguf_req_u32(f, FK "num_mels", 1, 4096, &mels))) return st;
-    if ((st = tr_gguf_req_u32(f, FK "sample_rate", 1, 1 << 24, &sr))) return st;
-    if ((st = tr_gguf_req_u32(f, FK "n_fft", 2, 1 << 16, &n_fft))) return st;
-    if ((st = tr_gguf_req_u32(f, FK "win_length", 1, 1 << 16, &win))) return st;
-    if ((st = tr_gguf_req_u32(f, FK "hop_length", 1, 1 << 16, &hop))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"num_mels", 1, 4096, &mels},     {"sample_rate", 1, 1 << 24, &sr},
+        {"n_fft", 2, 1 << 16, &n_fft},    {"win_length", 1, 1 << 16, &win},
+        {"hop_length", 1, 1 << 16, &hop},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, FK, sizes, sizeof sizes / sizeof *sizes))) return st;
     if (mels != 128 || mels != m->enc_hp.n_mels) {
         TR_ERROR("canary: " FK "num_mels %d (only 128 is implemented)", mels);
         return ERR_GGUF;
@@ -445,10 +446,10 @@ int tr_cn_lang_id(const cn_model *m, const char *code) {
 }
 
 void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
+    /* no language detection (§8.2) */
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
-    c->supports_language_detect = false;                /* §8.2 */
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
     c->supports_translate = m->can_translate;
     c->max_audio_ms = m->max_audio_ms;
     if (m->can_translate) {
@@ -457,9 +458,7 @@ void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
         desc->n_translate_pairs = m->n_pairs;
         desc->translate_pairs = (const char *const *)m->pairs;
     }
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_PNC] = m->sp.pnc >= 0 && m->sp.nopnc >= 0;
-    desc->variant = m->variant;
     /* Aggregate vocabularies repeat pieces across per-language sub-models, so
      * text cannot be encoded faithfully; only the single SentencePiece can. */
     desc->tokenizer = m->hp.single_sp ? m->tok : NULL;

@@ -135,11 +135,8 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
                  m->hp.pos_emb_max_len, (long long)m->max_audio_ms);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    if (n_samples < m->mel.n_fft / 2 + 1) {
-        TR_ERROR("canary: %d samples are too short (reflect padding needs at least %d)", n_samples,
-                 m->mel.n_fft / 2 + 1);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
+    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "canary", n_samples);
+    if (len_st != TRANSCRIBE_OK) return len_st;
     if (s->n_ctx - pr.n < 1) {
         TR_ERROR("canary: the decoder context %d cannot hold the %d-token prompt plus one token",
                  s->n_ctx, pr.n);
@@ -167,8 +164,7 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
     int n_out = 0;
     tr_run_report_progress(ctx, CN_ENC_SHARE);
     st = greedy(s, &pr, T_enc, ctx, out, &n_out);
-    if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-        tr_run_report_progress(ctx, 1.0);
+    tr_run_report_decoded(ctx, st);
     s->n_last = n_out;
     ctx->result->decode_ms = (float)(tr_time_ms() - t2);
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||

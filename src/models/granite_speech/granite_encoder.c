@@ -29,11 +29,8 @@ transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const floa
                                     float **x, int *T_enc) {
     *x = NULL;
     *T_enc = 0;
-    if (n < m->mel.n_fft / 2 + 1) {
-        TR_ERROR("granite_speech: %d samples are too short (reflect padding needs at least %d)", n,
-                 m->mel.n_fft / 2 + 1);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
+    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "granite_speech", n);
+    if (len_st != TRANSCRIBE_OK) return len_st;
     float *mel = NULL;
     int T_mel = 0;
     transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, &mel, &T_mel);

@@ -16,6 +16,7 @@
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF     TRANSCRIBE_ERR_GGUF
@@ -26,36 +27,6 @@
 #define req_u32  tr_gguf_req_u32
 #define opt_bool tr_gguf_opt_bool
 
-static transcribe_status req_is(const gguf_file *f, const char *key, const char *a, const char *b) {
-    const char *const allowed[] = {a, b, NULL};
-    return tr_gguf_req_str_in(f, key, allowed);
-}
-
-static transcribe_status req_pos_f32(const gguf_file *f, const char *key, bool positive,
-                                     float *out) {
-    transcribe_status st = tr_gguf_req_f32(f, key, out);
-    if (st == TRANSCRIBE_OK && (!isfinite(*out) || (positive && !(*out > 0))))
-        return tr_gguf_key_error(key, "FLOAT32", "value %g is not %s", (double)*out,
-                                 positive ? "a positive number" : "finite");
-    return st;
-}
-
-/* Copies an optional string array (absent → 0 entries). */
-static transcribe_status copy_strs(const gguf_file *f, const char *key, char ***out, int *n_out) {
-    const char *const *a = NULL;
-    int64_t n = 0;
-    transcribe_status st = tr_gguf_opt_arr_str(f, key, 0, GS_MAX_STRS, &a, &n);
-    if (st) return st;
-    *out = calloc((size_t)n + 1, sizeof **out);
-    if (!*out) return TRANSCRIBE_ERR_OOM;
-    for (int64_t i = 0; i < n; i++) {
-        (*out)[i] = strdup(a[i] ? a[i] : "");
-        if (!(*out)[i]) return TRANSCRIBE_ERR_OOM;
-        *n_out = (int)i + 1;
-    }
-    return TRANSCRIBE_OK;
-}
-
 /* ---- §2.3 encoder, §2.4 projector, §2.5 decoder, §2.6 fusion ---- */
 
 static transcribe_status read_encoder_keys(const gguf_file *f, gs_model *m) {
@@ -63,17 +34,15 @@ static transcribe_status read_encoder_keys(const gguf_file *f, gs_model *m) {
     gs_enc_hparams *e = &m->enc;
     int mult, exp;
 #define EK "stt.granite.encoder."
-    if ((st = req_u32(f, EK "n_layers", 1, 256, &e->n_layer))) return st;
-    if ((st = req_u32(f, EK "hidden", 1, 1 << 16, &e->d))) return st;
-    if ((st = req_u32(f, EK "n_heads", 1, 1024, &e->n_head))) return st;
-    if ((st = req_u32(f, EK "head_dim", 1, 4096, &e->head_dim))) return st;
-    if ((st = req_u32(f, EK "input_dim", 2, 1 << 14, &e->in_dim))) return st;
-    if ((st = req_u32(f, EK "output_dim", 1, 1 << 16, &e->out_dim))) return st;
-    if ((st = req_u32(f, EK "feedforward_mult", 1, 64, &mult))) return st;
-    if ((st = req_u32(f, EK "conv_kernel_size", 1, 255, &e->kernel))) return st;
-    if ((st = req_u32(f, EK "conv_expansion", 1, 64, &exp))) return st;
-    if ((st = req_u32(f, EK "max_pos_emb", 1, 1 << 20, &e->max_pos))) return st;
-    if ((st = req_u32(f, EK "context_size", 1, 1 << 20, &e->ctx))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"n_layers", 1, 256, &e->n_layer},     {"hidden", 1, 1 << 16, &e->d},
+        {"n_heads", 1, 1024, &e->n_head},      {"head_dim", 1, 4096, &e->head_dim},
+        {"input_dim", 2, 1 << 14, &e->in_dim}, {"output_dim", 1, 1 << 16, &e->out_dim},
+        {"feedforward_mult", 1, 64, &mult},    {"conv_kernel_size", 1, 255, &e->kernel},
+        {"conv_expansion", 1, 64, &exp},       {"max_pos_emb", 1, 1 << 20, &e->max_pos},
+        {"context_size", 1, 1 << 20, &e->ctx},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, EK, sizes, sizeof sizes / sizeof *sizes))) return st;
     const int32_t *cat = NULL;
     int64_t n_cat = 0;
     if ((st = tr_gguf_opt_arr_i32(f, EK "cat_hidden_layers", 0, GS_MAX_CAT, &cat, &n_cat)))
@@ -110,16 +79,19 @@ static transcribe_status read_projector_keys(const gguf_file *f, gs_model *m) {
     gs_proj_hparams *p = &m->proj;
     int unused;
 #define PK "stt.granite.projector."
-    if ((st = req_u32(f, PK "n_layers", 1, 64, &p->n_layer))) return st;
-    if ((st = req_u32(f, PK "hidden", 1, 1 << 16, &p->d))) return st;
-    if ((st = req_u32(f, PK "intermediate", 1, 1 << 20, &p->d_ffn))) return st;
-    if ((st = req_u32(f, PK "n_heads", 1, 1024, &p->n_head))) return st;
-    if ((st = req_u32(f, PK "encoder_hidden_size", 1, 1 << 18, &p->enc_d))) return st;
-    if ((st = req_u32(f, PK "cross_attn_frequency", 0, 1 << 16, &unused))) return st;
-    if ((st = req_is(f, PK "hidden_act", "gelu", NULL))) return st;
-    if ((st = req_pos_f32(f, PK "layer_norm_eps", true, &p->eps))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"n_layers", 1, 64, &p->n_layer},
+        {"hidden", 1, 1 << 16, &p->d},
+        {"intermediate", 1, 1 << 20, &p->d_ffn},
+        {"n_heads", 1, 1024, &p->n_head},
+        {"encoder_hidden_size", 1, 1 << 18, &p->enc_d},
+        {"cross_attn_frequency", 0, 1 << 16, &unused},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, PK, sizes, sizeof sizes / sizeof *sizes))) return st;
+    if ((st = tr_gguf_req_str_is(f, PK "hidden_act", "gelu", NULL))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, PK "layer_norm_eps", true, &p->eps))) return st;
     if ((st = req_u32(f, PK "max_pos_emb", 0, INT32_MAX, &unused))) return st;
-    if ((st = req_is(f, PK "position_embedding_type", "absolute", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, PK "position_embedding_type", "absolute", NULL))) return st;
 #undef PK
     if (p->d % p->n_head) {
         TR_ERROR("granite_speech: projector hidden %d is not divisible by %d heads", p->d,
@@ -147,20 +119,20 @@ static transcribe_status read_projector_keys(const gguf_file *f, gs_model *m) {
 static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
     transcribe_status st;
     tr_clm_hparams *hp = &m->lm;
-    memset(hp, 0, sizeof *hp);
-    tr_clm_hparams_defaults(hp);
-    hp->qk_norm = false; /* §8: no q/k norm */
 #define DK "stt.granite.decoder."
-    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
-    if ((st = req_pos_f32(f, DK "rms_norm_eps", true, &hp->eps))) return st;
-    if ((st = req_pos_f32(f, DK "rope_theta", true, &hp->rope_theta))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, false /* §8: no q/k norm */, hp))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rms_norm_eps", true, &hp->eps))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
     if ((st = opt_bool(f, DK "tie_word_embeddings", false, &m->tied))) return st;
     if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
-    if ((st = req_pos_f32(f, DK "embedding_multiplier", true, &hp->embedding_mult))) return st;
-    if ((st = req_pos_f32(f, DK "logits_scaling", true, &hp->logits_scale))) return st;
-    if ((st = req_pos_f32(f, DK "attention_multiplier", true, &hp->attention_mult))) return st;
-    if ((st = req_pos_f32(f, DK "residual_multiplier", true, &hp->residual_mult))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "embedding_multiplier", true, &hp->embedding_mult)))
+        return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "logits_scaling", true, &hp->logits_scale))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "attention_multiplier", true, &hp->attention_mult)))
+        return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "residual_multiplier", true, &hp->residual_mult)))
+        return st;
 #undef DK
     if (hp->n_head * hp->head_dim != hp->d_model || hp->n_head % hp->n_head_kv ||
         hp->head_dim % 2) {
@@ -179,12 +151,12 @@ static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     /* two stacked mel frames per encoder input row */
     const int n_mels = m->enc.in_dim % 2 ? 0 : m->enc.in_dim / 2;
     if ((st = tr_mel_check_stft_keys(f, "granite_speech", n_mels))) return st;
-    if ((st = req_is(f, FK "window", "hann_periodic", NULL))) return st;
-    if ((st = req_is(f, FK "normalize", "per_utterance", NULL))) return st;
-    if ((st = req_pos_f32(f, FK "dither", false, &x))) return st;
-    if ((st = req_pos_f32(f, FK "pre_emphasis", false, &x))) return st;
-    if ((st = req_pos_f32(f, FK "f_min", false, &x))) return st;
-    if ((st = req_pos_f32(f, FK "f_max", false, &x))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "window", "hann_periodic", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "normalize", "per_utterance", NULL))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "dither", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "pre_emphasis", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "f_min", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "f_max", false, &x))) return st;
     const char *const pads[] = {"reflect", NULL}, *const norms[] = {"htk", NULL};
     if ((st = tr_gguf_opt_str_in(f, FK "pad_mode", pads))) return st;
     if ((st = tr_gguf_opt_str_in(f, FK "mel_norm", norms))) return st;
@@ -215,10 +187,15 @@ static transcribe_status read_caps(const gguf_file *f, gs_model *m) {
     if ((st = opt_bool(f, "stt.capability.lang_detect", false, &detect))) return st;
     if ((st = opt_bool(f, "stt.capability.word_timestamps", false, &m->word_ts))) return st;
     if ((st = opt_bool(f, "stt.capability.speaker_diarization", false, &m->diarize))) return st;
-    if ((st = copy_strs(f, "general.languages", &m->lang, &m->n_lang))) return st;
-    if ((st = copy_strs(f, "stt.translation.target_languages", &m->targets, &m->n_targets)))
+    if ((st = tr_gguf_opt_strv_copy(f, "general.languages", GS_MAX_STRS, NULL, 0, &m->lang,
+                                    &m->n_lang)))
         return st;
-    if ((st = copy_strs(f, "stt.translation.pairs", &m->pairs, &m->n_pairs))) return st;
+    if ((st = tr_gguf_opt_strv_copy(f, "stt.translation.target_languages", GS_MAX_STRS, NULL, 0,
+                                    &m->targets, &m->n_targets)))
+        return st;
+    if ((st = tr_gguf_opt_strv_copy(f, "stt.translation.pairs", GS_MAX_STRS, NULL, 0, &m->pairs,
+                                    &m->n_pairs)))
+        return st;
     const char *variant = NULL;
     if ((st = tr_gguf_opt_str(f, "stt.variant", NULL, &variant))) return st;
     m->variant = strdup(variant ? variant : "");
@@ -455,7 +432,7 @@ static transcribe_status read_projector(finder *fd, gs_model *m) {
 static transcribe_status load_gguf(const gguf_file *f, void *model) {
     gs_model *m = model;
     transcribe_status st;
-    if ((st = req_is(f, "general.architecture", "granite_speech", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "general.architecture", "granite_speech", NULL))) return st;
     if ((st = read_encoder_keys(f, m))) return st;
     if ((st = read_projector_keys(f, m))) return st;
     if ((st = read_decoder_keys(f, m))) return st;
@@ -491,30 +468,22 @@ void tr_gs_model_free(gs_model *m) {
         free(m->blocks[i].rel_pos);
         free(m->blocks[i].dw.dw_w);
     }
-    free(m->blocks);
-    free(m->query);
-    free(m->qf);
-    free(m->lm_blocks);
     tr_tokenizer_free(m->tok);
-    free(m->variant);
     tr_strv_free(m->lang, m->n_lang);
     tr_strv_free(m->targets, m->n_targets);
     tr_strv_free(m->pairs, m->n_pairs);
-    free(m);
+    TR_FREE_ALL(m->blocks, m->query, m->qf, m->lm_blocks, m->variant, m);
 }
 
 void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE;
-    c->supports_language_detect = false;
-    c->supports_translate = m->translate;
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE);
+    c->supports_translate = m->translate; /* no language detection */
     c->n_translate_target_languages = m->translate ? m->n_targets : 0;
     c->translate_target_languages = (const char *const *)m->targets;
     c->max_audio_ms = m->max_audio_ms;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = m->diarize;
-    desc->variant = m->variant;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
     desc->n_translate_pairs = m->translate ? m->n_pairs : 0;
     desc->translate_pairs = (const char *const *)m->pairs;

@@ -9,6 +9,7 @@
 
 #include "audio/audio.h"
 #include "models/granite_speech/granite.h"
+#include "nn/causal_lm_batch.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -158,24 +159,19 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
         int n_out = 0;
         tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, T_prompt, s->last_ids, &n_out);
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            tr_run_report_progress(ctx, 1.0);
+        tr_run_report_decoded(ctx, st);
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out > steps) n_out = steps;
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t1;
         s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1;
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
-            st == TRANSCRIBE_ERR_ABORTED) {
-            transcribe_status st2 =
-                tr_gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result);
-            if (st2 != TRANSCRIBE_OK) st = st2;
-        }
+        if (tr_run_has_ids(st))
+            st = tr_run_filled(st,
+                               tr_gs_fill_result(m, p, s->last_ids, n_out, n_samples, ctx->result));
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
             TR_WARN("granite_speech: generation stopped after %d tokens without end of text",
                     n_out);
     }
-    ctx->result->decode_ms = (float)(tr_time_ms() - t0);
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    tr_run_end_decode(ctx, st, t0);
     free(x);
     free(pr);
     return st;
@@ -183,68 +179,45 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
 
 /* ---- batch (§11; causal-lm.md §8) ---- */
 
+/* nn/causal_lm_batch.h hooks: utterance i up to its prompt embeddings
+ * (extra: the batch's prompt), and its result, where a truncated row keeps
+ * its single run's step count. */
+static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    gs_session *s = job->session;
+    tr_run_ctx *ctx = (tr_run_ctx *)job->ctxs + i;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+    if (!job->pcm[i] || job->n_samples[i] <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
+    transcribe_status st =
+        prepare_utt(s, job->extra, job->pcm[i], job->n_samples[i], ctx, false, &row->x, &row->T);
+    row->max_new = run_steps(s, row->T) + 1;
+    row->max_n_kv = run_ctx(s, row->T);
+    return st;
+}
+
+static transcribe_status fill_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    const tr_run_ctx *ctx = (const tr_run_ctx *)job->ctxs + i;
+    if (row->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && row->n_out >= row->max_new)
+        row->n_out = row->max_new - 1;
+    return tr_gs_fill_result(((const gs_session *)job->session)->m, ctx->params, row->out,
+                             row->n_out, job->n_samples[i], ctx->result);
+}
+
+static const tr_clm_batch_hooks k_batch = {prepare_row, fill_row, tr_run_batch_settle,
+                                           tr_run_abort_poll};
+
 /* Every utterance through the front end, encoder and projector one at a
  * time (as upstream), then one batched prefill and the batched step loop.
  * A row keeps its single run's budget and window, so it gets its single
  * run's tokens and status (upstream's batch stops one token earlier). */
 transcribe_status tr_gs_run_batch(gs_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
-    const gs_model *m = s->m;
-    const struct transcribe_run_params *p = ctxs[0].params; /* one set for the batch */
-    if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
-    gs_prompt *pr = malloc(sizeof *pr);
-    tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
-    int32_t *out = malloc((size_t)n * (GS_MAX_NEW + 1) * sizeof(int32_t));
-    transcribe_status st = pr && rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
-    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
-    if (st == TRANSCRIBE_OK) st = tr_gs_build_prompt(m, p, pr);
-    int n_valid = 0, n_ctx = 0;
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        tr_result *r = ctxs[i].result;
-        rows[i].out = out + (size_t)i * (GS_MAX_NEW + 1);
-        if (tr_run_should_abort(&ctxs[i])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        int T = 0;
-        r->status = !pcm[i] || n_samples[i] <= 0
-                        ? TRANSCRIBE_ERR_INVALID_ARG
-                        : prepare_utt(s, pr, pcm[i], n_samples[i], &ctxs[i], false, &rows[i].x, &T);
-        if (r->status == TRANSCRIBE_ERR_OOM || r->status == TRANSCRIBE_ERR_ABORTED) st = r->status;
-        if (r->status != TRANSCRIBE_OK) continue;
-        rows[i].T = T;
-        rows[i].max_new = run_steps(s, T) + 1;
-        rows[i].max_n_kv = run_ctx(s, T);
-        if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
-        n_valid++;
+    gs_prompt *pr = malloc(sizeof *pr); /* one set of params for the batch (n >= 1) */
+    transcribe_status st = pr ? tr_gs_build_prompt(s->m, ctxs[0].params, pr) : TRANSCRIBE_ERR_OOM;
+    if (st == TRANSCRIBE_OK) {
+        const tr_clm_batch_job job = {
+            &k_batch, {.eos = s->m->sp.eos}, ctxs[0].pool, s, pcm, n_samples, ctxs, pr};
+        st = tr_clm_decode_batch(&s->dec, &job, n);
     }
-    double t0 = tr_time_ms(), prefill_ms = 0;
-    if (st == TRANSCRIBE_OK && n_valid > 0) {
-        tr_clm_greedy_cfg cfg = {
-            .eos = m->sp.eos, .should_abort = tr_run_abort_poll, .abort_user = &ctxs[0]};
-        st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
-    }
-    s->dec.prefill_ms = prefill_ms;
-    const float dec_ms = n_valid ? (float)((tr_time_ms() - t0) / n_valid) : 0.0f;
-    for (int i = 0; rows && i < n; i++) {
-        tr_result *r = ctxs[i].result;
-        tr_clm_batch_row *row = &rows[i];
-        if (row->x && row->slot >= 0 && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED)) {
-            const int steps = row->max_new - 1;
-            if (row->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && row->n_out > steps)
-                row->n_out = steps;
-            transcribe_status e = tr_gs_fill_result(m, p, row->out, row->n_out, n_samples[i], r);
-            r->status = e != TRANSCRIBE_OK ? e : row->status;
-            r->decode_ms = dec_ms;
-            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-        } else if (st == TRANSCRIBE_ERR_ABORTED && r->status == TRANSCRIBE_OK) {
-            r->status = TRANSCRIBE_ERR_ABORTED; /* not reached before the abort */
-        }
-        free(row->x);
-    }
-    free(rows);
-    free(out);
     free(pr);
     return st;
 }

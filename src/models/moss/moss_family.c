@@ -3,11 +3,6 @@
 
 TR_FAMILY_ADAPTERS(ms)
 
-static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
-                                       int n, tr_run_ctx *ctxs) {
-    return tr_ms_run_batch(session, pcm, n_samples, n, ctxs);
-}
-
 /* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)
  * audio tokens of 80 ms; KV bytes for one utterance at the context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
@@ -15,14 +10,11 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     const ms_model *m = s->m;
     int64_t tokens = (int64_t)s->dec.ceiling - m->n_prefix - m->n_suffix - MS_GEN_RESERVE;
     int64_t ms_per_tok = (int64_t)m->mel.hop_length * 2 * m->merge * 1000 / m->mel.sample_rate;
-    out->effective_n_ctx = s->dec.ceiling;
-    out->effective_max_audio_ms = tokens > 0 ? tokens * ms_per_tok : 0;
-    out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(&m->lm, s->dec.kv_f16) * s->dec.ceiling;
+    tr_clm_session_limits(&s->dec, &m->lm, tokens * ms_per_tok, out);
 }
 
 const tr_family tr_family_moss = {
     .arch = "moss",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
-    .run_batch = fam_run_batch,
 };

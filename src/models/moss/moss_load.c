@@ -14,6 +14,7 @@
 #include "nn/weights.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
@@ -21,55 +22,42 @@
 /* §3.1 class E: any dequantizable type (row lookup and matmul) */
 #define MS_TYPES_ANY 0x7fffffffu
 
-static transcribe_status req_str_is(const gguf_file *f, const char *key, const char *a,
-                                    const char *b) {
-    const char *const allowed[] = {a, b, NULL};
-    return tr_gguf_req_str_in(f, key, allowed);
-}
-
-static transcribe_status req_f32_pos(const gguf_file *f, const char *key, float *out) {
-    transcribe_status st = tr_gguf_req_f32(f, key, out);
-    if (st == TRANSCRIBE_OK && !(isfinite(*out) && *out > 0))
-        return tr_gguf_key_error(key, "FLOAT32", "value %g must be finite and positive", *out);
-    return st;
-}
-
 /* ---- §2.2 ---- */
 
 static transcribe_status read_encoder_keys(const gguf_file *f, ms_model *m) {
     transcribe_status st;
-    tr_whenc *e = &m->enc;
     bool scale;
 #define EK "stt.moss.encoder."
-    if ((st = req_u32(f, EK "n_layers", 1, 1024, &e->n_layers))) return st;
-    if ((st = req_u32(f, EK "d_model", 1, 1 << 16, &e->d_model))) return st;
-    if ((st = req_u32(f, EK "n_heads", 1, 1024, &e->n_head))) return st;
-    if ((st = req_u32(f, EK "ffn_dim", 1, 1 << 20, &e->d_ffn))) return st;
-    if ((st = req_u32(f, EK "num_mel_bins", 1, 4096, &e->n_mels))) return st;
-    if ((st = req_u32(f, EK "max_source_positions", 1, 1 << 20, &e->n_pos))) return st;
-    if ((st = req_str_is(f, EK "activation", "gelu", NULL))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"n_layers", 1, 1024, &m->enc.n_layers},
+        {"d_model", 1, 1 << 16, &m->enc.d_model},
+        {"n_heads", 1, 1024, &m->enc.n_head},
+        {"ffn_dim", 1, 1 << 20, &m->enc.d_ffn},
+        {"num_mel_bins", 1, 4096, &m->enc.n_mels},
+        {"max_source_positions", 1, 1 << 20, &m->enc.n_pos},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, EK, sizes, sizeof sizes / sizeof *sizes))) return st;
+    if ((st = tr_gguf_req_str_is(f, EK "activation", "gelu", NULL))) return st;
     if ((st = tr_gguf_opt_bool(f, EK "scale_embedding", false, &scale))) return st;
 #undef EK
-    if (e->d_model % e->n_head)
+    if (m->enc.d_model % m->enc.n_head)
         return tr_gguf_key_error("stt.moss.encoder.d_model", "UINT32",
-                                 "%d is not divisible by n_heads %d", e->d_model, e->n_head);
+                                 "%d is not divisible by n_heads %d", m->enc.d_model,
+                                 m->enc.n_head);
     return TRANSCRIBE_OK;
 }
 
 static transcribe_status read_lm_keys(const gguf_file *f, ms_model *m) {
     transcribe_status st;
     tr_clm_hparams *hp = &m->lm;
-    memset(hp, 0, sizeof *hp);
-    tr_clm_hparams_defaults(hp);
-    hp->qk_norm = true;
     bool tied;
     int in_dim;
     if ((st = req_u32(f, "stt.moss.adaptor.input_dim", 1, 1 << 20, &in_dim))) return st;
     if ((st = req_u32(f, "stt.moss.audio_merge_size", 1, 64, &m->merge))) return st;
 #define DK "stt.moss.decoder."
-    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
-    if ((st = req_f32_pos(f, DK "rms_norm_eps", &hp->eps))) return st;
-    if ((st = req_f32_pos(f, DK "rope_theta", &hp->rope_theta))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, true, hp))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rms_norm_eps", true, &hp->eps))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
     if ((st = tr_gguf_opt_bool(f, DK "tie_word_embeddings", true, &tied))) return st;
     if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
@@ -115,7 +103,9 @@ static transcribe_status read_prompt_keys(const gguf_file *f, ms_model *m) {
     transcribe_status st;
     const int V = m->lm.n_vocab;
     if ((st = req_u32(f, "stt.moss.audio_token_id", 0, V - 1, &m->audio_tok))) return st;
-    if ((st = req_f32_pos(f, "stt.moss.audio_tokens_per_second", &m->tokens_per_s))) return st;
+    if ((st =
+             tr_gguf_req_f32_finite(f, "stt.moss.audio_tokens_per_second", true, &m->tokens_per_s)))
+        return st;
     if ((st = req_u32(f, "stt.moss.time_marker_every_seconds", 0, 1 << 20, &m->marker_every)))
         return st;
     if ((st = tr_gguf_opt_bool(f, "stt.moss.enable_time_marker", true, &m->markers))) return st;
@@ -142,8 +132,8 @@ static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
     if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
     const int sr = m->mel.sample_rate;
 #define FK "stt.frontend."
-    if ((st = req_str_is(f, FK "window", "hann_periodic", NULL))) return st;
-    if ((st = req_str_is(f, FK "normalize", "per_utterance", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "window", "hann_periodic", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "normalize", "per_utterance", NULL))) return st;
     if ((st = tr_gguf_req_f32(f, FK "dither", &x))) return st;
     if ((st = tr_gguf_req_f32(f, FK "pre_emphasis", &x))) return st;
     if ((st = tr_gguf_req_f32(f, FK "f_min", &x))) return st;
@@ -174,7 +164,7 @@ static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
 
 static transcribe_status read_tokenizer(const gguf_file *f, ms_model *m) {
     transcribe_status st;
-    if ((st = req_str_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
     if ((st = tr_tokenizer_from_gguf(f, &m->tok))) return st;
     const int V = m->lm.n_vocab;
     if (tr_tokenizer_n_vocab(m->tok) != V) {
@@ -190,24 +180,10 @@ static transcribe_status read_tokenizer(const gguf_file *f, ms_model *m) {
     return TRANSCRIBE_OK;
 }
 
+/* general.languages; absent: English and Chinese */
 static transcribe_status read_languages(const gguf_file *f, ms_model *m) {
-    const char *const *a = NULL;
-    int64_t n = 0;
-    transcribe_status st = tr_gguf_opt_arr_str(f, "general.languages", 0, 4096, &a, &n);
-    if (st) return st;
     static const char *const k_default[] = {"en", "zh"};
-    if (!a) {
-        a = k_default;
-        n = 2;
-    }
-    m->lang = calloc((size_t)n + 1, sizeof *m->lang);
-    if (!m->lang) return TRANSCRIBE_ERR_OOM;
-    for (int64_t i = 0; i < n; i++) {
-        m->lang[i] = strdup(a[i] ? a[i] : "");
-        if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
-        m->n_lang = (int)i + 1;
-    }
-    return TRANSCRIBE_OK;
+    return tr_gguf_opt_strv_copy(f, "general.languages", 4096, k_default, 2, &m->lang, &m->n_lang);
 }
 
 /* ---- §3 tensors ---- */
@@ -267,22 +243,31 @@ static transcribe_status read_tensors(const gguf_file *f, ms_model *m) {
 
 /* ---- model ---- */
 
+static transcribe_status read_identity(const gguf_file *f, ms_model *m) {
+    return tr_gguf_req_str_is(f, "general.architecture", "moss", NULL);
+}
+
+/* stt.capability.speaker_diarization (type-checked; MOSS always diarizes)
+ * and the variant name. */
+static transcribe_status read_caps(const gguf_file *f, ms_model *m) {
+    bool diar;
+    transcribe_status st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar);
+    if (st) return st;
+    return tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant);
+}
+
+/* The load steps in order; the first failure ends the load. */
+static transcribe_status (*const k_load_steps[])(const gguf_file *f, ms_model *m) = {
+    read_identity,    read_encoder_keys, read_lm_keys,        read_frontend, read_tokenizer,
+    read_prompt_keys, read_languages,    tr_ms_hotwords_load, read_caps,     read_tensors,
+};
+
 static transcribe_status load_gguf(const gguf_file *f, void *model) {
     ms_model *m = model;
-    transcribe_status st;
-    if ((st = req_str_is(f, "general.architecture", "moss", NULL))) return st;
-    if ((st = read_encoder_keys(f, m))) return st;
-    if ((st = read_lm_keys(f, m))) return st;
-    if ((st = read_frontend(f, m))) return st;
-    if ((st = read_tokenizer(f, m))) return st;
-    if ((st = read_prompt_keys(f, m))) return st;
-    if ((st = read_languages(f, m))) return st;
-    if ((st = tr_ms_hotwords_load(f, m))) return st;
-    bool diar;
-    if ((st = tr_gguf_opt_bool(f, "stt.capability.speaker_diarization", true, &diar))) return st;
-    if ((st = tr_gguf_opt_str_copy(f, "stt.variant", "moss-transcribe-diarize", &m->variant)))
-        return st;
-    if ((st = read_tensors(f, m))) return st;
+    for (size_t i = 0; i < sizeof k_load_steps / sizeof k_load_steps[0]; i++) {
+        transcribe_status st = k_load_steps[i](f, m);
+        if (st) return st;
+    }
     TR_INFO("moss: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d, prompt %d+%d)",
             m->variant, m->enc.n_layers, m->enc.d_model, m->lm.n_layer, m->lm.d_model, m->lm.n_head,
             m->lm.n_head_kv, m->lm.n_vocab, m->n_prefix, m->n_suffix);
@@ -294,26 +279,16 @@ TR_FAMILY_GGUF_LOAD(ms, "moss", load_gguf)
 void tr_ms_model_free(ms_model *m) {
     if (!m) return;
     tr_whenc_free(&m->enc);
-    free(m->lm_blocks);
-    free(m->prefix);
-    free(m->suffix);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
-    free(m->variant);
-    free(m->instruction);
-    free(m);
+    TR_FREE_ALL(m->lm_blocks, m->prefix, m->suffix, m->variant, m->instruction, m);
 }
 
 void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
-    struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
-    c->supports_language_detect = false;
-    c->supports_translate = false;
-    c->max_audio_ms = 0; /* §9: not advertised; the session limits give the basis */
+    /* no language detection or translation; §9: max_audio_ms not advertised
+     * (the session limits give the basis); MOSS never encodes text (§4) */
+    tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                        TRANSCRIBE_TIMESTAMPS_SEGMENT);
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
-    desc->variant = m->variant;
-    desc->tokenizer = NULL; /* MOSS never encodes text (§4) */
 }

@@ -11,6 +11,7 @@
 #include "audio/audio.h"
 #include "models/moss/moss.h"
 #include "models/moss/moss_parse.h"
+#include "nn/causal_lm_batch.h"
 #include "nn/greedy.h"
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
@@ -370,20 +371,15 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
         int n_out = 0;
         tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            tr_run_report_progress(ctx, 1.0);
+        tr_run_report_decoded(ctx, st);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
         s->dec.n_steps = st == TRANSCRIBE_ERR_ABORTED && poll.n > 0 ? poll.n - 1 : poll.n;
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
-            st == TRANSCRIBE_ERR_ABORTED) {
-            transcribe_status st2 =
-                fill_result(m, s->last_ids, n_out, n_samples, ctx->params, ctx->result);
-            if (st2 != TRANSCRIBE_OK) st = st2;
-        }
+        if (tr_run_has_ids(st))
+            st = tr_run_filled(
+                st, fill_result(m, s->last_ids, n_out, n_samples, ctx->params, ctx->result));
     }
-    ctx->result->decode_ms = (float)(tr_time_ms() - t1);
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    tr_run_end_decode(ctx, st, t1);
     free(audio);
     free(ids);
     free(apos);
@@ -392,104 +388,76 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
 
 /* ---- batch (c-api.md §11; causal-lm.md §8) ---- */
 
+/* Gate, encoder and prompt embeddings of utterance i into its batch row
+ * (nn/causal_lm_batch.h prepare); a gate failure is the utterance's own
+ * status even after an abort. */
+static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    ms_session *s = job->session;
+    const ms_model *m = s->m;
+    tr_run_ctx *ctx = (tr_run_ctx *)job->ctxs + i;
+    const float *pcm = job->pcm[i];
+    const int n_samples = job->n_samples[i];
+    int64_t T_pred = 0;
+    transcribe_status e =
+        !pcm || n_samples <= 0 ? TRANSCRIBE_ERR_INVALID_ARG : gate(s, n_samples, &T_pred);
+    if (e != TRANSCRIBE_OK) return e;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+    float *clean = NULL, *audio = NULL;
+    int32_t *ids = NULL;
+    int *apos = NULL, T_enc = 0, n_ids = 0;
+    double t0 = tr_time_ms();
+    const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
+    e = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, NULL) : TRANSCRIBE_ERR_OOM;
+    free(clean);
+    ctx->result->encode_ms = (float)(tr_time_ms() - t0);
+    int n_used = 0;
+    const struct transcribe_run_params *p = ctx->params;
+    if (e == TRANSCRIBE_OK)
+        e = tr_ms_build_prompt_hot(m, T_enc, p->vocabulary, p->n_vocabulary, s->dec.ceiling, &ids,
+                                   &n_ids, &apos, &n_used);
+    const size_t H = (size_t)m->lm.d_model;
+    if (e == TRANSCRIBE_OK) {
+        row->x = malloc((size_t)n_ids * H * sizeof(float));
+        if (!row->x) e = TRANSCRIBE_ERR_OOM;
+    }
+    if (e == TRANSCRIBE_OK) {
+        /* as prefill(): audio rows replace their placeholder rows */
+        tr_clm_embed(&m->lm, &m->lm_w, ids, n_ids, NULL, 0, 0, row->x);
+        for (int j = 0; j < T_enc; j++)
+            memcpy(row->x + (size_t)apos[j] * H, audio + (size_t)j * H, H * sizeof(float));
+        row->T = n_ids;
+        row->max_new = gen_budget(s, n_ids, T_enc);
+        row->max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + row->max_new, s->dec.ceiling);
+    }
+    free(audio);
+    free(ids);
+    free(apos);
+    return e;
+}
+
+static transcribe_status fill_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    const tr_run_ctx *ctx = (const tr_run_ctx *)job->ctxs + i;
+    return fill_result(((const ms_session *)job->session)->m, row->out, row->n_out,
+                       job->n_samples[i], ctx->params, ctx->result);
+}
+
+static const tr_clm_batch_hooks k_batch = {prepare_row, fill_row, tr_run_batch_settle,
+                                           tr_run_abort_poll};
+
 /* The encoder per utterance (as upstream), then one batched prefill and the
  * batched step loop. Every row keeps its single run's budget and window
  * (upstream shares one batch-wide budget), so it gets its single run's
  * tokens, status and partial text. */
 transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
-    const ms_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
-    tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
-    int32_t **outs = calloc((size_t)n, sizeof *outs);
-    transcribe_status st = rows && outs ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
-    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
-    int n_valid = 0, n_ctx = 0;
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        tr_result *r = ctxs[i].result;
-        int64_t T_pred = 0;
-        r->status = !pcm[i] || n_samples[i] <= 0 ? TRANSCRIBE_ERR_INVALID_ARG
-                                                 : gate(s, n_samples[i], &T_pred);
-        if (r->status != TRANSCRIBE_OK) continue;
-        if (tr_run_should_abort(&ctxs[i])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        float *clean = NULL, *audio = NULL;
-        int32_t *ids = NULL;
-        int *apos = NULL, T_enc = 0, n_ids = 0;
-        double t0 = tr_time_ms();
-        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moss", &clean);
-        transcribe_status e =
-            in ? tr_ms_encode(s, in, n_samples[i], &audio, &T_enc, NULL, NULL) : TRANSCRIBE_ERR_OOM;
-        free(clean);
-        r->encode_ms = (float)(tr_time_ms() - t0);
-        int n_used = 0;
-        if (e == TRANSCRIBE_OK)
-            e = tr_ms_build_prompt_hot(m, T_enc, ctxs[i].params->vocabulary,
-                                       ctxs[i].params->n_vocabulary, s->dec.ceiling, &ids, &n_ids,
-                                       &apos, &n_used);
-        const int budget = e == TRANSCRIBE_OK ? gen_budget(s, n_ids, T_enc) : 0;
-        if (e == TRANSCRIBE_OK) {
-            const size_t H = (size_t)m->lm.d_model;
-            rows[i].x = malloc((size_t)n_ids * H * sizeof(float));
-            outs[i] = malloc((size_t)(budget > 0 ? budget : 1) * sizeof(int32_t));
-            if (!rows[i].x || !outs[i]) e = TRANSCRIBE_ERR_OOM;
-            if (e == TRANSCRIBE_OK) {
-                /* as prefill(): audio rows replace their placeholder rows */
-                tr_clm_embed(&m->lm, &m->lm_w, ids, n_ids, NULL, 0, 0, rows[i].x);
-                for (int j = 0; j < T_enc; j++)
-                    memcpy(rows[i].x + (size_t)apos[j] * H, audio + (size_t)j * H,
-                           H * sizeof(float));
-            }
-        }
-        free(audio);
-        free(ids);
-        free(apos);
-        r->status = e;
-        if (e == TRANSCRIBE_ERR_OOM) st = e;
-        if (e != TRANSCRIBE_OK) {
-            free(rows[i].x);
-            rows[i].x = NULL;
-            continue;
-        }
-        rows[i].T = n_ids;
-        rows[i].max_new = budget;
-        rows[i].max_n_kv = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
-        rows[i].out = outs[i];
-        if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
-        n_valid++;
+    tr_clm_batch_job job = {&k_batch, {.eos = s->m->eos}, ctxs[0].pool, s,
+                            pcm,      n_samples,          ctxs,         NULL};
+    if (s->repeat_guard) {
+        const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
+        job.cfg.repeat_max_period = g.max_period;
+        job.cfg.repeat_min_repeats = g.min_repeats;
+        job.cfg.repeat_min_tokens = g.min_tokens;
     }
-    double t1 = tr_time_ms();
-    if (st == TRANSCRIBE_OK && n_valid > 0) {
-        tr_clm_greedy_cfg cfg = {
-            .eos = m->eos, .should_abort = tr_run_abort_poll, .abort_user = &ctxs[0]};
-        if (s->repeat_guard) {
-            const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-            cfg.repeat_max_period = g.max_period;
-            cfg.repeat_min_repeats = g.min_repeats;
-            cfg.repeat_min_tokens = g.min_tokens;
-        }
-        st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, NULL);
-    }
-    const float dec_ms = n_valid ? (float)((tr_time_ms() - t1) / n_valid) : 0.0f;
-    for (int i = 0; rows && i < n; i++) {
-        tr_result *r = ctxs[i].result;
-        if (rows[i].x && rows[i].slot >= 0 &&
-            (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED)) {
-            transcribe_status e =
-                fill_result(m, rows[i].out, rows[i].n_out, n_samples[i], ctxs[i].params, r);
-            r->status = e != TRANSCRIBE_OK ? e : rows[i].status;
-            r->decode_ms = dec_ms;
-            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-        } else if (st == TRANSCRIBE_ERR_ABORTED && r->status == TRANSCRIBE_OK) {
-            r->status = TRANSCRIBE_ERR_ABORTED; /* not reached before the abort */
-        }
-        free(rows[i].x);
-        if (outs) free(outs[i]);
-    }
-    free(rows);
-    free(outs);
-    return st;
+    return tr_clm_decode_batch(&s->dec, &job, n);
 }

@@ -43,15 +43,6 @@ typedef struct item {
     int T_mel, T;
 } item;
 
-/* Ends utterance i with status st: only OK keeps rows (the upstream
- * contract of the sequential fallback, §11). */
-static void finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
-    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
-    ctxs[i].result->status = st;
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-    done[i] = true;
-}
-
 /* Decodes utterance it (its encoder rows at enc) into its result. */
 static transcribe_status decode_one(pk_session *s, const item *it, float *enc, int prompt_id,
                                     tr_run_ctx *ctx) {
@@ -98,7 +89,8 @@ static transcribe_status run_group(pk_session *s, const float *const *pcm, const
         if (it->T < 1) {
             free(it->mel);
             it->mel = NULL;
-            finish(ctxs, done, it->idx, ms == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : ms);
+            tr_run_batch_finish(ctxs, done, it->idx,
+                                ms == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : ms);
             continue;
         }
         if (live != j) { /* the group keeps the utterances with frames */
@@ -136,7 +128,7 @@ static transcribe_status run_group(pk_session *s, const float *const *pcm, const
         transcribe_status u = decode_one(s, &g[j], s->enc_out + off * d, prompt_id, ctx);
         off += (size_t)g[j].T;
         if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_BACKEND) return u;
-        finish(ctxs, done, g[j].idx, u);
+        tr_run_batch_finish(ctxs, done, g[j].idx, u);
         if (u == TRANSCRIBE_ERR_ABORTED) return u;
     }
     return TRANSCRIBE_OK;
@@ -167,12 +159,9 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
     transcribe_status st = TRANSCRIBE_OK;
     /* utterances outside the batched path first, one by one */
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        if (!pcm[i] || n_samples[i] <= 0) {
-            TR_ERROR("parakeet: batch utterance %d has %s", i,
-                     pcm[i] ? "n_samples <= 0" : "NULL pcm");
-            finish(ctxs, done, i, TRANSCRIBE_ERR_INVALID_ARG);
-        } else if (n_samples[i] < 2 * m->mel.hop_length ||
-                   frames_of(m, n_samples[i]) > s->win.max_frames) {
+        if (!tr_run_batch_input_ok("parakeet", pcm, n_samples, i, ctxs, done)) continue;
+        if (n_samples[i] < 2 * m->mel.hop_length ||
+            frames_of(m, n_samples[i]) > s->win.max_frames) {
             if (tr_run_should_abort(&ctxs[i])) {
                 st = TRANSCRIBE_ERR_ABORTED;
                 break;
@@ -181,7 +170,7 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
             if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_BACKEND)
                 st = u;
             else
-                finish(ctxs, done, i, u);
+                tr_run_batch_finish(ctxs, done, i, u);
             if (u == TRANSCRIBE_ERR_ABORTED) st = u;
         }
     }
@@ -205,9 +194,7 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
         free_group(g, k);
     }
     /* §11: every utterance that did not complete reports ABORTED */
-    if (st == TRANSCRIBE_ERR_ABORTED)
-        for (int j = 0; j < n; j++)
-            if (!done[j]) finish(ctxs, done, j, TRANSCRIBE_ERR_ABORTED);
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
     free(g);
     free(done);
     return st;

@@ -11,6 +11,7 @@
 #include "tensor/ops.h"
 #include "util/argmax.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 bool tr_pk_toks_push(pk_toks *t, pk_tok k) {
@@ -53,23 +54,18 @@ void tr_pk_mat_free(pk_mat *m) {
 void tr_pk_head_free(pk_head *h) {
     if (!h) return;
     tr_pk_mat_free(&h->ctc);
-    free(h->ctc_b);
-    free(h->durations);
+    TR_FREE_ALL(h->ctc_b, h->durations);
     tr_pk_mat_free(&h->embed);
     for (int l = 0; l < h->n_layers; l++) {
         if (h->wx) tr_pk_mat_free(&h->wx[l]);
         if (h->wh) tr_pk_mat_free(&h->wh[l]);
         if (h->lstm_b) free(h->lstm_b[l]);
     }
-    free(h->wx);
-    free(h->wh);
-    free(h->lstm_b);
+    TR_FREE_ALL(h->wx, h->wh, h->lstm_b);
     tr_pk_mat_free(&h->jenc);
     tr_pk_mat_free(&h->jpred);
     tr_pk_mat_free(&h->jout);
-    free(h->jenc_b);
-    free(h->jpred_b);
-    free(h->jout_b);
+    TR_FREE_ALL(h->jenc_b, h->jpred_b, h->jout_b);
     memset(h, 0, sizeof *h);
 }
 
@@ -95,14 +91,7 @@ bool tr_pk_dec_work_init(pk_dec_work *w, const pk_head *h) {
 }
 
 void tr_pk_dec_work_free(pk_dec_work *w) {
-    free(w->state);
-    free(w->pending);
-    free(w->x);
-    free(w->gates);
-    free(w->g);
-    free(w->hid);
-    free(w->logits);
-    free(w->frames);
+    TR_FREE_ALL(w->state, w->pending, w->x, w->gates, w->g, w->hid, w->logits, w->frames);
     memset(w, 0, sizeof *w);
 }
 

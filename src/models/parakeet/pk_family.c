@@ -6,18 +6,6 @@
 
 TR_FAMILY_ADAPTERS(pk)
 
-static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
-    (void)session;
-    out->effective_n_ctx = 0; /* §10.1: the context knob has no effect */
-    out->effective_max_audio_ms = 0;
-    out->max_kv_bytes = 0;
-}
-
-static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
-                                       int n, tr_run_ctx *ctxs) {
-    return tr_pk_run_batch(session, pcm, n_samples, n, ctxs);
-}
-
 static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {
     return tr_pk_stream_begin(session, ctx);
 }
@@ -57,8 +45,7 @@ static transcribe_status fam_validate_stream(void *model, const struct transcrib
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
-    .get_limits = fam_get_limits,
-    .run_batch = fam_run_batch,
+    .get_limits = tr_family_no_limits, /* §10.1: the context knob has no effect */
     .stream_begin = fam_stream_begin,
     .stream_feed = fam_stream_feed,
     .stream_finalize = fam_stream_finalize,

@@ -12,6 +12,7 @@
 #include "models/parakeet/pk_keys.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
@@ -246,26 +247,17 @@ void tr_pk_model_free(pk_model *m) {
     tr_pk_head_free(&m->head);
     tr_pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
-    free(m->drop);
-    free(m->word_start);
     tr_strv_free(m->lang, m->n_lang);
-    free(m->variant);
-    free(m->ctx_choices);
     for (int i = 0; i < 3; i++) free(m->menu[i]);
-    free(m);
+    TR_FREE_ALL(m->drop, m->word_start, m->variant, m->ctx_choices, m);
 }
 
 void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {
-    struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_TOKEN;
+    /* no translation, no speculative decoding; max_audio_ms 0; §5: no
+     * encoding for this family (no tokenizer) */
+    struct transcribe_capabilities *c = tr_model_desc_begin(
+        desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_TOKEN);
     c->supports_language_detect = m->lang_detect;
-    c->supports_translate = false;
     c->supports_streaming = m->streaming;
-    c->supports_spec_decode = false;
-    c->max_audio_ms = 0;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
-    desc->variant = m->variant;
-    desc->tokenizer = NULL; /* §5: no encoding for this family */
 }

@@ -31,11 +31,8 @@ transcribe_status tr_qa_log_mel(const qa_model *m, tr_pool *pool, const float *p
                                 float **mel, int *T_mel) {
     *mel = NULL;
     *T_mel = 0;
-    if (n < m->mel.n_fft / 2 + 1) {
-        TR_ERROR("qwen3_asr: %d samples are too short (reflect padding needs at least %d)", n,
-                 m->mel.n_fft / 2 + 1);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
+    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "qwen3_asr", n);
+    if (len_st != TRANSCRIBE_OK) return len_st;
     return tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
 }
 

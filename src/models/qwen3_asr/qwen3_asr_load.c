@@ -15,6 +15,7 @@
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
@@ -51,19 +52,6 @@ const char *tr_qa_lang_code(const qa_model *m, const char *name) {
 #define req_str  tr_gguf_req_str
 #define opt_bool tr_gguf_opt_bool
 
-static transcribe_status req_str_is(const gguf_file *f, const char *key, const char *a,
-                                    const char *b) {
-    const char *const allowed[] = {a, b, NULL};
-    return tr_gguf_req_str_in(f, key, allowed);
-}
-
-static transcribe_status req_f32(const gguf_file *f, const char *key, float *out) {
-    transcribe_status st = tr_gguf_req_f32(f, key, out);
-    if (st == TRANSCRIBE_OK && !isfinite(*out))
-        return tr_gguf_key_error(key, "FLOAT32", "value is not finite");
-    return st;
-}
-
 /* Required UINT32 token id inside the vocabulary. */
 static transcribe_status req_id(const gguf_file *f, const char *key, int V, int *out) {
     return tr_gguf_req_u32(f, key, 0, V - 1, out);
@@ -73,22 +61,20 @@ static transcribe_status req_id(const gguf_file *f, const char *key, int V, int 
 
 static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     transcribe_status st;
-    if ((st = req_str_is(f, "general.architecture", "qwen3_asr", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "general.architecture", "qwen3_asr", NULL))) return st;
     qa_enc_hparams *e = &m->enc;
     int unused;
 #define EK "stt.qwen3_asr.encoder."
-    if ((st = req_u32(f, EK "n_layers", 1, 1024, &e->n_layer))) return st;
-    if ((st = req_u32(f, EK "d_model", 1, 1 << 16, &e->d_model))) return st;
-    if ((st = req_u32(f, EK "n_heads", 1, 1024, &e->n_head))) return st;
-    if ((st = req_u32(f, EK "ffn_dim", 1, 1 << 20, &e->d_ffn))) return st;
-    if ((st = req_u32(f, EK "num_mel_bins", 8, 4096, &e->n_mels))) return st;
-    if ((st = req_u32(f, EK "downsample_hidden", 1, 1 << 14, &e->conv_ch))) return st;
-    if ((st = req_u32(f, EK "output_dim", 1, 1 << 16, &e->out_dim))) return st;
-    if ((st = req_u32(f, EK "max_source_positions", 1, INT32_MAX, &unused))) return st;
-    if ((st = req_u32(f, EK "n_window", 1, 1 << 16, &e->n_window))) return st;
-    if ((st = req_u32(f, EK "n_window_infer", 1, INT32_MAX, &unused))) return st;
-    if ((st = req_u32(f, EK "conv_chunksize", 1, INT32_MAX, &unused))) return st;
-    if ((st = req_str_is(f, EK "activation", "gelu", NULL))) return st;
+    const tr_gguf_u32_key sizes[] = {
+        {"n_layers", 1, 1024, &e->n_layer},        {"d_model", 1, 1 << 16, &e->d_model},
+        {"n_heads", 1, 1024, &e->n_head},          {"ffn_dim", 1, 1 << 20, &e->d_ffn},
+        {"num_mel_bins", 8, 4096, &e->n_mels},     {"downsample_hidden", 1, 1 << 14, &e->conv_ch},
+        {"output_dim", 1, 1 << 16, &e->out_dim},   {"max_source_positions", 1, INT32_MAX, &unused},
+        {"n_window", 1, 1 << 16, &e->n_window},    {"n_window_infer", 1, INT32_MAX, &unused},
+        {"conv_chunksize", 1, INT32_MAX, &unused},
+    };
+    if ((st = tr_gguf_req_u32_keys(f, EK, sizes, sizeof sizes / sizeof *sizes))) return st;
+    if ((st = tr_gguf_req_str_is(f, EK "activation", "gelu", NULL))) return st;
 #undef EK
     if (e->d_model % e->n_head || (e->d_model / e->n_head) % 2) {
         TR_ERROR("qwen3_asr: encoder d_model %d is not divisible into %d even heads", e->d_model,
@@ -97,13 +83,10 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     }
 
     tr_clm_hparams *hp = &m->lm;
-    memset(hp, 0, sizeof *hp);
-    tr_clm_hparams_defaults(hp);
-    hp->qk_norm = true;
 #define DK "stt.qwen3_asr.decoder."
-    if ((st = tr_clm_read_sizes(f, DK, hp))) return st;
-    if ((st = req_f32(f, DK "rms_norm_eps", &hp->eps))) return st;
-    if ((st = req_f32(f, DK "rope_theta", &hp->rope_theta))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, true, hp))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rms_norm_eps", false, &hp->eps))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, DK "rope_theta", false, &hp->rope_theta))) return st;
     int sec_t, sec_h, sec_w;
     if ((st = req_u32(f, DK "rope_mrope_section_t", 0, 1 << 16, &sec_t))) return st;
     if ((st = req_u32(f, DK "rope_mrope_section_h", 0, 1 << 16, &sec_h))) return st;
@@ -152,12 +135,12 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     float x;
 #define FK "stt.frontend."
     if ((st = tr_mel_check_stft_keys(f, "qwen3_asr", m->enc.n_mels))) return st;
-    if ((st = req_str_is(f, FK "window", "hann_periodic", "hann"))) return st;
-    if ((st = req_str_is(f, FK "normalize", "per_utterance", "whisper_logmel"))) return st;
-    if ((st = req_f32(f, FK "dither", &x))) return st;
-    if ((st = req_f32(f, FK "pre_emphasis", &x))) return st;
-    if ((st = req_f32(f, FK "f_min", &x))) return st;
-    if ((st = req_f32(f, FK "f_max", &x))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "window", "hann_periodic", "hann"))) return st;
+    if ((st = tr_gguf_req_str_is(f, FK "normalize", "per_utterance", "whisper_logmel"))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "dither", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "pre_emphasis", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "f_min", false, &x))) return st;
+    if ((st = tr_gguf_req_f32_finite(f, FK "f_max", false, &x))) return st;
     if ((st = tr_gguf_opt_u32(f, FK "chunk_length", 0, 0, INT32_MAX, &v)) ||
         (st = tr_gguf_opt_u32(f, FK "n_samples", 0, 0, INT32_MAX, &v)) ||
         (st = tr_gguf_opt_u32(f, FK "nb_max_frames", 0, 0, INT32_MAX, &v)))
@@ -199,23 +182,18 @@ static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
 }
 
 static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
-    const char *const *a = NULL;
-    int64_t n = 0;
-    transcribe_status st = tr_gguf_opt_arr_str(f, "general.languages", 0, 4096, &a, &n);
+    const char *table[QA_N_LANGS]; /* absent: the §9.1 table */
+    for (int i = 0; i < QA_N_LANGS; i++) table[i] = k_lang[i][0];
+    transcribe_status st = tr_gguf_opt_strv_copy(f, "general.languages", 4096, table, QA_N_LANGS,
+                                                 &m->lang, &m->n_lang);
     if (st) return st;
-    bool table = a == NULL; /* absent: the §9.1 table */
-    int cnt = table ? QA_N_LANGS : (int)n;
-    m->lang = calloc((size_t)cnt + 1, sizeof *m->lang);
-    m->lang_name = calloc((size_t)cnt + 1, sizeof *m->lang_name);
-    if (!m->lang || !m->lang_name) return TRANSCRIBE_ERR_OOM;
-    for (int i = 0; i < cnt; i++) {
-        const char *code = table ? k_lang[i][0] : (a[i] ? a[i] : "");
-        m->lang[i] = strdup(code);
-        if (!m->lang[i]) return TRANSCRIBE_ERR_OOM;
-        m->n_lang = i + 1;
-        m->lang_name[i] = tr_qa_lang_name(code);
+    m->lang_name = calloc((size_t)m->n_lang + 1, sizeof *m->lang_name);
+    if (!m->lang_name) return TRANSCRIBE_ERR_OOM;
+    for (int i = 0; i < m->n_lang; i++) {
+        m->lang_name[i] = tr_qa_lang_name(m->lang[i]);
         if (!m->lang_name[i])
-            TR_WARN("qwen3_asr: language '%s' has no publisher name; it cannot be forced", code);
+            TR_WARN("qwen3_asr: language '%s' has no publisher name; it cannot be forced",
+                    m->lang[i]);
     }
     return opt_bool(f, "stt.capability.lang_detect", false, &m->lang_detect);
 }
@@ -342,24 +320,16 @@ TR_FAMILY_GGUF_LOAD(qa, "qwen3_asr", load_gguf)
 
 void tr_qa_model_free(qa_model *m) {
     if (!m) return;
-    free(m->enc_blocks);
-    free(m->lm_blocks);
-    free(m->pos_emb);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
-    free(m->lang_name);
-    free(m->variant);
-    free(m);
+    TR_FREE_ALL(m->enc_blocks, m->lm_blocks, m->pos_emb, m->lang_name, m->variant, m);
 }
 
 void tr_qa_model_describe(const qa_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
-        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_NONE; /* §10 */
-    c->supports_language_detect = true;                 /* §9.1 */
-    c->supports_translate = false;
+        tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
+                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
+    c->supports_language_detect = true; /* §9.1; no translation */
     c->max_audio_ms = m->max_audio_ms;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
-    desc->variant = m->variant;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
 }

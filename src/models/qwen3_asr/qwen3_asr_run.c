@@ -9,6 +9,7 @@
 
 #include "audio/audio.h"
 #include "models/qwen3_asr/qwen3_asr.h"
+#include "nn/causal_lm_batch.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -220,20 +221,15 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
                                  .step_user = &dec};
         tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            tr_run_report_progress(ctx, 1.0);
+        tr_run_report_decoded(ctx, st);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
         s->dec.n_steps = n_out + (st == TRANSCRIBE_OK ? 1 : 0) - 1; /* ids after the prefill one */
-        if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
-            st == TRANSCRIBE_ERR_ABORTED) {
-            transcribe_status st2 =
-                tr_qa_fill_result(m, s->last_ids, n_out, forced(lang), n_samples, ctx->result);
-            if (st2 != TRANSCRIBE_OK) st = st2;
-        }
+        if (tr_run_has_ids(st))
+            st = tr_run_filled(
+                st, tr_qa_fill_result(m, s->last_ids, n_out, forced(lang), n_samples, ctx->result));
     }
-    ctx->result->decode_ms = (float)(tr_time_ms() - t2);
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    tr_run_end_decode(ctx, st, t2);
     free(audio);
     free(ids);
     return st;
@@ -241,12 +237,11 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
 
 /* ---- batch (§11; causal-lm.md §8) ---- */
 
-/* Gate, encoder and prompt embeddings of utterance i into its batch row
+/* Gate, encoder and prompt embeddings of one utterance into its batch row
  * (x set when it will be decoded). A non-OK status other than OOM is that
  * utterance's own. */
-static transcribe_status prepare_row(qa_session *s, const float *pcm, int n_samples,
-                                     const char *lang, int prefix, tr_result *r,
-                                     tr_clm_batch_row *row) {
+static transcribe_status prepare_utt(qa_session *s, const float *pcm, int n_samples, int prefix,
+                                     tr_run_ctx *ctx, tr_clm_batch_row *row) {
     const qa_model *m = s->m;
     int T_pred = 0;
     if (!pcm || n_samples <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -255,14 +250,15 @@ static transcribe_status prepare_row(qa_session *s, const float *pcm, int n_samp
     float *audio = NULL;
     int32_t *ids = NULL;
     int n_ids = 0;
-    st = encode_utt(s, pcm, n_samples, lang, &audio, &ids, &n_ids, r, NULL);
+    st = encode_utt(s, pcm, n_samples, ctx->params->language, &audio, &ids, &n_ids, ctx->result,
+                    NULL);
     if (st == TRANSCRIBE_OK) {
         row->x = malloc((size_t)n_ids * m->lm.d_model * sizeof(float));
         if (!row->x) st = TRANSCRIBE_ERR_OOM;
     }
     if (st == TRANSCRIBE_OK) {
         int n_audio = 0;
-        for (int i = QA_AUDIO_AT; i < n_ids && ids[i] == m->sp.audio_pad; i++) n_audio++;
+        for (int k = QA_AUDIO_AT; k < n_ids && ids[k] == m->sp.audio_pad; k++) n_audio++;
         tr_clm_embed(&m->lm, &m->lm_w, ids, n_ids, audio, QA_AUDIO_AT, n_audio, row->x);
         row->T = n_ids;
         row->max_new = QA_MAX_NEW;
@@ -274,55 +270,32 @@ static transcribe_status prepare_row(qa_session *s, const float *pcm, int n_samp
     return st;
 }
 
+/* nn/causal_lm_batch.h hooks; extra: the batch's language prefix length */
+static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    tr_run_ctx *ctx = (tr_run_ctx *)job->ctxs + i;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+    const int prefix = *(const int *)job->extra;
+    return prepare_utt(job->session, job->pcm[i], job->n_samples[i], prefix, ctx, row);
+}
+
+static transcribe_status fill_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
+    const qa_session *s = job->session;
+    tr_run_ctx *ctx = (tr_run_ctx *)job->ctxs + i;
+    return tr_qa_fill_result(s->m, row->out, row->n_out, forced(ctx->params->language),
+                             job->n_samples[i], ctx->result);
+}
+
+static const tr_clm_batch_hooks k_batch = {prepare_row, fill_row, tr_run_batch_settle,
+                                           tr_run_abort_poll};
+
 transcribe_status tr_qa_run_batch(qa_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     const qa_model *m = s->m;
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    s->dec.pool = ctxs[0].pool ? ctxs[0].pool : s->dec.pool;
-    const char *lang = ctxs[0].params->language; /* one hint for the whole batch */
-    int prefix = tr_qa_lang_prefix_len(m, lang);
+    /* one language hint for the whole batch */
+    const int prefix = tr_qa_lang_prefix_len(m, ctxs[0].params->language);
     if (prefix < 0) return TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE;
-    tr_clm_batch_row *rows = calloc((size_t)n, sizeof *rows);
-    int32_t *out = malloc((size_t)n * QA_MAX_NEW * sizeof(int32_t));
-    transcribe_status st = rows && out ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
-    for (int i = 0; rows && i < n; i++) rows[i].slot = -1; /* not decoded (yet) */
-    int n_valid = 0, n_ctx = 0;
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        tr_result *r = ctxs[i].result;
-        rows[i].out = out + (size_t)i * QA_MAX_NEW;
-        if (tr_run_should_abort(&ctxs[i])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        r->status = prepare_row(s, pcm[i], n_samples[i], lang, prefix, r, &rows[i]);
-        if (r->status == TRANSCRIBE_ERR_OOM) st = TRANSCRIBE_ERR_OOM;
-        if (r->status != TRANSCRIBE_OK) continue;
-        n_valid++;
-        if (rows[i].max_n_kv > n_ctx) n_ctx = rows[i].max_n_kv;
-    }
-    double t0 = tr_time_ms(), prefill_ms = 0;
-    if (st == TRANSCRIBE_OK && n_valid > 0) {
-        tr_clm_greedy_cfg cfg = {
-            .eos = m->sp.eos, .should_abort = tr_run_abort_poll, .abort_user = &ctxs[0]};
-        st = tr_clm_run_batch(s->dec.lm, s->dec.pool, &cfg, rows, n, n_ctx, &prefill_ms);
-    }
-    s->dec.prefill_ms = prefill_ms;
-    const float dec_ms = n_valid ? (float)((tr_time_ms() - t0) / n_valid) : 0.0f;
-    for (int i = 0; rows && i < n; i++) {
-        tr_result *r = ctxs[i].result;
-        if (rows[i].slot >= 0 && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) &&
-            rows[i].x) {
-            transcribe_status e =
-                tr_qa_fill_result(m, rows[i].out, rows[i].n_out, forced(lang), n_samples[i], r);
-            r->status = e != TRANSCRIBE_OK ? e : rows[i].status;
-            r->decode_ms = dec_ms;
-            if (r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-        } else if (st == TRANSCRIBE_ERR_ABORTED && r->status == TRANSCRIBE_OK) {
-            r->status = TRANSCRIBE_ERR_ABORTED; /* not reached before the abort */
-        }
-        free(rows[i].x);
-    }
-    free(rows);
-    free(out);
-    return st;
+    const tr_clm_batch_job job = {&k_batch, {.eos = m->sp.eos}, ctxs[0].pool, s,
+                                  pcm,      n_samples,          ctxs,         &prefix};
+    return tr_clm_decode_batch(&s->dec, &job, n);
 }

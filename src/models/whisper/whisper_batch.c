@@ -280,13 +280,6 @@ static bool start(wh_hub *h, int k, int i, const float *const *pcm, const int *n
     return true;
 }
 
-static void finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
-    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
-    ctxs[i].result->status = st;
-    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctxs[i].truncated = true;
-    done[i] = true;
-}
-
 /* Runs the hub until every utterance in todo[] has run; returns OOM when a
  * round could not get its buffers (members are then released with their
  * requests unserved and their utterances fail), else OK. */
@@ -303,7 +296,7 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
             if (sl->started) { /* its member has released the lock and is returning */
                 pthread_join(sl->th, NULL);
                 sl->started = false;
-                finish(ctxs, done, sl->idx, sl->st);
+                tr_run_batch_finish(ctxs, done, sl->idx, sl->st);
                 ctxs[sl->idx].truncated |= sl->ctx.truncated;
             }
             if (atomic_load(&h->abort)) break;
@@ -337,7 +330,7 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
         if (!sl->started) continue;
         pthread_join(sl->th, NULL);
         sl->started = false;
-        finish(ctxs, done, sl->idx, sl->st);
+        tr_run_batch_finish(ctxs, done, sl->idx, sl->st);
         ctxs[sl->idx].truncated |= sl->ctx.truncated;
     }
     return st;
@@ -346,23 +339,16 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
 transcribe_status tr_wh_run_batch(wh_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     bool *done = calloc((size_t)n, sizeof *done);
-    int *todo = calloc((size_t)n, sizeof *todo);
-    if (!done || !todo) {
+    int *todo = done ? calloc((size_t)n, sizeof *todo) : NULL;
+    if (!todo) {
         free(done);
-        free(todo);
         return TRANSCRIBE_ERR_OOM;
     }
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
     s->n_traces = 0; /* chunk traces describe single runs only */
     int n_todo = 0;
     for (int i = 0; i < n; i++) {
-        if (!pcm[i] || n_samples[i] <= 0) {
-            TR_ERROR("whisper: batch utterance %d has %s", i,
-                     pcm[i] ? "n_samples <= 0" : "NULL pcm");
-            finish(ctxs, done, i, TRANSCRIBE_ERR_INVALID_ARG);
-        } else {
-            todo[n_todo++] = i;
-        }
+        if (tr_run_batch_input_ok("whisper", pcm, n_samples, i, ctxs, done)) todo[n_todo++] = i;
     }
     transcribe_status st = TRANSCRIBE_OK;
     size_t per = member_bytes(s->m);
@@ -408,12 +394,10 @@ transcribe_status tr_wh_run_batch(wh_session *s, const float *const *pcm, const 
             st = u;
             break;
         }
-        finish(ctxs, done, i, u);
+        tr_run_batch_finish(ctxs, done, i, u);
         if (u == TRANSCRIBE_ERR_ABORTED) st = u;
     }
-    if (st == TRANSCRIBE_ERR_ABORTED)
-        for (int i = 0; i < n; i++)
-            if (!done[i]) finish(ctxs, done, i, TRANSCRIBE_ERR_ABORTED);
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
     free(done);
     free(todo);
     return st;

@@ -10,13 +10,6 @@ static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
     return slot == TRANSCRIBE_EXT_SLOT_RUN && kind == TRANSCRIBE_EXT_KIND_WHISPER_RUN;
 }
 
-static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
-    (void)session;
-    out->effective_n_ctx = 0;
-    out->effective_max_audio_ms = 0;
-    out->max_kv_bytes = 0;
-}
-
 static bool trace_get(const wh_session *s, int i, struct transcribe_whisper_chunk_trace *out) {
     if (!s || !out || i < 0 || i >= s->n_traces) return false;
     const wh_trace *t = &s->traces[i];
@@ -48,17 +41,11 @@ static bool fam_probe_file(const void *head, size_t n) {
     return tr_ggml_bin_sniff(head, n);
 }
 
-static transcribe_status fam_run_batch(void *session, const float *const *pcm, const int *n_samples,
-                                       int n, tr_run_ctx *ctxs) {
-    return tr_wh_run_batch(session, pcm, n_samples, n, ctxs);
-}
-
 const tr_family tr_family_whisper = {
     .arch = "whisper",
     TR_FAMILY_ADAPTED_HOOKS,
     .accepts_ext_kind = fam_accepts_ext_kind,
-    .get_limits = fam_get_limits,
+    .get_limits = tr_family_no_limits,
     .ext_query = fam_ext_query,
     .probe_file = fam_probe_file,
-    .run_batch = fam_run_batch,
 };

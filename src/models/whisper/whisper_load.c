@@ -17,6 +17,7 @@
 #include "nn/whisper_encoder.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
@@ -26,13 +27,6 @@
 /* Sizes of §2.2: UINT32 in [1, 2^24]. */
 static transcribe_status req_u32_pos(const gguf_file *f, const char *key, int *out) {
     return tr_gguf_req_u32(f, key, 1, 1 << 24, out);
-}
-
-/* Required string equal to a (or to b when b is given). */
-static transcribe_status req_str_eq(const gguf_file *f, const char *key, const char *a,
-                                    const char *b) {
-    const char *const allowed[] = {a, b, NULL};
-    return tr_gguf_req_str_in(f, key, allowed);
 }
 
 static transcribe_status opt_str_eq(const gguf_file *f, const char *key, const char *want) {
@@ -92,8 +86,8 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     REQ("stt.whisper.decoder.max_target_positions", hp->n_text_ctx);
     REQ("stt.whisper.decoder.vocab_size", hp->n_vocab);
 #undef REQ
-    if ((st = req_str_eq(f, "stt.whisper.encoder.activation", "gelu", NULL))) return st;
-    if ((st = req_str_eq(f, "stt.whisper.decoder.activation", "gelu", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "stt.whisper.encoder.activation", "gelu", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "stt.whisper.decoder.activation", "gelu", NULL))) return st;
     bool tie, scale;
     if ((st = tr_gguf_opt_bool(f, "stt.whisper.decoder.tie_word_embeddings", true, &tie)))
         return st;
@@ -113,7 +107,7 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     hp->n_mels = mels;
 
     /* front end */
-    if ((st = req_str_eq(f, "stt.frontend.type", "mel", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "stt.frontend.type", "mel", NULL))) return st;
     if ((st = req_u32_pos(f, "stt.frontend.num_mels", &fe_mels))) return st;
     if (fe_mels != mels) {
         TR_ERROR("whisper: stt.frontend.num_mels %d != encoder num_mel_bins %d", fe_mels, mels);
@@ -128,8 +122,8 @@ static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
         TR_ERROR("whisper: stt.frontend.win_length %d != n_fft %d", win, n_fft);
         return ERR_GGUF;
     }
-    if ((st = req_str_eq(f, "stt.frontend.window", "hann_periodic", "hann"))) return st;
-    if ((st = req_str_eq(f, "stt.frontend.normalize", "whisper_logmel", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "stt.frontend.window", "hann_periodic", "hann"))) return st;
+    if ((st = tr_gguf_req_str_is(f, "stt.frontend.normalize", "whisper_logmel", NULL))) return st;
     float dither, pre, fmin, fmax;
     if ((st = tr_gguf_opt_f32(f, "stt.frontend.dither", 0.0f, &dither))) return st;
     if ((st = tr_gguf_opt_f32(f, "stt.frontend.pre_emphasis", 0.0f, &pre))) return st;
@@ -201,7 +195,7 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
         return st;
 
     /* tokenizer: gpt2 required */
-    if ((st = req_str_eq(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
+    if ((st = tr_gguf_req_str_is(f, "tokenizer.ggml.model", "gpt2", NULL))) return st;
     if ((st = tr_tokenizer_from_gguf(f, &m->tok)) != TRANSCRIBE_OK) return st;
     if (!tr_tokenizer_can_encode(m->tok)) {
         /* No merges in the file: rebuild over the same pieces with
@@ -382,30 +376,22 @@ transcribe_status tr_wh_model_load(const tr_load_ctx *lc, wh_model **out) {
 void tr_wh_model_free(wh_model *m) {
     if (!m) return;
     tr_whenc_free(&m->enc);
-    free(m->dec);
-    free(m->owned_fb);
-    free(m->owned_window);
     tr_tokenizer_free(m->tok);
-    free(m->suppress);
-    free(m->begin_suppress);
     tr_strv_free(m->lang, m->n_lang);
-    free(m->lang_tok);
-    free(m->variant);
     tr_wh_bin_free(m->bin);
-    free(m);
+    TR_FREE_ALL(m->dec, m->owned_fb, m->owned_window, m->suppress, m->begin_suppress, m->lang_tok,
+                m->variant, m);
 }
 
 static const char *const k_en_target[] = {"en"};
 
 void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
-    struct transcribe_capabilities *c = tr_model_desc_begin(
-        desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang, m->lang);
-    c->max_timestamp_kind = TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    /* no streaming, no speculative decoding; max_audio_ms 0 (long-form) */
+    struct transcribe_capabilities *c =
+        tr_model_desc_begin(desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang,
+                            m->lang, m->variant ? m->variant : "", TRANSCRIBE_TIMESTAMPS_SEGMENT);
     c->supports_language_detect = m->multilingual;
     c->supports_translate = m->can_translate;
-    c->supports_streaming = false;
-    c->supports_spec_decode = false;
-    c->max_audio_ms = 0;
     if (m->can_translate && m->multilingual) {
         c->n_translate_target_languages = 1;
         c->translate_target_languages = k_en_target;
@@ -413,10 +399,8 @@ void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     desc->features[TRANSCRIBE_FEATURE_INITIAL_PROMPT] = true;
     desc->features[TRANSCRIBE_FEATURE_TEMPERATURE_FALLBACK] = true;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
-    desc->features[TRANSCRIBE_FEATURE_CANCELLATION] = true;
     /* vocabulary hints become the prompt text (whisper_run.c) */
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] =
         m->prev_sot >= 0 && tr_tokenizer_can_encode(m->tok);
-    desc->variant = m->variant ? m->variant : "";
     desc->tokenizer = m->tok;
 }

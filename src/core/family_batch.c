@@ -1,0 +1,37 @@
+/* The per-utterance bookkeeping of a family's batched run (core/family.h):
+ * the same steps in every family whose run_batch finishes utterances one
+ * at a time and marks what an abort left unfinished. */
+#include "core/family.h"
+#include "util/log.h"
+
+void tr_run_batch_finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
+    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
+    tr_run_settle(&ctxs[i], st);
+    done[i] = true;
+}
+
+bool tr_run_batch_input_ok(const char *who, const float *const *pcm, const int *n_samples, int i,
+                           tr_run_ctx *ctxs, bool *done) {
+    if (pcm[i] && n_samples[i] > 0) return true;
+    TR_ERROR("%s: batch utterance %d has %s", who, i, pcm[i] ? "n_samples <= 0" : "NULL pcm");
+    tr_run_batch_finish(ctxs, done, i, TRANSCRIBE_ERR_INVALID_ARG);
+    return false;
+}
+
+void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n) {
+    for (int i = 0; i < n; i++)
+        if (!done[i]) tr_run_batch_finish(ctxs, done, i, TRANSCRIBE_ERR_ABORTED);
+}
+
+void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_ms) {
+    tr_run_ctx *ctx = (tr_run_ctx *)ctxs + i;
+    tr_run_settle(ctx, st);
+    if (decode_ms >= 0) ctx->result->decode_ms = decode_ms;
+}
+
+void tr_family_no_limits(void *session, struct transcribe_session_limits *out) {
+    (void)session;
+    out->effective_n_ctx = 0;
+    out->effective_max_audio_ms = 0;
+    out->max_kv_bytes = 0;
+}
