@@ -33,6 +33,10 @@ typedef struct tr_fc_hparams {
     tr_fc_att_style att_style;
     int conv_pad_left, conv_pad_right; /* depthwise padding, resolved */
     bool conv_layer_norm;              /* conv module norm: LayerNorm instead of BN */
+    /* buffered streaming (chunked_limited_with_rc, tr_fc_forward_buffered):
+     * (left, chunk, right) in encoder frames; rc_chunk == 0 (as loaded) =
+     * no mask, the offline full attention */
+    int rc_left, rc_chunk, rc_right;
 } tr_fc_hparams;
 
 typedef enum {
@@ -104,6 +108,17 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
 transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int n,
                                       const float *const *mel, const int *T_mel, float *out,
                                       tr_fc_abort_fn should_abort, void *abort_user);
+
+/* tr_fc_forward with the chunked_limited_with_rc mask of buffered
+ * streaming (family-parakeet.md §3.3 menus; NeMo's unified models): chunks
+ * of `chunk` frames counted from the input's first frame; frame i, in
+ * chunk c = floor(i / chunk), sees frames [max(0, c*chunk - left),
+ * c*chunk + chunk - 1 + right]. Only for a CHUNKED_LIMITED_RC encoder
+ * (INVALID_ARG otherwise); left, right >= 0, chunk >= 1. */
+transcribe_status tr_fc_forward_buffered(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                         const float *mel, int T_mel, int left, int chunk,
+                                         int right, float *out, tr_fc_abort_fn should_abort,
+                                         void *abort_user);
 
 /* ---- cache-aware streaming (family-parakeet.md §7.8), fastconformer_stream.c ----
  * For chunked_limited encoders with att_left, att_right >= 0 and a causal

@@ -108,6 +108,15 @@ static void chunk_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
         if (b < lo || b >= hi) row[b] = -INFINITY;
 }
 
+/* chunked_limited_with_rc (buffered streaming): a's chunk plus rc_left
+ * frames before it and rc_right after it. */
+static void chunk_rc_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
+    const long c0 = (long)(a / hp->rc_chunk) * hp->rc_chunk;
+    const long lo = c0 - hp->rc_left, hi = c0 + hp->rc_chunk - 1 + hp->rc_right;
+    for (long b = 0; b < T; b++)
+        if (b < lo || b > hi) row[b] = -INFINITY;
+}
+
 static void bias_block(const bias_ctx *c, int u, float *scr) {
     const tr_fc_hparams *hp = c->hp;
     const int d = hp->d_model, dh = d / hp->n_heads, T = c->T;
@@ -136,6 +145,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
     tr_fc_shift_rows(scr, n, a0, a1, T, c->scale, bias);
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED)
         for (int a = a0; a < a1; a++) chunk_mask(hp, a, T, bias + (size_t)a * T);
+    if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED_RC && hp->rc_chunk > 0)
+        for (int a = a0; a < a1; a++) chunk_rc_mask(hp, a, T, bias + (size_t)a * T);
 }
 
 static void bias_task(void *vctx, int ith, int nth) {

@@ -19,7 +19,13 @@
  *    host); the slowest single feed is printed beside it.
  *
  * --att-right R selects a cache-aware Parakeet file's lookahead (the PKST
- * stream extension). One JSON line on stdout.
+ * stream extension), --buffered L,C,R (ms; -1 = default) a unified-en
+ * file's buffered window (PKBS). One JSON line on stdout.
+ *
+ * transcribe-bench stream --make-unified IN.gguf OUT.gguf rewrites an
+ * offline Parakeet file into unified-en-0.6b's schema: style
+ * chunked_limited_with_rc with its menus left {70}, chunk {1, 2, 7, 13},
+ * right {0, 1, 2, 3, 4, 7, 13}; same weights, same offline runs.
  *
  * transcribe-bench stream --make-cache-aware IN.gguf OUT.gguf [R] rewrites
  * an offline Parakeet file into the cache-aware streaming schema of
@@ -173,6 +179,63 @@ static int make_cache_aware(const char *in, const char *out, int right) {
     return 0;
 }
 
+/* The unified-en rewrite of an offline file (family-parakeet.md §3.3,
+ * §7.8): the same weights and offline behaviour, style
+ * chunked_limited_with_rc with unified-en-0.6b's buffered menus. */
+static int make_unified(const char *in, const char *out) {
+    gguf_file *g = NULL;
+    if (tr_gguf_open(in, &g) != TRANSCRIBE_OK) {
+        fprintf(stderr, "stream: cannot open %s\n", in);
+        return 1;
+    }
+    static const char *const keys[] = {"stt.parakeet.encoder.att_context_style",
+                                       "stt.parakeet.encoder.att_context_left",
+                                       "stt.parakeet.encoder.att_context_right",
+                                       "stt.parakeet.encoder.att_context_size_choices",
+                                       "stt.parakeet.encoder.att_chunk_left_choices",
+                                       "stt.parakeet.encoder.att_chunk_chunk_choices",
+                                       "stt.parakeet.encoder.att_chunk_right_choices",
+                                       "stt.capability.streaming",
+                                       "stt.variant"};
+    const char *arch = NULL;
+    bool ok = tr_gguf_get_str(g, "general.architecture", &arch) == 1 && !strcmp(arch, "parakeet");
+    gguf_writer *w = ok ? tr_gguf_writer_create() : NULL;
+    ok = w != NULL;
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
+        bool skip = false;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            skip = skip || !strcmp(tr_gguf_key_name(g, i), keys[k]);
+        if (!skip) ok = tr_gguf_writer_copy_kv(w, g, i);
+    }
+    static const int32_t left[1] = {70}, chunk[4] = {1, 2, 7, 13},
+                         right[7] = {0, 1, 2, 3, 4, 7, 13};
+    const char *p = "stt.parakeet.encoder.";
+    char key[128];
+#define KEY(s) (snprintf(key, sizeof key, "%s%s", p, s), key)
+    ok = ok && tr_gguf_writer_set_str(w, "stt.variant", "unified-en-0.6b") &&
+         tr_gguf_writer_set_str(w, KEY("att_context_style"), "chunked_limited_with_rc") &&
+         tr_gguf_writer_set_i32(w, KEY("att_context_left"), -1) &&
+         tr_gguf_writer_set_i32(w, KEY("att_context_right"), -1) &&
+         tr_gguf_writer_set_arr_i32(w, KEY("att_chunk_left_choices"), left, 1) &&
+         tr_gguf_writer_set_arr_i32(w, KEY("att_chunk_chunk_choices"), chunk, 4) &&
+         tr_gguf_writer_set_arr_i32(w, KEY("att_chunk_right_choices"), right, 7) &&
+         tr_gguf_writer_set_bool(w, "stt.capability.streaming", true);
+#undef KEY
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
+        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data);
+    }
+    if (ok) ok = tr_gguf_writer_write(w, out) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
+    if (!ok) {
+        fprintf(stderr, "stream: could not write %s from %s\n", out, in);
+        return 1;
+    }
+    printf("wrote %s\n", out);
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
@@ -214,22 +277,31 @@ int bench_stream(int argc, char **argv) {
     const char *model = NULL;
     const char *files[64];
     int n_files = 0, threads = 0, feed_ms = 100, att_right = -2;
-    for (int i = 1; i + 2 < argc; i++) /* a file-rewriting mode, not a measurement */
+    int lcr_ms[3] = {-2, -2, -2}; /* --buffered: the PKBS fields */
+    const char *buffered = NULL;
+    for (int i = 1; i + 2 < argc; i++) { /* file-rewriting modes, not measurements */
+        if (strcmp(argv[i], "--make-unified") == 0) return make_unified(argv[i + 1], argv[i + 2]);
         if (strcmp(argv[i], "--make-cache-aware") == 0)
             return make_cache_aware(argv[i + 1], argv[i + 2],
                                     i + 3 < argc ? atoi(argv[i + 3]) : 13);
+    }
     const bench_opt opts[] = {{"-m", NULL, BENCH_OPT_STR, &model},
                               {"--threads", NULL, BENCH_OPT_INT, &threads},
                               {"--feed-ms", NULL, BENCH_OPT_INT, &feed_ms},
-                              {"--att-right", NULL, BENCH_OPT_INT, &att_right}};
+                              {"--att-right", NULL, BENCH_OPT_INT, &att_right},
+                              {"--buffered", NULL, BENCH_OPT_STR, &buffered}};
     const char *bad = NULL;
-    if (!bench_parse_args(argc, argv, opts, 4, files, 64, &n_files, &bad)) {
+    if (!bench_parse_args(argc, argv, opts, 5, files, 64, &n_files, &bad)) {
         fprintf(stderr, "stream: unknown argument '%s'\n", bad);
+        return 2;
+    }
+    if (buffered && sscanf(buffered, "%d,%d,%d", &lcr_ms[0], &lcr_ms[1], &lcr_ms[2]) != 3) {
+        fprintf(stderr, "stream: --buffered wants LEFT_MS,CHUNK_MS,RIGHT_MS\n");
         return 2;
     }
     if (!model || n_files == 0 || feed_ms < 1) {
         fprintf(stderr, "usage: transcribe-bench stream -m MODEL AUDIO... [--threads N] "
-                        "[--feed-ms N] [--att-right R]\n");
+                        "[--feed-ms N] [--att-right R] [--buffered L,C,R]\n");
         return 2;
     }
     struct transcribe_session *s = NULL;
@@ -317,8 +389,15 @@ int bench_stream(int argc, char **argv) {
     struct transcribe_stream_params stp;
     transcribe_stream_params_init(&stp);
     stp.family = &pk.ext;
-    st = fed_ms && committed ? transcribe_stream_begin(s, NULL, att_right >= -1 ? &stp : NULL)
-                             : TRANSCRIBE_ERR_OOM;
+    struct transcribe_parakeet_buffered_stream_ext pb;
+    transcribe_parakeet_buffered_stream_ext_init(&pb);
+    pb.left_ms = lcr_ms[0];
+    pb.chunk_ms = lcr_ms[1];
+    pb.right_ms = lcr_ms[2];
+    if (lcr_ms[0] >= -1) stp.family = &pb.ext;
+    st = fed_ms && committed
+             ? transcribe_stream_begin(s, NULL, att_right >= -1 || lcr_ms[0] >= -1 ? &stp : NULL)
+             : TRANSCRIBE_ERR_OOM;
     for (int64_t pos = 0; st == TRANSCRIBE_OK && pos < n; pos += feed) {
         int take = n - pos < feed ? (int)(n - pos) : feed;
         double t0 = now_ms();
@@ -368,10 +447,10 @@ int bench_stream(int argc, char **argv) {
     free(committed);
     double audio_s = (double)n / rate;
     printf("{\"bench\":\"stream\",\"model\":\"%s\",\"audio_s\":%.2f,\"threads\":%d,\"feed_ms\":%d,"
-           "\"att_right\":%d,\"compute_s_per_audio_s\":%.4f,\"max_feed_ms\":%.1f,"
-           "\"offline_s_per_audio_s\":%.4f,",
-           model, audio_s, threads, feed_ms, att_right < -1 ? -1 : att_right,
-           compute / 1000.0 / audio_s, worst, offline_ms / 1000.0 / audio_s);
+           "\"att_right\":%d,\"buffered_ms\":[%d,%d,%d],\"compute_s_per_audio_s\":%.4f,"
+           "\"max_feed_ms\":%.1f,\"offline_s_per_audio_s\":%.4f,",
+           model, audio_s, threads, feed_ms, att_right < -1 ? -1 : att_right, lcr_ms[0], lcr_ms[1],
+           lcr_ms[2], compute / 1000.0 / audio_s, worst, offline_ms / 1000.0 / audio_s);
     if (off.n > 0 && str.n > 0 && commit_at) {
         int *match = malloc((size_t)str.n * sizeof *match);
         double *delay = malloc((size_t)str.n * sizeof *delay);

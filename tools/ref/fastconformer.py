@@ -70,6 +70,9 @@ class FCConfig:
     conv_pad_left: int = -1
     conv_pad_right: int = -1
     conv_layer_norm: bool = False
+    # buffered streaming (chunked_limited_with_rc, family-parakeet.md sec. 3.3
+    # menus): (left, chunk, right) encoder frames; () = no mask (offline)
+    chunk_rc: tuple = ()
 
     @property
     def local_attention(self):
@@ -204,6 +207,14 @@ class RelPosMHSA(nn.Module):
             a = torch.arange(t)[:, None]
             b = torch.arange(t)[None, :]
             visible = (b >= a - self.cfg.att_left) & (b <= a + self.cfg.att_right)
+            s = s.masked_fill(~visible, float("-inf"))
+        if self.cfg.chunk_rc:
+            # frame a in chunk c = a // C sees [c*C - L, c*C + C - 1 + R]
+            lft, ch, rgt = self.cfg.chunk_rc
+            a = torch.arange(t)[:, None]
+            b = torch.arange(t)[None, :]
+            c0 = (a // ch) * ch
+            visible = (b >= c0 - lft) & (b <= c0 + ch - 1 + rgt)
             s = s.masked_fill(~visible, float("-inf"))
         att = torch.softmax(s, dim=-1)
         o = (att @ v).transpose(0, 1).reshape(t, h * dh)

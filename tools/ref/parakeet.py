@@ -64,6 +64,10 @@ class PKConfig:
     audio: tuple = ("jfk",)
     target_rate: float = 0.35  # fraction of encoder frames that emit (jfk)
     knobs: dict = field(default_factory=dict)  # HEAD_KNOBS overrides
+    # unified-en style (sec. 3.3, 7.8): chunked_limited_with_rc with the
+    # buffered-streaming menus (left, chunk, right), encoder frames each
+    chunk_menus: tuple = ()
+    buffered: tuple = ()  # (L, C, R) choices whose buffered tokens are stored
 
 
 CONFIGS = {
@@ -82,6 +86,12 @@ CONFIGS = {
         head="tdt", vocab=256, tok_text="cased", pred_hidden=48, pred_layers=2, joint_hidden=64, joint_act="relu",
         durations=[0, 1, 2, 3, 4], max_symbols=10, variant="tiny-tdt", seed=3, head_seed=300, target_rate=0.4,
         audio=("jfk", "whole-earth")),
+    "tiny-unified": PKConfig(
+        enc=FCConfig(n_layers=2, d_model=64, n_heads=2, d_ff=128, conv_kernel=9, sub_channels=16, n_mels=80,
+                     use_bias=True, xscaling=True),
+        head="rnnt", vocab=192, tok_text="lower", pred_hidden=48, pred_layers=1, joint_hidden=64, joint_act="tanh",
+        variant="unified-en-tiny", seed=5, head_seed=500, target_rate=0.3, knobs=dict(pred_gain=1.0, out_noise=1.0),
+        chunk_menus=([6, 4], [1, 3], [0, 2]), buffered=((6, 3, 2), (4, 3, 0), (6, 1, 2), (4, 1, 0))),
     "tdt-0.6b-v2": PKConfig(
         enc=FCConfig(n_layers=24, d_model=1024, n_heads=8, d_ff=4096, conv_kernel=9, sub_channels=256, n_mels=128,
                      use_bias=False, xscaling=False),
@@ -467,7 +477,7 @@ def add_metadata(w, cfg, vocab, file_type, legacy=False):
     w.add_array("general.languages", ["en"])
     w.add_bool("stt.capability.lang_detect", False)
     if not legacy:
-        w.add_bool("stt.capability.streaming", False)
+        w.add_bool("stt.capability.streaming", bool(cfg.chunk_menus))
         w.add_string("stt.parakeet.head_kind", cfg.head)
     # tokenizer (section 3.2)
     w.add_string("tokenizer.ggml.model", "bpe")
@@ -496,7 +506,9 @@ def add_metadata(w, cfg, vocab, file_type, legacy=False):
         w.add_bool(p + "xscaling", e.xscaling)
         w.add_int32(p + "att_context_left", e.att_left)
         w.add_int32(p + "att_context_right", e.att_right)
-        w.add_string(p + "att_context_style", "regular")
+        w.add_string(p + "att_context_style", "chunked_limited_with_rc" if cfg.chunk_menus else "regular")
+        for name, menu in zip(("left", "chunk", "right"), cfg.chunk_menus):
+            w.add_array(p + "att_chunk_%s_choices" % name, list(menu), gw.INT32)
         pl, pr = e.conv_pads
         w.add_int32(p + "conv_context_left", pl)
         w.add_int32(p + "conv_context_right", pr)
@@ -876,9 +888,89 @@ def main():
         line = "%s: float32 encoder max abs err %.3g, float32 tokens identical %s" % (a, err, same)
         report.append(line)
         print(line)
+    if cfg.buffered:
+        report += buffered_goldens(cfg, enc_w, W, audio_paths[audio[0]], args.out)
     report.append("F16 file: LIN/ConvPw weights are F16-rounded before anything is computed, so the F32 and F16 "
                   "files hold identical values and share these goldens (F16 tokens == F32 tokens)")
     write_text(os.path.join(args.out, "margins.txt"), ("\n".join(report) + "\n").encode())
+
+
+# ----------------------------------------------------------------------------
+# Buffered streaming (unified-en menus, sec. 3.3 / 7.8; c-api.md PKBS)
+# ----------------------------------------------------------------------------
+
+
+def buffered_steps(n, L, C, R):
+    """Windows of buffered streaming over n samples: (w0, w1, l, last) per
+    chunk j. Chunk j is samples [jCF, (j+1)CF) (F = samples per encoder frame);
+    its window starts L frames earlier (clipped at 0: l frames of left context)
+    and ends R frames after it. A chunk runs once its window is complete; at
+    the end one last window runs from its start to the end of the input."""
+    F = SUBSAMPLING * HOP
+    out, j = [], 0
+    while (j * C + C + R) * F <= n:
+        c0 = j * C * F
+        w0 = max(0, c0 - L * F)
+        out.append((w0, c0 + (C + R) * F, (c0 - w0) // F, False))
+        j += 1
+    if j * C * F < n:
+        c0 = j * C * F
+        w0 = max(0, c0 - L * F)
+        out.append((w0, n, (c0 - w0) // F, True))
+    return out
+
+
+def buffered_decode(cfg, enc_w, W, x, lcr, dtype, stats=None):
+    """Tokens of buffered streaming with (L, C, R): each window's mel is
+    normalised over the window, the encoder runs with the chunked_limited_with_rc
+    mask counted from the window's first frame, and the chunk's C rows (every
+    row from the chunk on in the last window) are decoded with the decoder
+    state carried, i.e. one greedy decode of the concatenated chunk rows."""
+    import dataclasses
+    L, C, R = lcr
+    ecfg = dataclasses.replace(cfg.enc, chunk_rc=(L, C, R))
+    enc = FastConformerEncoder(ecfg).to(torch.float64 if dtype == np.float64 else torch.float32)
+    enc.load_gguf_tensors(enc_w)
+    rows = []
+    for w0, w1, l, last in buffered_steps(x.size, L, C, R):
+        if w1 - w0 < 2 * HOP:
+            continue
+        mel = mel_ref.nemo_logmel(x[w0:w1], cfg.enc.n_mels, "constant")
+        _, out = enc(torch.from_numpy(mel.astype(dtype)))
+        out = out.numpy()
+        rows.append(out[l:] if last else out[l:l + C])
+    return Decoder(cfg, W, dtype).decode(np.concatenate(rows), stats)
+
+
+def write_wav16(path, x):
+    import wave
+    with wave.open(path, "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(SR)
+        f.writeframes(np.round(x * 32768.0).astype("<i2").tobytes())
+
+
+def buffered_goldens(cfg, enc_w, W, wav_path, out_dir, seconds=5.0):
+    """An excerpt of the first audio (committed, so the test needs no samples)
+    and its buffered tokens per (L, C, R) of cfg.buffered: `id frame` lines."""
+    x, _ = mel_ref.read_wav(wav_path)
+    ex = os.path.join(out_dir, "excerpt.wav")
+    write_wav16(ex, x[:int(seconds * SR)])
+    x, _ = mel_ref.read_wav(ex)
+    lines = ["buffered (excerpt.wav, %d samples):" % x.size]
+    for lcr in cfg.buffered:
+        st = Stats()
+        toks = buffered_decode(cfg, enc_w, W, x, lcr, np.float64, st)
+        t32 = buffered_decode(cfg, enc_w, W, x.astype(np.float32), lcr, np.float32)
+        same = [t[:2] for t in t32] == [t[:2] for t in toks]
+        name = "excerpt.buffered-%d-%d-%d.tokens.txt" % lcr
+        write_text(os.path.join(out_dir, name), "".join("%d %d\n" % (t[0], t[1]) for t in toks).encode())
+        line = "  L/C/R %s: %d tokens, min token margin %.6f, float32 tokens identical %s" % (
+            lcr, len(toks), st.tok_margin, same)
+        lines.append(line)
+        print(line)
+    return lines
 
 
 def main_big(cfg, args, vocab, samples):

@@ -101,6 +101,8 @@ transcribe_status tr_pk_rows_update(pk_rows *r, const pk_model *m, const pk_tok 
 
 /* Native cache-aware stream state (pk_stream.c); NULL until a stream starts. */
 typedef struct pk_stream pk_stream;
+/* Buffered stream state of unified-en (pk_stream_buffered.c). */
+typedef struct pk_bstream pk_bstream;
 
 typedef struct pk_session {
     const pk_model *m;
@@ -115,6 +117,7 @@ typedef struct pk_session {
     size_t prompt_cap; /* floats */
     pk_window_cfg win;
     pk_stream *stream;
+    pk_bstream *bstream;
 } pk_session;
 
 /* load / describe / free, session create / free, run (core/family.h) */
@@ -142,6 +145,22 @@ transcribe_status tr_pk_stream_feed(pk_session *s, const float *pcm, int n, tr_s
 transcribe_status tr_pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx);
 void tr_pk_stream_reset(pk_session *s);
 void tr_pk_stream_free(pk_stream *ps);
+
+/* Buffered streaming (pk_stream_buffered.c) for chunked_limited_with_rc
+ * files with the three (left, chunk, right) menus; tr_pk_stream_* hand
+ * these files to it. */
+bool tr_pk_stream_buffered(const pk_model *m);
+/* Validates a PKBS extension (c-api.md §7.3) and resolves (L, C, R) in
+ * encoder frames into lcr; NULL or -1 fields → the largest entry of each
+ * menu. INVALID_ARG (logged, naming the menu) for < -1, a value that is
+ * not a multiple of the frame, or one outside its menu. */
+transcribe_status tr_pk_bstream_choice(const pk_model *m, const struct transcribe_ext *ext,
+                                       int lcr[3]);
+transcribe_status tr_pk_bstream_begin(pk_session *s, tr_stream_ctx *ctx);
+transcribe_status tr_pk_bstream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx);
+transcribe_status tr_pk_bstream_finalize(pk_session *s, tr_stream_ctx *ctx);
+void tr_pk_bstream_reset(pk_session *s);
+void tr_pk_bstream_free(pk_bstream *bs);
 
 /* Bytes held by the session's growable buffers (tests: bounded for long input). */
 size_t tr_pk_session_bytes(const pk_session *s);

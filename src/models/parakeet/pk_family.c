@@ -1,6 +1,7 @@
 /* The Parakeet family vtable (src/core/family.h): offline and batched runs,
- * and native streaming for the cache-aware files (pk_stream.c; begin
- * declines every other file with NOT_IMPLEMENTED). */
+ * native streaming for the cache-aware files (pk_stream.c) and buffered
+ * streaming for unified-en's menu (pk_stream_buffered.c); begin declines
+ * every other file with NOT_IMPLEMENTED. */
 #include "models/parakeet/parakeet.h"
 #include "transcribe/parakeet.h"
 
@@ -23,21 +24,28 @@ static void fam_stream_reset(void *session) {
     tr_pk_stream_reset(session);
 }
 
-/* Cache-aware files stream natively; every other Parakeet file (offline,
- * unified-en's buffered menu) through the dispatcher's generic driver. */
+/* Cache-aware files and unified-en's buffered menu stream natively; every
+ * other Parakeet file through the dispatcher's generic driver. */
 static bool fam_stream_native(void *model) {
-    return tr_pk_stream_native(model);
+    return tr_pk_stream_native(model) || tr_pk_stream_buffered(model);
 }
 
-/* c-api.md §7.2 / §7.3: the cache-aware files take the lookahead knob
- * (PKST) on the STREAM slot; nothing else takes an extension. */
+/* c-api.md §7.2 / §7.3: on the STREAM slot, the cache-aware files take the
+ * lookahead knob (PKST), the buffered-menu files the (left, chunk, right)
+ * choice (PKBS); nothing else takes an extension. */
 static bool fam_model_accepts_ext_kind(void *model, uint32_t kind, int slot) {
-    return slot == TRANSCRIBE_EXT_SLOT_STREAM && kind == TRANSCRIBE_EXT_KIND_PARAKEET_STREAM &&
-           tr_pk_stream_native(model);
+    if (slot != TRANSCRIBE_EXT_SLOT_STREAM) return false;
+    if (kind == TRANSCRIBE_EXT_KIND_PARAKEET_STREAM) return tr_pk_stream_native(model);
+    if (kind == TRANSCRIBE_EXT_KIND_PARAKEET_BUFFERED_STREAM) return tr_pk_stream_buffered(model);
+    return false;
 }
 
 /* Preflight of the stream extension (c-api.md §14.3 step 10). */
 static transcribe_status fam_validate_stream(void *model, const struct transcribe_ext *ext) {
+    if (tr_pk_stream_buffered(model)) {
+        int lcr[3];
+        return tr_pk_bstream_choice(model, ext, lcr);
+    }
     int choice = 0;
     return tr_pk_stream_choice(model, ext, &choice);
 }

@@ -28,6 +28,7 @@ void tr_pk_session_set_windows(pk_session *s, const pk_window_cfg *w) {
 void tr_pk_session_free(pk_session *s) {
     if (!s) return;
     tr_pk_stream_free(s->stream);
+    tr_pk_bstream_free(s->bstream);
     tr_fc_work_free(s->fc);
     tr_pk_dec_work_free(&s->dec);
     free(s->enc_out);

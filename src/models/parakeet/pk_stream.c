@@ -114,6 +114,7 @@ transcribe_status tr_pk_stream_choice(const pk_model *m, const struct transcribe
 
 transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
     const pk_model *m = s->m;
+    if (tr_pk_stream_buffered(m)) return tr_pk_bstream_begin(s, ctx);
     if (!tr_pk_stream_native(m)) {
         TR_ERROR("parakeet: native streaming needs a cache-aware (chunked_limited, "
                  "normalize none) file");
@@ -152,6 +153,10 @@ transcribe_status tr_pk_stream_begin(pk_session *s, tr_stream_ctx *ctx) {
 }
 
 void tr_pk_stream_reset(pk_session *s) {
+    if (tr_pk_stream_buffered(s->m)) {
+        tr_pk_bstream_reset(s);
+        return;
+    }
     if (s->stream) stream_clear(s->stream);
 }
 
@@ -279,6 +284,7 @@ static transcribe_status report(pk_session *s, tr_stream_ctx *ctx) {
 }
 
 transcribe_status tr_pk_stream_feed(pk_session *s, const float *pcm, int n, tr_stream_ctx *ctx) {
+    if (tr_pk_stream_buffered(s->m)) return tr_pk_bstream_feed(s, pcm, n, ctx);
     pk_stream *ps = s->stream;
     if (!ps || n < 0 || (n > 0 && !pcm)) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ps->pcm_n + n > ps->pcm_cap) {
@@ -299,6 +305,7 @@ transcribe_status tr_pk_stream_feed(pk_session *s, const float *pcm, int n, tr_s
 }
 
 transcribe_status tr_pk_stream_finalize(pk_session *s, tr_stream_ctx *ctx) {
+    if (tr_pk_stream_buffered(s->m)) return tr_pk_bstream_finalize(s, ctx);
     if (!s->stream) return TRANSCRIBE_ERR_INVALID_ARG;
     transcribe_status st = advance(s, ctx, true);
     if (st != TRANSCRIBE_OK) return st;
