@@ -4,7 +4,8 @@
  * reads the GGUF's hyper-parameters itself): loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
- * and the process's peak resident memory.
+ * and the peak resident memory of loading and transcribing (peak_rss_mb;
+ * process_peak_rss_mb adds the bench's own buffers).
  *
  * Encoder efficiency: the encoder's work is counted analytically from the
  * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
@@ -143,10 +144,26 @@ static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) 
     p->m = cost->gemm_m;
     p->k = cost->gemm_k;
     p->n = cost->gemm_n;
+    return true;
+}
+
+/* The operands exist only while the probe runs, so that they are not
+ * resident during a transcription (whose peak RSS is reported). */
+static void probe_buffers_free(sgemm_probe *p) {
+    free(p->a);
+    free(p->b);
+    free(p->c);
+    p->a = p->b = p->c = NULL;
+}
+
+static bool probe_buffers(sgemm_probe *p) {
     p->a = malloc(sizeof(float) * (size_t)p->m * (size_t)p->k);
     p->b = malloc(sizeof(float) * (size_t)p->n * (size_t)p->k);
     p->c = malloc(sizeof(float) * (size_t)p->m * (size_t)p->n);
-    if (!p->a || !p->b || !p->c) return false;
+    if (!p->a || !p->b || !p->c) {
+        probe_buffers_free(p);
+        return false;
+    }
     unsigned seed = 1;
     for (size_t i = 0; i < (size_t)p->m * (size_t)p->k; i++)
         p->a[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 1.0f;
@@ -157,7 +174,7 @@ static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) 
 
 /* Y [m][n] = X [m][k] · Wᵀ, W [n][k]: the layout tr_linear computes. */
 static void probe_run(sgemm_probe *p) {
-    if (!p->blas.sgemm || !p->a || !p->b || !p->c) return;
+    if (!p->blas.sgemm || p->m <= 0 || !probe_buffers(p)) return;
     const double start = tr_time_ms();
     for (int i = 0; i < SGEMM_CALLS || tr_time_ms() - start < SGEMM_MIN_MS; i++) {
         double t0 = tr_time_ms();
@@ -167,13 +184,33 @@ static void probe_run(sgemm_probe *p) {
         p->calls++;
         if (p->best_ms < 0 || ms < p->best_ms) p->best_ms = ms;
     }
+    probe_buffers_free(p);
 }
 
 static void probe_free(sgemm_probe *p) {
-    free(p->a);
-    free(p->b);
-    free(p->c);
+    probe_buffers_free(p);
     bench_blas_close(&p->blas);
+}
+
+/* Peak RSS of the transcriptions alone: the kernel's high-water mark is
+ * reset before each run (clear_refs "5", Linux 4.0+) and VmHWM read after
+ * it, so neither the sgemm probe nor the copy-bandwidth buffers count.
+ * False where /proc does not offer this (the process-wide peak is used). */
+static bool rss_peak_reset(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static double rss_peak_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = atof(line + 6);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
 }
 
 static void json_str(const char *s) {
@@ -289,8 +326,14 @@ int bench_model(int argc, char **argv) {
     int n_tokens = 0;
     lm_figures lm = {0};
     const char *tok_source = "rows";
+    double run_rss_mb = -1; /* load and runs, not the probe: rss_peak_reset */
+    bool rss_tracked = true;
     for (int r = 0; r < repeat; r++) {
+        if (r > 0) rss_tracked = rss_tracked && rss_peak_reset();
         st = transcribe_run(s, pcm, n, NULL);
+        const double hwm = rss_peak_mb();
+        if (hwm < 0) rss_tracked = false;
+        if (hwm > run_rss_mb) run_rss_mb = hwm;
         if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) break;
         struct transcribe_timings t;
         transcribe_timings_init(&t);
@@ -340,8 +383,10 @@ int bench_model(int argc, char **argv) {
            (double)best.encode_ms, (double)best.decode_ms);
     printf(",\"n_tokens\":%d,\"n_tokens_source\":\"%s\",\"ms_per_token\":%.2f", n_tokens,
            tok_source, n_tokens > 0 ? (double)best.decode_ms / n_tokens : 0.0);
-    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f", audio_ms > 0 ? best_total / audio_ms : 0.0,
-           (double)ru.ru_maxrss / 1024.0);
+    const double process_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f,\"process_peak_rss_mb\":%.1f",
+           audio_ms > 0 ? best_total / audio_ms : 0.0, rss_tracked ? run_rss_mb : process_rss_mb,
+           process_rss_mb);
     if (lm.have) {
         /* the step's floor: its weight bytes at the copy bandwidth measured
          * on the same pool right after the runs (after peak RSS was read,
