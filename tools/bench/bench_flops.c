@@ -17,7 +17,14 @@
  * project the decoder's cross-attention K and V inside the timed encode
  * stage (once per window, 4·T·d_src·d_dec per decoder layer): counted too,
  * since encode_ms includes them. The sgemm baseline's shape is the FFN's
- * K and N over at least BENCH_SGEMM_MIN_M rows (bench.h says why). */
+ * K and N over at least BENCH_SGEMM_MIN_M rows (bench.h says why).
+ * Granite Speech: the Conformer alone (its
+ * Q-Former projector is timed and reported apart): the input projection,
+ * per layer two macaron FFNs, Q/K/V/O, block-local attention over blocks
+ * of context_size rows, 6·n²·d per block of n rows (content, the Shaw
+ * relative-position term q_i·E[i−j] and PV), the conv module (pointwise
+ * up to 2·c and back, depthwise k taps), and the CTC bypass once (to the
+ * output_dim vocabulary and back). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -157,6 +164,42 @@ static bool whisper_cost(const gguf_file *g, const char *family, long n, bench_e
     return true;
 }
 
+/* Granite Speech Conformer (family-granite.md §6.1) on n samples. */
+static bool granite_cost(const gguf_file *g, long n, bench_enc_cost *out, const char **why) {
+#define GK(name) "stt.granite.encoder." name
+    const double L = u32_or(g, GK("n_layers"), 0), d = u32_or(g, GK("hidden"), 0),
+                 in = u32_or(g, GK("input_dim"), 0), V = u32_or(g, GK("output_dim"), 0),
+                 F = d * u32_or(g, GK("feedforward_mult"), 0),
+                 c = d * u32_or(g, GK("conv_expansion"), 0),
+                 k = u32_or(g, GK("conv_kernel_size"), 0);
+    const long C = u32_or(g, GK("context_size"), 0);
+#undef GK
+    const long hop = u32_or(g, "stt.frontend.hop_length", 160);
+    if (!L || !d || !in || !V || !F || !c || !k || C <= 0 || hop <= 0) {
+        *why = "missing granite encoder keys";
+        return false;
+    }
+    const long T = n / hop / 2; /* stacked frames: tr_gs_enc_frames */
+    double attn = 0;            /* Σ over blocks of n_b² */
+    for (long r0 = 0; r0 < T; r0 += C) {
+        const double nb = (double)(T - r0 < C ? T - r0 : C);
+        attn += nb * nb;
+    }
+    const double layer = 8 * T * d * F                    /* two macaron FFNs */
+                         + 8 * T * d * d                  /* Q, K, V, O */
+                         + 6 * attn * d                   /* content, Shaw position, PV */
+                         + 2 * T * d * 2 * c              /* pointwise 1 (GLU input) */
+                         + 2 * T * c * k + 2 * T * c * d; /* depthwise, pointwise 2 */
+    out->family = "granite_speech";
+    out->windows = 1;
+    out->gflop = (2 * T * in * d + L * layer + 4 * T * d * V) * 1e-9;
+    out->frames = (int)T;
+    out->gemm_m = T > BENCH_SGEMM_MIN_M ? (int)T : BENCH_SGEMM_MIN_M;
+    out->gemm_k = (int)d;
+    out->gemm_n = (int)F;
+    return true;
+}
+
 bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *out,
                        const char **why) {
     memset(out, 0, sizeof *out);
@@ -176,6 +219,8 @@ bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *o
         ok = fastconformer_cost(g, false, n_samples, out, why);
     else if (!strcmp(arch, "canary"))
         ok = fastconformer_cost(g, true, n_samples, out, why);
+    else if (!strcmp(arch, "granite_speech"))
+        ok = granite_cost(g, n_samples, out, why);
     else
         *why = "architecture not counted";
     tr_gguf_close(g);

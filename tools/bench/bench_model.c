@@ -4,7 +4,8 @@
  * reads the GGUF's hyper-parameters itself): loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
- * and the process's peak resident memory.
+ * and the peak resident memory of loading and transcribing (peak_rss_mb;
+ * process_peak_rss_mb adds the bench's own buffers).
  *
  * Encoder efficiency: the encoder's work is counted analytically from the
  * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
@@ -17,8 +18,10 @@
  * ratio. Fields are null when the file cannot be counted or OpenBLAS is
  * absent.
  *
- * Audio-LLM families (qwen3_asr, granite_speech, moss; Granite also splits encoder
- * and projector ms) add the causal-LM stages: prefill ms, ms per
+ * Audio-LLM families (qwen3_asr, granite_speech, moss; Granite and MOSS also
+ * split encoder_ms from projector_ms, the Q-Former or the VQ adaptor, and
+ * the efficiency then divides the encoder's count by encoder_ms alone) add
+ * the causal-LM stages: prefill ms, ms per
  * decode step, the weight bytes one step reads and that size at the copy
  * bandwidth measured in the same run (the memory-bound floor of a step). */
 #include <limits.h>
@@ -80,12 +83,12 @@ typedef struct {
     double prefill_ms, step_ms;
     int n_steps, T_prompt;
     size_t step_bytes;
-    double conformer_ms, projector_ms; /* < 0: not reported separately */
+    double encoder_ms, projector_ms; /* < 0: not reported separately */
 } lm_figures;
 
 static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     const char *arch = transcribe_model_arch_string(s->model);
-    f->conformer_ms = f->projector_ms = -1;
+    f->encoder_ms = f->projector_ms = -1;
     if (strcmp(arch, "granite_speech") == 0) {
         const gs_session *g = s->head.fsession;
         f->have = true;
@@ -94,7 +97,7 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
         f->step_ms = g->dec.n_steps > 0 ? g->dec.steps_ms / g->dec.n_steps : 0;
         f->T_prompt = g->dec.last_T_prompt;
         f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
-        f->conformer_ms = g->encode_ms;
+        f->encoder_ms = g->encode_ms;
         f->projector_ms = g->proj_ms;
         return;
     }
@@ -111,6 +114,8 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
         dec = &q->dec;
         hp = &q->m->lm;
         w = &q->m->lm_w;
+        f->encoder_ms = q->enc_ms;
+        f->projector_ms = q->adaptor_ms;
     }
     if (!dec) return;
     f->have = true;
@@ -141,10 +146,26 @@ static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) 
     p->m = cost->gemm_m;
     p->k = cost->gemm_k;
     p->n = cost->gemm_n;
+    return true;
+}
+
+/* The operands exist only while the probe runs, so that they are not
+ * resident during a transcription (whose peak RSS is reported). */
+static void probe_buffers_free(sgemm_probe *p) {
+    free(p->a);
+    free(p->b);
+    free(p->c);
+    p->a = p->b = p->c = NULL;
+}
+
+static bool probe_buffers(sgemm_probe *p) {
     p->a = malloc(sizeof(float) * (size_t)p->m * (size_t)p->k);
     p->b = malloc(sizeof(float) * (size_t)p->n * (size_t)p->k);
     p->c = malloc(sizeof(float) * (size_t)p->m * (size_t)p->n);
-    if (!p->a || !p->b || !p->c) return false;
+    if (!p->a || !p->b || !p->c) {
+        probe_buffers_free(p);
+        return false;
+    }
     unsigned seed = 1;
     for (size_t i = 0; i < (size_t)p->m * (size_t)p->k; i++)
         p->a[i] = (float)((seed = seed * 1664525u + 1013904223u) >> 9) * 0x1p-23f - 1.0f;
@@ -155,7 +176,7 @@ static bool probe_init(sgemm_probe *p, int threads, const bench_enc_cost *cost) 
 
 /* Y [m][n] = X [m][k] · Wᵀ, W [n][k]: the layout tr_linear computes. */
 static void probe_run(sgemm_probe *p) {
-    if (!p->blas.sgemm || !p->a || !p->b || !p->c) return;
+    if (!p->blas.sgemm || p->m <= 0 || !probe_buffers(p)) return;
     const double start = tr_time_ms();
     for (int i = 0; i < SGEMM_CALLS || tr_time_ms() - start < SGEMM_MIN_MS; i++) {
         double t0 = tr_time_ms();
@@ -165,13 +186,33 @@ static void probe_run(sgemm_probe *p) {
         p->calls++;
         if (p->best_ms < 0 || ms < p->best_ms) p->best_ms = ms;
     }
+    probe_buffers_free(p);
 }
 
 static void probe_free(sgemm_probe *p) {
-    free(p->a);
-    free(p->b);
-    free(p->c);
+    probe_buffers_free(p);
     bench_blas_close(&p->blas);
+}
+
+/* Peak RSS of the transcriptions alone: the kernel's high-water mark is
+ * reset before each run (clear_refs "5", Linux 4.0+) and VmHWM read after
+ * it, so neither the sgemm probe nor the copy-bandwidth buffers count.
+ * False where /proc does not offer this (the process-wide peak is used). */
+static bool rss_peak_reset(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static double rss_peak_mb(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmHWM:", 6)) kb = atof(line + 6);
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
 }
 
 static void json_str(const char *s) {
@@ -285,8 +326,14 @@ int bench_model(int argc, char **argv) {
     int n_tokens = 0;
     lm_figures lm = {0};
     const char *tok_source = "rows";
+    double run_rss_mb = -1; /* load and runs, not the probe: rss_peak_reset */
+    bool rss_tracked = true;
     for (int r = 0; r < repeat; r++) {
+        if (r > 0) rss_tracked = rss_tracked && rss_peak_reset();
         st = transcribe_run(s, pcm, n, NULL);
+        const double hwm = rss_peak_mb();
+        if (hwm < 0) rss_tracked = false;
+        if (hwm > run_rss_mb) run_rss_mb = hwm;
         if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) break;
         struct transcribe_timings t;
         transcribe_timings_init(&t);
@@ -297,7 +344,11 @@ int bench_model(int argc, char **argv) {
             best = t;
             lm_capture(s, &lm);
         }
-        if (r == 0 || t.encode_ms < best_encode_ms) best_encode_ms = t.encode_ms;
+        /* the encoder alone where the family splits off its projector */
+        lm_figures cur = {0};
+        lm_capture(s, &cur);
+        const float enc_ms = cur.encoder_ms >= 0 ? (float)cur.encoder_ms : t.encode_ms;
+        if (r == 0 || enc_ms < best_encode_ms) best_encode_ms = enc_ms;
         probe_run(&probe);
     }
     transcribe_audio_free(pcm);
@@ -332,8 +383,10 @@ int bench_model(int argc, char **argv) {
            (double)best.encode_ms, (double)best.decode_ms);
     printf(",\"n_tokens\":%d,\"n_tokens_source\":\"%s\",\"ms_per_token\":%.2f", n_tokens,
            tok_source, n_tokens > 0 ? (double)best.decode_ms / n_tokens : 0.0);
-    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f", audio_ms > 0 ? best_total / audio_ms : 0.0,
-           (double)ru.ru_maxrss / 1024.0);
+    const double process_rss_mb = (double)ru.ru_maxrss / 1024.0;
+    printf(",\"rtf\":%.4f,\"peak_rss_mb\":%.1f,\"process_peak_rss_mb\":%.1f",
+           audio_ms > 0 ? best_total / audio_ms : 0.0, rss_tracked ? run_rss_mb : process_rss_mb,
+           process_rss_mb);
     if (lm.have) {
         /* the step's floor: its weight bytes at the copy bandwidth measured
          * on the same pool right after the runs (after peak RSS was read,
@@ -345,9 +398,8 @@ int bench_model(int argc, char **argv) {
         printf(",\"step_weight_mb\":%.1f,\"copy_gbps\":%.2f,\"step_floor_ms\":%.2f,"
                "\"step_vs_floor\":%.3f",
                (double)lm.step_bytes / 1048576.0, bw, ideal, ideal > 0 ? lm.step_ms / ideal : 0.0);
-        if (lm.conformer_ms >= 0)
-            printf(",\"conformer_ms\":%.1f,\"projector_ms\":%.1f", lm.conformer_ms,
-                   lm.projector_ms);
+        if (lm.encoder_ms >= 0)
+            printf(",\"encoder_ms\":%.1f,\"projector_ms\":%.1f", lm.encoder_ms, lm.projector_ms);
     }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     printf("}\n");

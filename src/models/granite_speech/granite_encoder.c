@@ -86,14 +86,17 @@ static void shaw_attn(const gs_model *m, const gs_enc_block *b, tr_pool *pool, f
         const int n = T - r0 < C ? T - r0 : C, span = 2 * n - 1;
         /* E rows for offsets -(n-1) .. n-1 (|i - j| < n <= context: no clamp) */
         const float *E = b->rel_pos + (size_t)(e->max_pos - (n - 1)) * dh;
+        /* The block's query rows split into heads are n·H rows of dh
+         * ((i, h) at row i·H + h), so one pooled GEMM gives every head's
+         * rel[i][c] = q_i,h · E[c − (n−1)]; then bias_h[i][j] =
+         * scale · rel_h[i][i − j + n − 1]. */
+        tr_matmul_f32_nt(pool, q + (size_t)r0 * d, dh, E, dh, w->rel, span, n * H, span, dh);
         for (int hd = 0; hd < H; hd++) {
-            /* rel[i][c] = q_i · E[c − (n−1)], then bias[i][j] = scale · rel[i][i − j + n − 1] */
-            tr_matmul_f32_nt(NULL, q + (size_t)r0 * d + (size_t)hd * dh, d, E, dh, w->rel, span, n,
-                             span, dh);
             float *bh = w->bias + (size_t)hd * n * n;
-            for (int i = 0; i < n; i++)
-                for (int j = 0; j < n; j++)
-                    bh[(size_t)i * n + j] = scale * w->rel[(size_t)i * span + i - j + n - 1];
+            for (int i = 0; i < n; i++) {
+                const float *ri = w->rel + ((size_t)i * H + hd) * span + i + n - 1;
+                for (int j = 0; j < n; j++) bh[(size_t)i * n + j] = scale * ri[-j];
+            }
         }
         tr_attn_args a = {.q = q + (size_t)r0 * d,
                           .q_stride = d,
@@ -163,7 +166,7 @@ transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *in
     w.a = malloc(wide * sizeof(float));
     w.b = malloc(wide * sizeof(float));
     w.bias = malloc((size_t)e->n_head * nb_rows * nb_rows * sizeof(float));
-    w.rel = malloc((size_t)nb_rows * (2 * nb_rows) * sizeof(float));
+    w.rel = malloc((size_t)nb_rows * e->n_head * (2 * nb_rows) * sizeof(float));
     transcribe_status st = TRANSCRIBE_OK;
     if (!x || !out || !w.h || !w.mid || !w.a || !w.b || !w.bias || !w.rel) {
         TR_ERROR("granite_speech: out of memory encoding %d frames", T);

@@ -62,8 +62,9 @@ typedef struct ms_session {
     const ms_model *m;
     tr_clm_session dec; /* pool, ceiling, KV type, LM state, logits, prefill / step timings */
     bool repeat_guard;  /* nn/greedy.h guard, on by default (README) */
-    tr_whenc_work enc_work;
-    float *enc_out; /* [1500][D] one chunk */
+    /* phases of the latest tr_ms_encode, ms: front end and Whisper encoder
+     * summed over the chunks, then the merge + adaptor (transcribe-bench) */
+    double mel_ms, enc_ms, adaptor_ms;
     /* the latest single run, for the tests */
     int32_t *last_ids;
     int n_last, cap_last;

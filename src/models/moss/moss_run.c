@@ -24,26 +24,20 @@ static int chunk_frames(const ms_model *m) {
     return m->n_chunk / m->mel.hop_length;
 }
 
-/* The decoder half (nn/causal_lm) plus the encoder's per-chunk buffers. */
+/* The decoder half (nn/causal_lm). The encoder's per-chunk buffers (some
+ * 70 MiB at Whisper-medium size) live only while tr_ms_encode runs, so
+ * that they are not resident beside the LM weights and the KV cache. */
 static transcribe_status ms_setup(ms_session *s, const tr_session_cfg *cfg) {
     const ms_model *m = s->m;
     transcribe_status st = tr_clm_session_init(&s->dec, "moss", &m->lm, &m->lm_w, m->max_pos,
                                                cfg->pool, cfg->n_ctx, cfg->kv_type);
     if (st != TRANSCRIBE_OK) return st;
     s->repeat_guard = true;
-    const int T = chunk_frames(m);
-    s->enc_out = malloc((size_t)(T / 2) * (size_t)m->enc.d_model * sizeof(float));
-    if (!tr_whenc_work_init(&s->enc_work, &m->enc, T) || !s->enc_out) {
-        TR_ERROR("moss: out of memory allocating a session");
-        return TRANSCRIBE_ERR_OOM;
-    }
     return TRANSCRIBE_OK;
 }
 
 static void ms_release(ms_session *s) {
     tr_clm_session_release(&s->dec);
-    tr_whenc_work_free(&s->enc_work);
-    free(s->enc_out);
     free(s->last_ids);
 }
 
@@ -163,10 +157,16 @@ transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, f
     *out = NULL;
     if (enc_trim) *enc_trim = NULL;
     const int64_t T = tr_ms_audio_tokens(m, n_samples);
+    const int T_chunk = chunk_frames(m);
+    tr_whenc_work work = {0};
     float *trim = malloc((size_t)T * R * D * sizeof(float));
     float *y = malloc((size_t)T * (size_t)H * sizeof(float));
     float *h = malloc((size_t)T * (size_t)H * sizeof(float));
-    if (!trim || !y || !h) {
+    float *enc_out = malloc((size_t)(T_chunk / 2) * (size_t)D * sizeof(float));
+    if (!trim || !y || !h || !enc_out || !tr_whenc_work_init(&work, &m->enc, T_chunk)) {
+        TR_ERROR("moss: out of memory encoding %d samples", n_samples);
+        tr_whenc_work_free(&work);
+        free(enc_out);
         free(trim);
         free(y);
         free(h);
@@ -174,20 +174,25 @@ transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, f
     }
     int64_t row = 0;
     transcribe_status st = TRANSCRIBE_OK;
+    s->mel_ms = s->enc_ms = s->adaptor_ms = 0;
     for (int64_t start = 0; start < n_samples && st == TRANSCRIBE_OK; start += m->n_chunk) {
         const int64_t len = n_samples - start < m->n_chunk ? n_samples - start : m->n_chunk;
         float *mel = NULL;
         int n_frames = 0;
+        double t0 = tr_time_ms();
         st = tr_mel_whisper(&m->mel, pcm + start, len, s->dec.pool, &mel, &n_frames);
+        double t1 = tr_time_ms();
+        s->mel_ms += t1 - t0;
         if (st == TRANSCRIBE_OK && n_frames != chunk_frames(m)) {
             TR_ERROR("moss: chunk front end gave %d frames, expected %d", n_frames,
                      chunk_frames(m));
             st = TRANSCRIBE_ERR_GGUF;
         }
         if (st == TRANSCRIBE_OK) {
-            tr_whenc_forward(s->dec.pool, &m->enc, &s->enc_work, mel, n_frames, s->enc_out);
+            tr_whenc_forward(s->dec.pool, &m->enc, &work, mel, n_frames, enc_out);
+            s->enc_ms += tr_time_ms() - t1;
             const int64_t keep = tokens_of_chunk(m, len) * R;
-            memcpy(trim + row * D, s->enc_out, (size_t)keep * D * sizeof(float));
+            memcpy(trim + row * D, enc_out, (size_t)keep * D * sizeof(float));
             row += keep;
         }
         free(mel);
@@ -195,12 +200,16 @@ transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, f
             tr_run_span_report(progress, (int)(start / m->n_chunk + 1),
                                (int)((n_samples + m->n_chunk - 1) / m->n_chunk));
     }
+    tr_whenc_work_free(&work);
+    free(enc_out);
     if (st == TRANSCRIBE_OK) {
+        const double t0 = tr_time_ms();
         /* merged row j = rows Rj..Rj+R-1 side by side: the same memory */
         tr_nn_linear_fwd(s->dec.pool, &m->fc1, trim, (int)T, h);
         tr_silu(h, (long)T * H);
         tr_nn_linear_fwd(s->dec.pool, &m->fc2, h, (int)T, y);
         tr_layer_norm(s->dec.pool, y, y, (int)T, H, m->norm_out.w, m->norm_out.b, m->lm.eps);
+        s->adaptor_ms = tr_time_ms() - t0;
         *out = y;
         *T_enc = (int)T;
         y = NULL;
@@ -321,7 +330,8 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, &enc) : TRANSCRIBE_ERR_OOM;
     free(clean);
     double t1 = tr_time_ms();
-    ctx->result->encode_ms = (float)(t1 - t0);
+    ctx->result->mel_ms = (float)s->mel_ms; /* the chunks' front end */
+    ctx->result->encode_ms = (float)(t1 - t0 - s->mel_ms);
     int n_used = 0;
     if (st == TRANSCRIBE_OK)
         st = tr_ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
@@ -409,7 +419,8 @@ static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_
     const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
     e = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, NULL) : TRANSCRIBE_ERR_OOM;
     free(clean);
-    ctx->result->encode_ms = (float)(tr_time_ms() - t0);
+    ctx->result->mel_ms = (float)s->mel_ms; /* the chunks' front end */
+    ctx->result->encode_ms = (float)(tr_time_ms() - t0 - s->mel_ms);
     int n_used = 0;
     const struct transcribe_run_params *p = ctx->params;
     if (e == TRANSCRIBE_OK)
