@@ -1,4 +1,5 @@
 /* transcribe-bench batch -m MODEL AUDIO [--n N] [--threads T] [--repeat R]
+ *                       [--only serial|batch]
  *
  * Batched vs serial throughput through the public API: N copies of AUDIO
  * (default 8) transcribed as N transcribe_run calls and as one
@@ -9,7 +10,8 @@
  * batch utterance's text is checked against the serial run's. Beside the
  * wall times stand the process's CPU times (all threads): on a shared,
  * oversubscribed host the wall ratio is noise and the CPU ratio says how
- * much work batching saved. */
+ * much work batching saved. --only runs one side (for a profiler: perf
+ * record of each side alone shows where the batch saves work). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,22 +59,26 @@ static double run_batch(struct transcribe_session *s, const float *const *pcm, c
 int bench_batch(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
     int count = 8, threads = 2, repeat = 3;
+    const char *only = NULL;
     const bench_opt opts[] = {{"-m", NULL, BENCH_OPT_STR, &model},
                               {"--n", NULL, BENCH_OPT_INT, &count},
                               {"--threads", NULL, BENCH_OPT_INT, &threads},
-                              {"--repeat", NULL, BENCH_OPT_INT, &repeat}};
+                              {"--repeat", NULL, BENCH_OPT_INT, &repeat},
+                              {"--only", NULL, BENCH_OPT_STR, &only}};
     const char **pos = malloc((size_t)argc * sizeof *pos), *bad = NULL;
     int n_pos = 0;
-    bool ok = pos && bench_parse_args(argc, argv, opts, 4, pos, argc, &n_pos, &bad);
+    bool ok = pos && bench_parse_args(argc, argv, opts, 5, pos, argc, &n_pos, &bad);
     if (n_pos > 0) audio = pos[n_pos - 1]; /* the last audio path counts */
     free(pos);
     if (!ok) {
         fprintf(stderr, "batch: unknown option %s\n", bad ? bad : "(out of memory)");
         return 2;
     }
-    if (!model || !audio || count < 1 || count > 256 || threads < 1 || repeat < 1) {
+    if (only && strcmp(only, "serial") && strcmp(only, "batch")) only = "";
+    if (!model || !audio || count < 1 || count > 256 || threads < 1 || repeat < 1 ||
+        (only && !*only)) {
         fprintf(stderr, "usage: transcribe-bench batch -m MODEL AUDIO [--n N] [--threads T] "
-                        "[--repeat R]\n");
+                        "[--repeat R] [--only serial|batch]\n");
         return 2;
     }
     tr_audio a;
@@ -102,6 +108,18 @@ int bench_batch(int argc, char **argv) {
     /* warm-up: page the weights in, fill the serial texts */
     if (run_serial(s, a.pcm, (int)a.n, 1, texts) < 0) goto out;
     for (int i = 1; i < count; i++) texts[i] = strdup(texts[0]);
+    if (only) { /* one side alone, for a profiler: no ratios */
+        for (int r = 0; r < repeat; r++) {
+            double c0 = cpu_ms(), ms = only[0] == 's'
+                                           ? run_serial(s, a.pcm, (int)a.n, count, NULL)
+                                           : run_batch(s, pcm, n, count, texts, &mismatch);
+            if (ms < 0) goto out;
+            printf("{\"repeat\":%d,\"%s_ms\":%.1f,\"%s_cpu_ms\":%.1f}\n", r, only, ms, only,
+                   cpu_ms() - c0);
+        }
+        rc = mismatch ? 3 : 0;
+        goto out;
+    }
     for (int r = 0; r < repeat; r++) {
         double ser = -1, bat = -1, cs = 0, cb = 1;
         for (int half = 0; half < 2; half++) {

@@ -14,6 +14,7 @@
 
 #include "models/canary/canary.h"
 #include "audio/audio.h"
+#include "nn/dec_pass.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/argmax.h"
@@ -180,15 +181,16 @@ static transcribe_status group_encode(cn_session *s, group *g, tr_run_ctx *abort
     return TRANSCRIBE_OK;
 }
 
-/* The decoder over the segments already in g->segs (rows packed in g->x);
- * logits of each segment's last row into g->logits[k]. */
-static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) {
+/* The decoder over segments [first, first + n_seg) of g->segs (their rows'
+ * ids at ids); logits of each segment's last row into g->logits[first..]. */
+static void decode_pass(cn_session *s, group *g, int first, int n_seg, const int32_t *ids) {
     const cn_model *m = s->m;
     const int D = m->hp.d_dec;
+    tr_nn_dec_seg *segs = g->segs + first;
     int rows = 0;
     for (int k = 0; k < n_seg; k++) {
         /* x = LN(E_tok[y] + PE[p]) with the stored table, as tr_cn_decode */
-        const tr_nn_dec_seg *sg = &g->segs[k];
+        const tr_nn_dec_seg *sg = &segs[k];
         float *x = g->x + (size_t)rows * D;
         tr_get_rows(m->tok_emb, ids + rows, sg->rows, x);
         tr_add_scaled(x, x, m->pos_enc + (size_t)sg->n_past * D, 1.0f, (long)sg->rows * D);
@@ -196,10 +198,9 @@ static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) 
     }
     tr_layer_norm(s->pool, g->x, g->x, rows, D, m->emb_ln.w, m->emb_ln.b, 1e-5f);
     const size_t stride = (size_t)g->rows * (size_t)D;
-    tr_nn_dec_seg *segs = g->segs;
     for (int l = 0; l < m->hp.n_dec_layers; l++) {
         for (int k = 0; k < n_seg; k++) {
-            const item *it = &g->it[g->live_idx[k]];
+            const item *it = &g->it[g->live_idx[first + k]];
             segs[k].ck = g->cross_k + l * stride + (size_t)it->off * D;
             segs[k].cv = g->cross_v + l * stride + (size_t)it->off * D;
         }
@@ -213,7 +214,27 @@ static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) 
             memmove(g->x + (size_t)k * D, g->x + (size_t)(r - 1) * D, (size_t)D * sizeof(float));
     }
     tr_layer_norm(s->pool, g->x, g->x, n_seg, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    tr_linear(s->pool, m->head.w, m->head.b, g->x, n_seg, g->logits);
+    tr_linear(s->pool, m->head.w, m->head.b, g->x, n_seg,
+              g->logits + (size_t)first * m->hp.n_vocab);
+}
+
+/* The decoder over the segments already in g->segs (rows packed in ids),
+ * in passes sized by tr_nn_dec_pass_rows: a lockstep step of a few rows
+ * reads every weight once per pass of up to 4 rows instead of packing
+ * whole weight panels for 5..15 rows. */
+static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) {
+    int left = 0;
+    for (int k = 0; k < n_seg; k++) left += g->segs[k].rows;
+    for (int first = 0; first < n_seg;) {
+        const int limit = tr_nn_dec_pass_rows(left);
+        int k = 0, rows = 0;
+        while (first + k < n_seg && (k == 0 || rows + g->segs[first + k].rows <= limit))
+            rows += g->segs[first + k++].rows;
+        decode_pass(s, g, first, k, ids);
+        ids += rows;
+        left -= rows;
+        first += k;
+    }
 }
 
 /* Sets segment k for live item j: `rows` rows at its current position. */

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "models/whisper/whisper.h"
+#include "nn/dec_pass.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
@@ -138,8 +139,39 @@ static void serve_encode(wh_hub *h, slot *sl) {
                        s->cross_v + l * S * D);
 }
 
-/* Every decoder pass of the round in one packed pass; each member's
- * final-LN rows land in its own dec_x as tr_wh_decode_tokens leaves them. */
+/* Decoder requests [first, first + n_seg) of the round (h->segs, rows of
+ * their ids at ids) as one packed pass; each member's final-LN rows land in
+ * its own dec_x as tr_wh_decode_tokens leaves them. */
+static void decode_pass(wh_hub *h, int first, int n_seg, const int32_t *ids) {
+    const wh_model *m = h->main->m;
+    const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
+    tr_nn_dec_seg *segs = h->segs + first;
+    const int *seg_slot = h->seg_slot + first;
+    int rows = 0;
+    for (int q = 0; q < n_seg; rows += segs[q++].rows) {
+        float *x = h->x + (size_t)rows * D;
+        tr_get_rows(m->tok_emb, ids + rows, segs[q].rows, x);
+        tr_add_scaled(x, x, m->dec_pos + (size_t)segs[q].n_past * D, 1.0f, (long)segs[q].rows * D);
+    }
+    tr_pool *pool = h->main->pool;
+    for (int l = 0; l < m->hp.n_dec_layers; l++) {
+        const size_t off = (size_t)l * (size_t)S * (size_t)D;
+        for (int q = 0; q < n_seg; q++) {
+            const wh_session *s = h->slots[seg_slot[q]].s;
+            segs[q].ck = s->cross_k + off;
+            segs[q].cv = s->cross_v + off;
+        }
+        tr_nn_dec_block_fwd_segs(pool, &m->dec[l], &m->dec_dims, h->x, n_seg, segs, l, h->scratch);
+    }
+    tr_layer_norm(pool, h->x, h->x, rows, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
+    for (int q = 0, r0 = 0; q < n_seg; r0 += segs[q++].rows)
+        memcpy(h->slots[seg_slot[q]].s->dec_x, h->x + (size_t)r0 * D,
+               (size_t)segs[q].rows * D * sizeof(float));
+}
+
+/* Every decoder request of the round, in passes sized by
+ * tr_nn_dec_pass_rows (a lockstep step of a few rows reads each weight
+ * once per pass of up to 4 rows instead of packing whole weight panels). */
 static bool serve_decode(wh_hub *h) {
     const wh_model *m = h->main->m;
     const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
@@ -161,29 +193,22 @@ static bool serve_decode(wh_hub *h) {
     for (int q = 0, r0 = 0; q < n_seg; r0 += h->segs[q++].rows) {
         const wh_req *r = &h->slots[h->seg_slot[q]].req;
         memcpy(ids + r0, r->ids, (size_t)r->n * sizeof *ids);
-        float *x = h->x + (size_t)r0 * D;
-        tr_get_rows(m->tok_emb, r->ids, r->n, x);
-        tr_add_scaled(x, x, m->dec_pos + (size_t)r->n_past * D, 1.0f, (long)r->n * D);
     }
-    tr_pool *pool = h->main->pool;
-    for (int l = 0; l < m->hp.n_dec_layers; l++) {
-        const size_t off = (size_t)l * (size_t)S * (size_t)D;
-        for (int q = 0; q < n_seg; q++) {
-            const wh_session *s = h->slots[h->seg_slot[q]].s;
-            h->segs[q].ck = s->cross_k + off;
-            h->segs[q].cv = s->cross_v + off;
-        }
-        tr_nn_dec_block_fwd_segs(pool, &m->dec[l], &m->dec_dims, h->x, n_seg, h->segs, l,
-                                 h->scratch);
+    for (int first = 0, left = rows; first < n_seg;) {
+        const int limit = tr_nn_dec_pass_rows(left);
+        int k = 0, r = 0;
+        while (first + k < n_seg && (k == 0 || r + h->segs[first + k].rows <= limit))
+            r += h->segs[first + k++].rows;
+        decode_pass(h, first, k, ids);
+        ids += r;
+        left -= r;
+        first += k;
     }
-    tr_layer_norm(pool, h->x, h->x, rows, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    for (int q = 0, r0 = 0; q < n_seg; r0 += h->segs[q++].rows)
-        memcpy(h->slots[h->seg_slot[q]].s->dec_x, h->x + (size_t)r0 * D,
-               (size_t)h->segs[q].rows * D * sizeof(float));
     return true;
 }
 
-/* Every logits row of the round through the tied head at once. */
+/* Every logits row of the round through the tied head, in products of
+ * tr_nn_dec_pass_rows rows. */
 static bool serve_logits(wh_hub *h) {
     const wh_model *m = h->main->m;
     const int D = m->hp.d_model, V = m->hp.n_vocab;
@@ -199,7 +224,12 @@ static bool serve_logits(wh_hub *h) {
         memcpy(h->rows + (size_t)q++ * D, h->slots[i].s->dec_x + (size_t)r->row * D,
                (size_t)D * sizeof(float));
     }
-    tr_matmul(h->main->pool, m->tok_emb, NULL, h->rows, k, D, h->logits, V);
+    for (int q = 0; q < k;) {
+        const int n = tr_nn_dec_pass_rows(k - q);
+        tr_matmul(h->main->pool, m->tok_emb, NULL, h->rows + (size_t)q * D, n, D,
+                  h->logits + (size_t)q * V, V);
+        q += n;
+    }
     for (int i = 0, q = 0; i < h->n_slots; i++) {
         const wh_req *r = &h->slots[i].req;
         if (r->kind != REQ_LOGITS) continue;
