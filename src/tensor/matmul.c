@@ -577,6 +577,35 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
+/* ---- caller-threaded matrix-vector rows ---- */
+
+bool tr_matvec_check(tr_pool *pool, const tr_tensor *W) {
+    tr_mm_w w;
+    return weight_view(pool, W, &w);
+}
+
+bool tr_matvec_needs_xsum(const tr_tensor *W) {
+    return W->type == TR_Q4_K || W->type == TR_Q5_K;
+}
+
+void tr_matvec_xsum(const float *x, long K, float *xsum) {
+    for (long g = 0; g < K / 32; g++) {
+        float s = 0.0f;
+        for (int j = 0; j < 32; j++) s += x[g * 32 + j];
+        xsum[g] = s;
+    }
+}
+
+void tr_matvec_rows(const tr_tensor *W, const float *x, const float *xsum, float *y, long n0,
+                    long n1, float *scratch) {
+    size_t rb = tr_row_bytes(W->type, W->ne[0]);
+    tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1 ? W->nb1 : rb, W->ne[0], W->ne[1]};
+    const tr_mm_isa *isa = select_isa();
+    if (n0 >= n1) return;
+    if (!isa->rows(&w, x, xsum, y, n0, n1, NULL, scratch))
+        rows_generic(isa, &w, x, y, n0, n1, NULL, scratch);
+}
+
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};

@@ -35,6 +35,22 @@ static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bia
 void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const float *X, int M,
                      float *const *Y);
 
+/* Matrix-vector rows for a caller that runs its own parallel region (a
+ * decoder step that puts a whole layer in one pool run): on the calling
+ * thread, y[n - n0] = W row n · x for n in [n0, n1), each row exactly as
+ * the M == 1 path of tr_matmul computes it (no bias). Check W once with
+ * tr_matvec_check first; x has W->ne[0] floats. xsum: the per-32-group sums
+ * of x (tr_matvec_xsum) when tr_matvec_needs_xsum(W), else NULL. scratch:
+ * tr_matvec_scratch_floats(W) floats, the thread's own. */
+bool tr_matvec_check(tr_pool *pool, const tr_tensor *W); /* false: logged, noted on pool */
+bool tr_matvec_needs_xsum(const tr_tensor *W);
+void tr_matvec_xsum(const float *x, long K, float *xsum); /* K / 32 sums */
+static inline long tr_matvec_scratch_floats(const tr_tensor *W) {
+    return (long)W->ne[0] + 16;
+}
+void tr_matvec_rows(const tr_tensor *W, const float *x, const float *xsum, float *y, long n0,
+                    long n1, float *scratch);
+
 /* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
  * row-major, given strides). Used where both operands are computed. */
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
