@@ -58,10 +58,10 @@ typedef struct {
 
 /* Per-part buffers (a part runs on one thread at a time). */
 typedef struct {
-    float *h;    /* [d_model] the normed input of qkv, gu, head */
-    float *xsum; /* [k_max / 32] group sums of the phase input (K-quants) */
-    float *mv;   /* matrix-vector scratch */
-    float *att;  /* attention scratch */
+    float *h;       /* [d_model] the normed input of qkv, gu, head */
+    float *prep[3]; /* tr_matvec_prepare of the phase input, per weight type */
+    float *mv;      /* matrix-vector scratch */
+    float *att;     /* attention scratch */
 } part_buf;
 
 struct clm_step1 {
@@ -115,7 +115,7 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     long k_max = D > Q ? D : Q;
     if (F > k_max) k_max = F;
     const long mv = k_max + 16, att = (tr_attention_kv_head_floats(hp->head_dim) + 15) / 16 * 16;
-    const long per_part = (D + 15) / 16 * 16 + (k_max / 32 + 16) / 16 * 16 + mv + att;
+    const long per_part = (D + 15) / 16 * 16 + 4 * mv + att;
     s->n_parts = n_parts;
     s->n_ph = hp->n_layer * PH_PER_LAYER + 1;
     s->ph = aligned_alloc(64, sizeof(phase) * (size_t)s->n_ph);
@@ -131,9 +131,10 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     for (int p = 0; p < n_parts; p++) {
         float *m = s->part_mem + per_part * p;
         s->parts[p].h = m;
-        s->parts[p].xsum = m + (D + 15) / 16 * 16;
-        s->parts[p].mv = s->parts[p].xsum + (k_max / 32 + 16) / 16 * 16;
-        s->parts[p].att = s->parts[p].mv + mv;
+        m += (D + 15) / 16 * 16;
+        for (int i = 0; i < 3; i++, m += mv) s->parts[p].prep[i] = m;
+        s->parts[p].mv = m;
+        s->parts[p].att = m + mv;
     }
     /* tr_rope's frequencies, computed the same way */
     for (int i = 0; i < half; i++)
@@ -188,19 +189,30 @@ static inline bool has_work(phase *p) {
 }
 
 /* Rows [c * rows, ...) of W (n_rows rows) into y[...] from x. */
-static void rows_chunk(const tr_tensor *W, split sp, long c, const float *x, const float *xsum,
+static void rows_chunk(const tr_tensor *W, split sp, long c, const float *x, const float *prep,
                        float *y, float *mv) {
     long n0 = c * sp.rows, n1 = n0 + sp.rows < W->ne[1] ? n0 + sp.rows : W->ne[1];
-    tr_matvec_rows(W, x, xsum, y + n0, n0, n1, mv);
+    tr_matvec_rows(W, x, prep, y + n0, n0, n1, mv);
 }
 
-/* The input norm (each thread its own copy) and its group sums. */
-static const float *prep_input(const step_ctx *c, part_buf *pb, const float *norm_w,
-                               const tr_tensor *W) {
+/* The phase input prepared for the n weights W (once per weight type; the
+ * int8 x of Q8_0 rows, the group sums of K-quants) into prep[i]. */
+static void prepare(part_buf *pb, const tr_tensor *const *W, int n, const float *x,
+                    const float **prep) {
+    for (int i = 0; i < n; i++) {
+        int same = -1;
+        for (int j = 0; j < i && same < 0; j++)
+            if (W[j]->type == W[i]->type) same = j;
+        prep[i] = same >= 0 ? prep[same] : tr_matvec_prepare(W[i], x, pb->prep[i]);
+    }
+}
+
+/* The input norm (each thread its own copy), prepared for W. */
+static void prep_input(const step_ctx *c, part_buf *pb, const float *norm_w,
+                       const tr_tensor *const *W, int n, const float **prep) {
     const tr_clm_hparams *hp = &c->st->hp;
     tr_rms_norm(NULL, c->x, pb->h, 1, hp->d_model, norm_w, hp->eps);
-    if (tr_matvec_needs_xsum(W)) tr_matvec_xsum(pb->h, hp->d_model, pb->xsum);
-    return tr_matvec_needs_xsum(W) ? pb->xsum : NULL;
+    prepare(pb, W, n, pb->h, prep);
 }
 
 static void rope_head(const clm_step1 *s, float *p, int head_dim) {
@@ -259,10 +271,10 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
 
 /* x[n] += residual_mult * (W row n · in) over chunk c's rows. */
 static void residual_chunk(const step_ctx *c, const tr_tensor *W, split sp, long ch,
-                           const float *in, const float *xsum, float *mv) {
+                           const float *in, const float *prep, float *mv) {
     long n0 = ch * sp.rows, n1 = n0 + sp.rows < W->ne[1] ? n0 + sp.rows : W->ne[1];
     const float rm = c->st->hp.residual_mult;
-    tr_matvec_rows(W, in, xsum, c->t + n0, n0, n1, mv);
+    tr_matvec_rows(W, in, prep, c->t + n0, n0, n1, mv);
     for (long n = n0; n < n1; n++) c->x[n] = c->x[n] + rm * c->t[n]; /* tr_add_scaled's form */
 }
 
@@ -274,17 +286,19 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     phase *ph = s->ph + (size_t)l * PH_PER_LAYER;
     int i;
 
+    const float *pp[3];
     phase *p = &ph[PH_QKV];
     if (has_work(p)) {
-        const float *xs = prep_input(c, pb, b->norm_attn, b->wq);
+        const tr_tensor *qkv[3] = {b->wq, b->wk, b->wv};
+        prep_input(c, pb, b->norm_attn, qkv, 3, pp);
         const long nq = s->q.n_chunks, nk = s->k.n_chunks;
         while ((i = claim(p)) >= 0) {
             if (i < nq)
-                rows_chunk(b->wq, s->q, i, pb->h, xs, c->q, pb->mv);
+                rows_chunk(b->wq, s->q, i, pb->h, pp[0], c->q, pb->mv);
             else if (i < nq + nk)
-                rows_chunk(b->wk, s->k, i - nq, pb->h, xs, c->k, pb->mv);
+                rows_chunk(b->wk, s->k, i - nq, pb->h, pp[1], c->k, pb->mv);
             else
-                rows_chunk(b->wv, s->v, i - nq - nk, pb->h, xs, c->v, pb->mv);
+                rows_chunk(b->wv, s->v, i - nq - nk, pb->h, pp[2], c->v, pb->mv);
             finish(p);
         }
     }
@@ -299,13 +313,9 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_O];
     if (has_work(p)) {
-        const float *xs = NULL;
-        if (tr_matvec_needs_xsum(b->wo)) {
-            tr_matvec_xsum(c->o, b->wo->ne[0], pb->xsum);
-            xs = pb->xsum;
-        }
+        prepare(pb, &b->wo, 1, c->o, pp);
         while ((i = claim(p)) >= 0) {
-            residual_chunk(c, b->wo, s->o, i, c->o, xs, pb->mv);
+            residual_chunk(c, b->wo, s->o, i, c->o, pp[0], pb->mv);
             finish(p);
         }
     }
@@ -313,12 +323,13 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_GU];
     if (has_work(p)) {
-        const float *xs = prep_input(c, pb, b->norm_ffn, b->gate);
+        const tr_tensor *gu[2] = {b->gate, b->up};
+        prep_input(c, pb, b->norm_ffn, gu, 2, pp);
         while ((i = claim(p)) >= 0) {
             long n0 = i * s->gu.rows,
                  n1 = n0 + s->gu.rows < hp->d_ffn ? n0 + s->gu.rows : hp->d_ffn;
-            rows_chunk(b->gate, s->gu, i, pb->h, xs, c->g, pb->mv);
-            rows_chunk(b->up, s->gu, i, pb->h, xs, c->u, pb->mv);
+            rows_chunk(b->gate, s->gu, i, pb->h, pp[0], c->g, pb->mv);
+            rows_chunk(b->up, s->gu, i, pb->h, pp[1], c->u, pb->mv);
             tr_silu(c->g + n0, n1 - n0);
             for (long n = n0; n < n1; n++) c->g[n] *= c->u[n];
             finish(p);
@@ -328,13 +339,9 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_DOWN];
     if (has_work(p)) {
-        const float *xs = NULL;
-        if (tr_matvec_needs_xsum(b->down)) {
-            tr_matvec_xsum(c->g, b->down->ne[0], pb->xsum);
-            xs = pb->xsum;
-        }
+        prepare(pb, &b->down, 1, c->g, pp);
         while ((i = claim(p)) >= 0) {
-            residual_chunk(c, b->down, s->down, i, c->g, xs, pb->mv);
+            residual_chunk(c, b->down, s->down, i, c->g, pp[0], pb->mv);
             finish(p);
         }
     }
@@ -350,10 +357,11 @@ static void step_task(void *arg, int ith, int nth) {
     for (int l = 0; l < st->hp.n_layer; l++) layer(c, l, pb);
     phase *p = &s->ph[s->n_ph - 1];
     if (has_work(p)) {
-        const float *xs = prep_input(c, pb, st->w.out_norm, st->w.head);
+        const float *pp;
+        prep_input(c, pb, st->w.out_norm, &st->w.head, 1, &pp);
         int i;
         while ((i = claim(p)) >= 0) {
-            rows_chunk(st->w.head, s->head, i, pb->h, xs, st->logits, pb->mv);
+            rows_chunk(st->w.head, s->head, i, pb->h, pp, st->logits, pb->mv);
             finish(p);
         }
     }

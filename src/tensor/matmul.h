@@ -39,16 +39,19 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
  * decoder step that puts a whole layer in one pool run): on the calling
  * thread, y[n - n0] = W row n · x for n in [n0, n1), each row exactly as
  * the M == 1 path of tr_matmul computes it (no bias). Check W once with
- * tr_matvec_check first; x has W->ne[0] floats. xsum: the per-32-group sums
- * of x (tr_matvec_xsum) when tr_matvec_needs_xsum(W), else NULL. scratch:
- * tr_matvec_scratch_floats(W) floats, the thread's own. */
+ * tr_matvec_check first; x has W->ne[0] floats. prep: what
+ * tr_matvec_prepare returned for this x and W's type and width (NULL
+ * allowed). scratch: tr_matvec_scratch_floats(W) floats, the thread's own. */
 bool tr_matvec_check(tr_pool *pool, const tr_tensor *W); /* false: logged, noted on pool */
-bool tr_matvec_needs_xsum(const tr_tensor *W);
-void tr_matvec_xsum(const float *x, long K, float *xsum); /* K / 32 sums */
 static inline long tr_matvec_scratch_floats(const tr_tensor *W) {
     return (long)W->ne[0] + 16;
 }
-void tr_matvec_rows(const tr_tensor *W, const float *x, const float *xsum, float *y, long n0,
+/* Work on x that rows of W's type would otherwise redo in every call (the
+ * K-quants' group sums, Q8_0's int8 x), done once into buf
+ * (tr_matvec_scratch_floats(W) floats): returns buf, or NULL when the type
+ * needs nothing. */
+const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf);
+void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
                     long n1, float *scratch);
 
 /* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
