@@ -4,6 +4,8 @@
  * positions in row chunks, a step feeds one row per batch slot. */
 #include "nn/causal_lm.h"
 
+#include "nn/causal_lm_internal.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,25 +22,6 @@
 /* Rows per pass of a batched prefill (all slots together): each weight is
  * read once per pass for every prompt's rows. */
 #define CLM_BATCH_ROWS 512
-
-/* A run of consecutive rows of one slot: positions p0 .. p0 + n - 1. */
-typedef struct clm_seg {
-    int slot, p0, n;
-} clm_seg;
-
-struct tr_clm_state {
-    tr_clm_hparams hp;
-    tr_clm_weights w;
-    bool kv_f16;
-    tr_clm_kv kv;
-    int cap_rows;     /* rows the scratch holds */
-    float *scratch;   /* h, q, k, v, o, gate, up, branch for cap_rows rows */
-    float *x;         /* step input rows [cap_rows][d_model] */
-    float *logits;    /* [cap_rows][n_vocab] */
-    int32_t *pos32;   /* [cap_rows] */
-    clm_seg *segs;    /* [cap_rows] */
-    int n_logit_rows; /* rows of the latest step */
-};
 
 void tr_clm_hparams_defaults(tr_clm_hparams *hp) {
     hp->embedding_mult = 1.0f;
@@ -175,6 +158,7 @@ static void kv_release(tr_clm_kv *kv) {
 void tr_clm_state_free(tr_clm_state *st) {
     if (!st) return;
     kv_release(&st->kv);
+    tr_clm_step1_free(st->step1);
     free(st->scratch);
     free(st->x);
     free(st->logits);
@@ -225,21 +209,16 @@ void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32
         for (size_t i = 0; i < (size_t)n * D; i++) out[i] *= hp->embedding_mult;
 }
 
-static size_t kv_off(const tr_clm_kv *kv, int layer, int slot, int pos) {
-    return (((size_t)layer * kv->n_slot + (size_t)slot) * kv->n_ctx + (size_t)pos) * kv->kv_dim;
-}
-
-static void kv_write(tr_clm_kv *kv, int layer, int slot, int pos, const float *k, const float *v) {
-    size_t off = kv_off(kv, layer, slot, pos);
+void tr_clm_kv_write(tr_clm_kv *kv, size_t off, const float *k, const float *v, int n) {
     if (kv->f16) {
         uint16_t *kd = (uint16_t *)kv->k + off, *vd = (uint16_t *)kv->v + off;
-        for (int i = 0; i < kv->kv_dim; i++) {
+        for (int i = 0; i < n; i++) {
             kd[i] = tr_f32_to_f16(k[i]);
             vd[i] = tr_f32_to_f16(v[i]);
         }
     } else {
-        memcpy((float *)kv->k + off, k, (size_t)kv->kv_dim * sizeof(float));
-        memcpy((float *)kv->v + off, v, (size_t)kv->kv_dim * sizeof(float));
+        memcpy((float *)kv->k + off, k, (size_t)n * sizeof(float));
+        memcpy((float *)kv->v + off, v, (size_t)n * sizeof(float));
     }
 }
 
@@ -250,7 +229,7 @@ static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, i
     const tr_clm_hparams *hp = &st->hp;
     const tr_clm_kv *kv = &st->kv;
     const int Q = hp->n_head * hp->head_dim;
-    size_t base = kv_off(kv, layer, slot, 0);
+    size_t base = tr_clm_kv_off(kv, layer, slot, 0);
     tr_attn_args a = {
         .q = q,
         .q_stride = Q,
@@ -307,8 +286,8 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const c
         tr_rope(k, R, hp->n_head_kv, hd, K, p32, hd, hp->rope_theta, true);
         for (int s = 0, i0 = 0; s < n_seg; i0 += segs[s].n, s++) {
             for (int j = 0; j < segs[s].n; j++)
-                kv_write(&st->kv, l, segs[s].slot, segs[s].p0 + j, k + (size_t)(i0 + j) * K,
-                         v + (size_t)(i0 + j) * K);
+                tr_clm_kv_write(&st->kv, tr_clm_kv_off(&st->kv, l, segs[s].slot, segs[s].p0 + j),
+                                k + (size_t)(i0 + j) * K, v + (size_t)(i0 + j) * K, K);
             attend(st, pool, l, segs[s].slot, segs[s].p0, segs[s].n, q + (size_t)i0 * Q,
                    o + (size_t)i0 * Q);
         }
@@ -359,6 +338,11 @@ int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, f
 
 bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
                  const int *slots, int B, int32_t *next) {
+    return tr_clm_step_path(st, pool, ids, pos, slots, B, next, true);
+}
+
+bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                      const int *slots, int B, int32_t *next, bool one_run) {
     const tr_clm_hparams *hp = &st->hp;
     if (B < 1) return false;
     for (int b = 0; b < B; b++) {
@@ -372,6 +356,11 @@ bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int 
     }
     if (!grow_rows(st, B)) return false;
     tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
+    if (B == 1 && one_run && tr_clm_step1(st, pool, pos[0], slots[0])) {
+        st->n_logit_rows = 1;
+        next[0] = tr_argmax(st->logits, hp->n_vocab);
+        return true;
+    }
     for (int b = 0; b < B; b++) st->segs[b] = (clm_seg){slots[b], pos[b], 1};
     blocks_fwd(st, pool, st->x, B, st->segs, B);
     head_fwd(st, pool, st->x, B, st->logits);

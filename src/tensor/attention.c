@@ -182,3 +182,37 @@ void tr_attention_f16kv(tr_pool *pool, const tr_attn_args *a, const uint16_t *k1
     }
     attention(pool, a, k16, v16);
 }
+
+long tr_attention_kv_head_floats(int head_dim) {
+    return tr_attn_scratch_floats(head_dim);
+}
+
+void tr_attention_kv_head(const tr_attn_args *a, const uint16_t *k16, const uint16_t *v16, int hk,
+                          float *scratch) {
+    const int n_kv_heads = a->n_head_kv > 0 ? a->n_head_kv : a->n_head;
+    const int group = a->n_head / n_kv_heads;
+    tr_attn_job job = {a, k16, v16, NULL, NULL, 0, 1};
+    attn_fn fn;
+    switch (tr_ops_isa()) {
+#if defined(TR_CPU_X86)
+    case TR_ISA_AVX512:
+        fn = tr_attn_rows_avx512;
+        break;
+    case TR_ISA_AVX2:
+        fn = tr_attn_rows_avx2;
+        break;
+#endif
+    default:
+        fn = tr_attn_rows_generic;
+        break;
+    }
+    /* the heads of one KV head in one call where the scratch allows (as
+     * tr_attention groups them; each head's result is the same either way) */
+    if (group > 1 && group <= TR_ATTN_MAX_GROUP &&
+        tr_attn_rows_scratch_floats(a->head_dim, group) <= tr_attn_scratch_floats(a->head_dim)) {
+        job.heads = group;
+        fn(&job, hk * group, 0, a->n_q, scratch);
+        return;
+    }
+    for (int h = hk * group; h < (hk + 1) * group; h++) fn(&job, h, 0, a->n_q, scratch);
+}

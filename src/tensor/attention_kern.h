@@ -340,12 +340,129 @@ AINLINE void dot_rows4(const float *q, const float *k, long kst, int d, float *s
     s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
 
+/* Asks for the K and V rows of keys [j0, j1) of KV head hk ahead of use.
+ * A head's part of a cache row (head_dim values) lies kv_stride values
+ * from the next one's, a pattern the hardware prefetchers follow poorly;
+ * left to them, a decoder step's attention waited on memory for nearly
+ * every row (three quarters of its time, measured: its K/V are far from
+ * the cache after a step's weights have streamed through). */
+AINLINE void prefetch_kv(const tr_attn_job *job, int hk, int j0, int j1) {
+    const tr_attn_args *a = job->a;
+    const long es = job->k16 ? 2 : 4, bytes = (long)a->head_dim * es;
+    const char *k = job->k16 ? (const char *)job->k16 : (const char *)a->k;
+    const char *v = job->k16 ? (const char *)job->v16 : (const char *)a->v;
+    for (int j = j0; j < j1; j++) {
+        const long off = ((long)j * a->kv_stride + (long)hk * a->head_dim) * es;
+        for (long b = 0; b < bytes; b += 64) {
+            __builtin_prefetch(k + off + b);
+            __builtin_prefetch(v + off + b);
+        }
+    }
+}
+
 /* One query row of one head: q scaled into qp, state reset. */
 typedef struct {
     float *qp, *o, *s; /* [dp], [dp], [BK] */
     const float *br;   /* positional bias row of this head, or NULL */
     float m_run, l_run;
 } row_state;
+
+/* Scores of the G heads of rs against F16 key rows [kb, kb + nk) of KV
+ * head hk, converted in registers (each K vector once for all heads):
+ * per key the operations of dot_rows4, so the same bits. */
+AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
+    const tr_attn_args *a = job->a;
+    const int d = a->head_dim;
+    const uint16_t *kr = job->k16 + (long)kb * a->kv_stride + (long)hk * d;
+    const long st = a->kv_stride;
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        const uint16_t *k0 = kr + (long)j * st;
+        for (int g0 = 0; g0 < G; g0 += 2) {
+            const int two = G - g0 >= 2;
+            const float *qa = rs[g0].qp, *qb = rs[g0 + two].qp;
+            vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
+            vf b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+            for (int dd = 0; dd < d; dd += VW) {
+                const vf x0 = vload_f16(k0 + dd), x1 = vload_f16(k0 + st + dd);
+                const vf x2 = vload_f16(k0 + 2 * st + dd), x3 = vload_f16(k0 + 3 * st + dd);
+                const vf qv = vload(qa + dd), qw = vload(qb + dd);
+                a0 = vfmadd(qv, x0, a0);
+                a1 = vfmadd(qv, x1, a1);
+                a2 = vfmadd(qv, x2, a2);
+                a3 = vfmadd(qv, x3, a3);
+                b0 = vfmadd(qw, x0, b0);
+                b1 = vfmadd(qw, x1, b1);
+                b2 = vfmadd(qw, x2, b2);
+                b3 = vfmadd(qw, x3, b3);
+            }
+            float *sa = rs[g0].s + j, *sb = rs[g0 + two].s + j;
+            sa[0] = vhsum(a0), sa[1] = vhsum(a1), sa[2] = vhsum(a2), sa[3] = vhsum(a3);
+            if (two) sb[0] = vhsum(b0), sb[1] = vhsum(b1), sb[2] = vhsum(b2), sb[3] = vhsum(b3);
+        }
+    }
+    for (; j < nk; j++) {
+        const uint16_t *k0 = kr + (long)j * st;
+        for (int g = 0; g < G; g++) {
+            vf acc = vzero();
+            for (int dd = 0; dd < d; dd += VW)
+                acc = vfmadd(vload(rs[g].qp + dd), vload_f16(k0 + dd), acc);
+            rs[g].s[j] = vhsum(acc);
+        }
+    }
+}
+
+/* o += P V for the G heads of rs over F16 value rows [kb, kb + nk) of KV
+ * head hk: each output vector stays in a register over all keys (two heads
+ * share each converted V vector); per element the same fused multiply-adds
+ * in the same key order as the converted-block loop, so the same bits. */
+AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
+    const tr_attn_args *a = job->a;
+    const int d = a->head_dim;
+    const uint16_t *vr = job->v16 + (long)kb * a->kv_stride + (long)hk * d;
+    const long st = a->kv_stride;
+    for (int g0 = 0; g0 < G; g0 += 2) {
+        const int two = G - g0 >= 2;
+        float *oa = rs[g0].o, *ob = rs[g0 + two].o;
+        const float *pa = rs[g0].s, *pb = rs[g0 + two].s;
+        int dd = 0;
+        for (; dd + 4 * VW <= d; dd += 4 * VW) {
+            vf a0 = vload(oa + dd), a1 = vload(oa + dd + VW), a2 = vload(oa + dd + 2 * VW),
+               a3 = vload(oa + dd + 3 * VW);
+            vf b0 = vload(ob + dd), b1 = vload(ob + dd + VW), b2 = vload(ob + dd + 2 * VW),
+               b3 = vload(ob + dd + 3 * VW);
+            for (int j = 0; j < nk; j++) {
+                const uint16_t *v = vr + (long)j * st + dd;
+                const vf x0 = vload_f16(v), x1 = vload_f16(v + VW), x2 = vload_f16(v + 2 * VW),
+                         x3 = vload_f16(v + 3 * VW);
+                const vf p = vset1(pa[j]), q = vset1(pb[j]);
+                a0 = vfmadd(p, x0, a0);
+                a1 = vfmadd(p, x1, a1);
+                a2 = vfmadd(p, x2, a2);
+                a3 = vfmadd(p, x3, a3);
+                b0 = vfmadd(q, x0, b0);
+                b1 = vfmadd(q, x1, b1);
+                b2 = vfmadd(q, x2, b2);
+                b3 = vfmadd(q, x3, b3);
+            }
+            vstore(oa + dd, a0), vstore(oa + dd + VW, a1), vstore(oa + dd + 2 * VW, a2),
+                vstore(oa + dd + 3 * VW, a3);
+            if (two)
+                vstore(ob + dd, b0), vstore(ob + dd + VW, b1), vstore(ob + dd + 2 * VW, b2),
+                    vstore(ob + dd + 3 * VW, b3);
+        }
+        for (; dd < d; dd += VW) {
+            vf a0 = vload(oa + dd), b0 = vload(ob + dd);
+            for (int j = 0; j < nk; j++) {
+                const vf x0 = vload_f16(vr + (long)j * st + dd);
+                a0 = vfmadd(vset1(pa[j]), x0, a0);
+                b0 = vfmadd(vset1(pb[j]), x0, b0);
+            }
+            vstore(oa + dd, a0);
+            if (two) vstore(ob + dd, b0);
+        }
+    }
+}
 
 void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
     const tr_attn_args *a = job->a;
@@ -361,6 +478,10 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
         rs[g].o = rs[g].qp + dp;
         rs[g].s = rs[g].o + dp;
     }
+    /* F16 K/V without a position bias: read in place, converted in
+     * registers (converting each block into kbuf/vbuf first and reading it
+     * back cost a decoder step's attention several times more) */
+    const bool f16_direct = job->k16 && !a->pos_bias && d % VW == 0;
     for (int i = q0; i < q1; i++) {
         for (int g = 0; g < G; g++) {
             row_state *r = &rs[g];
@@ -372,11 +493,27 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
             r->br = a->pos_bias ? a->pos_bias + ((long)(h + g) * a->n_q + i) * a->n_kv : NULL;
         }
         const int end = row_end(&lim, i);
+        if (i == q0) prefetch_kv(job, hk, 0, end < TR_ATTN_BK ? end : TR_ATTN_BK);
         for (int kb = 0; kb < end; kb += TR_ATTN_BK) {
             const int nk = end - kb < TR_ATTN_BK ? end - kb : TR_ATTN_BK;
+            /* the next block's rows arrive while this one is computed */
+            const int nx = kb + TR_ATTN_BK, nx_end = nx + TR_ATTN_BK < end ? nx + TR_ATTN_BK : end;
+            if (i == q0 && nx < end) prefetch_kv(job, hk, nx, nx_end);
             /* F32 rows are read in place (stride kv_stride); F16 rows are
              * converted block-wise into kbuf/vbuf (stride dp), once for
              * every head of the group */
+            if (f16_direct) {
+                scores_f16(job, hk, kb, nk, rs, G);
+                for (int g = 0; g < G; g++) {
+                    row_state *r = &rs[g];
+                    for (int jj = nk; jj < TR_ATTN_BK; jj++) r->s[jj] = -INFINITY;
+                    float corr = softmax_update(r->s, &r->m_run, &r->l_run);
+                    if (corr != 1.0f)
+                        for (int dd = 0; dd < d; dd++) r->o[dd] *= corr;
+                }
+                pv_f16(job, hk, kb, nk, rs, G);
+                continue;
+            }
             const float *kbase, *vbase;
             long kst = a->kv_stride;
             if (job->k16) {

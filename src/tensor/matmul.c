@@ -584,6 +584,50 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
+/* ---- caller-threaded matrix-vector rows ---- */
+
+bool tr_matvec_check(tr_pool *pool, const tr_tensor *W) {
+    tr_mm_w w;
+    return weight_view(pool, W, &w);
+}
+
+const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf) {
+    const long K = (long)W->ne[0];
+    if (W->type == TR_Q4_K || W->type == TR_Q5_K) { /* group sums, as x_group_sums */
+        for (long g = 0; g < K / 32; g++) {
+            float s = 0.0f;
+            for (int j = 0; j < 32; j++) s += x[g * 32 + j];
+            buf[g] = s;
+        }
+        return buf;
+    }
+#if defined(TR_CPU_X86)
+    if (W->type == TR_Q8_0 && tr_cpu_level_active() == TR_CPU_AVX2) {
+        tr_mm_quant_x_avx2(x, K, (int8_t *)buf, buf + (K + 3) / 4);
+        return buf;
+    }
+#endif
+    return NULL;
+}
+
+void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
+                    long n1, float *scratch) {
+    size_t rb = tr_row_bytes(W->type, W->ne[0]);
+    tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1 ? W->nb1 : rb, W->ne[0], W->ne[1]};
+    const tr_mm_isa *isa = select_isa();
+    if (n0 >= n1) return;
+#if defined(TR_CPU_X86)
+    /* prep holds the int8 x only where tr_matvec_prepare made it: AVX2 */
+    if (prep && W->type == TR_Q8_0 && tr_cpu_level_active() == TR_CPU_AVX2) {
+        tr_mm_rows_q8_avx2(&w, (const int8_t *)prep, prep + (W->ne[0] + 3) / 4, y, n0, n1);
+        return;
+    }
+#endif
+    const float *xsum = W->type == TR_Q4_K || W->type == TR_Q5_K ? prep : NULL;
+    if (!isa->rows(&w, x, xsum, y, n0, n1, NULL, scratch))
+        rows_generic(isa, &w, x, y, n0, n1, NULL, scratch);
+}
+
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};

@@ -35,6 +35,25 @@ static inline void tr_linear(tr_pool *pool, const tr_tensor *W, const float *bia
 void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const float *X, int M,
                      float *const *Y);
 
+/* Matrix-vector rows for a caller that runs its own parallel region (a
+ * decoder step that puts a whole layer in one pool run): on the calling
+ * thread, y[n - n0] = W row n · x for n in [n0, n1), each row exactly as
+ * the M == 1 path of tr_matmul computes it (no bias). Check W once with
+ * tr_matvec_check first; x has W->ne[0] floats. prep: what
+ * tr_matvec_prepare returned for this x and W's type and width (NULL
+ * allowed). scratch: tr_matvec_scratch_floats(W) floats, the thread's own. */
+bool tr_matvec_check(tr_pool *pool, const tr_tensor *W); /* false: logged, noted on pool */
+static inline long tr_matvec_scratch_floats(const tr_tensor *W) {
+    return (long)W->ne[0] + 16;
+}
+/* Work on x that rows of W's type would otherwise redo in every call (the
+ * K-quants' group sums, Q8_0's int8 x), done once into buf
+ * (tr_matvec_scratch_floats(W) floats): returns buf, or NULL when the type
+ * needs nothing. */
+const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf);
+void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
+                    long n1, float *scratch);
+
 /* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
  * row-major, given strides). Used where both operands are computed. */
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,

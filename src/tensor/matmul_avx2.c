@@ -428,6 +428,17 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     return 1;
 }
 
+/* Q8_0 rows against an x quantized once (quantize_x_q8) for many calls. */
+void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs) {
+    quantize_x_q8(x, K, xq, xs);
+}
+
+void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
+                        long n1) {
+    for (long n = n0; n < n1; n++)
+        y[n - n0] = dot_q8_0(w->data + (size_t)n * w->stride, xq, xs, (long)w->K) + 0.0f;
+}
+
 /* Up to 4 rows of X (ldx apart) against one weight row, sharing each W
  * load; F16 weights are converted in registers. */
 static void dot4(int type, const uint8_t *w, const float *x, long ldx, int m, long K, float *out) {

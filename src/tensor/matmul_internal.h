@@ -49,6 +49,14 @@ typedef struct {
 /* M at or below which tr_matmul prefers rows_multi over packed GEMM. */
 #define TR_MM_SMALL_M 4
 
+/* AVX2 (x86-64 only): x quantized once for many matrix-vector calls, as
+ * the table's rows does it per call: quant_x fills xq (K bytes) and xs
+ * (K / 32 scales); rows_q8 writes y[n - n0] for Q8_0 rows [n0, n1) from
+ * them, the bits rows gives without a bias. */
+void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs);
+void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
+                        long n1);
+
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */
 extern const tr_mm_isa tr_mm_isa_avx512;       /* x86-64 only */

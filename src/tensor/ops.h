@@ -116,5 +116,14 @@ void tr_attention(tr_pool *pool, const tr_attn_args *a);
  * counts elements. Results match tr_attention on the F16-rounded values. */
 void tr_attention_f16kv(tr_pool *pool, const tr_attn_args *a, const uint16_t *k16,
                         const uint16_t *v16);
+/* One KV head's share of a decoder step's attention, on the calling thread,
+ * for a caller that runs its own parallel region: query heads
+ * [hk * G, hk * G + G) (G = n_head / n_head_kv) over the a->n_q query rows
+ * (a few: the row kernel), bit for bit what tr_attention (k16 == NULL) or
+ * tr_attention_f16kv computes for those heads. The caller has validated the
+ * arguments; scratch holds tr_attention_kv_head_floats(head_dim) floats. */
+long tr_attention_kv_head_floats(int head_dim);
+void tr_attention_kv_head(const tr_attn_args *a, const uint16_t *k16, const uint16_t *v16, int hk,
+                          float *scratch);
 
 #endif

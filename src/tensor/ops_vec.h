@@ -235,6 +235,19 @@ static inline void vcvt_f16(const uint16_t *src, float *dst, long n) {
     for (; i < n; i++) dst[i] = tr_f16_to_f32(src[i]);
 }
 
+/* VW F16 values at src as a vector */
+static inline vf vload_f16(const uint16_t *src) {
+#if defined(TR_VEC_AVX512)
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)src));
+#elif defined(TR_VEC_AVX2)
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)src));
+#else
+    vf v;
+    for (int i = 0; i < VW; i++) v[i] = tr_f16_to_f32(src[i]);
+    return v;
+#endif
+}
+
 static inline vf vzero(void) {
     return vset1(0.0f);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nn/causal_lm.h"
+#include "nn/causal_lm_internal.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
 
@@ -432,6 +433,54 @@ static void test_batch(bool kv16, int type, double tol) {
 }
 
 /* Audio rows replace placeholder rows; the multiplier scales everything. */
+/* The one-run step (causal_lm_step.c) against the general path: equal
+ * logits bit for bit, on a NULL pool and pools of 2 and 3 threads (the
+ * chunks land on different threads each time), F32 and F16 caches, float
+ * and quantized weights, a Granite-style multiplier set. */
+static void test_step_paths(int type, bool kv16, bool granite) {
+    model m;
+    model_init(&m, type);
+    if (granite) {
+        m.hp.residual_mult = 0.22f;
+        m.hp.attention_mult = 0.0625f;
+        m.hp.logits_scale = 8.0f;
+        m.hp.qk_norm = false;
+    }
+    enum { NP = 13, NS = 6 };
+    int32_t prompt[NP];
+    make_prompt(prompt, NP, 3);
+    tr_pool *pools[3] = {NULL, tr_pool_create(2), tr_pool_create(3)};
+    float ref[NS][V];
+    for (int run = 0; run < 4; run++) {
+        tr_pool *pool = pools[run == 0 ? 0 : run - 1];
+        const bool one_run = run > 0;
+        tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
+        CHECK(tr_clm_reserve(st, 1, 1024) == TRANSCRIBE_OK);
+        float x[NP * D];
+        tr_clm_embed(&m.hp, &m.w, prompt, NP, NULL, 0, 0, x);
+        int32_t tok = tr_clm_prefill(st, pool, x, NP, 0, NULL);
+        int mism = 0;
+        for (int i = 0; i < NS; i++) {
+            int pos = NP + i, slot = 0;
+            int32_t next = -1;
+            CHECK(tr_clm_step_path(st, pool, &tok, &pos, &slot, 1, &next, one_run));
+            const float *lg = tr_clm_step_logits(st, 0);
+            if (run == 0)
+                memcpy(ref[i], lg, sizeof ref[i]);
+            else
+                mism += memcmp(ref[i], lg, sizeof ref[i]) != 0;
+            tok = next;
+        }
+        CHECK(!one_run || st->step1); /* the one-run path ran */
+        CHECK_MSG(mism == 0, "type %s kv16 %d granite %d: %d of %d one-run steps differ (run %d)",
+                  tr_type_name(type), kv16, granite, mism, NS, run);
+        tr_clm_state_free(st);
+    }
+    tr_pool_free(pools[1]);
+    tr_pool_free(pools[2]);
+    model_free(&m);
+}
+
 static void test_embed(void) {
     model m;
     model_init(&m, TR_F32);
@@ -461,6 +510,9 @@ int main(void) {
     test_prefill(TR_Q8_0, false, 11, 1e-1);
     test_greedy(false);
     test_greedy(true);
+    test_step_paths(TR_F32, false, false);
+    test_step_paths(TR_F16, true, false);
+    test_step_paths(TR_Q8_0, true, true);
     /* the batched prefill's GEMM rows group differently from a single
      * prompt's: equal up to float rounding */
     test_batch(false, TR_F32, 1e-4);

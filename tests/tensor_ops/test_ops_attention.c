@@ -133,6 +133,31 @@ static void run_case(const attn_case *c, tr_pool *pools[3]) {
         CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
                   "f16 kv differs (%s, n_q %d d %d)", tr_cpu_level_name(levels[isa]), c->n_q, c->d);
     }
+    /* a caller-threaded share per KV head (tr_attention_kv_head) gives the
+     * same bits as the whole call, on the row path */
+    if (c->n_q <= 4 && c->n_head_kv > 0 && !c->bias) {
+        const int G = c->n_head / c->n_head_kv;
+        float *scratch = malloc(sizeof(float) * (size_t)tr_attention_kv_head_floats(c->d));
+        for (int isa = 0; isa < n_levels; isa++) {
+            CHECK(tr_cpu_force(levels[isa]));
+            a.out = out[0];
+            tr_attention_f16kv(pools[1], &a, k16, v16);
+            a.out = out[1];
+            for (long i = 0; i < out_n; i++) out[1][i] = 12345.0f;
+            for (int hk = 0; hk < c->n_head_kv; hk++)
+                tr_attention_kv_head(&a, k16, v16, hk, scratch);
+            CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
+                      "kv-head share differs (%s, n_q %d h %d/%d)", tr_cpu_level_name(levels[isa]),
+                      c->n_q, c->n_head, c->n_head_kv);
+            a.out = out[2];
+            for (int hk = 0; hk < c->n_head_kv; hk++)
+                tr_attention_kv_head(&a, NULL, NULL, hk, scratch);
+            CHECK_MSG(memcmp(out[0], out[2], sizeof(float) * (size_t)out_n) == 0,
+                      "kv-head share on F32 K/V differs (%s, group %d)",
+                      tr_cpu_level_name(levels[isa]), G);
+        }
+        free(scratch);
+    }
     free(k16), free(v16);
     tr_cpu_unforce();
     for (int t = 0; t < 3; t++) free(out[t]);
@@ -151,6 +176,10 @@ int main(void) {
         {1, 190, 16, 8, 128, true, 189, 0, false, 0},
         {3, 70, 8, 1, 32, true, 67, 0, true, 2},
         {2, 90, 12, 1, 16, false, 0, 80, false, 0},
+        /* odd groups (a head left after the pairs the F16 path shares V
+         * vectors over), head dims past and short of four vectors */
+        {1, 150, 6, 2, 40, true, 149, 0, false, 0},
+        {2, 70, 3, 1, 24, true, 68, 0, false, 1},
         /* a few prompt rows on the row path, causal, kv_valid, bias */
         {5, 40, 2, 1, 48, true, 35, 38, true, 3},
         /* encoder-style tiles, several blocks, tails in both directions */

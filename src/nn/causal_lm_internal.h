@@ -1,0 +1,54 @@
+/* Private to the causal-LM files: the per-session state (causal_lm.c owns
+ * it) and the single-row decode step (causal_lm_step.c). */
+#ifndef TR_NN_CAUSAL_LM_INTERNAL_H
+#define TR_NN_CAUSAL_LM_INTERNAL_H
+
+#include "nn/causal_lm.h"
+
+/* A run of consecutive rows of one slot: positions p0 .. p0 + n - 1. */
+typedef struct clm_seg {
+    int slot, p0, n;
+} clm_seg;
+
+typedef struct clm_step1 clm_step1; /* causal_lm_step.c */
+
+struct tr_clm_state {
+    tr_clm_hparams hp;
+    tr_clm_weights w;
+    bool kv_f16;
+    tr_clm_kv kv;
+    int cap_rows;     /* rows the scratch holds */
+    float *scratch;   /* h, q, k, v, o, gate, up, branch for cap_rows rows */
+    float *x;         /* step input rows [cap_rows][d_model] */
+    float *logits;    /* [cap_rows][n_vocab] */
+    int32_t *pos32;   /* [cap_rows] */
+    clm_seg *segs;    /* [cap_rows] */
+    int n_logit_rows; /* rows of the latest step */
+    clm_step1 *step1; /* the one-row step's plan and buffers; NULL until used */
+};
+
+/* Cache offset (elements) of the row of (layer, slot, pos). */
+static inline size_t tr_clm_kv_off(const tr_clm_kv *kv, int layer, int slot, int pos) {
+    return (((size_t)layer * kv->n_slot + (size_t)slot) * kv->n_ctx + (size_t)pos) * kv->kv_dim;
+}
+
+/* Stores one position's K and V rows (kv_dim floats each) in the cache's
+ * type. */
+void tr_clm_kv_write(tr_clm_kv *kv, size_t off, const float *k, const float *v, int n);
+
+/* One decode step of one row (token id at position pos of slot) through
+ * every block and the head: the whole step in one pool run whose phases
+ * (q/k/v, attention per KV head, o, gate/up, down, head) are split into row
+ * chunks any thread may take, with a barrier between phases. The logits
+ * land in st->logits, equal bit for bit to the general path's; st->x
+ * holds the row's embedding. false on
+ * OOM or a weight the matrix-vector rows do not take (the caller then runs
+ * the general path, which reports it). */
+bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot);
+/* tr_clm_step, with the one-run path for a single row allowed or not (the
+ * tests compare the two). */
+bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                      const int *slots, int B, int32_t *next, bool one_run);
+void tr_clm_step1_free(clm_step1 *s);
+
+#endif
