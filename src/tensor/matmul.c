@@ -135,6 +135,8 @@ typedef struct {
     atomic_long next;  /* first panel of the next unclaimed column chunk */
     long chunk;        /* panels per chunk */
     mm_blocking blk;
+    const float *xpre; /* X packed once for the call (prepack_x), or NULL */
+    long mpad;         /* rows of xpre: M rounded up to MR */
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -219,6 +221,35 @@ static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *x
         for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = 0.0f;
 }
 
+/* X packed once per call when several column chunks would each pack it
+ * again (one pass of M×K instead of one per chunk): layout [K block][tile]
+ * [kc][MR], the K blocks of the range functions (kstep deep), so the tiles
+ * of one block are contiguous exactly as pack_x leaves them in xp. */
+static const float *xpre_block(const gemm_ctx *c, long m0, long k0, int kc) {
+    return c->xpre + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / c->isa->mr) * kc * c->isa->mr;
+}
+
+typedef struct {
+    const gemm_ctx *c;
+    float *dst;
+    long kstep;
+} prepack_ctx;
+
+static void prepack_task(void *arg, int ith, int nth) {
+    const prepack_ctx *p = (const prepack_ctx *)arg;
+    const gemm_ctx *c = p->c;
+    long K = (long)c->w->K, MR = c->isa->mr, tiles = c->mpad / MR;
+    long kblocks = (K + p->kstep - 1) / p->kstep, u0, u1;
+    tr_split_range(kblocks * tiles, ith, nth, &u0, &u1);
+    for (long u = u0; u < u1; u++) {
+        long k0 = u / tiles * p->kstep, m0 = u % tiles * MR;
+        int kc = (int)(K - k0 < p->kstep ? K - k0 : p->kstep);
+        int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
+        pack_x(c, m0, mr, k0, kc,
+               p->dst + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / MR) * kc * MR);
+    }
+}
+
 /* BLIS order, outputs rows [mb, me) × columns [nb, ne): xp holds MC rows
  * as MR tiles [tile][k][MR]. */
 static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long ne, float *wp,
@@ -238,10 +269,14 @@ static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long n
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MC) {
                 long m1 = m0 + MC < me ? m0 + MC : me;
-                int nt = 0;
-                for (long t = m0; t < m1; t += MR, nt++)
-                    pack_x(c, t, (int)(m1 - t < MR ? m1 - t : MR), k0, kc,
-                           xp + (size_t)nt * kc * MR);
+                if (c->xpre) {
+                    xp = (float *)xpre_block(c, m0, k0, kc);
+                } else {
+                    int nt = 0;
+                    for (long t = m0; t < m1; t += MR, nt++)
+                        pack_x(c, t, (int)(m1 - t < MR ? m1 - t : MR), k0, kc,
+                               xp + (size_t)nt * kc * MR);
+                }
                 int ip = 0;
                 for (long p = n0; p < n1; p += NR, ip++) {
                     int nr = (int)(n1 - p < NR ? n1 - p : NR);
@@ -277,7 +312,10 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
             const float *bias = k0 == 0 ? c->bias : NULL;
             for (long m0 = mb; m0 < me; m0 += MR) {
                 int mr = (int)(me - m0 < MR ? me - m0 : MR);
-                pack_x(c, m0, mr, k0, kc, xp);
+                if (c->xpre)
+                    xp = (float *)xpre_block(c, m0, k0, kc);
+                else
+                    pack_x(c, m0, mr, k0, kc, xp);
                 int ip = 0;
                 for (long p = n0; p < n1; p += NR, ip++) {
                     int nr = (int)(n1 - p < NR ? n1 - p : NR);
@@ -479,7 +517,17 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     mm_blocking blk = blocking_for(isa, nth, w);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
-    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk};
+    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk, NULL, 0};
+    bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
+    if (!split_rows && panels > c.chunk) {         /* more than one chunk packs X */
+        c.mpad = (M + isa->mr - 1) / isa->mr * isa->mr;
+        float *dst = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (size_t)c.mpad * w->K);
+        if (dst) { /* else each chunk packs its own, as before */
+            prepack_ctx p = {&c, dst, blk.kc};
+            tr_pool_run(pool, prepack_task, &p);
+            c.xpre = dst;
+        }
+    }
     tr_pool_run(pool, gemm_task, &c);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }

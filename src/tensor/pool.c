@@ -37,8 +37,8 @@ struct tr_pool {
     atomic_int failures; /* TR_POOL_FAIL_* bits, see tr_pool_note_failure */
     tr_pool_fn fn;
     void *ctx;
-    float *scratch; /* tr_pool_scratch */
-    size_t scratch_floats;
+    float *scratch[TR_POOL_SCRATCH_SLOTS]; /* tr_pool_scratch_slot */
+    size_t scratch_floats[TR_POOL_SCRATCH_SLOTS];
 };
 
 /* Busy-wait step i: pause at first, then yield so an oversubscribed or
@@ -144,7 +144,7 @@ void tr_pool_free(tr_pool *pool) {
     pthread_cond_destroy(&pool->done_cv);
     free(pool->threads);
     free(pool->args);
-    free(pool->scratch);
+    for (int i = 0; i < TR_POOL_SCRATCH_SLOTS; i++) free(pool->scratch[i]);
     free(pool);
 }
 
@@ -183,17 +183,21 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
     pthread_mutex_unlock(&pool->mu);
 }
 
-float *tr_pool_scratch(tr_pool *pool, size_t floats) {
-    if (!pool) return NULL;
-    if (floats > pool->scratch_floats) {
+float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats) {
+    if (!pool || slot < 0 || slot >= TR_POOL_SCRATCH_SLOTS) return NULL;
+    if (floats > pool->scratch_floats[slot]) {
         size_t n = (floats + 15) / 16 * 16; /* aligned_alloc: a multiple of the alignment */
         float *p = aligned_alloc(64, n * sizeof(float));
         if (!p) return NULL;
-        free(pool->scratch);
-        pool->scratch = p;
-        pool->scratch_floats = n;
+        free(pool->scratch[slot]);
+        pool->scratch[slot] = p;
+        pool->scratch_floats[slot] = n;
     }
-    return pool->scratch;
+    return pool->scratch[slot];
+}
+
+float *tr_pool_scratch(tr_pool *pool, size_t floats) {
+    return tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTENTION, floats);
 }
 
 int tr_default_n_threads(void) {

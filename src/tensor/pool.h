@@ -37,6 +37,11 @@ int tr_pool_take_failures(tr_pool *pool);
  * request (split it by part index: parts never overlap in time on one
  * index). NULL on OOM or for a NULL pool (then allocate yourself). */
 float *tr_pool_scratch(tr_pool *pool, size_t floats);
+/* The same with a slot per kernel that keeps scratch between calls, so
+ * kernels that run one after another never hand each other's buffers
+ * around (attention and the GEMM's packed X). */
+enum { TR_POOL_SCRATCH_ATTENTION = 0, TR_POOL_SCRATCH_GEMM_X = 1, TR_POOL_SCRATCH_SLOTS = 2 };
+float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);
