@@ -160,18 +160,9 @@ typedef struct {
     float attn_scale;
 } step_ctx;
 
-static inline void relax(int i) {
-    if (i >= 256) {
-        sched_yield();
-        return;
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 static void wait_phase(phase *p) {
-    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n; i++) relax(i);
+    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n; i++)
+        tr_cpu_relax(i);
 }
 
 /* Next chunk of phase p for this thread, or -1 when none is left. */

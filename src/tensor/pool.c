@@ -41,18 +41,6 @@ struct tr_pool {
     size_t scratch_floats[TR_POOL_SCRATCH_SLOTS];
 };
 
-/* Busy-wait step i: pause at first, then yield so an oversubscribed or
- * shared machine still runs the thread we are waiting for. */
-static inline void cpu_relax(int i) {
-    if (i >= 256) {
-        sched_yield();
-        return;
-    }
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 /* Claims and runs parts until none is left; true if this thread finished
  * the last part of the run. */
 static bool run_parts(tr_pool *pool) {
@@ -74,7 +62,7 @@ static void *worker_main(void *p) {
         unsigned g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         for (int i = 0; g == seen && i < SPIN_ITERS; i++) {
             if (atomic_load_explicit(&pool->stop, memory_order_relaxed)) return NULL;
-            cpu_relax(i);
+            tr_cpu_relax(i);
             g = atomic_load_explicit(&pool->gen, memory_order_acquire);
         }
         if (g == seen) {
@@ -175,7 +163,7 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
 
     for (int i = 0; i < SPIN_ITERS; i++) {
         if (atomic_load_explicit(&pool->done, memory_order_acquire) == pool->n) return;
-        cpu_relax(i);
+        tr_cpu_relax(i);
     }
     pthread_mutex_lock(&pool->mu);
     while (atomic_load_explicit(&pool->done, memory_order_acquire) != pool->n)

@@ -7,6 +7,7 @@
 #ifndef TR_TENSOR_POOL_H
 #define TR_TENSOR_POOL_H
 
+#include <sched.h>
 #include <stddef.h>
 
 typedef struct tr_pool tr_pool;
@@ -45,6 +46,18 @@ float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);
+
+/* Busy-wait step i: pause at first, then yield so an oversubscribed or
+ * shared machine still runs the thread being waited for. */
+static inline void tr_cpu_relax(int i) {
+    if (i >= 256) {
+        sched_yield();
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
 
 /* Split [0, n) into nth nearly equal contiguous ranges; range of part ith. */
 static inline void tr_split_range(long n, int ith, int nth, long *begin, long *end) {

@@ -311,6 +311,23 @@ static bool poll_step(void *user) {
     return tr_run_should_abort(p->ctx);
 }
 
+/* Sanitizes and encodes one utterance, timing it into the result: mel_ms
+ * is the chunks' front end, encode_ms the Whisper encoder plus adaptor. */
+static transcribe_status encode_timed(ms_session *s, const float *pcm, int n_samples,
+                                      tr_run_ctx *ctx, tr_run_span *progress, float **audio,
+                                      int *T_enc) {
+    float *clean = NULL;
+    const double t0 = tr_time_ms();
+    s->mel_ms = 0;
+    const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
+    transcribe_status st =
+        in ? tr_ms_encode(s, in, n_samples, audio, T_enc, NULL, progress) : TRANSCRIBE_ERR_OOM;
+    free(clean);
+    ctx->result->mel_ms = (float)s->mel_ms;
+    ctx->result->encode_ms = (float)(tr_time_ms() - t0 - s->mel_ms);
+    return st;
+}
+
 transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ms_model *m = s->m;
     s->n_last = 0;
@@ -321,17 +338,12 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     if (st != TRANSCRIBE_OK) return st;
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
 
-    float *clean = NULL, *audio = NULL;
+    float *audio = NULL;
     int32_t *ids = NULL;
     int *apos = NULL, T_enc = 0, n_ids = 0;
-    double t0 = tr_time_ms();
-    const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
     tr_run_span enc = {ctx, 0.0, TR_RUN_ENCODED};
-    st = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, &enc) : TRANSCRIBE_ERR_OOM;
-    free(clean);
+    st = encode_timed(s, pcm, n_samples, ctx, &enc, &audio, &T_enc);
     double t1 = tr_time_ms();
-    ctx->result->mel_ms = (float)s->mel_ms; /* the chunks' front end */
-    ctx->result->encode_ms = (float)(t1 - t0 - s->mel_ms);
     int n_used = 0;
     if (st == TRANSCRIBE_OK)
         st = tr_ms_build_prompt_hot(m, T_enc, ctx->params->vocabulary, ctx->params->n_vocabulary,
@@ -412,15 +424,10 @@ static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_
         !pcm || n_samples <= 0 ? TRANSCRIBE_ERR_INVALID_ARG : gate(s, n_samples, &T_pred);
     if (e != TRANSCRIBE_OK) return e;
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
-    float *clean = NULL, *audio = NULL;
+    float *audio = NULL;
     int32_t *ids = NULL;
     int *apos = NULL, T_enc = 0, n_ids = 0;
-    double t0 = tr_time_ms();
-    const float *in = tr_pcm_sanitized(pcm, n_samples, "moss", &clean);
-    e = in ? tr_ms_encode(s, in, n_samples, &audio, &T_enc, NULL, NULL) : TRANSCRIBE_ERR_OOM;
-    free(clean);
-    ctx->result->mel_ms = (float)s->mel_ms; /* the chunks' front end */
-    ctx->result->encode_ms = (float)(tr_time_ms() - t0 - s->mel_ms);
+    e = encode_timed(s, pcm, n_samples, ctx, NULL, &audio, &T_enc);
     int n_used = 0;
     const struct transcribe_run_params *p = ctx->params;
     if (e == TRANSCRIBE_OK)
