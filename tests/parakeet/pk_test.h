@@ -26,6 +26,22 @@ static inline void pk_path(char *buf, size_t n, const char *cfg, const char *fil
     snprintf(buf, n, "%s/%s/%s", pk_data_dir(), cfg, file);
 }
 
+/* The keys a test rewrites when it turns an offline file into a streaming
+ * one (attention / convolution context, normalisation, capability). */
+static inline bool pk_test_streaming_key(const char *k) {
+    static const char *const keys[] = {"stt.parakeet.encoder.att_context_style",
+                                       "stt.parakeet.encoder.att_context_left",
+                                       "stt.parakeet.encoder.att_context_right",
+                                       "stt.parakeet.encoder.att_context_size_choices",
+                                       "stt.parakeet.encoder.conv_context_left",
+                                       "stt.parakeet.encoder.conv_context_right",
+                                       "stt.frontend.normalize",
+                                       "stt.capability.streaming"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (!strcmp(k, keys[i])) return true;
+    return false;
+}
+
 static inline bool pk_exists(const char *path) {
     return tr_test_file_exists(path);
 }

@@ -32,20 +32,6 @@ static float rnd(uint32_t *s) {
     return (float)((*s >> 8) & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f;
 }
 
-static bool is_replaced(const char *k) {
-    static const char *const keys[] = {"stt.parakeet.encoder.att_context_style",
-                                       "stt.parakeet.encoder.att_context_left",
-                                       "stt.parakeet.encoder.att_context_right",
-                                       "stt.parakeet.encoder.att_context_size_choices",
-                                       "stt.parakeet.encoder.conv_context_left",
-                                       "stt.parakeet.encoder.conv_context_right",
-                                       "stt.frontend.normalize",
-                                       "stt.capability.streaming"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(k, keys[i])) return true;
-    return false;
-}
-
 /* Writes the streaming file with the lookahead menu `choices` ([n][2],
  * pair 0 the default), or with only (L, R) when n == 1. */
 static bool make_streaming(const model_case *mc, const char *dst, const int32_t *choices, int n) {
@@ -56,7 +42,7 @@ static bool make_streaming(const model_case *mc, const char *dst, const int32_t 
     gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL;
     for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
-        if (!is_replaced(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
+        if (!pk_test_streaming_key(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
     ok = ok &&
          tr_gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
          tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", choices[0]) &&

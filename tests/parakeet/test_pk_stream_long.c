@@ -15,38 +15,10 @@
 #include <unistd.h>
 
 #include "pk_test.h"
+#include "test_clock.h"
 #include "test_util.h"
 
 #define SRC TR_SOURCE_DIR "/tests/data/parakeet/tiny-ctc/parakeet-tiny-ctc-F16.gguf"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static double rss_mib(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return -1;
-    long pages = 0, res = 0;
-    int got = fscanf(f, "%ld %ld", &pages, &res);
-    fclose(f);
-    return got == 2 ? (double)res * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0) : -1;
-}
-
-static bool skip_key(const char *k) {
-    static const char *const keys[] = {"stt.parakeet.encoder.att_context_style",
-                                       "stt.parakeet.encoder.att_context_left",
-                                       "stt.parakeet.encoder.att_context_right",
-                                       "stt.parakeet.encoder.att_context_size_choices",
-                                       "stt.parakeet.encoder.conv_context_left",
-                                       "stt.parakeet.encoder.conv_context_right",
-                                       "stt.frontend.normalize",
-                                       "stt.capability.streaming"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (!strcmp(k, keys[i])) return true;
-    return false;
-}
 
 /* The tiny CTC model (k 9, C 16, 80 mels, d 64) as a cache-aware file. */
 static bool make_streaming(const char *dst) {
@@ -55,7 +27,7 @@ static bool make_streaming(const char *dst) {
     gguf_writer *w = tr_gguf_writer_create();
     bool ok = w != NULL;
     for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++)
-        if (!skip_key(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
+        if (!pk_test_streaming_key(tr_gguf_key_name(g, i))) ok = tr_gguf_writer_copy_kv(w, g, i);
     ok = ok &&
          tr_gguf_writer_set_str(w, "stt.parakeet.encoder.att_context_style", "chunked_limited") &&
          tr_gguf_writer_set_i32(w, "stt.parakeet.encoder.att_context_left", 4) &&
@@ -121,22 +93,23 @@ int main(void) {
     CHECK(feed && bms && brss && bn);
     int64_t pos = 0;
     transcribe_status st = TRANSCRIBE_OK;
-    const double t_start = now_ms();
+    const double t_start = tr_test_now_ms();
     for (int64_t fed = 0; feed && bms && brss && bn && fed < total && st == TRANSCRIBE_OK;
          fed += FEED) {
         for (int i = 0; i < FEED; i++, pos = (pos + 1) % n_loop)
             feed[i] = pos < n_pcm ? pcm[pos] : 0;
-        const double t0 = now_ms();
+        const double t0 = tr_test_now_ms();
         st = transcribe_stream_feed(s, feed, FEED, NULL);
         const int b = (int)(fed / 16000 / BLOCK_S);
-        bms[b] += now_ms() - t0;
+        bms[b] += tr_test_now_ms() - t0;
         bn[b]++;
-        brss[b] = rss_mib();
+        brss[b] = tr_test_rss_mib();
     }
     CHECK_MSG(st == TRANSCRIBE_OK, "feed: %s", transcribe_status_string(st));
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
     printf("%d min streamed natively in %.1f s: %d tokens, %zu bytes of text\n", minutes,
-           (now_ms() - t_start) / 1e3, transcribe_n_tokens(s), strlen(transcribe_full_text(s)));
+           (tr_test_now_ms() - t_start) / 1e3, transcribe_n_tokens(s),
+           strlen(transcribe_full_text(s)));
     printf("block       feeds  ms/feed  RSS MiB\n");
     for (int b = 0; b < n_blocks; b++)
         printf("%3d-%3d min %5d  %7.2f  %7.1f\n", b * BLOCK_S / 60, (b + 1) * BLOCK_S / 60, bn[b],

@@ -13,6 +13,7 @@
 
 #include "stream/stream_harness.h"
 #include "test_files.h"
+#include "test_clock.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -21,22 +22,6 @@
 static void quiet_log(transcribe_log_level level, const char *msg, void *ud) {
     (void)ud;
     if (level == TRANSCRIBE_LOG_LEVEL_ERROR) fprintf(stderr, "%s\n", msg);
-}
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* Resident set size in MiB (Linux), or -1. */
-static double rss_mib(void) {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return -1;
-    long pages = 0, res = 0;
-    int got = fscanf(f, "%ld %ld", &pages, &res);
-    fclose(f);
-    return got == 2 ? (double)res * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0) : -1;
 }
 
 int main(void) {
@@ -93,20 +78,20 @@ int main(void) {
     bool grows = true;
     int64_t loop_pos = 0;
     transcribe_status st = TRANSCRIBE_OK;
-    double t_start = now_ms();
+    double t_start = tr_test_now_ms();
     for (int64_t fed = 0; fed < total && st == TRANSCRIBE_OK; fed += FEED) {
         for (int i = 0; i < FEED; i++) {
             feed[i] = loop[loop_pos];
             loop_pos = (loop_pos + 1) % n_loop;
         }
-        double t0 = now_ms();
+        double t0 = tr_test_now_ms();
         st = transcribe_stream_feed(s, feed, FEED, NULL);
-        double dt = now_ms() - t0;
+        double dt = tr_test_now_ms() - t0;
         int b = (int)(fed / 16000 / BLOCK_S);
         block_ms[b] += dt;
         if (dt > block_max[b]) block_max[b] = dt;
         block_feeds[b]++;
-        block_rss[b] = rss_mib();
+        block_rss[b] = tr_test_rss_mib();
         struct transcribe_stream_text t;
         transcribe_stream_text_init(&t);
         transcribe_stream_get_text(s, &t);
@@ -120,7 +105,7 @@ int main(void) {
     transcribe_stream_text_init(&t);
     transcribe_stream_get_text(s, &t);
     printf("%d min of audio streamed in %.1f s; %llu bytes committed (%.40s ...)\n", minutes,
-           (now_ms() - t_start) / 1e3, (unsigned long long)t.committed_text_bytes,
+           (tr_test_now_ms() - t_start) / 1e3, (unsigned long long)t.committed_text_bytes,
            t.committed_text);
     printf("block   feeds  mean ms/feed  max ms  RSS MiB\n");
     for (int b = 0; b < n_blocks; b++) {
