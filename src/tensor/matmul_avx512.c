@@ -110,7 +110,13 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs, bool kq
         __m512 a = _mm512_loadu_ps(x + 32 * g), b = _mm512_loadu_ps(x + 32 * g + 16);
         __m512 m = _mm512_max_ps(_mm512_andnot_ps(sign, a), _mm512_andnot_ps(sign, b));
         float amax = _mm512_reduce_max_ps(m);
-        float d = amax / 127.0f, id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        float d = amax / 127.0f;
+        if (amax < 0x1p-100f) { /* 127/amax would overflow below ~4e-37: scale up (exact) */
+            a = _mm512_mul_ps(a, _mm512_set1_ps(0x1p64f));
+            b = _mm512_mul_ps(b, _mm512_set1_ps(0x1p64f));
+            amax *= 0x1p64f;
+        }
+        float id = amax > 0.0f ? 127.0f / amax : 0.0f;
         __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(id)));
         __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(id)));
         int8_t *dst = kquant_order ? xq + 128 * (g / 4) + 32 * slot[g % 4] : xq + 32 * g;

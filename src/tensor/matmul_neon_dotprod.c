@@ -21,14 +21,18 @@ static void quantize_x(const float *x, long K, int8_t *xq, float *xs) {
         const float *v = x + 32 * g;
         float32x4_t m = vabsq_f32(vld1q_f32(v));
         for (int j = 4; j < 32; j += 4) m = vmaxq_f32(m, vabsq_f32(vld1q_f32(v + j)));
-        float d = vmaxvq_f32(m) / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
-        xs[g] = d;
+        float amax = vmaxvq_f32(m);
+        /* 1/d would overflow for a group max below ~4e-37: such groups are
+         * scaled up by 2^64 first (exact), their scale stays amax/127 */
+        float pre = amax < 0x1p-100f ? 0x1p64f : 1.0f;
+        float d = amax * pre / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
+        xs[g] = amax / 127.0f;
         for (int h = 0; h < 2; h++) {
             int16x8_t s[2];
             for (int j = 0; j < 2; j++) {
                 const float *u = v + 16 * h + 8 * j;
-                int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(u), id));
-                int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(u + 4), id));
+                int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(vmulq_n_f32(vld1q_f32(u), pre), id));
+                int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(vmulq_n_f32(vld1q_f32(u + 4), pre), id));
                 s[j] = vcombine_s16(vqmovn_s32(a), vqmovn_s32(b));
             }
             vst1q_s8(xq + 32 * g + 16 * h, vcombine_s8(vqmovn_s16(s[0]), vqmovn_s16(s[1])));

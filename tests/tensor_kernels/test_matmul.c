@@ -189,19 +189,22 @@ static void test_x_scales(tr_pool *pool) {
     for (long n = 0; n < N; n++) bias[n] = kref_uniform();
     for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
         wmat w = make_w(types[t], K, N);
-        for (int pattern = 0; pattern < 4; pattern++) {
+        for (int pattern = 0; pattern < 5; pattern++) {
             static const float group_scale[4] = {1e-33f, 1.0f, 1e27f, 3e-31f};
             for (long k = 0; k < K; k++) {
                 float u = kref_uniform();
                 X[k] = pattern == 0   ? 0.0f
                        : pattern == 1 ? u * 1e-33f
                        : pattern == 2 ? u * 1e30f
-                                      : u * group_scale[(k / 32) % 4];
+                       : pattern == 3 ? u * group_scale[(k / 32) % 4]
+                                      : u * 1e-38f; /* below the ~4e-37 where 127/max overflows */
             }
             for (int ii = 0; ii < k_n_levels; ii++) {
                 CHECK(tr_cpu_force(k_levels[ii]));
-                float *Y = run(pool, &w, pattern == 1 ? NULL : bias, X, 1, (int)K, (int)N);
-                int bad = check_ref(&w, pattern == 1 ? NULL : bias, X, 1, (int)K, Y, (int)N);
+                float *Y =
+                    run(pool, &w, pattern == 1 || pattern == 4 ? NULL : bias, X, 1, (int)K, (int)N);
+                int bad = check_ref(&w, pattern == 1 || pattern == 4 ? NULL : bias, X, 1, (int)K, Y,
+                                    (int)N);
                 CHECK_MSG(bad == 0, "%s %s x pattern %d: %d bad", tr_type_name(types[t]),
                           tr_cpu_level_name(k_levels[ii]), pattern, bad);
                 free(Y);
