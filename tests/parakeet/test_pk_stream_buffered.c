@@ -67,10 +67,10 @@ static bool same(const toks *a, const toks *b) {
     return true;
 }
 
-/* One stream of pcm in feeds of `feed` samples with the extension fields
- * (left, chunk, right) in ms (use_ext false: no extension). */
-static void stream_once(struct transcribe_session *s, const float *pcm, int n, int feed,
-                        bool use_ext, int l_ms, int c_ms, int r_ms, toks *out, const char *label) {
+/* Begins a stream with the extension fields (left, chunk, right) in ms, or
+ * with no extension at all (use_ext false). */
+static transcribe_status begin(struct transcribe_session *s, bool use_ext, int l_ms, int c_ms,
+                               int r_ms) {
     struct transcribe_parakeet_buffered_stream_ext x;
     transcribe_parakeet_buffered_stream_ext_init(&x);
     x.left_ms = l_ms;
@@ -79,8 +79,14 @@ static void stream_once(struct transcribe_session *s, const float *pcm, int n, i
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
     sp.family = &x.ext;
-    CHECK_MSG(transcribe_stream_begin(s, NULL, use_ext ? &sp : NULL) == TRANSCRIBE_OK, "%s: begin",
-              label);
+    return transcribe_stream_begin(s, NULL, use_ext ? &sp : NULL);
+}
+
+/* One stream of pcm in feeds of `feed` samples with the extension fields
+ * (left, chunk, right) in ms (use_ext false: no extension). */
+static void stream_once(struct transcribe_session *s, const float *pcm, int n, int feed,
+                        bool use_ext, int l_ms, int c_ms, int r_ms, toks *out, const char *label) {
+    CHECK_MSG(begin(s, use_ext, l_ms, c_ms, r_ms) == TRANSCRIBE_OK, "%s: begin", label);
     int prev = 0;
     char *prev_text = calloc(1, 1);
     for (int i = 0; i < n; i += feed) {
@@ -117,15 +123,7 @@ static void stream_once(struct transcribe_session *s, const float *pcm, int n, i
 }
 
 static void refused(struct transcribe_session *s, int l_ms, int c_ms, int r_ms) {
-    struct transcribe_parakeet_buffered_stream_ext x;
-    transcribe_parakeet_buffered_stream_ext_init(&x);
-    x.left_ms = l_ms;
-    x.chunk_ms = c_ms;
-    x.right_ms = r_ms;
-    struct transcribe_stream_params sp;
-    transcribe_stream_params_init(&sp);
-    sp.family = &x.ext;
-    CHECK_MSG(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_INVALID_ARG,
+    CHECK_MSG(begin(s, true, l_ms, c_ms, r_ms) == TRANSCRIBE_ERR_INVALID_ARG,
               "left/chunk/right %d/%d/%d ms accepted", l_ms, c_ms, r_ms);
 }
 
