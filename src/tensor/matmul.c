@@ -352,11 +352,11 @@ static void gemm_task(void *arg, int ith, int nth) {
     long m_pad = (me - mb + isa->mr - 1) / isa->mr * isa->mr;
     long mc_max = !blis ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
     float *wp = alloc_floats((size_t)(nc_max * kc_max));
-    float *xp = alloc_floats((size_t)(mc_max * kc_max));
+    float *xp = c->xpre ? NULL : alloc_floats((size_t)(mc_max * kc_max)); /* X packed already */
     float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
     void (*range)(const gemm_ctx *, long, long, long, long, float *, float *, float *) =
         blis ? gemm_range_blis : gemm_range;
-    if (!wp || !xp || !row) {
+    if (!wp || (!xp && !c->xpre) || !row) {
         atomic_store(&c->failed, 1);
     } else if (split_rows) {
         range(c, mb, me, 0, N, wp, xp, row);
