@@ -1,4 +1,4 @@
-/* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]
+/* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] [--step-pairs N]
  *
  * End-to-end model benchmark through the public API (only the FLOP count
  * reads the GGUF's hyper-parameters itself): loads the model
@@ -23,7 +23,9 @@
  * the efficiency then divides the encoder's count by encoder_ms alone) add
  * the causal-LM stages: prefill ms, ms per
  * decode step, the weight bytes one step reads and that size at the copy
- * bandwidth measured in the same run (the memory-bound floor of a step). */
+ * bandwidth measured in the same run (the memory-bound floor of a step),
+ * and the step probe (bench_step_probe.c): N steps alternated with copy
+ * samples, the median ratio of step time to that floor (probe_*). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@
 
 #include "api/api_internal.h"
 #include "bench.h"
+#include "bench_lm.h"
 #include "models/granite_speech/granite.h"
 #include "models/moss/moss.h"
 #include "models/qwen3_asr/qwen3_asr.h"
@@ -41,42 +44,6 @@
 #include "transcribe.h"
 #include "util/timer.h"
 
-/* STREAM-style copy bandwidth (bytes read + written per second, GB/s) on
- * the session's pool: the best of `reps` copies of 128 MiB. */
-typedef struct {
-    float *dst;
-    const float *src;
-    size_t n;
-} copy_job;
-
-static void copy_part(void *arg, int ith, int nth) {
-    copy_job *c = arg;
-    long b, e;
-    tr_split_range((long)c->n, ith, nth, &b, &e);
-    memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
-}
-
-static double copy_gbps(tr_pool *pool, int reps) {
-    copy_job c = {.n = ((size_t)128 << 20) / sizeof(float)};
-    float *a = malloc(c.n * sizeof(float)), *b = malloc(c.n * sizeof(float));
-    double best = 0;
-    if (a && b) {
-        memset(a, 1, c.n * sizeof(float));
-        memset(b, 2, c.n * sizeof(float));
-        c.src = a;
-        c.dst = b;
-        for (int r = 0; r < reps; r++) {
-            double t0 = tr_time_ms();
-            tr_pool_run(pool, copy_part, &c);
-            double g = 2.0 * (double)(c.n * sizeof(float)) / ((tr_time_ms() - t0) * 1e6);
-            if (g > best) best = g;
-        }
-    }
-    free(a);
-    free(b);
-    return best;
-}
-
 /* Causal-LM stage figures of the fastest run (audio-LLM families). */
 typedef struct {
     bool have;
@@ -84,6 +51,7 @@ typedef struct {
     int n_steps, T_prompt;
     size_t step_bytes;
     double encoder_ms, projector_ms; /* < 0: not reported separately */
+    tr_clm_state *lm;                /* the session's decoder state (step probe) */
 } lm_figures;
 
 static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
@@ -99,6 +67,7 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
         f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
         f->encoder_ms = g->encode_ms;
         f->projector_ms = g->proj_ms;
+        f->lm = g->dec.lm;
         return;
     }
     const tr_clm_session *dec = NULL;
@@ -124,6 +93,7 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     f->step_ms = dec->n_steps > 0 ? dec->steps_ms / dec->n_steps : 0;
     f->T_prompt = dec->last_T_prompt;
     f->step_bytes = tr_clm_step_weight_bytes(hp, w);
+    f->lm = dec->lm;
 }
 
 /* per transcription: at least this many calls and this much time (small
@@ -267,7 +237,7 @@ static void print_efficiency(const bench_enc_cost *cost, const char *why, float 
 
 int bench_model(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
-    int threads = 0, repeat = 1;
+    int threads = 0, repeat = 1, step_pairs = 16;
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) {
             model = argv[++i];
@@ -275,17 +245,20 @@ int bench_model(int argc, char **argv) {
             threads = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
             repeat = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--step-pairs") && i + 1 < argc) {
+            step_pairs = atoi(argv[++i]);
         } else if (argv[i][0] != '-' && !audio) {
             audio = argv[i];
         } else {
             fprintf(stderr, "usage: transcribe-bench model -m MODEL AUDIO [--threads N] "
-                            "[--repeat R]\n");
+                            "[--repeat R] [--step-pairs N]\n");
             return 2;
         }
     }
     if (!model || !audio) {
         fprintf(stderr,
-                "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]\n");
+                "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] "
+                "[--step-pairs N]\n");
         return 2;
     }
     if (threads < 0) threads = 0;
@@ -391,13 +364,22 @@ int bench_model(int argc, char **argv) {
         /* the step's floor: its weight bytes at the copy bandwidth measured
          * on the same pool right after the runs (after peak RSS was read,
          * so the copy buffers do not count) */
-        double bw = copy_gbps(s->pool, 5);
+        double bw = bench_copy_gbps(s->pool, 5);
         double ideal = bw > 0 ? (double)lm.step_bytes / (bw * 1e6) : 0;
         printf(",\"T_prompt\":%d,\"prefill_ms\":%.1f,\"n_steps\":%d,\"step_ms\":%.2f", lm.T_prompt,
                lm.prefill_ms, lm.n_steps, lm.step_ms);
         printf(",\"step_weight_mb\":%.1f,\"copy_gbps\":%.2f,\"step_floor_ms\":%.2f,"
                "\"step_vs_floor\":%.3f",
                (double)lm.step_bytes / 1048576.0, bw, ideal, ideal > 0 ? lm.step_ms / ideal : 0.0);
+        /* the same step alternated with copy samples (the bandwidth of
+         * this host drifts between seconds): the last run's final position */
+        bench_step_probe sp;
+        const int pos = lm.T_prompt + (lm.n_steps > 0 ? lm.n_steps - 1 : 0);
+        if (step_pairs > 0 && lm.lm &&
+            bench_step_probe_run(lm.lm, s->pool, pos, lm.step_bytes, step_pairs, &sp))
+            printf(",\"probe_pairs\":%d,\"probe_step_ms\":%.2f,\"probe_copy_gbps\":%.2f,"
+                   "\"probe_step_vs_floor\":%.3f,\"probe_step_vs_floor_min\":%.3f",
+                   sp.pairs, sp.step_ms, sp.copy_gbps, sp.ratio, sp.ratio_min);
         if (lm.encoder_ms >= 0)
             printf(",\"encoder_ms\":%.1f,\"projector_ms\":%.1f", lm.encoder_ms, lm.projector_ms);
     }

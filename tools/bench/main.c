@@ -100,17 +100,20 @@ static const char k_server[] =
     "throughput, statuses, peak RSS.\n";
 
 static const char k_model[] =
-    "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R]\n"
+    "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] [--step-pairs N]\n"
     "\n"
     "Loads MODEL once, transcribes AUDIO R times and prints one JSON line: the fastest\n"
     "run's load/mel/encode/decode ms, decoded tokens, real-time factor, peak resident\n"
     "memory, the encoder's GFLOP/s (counted from the file's hyper-parameters) beside\n"
     "OpenBLAS sgemm on its FFN shape, and for the audio-LLM families prefill and\n"
-    "per-step decode figures.\n"
+    "per-step decode figures: the step against its memory-bound floor (weight bytes at\n"
+    "the copy bandwidth), once from the runs and once from N steps alternated with copy\n"
+    "samples (probe_*, the median ratio; this host's bandwidth drifts between seconds).\n"
     "\n"
     "  -m, --model MODEL  model file (GGUF or whisper.cpp .bin)\n"
     "  --threads N        session threads (default: the library's)\n"
     "  --repeat R         runs (default 1)\n"
+    "  --step-pairs N     step/copy pairs of the step probe (default 16, 0: none)\n"
     "  -h, --help         this text\n";
 
 static bool wants_help(int argc, char **argv) {

@@ -1,0 +1,30 @@
+/* Decode-step figures of the audio-LLM families (bench_step_probe.c). */
+#ifndef TR_TOOLS_BENCH_LM_H
+#define TR_TOOLS_BENCH_LM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nn/causal_lm.h"
+
+/* STREAM-style copy bandwidth (bytes read + written per second, GB/s) on
+ * the pool: the best of reps copies of 128 MiB. 0 on OOM. */
+double bench_copy_gbps(tr_pool *pool, int reps);
+
+#define BENCH_STEP_PROBE_MAX 64
+
+typedef struct {
+    int pairs;
+    double step_ms;   /* median step */
+    double copy_gbps; /* median copy sample */
+    double ratio;     /* median of step ÷ (step bytes at that pair's bandwidth) */
+    double ratio_min;
+} bench_step_probe;
+
+/* `pairs` alternations of one decode step (one row at position pos of
+ * slot 0, which must lie in the cache) and a copy sample. Overwrites that
+ * cache row. false on bad arguments or failure. */
+bool bench_step_probe_run(tr_clm_state *st, tr_pool *pool, int pos, size_t step_bytes, int pairs,
+                          bench_step_probe *out);
+
+#endif
