@@ -256,9 +256,8 @@ int bench_model(int argc, char **argv) {
         }
     }
     if (!model || !audio) {
-        fprintf(stderr,
-                "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] "
-                "[--step-pairs N]\n");
+        fprintf(stderr, "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] "
+                        "[--step-pairs N]\n");
         return 2;
     }
     if (threads < 0) threads = 0;
