@@ -3,9 +3,10 @@
  * This host's memory bandwidth drifts by tens of percent over seconds, so a
  * step time from one moment and a copy bandwidth from another can be
  * compared only loosely. The probe alternates the two: one decode step
- * (tr_clm_step on one row, argmax included), then a copy sample, `pairs`
- * times, and reports the median of the per-pair ratios of step time to the
- * step's floor (its weight bytes at that pair's copy bandwidth). */
+ * (tr_clm_step on one row, argmax included) and a copy sample, `pairs`
+ * times, and reports the median of the per-step ratios of step time to the
+ * step's floor: its weight bytes at the mean of the copy samples taken just
+ * before and just after that step. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,11 +87,16 @@ bool bench_step_probe_run(tr_clm_state *st, tr_pool *pool, int pos, size_t step_
     const int slot = 0;
     int32_t next;
     bool ok = tr_clm_step(st, pool, &id, &pos, &slot, 1, &next); /* warm: plan, first touch */
+    double before = copy_with(pool, a, b, COPY_FLOATS, 2);
     for (int i = 0; ok && i < pairs; i++) {
         double t0 = tr_time_ms();
         ok = tr_clm_step(st, pool, &id, &pos, &slot, 1, &next);
         ms[i] = tr_time_ms() - t0;
-        bw[i] = copy_with(pool, a, b, COPY_FLOATS, 2);
+        /* the step's bandwidth: the mean of the samples just before and
+         * just after it */
+        double after = copy_with(pool, a, b, COPY_FLOATS, 2);
+        bw[i] = 0.5 * (before + after);
+        before = after;
         ratio[i] = bw[i] > 0 ? ms[i] / ((double)step_bytes / (bw[i] * 1e6)) : 0;
     }
     free(a);
