@@ -11,7 +11,6 @@
  * under other conditions than the case it divides. Weights are cycled
  * through enough copies to exceed the last-level cache, so the figure is a
  * from-memory one. Every time is a median. */
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,13 +21,6 @@
 #include "tensor/matmul.h"
 #include "tensor/pool.h"
 #include "util/timer.h"
-
-typedef void (*sgemm_fn)(int order, int ta, int tb, int M, int N, int K, float alpha,
-                         const float *A, int lda, const float *B, int ldb, float beta, float *C,
-                         int ldc);
-typedef void (*set_threads_fn)(int n);
-
-enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
 
 #define MAX_REPS   64
 #define COLD_BYTES ((size_t)256 << 20) /* > any LLC here: decode reads come from DRAM */
@@ -109,14 +101,16 @@ static const int k_gemv_types[] = {TR_F16, TR_Q8_0, TR_Q4_K, TR_Q6_K};
  * median of the per-pair ratios: on a shared host the load drifts within
  * seconds, so a baseline timed once before all dtypes can be measured under
  * other conditions than the case it divides. */
-static void bench_gemm(tr_pool *pool, sgemm_fn sgemm, int M, int K, int N, int reps, int threads) {
+static void bench_gemm(tr_pool *pool, bench_sgemm_fn sgemm, int M, int K, int N, int reps,
+                       int threads) {
     float *X = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)N * K);
     float *Y = malloc(sizeof(float) * (size_t)M * N);
     if (!X || !W || !Y) goto done;
     fill(X, (size_t)M * K, 1);
     fill(W, (size_t)N * K, 2);
     if (sgemm) /* warm-up: OpenBLAS threads started, buffers touched */
-        sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f, Y, N);
+        sgemm(BENCH_CBLAS_ROW_MAJOR, BENCH_CBLAS_NO_TRANS, BENCH_CBLAS_TRANS, M, N, K, 1.0f, X, K,
+              W, K, 0.0f, Y, N);
     for (size_t ti = 0; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) {
         int type = k_types[ti];
         if (K % tr_type_block(type) != 0) { /* models store such tensors in another type */
@@ -134,8 +128,8 @@ static void bench_gemm(tr_pool *pool, sgemm_fn sgemm, int M, int K, int N, int r
         for (int r = 0; r < reps; r++) {
             double t0 = tr_time_ms();
             if (sgemm)
-                sgemm(CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS, M, N, K, 1.0f, X, K, W, K, 0.0f,
-                      Y, N);
+                sgemm(BENCH_CBLAS_ROW_MAJOR, BENCH_CBLAS_NO_TRANS, BENCH_CBLAS_TRANS, M, N, K, 1.0f,
+                      X, K, W, K, 0.0f, Y, N);
             double t1 = tr_time_ms();
             tr_matmul(pool, &tw, NULL, X, M, K, Y, N);
             t[r] = tr_time_ms() - t1;
@@ -244,15 +238,9 @@ int bench_kernels(int argc, char **argv) {
     if (threads < 1) threads = 1;
     if (reps < 1) reps = 1;
     if (reps > MAX_REPS) reps = MAX_REPS;
-    void *blas = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (!blas) blas = dlopen("libopenblas.so", RTLD_NOW | RTLD_LOCAL);
-    sgemm_fn sgemm = NULL;
-    if (blas) {
-        *(void **)&sgemm = dlsym(blas, "cblas_sgemm");
-        set_threads_fn set_threads = NULL;
-        *(void **)&set_threads = dlsym(blas, "openblas_set_num_threads");
-        if (set_threads) set_threads(threads);
-    }
+    bench_blas blas;
+    bench_blas_open(threads, &blas); /* blas.sgemm NULL when absent */
+    bench_sgemm_fn sgemm = blas.sgemm;
     tr_pool *pool = tr_pool_create(threads);
     if (!pool) return 1;
     if (!only_gemv) {
@@ -267,6 +255,6 @@ int bench_kernels(int argc, char **argv) {
         stream_free(&stream);
     }
     tr_pool_free(pool);
-    if (blas) dlclose(blas);
+    bench_blas_close(&blas);
     return 0;
 }
