@@ -456,6 +456,12 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     /* the rows' prefetch of rows_avx2 (the integer dot leaves the hardware
      * prefetcher alone too little slack) */
     const long ahead = (long)((PF_BYTES + w->stride - 1) / w->stride);
+    /* the first rows' lines all at once: a chunk of a few dozen rows (the
+     * LLM step's) would otherwise start each chunk at the latency of one
+     * stream ramping up */
+    for (long n = n0; n < n0 + ahead && n < n1; n++)
+        for (size_t o = 0; o < w->stride; o += 64)
+            _mm_prefetch((const char *)(w->data + (size_t)n * w->stride + o), _MM_HINT_T0);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         if (n + ahead < n1)
