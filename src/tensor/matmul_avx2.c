@@ -421,6 +421,10 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
      * F32, whose dots keep up, lost 2-5% to it. */
     bool fetch = w->type != TR_F32 && w->type != TR_F16;
     long ahead = fetch ? (long)((PF_BYTES + w->stride - 1) / w->stride) : n1;
+    /* every type: the first PF_BYTES of the range at once (see
+     * tr_mm_rows_q8_avx2) */
+    for (size_t o = 0; o < PF_BYTES && o < (size_t)(n1 - n0) * w->stride; o += 64)
+        _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
