@@ -200,6 +200,52 @@ static bool granite_cost(const gguf_file *g, long n, bench_enc_cost *out, const 
     return true;
 }
 
+/* Qwen3-ASR audio encoder (family-qwen3_asr.md §6) on n samples: per
+ * chunk of 2 * n_window mel frames (the last zero-padded) three 3x3
+ * stride-2 convolutions and conv_out, then full attention blocks over the
+ * pad-trimmed rows and the proj1 / proj2 head. */
+static bool qwen3_cost(const gguf_file *g, long n, bench_enc_cost *out, const char **why) {
+#define QK(name) "stt.qwen3_asr.encoder." name
+    const double L = u32_or(g, QK("n_layers"), 0), d = u32_or(g, QK("d_model"), 0),
+                 F = u32_or(g, QK("ffn_dim"), 0), C = u32_or(g, QK("downsample_hidden"), 0),
+                 V = u32_or(g, QK("output_dim"), 0);
+    const long M = u32_or(g, QK("num_mel_bins"), 0), W = 2L * u32_or(g, QK("n_window"), 0);
+#undef QK
+    const long hop = u32_or(g, "stt.frontend.hop_length", 160);
+    if (!L || !d || !F || !C || !V || M <= 0 || W <= 0 || hop <= 0) {
+        *why = "missing qwen3_asr encoder keys";
+        return false;
+    }
+    const long T_mel = n / hop;
+    if (T_mel < 1) {
+        *why = "input shorter than one mel frame";
+        return false;
+    }
+    const long n_chunks = (T_mel + W - 1) / W;
+    long h = M, w = W;
+    double conv = 0; /* per chunk */
+    for (int i = 0; i < 3; i++) {
+        h = (h + 1) / 2;
+        w = (w + 1) / 2;
+        conv += 2.0 * C * (i == 0 ? 1 : C) * 9 * (double)h * (double)w;
+    }
+    const long per = w, last = T_mel - (n_chunks - 1) * W;
+    long tail = last;
+    for (int i = 0; i < 3; i++) tail = (tail + 1) / 2;
+    const double T = (double)((n_chunks - 1) * per + tail); /* tr_qa_enc_frames */
+    const double layer = 8 * T * d * d + 4 * T * T * d + 4 * T * d * F;
+    out->family = "qwen3_asr";
+    out->windows = (int)n_chunks;
+    out->gflop = (n_chunks * (conv + 2.0 * per * C * (double)h * d) + L * layer +
+                  2 * T * d * d + 2 * T * d * V) *
+                 1e-9;
+    out->frames = (int)T;
+    out->gemm_m = T > BENCH_SGEMM_MIN_M ? (int)T : BENCH_SGEMM_MIN_M;
+    out->gemm_k = (int)d;
+    out->gemm_n = (int)F;
+    return true;
+}
+
 bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *out,
                        const char **why) {
     memset(out, 0, sizeof *out);
@@ -221,6 +267,8 @@ bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *o
         ok = fastconformer_cost(g, true, n_samples, out, why);
     else if (!strcmp(arch, "granite_speech"))
         ok = granite_cost(g, n_samples, out, why);
+    else if (!strcmp(arch, "qwen3_asr"))
+        ok = qwen3_cost(g, n_samples, out, why);
     else
         *why = "architecture not counted";
     tr_gguf_close(g);
