@@ -236,8 +236,8 @@ static bool qwen3_cost(const gguf_file *g, long n, bench_enc_cost *out, const ch
     const double layer = 8 * T * d * d + 4 * T * T * d + 4 * T * d * F;
     out->family = "qwen3_asr";
     out->windows = (int)n_chunks;
-    out->gflop = (n_chunks * (conv + 2.0 * per * C * (double)h * d) + L * layer +
-                  2 * T * d * d + 2 * T * d * V) *
+    out->gflop = (n_chunks * (conv + 2.0 * per * C * (double)h * d) + L * layer + 2 * T * d * d +
+                  2 * T * d * V) *
                  1e-9;
     out->frames = (int)T;
     out->gemm_m = T > BENCH_SGEMM_MIN_M ? (int)T : BENCH_SGEMM_MIN_M;
