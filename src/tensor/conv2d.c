@@ -70,6 +70,46 @@ static void depthwise_channel(const void *vctx, long ch) {
     if (wr != wbuf) free(wr);
 }
 
+/* One im2col row, r[(ci*kh + ky)*kw + kx] = xg[ci][oy*sh - ph + ky][ox*sw - pw + kx]
+ * (zero outside the image), xg = group g's first input channel. */
+static void im2col_row(const conv2d_ctx *c, const float *xg, int oy, int ox, float *r) {
+    const long hw = (long)c->h * c->w_in;
+    const int iy0 = oy * c->sh - c->ph, ix0 = ox * c->sw - c->pw;
+    if (iy0 >= 0 && iy0 + c->kh <= c->h && ix0 >= 0 && ix0 + c->kw <= c->w_in) {
+        /* the whole window inside the image (most positions): no bounds
+         * checks, and the usual 3x3 window with its taps unrolled */
+        const float *b = xg + (long)iy0 * c->w_in + ix0;
+        if (c->kh == 3 && c->kw == 3) {
+            const long w1 = c->w_in, w2 = 2L * c->w_in;
+            for (int ci = 0; ci < c->cin_g; ci++, b += hw, r += 9) {
+                r[0] = b[0], r[1] = b[1], r[2] = b[2];
+                r[3] = b[w1], r[4] = b[w1 + 1], r[5] = b[w1 + 2];
+                r[6] = b[w2], r[7] = b[w2 + 1], r[8] = b[w2 + 2];
+            }
+        } else {
+            for (int ci = 0; ci < c->cin_g; ci++, b += hw)
+                for (int ky = 0; ky < c->kh; ky++)
+                    for (int kx = 0; kx < c->kw; kx++) *r++ = b[(long)ky * c->w_in + kx];
+        }
+        return;
+    }
+    for (int ci = 0; ci < c->cin_g; ci++) {
+        const float *x = xg + ci * hw;
+        for (int ky = 0; ky < c->kh; ky++) {
+            const int iy = iy0 + ky;
+            if (iy < 0 || iy >= c->h) {
+                for (int kx = 0; kx < c->kw; kx++) *r++ = 0.0f;
+                continue;
+            }
+            const float *xr = x + (long)iy * c->w_in;
+            for (int kx = 0; kx < c->kw; kx++) {
+                const int ix = ix0 + kx;
+                *r++ = (ix >= 0 && ix < c->w_in) ? xr[ix] : 0.0f;
+            }
+        }
+    }
+}
+
 /* X[p - p0][(ci*kh + ky)*kw + kx] = x[g*cin_g + ci][oy*sh - ph + ky][ox*sw - pw + kx] */
 static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
     const conv2d_ctx *c = vctx;
@@ -83,24 +123,11 @@ static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
         }
         return;
     }
+    const float *xg = c->x + (long)g * c->cin_g * hw;
+    int oy = (int)(p0 / c->w_out), ox = (int)(p0 % c->w_out);
     for (long p = p0; p < p1; p++) {
-        const int oy = (int)(p / c->w_out), ox = (int)(p % c->w_out);
-        float *r = X + (p - p0) * K;
-        for (int ci = 0; ci < c->cin_g; ci++) {
-            const float *x = c->x + (long)(g * c->cin_g + ci) * hw;
-            for (int ky = 0; ky < c->kh; ky++) {
-                const int iy = oy * c->sh - c->ph + ky;
-                if (iy < 0 || iy >= c->h) {
-                    for (int kx = 0; kx < c->kw; kx++) *r++ = 0.0f;
-                    continue;
-                }
-                const float *xr = x + (long)iy * c->w_in;
-                for (int kx = 0; kx < c->kw; kx++) {
-                    const int ix = ox * c->sw - c->pw + kx;
-                    *r++ = (ix >= 0 && ix < c->w_in) ? xr[ix] : 0.0f;
-                }
-            }
-        }
+        im2col_row(c, xg, oy, ox, X + (p - p0) * K);
+        if (++ox == c->w_out) ox = 0, oy++;
     }
 }
 

@@ -118,7 +118,9 @@ static void deq_item(const void *vctx, long r) {
 /* The product is taken as Y[c_out][P] = W[c_out][K] . X[P][K]^T with
  * tr_matmul_f32_nt, which writes the channel-major output directly (no
  * transpose pass over the largest tensor of the op). Non-F32 weights are
- * widened once per call; the GEMM would otherwise widen them per panel. */
+ * widened once per call; the GEMM would otherwise widen them per panel.
+ * Where the positions take several im2col chunks, a group's weight is
+ * packed once for all of them (tr_matmul_lhs_pack) instead of per chunk. */
 bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, int groups, int cout_g, long K, long P,
                   const float *bias, tr_im2col_fn im2col, const void *ctx, float *y) {
     const long c_out = (long)groups * cout_g;
@@ -141,16 +143,23 @@ bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, int groups, int cout_g, lon
         tr_conv_parallel_for(pool, c_out, deq_item, &d);
         W = wf;
     }
-    for (long p0 = 0; p0 < P; p0 += chunk) {
-        const long p1 = p0 + chunk < P ? p0 + chunk : P;
-        chunk_ctx c = {im2col, ctx, 0, p0, p1, K, X, bias, y, P};
-        for (int g = 0; g < groups; g++) {
-            c.g = g;
+    for (int g = 0; g < groups; g++) {
+        const float *Wg = W + (long)g * cout_g * K;
+        /* NULL (one chunk, or no memory for it): each product packs Wg */
+        tr_mm_lhs *packed = P > chunk ? tr_matmul_lhs_pack(pool, Wg, (int)K, cout_g, (int)K) : NULL;
+        for (long p0 = 0; p0 < P; p0 += chunk) {
+            const long p1 = p0 + chunk < P ? p0 + chunk : P;
+            chunk_ctx c = {im2col, ctx, g, p0, p1, K, X, bias, y, P};
             tr_conv_parallel_for(pool, (p1 - p0 + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM, im2col_item,
                                  &c);
-            tr_matmul_f32_nt(pool, W + (long)g * cout_g * K, (int)K, X, (int)K,
-                             y + (long)g * cout_g * P + p0, (int)P, cout_g, (int)(p1 - p0), (int)K);
+            float *yg = y + (long)g * cout_g * P + p0;
+            if (packed)
+                tr_matmul_f32_nt_lhs(pool, packed, X, (int)K, yg, (int)P, (int)(p1 - p0));
+            else
+                tr_matmul_f32_nt(pool, Wg, (int)K, X, (int)K, yg, (int)P, cout_g, (int)(p1 - p0),
+                                 (int)K);
         }
+        tr_matmul_lhs_free(packed);
     }
     if (bias) {
         chunk_ctx c = {.bias = bias, .y = y, .P = P};

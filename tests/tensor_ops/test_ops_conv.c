@@ -192,6 +192,9 @@ int main(void) {
         {3, 9, 4, 3, 3, 3, 3, 1, 2, 0, 3, TR_F32},   /* depthwise, pad > stride */
         {2, 1, 1, 1, 1, 5, 1, 1, 0, 0, 1, TR_F32},   /* 1x1 image */
         {4, 3, 5, 1, 1, 6, 1, 1, 0, 0, 2, TR_F16},   /* grouped pointwise */
+        /* im2col chunked (K = 2160, 1000 positions): the weight packed once */
+        {240, 40, 100, 3, 3, 8, 2, 2, 1, 1, 1, TR_F16},
+        {480, 63, 61, 3, 3, 6, 2, 2, 1, 1, 2, TR_F32}, /* the same, grouped, odd sizes */
     };
     /* every CPU level this host runs (the convolutions go through tr_matmul) */
     tr_cpu_level levels[3];
