@@ -131,9 +131,9 @@ static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
     }
 }
 
-void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
-               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
-               float *y, int *h_out, int *w_out) {
+static void conv2d_run(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+                       const tr_conv_weight *cw, const float *bias, int stride_h, int stride_w,
+                       int pad_h, int pad_w, int groups, float *y, int *h_out, int *w_out) {
     const int kw = (int)w->ne[0], kh = (int)w->ne[1], cin_g = (int)w->ne[2];
     const int c_out = (int)w->ne[3];
     int ho = tr_conv1d_out_len(h, kh, stride_h, pad_h, pad_h, 1);
@@ -151,7 +151,7 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
     if (ho <= 0 || wo <= 0) return;
     const bool depthwise = groups == c_in && c_out == c_in;
     const long K = depthwise ? (long)kh * kw : (long)cin_g * kh * kw;
-    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) {
+    if (!cw && !tr_conv_weights_ok("conv2d", w, K, c_out)) { /* cw: checked when made */
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
@@ -164,8 +164,34 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
                     pad_w, ho,   wo, cin_g, w,  bias, y,        pool};
     if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-    else if (!tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c,
-                           y))
+    else if (!tr_conv_gemm(pool, w, cw, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d,
+                           &c, y))
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
     free(xcopy);
+}
+
+void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
+               float *y, int *h_out, int *w_out) {
+    conv2d_run(pool, x, c_in, h, w_in, w, NULL, bias, stride_h, stride_w, pad_h, pad_w, groups, y,
+               h_out, w_out);
+}
+
+tr_conv_weight *tr_conv2d_weight_prepare(tr_pool *pool, const tr_tensor *w, int groups) {
+    const long K = (long)(w->ne[0] * w->ne[1] * w->ne[2]), c_out = (long)w->ne[3];
+    if (groups <= 0 || c_out % groups || (w->ne[2] == 1 && groups == c_out)) return NULL;
+    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return NULL;
+    }
+    return tr_conv_weight_make(pool, w, groups, K, c_out);
+}
+
+void tr_conv2d_prepared(tr_pool *pool, const float *x, int c_in, int h, int w_in,
+                        const tr_conv_weight *cw, const float *bias, int stride_h, int stride_w,
+                        int pad_h, int pad_w, float *y, int *h_out, int *w_out) {
+    int groups;
+    const tr_tensor *w = tr_conv_weight_tensor(cw, &groups);
+    conv2d_run(pool, x, c_in, h, w_in, w, cw, bias, stride_h, stride_w, pad_h, pad_w, groups, y,
+               h_out, w_out);
 }

@@ -95,17 +95,6 @@ transcribe_status tr_qa_log_mel(const qa_model *m, tr_pool *pool, const float *p
 transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *mel, int T_mel,
                                float **out, int *T_enc, tr_run_span *progress);
 
-/* Conv front end (qwen3_asr_conv.c) over n chunks of W frames side by side:
- * img [n_mels][n * S] holds chunk j at columns [j*S, j*S + W) and zeros in
- * the rest of its slot, S = tr_qa_conv_slot(W) (a multiple of 8).
- * feat [n * T_c][conv_ch * m3] gets each chunk's T_c = ceil(W/8) rows in
- * order. buf_a holds conv_ch * ceil(n_mels/2) * n*S/2 floats, buf_b
- * conv_ch * ceil(n_mels/4) * n*S/4. Not OK only when a conv refused its
- * weights (logged and noted on the pool). */
-int tr_qa_conv_slot(int W);
-transcribe_status tr_qa_conv_chunks(const qa_model *m, tr_pool *pool, const float *img, int n,
-                                    int W, float *buf_a, float *buf_b, float *feat);
-
 /* Prompt (qwen3_asr_run.c): ids of §7 for T_enc audio rows and an optional
  * language code; *n gets the length (ids must hold T_enc + 15 + 32). */
 transcribe_status tr_qa_build_prompt(const qa_model *m, int T_enc, const char *lang, int32_t *ids,
