@@ -80,11 +80,14 @@ static void im2col_row(const conv2d_ctx *c, const float *xg, int oy, int ox, flo
          * checks, and the usual 3x3 window with its taps unrolled */
         const float *b = xg + (long)iy0 * c->w_in + ix0;
         if (c->kh == 3 && c->kw == 3) {
+            /* each window row as one 4-float copy whose last float the next
+             * row's copy overwrites (the last row copies 3): the 4th float
+             * read lies in the image (at worst the next row's first) */
             const long w1 = c->w_in, w2 = 2L * c->w_in;
             for (int ci = 0; ci < c->cin_g; ci++, b += hw, r += 9) {
-                r[0] = b[0], r[1] = b[1], r[2] = b[2];
-                r[3] = b[w1], r[4] = b[w1 + 1], r[5] = b[w1 + 2];
-                r[6] = b[w2], r[7] = b[w2 + 1], r[8] = b[w2 + 2];
+                memcpy(r, b, 4 * sizeof(float));
+                memcpy(r + 3, b + w1, 4 * sizeof(float));
+                memcpy(r + 6, b + w2, 3 * sizeof(float));
             }
         } else {
             for (int ci = 0; ci < c->cin_g; ci++, b += hw)
