@@ -106,7 +106,7 @@ void tr_conv1d(tr_pool *pool, const float *x, int c_in, int t_in, const tr_tenso
     conv1d_ctx c = {x, c_in, t_in, t_out, k, stride, pad_l, dilation, cin_g, w, bias, y, pool};
     if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-    else if (!tr_conv_gemm(pool, w, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y))
+    else if (!tr_conv_gemm(pool, w, NULL, groups, c_out / groups, K, t_out, bias, im2col_1d, &c, y))
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
     free(xcopy);
 }

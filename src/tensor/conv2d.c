@@ -70,6 +70,49 @@ static void depthwise_channel(const void *vctx, long ch) {
     if (wr != wbuf) free(wr);
 }
 
+/* One im2col row, r[(ci*kh + ky)*kw + kx] = xg[ci][oy*sh - ph + ky][ox*sw - pw + kx]
+ * (zero outside the image), xg = group g's first input channel. */
+static void im2col_row(const conv2d_ctx *c, const float *xg, int oy, int ox, float *r) {
+    const long hw = (long)c->h * c->w_in;
+    const int iy0 = oy * c->sh - c->ph, ix0 = ox * c->sw - c->pw;
+    if (iy0 >= 0 && iy0 + c->kh <= c->h && ix0 >= 0 && ix0 + c->kw <= c->w_in) {
+        /* the whole window inside the image (most positions): no bounds
+         * checks, and the usual 3x3 window with its taps unrolled */
+        const float *b = xg + (long)iy0 * c->w_in + ix0;
+        if (c->kh == 3 && c->kw == 3) {
+            /* each window row as one 4-float copy whose last float the next
+             * row's copy overwrites (the last row copies 3): the 4th float
+             * read lies in the image (at worst the next row's first) */
+            const long w1 = c->w_in, w2 = 2L * c->w_in;
+            for (int ci = 0; ci < c->cin_g; ci++, b += hw, r += 9) {
+                memcpy(r, b, 4 * sizeof(float));
+                memcpy(r + 3, b + w1, 4 * sizeof(float));
+                memcpy(r + 6, b + w2, 3 * sizeof(float));
+            }
+        } else {
+            for (int ci = 0; ci < c->cin_g; ci++, b += hw)
+                for (int ky = 0; ky < c->kh; ky++)
+                    for (int kx = 0; kx < c->kw; kx++) *r++ = b[(long)ky * c->w_in + kx];
+        }
+        return;
+    }
+    for (int ci = 0; ci < c->cin_g; ci++) {
+        const float *x = xg + ci * hw;
+        for (int ky = 0; ky < c->kh; ky++) {
+            const int iy = iy0 + ky;
+            if (iy < 0 || iy >= c->h) {
+                for (int kx = 0; kx < c->kw; kx++) *r++ = 0.0f;
+                continue;
+            }
+            const float *xr = x + (long)iy * c->w_in;
+            for (int kx = 0; kx < c->kw; kx++) {
+                const int ix = ix0 + kx;
+                *r++ = (ix >= 0 && ix < c->w_in) ? xr[ix] : 0.0f;
+            }
+        }
+    }
+}
+
 /* X[p - p0][(ci*kh + ky)*kw + kx] = x[g*cin_g + ci][oy*sh - ph + ky][ox*sw - pw + kx] */
 static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
     const conv2d_ctx *c = vctx;
@@ -83,30 +126,17 @@ static void im2col_2d(const void *vctx, int g, long p0, long p1, float *X) {
         }
         return;
     }
+    const float *xg = c->x + (long)g * c->cin_g * hw;
+    int oy = (int)(p0 / c->w_out), ox = (int)(p0 % c->w_out);
     for (long p = p0; p < p1; p++) {
-        const int oy = (int)(p / c->w_out), ox = (int)(p % c->w_out);
-        float *r = X + (p - p0) * K;
-        for (int ci = 0; ci < c->cin_g; ci++) {
-            const float *x = c->x + (long)(g * c->cin_g + ci) * hw;
-            for (int ky = 0; ky < c->kh; ky++) {
-                const int iy = oy * c->sh - c->ph + ky;
-                if (iy < 0 || iy >= c->h) {
-                    for (int kx = 0; kx < c->kw; kx++) *r++ = 0.0f;
-                    continue;
-                }
-                const float *xr = x + (long)iy * c->w_in;
-                for (int kx = 0; kx < c->kw; kx++) {
-                    const int ix = ox * c->sw - c->pw + kx;
-                    *r++ = (ix >= 0 && ix < c->w_in) ? xr[ix] : 0.0f;
-                }
-            }
-        }
+        im2col_row(c, xg, oy, ox, X + (p - p0) * K);
+        if (++ox == c->w_out) ox = 0, oy++;
     }
 }
 
-void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
-               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
-               float *y, int *h_out, int *w_out) {
+static void conv2d_run(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+                       const tr_conv_weight *cw, const float *bias, int stride_h, int stride_w,
+                       int pad_h, int pad_w, int groups, float *y, int *h_out, int *w_out) {
     const int kw = (int)w->ne[0], kh = (int)w->ne[1], cin_g = (int)w->ne[2];
     const int c_out = (int)w->ne[3];
     int ho = tr_conv1d_out_len(h, kh, stride_h, pad_h, pad_h, 1);
@@ -124,7 +154,7 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
     if (ho <= 0 || wo <= 0) return;
     const bool depthwise = groups == c_in && c_out == c_in;
     const long K = depthwise ? (long)kh * kw : (long)cin_g * kh * kw;
-    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) {
+    if (!cw && !tr_conv_weights_ok("conv2d", w, K, c_out)) { /* cw: checked when made */
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
@@ -137,8 +167,34 @@ void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const t
                     pad_w, ho,   wo, cin_g, w,  bias, y,        pool};
     if (depthwise)
         tr_conv_parallel_for(pool, c_out, depthwise_channel, &c);
-    else if (!tr_conv_gemm(pool, w, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d, &c,
-                           y))
+    else if (!tr_conv_gemm(pool, w, cw, groups, c_out / groups, K, (long)ho * wo, bias, im2col_2d,
+                           &c, y))
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
     free(xcopy);
+}
+
+void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
+               const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
+               float *y, int *h_out, int *w_out) {
+    conv2d_run(pool, x, c_in, h, w_in, w, NULL, bias, stride_h, stride_w, pad_h, pad_w, groups, y,
+               h_out, w_out);
+}
+
+tr_conv_weight *tr_conv2d_weight_prepare(tr_pool *pool, const tr_tensor *w, int groups) {
+    const long K = (long)(w->ne[0] * w->ne[1] * w->ne[2]), c_out = (long)w->ne[3];
+    if (groups <= 0 || c_out % groups || (w->ne[2] == 1 && groups == c_out)) return NULL;
+    if (!tr_conv_weights_ok("conv2d", w, K, c_out)) {
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return NULL;
+    }
+    return tr_conv_weight_make(pool, w, groups, K, c_out);
+}
+
+void tr_conv2d_prepared(tr_pool *pool, const float *x, int c_in, int h, int w_in,
+                        const tr_conv_weight *cw, const float *bias, int stride_h, int stride_w,
+                        int pad_h, int pad_w, float *y, int *h_out, int *w_out) {
+    int groups;
+    const tr_tensor *w = tr_conv_weight_tensor(cw, &groups);
+    conv2d_run(pool, x, c_in, h, w_in, w, cw, bias, stride_h, stride_w, pad_h, pad_w, groups, y,
+               h_out, w_out);
 }

@@ -115,42 +115,100 @@ static void deq_item(const void *vctx, long r) {
     tr_conv_weight_row(c->w, c->K, r, c->wf + r * c->K);
 }
 
+/* w's c_out rows widened to F32 (malloc'ed), or NULL when out of memory. */
+static float *widen(tr_pool *pool, const tr_tensor *w, long K, long c_out) {
+    float *wf = malloc(sizeof(float) * (size_t)(c_out * K));
+    if (wf) {
+        deq_ctx d = {w, K, wf};
+        tr_conv_parallel_for(pool, c_out, deq_item, &d);
+    }
+    return wf;
+}
+
+struct tr_conv_weight {
+    const tr_tensor *w;
+    int groups, cout_g;
+    long K;
+    float *wf;           /* the rows widened to F32; NULL when w is F32 */
+    tr_mm_lhs *packed[]; /* per group; NULL where memory ran out (packed per call) */
+};
+
+tr_conv_weight *tr_conv_weight_make(tr_pool *pool, const tr_tensor *w, int groups, long K,
+                                    long c_out) {
+    tr_conv_weight *cw = calloc(1, sizeof *cw + sizeof(tr_mm_lhs *) * (size_t)groups);
+    if (!cw) return NULL;
+    cw->w = w;
+    cw->groups = groups;
+    cw->cout_g = (int)(c_out / groups);
+    cw->K = K;
+    if (w->type != TR_F32 && !(cw->wf = widen(pool, w, K, c_out))) {
+        free(cw);
+        return NULL;
+    }
+    const float *W = cw->wf ? cw->wf : (const float *)w->data;
+    for (int g = 0; g < groups; g++)
+        cw->packed[g] =
+            tr_matmul_lhs_pack(pool, W + (long)g * cw->cout_g * K, (int)K, cw->cout_g, (int)K);
+    return cw;
+}
+
+const tr_tensor *tr_conv_weight_tensor(const tr_conv_weight *cw, int *groups) {
+    *groups = cw->groups;
+    return cw->w;
+}
+
+void tr_conv_weight_free(tr_conv_weight *cw) {
+    if (!cw) return;
+    for (int g = 0; g < cw->groups; g++) tr_matmul_lhs_free(cw->packed[g]);
+    free(cw->wf);
+    free(cw);
+}
+
 /* The product is taken as Y[c_out][P] = W[c_out][K] . X[P][K]^T with
  * tr_matmul_f32_nt, which writes the channel-major output directly (no
  * transpose pass over the largest tensor of the op). Non-F32 weights are
- * widened once per call; the GEMM would otherwise widen them per panel. */
-bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, int groups, int cout_g, long K, long P,
-                  const float *bias, tr_im2col_fn im2col, const void *ctx, float *y) {
+ * widened once per call (or once for all calls: cw); the GEMM would
+ * otherwise widen them per panel. Where the positions take several im2col
+ * chunks, a group's weight is packed once for all of them
+ * (tr_matmul_lhs_pack) instead of per chunk. */
+bool tr_conv_gemm(tr_pool *pool, const tr_tensor *w, const tr_conv_weight *cw, int groups,
+                  int cout_g, long K, long P, const float *bias, tr_im2col_fn im2col,
+                  const void *ctx, float *y) {
     const long c_out = (long)groups * cout_g;
     if (P <= 0 || c_out <= 0) return true;
     long chunk = IM2COL_BUDGET / K;
     if (chunk < 64) chunk = 64;
     if (chunk > P) chunk = P;
     float *X = malloc(sizeof(float) * (size_t)(chunk * K));
-    float *wf = w->type == TR_F32 ? NULL : malloc(sizeof(float) * (size_t)(c_out * K));
-    if (!X || (w->type != TR_F32 && !wf)) {
+    float *wf = !cw && w->type != TR_F32 ? widen(pool, w, K, c_out) : NULL;
+    if (!X || (!cw && w->type != TR_F32 && !wf)) {
         TR_ERROR("conv: out of memory (%ld x %ld im2col)", chunk, K);
         free(X);
         free(wf);
         memset(y, 0, sizeof(float) * (size_t)(c_out * P));
         return false;
     }
-    const float *W = (const float *)w->data;
-    if (wf) {
-        deq_ctx d = {w, K, wf};
-        tr_conv_parallel_for(pool, c_out, deq_item, &d);
-        W = wf;
-    }
-    for (long p0 = 0; p0 < P; p0 += chunk) {
-        const long p1 = p0 + chunk < P ? p0 + chunk : P;
-        chunk_ctx c = {im2col, ctx, 0, p0, p1, K, X, bias, y, P};
-        for (int g = 0; g < groups; g++) {
-            c.g = g;
+    const float *W = cw && cw->wf ? cw->wf : wf ? wf : (const float *)w->data;
+    for (int g = 0; g < groups; g++) {
+        const float *Wg = W + (long)g * cout_g * K;
+        /* own: packed for this call's chunks; NULL where one chunk (or no
+         * memory for it) lets each product pack Wg */
+        tr_mm_lhs *own =
+            !cw && P > chunk ? tr_matmul_lhs_pack(pool, Wg, (int)K, cout_g, (int)K) : NULL;
+        const tr_mm_lhs *packed = cw ? cw->packed[g] : own;
+        for (long p0 = 0; p0 < P; p0 += chunk) {
+            const long p1 = p0 + chunk < P ? p0 + chunk : P;
+            chunk_ctx c = {im2col, ctx, g, p0, p1, K, X, bias, y, P};
             tr_conv_parallel_for(pool, (p1 - p0 + ROWS_PER_ITEM - 1) / ROWS_PER_ITEM, im2col_item,
                                  &c);
-            tr_matmul_f32_nt(pool, W + (long)g * cout_g * K, (int)K, X, (int)K,
-                             y + (long)g * cout_g * P + p0, (int)P, cout_g, (int)(p1 - p0), (int)K);
+            float *yg = y + (long)g * cout_g * P + p0;
+            if (packed)
+                tr_matmul_f32_nt_lhs(pool, packed, X, (int)K, yg, (int)P, (int)(p1 - p0));
+            else
+                tr_matmul_f32_nt(pool, Wg, (int)K, X, (int)K, yg, (int)P, cout_g, (int)(p1 - p0),
+                                 (int)K);
         }
+        tr_matmul_lhs_free(own);
     }
     if (bias) {
         chunk_ctx c = {.bias = bias, .y = y, .P = P};

@@ -485,8 +485,17 @@ static bool x_group_sums(tr_pool *pool, const float *X, long K, bool kquant, flo
     return true;
 }
 
+/* X of a GEMM packed once for several calls (tr_matmul_lhs_pack). */
+struct tr_mm_lhs {
+    const tr_mm_isa *isa; /* the table it was packed for */
+    const float *A;       /* unpacked, for calls that split rows */
+    long M, K, lda, mpad;
+    int kc;      /* K block of the layout */
+    float *data; /* [K block][tile][kc][MR], as prepack_task writes */
+};
+
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
-                       long ldx, float *Y, long ldy) {
+                       long ldx, float *Y, long ldy, const tr_mm_lhs *pre) {
     if (M <= 0 || w->N <= 0) return;
     const tr_mm_isa *isa = select_isa();
     if (w->K == 0) {
@@ -519,7 +528,11 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
     gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk, NULL, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
-    if (!split_rows && panels > c.chunk) {         /* more than one chunk packs X */
+    if (pre && !split_rows && pre->isa == isa && pre->kc == blk.kc && pre->M == M &&
+        pre->K == (long)w->K) { /* packed by the caller, in this call's layout */
+        c.mpad = pre->mpad;
+        c.xpre = pre->data;
+    } else if (!split_rows && panels > c.chunk) { /* more than one chunk packs X */
         c.mpad = (M + isa->mr - 1) / isa->mr * isa->mr;
         float *dst = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (size_t)c.mpad * w->K);
         if (dst) { /* else each chunk packs its own, as before */
@@ -556,7 +569,7 @@ static bool weight_view(tr_pool *pool, const tr_tensor *W, tr_mm_w *w) {
 void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
                float *Y, int ldy) {
     tr_mm_w w;
-    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy);
+    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy, NULL);
 }
 
 /* ---- grouped matrix-vector ---- */
@@ -679,5 +692,36 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
-    run_matmul(pool, &w, NULL, A, M, lda, C, ldc);
+    run_matmul(pool, &w, NULL, A, M, lda, C, ldc, NULL);
+}
+
+tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int K) {
+    const tr_mm_isa *isa = select_isa();
+    if (M < 1 || K < 1) return NULL;
+    tr_mm_w w = {TR_F32, NULL, 0, K, 1}; /* blocking reads only K and the type */
+    mm_blocking blk = blocking_for(isa, tr_pool_n_threads(pool), &w);
+    tr_mm_lhs *h = malloc(sizeof *h);
+    long mpad = ((long)M + isa->mr - 1) / isa->mr * isa->mr;
+    float *data = h ? alloc_floats((size_t)mpad * (size_t)K) : NULL;
+    if (!data) {
+        free(h);
+        return NULL; /* the caller keeps A unpacked */
+    }
+    *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data};
+    gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
+    prepack_ctx p = {&c, data, blk.kc};
+    tr_pool_run(pool, prepack_task, &p);
+    return h;
+}
+
+void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int ldb, float *C,
+                          int ldc, int N) {
+    tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), A->K, N};
+    run_matmul(pool, &w, NULL, A->A, A->M, A->lda, C, ldc, A);
+}
+
+void tr_matmul_lhs_free(tr_mm_lhs *A) {
+    if (!A) return;
+    free(A->data);
+    free(A);
 }

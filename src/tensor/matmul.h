@@ -59,6 +59,18 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K);
 
+/* A of tr_matmul_f32_nt packed once for several products that share it (a
+ * convolution's weight against successive im2col chunks), so each call
+ * skips that pass. A itself stays the caller's and must outlive the handle
+ * (a call whose shape splits rows reads it unpacked). Results equal
+ * tr_matmul_f32_nt's bit for bit. NULL when memory runs out: call
+ * tr_matmul_f32_nt instead. */
+typedef struct tr_mm_lhs tr_mm_lhs;
+tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int K);
+void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int ldb, float *C,
+                          int ldc, int N);
+void tr_matmul_lhs_free(tr_mm_lhs *A);
+
 /* Selected kernel family, for logs and benchmarks: a tensor/cpu.h level
  * name ("avx512", "avx2", "neon_dotprod", "neon", "scalar"). */
 const char *tr_matmul_isa(void);

@@ -70,6 +70,19 @@ void tr_conv1d(tr_pool *pool, const float *x, int c_in, int t_in, const tr_tenso
 void tr_conv2d(tr_pool *pool, const float *x, int c_in, int h, int w_in, const tr_tensor *w,
                const float *bias, int stride_h, int stride_w, int pad_h, int pad_w, int groups,
                float *y, int *h_out, int *w_out);
+/* A dense (not depthwise) conv2d weight made ready once for many calls
+ * with the same weight, e.g. a model that convolves chunk by chunk: rows
+ * widened to F32 and packed for the GEMM, so that each tr_conv2d_prepared
+ * skips that work; results equal tr_conv2d's bit for bit. Borrows w (which
+ * must outlive it). NULL for a depthwise weight (it has nothing to
+ * prepare), one tr_conv2d would refuse (logged, noted on the pool) or when
+ * memory runs out: then call tr_conv2d. */
+typedef struct tr_conv_weight tr_conv_weight;
+tr_conv_weight *tr_conv2d_weight_prepare(tr_pool *pool, const tr_tensor *w, int groups);
+void tr_conv2d_prepared(tr_pool *pool, const float *x, int c_in, int h, int w_in,
+                        const tr_conv_weight *cw, const float *bias, int stride_h, int stride_w,
+                        int pad_h, int pad_w, float *y, int *h_out, int *w_out);
+void tr_conv_weight_free(tr_conv_weight *cw);
 
 /* ---- positions ---- */
 /* Rotary embedding on x = n_tok rows, each n_head heads of head_dim floats

@@ -1,7 +1,8 @@
 /* tr_matmul for every weight type against a double-precision reference on
  * awkward shapes; every ISA path; bit-identical results for 1/2/3 threads;
  * bias on/off; row strides larger than K/N (the gaps must stay untouched);
- * the cache-blocked driver's block edges; tr_matmul_f32_nt. */
+ * the cache-blocked driver's block edges; tr_matmul_f32_nt, with A packed
+ * once (tr_matmul_lhs_pack). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,6 +312,42 @@ static void test_nt(tr_pool *pool) {
     free(C);
 }
 
+/* tr_matmul_f32_nt_lhs: A packed once gives tr_matmul_f32_nt's outputs bit
+ * for bit over several B, at every level and 1-3 threads, with strides
+ * wider than K; shapes where the call splits rows (few output columns)
+ * read A unpacked; the gaps of C stay untouched. */
+static void test_nt_lhs(tr_pool *pools[3]) {
+    const int M = 70, K = 600, lda = 611, ldb = 603, ldc = 650;
+    const int Ns[3] = {640, 33, 5}; /* many panels, a few, fewer than threads */
+    float *A = malloc(sizeof(float) * M * lda), *B = malloc(sizeof(float) * 640 * ldb);
+    float *C0 = malloc(sizeof(float) * M * ldc), *C1 = malloc(sizeof(float) * M * ldc);
+    for (int i = 0; i < M * lda; i++) A[i] = kref_uniform();
+    for (int i = 0; i < 640 * ldb; i++) B[i] = kref_uniform();
+    for (int ii = 0; ii < k_n_levels; ii++) {
+        CHECK(tr_cpu_force(k_levels[ii]));
+        for (int p = 0; p < 3; p++) {
+            tr_mm_lhs *h = tr_matmul_lhs_pack(pools[p], A, lda, M, K);
+            CHECK(h != NULL);
+            for (int t = 0; t < 3 && h; t++) {
+                for (int i = 0; i < M * ldc; i++) C0[i] = C1[i] = SENTINEL;
+                tr_matmul_f32_nt(pools[p], A, lda, B, ldb, C0, ldc, M, Ns[t], K);
+                tr_matmul_f32_nt_lhs(pools[p], h, B, ldb, C1, ldc, Ns[t]);
+                CHECK_MSG(memcmp(C0, C1, sizeof(float) * (size_t)(M * ldc)) == 0,
+                          "f32_nt_lhs %s N=%d %d threads differ", tr_cpu_level_name(k_levels[ii]),
+                          Ns[t], p + 1);
+            }
+            tr_matmul_lhs_free(h);
+        }
+    }
+    tr_cpu_unforce();
+    CHECK(tr_matmul_lhs_pack(pools[0], A, lda, 0, K) == NULL);
+    tr_matmul_lhs_free(NULL);
+    free(A);
+    free(B);
+    free(C0);
+    free(C1);
+}
+
 /* tr_linear_group: each output equals tr_linear's bit for bit, for a group
  * of mixed weight types sharing one dispatch (M == 1) and for M > 1; bad
  * groups are refused without touching the outputs. */
@@ -381,6 +418,7 @@ int main(void) {
     test_large(pools[1]);
     test_blocking(pools);
     test_nt(pools[1]);
+    test_nt_lhs(pools);
     test_x_scales(pools[1]);
     test_group(pools);
     CHECK(tr_matmul_force_isa(NULL));

@@ -1,7 +1,8 @@
 /* conv1d / conv2d against naive double loops over stride, padding, dilation,
  * groups (dense, grouped, depthwise, pointwise), F32 and F16 weights, an
  * im2col large enough to be chunked, empty outputs, and bit-identical
- * results for 1, 2 and 3 threads. */
+ * results for 1, 2 and 3 threads and for conv2d weights prepared once
+ * (tr_conv2d_weight_prepare). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,23 @@ static void run_conv2d(const c2_case *c, tr_pool *pools[3]) {
         CHECK(memcmp(io, y[0], sizeof(float) * (size_t)n) == 0);
         free(io);
     }
+    { /* the weight prepared once: bit for bit tr_conv2d's output, twice over */
+        tr_conv_weight *cw = tr_conv2d_weight_prepare(pools[1], &w, c->groups);
+        const bool depthwise = cin_g == 1 && c->groups == c->c_out;
+        CHECK(depthwise ? cw == NULL : cw != NULL);
+        float *yp = malloc(sizeof(float) * (size_t)(n + 1));
+        for (int rep = 0; rep < 2 && cw; rep++) {
+            int gh = -1, gw = -1;
+            yp[n] = 777.0f;
+            tr_conv2d_prepared(pools[rep + 1], x, c->c_in, c->h, c->w, cw, bias, c->sh, c->sw,
+                               c->ph, c->pw, yp, &gh, &gw);
+            CHECK(gh == ho && gw == wo && yp[n] == 777.0f);
+            CHECK_MSG(memcmp(yp, y[0], sizeof(float) * (size_t)n) == 0,
+                      "prepared conv2d cin %d cout %d g %d differs", c->c_in, c->c_out, c->groups);
+        }
+        tr_conv_weight_free(cw);
+        free(yp);
+    }
     double e = err_ratio(y[0], ref, n, 2e-5, 2e-5);
     CHECK_MSG(e <= 1, "conv2d cin %d %dx%d k %dx%d cout %d s %d,%d pad %d,%d g %d %s: %g", c->c_in,
               c->h, c->w, c->kh, c->kw, c->c_out, c->sh, c->sw, c->ph, c->pw, c->groups,
@@ -192,6 +210,9 @@ int main(void) {
         {3, 9, 4, 3, 3, 3, 3, 1, 2, 0, 3, TR_F32},   /* depthwise, pad > stride */
         {2, 1, 1, 1, 1, 5, 1, 1, 0, 0, 1, TR_F32},   /* 1x1 image */
         {4, 3, 5, 1, 1, 6, 1, 1, 0, 0, 2, TR_F16},   /* grouped pointwise */
+        /* im2col chunked (K = 2160, 1000 positions): the weight packed once */
+        {240, 40, 100, 3, 3, 8, 2, 2, 1, 1, 1, TR_F16},
+        {480, 63, 61, 3, 3, 6, 2, 2, 1, 1, 2, TR_F32}, /* the same, grouped, odd sizes */
     };
     /* every CPU level this host runs (the convolutions go through tr_matmul) */
     tr_cpu_level levels[3];

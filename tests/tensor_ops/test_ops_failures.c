@@ -96,6 +96,24 @@ static void conv_refusals(tr_pool *pool) {
     tr_conv2d(pool, x, 4, 1, 10, &w2, NULL, 1, 1, 0, 1, 1, y, &ho, &wo); /* fits */
     CHECK(tr_pool_take_failures(pool) == 0);
     CHECK(ho == 1 && wo == 10);
+    /* a prepared weight: refused when too short for its shape (noted), not
+     * made for groups that do not divide c_out; a fitting one convolves
+     * like the plain call and its groups must fit c_in */
+    tr_tensor w2_short = w2;
+    w2_short.nbytes = sizeof w / 2;
+    CHECK(tr_conv2d_weight_prepare(pool, &w2_short, 1) == NULL);
+    CHECK(tr_pool_take_failures(pool) == TR_POOL_FAIL_INVALID);
+    CHECK(tr_conv2d_weight_prepare(pool, &w2, 4) == NULL);
+    tr_conv_weight *cw = tr_conv2d_weight_prepare(pool, &w2, 1);
+    CHECK(cw != NULL && tr_pool_take_failures(pool) == 0);
+    float y2[6 * 10];
+    tr_conv2d_prepared(pool, x, 4, 1, 10, cw, NULL, 1, 1, 0, 1, y2, &ho, &wo);
+    CHECK(tr_pool_take_failures(pool) == 0 && ho == 1 && wo == 10);
+    CHECK(memcmp(y, y2, sizeof y2) == 0);
+    tr_conv2d_prepared(pool, x, 8, 1, 5, cw, NULL, 1, 1, 0, 1, y2, &ho, &wo); /* c_in 8 */
+    CHECK(tr_pool_take_failures(pool) == TR_POOL_FAIL_INVALID);
+    CHECK(ho == 0 && wo == 0);
+    tr_conv_weight_free(cw);
 }
 
 int main(void) {
