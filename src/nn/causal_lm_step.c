@@ -324,7 +324,6 @@ static void qkv_units(const step_ctx *c, const tr_clm_block *b, int u0, int u1, 
 
 static void layer(const step_ctx *c, int l, part_buf *pb) {
     tr_clm_state *st = c->st;
-    const tr_clm_hparams *hp = &st->hp;
     const tr_clm_block *b = &st->w.blocks[l];
     clm_step1 *s = c->s;
     phase *ph = s->ph + (size_t)l * PH_PER_LAYER;
