@@ -167,6 +167,21 @@ void tr_clm_state_free(tr_clm_state *st) {
     free(st);
 }
 
+void tr_clm_state_trim(tr_clm_state *st) {
+    if (!st) return;
+    kv_release(&st->kv);
+    free(st->scratch);
+    free(st->x);
+    free(st->logits);
+    free(st->pos32);
+    free(st->segs);
+    st->scratch = st->x = st->logits = NULL;
+    st->pos32 = NULL;
+    st->segs = NULL;
+    st->cap_rows = 0;
+    st->n_logit_rows = 0;
+}
+
 transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     tr_clm_kv *kv = &st->kv;
     const int kv_dim = st->hp.n_head_kv * st->hp.head_dim;

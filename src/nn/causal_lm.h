@@ -107,6 +107,8 @@ void tr_clm_state_free(tr_clm_state *st);
  * reallocated, zero-filled, when the slot count changes or it is too
  * small). OOM on failure. */
 transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx);
+/* Frees the KV cache and the row scratch (both grown again on next use). */
+void tr_clm_state_trim(tr_clm_state *st);
 const tr_clm_kv *tr_clm_cache(const tr_clm_state *st);
 size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16);
 

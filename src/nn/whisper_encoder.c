@@ -59,20 +59,20 @@ void tr_whenc_free(tr_whenc *e) {
 
 bool tr_whenc_work_init(tr_whenc_work *w, const tr_whenc *e, int n_frames) {
     const size_t D = (size_t)e->d_model, T = (size_t)n_frames, S = T / 2;
+    /* the conv stem's buffers live in the blocks' scratch, which is idle
+     * until the stem's output is transposed into the residual stream
+     * (18 MiB less at Whisper-medium size) */
+    size_t n = tr_nn_enc_block_scratch(&e->dims, (int)S);
+    if (n < D * (T + S)) n = D * (T + S);
     w->n_frames = n_frames;
-    w->conv_a = malloc(D * T * sizeof(float));
-    w->conv_b = malloc(D * S * sizeof(float));
-    w->scratch = malloc(tr_nn_enc_block_scratch(&e->dims, (int)S) * sizeof(float));
-    if (!w->conv_a || !w->conv_b || !w->scratch) {
-        tr_whenc_work_free(w);
-        return false;
-    }
+    w->scratch = malloc(n * sizeof(float));
+    if (!w->scratch) return false;
+    w->conv_a = w->scratch;
+    w->conv_b = w->scratch + D * T;
     return true;
 }
 
 void tr_whenc_work_free(tr_whenc_work *w) {
-    free(w->conv_a);
-    free(w->conv_b);
     free(w->scratch);
     w->conv_a = w->conv_b = w->scratch = NULL;
 }

@@ -42,8 +42,8 @@ void tr_whenc_free(tr_whenc *e);
 /* Scratch for one forward of up to n_frames mel frames. */
 typedef struct tr_whenc_work {
     int n_frames;
-    float *conv_a;  /* [D][n_frames] */
-    float *conv_b;  /* [D][n_frames/2] */
+    float *conv_a;  /* [D][n_frames], inside scratch */
+    float *conv_b;  /* [D][n_frames/2], inside scratch after conv_a */
     float *scratch; /* block scratch */
 } tr_whenc_work;
 

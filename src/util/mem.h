@@ -13,4 +13,10 @@ void tr_free_each(void *const *ps, size_t n);
     tr_free_each((void *const[]){__VA_ARGS__},                                                     \
                  sizeof((void *const[]){__VA_ARGS__}) / sizeof(void *))
 
+/* Hands the allocator's free pages back to the system (glibc's malloc_trim;
+ * nothing elsewhere). glibc keeps buffers freed below its dynamic mmap
+ * threshold (up to 32 MiB) resident in its heap, so a run's transients
+ * would otherwise still be resident when the next run allocates its own. */
+void tr_mem_release_free(void);
+
 #endif

@@ -16,6 +16,7 @@
 #include "tensor/ops.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
+#include "util/mem.h"
 #include "util/timer.h"
 
 /* ---- sessions ---- */
@@ -342,6 +343,8 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     int32_t *ids = NULL;
     int *apos = NULL, T_enc = 0, n_ids = 0;
     tr_run_span enc = {ctx, 0.0, TR_RUN_ENCODED};
+    tr_clm_state_trim(s->dec.lm);
+    tr_mem_release_free();
     st = encode_timed(s, pcm, n_samples, ctx, &enc, &audio, &T_enc);
     double t1 = tr_time_ms();
     int n_used = 0;
