@@ -15,6 +15,7 @@
 #include "tensor/ops.h"
 #include "util/argmax.h"
 #include "util/log.h"
+#include "util/mem.h"
 
 /* Prefill row chunk: large enough for GEMM efficiency, small enough that the
  * FFN scratch of a long prompt stays bounded (rows × d_ffn floats). */
@@ -155,31 +156,22 @@ static void kv_release(tr_clm_kv *kv) {
     kv->n_slot = kv->n_ctx = 0;
 }
 
-void tr_clm_state_free(tr_clm_state *st) {
-    if (!st) return;
-    kv_release(&st->kv);
-    tr_clm_step1_free(st->step1);
-    free(st->scratch);
-    free(st->x);
-    free(st->logits);
-    free(st->pos32);
-    free(st->segs);
-    free(st);
-}
-
 void tr_clm_state_trim(tr_clm_state *st) {
     if (!st) return;
     kv_release(&st->kv);
-    free(st->scratch);
-    free(st->x);
-    free(st->logits);
-    free(st->pos32);
-    free(st->segs);
+    TR_FREE_ALL(st->scratch, st->x, st->logits, st->pos32, st->segs);
     st->scratch = st->x = st->logits = NULL;
     st->pos32 = NULL;
     st->segs = NULL;
     st->cap_rows = 0;
     st->n_logit_rows = 0;
+}
+
+void tr_clm_state_free(tr_clm_state *st) {
+    if (!st) return;
+    tr_clm_state_trim(st);
+    tr_clm_step1_free(st->step1);
+    free(st);
 }
 
 transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
