@@ -4,6 +4,7 @@
 #define TR_TOOLS_BENCH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "transcribe.h"
 
@@ -38,6 +39,29 @@ bool bench_parse_args(int argc, char **argv, const bench_opt *opts, int n_opts, 
 /* Opens model in a session of n_threads threads (0: the library's
  * default); the caller reports a failure its own way. */
 transcribe_status bench_open(const char *model, int n_threads, struct transcribe_session **out);
+
+/* ---- copy bandwidth and medians (bench_copy.c) ---- */
+
+struct tr_pool;
+
+/* Source and destination of a STREAM-style copy, 128 MiB each. */
+typedef struct {
+    float *dst;
+    const float *src;
+    size_t n;
+} bench_copy;
+
+bool bench_copy_init(bench_copy *c); /* false on OOM (nothing held) */
+void bench_copy_free(bench_copy *c);
+/* One copy on the pool: bytes read + written per second, GB/s. */
+double bench_copy_sample(struct tr_pool *pool, bench_copy *c);
+/* The best of reps samples. */
+double bench_copy_best(struct tr_pool *pool, bench_copy *c, int reps);
+/* The same with buffers of its own (allocated and freed here); 0 on OOM. */
+double bench_copy_gbps(struct tr_pool *pool, int reps);
+
+/* Median of v[0..n) (sorts v); 0 when n < 1. */
+double bench_median(double *v, int n);
 
 /* ---- OpenBLAS baseline (bench_blas.c) ---- */
 

@@ -25,62 +25,11 @@
 #define MAX_REPS   64
 #define COLD_BYTES ((size_t)256 << 20) /* > any LLC here: decode reads come from DRAM */
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static void fill(float *x, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
     }
-}
-
-typedef struct {
-    float *dst;
-    const float *src;
-    size_t n;
-} copy_ctx;
-
-static void copy_task(void *arg, int ith, int nth) {
-    copy_ctx *c = (copy_ctx *)arg;
-    long b, e;
-    tr_split_range((long)c->n, ith, nth, &b, &e);
-    memcpy(c->dst + b, c->src + b, (size_t)(e - b) * sizeof(float));
-}
-
-/* Source and destination of the STREAM-style copy, 128 MiB each. */
-static bool stream_init(copy_ctx *c) {
-    c->n = ((size_t)128 << 20) / sizeof(float);
-    float *a = malloc(c->n * sizeof(float)), *b = malloc(c->n * sizeof(float));
-    if (!a || !b) {
-        free(a);
-        free(b);
-        return false;
-    }
-    memset(a, 1, c->n * sizeof(float));
-    memset(b, 2, c->n * sizeof(float));
-    c->src = a;
-    c->dst = b;
-    return true;
-}
-
-static void stream_free(copy_ctx *c) {
-    free((void *)c->src);
-    free(c->dst);
-}
-
-/* One STREAM "copy" sample: bytes read + bytes written per second. */
-static double stream_copy_gbps(tr_pool *pool, copy_ctx *c) {
-    double t0 = tr_time_ms();
-    tr_pool_run(pool, copy_task, c);
-    return 2.0 * (double)(c->n * sizeof(float)) / ((tr_time_ms() - t0) * 1e6);
 }
 
 /* Weight rows of W (F32 [N][K]) converted to `type`. */
@@ -136,13 +85,14 @@ static void bench_gemm(tr_pool *pool, bench_sgemm_fn sgemm, int M, int K, int N,
             tb[r] = t1 - t0;
             ratio[r] = tb[r] > 0 ? t[r] / tb[r] : 0.0;
         }
-        double ms = median(t, reps);
+        double ms = bench_median(t, reps);
         printf(
             "{\"bench\":\"kernels\",\"case\":\"gemm %dx%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.3f,"
             "\"baseline\":\"openblas_sgemm_f32\",",
             M, K, N, tr_type_name(type), ms);
         if (sgemm)
-            printf("\"baseline_ms\":%.3f,\"ratio\":%.3f,", median(tb, reps), median(ratio, reps));
+            printf("\"baseline_ms\":%.3f,\"ratio\":%.3f,", bench_median(tb, reps),
+                   bench_median(ratio, reps));
         else
             printf("\"baseline_ms\":null,\"ratio\":null,");
         printf("\"threads\":%d,\"isa\":\"%s\"}\n", threads, tr_matmul_isa());
@@ -157,7 +107,7 @@ done:
 
 #define GEMV_BLOCKS 16 /* copy samples per case, each followed by a block of calls */
 
-static void bench_gemv(tr_pool *pool, copy_ctx *stream, int K, int N, int reps, int threads) {
+static void bench_gemv(tr_pool *pool, bench_copy *stream, int K, int N, int reps, int threads) {
     float *W = malloc(sizeof(float) * (size_t)N * K), *x = malloc(sizeof(float) * K);
     float *y = malloc(sizeof(float) * N);
     if (!W || !x || !y) goto done;
@@ -184,18 +134,18 @@ static void bench_gemv(tr_pool *pool, copy_ctx *stream, int K, int N, int reps, 
         int block = (runs + GEMV_BLOCKS - 1) / GEMV_BLOCKS, nbw = 0;
         double *all = malloc(sizeof(double) * (size_t)runs), bws[GEMV_BLOCKS];
         if (!all) runs = 0;
-        stream_copy_gbps(pool, stream); /* warm-up: pages touched, threads awake */
+        bench_copy_sample(pool, stream); /* warm-up: pages touched, threads awake */
         for (int r = 0; r < runs; r++) {
-            if (r % block == 0) bws[nbw++] = stream_copy_gbps(pool, stream);
+            if (r % block == 0) bws[nbw++] = bench_copy_sample(pool, stream);
             tr_tensor tw = {"w",   type,         2, {K, N, 1, 1}, tr_row_bytes(type, K),
                             bytes, q[r % copies]};
             double t0 = tr_time_ms();
             tr_matmul(pool, &tw, NULL, x, 1, K, y, N);
             all[r] = tr_time_ms() - t0;
         }
-        double ms = runs ? median(all, runs) : 0;
+        double ms = runs ? bench_median(all, runs) : 0;
         double gbps = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
-        double bw = nbw ? median(bws, nbw) : 0;
+        double bw = nbw ? bench_median(bws, nbw) : 0;
         printf("{\"bench\":\"kernels\",\"case\":\"gemv 1x%dx%d\",\"dtype\":\"%s\",\"ours_ms\":%.4f,"
                "\"gbps\":%.2f,\"baseline\":\"stream_copy\",\"baseline_gbps\":%.2f,"
                "\"ratio\":%.3f,\"threads\":%d,\"isa\":\"%s\"}\n",
@@ -248,11 +198,11 @@ int bench_kernels(int argc, char **argv) {
         for (int c = 0; c < 3; c++)
             bench_gemm(pool, sgemm, cases[c][0], cases[c][1], cases[c][2], reps, threads);
     }
-    copy_ctx stream;
-    if (!only_gemm && stream_init(&stream)) {
+    bench_copy stream;
+    if (!only_gemm && bench_copy_init(&stream)) {
         bench_gemv(pool, &stream, 1024, 4096, reps, threads);
         bench_gemv(pool, &stream, 1280, 51866, reps, threads);
-        stream_free(&stream);
+        bench_copy_free(&stream);
     }
     tr_pool_free(pool);
     bench_blas_close(&blas);

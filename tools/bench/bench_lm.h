@@ -7,10 +7,6 @@
 
 #include "nn/causal_lm.h"
 
-/* STREAM-style copy bandwidth (bytes read + written per second, GB/s) on
- * the pool: the best of reps copies of 128 MiB. 0 on OOM. */
-double bench_copy_gbps(tr_pool *pool, int reps);
-
 #define BENCH_STEP_PROBE_MAX 64
 
 typedef struct {
