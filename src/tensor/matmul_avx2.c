@@ -402,6 +402,22 @@ static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
 
 #define PF_BYTES 4096 /* prefetch distance of the matrix-vector rows */
 
+/* The first PF_BYTES of rows [n0, n1) at once: a range of a few dozen rows
+ * (an LLM step's claim) would otherwise start at the latency of one stream
+ * ramping up. */
+static inline void prefetch_first(const tr_mm_w *w, long n0, long n1) {
+    const size_t len = (size_t)(n1 - n0) * w->stride;
+    for (size_t o = 0; o < PF_BYTES && o < len; o += 64)
+        _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
+}
+
+/* Row n + ahead (when inside the range), fetched while row n computes. */
+static inline void prefetch_ahead(const tr_mm_w *w, long n, long n1, long ahead) {
+    if (n + ahead >= n1) return;
+    const uint8_t *row = w->data + (size_t)(n + ahead) * w->stride;
+    for (size_t o = 0; o < w->stride; o += 64) _mm_prefetch((const char *)(row + o), _MM_HINT_T0);
+}
+
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                      long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
@@ -421,16 +437,11 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
      * F32, whose dots keep up, lost 2-5% to it. */
     bool fetch = w->type != TR_F32 && w->type != TR_F16;
     long ahead = fetch ? (long)((PF_BYTES + w->stride - 1) / w->stride) : n1;
-    /* every type: the first PF_BYTES of the range at once (see
-     * tr_mm_rows_q8_avx2) */
-    for (size_t o = 0; o < PF_BYTES && o < (size_t)(n1 - n0) * w->stride; o += 64)
-        _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
+    prefetch_first(w, n0, n1); /* every type */
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
-        if (n + ahead < n1)
-            for (size_t o = 0; o < w->stride; o += 64)
-                _mm_prefetch((const char *)(row + ahead * w->stride + o), _MM_HINT_T0);
+        prefetch_ahead(w, n, n1, ahead);
         if (w->type == TR_Q8_0) {
             s = dot_q8_0(row, xq, xs, K);
         } else if (w->type == TR_Q4_K) {
@@ -460,17 +471,10 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     /* the rows' prefetch of rows_avx2 (the integer dot leaves the hardware
      * prefetcher alone too little slack) */
     const long ahead = (long)((PF_BYTES + w->stride - 1) / w->stride);
-    /* the first rows' lines all at once: a chunk of a few dozen rows (the
-     * LLM step's) would otherwise start each chunk at the latency of one
-     * stream ramping up */
-    for (long n = n0; n < n0 + ahead && n < n1; n++)
-        for (size_t o = 0; o < w->stride; o += 64)
-            _mm_prefetch((const char *)(w->data + (size_t)n * w->stride + o), _MM_HINT_T0);
+    prefetch_first(w, n0, n1);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
-        if (n + ahead < n1)
-            for (size_t o = 0; o < w->stride; o += 64)
-                _mm_prefetch((const char *)(row + ahead * w->stride + o), _MM_HINT_T0);
+        prefetch_ahead(w, n, n1, ahead);
         y[n - n0] = dot_q8_0(row, xq, xs, (long)w->K) + 0.0f;
     }
 }
