@@ -60,7 +60,12 @@ check "too_many_fields" contains "$WORK/body" '"code":"too_many_fields"'
 c=$(code -K "$WORK/flood.cfg" "$URL/health")
 check "header flood: 431 or 413 ($c)" one_of "$c" 431 413
 c=$(raw "GET /health HTTP/1.1\r\nHost: x\r\nX-Big: $(head -c 200000 /dev/zero | tr '\0' a)\r\n\r\n" 5)
-check "one huge header: 431 or 413 ($c)" one_of "$c" 431 413
+# The daemon answers once its 64 KiB connection buffer is full and closes with
+# the rest of the header unread; the kernel then resets the connection, and a
+# reset that overtakes the answer discards it at the client. So "closed" (no
+# status line) passes too, provided the server is still there afterwards.
+check "one huge header: 431, 413 or closed ($c)" one_of "$c" 431 413 ""
+check "  still serving after the huge header" alive
 check "invalid UTF-8 in language: 400" [ "$(code -F file=@"$WAV" -F $'language=e\xff\xfe' "$URL$T")" = 400 ]
 check "invalid_utf8" contains "$WORK/body" '"code":"invalid_utf8"'
 check "overlong UTF-8 in prompt: 400" [ "$(code -F file=@"$WAV" -F $'prompt=\xc0\xaf' "$URL$T")" = 400 ]
