@@ -196,6 +196,8 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     kv->n_slot = n_slot;
     kv->n_ctx = n_ctx;
     kv->kv_dim = kv_dim;
+    kv->n_head_kv = st->hp.n_head_kv;
+    kv->head_dim = st->hp.head_dim;
     kv->f16 = st->kv_f16;
     return TRANSCRIBE_OK;
 }
@@ -229,6 +231,15 @@ void tr_clm_kv_write(tr_clm_kv *kv, size_t off, const float *k, const float *v, 
     }
 }
 
+void tr_clm_kv_write_pos(tr_clm_kv *kv, int layer, int slot, int pos, const float *k,
+                         const float *v) {
+    const size_t base = tr_clm_kv_base(kv, layer, slot);
+    const int hd = kv->head_dim;
+    for (int g = 0; g < kv->n_head_kv; g++)
+        tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, pos), k + (size_t)g * hd,
+                        v + (size_t)g * hd, hd);
+}
+
 /* Attention of n_q query rows of one slot whose first query sits at
  * position p0, over cache rows [0, p0 + n_q) with the causal rule. */
 static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, int p0, int n_q,
@@ -236,11 +247,12 @@ static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, i
     const tr_clm_hparams *hp = &st->hp;
     const tr_clm_kv *kv = &st->kv;
     const int Q = hp->n_head * hp->head_dim;
-    size_t base = tr_clm_kv_off(kv, layer, slot, 0);
+    size_t base = tr_clm_kv_base(kv, layer, slot);
     tr_attn_args a = {
         .q = q,
         .q_stride = Q,
-        .kv_stride = kv->kv_dim,
+        .kv_stride = kv->head_dim,
+        .kv_head_stride = (long)tr_clm_kv_head_stride(kv),
         .out = o,
         .out_stride = Q,
         .n_q = n_q,
@@ -293,8 +305,8 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const c
         tr_rope(k, R, hp->n_head_kv, hd, K, p32, hd, hp->rope_theta, true);
         for (int s = 0, i0 = 0; s < n_seg; i0 += segs[s].n, s++) {
             for (int j = 0; j < segs[s].n; j++)
-                tr_clm_kv_write(&st->kv, tr_clm_kv_off(&st->kv, l, segs[s].slot, segs[s].p0 + j),
-                                k + (size_t)(i0 + j) * K, v + (size_t)(i0 + j) * K, K);
+                tr_clm_kv_write_pos(&st->kv, l, segs[s].slot, segs[s].p0 + j,
+                                    k + (size_t)(i0 + j) * K, v + (size_t)(i0 + j) * K);
             attend(st, pool, l, segs[s].slot, segs[s].p0, segs[s].n, q + (size_t)i0 * Q,
                    o + (size_t)i0 * Q);
         }

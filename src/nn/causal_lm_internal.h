@@ -27,14 +27,27 @@ struct tr_clm_state {
     clm_step1 *step1; /* the one-row step's plan and buffers; NULL until used */
 };
 
-/* Cache offset (elements) of the row of (layer, slot, pos). */
-static inline size_t tr_clm_kv_off(const tr_clm_kv *kv, int layer, int slot, int pos) {
-    return (((size_t)layer * kv->n_slot + (size_t)slot) * kv->n_ctx + (size_t)pos) * kv->kv_dim;
+/* Cache offset (elements) of (layer, slot): head 0, position 0. */
+static inline size_t tr_clm_kv_base(const tr_clm_kv *kv, int layer, int slot) {
+    return ((size_t)layer * kv->n_slot + (size_t)slot) * kv->n_ctx * kv->kv_dim;
 }
 
-/* Stores one position's K and V rows (kv_dim floats each) in the cache's
- * type. */
+/* Elements from one KV head's rows to the next's (tr_attn_args.kv_head_stride). */
+static inline size_t tr_clm_kv_head_stride(const tr_clm_kv *kv) {
+    return (size_t)kv->n_ctx * kv->head_dim;
+}
+
+/* Offset from tr_clm_kv_base of head g's row at position pos. */
+static inline size_t tr_clm_kv_row(const tr_clm_kv *kv, int g, int pos) {
+    return (size_t)g * tr_clm_kv_head_stride(kv) + (size_t)pos * kv->head_dim;
+}
+
+/* Stores n consecutive values of K and of V at off in the cache's type. */
 void tr_clm_kv_write(tr_clm_kv *kv, size_t off, const float *k, const float *v, int n);
+/* Stores one position's K and V (kv_dim floats each, heads side by side)
+ * into each head's row. */
+void tr_clm_kv_write_pos(tr_clm_kv *kv, int layer, int slot, int pos, const float *k,
+                         const float *v);
 
 /* One decode step of one row (token id at position pos of slot) through
  * every block and the head: the whole step in one pool run whose phases

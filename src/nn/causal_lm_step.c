@@ -267,14 +267,14 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
     }
     rope_head(c->s, kh, hd);
     for (int j = 0; j < G; j++) rope_head(c->s, qh + (size_t)j * hd, hd);
-    const size_t base = tr_clm_kv_off(kv, l, c->slot, 0);
-    tr_clm_kv_write(kv, base + (size_t)c->pos * kv->kv_dim + (size_t)g * hd, kh,
-                    c->v + (size_t)g * hd, hd);
+    const size_t base = tr_clm_kv_base(kv, l, c->slot);
+    tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, c->pos), kh, c->v + (size_t)g * hd, hd);
     const int Q = hp->n_head * hd;
     tr_attn_args a = {
         .q = c->q,
         .q_stride = Q,
-        .kv_stride = kv->kv_dim,
+        .kv_stride = hd,
+        .kv_head_stride = (long)tr_clm_kv_head_stride(kv),
         .out = c->o,
         .out_stride = Q,
         .n_q = 1,

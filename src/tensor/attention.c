@@ -42,7 +42,7 @@ static void pack_worker(void *vctx, int ith, int nth) {
     tr_split_range((long)a->n_head_kv * c->rows, ith, nth, &b, &e);
     for (long u = b; u < e; u++) {
         const long hk = u / c->rows, j = u % c->rows;
-        const long src = j * a->kv_stride + hk * d;
+        const long src = j * a->kv_stride + tr_attn_head_off(a, (int)hk);
         float *kd = c->kp + u * c->dp, *vd = c->vp + u * c->dp;
         memcpy(kd, a->k + src, sizeof(float) * (size_t)d);
         memcpy(vd, a->v + src, sizeof(float) * (size_t)d);
@@ -88,7 +88,14 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
-    const long qw = (long)a.n_head * a.head_dim, kvw = (long)a.n_head_kv * a.head_dim;
+    /* a row holds every head side by side, or (head-major) one head */
+    const long qw = (long)a.n_head * a.head_dim,
+               kvw = a.kv_head_stride > 0 ? a.head_dim : (long)a.n_head_kv * a.head_dim;
+    if (a.kv_head_stride < 0 || (a.kv_head_stride > 0 && a.kv_head_stride < a.head_dim)) {
+        TR_ERROR("attention: kv head stride %ld below head_dim %d", a.kv_head_stride, a.head_dim);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
     if (a.q_stride < qw || a.out_stride < qw || (a.n_kv > 0 && a.kv_stride < kvw)) {
         TR_ERROR("attention: strides q %d kv %d out %d narrower than the heads (%ld, %ld)",
                  a.q_stride, a.kv_stride, a.out_stride, qw, kvw);

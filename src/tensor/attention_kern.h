@@ -175,7 +175,7 @@ static void write_out(const tr_attn_args *a, int h, int i, const float *o, float
  * row converted into tmp. */
 static inline const float *kv_row(const tr_attn_job *job, bool is_v, long j, int hk, float *tmp) {
     const tr_attn_args *a = job->a;
-    const long off = j * a->kv_stride + (long)hk * a->head_dim;
+    const long off = j * a->kv_stride + tr_attn_head_off(a, hk);
     const uint16_t *h16 = is_v ? job->v16 : job->k16;
     if (!h16) return (is_v ? a->v : a->k) + off;
     vcvt_f16(h16 + off, tmp, a->head_dim);
@@ -221,7 +221,7 @@ void TR_VSUF(tr_attn_tile)(const tr_attn_job *job, int h, int q0, int q1, float 
      * needed either way. */
     for (int kb = 0; kb < kv_hi; kb += TR_ATTN_BK) {
         const int nk = kv_hi - kb < TR_ATTN_BK ? kv_hi - kb : TR_ATTN_BK;
-        const long kv_off = (long)kb * a->kv_stride + (long)hk * d;
+        const long kv_off = (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
         /* packed (contiguous, zero padded) rows need no copy at all */
         const float *kpb = job->kp ? job->kp + ((long)hk * job->kv_rows + kb) * dp : NULL;
         const float *vb = job->vp ? job->vp + ((long)hk * job->kv_rows + kb) * dp : vbuf;
@@ -352,7 +352,7 @@ AINLINE void prefetch_kv(const tr_attn_job *job, int hk, int j0, int j1) {
     const char *k = job->k16 ? (const char *)job->k16 : (const char *)a->k;
     const char *v = job->k16 ? (const char *)job->v16 : (const char *)a->v;
     for (int j = j0; j < j1; j++) {
-        const long off = ((long)j * a->kv_stride + (long)hk * a->head_dim) * es;
+        const long off = ((long)j * a->kv_stride + tr_attn_head_off(a, hk)) * es;
         for (long b = 0; b < bytes; b += 64) {
             __builtin_prefetch(k + off + b);
             __builtin_prefetch(v + off + b);
@@ -373,7 +373,7 @@ typedef struct {
 AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
     const tr_attn_args *a = job->a;
     const int d = a->head_dim;
-    const uint16_t *kr = job->k16 + (long)kb * a->kv_stride + (long)hk * d;
+    const uint16_t *kr = job->k16 + (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
     const long st = a->kv_stride;
     int j = 0;
     for (; j + 4 <= nk; j += 4) {
@@ -419,7 +419,7 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
 AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
     const tr_attn_args *a = job->a;
     const int d = a->head_dim;
-    const uint16_t *vr = job->v16 + (long)kb * a->kv_stride + (long)hk * d;
+    const uint16_t *vr = job->v16 + (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
     const long st = a->kv_stride;
     for (int g0 = 0; g0 < G; g0 += 2) {
         const int two = G - g0 >= 2;
@@ -523,8 +523,8 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
                 vbase = vbuf;
                 kst = dp;
             } else {
-                kbase = a->k + (long)kb * kst + (long)hk * d;
-                vbase = a->v + (long)kb * kst + (long)hk * d;
+                kbase = a->k + (long)kb * kst + tr_attn_head_off(a, hk);
+                vbase = a->v + (long)kb * kst + tr_attn_head_off(a, hk);
             }
             for (int g = 0; g < G; g++) {
                 row_state *r = &rs[g];

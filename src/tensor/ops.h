@@ -101,7 +101,11 @@ void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out);
  * Scaled dot-product attention with grouped-query heads, computed blockwise
  * with an online softmax so no n_q × n_kv matrix is ever materialised.
  *   q: n_q rows, stride q_stride floats, heads of head_dim (n_head heads)
- *   k, v: n_kv rows, stride kv_stride floats, n_head_kv heads (n_head % n_head_kv == 0)
+ *   k, v: n_kv rows, stride kv_stride floats, n_head_kv heads (n_head % n_head_kv == 0);
+ *         head h's part of a row starts h * kv_head_stride floats into it, where
+ *         kv_head_stride 0 means head_dim (the heads side by side in one row);
+ *         a head-major cache passes kv_stride = head_dim and kv_head_stride =
+ *         its positions × head_dim, so each head's rows are one sequential run
  *   out: n_q rows, stride out_stride, n_head * head_dim floats
  * causal: query i sees keys j <= i + causal_offset (causal_offset = n_kv - n_q
  * for a decoder step appended to a KV cache). kv_valid (optional) limits the
@@ -114,6 +118,7 @@ typedef struct tr_attn_args {
     const float *k;
     const float *v;
     int kv_stride;
+    long kv_head_stride;
     float *out;
     int out_stride;
     int n_q, n_kv, kv_valid;

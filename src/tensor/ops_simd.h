@@ -56,6 +56,10 @@ TR_DECLARE_ATTN_KERNELS(avx512)
 static inline long tr_attn_dpad(int head_dim) {
     return ((long)head_dim + 15) / 16 * 16;
 }
+/* Offset (elements) of KV head hk's part of a K/V row (ops.h: kv_head_stride). */
+static inline long tr_attn_head_off(const tr_attn_args *a, int hk) {
+    return (long)hk * (a->kv_head_stride > 0 ? a->kv_head_stride : (long)a->head_dim);
+}
 /* Floats the row kernel needs for a unit of `heads` query heads. */
 static inline long tr_attn_rows_scratch_floats(int head_dim, int heads) {
     long dp = tr_attn_dpad(head_dim);

@@ -53,6 +53,65 @@ static void naive(const tr_attn_args *a, double *out) {
     free(s);
 }
 
+/* The same K/V laid out head-major (kv_stride = head_dim + pad, heads
+ * kv_head_stride apart, a causal LM cache's layout) give the same bits on
+ * every path: the whole call (F32 and F16, tile and row, packed or not) and
+ * the per-KV-head share. a holds the interleaved call; k/v hold the F16
+ * values of k16/v16. */
+static void check_head_major(const attn_case *c, const tr_attn_args *a, const float *k,
+                             const float *v, const uint16_t *k16, const uint16_t *v16,
+                             tr_pool *pools[3], float *out[3]) {
+    const int d = c->d, rs = d + c->pad;
+    const long hs = (long)c->n_kv * rs + 3, n = hs * c->n_head_kv,
+               out_n = (long)c->n_q * a->out_stride;
+    float *kh = calloc((size_t)n, sizeof(float)), *vh = calloc((size_t)n, sizeof(float));
+    uint16_t *kh16 = calloc((size_t)n, sizeof(uint16_t)),
+             *vh16 = calloc((size_t)n, sizeof(uint16_t));
+    for (int g = 0; g < c->n_head_kv; g++)
+        for (int j = 0; j < c->n_kv; j++)
+            for (int e = 0; e < d; e++) {
+                const long src = (long)j * a->kv_stride + (long)g * d + e,
+                           dst = g * hs + (long)j * rs + e;
+                kh[dst] = k[src], vh[dst] = v[src], kh16[dst] = k16[src], vh16[dst] = v16[src];
+            }
+    tr_attn_args h = *a;
+    h.k = kh, h.v = vh, h.kv_stride = rs, h.kv_head_stride = hs;
+    tr_cpu_level levels[3];
+    const int n_levels = tr_cpu_levels(levels);
+    for (int isa = 0; isa < n_levels; isa++) {
+        CHECK(tr_cpu_force(levels[isa]));
+        tr_attn_args i = *a;
+        i.out = out[0];
+        tr_attention(pools[1], &i);
+        h.out = out[1];
+        tr_attention(pools[isa % 3], &h);
+        CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
+                  "head-major K/V differ (%s, n_q %d n_kv %d d %d)", tr_cpu_level_name(levels[isa]),
+                  c->n_q, c->n_kv, d);
+        h.out = out[2];
+        tr_attention_f16kv(pools[1], &h, kh16, vh16);
+        CHECK_MSG(memcmp(out[0], out[2], sizeof(float) * (size_t)out_n) == 0,
+                  "head-major F16 K/V differ (%s, n_q %d d %d)", tr_cpu_level_name(levels[isa]),
+                  c->n_q, d);
+        if (c->n_q <= 4 && !c->bias) {
+            float *scratch = malloc(sizeof(float) * (size_t)tr_attention_kv_head_floats(d));
+            h.out = out[2];
+            for (int hk = 0; hk < c->n_head_kv; hk++)
+                tr_attention_kv_head(&h, kh16, vh16, hk, scratch);
+            CHECK_MSG(memcmp(out[0], out[2], sizeof(float) * (size_t)out_n) == 0,
+                      "head-major kv-head share differs (%s, n_q %d)",
+                      tr_cpu_level_name(levels[isa]), c->n_q);
+            free(scratch);
+        }
+    }
+    /* a head stride shorter than a head is refused */
+    h.kv_head_stride = d > 1 ? d - 1 : -1;
+    h.out = out[2];
+    tr_attention(pools[1], &h);
+    CHECK(tr_pool_take_failures(pools[1]) == TR_POOL_FAIL_INVALID);
+    free(kh), free(vh), free(kh16), free(vh16);
+}
+
 static void run_case(const attn_case *c, tr_pool *pools[3]) {
     const int qs = c->n_head * c->d + c->pad, ks = c->n_head_kv * c->d + c->pad;
     const int os = c->n_head * c->d + c->pad;
@@ -133,6 +192,7 @@ static void run_case(const attn_case *c, tr_pool *pools[3]) {
         CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
                   "f16 kv differs (%s, n_q %d d %d)", tr_cpu_level_name(levels[isa]), c->n_q, c->d);
     }
+    if (c->n_head_kv > 0 && c->n_kv > 0) check_head_major(c, &a, k, v, k16, v16, pools, out);
     /* a caller-threaded share per KV head (tr_attention_kv_head) gives the
      * same bits as the whole call, on the row path */
     if (c->n_q <= 4 && c->n_head_kv > 0 && !c->bias) {
