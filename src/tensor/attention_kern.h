@@ -367,6 +367,17 @@ typedef struct {
     float m_run, l_run;
 } row_state;
 
+/* a[i] += p * x[i] and b[i] += q * x[i] for four vectors x: the register
+ * block of both F16 row kernels (scores: x four key rows, p and q two
+ * heads' query vectors; values: x four columns of one row, p and q two
+ * heads' probabilities). */
+AINLINE void fma_2x4(vf p, vf q, const vf x[4], vf a[4], vf b[4]) {
+    for (int i = 0; i < 4; i++) {
+        a[i] = vfmadd(p, x[i], a[i]);
+        b[i] = vfmadd(q, x[i], b[i]);
+    }
+}
+
 /* Scores of the G heads of rs against F16 key rows [kb, kb + nk) of KV
  * head hk, converted in registers (each K vector once for all heads):
  * per key the operations of dot_rows4, so the same bits. */
@@ -381,24 +392,16 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
             const float *qa = rs[g0].qp, *qb = rs[g0 + two].qp;
-            vf a0 = vzero(), a1 = vzero(), a2 = vzero(), a3 = vzero();
-            vf b0 = vzero(), b1 = vzero(), b2 = vzero(), b3 = vzero();
+            vf ac[4] = {vzero(), vzero(), vzero(), vzero()}, bc[4] = {ac[0], ac[1], ac[2], ac[3]};
             for (int dd = 0; dd < d; dd += VW) {
-                const vf x0 = vload_f16(k0 + dd), x1 = vload_f16(k0 + st + dd);
-                const vf x2 = vload_f16(k0 + 2 * st + dd), x3 = vload_f16(k0 + 3 * st + dd);
-                const vf qv = vload(qa + dd), qw = vload(qb + dd);
-                a0 = vfmadd(qv, x0, a0);
-                a1 = vfmadd(qv, x1, a1);
-                a2 = vfmadd(qv, x2, a2);
-                a3 = vfmadd(qv, x3, a3);
-                b0 = vfmadd(qw, x0, b0);
-                b1 = vfmadd(qw, x1, b1);
-                b2 = vfmadd(qw, x2, b2);
-                b3 = vfmadd(qw, x3, b3);
+                const vf x[4] = {vload_f16(k0 + dd), vload_f16(k0 + st + dd),
+                                 vload_f16(k0 + 2 * st + dd), vload_f16(k0 + 3 * st + dd)};
+                fma_2x4(vload(qa + dd), vload(qb + dd), x, ac, bc);
             }
             float *sa = rs[g0].s + j, *sb = rs[g0 + two].s + j;
-            sa[0] = vhsum(a0), sa[1] = vhsum(a1), sa[2] = vhsum(a2), sa[3] = vhsum(a3);
-            if (two) sb[0] = vhsum(b0), sb[1] = vhsum(b1), sb[2] = vhsum(b2), sb[3] = vhsum(b3);
+            for (int r = 0; r < 4; r++) sa[r] = vhsum(ac[r]);
+            if (two)
+                for (int r = 0; r < 4; r++) sb[r] = vhsum(bc[r]);
         }
     }
     for (; j < nk; j++) {
@@ -419,9 +422,8 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
  * cache line per row per sweep, four sweeps per row, and stalled on those
  * loads (Qwen3-ASR's step shape with K/V in cache: 8.5 -> 5.2 us a head);
  * PV_JB rows are 2 KiB, still in L1 for the next chunk's sweep. Per element
- * the same fused
- * multiply-adds in the same key order as the converted-block loop, so the
- * same bits. */
+ * the same fused multiply-adds in the same key order as the converted-block
+ * loop, so the same bits. */
 #define PV_JB 8
 AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
     const tr_attn_args *a = job->a;
@@ -436,29 +438,18 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
             const float *pa = rs[g0].s, *pb = rs[g0 + two].s;
             int dd = 0;
             for (; dd + 4 * VW <= d; dd += 4 * VW) {
-                vf a0 = vload(oa + dd), a1 = vload(oa + dd + VW), a2 = vload(oa + dd + 2 * VW),
-                   a3 = vload(oa + dd + 3 * VW);
-                vf b0 = vload(ob + dd), b1 = vload(ob + dd + VW), b2 = vload(ob + dd + 2 * VW),
-                   b3 = vload(ob + dd + 3 * VW);
+                vf ac[4], bc[4];
+                for (int i = 0; i < 4; i++)
+                    ac[i] = vload(oa + dd + i * VW), bc[i] = vload(ob + dd + i * VW);
                 for (int j = j0; j < j1; j++) {
                     const uint16_t *v = vr + (long)j * st + dd;
-                    const vf x0 = vload_f16(v), x1 = vload_f16(v + VW), x2 = vload_f16(v + 2 * VW),
-                             x3 = vload_f16(v + 3 * VW);
-                    const vf p = vset1(pa[j]), q = vset1(pb[j]);
-                    a0 = vfmadd(p, x0, a0);
-                    a1 = vfmadd(p, x1, a1);
-                    a2 = vfmadd(p, x2, a2);
-                    a3 = vfmadd(p, x3, a3);
-                    b0 = vfmadd(q, x0, b0);
-                    b1 = vfmadd(q, x1, b1);
-                    b2 = vfmadd(q, x2, b2);
-                    b3 = vfmadd(q, x3, b3);
+                    const vf x[4] = {vload_f16(v), vload_f16(v + VW), vload_f16(v + 2 * VW),
+                                     vload_f16(v + 3 * VW)};
+                    fma_2x4(vset1(pa[j]), vset1(pb[j]), x, ac, bc);
                 }
-                vstore(oa + dd, a0), vstore(oa + dd + VW, a1), vstore(oa + dd + 2 * VW, a2),
-                    vstore(oa + dd + 3 * VW, a3);
+                for (int i = 0; i < 4; i++) vstore(oa + dd + i * VW, ac[i]);
                 if (two)
-                    vstore(ob + dd, b0), vstore(ob + dd + VW, b1), vstore(ob + dd + 2 * VW, b2),
-                        vstore(ob + dd + 3 * VW, b3);
+                    for (int i = 0; i < 4; i++) vstore(ob + dd + i * VW, bc[i]);
             }
             for (; dd < d; dd += VW) {
                 vf a0 = vload(oa + dd), b0 = vload(ob + dd);

@@ -102,7 +102,7 @@ void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out);
  * with an online softmax so no n_q × n_kv matrix is ever materialised.
  *   q: n_q rows, stride q_stride floats, heads of head_dim (n_head heads)
  *   k, v: n_kv rows, stride kv_stride floats, n_head_kv heads (n_head % n_head_kv == 0);
- *         head h's part of a row starts h * kv_head_stride floats into it, where
+ *         KV head g's part of a row starts g * kv_head_stride floats into it, where
  *         kv_head_stride 0 means head_dim (the heads side by side in one row);
  *         a head-major cache passes kv_stride = head_dim and kv_head_stride =
  *         its positions × head_dim, so each head's rows are one sequential run
