@@ -241,13 +241,31 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
 }
 
+/* How far ahead of itself a matrix-vector dot fetches its weights. */
+#define PF_DIST 2048
+
+/* The lines of [p, p + len) moved PF_DIST on, those before end (the end
+ * of the caller's rows: a fetch past it would read what another thread
+ * reads). A dot that fetches as it goes keeps the DRAM stream evenly busy:
+ * fetching a whole row at a time instead, rows of K >= 2048 Q8_0 values
+ * read ~20 % below a plain read of the same bytes on the 2-core Zen 3
+ * host (Q6_K likewise), and matched it fetched this way. */
+static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
+    const uintptr_t a = (uintptr_t)(p + PF_DIST), stop = (uintptr_t)end;
+    for (uintptr_t l = a & ~(uintptr_t)63; l < a + len && l < stop; l += 64)
+        _mm_prefetch((const char *)l, _MM_HINT_T0);
+}
+
 /* Q8_0 against the int8 x: per block d * xs_b * <q, xq>, the weight signs
- * moved onto x (maddubs multiplies unsigned by signed bytes). */
-static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K) {
+ * moved onto x (maddubs multiplies unsigned by signed bytes); fetches
+ * ahead up to end. */
+static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K,
+                      const uint8_t *end) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
     long nb = K / 32, b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *p = w + b * 34;
+        fetch_on(p, 68, end);
         __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
         __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
         __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
@@ -276,7 +294,7 @@ static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long 
  * saturate: 2 * 31 * 127 < 32767. */
 static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, const int8_t *xq,
                                                              const float *xd, const int16_t *bsum,
-                                                             long K, int five) {
+                                                             long K, int five, const uint8_t *end) {
     const size_t bsz = five ? 176 : 144;
     __m256 acc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -287,6 +305,7 @@ static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, c
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
         const int8_t *xb = xq + 256 * b;
+        fetch_on(p, bsz, end);
         __m256i qh = _mm256_setzero_si256();
         if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
         /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all 8
@@ -336,13 +355,13 @@ static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, c
 }
 
 static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K) {
-    return dot_q45_k(w, xq, xd, bsum, K, 0);
+                      long K, const uint8_t *end) {
+    return dot_q45_k(w, xq, xd, bsum, K, 0, end);
 }
 
 static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K) {
-    return dot_q45_k(w, xq, xd, bsum, K, 1);
+                      long K, const uint8_t *end) {
+    return dot_q45_k(w, xq, xd, bsum, K, 1, end);
 }
 
 /* Q6_K against the q8_K-like x: per 256-block d * xd * (sum_g sc_g <u_g,
@@ -351,7 +370,7 @@ static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xd, const
  * holds elements [128h, 128h+128): code bytes ql[64h..] give the low
  * nibbles of four 32-element runs, qh[32h..] two bits each. */
 static float dot_q6_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K) {
+                      long K, const uint8_t *end) {
     __m256 acc = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
     /* run k of a half: low 16 bytes take scale 2k, high 16 bytes 2k+1 */
@@ -361,6 +380,7 @@ static float dot_q6_k(const uint8_t *w, const int8_t *xq, const float *xd, const
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
         const int8_t *xb = xq + 256 * b;
+        fetch_on(p, 210, end);
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         __m256i off = _mm256_madd_epi16(sc, _mm256_loadu_si256((const __m256i *)(bsum + 16 * b)));
         __m256i sumi = _mm256_setzero_si256();
@@ -400,22 +420,13 @@ static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
     if (!tr_dequantize_row_avx2(type, src, dst, n)) tr_dequantize_row_ref(type, src, dst, n);
 }
 
-#define PF_BYTES 4096 /* prefetch distance of the matrix-vector rows */
-
-/* The first PF_BYTES of rows [n0, n1) at once: a range of a few dozen rows
+/* The first bytes of rows [n0, n1) at once: a range of a few dozen rows
  * (an LLM step's claim) would otherwise start at the latency of one stream
  * ramping up. */
-static inline void prefetch_first(const tr_mm_w *w, long n0, long n1) {
+static inline void prefetch_first(const tr_mm_w *w, long n0, long n1, size_t bytes) {
     const size_t len = (size_t)(n1 - n0) * w->stride;
-    for (size_t o = 0; o < PF_BYTES && o < len; o += 64)
+    for (size_t o = 0; o < bytes && o < len; o += 64)
         _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
-}
-
-/* Row n + ahead (when inside the range), fetched while row n computes. */
-static inline void prefetch_ahead(const tr_mm_w *w, long n, long n1, long ahead) {
-    if (n + ahead >= n1) return;
-    const uint8_t *row = w->data + (size_t)(n + ahead) * w->stride;
-    for (size_t o = 0; o < w->stride; o += 64) _mm_prefetch((const char *)(row + o), _MM_HINT_T0);
 }
 
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
@@ -430,26 +441,23 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     bool kquant = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
     if (w->type == TR_Q8_0) quantize_x_q8(x, K, xq, xs);
     if (kquant) quantize_x_q8k(x, K, xq, xs, bsum);
-    /* Fetch the row about PF_BYTES on while this one computes: the integer
-     * dots leave too little slack for the hardware prefetcher alone to
-     * keep the stream from DRAM busy (measured from DRAM, one thread:
-     * Q4_K 6.2 -> 8.2 GB/s, Q8_0 7.5 -> 8.6, a plain read 9.0). F16 and
-     * F32, whose dots keep up, lost 2-5% to it. */
-    bool fetch = w->type != TR_F32 && w->type != TR_F16;
-    long ahead = fetch ? (long)((PF_BYTES + w->stride - 1) / w->stride) : n1;
-    prefetch_first(w, n0, n1); /* every type */
+    /* The integer dots fetch their rows ahead as they go (fetch_on): they
+     * leave too little slack for the hardware prefetcher alone to keep the
+     * stream from DRAM busy. F16 and F32, whose dots keep up, lost 2-5 % to
+     * a software fetch; they take only the first 4 KiB at once. */
+    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
-        prefetch_ahead(w, n, n1, ahead);
         if (w->type == TR_Q8_0) {
-            s = dot_q8_0(row, xq, xs, K);
+            s = dot_q8_0(row, xq, xs, K, end);
         } else if (w->type == TR_Q4_K) {
-            s = dot_q4_k(row, xq, xs, bsum, K);
+            s = dot_q4_k(row, xq, xs, bsum, K, end);
         } else if (w->type == TR_Q5_K) {
-            s = dot_q5_k(row, xq, xs, bsum, K);
+            s = dot_q5_k(row, xq, xs, bsum, K, end);
         } else if (w->type == TR_Q6_K) {
-            s = dot_q6_k(row, xq, xs, bsum, K);
+            s = dot_q6_k(row, xq, xs, bsum, K, end);
         } else if (w->type == TR_F32 || w->type == TR_F16) {
             s = dot_avx2(w->type, row, x, K);
         } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
@@ -468,14 +476,11 @@ void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs) {
 
 void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
                         long n1) {
-    /* the rows' prefetch of rows_avx2 (the integer dot leaves the hardware
-     * prefetcher alone too little slack) */
-    const long ahead = (long)((PF_BYTES + w->stride - 1) / w->stride);
-    prefetch_first(w, n0, n1);
+    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, PF_DIST); /* then the dot fetches on, as in rows_avx2 */
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
-        prefetch_ahead(w, n, n1, ahead);
-        y[n - n0] = dot_q8_0(row, xq, xs, (long)w->K) + 0.0f;
+        y[n - n0] = dot_q8_0(row, xq, xs, (long)w->K, end) + 0.0f;
     }
 }
 
