@@ -1,6 +1,8 @@
 /* Runs the other programs as a person meets them (argv[1..3]: paths of
  * transcribe-bench, transcribe-inspect, transcribe-quantize): help texts
- * that exit 0 and name every mode, errors for out-of-range token ids, a
+ * that exit 0 and name every mode, the model bench's audio-LLM figures on
+ * a tiny model (fields present, no timing judged), errors for out-of-range
+ * token ids, a
  * quantization that says which tensors fell back and why, and a clear
  * refusal of a whisper.cpp .bin input. */
 #include <stdio.h>
@@ -37,6 +39,23 @@ static void bench_help(const char *bench) {
     EXPECT_RUN(bench, "model --help", 0, g_out, "usage: transcribe-bench model -m MODEL AUDIO");
     EXPECT_RUN(bench, "", 2, g_err, "usage: transcribe-bench MODE");
     EXPECT_RUN(bench, "bogus", 2, g_err, "unknown mode 'bogus'");
+}
+
+/* The model mode on the tiny Qwen3-ASR file: one JSON line with the
+ * prefill's FLOP count and baseline shape (158 prompt rows on jfk.wav;
+ * the decoder's d_model 64 and d_ffn 128) and the step probe. */
+static void bench_model_llm(const char *bench) {
+    char args[2048];
+    snprintf(args, sizeof args,
+             "model -m '%s/tests/data/qwen3_asr/tiny/qwen3-asr-tiny-ref-Q8_0.gguf' "
+             "'%s/samples/jfk.wav' --threads 2 --step-pairs 2",
+             TR_SOURCE_DIR, TR_SOURCE_DIR);
+    EXPECT_RUN(bench, args, 0, g_out, "\"T_prompt\":158");
+    static const char *const fields[] = {
+        "\"prefill_gflop\":", "\"prefill_gflops\":", "\"prefill_sgemm_shape\":\"158x64x128\"",
+        "\"prefill_vs_sgemm\":", "\"probe_step_vs_floor\":"};
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(strstr(g_out, fields[i]), "no %s in: %s", fields[i], g_out);
 }
 
 static void inspect(const char *insp, const char *model) {
@@ -86,6 +105,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     bench_help(argv[1]);
+    bench_model_llm(argv[1]);
     const char *model = TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf";
     const char *bin = TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.bin";
     inspect(argv[2], model);

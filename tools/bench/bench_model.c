@@ -25,7 +25,16 @@
  * decode step, the weight bytes one step reads and that size at the copy
  * bandwidth measured in the same run (the memory-bound floor of a step),
  * and the step probe (bench_step_probe.c): N steps alternated with copy
- * samples, the median ratio of step time to that floor (probe_*). */
+ * samples, the median ratio of step time to that floor (probe_*).
+ *
+ * Prefill efficiency: the prompt's work counted from the decoder's
+ * hyper-parameters (every layer's projections over T_prompt rows and the
+ * causal attention; the head runs on the last row only and is left out)
+ * gives an achieved GFLOP/s, beside OpenBLAS sgemm on the decoder's FFN
+ * shape at the prompt's own row count (M = T_prompt, K = d_model,
+ * N = d_ffn), timed between the runs like the encoder's baseline:
+ * prefill_vs_sgemm near 1 says the prefill runs at the rate a GEMM of its
+ * shape reaches on this host. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +61,7 @@ typedef struct {
     size_t step_bytes;
     double encoder_ms, projector_ms; /* < 0: not reported separately */
     tr_clm_state *lm;                /* the session's decoder state (step probe) */
+    const tr_clm_hparams *hp;        /* the decoder's sizes (prefill FLOPs) */
 } lm_figures;
 
 static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
@@ -65,6 +75,7 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
         f->step_ms = g->dec.n_steps > 0 ? g->dec.steps_ms / g->dec.n_steps : 0;
         f->T_prompt = g->dec.last_T_prompt;
         f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
+        f->hp = &g->m->lm;
         f->encoder_ms = g->encode_ms;
         f->projector_ms = g->proj_ms;
         f->lm = g->dec.lm;
@@ -94,6 +105,7 @@ static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
     f->T_prompt = dec->last_T_prompt;
     f->step_bytes = tr_clm_step_weight_bytes(hp, w);
     f->lm = dec->lm;
+    f->hp = hp;
 }
 
 /* per transcription: at least this many calls and this much time (small
@@ -157,6 +169,17 @@ static void probe_run(sgemm_probe *p) {
         if (p->best_ms < 0 || ms < p->best_ms) p->best_ms = ms;
     }
     probe_buffers_free(p);
+}
+
+/* GFLOP of a prefill of T rows: per layer the q, k, v, o, gate, up and
+ * down projections of every row, and causal attention (row t scores and
+ * weighs t + 1 positions in every head). */
+static double prefill_gflop(const tr_clm_hparams *hp, int T) {
+    const double D = hp->d_model, Q = (double)hp->n_head * hp->head_dim,
+                 KV = (double)hp->n_head_kv * hp->head_dim, F = hp->d_ffn;
+    const double proj = D * Q + 2.0 * D * KV + Q * D + 3.0 * D * F;
+    const double attn = 2.0 * Q * ((double)T * (T + 1) / 2.0);
+    return 2.0 * hp->n_layer * ((double)T * proj + attn) * 1e-9;
 }
 
 static void probe_free(sgemm_probe *p) {
@@ -235,6 +258,23 @@ static void print_efficiency(const bench_enc_cost *cost, const char *why, float 
     }
 }
 
+/* ,"prefill_gflop":..,"prefill_gflops":..,"prefill_sgemm_shape":"MxKxN",
+ * "prefill_sgemm_gflops":..,"prefill_vs_sgemm":.. (the fastest run's
+ * prefill; the best sgemm call at its shape) */
+static void print_prefill(const lm_figures *lm, const sgemm_probe *p) {
+    if (!lm->hp || lm->T_prompt < 1 || lm->prefill_ms <= 0) return;
+    const double gflop = prefill_gflop(lm->hp, lm->T_prompt);
+    const double rate = gflop / (lm->prefill_ms * 1e-3);
+    printf(",\"prefill_gflop\":%.2f,\"prefill_gflops\":%.1f", gflop, rate);
+    printf(",\"prefill_sgemm_shape\":\"%dx%dx%d\"", lm->T_prompt, lm->hp->d_model, lm->hp->d_ffn);
+    if (p->best_ms > 0) {
+        const double blas = 2.0 * p->m * (double)p->k * p->n * 1e-9 / (p->best_ms * 1e-3);
+        printf(",\"prefill_sgemm_gflops\":%.1f,\"prefill_vs_sgemm\":%.3f", blas, rate / blas);
+    } else {
+        printf(",\"prefill_sgemm_gflops\":null,\"prefill_vs_sgemm\":null");
+    }
+}
+
 int bench_model(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
     int threads = 0, repeat = 1, step_pairs = 16;
@@ -290,6 +330,10 @@ int bench_model(int argc, char **argv) {
         blas_threads = nproc > 0 ? (int)nproc : 1;
     }
     probe_init(&probe, blas_threads, counted ? &cost : NULL);
+    sgemm_probe pre_probe; /* the prefill's baseline, set up once T_prompt is known */
+    memset(&pre_probe, 0, sizeof pre_probe);
+    pre_probe.best_ms = -1;
+    bool pre_probe_set = false;
 
     struct transcribe_timings best;
     transcribe_timings_init(&best);
@@ -322,10 +366,17 @@ int bench_model(int argc, char **argv) {
         const float enc_ms = cur.encoder_ms >= 0 ? (float)cur.encoder_ms : t.encode_ms;
         if (r == 0 || enc_ms < best_encode_ms) best_encode_ms = enc_ms;
         probe_run(&probe);
+        if (cur.have && cur.hp && !pre_probe_set) {
+            const bench_enc_cost shape = {
+                .gemm_m = cur.T_prompt, .gemm_k = cur.hp->d_model, .gemm_n = cur.hp->d_ffn};
+            pre_probe_set = probe_init(&pre_probe, blas_threads, &shape);
+        }
+        if (pre_probe_set) probe_run(&pre_probe);
     }
     transcribe_audio_free(pcm);
     if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
         probe_free(&probe);
+        probe_free(&pre_probe);
         transcribe_session_free(s);
         return fail(model, audio, "run", st);
     }
@@ -381,10 +432,12 @@ int bench_model(int argc, char **argv) {
                    sp.pairs, sp.step_ms, sp.copy_gbps, sp.ratio, sp.ratio_min);
         if (lm.encoder_ms >= 0)
             printf(",\"encoder_ms\":%.1f,\"projector_ms\":%.1f", lm.encoder_ms, lm.projector_ms);
+        print_prefill(&lm, &pre_probe);
     }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     printf("}\n");
     probe_free(&probe);
+    probe_free(&pre_probe);
     transcribe_session_free(s);
     return 0;
 }
