@@ -484,6 +484,72 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     }
 }
 
+/* Q8_0 row w against m (2..4) rows of x quantized once (row i: xq + i*K,
+ * xs + i*(K/32)): each weight block is loaded once for all rows, and each
+ * row's sums are dot_q8_0's (even blocks in one chain, odd in the other),
+ * so out[i] equals the one-row path's value bit for bit. */
+static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
+                                                                const float *xs, long K, int m,
+                                                                const uint8_t *end, float *out) {
+    __m256 acc0[4], acc1[4];
+    for (int i = 0; i < m; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
+    long nb = K / 32, b = 0;
+    for (; b + 2 <= nb; b += 2) {
+        const uint8_t *p = w + b * 34;
+        fetch_on(p, 68, end);
+        __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
+        __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
+        __m256i u0 = _mm256_abs_epi8(q0), u1 = _mm256_abs_epi8(q1);
+        const float d0 = half_at(p), d1 = half_at(p + 34);
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            const float *si = xs + i * (K / 32) + b;
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)xi);
+            __m256i x1 = _mm256_loadu_si256((const __m256i *)(xi + 32));
+            __m256i e0 = dot_u8s8(u0, _mm256_sign_epi8(x0, q0));
+            __m256i e1 = dot_u8s8(u1, _mm256_sign_epi8(x1, q1));
+            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e0), _mm256_set1_ps(d0 * si[0]), acc0[i]);
+            acc1[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e1), _mm256_set1_ps(d1 * si[1]), acc1[i]);
+        }
+    }
+    for (; b < nb; b++) { /* odd last block */
+        const uint8_t *p = w + b * 34;
+        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)), u = _mm256_abs_epi8(q);
+        const float d = half_at(p);
+        for (int i = 0; i < m; i++) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + i * K + 32 * b));
+            __m256i e = dot_u8s8(u, _mm256_sign_epi8(xv, q));
+            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e),
+                                      _mm256_set1_ps(d * xs[i * (K / 32) + b]), acc0[i]);
+        }
+    }
+    for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
+}
+
+void tr_mm_rows_q8_multi_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, int m, float *Y,
+                              long ldy, long n0, long n1, const float *bias) {
+    const long K = (long)w->K;
+    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, PF_DIST);
+    for (long n = n0; n < n1; n++) {
+        const uint8_t *row = w->data + (size_t)n * w->stride;
+        float out[4];
+        switch (m) { /* a constant row count per call keeps the sums in registers */
+        case 2:
+            dot_q8_0_rows(row, xq, xs, K, 2, end, out);
+            break;
+        case 3:
+            dot_q8_0_rows(row, xq, xs, K, 3, end, out);
+            break;
+        default:
+            dot_q8_0_rows(row, xq, xs, K, 4, end, out);
+            break;
+        }
+        const float bn = bias ? bias[n] : 0.0f;
+        for (int i = 0; i < m; i++) Y[i * ldy + n] = out[i] + bn;
+    }
+}
+
 /* Up to 4 rows of X (ldx apart) against one weight row, sharing each W
  * load; F16 weights are converted in registers. */
 static void dot4(int type, const uint8_t *w, const float *x, long ldx, int m, long K, float *out) {

@@ -56,6 +56,12 @@ typedef struct {
 void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs);
 void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
                         long n1);
+/* The same for m rows of x (2..TR_MM_SMALL_M; row i quantized at xq + i*K,
+ * xs + i*(K/32)) at once: Y[i*ldy + n] for rows [n0, n1), plus bias[n]
+ * when given; each weight row is read once for all m, and every output
+ * has the bits of the one-row path. */
+void tr_mm_rows_q8_multi_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, int m, float *Y,
+                              long ldy, long n0, long n1, const float *bias);
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

@@ -63,6 +63,14 @@ static float *run(tr_pool *pool, const wmat *w, const float *bias, const float *
     return Y;
 }
 
+/* Whether a path may quantize x to 8 bits (~1/254 of each group's max per
+ * element): the Q8_0 and K-quant matrix-vector rows, and Q8_0 rows of a
+ * few rows of X (TR_MM_SMALL_M); everything else is float-exact. */
+static bool x_quantized(int type, int M) {
+    if (type == TR_Q8_0) return M <= 4;
+    return (type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K) && M == 1;
+}
+
 /* Checks Y against the double reference; returns the number of bad values. */
 static int check_ref(const wmat *w, const float *bias, const float *X, int M, int ldx,
                      const float *Y, int ldy) {
@@ -78,11 +86,7 @@ static int check_ref(const wmat *w, const float *bias, const float *X, int M, in
             double got = Y[(long)m * ldy + n];
             /* the Q8_0/Q4_K/Q5_K/Q6_K decode paths may quantize x to 8 bits (~1/254 of each
              * group's max per element); everything else is float-exact */
-            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K ||
-                           w->type == TR_Q8_0) &&
-                          M == 1)
-                             ? 8e-3 * mag
-                             : 2e-6 * mag + 1e-6;
+            double tol = x_quantized(w->type, M) ? 8e-3 * mag : 2e-6 * mag + 1e-6;
             if (!(fabs(got - s) <= tol)) {
                 if (bad++ < 3)
                     fprintf(stderr, "%s M=%d K=%ld N=%ld [%d][%ld]: %g vs %g\n",
@@ -105,11 +109,7 @@ static int check_close(const wmat *w, const float *X, int M, int ldx, const floa
             double mag = 0;
             for (long k = 0; k < w->K; k++)
                 mag += fabs(w->ref[n * w->K + k] * X[(long)m * ldx + k]);
-            double tol = ((w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K ||
-                           w->type == TR_Q8_0) &&
-                          M == 1)
-                             ? 8e-3 * mag
-                             : 4e-6 * mag + 2e-6;
+            double tol = x_quantized(w->type, M) ? 8e-3 * mag : 4e-6 * mag + 2e-6;
             if (!(fabs((double)Ya[(long)m * ldy + n] - Yb[(long)m * ldy + n]) <= tol)) bad++;
         }
     }
@@ -348,6 +348,51 @@ static void test_nt_lhs(tr_pool *pools[3]) {
     free(C1);
 }
 
+/* Q8_0 with a few rows of X (a batched decode step) on AVX2, where both
+ * paths quantize x: each row of the product has the bits of that row alone
+ * (M == 1), so a batched utterance decodes exactly as it would by itself;
+ * with and without bias, for K with an odd block count, at 1-3 threads.
+ * (Other levels dequantize the weights for a few rows and quantize x for
+ * one: close within check_close's tolerance, not the same bits.) */
+static void test_q8_rows_match_single(tr_pool *pools[3]) {
+    const long Ks[2] = {1024, 544}, N = 333;
+    for (int ki = 0; ki < 2; ki++) {
+        const long K = Ks[ki];
+        wmat w = make_w(TR_Q8_0, K, N);
+        tr_tensor t = {"q8",  TR_Q8_0, 2, {K, N, 1, 1}, w.row_bytes, w.row_bytes * (size_t)N,
+                       w.data};
+        float *X = malloc(sizeof(float) * 4 * (size_t)K), *bias = malloc(sizeof(float) * N);
+        float *Y = malloc(sizeof(float) * 4 * (size_t)N), *R = malloc(sizeof(float) * (size_t)N);
+        for (long i = 0; i < 4 * K; i++) X[i] = kref_uniform();
+        for (long n = 0; n < N; n++) bias[n] = kref_uniform();
+        for (int ii = 0; ii < k_n_levels; ii++) {
+            if (k_levels[ii] != TR_CPU_AVX2) continue;
+            CHECK(tr_cpu_force(k_levels[ii]));
+            for (int p = 0; p < 3; p++)
+                for (int M = 2; M <= 4; M++)
+                    for (int b = 0; b < 2; b++) {
+                        const float *bp = b ? bias : NULL;
+                        tr_linear(pools[p], &t, bp, X, M, Y);
+                        for (int m = 0; m < M; m++) {
+                            tr_linear(pools[p], &t, bp, X + m * K, 1, R);
+                            CHECK_MSG(memcmp(Y + m * N, R, sizeof(float) * (size_t)N) == 0,
+                                      "Q8_0 %s K %ld, %d threads, M %d row %d%s: differs from "
+                                      "the row alone",
+                                      tr_cpu_level_name(k_levels[ii]), K, p + 1, M, m,
+                                      b ? " (bias)" : "");
+                        }
+                    }
+        }
+        CHECK(tr_cpu_force(k_levels[k_n_levels - 1]));
+        free(w.data);
+        free(w.ref);
+        free(X);
+        free(bias);
+        free(Y);
+        free(R);
+    }
+}
+
 /* tr_linear_group: each output equals tr_linear's bit for bit, for a group
  * of mixed weight types sharing one dispatch (M == 1) and for M > 1; bad
  * groups are refused without touching the outputs. */
@@ -416,6 +461,7 @@ int main(void) {
     CHECK(!tr_matmul_force_isa("sse9"));
     for (size_t t = 0; t < sizeof(k_types) / sizeof(k_types[0]); t++) test_type(k_types[t], pools);
     test_large(pools[1]);
+    test_q8_rows_match_single(pools);
     test_blocking(pools);
     test_nt(pools[1]);
     test_nt_lhs(pools);
