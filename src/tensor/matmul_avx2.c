@@ -256,34 +256,55 @@ static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
         _mm_prefetch((const char *)l, _MM_HINT_T0);
 }
 
-/* Q8_0 against the int8 x: per block d * xs_b * <q, xq>, the weight signs
- * moved onto x (maddubs multiplies unsigned by signed bytes); fetches
- * ahead up to end. */
-static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K,
-                      const uint8_t *end) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+/* Q8_0 row w against m (1..4) rows of the int8 x (row i: xq + i*K,
+ * xs + i*(K/32)): per block d * xs_b * <q, xq>, the weight signs moved onto
+ * x (maddubs multiplies unsigned by signed bytes); even blocks sum in one
+ * chain, odd in the other. Each weight block is loaded once for all rows,
+ * and a row's value does not depend on m: a batched decode step gives each
+ * row the bits of its one-row step. Fetches ahead up to end. */
+static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
+                                                                const float *xs, long K, int m,
+                                                                const uint8_t *end, float *out) {
+    __m256 acc0[4], acc1[4];
+    for (int i = 0; i < m; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
     long nb = K / 32, b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *p = w + b * 34;
         fetch_on(p, 68, end);
         __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
         __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
-        __m256i x0 = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
-        __m256i x1 = _mm256_loadu_si256((const __m256i *)(xq + 32 * b + 32));
-        __m256i d0 = dot_u8s8(_mm256_abs_epi8(q0), _mm256_sign_epi8(x0, q0));
-        __m256i d1 = dot_u8s8(_mm256_abs_epi8(q1), _mm256_sign_epi8(x1, q1));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), _mm256_set1_ps(half_at(p) * xs[b]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), _mm256_set1_ps(half_at(p + 34) * xs[b + 1]),
-                               acc1);
+        __m256i u0 = _mm256_abs_epi8(q0), u1 = _mm256_abs_epi8(q1);
+        const float d0 = half_at(p), d1 = half_at(p + 34);
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            const float *si = xs + i * (K / 32) + b;
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)xi);
+            __m256i x1 = _mm256_loadu_si256((const __m256i *)(xi + 32));
+            __m256i e0 = dot_u8s8(u0, _mm256_sign_epi8(x0, q0));
+            __m256i e1 = dot_u8s8(u1, _mm256_sign_epi8(x1, q1));
+            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e0), _mm256_set1_ps(d0 * si[0]), acc0[i]);
+            acc1[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e1), _mm256_set1_ps(d1 * si[1]), acc1[i]);
+        }
     }
     for (; b < nb; b++) { /* odd last block */
         const uint8_t *p = w + b * 34;
-        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2));
-        __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + 32 * b));
-        __m256i d = dot_u8s8(_mm256_abs_epi8(q), _mm256_sign_epi8(xv, q));
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(half_at(p) * xs[b]), acc0);
+        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)), u = _mm256_abs_epi8(q);
+        const float d = half_at(p);
+        for (int i = 0; i < m; i++) {
+            __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + i * K + 32 * b));
+            __m256i e = dot_u8s8(u, _mm256_sign_epi8(xv, q));
+            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e),
+                                      _mm256_set1_ps(d * xs[i * (K / 32) + b]), acc0[i]);
+        }
     }
-    return hsum256(_mm256_add_ps(acc0, acc1));
+    for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
+}
+
+static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K,
+                      const uint8_t *end) {
+    float out;
+    dot_q8_0_rows(w, xq, xs, K, 1, end, &out);
+    return out;
 }
 
 /* Q4_K / Q5_K against the q8_K-like x: per 256-block
@@ -482,48 +503,6 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
         const uint8_t *row = w->data + (size_t)n * w->stride;
         y[n - n0] = dot_q8_0(row, xq, xs, (long)w->K, end) + 0.0f;
     }
-}
-
-/* Q8_0 row w against m (2..4) rows of x quantized once (row i: xq + i*K,
- * xs + i*(K/32)): each weight block is loaded once for all rows, and each
- * row's sums are dot_q8_0's (even blocks in one chain, odd in the other),
- * so out[i] equals the one-row path's value bit for bit. */
-static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
-                                                                const float *xs, long K, int m,
-                                                                const uint8_t *end, float *out) {
-    __m256 acc0[4], acc1[4];
-    for (int i = 0; i < m; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
-    long nb = K / 32, b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        const uint8_t *p = w + b * 34;
-        fetch_on(p, 68, end);
-        __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
-        __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
-        __m256i u0 = _mm256_abs_epi8(q0), u1 = _mm256_abs_epi8(q1);
-        const float d0 = half_at(p), d1 = half_at(p + 34);
-        for (int i = 0; i < m; i++) {
-            const int8_t *xi = xq + i * K + 32 * b;
-            const float *si = xs + i * (K / 32) + b;
-            __m256i x0 = _mm256_loadu_si256((const __m256i *)xi);
-            __m256i x1 = _mm256_loadu_si256((const __m256i *)(xi + 32));
-            __m256i e0 = dot_u8s8(u0, _mm256_sign_epi8(x0, q0));
-            __m256i e1 = dot_u8s8(u1, _mm256_sign_epi8(x1, q1));
-            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e0), _mm256_set1_ps(d0 * si[0]), acc0[i]);
-            acc1[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e1), _mm256_set1_ps(d1 * si[1]), acc1[i]);
-        }
-    }
-    for (; b < nb; b++) { /* odd last block */
-        const uint8_t *p = w + b * 34;
-        __m256i q = _mm256_loadu_si256((const __m256i *)(p + 2)), u = _mm256_abs_epi8(q);
-        const float d = half_at(p);
-        for (int i = 0; i < m; i++) {
-            __m256i xv = _mm256_loadu_si256((const __m256i *)(xq + i * K + 32 * b));
-            __m256i e = dot_u8s8(u, _mm256_sign_epi8(xv, q));
-            acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e),
-                                      _mm256_set1_ps(d * xs[i * (K / 32) + b]), acc0[i]);
-        }
-    }
-    for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
 void tr_mm_rows_q8_multi_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, int m, float *Y,
