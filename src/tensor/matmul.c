@@ -423,8 +423,7 @@ typedef struct {
     atomic_int failed;
     atomic_long next;
     long chunk;
-    const int8_t *xq; /* Q8_0 on AVX2: the rows of X quantized once (else NULL) */
-    const float *xs;
+    const void *xq; /* AVX2 integer rows: a tr_mm_xq of X quantized once (else NULL) */
 } multi_ctx;
 
 static void multi_task(void *arg, int ith, int nth) {
@@ -437,7 +436,7 @@ static void multi_task(void *arg, int ith, int nth) {
         long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
 #if defined(TR_CPU_X86)
         if (c->xq) {
-            tr_mm_rows_q8_multi_avx2(c->w, c->xq, c->xs, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
+            tr_mm_rows_int8_multi_avx2(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
             continue;
         }
 #endif
@@ -523,34 +522,26 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         return;
     }
     if (M <= TR_MM_SMALL_M && isa->rows_multi) {
-        multi_ctx c = {isa,
-                       w,
-                       bias,
-                       X,
-                       M,
-                       ldx,
-                       ldy,
-                       Y,
-                       0,
-                       0,
-                       row_chunk((long)w->N, tr_pool_n_threads(pool)),
-                       NULL,
-                       NULL};
-        int8_t *xq = NULL;
+        multi_ctx c = {
+            isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool)),
+            NULL};
+        void *xq = NULL;
 #if defined(TR_CPU_X86)
-        /* Q8_0 on AVX2: the rows of X quantized once for the call, then
-         * integer dots that read each weight row once for all of them
-         * (dequantizing every row to floats for a few rows of X made a
+        /* the integer-dot types on AVX2: the rows of X quantized once for
+         * the call, then dots that read each weight row once for all of
+         * them (dequantizing every row to floats for a few rows of X made a
          * batched LLM step compute-bound: no faster than one row at a time) */
-        if (w->type == TR_Q8_0 && isa == &tr_mm_isa_avx2 && M > 1) {
-            const long K = (long)w->K;
-            xq = malloc((size_t)M * (size_t)K + sizeof(float) * (size_t)(M * (K / 32) + 1));
-            if (xq) { /* K is a multiple of 32 (Q8_0 rows): the scales stay aligned */
-                float *xs = (float *)(xq + (size_t)M * (size_t)K);
-                for (long m = 0; m < M; m++)
-                    tr_mm_quant_x_avx2(X + m * ldx, K, xq + m * K, xs + m * (K / 32));
-                c.xq = xq;
-                c.xs = xs;
+        tr_mm_xq xqv;
+        const bool kq = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
+        if ((kq || w->type == TR_Q8_0) && isa == &tr_mm_isa_avx2 && M > 1) {
+            const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
+            xq = malloc(sizeof(float) * m * (K / 32) + m * K + sizeof(int16_t) * m * (K / 16));
+            if (xq) {
+                xqv.s = (float *)xq;
+                xqv.q = (int8_t *)(xqv.s + m * (K / 32));
+                xqv.bsum = (int16_t *)(xqv.q + m * K);
+                tr_mm_quant_x_rows_avx2(w->type, X, ldx, M, (long)K, &xqv);
+                c.xq = &xqv;
             }
         }
 #endif

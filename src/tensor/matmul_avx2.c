@@ -307,17 +307,20 @@ static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long 
     return out;
 }
 
-/* Q4_K / Q5_K against the q8_K-like x: per 256-block
+/* Q4_K / Q5_K against m (1..4) rows of the q8_K-like x (row i: xq + i*K,
+ * xd + i*(K/256), bsum + i*(K/16)): per 256-block
  *   xd * (d * sum_j sc_j <q_j, xq_j> - dmin * sum_j mn_j * bsum32_j)
  * over the 8 sub-blocks j, all in int32 but the last step. Sub-block 2c
  * holds the low nibbles of code bytes [32c, 32c+32), 2c+1 the high ones;
  * Q5_K adds bits 2c and 2c+1 of qh as the fifth bit. maddubs cannot
- * saturate: 2 * 31 * 127 < 32767. */
-static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, const int8_t *xq,
-                                                             const float *xd, const int16_t *bsum,
-                                                             long K, int five, const uint8_t *end) {
+ * saturate: 2 * 31 * 127 < 32767. The codes and scales are unpacked once
+ * for all rows, and a row's value does not depend on m. */
+static inline __attribute__((always_inline)) void
+dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum, long K,
+               int five, int m, const uint8_t *end, float *out) {
     const size_t bsz = five ? 176 : 144;
-    __m256 acc = _mm256_setzero_ps();
+    __m256 acc[4];
+    for (int i = 0; i < m; i++) acc[i] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     const __m256i pick0 = _mm256_set1_epi16(0x0100), step = _mm256_set1_epi8(2);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
@@ -325,7 +328,6 @@ static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, c
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        const int8_t *xb = xq + 256 * b;
         fetch_on(p, bsz, end);
         __m256i qh = _mm256_setzero_si256();
         if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
@@ -342,8 +344,8 @@ static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, c
          * the mins doubled, one per 16-element x sum */
         __m256i scw = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scmn));
         __m256i mnw = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn));
-        __m256i mins = _mm256_madd_epi16(mnw, _mm256_loadu_si256((const __m256i *)(bsum + 16 * b)));
-        __m256i sumi = _mm256_setzero_si256(), pick = pick0;
+        __m256i sumi[4], pick = pick0;
+        for (int i = 0; i < m; i++) sumi[i] = _mm256_setzero_si256();
 #pragma GCC unroll 4
         for (int c = 0; c < 4; c++) {
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
@@ -359,40 +361,43 @@ static inline __attribute__((always_inline)) float dot_q45_k(const uint8_t *w, c
             pick = _mm256_add_epi8(pick, step);
             __m256i s_hi = _mm256_shuffle_epi8(scw, pick);
             pick = _mm256_add_epi8(pick, step);
-            __m256i x0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * c));
-            __m256i x1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * c + 32));
-            __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), s_lo);
-            __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), s_hi);
-            sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(d0, d1));
+            for (int i = 0; i < m; i++) {
+                const int8_t *xb = xq + i * K + 256 * b;
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * c));
+                __m256i x1 = _mm256_loadu_si256((const __m256i *)(xb + 64 * c + 32));
+                __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), s_lo);
+                __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), s_hi);
+                sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(d0, d1));
+            }
         }
-        __m128 dm = _mm_mul_ps(_mm_cvtph_ps(v4), _mm_set1_ps(xd[b])); /* lanes 0, 1: d, dmin */
-        /* one add on the loop-carried chain */
-        __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi), _mm256_broadcastss_ps(dm));
-        t = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_broadcastss_ps(_mm_movehdup_ps(dm)),
-                             t);
-        acc = _mm256_add_ps(acc, t);
+        const __m128 dm0 = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+        for (int i = 0; i < m; i++) {
+            const int16_t *bs = bsum + i * (K / 16) + 16 * b;
+            __m256i mins = _mm256_madd_epi16(mnw, _mm256_loadu_si256((const __m256i *)bs));
+            __m128 dm = _mm_mul_ps(dm0, _mm_set1_ps(xd[i * (K / 256) + b]));
+            /* one add on the loop-carried chain */
+            __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi[i]), _mm256_broadcastss_ps(dm));
+            t = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins),
+                                 _mm256_broadcastss_ps(_mm_movehdup_ps(dm)), t);
+            acc[i] = _mm256_add_ps(acc[i], t);
+        }
     }
-    return hsum256(acc);
+    for (int i = 0; i < m; i++) out[i] = hsum256(acc[i]);
 }
 
-static float dot_q4_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K, const uint8_t *end) {
-    return dot_q45_k(w, xq, xd, bsum, K, 0, end);
-}
-
-static float dot_q5_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K, const uint8_t *end) {
-    return dot_q45_k(w, xq, xd, bsum, K, 1, end);
-}
-
-/* Q6_K against the q8_K-like x: per 256-block d * xd * (sum_g sc_g <u_g,
- * xq_g> - 32 * sum_g sc_g * bsum_g) over the 16 groups g of 16, with the
- * unsigned 6-bit codes u = q + 32 (maddubs: 2 * 63 * 127 < 32767). Half h
- * holds elements [128h, 128h+128): code bytes ql[64h..] give the low
- * nibbles of four 32-element runs, qh[32h..] two bits each. */
-static float dot_q6_k(const uint8_t *w, const int8_t *xq, const float *xd, const int16_t *bsum,
-                      long K, const uint8_t *end) {
-    __m256 acc = _mm256_setzero_ps();
+/* Q6_K against m (1..4) rows of the q8_K-like x (laid out as for
+ * dot_q45_k_rows): per 256-block d * xd * (sum_g sc_g <u_g, xq_g> - 32 *
+ * sum_g sc_g * bsum_g) over the 16 groups g of 16, with the unsigned 6-bit
+ * codes u = q + 32 (maddubs: 2 * 63 * 127 < 32767). Half h holds elements
+ * [128h, 128h+128): code bytes ql[64h..] give the low nibbles of four
+ * 32-element runs, qh[32h..] two bits each. Unpacked once for all rows; a
+ * row's value does not depend on m. */
+static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w, const int8_t *xq,
+                                                                const float *xd,
+                                                                const int16_t *bsum, long K, int m,
+                                                                const uint8_t *end, float *out) {
+    __m256 acc[4];
+    for (int i = 0; i < m; i++) acc[i] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F), top2 = _mm256_set1_epi8(0x30);
     /* run k of a half: low 16 bytes take scale 2k, high 16 bytes 2k+1 */
     const __m256i pick0 = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
@@ -400,11 +405,10 @@ static float dot_q6_k(const uint8_t *w, const int8_t *xq, const float *xd, const
     const __m256i step = _mm256_set1_epi8(4);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        const int8_t *xb = xq + 256 * b;
         fetch_on(p, 210, end);
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
-        __m256i off = _mm256_madd_epi16(sc, _mm256_loadu_si256((const __m256i *)(bsum + 16 * b)));
-        __m256i sumi = _mm256_setzero_si256();
+        __m256i sumi[4];
+        for (int i = 0; i < m; i++) sumi[i] = _mm256_setzero_si256();
         for (int h = 0; h < 2; h++) {
             __m256i ql0 = _mm256_loadu_si256((const __m256i *)(p + 64 * h));
             __m256i ql1 = _mm256_loadu_si256((const __m256i *)(p + 64 * h + 32));
@@ -423,18 +427,52 @@ static float dot_q6_k(const uint8_t *w, const int8_t *xq, const float *xd, const
             __m256i pick = pick0;
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 128 * h + 32 * k));
-                __m256i d = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], xv),
-                                              _mm256_shuffle_epi8(sch, pick));
-                sumi = _mm256_add_epi32(sumi, d);
+                const __m256i sk = _mm256_shuffle_epi8(sch, pick);
+                for (int i = 0; i < m; i++) {
+                    const int8_t *xb = xq + i * K + 256 * b;
+                    __m256i xv = _mm256_loadu_si256((const __m256i *)(xb + 128 * h + 32 * k));
+                    __m256i d = _mm256_madd_epi16(_mm256_maddubs_epi16(u[k], xv), sk);
+                    sumi[i] = _mm256_add_epi32(sumi[i], d);
+                }
                 pick = _mm256_add_epi8(pick, step);
             }
         }
-        sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32(off, 5));
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi), _mm256_set1_ps(half_at(p + 208) * xd[b]),
-                              acc);
+        const float d6 = half_at(p + 208);
+        for (int i = 0; i < m; i++) {
+            const int16_t *bs = bsum + i * (K / 16) + 16 * b;
+            __m256i off = _mm256_madd_epi16(sc, _mm256_loadu_si256((const __m256i *)bs));
+            __m256i si = _mm256_sub_epi32(sumi[i], _mm256_slli_epi32(off, 5));
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si),
+                                     _mm256_set1_ps(d6 * xd[i * (K / 256) + b]), acc[i]);
+        }
     }
-    return hsum256(acc);
+    for (int i = 0; i < m; i++) out[i] = hsum256(acc[i]);
+}
+
+/* The one-row dots of rows_avx2 (inlined there, as they were before the
+ * few-row bodies). */
+static inline __attribute__((always_inline)) float dot_q4_k(const uint8_t *w, const int8_t *xq,
+                                                            const float *xd, const int16_t *bsum,
+                                                            long K, const uint8_t *end) {
+    float out;
+    dot_q45_k_rows(w, xq, xd, bsum, K, 0, 1, end, &out);
+    return out;
+}
+
+static inline __attribute__((always_inline)) float dot_q5_k(const uint8_t *w, const int8_t *xq,
+                                                            const float *xd, const int16_t *bsum,
+                                                            long K, const uint8_t *end) {
+    float out;
+    dot_q45_k_rows(w, xq, xd, bsum, K, 1, 1, end, &out);
+    return out;
+}
+
+static inline __attribute__((always_inline)) float dot_q6_k(const uint8_t *w, const int8_t *xq,
+                                                            const float *xd, const int16_t *bsum,
+                                                            long K, const uint8_t *end) {
+    float out;
+    dot_q6_k_rows(w, xq, xd, bsum, K, 1, end, &out);
+    return out;
 }
 
 static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
@@ -505,25 +543,51 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     }
 }
 
-void tr_mm_rows_q8_multi_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, int m, float *Y,
-                              long ldy, long n0, long n1, const float *bias) {
+/* One weight row against m rows of the prepared x, m fixed per call site
+ * so the per-row sums stay in registers. */
+static inline __attribute__((always_inline)) void dot_rows_m(int type, const uint8_t *row,
+                                                             const tr_mm_xq *x, long K, int m,
+                                                             const uint8_t *end, float *out) {
+    switch (type) {
+    case TR_Q8_0:
+        dot_q8_0_rows(row, x->q, x->s, K, m, end, out);
+        break;
+    case TR_Q4_K:
+        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 0, m, end, out);
+        break;
+    case TR_Q5_K:
+        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 1, m, end, out);
+        break;
+    default: /* TR_Q6_K */
+        dot_q6_k_rows(row, x->q, x->s, x->bsum, K, m, end, out);
+        break;
+    }
+}
+
+void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+    for (long m = 0; m < M; m++) {
+        if (type == TR_Q8_0)
+            quantize_x_q8(X + m * ldx, K, x->q + m * K, x->s + m * (K / 32));
+        else
+            quantize_x_q8k(X + m * ldx, K, x->q + m * K, x->s + m * (K / 256),
+                           x->bsum + m * (K / 16));
+    }
+}
+
+void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
+                                long n0, long n1, const float *bias) {
     const long K = (long)w->K;
     const uint8_t *end = w->data + (size_t)n1 * w->stride;
     prefetch_first(w, n0, n1, PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float out[4];
-        switch (m) { /* a constant row count per call keeps the sums in registers */
-        case 2:
-            dot_q8_0_rows(row, xq, xs, K, 2, end, out);
-            break;
-        case 3:
-            dot_q8_0_rows(row, xq, xs, K, 3, end, out);
-            break;
-        default:
-            dot_q8_0_rows(row, xq, xs, K, 4, end, out);
-            break;
-        }
+        if (m == 2)
+            dot_rows_m(w->type, row, x, K, 2, end, out);
+        else if (m == 3)
+            dot_rows_m(w->type, row, x, K, 3, end, out);
+        else
+            dot_rows_m(w->type, row, x, K, 4, end, out);
         const float bn = bias ? bias[n] : 0.0f;
         for (int i = 0; i < m; i++) Y[i * ldy + n] = out[i] + bn;
     }

@@ -56,12 +56,21 @@ typedef struct {
 void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs);
 void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
                         long n1);
-/* The same for m rows of x (2..TR_MM_SMALL_M; row i quantized at xq + i*K,
- * xs + i*(K/32)) at once: Y[i*ldy + n] for rows [n0, n1), plus bias[n]
- * when given; each weight row is read once for all m, and every output
- * has the bits of the one-row path. */
-void tr_mm_rows_q8_multi_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, int m, float *Y,
-                              long ldy, long n0, long n1, const float *bias);
+/* A few rows of x (2..TR_MM_SMALL_M) prepared once for the AVX2 integer
+ * dots of Q8_0, Q4_K, Q5_K and Q6_K rows: row i's int8 values at q + i*K,
+ * its scales at s + i*(K/32) (Q8_0) or s + i*(K/256) (K-quants), its sums
+ * per 16 at bsum + i*(K/16) (K-quants). rows_int8_multi writes Y[i*ldy + n]
+ * for weight rows [n0, n1), plus bias[n] when given; each weight row is
+ * read once for all m, and every output has the bits of the one-row
+ * path. */
+typedef struct {
+    int8_t *q;
+    float *s;
+    int16_t *bsum;
+} tr_mm_xq;
+void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
+                                long n0, long n1, const float *bias);
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

@@ -64,11 +64,10 @@ static float *run(tr_pool *pool, const wmat *w, const float *bias, const float *
 }
 
 /* Whether a path may quantize x to 8 bits (~1/254 of each group's max per
- * element): the Q8_0 and K-quant matrix-vector rows, and Q8_0 rows of a
- * few rows of X (TR_MM_SMALL_M); everything else is float-exact. */
+ * element): the Q8_0 and K-quant rows of one or a few rows of X
+ * (TR_MM_SMALL_M); everything else is float-exact. */
 static bool x_quantized(int type, int M) {
-    if (type == TR_Q8_0) return M <= 4;
-    return (type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K) && M == 1;
+    return (type == TR_Q8_0 || type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K) && M <= 4;
 }
 
 /* Checks Y against the double reference; returns the number of bad values. */
@@ -348,19 +347,18 @@ static void test_nt_lhs(tr_pool *pools[3]) {
     free(C1);
 }
 
-/* Q8_0 with a few rows of X (a batched decode step) on AVX2, where both
- * paths quantize x: each row of the product has the bits of that row alone
- * (M == 1), so a batched utterance decodes exactly as it would by itself;
- * with and without bias, for K with an odd block count, at 1-3 threads.
- * (Other levels dequantize the weights for a few rows and quantize x for
- * one: close within check_close's tolerance, not the same bits.) */
-static void test_q8_rows_match_single(tr_pool *pools[3]) {
-    const long Ks[2] = {1024, 544}, N = 333;
+/* Q8_0 and K-quants with a few rows of X (a batched decode step) on AVX2,
+ * where both paths quantize x: each row of the product has the bits of that
+ * row alone (M == 1), so a batched utterance decodes exactly as it would by
+ * itself; with and without bias, for K with an odd block count, at 1-3
+ * threads. (Other levels dequantize the weights for a few rows and quantize
+ * x for one: close within check_close's tolerance, not the same bits.) */
+static void test_int8_rows_match_single(tr_pool *pools[3], int type) {
+    const long Ks[2] = {1024, type == TR_Q8_0 ? 544 : 768}, N = 333;
     for (int ki = 0; ki < 2; ki++) {
         const long K = Ks[ki];
-        wmat w = make_w(TR_Q8_0, K, N);
-        tr_tensor t = {"q8",  TR_Q8_0, 2, {K, N, 1, 1}, w.row_bytes, w.row_bytes * (size_t)N,
-                       w.data};
+        wmat w = make_w(type, K, N);
+        tr_tensor t = {"q", type, 2, {K, N, 1, 1}, w.row_bytes, w.row_bytes * (size_t)N, w.data};
         float *X = malloc(sizeof(float) * 4 * (size_t)K), *bias = malloc(sizeof(float) * N);
         float *Y = malloc(sizeof(float) * 4 * (size_t)N), *R = malloc(sizeof(float) * (size_t)N);
         for (long i = 0; i < 4 * K; i++) X[i] = kref_uniform();
@@ -376,10 +374,10 @@ static void test_q8_rows_match_single(tr_pool *pools[3]) {
                         for (int m = 0; m < M; m++) {
                             tr_linear(pools[p], &t, bp, X + m * K, 1, R);
                             CHECK_MSG(memcmp(Y + m * N, R, sizeof(float) * (size_t)N) == 0,
-                                      "Q8_0 %s K %ld, %d threads, M %d row %d%s: differs from "
-                                      "the row alone",
-                                      tr_cpu_level_name(k_levels[ii]), K, p + 1, M, m,
-                                      b ? " (bias)" : "");
+                                      "%s %s K %ld, %d threads, M %d row %d%s: differs from the "
+                                      "row alone",
+                                      tr_type_name(type), tr_cpu_level_name(k_levels[ii]), K, p + 1,
+                                      M, m, b ? " (bias)" : "");
                         }
                     }
         }
@@ -461,7 +459,8 @@ int main(void) {
     CHECK(!tr_matmul_force_isa("sse9"));
     for (size_t t = 0; t < sizeof(k_types) / sizeof(k_types[0]); t++) test_type(k_types[t], pools);
     test_large(pools[1]);
-    test_q8_rows_match_single(pools);
+    const int int8_types[4] = {TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
+    for (int i = 0; i < 4; i++) test_int8_rows_match_single(pools, int8_types[i]);
     test_blocking(pools);
     test_nt(pools[1]);
     test_nt_lhs(pools);
