@@ -300,13 +300,6 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
     for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
-static float dot_q8_0(const uint8_t *w, const int8_t *xq, const float *xs, long K,
-                      const uint8_t *end) {
-    float out;
-    dot_q8_0_rows(w, xq, xs, K, 1, end, &out);
-    return out;
-}
-
 /* Q4_K / Q5_K against m (1..4) rows of the q8_K-like x (row i: xq + i*K,
  * xd + i*(K/256), bsum + i*(K/16)): per 256-block
  *   xd * (d * sum_j sc_j <q_j, xq_j> - dmin * sum_j mn_j * bsum32_j)
@@ -449,30 +442,26 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
     for (int i = 0; i < m; i++) out[i] = hsum256(acc[i]);
 }
 
-/* The one-row dots of rows_avx2 (inlined there, as they were before the
- * few-row bodies). */
-static inline __attribute__((always_inline)) float dot_q4_k(const uint8_t *w, const int8_t *xq,
-                                                            const float *xd, const int16_t *bsum,
-                                                            long K, const uint8_t *end) {
-    float out;
-    dot_q45_k_rows(w, xq, xd, bsum, K, 0, 1, end, &out);
-    return out;
-}
-
-static inline __attribute__((always_inline)) float dot_q5_k(const uint8_t *w, const int8_t *xq,
-                                                            const float *xd, const int16_t *bsum,
-                                                            long K, const uint8_t *end) {
-    float out;
-    dot_q45_k_rows(w, xq, xd, bsum, K, 1, 1, end, &out);
-    return out;
-}
-
-static inline __attribute__((always_inline)) float dot_q6_k(const uint8_t *w, const int8_t *xq,
-                                                            const float *xd, const int16_t *bsum,
-                                                            long K, const uint8_t *end) {
-    float out;
-    dot_q6_k_rows(w, xq, xd, bsum, K, 1, end, &out);
-    return out;
+/* One weight row of an integer-dot type against m rows of the prepared x,
+ * m a constant at each call site so the per-row sums stay in registers
+ * (m = 1: the matrix-vector rows). */
+static inline __attribute__((always_inline)) void dot_rows_m(int type, const uint8_t *row,
+                                                             const tr_mm_xq *x, long K, int m,
+                                                             const uint8_t *end, float *out) {
+    switch (type) {
+    case TR_Q8_0:
+        dot_q8_0_rows(row, x->q, x->s, K, m, end, out);
+        break;
+    case TR_Q4_K:
+        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 0, m, end, out);
+        break;
+    case TR_Q5_K:
+        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 1, m, end, out);
+        break;
+    default: /* TR_Q6_K */
+        dot_q6_k_rows(row, x->q, x->s, x->bsum, K, m, end, out);
+        break;
+    }
 }
 
 static void deq_avx2(int type, const void *src, float *dst, int64_t n) {
@@ -505,18 +494,13 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
      * stream from DRAM busy. F16 and F32, whose dots keep up, lost 2-5 % to
      * a software fetch; they take only the first 4 KiB at once. */
     const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    const tr_mm_xq xv = {xq, xs, bsum};
     prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
-        if (w->type == TR_Q8_0) {
-            s = dot_q8_0(row, xq, xs, K, end);
-        } else if (w->type == TR_Q4_K) {
-            s = dot_q4_k(row, xq, xs, bsum, K, end);
-        } else if (w->type == TR_Q5_K) {
-            s = dot_q5_k(row, xq, xs, bsum, K, end);
-        } else if (w->type == TR_Q6_K) {
-            s = dot_q6_k(row, xq, xs, bsum, K, end);
+        if (w->type == TR_Q8_0 || kquant) {
+            dot_rows_m(w->type, row, &xv, K, 1, end, &s);
         } else if (w->type == TR_F32 || w->type == TR_F16) {
             s = dot_avx2(w->type, row, x, K);
         } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
@@ -539,28 +523,9 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     prefetch_first(w, n0, n1, PF_DIST); /* then the dot fetches on, as in rows_avx2 */
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
-        y[n - n0] = dot_q8_0(row, xq, xs, (long)w->K, end) + 0.0f;
-    }
-}
-
-/* One weight row against m rows of the prepared x, m fixed per call site
- * so the per-row sums stay in registers. */
-static inline __attribute__((always_inline)) void dot_rows_m(int type, const uint8_t *row,
-                                                             const tr_mm_xq *x, long K, int m,
-                                                             const uint8_t *end, float *out) {
-    switch (type) {
-    case TR_Q8_0:
-        dot_q8_0_rows(row, x->q, x->s, K, m, end, out);
-        break;
-    case TR_Q4_K:
-        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 0, m, end, out);
-        break;
-    case TR_Q5_K:
-        dot_q45_k_rows(row, x->q, x->s, x->bsum, K, 1, m, end, out);
-        break;
-    default: /* TR_Q6_K */
-        dot_q6_k_rows(row, x->q, x->s, x->bsum, K, m, end, out);
-        break;
+        float s;
+        dot_q8_0_rows(row, xq, xs, (long)w->K, 1, end, &s);
+        y[n - n0] = s + 0.0f;
     }
 }
 
