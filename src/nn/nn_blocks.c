@@ -44,8 +44,11 @@ void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int 
     tr_linear(pool, l->w, l->b, x, rows, y);
 }
 
+/* The attention half uses h, q, k, v (4 D per row); the FFN half h, its
+ * hidden rows over the dead q/k/v and its output after them (2 D + d_ffn). */
 size_t tr_nn_enc_block_scratch(const tr_nn_dims *d, int rows) {
-    return ((size_t)4 * d->d_model + (size_t)d->d_ffn) * (size_t)rows;
+    const size_t D = (size_t)d->d_model, attn = 4 * D, ffn = 2 * D + (size_t)d->d_ffn;
+    return (attn > ffn ? attn : ffn) * (size_t)rows;
 }
 
 size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx) {
@@ -87,7 +90,7 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
                          int rows, float *scratch) {
     const int D = d->d_model;
     size_t n = (size_t)rows * (size_t)D;
-    float *h = scratch, *q = h + n, *k = q + n, *v = k + n, *mid = v + n;
+    float *h = scratch, *q = h + n, *k = q + n, *v = k + n;
 
     tr_layer_norm(pool, x, h, rows, D, blk->ln_attn.w, blk->ln_attn.b, d->ln_eps);
     tr_nn_linear_fwd(pool, &blk->attn.q, h, rows, q);
@@ -114,7 +117,8 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
     tr_nn_linear_fwd(pool, &blk->attn.o, h, rows, q);
     add_inplace(pool, x, q, n);
 
-    ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, q);
+    float *mid = q, *out = mid + (size_t)rows * (size_t)d->d_ffn; /* q/k/v are dead here */
+    ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, out);
 }
 
 void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
