@@ -340,13 +340,17 @@ AINLINE void dot_rows4(const float *q, const float *k, long kst, int d, float *s
     s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
 
-/* Asks for the K and V rows of keys [j0, j1) of KV head hk ahead of use.
- * A head's part of a cache row (head_dim values) lies kv_stride values
- * from the next one's, a pattern the hardware prefetchers follow poorly;
- * left to them, a decoder step's attention waited on memory for nearly
- * every row (three quarters of its time, measured: its K/V are far from
- * the cache after a step's weights have streamed through). */
-AINLINE void prefetch_kv(const tr_attn_job *job, int hk, int j0, int j1) {
+/* Which rows prefetch_kv asks for. */
+enum { FETCH_K = 1, FETCH_V = 2 };
+
+/* Asks for the K and/or V rows (what: FETCH_K, FETCH_V) of keys [j0, j1)
+ * of KV head hk ahead of use. A head's part of a cache row (head_dim
+ * values) lies kv_stride values from the next one's, a pattern the
+ * hardware prefetchers follow poorly; left to them, a decoder step's
+ * attention waited on memory for nearly every row (three quarters of its
+ * time, measured: its K/V are far from the cache after a step's weights
+ * have streamed through). */
+AINLINE void prefetch_kv(const tr_attn_job *job, int hk, int j0, int j1, int what) {
     const tr_attn_args *a = job->a;
     const long es = job->k16 ? 2 : 4, bytes = (long)a->head_dim * es;
     const char *k = job->k16 ? (const char *)job->k16 : (const char *)a->k;
@@ -354,8 +358,8 @@ AINLINE void prefetch_kv(const tr_attn_job *job, int hk, int j0, int j1) {
     for (int j = j0; j < j1; j++) {
         const long off = ((long)j * a->kv_stride + tr_attn_head_off(a, hk)) * es;
         for (long b = 0; b < bytes; b += 64) {
-            __builtin_prefetch(k + off + b);
-            __builtin_prefetch(v + off + b);
+            if (what & FETCH_K) __builtin_prefetch(k + off + b);
+            if (what & FETCH_V) __builtin_prefetch(v + off + b);
         }
     }
 }
@@ -385,12 +389,6 @@ AINLINE void fma_2x4(vf p, vf q, const vf x[4], vf a[4], vf b[4]) {
  * 2-core Zen 3 host; 4 to 32 rows ahead all measured alike. */
 #define KV_AHEAD 16
 
-/* The lines of F16 rows [j0, j1) (stride st values, d values each) from p. */
-AINLINE void fetch_rows_f16(const uint16_t *p, long st, int d, int j0, int j1) {
-    for (int j = j0; j < j1; j++)
-        for (int b = 0; b < d; b += 32) __builtin_prefetch(p + (long)j * st + b);
-}
-
 /* Scores of the G heads of rs against F16 key rows [kb, kb + nk) of KV
  * head hk, converted in registers (each K vector once for all heads):
  * per key the operations of dot_rows4, so the same bits. With fetch, asks
@@ -401,16 +399,14 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
     const tr_attn_args *a = job->a;
     const int d = a->head_dim;
     const uint16_t *kr = job->k16 + (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
-    const uint16_t *vr = job->v16 + (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
     const long st = a->kv_stride;
-    const int ahead_end = lim - kb;
     int j = 0;
     for (; j + 4 <= nk; j += 4) {
         const uint16_t *k0 = kr + (long)j * st;
         if (fetch) {
-            const int f1 = j + KV_AHEAD + 4 < ahead_end ? j + KV_AHEAD + 4 : ahead_end;
-            fetch_rows_f16(kr, st, d, j + KV_AHEAD, f1);
-            fetch_rows_f16(vr, st, d, j, j + 4);
+            const int f0 = kb + j + KV_AHEAD;
+            prefetch_kv(job, hk, f0, f0 + 4 < lim ? f0 + 4 : lim, FETCH_K);
+            prefetch_kv(job, hk, kb + j, kb + j + 4, FETCH_V);
         }
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
@@ -427,7 +423,7 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
                 for (int r = 0; r < 4; r++) sb[r] = vhsum(bc[r]);
         }
     }
-    if (fetch) fetch_rows_f16(vr, st, d, j, nk);
+    if (fetch) prefetch_kv(job, hk, kb + j, kb + nk, FETCH_V);
     for (; j < nk; j++) {
         const uint16_t *k0 = kr + (long)j * st;
         for (int g = 0; g < G; g++) {
@@ -518,16 +514,18 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
             r->br = a->pos_bias ? a->pos_bias + ((long)(h + g) * a->n_q + i) * a->n_kv : NULL;
         }
         const int end = row_end(&lim, i);
+        /* F16 in place: the first KV_AHEAD keys, then scores_f16 fetches as
+         * it goes; else a block of both at a time */
         if (i == q0 && f16_direct)
-            fetch_rows_f16(job->k16 + tr_attn_head_off(a, hk), a->kv_stride, d, 0,
-                           end < KV_AHEAD ? end : KV_AHEAD);
+            prefetch_kv(job, hk, 0, end < KV_AHEAD ? end : KV_AHEAD, FETCH_K);
         else if (i == q0)
-            prefetch_kv(job, hk, 0, end < TR_ATTN_BK ? end : TR_ATTN_BK);
+            prefetch_kv(job, hk, 0, end < TR_ATTN_BK ? end : TR_ATTN_BK, FETCH_K | FETCH_V);
         for (int kb = 0; kb < end; kb += TR_ATTN_BK) {
             const int nk = end - kb < TR_ATTN_BK ? end - kb : TR_ATTN_BK;
             /* the next block's rows arrive while this one is computed */
             const int nx = kb + TR_ATTN_BK, nx_end = nx + TR_ATTN_BK < end ? nx + TR_ATTN_BK : end;
-            if (i == q0 && nx < end && !f16_direct) prefetch_kv(job, hk, nx, nx_end);
+            if (i == q0 && nx < end && !f16_direct)
+                prefetch_kv(job, hk, nx, nx_end, FETCH_K | FETCH_V);
             /* F32 rows are read in place (stride kv_stride); F16 rows are
              * converted block-wise into kbuf/vbuf (stride dp), once for
              * every head of the group */
