@@ -21,6 +21,7 @@ void tr_result_free(tr_result *r) {
     free(r->words);
     free(r->toks);
     free(r->spk);
+    free(r->pieces);
     tr_result_init(r);
 }
 
@@ -31,7 +32,8 @@ void tr_result_clear(tr_result *r) {
     r->full_text_off = r->raw_text_off = r->language_off = 0;
     r->has_full_text = r->has_raw_text = r->has_language = false;
     r->ts_kind = TRANSCRIBE_TIMESTAMPS_NONE;
-    r->n_segs = r->n_words = r->n_toks = r->n_spk = 0;
+    r->n_segs = r->n_words = r->n_toks = r->n_spk = r->n_pieces = 0;
+    r->chunked = false;
     r->mel_ms = r->encode_ms = r->decode_ms = 0.0f;
     r->oom = false;
 }
@@ -92,6 +94,18 @@ int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t sp
     }
     r->spk[r->n_spk] = (tr_result_speaker){t0_ms, t1_ms, speaker_id, p};
     return r->n_spk++;
+}
+
+int tr_result_add_piece(tr_result *r, int64_t t0_ms, int64_t t1_ms, int end_kind,
+                        transcribe_status status) {
+    if (!grow((void **)&r->pieces, &r->cap_pieces, r->n_pieces + 1, sizeof *r->pieces)) {
+        r->oom = true;
+        TR_ERROR("result: out of memory adding a piece row");
+        return -1;
+    }
+    r->pieces[r->n_pieces] = (tr_result_piece){t0_ms, t1_ms, end_kind, status};
+    r->chunked = true;
+    return r->n_pieces++;
 }
 
 bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id) {

@@ -42,6 +42,15 @@ typedef struct tr_result_speaker {
     float p;
 } tr_result_speaker;
 
+/* One piece of a long input that the library split at pauses and ran on
+ * its own (long audio): where it lies on the input's clock, how it ended
+ * (enum transcribe_span_end) and the status of its run. */
+typedef struct tr_result_piece {
+    int64_t t0_ms, t1_ms;
+    int end_kind;
+    transcribe_status status;
+} tr_result_piece;
+
 typedef struct tr_result {
     transcribe_status status; /* per-utterance status (batch) */
     char *arena;              /* NUL-separated strings */
@@ -57,6 +66,9 @@ typedef struct tr_result {
     int n_toks, cap_toks;
     tr_result_speaker *spk;
     int n_spk, cap_spk;
+    bool chunked;            /* split into pieces (even zero: no speech found) */
+    tr_result_piece *pieces; /* the pieces of a split run, in time order */
+    int n_pieces, cap_pieces;
     float mel_ms, encode_ms, decode_ms; /* this utterance's timings */
     bool oom; /* an append failed; the run should return TRANSCRIBE_ERR_OOM */
 } tr_result;
@@ -78,6 +90,9 @@ int tr_result_add_token(tr_result *r, int id, float p, int64_t t0_ms, int64_t t1
                         int word, const char *text);
 /* Appends a speaker row. Returns its index or -1 on OOM. */
 int tr_result_add_speaker(tr_result *r, int64_t t0_ms, int64_t t1_ms, int32_t speaker_id, float p);
+/* Appends a piece row (long audio). Returns its index or -1 (oom set). */
+int tr_result_add_piece(tr_result *r, int64_t t0_ms, int64_t t1_ms, int end_kind,
+                        transcribe_status status);
 /* Sets segment `seg`'s speaker id (false when out of range). */
 bool tr_result_set_segment_speaker(tr_result *r, int seg, int32_t speaker_id);
 /* Updates the text / times of an existing segment (e.g. after joining). */
