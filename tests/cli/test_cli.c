@@ -372,6 +372,11 @@ static void canary(const char *wav) {
     snprintf(args, sizeof args, "-m '%s' --temperature 0.5 --target-language de '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_err, "are Whisper options; this model ignores them");
     CHECK(strstr(g_err, "translating (as with -t)") != NULL);
+    /* Canary cannot detect: without -l it says it used its default, and
+     * never that it detected anything. */
+    snprintf(args, sizeof args, "-m '%s' '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "using en (model default)");
+    CHECK(strstr(g_err, "detected language") == NULL);
 }
 
 /* Subtitle shaping on a model with word times (Parakeet TDT): one word per

@@ -593,7 +593,15 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (have_result && !plan.split) cli_result_append(&res, c->s, c->batch_row, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
     if (have_result && !o->language && res.language[0]) {
-        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "%s: detected language: %s", path, res.language);
+        /* A model that cannot detect did not detect: it used its default. */
+        struct transcribe_capabilities lc;
+        transcribe_capabilities_init(&lc);
+        bool detects =
+            transcribe_model_get_capabilities(transcribe_get_model(c->s), &lc) == TRANSCRIBE_OK &&
+            lc.supports_language_detect;
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                detects ? "%s: detected language: %s" : "%s: using %s (model default)", path,
+                res.language);
     }
     res.shape = o->shape;
     if (res.oom) {
