@@ -7,7 +7,7 @@
  * the model's rate), accepts several files, prints txt/json/srt/vtt or the
  * detailed report layout, finds a bundled model when -m is omitted, shows
  * progress for long files and turns Ctrl-C into a clean abort. */
-#include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -190,26 +190,10 @@ static char *resolve_model(const cli_opts *o) {
         return dup_str(env);
     }
 #ifdef TR_BUNDLED_MODEL_DIR
-    DIR *d = opendir(TR_BUNDLED_MODEL_DIR);
-    if (d) {
-        char best[256] = "";
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            size_t n = strlen(e->d_name);
-            if (n < 6 || n >= sizeof best || strcmp(e->d_name + n - 5, ".gguf") != 0) continue;
-            if (strncmp(e->d_name, "silero-vad", 10) == 0) continue; /* the VAD model (--vad) */
-            if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, n + 1);
-        }
-        closedir(d);
-        if (best[0]) {
-            size_t len = strlen(TR_BUNDLED_MODEL_DIR) + strlen(best) + 2;
-            char *path = malloc(len);
-            if (path) {
-                snprintf(path, len, "%s/%s", TR_BUNDLED_MODEL_DIR, best);
-                if (!o->quiet) fprintf(stderr, "using bundled model %s\n", path);
-            }
-            return path;
-        }
+    char bundled[PATH_MAX + 300];
+    if (tr_cli_bundled_model(bundled, sizeof bundled)) {
+        if (!o->quiet) fprintf(stderr, "using bundled model %s\n", bundled);
+        return dup_str(bundled);
     }
 #endif
     fprintf(stderr,
