@@ -6,18 +6,34 @@
 #include <unistd.h>
 
 #include "api/api_internal.h"
+#include "tensor/cpu.h"
 #include "util/log.h"
 
 struct transcribe_device {
     const char *name;
-    const char *description;
     const char *kind;
     transcribe_device_type type;
 };
 
 /* Immutable after compile time: safe to share between threads. */
-static struct transcribe_device k_cpu = {"CPU", "CPU (portable C kernels)", "cpu",
-                                         TRANSCRIBE_DEVICE_TYPE_CPU};
+static struct transcribe_device k_cpu = {"CPU", "cpu", TRANSCRIBE_DEVICE_TYPE_CPU};
+
+/* The description names the kernels the CPU runs now (the best level it
+ * has, or the one TRANSCRIBE_CPU caps it at): static strings, one a level. */
+static const char *cpu_description(void) {
+    switch (tr_cpu_level_active()) {
+    case TR_CPU_AVX2:
+        return "CPU (AVX2 + FMA kernels)";
+    case TR_CPU_AVX512:
+        return "CPU (AVX-512 kernels)";
+    case TR_CPU_NEON:
+        return "CPU (NEON kernels)";
+    case TR_CPU_NEON_DOTPROD:
+        return "CPU (NEON + dot-product kernels)";
+    default:
+        return "CPU (portable C kernels)";
+    }
+}
 
 TRANSCRIBE_API transcribe_status transcribe_init_backends(const char *artifact_dir) {
     if (!artifact_dir || !*artifact_dir) {
@@ -62,7 +78,7 @@ TRANSCRIBE_API transcribe_status transcribe_device_get_info(transcribe_device_t 
     struct transcribe_device_info info = {0};
     info.struct_size = sizeof info;
     info.name = device->name;
-    info.description = device->description;
+    info.description = cpu_description();
     info.kind = device->kind;
     info.device_id = NULL;
     long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES);

@@ -57,6 +57,13 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "--threads -3 x.wav", 1, g_err, "(got '-3')");
     EXPECT_RUN(NULL, "--threads 0 x.wav", 1, g_err, "(got '0')");
     EXPECT_RUN(NULL, "--threads 100000 x.wav", 1, g_err, "(got '100000')");
+    /* Empty standard input: said plainly, no temporary file named. */
+    EXPECT_RUN(NULL, "-q - </dev/null", 1, g_err, "standard input is empty (0 bytes)");
+    CHECK(strstr(g_err, "transcribe-stdin") == NULL && strstr(g_err, "invalid argument") == NULL);
+    /* Too many threads are capped with a warning that -q silences. */
+    CHECK(run(NULL, "--threads 999 /nonexistent/a.wav") == 1 &&
+          strstr(g_err, "warning: --threads 999"));
+    CHECK(run(NULL, "-q --threads 999 /nonexistent/a.wav") == 1 && !strstr(g_err, "warning"));
     EXPECT_RUN(NULL, "-r 2x x.wav", 1, g_err, "-r must be an integer from 1");
     EXPECT_RUN(NULL, "-r 0 x.wav", 1, g_err, "-r must be an integer from 1");
     EXPECT_RUN(NULL, "--batch-size -2 x.wav", 1, g_err, "--batch-size must be an integer");
@@ -82,6 +89,13 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "--stream-chunk-ms 100 -r 2 x.wav", 1, g_err, "cannot be combined");
     EXPECT_RUN(NULL, "--batch list.txt x.wav", 1, g_err, "cannot combine");
     EXPECT_RUN(NULL, "--list-devices", 0, g_out, "1 compute device(s):");
+    /* It names the kernels in use: forced to the portable ones, those. */
+    EXPECT_RUN("TRANSCRIBE_CPU=scalar", "--list-devices", 0, g_out, "(portable C kernels)");
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        EXPECT_RUN("TRANSCRIBE_CPU=avx2", "--list-devices", 0, g_out, "(AVX2 + FMA kernels)");
+    }
+#endif
     EXPECT_RUN(NULL, "-m /nonexistent/model.gguf x.wav", 1, g_err, "file not found");
     EXPECT_RUN(NULL, "-m /nonexistent/model.gguf --device 7 x.wav", 1, g_err,
                "error: --device index 7 is not available");
@@ -211,7 +225,7 @@ static void outputs(const char *model, const char *wav) {
     CHECK_MSG(rc == 0 && strstr(g_out, "\"duration\":11.000"), "rc %d: %s", rc, g_err);
     /* More threads than 4x the cores are capped, with a warning. */
     if (sysconf(_SC_NPROCESSORS_ONLN) * 4 < 1000) {
-        snprintf(args, sizeof args, "-q -m '%s' --threads 1000 '%s'", model, wav);
+        snprintf(args, sizeof args, "-m '%s' --threads 1000 '%s'", model, wav);
         EXPECT_RUN(NULL, args, 0, g_err, "warning: --threads 1000 is more than 4x");
     }
 }

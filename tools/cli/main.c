@@ -361,7 +361,7 @@ static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool 
 }
 
 /* '-': standard input, copied to a temporary file (the decoders read files). */
-static transcribe_status load_stdin(int rate, float **pcm, int *n) {
+static transcribe_status load_stdin(int rate, float **pcm, int *n, size_t *n_bytes) {
     const char *dir = getenv("TMPDIR");
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/transcribe-stdin-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -376,10 +376,11 @@ static transcribe_status load_stdin(int rate, float **pcm, int *n) {
     bool ok = true;
     while (ok && (got = fread(buf, 1, sizeof buf, stdin)) > 0) {
         ok = write(fd, buf, got) == (ssize_t)got;
+        *n_bytes += got;
     }
     if (ferror(stdin) || close(fd) != 0) ok = false;
     transcribe_status st = TRANSCRIBE_ERR_INVALID_ARG;
-    if (ok) st = transcribe_audio_load_file(tmp, rate, pcm, n);
+    if (ok && *n_bytes > 0) st = transcribe_audio_load_file(tmp, rate, pcm, n);
     unlink(tmp);
     return st;
 }
@@ -405,7 +406,12 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
     int n = 0;
     transcribe_status st;
     if (strcmp(path, "-") == 0) {
-        st = load_stdin(c->rate, &pcm, &n);
+        size_t n_bytes = 0;
+        st = load_stdin(c->rate, &pcm, &n, &n_bytes);
+        if (n_bytes == 0) { /* nothing to decode: say so, as for an empty file */
+            fprintf(stderr, "error: cannot read audio '-': standard input is empty (0 bytes)\n");
+            return false;
+        }
     } else {
         /* The input rule (README): a directory or an empty file is an error;
          * a file that decodes to no samples is an error; anything else is
@@ -823,8 +829,9 @@ int main(int argc, char **argv) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (cores < 1) cores = 1;
     if (o.threads > 4 * cores) {
-        fprintf(stderr, "warning: --threads %d is more than 4x the %ld cores; using %ld\n",
-                o.threads, cores, 4 * cores);
+        if (!o.quiet)
+            fprintf(stderr, "warning: --threads %d is more than 4x the %ld cores; using %ld\n",
+                    o.threads, cores, 4 * cores);
         o.threads = (int)(4 * cores);
     }
     if (o.target_language && !o.translate) {
