@@ -61,6 +61,17 @@ code() {
     curl -s -o "$WORK/body" -D "$WORK/headers" -w '%{http_code}' --max-time 60 "$@"
 }
 
+# raw TEXT [WAIT_S]: sends TEXT (printf format) on a fresh connection and
+# prints the status code of the reply's first line ("noconn" if none opens).
+raw() {
+    local fmt=$1 wait_s=${2:-5} line=""
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo "noconn"; return; }
+    printf "$fmt" >&3 2>/dev/null
+    IFS= read -r -t "$wait_s" line <&3
+    exec 3<&- 3>&-
+    echo "$line" | sed -n 's|^HTTP/1\.[01] \([0-9]*\).*|\1|p'
+}
+
 contains() { grep -q -- "$2" "$1"; }
 
 alive() { [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$URL/health")" = 200 ]; }

@@ -24,14 +24,6 @@ check "no -m: the bundled model is served" contains "$SRV_LOG" "using bundled mo
 code "$URL/v1/models" >/dev/null
 check "/v1/models lists it" contains "$WORK/body" '"parakeet-ctc-synth-en"'
 
-raw() { # raw request text, seconds to wait: the status code of the reply
-    local line=""
-    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo "noconn"; return; }
-    printf "$1" >&3 2>/dev/null
-    IFS= read -r -t "$2" line <&3
-    exec 3<&- 3>&-
-    echo "$line" | sed -n 's|^HTTP/1\.[01] \([0-9]*\).*|\1|p'
-}
 B=XyZzY
 t0=$(date +%s)
 c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 30000000\r\n\r\n--$B\r\n" 10)

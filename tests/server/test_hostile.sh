@@ -12,15 +12,6 @@ srv_start -m "$PK" --max-upload-mb 2 --max-audio-s 6 --timeout 20 -q
 
 # raw HTTP over bash's /dev/tcp: sends $1 (printf format), waits up to $2 s
 # for the status line, prints the status code
-raw() {
-    local fmt=$1 wait_s=${2:-5} line=""
-    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || { echo "noconn"; return; }
-    printf "$fmt" >&3 2>/dev/null
-    IFS= read -r -t "$wait_s" line <&3
-    exec 3<&- 3>&-
-    echo "$line" | sed -n 's|^HTTP/1\.[01] \([0-9]*\).*|\1|p'
-}
-
 B=XyZzY
 one_of() { local v=$1; shift; for x in "$@"; do [ "$v" = "$x" ] && return 0; done; return 1; }
 mp() { # a multipart part: name, value
