@@ -108,11 +108,10 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     c->window = TR_WIN_HANN_SYMMETRIC;
     float dither = 0.0f;
     if ((st = tr_gguf_opt_f32(g, "stt.frontend.dither", 0.0f, &dither))) return st;
-    bool ok = c->n_mels > 0 && c->n_mels % 8 == 0 && c->n_mels == m->hp.n_mels &&
-              c->sample_rate > 0 && c->n_fft > 0 && (c->n_fft & (c->n_fft - 1)) == 0 &&
-              c->n_fft <= (1 << 16) && c->win_length > 0 && c->win_length <= c->n_fft &&
-              c->hop_length > 0 && dither >= 0.0f && c->f_min >= 0.0f && c->f_max > c->f_min &&
-              isfinite(c->pre_emphasis);
+    bool ok = c->n_mels > 0 && c->n_mels == m->hp.n_mels && c->sample_rate > 0 && c->n_fft > 0 &&
+              (c->n_fft & (c->n_fft - 1)) == 0 && c->n_fft <= (1 << 16) && c->win_length > 0 &&
+              c->win_length <= c->n_fft && c->hop_length > 0 && dither >= 0.0f &&
+              c->f_min >= 0.0f && c->f_max > c->f_min && isfinite(c->pre_emphasis);
     if (!ok) {
         TR_ERROR("parakeet: invalid stt.frontend values (mels %d, rate %d, n_fft %d, win %d, "
                  "hop %d, f %.1f..%.1f)",
@@ -120,6 +119,8 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
                  (double)c->f_min, (double)c->f_max);
         return ERR_GGUF;
     }
+    /* an encoder frame spans subsampling_factor hops (10 ms each at 16 kHz
+     * with hop 160: 20 ms at factor 2, 80 ms at 8) */
     m->frame_ms = 1000.0 * m->hp.sub_factor * c->hop_length / c->sample_rate;
     return TRANSCRIBE_OK;
 }
@@ -224,7 +225,9 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     if ((st = load_languages(g, m))) return st;
     if ((st = load_caps(g, m))) return st;
     if ((st = load_menus(g, m))) return st;
-    return tr_fc_load(g, &m->hp, &m->enc);
+    if ((st = tr_fc_load(g, &m->hp, &m->enc))) return st;
+    m->hp.sub_stages = tr_fc_get_hparams(m->enc)->sub_stages; /* the stages the weights hold */
+    return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_pk_model_load(const tr_load_ctx *lc, pk_model **out) {
