@@ -138,8 +138,13 @@ static transcribe_status load_caps(const gguf_file *g, pk_model *m) {
     transcribe_status st = TRANSCRIBE_OK;
     if ((st = tr_gguf_opt_bool(g, "stt.capability.lang_detect", false, &m->lang_detect)) ||
         (st = tr_gguf_opt_bool(g, "stt.capability.streaming", false, &streaming)) ||
-        (st = tr_gguf_opt_bool(g, "stt.capability.translate", false, &translate)))
+        (st = tr_gguf_opt_bool(g, "stt.capability.translate", false, &translate)) ||
+        (st = tr_gguf_opt_strv_copy(g, "stt.translation.target_languages", 4096, NULL, 0,
+                                    &m->targets, &m->n_targets)) ||
+        (st = tr_gguf_opt_strv_copy(g, "stt.translation.pairs", 4096, NULL, 0, &m->pairs,
+                                    &m->n_pairs)))
         return st;
+    m->translate = translate;
     const tr_fc_hparams *hp = &m->hp;
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED && hp->att_left >= 0 && hp->att_right >= 0)
         streaming = true;
@@ -251,16 +256,24 @@ void tr_pk_model_free(pk_model *m) {
     tr_pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
+    tr_strv_free(m->targets, m->n_targets);
+    tr_strv_free(m->pairs, m->n_pairs);
     for (int i = 0; i < 3; i++) free(m->menu[i]);
     TR_FREE_ALL(m->drop, m->word_start, m->variant, m->ctx_choices, m);
 }
 
 void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {
-    /* no translation, no speculative decoding; max_audio_ms 0; §5: no
-     * encoding for this family (no tokenizer) */
+    /* translation only where the file's capability key turns it on (the
+     * family then transcribes); no speculative decoding; max_audio_ms 0;
+     * §5: no encoding for this family (no tokenizer) */
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_TOKEN);
     c->supports_language_detect = m->lang_detect;
+    c->supports_translate = m->translate;
+    c->n_translate_target_languages = m->translate ? m->n_targets : 0;
+    c->translate_target_languages = (const char *const *)m->targets;
+    desc->n_translate_pairs = m->translate ? m->n_pairs : 0;
+    desc->translate_pairs = (const char *const *)m->pairs;
     c->supports_streaming = m->streaming;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
 }
