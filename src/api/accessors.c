@@ -62,10 +62,17 @@ static transcribe_status check_row(const void *out, uint64_t min, const char *wh
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status get_segment(const tr_result *r, int j, struct transcribe_segment *out,
-                                     const char *where) {
+/* The result a row getter reads, looked up only after the caller's struct
+ * passed check_row: a plain-argument error never touches the session. */
+static const tr_result *pick(const struct transcribe_session *s, bool batch, int i) {
+    return batch ? tr_session_batch_result(s, i) : tr_session_result(s);
+}
+
+static transcribe_status get_segment(const struct transcribe_session *s, bool batch, int i, int j,
+                                     struct transcribe_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_ROW, where);
     if (st != TRANSCRIBE_OK) return st;
+    const tr_result *r = pick(s, batch, i);
     struct transcribe_segment row = {0};
     row.struct_size = sizeof row;
     fill_segment(r, j, &row);
@@ -73,10 +80,11 @@ static transcribe_status get_segment(const tr_result *r, int j, struct transcrib
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status get_word(const tr_result *r, int j, struct transcribe_word *out,
-                                  const char *where) {
+static transcribe_status get_word(const struct transcribe_session *s, bool batch, int i, int j,
+                                  struct transcribe_word *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_ROW, where);
     if (st != TRANSCRIBE_OK) return st;
+    const tr_result *r = pick(s, batch, i);
     struct transcribe_word row = {0};
     row.struct_size = sizeof row;
     fill_word(r, j, &row);
@@ -84,10 +92,11 @@ static transcribe_status get_word(const tr_result *r, int j, struct transcribe_w
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status get_token(const tr_result *r, int j, struct transcribe_token *out,
-                                   const char *where) {
+static transcribe_status get_token(const struct transcribe_session *s, bool batch, int i, int j,
+                                   struct transcribe_token *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_ROW, where);
     if (st != TRANSCRIBE_OK) return st;
+    const tr_result *r = pick(s, batch, i);
     struct transcribe_token row = {0};
     row.struct_size = sizeof row;
     fill_token(r, j, &row);
@@ -96,10 +105,11 @@ static transcribe_status get_token(const tr_result *r, int j, struct transcribe_
 }
 
 /* Speaker rows (§16.4): a missing row is zeroed (speaker_id 0, p 0). */
-static transcribe_status get_speaker(const tr_result *r, int j,
+static transcribe_status get_speaker(const struct transcribe_session *s, bool batch, int i, int j,
                                      struct transcribe_speaker_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_SPEAKER_SEGMENT, where);
     if (st != TRANSCRIBE_OK) return st;
+    const tr_result *r = pick(s, batch, i);
     struct transcribe_speaker_segment row = {0};
     row.struct_size = sizeof row;
     if (r && j >= 0 && j < r->n_spk) {
@@ -149,17 +159,17 @@ TRANSCRIBE_API const char *transcribe_detected_language(const struct transcribe_
 
 TRANSCRIBE_API transcribe_status transcribe_get_segment(const struct transcribe_session *session,
                                                         int i, struct transcribe_segment *out) {
-    return get_segment(tr_session_result(session), i, out, "transcribe_get_segment");
+    return get_segment(session, false, 0, i, out, "transcribe_get_segment");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_get_word(const struct transcribe_session *session,
                                                      int i, struct transcribe_word *out) {
-    return get_word(tr_session_result(session), i, out, "transcribe_get_word");
+    return get_word(session, false, 0, i, out, "transcribe_get_word");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_get_token(const struct transcribe_session *session,
                                                       int i, struct transcribe_token *out) {
-    return get_token(tr_session_result(session), i, out, "transcribe_get_token");
+    return get_token(session, false, 0, i, out, "transcribe_get_token");
 }
 
 TRANSCRIBE_API int transcribe_n_speaker_segments(const struct transcribe_session *session) {
@@ -169,7 +179,7 @@ TRANSCRIBE_API int transcribe_n_speaker_segments(const struct transcribe_session
 
 TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
     const struct transcribe_session *session, int i, struct transcribe_speaker_segment *out) {
-    return get_speaker(tr_session_result(session), i, out, "transcribe_get_speaker_segment");
+    return get_speaker(session, false, 0, i, out, "transcribe_get_speaker_segment");
 }
 
 /* ---- batch results (§17) ---- */
@@ -222,18 +232,18 @@ TRANSCRIBE_API int transcribe_batch_n_tokens(const struct transcribe_session *se
 
 TRANSCRIBE_API transcribe_status transcribe_batch_get_segment(
     const struct transcribe_session *session, int i, int j, struct transcribe_segment *out) {
-    return get_segment(tr_session_batch_result(session, i), j, out, "transcribe_batch_get_segment");
+    return get_segment(session, true, i, j, out, "transcribe_batch_get_segment");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_batch_get_word(const struct transcribe_session *session,
                                                            int i, int j,
                                                            struct transcribe_word *out) {
-    return get_word(tr_session_batch_result(session, i), j, out, "transcribe_batch_get_word");
+    return get_word(session, true, i, j, out, "transcribe_batch_get_word");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_batch_get_token(
     const struct transcribe_session *session, int i, int j, struct transcribe_token *out) {
-    return get_token(tr_session_batch_result(session, i), j, out, "transcribe_batch_get_token");
+    return get_token(session, true, i, j, out, "transcribe_batch_get_token");
 }
 
 TRANSCRIBE_API int transcribe_batch_n_speaker_segments(const struct transcribe_session *session,
@@ -245,8 +255,7 @@ TRANSCRIBE_API int transcribe_batch_n_speaker_segments(const struct transcribe_s
 TRANSCRIBE_API transcribe_status
 transcribe_batch_get_speaker_segment(const struct transcribe_session *session, int i, int j,
                                      struct transcribe_speaker_segment *out) {
-    return get_speaker(tr_session_batch_result(session, i), j, out,
-                       "transcribe_batch_get_speaker_segment");
+    return get_speaker(session, true, i, j, out, "transcribe_batch_get_speaker_segment");
 }
 
 TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
@@ -255,16 +264,16 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
         TR_ERROR("transcribe_batch_get_timings: %s is NULL", session ? "out" : "session");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    if (out->struct_size < TR_MIN_TIMINGS) { /* judged before the session is touched */
+        TR_ERROR("transcribe_batch_get_timings: struct_size %llu < %u",
+                 (unsigned long long)out->struct_size, TR_MIN_TIMINGS);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
     const tr_result *r = tr_session_batch_result(session, i);
     if (!r) {
         TR_ERROR("transcribe_batch_get_timings: index %d out of range [0, %d)", i,
                  session->n_results);
         return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (out->struct_size < TR_MIN_TIMINGS) {
-        TR_ERROR("transcribe_batch_get_timings: struct_size %llu < %u",
-                 (unsigned long long)out->struct_size, TR_MIN_TIMINGS);
-        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
     }
     struct transcribe_timings t = {sizeof t, session->model->load_ms, r->mel_ms, r->encode_ms,
                                    r->decode_ms};

@@ -322,12 +322,12 @@ TRANSCRIBE_API int transcribe_tokenize(const struct transcribe_model *model, con
 
 TRANSCRIBE_API bool transcribe_model_accepts_ext_kind(const struct transcribe_model *model,
                                                       transcribe_ext_slot slot, uint32_t kind) {
-    if (!model || !model->family) return false;
-    const tr_family *f = model->family;
-    if (!f->accepts_ext_kind && !f->model_accepts_ext_kind) return false;
+    if (!model) return false;
     if ((int)slot != TRANSCRIBE_EXT_SLOT_RUN && (int)slot != TRANSCRIBE_EXT_SLOT_STREAM) {
-        return false;
+        return false; /* judged before the model is touched */
     }
+    const tr_family *f = model->family;
+    if (!f || (!f->accepts_ext_kind && !f->model_accepts_ext_kind)) return false;
     if (f->model_accepts_ext_kind) return f->model_accepts_ext_kind(model->fmodel, kind, (int)slot);
     return f->accepts_ext_kind(kind, (int)slot);
 }

@@ -205,20 +205,30 @@ static transcribe_status finish_result(tr_result *r, transcribe_status st) {
     return st;
 }
 
-/* detect_prob: NULL for a transcription; for transcribe_detect_language,
- * where the family's detection probability goes (the run may stop early). */
-static transcribe_status transcribe_run_impl(struct transcribe_session *session, const float *pcm,
-                                             int n_samples,
-                                             const struct transcribe_run_params *params,
-                                             float *detect_prob) {
+/* What transcribe_run judges without its session: every public entry answers
+ * these before it touches a handle, and never keeps their message on the
+ * handle (last_error.c), for a call with a bad argument may hold no session
+ * at all (a stale or made-up pointer). */
+static transcribe_status run_args(const struct transcribe_session *session, const float *pcm,
+                                  int n_samples, const struct transcribe_run_params *params,
+                                  struct transcribe_run_params *out) {
     if (!session || !pcm || n_samples <= 0) {
         TR_ERROR("transcribe_run: %s", !session ? "session is NULL"
                                        : !pcm   ? "pcm is NULL"
                                                 : "n_samples must be > 0");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    return load_params(params, out, "transcribe_run");
+}
+
+/* detect_prob: NULL for a transcription; for transcribe_detect_language,
+ * where the family's detection probability goes (the run may stop early). */
+static transcribe_status transcribe_run_impl(struct transcribe_session *session, const float *pcm,
+                                             int n_samples,
+                                             const struct transcribe_run_params *params,
+                                             float *detect_prob) {
     struct transcribe_run_params p;
-    transcribe_status st = load_params(params, &p, "transcribe_run");
+    transcribe_status st = run_args(session, pcm, n_samples, params, &p);
     if (st != TRANSCRIBE_OK) return st;
     if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
         TR_ERROR("transcribe_run: a stream is active on this session (finalize or reset it)");
@@ -285,9 +295,12 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
 TRANSCRIBE_API transcribe_status transcribe_run(struct transcribe_session *session,
                                                 const float *pcm, int n_samples,
                                                 const struct transcribe_run_params *params) {
+    struct transcribe_run_params p;
+    transcribe_status st = run_args(session, pcm, n_samples, params, &p);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_run_impl(session, pcm, n_samples, params, NULL);
+    st = transcribe_run_impl(session, pcm, n_samples, params, NULL);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;
@@ -333,6 +346,14 @@ TRANSCRIBE_API transcribe_status transcribe_detect_language(struct transcribe_se
                                                             const float *pcm, int n_samples,
                                                             const char **out_code,
                                                             float *out_probability) {
+    if (out_code) *out_code = NULL;
+    if (!session || !out_code || !pcm || n_samples <= 0) { /* see run_args */
+        TR_ERROR("transcribe_detect_language: %s", !session    ? "session is NULL"
+                                                   : !out_code ? "out_code is NULL"
+                                                   : !pcm      ? "pcm is NULL"
+                                                               : "n_samples must be > 0");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
     transcribe_status st = detect_impl(session, pcm, n_samples, out_code, out_probability);
@@ -392,10 +413,11 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
     return TRANSCRIBE_OK;
 }
 
-static transcribe_status transcribe_run_batch_impl(struct transcribe_session *session,
-                                                   const float *const *pcm, const int *n_samples,
-                                                   int n,
-                                                   const struct transcribe_run_params *params) {
+/* What transcribe_run_batch judges without its session (see run_args). */
+static transcribe_status run_batch_args(const struct transcribe_session *session,
+                                        const float *const *pcm, const int *n_samples, int n,
+                                        const struct transcribe_run_params *params,
+                                        struct transcribe_run_params *out) {
     if (!session || !pcm || !n_samples || n <= 0) {
         TR_ERROR("transcribe_run_batch: %s", !session     ? "session is NULL"
                                              : !pcm       ? "pcm is NULL"
@@ -403,13 +425,20 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
                                                           : "n must be > 0");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    return load_params(params, out, "transcribe_run_batch");
+}
+
+static transcribe_status transcribe_run_batch_impl(struct transcribe_session *session,
+                                                   const float *const *pcm, const int *n_samples,
+                                                   int n,
+                                                   const struct transcribe_run_params *params) {
+    struct transcribe_run_params p;
+    transcribe_status st = run_batch_args(session, pcm, n_samples, n, params, &p);
+    if (st != TRANSCRIBE_OK) return st;
     if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
         TR_ERROR("transcribe_run_batch: a stream is active on this session");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    struct transcribe_run_params p;
-    transcribe_status st = load_params(params, &p, "transcribe_run_batch");
-    if (st != TRANSCRIBE_OK) return st;
     st = validate_shared(session, &p, "transcribe_run_batch");
     if (st != TRANSCRIBE_OK) return st;
     if (!tr_session_reserve_results(session, n)) {
@@ -474,9 +503,12 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session 
                                                       const float *const *pcm, const int *n_samples,
                                                       int n,
                                                       const struct transcribe_run_params *params) {
+    struct transcribe_run_params p;
+    transcribe_status st = run_batch_args(session, pcm, n_samples, n, params, &p);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_run_batch_impl(session, pcm, n_samples, n, params);
+    st = transcribe_run_batch_impl(session, pcm, n_samples, n, params);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;

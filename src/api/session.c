@@ -44,10 +44,14 @@ static void session_destroy(struct transcribe_session *s) {
     transcribe_model_free(owned); /* after the session, which borrowed it */
 }
 
-static transcribe_status
-transcribe_session_init_impl(struct transcribe_model *model,
-                             const struct transcribe_session_params *params,
-                             struct transcribe_session **out_session) {
+/* What transcribe_session_init judges without its model: every public entry
+ * answers these before it touches a handle, and never keeps their message on
+ * the handle (last_error.c), for a call with a bad argument may hold no model
+ * at all. Fills *out with the caller's parameters, defaults filled in. */
+static transcribe_status session_args(const struct transcribe_model *model,
+                                      const struct transcribe_session_params *params,
+                                      struct transcribe_session **out_session,
+                                      struct transcribe_session_params *out) {
     if (out_session) *out_session = NULL;
     if (!out_session || !model) {
         TR_ERROR("transcribe_session_init: %s is NULL", model ? "out_session" : "model");
@@ -81,6 +85,17 @@ transcribe_session_init_impl(struct transcribe_model *model,
         TR_ERROR("transcribe_session_init: n_ctx %d < 0", (int)sp.n_ctx);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    *out = sp;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status
+transcribe_session_init_impl(struct transcribe_model *model,
+                             const struct transcribe_session_params *params,
+                             struct transcribe_session **out_session) {
+    struct transcribe_session_params sp;
+    transcribe_status st = session_args(model, params, out_session, &sp);
+    if (st != TRANSCRIBE_OK) return st;
     if (!model->family->session_init || !model->family->run) {
         TR_ERROR("transcribe_session_init: the %s family cannot create sessions", model->arch);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
@@ -109,7 +124,7 @@ transcribe_session_init_impl(struct transcribe_model *model,
         return TRANSCRIBE_ERR_OOM;
     }
     s->head.family = model->family;
-    transcribe_status st = model->family->session_init(model->fmodel, &s->cfg, &s->head.fsession);
+    st = model->family->session_init(model->fmodel, &s->cfg, &s->head.fsession);
     if (st != TRANSCRIBE_OK) {
         s->head.fsession = NULL;
         TR_ERROR("transcribe_session_init: %s session failed: %s", model->arch,
@@ -126,9 +141,12 @@ transcribe_session_init_impl(struct transcribe_model *model,
 TRANSCRIBE_API transcribe_status transcribe_session_init(
     struct transcribe_model *model, const struct transcribe_session_params *params,
     struct transcribe_session **out_session) {
+    struct transcribe_session_params sp;
+    transcribe_status st = session_args(model, params, out_session, &sp);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_session_init_impl(model, params, out_session);
+    st = transcribe_session_init_impl(model, params, out_session);
     tr_log_capture_end(enclosing);
     tr_api_note_model_error(model, st, msg);
     return st;

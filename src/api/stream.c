@@ -202,10 +202,15 @@ static bool can_stream(const struct transcribe_model *m) {
 
 /* ---- entry points ---- */
 
-static transcribe_status
-transcribe_stream_begin_impl(struct transcribe_session *session,
-                             const struct transcribe_run_params *run_params,
-                             const struct transcribe_stream_params *stream_params) {
+/* What transcribe_stream_begin judges without its session: every public entry
+ * answers these before it touches a handle, and never keeps their message on
+ * the handle (last_error.c), for a call with a bad argument may hold no
+ * session at all. Fills the caller's parameters, defaults filled in. */
+static transcribe_status begin_args(const struct transcribe_session *session,
+                                    const struct transcribe_run_params *run_params,
+                                    const struct transcribe_stream_params *stream_params,
+                                    struct transcribe_run_params *rp_out,
+                                    struct transcribe_stream_params *sp_out) {
     const char *where = "transcribe_stream_begin";
     if (!session) {
         TR_ERROR("%s: session is NULL", where);
@@ -263,6 +268,20 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
                  (unsigned)sp.stable_prefix_agreement_n, TR_STREAM_MAX_AGREE);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    *rp_out = rp;
+    *sp_out = sp;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status
+transcribe_stream_begin_impl(struct transcribe_session *session,
+                             const struct transcribe_run_params *run_params,
+                             const struct transcribe_stream_params *stream_params) {
+    const char *where = "transcribe_stream_begin";
+    struct transcribe_run_params rp;
+    struct transcribe_stream_params sp;
+    transcribe_status st = begin_args(session, run_params, stream_params, &rp, &sp);
+    if (st != TRANSCRIBE_OK) return st;
     if (session->stream.state == TRANSCRIBE_STREAM_ACTIVE) {
         TR_ERROR("%s: a stream is already active on this session", where);
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -272,7 +291,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
-    transcribe_status st = tr_validate_run_params(m, &rp, true);
+    st = tr_validate_run_params(m, &rp, true);
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
     if (st != TRANSCRIBE_OK) return st;
@@ -377,9 +396,13 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
 TRANSCRIBE_API transcribe_status transcribe_stream_begin(
     struct transcribe_session *session, const struct transcribe_run_params *run_params,
     const struct transcribe_stream_params *stream_params) {
+    struct transcribe_run_params rp;
+    struct transcribe_stream_params sp;
+    transcribe_status st = begin_args(session, run_params, stream_params, &rp, &sp);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_stream_begin_impl(session, run_params, stream_params);
+    st = transcribe_stream_begin_impl(session, run_params, stream_params);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;
@@ -430,9 +453,9 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
     return st;
 }
 
-static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *session,
-                                                     const float *pcm, int n_samples,
-                                                     struct transcribe_stream_update *update) {
+/* What transcribe_stream_feed judges without its session (see begin_args). */
+static transcribe_status feed_args(const struct transcribe_session *session, const float *pcm,
+                                   int n_samples, struct transcribe_stream_update *update) {
     const char *where = "transcribe_stream_feed";
     transcribe_status st = prepare_update(update, where);
     if (st != TRANSCRIBE_OK) return st;
@@ -443,6 +466,15 @@ static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *
                           : "n_samples must be > 0");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *session,
+                                                     const float *pcm, int n_samples,
+                                                     struct transcribe_stream_update *update) {
+    const char *where = "transcribe_stream_feed";
+    transcribe_status st = feed_args(session, pcm, n_samples, update);
+    if (st != TRANSCRIBE_OK) return st;
     if (session->stream.state != TRANSCRIBE_STREAM_ACTIVE) {
         TR_ERROR("%s: no active stream (call transcribe_stream_begin first)", where);
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -477,16 +509,19 @@ static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *
 TRANSCRIBE_API transcribe_status transcribe_stream_feed(struct transcribe_session *session,
                                                         const float *pcm, int n_samples,
                                                         struct transcribe_stream_update *update) {
+    transcribe_status st = feed_args(session, pcm, n_samples, update);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_stream_feed_impl(session, pcm, n_samples, update);
+    st = transcribe_stream_feed_impl(session, pcm, n_samples, update);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;
 }
 
-static transcribe_status transcribe_stream_finalize_impl(struct transcribe_session *session,
-                                                         struct transcribe_stream_update *update) {
+/* What transcribe_stream_finalize judges without its session (see begin_args). */
+static transcribe_status finalize_args(const struct transcribe_session *session,
+                                       struct transcribe_stream_update *update) {
     const char *where = "transcribe_stream_finalize";
     transcribe_status st = prepare_update(update, where);
     if (st != TRANSCRIBE_OK) return st;
@@ -495,6 +530,14 @@ static transcribe_status transcribe_stream_finalize_impl(struct transcribe_sessi
         TR_ERROR("%s: session is NULL", where);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status transcribe_stream_finalize_impl(struct transcribe_session *session,
+                                                         struct transcribe_stream_update *update) {
+    const char *where = "transcribe_stream_finalize";
+    transcribe_status st = finalize_args(session, update);
+    if (st != TRANSCRIBE_OK) return st;
     if (session->stream.state != TRANSCRIBE_STREAM_ACTIVE) {
         TR_ERROR("%s: no active stream", where);
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -522,9 +565,11 @@ static transcribe_status transcribe_stream_finalize_impl(struct transcribe_sessi
  * (last_error.c). */
 TRANSCRIBE_API transcribe_status transcribe_stream_finalize(
     struct transcribe_session *session, struct transcribe_stream_update *update) {
+    transcribe_status st = finalize_args(session, update);
+    if (st != TRANSCRIBE_OK) return st;
     char msg[TR_LAST_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
-    transcribe_status st = transcribe_stream_finalize_impl(session, update);
+    st = transcribe_stream_finalize_impl(session, update);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;

@@ -1,6 +1,7 @@
 /* FastConformer encoder shared by the Parakeet and Canary families
  * (family-parakeet.md §7, family-canary.md §6): dw_striding pre-encode
- * (factor 8), optional x-scaling, Conformer blocks with macaron half-residual
+ * (factor 2, 4, 8 or 16: one stride-2 stage per factor of two), optional
+ * x-scaling, Conformer blocks with macaron half-residual
  * feed-forwards, relative-position MHSA (pos_bias_u / pos_bias_v, rel-shift;
  * full, local or chunked-limited context), and the convolution module with
  * batch norm folded at load (or LayerNorm). Weights are read from the GGUF
@@ -24,9 +25,19 @@ typedef enum {
 } tr_fc_att_style;
 
 /* Hyper-parameters, resolved (defaults applied). */
+/* The largest subsampling factor (4 stride-2 pre-encode stages). */
+#define TR_FC_MAX_SUB_FACTOR 16
+#define TR_FC_MAX_SUB_STAGES 4
+
 typedef struct tr_fc_hparams {
     int n_layers, d_model, n_heads, d_ff, conv_kernel;
-    int sub_factor, sub_channels, n_mels;
+    /* sub_factor: the file's subsampling_factor (2, 4, 8 or 16), which times
+     * encoder frames (sub_factor hops each); sub_stages: the stride-2 stages
+     * of the pre-encode, log2(sub_factor) as read, then the count the file's
+     * weights hold (tr_fc_load; they differ only in a file whose key and
+     * weights disagree, which loads with a warning). Audio geometry (samples
+     * per encoder frame) is 2^sub_stages hops. */
+    int sub_factor, sub_stages, sub_channels, n_mels;
     bool use_bias;           /* the 11 per-block biases are required (and used) */
     bool xscaling;           /* x *= sqrt(d_model) after the pre-encode */
     int att_left, att_right; /* -1/-1 = full attention */
@@ -61,8 +72,8 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
 void tr_fc_free(tr_fc_encoder *enc);
 const tr_fc_hparams *tr_fc_get_hparams(const tr_fc_encoder *enc);
 
-/* Encoder frames for T_mel mel frames (ceil(T_mel/8) for the non-causal
- * stack, the causal recurrence for chunked_limited). 0 if T_mel < 1. */
+/* Encoder frames for T_mel mel frames (ceil(T_mel/2^stages) for the
+ * non-causal stack, the causal recurrence for chunked_limited). 0 if T_mel < 1. */
 int tr_fc_out_frames(const tr_fc_encoder *enc, int T_mel);
 
 /* Per-session working memory; grows on demand, reused across runs. */

@@ -75,17 +75,21 @@ static transcribe_status read_sizes(keyctx *k, tr_fc_hparams *hp) {
         TR_ERROR("fastconformer: %sd_model = %d must be even", k->prefix, hp->d_model);
         return ERR_GGUF;
     }
-    if (sub_factor != 8) {
-        TR_ERROR("fastconformer: %ssubsampling_factor = %d is not supported (only 8)", k->prefix,
-                 sub_factor);
+    /* NeMo's striding subsamplings take a power of two: log2(factor) stride-2
+     * stages (ConvSubsampling); 2..16 covers every configuration it builds */
+    hp->sub_stages = 0;
+    for (int f = 2; f <= TR_FC_MAX_SUB_FACTOR; f *= 2) {
+        hp->sub_stages++;
+        if (f == sub_factor) break;
+        if (f == TR_FC_MAX_SUB_FACTOR) hp->sub_stages = 0;
+    }
+    if (hp->sub_stages == 0) {
+        TR_ERROR("fastconformer: %ssubsampling_factor = %d is not supported (2, 4, 8 or 16)",
+                 k->prefix, sub_factor);
         return ERR_GGUF;
     }
     int n_mels = 0;
     if ((st = tr_gguf_req_u32(k->g, "stt.frontend.num_mels", 1, 4096, &n_mels))) return st;
-    if (n_mels % 8 != 0) {
-        TR_ERROR("fastconformer: stt.frontend.num_mels = %d must be a multiple of 8", n_mels);
-        return ERR_GGUF;
-    }
     hp->n_mels = n_mels;
     return TRANSCRIBE_OK;
 }

@@ -32,9 +32,11 @@ typedef struct tr_fc_block {
 
 struct tr_fc_encoder {
     tr_fc_hparams hp;
-    int f_out;                 /* F' = frequency bins after the three stride-2 stages */
-    const tr_tensor *pre_w[5]; /* conv.0, .2, .3, .5, .6 */
-    const float *pre_b[5];
+    int f_out; /* F' = frequency bins after the stride-2 stages */
+    /* conv.0 (full, stage 1), then per further stage s (2..) the depthwise
+     * conv.{3s-4} and the pointwise conv.{3s-3}: pre_w[2s-3], pre_w[2s-2] */
+    const tr_tensor *pre_w[2 * TR_FC_MAX_SUB_STAGES - 1];
+    const float *pre_b[2 * TR_FC_MAX_SUB_STAGES - 1];
     tr_nn_linear pre_out; /* [C*F'] -> d */
     tr_fc_block *blocks;  /* n_layers */
     /* multitalker speaker kernel (single-speaker mode, §7.8), after x-scaling:

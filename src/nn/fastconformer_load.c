@@ -224,18 +224,34 @@ static transcribe_status load_block(const gguf_file *g, const tr_fc_hparams *hp,
     return TRANSCRIBE_OK;
 }
 
+/* Stride-2 stages the file's pre-encode holds: conv.0, then a depthwise
+ * conv.{3s-4} per further stage s (NeMo's dw_striding numbering, activations
+ * at the indices between). */
+static int file_stages(const gguf_file *g) {
+    int s = 1;
+    char name[64];
+    while (s < TR_FC_MAX_SUB_STAGES) {
+        snprintf(name, sizeof name, "enc.pre_encode.conv.%d.weight", 3 * (s + 1) - 4);
+        if (!tr_gguf_find_tensor(g, name)) break;
+        s++;
+    }
+    return s;
+}
+
 static bool load_pre_encode(const gguf_file *g, tr_fc_encoder *e) {
     const int64_t C = e->hp.sub_channels, d = e->hp.d_model;
     finder f = {.g = g, .blk = -1};
-    static const char *const ws[5] = {"conv.0.weight", "conv.2.weight", "conv.3.weight",
-                                      "conv.5.weight", "conv.6.weight"};
-    static const char *const bs[5] = {"conv.0.bias", "conv.2.bias", "conv.3.bias", "conv.5.bias",
-                                      "conv.6.bias"};
-    for (int i = 0; i < 5; i++) {
-        const bool pointwise = i == 2 || i == 4;
-        e->pre_w[i] = pointwise ? need(&f, ws[i], TR_TYPES_CONV, 4, 1, 1, C, C)
-                                : need(&f, ws[i], TR_TYPES_CONV, 4, 3, 3, 1, C);
-        e->pre_b[i] = need_vec(&f, bs[i], C);
+    char w[32], b[32];
+    for (int i = 0; i < 2 * e->hp.sub_stages - 1; i++) {
+        /* i = 0: conv.0; then per stage s = (i + 3) / 2: depthwise (odd i)
+         * conv.{3s-4}, pointwise (even i) conv.{3s-3} */
+        const int s = (i + 3) / 2, idx = i == 0 ? 0 : (i % 2 ? 3 * s - 4 : 3 * s - 3);
+        const bool pointwise = i > 0 && i % 2 == 0;
+        snprintf(w, sizeof w, "conv.%d.weight", idx);
+        snprintf(b, sizeof b, "conv.%d.bias", idx);
+        e->pre_w[i] = pointwise ? need(&f, w, TR_TYPES_CONV, 4, 1, 1, C, C)
+                                : need(&f, w, TR_TYPES_CONV, 4, 3, 3, 1, C);
+        e->pre_b[i] = need_vec(&f, b, C);
     }
     static const tr_nn_wspec out_spec = {
         "enc.pre_encode.out", TR_NN_W_LINEAR, {TR_NN_DIM(0), TR_NN_DIM(1)}, 0, 0, 0};
@@ -310,17 +326,29 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
     *out = NULL;
     if (hp->n_layers < 1 || hp->d_model < 2 || hp->n_heads < 1 || hp->d_model % hp->n_heads ||
         hp->d_model % 2 || hp->d_ff < 1 || hp->conv_kernel < 1 || hp->sub_channels < 1 ||
-        hp->n_mels < 8 || hp->n_mels % 8 || hp->sub_factor != 8 || hp->conv_pad_left < 0 ||
-        hp->conv_pad_right < 0 || hp->conv_pad_left + hp->conv_pad_right != hp->conv_kernel - 1) {
+        hp->n_mels < 1 || hp->sub_stages < 1 || hp->sub_stages > TR_FC_MAX_SUB_STAGES ||
+        hp->sub_factor < 2 || hp->conv_pad_left < 0 || hp->conv_pad_right < 0 ||
+        hp->conv_pad_left + hp->conv_pad_right != hp->conv_kernel - 1) {
         TR_ERROR("fastconformer: load: inconsistent hyper-parameters");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     tr_fc_encoder *e = calloc(1, sizeof *e);
     if (!e) return TRANSCRIBE_ERR_OOM;
     e->hp = *hp;
+    /* The weights decide the network: a file whose subsampling_factor key
+     * disagrees with its pre-encode (upstream's toy fixtures declare 2 and
+     * carry three stages) runs the stages it holds; its frames keep the
+     * key's duration, as the reference implementation times them. */
+    const int held = file_stages(g);
+    if (held != hp->sub_stages) {
+        TR_WARN("fastconformer: subsampling_factor %d but the pre-encode holds %d stride-2 "
+                "stages (factor %d): running the %d stages",
+                hp->sub_factor, held, 1 << held, held);
+        e->hp.sub_stages = held;
+    }
     const bool causal = hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED;
     e->f_out = hp->n_mels;
-    for (int s = 0; s < 3; s++) e->f_out = tr_fc_stage_len(e->f_out, causal);
+    for (int s = 0; s < e->hp.sub_stages; s++) e->f_out = tr_fc_stage_len(e->f_out, causal);
     e->blocks = calloc((size_t)hp->n_layers, sizeof *e->blocks);
     if (!e->blocks) {
         TR_ERROR("fastconformer: out of memory loading %d blocks", hp->n_layers);
@@ -359,6 +387,6 @@ int tr_fc_out_frames(const tr_fc_encoder *enc, int T_mel) {
     if (!enc || T_mel < 1) return 0;
     const bool causal = enc->hp.att_style == TR_FC_STYLE_CHUNKED_LIMITED;
     int T = T_mel;
-    for (int s = 0; s < 3; s++) T = tr_fc_stage_len(T, causal);
+    for (int s = 0; s < enc->hp.sub_stages; s++) T = tr_fc_stage_len(T, causal);
     return T;
 }

@@ -1,7 +1,8 @@
 /* dw_striding pre-encode (family-parakeet.md §7.1): the mel image (height =
  * time, width = frequency) goes through conv0 (full 3x3 stride 2) + ReLU,
- * depthwise 3x3 stride 2, pointwise + ReLU, depthwise 3x3 stride 2,
- * pointwise + ReLU, is flattened channel-major per frame and projected to
+ * then per further stride-2 stage a depthwise 3x3 stride 2 and a pointwise
+ * + ReLU (log2(subsampling_factor) stages in all: 3 at factor 8, NeMo's
+ * ConvSubsampling), is flattened channel-major per frame and projected to
  * d_model. Activations between stages are channel-major [C][rows][F], the
  * layout tr_conv2d works in.
  *
@@ -70,45 +71,50 @@ static bool stride2(tr_pool *pool, const tr_tensor *wt, const float *bias, const
     return true;
 }
 
+#define NS (TR_FC_MAX_SUB_STAGES + 1) /* the mel and each stage */
+
 typedef struct {
     const tr_fc_encoder *enc;
     bool causal;
-    int pb;         /* time / frequency padding before each stride-2 conv */
-    int T[4], F[4]; /* rows and width of the mel (0) and of each stage */
+    int S;            /* stride-2 stages */
+    int pb;           /* time / frequency padding before each stride-2 conv */
+    int T[NS], F[NS]; /* rows and width of the mel (0) and of each stage */
 } pre_geom;
 
 /* Stage row ranges feeding encoder frames [t0, t1). */
-static void chunk_ranges(const pre_geom *g, int t0, int t1, row_range r[4]) {
-    r[3] = (row_range){t0, t1};
-    for (int s = 3; s > 0; s--) r[s - 1] = input_rows(r[s], g->pb);
+static void chunk_ranges(const pre_geom *g, int t0, int t1, row_range r[NS]) {
+    r[g->S] = (row_range){t0, t1};
+    for (int s = g->S; s > 0; s--) r[s - 1] = input_rows(r[s], g->pb);
 }
 
+/* Buffer a holds the image and every depthwise output, b every stage's
+ * output (uncropped widths: padding 2 yields at most one extra column). */
 static void chunk_sizes(const pre_geom *g, int n_frames, size_t *na, size_t *nb) {
-    row_range r[4];
+    row_range r[NS];
     chunk_ranges(g, 0, n_frames, r);
     const size_t C = (size_t)g->enc->hp.sub_channels;
-    size_t n[4];
-    for (int s = 0; s < 4; s++) n[s] = (size_t)(r[s].hi - r[s].lo);
-    /* uncropped widths: padding 2 yields at most one extra column */
-    const size_t w1 = (size_t)g->F[1] + 1, w2 = (size_t)g->F[2] + 1, w3 = (size_t)g->F[3] + 1;
-    size_t a = n[0] * (size_t)g->F[0]; /* image */
-    if (C * n[2] * w2 > a) a = C * n[2] * w2;
-    if (C * n[3] * w3 > a) a = C * n[3] * w3;
-    size_t b = C * n[1] * w1;
-    if (C * n[2] * w2 > b) b = C * n[2] * w2;
+    size_t a = (size_t)(r[0].hi - r[0].lo) * (size_t)g->F[0], b = 0;
+    for (int s = 1; s <= g->S; s++) {
+        const size_t n = C * (size_t)(r[s].hi - r[s].lo) * ((size_t)g->F[s] + 1);
+        if (s > 1 && n > a) a = n;
+        if (n > b) b = n;
+    }
     *na = a;
     *nb = b;
 }
 
-/* Encoder frames [t0, t1) of the flattened pre-encode into flat rows. */
+/* Encoder frames [t0, t1) of the flattened pre-encode into flat rows. Stage
+ * 1 (conv.0, full) reads the image in a and writes b; each further stage
+ * runs its depthwise conv b -> a and its pointwise conv a -> b, so the last
+ * stage's output is in b. */
 static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0, int t1, float *a,
                       float *b, float *flat) {
     const tr_fc_encoder *enc = g->enc;
-    const int C = enc->hp.sub_channels, n_mels = enc->hp.n_mels;
-    row_range r[4];
+    const int C = enc->hp.sub_channels, n_mels = enc->hp.n_mels, S = g->S;
+    row_range r[NS];
     chunk_ranges(g, t0, t1, r);
-    int n[4];
-    for (int s = 0; s < 4; s++) n[s] = r[s].hi - r[s].lo;
+    int n[NS];
+    for (int s = 0; s <= S; s++) n[s] = r[s].hi - r[s].lo;
     /* image rows (mel frames) r[0], zero outside the input */
     for (int i = 0; i < n[0]; i++) {
         const int t = r[0].lo + i;
@@ -122,26 +128,22 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
                  b))
         return false;
     tr_fc_ew_relu(pool, b, (long)C * n[1] * g->F[1]);
-    zero_outside(b, C, r[1], g->F[1], g->T[1]);
-    if (!stride2(pool, enc->pre_w[1], enc->pre_b[1], b, C, C, n[1], g->F[1], g->pb, n[2], g->F[2],
-                 a))
-        return false;
-    tr_conv2d(pool, a, C, n[2], g->F[2], enc->pre_w[2], enc->pre_b[2], 1, 1, 0, 0, 1, b, NULL,
-              NULL);
-    tr_fc_ew_relu(pool, b, (long)C * n[2] * g->F[2]);
-    zero_outside(b, C, r[2], g->F[2], g->T[2]);
-    if (!stride2(pool, enc->pre_w[3], enc->pre_b[3], b, C, C, n[2], g->F[2], g->pb, n[3], g->F[3],
-                 a))
-        return false;
-    tr_conv2d(pool, a, C, n[3], g->F[3], enc->pre_w[4], enc->pre_b[4], 1, 1, 0, 0, 1, b, NULL,
-              NULL);
-    tr_fc_ew_relu(pool, b, (long)C * n[3] * g->F[3]);
+    for (int s = 2; s <= S; s++) {
+        /* the rows the next stage reads as padding are zero */
+        zero_outside(b, C, r[s - 1], g->F[s - 1], g->T[s - 1]);
+        if (!stride2(pool, enc->pre_w[2 * s - 3], enc->pre_b[2 * s - 3], b, C, C, n[s - 1],
+                     g->F[s - 1], g->pb, n[s], g->F[s], a))
+            return false;
+        tr_conv2d(pool, a, C, n[s], g->F[s], enc->pre_w[2 * s - 2], enc->pre_b[2 * s - 2], 1, 1, 0,
+                  0, 1, b, NULL, NULL);
+        tr_fc_ew_relu(pool, b, (long)C * n[s] * g->F[s]);
+    }
     /* flatten: frame t gets feature c*F' + f from plane c */
-    const size_t F3 = (size_t)g->F[3], plane = (size_t)n[3] * F3, row = (size_t)C * F3;
-    for (size_t t = 0; t < (size_t)n[3]; t++)
+    const size_t FS = (size_t)g->F[S], plane = (size_t)n[S] * FS, row = (size_t)C * FS;
+    for (size_t t = 0; t < (size_t)n[S]; t++)
         for (size_t c = 0; c < (size_t)C; c++)
-            memcpy(flat + ((size_t)t0 + t) * row + c * F3, b + c * plane + t * F3,
-                   sizeof(float) * F3);
+            memcpy(flat + ((size_t)t0 + t) * row + c * FS, b + c * plane + t * FS,
+                   sizeof(float) * FS);
     return true;
 }
 
@@ -150,14 +152,15 @@ bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel,
     const tr_fc_hparams *hp = &enc->hp;
     pre_geom g = {.enc = enc, .causal = hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED};
     g.pb = g.causal ? 2 : 1;
+    g.S = hp->sub_stages;
     g.T[0] = T_mel;
     g.F[0] = hp->n_mels;
-    for (int st = 1; st < 4; st++) {
+    for (int st = 1; st <= g.S; st++) {
         g.T[st] = tr_fc_stage_len(g.T[st - 1], g.causal);
         g.F[st] = tr_fc_stage_len(g.F[st - 1], g.causal);
     }
-    if (g.T[3] != T_enc || g.F[3] != enc->f_out) {
-        TR_ERROR("fastconformer: pre-encode geometry %d x %d, expected %d x %d", g.T[3], g.F[3],
+    if (g.T[g.S] != T_enc || g.F[g.S] != enc->f_out) {
+        TR_ERROR("fastconformer: pre-encode geometry %d x %d, expected %d x %d", g.T[g.S], g.F[g.S],
                  T_enc, enc->f_out);
         return false;
     }

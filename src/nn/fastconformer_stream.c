@@ -91,8 +91,9 @@ int tr_fc_stream_frames_out(const tr_fc_stream *s) {
 
 bool tr_fc_stream_supported(const tr_fc_encoder *enc) {
     const tr_fc_hparams *hp = &enc->hp;
-    return hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED && hp->att_left >= 0 &&
-           hp->att_right >= 0 && hp->conv_pad_right == 0 &&
+    /* the cache bookkeeping below is written for the factor-8 pre-encode */
+    return hp->sub_stages == 3 && hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED &&
+           hp->att_left >= 0 && hp->att_right >= 0 && hp->conv_pad_right == 0 &&
            hp->conv_pad_left == hp->conv_kernel - 1;
 }
 
@@ -104,9 +105,10 @@ transcribe_status tr_fc_stream_new(const tr_fc_encoder *enc, int att_left, int a
     if (att_right < 0) att_right = hp->att_right;
     if (!tr_fc_stream_supported(enc)) {
         TR_ERROR("fastconformer: cache-aware streaming needs chunked_limited attention with "
-                 "contexts >= 0 and a causal conv (style %d, %d/%d, conv %d/%d)",
+                 "contexts >= 0, a causal conv and subsampling 8 (style %d, %d/%d, conv %d/%d, "
+                 "%d stages)",
                  (int)hp->att_style, hp->att_left, hp->att_right, hp->conv_pad_left,
-                 hp->conv_pad_right);
+                 hp->conv_pad_right, hp->sub_stages);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
     tr_fc_stream *s = calloc(1, sizeof *s);

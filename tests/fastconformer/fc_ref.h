@@ -262,18 +262,22 @@ static inline int fcr_forward(const gguf_file *g, const fc_synth_cfg *cfg, const
     float *a = malloc(sizeof(float) * big), *b = malloc(sizeof(float) * big);
     for (int t = 0; t < T_mel; t++)
         for (int f = 0; f < w; f++) a[t * w + f] = mel[(long)f * T_mel + t];
-    static const char *const ws[5] = {"conv.0", "conv.2", "conv.3", "conv.5", "conv.6"};
-    for (int s = 0; s < 5; s++) {
+    /* NeMo dw_striding: conv.0 (full, stride 2), then per further stage k
+     * a depthwise stride-2 conv.{3k-4} and a pointwise conv.{3k-3}; ReLU
+     * after conv.0 and after each pointwise */
+    const int n_convs = 2 * fc_synth_stages(cfg) - 1;
+    for (int s = 0; s < n_convs; s++) {
+        const int k = (s + 3) / 2, idx = s == 0 ? 0 : s % 2 ? 3 * k - 4 : 3 * k - 3;
         char n[64];
-        snprintf(n, sizeof n, "enc.pre_encode.%s.weight", ws[s]);
+        snprintf(n, sizeof n, "enc.pre_encode.conv.%d.weight", idx);
         float *wt = fcr_get(g, n);
-        snprintf(n, sizeof n, "enc.pre_encode.%s.bias", ws[s]);
+        snprintf(n, sizeof n, "enc.pre_encode.conv.%d.bias", idx);
         float *bs = fcr_get(g, n);
-        const bool pw = s == 2 || s == 4;
+        const bool pw = s > 0 && s % 2 == 0;
         fcr_conv2d(a, s == 0 ? 1 : C, h, w, wt, bs, C, pw ? 1 : 3, pw ? 1 : 2, pw ? 0 : pb,
-                   pw ? 0 : pa, s == 1 || s == 3, b, &ho, &wo);
+                   pw ? 0 : pa, s % 2 == 1, b, &ho, &wo);
         h = ho, w = wo;
-        if (s == 0 || s == 2 || s == 4)
+        if (s % 2 == 0)
             for (long i = 0; i < (long)C * h * w; i++) b[i] = b[i] > 0 ? b[i] : 0.0f;
         float *tmp = a;
         a = b, b = tmp;

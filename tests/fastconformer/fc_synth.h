@@ -37,7 +37,16 @@ typedef struct fc_synth_cfg {
     bool bad_var;            /* a negative BN running variance */
     int lin_type;            /* != 0: LIN-class weights in this tr_type where rows allow */
     int n_layers_key;        /* != 0: n_layers value written (tensors for n_layers) */
+    int sub_factor;          /* 0: 8; else 2, 4, 8 or 16 (log2 stride-2 pre-encode stages) */
+    int sub_factor_key;      /* != 0: subsampling_factor value written (tensors for sub_factor) */
 } fc_synth_cfg;
+
+/* Stride-2 pre-encode stages of a configuration. */
+static inline int fc_synth_stages(const fc_synth_cfg *cfg) {
+    int f = cfg->sub_factor ? cfg->sub_factor : 8, s = 0;
+    while (f > 1) f /= 2, s++;
+    return s;
+}
 
 static inline fc_synth_cfg fc_synth_default(void) {
     fc_synth_cfg c;
@@ -138,7 +147,9 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
     SET_U32("n_heads", cfg->H);
     SET_U32("d_ff", cfg->d_ff);
     SET_U32("conv_kernel", cfg->k);
-    SET_U32("subsampling_factor", 8);
+    SET_U32("subsampling_factor", cfg->sub_factor_key ? cfg->sub_factor_key
+                                  : cfg->sub_factor   ? cfg->sub_factor
+                                                      : 8);
     SET_U32("subsampling_channels", cfg->C);
     SET_U32("pos_emb_max_len", 5000);
     tr_gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
@@ -176,19 +187,22 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
 #undef KEY
 
     const bool causal = style && strcmp(style, "chunked_limited") == 0;
+    const int S = fc_synth_stages(cfg);
     int F = cfg->n_mels;
-    for (int s = 0; s < 3; s++) F = fc_stage(F, causal);
+    for (int s = 0; s < S; s++) F = fc_stage(F, causal);
     const int64_t C = cfg->C, d = cfg->d, ff = cfg->d_ff, dh = cfg->d / cfg->H;
     fc_add(&c, "enc.pre_encode.conv.0.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
     fc_add(&c, "enc.pre_encode.conv.0.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
-    fc_add(&c, "enc.pre_encode.conv.2.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
-    fc_add(&c, "enc.pre_encode.conv.2.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
-    fc_add(&c, "enc.pre_encode.conv.3.weight", true, 4, 1, 1, C, C, 0.5f, 0);
-    fc_add(&c, "enc.pre_encode.conv.3.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
-    fc_add(&c, "enc.pre_encode.conv.5.weight", true, 4, 3, 3, 1, C, 0.5f, 0);
-    fc_add(&c, "enc.pre_encode.conv.5.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
-    fc_add(&c, "enc.pre_encode.conv.6.weight", true, 4, 1, 1, C, C, 0.5f, 0);
-    fc_add(&c, "enc.pre_encode.conv.6.bias", false, 1, C, 1, 1, 1, 0.1f, 0);
+    for (int s = 2; s <= S; s++) { /* depthwise conv.{3s-4}, pointwise conv.{3s-3} */
+        snprintf(name, sizeof name, "enc.pre_encode.conv.%d.weight", 3 * s - 4);
+        fc_add(&c, name, true, 4, 3, 3, 1, C, 0.5f, 0);
+        snprintf(name, sizeof name, "enc.pre_encode.conv.%d.bias", 3 * s - 4);
+        fc_add(&c, name, false, 1, C, 1, 1, 1, 0.1f, 0);
+        snprintf(name, sizeof name, "enc.pre_encode.conv.%d.weight", 3 * s - 3);
+        fc_add(&c, name, true, 4, 1, 1, C, C, 0.5f, 0);
+        snprintf(name, sizeof name, "enc.pre_encode.conv.%d.bias", 3 * s - 3);
+        fc_add(&c, name, false, 1, C, 1, 1, 1, 0.1f, 0);
+    }
     fc_add(&c, "enc.pre_encode.out.weight", true, 2, C * F, d, 1, 1, 1.0f / sqrtf((float)(C * F)),
            0);
     fc_add(&c, "enc.pre_encode.out.bias", false, 1, d, 1, 1, 1, 0.1f, 0);

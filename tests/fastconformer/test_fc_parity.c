@@ -199,6 +199,8 @@ int main(void) {
     parakeet_config("tiny-ctc", pool);
     parakeet_config("tiny-rnnt", pool);
     parakeet_config("tiny-tdt", pool);
+    parakeet_config("tiny-ctc-sub2", pool); /* subsampling 2 and 4 */
+    parakeet_config("tiny-ctc-sub4", pool);
     canary_config(pool);
     tr_pool_free(pool);
     return TEST_DONE();

@@ -127,6 +127,54 @@ static void test_lengths(void) {
     unload(&L);
 }
 
+/* Subsampling factors 2, 4, 8, 16: log2(factor) stride-2 stages, one
+ * ceil-halving (causal: L/2 + 1) of time and frequency each; any n_mels. */
+static void test_sub_factors(void) {
+    for (int fac = 2; fac <= 16; fac *= 2) {
+        for (int causal = 0; causal < 2; causal++) {
+            fc_synth_cfg cfg = fc_synth_default();
+            cfg.sub_factor = fac;
+            cfg.n_mels = 20; /* not a multiple of the factor */
+            if (causal) {
+                cfg.style = "chunked_limited";
+                cfg.att_left = 4, cfg.att_right = 1;
+                cfg.conv_left = 4, cfg.conv_right = 0; /* causal depthwise, k = 5 */
+            }
+            loaded L;
+            CHECK_MSG(load_cfg(&cfg, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK, "factor %d", fac);
+            if (!L.enc) continue;
+            const tr_fc_hparams *hp = tr_fc_get_hparams(L.enc);
+            int stages = 0, F = 20;
+            for (int f = fac; f > 1; f /= 2) stages++;
+            for (int st = 0; st < stages; st++) F = causal ? F / 2 + 1 : (F + 1) / 2;
+            CHECK(hp->sub_factor == fac && hp->sub_stages == stages);
+            CHECK_MSG(L.enc->f_out == F, "factor %d causal %d: F' %d vs %d", fac, causal,
+                      L.enc->f_out, F);
+            for (int t = 1; t <= 70; t++) {
+                int want = t;
+                for (int st = 0; st < stages; st++) want = causal ? want / 2 + 1 : (want + 1) / 2;
+                CHECK_MSG(tr_fc_out_frames(L.enc, t) == want, "factor %d causal %d T %d", fac,
+                          causal, t);
+            }
+            /* the cache-aware stream is written for factor 8 only */
+            CHECK(tr_fc_stream_supported(L.enc) == (causal && fac == 8));
+            unload(&L);
+        }
+    }
+    /* a key that disagrees with the weights: the weights' stages run */
+    fc_synth_cfg cfg = fc_synth_default();
+    cfg.sub_factor = 8;
+    cfg.sub_factor_key = 2;
+    loaded L;
+    CHECK(load_cfg(&cfg, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK);
+    if (L.enc) {
+        CHECK(tr_fc_get_hparams(L.enc)->sub_factor == 2);
+        CHECK(tr_fc_get_hparams(L.enc)->sub_stages == 3);
+        CHECK(tr_fc_out_frames(L.enc, 80) == 10);
+    }
+    unload(&L);
+}
+
 static void test_bn_fold(void) {
     enum { N = 33 };
     float g[N], b[N], m[N], v[N], sc[N], sh[N];
@@ -264,6 +312,24 @@ static void test_parity(void) {
     c.H = 4;
     c.seed = 4242;
     parity_case("F16 weights, 4 heads", &c, 77, 1e-4);
+
+    /* other subsampling factors (chunked pre-encode included) */
+    c = fc_synth_default();
+    c.sub_factor = 2;
+    c.n_mels = 20;
+    parity_case("factor 2, 20 mels", &c, 61, 1e-4);
+    c.sub_factor = 4;
+    parity_case("factor 4, 20 mels", &c, 133, 1e-4);
+    c.sub_factor = 16;
+    c.xscaling = true;
+    parity_case("factor 16, 20 mels", &c, 250, 1e-4);
+    c = fc_synth_default();
+    c.sub_factor = 4;
+    c.style = "chunked_limited";
+    c.att_left = 4, c.att_right = 1;
+    c.conv_left = 4, c.conv_right = 0;
+    c.seed = 12;
+    parity_case("factor 4, chunked_limited", &c, 101, 1e-4);
 }
 
 /* tr_fc_forward_batch: utterances of different lengths packed in one pass
@@ -409,8 +475,14 @@ static void test_errors(void) {
     c.conv_left = 3, c.conv_right = 3; /* 6 != k - 1 */
     expect_gguf_error("conv context", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
-    c.n_mels = 20;
-    expect_gguf_error("n_mels % 8", &c, TR_FC_KEYS_PARAKEET);
+    c.sub_factor_key = 6; /* not a power of two */
+    expect_gguf_error("subsampling_factor 6", &c, TR_FC_KEYS_PARAKEET);
+    c.sub_factor_key = 32; /* five stages: NeMo builds up to 16 */
+    expect_gguf_error("subsampling_factor 32", &c, TR_FC_KEYS_PARAKEET);
+    c = fc_synth_default();
+    c.sub_factor = 4;
+    c.skip_tensor = "enc.pre_encode.conv.3.bias";
+    expect_gguf_error("factor 4 without its pointwise bias", &c, TR_FC_KEYS_PARAKEET);
     c = fc_synth_default();
     c.H = 3;
     c.d = 16;
@@ -437,6 +509,7 @@ int main(void) {
     test_rel_shift();
     test_pos_table();
     test_lengths();
+    test_sub_factors();
     test_bn_fold();
     test_parity();
     test_batch();

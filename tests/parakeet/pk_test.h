@@ -85,6 +85,11 @@ typedef struct pk_rewrite {
     int32_t set_i32_val;
     const char *set_true_key; /* KV (re)written as BOOL true */
     const char *arr_keys[3];  /* KVs (re)written as the INT32 array {1, 2} */
+    const char *set_u32_key;  /* KV (re)written as UINT32 ... */
+    uint32_t set_u32_val;     /* ... with this value */
+    const char *strv_keys[2]; /* KVs (re)written as STRING arrays ... */
+    const char *const *strv_vals[2];
+    int strv_n[2]; /* ... of these values */
 } pk_rewrite;
 
 static inline bool pk_rewritten(const pk_rewrite *o, const char *k) {
@@ -95,6 +100,9 @@ static inline bool pk_rewritten(const pk_rewrite *o, const char *k) {
         return true;
     for (int i = 0; i < 3; i++)
         if (o->arr_keys[i] && !strcmp(k, o->arr_keys[i])) return true;
+    if (o->set_u32_key && !strcmp(k, o->set_u32_key)) return true;
+    for (int i = 0; i < 2; i++)
+        if (o->strv_keys[i] && !strcmp(k, o->strv_keys[i])) return true;
     return false;
 }
 
@@ -113,6 +121,11 @@ static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_re
     if (ok && o->set_true_key) ok = tr_gguf_writer_set_bool(w, o->set_true_key, true);
     if (ok && o->set_str_key) ok = tr_gguf_writer_set_str(w, o->set_str_key, o->set_str_val);
     if (ok && o->set_i32_key) ok = tr_gguf_writer_set_i32(w, o->set_i32_key, o->set_i32_val);
+    if (ok && o->set_u32_key) ok = tr_gguf_writer_set_u32(w, o->set_u32_key, o->set_u32_val);
+    for (int i = 0; ok && i < 2; i++)
+        if (o->strv_keys[i])
+            ok = tr_gguf_writer_set_arr_str(w, o->strv_keys[i], o->strv_vals[i],
+                                            (size_t)o->strv_n[i]);
     for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
         const tr_tensor *t = tr_gguf_tensor_at(g, i);
         if (o->drop_tensor && !strcmp(t->name, o->drop_tensor)) continue;

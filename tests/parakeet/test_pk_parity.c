@@ -111,14 +111,16 @@ static void run_case(const char *cfg, const char *file, const char *audio, const
     transcribe_run_params_init(&p);
     p.keep_special_tags = true;
     CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_OK);
+    /* an encoder frame is subsampling_factor hops of 10 ms */
+    const int64_t fms = strstr(cfg, "-sub2") ? 20 : strstr(cfg, "-sub4") ? 40 : 80;
     int nt = transcribe_n_tokens(s), bad = 0;
     CHECK_MSG(nt == ng, "%s %s: %d tokens vs %d", file, audio, nt, ng);
     for (int i = 0; i < nt && i < ng; i++) {
         struct transcribe_token t;
         transcribe_token_init(&t);
         transcribe_get_token(s, i, &t);
-        if (t.id != g[i].id || t.t0_ms != (int64_t)g[i].frame * 80 ||
-            t.t1_ms != (int64_t)(g[i].frame + g[i].dur) * 80) {
+        if (t.id != g[i].id || t.t0_ms != (int64_t)g[i].frame * fms ||
+            t.t1_ms != (int64_t)(g[i].frame + g[i].dur) * fms) {
             if (bad++ < 5)
                 fprintf(stderr, "%s %s token %d: %d [%lld, %lld] vs %d frame %d dur %d\n", file,
                         audio, i, t.id, (long long)t.t0_ms, (long long)t.t1_ms, g[i].id, g[i].frame,
@@ -183,8 +185,11 @@ int main(void) {
         for (int f = 0; f < 3; f++)
             for (int a = 0; a < 2; a++) run_case(cfgs[c], files[f], audios[a], pcm[a], n[a]);
     }
-    /* jfk: 3 heads × 2 dtypes + legacy; whole-earth: ctc and tdt × 2 + legacy */
-    CHECK_MSG(n_checked == 12, "only %d golden cases found under %s", n_checked, pk_data_dir());
+    /* subsampling 2 and 4 (20 and 40 ms frames): jfk, F16 */
+    run_case("tiny-ctc-sub2", "F16", "jfk", pcm[0], n[0]);
+    run_case("tiny-ctc-sub4", "F16", "jfk", pcm[0], n[0]);
+    /* jfk: 3 heads × 2 dtypes + legacy + 2 factors; whole-earth: ctc and tdt × 2 + legacy */
+    CHECK_MSG(n_checked == 14, "only %d golden cases found under %s", n_checked, pk_data_dir());
     for (int a = 0; a < 2; a++) free(pcm[a]);
     return TEST_DONE();
 }

@@ -236,6 +236,7 @@ static void menu_case(const model_case *mc, const char *dst, const float *pcm, i
         CHECK_MSG(transcribe_stream_begin(s, NULL, &sp) == TRANSCRIBE_ERR_INVALID_ARG,
                   "att_context_right %d accepted", bad[i]);
         CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_FINISHED);
+        CHECK(transcribe_stream_last_status(s) == TRANSCRIBE_OK); /* refused before it */
         CHECK(transcribe_n_tokens(s) == st.n);
     }
     struct transcribe_parakeet_buffered_stream_ext b;

@@ -59,16 +59,17 @@ static double whisper_window_flop(double D, double F, double L, double mels, dou
 /* One FastConformer pass over T_mel mel frames; returns the encoder frames. */
 static double fc_pass_flop(const tr_fc_hparams *hp, long T_mel, long *T_out) {
     const double C = hp->sub_channels, d = hp->d_model, F = hp->d_ff, k = hp->conv_kernel;
-    long t[4] = {T_mel}, w[4] = {hp->n_mels};
-    for (int i = 1; i < 4; i++) {
+    const int S = hp->sub_stages; /* stride-2 stages, 1..TR_FC_MAX_SUB_STAGES */
+    long t[TR_FC_MAX_SUB_STAGES + 1] = {T_mel}, w[TR_FC_MAX_SUB_STAGES + 1] = {hp->n_mels};
+    for (int i = 1; i <= S; i++) {
         t[i] = half_up(t[i - 1]);
         w[i] = half_up(w[i - 1]);
     }
     double f = 2.0 * t[1] * w[1] * C * 9; /* conv0, one input channel */
-    for (int i = 2; i <= 3; i++)          /* depthwise + pointwise */
+    for (int i = 2; i <= S; i++)          /* depthwise + pointwise */
         f += 2.0 * t[i] * w[i] * C * 9 + 2.0 * t[i] * w[i] * C * C;
-    const double T = (double)t[3];
-    f += 2 * T * (C * (double)w[3]) * d; /* flatten → d_model */
+    const double T = (double)t[S];
+    f += 2 * T * (C * (double)w[S]) * d; /* flatten → d_model */
     double T_kv = T;
     if (hp->att_style == TR_FC_STYLE_REGULAR && hp->att_left >= 0 && hp->att_right >= 0) {
         double win = hp->att_left + hp->att_right + 1;

@@ -70,6 +70,11 @@ class FCConfig:
     conv_pad_left: int = -1
     conv_pad_right: int = -1
     conv_layer_norm: bool = False
+    # dw_striding subsampling factor: a power of two, log2(factor) stride-2
+    # stages (sec. 7.1 describes factor 8, the published models; NeMo's
+    # ConvSubsampling builds 2, 4, 8 and 16 the same way: conv0, then a
+    # depthwise + pointwise pair per further stage)
+    sub_factor: int = 8
     # buffered streaming (chunked_limited_with_rc, family-parakeet.md sec. 3.3
     # menus): (left, chunk, right) encoder frames; () = no mask (offline)
     chunk_rc: tuple = ()
@@ -86,20 +91,37 @@ class FCConfig:
         return p, p
 
     @property
+    def sub_stages(self):
+        s = int(round(math.log2(self.sub_factor)))
+        assert 1 <= s <= 4 and (1 << s) == self.sub_factor, self.sub_factor
+        return s
+
+    @property
     def f_sub(self):
-        """F' = ceil(ceil(ceil(n_mels/2)/2)/2) (sec. 7.1)."""
+        """F' = n_mels after sub_stages ceil-halvings (sec. 7.1: three)."""
         f = self.n_mels
-        for _ in range(3):
+        for _ in range(self.sub_stages):
             f = (f - 1) // 2 + 1
         return f
 
 
-def t_enc_of(t_mel):
-    """Encoder frames for T_mel mel frames (three ceil-halvings, sec. 7.1)."""
+def t_enc_of(t_mel, sub_factor=8):
+    """Encoder frames for T_mel mel frames (one ceil-halving per stride-2
+    stage, sec. 7.1)."""
     t = t_mel
-    for _ in range(3):
+    for _ in range(int(round(math.log2(sub_factor)))):
         t = (t - 1) // 2 + 1
     return t
+
+
+def pre_encode_indices(sub_stages):
+    """NeMo Sequential indices of the convs: 0 (full conv, stage 1), then per
+    further stage s the depthwise 3s-4 and the pointwise 3s-3 (the ReLUs sit
+    at the indices between and hold no tensors): 0, 2, 3, 5, 6 at factor 8."""
+    idx = [0]
+    for s in range(2, sub_stages + 1):
+        idx += [3 * s - 4, 3 * s - 3]
+    return idx
 
 
 def rel_pos_table(positions, d, dtype):
@@ -127,24 +149,27 @@ def rel_shift(bd):
 
 
 class PreEncode(nn.Module):
-    """dw_striding subsampling, factor 8 (sec. 7.1)."""
+    """dw_striding subsampling, factor 2^sub_stages (sec. 7.1: 8)."""
 
     def __init__(self, cfg):
         super().__init__()
         c = cfg.sub_channels
-        # indices follow NeMo's Sequential: 1 and 4 are ReLUs (no tensors)
+        # indices follow NeMo's Sequential: 1, 4, 7, ... are ReLUs (no tensors)
+        self.indices = pre_encode_indices(cfg.sub_stages)
         self.conv0 = nn.Conv2d(1, c, 3, stride=2, padding=1)
-        self.conv2 = nn.Conv2d(c, c, 3, stride=2, padding=1, groups=c)
-        self.conv3 = nn.Conv2d(c, c, 1)
-        self.conv5 = nn.Conv2d(c, c, 3, stride=2, padding=1, groups=c)
-        self.conv6 = nn.Conv2d(c, c, 1)
+        for s in range(2, cfg.sub_stages + 1):
+            setattr(self, "conv%d" % (3 * s - 4), nn.Conv2d(c, c, 3, stride=2, padding=1, groups=c))
+            setattr(self, "conv%d" % (3 * s - 3), nn.Conv2d(c, c, 1))
+        self.stages = cfg.sub_stages
         self.out = nn.Linear(c * cfg.f_sub, cfg.d_model)
 
     def forward(self, mel):
         x = mel.t()[None, None]  # [1, 1, T (height), F (width)]
         x = F.relu(self.conv0(x))
-        x = F.relu(self.conv3(self.conv2(x)))
-        x = F.relu(self.conv6(self.conv5(x)))
+        for s in range(2, self.stages + 1):
+            dw = getattr(self, "conv%d" % (3 * s - 4))
+            pw = getattr(self, "conv%d" % (3 * s - 3))
+            x = F.relu(pw(dw(x)))
         _, c, t, f = x.shape
         # feature index c*F' + f: channel-major, frequency fastest
         flat = x[0].permute(1, 0, 2).reshape(t, c * f)
@@ -320,7 +345,7 @@ class FastConformerEncoder(nn.Module):
         """(GGUF name, tensor) in file order (sec. 4.1 then 4.2)."""
         out = []
         pe = self.pre_encode
-        for idx in (0, 2, 3, 5, 6):
+        for idx in pe.indices:
             conv = getattr(pe, "conv%d" % idx)
             out.append(("enc.pre_encode.conv.%d.weight" % idx, conv.weight))
             out.append(("enc.pre_encode.conv.%d.bias" % idx, conv.bias))
@@ -462,6 +487,16 @@ def _self_test():
     enc_s.load_gguf_tensors(enc.gguf_tensors())
     _, out_s = enc_s(mel)
     assert (out_s - out).abs().max() > 1e-3
+    # other subsampling factors: stage count, NeMo tensor indices, shapes
+    for fac, idx in ((2, [0]), (4, [0, 2, 3]), (8, [0, 2, 3, 5, 6]), (16, [0, 2, 3, 5, 6, 8, 9])):
+        cf = FCConfig(1, 16, 2, 32, 3, 4, 80, use_bias=True, sub_factor=fac)
+        ef = FastConformerEncoder(cf).double().randomize_(torch.Generator().manual_seed(3))
+        names = [n for n in ef.gguf_tensors() if n.startswith("enc.pre_encode.conv.")]
+        assert names == [f"enc.pre_encode.conv.{i}.{w}" for i in idx for w in ("weight", "bias")], names
+        pf, of = ef(mel)
+        assert pf.shape == (t_enc_of(77, fac), 16) and of.shape == pf.shape, (fac, pf.shape)
+        assert ef.pre_encode.out.weight.shape == (16, 4 * cf.f_sub)
+    assert t_enc_of(77, 2) == 39 and t_enc_of(77, 4) == 20 and t_enc_of(77, 16) == 5
     enc32 = FastConformerEncoder(cfg).float()
     enc32.load_gguf_tensors(enc.gguf_tensors())
     _, out32 = enc32(mel.float())

@@ -36,9 +36,16 @@ from fastconformer import FastConformerEncoder, FCConfig, t_enc_of  # noqa: E402
 
 torch.set_num_threads(1)
 
-SUBSAMPLING = 8
+SUBSAMPLING = 8  # the published models; set_subsampling() for a config's own
 HOP, SR = 160, 16000
 FRAME_MS = 1000.0 * SUBSAMPLING * HOP / SR  # 80 ms, section 9
+
+
+def set_subsampling(factor):
+    """An encoder frame spans `factor` hops (sec. 9: 80 ms at 8; 20 ms at 2)."""
+    global SUBSAMPLING, FRAME_MS
+    SUBSAMPLING = factor
+    FRAME_MS = 1000.0 * SUBSAMPLING * HOP / SR
 
 # ----------------------------------------------------------------------------
 # Configurations
@@ -92,6 +99,16 @@ CONFIGS = {
         head="rnnt", vocab=192, tok_text="lower", pred_hidden=48, pred_layers=1, joint_hidden=64, joint_act="tanh",
         variant="unified-en-tiny", seed=5, head_seed=500, target_rate=0.3, knobs=dict(pred_gain=1.0, out_noise=1.0),
         chunk_menus=([6, 4], [1, 3], [0, 2]), buffered=((6, 3, 2), (4, 3, 0), (6, 1, 2), (4, 1, 0))),
+    # other subsampling factors (NeMo builds 2, 4, 8, 16; the published
+    # models use 8): small CTC models, jfk only
+    "tiny-ctc-sub2": PKConfig(
+        enc=FCConfig(n_layers=2, d_model=32, n_heads=2, d_ff=64, conv_kernel=9, sub_channels=8, n_mels=80,
+                     use_bias=True, xscaling=True, sub_factor=2),
+        head="ctc", vocab=128, tok_text="lower", variant="tiny-ctc-sub2", seed=6, head_seed=600),
+    "tiny-ctc-sub4": PKConfig(
+        enc=FCConfig(n_layers=2, d_model=32, n_heads=2, d_ff=64, conv_kernel=9, sub_channels=8, n_mels=80,
+                     use_bias=True, xscaling=True, sub_factor=4),
+        head="ctc", vocab=128, tok_text="lower", variant="tiny-ctc-sub4", seed=7, head_seed=700),
     "tdt-0.6b-v2": PKConfig(
         enc=FCConfig(n_layers=24, d_model=1024, n_heads=8, d_ff=4096, conv_kernel=9, sub_channels=256, n_mels=128,
                      use_bias=False, xscaling=False),
@@ -546,7 +563,7 @@ def add_metadata(w, cfg, vocab, file_type, legacy=False):
 def expected_tensor_count(cfg):
     e = cfg.enc
     per_block = 26 + (0 if e.conv_layer_norm else 2) + (11 if e.use_bias else 0)
-    n = 12 + per_block * e.n_layers
+    n = 2 * (2 * e.sub_stages - 1) + 2 + per_block * e.n_layers  # pre-encode convs + out, blocks
     if cfg.head == "ctc":
         return n + 2
     return n + 1 + 3 * cfg.pred_layers + 6
@@ -771,6 +788,7 @@ def main():
     args = ap.parse_args()
 
     cfg = CONFIGS[args.config]
+    set_subsampling(cfg.enc.sub_factor)
     if args.seed is not None:
         cfg.seed = args.seed
     shared = os.environ.get("TR_SHARED_DIR", os.path.join(os.path.dirname(REPO), "shared"))
@@ -799,8 +817,8 @@ def main():
     for a in audio:
         pre, out = enc64(torch.from_numpy(mels[a]))
         pres[a], encs[a] = pre.numpy(), out.numpy()
-        print("%s: T_mel %d T_enc %d (ceil(T_mel/8) %d)" % (a, mels[a].shape[1], out.shape[0],
-                                                          t_enc_of(mels[a].shape[1])))
+        print("%s: T_mel %d T_enc %d (ceil(T_mel/%d) %d)" % (
+            a, mels[a].shape[1], out.shape[0], cfg.enc.sub_factor, t_enc_of(mels[a].shape[1], cfg.enc.sub_factor)))
 
     # --- head: search seeds for the largest minimum margin -----------------------
     best = None

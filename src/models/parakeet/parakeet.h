@@ -57,6 +57,12 @@ typedef struct pk_model {
     char *variant;
     bool streaming; /* §3.1 KV or the §7.8 geometry */
     bool lang_detect;
+    /* gguf-common §5: stt.capability.translate overrides the family default
+     * (false) for every family; the dispatcher then admits TRANSLATE under
+     * the stt.translation.* gates and this family transcribes */
+    bool translate;
+    int n_targets, n_pairs;
+    char **targets, **pairs;
     /* §3.3 streaming menus (owned copies): att_context_size_choices as
      * [n_ctx_choices][2] (L, R) pairs, pair 0 = the file's default (for a
      * file without the key, the one pair of the scalars); the buffered

@@ -108,11 +108,10 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     c->window = TR_WIN_HANN_SYMMETRIC;
     float dither = 0.0f;
     if ((st = tr_gguf_opt_f32(g, "stt.frontend.dither", 0.0f, &dither))) return st;
-    bool ok = c->n_mels > 0 && c->n_mels % 8 == 0 && c->n_mels == m->hp.n_mels &&
-              c->sample_rate > 0 && c->n_fft > 0 && (c->n_fft & (c->n_fft - 1)) == 0 &&
-              c->n_fft <= (1 << 16) && c->win_length > 0 && c->win_length <= c->n_fft &&
-              c->hop_length > 0 && dither >= 0.0f && c->f_min >= 0.0f && c->f_max > c->f_min &&
-              isfinite(c->pre_emphasis);
+    bool ok = c->n_mels > 0 && c->n_mels == m->hp.n_mels && c->sample_rate > 0 && c->n_fft > 0 &&
+              (c->n_fft & (c->n_fft - 1)) == 0 && c->n_fft <= (1 << 16) && c->win_length > 0 &&
+              c->win_length <= c->n_fft && c->hop_length > 0 && dither >= 0.0f &&
+              c->f_min >= 0.0f && c->f_max > c->f_min && isfinite(c->pre_emphasis);
     if (!ok) {
         TR_ERROR("parakeet: invalid stt.frontend values (mels %d, rate %d, n_fft %d, win %d, "
                  "hop %d, f %.1f..%.1f)",
@@ -120,6 +119,8 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
                  (double)c->f_min, (double)c->f_max);
         return ERR_GGUF;
     }
+    /* an encoder frame spans subsampling_factor hops (10 ms each at 16 kHz
+     * with hop 160: 20 ms at factor 2, 80 ms at 8) */
     m->frame_ms = 1000.0 * m->hp.sub_factor * c->hop_length / c->sample_rate;
     return TRANSCRIBE_OK;
 }
@@ -137,8 +138,13 @@ static transcribe_status load_caps(const gguf_file *g, pk_model *m) {
     transcribe_status st = TRANSCRIBE_OK;
     if ((st = tr_gguf_opt_bool(g, "stt.capability.lang_detect", false, &m->lang_detect)) ||
         (st = tr_gguf_opt_bool(g, "stt.capability.streaming", false, &streaming)) ||
-        (st = tr_gguf_opt_bool(g, "stt.capability.translate", false, &translate)))
+        (st = tr_gguf_opt_bool(g, "stt.capability.translate", false, &translate)) ||
+        (st = tr_gguf_opt_strv_copy(g, "stt.translation.target_languages", 4096, NULL, 0,
+                                    &m->targets, &m->n_targets)) ||
+        (st = tr_gguf_opt_strv_copy(g, "stt.translation.pairs", 4096, NULL, 0, &m->pairs,
+                                    &m->n_pairs)))
         return st;
+    m->translate = translate;
     const tr_fc_hparams *hp = &m->hp;
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED && hp->att_left >= 0 && hp->att_right >= 0)
         streaming = true;
@@ -224,7 +230,9 @@ static transcribe_status load_all(const tr_load_ctx *lc, pk_model *m) {
     if ((st = load_languages(g, m))) return st;
     if ((st = load_caps(g, m))) return st;
     if ((st = load_menus(g, m))) return st;
-    return tr_fc_load(g, &m->hp, &m->enc);
+    if ((st = tr_fc_load(g, &m->hp, &m->enc))) return st;
+    m->hp.sub_stages = tr_fc_get_hparams(m->enc)->sub_stages; /* the stages the weights hold */
+    return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_pk_model_load(const tr_load_ctx *lc, pk_model **out) {
@@ -248,16 +256,24 @@ void tr_pk_model_free(pk_model *m) {
     tr_pk_prompt_free(&m->prompt);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
+    tr_strv_free(m->targets, m->n_targets);
+    tr_strv_free(m->pairs, m->n_pairs);
     for (int i = 0; i < 3; i++) free(m->menu[i]);
     TR_FREE_ALL(m->drop, m->word_start, m->variant, m->ctx_choices, m);
 }
 
 void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {
-    /* no translation, no speculative decoding; max_audio_ms 0; §5: no
-     * encoding for this family (no tokenizer) */
+    /* translation only where the file's capability key turns it on (the
+     * family then transcribes); no speculative decoding; max_audio_ms 0;
+     * §5: no encoding for this family (no tokenizer) */
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_TOKEN);
     c->supports_language_detect = m->lang_detect;
+    c->supports_translate = m->translate;
+    c->n_translate_target_languages = m->translate ? m->n_targets : 0;
+    c->translate_target_languages = (const char *const *)m->targets;
+    desc->n_translate_pairs = m->translate ? m->n_pairs : 0;
+    desc->translate_pairs = (const char *const *)m->pairs;
     c->supports_streaming = m->streaming;
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
 }

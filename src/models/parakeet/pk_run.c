@@ -12,7 +12,8 @@
 #include "util/vec.h"
 
 void tr_pk_window_cfg_default(pk_window_cfg *w) {
-    /* in 80 ms encoder frames: 102.4 s windows every 76.8 s, so 25.6 s of
+    /* in encoder frames (memory and attention cost go by frames); at 80 ms
+     * frames (subsampling 8): 102.4 s windows every 76.8 s, so 25.6 s of
      * overlap; the cut lies >= 5.12 s inside both windows */
     w->max_frames = 1280;
     w->win_frames = 1280;
@@ -153,7 +154,7 @@ static int total_frames(const pk_model *m, int64_t n) {
 static transcribe_status run_windows(run_state *r, pk_toks *all) {
     pk_session *s = r->s;
     const pk_window_cfg *w = &s->win;
-    const int64_t spf = (int64_t)s->m->hp.sub_factor * s->m->mel.hop_length;
+    const int64_t spf = ((int64_t)1 << s->m->hp.sub_stages) * s->m->mel.hop_length;
     const int total = total_frames(s->m, r->n);
     pk_toks prev = {0}, cur = {0};
     int ps = 0, pe = 0, cut = 0, start = 0;

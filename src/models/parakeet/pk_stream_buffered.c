@@ -140,7 +140,7 @@ transcribe_status tr_pk_bstream_begin(pk_session *s, tr_stream_ctx *ctx) {
     bs->L = lcr[0];
     bs->C = lcr[1];
     bs->R = lcr[2];
-    bs->F = m->hp.sub_factor * m->mel.hop_length;
+    bs->F = (1 << m->hp.sub_stages) * m->mel.hop_length; /* samples per encoder frame */
     tr_result_clear(ctx->result);
     ctx->n_native_committed_toks = 0;
     return TRANSCRIBE_OK;
