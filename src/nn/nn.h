@@ -98,11 +98,16 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
                          const float *cv, int n_src, float *scratch);
 
 /* One sequence of a batched decoder step: `rows` consecutive rows of x at
- * positions n_past.., with its own self-attention cache and cross K/V. */
+ * positions n_past.., with its own self-attention cache and cross K/V
+ * (layer l's [n_src][d_model] rows at ck / cv + l * cross_stride floats;
+ * stride 0 when the caller passes one layer's). ids: the rows' tokens, for
+ * the embedding of encdec_decoder.h (the blocks do not read them). */
 typedef struct tr_nn_dec_seg {
     int rows, n_past, n_src;
     tr_nn_kv *kv;
-    const float *ck, *cv; /* [n_src][d_model] of this layer */
+    const float *ck, *cv;
+    size_t cross_stride;
+    const int32_t *ids;
 } tr_nn_dec_seg;
 
 /* tr_nn_dec_block_fwd for n_seg independent sequences packed in x

@@ -207,11 +207,12 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
+        const size_t cross_off = (size_t)layer * sg->cross_stride;
         tr_attn_args c = {
             .q = q + off,
             .q_stride = D,
-            .k = sg->ck,
-            .v = sg->cv,
+            .k = sg->ck + cross_off,
+            .v = sg->cv + cross_off,
             .kv_stride = D,
             .out = o + off,
             .out_stride = D,
@@ -235,6 +236,6 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
                          int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
                          const float *cv, int n_src, float *scratch) {
-    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv};
+    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL};
     tr_nn_dec_block_fwd_segs(pool, blk, d, x, 1, &one, layer, scratch);
 }

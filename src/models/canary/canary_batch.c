@@ -3,10 +3,10 @@
  * per group of utterances one encoder pass (tr_fc_forward_batch: every
  * projection reads its weights once for the group), the projection and
  * cross K/V over all frames at once, the prompt prefilled for every
- * utterance in one pass, and greedy steps in lockstep: each step feeds one
- * token per unfinished utterance through the decoder as one packed batch
- * (each weight read once per step for the whole batch), attention per
- * utterance over its own cache and encoder frames. Each utterance stops at
+ * utterance in one tr_ed_step, and greedy steps in lockstep: each step
+ * feeds one token per unfinished utterance through tr_ed_step
+ * (nn/encdec_decoder.h: packed passes, each weight read once per pass),
+ * attention per utterance over its own cache and encoder frames. Each utterance stops at
  * its own EOS or budget (min(n_ctx - prompt, 512), §8.3) exactly as the
  * single run's loop does, so its tokens are the single run's. */
 #include <stdlib.h>
@@ -14,9 +14,6 @@
 
 #include "models/canary/canary.h"
 #include "audio/audio.h"
-#include "nn/dec_pass.h"
-#include "tensor/matmul.h"
-#include "tensor/ops.h"
 #include "util/argmax.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -44,7 +41,7 @@ typedef struct group {
     int rows;
     float *enc_out, *enc_dec, *cross_k, *cross_v; /* packed [rows][.], cross [L][rows][D] */
     float *x, *scratch, *logits;                  /* [n * P][D], block scratch, [n][V] */
-    tr_nn_dec_seg *segs;
+    tr_ed_seq *segs;
     int *live_idx;
 } group;
 
@@ -137,8 +134,7 @@ static bool group_alloc(const cn_session *s, const cn_prompt *pr, group *g) {
     g->cross_k = malloc(L * R * Dd * sizeof(float));
     g->cross_v = malloc(L * R * Dd * sizeof(float));
     g->x = malloc(n * (size_t)pr->n * Dd * sizeof(float));
-    g->scratch =
-        malloc(tr_nn_dec_block_scratch(&s->m->dec_dims, (int)n * pr->n, s->n_ctx) * sizeof(float));
+    g->scratch = malloc(tr_ed_step_scratch(&s->m->decoder, (int)n * pr->n, (int)n) * sizeof(float));
     g->logits = malloc(n * (size_t)hp->n_vocab * sizeof(float));
     g->segs = malloc(n * sizeof *g->segs);
     g->live_idx = malloc(n * sizeof *g->live_idx);
@@ -174,74 +170,25 @@ static transcribe_status group_encode(cn_session *s, group *g, tr_run_ctx *abort
     free(T_mel);
     if (st != TRANSCRIBE_OK) return st;
     if (m->hp.enc_dec_proj) tr_nn_linear_fwd(s->pool, &m->proj, g->enc_out, g->rows, g->enc_dec);
-    const size_t stride = (size_t)g->rows * (size_t)m->hp.d_dec;
-    for (int l = 0; l < m->hp.n_dec_layers; l++)
-        tr_nn_cross_kv(s->pool, &m->dec[l], g->enc_dec, g->rows, g->cross_k + l * stride,
-                       g->cross_v + l * stride);
+    tr_ed_cross_kv(s->pool, &m->decoder, g->enc_dec, g->rows, g->cross_k, g->cross_v,
+                   (size_t)g->rows * (size_t)m->hp.d_dec);
     return TRANSCRIBE_OK;
 }
 
-/* The decoder over segments [first, first + n_seg) of g->segs (their rows'
- * ids at ids); logits of each segment's last row into g->logits[first..]. */
-static void decode_pass(cn_session *s, group *g, int first, int n_seg, const int32_t *ids) {
-    const cn_model *m = s->m;
-    const int D = m->hp.d_dec;
-    tr_nn_dec_seg *segs = g->segs + first;
-    int rows = 0;
-    for (int k = 0; k < n_seg; k++) {
-        /* x = LN(E_tok[y] + PE[p]) with the stored table, as tr_cn_decode */
-        const tr_nn_dec_seg *sg = &segs[k];
-        float *x = g->x + (size_t)rows * D;
-        tr_get_rows(m->tok_emb, ids + rows, sg->rows, x);
-        tr_add_scaled(x, x, m->pos_enc + (size_t)sg->n_past * D, 1.0f, (long)sg->rows * D);
-        rows += sg->rows;
-    }
-    tr_layer_norm(s->pool, g->x, g->x, rows, D, m->emb_ln.w, m->emb_ln.b, 1e-5f);
-    const size_t stride = (size_t)g->rows * (size_t)D;
-    for (int l = 0; l < m->hp.n_dec_layers; l++) {
-        for (int k = 0; k < n_seg; k++) {
-            const item *it = &g->it[g->live_idx[first + k]];
-            segs[k].ck = g->cross_k + l * stride + (size_t)it->off * D;
-            segs[k].cv = g->cross_v + l * stride + (size_t)it->off * D;
-        }
-        tr_nn_dec_block_fwd_segs(s->pool, &m->dec[l], &m->dec_dims, g->x, n_seg, segs, l,
-                                 g->scratch);
-    }
-    /* each segment's last row, gathered for one head product */
-    for (int k = 0, r = 0; k < n_seg; k++) {
-        r += segs[k].rows;
-        if (r - 1 != k)
-            memmove(g->x + (size_t)k * D, g->x + (size_t)(r - 1) * D, (size_t)D * sizeof(float));
-    }
-    tr_layer_norm(s->pool, g->x, g->x, n_seg, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    tr_linear(s->pool, m->head.w, m->head.b, g->x, n_seg,
-              g->logits + (size_t)first * m->hp.n_vocab);
-}
-
-/* The decoder over the segments already in g->segs (rows packed in ids),
- * in passes sized by tr_nn_dec_pass_rows: a lockstep step of a few rows
- * reads every weight once per pass of up to 4 rows instead of packing
- * whole weight panels for 5..15 rows. */
-static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) {
-    int left = 0;
-    for (int k = 0; k < n_seg; k++) left += g->segs[k].rows;
-    for (int first = 0; first < n_seg;) {
-        const int limit = tr_nn_dec_pass_rows(left);
-        int k = 0, rows = 0;
-        while (first + k < n_seg && (k == 0 || rows + g->segs[first + k].rows <= limit))
-            rows += g->segs[first + k++].rows;
-        decode_pass(s, g, first, k, ids);
-        ids += rows;
-        left -= rows;
-        first += k;
-    }
-}
-
-/* Sets segment k for live item j: `rows` rows at its current position. */
-static void set_seg(group *g, int k, int j, int rows) {
+/* Sets segment k for live item j: `rows` tokens `ids` at its current
+ * position, over its own cache and encoder frames. */
+static void set_seg(const cn_session *s, group *g, int k, int j, const int32_t *ids, int rows) {
     item *it = &g->it[j];
+    const size_t D = (size_t)s->m->hp.d_dec;
     g->live_idx[k] = j;
-    g->segs[k] = (tr_nn_dec_seg){rows, it->n_past, it->T, &it->kv, NULL, NULL};
+    g->segs[k] = (tr_ed_seq){.rows = rows,
+                             .n_past = it->n_past,
+                             .n_src = it->T,
+                             .kv = &it->kv,
+                             .ck = g->cross_k + (size_t)it->off * D,
+                             .cv = g->cross_v + (size_t)it->off * D,
+                             .cross_stride = (size_t)g->rows * D,
+                             .ids = ids};
 }
 
 /* Greedy lockstep decode of the group (the loop of src/nn/greedy.c per
@@ -257,9 +204,10 @@ static transcribe_status group_decode(cn_session *s, const cn_prompt *pr, group 
     /* prefill: the same prompt for every utterance */
     for (int j = 0; j < g->n; j++) {
         memcpy(ids + (size_t)j * pr->n, pr->ids, (size_t)pr->n * sizeof *ids);
-        set_seg(g, j, j, pr->n);
+        g->it[j].n_past = 0;
+        set_seg(s, g, j, j, ids + (size_t)j * pr->n, pr->n);
     }
-    decode_segs(s, g, g->n, ids);
+    tr_ed_step(s->pool, &m->decoder, g->n, g->segs, g->x, g->scratch, g->logits);
     for (int j = 0; j < g->n; j++) {
         item *it = &g->it[j];
         it->tok = tr_argmax(g->logits + (size_t)j * V, V);
@@ -276,14 +224,15 @@ static transcribe_status group_decode(cn_session *s, const cn_prompt *pr, group 
             it->live = it->tok != eos && it->n_gen < max_new && it->n_past + 1 <= s->n_ctx;
             if (!it->live) continue;
             ids[k] = it->tok;
-            set_seg(g, k++, j, 1);
+            set_seg(s, g, k, j, ids + k, 1);
+            k++;
         }
         if (k == 0) break;
         if (tr_run_should_abort(abort_ctx)) {
             st = TRANSCRIBE_ERR_ABORTED;
             break;
         }
-        decode_segs(s, g, k, ids);
+        tr_ed_step(s->pool, &m->decoder, k, g->segs, g->x, g->scratch, g->logits);
         for (int q = 0; q < k; q++) {
             item *it = &g->it[g->live_idx[q]];
             it->tok = tr_argmax(g->logits + (size_t)q * V, V);
