@@ -121,21 +121,21 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
     if (!stride2(pool, enc->pre_w[0], enc->pre_b[0], a, 1, 1, n[0], g->F[0], g->pb, n[1], g->F[1],
                  b))
         return false;
-    tr_fc_ew_relu(pool, b, (long)C * n[1] * g->F[1]);
+    tr_ew_relu(pool, b, (long)C * n[1] * g->F[1]);
     zero_outside(b, C, r[1], g->F[1], g->T[1]);
     if (!stride2(pool, enc->pre_w[1], enc->pre_b[1], b, C, C, n[1], g->F[1], g->pb, n[2], g->F[2],
                  a))
         return false;
     tr_conv2d(pool, a, C, n[2], g->F[2], enc->pre_w[2], enc->pre_b[2], 1, 1, 0, 0, 1, b, NULL,
               NULL);
-    tr_fc_ew_relu(pool, b, (long)C * n[2] * g->F[2]);
+    tr_ew_relu(pool, b, (long)C * n[2] * g->F[2]);
     zero_outside(b, C, r[2], g->F[2], g->T[2]);
     if (!stride2(pool, enc->pre_w[3], enc->pre_b[3], b, C, C, n[2], g->F[2], g->pb, n[3], g->F[3],
                  a))
         return false;
     tr_conv2d(pool, a, C, n[3], g->F[3], enc->pre_w[4], enc->pre_b[4], 1, 1, 0, 0, 1, b, NULL,
               NULL);
-    tr_fc_ew_relu(pool, b, (long)C * n[3] * g->F[3]);
+    tr_ew_relu(pool, b, (long)C * n[3] * g->F[3]);
     /* flatten: frame t gets feature c*F' + f from plane c */
     const size_t F3 = (size_t)g->F[3], plane = (size_t)n[3] * F3, row = (size_t)C * F3;
     for (size_t t = 0; t < (size_t)n[3]; t++)

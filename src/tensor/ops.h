@@ -38,11 +38,15 @@ void tr_tanh(float *x, long n);
 /* GLU over the last dim: x is rows × 2*half; y[r][i] = x[r][i] * sigmoid(x[r][half+i]) */
 void tr_glu(const float *x, float *y, int rows, int half);
 /* The same spread over the pool (fixed blocks: bits equal the serial call's
- * for any thread count); tr_ew_add: x[i] += y[i]. */
+ * for any thread count); tr_ew_add: x[i] += y[i]; tr_ew_axpy: x[i] += s·y[i];
+ * tr_ew_scale: x[i] *= s; tr_ew_glu: tr_glu over whole rows. */
 void tr_ew_gelu(tr_pool *pool, float *x, long n);
 void tr_ew_silu(tr_pool *pool, float *x, long n);
 void tr_ew_relu(tr_pool *pool, float *x, long n);
 void tr_ew_add(tr_pool *pool, float *x, const float *y, long n);
+void tr_ew_axpy(tr_pool *pool, float *x, const float *y, float s, long n);
+void tr_ew_scale(tr_pool *pool, float *x, float s, long n);
+void tr_ew_glu(tr_pool *pool, const float *x, float *y, int rows, int half);
 
 /* ---- softmax ---- */
 /* Softmax of each row in place; mask (optional, rows × n or NULL) is added
