@@ -21,6 +21,14 @@ void tr_layer_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, c
 /* y = x / sqrt(mean(x^2) + eps) * g   (g may be NULL) */
 void tr_rms_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                  float eps);
+/* GroupNorm: c channels in `groups` runs of c / groups consecutive
+ * channels; each group is normalised by the mean and biased variance of all
+ * its n·c/groups values, y = (x - mean) / sqrt(var + eps) · g[ch] + b[ch]
+ * (g / b may be NULL). Layout: channel_major x is [c][n] (PyTorch's
+ * (C, L)), else [n][c] (time-major rows). Statistics in double, per group
+ * in a fixed order. False (logged) when c % groups != 0 or out of memory. */
+bool tr_group_norm(tr_pool *pool, const float *x, float *y, int n, int c, int groups,
+                   bool channel_major, const float *g, const float *b, float eps);
 /* x[r][i] = x[r][i] * scale[i] + bias[i]  (fused batch norm; either may be NULL) */
 void tr_scale_bias(float *x, int rows, int dim, const float *scale, const float *bias);
 /* x[r][i] += b[i] */
