@@ -4,12 +4,15 @@
  * (rotate-half) and GPT-J (interleaved) pairing, gated FFNs (SwiGLU with a
  * fused fc1, GEGLU with a separate gate weight) and the plain FFN, in the
  * encoder block and in a decoder run over a KV cache (prefill, then single
- * steps, then two sequences in one step). */
+ * steps, then two sequences in one step); and the lockstep batched greedy
+ * decode (nn/encdec_greedy.h) against one-sequence steps, with rows that
+ * stop at EOS, at the budget and at the window, and an abort. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/encdec_decoder.h"
+#include "nn/encdec_greedy.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
 #include "test_util.h"
@@ -377,6 +380,138 @@ static void check_dec(tr_pool *pool, tr_nn_rope rope) {
     lin_free(&m.emb);
 }
 
+/* One row decoded alone with tr_ed_step and the stopping rules of
+ * tr_greedy_loop: the ids the batch must reproduce. */
+static int single_greedy(tr_pool *pool, const tr_ed_decoder *cfg, const tr_ed_greedy_cfg *gc,
+                         const float *ck, const float *cv, int32_t *out, int32_t *last) {
+    tr_nn_kv kv;
+    CHECK(tr_nn_kv_init(&kv, L, CTX, D, false));
+    float x[CTX * D], logits[V];
+    float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(cfg, CTX, 1));
+    tr_ed_seq sq = {.rows = gc->n_prompt,
+                    .n_past = 0,
+                    .n_src = NSRC,
+                    .kv = &kv,
+                    .ck = ck,
+                    .cv = cv,
+                    .cross_stride = NSRC * D,
+                    .ids = gc->prompt};
+    int n_out = 0, n_gen = 0, pos = gc->n_prompt;
+    int32_t tok;
+    for (;;) {
+        tr_ed_step(pool, cfg, 1, &sq, x, scratch, logits);
+        tok = 0;
+        for (int i = 1; i < V; i++)
+            if (logits[i] > logits[tok]) tok = i;
+        n_gen++;
+        if (tok != gc->eos) out[n_out++] = tok;
+        if (tok == gc->eos || n_gen >= gc->max_new || pos + 1 > gc->max_n_kv) break;
+        sq.rows = 1, sq.n_past = pos++, sq.ids = &out[n_out - 1];
+    }
+    *last = tok;
+    free(scratch);
+    tr_nn_kv_free(&kv);
+    return n_out;
+}
+
+static int abort_after;
+static bool abort_countdown(void *user) {
+    (void)user;
+    return abort_after-- <= 0;
+}
+
+static void check_greedy_batch(tr_pool *pool) {
+    enum { R = 3 };
+    dec m;
+    dec_init(&m, (tr_nn_rope){6, 10000.0f, false});
+    const tr_ed_decoder *cfg = &m.cfg;
+    float src[R][NSRC * D], ck[R][L * NSRC * D], cv[R][L * NSRC * D];
+    for (int r = 0; r < R; r++) {
+        for (int i = 0; i < NSRC * D; i++) src[r][i] = frand();
+        tr_ed_cross_kv(pool, cfg, src[r], NSRC, ck[r], cv[r], NSRC * D);
+    }
+    const int32_t prompt[2] = {3, 7};
+    tr_ed_greedy_cfg gc = {
+        .prompt = prompt, .n_prompt = 2, .eos = -1, .max_new = 4, .max_n_kv = CTX};
+    /* pick as EOS a later token row 0 produces alone (the first that
+     * differs from its first): row 0 then stops there, the others most
+     * likely run to the budget or the window */
+    int32_t want[R][CTX], last[R], tmp[CTX];
+    const int n_tmp = single_greedy(pool, cfg, &gc, ck[0], cv[0], tmp, &last[0]);
+    gc.eos = tmp[0];
+    for (int i = 1; i < n_tmp; i++)
+        if (tmp[i] != tmp[0]) {
+            gc.eos = tmp[i];
+            break;
+        }
+    for (int pass = 0; pass < 2; pass++) {
+        gc.max_new = pass == 0 ? 4 : CTX; /* budget, then the window */
+        int n_want[R];
+        for (int r = 0; r < R; r++)
+            n_want[r] = single_greedy(pool, cfg, &gc, ck[r], cv[r], want[r], &last[r]);
+        tr_nn_kv kv[R];
+        int32_t out[R][CTX];
+        tr_ed_greedy_row rows[R];
+        for (int r = 0; r < R; r++) {
+            CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+            rows[r] = (tr_ed_greedy_row){.kv = &kv[r],
+                                         .ck = ck[r],
+                                         .cv = cv[r],
+                                         .cross_stride = NSRC * D,
+                                         .n_src = NSRC,
+                                         .out = out[r]};
+        }
+        CHECK(tr_ed_greedy_batch(pool, cfg, &gc, rows, R) == TRANSCRIBE_OK);
+        for (int r = 0; r < R; r++) {
+            CHECK_MSG(rows[r].n_out == n_want[r] &&
+                          memcmp(out[r], want[r], sizeof(int32_t) * (size_t)n_want[r]) == 0,
+                      "greedy batch row %d: %d ids, alone %d", r, rows[r].n_out, n_want[r]);
+            CHECK(rows[r].last == last[r] && !rows[r].live);
+        }
+        CHECK(rows[0].last == gc.eos);
+        /* an abort before the second lockstep step: rows still going are live */
+        for (int r = 0; r < R; r++) tr_nn_kv_free(&kv[r]);
+        for (int r = 0; r < R; r++) CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+        abort_after = 1;
+        gc.should_abort = abort_countdown;
+        const transcribe_status st = tr_ed_greedy_batch(pool, cfg, &gc, rows, R);
+        gc.should_abort = NULL;
+        bool any_live = false;
+        for (int r = 0; r < R; r++) {
+            /* a row outlives the first lockstep step when it generates
+             * more than 2 tokens (the prefill's and one step's) alone */
+            const bool live = n_want[r] + (last[r] == gc.eos) > 2;
+            any_live |= live;
+            CHECK(rows[r].live == live);
+            CHECK(rows[r].n_out <= n_want[r] &&
+                  memcmp(out[r], want[r], sizeof(int32_t) * (size_t)rows[r].n_out) == 0);
+            tr_nn_kv_free(&kv[r]);
+        }
+        CHECK(st == (any_live ? TRANSCRIBE_ERR_ABORTED : TRANSCRIBE_OK));
+    }
+    /* no EOS: every row outlives the first step, so the abort cuts all */
+    gc.eos = -1, gc.max_new = CTX, gc.should_abort = abort_countdown, abort_after = 1;
+    tr_nn_kv kv[R];
+    int32_t out[R][CTX];
+    tr_ed_greedy_row rows[R];
+    for (int r = 0; r < R; r++) {
+        CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+        rows[r] = (tr_ed_greedy_row){.kv = &kv[r],
+                                     .ck = ck[r],
+                                     .cv = cv[r],
+                                     .cross_stride = NSRC * D,
+                                     .n_src = NSRC,
+                                     .out = out[r]};
+    }
+    CHECK(tr_ed_greedy_batch(pool, cfg, &gc, rows, R) == TRANSCRIBE_ERR_ABORTED);
+    for (int r = 0; r < R; r++) {
+        CHECK(rows[r].live && rows[r].n_out == 2);
+        tr_nn_kv_free(&kv[r]);
+    }
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
+}
+
 int main(void) {
     tr_pool *pools[2] = {NULL, tr_pool_create(3)};
     const tr_nn_rope none = {0, 0, false}, neox = {6, 10000.0f, true}, gptj = {6, 500.0f, false},
@@ -389,6 +524,7 @@ int main(void) {
         check_dec(pools[p], gptj);
         check_dec(pools[p], neox);
         check_dec(pools[p], none);
+        check_greedy_batch(pools[p]);
     }
     tr_pool_free(pools[1]);
     return TEST_DONE();
