@@ -1,5 +1,6 @@
-/* How many rows one batched decoder pass should take (the batch paths of
- * Whisper and Canary, which step several sequences in lockstep).
+/* How many rows one batched decoder pass should take (tr_ed_step and
+ * tr_ed_head of encdec_decoder.h, which every encoder-decoder batch goes
+ * through: several sequences stepped in lockstep).
  *
  * A lockstep step has one row per live sequence. tr_matmul reads each
  * weight row once and dots it with every row of X for up to a handful of

@@ -85,9 +85,9 @@ static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *w1,
                     const tr_nn_linear *w2, int d, int d_ff, float *x, int T, tr_fc_work *w) {
     tr_layer_norm(pool, x, w->h.p, T, d, ln->w, ln->b, FC_LN_EPS);
     tr_nn_linear_fwd(pool, w1, w->h.p, T, w->mid.p);
-    tr_fc_ew_silu(pool, w->mid.p, (long)T * d_ff);
+    tr_ew_silu(pool, w->mid.p, (long)T * d_ff);
     tr_nn_linear_fwd(pool, w2, w->mid.p, T, w->q.p);
-    tr_fc_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
+    tr_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
 }
 
 /* Utterances of one forward: n segments of T[i] frames, segment i at rows
@@ -121,7 +121,7 @@ static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
             return false;
     }
     tr_nn_linear_fwd(pool, &blk->o, w->h.p, T, w->q.p);
-    tr_fc_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
     return true;
 }
 
@@ -131,26 +131,26 @@ static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
     const int d = hp->d_model, T = sg->rows;
     tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
     tr_nn_linear_fwd(pool, &blk->pw1, w->h.p, T, w->mid.p); /* [T][2d] */
-    tr_fc_ew_glu(pool, w->mid.p, w->h.p, T, d);
+    tr_ew_glu(pool, w->mid.p, w->h.p, T, d);
     for (int i = 0; i < sg->n; i++) {
         const size_t o = (size_t)sg->off[i] * (size_t)d;
-        tr_fc_depthwise(pool, blk, d, hp->conv_kernel, hp->conv_pad_left, w->h.p + o, w->q.p + o,
-                        sg->T[i]);
+        tr_nn_depthwise(pool, &blk->dw, d, hp->conv_kernel, hp->conv_pad_left, w->h.p + o,
+                        w->q.p + o, sg->T[i]);
     }
     if (hp->conv_layer_norm)
         tr_layer_norm(pool, w->q.p, w->q.p, T, d, blk->cln_w, blk->cln_b, FC_LN_EPS);
-    tr_fc_ew_silu(pool, w->q.p, (long)T * d);
+    tr_ew_silu(pool, w->q.p, (long)T * d);
     tr_nn_linear_fwd(pool, &blk->pw2, w->q.p, T, w->h.p);
-    tr_fc_ew_axpy(pool, x, w->h.p, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->h.p, 1.0f, (long)T * d);
 }
 
 static void speaker_kernel(const tr_fc_encoder *enc, tr_pool *pool, float *x, int T,
                            tr_fc_work *w) {
     const int d = enc->hp.d_model;
     tr_nn_linear_fwd(pool, &enc->spk0, x, T, w->h.p);
-    tr_fc_ew_relu(pool, w->h.p, (long)T * d);
+    tr_ew_relu(pool, w->h.p, (long)T * d);
     tr_nn_linear_fwd(pool, &enc->spk3, w->h.p, T, w->q.p);
-    tr_fc_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
     if (enc->spk_bg) tr_add_bias(x, T, d, enc->spk_bg);
 }
 
@@ -185,7 +185,7 @@ static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, t
         if (!tr_fc_pre_encode(enc, pool, mel[i], T_mel[i], out + (size_t)sg->off[i] * d, sg->T[i],
                               &w->pre))
             return TRANSCRIBE_ERR_OOM;
-    if (hp->xscaling) tr_fc_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
+    if (hp->xscaling) tr_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
     if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
     if (enc->spk) speaker_kernel(enc, pool, out, T, w);
     tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, sg->T_max));

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "nn/depthwise.h"
 #include "nn/fastconformer.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
@@ -23,10 +24,10 @@ typedef struct tr_fc_block {
      * {1, d, 2d} / {1, d, d} tensors: same bytes, no copy */
     tr_tensor pw1_view, pw2_view;
     tr_nn_linear pw1, pw2;
-    /* depthwise taps, F32, tap-major [k][d] so the time-major conv loop runs
-     * along contiguous channels; with batch norm its scale is folded in */
-    float *dw_w;
-    float *dw_b;                /* [d]: conv bias (+ folded BN shift), never NULL */
+    /* depthwise taps (nn/depthwise.h), F32, tap-major [k][d] so the
+     * time-major conv loop runs along contiguous channels; with batch norm
+     * its scale is folded in; owned (taps then bias in one allocation) */
+    tr_nn_dw dw;
     const float *cln_w, *cln_b; /* conv LayerNorm gamma/beta (layer_norm only) */
 } tr_fc_block;
 
@@ -104,24 +105,6 @@ bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_poo
 int tr_fc_pos_rows(const tr_fc_hparams *hp, int T);
 /* Position of table row 0 (T - 1 for the full table, W_L for local). */
 int tr_fc_pos_first(const tr_fc_hparams *hp, int T);
-
-/* Depthwise conv over time on g [T][d] -> u [T][d] with the block's taps
- * (BN folded), padding (pad_l, pad_r), zero outside [0, T). */
-void tr_fc_depthwise(tr_pool *pool, const tr_fc_block *blk, int d, int k, int pad_l, const float *g,
-                     float *u, int T);
-
-/* Element-wise passes over the pool (fastconformer_ew.c); results do not
- * depend on the thread count. axpy: x += s * y. glu: y [rows][half] =
- * x[:, :half] * sigmoid(x[:, half:]). */
-void tr_fc_ew_silu(tr_pool *pool, float *x, long n);
-void tr_fc_ew_relu(tr_pool *pool, float *x, long n);
-void tr_fc_ew_axpy(tr_pool *pool, float *x, const float *y, float s, long n);
-void tr_fc_ew_scale(tr_pool *pool, float *x, float s, long n);
-void tr_fc_ew_glu(tr_pool *pool, const float *x, float *y, int rows, int half);
-
-/* Batch-norm fold: scale = gamma / sqrt(var + eps), shift = beta - mean*scale. */
-void tr_fc_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
-                   int n, float eps, float *scale, float *shift);
 
 /* The closed-form rel_shift of one query block [a0, a1) (full table,
  * P = 2T - 1): bias[a][b] = scale * c[a - a0][b + (a1 - 1 - a)], where row

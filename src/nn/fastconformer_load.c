@@ -70,14 +70,6 @@ static void pointwise_view(const tr_tensor *t, tr_tensor *view, int64_t in, int6
     view->nb1 = tr_row_bytes(t->type, in);
 }
 
-void tr_fc_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
-                   int n, float eps, float *scale, float *shift) {
-    for (int i = 0; i < n; i++) {
-        scale[i] = gamma[i] / sqrtf(var[i] + eps);
-        shift[i] = beta[i] - mean[i] * scale[i];
-    }
-}
-
 static float tap(const tr_tensor *t, long i) {
     if (t->type == TR_F16) return tr_f16_to_f32(((const uint16_t *)t->data)[i]);
     return ((const float *)t->data)[i];
@@ -99,13 +91,13 @@ static transcribe_status load_depthwise(finder *f, const tr_fc_hparams *hp, tr_f
         var = need_vec(f, "conv.bn.running_var", d);
     }
     if (f->bad) return ERR_GGUF;
-    b->dw_w = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)d);
-    if (!b->dw_w) {
+    b->dw.w = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)d);
+    if (!b->dw.w) {
         TR_ERROR("fastconformer: out of memory for %s", tname(f, "conv.depthwise.weight"));
         return TRANSCRIBE_ERR_OOM;
     }
-    b->dw_b = b->dw_w + (size_t)k * d;
-    float *scale = b->dw_b + d, *shift = scale + d; /* load-time temporaries */
+    b->dw.b = b->dw.w + (size_t)k * d;
+    float *scale = b->dw.b + d, *shift = scale + d; /* load-time temporaries */
     if (hp->conv_layer_norm) {
         b->cln_w = gamma;
         b->cln_b = beta;
@@ -117,11 +109,11 @@ static transcribe_status load_depthwise(finder *f, const tr_fc_hparams *hp, tr_f
                          tname(f, "conv.bn.running_var"), c, (double)var[c]);
                 return ERR_GGUF;
             }
-        tr_fc_bn_fold(gamma, beta, mean, var, d, FC_BN_EPS, scale, shift);
+        tr_nn_bn_fold(gamma, beta, mean, var, d, FC_BN_EPS, scale, shift);
     }
     for (int c = 0; c < d; c++) {
-        for (int j = 0; j < k; j++) b->dw_w[(size_t)j * d + c] = tap(w, (long)c * k + j) * scale[c];
-        b->dw_b[c] = (bias ? bias[c] : 0.0f) * scale[c] + shift[c];
+        for (int j = 0; j < k; j++) b->dw.w[(size_t)j * d + c] = tap(w, (long)c * k + j) * scale[c];
+        b->dw.b[c] = (bias ? bias[c] : 0.0f) * scale[c] + shift[c];
     }
     return TRANSCRIBE_OK;
 }
@@ -373,7 +365,7 @@ transcribe_status tr_fc_load(const struct gguf_file *g, const tr_fc_hparams *hp,
 void tr_fc_free(tr_fc_encoder *enc) {
     if (!enc) return;
     if (enc->blocks)
-        for (int i = 0; i < enc->hp.n_layers; i++) free(enc->blocks[i].dw_w);
+        for (int i = 0; i < enc->hp.n_layers; i++) free(enc->blocks[i].dw.w);
     free(enc->blocks);
     free(enc->spk_bg);
     free(enc);

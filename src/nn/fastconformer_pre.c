@@ -127,7 +127,7 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
     if (!stride2(pool, enc->pre_w[0], enc->pre_b[0], a, 1, 1, n[0], g->F[0], g->pb, n[1], g->F[1],
                  b))
         return false;
-    tr_fc_ew_relu(pool, b, (long)C * n[1] * g->F[1]);
+    tr_ew_relu(pool, b, (long)C * n[1] * g->F[1]);
     for (int s = 2; s <= S; s++) {
         /* the rows the next stage reads as padding are zero */
         zero_outside(b, C, r[s - 1], g->F[s - 1], g->T[s - 1]);
@@ -136,7 +136,7 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
             return false;
         tr_conv2d(pool, a, C, n[s], g->F[s], enc->pre_w[2 * s - 2], enc->pre_b[2 * s - 2], 1, 1, 0,
                   0, 1, b, NULL, NULL);
-        tr_fc_ew_relu(pool, b, (long)C * n[s] * g->F[s]);
+        tr_ew_relu(pool, b, (long)C * n[s] * g->F[s]);
     }
     /* flatten: frame t gets feature c*F' + f from plane c */
     const size_t FS = (size_t)g->F[S], plane = (size_t)n[S] * FS, row = (size_t)C * FS;

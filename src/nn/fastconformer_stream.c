@@ -164,9 +164,9 @@ static void ff_half(tr_fc_stream *s, tr_pool *pool, const tr_nn_norm *ln, const 
     const int d = s->d, d_ff = s->enc->hp.d_ff;
     tr_layer_norm(pool, x, s->h.p, n, d, ln->w, ln->b, FCS_LN_EPS);
     tr_nn_linear_fwd(pool, w1, s->h.p, n, s->mid.p);
-    tr_fc_ew_silu(pool, s->mid.p, (long)n * d_ff);
+    tr_ew_silu(pool, s->mid.p, (long)n * d_ff);
     tr_nn_linear_fwd(pool, w2, s->mid.p, n, s->q.p);
-    tr_fc_ew_axpy(pool, x, s->q.p, 0.5f, (long)n * d);
+    tr_ew_axpy(pool, x, s->q.p, 0.5f, (long)n * d);
 }
 
 /* Attention of the n chunk rows over the cached keys plus their own. */
@@ -213,7 +213,7 @@ static void attn_residual(tr_fc_stream *s, tr_pool *pool, const tr_fc_block *blk
         }
     }
     tr_nn_linear_fwd(pool, &blk->o, s->att.p, n, s->q.p);
-    tr_fc_ew_axpy(pool, x, s->q.p, 1.0f, (long)n * d);
+    tr_ew_axpy(pool, x, s->q.p, 1.0f, (long)n * d);
 }
 
 /* Keeps the last kv_cap rows of every layer's cache, once all layers ran. */
@@ -236,15 +236,15 @@ static void conv_residual(tr_fc_stream *s, tr_pool *pool, const tr_fc_block *blk
     tr_layer_norm(pool, x, s->h.p, n, d, blk->norm_conv.w, blk->norm_conv.b, FCS_LN_EPS);
     tr_nn_linear_fwd(pool, &blk->pw1, s->h.p, n, s->mid.p);
     memcpy(g, L->conv, sizeof(float) * (size_t)pl * d);
-    tr_fc_ew_glu(pool, s->mid.p, g + (size_t)pl * d, n, d);
+    tr_ew_glu(pool, s->mid.p, g + (size_t)pl * d, n, d);
     /* rows pl.. of the padded sequence are the chunk's outputs */
-    tr_fc_depthwise(pool, blk, d, hp->conv_kernel, pl, g, u, pl + n);
+    tr_nn_depthwise(pool, &blk->dw, d, hp->conv_kernel, pl, g, u, pl + n);
     memcpy(L->conv, g + (size_t)n * d, sizeof(float) * (size_t)pl * d);
     float *uc = u + (size_t)pl * d;
     if (hp->conv_layer_norm) tr_layer_norm(pool, uc, uc, n, d, blk->cln_w, blk->cln_b, FCS_LN_EPS);
-    tr_fc_ew_silu(pool, uc, (long)n * d);
+    tr_ew_silu(pool, uc, (long)n * d);
     tr_nn_linear_fwd(pool, &blk->pw2, uc, n, s->h.p);
-    tr_fc_ew_axpy(pool, x, s->h.p, 1.0f, (long)n * d);
+    tr_ew_axpy(pool, x, s->h.p, 1.0f, (long)n * d);
 }
 
 /* Pre-encodes encoder frames [t0, t0 + n) into x from the held mel
@@ -265,12 +265,12 @@ static bool pre_encode(tr_fc_stream *s, tr_pool *pool, int t0, int n, bool last,
         for (int f = 0; f < nm; f++) s->win.p[(size_t)f * W + t] = src[(size_t)t * nm + f];
     if (!tr_fc_pre_encode(enc, pool, s->win.p, W, s->out.p, Tw, &s->pre)) return false;
     memcpy(x, s->out.p + (size_t)skip * d, sizeof(float) * (size_t)n * d);
-    if (enc->hp.xscaling) tr_fc_ew_scale(pool, x, sqrtf((float)d), (long)n * d);
+    if (enc->hp.xscaling) tr_ew_scale(pool, x, sqrtf((float)d), (long)n * d);
     if (enc->spk) {
         tr_nn_linear_fwd(pool, &enc->spk0, x, n, s->h.p);
-        tr_fc_ew_relu(pool, s->h.p, (long)n * d);
+        tr_ew_relu(pool, s->h.p, (long)n * d);
         tr_nn_linear_fwd(pool, &enc->spk3, s->h.p, n, s->q.p);
-        tr_fc_ew_axpy(pool, x, s->q.p, 1.0f, (long)n * d);
+        tr_ew_axpy(pool, x, s->q.p, 1.0f, (long)n * d);
         if (enc->spk_bg) tr_add_bias(x, n, d, enc->spk_bg);
     }
     return true;

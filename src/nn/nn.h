@@ -1,5 +1,6 @@
 /* Shared transformer building blocks: pre-LN encoder block, decoder block
- * with causal self-attention (KV cache) and cross-attention, GELU FFN.
+ * with causal self-attention (KV cache) and cross-attention, FFN (plain or
+ * gated: SwiGLU / GEGLU), optional rotary positions in self-attention.
  * Weights are borrowed tr_tensor views (any dtype tr_matmul supports);
  * activations are F32 row-major [rows][d_model]. Family-specific wiring
  * (embeddings, stems, heads) stays in the family folder. */
@@ -34,9 +35,21 @@ typedef enum {
     TR_NN_ACT_SILU = 2, /* x·sigmoid(x), also called swish */
 } tr_nn_act;
 
+/* Gated FFN (GLU family): the activation goes on the gate and multiplies
+ * the value, fc2(value ⊙ act(gate)); with TR_NN_ACT_SILU that is SwiGLU,
+ * with TR_NN_ACT_GELU GEGLU. */
+typedef enum {
+    TR_NN_GLU_NONE = 0,  /* fc2(act(fc1(h))) */
+    TR_NN_GLU_FUSED = 1, /* fc1 emits 2F per row: value [0, F), gate [F, 2F) (Moonshine) */
+    TR_NN_GLU_SPLIT =
+        2, /* value = fc1(h), gate = gate(h): two F-wide weights (LLaMA's up / gate) */
+} tr_nn_glu;
+
 typedef struct tr_nn_ffn {
     tr_nn_linear fc1, fc2; /* fc1 → act → fc2 */
     tr_nn_act act;
+    tr_nn_glu glu;
+    tr_nn_linear gate; /* TR_NN_GLU_SPLIT only */
 } tr_nn_ffn;
 
 typedef struct tr_nn_enc_block {
@@ -55,9 +68,21 @@ typedef struct tr_nn_dec_block {
     tr_nn_ffn ffn;
 } tr_nn_dec_block;
 
+/* Rotary positions on self-attention q and k (cross-attention never
+ * rotates): the first n_rot dims of each head turn by pos · theta^(-2i/n_rot)
+ * (tensor/ops.h tr_rope). Encoder rows sit at positions 0..rows-1, decoder
+ * rows at their sequence positions; the KV cache keeps rotated keys. */
+typedef struct tr_nn_rope {
+    int n_rot;   /* even, <= head_dim; 0 = no rotary (partial when < head_dim) */
+    float theta; /* base, e.g. 10000 */
+    bool neox;   /* pairs (i, i + n_rot/2) (NeoX, rotate-half); false: (2i, 2i+1) (GPT-J) */
+} tr_nn_rope;
+
 typedef struct tr_nn_dims {
-    int d_model, n_head, head_dim, d_ffn;
+    int d_model, n_head, head_dim, d_ffn; /* d_ffn: F, the hidden width (per half when gated) */
     float ln_eps;
+    tr_nn_rope rope;
+    bool glu; /* the blocks' FFNs are gated (tr_nn_ffn.glu): scratch holds 2F per row */
 } tr_nn_dims;
 
 /* Self-attention cache: per layer K and V of n_ctx rows × dim, stored F32 or
@@ -98,11 +123,16 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
                          const float *cv, int n_src, float *scratch);
 
 /* One sequence of a batched decoder step: `rows` consecutive rows of x at
- * positions n_past.., with its own self-attention cache and cross K/V. */
+ * positions n_past.., with its own self-attention cache and cross K/V
+ * (layer l's [n_src][d_model] rows at ck / cv + l * cross_stride floats;
+ * stride 0 when the caller passes one layer's). ids: the rows' tokens, for
+ * the embedding of encdec_decoder.h (the blocks do not read them). */
 typedef struct tr_nn_dec_seg {
     int rows, n_past, n_src;
     tr_nn_kv *kv;
-    const float *ck, *cv; /* [n_src][d_model] of this layer */
+    const float *ck, *cv;
+    size_t cross_stride;
+    const int32_t *ids;
 } tr_nn_dec_seg;
 
 /* tr_nn_dec_block_fwd for n_seg independent sequences packed in x

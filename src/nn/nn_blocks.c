@@ -44,20 +44,61 @@ void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int 
     tr_linear(pool, l->w, l->b, x, rows, y);
 }
 
+/* FFN hidden floats per row: F, or value and gate (2F) when gated. */
+static size_t ffn_width(const tr_nn_dims *d) {
+    return (size_t)d->d_ffn * (d->glu ? 2 : 1);
+}
+
 /* The attention half uses h, q, k, v (4 D per row); the FFN half h, its
- * hidden rows over the dead q/k/v and its output after them (2 D + d_ffn). */
+ * hidden rows over the dead q/k/v and its output after them (2 D + F). */
 size_t tr_nn_enc_block_scratch(const tr_nn_dims *d, int rows) {
-    const size_t D = (size_t)d->d_model, attn = 4 * D, ffn = 2 * D + (size_t)d->d_ffn;
+    const size_t D = (size_t)d->d_model, attn = 4 * D, ffn = 2 * D + ffn_width(d);
     return (attn > ffn ? attn : ffn) * (size_t)rows;
 }
 
 size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx) {
     (void)n_ctx;
-    return ((size_t)5 * d->d_model + (size_t)d->d_ffn) * (size_t)rows;
+    return ((size_t)5 * d->d_model + ffn_width(d)) * (size_t)rows;
 }
 
 static void add_inplace(tr_pool *pool, float *x, const float *y, size_t n) {
     tr_ew_add(pool, x, y, (long)n);
+}
+
+/* The serial kernel of an activation. */
+static void act_serial(tr_nn_act act, float *x, long n) {
+    switch (act) {
+    case TR_NN_ACT_RELU:
+        tr_relu(x, n);
+        break;
+    case TR_NN_ACT_SILU:
+        tr_silu(x, n);
+        break;
+    default:
+        tr_gelu(x, n);
+        break;
+    }
+}
+
+/* Gated rows: u is [rows][2F] (value, gate); gate <- value ⊙ act(gate).
+ * Rows split over the pool, each row by one thread: thread-count
+ * independent. */
+typedef struct {
+    tr_nn_act act;
+    float *u;
+    long rows, F;
+} glu_ctx;
+
+static void glu_task(void *vctx, int ith, int nth) {
+    const glu_ctx *c = vctx;
+    long r0, r1;
+    tr_split_range(c->rows, ith, nth, &r0, &r1);
+    for (long r = r0; r < r1; r++) {
+        const float *v = c->u + r * 2 * c->F;
+        float *g = c->u + r * 2 * c->F + c->F;
+        act_serial(c->act, g, c->F);
+        for (long i = 0; i < c->F; i++) g[i] *= v[i];
+    }
 }
 
 static void ffn_act(tr_pool *pool, tr_nn_act act, float *x, long n) {
@@ -74,16 +115,46 @@ static void ffn_act(tr_pool *pool, tr_nn_act act, float *x, long n) {
     }
 }
 
-/* x += W2 act(W1 LN(x) + b1) + b2; uses h [rows][D], mid [rows][F], out [rows][D]. */
+/* x += W2 act(W1 LN(x) + b1) + b2, or gated x += W2 (value ⊙ act(gate)) + b2;
+ * uses h [rows][D], mid [rows][ffn_width], out [rows][D]. Gated, the
+ * value and gate of a row sit side by side in mid (fc1's own layout when
+ * fused, two strided products when split) and fc2 reads the products in
+ * the gate half with a row stride of 2F, so nothing is compacted. */
 static void ffn_residual(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_ffn *ffn,
                          const tr_nn_dims *d, float *x, int rows, float *h, float *mid,
                          float *out) {
-    size_t n = (size_t)rows * (size_t)d->d_model;
-    tr_layer_norm(pool, x, h, rows, d->d_model, ln->w, ln->b, d->ln_eps);
-    tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
-    ffn_act(pool, ffn->act, mid, (long)rows * d->d_ffn);
-    tr_nn_linear_fwd(pool, &ffn->fc2, mid, rows, out);
+    const int D = d->d_model, F = d->d_ffn;
+    size_t n = (size_t)rows * (size_t)D;
+    tr_layer_norm(pool, x, h, rows, D, ln->w, ln->b, d->ln_eps);
+    if (ffn->glu == TR_NN_GLU_NONE) {
+        tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
+        ffn_act(pool, ffn->act, mid, (long)rows * F);
+        tr_nn_linear_fwd(pool, &ffn->fc2, mid, rows, out);
+    } else {
+        if (ffn->glu == TR_NN_GLU_FUSED) {
+            tr_nn_linear_fwd(pool, &ffn->fc1, h, rows, mid);
+        } else {
+            tr_matmul(pool, ffn->fc1.w, ffn->fc1.b, h, rows, D, mid, 2 * F);
+            tr_matmul(pool, ffn->gate.w, ffn->gate.b, h, rows, D, mid + F, 2 * F);
+        }
+        glu_ctx g = {ffn->act, mid, rows, F};
+        tr_pool_run((long)rows * F >= 32768 ? pool : NULL, glu_task, &g);
+        tr_matmul(pool, ffn->fc2.w, ffn->fc2.b, mid + F, rows, 2 * F, out, D);
+    }
     add_inplace(pool, x, out, n);
+}
+
+/* Rotary positions on `rows` rows of q / k (row stride D) at positions
+ * pos0.. (tr_rope takes a position list: built in chunks on the stack). */
+static void rope_rows(const tr_nn_dims *d, float *x, int rows, int pos0) {
+    enum { CHUNK = 256 };
+    int32_t pos[CHUNK];
+    for (int t0 = 0; t0 < rows; t0 += CHUNK) {
+        const int n = rows - t0 < CHUNK ? rows - t0 : CHUNK;
+        for (int i = 0; i < n; i++) pos[i] = pos0 + t0 + i;
+        tr_rope(x + (size_t)t0 * (size_t)d->d_model, n, d->n_head, d->head_dim, d->d_model, pos,
+                d->rope.n_rot, d->rope.theta, d->rope.neox);
+    }
 }
 
 void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_dims *d, float *x,
@@ -96,6 +167,10 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
     tr_nn_linear_fwd(pool, &blk->attn.q, h, rows, q);
     tr_nn_linear_fwd(pool, &blk->attn.k, h, rows, k);
     tr_nn_linear_fwd(pool, &blk->attn.v, h, rows, v);
+    if (d->rope.n_rot > 0) {
+        rope_rows(d, q, rows, 0);
+        rope_rows(d, k, rows, 0);
+    }
     tr_attn_args a = {
         .q = q,
         .q_stride = D,
@@ -117,7 +192,7 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
     tr_nn_linear_fwd(pool, &blk->attn.o, h, rows, q);
     add_inplace(pool, x, q, n);
 
-    float *mid = q, *out = mid + (size_t)rows * (size_t)d->d_ffn; /* q/k/v are dead here */
+    float *mid = q, *out = mid + (size_t)rows * ffn_width(d); /* q/k/v are dead here */
     ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, out);
 }
 
@@ -176,6 +251,10 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
         const float *kc, *vc;
+        if (d->rope.n_rot > 0) {
+            rope_rows(d, q + off, sg->rows, sg->n_past);
+            rope_rows(d, tk + off, sg->rows, sg->n_past);
+        }
         cache_append(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off, &kc, &vc);
         const int n_kv = sg->n_past + sg->rows;
         tr_attn_args a = {
@@ -207,11 +286,12 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
+        const size_t cross_off = (size_t)layer * sg->cross_stride;
         tr_attn_args c = {
             .q = q + off,
             .q_stride = D,
-            .k = sg->ck,
-            .v = sg->cv,
+            .k = sg->ck + cross_off,
+            .v = sg->cv + cross_off,
             .kv_stride = D,
             .out = o + off,
             .out_stride = D,
@@ -235,6 +315,6 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
                          int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
                          const float *cv, int n_src, float *scratch) {
-    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv};
+    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL};
     tr_nn_dec_block_fwd_segs(pool, blk, d, x, 1, &one, layer, scratch);
 }

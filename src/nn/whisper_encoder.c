@@ -47,7 +47,11 @@ bool tr_whenc_load(const tr_nn_wsrc *src, tr_whenc *e) {
     }
     if (ok && !tr_nn_load_enc_blocks(src, &k_names, e->d_model, e->d_ffn, e->n_layers, e->blocks))
         ok = false;
-    e->dims = (tr_nn_dims){e->d_model, e->n_head, e->d_model / e->n_head, e->d_ffn, 1e-5f};
+    e->dims = (tr_nn_dims){.d_model = e->d_model,
+                           .n_head = e->n_head,
+                           .head_dim = e->d_model / e->n_head,
+                           .d_ffn = e->d_ffn,
+                           .ln_eps = 1e-5f};
     return ok;
 }
 

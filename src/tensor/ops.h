@@ -21,6 +21,14 @@ void tr_layer_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, c
 /* y = x / sqrt(mean(x^2) + eps) * g   (g may be NULL) */
 void tr_rms_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                  float eps);
+/* GroupNorm: c channels in `groups` runs of c / groups consecutive
+ * channels; each group is normalised by the mean and biased variance of all
+ * its n·c/groups values, y = (x - mean) / sqrt(var + eps) · g[ch] + b[ch]
+ * (g / b may be NULL). Layout: channel_major x is [c][n] (PyTorch's
+ * (C, L)), else [n][c] (time-major rows). Statistics in double, per group
+ * in a fixed order. False (logged) when c % groups != 0 or out of memory. */
+bool tr_group_norm(tr_pool *pool, const float *x, float *y, int n, int c, int groups,
+                   bool channel_major, const float *g, const float *b, float eps);
 /* x[r][i] = x[r][i] * scale[i] + bias[i]  (fused batch norm; either may be NULL) */
 void tr_scale_bias(float *x, int rows, int dim, const float *scale, const float *bias);
 /* x[r][i] += b[i] */
@@ -38,11 +46,15 @@ void tr_tanh(float *x, long n);
 /* GLU over the last dim: x is rows × 2*half; y[r][i] = x[r][i] * sigmoid(x[r][half+i]) */
 void tr_glu(const float *x, float *y, int rows, int half);
 /* The same spread over the pool (fixed blocks: bits equal the serial call's
- * for any thread count); tr_ew_add: x[i] += y[i]. */
+ * for any thread count); tr_ew_add: x[i] += y[i]; tr_ew_axpy: x[i] += s·y[i];
+ * tr_ew_scale: x[i] *= s; tr_ew_glu: tr_glu over whole rows. */
 void tr_ew_gelu(tr_pool *pool, float *x, long n);
 void tr_ew_silu(tr_pool *pool, float *x, long n);
 void tr_ew_relu(tr_pool *pool, float *x, long n);
 void tr_ew_add(tr_pool *pool, float *x, const float *y, long n);
+void tr_ew_axpy(tr_pool *pool, float *x, const float *y, float s, long n);
+void tr_ew_scale(tr_pool *pool, float *x, float s, long n);
+void tr_ew_glu(tr_pool *pool, const float *x, float *y, int rows, int half);
 
 /* ---- softmax ---- */
 /* Softmax of each row in place; mask (optional, rows × n or NULL) is added

@@ -185,7 +185,7 @@ static void test_bn_fold(void) {
         m[i] = fc_rand(&seed);
         v[i] = 1.0f + 0.9f * fc_rand(&seed);
     }
-    tr_fc_bn_fold(g, b, m, v, N, 1e-5f, sc, sh);
+    tr_nn_bn_fold(g, b, m, v, N, 1e-5f, sc, sh);
     double worst = 0;
     for (int i = 0; i < N; i++)
         for (int k = 0; k < 4; k++) {

@@ -1,5 +1,6 @@
 /* tr_ew_* (element-wise passes on the pool): bit-identical to the serial
- * kernels (tr_gelu / tr_silu / tr_relu, a plain x += y) for 1, 2 and 3
+ * kernels (tr_gelu / tr_silu / tr_relu, plain x += y, x += s·y, x *= s, and
+ * tr_glu over whole rows) for 1, 2 and 3
  * threads, on every SIMD family, for lengths below and above the pool
  * threshold, with and without a scalar tail and a partial last block. */
 #include <stdlib.h>
@@ -10,8 +11,9 @@
 #include "test_rng.h"
 #include "test_util.h"
 
-enum { OP_GELU, OP_SILU, OP_RELU, OP_ADD, N_OPS };
-static const char *const op_names[N_OPS] = {"gelu", "silu", "relu", "add"};
+enum { OP_GELU, OP_SILU, OP_RELU, OP_ADD, OP_AXPY, OP_SCALE, N_OPS };
+static const char *const op_names[N_OPS] = {"gelu", "silu", "relu", "add", "axpy", "scale"};
+static const float S = 0.37f; /* axpy / scale factor: not a power of two */
 
 static void serial(int op, float *x, const float *y, long n) {
     switch (op) {
@@ -24,8 +26,14 @@ static void serial(int op, float *x, const float *y, long n) {
     case OP_RELU:
         tr_relu(x, n);
         break;
-    default:
+    case OP_ADD:
         for (long i = 0; i < n; i++) x[i] += y[i];
+        break;
+    case OP_AXPY:
+        for (long i = 0; i < n; i++) x[i] += S * y[i];
+        break;
+    default:
+        for (long i = 0; i < n; i++) x[i] *= S;
         break;
     }
 }
@@ -41,9 +49,35 @@ static void pooled(int op, tr_pool *pool, float *x, const float *y, long n) {
     case OP_RELU:
         tr_ew_relu(pool, x, n);
         break;
-    default:
+    case OP_ADD:
         tr_ew_add(pool, x, y, n);
         break;
+    case OP_AXPY:
+        tr_ew_axpy(pool, x, y, S, n);
+        break;
+    default:
+        tr_ew_scale(pool, x, S, n);
+        break;
+    }
+}
+
+/* tr_ew_glu against tr_glu over all rows at once, for row widths that cut
+ * the pool's blocks unevenly. */
+static void check_glu(tr_pool *const *pools) {
+    static const int shapes[][2] = {{3, 5}, {40, 1000}, {17, 8192}, {100, 333}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const int rows = shapes[k][0], half = shapes[k][1];
+        const size_t n = (size_t)rows * (size_t)half;
+        float *x = rnd_vec((long)(2 * n), 4.0f);
+        float *want = malloc(sizeof(float) * n), *got = malloc(sizeof(float) * n);
+        tr_glu(x, want, rows, half);
+        for (int t = 0; t < 3; t++) {
+            memset(got, 0, sizeof(float) * n);
+            tr_ew_glu(pools[t], x, got, rows, half);
+            CHECK_MSG(memcmp(got, want, sizeof(float) * n) == 0,
+                      "glu %dx%d threads %d differs from tr_glu", rows, half, t + 1);
+        }
+        free(x), free(want), free(got);
     }
 }
 
@@ -73,6 +107,7 @@ int main(void) {
         }
     }
     unsetenv("TR_OPS_ISA");
+    check_glu(pools);
     /* n <= 0 is a no-op */
     tr_ew_gelu(pools[1], NULL, 0);
     tr_ew_add(pools[1], NULL, NULL, -3);

@@ -3,21 +3,18 @@
  * per group of utterances one encoder pass (tr_fc_forward_batch: every
  * projection reads its weights once for the group), the projection and
  * cross K/V over all frames at once, the prompt prefilled for every
- * utterance in one pass, and greedy steps in lockstep: each step feeds one
- * token per unfinished utterance through the decoder as one packed batch
- * (each weight read once per step for the whole batch), attention per
- * utterance over its own cache and encoder frames. Each utterance stops at
- * its own EOS or budget (min(n_ctx - prompt, 512), §8.3) exactly as the
- * single run's loop does, so its tokens are the single run's. */
+ * utterance in one step, and greedy steps in lockstep (nn/encdec_greedy.h:
+ * each step feeds one token per unfinished utterance through tr_ed_step,
+ * packed passes that read each weight once, attention per utterance over
+ * its own cache and encoder frames). Each utterance stops at its own EOS
+ * or budget (min(n_ctx - prompt, 512), §8.3) exactly as the single run's
+ * loop does, so its tokens are the single run's. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "models/canary/canary.h"
 #include "audio/audio.h"
-#include "nn/dec_pass.h"
-#include "tensor/matmul.h"
-#include "tensor/ops.h"
-#include "util/argmax.h"
+#include "nn/encdec_greedy.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -32,20 +29,17 @@ typedef struct item {
     int T_mel, T, off; /* encoder frames and their first packed row */
     tr_nn_kv kv;
     int32_t *out; /* [CN_MAX_GEN] generated ids (EOS excluded) */
-    int n_out, n_gen, n_past;
-    int32_t tok;
-    bool live;
+    int n_out;
+    int32_t tok; /* the last token (EOS when it stopped there) */
+    bool live;   /* cut short by an abort */
 } item;
 
-/* Batch state of one group: packed encoder rows and decoder scratch. */
+/* Batch state of one group: packed encoder rows and their cross K/V. */
 typedef struct group {
     item *it;
     int n;
     int rows;
     float *enc_out, *enc_dec, *cross_k, *cross_v; /* packed [rows][.], cross [L][rows][D] */
-    float *x, *scratch, *logits;                  /* [n * P][D], block scratch, [n][V] */
-    tr_nn_dec_seg *segs;
-    int *live_idx;
 } group;
 
 static bool abort_cb(void *user) {
@@ -62,11 +56,6 @@ static void group_free(group *g) {
     free(g->enc_out);
     free(g->cross_k);
     free(g->cross_v);
-    free(g->x);
-    free(g->scratch);
-    free(g->logits);
-    free(g->segs);
-    free(g->live_idx);
     memset(g, 0, sizeof *g);
 }
 
@@ -128,23 +117,15 @@ static transcribe_status group_mels(cn_session *s, const float *const *pcm, cons
 }
 
 /* Buffers of a group of g->n utterances whose frame counts are known. */
-static bool group_alloc(const cn_session *s, const cn_prompt *pr, group *g) {
+static bool group_alloc(const cn_session *s, group *g) {
     const cn_hparams *hp = &s->m->hp;
     const size_t R = (size_t)g->rows, De = (size_t)hp->d_enc, Dd = (size_t)hp->d_dec,
-                 L = (size_t)hp->n_dec_layers, n = (size_t)g->n;
+                 L = (size_t)hp->n_dec_layers;
     g->enc_out = malloc(R * De * sizeof(float));
     g->enc_dec = hp->enc_dec_proj ? malloc(R * Dd * sizeof(float)) : g->enc_out;
     g->cross_k = malloc(L * R * Dd * sizeof(float));
     g->cross_v = malloc(L * R * Dd * sizeof(float));
-    g->x = malloc(n * (size_t)pr->n * Dd * sizeof(float));
-    g->scratch =
-        malloc(tr_nn_dec_block_scratch(&s->m->dec_dims, (int)n * pr->n, s->n_ctx) * sizeof(float));
-    g->logits = malloc(n * (size_t)hp->n_vocab * sizeof(float));
-    g->segs = malloc(n * sizeof *g->segs);
-    g->live_idx = malloc(n * sizeof *g->live_idx);
-    if (!g->enc_out || !g->enc_dec || !g->cross_k || !g->cross_v || !g->x || !g->scratch ||
-        !g->logits || !g->segs || !g->live_idx)
-        return false;
+    if (!g->enc_out || !g->enc_dec || !g->cross_k || !g->cross_v) return false;
     for (int j = 0; j < g->n; j++) {
         item *it = &g->it[j];
         it->out = malloc(CN_MAX_GEN * sizeof *it->out);
@@ -174,125 +155,45 @@ static transcribe_status group_encode(cn_session *s, group *g, tr_run_ctx *abort
     free(T_mel);
     if (st != TRANSCRIBE_OK) return st;
     if (m->hp.enc_dec_proj) tr_nn_linear_fwd(s->pool, &m->proj, g->enc_out, g->rows, g->enc_dec);
-    const size_t stride = (size_t)g->rows * (size_t)m->hp.d_dec;
-    for (int l = 0; l < m->hp.n_dec_layers; l++)
-        tr_nn_cross_kv(s->pool, &m->dec[l], g->enc_dec, g->rows, g->cross_k + l * stride,
-                       g->cross_v + l * stride);
+    tr_ed_cross_kv(s->pool, &m->decoder, g->enc_dec, g->rows, g->cross_k, g->cross_v,
+                   (size_t)g->rows * (size_t)m->hp.d_dec);
     return TRANSCRIBE_OK;
 }
 
-/* The decoder over segments [first, first + n_seg) of g->segs (their rows'
- * ids at ids); logits of each segment's last row into g->logits[first..]. */
-static void decode_pass(cn_session *s, group *g, int first, int n_seg, const int32_t *ids) {
-    const cn_model *m = s->m;
-    const int D = m->hp.d_dec;
-    tr_nn_dec_seg *segs = g->segs + first;
-    int rows = 0;
-    for (int k = 0; k < n_seg; k++) {
-        /* x = LN(E_tok[y] + PE[p]) with the stored table, as tr_cn_decode */
-        const tr_nn_dec_seg *sg = &segs[k];
-        float *x = g->x + (size_t)rows * D;
-        tr_get_rows(m->tok_emb, ids + rows, sg->rows, x);
-        tr_add_scaled(x, x, m->pos_enc + (size_t)sg->n_past * D, 1.0f, (long)sg->rows * D);
-        rows += sg->rows;
-    }
-    tr_layer_norm(s->pool, g->x, g->x, rows, D, m->emb_ln.w, m->emb_ln.b, 1e-5f);
-    const size_t stride = (size_t)g->rows * (size_t)D;
-    for (int l = 0; l < m->hp.n_dec_layers; l++) {
-        for (int k = 0; k < n_seg; k++) {
-            const item *it = &g->it[g->live_idx[first + k]];
-            segs[k].ck = g->cross_k + l * stride + (size_t)it->off * D;
-            segs[k].cv = g->cross_v + l * stride + (size_t)it->off * D;
-        }
-        tr_nn_dec_block_fwd_segs(s->pool, &m->dec[l], &m->dec_dims, g->x, n_seg, segs, l,
-                                 g->scratch);
-    }
-    /* each segment's last row, gathered for one head product */
-    for (int k = 0, r = 0; k < n_seg; k++) {
-        r += segs[k].rows;
-        if (r - 1 != k)
-            memmove(g->x + (size_t)k * D, g->x + (size_t)(r - 1) * D, (size_t)D * sizeof(float));
-    }
-    tr_layer_norm(s->pool, g->x, g->x, n_seg, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    tr_linear(s->pool, m->head.w, m->head.b, g->x, n_seg,
-              g->logits + (size_t)first * m->hp.n_vocab);
-}
-
-/* The decoder over the segments already in g->segs (rows packed in ids),
- * in passes sized by tr_nn_dec_pass_rows: a lockstep step of a few rows
- * reads every weight once per pass of up to 4 rows instead of packing
- * whole weight panels for 5..15 rows. */
-static void decode_segs(cn_session *s, group *g, int n_seg, const int32_t *ids) {
-    int left = 0;
-    for (int k = 0; k < n_seg; k++) left += g->segs[k].rows;
-    for (int first = 0; first < n_seg;) {
-        const int limit = tr_nn_dec_pass_rows(left);
-        int k = 0, rows = 0;
-        while (first + k < n_seg && (k == 0 || rows + g->segs[first + k].rows <= limit))
-            rows += g->segs[first + k++].rows;
-        decode_pass(s, g, first, k, ids);
-        ids += rows;
-        left -= rows;
-        first += k;
-    }
-}
-
-/* Sets segment k for live item j: `rows` rows at its current position. */
-static void set_seg(group *g, int k, int j, int rows) {
-    item *it = &g->it[j];
-    g->live_idx[k] = j;
-    g->segs[k] = (tr_nn_dec_seg){rows, it->n_past, it->T, &it->kv, NULL, NULL};
-}
-
-/* Greedy lockstep decode of the group (the loop of src/nn/greedy.c per
- * utterance): returns ABORTED when the abort callback fired. */
+/* Greedy lockstep decode of the group (nn/encdec_greedy.h: the loop of
+ * src/nn/greedy.c per utterance, budget min(n_ctx - prompt, 512), window
+ * n_ctx): returns ABORTED when the abort callback fired. */
 static transcribe_status group_decode(cn_session *s, const cn_prompt *pr, group *g,
                                       tr_run_ctx *abort_ctx) {
     const cn_model *m = s->m;
-    const int V = m->hp.n_vocab, eos = m->hp.eos;
+    const size_t D = (size_t)m->hp.d_dec;
     int max_new = s->n_ctx - pr->n;
     if (max_new > CN_MAX_GEN) max_new = CN_MAX_GEN;
-    int32_t *ids = malloc((size_t)g->n * (size_t)pr->n * sizeof *ids);
-    if (!ids) return TRANSCRIBE_ERR_OOM;
-    /* prefill: the same prompt for every utterance */
-    for (int j = 0; j < g->n; j++) {
-        memcpy(ids + (size_t)j * pr->n, pr->ids, (size_t)pr->n * sizeof *ids);
-        set_seg(g, j, j, pr->n);
-    }
-    decode_segs(s, g, g->n, ids);
+    tr_ed_greedy_row *rows = calloc((size_t)g->n, sizeof *rows);
+    if (!rows) return TRANSCRIBE_ERR_OOM;
     for (int j = 0; j < g->n; j++) {
         item *it = &g->it[j];
-        it->tok = tr_argmax(g->logits + (size_t)j * V, V);
-        it->n_gen = 1;
-        it->n_past = pr->n;
-        it->n_out = 0;
-        if (it->tok != eos) it->out[it->n_out++] = it->tok;
+        rows[j] = (tr_ed_greedy_row){.kv = &it->kv,
+                                     .ck = g->cross_k + (size_t)it->off * D,
+                                     .cv = g->cross_v + (size_t)it->off * D,
+                                     .cross_stride = (size_t)g->rows * D,
+                                     .n_src = it->T,
+                                     .out = it->out};
     }
-    transcribe_status st = TRANSCRIBE_OK;
-    for (;;) {
-        int k = 0;
-        for (int j = 0; j < g->n; j++) {
-            item *it = &g->it[j];
-            it->live = it->tok != eos && it->n_gen < max_new && it->n_past + 1 <= s->n_ctx;
-            if (!it->live) continue;
-            ids[k] = it->tok;
-            set_seg(g, k++, j, 1);
-        }
-        if (k == 0) break;
-        if (tr_run_should_abort(abort_ctx)) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        decode_segs(s, g, k, ids);
-        for (int q = 0; q < k; q++) {
-            item *it = &g->it[g->live_idx[q]];
-            it->tok = tr_argmax(g->logits + (size_t)q * V, V);
-            it->n_gen++;
-            it->n_past++;
-            if (it->tok != eos) it->out[it->n_out++] = it->tok;
-        }
+    const tr_ed_greedy_cfg cfg = {.prompt = pr->ids,
+                                  .n_prompt = pr->n,
+                                  .eos = m->hp.eos,
+                                  .max_new = max_new,
+                                  .max_n_kv = s->n_ctx,
+                                  .should_abort = abort_cb,
+                                  .abort_user = abort_ctx};
+    transcribe_status st = tr_ed_greedy_batch(s->pool, &m->decoder, &cfg, rows, g->n);
+    for (int j = 0; j < g->n; j++) {
+        g->it[j].n_out = rows[j].n_out;
+        g->it[j].tok = rows[j].last;
+        g->it[j].live = rows[j].live;
     }
-    free(ids);
+    free(rows);
     return st;
 }
 
@@ -307,7 +208,7 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
         g->it[j].off = g->rows;
         g->rows += g->it[j].T;
     }
-    if (!group_alloc(s, pr, g)) {
+    if (!group_alloc(s, g)) {
         TR_ERROR("canary: out of memory for a batch of %d utterances (%d encoder frames)", g->n,
                  g->rows);
         return TRANSCRIBE_ERR_OOM;

@@ -396,8 +396,23 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     if ((st = read_tensors(f, m))) return st;
     if ((st = tr_fc_load(f, &m->enc_hp, &m->enc))) return st;
     const cn_hparams *hp = &m->hp;
-    m->dec_dims =
-        (tr_nn_dims){hp->d_dec, hp->n_dec_heads, hp->d_dec / hp->n_dec_heads, hp->dec_ff, 1e-5f};
+    m->decoder = (tr_ed_decoder){
+        .tok_emb = m->tok_emb,
+        .pos = TR_ED_POS_TABLE,
+        .pos_table = m->pos_enc,
+        .emb_norm = m->emb_ln,
+        .blocks = m->dec,
+        .n_layers = hp->n_dec_layers,
+        .dims = {.d_model = hp->d_dec,
+                 .n_head = hp->n_dec_heads,
+                 .head_dim = hp->d_dec / hp->n_dec_heads,
+                 .d_ffn = hp->dec_ff,
+                 .ln_eps = 1e-5f},
+        .out_norm = m->dec_ln,
+        .norm_eps = 1e-5f,
+        .head = m->head,
+        .n_vocab = hp->n_vocab,
+    };
     /* §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;

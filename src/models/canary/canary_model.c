@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "models/canary/canary.h"
-#include "tensor/matmul.h"
-#include "tensor/ops.h"
 #include "util/log.h"
 
 transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *cfg,
@@ -27,8 +25,7 @@ transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
     s->fc_work = tr_fc_work_new();
     s->dec_x = malloc(CN_MAX_PROMPT * D * sizeof(float));
-    s->dec_scratch =
-        malloc(tr_nn_dec_block_scratch(&m->dec_dims, CN_MAX_PROMPT, s->n_ctx) * sizeof(float));
+    s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, CN_MAX_PROMPT, 1) * sizeof(float));
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
     if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
         TR_ERROR("canary: out of memory allocating session buffers");
@@ -116,34 +113,27 @@ transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *
                                          abort_fn, abort_user);
     if (st != TRANSCRIBE_OK) return st;
     if (m->hp.enc_dec_proj) tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
-    const size_t stride = (size_t)T * (size_t)m->hp.d_dec;
-    for (int l = 0; l < m->hp.n_dec_layers; l++)
-        tr_nn_cross_kv(s->pool, &m->dec[l], s->enc_dec, T, s->cross_k + l * stride,
-                       s->cross_v + l * stride);
+    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_dec, T, s->cross_k, s->cross_v,
+                   (size_t)T * (size_t)m->hp.d_dec);
     *T_enc = T;
     return TRANSCRIBE_OK;
 }
 
 bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const cn_model *m = s->m;
-    const int D = m->hp.d_dec;
-    if (n <= 0 || n > CN_MAX_PROMPT || n_past < 0 || n_past + n > s->n_ctx || T_enc < 1 ||
-        (size_t)T_enc > s->cap_enc_frames)
+    if (n > CN_MAX_PROMPT || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
+        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
         return false;
-    for (int i = 0; i < n; i++)
-        if (ids[i] < 0 || ids[i] >= m->hp.n_vocab) return false;
-    /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling */
-    tr_get_rows(m->tok_emb, ids, n, s->dec_x);
-    tr_add_scaled(s->dec_x, s->dec_x, m->pos_enc + (size_t)n_past * D, 1.0f, (long)n * D);
-    tr_layer_norm(s->pool, s->dec_x, s->dec_x, n, D, m->emb_ln.w, m->emb_ln.b, 1e-5f);
-    const size_t stride = (size_t)T_enc * (size_t)D;
-    for (int l = 0; l < m->hp.n_dec_layers; l++)
-        tr_nn_dec_block_fwd(s->pool, &m->dec[l], &m->dec_dims, s->dec_x, n, &s->kv, l, n_past,
-                            s->cross_k + l * stride, s->cross_v + l * stride, T_enc,
-                            s->dec_scratch);
-    /* only the last row's logits are needed (greedy, §8.3) */
-    float *last = s->dec_x + (size_t)(n - 1) * D;
-    tr_layer_norm(s->pool, last, last, 1, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    tr_linear(s->pool, m->head.w, m->head.b, last, 1, s->logits);
+    /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling;
+     * only the last row's logits are needed (greedy, §8.3) */
+    const tr_ed_seq seq = {.rows = n,
+                           .n_past = n_past,
+                           .n_src = T_enc,
+                           .kv = &s->kv,
+                           .ck = s->cross_k,
+                           .cv = s->cross_v,
+                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
+                           .ids = ids};
+    tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }

@@ -14,7 +14,7 @@
 #include "audio/mel.h"
 #include "core/family.h"
 #include "nn/causal_lm.h"
-#include "nn/fastconformer_internal.h"
+#include "nn/depthwise.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
@@ -39,7 +39,7 @@ typedef struct gs_proj_hparams {
 } gs_proj_hparams;
 
 /* One Conformer block (§3.3). The depthwise taps (BatchNorm folded) live in
- * `dw` so the shared FastConformer depthwise pass can run them. */
+ * `dw` so the shared depthwise pass (nn/depthwise.h) can run them. */
 typedef struct gs_enc_block {
     tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_post;
     tr_nn_linear ff1_up, ff1_down, ff2_up, ff2_down;
@@ -47,7 +47,7 @@ typedef struct gs_enc_block {
     float *rel_pos;          /* [2*max_pos+1][head_dim] F32, owned */
     tr_tensor pw1_view, pw2_view;
     tr_nn_linear pw1, pw2;
-    tr_fc_block dw; /* dw_w [k][d_conv] then dw_b [d_conv], owned */
+    tr_nn_dw dw; /* w [k][d_conv] then b [d_conv], one owned allocation */
 } gs_enc_block;
 
 typedef struct gs_qf_layer {

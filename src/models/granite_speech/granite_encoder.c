@@ -66,9 +66,9 @@ static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *up,
                     const tr_nn_linear *down, int d, int d_ffn, float *x, int T, enc_work *w) {
     tr_layer_norm(pool, x, w->h, T, d, ln->w, ln->b, GS_LN_EPS);
     tr_nn_linear_fwd(pool, up, w->h, T, w->mid);
-    tr_fc_ew_silu(pool, w->mid, (long)T * d_ffn);
+    tr_ew_silu(pool, w->mid, (long)T * d_ffn);
     tr_nn_linear_fwd(pool, down, w->mid, T, w->a);
-    tr_fc_ew_axpy(pool, x, w->a, 0.5f, (long)T * d);
+    tr_ew_axpy(pool, x, w->a, 0.5f, (long)T * d);
 }
 
 /* Shaw block-local attention (§6.1.1). Padded rows of the last block are
@@ -116,7 +116,7 @@ static void shaw_attn(const gs_model *m, const gs_enc_block *b, tr_pool *pool, f
         tr_attention(pool, &a);
     }
     tr_nn_linear_fwd(pool, &b->out, att, T, w->h);
-    tr_fc_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
 }
 
 /* Conv module (§6.1.2): LN, pointwise 1 + GLU, depthwise (BN folded), SiLU,
@@ -127,11 +127,11 @@ static void conv_module(const gs_model *m, const gs_enc_block *b, tr_pool *pool,
     const int d = e->d, c = e->d_conv;
     tr_layer_norm(pool, x, w->h, T, d, b->norm_conv.w, b->norm_conv.b, GS_LN_EPS);
     tr_nn_linear_fwd(pool, &b->pw1, w->h, T, w->mid); /* [T][2c] */
-    tr_fc_ew_glu(pool, w->mid, w->a, T, c);
-    tr_fc_depthwise(pool, &b->dw, c, e->kernel, e->kernel / 2, w->a, w->b, T);
-    tr_fc_ew_silu(pool, w->b, (long)T * c);
+    tr_ew_glu(pool, w->mid, w->a, T, c);
+    tr_nn_depthwise(pool, &b->dw, c, e->kernel, e->kernel / 2, w->a, w->b, T);
+    tr_ew_silu(pool, w->b, (long)T * c);
     tr_nn_linear_fwd(pool, &b->pw2, w->b, T, w->h);
-    tr_fc_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
 }
 
 /* Self-conditioned CTC bypass: x += softmax(x·ctc_proj + b)·ctc_bypass + b. */
@@ -140,7 +140,7 @@ static void ctc_bypass(const gs_model *m, tr_pool *pool, float *x, int T, enc_wo
     tr_nn_linear_fwd(pool, &m->ctc_proj, x, T, w->mid);
     tr_softmax(w->mid, T, V, NULL);
     tr_nn_linear_fwd(pool, &m->ctc_bypass, w->mid, T, w->h);
-    tr_fc_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
+    tr_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
 }
 
 static size_t max3(size_t a, size_t b, size_t c) {

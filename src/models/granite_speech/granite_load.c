@@ -318,10 +318,10 @@ static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, g
         }
     float *taps = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)c);
     if (!taps) return TRANSCRIBE_ERR_OOM;
-    b->dw.dw_w = taps;
-    b->dw.dw_b = taps + (size_t)k * c;
-    float *scale = b->dw.dw_b + c, *shift = scale + c;
-    tr_fc_bn_fold(g, be, mu, var, c, GS_BN_EPS, scale, shift);
+    b->dw.w = taps;
+    b->dw.b = taps + (size_t)k * c;
+    float *scale = b->dw.b + c, *shift = scale + c;
+    tr_nn_bn_fold(g, be, mu, var, c, GS_BN_EPS, scale, shift);
     for (int ch = 0; ch < c; ch++) {
         for (int j = 0; j < k; j++) {
             size_t at = (size_t)ch * k + j;
@@ -329,7 +329,7 @@ static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, g
                                         : ((const float *)w->data)[at];
             taps[(size_t)j * c + ch] = v * scale[ch];
         }
-        b->dw.dw_b[ch] = shift[ch];
+        b->dw.b[ch] = shift[ch];
     }
     return TRANSCRIBE_OK;
 }
@@ -466,7 +466,7 @@ void tr_gs_model_free(gs_model *m) {
     if (!m) return;
     for (int i = 0; m->blocks && i < m->enc.n_layer; i++) {
         free(m->blocks[i].rel_pos);
-        free(m->blocks[i].dw.dw_w);
+        free(m->blocks[i].dw.w);
     }
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);

@@ -270,7 +270,11 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
     enc_lin(f, &m->proj1, "enc.", "proj1", d, d, &ok);
     enc_lin(f, &m->proj2, "enc.", "proj2", d, e->out_dim, &ok);
     if (!ok) return ERR_GGUF;
-    m->enc_dims = (tr_nn_dims){(int)d, e->n_head, (int)d / e->n_head, e->d_ffn, 1e-5f};
+    m->enc_dims = (tr_nn_dims){.d_model = (int)d,
+                               .n_head = e->n_head,
+                               .head_dim = (int)d / e->n_head,
+                               .d_ffn = e->d_ffn,
+                               .ln_eps = 1e-5f};
 
     /* §6.3 sinusoids for the rows of one chunk */
     int L = 2 * e->n_window;

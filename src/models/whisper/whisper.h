@@ -10,6 +10,7 @@
 
 #include "core/family.h"
 #include "audio/mel.h"
+#include "nn/encdec_decoder.h"
 #include "nn/nn.h"
 #include "nn/whisper_encoder.h"
 #include "tensor/pool.h"
@@ -29,7 +30,6 @@ typedef struct wh_hparams {
 
 typedef struct wh_model {
     wh_hparams hp;
-    tr_nn_dims dec_dims;
 
     tr_whenc enc; /* the shared Whisper encoder (nn/whisper_encoder.h) */
     /* decoder */
@@ -38,6 +38,9 @@ typedef struct wh_model {
     tr_nn_norm dec_ln;
     tr_nn_dec_block *dec;
     bool weights_f32; /* dec.blocks.0.self_attn.q.weight is F32 (KV AUTO rule) */
+    /* the decoder as nn's configuration: learned positions, no embedding
+     * norm, final LN, head tied to tok_emb */
+    tr_ed_decoder decoder;
 
     /* front end */
     tr_mel_config mel;
@@ -129,6 +132,8 @@ void tr_wh_cross_kv(wh_session *s);
 /* Decoder pass over ids at positions n_past.. ; leaves final-LN hidden rows
  * in s->dec_x. Returns false when the positions exceed n_text_ctx. */
 bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
+/* The decoder sequence of s (its cache and cross K/V) for n ids at n_past. */
+tr_ed_seq tr_wh_seq(wh_session *s, const int32_t *ids, int n, int n_past);
 /* logits = dec_x[row] · E^T into out [V]. */
 void tr_wh_logits_row(wh_session *s, int row, float *out);
 

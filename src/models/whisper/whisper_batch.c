@@ -7,9 +7,9 @@
  * window encode, decoder pass, logits row — is a request to a hub on the
  * caller's thread. The hub waits until every running member is blocked on
  * a request, then serves the round at once on the session's pool: all
- * decoder passes as one packed tr_nn_dec_block_fwd_segs pass per layer and
- * all logits rows as one product with the tied head, so each decoder
- * weight is read once per step for the whole batch; encodes one after
+ * decoder requests as one tr_ed_step (nn/encdec_decoder.h: packed passes,
+ * each weight read once per pass) and all logits rows as tr_ed_head
+ * products, so each decoder weight is read once per step for the batch; encodes one after
  * another (a window is already a 1500-row GEMM). Each member sees exactly
  * the calls of a single run, so its decisions are the single run's (its
  * logits may differ from a single run's in the last bits: the batched
@@ -27,9 +27,6 @@
 #include <string.h>
 
 #include "models/whisper/whisper.h"
-#include "nn/dec_pass.h"
-#include "tensor/matmul.h"
-#include "tensor/ops.h"
 #include "util/log.h"
 #include "util/vec.h"
 
@@ -71,9 +68,7 @@ struct wh_hub {
     /* round buffers, grown on demand */
     float *x, *scratch, *rows, *logits;
     size_t cap_x, cap_scratch, cap_rows, cap_logits;
-    int32_t *ids;
-    size_t cap_ids;
-    tr_nn_dec_seg *segs;
+    tr_ed_seq *segs;
     int *seg_slot;
 };
 
@@ -134,81 +129,34 @@ static void serve_encode(wh_hub *h, slot *sl) {
     tr_whenc_forward(m->pool, &m->m->enc, &m->enc_work, sl->req.window, m->m->hp.n_frames_window,
                      m->enc_x);
     const size_t S = (size_t)m->m->hp.n_frames_window / 2, D = (size_t)m->m->hp.d_model;
-    for (int l = 0; l < m->m->hp.n_dec_layers; l++)
-        tr_nn_cross_kv(m->pool, &m->m->dec[l], m->enc_x, (int)S, s->cross_k + l * S * D,
-                       s->cross_v + l * S * D);
+    tr_ed_cross_kv(m->pool, &m->m->decoder, m->enc_x, (int)S, s->cross_k, s->cross_v, S * D);
 }
 
-/* Decoder requests [first, first + n_seg) of the round (h->segs, rows of
- * their ids at ids) as one packed pass; each member's final-LN rows land in
- * its own dec_x as tr_wh_decode_tokens leaves them. */
-static void decode_pass(wh_hub *h, int first, int n_seg, const int32_t *ids) {
-    const wh_model *m = h->main->m;
-    const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
-    tr_nn_dec_seg *segs = h->segs + first;
-    const int *seg_slot = h->seg_slot + first;
-    int rows = 0;
-    for (int q = 0; q < n_seg; rows += segs[q++].rows) {
-        float *x = h->x + (size_t)rows * D;
-        tr_get_rows(m->tok_emb, ids + rows, segs[q].rows, x);
-        tr_add_scaled(x, x, m->dec_pos + (size_t)segs[q].n_past * D, 1.0f, (long)segs[q].rows * D);
-    }
-    tr_pool *pool = h->main->pool;
-    for (int l = 0; l < m->hp.n_dec_layers; l++) {
-        const size_t off = (size_t)l * (size_t)S * (size_t)D;
-        for (int q = 0; q < n_seg; q++) {
-            const wh_session *s = h->slots[seg_slot[q]].s;
-            segs[q].ck = s->cross_k + off;
-            segs[q].cv = s->cross_v + off;
-        }
-        tr_nn_dec_block_fwd_segs(pool, &m->dec[l], &m->dec_dims, h->x, n_seg, segs, l, h->scratch);
-    }
-    tr_layer_norm(pool, h->x, h->x, rows, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
-    for (int q = 0, r0 = 0; q < n_seg; r0 += segs[q++].rows)
-        memcpy(h->slots[seg_slot[q]].s->dec_x, h->x + (size_t)r0 * D,
-               (size_t)segs[q].rows * D * sizeof(float));
-}
-
-/* Every decoder request of the round, in passes sized by
- * tr_nn_dec_pass_rows (a lockstep step of a few rows reads each weight
- * once per pass of up to 4 rows instead of packing whole weight panels). */
+/* Every decoder request of the round as one tr_ed_step; each member's
+ * final-LN rows land in its own dec_x as tr_wh_decode_tokens leaves them. */
 static bool serve_decode(wh_hub *h) {
     const wh_model *m = h->main->m;
-    const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
+    const int D = m->hp.d_model;
     int n_seg = 0, rows = 0;
     for (int k = 0; k < h->n_slots; k++) {
         const wh_req *r = &h->slots[k].req;
         if (r->kind != REQ_DECODE) continue;
         h->seg_slot[n_seg] = k;
-        h->segs[n_seg++] = (tr_nn_dec_seg){r->n, r->n_past, S, &h->slots[k].s->kv, NULL, NULL};
+        h->segs[n_seg++] = tr_wh_seq(h->slots[k].s, r->ids, r->n, r->n_past);
         rows += r->n;
     }
     if (n_seg == 0) return true;
-    int32_t *ids = tr_grow(h->ids, &h->cap_ids, (size_t)rows, sizeof *ids, 0);
-    if (!ids) return false;
-    h->ids = ids;
     if (!grow_f(&h->x, &h->cap_x, (size_t)rows * D) ||
-        !grow_f(&h->scratch, &h->cap_scratch, tr_nn_dec_block_scratch(&m->dec_dims, rows, 0)))
+        !grow_f(&h->scratch, &h->cap_scratch, tr_ed_step_scratch(&m->decoder, rows, n_seg)))
         return false;
-    for (int q = 0, r0 = 0; q < n_seg; r0 += h->segs[q++].rows) {
-        const wh_req *r = &h->slots[h->seg_slot[q]].req;
-        memcpy(ids + r0, r->ids, (size_t)r->n * sizeof *ids);
-    }
-    for (int first = 0, left = rows; first < n_seg;) {
-        const int limit = tr_nn_dec_pass_rows(left);
-        int k = 0, r = 0;
-        while (first + k < n_seg && (k == 0 || r + h->segs[first + k].rows <= limit))
-            r += h->segs[first + k++].rows;
-        decode_pass(h, first, k, ids);
-        ids += r;
-        left -= r;
-        first += k;
-    }
+    tr_ed_step(h->main->pool, &m->decoder, n_seg, h->segs, h->x, h->scratch, NULL);
+    for (int q = 0, r0 = 0; q < n_seg; r0 += h->segs[q++].rows)
+        memcpy(h->slots[h->seg_slot[q]].s->dec_x, h->x + (size_t)r0 * D,
+               (size_t)h->segs[q].rows * D * sizeof(float));
     return true;
 }
 
-/* Every logits row of the round through the tied head, in products of
- * tr_nn_dec_pass_rows rows. */
+/* Every logits row of the round through the tied head (tr_ed_head). */
 static bool serve_logits(wh_hub *h) {
     const wh_model *m = h->main->m;
     const int D = m->hp.d_model, V = m->hp.n_vocab;
@@ -224,12 +172,7 @@ static bool serve_logits(wh_hub *h) {
         memcpy(h->rows + (size_t)q++ * D, h->slots[i].s->dec_x + (size_t)r->row * D,
                (size_t)D * sizeof(float));
     }
-    for (int q = 0; q < k;) {
-        const int n = tr_nn_dec_pass_rows(k - q);
-        tr_matmul(h->main->pool, m->tok_emb, NULL, h->rows + (size_t)q * D, n, D,
-                  h->logits + (size_t)q * V, V);
-        q += n;
-    }
+    tr_ed_head(h->main->pool, &m->decoder, h->rows, k, h->logits);
     for (int i = 0, q = 0; i < h->n_slots; i++) {
         const wh_req *r = &h->slots[i].req;
         if (r->kind != REQ_LOGITS) continue;
@@ -280,7 +223,6 @@ static void hub_free(wh_hub *h) {
     free(h->scratch);
     free(h->rows);
     free(h->logits);
-    free(h->ids);
     free(h->segs);
     free(h->seg_slot);
     pthread_mutex_destroy(&h->mu);

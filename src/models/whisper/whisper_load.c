@@ -331,7 +331,23 @@ static transcribe_status read_tensors(wh_src *ws, wh_model *m) {
 }
 
 static void set_dims(wh_model *m) {
-    m->dec_dims = (tr_nn_dims){m->hp.d_model, m->hp.n_head, m->hp.head_dim, m->hp.dec_ffn, 1e-5f};
+    const wh_hparams *hp = &m->hp;
+    m->decoder = (tr_ed_decoder){
+        .tok_emb = m->tok_emb,
+        .pos = TR_ED_POS_TABLE,
+        .pos_table = m->dec_pos,
+        .blocks = m->dec,
+        .n_layers = hp->n_dec_layers,
+        .dims = {.d_model = hp->d_model,
+                 .n_head = hp->n_head,
+                 .head_dim = hp->head_dim,
+                 .d_ffn = hp->dec_ffn,
+                 .ln_eps = 1e-5f},
+        .out_norm = m->dec_ln,
+        .norm_eps = 1e-5f,
+        .head = {m->tok_emb, NULL},
+        .n_vocab = hp->n_vocab,
+    };
 }
 
 static transcribe_status load_gguf(const gguf_file *f, wh_model *m) {

@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "models/whisper/whisper.h"
-#include "tensor/matmul.h"
-#include "tensor/ops.h"
 #include "util/log.h"
 
 transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *cfg,
@@ -29,8 +27,7 @@ transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *
     s->cross_k = malloc(L * S * D * sizeof(float));
     s->cross_v = malloc(L * S * D * sizeof(float));
     s->dec_x = malloc(Tt * D * sizeof(float));
-    s->dec_scratch =
-        malloc(tr_nn_dec_block_scratch(&m->dec_dims, (int)Tt, (int)Tt) * sizeof(float));
+    s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, (int)Tt, 1) * sizeof(float));
     s->logits = malloc(2 * V * sizeof(float));
     s->work = malloc(V * sizeof(float));
     s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
@@ -73,30 +70,31 @@ void tr_wh_cross_kv(wh_session *s) {
     if (s->hub) return; /* done with the hub's encode */
     const wh_model *m = s->m;
     const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
-    for (int l = 0; l < m->hp.n_dec_layers; l++)
-        tr_nn_cross_kv(s->pool, &m->dec[l], s->enc_x, (int)S, s->cross_k + l * S * D,
-                       s->cross_v + l * S * D);
+    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_x, (int)S, s->cross_k, s->cross_v, S * D);
+}
+
+/* The decoder step of one sequence over this session's cache and window. */
+tr_ed_seq tr_wh_seq(wh_session *s, const int32_t *ids, int n, int n_past) {
+    const int S = s->m->hp.n_frames_window / 2;
+    return (tr_ed_seq){.rows = n,
+                       .n_past = n_past,
+                       .n_src = S,
+                       .kv = &s->kv,
+                       .ck = s->cross_k,
+                       .cv = s->cross_v,
+                       .cross_stride = (size_t)S * (size_t)s->m->hp.d_model,
+                       .ids = ids};
 }
 
 bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
     const wh_model *m = s->m;
-    const int D = m->hp.d_model, S = m->hp.n_frames_window / 2;
-    if (n <= 0 || n_past < 0 || n_past + n > m->hp.n_text_ctx) return false;
-    for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= m->hp.n_vocab) return false;
-    }
+    if (!tr_ed_seq_ok(&m->decoder, ids, n, n_past, m->hp.n_text_ctx)) return false;
     if (s->hub) {
         tr_wh_hub_decode(s, ids, n, n_past);
         return true;
     }
-    tr_get_rows(m->tok_emb, ids, n, s->dec_x);
-    tr_add_scaled(s->dec_x, s->dec_x, m->dec_pos + (size_t)n_past * D, 1.0f, (long)n * D);
-    for (int l = 0; l < m->hp.n_dec_layers; l++) {
-        size_t off = (size_t)l * (size_t)S * (size_t)D;
-        tr_nn_dec_block_fwd(s->pool, &m->dec[l], &m->dec_dims, s->dec_x, n, &s->kv, l, n_past,
-                            s->cross_k + off, s->cross_v + off, S, s->dec_scratch);
-    }
-    tr_layer_norm(s->pool, s->dec_x, s->dec_x, n, D, m->dec_ln.w, m->dec_ln.b, 1e-5f);
+    const tr_ed_seq seq = tr_wh_seq(s, ids, n, n_past);
+    tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
     return true;
 }
 
@@ -106,6 +104,5 @@ void tr_wh_logits_row(wh_session *s, int row, float *out) {
         return;
     }
     const wh_model *m = s->m;
-    const int D = m->hp.d_model;
-    tr_matmul(s->pool, m->tok_emb, NULL, s->dec_x + (size_t)row * D, 1, D, out, m->hp.n_vocab);
+    tr_ed_head(s->pool, &m->decoder, s->dec_x + (size_t)row * m->hp.d_model, 1, out);
 }

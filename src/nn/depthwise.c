@@ -1,13 +1,15 @@
 /* Depthwise convolution over time for the Conformer convolution module
- * (family-parakeet.md §7.5), directly on the time-major [T][d] activations:
+ * (nn/depthwise.h; family-parakeet.md §7.5), directly on the time-major [T][d] activations:
  * with tap-major weights [k][d] every inner loop runs along contiguous
  * channels of both input and weights, so no transposes are needed around
  * the pointwise GEMMs. Frames are split across the pool; every output is
  * computed by one thread in a fixed order. */
-#include "nn/fastconformer_internal.h"
+#include <math.h>
+
+#include "nn/depthwise.h"
 
 typedef struct {
-    const tr_fc_block *blk;
+    const tr_nn_dw *dw;
     int d, k, pad_l, T;
     const float *g;
     float *u;
@@ -20,20 +22,28 @@ static void dw_task(void *vctx, int ith, int nth) {
     tr_split_range(c->T, ith, nth, &t0, &t1);
     for (long t = t0; t < t1; t++) {
         float *restrict u = c->u + t * d;
-        const float *restrict bias = c->blk->dw_b;
+        const float *restrict bias = c->dw->b;
         for (int i = 0; i < d; i++) u[i] = bias[i];
         for (int j = 0; j < c->k; j++) {
             const long src = t + j - c->pad_l;
             if (src < 0 || src >= c->T) continue; /* zero padding */
             const float *restrict g = c->g + src * d;
-            const float *restrict w = c->blk->dw_w + (long)j * d;
+            const float *restrict w = c->dw->w + (long)j * d;
             for (int i = 0; i < d; i++) u[i] += w[i] * g[i];
         }
     }
 }
 
-void tr_fc_depthwise(tr_pool *pool, const tr_fc_block *blk, int d, int k, int pad_l, const float *g,
+void tr_nn_bn_fold(const float *gamma, const float *beta, const float *mean, const float *var,
+                   int n, float eps, float *scale, float *shift) {
+    for (int i = 0; i < n; i++) {
+        scale[i] = gamma[i] / sqrtf(var[i] + eps);
+        shift[i] = beta[i] - mean[i] * scale[i];
+    }
+}
+
+void tr_nn_depthwise(tr_pool *pool, const tr_nn_dw *dw, int d, int k, int pad_l, const float *g,
                      float *u, int T) {
-    dw_ctx c = {blk, d, k, pad_l, T, g, u};
+    dw_ctx c = {dw, d, k, pad_l, T, g, u};
     tr_pool_run(T > 1 ? pool : NULL, dw_task, &c);
 }

@@ -1,0 +1,90 @@
+/* The configurable encoder-decoder decoder step (encdec_decoder.h). */
+#include <string.h>
+
+#include "nn/dec_pass.h"
+#include "nn/encdec_decoder.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+
+bool tr_ed_seq_ok(const tr_ed_decoder *dec, const int32_t *ids, int rows, int n_past, int n_ctx) {
+    if (!ids || rows <= 0 || n_past < 0 || n_past + rows > n_ctx) return false;
+    for (int i = 0; i < rows; i++)
+        if (ids[i] < 0 || ids[i] >= dec->n_vocab) return false;
+    return true;
+}
+
+void tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
+                    float *cv, size_t stride) {
+    for (int l = 0; l < dec->n_layers; l++)
+        tr_nn_cross_kv(pool, &dec->blocks[l], src, n_src, ck + l * stride, cv + l * stride);
+}
+
+size_t tr_ed_step_scratch(const tr_ed_decoder *dec, int rows, int n_seq) {
+    /* the blocks' scratch, reused after them for the gathered last rows */
+    size_t blocks = tr_nn_dec_block_scratch(&dec->dims, rows, 0);
+    size_t last = (size_t)n_seq * (size_t)dec->dims.d_model;
+    return blocks > last ? blocks : last;
+}
+
+/* x = E[ids] + position (+ embedding norm) for the rows of each sequence. */
+static void embed(tr_pool *pool, const tr_ed_decoder *dec, int n_seq, const tr_ed_seq *seqs,
+                  float *x) {
+    const int D = dec->dims.d_model;
+    int rows = 0;
+    for (int q = 0; q < n_seq; rows += seqs[q++].rows) {
+        float *xq = x + (size_t)rows * D;
+        tr_get_rows(dec->tok_emb, seqs[q].ids, seqs[q].rows, xq);
+        if (dec->pos == TR_ED_POS_TABLE)
+            tr_add_scaled(xq, xq, dec->pos_table + (size_t)seqs[q].n_past * D, 1.0f,
+                          (long)seqs[q].rows * D);
+    }
+    if (dec->emb_norm.w)
+        tr_layer_norm(pool, x, x, rows, D, dec->emb_norm.w, dec->emb_norm.b, dec->norm_eps);
+}
+
+/* Sequences seqs[0, n_seq) as one packed pass on x. */
+static void pass(tr_pool *pool, const tr_ed_decoder *dec, int n_seq, const tr_ed_seq *seqs,
+                 float *x, float *scratch, float *logits) {
+    const int D = dec->dims.d_model;
+    int rows = 0;
+    for (int q = 0; q < n_seq; q++) rows += seqs[q].rows;
+    embed(pool, dec, n_seq, seqs, x);
+    for (int l = 0; l < dec->n_layers; l++)
+        tr_nn_dec_block_fwd_segs(pool, &dec->blocks[l], &dec->dims, x, n_seq, seqs, l, scratch);
+    if (dec->out_norm.w)
+        tr_layer_norm(pool, x, x, rows, D, dec->out_norm.w, dec->out_norm.b, dec->norm_eps);
+    if (!logits) return;
+    /* each sequence's last row, gathered for one head product */
+    float *last = scratch;
+    for (int q = 0, r = 0; q < n_seq; q++) {
+        r += seqs[q].rows;
+        memcpy(last + (size_t)q * D, x + (size_t)(r - 1) * D, (size_t)D * sizeof(float));
+    }
+    tr_linear(pool, dec->head.w, dec->head.b, last, n_seq, logits);
+}
+
+void tr_ed_step(tr_pool *pool, const tr_ed_decoder *dec, int n_seq, const tr_ed_seq *seqs, float *x,
+                float *scratch, float *logits) {
+    const int D = dec->dims.d_model, V = dec->n_vocab;
+    int left = 0;
+    for (int q = 0; q < n_seq; q++) left += seqs[q].rows;
+    for (int first = 0; first < n_seq;) {
+        const int limit = tr_nn_dec_pass_rows(left);
+        int k = 0, rows = 0;
+        while (first + k < n_seq && (k == 0 || rows + seqs[first + k].rows <= limit))
+            rows += seqs[first + k++].rows;
+        pass(pool, dec, k, seqs + first, x, scratch, logits ? logits + (size_t)first * V : NULL);
+        x += (size_t)rows * D;
+        left -= rows;
+        first += k;
+    }
+}
+
+void tr_ed_head(tr_pool *pool, const tr_ed_decoder *dec, const float *rows, int n, float *logits) {
+    const int D = dec->dims.d_model, V = dec->n_vocab;
+    for (int q = 0; q < n;) {
+        const int k = tr_nn_dec_pass_rows(n - q);
+        tr_linear(pool, dec->head.w, dec->head.b, rows + (size_t)q * D, k, logits + (size_t)q * V);
+        q += k;
+    }
+}
