@@ -1,6 +1,7 @@
 /* The Whisper family vtable (src/core/family.h). */
 #include <string.h>
 
+#include "core/ext_query.h"
 #include "gguf/ggml_bin.h"
 #include "models/whisper/whisper.h"
 
@@ -27,9 +28,9 @@ static bool trace_get(const wh_session *s, int i, struct transcribe_whisper_chun
 static int fam_ext_query(void *session, uint32_t what, int index, void *out) {
     const wh_session *s = session;
     switch (what) {
-    case WH_QUERY_CHUNK_COUNT:
+    case TR_QUERY_WHISPER_CHUNK_COUNT:
         return s ? s->n_traces : 0;
-    case WH_QUERY_CHUNK_TRACE:
+    case TR_QUERY_WHISPER_CHUNK_TRACE:
         return trace_get(s, index, out) ? 1 : 0;
     default:
         return -1;
