@@ -208,6 +208,17 @@ typedef struct tr_clm_session {
     int n_steps;
 } tr_clm_session;
 
+/* What a family's lm_stages tool hook (core/family.h) reports for
+ * transcribe-bench: the session's decoder half, the LM it runs, and the
+ * family's own encoder / projector split of the latest run (< 0: not
+ * reported separately). */
+typedef struct tr_clm_stages {
+    const tr_clm_session *dec;
+    const tr_clm_hparams *hp;
+    const tr_clm_weights *w;
+    double encoder_ms, projector_ms;
+} tr_clm_stages;
+
 /* Fills *ds (zeroed first) for a model whose LM is (hp, w) with max_pos
  * positions, under the session's n_ctx (<= 0: max_pos) and KV type.
  * OOM (logged with who) on failure, with *ds released. */
