@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "audio/audio.h"
 #include "audio/pause_split.h"
 #include "transcribe.h"
@@ -82,7 +83,7 @@ static transcribe_status use_vad(const struct transcribe_pause_split_params *p, 
         tr_pause_track_free(t);
     free(reg);
     if (st != TRANSCRIBE_OK)
-        TR_ERROR("transcribe_pause_split: the VAD failed: %s", transcribe_status_string(st));
+        TR_ERROR("transcribe_pause_split: the VAD failed: %s", tr_status_string(st));
     return st;
 }
 
