@@ -4,12 +4,13 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "core/status.h"
 
 static void keep(char *dst, transcribe_status st, const char *captured) {
     if (captured && captured[0])
         snprintf(dst, TR_LAST_ERROR_CAP, "%s", captured);
     else
-        snprintf(dst, TR_LAST_ERROR_CAP, "%s", transcribe_status_string(st));
+        snprintf(dst, TR_LAST_ERROR_CAP, "%s", tr_status_string(st));
 }
 
 void tr_api_note_session_error(struct transcribe_session *s, transcribe_status st,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/api_internal.h"
+#include "core/status.h"
 #include "gguf/gguf.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
@@ -229,7 +230,7 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
             if (st != TRANSCRIBE_OK) {
                 /* The family frees its own partial state on failure. */
                 m->fmodel = NULL;
-                TR_ERROR("model load: %s loader failed: %s", m->arch, transcribe_status_string(st));
+                TR_ERROR("model load: %s loader failed: %s", m->arch, tr_status_string(st));
             }
         }
     }

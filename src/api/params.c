@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "core/abi.h"
 #include "transcribe/extensions.h"
 
 #define STAMP(p)                                                                                   \
@@ -154,9 +155,5 @@ transcribe_voxtral_realtime_stream_ext_init(struct transcribe_voxtral_realtime_s
 
 TRANSCRIBE_API transcribe_status transcribe_ext_check(const struct transcribe_ext *ext,
                                                       uint32_t expected_kind, uint64_t min_size) {
-    if (!ext) return TRANSCRIBE_OK;
-    if (ext->size < sizeof(struct transcribe_ext)) return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-    if (ext->kind != expected_kind) return TRANSCRIBE_ERR_INVALID_ARG;
-    if (ext->size < min_size) return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-    return TRANSCRIBE_OK;
+    return tr_ext_check(ext, expected_kind, min_size);
 }

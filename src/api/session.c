@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/api_internal.h"
+#include "core/status.h"
 #include "util/log.h"
 
 bool tr_session_reserve_results(struct transcribe_session *s, int n) {
@@ -128,7 +129,7 @@ transcribe_session_init_impl(struct transcribe_model *model,
     if (st != TRANSCRIBE_OK) {
         s->head.fsession = NULL;
         TR_ERROR("transcribe_session_init: %s session failed: %s", model->arch,
-                 transcribe_status_string(st));
+                 tr_status_string(st));
         session_destroy(s);
         return st;
     }
@@ -275,6 +276,6 @@ transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcr
         return st;
     transcribe_status k = failed & TR_POOL_FAIL_OOM ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND;
     TR_ERROR("%s: a compute kernel failed during the run (%s); the output is not usable", where,
-             transcribe_status_string(k));
+             tr_status_string(k));
     return k;
 }

@@ -25,25 +25,25 @@ transcribe_status tr_vad_join_plan(const struct transcribe_vad_model *vm,
     memset(out, 0, sizeof *out);
     out->rate = rate;
     struct transcribe_vad *v = NULL;
-    transcribe_status st = transcribe_vad_init(vm, rate, vp, &v);
-    if (st == TRANSCRIBE_OK) st = transcribe_vad_run(v, pcm, n);
+    transcribe_status st = tr_vad_create(vm, rate, vp, &v);
+    if (st == TRANSCRIBE_OK) st = tr_vad_run(v, pcm, n);
     if (st != TRANSCRIBE_OK) {
-        transcribe_vad_free(v);
+        tr_vad_free(v);
         return st;
     }
-    int ns = transcribe_vad_n_segments(v);
+    int ns = tr_vad_n_segments(v);
     const int64_t gap = (int64_t)rate * TR_VAD_JOIN_GAP_MS / 1000;
     int64_t total = 0;
     out->pieces = ns ? calloc((size_t)ns, sizeof *out->pieces) : NULL;
     for (int i = 0; i < ns && out->pieces; i++) {
         struct transcribe_vad_segment sg;
-        transcribe_vad_get_segment(v, i, &sg);
+        tr_vad_get_segment(v, i, &sg);
         out->pieces[i].orig = sg.start;
         out->pieces[i].len = sg.end - sg.start;
         out->pieces[i].joined = total;
         total += sg.end - sg.start + (i + 1 < ns ? gap : 0);
     }
-    transcribe_vad_free(v);
+    tr_vad_free(v);
     if (ns && !out->pieces) return TRANSCRIBE_ERR_OOM;
     out->n_pieces = ns;
     if (ns == 0) return TRANSCRIBE_OK;

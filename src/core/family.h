@@ -21,6 +21,9 @@
 #include "util/timer.h"
 
 struct gguf_file;
+struct tr_enc_cost;         /* nn/enc_cost.h (tool hooks) */
+struct tr_clm_stages;       /* nn/causal_lm.h (tool hooks) */
+struct tr_ggml_bin_hparams; /* gguf/ggml_bin.h (tool hooks) */
 struct tr_tokenizer;
 struct transcribe_session;
 
@@ -318,6 +321,24 @@ typedef struct tr_family {
      * and buffered stream kinds). Consulted instead of accepts_ext_kind
      * when set. */
     bool (*model_accepts_ext_kind)(void *model, uint32_t kind, int slot);
+
+    /* ---- tool hooks: what the internal tools (transcribe-bench) ask a
+     * family, through src/api/tool_hooks.h only; never the public API, and
+     * never called by the library itself. Optional. ---- */
+
+    /* The encoder's analytic work on n_samples of input, from the model
+     * file's hyper-parameters (nn/enc_cost.h). false with *why (a short
+     * phrase) when the file cannot be counted. */
+    bool (*enc_cost)(const struct gguf_file *f, int64_t n_samples, struct tr_enc_cost *out,
+                     const char **why);
+    /* The causal-LM decoder of a session and the stage timings of its
+     * latest single run (nn/causal_lm.h tr_clm_stages): families that
+     * decode with nn's causal LM. false: none. */
+    bool (*lm_stages)(void *session, struct tr_clm_stages *out);
+    /* What a legacy ggml .bin file this family claims (probe_file) implies
+     * but does not store, in one line for transcribe-inspect (variant,
+     * special ids, ...). false: nothing to add. */
+    bool (*bin_summary)(const struct tr_ggml_bin_hparams *hp, char *out, size_t cap);
 } tr_family;
 
 /* Declares, in a family's header (after its P_model and P_session types),

@@ -50,7 +50,6 @@ typedef struct tr_clm_weights {
 } tr_clm_weights;
 
 struct gguf_file;
-struct tr_tokenizer;
 
 /* Loads the dec.* tensors (causal-lm.md §2; causal_lm_load.c): per-block
  * norms (q/k norms when hp->qk_norm), projections of TR_TYPES_LINEAR types
@@ -72,15 +71,6 @@ transcribe_status tr_clm_read_sizes(const struct gguf_file *f, const char *prefi
 /* Up-front check of the LM head while reading hyperparameters: an untied
  * LM needs a dec.output.weight tensor. GGUF (logged with `who`) otherwise. */
 transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied);
-/* The byte-level BPE tokenizer (tokenizer.ggml.model must be gpt2) with
- * n_vocab tokens and a required tokenizer.ggml.eos_token_id. *tok is set
- * when created (caller frees, also on error). */
-transcribe_status tr_clm_load_tokenizer(const struct gguf_file *f, const char *who, int n_vocab,
-                                        struct tr_tokenizer **tok, int *eos);
-/* Id of an exact vocabulary piece; GGUF (logged) when absent. */
-transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *who,
-                                    const char *piece, int *out);
-
 /* Checks the weights against the hyper-parameters (shapes of every view);
  * false with a log line naming the first mismatch. */
 bool tr_clm_check(const tr_clm_hparams *hp, const tr_clm_weights *w);
@@ -218,6 +208,17 @@ typedef struct tr_clm_session {
     int n_steps;
 } tr_clm_session;
 
+/* What a family's lm_stages tool hook (core/family.h) reports for
+ * transcribe-bench: the session's decoder half, the LM it runs, and the
+ * family's own encoder / projector split of the latest run (< 0: not
+ * reported separately). */
+typedef struct tr_clm_stages {
+    const tr_clm_session *dec;
+    const tr_clm_hparams *hp;
+    const tr_clm_weights *w;
+    double encoder_ms, projector_ms;
+} tr_clm_stages;
+
 /* Fills *ds (zeroed first) for a model whose LM is (hp, w) with max_pos
  * positions, under the session's n_ctx (<= 0: max_pos) and KV type.
  * OOM (logged with who) on failure, with *ds released. */
@@ -232,19 +233,5 @@ void tr_clm_session_release(tr_clm_session *ds);
  * bytes of one utterance at the ceiling. */
 void tr_clm_session_limits(const tr_clm_session *ds, const tr_clm_hparams *hp, int64_t audio_ms,
                            struct transcribe_session_limits *out);
-
-/* For a family (which sees core/family.h) whose session is
- * {const P_model *m; tr_clm_session dec; ...} and whose model holds lm,
- * lm_w and max_pos: defines P_session_create / P_session_free through
- * TR_FAMILY_SESSION with the decoder half as the whole setup. */
-#define TR_CLM_FAMILY_SESSION(P, who)                                                              \
-    static transcribe_status P##_clm_setup(P##_session *s, const tr_session_cfg *cfg) {            \
-        return tr_clm_session_init(&s->dec, who, &s->m->lm, &s->m->lm_w, s->m->max_pos, cfg->pool, \
-                                   cfg->n_ctx, cfg->kv_type);                                      \
-    }                                                                                              \
-    static void P##_clm_release(P##_session *s) {                                                  \
-        tr_clm_session_release(&s->dec);                                                           \
-    }                                                                                              \
-    TR_FAMILY_SESSION(P, P##_clm_setup, P##_clm_release)
 
 #endif

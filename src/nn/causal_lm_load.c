@@ -1,8 +1,8 @@
 /* Loading the shared causal LM from a GGUF file (causal-lm.md §2): the
  * dec.* tensors of every block by exact shape and type class (q/k norms
  * only when the hyper-parameters ask for them), the embedding, final norm
- * and the tied or untied head; and the byte-level BPE tokenizer the
- * audio-LLM families share, with its vocabulary size and EOS id checked.
+ * and the tied or untied head (the byte-level BPE tokenizer these files
+ * carry is text/'s tr_tokenizer_load_gpt2).
  * Errors are logged with the family's name and return TRANSCRIBE_ERR_GGUF. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,6 @@
 #include "gguf/gguf_keys.h"
 #include "nn/causal_lm.h"
 #include "tensor/dtype.h"
-#include "text/tokenizer.h"
 #include "util/log.h"
 
 typedef struct need {
@@ -75,35 +74,6 @@ transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who
     if (n.bad) return TRANSCRIBE_ERR_GGUF;
     if (!tied) TR_INFO("%s: untied output head dec.output.weight", who);
     return tr_clm_check(hp, w) ? TRANSCRIBE_OK : TRANSCRIBE_ERR_GGUF;
-}
-
-transcribe_status tr_clm_load_tokenizer(const struct gguf_file *f, const char *who, int n_vocab,
-                                        struct tr_tokenizer **tok, int *eos) {
-    const char *const gpt2[] = {"gpt2", NULL};
-    transcribe_status st = tr_gguf_req_str_in(f, "tokenizer.ggml.model", gpt2);
-    if (st == TRANSCRIBE_OK) st = tr_tokenizer_from_gguf(f, tok);
-    if (st) return st;
-    if (tr_tokenizer_n_vocab(*tok) != n_vocab) {
-        TR_ERROR("%s: %d tokens in tokenizer.ggml.tokens, vocab_size %d", who,
-                 tr_tokenizer_n_vocab(*tok), n_vocab);
-        return TRANSCRIBE_ERR_GGUF;
-    }
-    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", n_vocab, eos))) return st;
-    if (*eos < 0) {
-        TR_ERROR("%s: tokenizer.ggml.eos_token_id is missing (decoding needs an end token)", who);
-        return TRANSCRIBE_ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
-}
-
-transcribe_status tr_clm_find_piece(const struct tr_tokenizer *tok, const char *who,
-                                    const char *piece, int *out) {
-    *out = tr_tokenizer_find(tok, piece);
-    if (*out < 0) {
-        TR_ERROR("%s: the vocabulary has no '%s' token", who, piece);
-        return TRANSCRIBE_ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_clm_check_head(const struct gguf_file *f, const char *who, bool tied) {

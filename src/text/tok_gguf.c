@@ -1,9 +1,12 @@
 /* tr_tokenizer_from_gguf: reads the tokenizer.* keys (gguf-common.md §6)
- * with the tri-state getters. Kept apart from tokenizer.c so programs that
+ * with the tri-state getters; tr_tokenizer_load_gpt2 / _require: the
+ * byte-level BPE vocabulary the audio-LLM families share, and its special
+ * pieces. Kept apart from tokenizer.c so programs that
  * build tokenizers from arrays do not pull in the GGUF reader. */
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "text/tok_internal.h"
 #include "util/log.h"
 
@@ -126,5 +129,34 @@ transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer
     int type_unk = t->unk;
     tr_tokenizer_set_specials(t, bos, eos, unk >= 0 ? unk : type_unk, blank);
     *out = t;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_tokenizer_load_gpt2(const struct gguf_file *f, const char *who, int n_vocab,
+                                         tr_tokenizer **tok, int *eos) {
+    const char *const gpt2[] = {"gpt2", NULL};
+    transcribe_status st = tr_gguf_req_str_in(f, "tokenizer.ggml.model", gpt2);
+    if (st == TRANSCRIBE_OK) st = tr_tokenizer_from_gguf(f, tok);
+    if (st) return st;
+    if (tr_tokenizer_n_vocab(*tok) != n_vocab) {
+        TR_ERROR("%s: %d tokens in tokenizer.ggml.tokens, vocab_size %d", who,
+                 tr_tokenizer_n_vocab(*tok), n_vocab);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    if ((st = tr_gguf_opt_token_id(f, "tokenizer.ggml.eos_token_id", n_vocab, eos))) return st;
+    if (*eos < 0) {
+        TR_ERROR("%s: tokenizer.ggml.eos_token_id is missing (decoding needs an end token)", who);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_tokenizer_require(const tr_tokenizer *tok, const char *who, const char *piece,
+                                       int *out) {
+    *out = tr_tokenizer_find(tok, piece);
+    if (*out < 0) {
+        TR_ERROR("%s: the vocabulary has no '%s' token", who, piece);
+        return TRANSCRIBE_ERR_GGUF;
+    }
     return TRANSCRIBE_OK;
 }

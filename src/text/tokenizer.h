@@ -26,6 +26,15 @@ typedef struct tr_tokenizer tr_tokenizer;
 /* From tokenizer.* keys. NOT_IMPLEMENTED for unknown tokenizer.ggml.model,
  * GGUF for missing/mistyped keys. */
 transcribe_status tr_tokenizer_from_gguf(const struct gguf_file *f, tr_tokenizer **out);
+/* The audio-LLM families' byte-level BPE tokenizer (tokenizer.ggml.model must be gpt2) with
+ * n_vocab tokens and a required tokenizer.ggml.eos_token_id. *tok is set
+ * when created (caller frees, also on error). */
+transcribe_status tr_tokenizer_load_gpt2(const struct gguf_file *f, const char *who, int n_vocab,
+                                         tr_tokenizer **tok, int *eos);
+/* Id of an exact vocabulary piece; GGUF (logged) when absent. */
+transcribe_status tr_tokenizer_require(const tr_tokenizer *tok, const char *who, const char *piece,
+                                       int *out);
+
 /* From explicit arrays (legacy .bin vocabularies, tests). scores, types and
  * merges may be NULL. Pieces are copied. A gpt2 vocabulary without merges
  * encodes tiktoken-style: the rank of a pair is the id of the concatenated

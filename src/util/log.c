@@ -13,7 +13,7 @@ static _Atomic(transcribe_log_callback) g_cb;
 static _Atomic(void *) g_userdata;
 static atomic_int g_state;
 
-TRANSCRIBE_API void transcribe_log_set(transcribe_log_callback cb, void *userdata) {
+void tr_log_set(transcribe_log_callback cb, void *userdata) {
     atomic_store(&g_cb, cb);
     atomic_store(&g_userdata, userdata);
     atomic_store(&g_state, cb ? SINK_CALLBACK : SINK_DISABLED);

@@ -1,5 +1,6 @@
 /* Internal logging: every module reports through the one process-wide sink
- * that transcribe_log_set() configures (stderr until configured). */
+ * that tr_log_set() configures (stderr until configured; the public
+ * transcribe_log_set in src/api/log_api.c is its wrapper). */
 #ifndef TR_UTIL_LOG_H
 #define TR_UTIL_LOG_H
 
@@ -12,6 +13,10 @@
 #endif
 
 void tr_log(transcribe_log_level level, const char *fmt, ...) TR_PRINTF(2, 3);
+
+/* Sets the sink: cb (with userdata) receives every message; NULL silences
+ * the library. */
+void tr_log_set(transcribe_log_callback cb, void *userdata);
 
 /* Per-handle error messages (transcribe_session_last_error and friends):
  * between tr_log_capture_begin and tr_log_capture_end, the first error-level

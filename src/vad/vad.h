@@ -2,9 +2,10 @@
  * tools/convert_silero_vad.py writes), one window at a time with the LSTM
  * state carried, and Silero's get_speech_timestamps rules as an incremental
  * state machine (so the offline run and the streaming feed are one code
- * path). The public face is the VAD section of include/transcribe.h
- * (vad_api.c); src/api uses these internals to run a family on the speech
- * regions only. */
+ * path). The public face is the VAD section of include/transcribe.h, thin
+ * wrappers in src/api/vad_api.c over the tr_vad_* detector below
+ * (vad_detect.c); src/api uses these internals to run a family on the
+ * speech regions only, and to plan pause splits at the VAD's pauses. */
 #ifndef TR_VAD_VAD_H
 #define TR_VAD_VAD_H
 
@@ -121,6 +122,25 @@ bool tr_vad_rules_finish(tr_vad_rules *r, int64_t n_samples); /* closes an open 
 size_t tr_vad_rules_n_final(const tr_vad_rules *r, int64_t n_seen, bool finished);
 void tr_vad_rules_padded(const tr_vad_rules *r, size_t i, int64_t n_samples, int64_t *start,
                          int64_t *end);
+
+/* The detector (vad_detect.c), one function per public transcribe_vad_*
+ * entry point, with the same argument checks and log messages (they name
+ * the public entry point a caller reached them through). */
+void tr_vad_params_default(struct transcribe_vad_params *p);
+void tr_vad_model_free(struct transcribe_vad_model *m);
+transcribe_status tr_vad_create(const struct transcribe_vad_model *model, int sample_rate,
+                                const struct transcribe_vad_params *params,
+                                struct transcribe_vad **out);
+void tr_vad_free(struct transcribe_vad *v);
+void tr_vad_reset(struct transcribe_vad *v);
+transcribe_status tr_vad_feed(struct transcribe_vad *v, const float *pcm, int64_t n);
+transcribe_status tr_vad_finish(struct transcribe_vad *v);
+transcribe_status tr_vad_run(struct transcribe_vad *v, const float *pcm, int64_t n);
+bool tr_vad_in_speech(const struct transcribe_vad *v);
+int tr_vad_n_segments(const struct transcribe_vad *v);
+transcribe_status tr_vad_get_segment(const struct transcribe_vad *v, int i,
+                                     struct transcribe_vad_segment *out);
+const float *tr_vad_probs(const struct transcribe_vad *v, int64_t *n_windows);
 
 /* Checks params (threshold ranges, durations) for `rate`; logs why. */
 transcribe_status tr_vad_params_check(const struct transcribe_vad_params *p, int rate,

@@ -84,7 +84,7 @@ void bench_blas_close(bench_blas *b);
 /* ---- analytic encoder cost (bench_flops.c) ---- */
 
 typedef struct {
-    const char *family;         /* "whisper", "parakeet", "canary" */
+    const char *family;         /* the encoder counted: "whisper", "parakeet", ... */
     double gflop;               /* encoder GFLOP for the whole input (GEMMs, attention, convs) */
     int windows;                /* encoder passes counted */
     int frames;                 /* encoder frames of the first window */
@@ -101,10 +101,10 @@ typedef struct {
 #define BENCH_SGEMM_MIN_M 1500
 
 /* Counts the encoder's floating-point work (2 per multiply-add) for
- * n_samples of audio from the GGUF's hyper-parameters, mirroring each
- * family's windowing. False (with a reason in *why) for files it cannot
- * count (legacy .bin, other architectures). */
-bool bench_enc_cost_of(const char *model_path, long n_samples, bench_enc_cost *out,
+ * n_samples of audio, as the model's family counts it from its file's
+ * hyper-parameters (its own windowing included). False (with a reason in
+ * *why) for files it cannot count (legacy .bin, families without a count). */
+bool bench_enc_cost_of(const struct transcribe_model *m, long n_samples, bench_enc_cost *out,
                        const char **why);
 
 #endif

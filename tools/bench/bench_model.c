@@ -1,14 +1,15 @@
 /* transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] [--step-pairs N]
  *
- * End-to-end model benchmark through the public API (only the FLOP count
- * reads the GGUF's hyper-parameters itself): loads the model
+ * End-to-end model benchmark through the public API (the FLOP count and
+ * the decoder figures are the family's answers to its tool hooks, asked
+ * through api/tool_hooks.h; no family is named here): loads the model
  * once, transcribes AUDIO R times and prints one JSON line with the
  * fastest run's stage timings, the decoded token count, real-time factor
  * and the peak resident memory of loading and transcribing (peak_rss_mb;
  * process_peak_rss_mb adds the bench's own buffers).
  *
  * Encoder efficiency: the encoder's work is counted analytically from the
- * file's hyper-parameters (bench_flops.c), so the fastest encode gives an
+ * file's hyper-parameters by the family (bench_flops.c), so the fastest encode gives an
  * achieved GFLOP/s. Beside it stands OpenBLAS cblas_sgemm (F32, same
  * thread count) on the encoder's FFN GEMM shape (K, N) over at least
  * BENCH_SGEMM_MIN_M rows (bench.h: OpenBLAS is slow on short row counts
@@ -42,12 +43,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "api/api_internal.h"
+#include "api/tool_hooks.h"
 #include "bench.h"
 #include "bench_lm.h"
-#include "models/granite_speech/granite.h"
-#include "models/moss/moss.h"
-#include "models/qwen3_asr/qwen3_asr.h"
 #include "nn/causal_lm.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
@@ -64,48 +62,24 @@ typedef struct {
     const tr_clm_hparams *hp;        /* the decoder's sizes (prefill FLOPs) */
 } lm_figures;
 
+/* The decoder's figures of the session's latest run, asked of the family
+ * (its lm_stages tool hook); f->have stays false for families without a
+ * causal-LM decoder. */
 static void lm_capture(const struct transcribe_session *s, lm_figures *f) {
-    const char *arch = transcribe_model_arch_string(s->model);
     f->encoder_ms = f->projector_ms = -1;
-    if (strcmp(arch, "granite_speech") == 0) {
-        const gs_session *g = s->head.fsession;
-        f->have = true;
-        f->prefill_ms = g->dec.prefill_ms;
-        f->n_steps = g->dec.n_steps;
-        f->step_ms = g->dec.n_steps > 0 ? g->dec.steps_ms / g->dec.n_steps : 0;
-        f->T_prompt = g->dec.last_T_prompt;
-        f->step_bytes = tr_clm_step_weight_bytes(&g->m->lm, &g->m->lm_w);
-        f->hp = &g->m->lm;
-        f->encoder_ms = g->encode_ms;
-        f->projector_ms = g->proj_ms;
-        f->lm = g->dec.lm;
-        return;
-    }
-    const tr_clm_session *dec = NULL;
-    const tr_clm_hparams *hp = NULL;
-    const tr_clm_weights *w = NULL;
-    if (strcmp(arch, "qwen3_asr") == 0) {
-        const qa_session *q = s->head.fsession;
-        dec = &q->dec;
-        hp = &q->m->lm;
-        w = &q->m->lm_w;
-    } else if (strcmp(arch, "moss") == 0) {
-        const ms_session *q = s->head.fsession;
-        dec = &q->dec;
-        hp = &q->m->lm;
-        w = &q->m->lm_w;
-        f->encoder_ms = q->enc_ms;
-        f->projector_ms = q->adaptor_ms;
-    }
-    if (!dec) return;
+    tr_clm_stages st;
+    if (!tr_tool_lm_stages(s, &st) || !st.dec) return;
+    const tr_clm_session *dec = st.dec;
     f->have = true;
     f->prefill_ms = dec->prefill_ms;
     f->n_steps = dec->n_steps;
     f->step_ms = dec->n_steps > 0 ? dec->steps_ms / dec->n_steps : 0;
     f->T_prompt = dec->last_T_prompt;
-    f->step_bytes = tr_clm_step_weight_bytes(hp, w);
+    f->step_bytes = tr_clm_step_weight_bytes(st.hp, st.w);
     f->lm = dec->lm;
-    f->hp = hp;
+    f->hp = st.hp;
+    f->encoder_ms = st.encoder_ms;
+    f->projector_ms = st.projector_ms;
 }
 
 /* per transcription: at least this many calls and this much time (small
@@ -322,7 +296,7 @@ int bench_model(int argc, char **argv) {
 
     const char *why = NULL;
     bench_enc_cost cost;
-    const bool counted = bench_enc_cost_of(model, n, &cost, &why);
+    const bool counted = bench_enc_cost_of(m, n, &cost, &why);
     sgemm_probe probe;
     int blas_threads = threads;
     if (blas_threads <= 0) {
@@ -414,7 +388,7 @@ int bench_model(int argc, char **argv) {
         /* the step's floor: its weight bytes at the copy bandwidth measured
          * on the same pool right after the runs (after peak RSS was read,
          * so the copy buffers do not count) */
-        double bw = bench_copy_gbps(s->pool, 5);
+        double bw = bench_copy_gbps(tr_tool_session_pool(s), 5);
         double ideal = bw > 0 ? (double)lm.step_bytes / (bw * 1e6) : 0;
         printf(",\"T_prompt\":%d,\"prefill_ms\":%.1f,\"n_steps\":%d,\"step_ms\":%.2f", lm.T_prompt,
                lm.prefill_ms, lm.n_steps, lm.step_ms);
@@ -426,7 +400,8 @@ int bench_model(int argc, char **argv) {
         bench_step_probe sp;
         const int pos = lm.T_prompt + (lm.n_steps > 0 ? lm.n_steps - 1 : 0);
         if (step_pairs > 0 && lm.lm &&
-            bench_step_probe_run(lm.lm, s->pool, pos, lm.step_bytes, step_pairs, &sp))
+            bench_step_probe_run(lm.lm, tr_tool_session_pool(s), pos, lm.step_bytes, step_pairs,
+                                 &sp))
             printf(",\"probe_pairs\":%d,\"probe_step_ms\":%.2f,\"probe_copy_gbps\":%.2f,"
                    "\"probe_step_vs_floor\":%.3f,\"probe_step_vs_floor_min\":%.3f",
                    sp.pairs, sp.step_ms, sp.copy_gbps, sp.ratio, sp.ratio_min);

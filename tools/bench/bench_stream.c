@@ -115,9 +115,9 @@ static int make_cache_aware(const char *in, const char *out, int right) {
         return 1;
     }
     uint32_t k = 0, C = 0, d = 0, nm = 0;
-    const char *arch = NULL;
-    bool ok = tr_gguf_get_str(g, "general.architecture", &arch) == 1 && !strcmp(arch, "parakeet") &&
-              tr_gguf_get_u32(g, "stt.parakeet.encoder.conv_kernel", &k) == 1 &&
+    /* a Parakeet file is one with the Parakeet encoder's keys (the rewrite
+     * edits those; the architecture name itself is never compared) */
+    bool ok = tr_gguf_get_u32(g, "stt.parakeet.encoder.conv_kernel", &k) == 1 &&
               tr_gguf_get_u32(g, "stt.parakeet.encoder.subsampling_channels", &C) == 1 &&
               tr_gguf_get_u32(g, "stt.parakeet.encoder.d_model", &d) == 1 &&
               tr_gguf_get_u32(g, "stt.frontend.num_mels", &nm) == 1 && k > 0;
@@ -197,8 +197,8 @@ static int make_unified(const char *in, const char *out) {
                                        "stt.parakeet.encoder.att_chunk_right_choices",
                                        "stt.capability.streaming",
                                        "stt.variant"};
-    const char *arch = NULL;
-    bool ok = tr_gguf_get_str(g, "general.architecture", &arch) == 1 && !strcmp(arch, "parakeet");
+    uint32_t d = 0; /* a Parakeet file: one with the Parakeet encoder's keys */
+    bool ok = tr_gguf_get_u32(g, "stt.parakeet.encoder.d_model", &d) == 1 && d > 0;
     gguf_writer *w = ok ? tr_gguf_writer_create() : NULL;
     ok = w != NULL;
     for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {

@@ -5,7 +5,7 @@
 
 #include "inspect.h"
 #include "inspect_model.h"
-#include "models/whisper/whisper_bin_info.h"
+#include "api/tool_hooks.h"
 #include "tensor/dtype.h"
 
 #define ARRAY_SHOWN 8  /* elements printed per array */
@@ -137,10 +137,11 @@ static void print_tensors(const inspect_model *m) {
     printf("total tensor bytes: %zu (%.1f MiB)\n", total, total / 1048576.0);
 }
 
-static void info_bin(const tr_ggml_bin *b) {
+static void info_bin(const inspect_model *m) {
+    const tr_ggml_bin *b = m->bin;
     const tr_ggml_bin_hparams *h = tr_ggml_bin_hparams_of(b);
-    tr_whisper_bin_info wi;
-    tr_whisper_bin_info_from(h, &wi);
+    char derived[256]; /* what the claiming family says the file implies */
+    bool have_derived = tr_tool_bin_summary(m->head, m->n_head, h, derived, sizeof derived);
     printf("format: legacy whisper.cpp .bin\n");
     printf("hparams:\n");
     printf("  n_vocab %d, n_mels %d, ftype %d\n", h->n_vocab, h->n_mels, h->ftype);
@@ -148,9 +149,7 @@ static void info_bin(const tr_ggml_bin *b) {
            h->n_audio_head, h->n_audio_layer);
     printf("  text:  ctx %d, state %d, heads %d, layers %d\n", h->n_text_ctx, h->n_text_state,
            h->n_text_head, h->n_text_layer);
-    printf("derived: variant %s, %s, %d languages, eot %d, sot %d, timestamps from %d\n",
-           wi.variant, wi.multilingual ? "multilingual" : "English-only", wi.num_languages, wi.eot,
-           wi.sot, wi.timestamp_begin);
+    if (have_derived) printf("derived: %s\n", derived);
     int32_t nt = tr_ggml_bin_n_tokens(b);
     printf("vocabulary: %d entries [", nt);
     for (int32_t i = 0; i < nt && i < ARRAY_SHOWN; i++) {
@@ -176,7 +175,7 @@ int inspect_info(int argc, char **argv) {
         printf("metadata (%" PRId64 " keys):\n", tr_gguf_n_kv(m.gguf));
         for (int64_t i = 0; i < tr_gguf_n_kv(m.gguf); i++) print_kv(m.gguf, i);
     } else {
-        info_bin(m.bin);
+        info_bin(&m);
     }
     print_tensors(&m);
     inspect_model_close(&m);

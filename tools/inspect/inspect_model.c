@@ -19,13 +19,14 @@ static const char *why(transcribe_status st) {
 
 int inspect_model_open(const char *path, inspect_model *m) {
     memset(m, 0, sizeof *m);
-    unsigned char head[4] = {0};
+    unsigned char *head = m->head;
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "transcribe-inspect: cannot open '%s'\n", path);
         return 1;
     }
-    size_t got = fread(head, 1, 4, f);
+    size_t got = fread(head, 1, sizeof m->head, f);
+    m->n_head = got;
     fclose(f);
     transcribe_status st;
     if (tr_ggml_bin_sniff(head, got))

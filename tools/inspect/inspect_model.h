@@ -8,6 +8,8 @@
 typedef struct inspect_model {
     gguf_file *gguf; /* exactly one of these is set */
     tr_ggml_bin *bin;
+    unsigned char head[4]; /* the file's first bytes (which family claims it) */
+    size_t n_head;
 } inspect_model;
 
 /* Returns 0 on success; prints the failure otherwise. */

@@ -206,12 +206,12 @@ static transcribe_status read_tokenizer(const gguf_file *f, gs_model *m) {
     transcribe_status st;
     const int V = m->lm.n_vocab;
     gs_special *sp = &m->sp;
-    if ((st = tr_clm_load_tokenizer(f, "granite_speech", V, &m->tok, &sp->eos))) return st;
+    if ((st = tr_tokenizer_load_gpt2(f, "granite_speech", V, &m->tok, &sp->eos))) return st;
     if ((st = tr_gguf_req_u32(f, "stt.granite.audio_token_id", 0, V - 1, &sp->audio))) return st;
     int audio_piece, eot;
-    if ((st = tr_clm_find_piece(m->tok, "granite_speech", "<|audio|>", &audio_piece)) ||
-        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|end_of_text|>", &eot)) ||
-        (st = tr_clm_find_piece(m->tok, "granite_speech", "<|pad|>", &sp->pad)))
+    if ((st = tr_tokenizer_require(m->tok, "granite_speech", "<|audio|>", &audio_piece)) ||
+        (st = tr_tokenizer_require(m->tok, "granite_speech", "<|end_of_text|>", &eot)) ||
+        (st = tr_tokenizer_require(m->tok, "granite_speech", "<|pad|>", &sp->pad)))
         return st;
     sp->start_role = tr_tokenizer_find(m->tok, "<|start_of_role|>");
     sp->end_role = tr_tokenizer_find(m->tok, "<|end_of_role|>");

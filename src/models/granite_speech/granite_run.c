@@ -13,7 +13,15 @@
 #include "util/log.h"
 #include "util/timer.h"
 
-TR_CLM_FAMILY_SESSION(gs, "granite_speech")
+/* The session is the decoder half alone (nn's tr_clm_session). */
+static transcribe_status gs_setup(gs_session *s, const tr_session_cfg *cfg) {
+    return tr_clm_session_init(&s->dec, "granite_speech", &s->m->lm, &s->m->lm_w, s->m->max_pos,
+                               cfg->pool, cfg->n_ctx, cfg->kv_type);
+}
+static void gs_release(gs_session *s) {
+    tr_clm_session_release(&s->dec);
+}
+TR_FAMILY_SESSION(gs, gs_setup, gs_release)
 
 /* §9 gate: T_prompt + 256 must fit the ceiling. */
 static transcribe_status gate(const gs_session *s, int n_samples, const gs_prompt *pr,

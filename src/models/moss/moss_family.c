@@ -1,5 +1,6 @@
 /* The MOSS family vtable (src/core/family.h). */
 #include "models/moss/moss.h"
+#include "nn/enc_cost.h"
 
 TR_FAMILY_ADAPTERS(ms)
 
@@ -13,8 +14,23 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     tr_clm_session_limits(&s->dec, &m->lm, tokens * ms_per_tok, out);
 }
 
+/* Tool hooks (transcribe-bench): the Whisper encoder per 30 s chunk (the
+ * adaptor is small and not counted); the decoder and the encoder / adaptor
+ * split of the latest run. */
+static bool fam_enc_cost(const struct gguf_file *f, int64_t n, tr_enc_cost *out, const char **why) {
+    return tr_enc_cost_whisper(f, "moss", 0, (long)n, out, why);
+}
+
+static bool fam_lm_stages(void *session, tr_clm_stages *out) {
+    const ms_session *s = session;
+    *out = (tr_clm_stages){&s->dec, &s->m->lm, &s->m->lm_w, s->enc_ms, s->adaptor_ms};
+    return true;
+}
+
 const tr_family tr_family_moss = {
     .arch = "moss",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
+    .enc_cost = fam_enc_cost,
+    .lm_stages = fam_lm_stages,
 };

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "models/parakeet/parakeet.h"
+#include "core/abi.h"
 #include "audio/audio.h"
 #include "transcribe/parakeet.h"
 #include "util/log.h"
@@ -91,8 +92,8 @@ transcribe_status tr_pk_stream_choice(const pk_model *m, const struct transcribe
         TR_ERROR("parakeet: this file takes no stream extension of kind 0x%08x", ext->kind);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    transcribe_status st = transcribe_ext_check(ext, TRANSCRIBE_EXT_KIND_PARAKEET_STREAM,
-                                                sizeof(struct transcribe_parakeet_stream_ext));
+    transcribe_status st = tr_ext_check(ext, TRANSCRIBE_EXT_KIND_PARAKEET_STREAM,
+                                        sizeof(struct transcribe_parakeet_stream_ext));
     if (st != TRANSCRIBE_OK) return st;
     const int32_t r = ((const struct transcribe_parakeet_stream_ext *)ext)->att_context_right;
     if (r == -1) return TRANSCRIBE_OK;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "models/parakeet/parakeet.h"
+#include "core/abi.h"
 #include "audio/audio.h"
 #include "transcribe/parakeet.h"
 #include "util/log.h"
@@ -91,9 +92,8 @@ transcribe_status tr_pk_bstream_choice(const pk_model *m, const struct transcrib
                  ext->kind);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    transcribe_status st =
-        transcribe_ext_check(ext, TRANSCRIBE_EXT_KIND_PARAKEET_BUFFERED_STREAM,
-                             sizeof(struct transcribe_parakeet_buffered_stream_ext));
+    transcribe_status st = tr_ext_check(ext, TRANSCRIBE_EXT_KIND_PARAKEET_BUFFERED_STREAM,
+                                        sizeof(struct transcribe_parakeet_buffered_stream_ext));
     if (st != TRANSCRIBE_OK) return st;
     const struct transcribe_parakeet_buffered_stream_ext *e = (const void *)ext;
     const int32_t ms[3] = {e->left_ms, e->chunk_ms, e->right_ms};

@@ -159,14 +159,14 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
 /* ---- §2.2, §2.5, §4 tokenizer and special ids; §9.1 languages ---- */
 
 static transcribe_status find_piece(const qa_model *m, const char *piece, int *out) {
-    return tr_clm_find_piece(m->tok, "qwen3_asr", piece, out);
+    return tr_tokenizer_require(m->tok, "qwen3_asr", piece, out);
 }
 
 static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
     transcribe_status st;
     const int V = m->lm.n_vocab;
     qa_special *sp = &m->sp;
-    if ((st = tr_clm_load_tokenizer(f, "qwen3_asr", V, &m->tok, &sp->eos))) return st;
+    if ((st = tr_tokenizer_load_gpt2(f, "qwen3_asr", V, &m->tok, &sp->eos))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_token_id", V, &sp->audio_pad))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_start_token_id", V, &sp->audio_start))) return st;
     if ((st = req_id(f, "stt.qwen3_asr.audio_end_token_id", V, &sp->audio_end))) return st;

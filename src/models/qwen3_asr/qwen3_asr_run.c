@@ -16,7 +16,15 @@
 
 /* ---- sessions ---- */
 
-TR_CLM_FAMILY_SESSION(qa, "qwen3_asr")
+/* The session is the decoder half alone (nn's tr_clm_session). */
+static transcribe_status qa_setup(qa_session *s, const tr_session_cfg *cfg) {
+    return tr_clm_session_init(&s->dec, "qwen3_asr", &s->m->lm, &s->m->lm_w, s->m->max_pos,
+                               cfg->pool, cfg->n_ctx, cfg->kv_type);
+}
+static void qa_release(qa_session *s) {
+    tr_clm_session_release(&s->dec);
+}
+TR_FAMILY_SESSION(qa, qa_setup, qa_release)
 
 /* ---- prompt (§7) ---- */
 

@@ -63,12 +63,6 @@ typedef struct wh_model {
     void *bin; /* legacy .bin parser state, when loaded from .bin */
 } wh_model;
 
-/* The family's ext_query codes (core/family.h), answered by whisper_family.c
- * for whisper_api.c: the number of chunk traces of the latest run (index
- * and out unused), and trace `index` into a transcribe_whisper_chunk_trace. */
-#define WH_QUERY_CHUNK_COUNT TR_EXT_QUERY('W', 'H', 1)
-#define WH_QUERY_CHUNK_TRACE TR_EXT_QUERY('W', 'H', 2)
-
 /* Per-window telemetry (transcribe_whisper_chunk_trace). */
 typedef struct wh_trace {
     int64_t t0_ms, t1_ms;

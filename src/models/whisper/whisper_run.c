@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "models/whisper/whisper_decode.h"
+#include "core/abi.h"
 #include "text/tokenizer.h"
 #include "audio/audio.h"
 #include "util/log.h"
@@ -61,15 +62,13 @@ transcribe_status tr_wh_validate_run(const wh_model *m, const struct transcribe_
     (void)m;
     const struct transcribe_ext *e = p->family;
     if (e) {
-        if (e->size < sizeof(struct transcribe_ext)) return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-        if (e->kind != TRANSCRIBE_EXT_KIND_WHISPER_RUN) {
+        transcribe_status st = tr_ext_check(e, TRANSCRIBE_EXT_KIND_WHISPER_RUN,
+                                            sizeof(struct transcribe_whisper_run_ext));
+        if (st == TRANSCRIBE_ERR_INVALID_ARG)
             TR_ERROR("whisper: run extension kind 0x%08x is not WHRN", (unsigned)e->kind);
-            return TRANSCRIBE_ERR_INVALID_ARG;
-        }
-        if (e->size < sizeof(struct transcribe_whisper_run_ext)) {
+        else if (st != TRANSCRIBE_OK && e->size >= sizeof(struct transcribe_ext))
             TR_ERROR("whisper: run extension is smaller than transcribe_whisper_run_ext");
-            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-        }
+        if (st != TRANSCRIBE_OK) return st;
         const struct transcribe_whisper_run_ext *x = (const void *)e;
         if ((int)x->prompt_condition != TRANSCRIBE_WHISPER_PROMPT_FIRST_SEGMENT &&
             (int)x->prompt_condition != TRANSCRIBE_WHISPER_PROMPT_ALL_SEGMENTS) {

@@ -1,14 +1,18 @@
 /* Public audio helpers of the C API: decode any supported file to mono
- * float PCM at a target rate; plan pause-aligned spans of long audio. */
+ * float PCM at a target rate (src/audio); plan pause-aligned spans of long
+ * audio (the planner of src/audio/pause_split.h, at the pauses of the
+ * energy track or of the VAD of src/vad). */
 #include <limits.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "audio/audio.h"
 #include "audio/pause_split.h"
 #include "transcribe.h"
 #include "util/log.h"
+#include "vad/vad.h"
 
 /* Declared in include/transcribe.h. Note target_rate 0 means 16000 Hz here
  * (the rate every published model takes), per the audio module's brief. */
@@ -45,8 +49,7 @@ void transcribe_audio_free(float *pcm) {
  * the VAD fields were appended). */
 #define TR_MIN_SPLIT_PARAMS offsetof(struct transcribe_pause_split_params, vad_model)
 
-void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p) {
-    if (!p) return;
+static void split_defaults(struct transcribe_pause_split_params *p) {
     memset(p, 0, sizeof *p);
     p->struct_size = sizeof *p;
     p->target_ms = 20000;
@@ -54,29 +57,33 @@ void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p)
     p->min_pause_ms = 250;
 }
 
+void transcribe_pause_split_params_init(struct transcribe_pause_split_params *p) {
+    if (p) split_defaults(p);
+}
+
 /* Pauses from the VAD's speech regions instead of the energy's. */
 static transcribe_status use_vad(const struct transcribe_pause_split_params *p, const float *pcm,
                                  int64_t n, int rate, tr_pause_track *t) {
     struct transcribe_vad *v = NULL;
-    transcribe_status st = transcribe_vad_init(p->vad_model, rate, p->vad_params, &v);
-    if (st == TRANSCRIBE_OK) st = transcribe_vad_run(v, pcm, n);
-    int nr = st == TRANSCRIBE_OK ? transcribe_vad_n_segments(v) : 0;
+    transcribe_status st = tr_vad_create(p->vad_model, rate, p->vad_params, &v);
+    if (st == TRANSCRIBE_OK) st = tr_vad_run(v, pcm, n);
+    int nr = st == TRANSCRIBE_OK ? tr_vad_n_segments(v) : 0;
     int64_t *reg = st == TRANSCRIBE_OK ? malloc(sizeof(int64_t) * 2 * (size_t)(nr + 1)) : NULL;
     if (st == TRANSCRIBE_OK && !reg) st = TRANSCRIBE_ERR_OOM;
     for (int i = 0; reg && i < nr; i++) {
         struct transcribe_vad_segment sg;
-        transcribe_vad_get_segment(v, i, &sg);
+        tr_vad_get_segment(v, i, &sg);
         reg[2 * i] = sg.start;
         reg[2 * i + 1] = sg.end;
     }
-    transcribe_vad_free(v);
+    tr_vad_free(v);
     if (st == TRANSCRIBE_OK)
         st = tr_pause_track_set_speech(t, n, reg, nr, p->min_pause_ms * rate / 1000);
     else
         tr_pause_track_free(t);
     free(reg);
     if (st != TRANSCRIBE_OK)
-        TR_ERROR("transcribe_pause_split: the VAD failed: %s", transcribe_status_string(st));
+        TR_ERROR("transcribe_pause_split: the VAD failed: %s", tr_status_string(st));
     return st;
 }
 
@@ -96,7 +103,7 @@ transcribe_status transcribe_pause_split(const float *pcm, int64_t n_samples, in
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     struct transcribe_pause_split_params p;
-    transcribe_pause_split_params_init(&p);
+    split_defaults(&p);
     if (params) {
         if (params->struct_size < TR_MIN_SPLIT_PARAMS) {
             TR_ERROR("transcribe_pause_split: params struct_size %llu < %zu",

@@ -1,5 +1,8 @@
-/* The VAD section of include/transcribe.h: models, detectors, the offline
- * run and the streaming feed (one code path: run = reset + feed + finish). */
+/* The detector behind the VAD section of include/transcribe.h (whose thin
+ * public wrappers are src/api/vad_api.c): parameters, detectors, the
+ * offline run and the streaming feed (one code path: run = reset + feed +
+ * finish). Arguments are checked here, so internal callers (src/api's VAD
+ * runs and streams, the pause splitter) get the same checks and messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +14,7 @@
 /* The smallest params struct this library reads (every field it has). */
 #define TR_MIN_VAD_PARAMS sizeof(struct transcribe_vad_params)
 
-void transcribe_vad_params_init(struct transcribe_vad_params *p) {
+void tr_vad_params_default(struct transcribe_vad_params *p) {
     if (!p) return;
     memset(p, 0, sizeof *p);
     p->struct_size = sizeof *p;
@@ -24,16 +27,7 @@ void transcribe_vad_params_init(struct transcribe_vad_params *p) {
     p->window_samples = 0;
 }
 
-transcribe_status transcribe_vad_model_load(const char *path, struct transcribe_vad_model **out) {
-    if (out) *out = NULL;
-    if (!path || !out) {
-        TR_ERROR("transcribe_vad_model_load: NULL argument");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return tr_vad_model_load(path, out);
-}
-
-void transcribe_vad_model_free(struct transcribe_vad_model *m) {
+void tr_vad_model_free(struct transcribe_vad_model *m) {
     if (!m) return;
     tr_fft_free(m->fft);
     tr_gguf_close(m->gguf);
@@ -80,16 +74,16 @@ transcribe_status tr_vad_params_check(const struct transcribe_vad_params *p, int
     return TRANSCRIBE_OK;
 }
 
-transcribe_status transcribe_vad_init(const struct transcribe_vad_model *model, int sample_rate,
-                                      const struct transcribe_vad_params *params,
-                                      struct transcribe_vad **out) {
+transcribe_status tr_vad_create(const struct transcribe_vad_model *model, int sample_rate,
+                                const struct transcribe_vad_params *params,
+                                struct transcribe_vad **out) {
     if (out) *out = NULL;
     if (!model || !out) {
         TR_ERROR("transcribe_vad_init: NULL argument");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     struct transcribe_vad_params p;
-    transcribe_vad_params_init(&p);
+    tr_vad_params_default(&p);
     if (params) {
         if (params->struct_size < TR_MIN_VAD_PARAMS) {
             TR_ERROR("transcribe_vad_init: params struct_size %llu < %zu",
@@ -116,15 +110,15 @@ transcribe_status transcribe_vad_init(const struct transcribe_vad_model *model, 
     v->fft_buf = malloc(sizeof(double) * (tr_vad_fft_doubles(model) + 1));
     if (!v->pending || !v->frames || !v->spec || !v->scratch || !v->fft_buf) {
         TR_ERROR("transcribe_vad_init: out of memory");
-        transcribe_vad_free(v);
+        tr_vad_free(v);
         return TRANSCRIBE_ERR_OOM;
     }
-    transcribe_vad_reset(v);
+    tr_vad_reset(v);
     *out = v;
     return TRANSCRIBE_OK;
 }
 
-void transcribe_vad_free(struct transcribe_vad *v) {
+void tr_vad_free(struct transcribe_vad *v) {
     if (!v) return;
     tr_vad_rules_free(&v->rules);
     free(v->pending);
@@ -136,7 +130,7 @@ void transcribe_vad_free(struct transcribe_vad *v) {
     free(v);
 }
 
-void transcribe_vad_reset(struct transcribe_vad *v) {
+void tr_vad_reset(struct transcribe_vad *v) {
     if (!v) return;
     memset(v->h, 0, sizeof v->h);
     memset(v->c, 0, sizeof v->c);
@@ -176,7 +170,7 @@ static transcribe_status run_pending(struct transcribe_vad *v) {
     return TRANSCRIBE_OK;
 }
 
-transcribe_status transcribe_vad_feed(struct transcribe_vad *v, const float *pcm, int64_t n) {
+transcribe_status tr_vad_feed(struct transcribe_vad *v, const float *pcm, int64_t n) {
     if (!v || (!pcm && n > 0) || n < 0) {
         TR_ERROR("transcribe_vad_feed: %s", !v ? "NULL detector" : "bad samples");
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -203,7 +197,7 @@ transcribe_status transcribe_vad_feed(struct transcribe_vad *v, const float *pcm
     return run_pending(v); /* a streaming caller sees every complete window at once */
 }
 
-transcribe_status transcribe_vad_finish(struct transcribe_vad *v) {
+transcribe_status tr_vad_finish(struct transcribe_vad *v) {
     if (!v) {
         TR_ERROR("transcribe_vad_finish: NULL detector");
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -223,29 +217,29 @@ transcribe_status transcribe_vad_finish(struct transcribe_vad *v) {
     return TRANSCRIBE_OK;
 }
 
-transcribe_status transcribe_vad_run(struct transcribe_vad *v, const float *pcm, int64_t n) {
+transcribe_status tr_vad_run(struct transcribe_vad *v, const float *pcm, int64_t n) {
     if (!v || (!pcm && n > 0) || n < 0) {
         TR_ERROR("transcribe_vad_run: %s", !v ? "NULL detector" : "bad samples");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    transcribe_vad_reset(v);
-    transcribe_status st = transcribe_vad_feed(v, pcm, n);
-    return st == TRANSCRIBE_OK ? transcribe_vad_finish(v) : st;
+    tr_vad_reset(v);
+    transcribe_status st = tr_vad_feed(v, pcm, n);
+    return st == TRANSCRIBE_OK ? tr_vad_finish(v) : st;
 }
 
-bool transcribe_vad_in_speech(const struct transcribe_vad *v) {
+bool tr_vad_in_speech(const struct transcribe_vad *v) {
     return v && v->rules.triggered;
 }
 
-int transcribe_vad_n_segments(const struct transcribe_vad *v) {
+int tr_vad_n_segments(const struct transcribe_vad *v) {
     if (!v) return 0;
     size_t n = tr_vad_rules_n_final(&v->rules, v->n_fed, v->flushed);
     return n > (size_t)INT32_MAX ? INT32_MAX : (int)n;
 }
 
-transcribe_status transcribe_vad_get_segment(const struct transcribe_vad *v, int i,
-                                             struct transcribe_vad_segment *out) {
-    if (!v || !out || i < 0 || i >= transcribe_vad_n_segments(v)) {
+transcribe_status tr_vad_get_segment(const struct transcribe_vad *v, int i,
+                                     struct transcribe_vad_segment *out) {
+    if (!v || !out || i < 0 || i >= tr_vad_n_segments(v)) {
         TR_ERROR("transcribe_vad_get_segment: %s", !v || !out ? "NULL argument" : "bad index");
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
@@ -255,7 +249,7 @@ transcribe_status transcribe_vad_get_segment(const struct transcribe_vad *v, int
     return TRANSCRIBE_OK;
 }
 
-const float *transcribe_vad_probs(const struct transcribe_vad *v, int64_t *n_windows) {
+const float *tr_vad_probs(const struct transcribe_vad *v, int64_t *n_windows) {
     if (n_windows) *n_windows = v ? (int64_t)v->n_probs : 0;
     return v ? v->probs : NULL;
 }

@@ -1,12 +1,11 @@
 /* Whisper's own public entry points (include/transcribe/whisper.h): chunk
  * traces of the latest run, asked of the session's family through the
- * ext_query hook (core/family.h), so a session of a family that keeps no
- * traces reports none. */
+ * ext_query hook (core/ext_query.h), so a session of a family that keeps
+ * no traces reports none. */
 #include <string.h>
 
 #include "core/abi.h"
-#include "core/family.h"
-#include "models/whisper/whisper.h"
+#include "core/ext_query.h"
 #include "transcribe/whisper.h"
 #include "util/log.h"
 
@@ -17,9 +16,13 @@ static int query(const struct transcribe_session *session, uint32_t what, int i,
     return h->family->ext_query(h->fsession, what, i, out);
 }
 
-TRANSCRIBE_API int transcribe_get_whisper_chunk_count(const struct transcribe_session *session) {
-    int n = query(session, WH_QUERY_CHUNK_COUNT, 0, NULL);
+static int chunk_count(const struct transcribe_session *session) {
+    int n = query(session, TR_QUERY_WHISPER_CHUNK_COUNT, 0, NULL);
     return n > 0 ? n : 0;
+}
+
+TRANSCRIBE_API int transcribe_get_whisper_chunk_count(const struct transcribe_session *session) {
+    return chunk_count(session);
 }
 
 TRANSCRIBE_API transcribe_status
@@ -36,8 +39,8 @@ transcribe_get_whisper_chunk_trace(const struct transcribe_session *session, int
     }
     struct transcribe_whisper_chunk_trace t = {0};
     t.struct_size = sizeof t;
-    if (i >= 0 && i < transcribe_get_whisper_chunk_count(session)) {
-        if (query(session, WH_QUERY_CHUNK_TRACE, i, &t) != 1) memset(&t, 0, sizeof t);
+    if (i >= 0 && i < chunk_count(session)) {
+        if (query(session, TR_QUERY_WHISPER_CHUNK_TRACE, i, &t) != 1) memset(&t, 0, sizeof t);
         t.struct_size = sizeof t;
     }
     tr_copy_out(out_trace, &t, sizeof t);
