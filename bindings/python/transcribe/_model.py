@@ -32,6 +32,7 @@ from ._errors import (
     UnsupportedError,
     error_for,
 )
+from ._lifetime import CallGate
 from ._result import Result
 
 # An abort condition: a callable returning True to stop, or anything with
@@ -462,9 +463,9 @@ class Model:
                     "vad needs a libtranscribe whose transcribe_run_params has vad_model "
                     "(this one has none)"
                 )
-            vm = _vad.resolve(vad)
-            keep.append(vm)
-            p.vad_model = vm.handle
+            held = _vad.resolve(vad).lease()  # a close() meanwhile frees it after the run
+            keep.append(held)
+            p.vad_model = held.handle
             if vad_options:
                 vp = _vad.vad_params(lib, vad_options)
                 keep.append(vp)
@@ -738,6 +739,7 @@ class Stream:
         self._samples = 0
         self._committed = ""
         self._final = False
+        self._gate = CallGate("stream")  # close() waits for feeds in progress
         with model._use(session=False):
             with model._state:  # a session of its own for the stream's life
                 sess = model._new_session(pooled=False)
@@ -792,7 +794,7 @@ class Stream:
         """Adds audio (float32 PCM at the model's rate, or any input
         transcribe() takes) and returns the texts after it."""
         lib = self._lib
-        with to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
+        with self._gate.call(), to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
             with self._model._compute():
@@ -805,7 +807,7 @@ class Stream:
     def finalize(self) -> StreamUpdate:
         """Ends the input: the last decode runs and everything is committed."""
         lib = self._lib
-        with self._model._use(False):
+        with self._gate.call(), self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
             with self._model._compute():
@@ -817,16 +819,21 @@ class Stream:
 
     def result(self) -> Result:
         """The stream's current result as a Result (rows, times, language)."""
-        with self._model._use(False):
+        with self._gate.call(), self._model._use(False):
             return self._model._collect(self._session(), None, self._samples, time.perf_counter())
 
     @property
     def state(self) -> str:
         """"idle", "active", "finished" or "failed"."""
-        return S.STREAM_STATES.get(int(self._lib.stream_get_state(self._session())), "idle")
+        with self._gate.call():
+            return S.STREAM_STATES.get(int(self._lib.stream_get_state(self._session())), "idle")
 
     def close(self) -> None:
-        """Frees the stream's session (an unfinished stream is abandoned)."""
+        """Frees the stream's session (an unfinished stream is abandoned).
+        Waits for a feed in progress on another thread; idempotent."""
+        if getattr(self._model._in_compute, "active", False):
+            raise RuntimeError("a Stream cannot be closed from inside an abort callback")
+        self._gate.close()
         self._finalizer()
         self._model._streams.discard(self)
 
