@@ -103,6 +103,41 @@ check "a run longer than --idle-timeout is answered" [ "$(code -F file=@"$SRC/sa
 check "still serving" alive
 srv_stop
 
+# slow clients: headers or bodies that trickle in hold a slot for a bounded
+# time only (--header-timeout, --body-timeout), and a quarter of
+# --max-connections stays for new clients (the connection that has waited
+# longest for its client is closed to make room). 8 slow sockets on a server
+# of 8 connections: /health still answers, and every slow socket is closed.
+srv_start -m "$PK" --max-connections 8 --header-timeout 2 --body-timeout 2 -q
+slow=()
+for i in $(seq 1 8); do
+    exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"
+    if [ $((i % 2)) = 0 ]; then
+        printf 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ' >&"$fd"
+    else
+        printf "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 100000\r\n\r\n--$B\r\n" >&"$fd"
+    fi
+    slow+=("$fd")
+done
+sleep 0.5 # the connections closed to make room are gone
+ok=0
+for _ in 1 2 3 4; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/health")" = 200 ] && ok=$((ok + 1))
+done
+check "8 slow sockets on 8 connections: $ok of 4 /health probes answered" [ "$ok" = 4 ]
+t0=$(date +%s%N)
+closed=0
+for fd in "${slow[@]}"; do
+    rc=0
+    timeout 10 cat <&"$fd" >/dev/null 2>&1 || rc=$?
+    [ "$rc" != 124 ] && closed=$((closed + 1))
+    exec {fd}<&- {fd}>&-
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "every slow socket closed by the server ($closed of 8, last after ${ms} ms)" [ "$closed" = 8 ]
+check "still serving after the slow clients" alive
+srv_stop
+
 # a wrong API key
 srv_start -m "$PK" --api-key 'k3y' -q
 check "wrong key: 401" [ "$(code -H 'Authorization: Bearer nope' -F file=@"$WAV" "$URL$T")" = 401 ]

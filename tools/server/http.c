@@ -472,6 +472,13 @@ static bool has_body(struct MHD_Connection *c) {
     return te || (cl && strcmp(cl, "0") != 0);
 }
 
+/* The guard's record of connection c (NULL: unwatched). */
+static srv_conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls) {
@@ -483,6 +490,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!rq) return MHD_NO;
         *con_cls = rq;
         on_headers(rq, url, method);
+        /* headers in: the body (if any) has --body-timeout, then the
+         * server's turn */
+        srv_guard_phase(s->guard, conn_of(c), has_body(c) ? SRV_CONN_BODY : SRV_CONN_ACTIVE);
         /* An error known from the headers is answered at once only when the
          * body is too large to read; otherwise the body is read and dropped
          * first: a client still sending would otherwise meet a closed
@@ -509,6 +519,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         }
         return MHD_YES;
     }
+    srv_guard_phase(s->guard, conn_of(c), SRV_CONN_ACTIVE); /* the body is in */
     if (!rq->failed) {
         if (rq->pp && MHD_destroy_post_processor(rq->pp) != MHD_YES && !rq->failed) {
             rq->pp = NULL;
@@ -523,7 +534,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)c;
     srv_server *s = cls;
     srv_request *rq = *con_cls;
     if (!rq) return;
@@ -539,6 +549,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(rq->reply.body);
     if (rq->counted) atomic_fetch_add(&s->in_flight, -1);
     free(rq);
+    /* kept alive: the next request's headers are awaited */
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        srv_guard_phase(s->guard, conn_of(c), SRV_CONN_HEADERS);
+}
+
+/* Connections come and go: the guard watches them (guard.c). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv_server *s = cls;
+    if (!s->guard) return;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? srv_guard_open(s->guard, ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_guard_close(s->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -570,13 +598,16 @@ bool srv_http_start(srv_server *s) {
         fprintf(stderr, "transcribe-server: --host %s is not an IP address\n", o->host);
         return false;
     }
-    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, addr,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    s->guard = srv_guard_start(o);
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
+        srv_guard_stop(s->guard);
+        s->guard = NULL;
         fprintf(stderr, "transcribe-server: cannot listen on %s:%d: %s\n", o->host, o->port,
                 strerror(errno));
         return false;
@@ -598,4 +629,6 @@ void srv_http_stop(srv_server *s, int grace_s) {
     atomic_store(&s->closing, 2); /* what still runs is aborted */
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    srv_guard_stop(s->guard); /* after the daemon: no connection is left */
+    s->guard = NULL;
 }
