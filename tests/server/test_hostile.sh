@@ -51,6 +51,12 @@ check "chunked upload over the limit: closed ($c)" one_of "$c" 413 000 100
 # a long file: the same sample three times over (> --max-audio-s 6)
 check "audio over --max-audio-s: 413" [ "$(code -F file=@"$SRC/samples/jfk.wav" "$URL$T")" = 413 ]
 check "413 says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
+# a small upload of long audio: 20 s of 8-bit PCM at 1000 Hz is 20 KB but
+# 320 000 samples once resampled; refused from its length before that
+{ printf 'RIFF\x44\x4e\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\xe8\x03\x00\x00\xe8\x03\x00\x00\x01\x00\x08\x00data\x20\x4e\x00\x00'
+  head -c 20000 /dev/zero | tr '\0' '\200'; } >"$WORK/low-rate.wav"
+check "20 KB WAV of 20 s at 1000 Hz over --max-audio-s: 413" [ "$(code -F file=@"$WORK/low-rate.wav" "$URL$T")" = 413 ]
+check "  says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
 c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 2147483648\r\n\r\n--$B\r\n" 5)
 check "2 GB Content-Length with a slow body: 413 at once ($c)" [ "$c" = 413 ]
 { for i in $(seq 1 10000); do mp "f$i" "v"; done; mp model parakeet-ctc-synth-en; printf -- '--%s--\r\n' "$B"; } >"$WORK/fields.txt"

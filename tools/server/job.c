@@ -397,9 +397,18 @@ void srv_job_run(srv_request *rq) {
     }
     float *pcm = NULL;
     int n = 0;
-    transcribe_status st = transcribe_audio_load_file(rq->file_path, 16000, &pcm, &n);
+    /* refused before it is decoded past --max-audio-s (a small upload can
+     * hold hours of audio) */
+    int64_t max_ms = (int64_t)(rq->srv->opts->max_audio_s * 1000);
+    transcribe_status st = transcribe_audio_load_file_max(rq->file_path, 16000, max_ms, &pcm, &n);
     unlink(rq->file_path);
     rq->file_path[0] = '\0';
+    if (st == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
+        srv_reply_error(rq, 413, SRV_ERR_TOO_LARGE, "file", "audio_too_long",
+                        "the audio is longer than this server takes (%.0f s)",
+                        rq->srv->opts->max_audio_s);
+        return;
+    }
     if (st == TRANSCRIBE_ERR_OOM) {
         srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
         return;
