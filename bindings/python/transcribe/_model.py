@@ -32,6 +32,7 @@ from ._errors import (
     UnsupportedError,
     error_for,
 )
+from ._interrupt import SigintDeferral
 from ._lifetime import CallGate
 from ._result import Result
 
@@ -143,21 +144,27 @@ class _Aborter:
         else:
             raise TypeError("abort must be a callable returning bool or a threading.Event")
         self.cfunc = _lib.ABORT_CALLBACK(self._call)
+        self.sigint = SigintDeferral()  # Ctrl-C: see _interrupt.py
 
     def _call(self, _ud: Optional[int]) -> bool:
+        if self.sigint.pending:
+            return True
         try:
-            return bool(self.check())
+            return bool(self.check()) or self.sigint.pending
         except BaseException as e:  # noqa: BLE001 - never unwind into C
             self.error = e
             return True
 
     def __enter__(self) -> "_Aborter":
         self.lib.set_abort_callback(self.session, self.cfunc, None)
+        if not self.persistent:
+            self.sigint.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if not self.persistent:
             self.lib.set_abort_callback(self.session, _lib.NO_ABORT_CALLBACK, None)
+            self.sigint.__exit__(*exc)  # raises KeyboardInterrupt after a Ctrl-C
 
 
 class _Handles:
@@ -797,7 +804,7 @@ class Stream:
         with self._gate.call(), to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
-            with self._model._compute():
+            with self._aborter.sigint, self._model._compute():
                 st = lib.stream_feed(sess, pcm.address, pcm.n, ctypes.byref(upd))
             if st != 0:
                 raise self._fail(st)
@@ -810,7 +817,7 @@ class Stream:
         with self._gate.call(), self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
-            with self._model._compute():
+            with self._aborter.sigint, self._model._compute():
                 st = lib.stream_finalize(sess, ctypes.byref(upd))
             if st != 0:
                 raise self._fail(st)
