@@ -59,6 +59,16 @@ check "20 KB WAV of 20 s at 1000 Hz over --max-audio-s: 413" [ "$(code -F file=@
 check "  says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
 c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 2147483648\r\n\r\n--$B\r\n" 5)
 check "2 GB Content-Length with a slow body: 413 at once ($c)" [ "$c" = 413 ]
+c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 9223372036854775808\r\n\r\n--$B\r\n" 5)
+check "Content-Length of 2^63: 413 at once ($c)" [ "$c" = 413 ]
+# "--BOUNDARY--" inside the file's bytes (no CRLF before it) is data
+{ printf -- '--%s\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n' "$B"
+  cat "$WAV"; printf -- 'tail--%s--tail\r\n--%s--\r\n' "$B" "$B"; } >"$WORK/lookalike.txt"
+c=$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/lookalike.txt" "$URL$T")
+check "closing-delimiter look-alike inside the file: 200 ($c)" [ "$c" = 200 ]
+c=$(code -H "Content-Type: multipart/form-data; boundary=$B; charset=utf-8" --data-binary @"$WORK/lookalike.txt" "$URL$T")
+check "a parameter after the boundary: 400 unsupported_multipart, said so ($c)" [ "$c" = 400 ]
+check "  unsupported_multipart" contains "$WORK/body" '"code":"unsupported_multipart"'
 { for i in $(seq 1 10000); do mp "f$i" "v"; done; mp model parakeet-ctc-synth-en; printf -- '--%s--\r\n' "$B"; } >"$WORK/fields.txt"
 check "10 000 form fields: 400" [ "$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/fields.txt" "$URL$T")" = 400 ]
 check "too_many_fields" contains "$WORK/body" '"code":"too_many_fields"'
@@ -149,6 +159,8 @@ srv_start -m "$PK" --api-key 'k3y' -q
 check "wrong key: 401" [ "$(code -H 'Authorization: Bearer nope' -F file=@"$WAV" "$URL$T")" = 401 ]
 check "empty bearer: 401" [ "$(code -H 'Authorization: Bearer ' "$URL/v1/models")" = 401 ]
 check "basic auth: 401" [ "$(code -u user:k3y "$URL/v1/models")" = 401 ]
+c=$(raw "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k3y\r\nConnection: close\r\n\r\n" 5)
+check "the key itself over raw HTTP: 200 ($c)" [ "$c" = 200 ]
 check "still serving" alive
 srv_stop
 finish

@@ -49,8 +49,16 @@ static int route_of(const char *url) {
  * strings differ. */
 static bool auth_ok(const srv_server *s, struct MHD_Connection *c) {
     if (!s->opts->api_key) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
+    const char *h = NULL;
+    size_t hlen = 0;
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION,
+                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &h, &hlen) != MHD_YES)
+        return false;
+    /* a NUL inside the value would end the key early ("KEY\0junk"): refused
+     * where the daemon reports the value's length (libmicrohttpd 0.9.75
+     * itself cuts the value at the NUL, so only the key's holder can send
+     * it there) */
+    if (!h || strlen(h) != hlen || strncasecmp(h, "Bearer ", 7) != 0) return false;
     const char *got = h + 7, *want = s->opts->api_key;
     size_t gl = strlen(got), wl = strlen(want);
     unsigned diff = (unsigned)(gl ^ wl);
@@ -312,8 +320,10 @@ static srv_request *request_new(srv_server *s, struct MHD_Connection *c) {
     return rq;
 }
 
-/* "--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
- * not; RFC 2046 allows 1..70 characters). */
+/* "CRLF--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
+ * not; RFC 2046 allows 1..70 characters). The CRLF before it is part of the
+ * delimiter (RFC 2046 §5.1.1): "--BOUNDARY--" inside the file's bytes is
+ * data. */
 static bool closing_delimiter(const char *ct, char *out, size_t n) {
     const char *b = strcasestr(ct, "boundary=");
     if (!b) return false;
@@ -326,9 +336,22 @@ static bool closing_delimiter(const char *ct, char *out, size_t n) {
     } else {
         len = strcspn(b, "; \t");
     }
-    if (len == 0 || len > 70 || len + 5 > n) return false;
-    snprintf(out, n, "--%.*s--", (int)len, b);
+    if (len == 0 || len > 70 || len + 7 > n) return false;
+    snprintf(out, n, "\r\n--%.*s--", (int)len, b);
     return true;
+}
+
+/* Whether libmicrohttpd's post processor can use the boundary: it looks for
+ * "boundary=" case-sensitively, takes the rest of the header as the
+ * boundary (no parameter may follow) and wants 2 characters or more. Valid
+ * forms it cannot read are refused by name instead of as malformed. */
+static bool mhd_takes_boundary(const char *ct) {
+    const char *b = strstr(ct, "boundary=");
+    if (!b) return false;
+    b += 9;
+    size_t len = strlen(b);
+    if (len >= 2 && b[0] == '"' && b[len - 1] == '"') b++, len -= 2;
+    return len >= 2 && strcspn(b, ";\"") >= len;
 }
 
 /* How much of this piece of the body the post processor gets. RFC 2046
@@ -423,7 +446,7 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || !end || *end || (long long)n > s->opts->max_upload_bytes) {
+        if (errno || !end || *end || n > (unsigned long long)s->opts->max_upload_bytes) {
             srv_reply_error(rq, 413, SRV_ERR_TOO_LARGE, "file", "file_too_large",
                             "the request body is larger than %lld MB",
                             (long long)(s->opts->max_upload_bytes >> 20));
@@ -435,6 +458,16 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
                         "malformed multipart/form-data: no usable boundary");
         return;
     }
+    if (!mhd_takes_boundary(ct)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "unsupported_multipart",
+                        "this server reads multipart/form-data whose Content-Type ends with a "
+                        "lower-case boundary= parameter of 2 to 70 characters");
+        return;
+    }
+    /* the body's start counts as a line start (a form of no parts is
+     * just the closing delimiter) */
+    memcpy(rq->tail, "\r\n", 2);
+    rq->tail_len = 2;
     rq->pp = MHD_create_post_processor(c, 16 * 1024, on_field, rq);
     if (!rq->pp) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",

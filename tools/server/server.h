@@ -213,7 +213,7 @@ typedef struct srv_request {
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
     uint64_t last_end;  /* where its last piece ended */
-    char delim[80];     /* "--BOUNDARY--": the body ends there (http.c) */
+    char delim[80];     /* "CRLF--BOUNDARY--": the body ends there (http.c) */
     char tail[80];      /* the last bytes of the body so far, to find it */
     size_t tail_len;
     bool epilogue;  /* past the closing delimiter */
