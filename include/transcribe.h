@@ -218,7 +218,7 @@ struct transcribe_model_load_params {
 
 struct transcribe_session_params {
     uint64_t struct_size;
-    int n_threads;              /* default 0 = library chooses */
+    int n_threads;              /* default 0 = library chooses; at most 4x the CPUs */
     transcribe_kv_type kv_type; /* default AUTO */
     int32_t n_ctx;              /* default 0 = model maximum; optional trailing field */
 };
