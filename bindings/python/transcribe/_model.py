@@ -25,6 +25,7 @@ from typing import (
 from . import _lib, _stitch, _vad
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
+from ._check import c_int, c_path
 from ._errors import (
     AbortedError,
     InvalidArgumentError,
@@ -226,10 +227,10 @@ class Model:
         self._closing = False
         self._in_compute = threading.local()
         self._streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
-        if threads is not None and (not isinstance(threads, int) or threads < 0):
-            raise InvalidArgumentError(f"threads must be a non-negative integer (got {threads!r})")
-        if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 0):
-            raise InvalidArgumentError(f"n_ctx must be a non-negative integer (got {n_ctx!r})")
+        if threads is not None:
+            c_int("threads", threads)
+        if n_ctx is not None:
+            c_int("n_ctx", n_ctx)
         if kv_type not in S.KV_TYPES:
             raise InvalidArgumentError(f"kv_type must be one of {sorted(S.KV_TYPES)} (got {kv_type!r})")
         self._threads = threads or 0
@@ -246,7 +247,7 @@ class Model:
                 )
             lp.backend = S.BACKENDS[device.lower()]
         elif isinstance(device, int) and not isinstance(device, bool):
-            handle = lib.device_get(device)
+            handle = lib.device_get(c_int("device", device))
             if not handle:
                 raise InvalidArgumentError(
                     f"no device {device} (this process has {lib.device_count()} device(s))"
@@ -259,7 +260,7 @@ class Model:
         self._finalizer = weakref.finalize(self, _Handles.free, self._h)
         out = ctypes.c_void_p()
         with _lib.capture_errors() as cap:
-            st = lib.model_load_file(os.fsencode(self._path), ctypes.byref(lp), ctypes.byref(out))
+            st = lib.model_load_file(c_path(self._path), ctypes.byref(lp), ctypes.byref(out))
         if st != 0:
             reason = cap.message or lib.status_text(st)
             raise error_for(st, f"cannot load model '{self._path}': {reason}", model=True)

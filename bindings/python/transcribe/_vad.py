@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from . import _lib
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
+from ._check import INT_MAX, c_int, c_path
 from ._errors import InvalidArgumentError, UnsupportedError, error_for
 from ._lifetime import Lease, SharedHandle
 
@@ -53,7 +54,8 @@ def vad_params(lib: "_lib.Lib", options: Optional[Mapping[str, Any]]) -> S.VadPa
     for name, value in (options or {}).items():
         if name not in _OPTIONS:
             raise InvalidArgumentError(f"unknown VAD option {name!r} (known: {', '.join(_OPTIONS)})")
-        setattr(p, name, _OPTIONS[name](value))
+        kind = _OPTIONS[name]
+        setattr(p, name, c_int(name, value, -INT_MAX) if kind is int else kind(value))
     return p
 
 
@@ -78,7 +80,7 @@ class VadModel:
         self._finalizer = weakref.finalize(self, self._shared.close)
         out = ctypes.c_void_p()
         with _lib.capture_errors() as cap:
-            st = lib.vad_model_load(os.fsencode(found), ctypes.byref(out))
+            st = lib.vad_model_load(c_path(found), ctypes.byref(out))
         if st != 0:
             raise error_for(st, f"cannot load VAD model '{found}': {cap.message or lib.status_text(st)}",
                             model=True)
@@ -110,7 +112,7 @@ class VadModel:
     ) -> List[Tuple[int, int]]:
         lib = self._lib
         det = ctypes.c_void_p()
-        st = lib.vad_init(handle, rate, ctypes.byref(params), ctypes.byref(det))
+        st = lib.vad_init(handle, c_int("rate", rate), ctypes.byref(params), ctypes.byref(det))
         if st != 0:
             raise error_for(st, f"cannot start the VAD: {lib.status_text(st)}")
         try:
