@@ -40,6 +40,15 @@ check "WAV cut inside its header: 415" [ "$(code -F file=@"$WORK/trunc-header.wa
 head -c 60000 "$WAV" >"$WORK/trunc-data.wav"
 c=$(code -F file=@"$WORK/trunc-data.wav" "$URL$T")
 check "WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
+# the same as RF64 (sizes in a ds64 chunk): whole, it is transcribed; cut, refused
+le() { local v=$1 n=$2 i; for ((i = 0; i < n; i++)); do printf "\\x%02x" $(((v >> (8 * i)) & 255)); done; }
+dlen=$(( $(stat -c %s "$WAV") - 44 ))
+{ printf "RF64$(le 4294967295 4)WAVEds64$(le 28 4)$(le $((dlen + 72)) 8)$(le "$dlen" 8)$(le $((dlen / 2)) 8)$(le 0 4)"
+  head -c 36 "$WAV" | tail -c 24; printf "data$(le 4294967295 4)"; tail -c +45 "$WAV"; } >"$WORK/whole.rf64.wav"
+check "RF64 WAV: 200" [ "$(code -F file=@"$WORK/whole.rf64.wav" "$URL$T")" = 200 ]
+head -c 60000 "$WORK/whole.rf64.wav" >"$WORK/trunc.rf64.wav"
+c=$(code -F file=@"$WORK/trunc.rf64.wav" "$URL$T")
+check "RF64 WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
 : >"$WORK/empty.wav"
 check "empty file: 415" [ "$(code -F file=@"$WORK/empty.wav" "$URL$T")" = 415 ]
 head -c 3000000 /dev/zero >"$WORK/big.bin"
