@@ -68,11 +68,23 @@ static bool is_loopback(const char *host) {
 /* The options that take a value: any other word starting with '-' is
  * unknown, whether or not something follows it. */
 static bool takes_value(const char *a) {
-    static const char *const k[] = {"-m",        "--model",          "--host",
-                                    "--port",    "--parallel",       "--queue",
-                                    "--api-key", "--max-upload-mb",  "--max-audio-s",
-                                    "--timeout", "--idle-timeout",   "--max-connections",
-                                    "--threads", "--shutdown-grace", "--vad-model"};
+    static const char *const k[] = {"-m",
+                                    "--model",
+                                    "--host",
+                                    "--port",
+                                    "--parallel",
+                                    "--queue",
+                                    "--api-key",
+                                    "--max-upload-mb",
+                                    "--max-audio-s",
+                                    "--timeout",
+                                    "--idle-timeout",
+                                    "--max-connections",
+                                    "--header-timeout",
+                                    "--body-timeout",
+                                    "--threads",
+                                    "--shutdown-grace",
+                                    "--vad-model"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (!strcmp(a, k[i])) return true;
     }
