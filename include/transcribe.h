@@ -218,7 +218,7 @@ struct transcribe_model_load_params {
 
 struct transcribe_session_params {
     uint64_t struct_size;
-    int n_threads;              /* default 0 = library chooses */
+    int n_threads;              /* default 0 = library chooses; at most 4x the CPUs */
     transcribe_kv_type kv_type; /* default AUTO */
     int32_t n_ctx;              /* default 0 = model maximum; optional trailing field */
 };
@@ -567,6 +567,14 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
  * unreadable or unsupported audio), FILE_NOT_FOUND, OOM. */
 TRANSCRIBE_API transcribe_status transcribe_audio_load_file(const char *path, int target_rate,
                                                             float **out_pcm, int *out_n_samples);
+/* The same for untrusted files: audio longer than max_ms milliseconds
+ * (<= 0: no limit) is refused with INPUT_TOO_LONG before it is decoded
+ * (when the header tells the length) or as soon as the decoded part passes
+ * the limit, and before resampling, so that a small upload (hours of
+ * compressed silence, a WAV at a low rate) cannot expand to gigabytes. */
+TRANSCRIBE_API transcribe_status transcribe_audio_load_file_max(const char *path, int target_rate,
+                                                                int64_t max_ms, float **out_pcm,
+                                                                int *out_n_samples);
 TRANSCRIBE_API void transcribe_audio_free(float *pcm);
 
 /* Pause splitting for long audio (an addition; the run calls' contracts are

@@ -18,6 +18,11 @@
  * (the rate every published model takes), per the audio module's brief. */
 transcribe_status transcribe_audio_load_file(const char *path, int target_rate, float **out_pcm,
                                              int *out_n_samples) {
+    return transcribe_audio_load_file_max(path, target_rate, 0, out_pcm, out_n_samples);
+}
+
+transcribe_status transcribe_audio_load_file_max(const char *path, int target_rate, int64_t max_ms,
+                                                 float **out_pcm, int *out_n_samples) {
     if (out_pcm) *out_pcm = NULL;
     if (out_n_samples) *out_n_samples = 0;
     if (!path || !out_pcm || !out_n_samples) {
@@ -29,7 +34,9 @@ transcribe_status transcribe_audio_load_file(const char *path, int target_rate, 
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     tr_audio a;
-    transcribe_status st = tr_audio_load_file(path, target_rate ? target_rate : 16000, &a);
+    double max_s = max_ms > 0 ? (double)max_ms / 1000.0 : 0;
+    transcribe_status st =
+        tr_audio_load_file_max(path, target_rate ? target_rate : 16000, max_s, &a);
     if (st != TRANSCRIBE_OK) return st;
     if (a.n > INT_MAX) {
         TR_ERROR("transcribe_audio_load_file: %lld samples exceed INT_MAX", (long long)a.n);

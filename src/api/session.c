@@ -109,6 +109,11 @@ transcribe_session_init_impl(struct transcribe_model *model,
     s->model = model;
     s->cfg.n_threads = sp.n_threads > 0 ? sp.n_threads : tr_default_n_threads();
     if (s->cfg.n_threads < 1) s->cfg.n_threads = 1;
+    if (s->cfg.n_threads > tr_max_n_threads()) {
+        TR_WARN("transcribe_session_init: n_threads %d is more than 4x the %d CPUs; using %d",
+                s->cfg.n_threads, tr_max_n_threads() / 4, tr_max_n_threads());
+        s->cfg.n_threads = tr_max_n_threads();
+    }
     s->cfg.kv_type = sp.kv_type;
     s->cfg.n_ctx = sp.n_ctx;
     s->pool = tr_pool_create(s->cfg.n_threads);

@@ -21,6 +21,10 @@ typedef struct tr_audio {
  * the file's rate). Errors: FILE_NOT_FOUND, INVALID_ARG (unreadable or
  * malformed audio, unsupported format; logged), OOM. */
 transcribe_status tr_audio_load_file(const char *path, int target_rate, tr_audio *out);
+/* The same, refusing audio longer than max_s seconds (<= 0: no limit) with
+ * INPUT_TOO_LONG before it is decoded or resampled past that length. */
+transcribe_status tr_audio_load_file_max(const char *path, int target_rate, double max_s,
+                                         tr_audio *out);
 /* Decodes a WAV image in memory (no resampling; mono downmix). */
 transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *out);
 void tr_audio_free(tr_audio *a);

@@ -32,11 +32,23 @@ const char *tr_audio_format_name(tr_audio_format f);
 /* Decodes an in-memory image of any format by content (WAV here, the rest
  * through libsndfile when built with it). No resampling. */
 transcribe_status tr_audio_decode_memory(const void *data, size_t size, tr_audio *out);
+/* The same, refusing (INPUT_TOO_LONG, logged) audio longer than max_s
+ * seconds (<= 0: no limit) before it is decoded when the header tells its
+ * length, and as soon as the decoded part passes it otherwise: a small
+ * compressed upload cannot expand to gigabytes first. */
+transcribe_status tr_audio_decode_memory_max(const void *data, size_t size, double max_s,
+                                             tr_audio *out);
 
 /* libsndfile decoder (mono downmix); NOT_IMPLEMENTED-free: without
  * libsndfile it logs which format needs it and returns INVALID_ARG. */
 transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audio_format fmt,
                                           tr_audio *out);
+/* With a length limit, as tr_audio_decode_memory_max. */
+transcribe_status tr_audio_decode_sndfile_max(const void *data, size_t size, tr_audio_format fmt,
+                                              double max_s, tr_audio *out);
+/* Whether n samples at rate Hz last longer than max_s seconds (<= 0: no
+ * limit); logs the refusal naming what. */
+bool tr_audio_too_long(int64_t n, int rate, double max_s, const char *what);
 bool tr_audio_have_sndfile(void);
 
 /* Output length of resampling n_in samples: round(n_in·rate_out/rate_in). */

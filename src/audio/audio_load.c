@@ -43,9 +43,29 @@ const char *tr_audio_format_name(tr_audio_format f) {
 }
 
 transcribe_status tr_audio_decode_memory(const void *data, size_t size, tr_audio *out) {
+    return tr_audio_decode_memory_max(data, size, 0, out);
+}
+
+bool tr_audio_too_long(int64_t n, int rate, double max_s, const char *what) {
+    if (max_s <= 0 || rate <= 0 || (double)n <= max_s * rate) return false;
+    TR_ERROR("audio: %s lasts %.1f s or more, longer than the %.1f s allowed; refusing", what,
+             (double)n / rate, max_s);
+    return true;
+}
+
+transcribe_status tr_audio_decode_memory_max(const void *data, size_t size, double max_s,
+                                             tr_audio *out) {
     tr_audio_format f = tr_audio_detect(data, size);
-    if (f == TR_AUDIO_FMT_WAV) return tr_audio_decode_wav(data, size, out);
-    return tr_audio_decode_sndfile(data, size, f, out);
+    if (f != TR_AUDIO_FMT_WAV) return tr_audio_decode_sndfile_max(data, size, f, max_s, out);
+    /* PCM WAV decodes to at most 4 floats' bytes per byte of the file, so
+     * the length is checked once decoded (before resampling, which is where
+     * a low rate would multiply it) */
+    transcribe_status st = tr_audio_decode_wav(data, size, out);
+    if (st == TRANSCRIBE_OK && tr_audio_too_long(out->n, out->rate, max_s, "the WAV audio")) {
+        tr_audio_free(out);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    return st;
 }
 
 static transcribe_status read_file(const char *path, unsigned char **data, size_t *size) {
@@ -95,6 +115,11 @@ static transcribe_status read_file(const char *path, unsigned char **data, size_
 }
 
 transcribe_status tr_audio_load_file(const char *path, int target_rate, tr_audio *out) {
+    return tr_audio_load_file_max(path, target_rate, 0, out);
+}
+
+transcribe_status tr_audio_load_file_max(const char *path, int target_rate, double max_s,
+                                         tr_audio *out) {
     memset(out, 0, sizeof *out);
     if (!path) {
         TR_ERROR("audio: NULL path");
@@ -109,10 +134,10 @@ transcribe_status tr_audio_load_file(const char *path, int target_rate, tr_audio
     transcribe_status st = read_file(path, &data, &size);
     if (st != TRANSCRIBE_OK) return st;
     tr_audio a;
-    st = tr_audio_decode_memory(data, size, &a);
+    st = tr_audio_decode_memory_max(data, size, max_s, &a);
     free(data);
     if (st != TRANSCRIBE_OK) {
-        TR_ERROR("audio: could not decode %s", path);
+        if (st != TRANSCRIBE_ERR_INPUT_TOO_LONG) TR_ERROR("audio: could not decode %s", path);
         return st;
     }
     if (target_rate == 0 || target_rate == a.rate) {

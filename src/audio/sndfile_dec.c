@@ -51,6 +51,11 @@ bool tr_audio_have_sndfile(void) {
 
 transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audio_format fmt,
                                           tr_audio *out) {
+    return tr_audio_decode_sndfile_max(data, size, fmt, 0, out);
+}
+
+transcribe_status tr_audio_decode_sndfile_max(const void *data, size_t size, tr_audio_format fmt,
+                                              double max_s, tr_audio *out) {
     memset(out, 0, sizeof *out);
     mem_io m = {data, (sf_count_t)size, 0};
     SF_VIRTUAL_IO vio = {vio_len, vio_seek, vio_read, vio_write, vio_tell};
@@ -70,6 +75,13 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
         st = TRANSCRIBE_ERR_INVALID_ARG;
         goto done;
     }
+    /* the header's length (FLAC's STREAMINFO, ...) first: 2 h of silence
+     * is a few hundred KB of FLAC */
+    if (info.frames > 0 && info.frames != SF_COUNT_MAX &&
+        tr_audio_too_long(info.frames, info.samplerate, max_s, tr_audio_format_name(fmt))) {
+        st = TRANSCRIBE_ERR_INPUT_TOO_LONG;
+        goto done;
+    }
     enum { CHUNK = 4096 };
     int C = info.channels;
     buf = malloc(sizeof(float) * CHUNK * (size_t)C);
@@ -82,6 +94,12 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
             TR_ERROR("audio: %s stream decodes to more than %lld samples; refusing",
                      tr_audio_format_name(fmt), (long long)TR_AUDIO_MAX_SAMPLES);
             st = TRANSCRIBE_ERR_INVALID_ARG;
+            goto done;
+        }
+        /* a header may lie or say nothing: the decoded length counts too */
+        if (tr_audio_too_long((int64_t)(n + (size_t)got), info.samplerate, max_s,
+                              tr_audio_format_name(fmt))) {
+            st = TRANSCRIBE_ERR_INPUT_TOO_LONG;
             goto done;
         }
         float *np = tr_grow(pcm, &cap, n + (size_t)got, sizeof(float), 8192);
@@ -132,6 +150,12 @@ transcribe_status tr_audio_decode_sndfile(const void *data, size_t size, tr_audi
                  "convert to WAV first",
                  tr_audio_format_name(fmt));
     return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
+transcribe_status tr_audio_decode_sndfile_max(const void *data, size_t size, tr_audio_format fmt,
+                                              double max_s, tr_audio *out) {
+    (void)max_s;
+    return tr_audio_decode_sndfile(data, size, fmt, out);
 }
 
 #endif

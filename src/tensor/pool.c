@@ -188,16 +188,23 @@ float *tr_pool_scratch(tr_pool *pool, size_t floats) {
     return tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTENTION, floats);
 }
 
-int tr_default_n_threads(void) {
+static int affinity_cpus(void) {
     int n = 1;
 #ifdef CPU_COUNT
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
 #endif
-    if (n < 1) n = 1;
-    if (n > 8) n = 8;
-    return n;
+    return n < 1 ? 1 : n;
+}
+
+int tr_default_n_threads(void) {
+    int n = affinity_cpus();
+    return n > 8 ? 8 : n;
+}
+
+int tr_max_n_threads(void) {
+    return 4 * affinity_cpus();
 }
 
 void tr_pool_note_failure(tr_pool *pool, int kind) {

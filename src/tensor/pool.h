@@ -46,6 +46,10 @@ float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);
+/* The most threads a session starts: 4x the CPUs in the affinity mask (as
+ * the CLI caps --threads); more only cost memory and switches, and a
+ * careless count (threads=10**6) would start threads until memory ran out. */
+int tr_max_n_threads(void);
 
 /* Busy-wait step i: pause at first, then yield so an oversubscribed or
  * shared machine still runs the thread being waited for. */

@@ -31,6 +31,15 @@ check "WAV cut inside its header: 415" [ "$(code -F file=@"$WORK/trunc-header.wa
 head -c 60000 "$WAV" >"$WORK/trunc-data.wav"
 c=$(code -F file=@"$WORK/trunc-data.wav" "$URL$T")
 check "WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
+# the same as RF64 (sizes in a ds64 chunk): whole, it is transcribed; cut, refused
+le() { local v=$1 n=$2 i; for ((i = 0; i < n; i++)); do printf "\\x%02x" $(((v >> (8 * i)) & 255)); done; }
+dlen=$(( $(stat -c %s "$WAV") - 44 ))
+{ printf "RF64$(le 4294967295 4)WAVEds64$(le 28 4)$(le $((dlen + 72)) 8)$(le "$dlen" 8)$(le $((dlen / 2)) 8)$(le 0 4)"
+  head -c 36 "$WAV" | tail -c 24; printf "data$(le 4294967295 4)"; tail -c +45 "$WAV"; } >"$WORK/whole.rf64.wav"
+check "RF64 WAV: 200" [ "$(code -F file=@"$WORK/whole.rf64.wav" "$URL$T")" = 200 ]
+head -c 60000 "$WORK/whole.rf64.wav" >"$WORK/trunc.rf64.wav"
+c=$(code -F file=@"$WORK/trunc.rf64.wav" "$URL$T")
+check "RF64 WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
 : >"$WORK/empty.wav"
 check "empty file: 415" [ "$(code -F file=@"$WORK/empty.wav" "$URL$T")" = 415 ]
 head -c 3000000 /dev/zero >"$WORK/big.bin"
@@ -42,8 +51,24 @@ check "chunked upload over the limit: closed ($c)" one_of "$c" 413 000 100
 # a long file: the same sample three times over (> --max-audio-s 6)
 check "audio over --max-audio-s: 413" [ "$(code -F file=@"$SRC/samples/jfk.wav" "$URL$T")" = 413 ]
 check "413 says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
+# a small upload of long audio: 20 s of 8-bit PCM at 1000 Hz is 20 KB but
+# 320 000 samples once resampled; refused from its length before that
+{ printf 'RIFF\x44\x4e\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\xe8\x03\x00\x00\xe8\x03\x00\x00\x01\x00\x08\x00data\x20\x4e\x00\x00'
+  head -c 20000 /dev/zero | tr '\0' '\200'; } >"$WORK/low-rate.wav"
+check "20 KB WAV of 20 s at 1000 Hz over --max-audio-s: 413" [ "$(code -F file=@"$WORK/low-rate.wav" "$URL$T")" = 413 ]
+check "  says audio_too_long" contains "$WORK/body" '"code":"audio_too_long"'
 c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 2147483648\r\n\r\n--$B\r\n" 5)
 check "2 GB Content-Length with a slow body: 413 at once ($c)" [ "$c" = 413 ]
+c=$(raw "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 9223372036854775808\r\n\r\n--$B\r\n" 5)
+check "Content-Length of 2^63: 413 at once ($c)" [ "$c" = 413 ]
+# "--BOUNDARY--" inside the file's bytes (no CRLF before it) is data
+{ printf -- '--%s\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\n' "$B"
+  cat "$WAV"; printf -- 'tail--%s--tail\r\n--%s--\r\n' "$B" "$B"; } >"$WORK/lookalike.txt"
+c=$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/lookalike.txt" "$URL$T")
+check "closing-delimiter look-alike inside the file: 200 ($c)" [ "$c" = 200 ]
+c=$(code -H "Content-Type: multipart/form-data; boundary=$B; charset=utf-8" --data-binary @"$WORK/lookalike.txt" "$URL$T")
+check "a parameter after the boundary: 400 unsupported_multipart, said so ($c)" [ "$c" = 400 ]
+check "  unsupported_multipart" contains "$WORK/body" '"code":"unsupported_multipart"'
 { for i in $(seq 1 10000); do mp "f$i" "v"; done; mp model parakeet-ctc-synth-en; printf -- '--%s--\r\n' "$B"; } >"$WORK/fields.txt"
 check "10 000 form fields: 400" [ "$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/fields.txt" "$URL$T")" = 400 ]
 check "too_many_fields" contains "$WORK/body" '"code":"too_many_fields"'
@@ -94,11 +119,48 @@ check "a run longer than --idle-timeout is answered" [ "$(code -F file=@"$SRC/sa
 check "still serving" alive
 srv_stop
 
+# slow clients: headers or bodies that trickle in hold a slot for a bounded
+# time only (--header-timeout, --body-timeout), and a quarter of
+# --max-connections stays for new clients (the connection that has waited
+# longest for its client is closed to make room). 8 slow sockets on a server
+# of 8 connections: /health still answers, and every slow socket is closed.
+srv_start -m "$PK" --max-connections 8 --header-timeout 2 --body-timeout 2 -q
+slow=()
+for i in $(seq 1 8); do
+    exec {fd}<>"/dev/tcp/127.0.0.1/$PORT"
+    if [ $((i % 2)) = 0 ]; then
+        printf 'GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ' >&"$fd"
+    else
+        printf "POST $T HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=$B\r\nContent-Length: 100000\r\n\r\n--$B\r\n" >&"$fd"
+    fi
+    slow+=("$fd")
+done
+sleep 0.5 # the connections closed to make room are gone
+ok=0
+for _ in 1 2 3 4; do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$URL/health")" = 200 ] && ok=$((ok + 1))
+done
+check "8 slow sockets on 8 connections: $ok of 4 /health probes answered" [ "$ok" = 4 ]
+t0=$(date +%s%N)
+closed=0
+for fd in "${slow[@]}"; do
+    rc=0
+    timeout 10 cat <&"$fd" >/dev/null 2>&1 || rc=$?
+    [ "$rc" != 124 ] && closed=$((closed + 1))
+    exec {fd}<&- {fd}>&-
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+check "every slow socket closed by the server ($closed of 8, last after ${ms} ms)" [ "$closed" = 8 ]
+check "still serving after the slow clients" alive
+srv_stop
+
 # a wrong API key
 srv_start -m "$PK" --api-key 'k3y' -q
 check "wrong key: 401" [ "$(code -H 'Authorization: Bearer nope' -F file=@"$WAV" "$URL$T")" = 401 ]
 check "empty bearer: 401" [ "$(code -H 'Authorization: Bearer ' "$URL/v1/models")" = 401 ]
 check "basic auth: 401" [ "$(code -u user:k3y "$URL/v1/models")" = 401 ]
+c=$(raw "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k3y\r\nConnection: close\r\n\r\n" 5)
+check "the key itself over raw HTTP: 200 ($c)" [ "$c" = 200 ]
 check "still serving" alive
 srv_stop
 finish

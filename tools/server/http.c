@@ -49,8 +49,16 @@ static int route_of(const char *url) {
  * strings differ. */
 static bool auth_ok(const srv_server *s, struct MHD_Connection *c) {
     if (!s->opts->api_key) return true;
-    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!h || strncasecmp(h, "Bearer ", 7) != 0) return false;
+    const char *h = NULL;
+    size_t hlen = 0;
+    if (MHD_lookup_connection_value_n(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION,
+                                      strlen(MHD_HTTP_HEADER_AUTHORIZATION), &h, &hlen) != MHD_YES)
+        return false;
+    /* a NUL inside the value would end the key early ("KEY\0junk"): refused
+     * where the daemon reports the value's length (libmicrohttpd 0.9.75
+     * itself cuts the value at the NUL, so only the key's holder can send
+     * it there) */
+    if (!h || strlen(h) != hlen || strncasecmp(h, "Bearer ", 7) != 0) return false;
     const char *got = h + 7, *want = s->opts->api_key;
     size_t gl = strlen(got), wl = strlen(want);
     unsigned diff = (unsigned)(gl ^ wl);
@@ -312,8 +320,10 @@ static srv_request *request_new(srv_server *s, struct MHD_Connection *c) {
     return rq;
 }
 
-/* "--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
- * not; RFC 2046 allows 1..70 characters). */
+/* "CRLF--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
+ * not; RFC 2046 allows 1..70 characters). The CRLF before it is part of the
+ * delimiter (RFC 2046 §5.1.1): "--BOUNDARY--" inside the file's bytes is
+ * data. */
 static bool closing_delimiter(const char *ct, char *out, size_t n) {
     const char *b = strcasestr(ct, "boundary=");
     if (!b) return false;
@@ -326,9 +336,22 @@ static bool closing_delimiter(const char *ct, char *out, size_t n) {
     } else {
         len = strcspn(b, "; \t");
     }
-    if (len == 0 || len > 70 || len + 5 > n) return false;
-    snprintf(out, n, "--%.*s--", (int)len, b);
+    if (len == 0 || len > 70 || len + 7 > n) return false;
+    snprintf(out, n, "\r\n--%.*s--", (int)len, b);
     return true;
+}
+
+/* Whether libmicrohttpd's post processor can use the boundary: it looks for
+ * "boundary=" case-sensitively, takes the rest of the header as the
+ * boundary (no parameter may follow) and wants 2 characters or more. Valid
+ * forms it cannot read are refused by name instead of as malformed. */
+static bool mhd_takes_boundary(const char *ct) {
+    const char *b = strstr(ct, "boundary=");
+    if (!b) return false;
+    b += 9;
+    size_t len = strlen(b);
+    if (len >= 2 && b[0] == '"' && b[len - 1] == '"') b++, len -= 2;
+    return len >= 2 && strcspn(b, ";\"") >= len;
 }
 
 /* How much of this piece of the body the post processor gets. RFC 2046
@@ -423,7 +446,7 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
         char *end = NULL;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (errno || !end || *end || (long long)n > s->opts->max_upload_bytes) {
+        if (errno || !end || *end || n > (unsigned long long)s->opts->max_upload_bytes) {
             srv_reply_error(rq, 413, SRV_ERR_TOO_LARGE, "file", "file_too_large",
                             "the request body is larger than %lld MB",
                             (long long)(s->opts->max_upload_bytes >> 20));
@@ -435,6 +458,16 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
                         "malformed multipart/form-data: no usable boundary");
         return;
     }
+    if (!mhd_takes_boundary(ct)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "unsupported_multipart",
+                        "this server reads multipart/form-data whose Content-Type ends with a "
+                        "lower-case boundary= parameter of 2 to 70 characters");
+        return;
+    }
+    /* the body's start counts as a line start (a form of no parts is
+     * just the closing delimiter) */
+    memcpy(rq->tail, "\r\n", 2);
+    rq->tail_len = 2;
     rq->pp = MHD_create_post_processor(c, 16 * 1024, on_field, rq);
     if (!rq->pp) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
@@ -472,6 +505,13 @@ static bool has_body(struct MHD_Connection *c) {
     return te || (cl && strcmp(cl, "0") != 0);
 }
 
+/* The guard's record of connection c (NULL: unwatched). */
+static srv_conn *conn_of(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls) {
@@ -483,6 +523,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (!rq) return MHD_NO;
         *con_cls = rq;
         on_headers(rq, url, method);
+        /* headers in: the body (if any) has --body-timeout, then the
+         * server's turn */
+        srv_guard_phase(s->guard, conn_of(c), has_body(c) ? SRV_CONN_BODY : SRV_CONN_ACTIVE);
         /* An error known from the headers is answered at once only when the
          * body is too large to read; otherwise the body is read and dropped
          * first: a client still sending would otherwise meet a closed
@@ -509,6 +552,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         }
         return MHD_YES;
     }
+    srv_guard_phase(s->guard, conn_of(c), SRV_CONN_ACTIVE); /* the body is in */
     if (!rq->failed) {
         if (rq->pp && MHD_destroy_post_processor(rq->pp) != MHD_YES && !rq->failed) {
             rq->pp = NULL;
@@ -523,7 +567,6 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)c;
     srv_server *s = cls;
     srv_request *rq = *con_cls;
     if (!rq) return;
@@ -539,6 +582,24 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     free(rq->reply.body);
     if (rq->counted) atomic_fetch_add(&s->in_flight, -1);
     free(rq);
+    /* kept alive: the next request's headers are awaited */
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        srv_guard_phase(s->guard, conn_of(c), SRV_CONN_HEADERS);
+}
+
+/* Connections come and go: the guard watches them (guard.c). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    srv_server *s = cls;
+    if (!s->guard) return;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? srv_guard_open(s->guard, ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        srv_guard_close(s->guard, *socket_context);
+        *socket_context = NULL;
+    }
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
@@ -570,13 +631,16 @@ bool srv_http_start(srv_server *s) {
         fprintf(stderr, "transcribe-server: --host %s is not an IP address\n", o->host);
         return false;
     }
-    s->daemon = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, s,
-                                 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s, MHD_OPTION_SOCK_ADDR, addr,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
-                                 MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    s->guard = srv_guard_start(o);
+    s->daemon = MHD_start_daemon(
+        flags, (uint16_t)o->port, NULL, NULL, handler, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s, MHD_OPTION_END);
     if (!s->daemon) {
+        srv_guard_stop(s->guard);
+        s->guard = NULL;
         fprintf(stderr, "transcribe-server: cannot listen on %s:%d: %s\n", o->host, o->port,
                 strerror(errno));
         return false;
@@ -598,4 +662,6 @@ void srv_http_stop(srv_server *s, int grace_s) {
     atomic_store(&s->closing, 2); /* what still runs is aborted */
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;
+    srv_guard_stop(s->guard); /* after the daemon: no connection is left */
+    s->guard = NULL;
 }

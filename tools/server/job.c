@@ -352,16 +352,17 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     cli_result_free(&r);
 }
 
-/* A RIFF/WAVE file whose data chunk runs past the end of the file: cut
- * short in transfer. The decoder would read what is there; an API answers
- * that the upload is damaged instead of transcribing part of it. */
+/* A RIFF/WAVE (or RF64) file whose data chunk runs past the end of the
+ * file: cut short in transfer. The decoder would read what is there; an API
+ * answers that the upload is damaged instead of transcribing part of it. */
 static bool wav_cut_short(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return false;
     unsigned char h[12];
     bool cut = false;
-    if (fread(h, 1, 12, f) == 12 && !memcmp(h, "RIFF", 4) && !memcmp(h + 8, "WAVE", 4) &&
-        fseek(f, 0, SEEK_END) == 0) {
+    uint64_t ds64_data = 0; /* RF64: the data size lives in the ds64 chunk */
+    if (fread(h, 1, 12, f) == 12 && (!memcmp(h, "RIFF", 4) || !memcmp(h, "RF64", 4)) &&
+        !memcmp(h + 8, "WAVE", 4) && fseek(f, 0, SEEK_END) == 0) {
         long size = ftell(f);
         long pos = 12;
         for (int k = 0; k < 64 && pos + 8 <= size; k++) {
@@ -369,9 +370,14 @@ static bool wav_cut_short(const char *path) {
             if (fseek(f, pos, SEEK_SET) != 0 || fread(c, 1, 8, f) != 8) break;
             uint32_t n =
                 (uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 | (uint32_t)c[7] << 24;
+            unsigned char d[8];
+            if (!memcmp(c, "ds64", 4) && n >= 16 && fread(d, 1, 8, f) == 8 &&
+                fread(d, 1, 8, f) == 8)
+                for (int b = 7; b >= 0; b--) ds64_data = ds64_data << 8 | d[b];
             if (!memcmp(c, "data", 4)) {
+                uint64_t len = n == 0xFFFFFFFFu && ds64_data ? ds64_data : n;
                 /* 0 and 0xFFFFFFFF: a writer that could not seek back */
-                cut = n != 0 && n != 0xFFFFFFFFu && (int64_t)pos + 8 + n > (int64_t)size;
+                cut = len != 0 && len != 0xFFFFFFFFu && (uint64_t)pos + 8 + len > (uint64_t)size;
                 break;
             }
             pos += 8 + (long)n + (long)(n & 1);
@@ -397,9 +403,18 @@ void srv_job_run(srv_request *rq) {
     }
     float *pcm = NULL;
     int n = 0;
-    transcribe_status st = transcribe_audio_load_file(rq->file_path, 16000, &pcm, &n);
+    /* refused before it is decoded past --max-audio-s (a small upload can
+     * hold hours of audio) */
+    int64_t max_ms = (int64_t)(rq->srv->opts->max_audio_s * 1000);
+    transcribe_status st = transcribe_audio_load_file_max(rq->file_path, 16000, max_ms, &pcm, &n);
     unlink(rq->file_path);
     rq->file_path[0] = '\0';
+    if (st == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
+        srv_reply_error(rq, 413, SRV_ERR_TOO_LARGE, "file", "audio_too_long",
+                        "the audio is longer than this server takes (%.0f s)",
+                        rq->srv->opts->max_audio_s);
+        return;
+    }
     if (st == TRANSCRIBE_ERR_OOM) {
         srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
         return;

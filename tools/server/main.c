@@ -33,7 +33,11 @@ static void usage(FILE *f, const char *argv0) {
             "  --max-audio-s N           longest audio after decoding (default 3600)\n"
             "  --timeout N               seconds for a whole request (default 300)\n"
             "  --idle-timeout N          seconds a connection may send nothing (default 30)\n"
-            "  --max-connections N       open connections (default 64)\n"
+            "  --header-timeout N        seconds for a request's line and headers (default 15)\n"
+            "  --body-timeout N          seconds for a request's body (default: --timeout)\n"
+            "  --max-connections N       open connections (default 64); a quarter of them\n"
+            "                            is kept for new clients (the connection that has\n"
+            "                            waited longest for its client's request is closed)\n"
             "  --threads N               compute threads per run (default: library's)\n"
             "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
             "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
@@ -64,11 +68,23 @@ static bool is_loopback(const char *host) {
 /* The options that take a value: any other word starting with '-' is
  * unknown, whether or not something follows it. */
 static bool takes_value(const char *a) {
-    static const char *const k[] = {"-m",        "--model",          "--host",
-                                    "--port",    "--parallel",       "--queue",
-                                    "--api-key", "--max-upload-mb",  "--max-audio-s",
-                                    "--timeout", "--idle-timeout",   "--max-connections",
-                                    "--threads", "--shutdown-grace", "--vad-model"};
+    static const char *const k[] = {"-m",
+                                    "--model",
+                                    "--host",
+                                    "--port",
+                                    "--parallel",
+                                    "--queue",
+                                    "--api-key",
+                                    "--max-upload-mb",
+                                    "--max-audio-s",
+                                    "--timeout",
+                                    "--idle-timeout",
+                                    "--max-connections",
+                                    "--header-timeout",
+                                    "--body-timeout",
+                                    "--threads",
+                                    "--shutdown-grace",
+                                    "--vad-model"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (!strcmp(a, k[i])) return true;
     }
@@ -100,6 +116,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
     o->max_audio_s = 3600;
     o->timeout_s = 300;
     o->idle_timeout_s = 30;
+    o->header_timeout_s = 15;
     o->max_connections = 64;
     o->shutdown_grace_s = 30;
     const char *env_key = getenv("TRANSCRIBE_API_KEY");
@@ -154,6 +171,8 @@ static int parse(int argc, char **argv, srv_opts *o) {
         INT_OPT("--max-audio-s", 1, 24 * 3600, o->max_audio_s)
         INT_OPT("--timeout", 1, 86400, o->timeout_s)
         INT_OPT("--idle-timeout", 1, 86400, o->idle_timeout_s)
+        INT_OPT("--header-timeout", 1, 86400, o->header_timeout_s)
+        INT_OPT("--body-timeout", 1, 86400, o->body_timeout_s)
         INT_OPT("--max-connections", 1, 10000, o->max_connections)
         INT_OPT("--threads", 0, 1024, o->threads)
         INT_OPT("--shutdown-grace", 0, 3600, o->shutdown_grace_s)
@@ -181,6 +200,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
         }
     }
     o->max_upload_bytes <<= 20;
+    if (o->body_timeout_s == 0) o->body_timeout_s = o->timeout_s;
     if (o->n_models == 0 && !default_model(o)) {
         fprintf(stderr,
                 "error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a "

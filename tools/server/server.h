@@ -3,7 +3,8 @@
  * main.c (options, start, graceful stop), http.c (routing, uploads,
  * responses), pool.c (loaded models, their sessions, the queue), job.c (a
  * request's form fields -> run parameters -> one run), reply.c (the OpenAI
- * response formats and error bodies), metrics.c (counters for /metrics).
+ * response formats and error bodies), metrics.c (counters for /metrics),
+ * guard.c (deadlines for slow clients, slots kept for new ones).
  * Uses only the public API and tools/common. */
 #ifndef TR_TOOLS_SERVER_H
 #define TR_TOOLS_SERVER_H
@@ -34,10 +35,12 @@ typedef struct srv_opts {
     bool insecure_no_auth;
     int64_t max_upload_bytes;
     double max_audio_s;
-    int timeout_s;       /* a whole request: upload, wait, run */
-    int idle_timeout_s;  /* a connection with no traffic (outside runs) */
-    int max_connections; /* open connections (each holds a thread) */
-    int threads;         /* per session; 0: library default */
+    int timeout_s;        /* a whole request: upload, wait, run */
+    int idle_timeout_s;   /* a connection with no traffic (outside runs) */
+    int header_timeout_s; /* a request's line and headers (guard.c) */
+    int body_timeout_s;   /* a request's body after its headers (guard.c) */
+    int max_connections;  /* open connections (each holds a thread) */
+    int threads;          /* per session; 0: library default */
     int shutdown_grace_s;
     const char *vad_model_path; /* --vad-model; NULL: the bundled one if present */
     bool quiet;
@@ -124,6 +127,31 @@ typedef struct srv_metrics {
 char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, size_t *len);
 const char *srv_err_kind_name(srv_err_kind k);
 
+/* ---- the connection guard (guard.c) ---- */
+
+typedef enum {
+    SRV_CONN_HEADERS = 0, /* waiting for a request's line and headers */
+    SRV_CONN_BODY,        /* waiting for its body */
+    SRV_CONN_ACTIVE,      /* the server's turn (run, answer): not watched */
+} srv_conn_phase;
+
+typedef struct srv_guard srv_guard;
+typedef struct srv_conn srv_conn;
+
+/* Starts the guard's thread; NULL (out of memory) leaves connections
+ * unwatched. */
+srv_guard *srv_guard_start(const srv_opts *o);
+void srv_guard_stop(srv_guard *g);
+/* A new connection on socket fd (waiting for its headers); may close the
+ * connection that has waited longest to keep slots for newcomers. */
+srv_conn *srv_guard_open(srv_guard *g, int fd);
+/* The connection enters phase (HEADERS again: kept alive after a request). */
+void srv_guard_phase(srv_guard *g, srv_conn *c, srv_conn_phase phase);
+/* The daemon closes the connection (before its socket is closed). */
+void srv_guard_close(srv_guard *g, srv_conn *c);
+/* Connections closed for a passed deadline, or to make room (evicted). */
+long long srv_guard_cut(const srv_guard *g, bool evicted);
+
 /* ---- the server (http.c) ---- */
 
 typedef struct srv_server {
@@ -134,6 +162,7 @@ typedef struct srv_server {
     atomic_int closing;   /* 0 serving, 1 draining (refuse new), 2 stop runs now */
     atomic_int in_flight; /* requests past their headers */
     struct MHD_Daemon *daemon;
+    srv_guard *guard;
     int port;
 } srv_server;
 
@@ -184,7 +213,7 @@ typedef struct srv_request {
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
     uint64_t last_end;  /* where its last piece ended */
-    char delim[80];     /* "--BOUNDARY--": the body ends there (http.c) */
+    char delim[80];     /* "CRLF--BOUNDARY--": the body ends there (http.c) */
     char tail[80];      /* the last bytes of the body so far, to find it */
     size_t tail_len;
     bool epilogue;  /* past the closing delimiter */

@@ -554,3 +554,59 @@ def test_module_entry_point(model, cli):
     assert run_main("-m", str(ROOT / "none.gguf"), str(wav)).returncode == 1
     p = run_main("--version")
     assert p.returncode == 0 and transcribe.__version__ in p.stdout
+
+
+def test_ctrl_c_from_outside_stops_a_run(model, monkeypatch):
+    """A real SIGINT that arrives while the library computes is handled when
+    the main thread next runs Python: at the entry of the abort callback,
+    before its try. It must still stop the run with KeyboardInterrupt (not
+    "Exception ignored on calling ctypes callback" and AbortedError)."""
+    import signal
+    import time
+
+    from transcribe import _model
+
+    first_poll = threading.Event()
+
+    def poll():
+        first_poll.set()
+        return False
+
+    def send_sigint():
+        if first_poll.wait(30):
+            time.sleep(0.05)  # the main thread is back in C
+            os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(_model, "_never", poll)
+    pcm = np.tile(transcribe.load_audio(need(SAMPLE)), 8)
+    killer = threading.Thread(target=send_sigint)
+    killer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            model.transcribe(pcm)
+    finally:
+        killer.join()
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+    assert model.transcribe(pcm[:16000]).duration == 1.0
+
+
+def test_oversized_integers_and_nul_in_paths_are_refused(lib, model, tmp_path):
+    """ctypes would truncate an integer to the C int silently (threads=2**40
+    became 0, rate=2**40 became 16 kHz) and cut a path at a NUL: both are
+    refused by name instead."""
+    wav = need(SAMPLE)
+    for kw in ({"threads": 2**40}, {"threads": -1}, {"n_ctx": 2**32}, {"threads": 1.5}):
+        with pytest.raises(transcribe.InvalidArgumentError, match=next(iter(kw))):
+            transcribe.Model(need(BUNDLED), **kw)
+    with pytest.raises(transcribe.InvalidArgumentError, match="rate"):
+        transcribe.load_audio(wav, rate=2**40)
+    with pytest.raises(transcribe.InvalidArgumentError, match="rate"):
+        transcribe.load_audio(wav, rate=0)
+    with pytest.raises(transcribe.InvalidArgumentError, match="NUL"):
+        transcribe.Model(str(BUNDLED) + "\0.junk")
+    with pytest.raises(transcribe.InvalidArgumentError, match="NUL"):
+        transcribe.load_audio(str(wav) + "\0.junk")
+    with pytest.raises(transcribe.InvalidArgumentError, match="NUL"):
+        model.transcribe(str(wav) + "\0.junk")
+    assert len(transcribe.load_audio(wav, rate=8000)) > 0  # in range: fine

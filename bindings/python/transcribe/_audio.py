@@ -9,6 +9,7 @@ import tempfile
 from typing import Any, Callable, List, Optional, Union
 
 from . import _lib
+from ._check import c_int, c_path
 from ._errors import InvalidArgumentError, error_for
 
 # What transcribe() accepts: a path, the bytes of an audio file, or mono
@@ -49,7 +50,7 @@ def _load_file(lib: "_lib.Lib", path: str, rate: int) -> Pcm:
     out = ctypes.c_void_p()
     n = ctypes.c_int()
     with _lib.capture_errors() as cap:
-        st = lib.audio_load_file(os.fsencode(path), int(rate), ctypes.byref(out), ctypes.byref(n))
+        st = lib.audio_load_file(c_path(path), c_int("rate", rate), ctypes.byref(out), ctypes.byref(n))
     if st != 0:
         reason = cap.message or lib.status_text(st)
         raise error_for(st, f"cannot read audio '{path}': {reason}")
@@ -126,8 +127,7 @@ def load_audio(path: Union[str, "os.PathLike[str]", bytes], rate: int = 16000) -
     Returns a NumPy array when NumPy is installed, else an ``array('f')``.
     ``path`` may also be the bytes of an audio file.
     """
-    if rate <= 0:
-        raise InvalidArgumentError(f"rate must be positive (got {rate})")
+    c_int("rate", rate, 1)
     lib = _lib.get()
     with to_pcm(lib, path, rate) as pcm:
         data = ctypes.string_at(pcm.address, pcm.n * 4)

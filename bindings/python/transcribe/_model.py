@@ -25,6 +25,7 @@ from typing import (
 from . import _lib, _stitch, _vad
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
+from ._check import c_int, c_path
 from ._errors import (
     AbortedError,
     InvalidArgumentError,
@@ -32,6 +33,8 @@ from ._errors import (
     UnsupportedError,
     error_for,
 )
+from ._interrupt import SigintDeferral
+from ._lifetime import CallGate
 from ._result import Result
 
 # An abort condition: a callable returning True to stop, or anything with
@@ -142,21 +145,27 @@ class _Aborter:
         else:
             raise TypeError("abort must be a callable returning bool or a threading.Event")
         self.cfunc = _lib.ABORT_CALLBACK(self._call)
+        self.sigint = SigintDeferral()  # Ctrl-C: see _interrupt.py
 
     def _call(self, _ud: Optional[int]) -> bool:
+        if self.sigint.pending:
+            return True
         try:
-            return bool(self.check())
+            return bool(self.check()) or self.sigint.pending
         except BaseException as e:  # noqa: BLE001 - never unwind into C
             self.error = e
             return True
 
     def __enter__(self) -> "_Aborter":
         self.lib.set_abort_callback(self.session, self.cfunc, None)
+        if not self.persistent:
+            self.sigint.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if not self.persistent:
             self.lib.set_abort_callback(self.session, _lib.NO_ABORT_CALLBACK, None)
+            self.sigint.__exit__(*exc)  # raises KeyboardInterrupt after a Ctrl-C
 
 
 class _Handles:
@@ -218,10 +227,10 @@ class Model:
         self._closing = False
         self._in_compute = threading.local()
         self._streams: "weakref.WeakSet[Stream]" = weakref.WeakSet()
-        if threads is not None and (not isinstance(threads, int) or threads < 0):
-            raise InvalidArgumentError(f"threads must be a non-negative integer (got {threads!r})")
-        if n_ctx is not None and (not isinstance(n_ctx, int) or n_ctx < 0):
-            raise InvalidArgumentError(f"n_ctx must be a non-negative integer (got {n_ctx!r})")
+        if threads is not None:
+            c_int("threads", threads)
+        if n_ctx is not None:
+            c_int("n_ctx", n_ctx)
         if kv_type not in S.KV_TYPES:
             raise InvalidArgumentError(f"kv_type must be one of {sorted(S.KV_TYPES)} (got {kv_type!r})")
         self._threads = threads or 0
@@ -238,7 +247,7 @@ class Model:
                 )
             lp.backend = S.BACKENDS[device.lower()]
         elif isinstance(device, int) and not isinstance(device, bool):
-            handle = lib.device_get(device)
+            handle = lib.device_get(c_int("device", device))
             if not handle:
                 raise InvalidArgumentError(
                     f"no device {device} (this process has {lib.device_count()} device(s))"
@@ -251,7 +260,7 @@ class Model:
         self._finalizer = weakref.finalize(self, _Handles.free, self._h)
         out = ctypes.c_void_p()
         with _lib.capture_errors() as cap:
-            st = lib.model_load_file(os.fsencode(self._path), ctypes.byref(lp), ctypes.byref(out))
+            st = lib.model_load_file(c_path(self._path), ctypes.byref(lp), ctypes.byref(out))
         if st != 0:
             reason = cap.message or lib.status_text(st)
             raise error_for(st, f"cannot load model '{self._path}': {reason}", model=True)
@@ -462,9 +471,9 @@ class Model:
                     "vad needs a libtranscribe whose transcribe_run_params has vad_model "
                     "(this one has none)"
                 )
-            vm = _vad.resolve(vad)
-            keep.append(vm)
-            p.vad_model = vm.handle
+            held = _vad.resolve(vad).lease()  # a close() meanwhile frees it after the run
+            keep.append(held)
+            p.vad_model = held.handle
             if vad_options:
                 vp = _vad.vad_params(lib, vad_options)
                 keep.append(vp)
@@ -738,6 +747,7 @@ class Stream:
         self._samples = 0
         self._committed = ""
         self._final = False
+        self._gate = CallGate("stream")  # close() waits for feeds in progress
         with model._use(session=False):
             with model._state:  # a session of its own for the stream's life
                 sess = model._new_session(pooled=False)
@@ -792,10 +802,10 @@ class Stream:
         """Adds audio (float32 PCM at the model's rate, or any input
         transcribe() takes) and returns the texts after it."""
         lib = self._lib
-        with to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
+        with self._gate.call(), to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
-            with self._model._compute():
+            with self._aborter.sigint, self._model._compute():
                 st = lib.stream_feed(sess, pcm.address, pcm.n, ctypes.byref(upd))
             if st != 0:
                 raise self._fail(st)
@@ -805,10 +815,10 @@ class Stream:
     def finalize(self) -> StreamUpdate:
         """Ends the input: the last decode runs and everything is committed."""
         lib = self._lib
-        with self._model._use(False):
+        with self._gate.call(), self._model._use(False):
             sess = self._session()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
-            with self._model._compute():
+            with self._aborter.sigint, self._model._compute():
                 st = lib.stream_finalize(sess, ctypes.byref(upd))
             if st != 0:
                 raise self._fail(st)
@@ -817,16 +827,21 @@ class Stream:
 
     def result(self) -> Result:
         """The stream's current result as a Result (rows, times, language)."""
-        with self._model._use(False):
+        with self._gate.call(), self._model._use(False):
             return self._model._collect(self._session(), None, self._samples, time.perf_counter())
 
     @property
     def state(self) -> str:
         """"idle", "active", "finished" or "failed"."""
-        return S.STREAM_STATES.get(int(self._lib.stream_get_state(self._session())), "idle")
+        with self._gate.call():
+            return S.STREAM_STATES.get(int(self._lib.stream_get_state(self._session())), "idle")
 
     def close(self) -> None:
-        """Frees the stream's session (an unfinished stream is abandoned)."""
+        """Frees the stream's session (an unfinished stream is abandoned).
+        Waits for a feed in progress on another thread; idempotent."""
+        if getattr(self._model._in_compute, "active", False):
+            raise RuntimeError("a Stream cannot be closed from inside an abort callback")
+        self._gate.close()
         self._finalizer()
         self._model._streams.discard(self)
 

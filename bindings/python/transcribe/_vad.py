@@ -13,7 +13,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from . import _lib
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
+from ._check import INT_MAX, c_int, c_path
 from ._errors import InvalidArgumentError, UnsupportedError, error_for
+from ._lifetime import Lease, SharedHandle
 
 VAD_FILE = "silero-vad-v4.gguf"
 _OPTIONS = {
@@ -52,14 +54,17 @@ def vad_params(lib: "_lib.Lib", options: Optional[Mapping[str, Any]]) -> S.VadPa
     for name, value in (options or {}).items():
         if name not in _OPTIONS:
             raise InvalidArgumentError(f"unknown VAD option {name!r} (known: {', '.join(_OPTIONS)})")
-        setattr(p, name, _OPTIONS[name](value))
+        kind = _OPTIONS[name]
+        setattr(p, name, c_int(name, value, -INT_MAX) if kind is int else kind(value))
     return p
 
 
 class VadModel:
     """A Silero VAD model: ``VadModel(path=None)`` (None: the bundled
     ``silero-vad-v4.gguf``). Pass it as ``Model.transcribe(..., vad=...)``
-    or find speech with :meth:`speech`. Thread-safe once loaded."""
+    or find speech with :meth:`speech`. Thread-safe once loaded; close()
+    never pulls the model from under a call in progress (the model is freed
+    when the last run using it ends)."""
 
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None) -> None:
         lib = _lib.get()
@@ -71,29 +76,43 @@ class VadModel:
             )
         self.path = found
         self._lib = lib
-        self._holder: List[Optional[int]] = [None]
-        self._finalizer = weakref.finalize(self, _free, lib, self._holder)
+        self._shared = SharedHandle("VAD model", lib.vad_model_free)
+        self._finalizer = weakref.finalize(self, self._shared.close)
         out = ctypes.c_void_p()
         with _lib.capture_errors() as cap:
-            st = lib.vad_model_load(os.fsencode(found), ctypes.byref(out))
+            st = lib.vad_model_load(c_path(found), ctypes.byref(out))
         if st != 0:
             raise error_for(st, f"cannot load VAD model '{found}': {cap.message or lib.status_text(st)}",
                             model=True)
-        self._holder[0] = out.value
+        self._shared.set(int(out.value or 0))
 
     @property
     def handle(self) -> int:
-        if not self._finalizer.alive or not self._holder[0]:
+        """The C handle (valid while the VadModel is open; a call that uses
+        it from another thread should hold a lease())."""
+        if not self._shared.alive:
             raise InvalidArgumentError("the VAD model is closed")
-        return int(self._holder[0])
+        return int(self._shared._handle or 0)
+
+    def lease(self) -> Lease:
+        """A use of the C handle that a close() on another thread waits out
+        (the handle is freed when the last lease is released)."""
+        return self._shared.lease()
 
     def speech(self, audio: AudioInput, rate: int = 16000, **options: Any) -> List[Tuple[int, int]]:
         """Speech regions of audio as (start_ms, end_ms). ``audio`` as for
         transcribe (PCM at ``rate``, 16000 or 8000); options as ``vad_options``."""
         lib = self._lib
         params = vad_params(lib, options)
+        with self.lease() as held:
+            return self._speech(held.handle, audio, rate, params)
+
+    def _speech(
+        self, handle: int, audio: AudioInput, rate: int, params: S.VadParams
+    ) -> List[Tuple[int, int]]:
+        lib = self._lib
         det = ctypes.c_void_p()
-        st = lib.vad_init(self.handle, rate, ctypes.byref(params), ctypes.byref(det))
+        st = lib.vad_init(handle, c_int("rate", rate), ctypes.byref(params), ctypes.byref(det))
         if st != 0:
             raise error_for(st, f"cannot start the VAD: {lib.status_text(st)}")
         try:
@@ -118,12 +137,6 @@ class VadModel:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _free(lib: "_lib.Lib", holder: List[Optional[int]]) -> None:
-    if holder[0]:
-        lib.vad_model_free(holder[0])
-        holder[0] = None
 
 
 _cache_lock = threading.Lock()
