@@ -206,16 +206,20 @@ TRANSCRIBE_API transcribe_status transcribe_session_get_limits(
                  (unsigned long long)out->struct_size, TR_MIN_SESSION_LIMITS);
         return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
     }
-    struct transcribe_session_limits l = {0};
-    l.struct_size = sizeof l;
-    if (session->model->family->get_limits) {
-        session->model->family->get_limits(session->head.fsession, &l);
-        l.struct_size = sizeof l;
-    } else {
-        l.effective_max_audio_ms = session->model->desc.caps.max_audio_ms;
-    }
+    struct transcribe_session_limits l;
+    tr_session_limits(session, &l);
     tr_copy_out(out, &l, sizeof l);
     return TRANSCRIBE_OK;
+}
+
+void tr_session_limits(const struct transcribe_session *s, struct transcribe_session_limits *out) {
+    memset(out, 0, sizeof *out);
+    if (s->model->family->get_limits) {
+        s->model->family->get_limits(s->head.fsession, out);
+    } else {
+        out->effective_max_audio_ms = s->model->desc.caps.max_audio_ms;
+    }
+    out->struct_size = sizeof *out;
 }
 
 /* ---- timings ---- */

@@ -212,30 +212,8 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     struct transcribe_run_params rp;
-    transcribe_run_params_init(&rp);
-    if (run_params) {
-        if (run_params->struct_size < TR_MIN_RUN_PARAMS) {
-            TR_ERROR("%s: run params struct_size %llu < %u", where,
-                     (unsigned long long)run_params->struct_size, TR_MIN_RUN_PARAMS);
-            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-        }
-        memcpy((char *)&rp + 8, (const char *)run_params + 8, TR_MIN_RUN_PARAMS - 8);
-        /* The appended fields, where the caller's struct holds them. */
-#define COVERS(f)                                                                                  \
-    (run_params->struct_size >= offsetof(struct transcribe_run_params, f) + sizeof run_params->f)
-        if (COVERS(vad_model)) rp.vad_model = run_params->vad_model;
-        if (COVERS(vad_params)) rp.vad_params = run_params->vad_params;
-        if (COVERS(n_vocabulary)) {
-            rp.vocabulary = run_params->vocabulary;
-            rp.n_vocabulary = run_params->n_vocabulary;
-        }
-#undef COVERS
-        if (rp.n_vocabulary < 0 || (rp.n_vocabulary > 0 && !rp.vocabulary)) {
-            TR_ERROR("%s: %d vocabulary terms at %p", where, (int)rp.n_vocabulary,
-                     (const void *)rp.vocabulary);
-            return TRANSCRIBE_ERR_INVALID_ARG;
-        }
-    }
+    transcribe_status st = tr_run_params_load(run_params, &rp, where);
+    if (st != TRANSCRIBE_OK) return st;
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
     if (stream_params) {
@@ -272,7 +250,7 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
-    transcribe_status st = tr_validate_run_params(m, &rp, true);
+    st = tr_validate_run_params(m, &rp, true);
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
     if (st != TRANSCRIBE_OK) return st;
