@@ -131,6 +131,7 @@ bool tr_result_store(tr_result *r, const char *text, uint64_t *off);
  * pieces took. */
 typedef struct tr_result_joiner {
     tr_strbuf text;
+    tr_strbuf raw; /* the pieces' raw texts, one a line */
     int32_t speaker_base;
 } tr_result_joiner;
 void tr_result_joiner_init(tr_result_joiner *j);
@@ -145,7 +146,8 @@ void tr_result_joiner_free(tr_result_joiner *j);
  * timestamp kind a piece reports win. False on OOM (dst->oom set). */
 bool tr_result_join_piece(tr_result *dst, tr_result_joiner *j, const tr_result *src, int64_t lo_ms,
                           int64_t hi_ms);
-/* Sets dst's full text to the joined text; false on OOM. */
+/* Sets dst's full text to the joined text (and its raw text to the
+ * pieces' raw texts, one a line, where they have one); false on OOM. */
 bool tr_result_joiner_finish(tr_result *dst, const tr_result_joiner *j);
 /* Keeps every row inside [0, end_ms] (the input's length): a model's
  * timestamps can run past the end of the audio it was given. */

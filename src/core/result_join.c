@@ -12,10 +12,12 @@
 void tr_result_joiner_init(tr_result_joiner *j) {
     memset(j, 0, sizeof *j);
     tr_strbuf_init(&j->text);
+    tr_strbuf_init(&j->raw);
 }
 
 void tr_result_joiner_free(tr_result_joiner *j) {
     tr_strbuf_free(&j->text);
+    tr_strbuf_free(&j->raw);
     memset(j, 0, sizeof *j);
 }
 
@@ -93,7 +95,11 @@ bool tr_result_join_piece(tr_result *dst, tr_result_joiner *j, const tr_result *
     int seg0 = dst->n_segs, word0 = dst->n_words, tok0 = dst->n_toks;
     const char *text = tr_result_full_text(src);
     text_join(&j->text, text);
-    if (j->text.oom) dst->oom = true;
+    if (src->has_raw_text && *tr_result_raw_text(src)) {
+        if (j->raw.len > 0) tr_strbuf_append(&j->raw, "\n", 1);
+        tr_strbuf_appends(&j->raw, tr_result_raw_text(src));
+    }
+    if (j->text.oom || j->raw.oom) dst->oom = true;
     if (!dst->has_language && *tr_result_language(src)) {
         if (!tr_result_set_language(dst, tr_result_language(src))) return false;
     }
@@ -184,10 +190,11 @@ bool tr_result_join_piece(tr_result *dst, tr_result_joiner *j, const tr_result *
 }
 
 bool tr_result_joiner_finish(tr_result *dst, const tr_result_joiner *j) {
-    if (j->text.oom) {
+    if (j->text.oom || j->raw.oom) {
         dst->oom = true;
         return false;
     }
+    if (j->raw.len > 0 && !tr_result_set_raw_text(dst, tr_strbuf_cstr(&j->raw))) return false;
     return tr_result_set_full_text(dst, tr_strbuf_cstr(&j->text));
 }
 

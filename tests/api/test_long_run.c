@@ -158,8 +158,8 @@ static void check_model(const char *path, const float *pcm, int n, const float *
     CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK && transcribe_n_pieces(s) == ns);
     got = strdup(transcribe_full_text(s));
     CHECK(by_hand(s, pcm, sp, ns, 1));
-    CHECK_MSG(got && strcmp(got, g_expect) == 0, "%s, one by one:\nlibrary: %s\nby hand: %s",
-              path, got ? got : "", g_expect);
+    CHECK_MSG(got && strcmp(got, g_expect) == 0, "%s, one by one:\nlibrary: %s\nby hand: %s", path,
+              got ? got : "", g_expect);
 
     /* A batch of a short and the long recording: only the long one split,
      * each row as its own run gives. */
