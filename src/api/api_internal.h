@@ -176,7 +176,8 @@ void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results);
 #define TR_MIN_SPEAKER_SEGMENT 32u
 #define TR_MIN_PIECE           32u
 
-/* Ensures results[0..n) exist (empty); false on OOM. */
+/* results.c: the session's result slots. Ensures results[0..n) exist
+ * (empty); false on OOM. */
 bool tr_session_reserve_results(struct transcribe_session *s, int n);
 /* Clears results, batch slots, timings and outcome flags (a committed run). */
 void tr_session_clear_results(struct transcribe_session *s);
@@ -184,7 +185,7 @@ void tr_session_clear_results(struct transcribe_session *s);
 const tr_result *tr_session_result(const struct transcribe_session *s);
 /* Batch slot i or NULL when out of range. */
 const tr_result *tr_session_batch_result(const struct transcribe_session *s, int i);
-/* After a family call: a kernel that failed inside it (tr_pool_note_failure)
+/* run_family.c: after a family call, a kernel that failed inside it (tr_pool_note_failure)
  * turns an otherwise successful status into ERR_OOM or ERR_BACKEND, logged
  * with `where`; other statuses pass through. Clears the record. */
 transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
@@ -201,8 +202,8 @@ transcribe_status tr_run_params_load(const struct transcribe_run_params *params,
  * validate_run. */
 transcribe_status tr_run_params_check(const struct transcribe_session *s,
                                       const struct transcribe_run_params *p, const char *where);
-/* The session's limits (the family's get_limits, else the model's input
- * limit), what transcribe_session_get_limits copies out. */
+/* limits.c: the session's limits (the family's get_limits, else the
+ * model's input limit), what transcribe_session_get_limits copies out. */
 void tr_session_limits(const struct transcribe_session *s, struct transcribe_session_limits *out);
 
 /* run_family.c: the family's run paths with validated params into results
@@ -270,11 +271,16 @@ transcribe_status tr_api_check_backend(transcribe_backend_request backend,
 /* Stream teardown helpers (stream.c). */
 void tr_stream_clear(struct transcribe_session *s);
 void tr_stream_free(struct transcribe_session *s);
-/* The commit policy applied to one new raw hypothesis `full` (stream.c,
+/* The commit policy applied to one new raw hypothesis `full` (stream_commit.c,
  * c-api.md §14.2): native_toks >= 0 is a native commit boundary in token
  * rows, -1 means generic text agreement. Returns whether the committed text
  * grew. */
 bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks);
+/* The final commit at a successful finalize (stream_commit.c, §14.2):
+ * everything in full is committed. */
+void tr_stream_commit_final(struct transcribe_session *s, const char *full);
+/* Frees the hypotheses kept for agreement (stream_commit.c). */
+void tr_stream_forget_hypotheses(tr_stream_state *st);
 /* Whether a model streams through its family's own stream_* hooks (else
  * through the generic driver, when the family has a run path). */
 bool tr_stream_is_native(const struct transcribe_model *m);

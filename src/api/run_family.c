@@ -119,3 +119,15 @@ transcribe_status tr_run_family_batch(struct transcribe_session *s, const float 
     free(ctxs);
     return st;
 }
+
+transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
+                                           const char *where) {
+    int failed = tr_pool_take_failures(s->pool);
+    if (!failed || (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED &&
+                    st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED))
+        return st;
+    transcribe_status k = failed & TR_POOL_FAIL_OOM ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND;
+    TR_ERROR("%s: a compute kernel failed during the run (%s); the output is not usable", where,
+             transcribe_status_string(k));
+    return k;
+}
