@@ -31,4 +31,3 @@ void tr_session_limits(const struct transcribe_session *s, struct transcribe_ses
     }
     out->struct_size = sizeof *out;
 }
-

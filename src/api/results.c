@@ -28,4 +28,3 @@ const tr_result *tr_session_result(const struct transcribe_session *s) {
 const tr_result *tr_session_batch_result(const struct transcribe_session *s, int i) {
     return (s && i >= 0 && i < s->n_results) ? &s->results[i] : NULL;
 }
-

@@ -198,4 +198,3 @@ TRANSCRIBE_API void transcribe_reset_timings(struct transcribe_session *session)
     if (!session) return;
     session->mel_ms = session->encode_ms = session->decode_ms = 0.0f;
 }
-

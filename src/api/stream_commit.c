@@ -96,4 +96,3 @@ void tr_stream_commit_final(struct transcribe_session *s, const char *full) {
     if (r->n_words > st->n_committed_words) st->n_committed_words = r->n_words;
     if (r->n_toks > st->n_committed_toks) st->n_committed_toks = r->n_toks;
 }
-
