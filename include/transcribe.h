@@ -226,6 +226,13 @@ struct transcribe_session_params {
 struct transcribe_vad_model; /* voice activity detection: see its section below */
 struct transcribe_vad_params;
 
+/* When a run cuts long audio into pieces (transcribe_run_params.chunking). */
+enum transcribe_chunking {
+    TRANSCRIBE_CHUNKING_AUTO = 0, /* where one call cannot take the input (see below) */
+    TRANSCRIBE_CHUNKING_ON = 1,   /* always, even a short input (at its pauses) */
+    TRANSCRIBE_CHUNKING_OFF = 2,  /* never: the family sees the whole input */
+};
+
 struct transcribe_run_params {
     uint64_t struct_size;
     transcribe_task task;                 /* default TRANSCRIBE */
@@ -257,6 +264,32 @@ struct transcribe_run_params {
      * warning. Default NULL / 0. */
     const char *const *vocabulary;
     int32_t n_vocabulary;
+    /* Appended (an addition): long audio. transcribe_run, each utterance of
+     * transcribe_run_batch and a stream's finalize take audio of any length:
+     * where one call cannot (the input is longer than the model's input
+     * limit, or the family decodes a bounded number of output tokens and
+     * has no long-form mode of its own, e.g. Qwen3-ASR, Granite Speech,
+     * MOSS: about a minute of speech), the library cuts the audio at pauses
+     * (transcribe_pause_split; at the vad_model's pauses when one is set)
+     * into pieces of at most chunk_max_ms, runs them (through the family's
+     * batched decode, chunk_batch pieces a call, where it decodes pieces
+     * together), runs a piece whose output was truncated again in smaller
+     * pieces (at most 3 times, not below 4 s), and joins their rows into
+     * one result on the input's clock: times monotonic and inside the
+     * audio, the texts joined with a space (none between two CJK
+     * characters), every piece's speakers kept apart (piece k's speaker n
+     * is numbered after the ids earlier pieces took: nothing ties speakers
+     * of two pieces together). The pieces are listed by transcribe_n_pieces
+     * / transcribe_get_piece; the progress callback is told after each;
+     * timings are summed over them. A split run keeps what its pieces gave
+     * whatever its status (a failed piece is listed with its status, its
+     * text is missing); it returns the first piece error, else
+     * OUTPUT_TRUNCATED where a piece kept partial text, else OK.
+     * chunk_max_ms comes first: it is 8-byte aligned, so a caller built
+     * before these fields never covers them with its struct's padding. */
+    int64_t chunk_max_ms; /* default 0 = 30000 (>= 2000), kept under 90 % of the input limit */
+    enum transcribe_chunking chunking; /* default AUTO */
+    int32_t chunk_batch; /* default 0 = 4 where the family decodes pieces together, else 1 */
 };
 
 struct transcribe_stream_params {
@@ -528,6 +561,29 @@ TRANSCRIBE_API int transcribe_n_speaker_segments(const struct transcribe_session
 TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
     const struct transcribe_session *session, int i, struct transcribe_speaker_segment *out);
 
+/* Long audio (an addition; transcribe_run_params.chunking): the pieces a
+ * split run cut its input into, in time order, on the input's clock.
+ * transcribe_was_chunked says whether the latest run was split (it may be
+ * into zero pieces: no speech found). */
+struct transcribe_piece {
+    uint64_t struct_size;
+    int64_t t0_ms;
+    int64_t t1_ms;
+    int32_t end_kind;         /* enum transcribe_span_end */
+    transcribe_status status; /* its run's: OK, OUTPUT_TRUNCATED (partial text), an error */
+};
+TRANSCRIBE_API void transcribe_piece_init(struct transcribe_piece *out);
+TRANSCRIBE_API bool transcribe_was_chunked(const struct transcribe_session *session);
+TRANSCRIBE_API int transcribe_n_pieces(const struct transcribe_session *session);
+TRANSCRIBE_API transcribe_status transcribe_get_piece(const struct transcribe_session *session,
+                                                      int i, struct transcribe_piece *out);
+/* Whether transcribe_run would split n_samples of audio under params (NULL
+ * = defaults); false for bad arguments. For front ends that group inputs:
+ * an input that is split runs best alone. */
+TRANSCRIBE_API bool transcribe_run_would_chunk(const struct transcribe_session *session,
+                                               int64_t n_samples,
+                                               const struct transcribe_run_params *params);
+
 /* ---- batch results (utterance i, row j) ---- */
 
 TRANSCRIBE_API int transcribe_batch_n_results(const struct transcribe_session *session);
@@ -555,6 +611,10 @@ TRANSCRIBE_API int transcribe_batch_n_speaker_segments(const struct transcribe_s
                                                        int i);
 TRANSCRIBE_API transcribe_status transcribe_batch_get_speaker_segment(
     const struct transcribe_session *session, int i, int j, struct transcribe_speaker_segment *out);
+TRANSCRIBE_API bool transcribe_batch_was_chunked(const struct transcribe_session *session, int i);
+TRANSCRIBE_API int transcribe_batch_n_pieces(const struct transcribe_session *session, int i);
+TRANSCRIBE_API transcribe_status transcribe_batch_get_piece(
+    const struct transcribe_session *session, int i, int j, struct transcribe_piece *out);
 TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
     const struct transcribe_session *session, int i, struct transcribe_timings *out);
 

@@ -122,7 +122,40 @@ static transcribe_status get_speaker(const struct transcribe_session *s, bool ba
     return TRANSCRIBE_OK;
 }
 
+/* Pieces of a split run (long audio): a missing row is zeroed like a
+ * speaker row. */
+static transcribe_status get_piece(const tr_result *r, int j, struct transcribe_piece *out,
+                                   const char *where) {
+    transcribe_status st = check_row(out, TR_MIN_PIECE, where);
+    if (st != TRANSCRIBE_OK) return st;
+    struct transcribe_piece row = {0};
+    row.struct_size = sizeof row;
+    if (r && j >= 0 && j < r->n_pieces) {
+        row.t0_ms = r->pieces[j].t0_ms;
+        row.t1_ms = r->pieces[j].t1_ms;
+        row.end_kind = r->pieces[j].end_kind;
+        row.status = r->pieces[j].status;
+    }
+    tr_copy_out(out, &row, sizeof row);
+    return TRANSCRIBE_OK;
+}
+
 /* ---- single result (§16) ---- */
+
+TRANSCRIBE_API bool transcribe_was_chunked(const struct transcribe_session *session) {
+    const tr_result *r = tr_session_result(session);
+    return r && r->chunked;
+}
+
+TRANSCRIBE_API int transcribe_n_pieces(const struct transcribe_session *session) {
+    const tr_result *r = tr_session_result(session);
+    return r ? r->n_pieces : 0;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_get_piece(const struct transcribe_session *session,
+                                                      int i, struct transcribe_piece *out) {
+    return get_piece(tr_session_result(session), i, out, "transcribe_get_piece");
+}
 
 TRANSCRIBE_API const char *transcribe_full_text(const struct transcribe_session *session) {
     return tr_result_full_text(tr_session_result(session));
@@ -279,4 +312,19 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
                                    r->decode_ms};
     tr_copy_out(out, &t, sizeof t);
     return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API bool transcribe_batch_was_chunked(const struct transcribe_session *session, int i) {
+    const tr_result *r = tr_session_batch_result(session, i);
+    return r && r->chunked;
+}
+
+TRANSCRIBE_API int transcribe_batch_n_pieces(const struct transcribe_session *session, int i) {
+    const tr_result *r = tr_session_batch_result(session, i);
+    return r ? r->n_pieces : 0;
+}
+
+TRANSCRIBE_API transcribe_status transcribe_batch_get_piece(
+    const struct transcribe_session *session, int i, int j, struct transcribe_piece *out) {
+    return get_piece(tr_session_batch_result(session, i), j, out, "transcribe_batch_get_piece");
 }

@@ -174,8 +174,10 @@ void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results);
 #define TR_MIN_SESSION_LIMITS  32u
 #define TR_MIN_DEVICE_INFO     32u
 #define TR_MIN_SPEAKER_SEGMENT 32u
+#define TR_MIN_PIECE           32u
 
-/* Ensures results[0..n) exist (empty); false on OOM. */
+/* results.c: the session's result slots. Ensures results[0..n) exist
+ * (empty); false on OOM. */
 bool tr_session_reserve_results(struct transcribe_session *s, int n);
 /* Clears results, batch slots, timings and outcome flags (a committed run). */
 void tr_session_clear_results(struct transcribe_session *s);
@@ -183,11 +185,76 @@ void tr_session_clear_results(struct transcribe_session *s);
 const tr_result *tr_session_result(const struct transcribe_session *s);
 /* Batch slot i or NULL when out of range. */
 const tr_result *tr_session_batch_result(const struct transcribe_session *s, int i);
-/* After a family call: a kernel that failed inside it (tr_pool_note_failure)
+/* run_family.c: after a family call, a kernel that failed inside it (tr_pool_note_failure)
  * turns an otherwise successful status into ERR_OOM or ERR_BACKEND, logged
  * with `where`; other statuses pass through. Clears the record. */
 transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
                                            const char *where);
+
+/* run_params.c: the one copy-in of a caller's run params (NULL = defaults;
+ * struct_size decides which appended fields are read) with the checks of
+ * the fields themselves (vocabulary terms, chunking); `where` names the
+ * entry point in messages. */
+transcribe_status tr_run_params_load(const struct transcribe_run_params *params,
+                                     struct transcribe_run_params *out, const char *where);
+/* The checks of loaded run params against a session's model shared by run
+ * and run_batch: the extension, tr_validate_run_params and the family's
+ * validate_run. */
+transcribe_status tr_run_params_check(const struct transcribe_session *s,
+                                      const struct transcribe_run_params *p, const char *where);
+/* limits.c: the session's limits (the family's get_limits, else the
+ * model's input limit), what transcribe_session_get_limits copies out. */
+void tr_session_limits(const struct transcribe_session *s, struct transcribe_session_limits *out);
+
+/* run_family.c: the family's run paths with validated params into results
+ * the caller hands in (nothing else of the session changes). tr_run_family:
+ * one utterance through family->run (detect_prob: language detection);
+ * tr_run_family_joined: the same over a VAD join's speech regions, result
+ * times mapped back; tr_run_family_batch: utterances through run_batch (or
+ * run one by one), each row's status in rs[i].status, the whole-call status
+ * returned. */
+transcribe_status tr_run_family(struct transcribe_session *s, const float *pcm, int n,
+                                const struct transcribe_run_params *p, tr_result *r,
+                                float *detect_prob, const char *where);
+transcribe_status tr_run_family_joined(struct transcribe_session *s, const tr_vad_join *vj,
+                                       const struct transcribe_run_params *p, tr_result *r,
+                                       float *detect_prob, const char *where);
+transcribe_status tr_run_family_batch(struct transcribe_session *s, const float *const *pcm,
+                                      const int *n_samples, int n,
+                                      const struct transcribe_run_params *p, tr_result *rs);
+
+/* chunk.c: long audio (transcribe_run_params.chunking). */
+#define TR_CHUNK_DEFAULT_MS 30000   /* longest piece by default */
+#define TR_CHUNK_MIN_MS     2000    /* shortest chunk_max_ms */
+#define TR_CHUNK_MAX_MS     3600000 /* longest chunk_max_ms */
+#define TR_CHUNK_MAX_BATCH  4096    /* most chunk_batch */
+typedef struct tr_chunk_plan {
+    bool split;
+    int64_t max_ms, target_ms; /* pause_split's limits for the pieces */
+    int batch;                 /* pieces per call */
+    char why[160];             /* for the log: why the input is split */
+} tr_chunk_plan;
+/* The rule alone (no model needed): whether an input of duration_ms is
+ * split under mode, given what the family states (bounded_output,
+ * TRANSCRIBE_FEATURE_LONG_FORM, its input limit; arch only for the log). */
+tr_chunk_plan tr_chunk_rule(enum transcribe_chunking mode, int64_t chunk_max_ms, const char *arch,
+                            bool bounded_output, bool long_form, int64_t limit_ms,
+                            int64_t duration_ms);
+/* The rule for a session's model and limits, with the batch size. */
+tr_chunk_plan tr_chunk_plan_for(const struct transcribe_session *s,
+                                const struct transcribe_run_params *p, int64_t n_samples);
+/* Cuts pcm into the plan's pieces (at the VAD's pauses with p->vad_model);
+ * *spans as transcribe_pause_split gives them. Changes nothing else. */
+transcribe_status tr_chunk_cut(const struct transcribe_session *s, const float *pcm, int n,
+                               const struct transcribe_run_params *p, const tr_chunk_plan *plan,
+                               struct transcribe_audio_span **spans, int *n_spans);
+/* Runs the pieces (takes spans) and joins their results into out (empty;
+ * left chunked, with its piece list, whatever the status): the first piece
+ * error, else OUTPUT_TRUNCATED where a piece kept partial text, else OK
+ * (ABORTED on abort). Progress goes to the session's callback per piece. */
+transcribe_status tr_chunk_run(struct transcribe_session *s, const float *pcm, int n,
+                               const struct transcribe_run_params *rp, const tr_chunk_plan *plan,
+                               struct transcribe_audio_span *spans, int ns, tr_result *out);
 
 /* Shared run-parameter validation, c-api.md §10.1 steps 5–9 (enums,
  * timestamps, language gates, advisory warnings, task). `streaming` applies
@@ -204,11 +271,16 @@ transcribe_status tr_api_check_backend(transcribe_backend_request backend,
 /* Stream teardown helpers (stream.c). */
 void tr_stream_clear(struct transcribe_session *s);
 void tr_stream_free(struct transcribe_session *s);
-/* The commit policy applied to one new raw hypothesis `full` (stream.c,
+/* The commit policy applied to one new raw hypothesis `full` (stream_commit.c,
  * c-api.md §14.2): native_toks >= 0 is a native commit boundary in token
  * rows, -1 means generic text agreement. Returns whether the committed text
  * grew. */
 bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks);
+/* The final commit at a successful finalize (stream_commit.c, §14.2):
+ * everything in full is committed. */
+void tr_stream_commit_final(struct transcribe_session *s, const char *full);
+/* Frees the hypotheses kept for agreement (stream_commit.c). */
+void tr_stream_forget_hypotheses(tr_stream_state *st);
 /* Whether a model streams through its family's own stream_* hooks (else
  * through the generic driver, when the family has a run path). */
 bool tr_stream_is_native(const struct transcribe_model *m);

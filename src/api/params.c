@@ -89,6 +89,9 @@ TRANSCRIBE_API void transcribe_token_init(struct transcribe_token *p) {
 TRANSCRIBE_API void transcribe_speaker_segment_init(struct transcribe_speaker_segment *p) {
     if (p) STAMP(p);
 }
+TRANSCRIBE_API void transcribe_piece_init(struct transcribe_piece *p) {
+    if (p) STAMP(p);
+}
 TRANSCRIBE_API void transcribe_device_info_init(struct transcribe_device_info *p) {
     if (p) STAMP(p);
 }

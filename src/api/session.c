@@ -7,31 +7,6 @@
 #include "core/status.h"
 #include "util/log.h"
 
-bool tr_session_reserve_results(struct transcribe_session *s, int n) {
-    if (n <= s->cap_results) return true;
-    tr_result *r = realloc(s->results, (size_t)n * sizeof *r);
-    if (!r) return false;
-    for (int i = s->cap_results; i < n; i++) tr_result_init(&r[i]);
-    s->results = r;
-    s->cap_results = n;
-    return true;
-}
-
-void tr_session_clear_results(struct transcribe_session *s) {
-    for (int i = 0; i < s->cap_results; i++) tr_result_clear(&s->results[i]);
-    s->n_results = 0;
-    s->aborted = s->truncated = false;
-    s->mel_ms = s->encode_ms = s->decode_ms = 0.0f;
-}
-
-const tr_result *tr_session_result(const struct transcribe_session *s) {
-    return (s && s->n_results > 0) ? &s->results[0] : NULL;
-}
-
-const tr_result *tr_session_batch_result(const struct transcribe_session *s, int i) {
-    return (s && i >= 0 && i < s->n_results) ? &s->results[i] : NULL;
-}
-
 static void session_destroy(struct transcribe_session *s) {
     if (!s) return;
     tr_stream_free(s);
@@ -217,31 +192,6 @@ TRANSCRIBE_API bool transcribe_was_truncated(const struct transcribe_session *se
     return session && session->truncated;
 }
 
-/* ---- limits ---- */
-
-TRANSCRIBE_API transcribe_status transcribe_session_get_limits(
-    const struct transcribe_session *session, struct transcribe_session_limits *out) {
-    if (!session || !out) {
-        TR_ERROR("transcribe_session_get_limits: %s is NULL", session ? "out" : "session");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (out->struct_size < TR_MIN_SESSION_LIMITS) {
-        TR_ERROR("transcribe_session_get_limits: struct_size %llu < %u",
-                 (unsigned long long)out->struct_size, TR_MIN_SESSION_LIMITS);
-        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-    }
-    struct transcribe_session_limits l = {0};
-    l.struct_size = sizeof l;
-    if (session->model->family->get_limits) {
-        session->model->family->get_limits(session->head.fsession, &l);
-        l.struct_size = sizeof l;
-    } else {
-        l.effective_max_audio_ms = session->model->desc.caps.max_audio_ms;
-    }
-    tr_copy_out(out, &l, sizeof l);
-    return TRANSCRIBE_OK;
-}
-
 /* ---- timings ---- */
 
 TRANSCRIBE_API transcribe_status transcribe_get_timings(const struct transcribe_session *session,
@@ -271,16 +221,4 @@ TRANSCRIBE_API void transcribe_print_timings(const struct transcribe_session *se
 TRANSCRIBE_API void transcribe_reset_timings(struct transcribe_session *session) {
     if (!session) return;
     session->mel_ms = session->encode_ms = session->decode_ms = 0.0f;
-}
-
-transcribe_status tr_session_kernel_status(struct transcribe_session *s, transcribe_status st,
-                                           const char *where) {
-    int failed = tr_pool_take_failures(s->pool);
-    if (!failed || (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED &&
-                    st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED))
-        return st;
-    transcribe_status k = failed & TR_POOL_FAIL_OOM ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_ERR_BACKEND;
-    TR_ERROR("%s: a compute kernel failed during the run (%s); the output is not usable", where,
-             tr_status_string(k));
-    return k;
 }

@@ -1,6 +1,6 @@
 /* Streaming state machine (c-api.md §14). The family maintains the raw
- * hypothesis in a tr_result; this file owns the lifecycle, the commit
- * policy (committed / tentative views), revisions and update reports. */
+ * hypothesis in a tr_result; this file owns the lifecycle, revisions and
+ * update reports (the commit policy is stream_commit.c's). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,19 +8,12 @@
 #include "text/tokenizer.h"
 #include "util/log.h"
 
-#define DEFAULT_AGREE_N 3
-
 static char *dup_or_null(const char *s) {
     if (!s) return NULL;
     size_t n = strlen(s) + 1;
     char *d = malloc(n);
     if (d) memcpy(d, s, n);
     return d;
-}
-
-static void clear_hist(tr_stream_state *st) {
-    for (int i = 0; i < st->n_hist; i++) free(st->hist[i]);
-    st->n_hist = 0;
 }
 
 /* Back to IDLE with nothing committed; keeps allocated buffers. */
@@ -31,7 +24,7 @@ void tr_stream_clear(struct transcribe_session *s) {
     st->revision = 0;
     tr_strbuf_clear(&st->committed);
     st->tentative_start = 0;
-    clear_hist(st);
+    tr_stream_forget_hypotheses(st);
     st->input_received_ms = st->samples_received = 0;
     st->audio_committed_ms = st->buffered_ms = 0;
     st->n_committed_segs = st->n_committed_words = st->n_committed_toks = 0;
@@ -48,7 +41,7 @@ void tr_stream_clear(struct transcribe_session *s) {
 
 void tr_stream_free(struct transcribe_session *s) {
     tr_stream_state *st = &s->stream;
-    clear_hist(st);
+    tr_stream_forget_hypotheses(st);
     tr_strbuf_free(&st->committed);
     free(st->language);
     free(st->target_language);
@@ -58,84 +51,6 @@ void tr_stream_free(struct transcribe_session *s) {
     tr_stream_window_free(&st->win);
     transcribe_vad_free(st->vad);
     st->vad = NULL;
-}
-
-/* ---- commit policy ---- */
-
-static size_t common_prefix(const char *a, const char *b) {
-    size_t n = 0;
-    while (a[n] && a[n] == b[n]) n++;
-    return n;
-}
-
-bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks) {
-    tr_stream_state *st = &s->stream;
-    if (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE) return false;
-    size_t full_len = strlen(full);
-    size_t cand = 0;
-    const tr_result *r = &s->results[0];
-    if (native_toks >= 0 && native_toks <= r->n_toks) {
-        /* Native boundary: the text of the committed token rows. A family
-         * that only appends leaves the rows counted before unchanged, so
-         * only the new ones are read (flat cost however long the stream). */
-        int from = 0;
-        if (st->native_grows && native_toks >= st->native_counted) {
-            from = st->native_counted;
-            cand = st->native_bytes;
-        }
-        for (int i = from; i < native_toks; i++)
-            cand += strlen(tr_result_str(r, r->toks[i].text_off));
-        st->native_counted = native_toks;
-        st->native_bytes = cand;
-        if (cand > full_len) cand = full_len;
-        if (native_toks > st->n_committed_toks) st->n_committed_toks = native_toks;
-    } else {
-        uint32_t n = st->agree_n ? st->agree_n : DEFAULT_AGREE_N;
-        if (n <= 1) {
-            cand = full_len;
-        } else {
-            char *copy = dup_or_null(full);
-            if (!copy) return false;
-            if (st->n_hist == (int)n) {
-                free(st->hist[0]);
-                memmove(st->hist, st->hist + 1, (size_t)(st->n_hist - 1) * sizeof st->hist[0]);
-                st->n_hist--;
-            }
-            st->hist[st->n_hist++] = copy;
-            if (st->n_hist < (int)n) return false;
-            cand = strlen(st->hist[0]);
-            for (int i = 1; i < st->n_hist; i++) {
-                size_t c = common_prefix(st->hist[0], st->hist[i]);
-                if (c < cand) cand = c;
-            }
-        }
-    }
-    cand = tr_utf8_complete_prefix(full, cand);
-    size_t have = st->committed.len;
-    if (cand <= have) return false;
-    /* Committed bytes must still be a prefix of the hypothesis (they are,
-     * by construction, when the hypothesis only grows). */
-    if (have > 0 && !st->native_grows && memcmp(tr_strbuf_cstr(&st->committed), full, have) != 0)
-        return false;
-    tr_strbuf_append(&st->committed, full + have, cand - have);
-    return true;
-}
-
-/* Final commit at a successful finalize (§14.2). */
-static void finalize_commit(struct transcribe_session *s, const char *full) {
-    tr_stream_state *st = &s->stream;
-    size_t have = st->committed.len, full_len = strlen(full);
-    if (st->policy == TRANSCRIBE_STREAM_COMMIT_ON_FINALIZE || have == 0) {
-        tr_strbuf_clear(&st->committed);
-        tr_strbuf_append(&st->committed, full, full_len);
-    } else if (full_len >= have && memcmp(tr_strbuf_cstr(&st->committed), full, have) == 0) {
-        tr_strbuf_append(&st->committed, full + have, full_len - have);
-    }
-    st->tentative_start = full_len;
-    const tr_result *r = &s->results[0];
-    if (r->n_segs > st->n_committed_segs) st->n_committed_segs = r->n_segs;
-    if (r->n_words > st->n_committed_words) st->n_committed_words = r->n_words;
-    if (r->n_toks > st->n_committed_toks) st->n_committed_toks = r->n_toks;
 }
 
 /* ---- update reports ---- */
@@ -217,30 +132,8 @@ static transcribe_status begin_args(const struct transcribe_session *session,
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     struct transcribe_run_params rp;
-    transcribe_run_params_init(&rp);
-    if (run_params) {
-        if (run_params->struct_size < TR_MIN_RUN_PARAMS) {
-            TR_ERROR("%s: run params struct_size %llu < %u", where,
-                     (unsigned long long)run_params->struct_size, TR_MIN_RUN_PARAMS);
-            return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
-        }
-        memcpy((char *)&rp + 8, (const char *)run_params + 8, TR_MIN_RUN_PARAMS - 8);
-        /* The appended fields, where the caller's struct holds them. */
-#define COVERS(f)                                                                                  \
-    (run_params->struct_size >= offsetof(struct transcribe_run_params, f) + sizeof run_params->f)
-        if (COVERS(vad_model)) rp.vad_model = run_params->vad_model;
-        if (COVERS(vad_params)) rp.vad_params = run_params->vad_params;
-        if (COVERS(n_vocabulary)) {
-            rp.vocabulary = run_params->vocabulary;
-            rp.n_vocabulary = run_params->n_vocabulary;
-        }
-#undef COVERS
-        if (rp.n_vocabulary < 0 || (rp.n_vocabulary > 0 && !rp.vocabulary)) {
-            TR_ERROR("%s: %d vocabulary terms at %p", where, (int)rp.n_vocabulary,
-                     (const void *)rp.vocabulary);
-            return TRANSCRIBE_ERR_INVALID_ARG;
-        }
-    }
+    transcribe_status st = tr_run_params_load(run_params, &rp, where);
+    if (st != TRANSCRIBE_OK) return st;
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
     if (stream_params) {
@@ -431,7 +324,7 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
     bool committed_changed = false;
     if (st == TRANSCRIBE_OK) {
         if (final) {
-            finalize_commit(s, full);
+            tr_stream_commit_final(s, full);
             ss->state = TRANSCRIBE_STREAM_FINISHED;
         } else {
             /* The generic driver commits after each of its window decodes. */
@@ -485,7 +378,7 @@ static transcribe_status transcribe_stream_feed_impl(struct transcribe_session *
                    ? session->model->desc.caps.native_sample_rate
                    : 16000;
     ss->input_received_ms = ss->samples_received * 1000 / rate;
-    char *before = dup_or_null(transcribe_full_text(session));
+    char *before = dup_or_null(tr_result_full_text(tr_session_result(session)));
     if (!before) {
         TR_ERROR("%s: out of memory", where);
         return TRANSCRIBE_ERR_OOM;
@@ -542,7 +435,7 @@ static transcribe_status transcribe_stream_finalize_impl(struct transcribe_sessi
         TR_ERROR("%s: no active stream", where);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    char *before = dup_or_null(transcribe_full_text(session));
+    char *before = dup_or_null(tr_result_full_text(tr_session_result(session)));
     if (!before) {
         TR_ERROR("%s: out of memory", where);
         return TRANSCRIBE_ERR_OOM;

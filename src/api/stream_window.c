@@ -389,9 +389,8 @@ transcribe_status tr_stream_window_begin(struct transcribe_session *s, tr_stream
         s->model->desc.caps.native_sample_rate > 0 ? s->model->desc.caps.native_sample_rate : 16000;
     int64_t hard_ms = HARD_MS, soft_ms = SOFT_MS, step_ms = STEP_MS;
     struct transcribe_session_limits lim;
-    transcribe_session_limits_init(&lim);
-    if (transcribe_session_get_limits(s, &lim) == TRANSCRIBE_OK && lim.effective_max_audio_ms > 0 &&
-        lim.effective_max_audio_ms * 4 / 5 < hard_ms) {
+    tr_session_limits(s, &lim);
+    if (lim.effective_max_audio_ms > 0 && lim.effective_max_audio_ms * 4 / 5 < hard_ms) {
         hard_ms = lim.effective_max_audio_ms * 4 / 5;
         if (soft_ms > hard_ms / 2) soft_ms = hard_ms / 2;
         if (step_ms > soft_ms / 2) step_ms = soft_ms / 2;

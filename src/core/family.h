@@ -47,6 +47,14 @@ typedef struct tr_model_desc {
     /* translation pairs "src>tgt" (optional; empty = not advertised) */
     int n_translate_pairs;
     const char *const *translate_pairs;
+    /* Long audio (src/api/chunk.c): the family decodes a bounded number of
+     * output tokens per call (a fixed budget, about a minute of speech) and
+     * has no long-form mode of its own, so the dispatcher splits an input
+     * longer than one piece at its pauses, and runs the pieces through
+     * run_batch, several a call. A family without it is split only past
+     * caps.max_audio_ms (or, stating neither that nor
+     * TRANSCRIBE_FEATURE_LONG_FORM, past one piece), one piece a call. */
+    bool bounded_output;
 } tr_model_desc;
 
 /* Starts a description: zeroes *desc (every capability off, no features,

@@ -199,6 +199,10 @@ void tr_result_arena_rewind(tr_result *r, uint64_t mark) {
     if (mark <= r->arena_len) r->arena_len = mark;
 }
 
+bool tr_result_store(tr_result *r, const char *text, uint64_t *off) {
+    return arena_put(r, text, off);
+}
+
 bool tr_result_set_full_text(tr_result *r, const char *text) {
     if (!arena_put(r, text, &r->full_text_off)) return false;
     r->has_full_text = true;

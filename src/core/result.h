@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "transcribe.h"
+#include "util/strbuf.h"
 
 typedef struct tr_result_segment {
     int64_t t0_ms, t1_ms;
@@ -119,5 +120,37 @@ const char *tr_result_language(const tr_result *r);
 /* Builds full text by concatenating segment texts when a family does not set
  * it explicitly (leading/trailing whitespace trimmed). */
 bool tr_result_build_full_text(tr_result *r);
+
+/* Copies text (NULL = "") into r's arena, its offset in *off; false on OOM
+ * (oom set). */
+bool tr_result_store(tr_result *r, const char *text, uint64_t *off);
+
+/* Long audio (result_join.c): the results of the pieces of a longer input,
+ * each run on its own, joined in time order into one result on the input's
+ * clock. The joiner holds the joined text and the speaker ids earlier
+ * pieces took. */
+typedef struct tr_result_joiner {
+    tr_strbuf text;
+    tr_strbuf raw; /* the pieces' raw texts, one a line */
+    int32_t speaker_base;
+} tr_result_joiner;
+void tr_result_joiner_init(tr_result_joiner *j);
+void tr_result_joiner_free(tr_result_joiner *j);
+/* Appends src, the result of the piece [lo_ms, hi_ms) of the input, to
+ * dst: rows move by lo_ms and stay inside the piece and behind the rows
+ * already there (times monotonic); a piece without times gives its rows the
+ * piece's span, and one without rows but with text one segment over it;
+ * speaker n of the piece becomes speaker_base + n (pieces' speakers kept
+ * apart); the text is trimmed and joined with a space (none between two
+ * characters of scripts written without spaces); the first language and
+ * timestamp kind a piece reports win. False on OOM (dst->oom set). */
+bool tr_result_join_piece(tr_result *dst, tr_result_joiner *j, const tr_result *src, int64_t lo_ms,
+                          int64_t hi_ms);
+/* Sets dst's full text to the joined text (and its raw text to the
+ * pieces' raw texts, one a line, where they have one); false on OOM. */
+bool tr_result_joiner_finish(tr_result *dst, const tr_result_joiner *j);
+/* Keeps every row inside [0, end_ms] (the input's length): a model's
+ * timestamps can run past the end of the audio it was given. */
+void tr_result_clamp(tr_result *r, int64_t end_ms);
 
 #endif

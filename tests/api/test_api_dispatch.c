@@ -19,7 +19,7 @@
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);
 SZ(transcribe_session_params, 24);
-SZ(transcribe_run_params, 104); /* 72 + the appended VAD and vocabulary fields */
+SZ(transcribe_run_params, 120); /* 72 + the appended VAD, vocabulary and chunking fields */
 SZ(transcribe_stream_params, 24);
 SZ(transcribe_capabilities, 56);
 SZ(transcribe_timings, 24);
@@ -32,6 +32,7 @@ SZ(transcribe_session_limits, 32);
 SZ(transcribe_ext, 16);
 SZ(transcribe_device_info, 64);
 SZ(transcribe_speaker_segment, 32);
+SZ(transcribe_piece, 32);
 SZ(transcribe_whisper_run_ext, 80);
 SZ(transcribe_whisper_chunk_trace, 48);
 SZ(transcribe_parakeet_stream_ext, 24);
@@ -54,6 +55,10 @@ OFF(transcribe_run_params, vad_model, 72);
 OFF(transcribe_run_params, vad_params, 80);
 OFF(transcribe_run_params, vocabulary, 88);
 OFF(transcribe_run_params, n_vocabulary, 96);
+OFF(transcribe_run_params, chunk_max_ms,
+    104); /* 8-aligned: never inside an older caller's padding */
+OFF(transcribe_run_params, chunking, 112);
+OFF(transcribe_run_params, chunk_batch, 116);
 OFF(transcribe_capabilities, supports_streaming, 30);
 OFF(transcribe_capabilities, max_audio_ms, 32);
 OFF(transcribe_segment, text, 40);
@@ -222,7 +227,7 @@ static void test_status_strings(void) {
 }
 
 static void test_abi(void) {
-    static const size_t sizes[] = {24, 24, 104, 24, 56, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
+    static const size_t sizes[] = {24, 24, 120, 24, 56, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
     for (int i = 0; i < 15; i++) {
         CHECK_MSG(transcribe_abi_struct_size((transcribe_abi_struct)i) == sizes[i], "id %d", i);
         CHECK(transcribe_abi_struct_align((transcribe_abi_struct)i) == 8);

@@ -2,7 +2,9 @@
  * Speech, MOSS) on their tiny reference models: batches of 1..4 utterances
  * of mixed lengths give every row its single run's status, text and rows
  * (segment / word / speaker times and ids), and an over-long row gets its
- * own INPUT_TOO_LONG without failing the rest of the batch. */
+ * own INPUT_TOO_LONG without failing the rest of the batch (whole inputs:
+ * chunking off; by default the library would split that row at its
+ * pauses, tests/api/test_long_run.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +151,7 @@ static void run_case(const family_case *fc) {
     transcribe_run_params_init(&rp);
     rp.diarize = fc->diarize;
     rp.timestamps = fc->timestamps;
+    rp.chunking = TRANSCRIBE_CHUNKING_OFF;
     snap single[N_CLIP];
     for (int c = 0; c < N_CLIP; c++)
         take(s, -1, transcribe_run(s, clip[c], len[c], &rp), &single[c]);

@@ -333,11 +333,15 @@ static void test_gates(void) {
 done:
     transcribe_session_free(s1);
     transcribe_session_free(sp);
-    /* jfk.plain on 1b: T_prompt 127 → n_ctx 383 passes, 382 refuses */
+    /* jfk.plain on 1b: T_prompt 127 → n_ctx 383 passes, 382 refuses (the
+     * family's own gate: the whole clip, chunking off) */
+    struct transcribe_run_params whole;
+    transcribe_run_params_init(&whole);
+    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
     for (int d = 0; d < 2; d++) {
         struct transcribe_session *s = open_s("tiny-1b", "granite-tiny-1b-ref-F16.gguf", 383 - d);
         if (!s) continue;
-        transcribe_status st = transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL);
+        transcribe_status st = transcribe_run(s, g_clips[0].pcm, g_clips[0].n, &whole);
         CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "n_ctx %d: %s",
                   383 - d, transcribe_status_string(st));
         if (d == 0) {

@@ -181,6 +181,7 @@ static void test_gates(void) {
     struct transcribe_session *s = open_s(g_path, 1024, TRANSCRIBE_KV_TYPE_AUTO);
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
+    rp.chunking = TRANSCRIBE_CHUNKING_OFF; /* the family's own gate, not long audio */
     /* 60 s: 780 audio rows + 15 + 256 > 1024 → rejected before the front end */
     int n = 60 * 16000;
     float *a = make_audio(n, 1);
@@ -212,6 +213,7 @@ static void test_truncate_abort_batch(void) {
     struct transcribe_session *s = open_s(g_path, 0, TRANSCRIBE_KV_TYPE_AUTO);
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
+    rp.chunking = TRANSCRIBE_CHUNKING_OFF; /* whole inputs: the budget and the gate themselves */
     int n = 24000;
     float *a = make_audio(n, 2);
     transcribe_status st = transcribe_run(s, a, n, &rp);

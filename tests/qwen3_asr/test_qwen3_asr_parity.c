@@ -286,11 +286,14 @@ static void test_batch_and_gate(void) {
     /* §9.3 gate: jfk auto has T_prompt 158 → n_ctx 414 passes, 413 does not;
      * we30 auto 405 → 661 / 660 */
     const int ok_ctx[2] = {414, 661};
+    struct transcribe_run_params whole; /* the family's own gate: chunking off */
+    transcribe_run_params_init(&whole);
+    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
     for (int c = 0; c < 2; c++) {
         for (int d = 0; d < 2; d++) {
             sp.n_ctx = ok_ctx[c] - d;
             CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
-            transcribe_status st = transcribe_run(s, g_clips[c].pcm, g_clips[c].n, NULL);
+            transcribe_status st = transcribe_run(s, g_clips[c].pcm, g_clips[c].n, &whole);
             CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "%s n_ctx %d: %s",
                       g_clips[c].stem, sp.n_ctx, transcribe_status_string(st));
             transcribe_session_free(s);

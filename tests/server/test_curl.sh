@@ -167,6 +167,36 @@ check "a client that leaves aborts its run" bash -c "curl -s '$URL/metrics' | gr
 check "nothing left running" bash -c "curl -s '$URL/metrics' | grep -q '^transcribe_running 0'"
 srv_stop
 
+# long audio: 10 minutes (jfk.wav again and again, pauses of low hiss
+# between) with a model of fixed output budget (the tiny Qwen3-ASR test
+# model): the library splits the upload at its pauses, and the whole
+# transcript comes back, equal to the CLI's
+QW="$SRC/tests/data/qwen3_asr/tiny/qwen3-asr-tiny-ref-F32.gguf"
+TEN="$WORK/long-10min.wav"
+/usr/bin/python3 - "$JFK" "$TEN" <<'PY'
+import random, struct, sys, wave
+src = wave.open(sys.argv[1], "rb")
+params, frames = src.getparams(), src.readframes(src.getnframes())
+dst = wave.open(sys.argv[2], "wb")
+dst.setparams(params)
+rng, n = random.Random(5), 0
+while n < 600 * params.framerate:
+    gap = int(params.framerate * rng.uniform(1.0, 1.6))
+    hiss = b"".join(struct.pack("<h", int(rng.gauss(0, 33))) for _ in range(gap))
+    dst.writeframes(frames + hiss)
+    n += src.getnframes() + gap
+dst.close()
+PY
+"$CLI" -q -m "$QW" -f txt "$TEN" >"$WORK/cli-long.txt" 2>/dev/null
+"$CLI" -q -m "$QW" -f srt "$TEN" >"$WORK/cli-long.srt" 2>/dev/null
+check "CLI transcribes 10 minutes whole" [ "$(wc -c <"$WORK/cli-long.txt")" -gt 2000 ]
+srv_start -m "$QW" --max-upload-mb 64 -q
+check "10 minutes: text 200" [ "$(code -F file=@"$TEN" -F response_format=text "$URL$T")" = 200 ]
+check "10 minutes: whole transcript = CLI's" [ "$(cat "$WORK/body")" = "$(cat "$WORK/cli-long.txt")" ]
+check "10 minutes: srt 200" [ "$(code -F file=@"$TEN" -F response_format=srt "$URL$T")" = 200 ]
+check "10 minutes: last cue ends past 9:50" grep -Eq -- '--> 00:(09:5|1[0-9]:)' "$WORK/body"
+srv_stop
+
 # --api-key; a non-loopback host needs one
 srv_start -m "$PK" --api-key sesame -q
 check "no key 401" [ "$(code -F file=@"$WAV" "$URL$T")" = 401 ]

@@ -74,7 +74,7 @@ static void write_dir(const cli_opts *o, const struct transcribe_session *s, int
                 st == TRANSCRIBE_ERR_ABORTED;
     cli_result res;
     cli_result_init(&res);
-    if (have) cli_result_append(&res, s, i, false, 0, 0, 0);
+    if (have) cli_result_copy(&res, s, i);
     cli_result_clamp(&res, (int64_t)(duration_s * 1000.0 + 0.5));
     res.shape = o->shape;
     if (res.oom ||

@@ -101,30 +101,6 @@ void cli_usage(const char *argv0, FILE *f);
 bool cli_vocab_load(cli_opts *o);
 void cli_vocab_free(cli_opts *o);
 
-/* chunked.c: long audio split at pauses (README "Long audio"). */
-typedef struct cli_chunk_plan {
-    bool split;
-    int64_t target_ms, max_ms;
-    char why[160]; /* for the log line */
-} cli_chunk_plan;
-
-/* Whether and how to split a file of duration_ms: the rule, from the
- * model's family name, its LONG_FORM feature and its input limit (0: none),
- * and cli_chunk_decide, which asks the session for those. */
-cli_chunk_plan cli_chunk_rule(cli_chunk_mode mode, int chunk_max_s, const char *arch,
-                              bool long_form, int64_t limit_ms, int64_t duration_ms);
-cli_chunk_plan cli_chunk_decide(const cli_opts *o, const struct transcribe_session *s,
-                                int64_t duration_ms);
-/* Splits pcm (n samples at rate), transcribes the pieces (run_batch groups
- * where the family decodes a batch together, else one by one; a truncated
- * piece is split again, up to three times) and stitches them into out.
- * *done_s follows the progress. Returns OK, ABORTED, OUTPUT_TRUNCATED (a
- * piece kept partial text) or the first error; out holds what was done. */
-transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *s,
-                                  const struct transcribe_run_params *rp, const float *pcm, int n,
-                                  int rate, const cli_chunk_plan *plan, volatile double *done_s,
-                                  cli_result *out);
-
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                   const struct transcribe_run_params *rp, FILE *out_file);

@@ -47,10 +47,9 @@ typedef struct progress {
     const char *name;
     const struct transcribe_session *s; /* partial result: segments decoded so far */
     double audio_s, t0, last;
-    double fraction;        /* the library's progress callback: share of the input done */
-    int last_pct;           /* the percentage last printed (-1: none yet) */
-    bool chunked;           /* long audio in pieces: done_s says how far */
-    volatile double done_s; /* end of the last finished piece */
+    double fraction; /* the library's progress callback: share of the input done */
+    int last_pct;    /* the percentage last printed (-1: none yet) */
+    bool chunked;    /* long audio in pieces: the library reports per piece */
 } progress;
 
 static progress *g_progress_line; /* the line to clear before a log message (CLI-only state) */
@@ -110,11 +109,11 @@ void cli_log(transcribe_log_level level, const char *fmt, ...) {
 }
 
 /* How far the run is, in seconds of audio: the library's progress
- * fraction (encoder and decoder of every window), the end of the last
- * segment decoded so far, or for a file split into pieces the end of the
- * last finished piece, whichever is furthest. */
+ * fraction (encoder and decoder of every window; for a file split into
+ * pieces, the end of the last finished piece) or the end of the last
+ * segment decoded so far, whichever is furthest. */
 static double progress_done_s(const progress *p) {
-    double done = p->chunked ? p->done_s : p->fraction * p->audio_s;
+    double done = p->fraction * p->audio_s;
     int n = p->chunked ? 0 : transcribe_n_segments(p->s);
     struct transcribe_segment seg;
     transcribe_segment_init(&seg);
@@ -535,15 +534,17 @@ static int do_file(const ctx *c, const char *path, bool several) {
         transcribe_audio_free(pcm);
         return 1;
     }
-    cli_chunk_plan plan = {0};
-    if (o->stream_chunk_ms <= 0 && c->batch_row < 0)
-        plan = cli_chunk_decide(o, c->s, (int64_t)(duration * 1000.0));
+    /* Long audio: the library splits the file at pauses (run params
+     * chunking, chunk_max_ms, chunk_batch from --chunk, --chunk-max-s,
+     * --batch-size); a split file prints what its pieces gave. */
+    bool split =
+        o->stream_chunk_ms <= 0 && c->batch_row < 0 && transcribe_run_would_chunk(c->s, n, c->rp);
     progress prog = {0};
     prog.lines = !isatty(STDERR_FILENO);
     prog.forced = o->print_progress;
     prog.enabled = o->print_progress || (!o->quiet && !prog.lines && duration > 30.0);
     prog.last_pct = -1;
-    prog.chunked = plan.split;
+    prog.chunked = split;
     const char *base = strrchr(path, '/');
     prog.name = base ? base + 1 : path;
     prog.audio_s = duration;
@@ -557,8 +558,8 @@ static int do_file(const ctx *c, const char *path, bool several) {
     cli_result_init(&res);
     if (c->batch_row >= 0) {
         st = transcribe_batch_status(c->s, c->batch_row);
-    } else if (plan.split) {
-        st = cli_run_chunked(o, c->s, c->rp, pcm, n, c->rate, &plan, &prog.done_s, &res);
+    } else if (split) {
+        st = transcribe_run(c->s, pcm, n, c->rp); /* once: --repeat times whole files */
     } else if (o->stream_chunk_ms > 0) {
         st = run_stream(c, pcm, n, report);
     } else {
@@ -568,7 +569,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
         }
     }
     double run_ms = (now_s() - prog.t0) * 1000.0;
-    if (!plan.split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
+    if (!split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
     if (st == TRANSCRIBE_OK) show_progress(&prog, true);
     clear_progress();
     g_progress_line = NULL;
@@ -578,9 +579,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (g_interrupted) fprintf(stderr, "interrupted: printing the partial transcript\n");
 
     /* A split file has a result (what its pieces gave) whatever the status. */
-    bool have_result = plan.split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
+    bool have_result = split || st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                        st == TRANSCRIBE_ERR_ABORTED;
-    if (have_result && !plan.split) cli_result_append(&res, c->s, c->batch_row, false, 0, 0, 0);
+    if (have_result) cli_result_copy(&res, c->s, c->batch_row);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
     if (have_result && !o->language && res.language[0]) {
         /* A model that cannot detect did not detect: it used its default. */
@@ -622,11 +623,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
     transcribe_timings_init(&tm);
     transcribe_get_timings(c->s, &tm);
     char pieces[32] = "";
-    if (plan.split) snprintf(pieces, sizeof pieces, "%d pieces: ", res.n_chunks);
-    double mel = plan.split ? res.mel_ms : (double)tm.mel_ms;
-    double enc = plan.split ? res.encode_ms : (double)tm.encode_ms;
-    double dec = plan.split ? res.decode_ms : (double)tm.decode_ms;
-    if (!plan.split || res.n_chunks > 0) {
+    if (split) snprintf(pieces, sizeof pieces, "%d pieces: ", res.n_chunks);
+    double mel = (double)tm.mel_ms, enc = (double)tm.encode_ms, dec = (double)tm.decode_ms;
+    if (!split || res.n_chunks > 0) {
         cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
                 "timings: %sload=%.2f ms  mel=%.2f ms  encode=%.2f ms  decode=%.2f ms  total=%.2f "
                 "ms  rtf=%.4f",
@@ -634,7 +633,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
                 duration > 0 ? run_ms / (duration * 1000.0) : 0.0);
     }
     cli_result_free(&res);
-    if (report && !plan.split) { /* a split file printed its summed timings */
+    if (report && !split) { /* a split file printed its summed timings */
         struct transcribe_timings t;
         transcribe_timings_init(&t);
         if (transcribe_get_timings(c->s, &t) == TRANSCRIBE_OK) {
@@ -660,7 +659,7 @@ static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
     for (int i = 0; ok && i < k; i++) {
         ok = strcmp(paths[i], "-") != 0 &&
              transcribe_audio_load_file(paths[i], c->rate, &pcm[i], &n[i]) == TRANSCRIBE_OK &&
-             n[i] > 0 && !cli_chunk_decide(c->o, c->s, (int64_t)n[i] * 1000 / c->rate).split;
+             n[i] > 0 && !transcribe_run_would_chunk(c->s, n[i], c->rp);
     }
     if (ok) {
         transcribe_status st = transcribe_run_batch(c->s, (const float *const *)pcm, n, k, c->rp);
@@ -796,6 +795,11 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
     rp->target_language = o->target_language;
     rp->keep_special_tags = o->raw_tokens;
     rp->spec_k_drafts = o->spec_k_drafts;
+    rp->chunking = o->chunk == CLI_CHUNK_ON    ? TRANSCRIBE_CHUNKING_ON
+                   : o->chunk == CLI_CHUNK_OFF ? TRANSCRIBE_CHUNKING_OFF
+                                               : TRANSCRIBE_CHUNKING_AUTO;
+    rp->chunk_max_ms = (int64_t)o->chunk_max_s * 1000; /* 0: the library's 30 s */
+    rp->chunk_batch = o->batch_size;                   /* 0: the family's */
     /* hints only where the model honours them (one warning above, not one per run) */
     if (o->n_vocab > 0 && transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
         rp->vocabulary = o->vocab;

@@ -27,8 +27,8 @@ typedef struct cli_cue_shape {
 #define CLI_MAX_LINE_CHARS 1000 /* --max-line-chars range */
 
 /* result.c: one file's transcript as the formats print it: copied from a
- * session (a single run, or row i of a batch), or stitched from pieces of a
- * long file with their times moved to the file's clock. Owns its strings. */
+ * session (a single run, or row i of a batch; a long file the library split
+ * into pieces included). Owns its strings. */
 typedef struct cli_chunk {
     int64_t t0_ms, t1_ms; /* the piece of the file this call saw */
     int end_kind;         /* enum transcribe_span_end */
@@ -46,23 +46,18 @@ typedef struct cli_result {
     struct transcribe_token *toks;
     int n_segs, n_words, n_toks, cap_segs, cap_words, cap_toks;
     int n_speaker_segments;
-    int32_t speaker_base; /* chunked: speaker ids taken by earlier pieces */
-    bool chunked;         /* split at pauses (even into zero pieces: no speech) */
-    cli_chunk *chunks;    /* the pieces of a split run */
+    bool chunked;      /* split at pauses (even into zero pieces: no speech) */
+    cli_chunk *chunks; /* the pieces of a split run */
     int n_chunks, cap_chunks;
-    double mel_ms, encode_ms, decode_ms; /* summed over the pieces */
-    bool oom;                            /* an append failed: the result is incomplete */
-    cli_cue_shape shape;                 /* set by the caller before printing */
+    bool oom;            /* an append failed: the result is incomplete */
+    cli_cue_shape shape; /* set by the caller before printing */
 } cli_result;
 
 void cli_result_init(cli_result *r);
 void cli_result_free(cli_result *r);
-/* Appends the session's result (batch row i, or the single run when i < 0).
- * With shift, rows move by offset_ms and are clamped into [lo_ms, hi_ms] and
- * behind the rows already there (times stay monotonic); the text is joined
- * to what is there with a space (none between two CJK characters). */
-void cli_result_append(cli_result *r, const struct transcribe_session *s, int i, bool shift,
-                       int64_t offset_ms, int64_t lo_ms, int64_t hi_ms);
+/* Copies the session's result (batch row i, or the single run when i < 0)
+ * into r (empty): text, rows, and the pieces of a split run. */
+void cli_result_copy(cli_result *r, const struct transcribe_session *s, int i);
 /* Keeps every row inside [0, end_ms] (the audio's length): a model's
  * timestamps can run past the end of the audio it was given. */
 void cli_result_clamp(cli_result *r, int64_t end_ms);

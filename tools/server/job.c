@@ -311,7 +311,7 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     atomic_fetch_add(&srv->metrics.compute_us, (long long)((t1 - t0) * 1e6));
     char why[256] = "";
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
-        cli_result_append(&r, s, -1, false, 0, 0, 0);
+        cli_result_copy(&r, s, -1);
         cli_result_clamp(&r, (int64_t)n * 1000 / 16000);
         window_info(s, &info);
         const struct transcribe_capabilities *c = &j->model->caps;

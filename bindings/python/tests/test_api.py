@@ -188,6 +188,32 @@ def test_budget_family_long_audio_equals_cli_json(cli):
         assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_MOSS, wav))
 
 
+def test_ten_minutes_budget_family_whole_transcript(cli, tmp_path):
+    """A 10-minute recording (samples/jfk.wav with pauses) and a Qwen3-ASR
+    model (the tiny test one): transcribe() with default parameters gives
+    the whole transcript, split by the library, equal to the CLI's."""
+    from conftest import DATA
+
+    tiny = need(DATA / "qwen3_asr" / "tiny" / "qwen3-asr-tiny-ref-F32.gguf")
+    jfk = transcribe.load_audio(need(ROOT / "samples" / "jfk.wav"))
+    rng = np.random.default_rng(5)
+    parts = []
+    while sum(len(p) for p in parts) < 600 * 16000:
+        gap = int(16000 * rng.uniform(1.0, 1.6))
+        parts += [jfk, (rng.standard_normal(gap) * 0.001).astype(np.float32)]
+    wav = write_wav(tmp_path / "ten_minutes.wav", np.concatenate(parts))
+    pcm = transcribe.load_audio(wav)
+    with transcribe.Model(tiny) as m:
+        r = m.transcribe(pcm)
+        assert r.duration >= 600 and r.chunks and len(r.chunks) >= 20
+        assert r.chunks[-1].end_ms >= 590000 and len(r.text) > 2000
+        assert all(a.end_ms <= b.start_ms for a, b in zip(r.chunks, r.chunks[1:]))
+        assert all(a.start_ms <= b.start_ms for a, b in zip(r.segments, r.segments[1:]))
+        assert_same_as_cli(r.to_dict(), cli_json(cli, tiny, wav))
+        [b] = m.transcribe_batch([pcm])
+        assert b.text == r.text and b.chunks == r.chunks
+
+
 def test_truncated_output_is_a_result_not_an_error(cli):
     """A decode that hits the output cap (a looping tiny MOSS) keeps its
     partial text: result.truncated, as the CLI's "truncated": true."""
@@ -377,12 +403,15 @@ def test_input_too_long_and_timestamp_limits():
             m.transcribe(np.zeros(16000, dtype=np.float32), language="en", target_language="xx")
         # in a batch the too-long input fails alone
         short, long = np.zeros(16000, dtype=np.float32), np.zeros((cap + 1000) * 16, dtype=np.float32)
-        out = m.transcribe_batch([short, long], return_exceptions=True)
+        out = m.transcribe_batch([short, long], chunk="off", return_exceptions=True)
         assert isinstance(out[0], transcribe.Result)
         assert isinstance(out[1], transcribe.InputTooLongError) and out[1].index == 1
         with pytest.raises(transcribe.InputTooLongError) as e:
-            m.transcribe_batch([short, long])
+            m.transcribe_batch([short, long], chunk="off")
         assert e.value.index == 1
+        # chunk="auto": the long input is split at its pauses by itself
+        out = m.transcribe_batch([short, long])
+        assert out[0].chunks is None and out[1].chunks == () and out[1].text == ""
 
 
 def test_vocabulary_is_accepted_where_the_library_has_it(model, lib):

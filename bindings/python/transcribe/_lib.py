@@ -139,6 +139,14 @@ _OPTIONAL: _Table = {
     "transcribe_pause_split_params_init": (None, [vp]),
     "transcribe_pause_split": (c_int, [vp, c_int64, c_int, vp, POINTER(vp), POINTER(c_int)]),
     "transcribe_pause_split_free": (None, [vp]),
+    # long audio split by the library (run params chunking)
+    "transcribe_piece_init": (None, [vp]),
+    "transcribe_was_chunked": (c_bool, [vp]),
+    "transcribe_n_pieces": (c_int, [vp]),
+    "transcribe_get_piece": (c_int, [vp, c_int, vp]),
+    "transcribe_batch_was_chunked": (c_bool, [vp, c_int]),
+    "transcribe_batch_n_pieces": (c_int, [vp, c_int]),
+    "transcribe_batch_get_piece": (c_int, [vp, c_int, c_int, vp]),
     # voice activity detection (Silero VAD)
     "transcribe_vad_params_init": (None, [vp]),
     "transcribe_vad_model_load": (c_int, [c_char_p, POINTER(vp)]),

@@ -22,7 +22,7 @@ from typing import (
     Union,
 )
 
-from . import _lib, _stitch, _vad
+from . import _lib, _read, _vad
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
 from ._check import c_int, c_path
@@ -36,6 +36,8 @@ from ._errors import (
 from ._interrupt import SigintDeferral
 from ._lifetime import CallGate
 from ._result import Result
+
+CHUNK_MAX_S = 30  # longest piece of long audio by default (the library's 30 s)
 
 # An abort condition: a callable returning True to stop, or anything with
 # is_set() (threading.Event).
@@ -487,26 +489,23 @@ class Model:
     def _collect(self, sess: int, i: Optional[int], n_samples: int, t_start: float) -> Result:
         """The result of the single run (i None) or batch row i, as the CLI
         prints it: text trimmed, times clamped into the audio."""
-        b = _stitch.Builder()
-        b.append(_stitch.read_piece(self._lib, sess, i), single=i is None)
-        b.add_timings(self._lib, sess, i)
-        return b.result(n_samples, self.sample_rate, t_start)
+        return _read.read_result(self._lib, sess, i, n_samples, self.sample_rate, t_start)
 
-    def _chunk_plan(self, sess: int, mode: str, chunk_max_s: int, n_samples: int) -> _stitch.Plan:
-        lib = self._lib
-        caps = self._info.capabilities
-        limit = caps.max_audio_ms
-        lim = lib.new(S.SessionLimits, lib.session_limits_init)
-        if lib.session_get_limits(sess, ctypes.byref(lim)) == 0 and lim.effective_max_audio_ms > 0:
-            limit = int(lim.effective_max_audio_ms)  # n_ctx can lower it
-        duration_ms = int(n_samples / float(self.sample_rate) * 1000.0)
-        plan = _stitch.chunk_rule(mode, chunk_max_s, self._info.family,
-                                  "long_form" in caps.features, limit, duration_ms)
-        if plan.split and lib.pause_split is None:
-            if mode == "on":
-                raise UnsupportedError("this libtranscribe has no transcribe_pause_split")
-            plan.split = False
-        return plan
+    def _chunk_params(self, p: S.RunParams, chunk: str, chunk_max_s: int) -> None:
+        """Long audio: the library splits an input one call cannot take at
+        its pauses (run params chunking, chunk_max_ms)."""
+        if chunk not in ("auto", "on", "off"):
+            raise InvalidArgumentError(f"chunk must be 'auto', 'on' or 'off' (got {chunk!r})")
+        if not isinstance(chunk_max_s, int) or not 2 <= chunk_max_s <= 3600:
+            raise InvalidArgumentError(
+                f"chunk_max_s must be an integer from 2 to 3600 (got {chunk_max_s!r})")
+        if not self._lib.covers(S.RunParams, "chunk_batch"):
+            if chunk == "on":
+                raise UnsupportedError("chunk='on' needs a libtranscribe that splits long audio "
+                                       "(transcribe_run_params.chunking)")
+            return  # an older library runs the whole input
+        p.chunking = S.CHUNKING[chunk]
+        p.chunk_max_ms = chunk_max_s * 1000
 
     def _session_error(self, sess: int, st: int) -> str:
         lib = self._lib
@@ -532,7 +531,7 @@ class Model:
         vad: Vad = None,
         vad_options: Optional[Mapping[str, Any]] = None,
         chunk: str = "auto",
-        chunk_max_s: int = _stitch.CHUNK_MAX_S,
+        chunk_max_s: int = CHUNK_MAX_S,
     ) -> Result:
         """Transcribes one input.
 
@@ -557,12 +556,13 @@ class Model:
                 VAD), a model path or a VadModel; ``vad_options`` tunes it
                 (threshold, min_speech_ms, min_silence_ms, speech_pad_ms,
                 max_speech_s, ...). Needs a library with run-param VAD.
-            chunk: long audio, as the CLI's --chunk: "auto" splits a file at
-                pauses when the model cannot take it in one call (a fixed
-                output budget and no long-form mode, or longer than its input
-                limit) and stitches the pieces onto the file's clock; "on"
-                always splits, "off" never. ``chunk_max_s`` caps a piece
-                (pieces aim at 2/3 of it). ``result.chunks`` lists the pieces.
+            chunk: long audio, as the CLI's --chunk: "auto" lets the library
+                split a file at pauses when the model cannot take it in one
+                call (a fixed output budget and no long-form mode, or longer
+                than its input limit) and join the pieces on the file's
+                clock; "on" always splits, "off" never. ``chunk_max_s`` caps
+                a piece (pieces aim at 2/3 of it). ``result.chunks`` lists
+                the pieces.
 
         Raises:
             TranscribeError (a subclass naming the failure). A run that hits
@@ -573,29 +573,19 @@ class Model:
             keep, language, task, target_language, timestamps, vocabulary,
             pnc, itn, diarize, keep_special_tags, vad, vad_options,
         )
+        self._chunk_params(params, chunk, chunk_max_s)
         lib = self._lib
         t_start = time.perf_counter()
         self._check_open()
-        if chunk not in ("auto", "on", "off"):
-            raise InvalidArgumentError(f"chunk must be 'auto', 'on' or 'off' (got {chunk!r})")
-        if not isinstance(chunk_max_s, int) or chunk_max_s < 2:
-            raise InvalidArgumentError(f"chunk_max_s must be an integer >= 2 (got {chunk_max_s!r})")
         with to_pcm(lib, audio, self.sample_rate) as pcm, self._use() as sess:
-            plan = self._chunk_plan(sess, chunk, chunk_max_s, pcm.n)
             result: Optional[Result] = None
             with _Aborter(lib, sess, abort) as ab:
-                if plan.split:
-                    b = _stitch.Builder()
-                    with self._compute():  # pieces are read between the calls
-                        st, msg = _stitch.run_chunked(lib, sess, params, pcm.address, pcm.n,
-                                                      self.sample_rate, plan, self._info.family, b)
-                    if b.chunks or st == S.OK:
-                        result = b.result(pcm.n, self.sample_rate, t_start)
-                else:
-                    with self._compute():
-                        st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
-                    msg = self._session_error(sess, st) if st != S.OK else ""
-            if not plan.split and st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
+                with self._compute():
+                    st = lib.run(sess, pcm.address, pcm.n, ctypes.byref(params))
+                msg = self._session_error(sess, st) if st != S.OK else ""
+                # a split run keeps what its pieces gave whatever its status
+                split = lib.was_chunked is not None and bool(lib.was_chunked(sess))
+            if split or st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
                 result = self._collect(sess, None, pcm.n, t_start)  # outside the compute lock
             if st in (S.OK, S.ERR_OUTPUT_TRUNCATED) and ab.error is None:
                 assert result is not None
@@ -621,6 +611,8 @@ class Model:
         vad: Vad = None,
         vad_options: Optional[Mapping[str, Any]] = None,
         return_exceptions: bool = False,
+        chunk: str = "auto",
+        chunk_max_s: int = CHUNK_MAX_S,
     ) -> List[Any]:
         """Transcribes several inputs with one set of parameters, in one
         library call (families with a batched path decode them together).
@@ -628,6 +620,8 @@ class Model:
         Returns one Result per input, in order. An input that fails raises
         its error (``error.index`` tells which), or, with
         ``return_exceptions=True``, takes the error's place in the list.
+        ``chunk`` and ``chunk_max_s`` as for transcribe: a long input is
+        split at its pauses by itself.
         """
         audios = list(audios)
         if not audios:
@@ -637,6 +631,7 @@ class Model:
             keep, language, task, target_language, timestamps, vocabulary,
             pnc, itn, diarize, keep_special_tags, vad, vad_options,
         )
+        self._chunk_params(params, chunk, chunk_max_s)
         lib = self._lib
         t_start = time.perf_counter()
         self._check_open()

@@ -166,6 +166,9 @@ class RunParams(ctypes.Structure):
         ("vad_params", POINTER(VadParams)),
         ("vocabulary", POINTER(c_char_p)),
         ("n_vocabulary", c_int32),
+        ("chunk_max_ms", c_int64),
+        ("chunking", c_enum),
+        ("chunk_batch", c_int32),
     ]
 
 
@@ -303,6 +306,20 @@ class DeviceInfo(ctypes.Structure):
         ("memory_free", c_uint64),
         ("device_type", c_enum),
     ]
+
+
+class Piece(ctypes.Structure):
+    # struct transcribe_piece: one piece of long audio the library split.
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("t0_ms", c_int64),
+        ("t1_ms", c_int64),
+        ("end_kind", c_int32),
+        ("status", c_int),
+    ]
+
+
+CHUNKING = {"auto": 0, "on": 1, "off": 2}
 
 
 class AudioSpan(ctypes.Structure):

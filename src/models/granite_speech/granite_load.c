@@ -483,6 +483,7 @@ void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {
     c->n_translate_target_languages = m->translate ? m->n_targets : 0;
     c->translate_target_languages = (const char *const *)m->targets;
     c->max_audio_ms = m->max_audio_ms;
+    desc->bounded_output = true; /* a fixed output budget, no long form */
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = m->diarize;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
     desc->n_translate_pairs = m->translate ? m->n_pairs : 0;

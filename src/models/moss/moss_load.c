@@ -289,6 +289,7 @@ void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
      * (the session limits give the basis); MOSS never encodes text (§4) */
     tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                         TRANSCRIBE_TIMESTAMPS_SEGMENT);
+    desc->bounded_output = true; /* a fixed output budget, no long form */
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
 }
