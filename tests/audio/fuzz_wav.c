@@ -12,13 +12,14 @@
 
 #include "audio/audio_internal.h"
 #include "audio/mel.h"
+#include "util/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int quiet;
     if (!quiet) {
-        transcribe_log_set(NULL, NULL); /* errors are expected; keep output clean */
+        tr_log_set(NULL, NULL); /* errors are expected; keep output clean */
         quiet = 1;
     }
     tr_audio a;

@@ -47,7 +47,7 @@ static void walk(const tr_ggml_bin *b) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int init;
     if (!init) {
-        transcribe_log_set(quiet, NULL);
+        tr_log_set(quiet, NULL);
         init = 1;
     }
     const uint8_t *img = data;

@@ -110,7 +110,7 @@ static void roundtrip(const gguf_file *f) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static int init;
     if (!init) {
-        transcribe_log_set(quiet, NULL);
+        tr_log_set(quiet, NULL);
         init = 1;
     }
     gguf_file *f = NULL;
