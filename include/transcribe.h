@@ -728,6 +728,59 @@ TRANSCRIBE_API transcribe_status transcribe_detect_language(struct transcribe_se
                                                             const float *pcm, int n_samples,
                                                             const char **out_code,
                                                             float *out_probability);
+/* Output formats (an addition): a result printed as plain text, JSON,
+ * SubRip or WebVTT, the same bytes whichever front end asks (the CLI, the
+ * server and the Python package all print through this).
+ *  - txt: the transcript and a newline; a diarized result one line per
+ *    speaker turn, "[S1] text".
+ *  - json: one object on one line: file, model, text, language, duration,
+ *    timestamps (the kind returned), error (when run_status is not OK),
+ *    truncated, chunks (the pieces of a split run), cues (the subtitle
+ *    cues), segments (with speaker_id / speaker), words, tokens (with
+ *    json_tokens).
+ *  - srt / vtt: one cue per timed segment ("[S1] " / "<v S1>" on a
+ *    diarized one); a segment longer than 15 s (or max_cue_ms, or with more
+ *    text than max_line_chars) whose words carry their own times is cut at
+ *    word boundaries: after a pause of 800 ms, after a sentence's end once
+ *    the cue is 1.5 s long, or before it would pass 7 s (max_cue_ms) or 84
+ *    characters (max_line_chars). An untimed result is one cue over the
+ *    audio (duration_s).
+ * Every row's times are clamped into [0, duration_s]. */
+typedef enum {
+    TRANSCRIBE_FORMAT_TXT = 0,
+    TRANSCRIBE_FORMAT_JSON = 1,
+    TRANSCRIBE_FORMAT_SRT = 2,
+    TRANSCRIBE_FORMAT_VTT = 3,
+} transcribe_output_format;
+
+struct transcribe_format_params {
+    uint64_t struct_size;
+    int32_t format;         /* transcribe_output_format; default TXT */
+    int32_t max_line_chars; /* default 0 = 84; else 1..1000 */
+    int32_t max_cue_ms; /* default 0 = 7000 (segments up to 15 s kept whole); else 100..3600000 */
+    bool json_tokens;   /* default false: json without token rows */
+    bool txt_header;    /* default false: txt starts with "# <file>" when true */
+    double duration_s;  /* the audio's length in seconds (>= 0, finite); default 0 */
+    const char *file;   /* json "file", the txt header (NULL = "") */
+    const char *model;  /* json "model" (NULL = "") */
+    /* The status the run returned. After OK, OUTPUT_TRUNCATED or ABORTED
+     * the session's result is printed; after any other status an empty one
+     * (json still names the file and carries the error; the other formats
+     * are empty). Default OK. */
+    int32_t run_status;
+};
+
+TRANSCRIBE_API void transcribe_format_params_init(struct transcribe_format_params *params);
+/* Renders the session's result (the single run when batch_index < 0, else
+ * batch row batch_index) as params say (NULL = defaults). On success
+ * *out_text is malloc'ed, NUL-terminated (free with transcribe_format_free)
+ * and *out_len (may be NULL) gets its length. Errors: INVALID_ARG (NULL
+ * session or out_text, batch_index out of range, a parameter out of range),
+ * BAD_STRUCT_SIZE, OOM; *out_text is then NULL. */
+TRANSCRIBE_API transcribe_status transcribe_format_result(
+    const struct transcribe_session *session, int batch_index,
+    const struct transcribe_format_params *params, char **out_text, size_t *out_len);
+TRANSCRIBE_API void transcribe_format_free(char *text);
 #ifdef __cplusplus
 }
 #endif

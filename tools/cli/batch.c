@@ -77,8 +77,9 @@ static void write_dir(const cli_opts *o, const struct transcribe_session *s, int
     if (have) cli_result_append(&res, s, i, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)(duration_s * 1000.0 + 0.5));
     res.shape = o->shape;
+    cli_source src = {s, i, &res};
     if (res.oom ||
-        !cli_write_output_dir(o, path, &res, have, o->model ? o->model : "", duration_s, st)) {
+        !cli_write_output_dir(o, path, &src, have, o->model ? o->model : "", duration_s, st)) {
         t->write_error = true;
     }
     cli_result_free(&res);

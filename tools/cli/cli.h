@@ -147,7 +147,7 @@ bool cli_write_text_file(FILE *f, const char *path, const char *text);
 bool cli_interrupted(void);
 /* --output-dir: writes DIR/<input stem>.<ext> in each --output-format
  * (nothing without --output-dir); false after any failed write (said). */
-bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_source *src,
                           bool have_result, const char *model, double duration_s,
                           transcribe_status st);
 #endif

@@ -490,7 +490,7 @@ static int do_detect(const ctx *c, const char *path, bool several) {
     return 0;
 }
 
-bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_source *src,
                           bool have_result, const char *model, double duration_s,
                           transcribe_status st) {
     bool all_ok = true;
@@ -503,7 +503,7 @@ bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result 
             continue;
         }
         FILE *f = fopen(file, "w");
-        bool ok = f && cli_emit(f, (cli_format)k, res, have_result, path, model, duration_s, st,
+        bool ok = f && cli_emit(f, (cli_format)k, src, have_result, path, model, duration_s, st,
                                 o->json_tokens, false);
         if (f && fclose(f) != 0) ok = false;
         if (!ok) {
@@ -606,16 +606,18 @@ static int do_file(const ctx *c, const char *path, bool several) {
         fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
     const char *model = c->model_path;
-    if (!cli_emit(stdout, o->format, &res, have_result, path, model, duration, st, o->json_tokens,
+    /* a split file prints the rows stitched here; any other the session's */
+    cli_source src = {plan.split ? NULL : c->s, c->batch_row, &res};
+    if (!cli_emit(stdout, o->format, &src, have_result, path, model, duration, st, o->json_tokens,
                   several)) {
         rc = 1; /* reported once, at exit */
     }
-    if (c->out_file && !cli_emit(c->out_file, o->format, &res, have_result, path, model, duration,
+    if (c->out_file && !cli_emit(c->out_file, o->format, &src, have_result, path, model, duration,
                                  st, o->json_tokens, several)) {
         fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
     }
-    if (!cli_write_output_dir(o, path, &res, have_result, model, duration, st)) rc = 1;
+    if (!cli_write_output_dir(o, path, &src, have_result, model, duration, st)) rc = 1;
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     /* The stage timings (transcribe-cli's line), then the run's wall time
      * and its real-time factor (wall time / audio length; < 1 is faster

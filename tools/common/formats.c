@@ -337,10 +337,40 @@ void cli_print_report_result(FILE *f, const cli_result *r) {
     }
 }
 
-bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+/* The library's rendering of the session's result (transcribe_format_result):
+ * the same bytes the server and the Python package print. */
+static bool emit_session(FILE *f, cli_format fmt, const cli_source *src, const char *path,
+                         const char *model, double duration_s, transcribe_status st, bool tokens,
+                         bool header) {
+    struct transcribe_format_params p;
+    transcribe_format_params_init(&p);
+    p.format = fmt == CLI_FMT_JSON  ? TRANSCRIBE_FORMAT_JSON
+               : fmt == CLI_FMT_SRT ? TRANSCRIBE_FORMAT_SRT
+               : fmt == CLI_FMT_VTT ? TRANSCRIBE_FORMAT_VTT
+                                    : TRANSCRIBE_FORMAT_TXT;
+    p.max_line_chars = src->r ? src->r->shape.max_chars : 0;
+    p.max_cue_ms = src->r ? src->r->shape.max_cue_ms : 0;
+    p.json_tokens = tokens;
+    p.txt_header = header;
+    p.duration_s = duration_s;
+    p.file = path;
+    p.model = model;
+    p.run_status = st;
+    char *text = NULL;
+    size_t len = 0;
+    if (transcribe_format_result(src->s, src->row, &p, &text, &len) != TRANSCRIBE_OK) return false;
+    bool ok = fwrite(text, 1, len, f) == len;
+    transcribe_format_free(text);
+    return ok;
+}
+
+bool cli_emit(FILE *f, cli_format fmt, const cli_source *src, bool have_result, const char *path,
               const char *model, double duration_s, transcribe_status st, bool tokens,
               bool header) {
-    if (fmt == CLI_FMT_JSON) {
+    const cli_result *r = src->r;
+    if (src->s && fmt != CLI_FMT_REPORT) {
+        if (!emit_session(f, fmt, src, path, model, duration_s, st, tokens, header)) return false;
+    } else if (fmt == CLI_FMT_JSON) {
         cli_print_json(f, r, path, model, duration_s, st, tokens);
     } else if (have_result) {
         switch (fmt) {

@@ -79,9 +79,21 @@ void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *
 void cli_print_srt(FILE *f, const cli_result *r, double duration_s);
 void cli_print_vtt(FILE *f, const cli_result *r, double duration_s);
 void cli_print_report_result(FILE *f, const cli_result *r);
-/* Prints r in format fmt (JSON also without a result: it carries the
- * error), flushes, and says whether every write reached f. */
-bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+/* What a file's output is printed from: the session's result (s: the
+ * single run, or batch row `row`), which the library renders in the four
+ * formats (transcribe_format_result), or, with s NULL, the rows in r that
+ * the CLI stitched from the pieces of a split file (formats.c, until long
+ * audio moves into the library). r also carries the cue shape, and the
+ * rows the report layout prints. */
+typedef struct cli_source {
+    const struct transcribe_session *s;
+    int row;
+    const cli_result *r;
+} cli_source;
+
+/* Prints the result in format fmt (JSON also without a result: it carries
+ * the error), flushes, and says whether every write reached f. */
+bool cli_emit(FILE *f, cli_format fmt, const cli_source *src, bool have_result, const char *path,
               const char *model, double duration_s, transcribe_status st, bool tokens, bool header);
 
 #endif

@@ -100,6 +100,7 @@ typedef struct job {
     srv_model *model;
     srv_format fmt;
     bool stream, words, vad;
+    bool diarize_given, diarize; /* the diarize field, when sent */
     bool temperature_given;
     float temperature;
     struct transcribe_run_params rp;
@@ -110,10 +111,10 @@ typedef struct job {
 static bool check_form(srv_request *rq, job *j) {
     srv_form *fm = &rq->form;
     const char *names[] = {"model",           "language", "prompt", "temperature",
-                           "response_format", "stream",   "vad"};
+                           "response_format", "stream",   "vad",    "diarize"};
     char *vals[] = {fm->model,           fm->language, fm->prompt, fm->temperature,
-                    fm->response_format, fm->stream,   fm->vad};
-    for (int i = 0; i < 7; i++) {
+                    fm->response_format, fm->stream,   fm->vad,    fm->diarize};
+    for (int i = 0; i < 8; i++) {
         if (vals[i] && !utf8_valid(vals[i])) {
             srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, names[i], "invalid_utf8",
                             "'%s' is not valid UTF-8", names[i]);
@@ -144,6 +145,12 @@ static bool check_form(srv_request *rq, job *j) {
     if (!parse_bool(fm->vad, &j->vad)) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "invalid_value",
                         "vad must be true or false");
+        return false;
+    }
+    j->diarize_given = fm->diarize && *fm->diarize;
+    if (!parse_bool(fm->diarize, &j->diarize)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "diarize", "invalid_value",
+                        "diarize must be true or false");
         return false;
     }
     if (j->vad && !rq->srv->pool.vad) {
@@ -220,6 +227,10 @@ static void map_run_params(srv_request *rq, job *j) {
     /* vad=true: only the speech regions are transcribed, times stay on the
      * upload's clock (Silero VAD with its default settings) */
     if (j->vad) rp->vad_model = rq->srv->pool.vad;
+    /* diarize=true|false: speaker attribution on / off (as --diarize); the
+     * text, srt and vtt then carry the speakers as the CLI prints them */
+    if (j->diarize_given)
+        rp->diarize = j->diarize ? TRANSCRIBE_DIARIZE_MODE_ON : TRANSCRIBE_DIARIZE_MODE_OFF;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,
@@ -319,6 +330,21 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
                         : j->rp.language      ? j->rp.language
                         : c->n_languages == 1 ? c->languages[0]
                                               : "";
+        if (!j->stream &&
+            (j->fmt == SRV_FMT_TEXT || j->fmt == SRV_FMT_SRT || j->fmt == SRV_FMT_VTT)) {
+            /* rendered now: the session goes back to the pool below */
+            struct transcribe_format_params fp;
+            transcribe_format_params_init(&fp);
+            fp.format = j->fmt == SRV_FMT_SRT   ? TRANSCRIBE_FORMAT_SRT
+                        : j->fmt == SRV_FMT_VTT ? TRANSCRIBE_FORMAT_VTT
+                                                : TRANSCRIBE_FORMAT_TXT;
+            fp.duration_s = info.duration_s;
+            fp.run_status = st;
+            if (transcribe_format_result(s, -1, &fp, &info.rendered, &info.rendered_len) !=
+                TRANSCRIBE_OK) {
+                r.oom = true;
+            }
+        }
     } else {
         snprintf(why, sizeof why, "%s", transcribe_session_last_error(s));
     }
@@ -349,6 +375,7 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
         if (!ok) srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
     }
     free(info.no_speech), free(info.window_t0), free(info.window_t1);
+    transcribe_format_free(info.rendered);
     cli_result_free(&r);
 }
 

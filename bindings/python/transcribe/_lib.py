@@ -139,6 +139,10 @@ _OPTIONAL: _Table = {
     "transcribe_pause_split_params_init": (None, [vp]),
     "transcribe_pause_split": (c_int, [vp, c_int64, c_int, vp, POINTER(vp), POINTER(c_int)]),
     "transcribe_pause_split_free": (None, [vp]),
+    # output formats: txt / json / srt / vtt rendered by the library
+    "transcribe_format_params_init": (None, [vp]),
+    "transcribe_format_result": (c_int, [vp, c_int, vp, POINTER(vp), POINTER(c_size_t)]),
+    "transcribe_format_free": (None, [vp]),
     # voice activity detection (Silero VAD)
     "transcribe_vad_params_init": (None, [vp]),
     "transcribe_vad_model_load": (c_int, [c_char_p, POINTER(vp)]),
