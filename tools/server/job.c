@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -381,29 +382,33 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
 
 /* A RIFF/WAVE file whose data chunk runs past the end of the file: cut
  * short in transfer. The decoder would read what is there; an API answers
- * that the upload is damaged instead of transcribing part of it. */
+ * that the upload is damaged instead of transcribing part of it. The
+ * header is read by the library's parser (transcribe_wav_read_header), as
+ * the bytes it asks for; anything it refuses is left to the decoder. */
 static bool wav_cut_short(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return false;
-    unsigned char h[12];
     bool cut = false;
-    if (fread(h, 1, 12, f) == 12 && !memcmp(h, "RIFF", 4) && !memcmp(h + 8, "WAVE", 4) &&
-        fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        long pos = 12;
-        for (int k = 0; k < 64 && pos + 8 <= size; k++) {
-            unsigned char c[8];
-            if (fseek(f, pos, SEEK_SET) != 0 || fread(c, 1, 8, f) != 8) break;
-            uint32_t n =
-                (uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 | (uint32_t)c[7] << 24;
-            if (!memcmp(c, "data", 4)) {
-                /* 0 and 0xFFFFFFFF: a writer that could not seek back */
-                cut = n != 0 && n != 0xFFFFFFFFu && (int64_t)pos + 8 + n > (int64_t)size;
-                break;
-            }
-            pos += 8 + (long)n + (long)(n & 1);
+    unsigned char *buf = NULL;
+    size_t have = 0, need = 12;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) need = 0;
+    while (need > 0 && need <= (size_t)sb.st_size) {
+        unsigned char *grown = realloc(buf, need);
+        if (!grown || fread(grown + have, 1, need - have, f) != need - have) {
+            buf = grown ? grown : buf;
+            break;
         }
+        buf = grown;
+        have = need;
+        if (memcmp(buf, "RIFF", 4) && memcmp(buf, "RF64", 4)) break; /* not WAV: not asked */
+        struct transcribe_wav_info info;
+        transcribe_wav_info_init(&info);
+        if (transcribe_wav_read_header(buf, have, false, &info, &need) != TRANSCRIBE_OK) break;
+        if (need == 0) /* -1: a writer that could not seek back */
+            cut = info.data_bytes >= 0 && info.data_offset + info.data_bytes > (int64_t)sb.st_size;
     }
+    free(buf);
     fclose(f);
     return cut;
 }
