@@ -247,14 +247,17 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
      * (same thread, between decode steps), e.g. to show progress. */
     session->n_results = 1;
     tr_pool_take_failures(session->pool); /* nothing stale from an earlier call */
+    bool no_speech = p.vad_model && vj.n == 0;
+    int n_quiet = 0;
+    const float *quiet = tr_vad_quiet_pcm(&n_quiet);
     if (!p.vad_model)
         st = fam->run(session->head.fsession, pcm, n_samples, &ctx);
-    else if (vj.n > 0)
-        st = fam->run(session->head.fsession, vj.pcm, vj.n, &ctx);
     else
-        st = TRANSCRIBE_OK; /* no speech: an empty result */
+        st = fam->run(session->head.fsession, no_speech ? quiet : vj.pcm,
+                      no_speech ? n_quiet : vj.n, &ctx);
     if (detect_prob) *detect_prob = ctx.language_prob;
     st = finish_result(r, tr_session_kernel_status(session, st, "transcribe_run"));
+    if (no_speech && st == TRANSCRIBE_OK) tr_vad_empty_result(r); /* an empty result */
     tr_vad_join_remap(&vj, r);
     tr_vad_join_free(&vj);
     session->mel_ms = r->mel_ms;
