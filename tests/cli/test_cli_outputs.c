@@ -3,8 +3,9 @@
  * (issue 31 item 8); --output-dir is created when missing and two inputs
  * that would write the same files are refused before anything runs (item
  * 7); a reader that closes the pipe gets a message and exit 1, not a
- * silent SIGPIPE (item 17); --vad on silence says "no speech found" and its
- * JSON names the timestamp kind a run with speech returns (item 19). */
+ * silent SIGPIPE (item 17); --stream writes -o and --output-dir (item 3);
+ * --vad on silence says "no speech found" and its JSON names the timestamp
+ * kind a run with speech returns (item 19). */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -67,6 +68,19 @@ int main(int argc, char **argv) {
     CHECK(file_is("new.txt", NULL));
     CHECK(run("-q -o keep.txt '%s'", jfk) == 0);
     CHECK_MSG(file_is("keep.txt", g_out) && g_out[0], "-o holds: %s", g_out);
+
+    /* --stream: -o and --output-dir get the stream's text (item 3) */
+    CHECK(run("-q --stream -o st.txt --output-dir stdir '%s'", jfk) == 0);
+    {
+        char a1[2048], a2[2048];
+        snprintf(a1, sizeof a1, "%s/st.txt", g_dir);
+        snprintf(a2, sizeof a2, "%s/stdir/jfk.txt", g_dir);
+        FILE *f1 = fopen(a1, "rb"), *f2 = fopen(a2, "rb");
+        char b1[4096] = "", b2[4096] = "";
+        if (f1) b1[fread(b1, 1, sizeof b1 - 1, f1)] = 0, fclose(f1);
+        if (f2) b2[fread(b2, 1, sizeof b2 - 1, f2)] = 0, fclose(f2);
+        CHECK_MSG(b1[0] && strlen(b1) > 20 && !strcmp(b1, b2), "st.txt '%s', jfk.txt '%s'", b1, b2);
+    }
 
     /* --output-dir: made with its parents */
     CHECK(run("-q --output-dir subs/deep --output-format txt,srt '%s'", jfk) == 0);

@@ -130,9 +130,11 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                   const struct transcribe_run_params *rp, FILE *out_file);
 
 /* stream.c: --stream, live transcription of one input (a file, a FIFO or
- * '-') fed as it arrives. Returns the exit code. */
+ * '-') fed as it arrives; at the end its result goes to -o (out_file) and
+ * --output-dir. Returns the exit code. */
 int cli_run_live(const cli_opts *o, struct transcribe_session *s,
-                 const struct transcribe_run_params *rp, const char *path);
+                 const struct transcribe_run_params *rp, const char *path, FILE *out_file,
+                 const char *model_path);
 
 /* Shared helpers (main.c). cli_log prints a message on stderr as the
  * library's log lines are printed (prefix, -q, TRANSCRIBE_DEBUG, progress

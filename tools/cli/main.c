@@ -992,7 +992,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (o.live) {
-        rc = cli_run_live(&o, s, &rp, o.audio[0]);
+        rc = cli_run_live(&o, s, &rp, o.audio[0], out_file, model_path);
         goto done;
     }
     ctx c = {&o,

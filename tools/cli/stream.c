@@ -273,7 +273,8 @@ static void show(view *v, const struct transcribe_stream_text *t, int64_t input_
 /* ---- the live loop ---- */
 
 int cli_run_live(const cli_opts *o, struct transcribe_session *s,
-                 const struct transcribe_run_params *rp, const char *path) {
+                 const struct transcribe_run_params *rp, const char *path, FILE *out_file,
+                 const char *model_path) {
     struct transcribe_capabilities caps;
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(transcribe_get_model(s), &caps);
@@ -401,6 +402,27 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
                 audio_s, compute, audio_s > 0 ? compute / audio_s : 0.0, now_s() - t0);
     }
     rc = 0;
+    {
+        /* the stream's result, as every front end prints it: -o in the -f
+         * format, --output-dir's files. (Its rows are those the library's
+         * stream keeps: the text is whole, the rows of a generic-window
+         * stream only its last window's, so -f srt|vtt stays plain lines
+         * on standard output until the stream keeps every row.) */
+        double dur = (double)fed / model_rate;
+        cli_result res;
+        cli_result_init(&res);
+        res.shape = o->shape;
+        cli_source src = {s, -1, &res};
+        const char *name = strcmp(path, "-") ? path : "-";
+        cli_format ofmt = o->format == CLI_FMT_REPORT ? CLI_FMT_TXT : o->format;
+        if (out_file && !cli_emit(out_file, ofmt, &src, true, name, model_path, dur, TRANSCRIBE_OK,
+                                  o->json_tokens, false)) {
+            fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
+            rc = 1;
+        }
+        if (!cli_write_output_dir(o, name, &src, true, model_path, dur, TRANSCRIBE_OK)) rc = 1;
+        cli_result_free(&res);
+    }
 out:
     free(raw);
     free(pcm);
