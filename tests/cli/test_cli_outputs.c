@@ -4,6 +4,7 @@
  * that would write the same files are refused before anything runs (item
  * 7); a reader that closes the pipe gets a message and exit 1, not a
  * silent SIGPIPE (item 17); --stream writes -o and --output-dir (item 3);
+ * --batch prints -f json|srt|vtt and -o as a single run does (item 2);
  * --vad on silence says "no speech found" and its JSON names the timestamp
  * kind a run with speech returns (item 19). */
 #include <stdarg.h>
@@ -80,6 +81,25 @@ int main(int argc, char **argv) {
         if (f1) b1[fread(b1, 1, sizeof b1 - 1, f1)] = 0, fclose(f1);
         if (f2) b2[fread(b2, 1, sizeof b2 - 1, f2)] = 0, fclose(f2);
         CHECK_MSG(b1[0] && strlen(b1) > 20 && !strcmp(b1, b2), "st.txt '%s', jfk.txt '%s'", b1, b2);
+    }
+
+    /* --batch: -f json / srt and -o mean what they mean for one file (item 2) */
+    {
+        static char single[2 * sizeof g_out];
+        char list[2048];
+        snprintf(list, sizeof list, "%s/list.txt", g_dir);
+        FILE *f = fopen(list, "w");
+        CHECK(f != NULL);
+        if (f) fprintf(f, "%s\n%s\n", jfk, jfk), fclose(f);
+        CHECK(run("-q -f json '%s'", jfk) == 0);
+        snprintf(single, sizeof single, "%s%s", g_out, g_out);
+        CHECK(run("-q --batch list.txt -f json -o batch.json") == 0);
+        CHECK_MSG(!strcmp(g_out, single), "batch json: %s", g_out);
+        CHECK(file_is("batch.json", single));
+        CHECK(run("-q --batch list.txt --batch-size 2 -f json") == 0);
+        CHECK_MSG(!strcmp(g_out, single), "batch-size 2 json: %s", g_out);
+        CHECK(run("-q --batch list.txt -f srt") == 0);
+        CHECK_MSG(!strncmp(g_out, "1\n00:00:0", 9) && !strstr(g_out, "[1/2]"), "%s", g_out);
     }
 
     /* --output-dir: made with its parents */

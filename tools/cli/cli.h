@@ -127,7 +127,7 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
 
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
-                  const struct transcribe_run_params *rp, FILE *out_file);
+                  const struct transcribe_run_params *rp, FILE *out_file, const char *model_path);
 
 /* stream.c: --stream, live transcription of one input (a file, a FIFO or
  * '-') fed as it arrives; at the end its result goes to -o (out_file) and

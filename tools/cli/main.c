@@ -988,7 +988,7 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
 
     if (o.batch_file) {
-        rc = cli_run_batch(&o, s, &rp, out_file);
+        rc = cli_run_batch(&o, s, &rp, out_file, model_path);
         goto done;
     }
     if (o.live) {
