@@ -799,6 +799,119 @@ TRANSCRIBE_API transcribe_status transcribe_detect_language(struct transcribe_se
                                                             const float *pcm, int n_samples,
                                                             const char **out_code,
                                                             float *out_probability);
+/* WAV headers and live resampling (an addition): the parser and the
+ * resampler behind transcribe_audio_load_file, for audio that arrives in
+ * pieces (a pipe, a socket, an upload being checked).
+ * transcribe_wav_read_header reads the header from the first `size` bytes of
+ * a RIFF/WAVE or RF64 file: PCM 8/16/24/32-bit, IEEE float 32/64, A-law,
+ * mu-law, WAVE_FORMAT_EXTENSIBLE of those. complete: the bytes are the
+ * whole input (a missing chunk is then an error). Returns OK with
+ * *out_need 0 and *info filled once the samples start; OK with *out_need >
+ * size when it needs more bytes (at least *out_need in all) to tell; and
+ * INVALID_ARG, with the reason logged, for a header that cannot describe
+ * audio: not RIFF/WAVE, a sample rate outside 1000..1536000 Hz, 0 or more
+ * than 64 channels, block_align other than channels x bits / 8, an
+ * unsupported format, no data chunk (complete) or one before the fmt chunk
+ * (not complete), more than 16 MiB of header. */
+struct transcribe_wav_info {
+    uint64_t struct_size;
+    int32_t sample_rate;
+    int32_t channels;
+    int32_t bits_per_sample;
+    int32_t format_tag;  /* 1 PCM, 3 IEEE float, 6 A-law, 7 mu-law */
+    int32_t block_align; /* bytes per frame */
+    int64_t data_offset; /* the first sample frame's byte offset */
+    /* The data chunk's length in bytes, or -1 when the writer left it open
+     * (0, or 0x7FFFF000 and up, as piping writers such as arecord do): the
+     * samples run to the end of the input. */
+    int64_t data_bytes;
+};
+TRANSCRIBE_API void transcribe_wav_info_init(struct transcribe_wav_info *info);
+TRANSCRIBE_API transcribe_status transcribe_wav_read_header(const void *data, size_t size,
+                                                            bool complete,
+                                                            struct transcribe_wav_info *info,
+                                                            size_t *out_need);
+/* Converts the whole frames of data[0..n_bytes) (n_bytes / block_align of
+ * them; a partial frame at the end is not read) to mono float, channels
+ * averaged and scaled as the file decoder does (non-finite samples become
+ * 0), into out (room for that many). *out_frames gets their count. */
+TRANSCRIBE_API transcribe_status
+transcribe_wav_decode_frames(const struct transcribe_wav_info *info, const void *data,
+                             size_t n_bytes, float *out, int64_t *out_frames);
+
+/* A streaming resampler: the library's built-in windowed-sinc resampler
+ * fed in pieces of any size; its output equals that resampler run on the
+ * whole input at once (libsoxr, where transcribe_audio_load_file uses it,
+ * is not streamed). Rates 1000..1536000 Hz; equal rates pass through. Each
+ * feed writes the outputs that no later input can change (at most
+ * transcribe_resampler_max_out(r, n_in) of them); finish writes the rest
+ * (at most transcribe_resampler_max_out(r, 0)), reading past the end as
+ * silence. Errors: INVALID_ARG (rates, NULL, a feed after finish), OOM. */
+struct transcribe_resampler;
+TRANSCRIBE_API transcribe_status transcribe_resampler_init(int rate_in, int rate_out,
+                                                           struct transcribe_resampler **out);
+TRANSCRIBE_API int64_t transcribe_resampler_max_out(const struct transcribe_resampler *r,
+                                                    int64_t n_in);
+TRANSCRIBE_API transcribe_status transcribe_resampler_feed(struct transcribe_resampler *r,
+                                                           const float *in, int64_t n_in,
+                                                           float *out, int64_t *out_n);
+TRANSCRIBE_API transcribe_status transcribe_resampler_finish(struct transcribe_resampler *r,
+                                                             float *out, int64_t *out_n);
+TRANSCRIBE_API void transcribe_resampler_free(struct transcribe_resampler *r);
+
+/* Output formats (an addition): a result printed as plain text, JSON,
+ * SubRip or WebVTT, the same bytes whichever front end asks (the CLI, the
+ * server and the Python package all print through this).
+ *  - txt: the transcript and a newline; a diarized result one line per
+ *    speaker turn, "[S1] text".
+ *  - json: one object on one line: file, model, text, language, duration,
+ *    timestamps (the kind returned), error (when run_status is not OK),
+ *    truncated, chunks (the pieces of a split run), cues (the subtitle
+ *    cues), segments (with speaker_id / speaker), words, tokens (with
+ *    json_tokens).
+ *  - srt / vtt: one cue per timed segment ("[S1] " / "<v S1>" on a
+ *    diarized one); a segment longer than 15 s (or max_cue_ms, or with more
+ *    text than max_line_chars) whose words carry their own times is cut at
+ *    word boundaries: after a pause of 800 ms, after a sentence's end once
+ *    the cue is 1.5 s long, or before it would pass 7 s (max_cue_ms) or 84
+ *    characters (max_line_chars). An untimed result is one cue over the
+ *    audio (duration_s).
+ * Every row's times are clamped into [0, duration_s]. */
+typedef enum {
+    TRANSCRIBE_FORMAT_TXT = 0,
+    TRANSCRIBE_FORMAT_JSON = 1,
+    TRANSCRIBE_FORMAT_SRT = 2,
+    TRANSCRIBE_FORMAT_VTT = 3,
+} transcribe_output_format;
+
+struct transcribe_format_params {
+    uint64_t struct_size;
+    int32_t format;         /* transcribe_output_format; default TXT */
+    int32_t max_line_chars; /* default 0 = 84; else 1..1000 */
+    int32_t max_cue_ms; /* default 0 = 7000 (segments up to 15 s kept whole); else 100..3600000 */
+    bool json_tokens;   /* default false: json without token rows */
+    bool txt_header;    /* default false: txt starts with "# <file>" when true */
+    double duration_s;  /* the audio's length in seconds (>= 0, finite); default 0 */
+    const char *file;   /* json "file", the txt header (NULL = "") */
+    const char *model;  /* json "model" (NULL = "") */
+    /* The status the run returned. After OK, OUTPUT_TRUNCATED or ABORTED
+     * the session's result is printed; after any other status an empty one
+     * (json still names the file and carries the error; the other formats
+     * are empty). Default OK. */
+    int32_t run_status;
+};
+
+TRANSCRIBE_API void transcribe_format_params_init(struct transcribe_format_params *params);
+/* Renders the session's result (the single run when batch_index < 0, else
+ * batch row batch_index) as params say (NULL = defaults). On success
+ * *out_text is malloc'ed, NUL-terminated (free with transcribe_format_free)
+ * and *out_len (may be NULL) gets its length. Errors: INVALID_ARG (NULL
+ * session or out_text, batch_index out of range, a parameter out of range),
+ * BAD_STRUCT_SIZE, OOM; *out_text is then NULL. */
+TRANSCRIBE_API transcribe_status transcribe_format_result(
+    const struct transcribe_session *session, int batch_index,
+    const struct transcribe_format_params *params, char **out_text, size_t *out_len);
+TRANSCRIBE_API void transcribe_format_free(char *text);
 #ifdef __cplusplus
 }
 #endif

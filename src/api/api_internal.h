@@ -145,6 +145,11 @@ transcribe_status tr_vad_join_plan(const struct transcribe_vad_model *vm,
                                    const float *pcm, int n, tr_vad_join *out);
 void tr_vad_join_remap(const tr_vad_join *j, tr_result *r);
 void tr_vad_join_free(tr_vad_join *j);
+/* No speech found: the family runs on a short silence (*n samples of 0),
+ * so the result still says which timestamp kind a run returns; then
+ * tr_vad_empty_result drops its text and rows (status, kind, timings kept). */
+const float *tr_vad_quiet_pcm(int *n);
+void tr_vad_empty_result(tr_result *r);
 /* The same for a batch: per utterance the joined regions (an utterance
  * without speech runs on a short silence whose result is then emptied;
  * invalid utterances pass through for the usual checks). finish remaps and

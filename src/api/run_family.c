@@ -52,8 +52,15 @@ transcribe_status tr_run_family(struct transcribe_session *s, const float *pcm, 
 transcribe_status tr_run_family_joined(struct transcribe_session *s, const tr_vad_join *vj,
                                        const struct transcribe_run_params *p, tr_result *r,
                                        float *detect_prob, const char *where) {
-    transcribe_status st = TRANSCRIBE_OK; /* no speech: an empty result */
-    if (vj->n > 0) st = tr_run_family(s, vj->pcm, vj->n, p, r, detect_prob, where);
+    /* No speech: the family still runs, on a short quiet clip, so that the
+     * empty result keeps the run's timestamp kind and timings; its text and
+     * rows are then dropped. */
+    bool no_speech = vj->n == 0;
+    int n_quiet = 0;
+    const float *quiet = tr_vad_quiet_pcm(&n_quiet);
+    transcribe_status st = tr_run_family(s, no_speech ? quiet : vj->pcm,
+                                         no_speech ? n_quiet : vj->n, p, r, detect_prob, where);
+    if (no_speech && st == TRANSCRIBE_OK) tr_vad_empty_result(r);
     tr_vad_join_remap(vj, r);
     return st;
 }

@@ -109,6 +109,21 @@ void tr_vad_join_remap(const tr_vad_join *j, tr_result *r) {
  * valid call, and its result is emptied afterwards. */
 static const float tr_vad_quiet[1600];
 
+const float *tr_vad_quiet_pcm(int *n) {
+    *n = (int)(sizeof tr_vad_quiet / sizeof tr_vad_quiet[0]);
+    return tr_vad_quiet;
+}
+
+void tr_vad_empty_result(tr_result *r) {
+    transcribe_status keep = r->status;
+    transcribe_timestamp_kind kind = r->ts_kind; /* the kind a run with speech returns */
+    float mel = r->mel_ms, enc = r->encode_ms, dec = r->decode_ms;
+    tr_result_clear(r);
+    r->status = keep;
+    r->ts_kind = kind;
+    r->mel_ms = mel, r->encode_ms = enc, r->decode_ms = dec;
+}
+
 transcribe_status tr_vad_batch_plan(const struct transcribe_vad_model *vm,
                                     const struct transcribe_vad_params *vp, int rate,
                                     const float *const *pcm, const int *n_samples, int count,
@@ -143,12 +158,7 @@ void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results) {
         tr_vad_join *j = &b->joins[i];
         if (results && j->rate > 0) {
             if (j->n_pieces == 0 && results[i].status == TRANSCRIBE_OK) {
-                transcribe_status keep = results[i].status;
-                float mel = results[i].mel_ms, enc = results[i].encode_ms,
-                      dec = results[i].decode_ms;
-                tr_result_clear(&results[i]); /* no speech: no text */
-                results[i].status = keep;
-                results[i].mel_ms = mel, results[i].encode_ms = enc, results[i].decode_ms = dec;
+                tr_vad_empty_result(&results[i]); /* no speech: no text */
             } else {
                 tr_vad_join_remap(j, &results[i]);
             }

@@ -5,6 +5,7 @@
  * j sits exactly at input time j·M/L. Samples outside the input are 0. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "audio/audio_internal.h"
 #include "util/log.h"
@@ -23,12 +24,6 @@ static double bessel_i0(double x) {
     return sum;
 }
 
-typedef struct {
-    double fc;   /* cutoff, cycles per input sample */
-    double half; /* filter half-length in input samples */
-    double beta, i0_beta;
-} sinc_design;
-
 static double coef(const sinc_design *d, double tau) {
     if (fabs(tau) >= d->half) return 0.0;
     double x = 2.0 * d->fc * tau;
@@ -46,6 +41,70 @@ static long gcd(long a, long b) {
     return a;
 }
 
+bool tr_sinc_plan_init(tr_sinc_plan *pl, int rate_in, int rate_out) {
+    memset(pl, 0, sizeof *pl);
+    long g = gcd(rate_in, rate_out);
+    pl->L = rate_out / g;
+    pl->M = rate_in / g;
+    double nyq = 0.5 * (rate_in < rate_out ? rate_in : rate_out);
+    sinc_design *d = &pl->d;
+    d->fc = 0.5 * (1.0 + PASS_FRAC) * nyq / rate_in;
+    double dw = 2.0 * M_PI * (1.0 - PASS_FRAC) * nyq / rate_in; /* transition, rad/sample */
+    d->half = 0.5 * (ATTEN_DB - 8.0) / (2.285 * dw);
+    d->beta = 0.1102 * (ATTEN_DB - 8.7);
+    d->i0_beta = bessel_i0(d->beta);
+    pl->K = (int)ceil(d->half); /* taps i0-K+1 .. i0+K around the output time */
+    pl->taps = 2 * pl->K;
+    bool table = (double)pl->L * pl->taps <= MAX_TABLE;
+    if (table)
+        pl->tab = malloc(sizeof(double) * (size_t)pl->L * (size_t)pl->taps);
+    else
+        pl->row = malloc(sizeof(double) * (size_t)pl->taps);
+    if (table ? !pl->tab : !pl->row) {
+        tr_sinc_plan_free(pl);
+        return false;
+    }
+    /* Phase p (time frac p/L past input sample i0): weight of input
+     * i0 + k - K + 1 is h(p/L - (k - K + 1)); each row sums to 1 so DC
+     * passes exactly. */
+    for (long p = 0; p < (table ? pl->L : 0); p++) {
+        double *r = pl->tab + (size_t)p * (size_t)pl->taps, s = 0;
+        for (int k = 0; k < pl->taps; k++) s += r[k] = coef(d, (double)p / pl->L - (k - pl->K + 1));
+        for (int k = 0; k < pl->taps; k++) r[k] /= s;
+    }
+    return true;
+}
+
+void tr_sinc_plan_free(tr_sinc_plan *pl) {
+    free(pl->tab);
+    free(pl->row);
+    pl->tab = pl->row = NULL;
+}
+
+const double *tr_sinc_row(tr_sinc_plan *pl, long p) {
+    if (pl->tab) return pl->tab + (size_t)p * (size_t)pl->taps;
+    double s = 0;
+    for (int k = 0; k < pl->taps; k++)
+        s += pl->row[k] = coef(&pl->d, (double)p / pl->L - (k - pl->K + 1));
+    for (int k = 0; k < pl->taps; k++) pl->row[k] /= s;
+    return pl->row;
+}
+
+float tr_sinc_dot(const double *r, const float *x, int n) {
+    /* four partial sums: lets the compiler vectorise the dot product
+     * without reassociating a single accumulator */
+    double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int k = 0;
+    for (; k + 4 <= n; k += 4) {
+        a0 += r[k] * x[k];
+        a1 += r[k + 1] * x[k + 1];
+        a2 += r[k + 2] * x[k + 2];
+        a3 += r[k + 3] * x[k + 3];
+    }
+    for (; k < n; k++) a0 += r[k] * x[k];
+    return (float)((a0 + a1) + (a2 + a3));
+}
+
 transcribe_status tr_resample_builtin(const float *in, int64_t n_in, int rate_in, int rate_out,
                                       float **out, int64_t *n_out) {
     *out = NULL;
@@ -60,71 +119,23 @@ transcribe_status tr_resample_builtin(const float *in, int64_t n_in, int rate_in
                  rate_out);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    long g = gcd(rate_in, rate_out), L = rate_out / g, M = rate_in / g;
-    double nyq = 0.5 * (rate_in < rate_out ? rate_in : rate_out);
-    sinc_design d;
-    d.fc = 0.5 * (1.0 + PASS_FRAC) * nyq / rate_in;
-    double dw = 2.0 * M_PI * (1.0 - PASS_FRAC) * nyq / rate_in; /* transition, rad/sample */
-    d.half = 0.5 * (ATTEN_DB - 8.0) / (2.285 * dw);
-    d.beta = 0.1102 * (ATTEN_DB - 8.7);
-    d.i0_beta = bessel_i0(d.beta);
-    int K = (int)ceil(d.half); /* taps i0-K+1 .. i0+K around the output time */
-    int taps = 2 * K;
-
+    tr_sinc_plan pl;
     float *o = malloc(sizeof(float) * (size_t)olen);
-    double *tab = NULL, *row = NULL;
-    bool table = (double)L * taps <= MAX_TABLE;
-    if (table)
-        tab = malloc(sizeof(double) * (size_t)L * taps);
-    else
-        row = malloc(sizeof(double) * (size_t)taps);
-    if (!o || (table ? !tab : !row)) {
+    if (!o || !tr_sinc_plan_init(&pl, rate_in, rate_out)) {
         free(o);
-        free(tab);
-        free(row);
         TR_ERROR("resample: out of memory");
         return TRANSCRIBE_ERR_OOM;
     }
-    /* Phase p (time frac p/L past input sample i0): weight of input
-     * i0 + k - K + 1 is h(p/L - (k - K + 1)); each row sums to 1 so DC
-     * passes exactly. */
-    for (long p = 0; p < (table ? L : 0); p++) {
-        double *r = tab + (size_t)p * taps, s = 0;
-        for (int k = 0; k < taps; k++) s += r[k] = coef(&d, (double)p / L - (k - K + 1));
-        for (int k = 0; k < taps; k++) r[k] /= s;
-    }
     for (int64_t j = 0; j < olen; j++) {
         /* j·M fits: j < olen <= n_in·L/M + 1 and both are bounded above */
-        int64_t pos = j * M, i0 = pos / L;
-        long p = (long)(pos % L);
-        const double *r;
-        if (table) {
-            r = tab + (size_t)p * taps;
-        } else {
-            double s = 0;
-            for (int k = 0; k < taps; k++) s += row[k] = coef(&d, (double)p / L - (k - K + 1));
-            for (int k = 0; k < taps; k++) row[k] /= s;
-            r = row;
-        }
-        int64_t first = i0 - K + 1;
+        int64_t pos = j * pl.M, i0 = pos / pl.L;
+        const double *r = tr_sinc_row(&pl, (long)(pos % pl.L));
+        int64_t first = i0 - pl.K + 1;
         int k0 = first < 0 ? (int)-first : 0;
-        int k1 = first + taps > n_in ? (int)(n_in - first) : taps;
-        /* four partial sums: lets the compiler vectorise the dot product
-         * without reassociating a single accumulator */
-        const float *x = in + first;
-        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        int k = k0;
-        for (; k + 4 <= k1; k += 4) {
-            a0 += r[k] * x[k];
-            a1 += r[k + 1] * x[k + 1];
-            a2 += r[k + 2] * x[k + 2];
-            a3 += r[k + 3] * x[k + 3];
-        }
-        for (; k < k1; k++) a0 += r[k] * x[k];
-        o[j] = (float)((a0 + a1) + (a2 + a3));
+        int k1 = first + pl.taps > n_in ? (int)(n_in - first) : pl.taps;
+        o[j] = tr_sinc_dot(r + k0, in + first + k0, k1 - k0);
     }
-    free(tab);
-    free(row);
+    tr_sinc_plan_free(&pl);
     *out = o;
     *n_out = olen;
     return TRANSCRIBE_OK;

@@ -142,82 +142,125 @@ static double sample(const uint8_t *p, const wav_fmt *f) {
     }
 }
 
-transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *out) {
+transcribe_status tr_wav_read_header(const void *data, size_t size, bool complete,
+                                     tr_wav_header *out, size_t *need) {
     memset(out, 0, sizeof *out);
+    *need = 0;
     const uint8_t *b = data;
-    if (!b || size < 12) return bad("file too short for a RIFF header");
+    if (!b || size < 12) {
+        if (!complete && (b || !size)) return *need = 12, TRANSCRIBE_OK;
+        return bad("file too short for a RIFF header");
+    }
     bool rf64 = !memcmp(b, "RF64", 4);
     if ((memcmp(b, "RIFF", 4) && !rf64) || memcmp(b + 8, "WAVE", 4))
         return bad("not a RIFF/WAVE file");
     wav_fmt fmt = {0};
     bool have_fmt = false, have_data = false;
-    size_t data_off = 0, data_len = 0;
     uint64_t rf64_data = 0;
     size_t pos = 12;
-    while (pos + 8 <= size) {
+    for (;;) {
+        if (pos + 8 > size) {
+            if (!complete) return *need = pos + 8, TRANSCRIBE_OK;
+            break;
+        }
         const uint8_t *h = b + pos;
         uint32_t csize = rd32(h + 4);
         size_t body = pos + 8, avail = size - body;
-        if (!memcmp(h, "ds64", 4) && rf64 && csize >= 16 && avail >= 16) {
+        if (!memcmp(h, "ds64", 4) && rf64 && csize >= 16 && avail < 16 && !complete) {
+            return *need = body + 16, TRANSCRIBE_OK;
+        } else if (!memcmp(h, "ds64", 4) && rf64 && csize >= 16 && avail >= 16) {
             rf64_data = rd64(h + 16);
         } else if (!memcmp(h, "fmt ", 4)) {
-            if (csize > avail) return bad("fmt chunk runs past the end of the file");
+            if (csize > avail) {
+                if (complete) return bad("fmt chunk runs past the end of the file");
+                return *need = body + csize, TRANSCRIBE_OK;
+            }
             transcribe_status st = parse_fmt(h + 8, csize, &fmt);
             if (st != TRANSCRIBE_OK) return st;
             have_fmt = true;
         } else if (!memcmp(h, "data", 4)) {
+            /* a stream cannot come back for a fmt chunk behind the samples */
+            if (!have_fmt && !complete) return bad("data chunk before the fmt chunk");
             uint64_t len = csize;
             if (rf64 && csize == 0xFFFFFFFFu && rf64_data) len = rf64_data;
-            bool to_eof = false;
-            if (len > avail) {
-                /* 0xFFFFFFFF is the streaming writers' "unknown length". */
-                if (csize != 0xFFFFFFFFu)
-                    TR_WARN("wav: data chunk claims %llu bytes but only %zu remain; clamping",
-                            (unsigned long long)len, avail);
-                len = avail;
-                to_eof = true;
-            }
-            data_off = body;
-            data_len = (size_t)len;
+            out->data_off = body;
+            out->data_len = len;
+            out->data_field = csize;
             have_data = true;
-            if (to_eof) break;
+            if (!have_fmt && len > avail) break; /* the samples run to the end */
         }
-        if (have_fmt && have_data) break;
+        if (have_fmt && have_data) {
+            out->tag = fmt.tag;
+            out->channels = fmt.channels;
+            out->bits = fmt.bits;
+            out->block_align = fmt.block_align;
+            out->rate = fmt.rate;
+            return TRANSCRIBE_OK;
+        }
         /* Chunks are word-aligned: odd sizes carry one pad byte. */
         uint64_t next = (uint64_t)body + csize + (csize & 1u);
-        if (next > size) break;
+        if (next > size) {
+            if (complete) break;
+            if (next + 8 > TR_WAV_MAX_HEADER)
+                return bad("more than 16 MiB of header before the data");
+            return *need = (size_t)next + 8, TRANSCRIBE_OK;
+        }
         pos = (size_t)next;
     }
     if (!have_fmt) return bad("no fmt chunk");
-    if (!have_data) return bad("no data chunk");
-    size_t frames = data_len / (size_t)fmt.block_align;
-    if (data_len % (size_t)fmt.block_align)
-        TR_WARN("wav: data size %zu is not a multiple of block_align %d; ignoring the tail",
-                data_len, fmt.block_align);
-    if (frames == 0) return bad("WAV file is empty (no sample frames)");
-    float *pcm = malloc(sizeof(float) * frames);
-    if (!pcm) {
-        TR_ERROR("wav: out of memory for %zu frames", frames);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    const uint8_t *d = b + data_off;
+    return bad("no data chunk");
+}
+
+void tr_wav_to_mono(const tr_wav_header *h, const void *data, size_t frames, float *out,
+                    size_t *nonfinite) {
+    wav_fmt fmt = {h->tag, h->channels, h->bits, h->block_align, h->rate};
+    const uint8_t *d = data;
     int C = fmt.channels, bps = fmt.bits / 8;
-    size_t nonfinite = 0;
     for (size_t i = 0; i < frames; i++) {
         double acc = 0;
         for (int ch = 0; ch < C; ch++) {
             double v = sample(d + i * (size_t)fmt.block_align + (size_t)ch * bps, &fmt);
             if (!isfinite(v)) {
                 v = 0;
-                nonfinite++;
+                (*nonfinite)++;
             }
             acc += v;
         }
-        pcm[i] = (float)(acc / C);
+        out[i] = (float)(acc / C);
     }
+}
+
+transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *out) {
+    memset(out, 0, sizeof *out);
+    tr_wav_header h;
+    size_t need;
+    transcribe_status st = tr_wav_read_header(data, size, true, &h, &need);
+    if (st != TRANSCRIBE_OK) return st;
+    size_t avail = size - h.data_off, data_len;
+    if (h.data_len > avail) {
+        /* 0xFFFFFFFF is the streaming writers' "unknown length". */
+        if (h.data_field != 0xFFFFFFFFu)
+            TR_WARN("wav: data chunk claims %llu bytes but only %zu remain; clamping",
+                    (unsigned long long)h.data_len, avail);
+        data_len = avail;
+    } else {
+        data_len = (size_t)h.data_len;
+    }
+    size_t frames = data_len / (size_t)h.block_align;
+    if (data_len % (size_t)h.block_align)
+        TR_WARN("wav: data size %zu is not a multiple of block_align %d; ignoring the tail",
+                data_len, h.block_align);
+    if (frames == 0) return bad("WAV file is empty (no sample frames)");
+    float *pcm = malloc(sizeof(float) * frames);
+    if (!pcm) {
+        TR_ERROR("wav: out of memory for %zu frames", frames);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    size_t nonfinite = 0;
+    tr_wav_to_mono(&h, (const uint8_t *)data + h.data_off, frames, pcm, &nonfinite);
     if (nonfinite) TR_WARN("wav: %zu non-finite float samples replaced by 0", nonfinite);
     out->pcm = pcm;
     out->n = (int64_t)frames;
-    out->rate = (int)fmt.rate;
+    out->rate = (int)h.rate;
     return TRANSCRIBE_OK;
 }

@@ -206,6 +206,17 @@ check "longer key 401" [ "$(code -H 'Authorization: Bearer sesame1' "$URL/v1/mod
 check "right key 200" [ "$(code -H 'Authorization: Bearer sesame' -F file=@"$WAV" "$URL$T")" = 200 ]
 check "health needs no key" [ "$(code "$URL/health")" = 200 ]
 srv_stop
+
+# WAV headers through the library's parser: a cut-short upload, a refused header
+srv_start -m "$PK" -q
+head -c 60000 "$JFK" >"$WORK/cut.wav"
+check "a WAV cut short: 415" [ "$(code -F file=@"$WORK/cut.wav" "$URL$T")" = 415 ]
+check "415 says truncated_audio" contains "$WORK/body" '"code":"truncated_audio"'
+{ printf 'RIFF\x64\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x01\x70\x17\x00'
+  printf '\x02\xe0\x2e\x00\x02\x00\x10\x00data\x40\x00\x00\x00'; head -c 64 /dev/zero; } >"$WORK/fast.wav"
+check "a WAV at 1536001 Hz: 415" [ "$(code -F file=@"$WORK/fast.wav" "$URL$T")" = 415 ]
+check "a whole WAV still transcribes" [ "$(code -F file=@"$JFK" "$URL$T")" = 200 ]
+srv_stop
 "$SERVER" -m "$PK" --host 0.0.0.0 --port 0 >/dev/null 2>"$WORK/refuse.log" && rc=0 || rc=$?
 check "0.0.0.0 without --api-key refused" [ "$rc" -ne 0 ]
 check "refusal says why" contains "$WORK/refuse.log" 'without --api-key'

@@ -2,6 +2,8 @@
  * FIFO, WAV and raw PCM on standard input, real-time pacing, JSON events,
  * and the usage errors; and --batch-size over several inputs. A short clip streams to exactly the
  * offline text (the stream's last decode sees the whole clip). */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +151,88 @@ int main(int argc, char **argv) {
         CHECK(run("%s -q --batch-size 2 -m " MODEL " %s", files, NULL) == 0);
         CHECK_MSG(strcmp(g_out, single) == 0, "batched '%s' vs single '%s'", g_out, single);
         CHECK(strstr(g_out, offline) != NULL);
+    }
+
+    /* A 44.1 kHz WAV: the library's sinc resampler, streamed, gives the
+     * samples a whole-file load gives, so the text is the offline run's. */
+    {
+        char wav44[1024];
+        snprintf(wav44, sizeof wav44, "%s/stream_cli_%d_44k.wav", TR_BINARY_DIR, (int)getpid());
+        float *p16 = NULL, *p44 = NULL;
+        int n16 = 0;
+        int64_t n44 = 0, m = 0;
+        struct transcribe_resampler *rs = NULL;
+        CHECK(transcribe_audio_load_file(WAV, 16000, &p16, &n16) == TRANSCRIBE_OK);
+        CHECK(transcribe_resampler_init(16000, 44100, &rs) == TRANSCRIBE_OK);
+        p44 = malloc((size_t)(transcribe_resampler_max_out(rs, n16) + 64) * sizeof *p44);
+        CHECK(p44 && transcribe_resampler_feed(rs, p16, n16, p44, &n44) == TRANSCRIBE_OK);
+        CHECK(transcribe_resampler_finish(rs, p44 + n44, &m) == TRANSCRIBE_OK);
+        n44 += m;
+        transcribe_resampler_free(rs);
+        FILE *w = fopen(wav44, "wb");
+        uint32_t bytes = (uint32_t)n44 * 2u,
+                 hdr[] = {36 + bytes, 16, 0x00010001u, 44100, 88200, 0x00100002u, bytes};
+        if (w && p44) {
+            fwrite("RIFF", 1, 4, w), fwrite(&hdr[0], 4, 1, w), fwrite("WAVEfmt ", 1, 8, w);
+            fwrite(&hdr[1], 4, 5, w), fwrite("data", 1, 4, w), fwrite(&hdr[6], 4, 1, w);
+            for (int64_t i = 0; i < n44; i++) {
+                float v = p44[i] * 32768.0f;
+                short q = (short)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+                fwrite(&q, sizeof q, 1, w);
+            }
+            fclose(w);
+        }
+        transcribe_audio_free(p16);
+        free(p44);
+        char off44[4096];
+        CHECK(run("%s -q -m " MODEL " %s", wav44, NULL) == 0);
+        snprintf(off44, sizeof off44, "%.*s", (int)strcspn(g_out, "\n"), g_out);
+        CHECK(run("%s -q --stream -m " MODEL " %s", wav44, NULL) == 0);
+        join_lines(g_out, text, sizeof text);
+#ifndef TR_HAVE_SOXR /* with libsoxr the whole-file load resamples differently */
+        CHECK_MSG(strcmp(text, off44) == 0, "44.1 kHz: '%s' vs '%s'", text, off44);
+#endif
+        CHECK(text[0] != 0);
+        remove(wav44);
+    }
+
+    /* Headers the library's parser refuses (issue 36): exit 1, said why. */
+    {
+        static const struct {
+            const char *what;
+            uint32_t rate;
+            uint16_t align;
+            bool data;
+        } bad[] = {{"rate 1536001", 1536001, 2, true},
+                   {"rate 2147483647", 2147483647u, 2, true},
+                   {"block_align 0", 16000, 0, true},
+                   {"no data chunk", 16000, 2, false}};
+        char path[1024];
+        snprintf(path, sizeof path, "%s/stream_cli_%d_bad.wav", TR_BINARY_DIR, (int)getpid());
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            FILE *w = fopen(path, "wb");
+            if (!w) continue;
+            uint32_t u32[] = {bad[i].data ? 44u + 64u : 36u, 16, bad[i].rate, bad[i].rate * 2u, 64};
+            uint16_t fmt[] = {1, 1}, tail[] = {bad[i].align, 16};
+            fwrite("RIFF", 1, 4, w), fwrite(&u32[0], 4, 1, w), fwrite("WAVEfmt ", 1, 8, w);
+            fwrite(&u32[1], 4, 1, w), fwrite(fmt, 2, 2, w), fwrite(&u32[2], 4, 2, w);
+            fwrite(tail, 2, 2, w);
+            if (bad[i].data) {
+                static const char zeros[64];
+                fwrite("data", 1, 4, w), fwrite(&u32[4], 4, 1, w), fwrite(zeros, 1, 64, w);
+            }
+            fclose(w);
+            int rc = run("%s -q --stream -m " MODEL " %s", path, NULL);
+            CHECK_MSG(rc == 1 && strstr(g_err, "WAV header"), "%s: rc %d, %s", bad[i].what, rc,
+                      g_err);
+            char cmd[4096];
+            snprintf(cmd, sizeof cmd, "( cat '%s' | '%s' -q --stream -m '%s' - )", path, g_bin,
+                     MODEL);
+            rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+            CHECK_MSG(rc == 1 && strstr(g_err, "WAV header"), "%s on stdin: rc %d, %s", bad[i].what,
+                      rc, g_err);
+        }
+        remove(path);
     }
 
     /* Usage errors. */

@@ -68,7 +68,8 @@ static int native_rate(const struct transcribe_session *s) {
 /* --output-dir: utterance i's files, from the same result rows the
  * single-file path prints (times clamped into the audio). */
 static void write_dir(const cli_opts *o, const struct transcribe_session *s, int i,
-                      const char *path, double duration_s, transcribe_status st, tally *t) {
+                      const char *path, const char *model, double duration_s, transcribe_status st,
+                      tally *t) {
     if (!o->output_dir) return;
     bool have = st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED ||
                 st == TRANSCRIBE_ERR_ABORTED;
@@ -77,16 +78,45 @@ static void write_dir(const cli_opts *o, const struct transcribe_session *s, int
     if (have) cli_result_copy(&res, s, i);
     cli_result_clamp(&res, (int64_t)(duration_s * 1000.0 + 0.5));
     res.shape = o->shape;
-    if (res.oom ||
-        !cli_write_output_dir(o, path, &res, have, o->model ? o->model : "", duration_s, st)) {
+    cli_source src = {s, i, &res};
+    if (res.oom || !cli_write_output_dir(o, path, &src, have, model, duration_s, st)) {
         t->write_error = true;
     }
     cli_result_free(&res);
 }
 
-/* Prints utterance i of the latest run/batch. */
-static void report(const cli_opts *o, const struct transcribe_session *s, int i, const char *path,
-                   int k, int n, transcribe_status st, FILE *out_file, tally *t) {
+/* -f json|srt|vtt: utterance `row` (-1: the single run) as the library
+ * prints it, the bytes a run of that file alone prints, to stdout and -o. */
+static bool emit_format(const cli_opts *o, const struct transcribe_session *s, int row,
+                        const char *path, const char *model, double duration_s,
+                        transcribe_status st, FILE *out_file, tally *t) {
+    if (o->batch_jsonl ||
+        (o->format != CLI_FMT_JSON && o->format != CLI_FMT_SRT && o->format != CLI_FMT_VTT)) {
+        return false;
+    }
+    cli_result res;
+    cli_result_init(&res);
+    res.shape = o->shape;
+    cli_source src = {s, row, &res};
+    bool have = st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    if (!cli_emit(stdout, o->format, &src, have, path, model, duration_s, st, o->json_tokens,
+                  false)) {
+        t->write_error = true;
+    }
+    if (out_file && !cli_emit(out_file, o->format, &src, have, path, model, duration_s, st,
+                              o->json_tokens, false)) {
+        fprintf(stderr, "error: cannot write %s\n", o->output);
+        t->write_error = true;
+    }
+    cli_result_free(&res);
+    return true;
+}
+
+/* Prints utterance i of the latest run/batch (row: i, or -1 for a single
+ * run; duration_s: its audio's length). */
+static void report(const cli_opts *o, const struct transcribe_session *s, int i, int row,
+                   const char *model, double duration_s, const char *path, int k, int n,
+                   transcribe_status st, FILE *out_file, tally *t) {
     const char *text = transcribe_batch_full_text(s, i);
     if (st == TRANSCRIBE_OK)
         t->ok++;
@@ -94,6 +124,7 @@ static void report(const cli_opts *o, const struct transcribe_session *s, int i,
         t->truncated++;
     else
         t->failed++;
+    if (emit_format(o, s, row, path, model, duration_s, st, out_file, t)) return;
     if (o->batch_jsonl) {
         fputs("{\"file\":", stdout);
         cli_json_str(stdout, path);
@@ -163,7 +194,8 @@ static void wav_failure(const cli_opts *o, const char *path, transcribe_status s
 }
 
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
-                  const struct transcribe_run_params *rp, FILE *out_file) {
+                  const struct transcribe_run_params *rp, FILE *out_file, const char *model_path) {
+    const char *model = model_path ? model_path : ""; /* JSON's "model", as a single run */
     path_list l = {0};
     if (read_list(o->batch_file, &l) != 0) {
         free_list(&l);
@@ -207,15 +239,16 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         if (m == 0) continue;
         if (group == 1) {
             transcribe_status st = transcribe_run(s, pcm[0], ns[0], rp);
-            report(o, s, 0, names[0], ks[0], l.n, st, out_file, &t);
-            write_dir(o, s, -1, names[0], (double)ns[0] / rate, st, &t);
+            report(o, s, 0, -1, model, (double)ns[0] / rate, names[0], ks[0], l.n, st, out_file,
+                   &t);
+            write_dir(o, s, -1, names[0], model, (double)ns[0] / rate, st, &t);
         } else {
             transcribe_status st = transcribe_run_batch(s, (const float *const *)pcm, ns, m, rp);
             if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED) {
                 for (int j = 0; j < m; j++) {
-                    report(o, s, j, names[j], ks[j], l.n, transcribe_batch_status(s, j), out_file,
-                           &t);
-                    write_dir(o, s, j, names[j], (double)ns[j] / rate,
+                    report(o, s, j, j, model, (double)ns[j] / rate, names[j], ks[j], l.n,
+                           transcribe_batch_status(s, j), out_file, &t);
+                    write_dir(o, s, j, names[j], model, (double)ns[j] / rate,
                               transcribe_batch_status(s, j), &t);
                 }
             } else {

@@ -103,12 +103,14 @@ void cli_vocab_free(cli_opts *o);
 
 /* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
-                  const struct transcribe_run_params *rp, FILE *out_file);
+                  const struct transcribe_run_params *rp, FILE *out_file, const char *model_path);
 
 /* stream.c: --stream, live transcription of one input (a file, a FIFO or
- * '-') fed as it arrives. Returns the exit code. */
+ * '-') fed as it arrives; at the end its result goes to -o (out_file) and
+ * --output-dir. Returns the exit code. */
 int cli_run_live(const cli_opts *o, struct transcribe_session *s,
-                 const struct transcribe_run_params *rp, const char *path);
+                 const struct transcribe_run_params *rp, const char *path, FILE *out_file,
+                 const char *model_path);
 
 /* Shared helpers (main.c). cli_log prints a message on stderr as the
  * library's log lines are printed (prefix, -q, TRANSCRIBE_DEBUG, progress
@@ -123,7 +125,7 @@ bool cli_write_text_file(FILE *f, const char *path, const char *text);
 bool cli_interrupted(void);
 /* --output-dir: writes DIR/<input stem>.<ext> in each --output-format
  * (nothing without --output-dir); false after any failed write (said). */
-bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_source *src,
                           bool have_result, const char *model, double duration_s,
                           transcribe_status st);
 #endif

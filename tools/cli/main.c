@@ -396,6 +396,50 @@ static bool output_path(const char *dir, const char *input, cli_format fmt, char
     return n > 0 && (size_t)n < cap;
 }
 
+/* --output-dir before anything runs: the folder is made (with its parents)
+ * when missing, and two inputs whose files would take the same names
+ * (a/x.wav, b/x.flac) are refused: no run's files overwrite another's. */
+static bool prepare_output_dir(const cli_opts *o) {
+    if (!o->output_dir) return true;
+    char file[4096], other[4096];
+    for (int i = 0; i < o->n_audio; i++) {
+        if (!output_path(o->output_dir, o->audio[i], CLI_FMT_TXT, file, sizeof file)) continue;
+        for (int j = 0; j < i; j++) {
+            if (output_path(o->output_dir, o->audio[j], CLI_FMT_TXT, other, sizeof other) &&
+                strcmp(file, other) == 0) {
+                fprintf(stderr,
+                        "error: --output-dir: '%s' and '%s' would write the same files (%.*s.*); "
+                        "rename one or run them separately\n",
+                        o->audio[j], o->audio[i], (int)(strlen(file) - 4), file);
+                return false;
+            }
+        }
+    }
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s", o->output_dir);
+    if (n <= 0 || (size_t)n >= sizeof path) {
+        fprintf(stderr, "error: --output-dir: path too long\n");
+        return false;
+    }
+    for (char *p = path + 1;; p++) { /* each parent, then the folder itself */
+        bool end = *p == '\0';
+        if (*p != '/' && !end) continue;
+        *p = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "error: --output-dir: cannot create %s: %s\n", path, strerror(errno));
+            return false;
+        }
+        if (end) break;
+        *p = '/';
+    }
+    struct stat sb;
+    if (stat(o->output_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "error: --output-dir: %s is not a folder\n", o->output_dir);
+        return false;
+    }
+    return true;
+}
+
 /* Reads one input at the model's rate under the input rule (README): a
  * directory or an empty file is an error; a file that decodes to no samples
  * is an error; anything else is used, however short (a warning under
@@ -479,7 +523,7 @@ static int do_detect(const ctx *c, const char *path, bool several) {
     return 0;
 }
 
-bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result *res,
+bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_source *src,
                           bool have_result, const char *model, double duration_s,
                           transcribe_status st) {
     bool all_ok = true;
@@ -492,7 +536,7 @@ bool cli_write_output_dir(const cli_opts *o, const char *path, const cli_result 
             continue;
         }
         FILE *f = fopen(file, "w");
-        bool ok = f && cli_emit(f, (cli_format)k, res, have_result, path, model, duration_s, st,
+        bool ok = f && cli_emit(f, (cli_format)k, src, have_result, path, model, duration_s, st,
                                 o->json_tokens, false);
         if (f && fclose(f) != 0) ok = false;
         if (!ok) {
@@ -594,6 +638,9 @@ static int do_file(const ctx *c, const char *path, bool several) {
                 detects ? "%s: detected language: %s" : "%s: using %s (model default)", path,
                 res.language);
     }
+    if (have_result && !split && c->rp->vad_model && res.n_segs == 0 && !res.text[0])
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "%s: no speech found (--vad): nothing to transcribe",
+                path);
     res.shape = o->shape;
     if (res.oom) {
         fprintf(stderr, "error: out of memory while collecting the result\n");
@@ -605,16 +652,17 @@ static int do_file(const ctx *c, const char *path, bool several) {
         fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
     const char *model = c->model_path;
-    if (!cli_emit(stdout, o->format, &res, have_result, path, model, duration, st, o->json_tokens,
+    cli_source src = {c->s, c->batch_row, &res}; /* a split file's too: joined by the library */
+    if (!cli_emit(stdout, o->format, &src, have_result, path, model, duration, st, o->json_tokens,
                   several)) {
         rc = 1; /* reported once, at exit */
     }
-    if (c->out_file && !cli_emit(c->out_file, o->format, &res, have_result, path, model, duration,
+    if (c->out_file && !cli_emit(c->out_file, o->format, &src, have_result, path, model, duration,
                                  st, o->json_tokens, several)) {
         fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
         rc = 1;
     }
-    if (!cli_write_output_dir(o, path, &res, have_result, model, duration, st)) rc = 1;
+    if (!cli_write_output_dir(o, path, &src, have_result, model, duration, st)) rc = 1;
     fflush(stdout); /* keep stdout and the stderr timings line in order on a terminal */
     /* The stage timings (transcribe-cli's line), then the run's wall time
      * and its real-time factor (wall time / audio length; < 1 is faster
@@ -818,6 +866,10 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
 }
 
 int main(int argc, char **argv) {
+    /* A reader that goes away (| head) makes writes fail with EPIPE, which
+     * check_stdout reports (message, exit 1), instead of a silent death by
+     * SIGPIPE (exit 141). */
+    signal(SIGPIPE, SIG_IGN);
     cli_opts o;
     int rc = cli_parse(argc, argv, &o);
     if (rc >= 0) {
@@ -851,20 +903,30 @@ int main(int argc, char **argv) {
     log_filter lf = {o.quiet, dbg && *dbg && *dbg != '0'};
     transcribe_log_set(log_cb, &lf);
     g_log_filter = &lf;
+    /* -o: checked now (opened to append, so nothing it holds is lost),
+     * emptied only once the model is loaded and there is output to come:
+     * a run that fails before leaves the file as it was. */
     FILE *out_file = NULL;
     if (o.output) {
-        out_file = fopen(o.output, "w");
+        bool existed = access(o.output, F_OK) == 0;
+        out_file = fopen(o.output, "a");
         if (!out_file) {
             fprintf(stderr, "error: cannot open %s for writing\n", o.output);
             free(o.audio);
             return 1;
         }
+        fclose(out_file);
+        out_file = NULL;
+        if (!existed) remove(o.output); /* made again when there is output */
     }
     if (o.list_devices) {
         rc = list_devices();
-        if (out_file) fclose(out_file);
         free(o.audio);
         return rc;
+    }
+    if (!prepare_output_dir(&o)) {
+        free(o.audio);
+        return 1;
     }
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
     struct transcribe_model *model = NULL;
@@ -924,6 +986,10 @@ int main(int argc, char **argv) {
     }
     rp.vad_model = vad_model; /* NULL without --vad */
     rp.vad_params = o.vad ? &o.vad_params : NULL;
+    if (o.output && !(out_file = fopen(o.output, "w"))) {
+        fprintf(stderr, "error: cannot open %s for writing\n", o.output);
+        goto done;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -932,11 +998,11 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
 
     if (o.batch_file) {
-        rc = cli_run_batch(&o, s, &rp, out_file);
+        rc = cli_run_batch(&o, s, &rp, out_file, model_path);
         goto done;
     }
     if (o.live) {
-        rc = cli_run_live(&o, s, &rp, o.audio[0]);
+        rc = cli_run_live(&o, s, &rp, o.audio[0], out_file, model_path);
         goto done;
     }
     ctx c = {&o,

@@ -2,8 +2,11 @@
  * transcription"). The input is a file, a FIFO or standard input ('-'):
  * WAV read incrementally (its header first, then the data as it comes), or
  * raw mono PCM with --raw-format s16le|f32le --rate N; any other file
- * format is decoded whole first. Audio is converted to the model's rate
- * (linear interpolation, carried across reads) and fed as it arrives, or at
+ * format is decoded whole first. WAV headers and samples go through the
+ * library's parser (transcribe_wav_read_header: the one files and uploads
+ * use), and audio is converted to the model's rate by the library's sinc
+ * resampler fed as it arrives (transcribe_resampler_*: the same samples a
+ * whole-file load gives), then fed to the stream as it arrives, or at
  * real-time pace with --realtime. Output: on a terminal one line rewritten
  * in place (committed text, then the tentative tail dimmed; a full line
  * moves up and stays); otherwise the newly committed text as plain
@@ -29,12 +32,11 @@ static double now_s(void) {
 
 /* ---- input ---- */
 
-enum { SAMPLE_S16, SAMPLE_S24, SAMPLE_S32, SAMPLE_F32 };
-
 typedef struct live_in {
     int fd;
-    int kind, channels, rate, frame_bytes;
-    int64_t data_left; /* bytes of the WAV data chunk not read yet; -1: until EOF */
+    int rate;
+    struct transcribe_wav_info wav; /* the sample format (raw input: one made up) */
+    int64_t data_left;              /* bytes of the WAV data chunk not read yet; -1: until EOF */
     unsigned char *buf;
     size_t have, cap;
     float *whole; /* a non-WAV file decoded at once (already at the model's rate) */
@@ -54,77 +56,51 @@ static bool read_exact(int fd, void *dst, size_t n) {
     return true;
 }
 
-static uint32_t le32(const unsigned char *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+static bool reserve(live_in *in, size_t n) {
+    if (in->cap >= n) return true;
+    unsigned char *b = realloc(in->buf, n);
+    if (!b) return false;
+    in->buf = b;
+    in->cap = n;
+    return true;
 }
 
-static uint16_t le16(const unsigned char *p) {
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-/* Parses the WAV header after "RIFF": up to the start of the data chunk. */
+/* The WAV header through the library's parser (the one files and uploads
+ * go through), read as it arrives: the bytes it asks for, no more. The
+ * samples it read past the header stay in in->buf. */
 static bool read_wav_header(live_in *in, const char *path) {
-    unsigned char h[8];
-    if (!read_exact(in->fd, h, 8) || memcmp(h + 4, "WAVE", 4) != 0) {
-        fprintf(stderr, "error: %s: not a WAV file\n", path);
-        return false;
-    }
-    bool have_fmt = false;
+    size_t need = 4;
     for (;;) {
-        unsigned char ch[8];
-        if (!read_exact(in->fd, ch, 8)) {
-            fprintf(stderr, "error: %s: WAV data chunk missing\n", path);
+        transcribe_wav_info_init(&in->wav);
+        transcribe_status st =
+            transcribe_wav_read_header(in->buf, in->have, false, &in->wav, &need);
+        if (st != TRANSCRIBE_OK) {
+            fprintf(stderr, "error: %s: not a WAV header the library accepts: %s\n", path,
+                    transcribe_status_string(st));
             return false;
         }
-        uint32_t size = le32(ch + 4);
-        if (memcmp(ch, "data", 4) == 0) {
-            if (!have_fmt) break;
-            /* Piped WAV writers (arecord) cannot know the length: 0 or a
-             * huge value mean "until the end". */
-            in->data_left = (size == 0 || size >= 0x7FFFF000u) ? -1 : (int64_t)size;
-            return true;
+        if (need == 0) break;
+        if (!reserve(in, need)) {
+            fprintf(stderr, "error: out of memory\n");
+            return false;
         }
-        unsigned char fmt[40];
-        size_t keep = size < sizeof fmt ? size : sizeof fmt;
-        if (memcmp(ch, "fmt ", 4) == 0) {
-            if (size < 16 || !read_exact(in->fd, fmt, keep)) break;
-            int tag = le16(fmt), bits = le16(fmt + 14);
-            if (tag == 0xFFFE && size >= 26) tag = le16(fmt + 24); /* WAVE_FORMAT_EXTENSIBLE */
-            in->channels = le16(fmt + 2);
-            in->rate = (int)le32(fmt + 4);
-            if (tag == 1 && bits == 16)
-                in->kind = SAMPLE_S16;
-            else if (tag == 1 && bits == 24)
-                in->kind = SAMPLE_S24;
-            else if (tag == 1 && bits == 32)
-                in->kind = SAMPLE_S32;
-            else if (tag == 3 && bits == 32)
-                in->kind = SAMPLE_F32;
-            else {
-                fprintf(stderr,
-                        "error: %s: WAV sample format %d/%d bits is not supported live "
-                        "(16/24/32-bit PCM or 32-bit float)\n",
-                        path, tag, bits);
-                return false;
-            }
-            if (in->channels < 1 || in->channels > 64 || in->rate < 1000) break;
-            in->frame_bytes = in->channels * bits / 8;
-            have_fmt = true;
-            size -= (uint32_t)keep;
+        if (!read_exact(in->fd, in->buf + in->have, need - in->have)) {
+            /* the input ended inside the header: the parser names what is missing */
+            transcribe_wav_info_init(&in->wav);
+            transcribe_wav_read_header(in->buf, in->have, true, &in->wav, &need);
+            fprintf(stderr, "error: %s: the WAV header is cut short (no samples)\n", path);
+            return false;
         }
-        /* Skip the rest of this chunk (and its pad byte). */
-        for (uint64_t skip = (uint64_t)size + (size & 1); skip > 0;) {
-            unsigned char junk[512];
-            size_t n = skip < sizeof junk ? (size_t)skip : sizeof junk;
-            if (!read_exact(in->fd, junk, n)) {
-                fprintf(stderr, "error: %s: truncated WAV header\n", path);
-                return false;
-            }
-            skip -= n;
-        }
+        in->have = need;
     }
-    fprintf(stderr, "error: %s: malformed WAV header\n", path);
-    return false;
+    size_t off = (size_t)in->wav.data_offset, extra = in->have - off;
+    memmove(in->buf, in->buf + off, extra);
+    in->have = extra;
+    in->rate = in->wav.sample_rate;
+    in->data_left = in->wav.data_bytes;
+    if (in->data_left >= 0)
+        in->data_left = in->data_left > (int64_t)extra ? in->data_left - (int64_t)extra : 0;
+    return true;
 }
 
 static bool open_input(const cli_opts *o, const char *path, int model_rate, live_in *in) {
@@ -137,16 +113,20 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
         return false;
     }
     if (o->raw_format) {
-        in->kind = strcmp(o->raw_format, "f32le") == 0 ? SAMPLE_F32 : SAMPLE_S16;
-        in->channels = 1;
+        bool f32 = strcmp(o->raw_format, "f32le") == 0;
+        transcribe_wav_info_init(&in->wav);
+        in->wav.format_tag = f32 ? 3 : 1;
+        in->wav.bits_per_sample = f32 ? 32 : 16;
+        in->wav.channels = 1;
+        in->wav.block_align = f32 ? 4 : 2;
         in->rate = o->raw_rate > 0 ? o->raw_rate : 16000;
-        in->frame_bytes = in->kind == SAMPLE_F32 ? 4 : 2;
         return true;
     }
     struct stat sb;
     bool regular = fstat(in->fd, &sb) == 0 && S_ISREG(sb.st_mode);
     unsigned char magic[4];
-    if (regular && (pread(in->fd, magic, 4, 0) != 4 || memcmp(magic, "RIFF", 4) != 0)) {
+    if (regular && (pread(in->fd, magic, 4, 0) != 4 ||
+                    (memcmp(magic, "RIFF", 4) != 0 && memcmp(magic, "RF64", 4) != 0))) {
         /* Not WAV (FLAC, MP3, ...): decode the whole file, then feed it. */
         close(in->fd);
         in->fd = -1;
@@ -160,12 +140,14 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
         in->rate = model_rate;
         return true;
     }
-    if (!read_exact(in->fd, magic, 4) || memcmp(magic, "RIFF", 4) != 0) {
+    if (!reserve(in, 4) || !read_exact(in->fd, in->buf, 4) ||
+        (memcmp(in->buf, "RIFF", 4) != 0 && memcmp(in->buf, "RF64", 4) != 0)) {
         fprintf(stderr,
                 "error: %s is not WAV; for raw PCM pass --raw-format s16le|f32le --rate N\n",
                 is_stdin ? "standard input" : path);
         return false;
     }
+    in->have = 4;
     return read_wav_header(in, path);
 }
 
@@ -184,14 +166,10 @@ static int read_frames(live_in *in, float *out, int max_frames) {
         in->pos_whole += n;
         return n;
     }
-    size_t want = (size_t)max_frames * (size_t)in->frame_bytes;
-    if (in->cap < want) {
-        unsigned char *b = realloc(in->buf, want);
-        if (!b) return 0;
-        in->buf = b;
-        in->cap = want;
-    }
-    while (in->have < (size_t)in->frame_bytes) {
+    size_t frame = (size_t)in->wav.block_align;
+    size_t want = (size_t)max_frames * frame;
+    if (!reserve(in, want > in->have ? want : in->have)) return 0;
+    while (in->have < frame) {
         size_t room = want - in->have;
         if (in->data_left >= 0 && (int64_t)room > in->data_left) room = (size_t)in->data_left;
         if (room == 0) return 0;
@@ -204,73 +182,13 @@ static int read_frames(live_in *in, float *out, int max_frames) {
         in->have += (size_t)got;
         if (in->data_left >= 0) in->data_left -= got;
     }
-    int n = (int)(in->have / (size_t)in->frame_bytes);
-    int bps = in->frame_bytes / in->channels;
-    for (int f = 0; f < n; f++) {
-        const unsigned char *p = in->buf + (size_t)f * (size_t)in->frame_bytes;
-        float acc = 0;
-        for (int c = 0; c < in->channels; c++, p += bps) {
-            switch (in->kind) {
-            case SAMPLE_S16:
-                acc += (float)(int16_t)le16(p) / 32768.0f;
-                break;
-            case SAMPLE_S24:
-                acc += (float)((int32_t)((uint32_t)p[0] << 8 | (uint32_t)p[1] << 16 |
-                                         (uint32_t)p[2] << 24) >>
-                               8) /
-                       8388608.0f;
-                break;
-            case SAMPLE_S32:
-                acc += (float)((double)(int32_t)le32(p) / 2147483648.0);
-                break;
-            default: {
-                uint32_t u = le32(p);
-                float v;
-                memcpy(&v, &u, sizeof v);
-                acc += v;
-            }
-            }
-        }
-        out[f] = acc / (float)in->channels;
-    }
-    size_t used = (size_t)n * (size_t)in->frame_bytes;
-    memmove(in->buf, in->buf + used, in->have - used);
-    in->have -= used;
-    return n;
-}
-
-/* ---- rate conversion: linear interpolation carried across reads ---- */
-
-typedef struct resampler {
-    double step; /* input samples per output sample */
-    double pos;  /* next output position; input index -1 is `prev` */
-    float prev;
-    bool started;
-} resampler;
-
-/* Converts x[0..n) into out (room for n / step + 2); returns the count. */
-static int resample(resampler *r, const float *x, int n, float *out) {
-    if (r->step == 1.0) {
-        memcpy(out, x, (size_t)n * sizeof *x);
-        return n;
-    }
-    if (!r->started) {
-        r->prev = x[0];
-        r->pos = -1.0;
-        r->started = true;
-    }
-    int m = 0;
-    while (r->pos <= (double)(n - 1)) {
-        int i = (int)(r->pos + 1.0) - 1; /* floor for pos >= -1 */
-        double frac = r->pos - i;
-        float a = i < 0 ? r->prev : x[i];
-        float b = i + 1 < n ? x[i + 1] : a;
-        out[m++] = a + (float)frac * (b - a);
-        r->pos += r->step;
-    }
-    r->pos -= n;
-    r->prev = x[n - 1];
-    return m;
+    size_t bytes = in->have / frame * frame;
+    if (bytes > want) bytes = want;
+    int64_t n = 0;
+    if (transcribe_wav_decode_frames(&in->wav, in->buf, bytes, out, &n) != TRANSCRIBE_OK) return 0;
+    memmove(in->buf, in->buf + bytes, in->have - bytes);
+    in->have -= bytes;
+    return (int)n;
 }
 
 /* ---- display ---- */
@@ -355,7 +273,8 @@ static void show(view *v, const struct transcribe_stream_text *t, int64_t input_
 /* ---- the live loop ---- */
 
 int cli_run_live(const cli_opts *o, struct transcribe_session *s,
-                 const struct transcribe_run_params *rp, const char *path) {
+                 const struct transcribe_run_params *rp, const char *path, FILE *out_file,
+                 const char *model_path) {
     struct transcribe_capabilities caps;
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(transcribe_get_model(s), &caps);
@@ -372,10 +291,18 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     int slice_ms = o->stream_chunk_ms > 0 ? o->stream_chunk_ms : READ_MS;
     int max_frames = (int)((int64_t)slice_ms * in.rate / 1000);
     if (max_frames < 1) max_frames = 1;
-    resampler rs = {(double)in.rate / model_rate, 0, 0, false};
+    /* the library's sinc resampler (transcribe_audio_load_file's), streamed */
+    struct transcribe_resampler *rs = NULL;
+    transcribe_status st = transcribe_resampler_init(in.rate, model_rate, &rs);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "error: %s: cannot resample %d Hz to %d Hz: %s\n", path, in.rate,
+                model_rate, transcribe_status_string(st));
+        close_input(&in);
+        return 1;
+    }
+    int64_t room = transcribe_resampler_max_out(rs, max_frames); /* grows as it must */
     float *raw = malloc((size_t)max_frames * sizeof *raw);
-    float *pcm =
-        malloc(((size_t)max_frames * (size_t)model_rate / (size_t)in.rate + 4) * sizeof *pcm);
+    float *pcm = malloc((size_t)(room > 0 ? room : 1) * sizeof *pcm);
     view v = {0};
     v.json = o->format == CLI_FMT_JSON;
     v.tty = !v.json && isatty(STDOUT_FILENO);
@@ -386,7 +313,7 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
         fprintf(stderr, "error: out of memory\n");
         goto out;
     }
-    transcribe_status st = transcribe_stream_begin(s, rp, NULL);
+    st = transcribe_stream_begin(s, rp, NULL);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: stream_begin: %s\n", transcribe_status_string(st));
         goto out;
@@ -399,9 +326,28 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     double t0 = now_s(), compute = 0;
     int64_t fed = 0;
     struct transcribe_stream_update u;
-    int n;
-    while (!cli_interrupted() && (n = read_frames(&in, raw, max_frames)) > 0) {
-        int m = resample(&rs, raw, n, pcm);
+    int n = 0;
+    bool ended = false;
+    while (!ended && !cli_interrupted()) {
+        int64_t m = 0;
+        n = read_frames(&in, raw, max_frames);
+        ended = n <= 0; /* then the resampler's last samples */
+        int64_t need = transcribe_resampler_max_out(rs, ended ? 0 : n);
+        if (need > room) {
+            float *grown = realloc(pcm, (size_t)need * sizeof *pcm);
+            if (!grown) {
+                fprintf(stderr, "error: out of memory\n");
+                goto out;
+            }
+            pcm = grown;
+            room = need;
+        }
+        st = ended ? transcribe_resampler_finish(rs, pcm, &m)
+                   : transcribe_resampler_feed(rs, raw, n, pcm, &m);
+        if (st != TRANSCRIBE_OK) {
+            fprintf(stderr, "error: resampling: %s\n", transcribe_status_string(st));
+            goto out;
+        }
         if (m == 0) continue;
         if (o->realtime) {
             double due = t0 + (double)fed / model_rate;
@@ -413,7 +359,7 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
         }
         transcribe_stream_update_init(&u);
         double c0 = now_s();
-        st = transcribe_stream_feed(s, pcm, m, &u);
+        st = transcribe_stream_feed(s, pcm, (int)m, &u);
         compute += now_s() - c0;
         fed += m;
         if (st != TRANSCRIBE_OK) {
@@ -456,9 +402,31 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
                 audio_s, compute, audio_s > 0 ? compute / audio_s : 0.0, now_s() - t0);
     }
     rc = 0;
+    {
+        /* the stream's result, as every front end prints it: -o in the -f
+         * format, --output-dir's files. (Its rows are those the library's
+         * stream keeps: the text is whole, the rows of a generic-window
+         * stream only its last window's, so -f srt|vtt stays plain lines
+         * on standard output until the stream keeps every row.) */
+        double dur = (double)fed / model_rate;
+        cli_result res;
+        cli_result_init(&res);
+        res.shape = o->shape;
+        cli_source src = {s, -1, &res};
+        const char *name = strcmp(path, "-") ? path : "-";
+        cli_format ofmt = o->format == CLI_FMT_REPORT ? CLI_FMT_TXT : o->format;
+        if (out_file && !cli_emit(out_file, ofmt, &src, true, name, model_path, dur, TRANSCRIBE_OK,
+                                  o->json_tokens, false)) {
+            fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));
+            rc = 1;
+        }
+        if (!cli_write_output_dir(o, name, &src, true, model_path, dur, TRANSCRIBE_OK)) rc = 1;
+        cli_result_free(&res);
+    }
 out:
     free(raw);
     free(pcm);
+    transcribe_resampler_free(rs);
     close_input(&in);
     return rc;
 }

@@ -68,15 +68,20 @@ void cli_result_add_chunk(cli_result *r, int64_t t0_ms, int64_t t1_ms, int end_k
 void cli_json_str(FILE *f, const char *s);
 
 /* formats.c: print one file's result. */
-void cli_print_txt(FILE *f, const cli_result *r, const char *header);
-void cli_print_json(FILE *f, const cli_result *r, const char *path, const char *model,
-                    double duration_s, transcribe_status st, bool tokens);
-void cli_print_srt(FILE *f, const cli_result *r, double duration_s);
-void cli_print_vtt(FILE *f, const cli_result *r, double duration_s);
 void cli_print_report_result(FILE *f, const cli_result *r);
-/* Prints r in format fmt (JSON also without a result: it carries the
- * error), flushes, and says whether every write reached f. */
-bool cli_emit(FILE *f, cli_format fmt, const cli_result *r, bool have_result, const char *path,
+/* What a file's output is printed from: the session's result (s: the
+ * single run, or batch row `row`), which the library renders in the four
+ * formats (transcribe_format_result); r carries the cue shape and the rows
+ * the report layout prints. */
+typedef struct cli_source {
+    const struct transcribe_session *s;
+    int row;
+    const cli_result *r;
+} cli_source;
+
+/* Prints the result in format fmt (JSON also without a result: it carries
+ * the error), flushes, and says whether every write reached f. */
+bool cli_emit(FILE *f, cli_format fmt, const cli_source *src, bool have_result, const char *path,
               const char *model, double duration_s, transcribe_status st, bool tokens, bool header);
 
 #endif

@@ -77,6 +77,7 @@ static char **field_slot(srv_form *fm, const char *key) {
     if (!strcmp(key, "response_format")) return &fm->response_format;
     if (!strcmp(key, "stream")) return &fm->stream;
     if (!strcmp(key, "vad")) return &fm->vad;
+    if (!strcmp(key, "diarize")) return &fm->diarize;
     return NULL;
 }
 
@@ -185,6 +186,7 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
 static void form_free(srv_form *fm) {
     free(fm->model), free(fm->language), free(fm->prompt), free(fm->temperature);
     free(fm->response_format), free(fm->stream), free(fm->vad);
+    free(fm->diarize);
     for (int i = 0; i < fm->n_granularities; i++) free(fm->granularities[i]);
     memset(fm, 0, sizeof *fm);
 }

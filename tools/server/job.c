@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -100,6 +101,7 @@ typedef struct job {
     srv_model *model;
     srv_format fmt;
     bool stream, words, vad;
+    bool diarize_given, diarize; /* the diarize field, when sent */
     bool temperature_given;
     float temperature;
     struct transcribe_run_params rp;
@@ -110,10 +112,10 @@ typedef struct job {
 static bool check_form(srv_request *rq, job *j) {
     srv_form *fm = &rq->form;
     const char *names[] = {"model",           "language", "prompt", "temperature",
-                           "response_format", "stream",   "vad"};
+                           "response_format", "stream",   "vad",    "diarize"};
     char *vals[] = {fm->model,           fm->language, fm->prompt, fm->temperature,
-                    fm->response_format, fm->stream,   fm->vad};
-    for (int i = 0; i < 7; i++) {
+                    fm->response_format, fm->stream,   fm->vad,    fm->diarize};
+    for (int i = 0; i < 8; i++) {
         if (vals[i] && !utf8_valid(vals[i])) {
             srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, names[i], "invalid_utf8",
                             "'%s' is not valid UTF-8", names[i]);
@@ -144,6 +146,12 @@ static bool check_form(srv_request *rq, job *j) {
     if (!parse_bool(fm->vad, &j->vad)) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "invalid_value",
                         "vad must be true or false");
+        return false;
+    }
+    j->diarize_given = fm->diarize && *fm->diarize;
+    if (!parse_bool(fm->diarize, &j->diarize)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "diarize", "invalid_value",
+                        "diarize must be true or false");
         return false;
     }
     if (j->vad && !rq->srv->pool.vad) {
@@ -220,6 +228,10 @@ static void map_run_params(srv_request *rq, job *j) {
     /* vad=true: only the speech regions are transcribed, times stay on the
      * upload's clock (Silero VAD with its default settings) */
     if (j->vad) rp->vad_model = rq->srv->pool.vad;
+    /* diarize=true|false: speaker attribution on / off (as --diarize); the
+     * text, srt and vtt then carry the speakers as the CLI prints them */
+    if (j->diarize_given)
+        rp->diarize = j->diarize ? TRANSCRIBE_DIARIZE_MODE_ON : TRANSCRIBE_DIARIZE_MODE_OFF;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,
@@ -319,6 +331,21 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
                         : j->rp.language      ? j->rp.language
                         : c->n_languages == 1 ? c->languages[0]
                                               : "";
+        if (!j->stream &&
+            (j->fmt == SRV_FMT_TEXT || j->fmt == SRV_FMT_SRT || j->fmt == SRV_FMT_VTT)) {
+            /* rendered now: the session goes back to the pool below */
+            struct transcribe_format_params fp;
+            transcribe_format_params_init(&fp);
+            fp.format = j->fmt == SRV_FMT_SRT   ? TRANSCRIBE_FORMAT_SRT
+                        : j->fmt == SRV_FMT_VTT ? TRANSCRIBE_FORMAT_VTT
+                                                : TRANSCRIBE_FORMAT_TXT;
+            fp.duration_s = info.duration_s;
+            fp.run_status = st;
+            if (transcribe_format_result(s, -1, &fp, &info.rendered, &info.rendered_len) !=
+                TRANSCRIBE_OK) {
+                r.oom = true;
+            }
+        }
     } else {
         snprintf(why, sizeof why, "%s", transcribe_session_last_error(s));
     }
@@ -349,40 +376,39 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
         if (!ok) srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
     }
     free(info.no_speech), free(info.window_t0), free(info.window_t1);
+    transcribe_format_free(info.rendered);
     cli_result_free(&r);
 }
 
 /* A RIFF/WAVE (or RF64) file whose data chunk runs past the end of the
- * file: cut short in transfer. The decoder would read what is there; an API
- * answers that the upload is damaged instead of transcribing part of it. */
+ * file: cut short in transfer. The decoder would read what is there; an API answers
+ * that the upload is damaged instead of transcribing part of it. The
+ * header is read by the library's parser (transcribe_wav_read_header), as
+ * the bytes it asks for; anything it refuses is left to the decoder. */
 static bool wav_cut_short(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return false;
-    unsigned char h[12];
     bool cut = false;
-    uint64_t ds64_data = 0; /* RF64: the data size lives in the ds64 chunk */
-    if (fread(h, 1, 12, f) == 12 && (!memcmp(h, "RIFF", 4) || !memcmp(h, "RF64", 4)) &&
-        !memcmp(h + 8, "WAVE", 4) && fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        long pos = 12;
-        for (int k = 0; k < 64 && pos + 8 <= size; k++) {
-            unsigned char c[8];
-            if (fseek(f, pos, SEEK_SET) != 0 || fread(c, 1, 8, f) != 8) break;
-            uint32_t n =
-                (uint32_t)c[4] | (uint32_t)c[5] << 8 | (uint32_t)c[6] << 16 | (uint32_t)c[7] << 24;
-            unsigned char d[8];
-            if (!memcmp(c, "ds64", 4) && n >= 16 && fread(d, 1, 8, f) == 8 &&
-                fread(d, 1, 8, f) == 8)
-                for (int b = 7; b >= 0; b--) ds64_data = ds64_data << 8 | d[b];
-            if (!memcmp(c, "data", 4)) {
-                uint64_t len = n == 0xFFFFFFFFu && ds64_data ? ds64_data : n;
-                /* 0 and 0xFFFFFFFF: a writer that could not seek back */
-                cut = len != 0 && len != 0xFFFFFFFFu && (uint64_t)pos + 8 + len > (uint64_t)size;
-                break;
-            }
-            pos += 8 + (long)n + (long)(n & 1);
+    unsigned char *buf = NULL;
+    size_t have = 0, need = 12;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0) need = 0;
+    while (need > 0 && need <= (size_t)sb.st_size) {
+        unsigned char *grown = realloc(buf, need);
+        if (!grown || fread(grown + have, 1, need - have, f) != need - have) {
+            buf = grown ? grown : buf;
+            break;
         }
+        buf = grown;
+        have = need;
+        if (memcmp(buf, "RIFF", 4) && memcmp(buf, "RF64", 4)) break; /* not WAV: not asked */
+        struct transcribe_wav_info info;
+        transcribe_wav_info_init(&info);
+        if (transcribe_wav_read_header(buf, have, false, &info, &need) != TRANSCRIBE_OK) break;
+        if (need == 0) /* -1: a writer that could not seek back */
+            cut = info.data_bytes >= 0 && info.data_offset + info.data_bytes > (int64_t)sb.st_size;
     }
+    free(buf);
     fclose(f);
     return cut;
 }

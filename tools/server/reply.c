@@ -1,6 +1,7 @@
 /* Response bodies in OpenAI's shapes: errors, json / text / srt / vtt /
- * verbose_json, and the server-sent events of stream=true. The subtitle
- * formats and string escaping are the command-line tool's (tools/common). */
+ * verbose_json, and the server-sent events of stream=true. Text and the
+ * subtitle formats are the library's (transcribe_format_result, rendered in
+ * job.c), string escaping the command-line tool's (tools/common). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -170,16 +171,18 @@ bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *in
                 (int)ceil(info->duration_s));
         break;
     case SRV_FMT_TEXT:
-        fprintf(b.f, "%s\n", r->text);
-        ctype = "text/plain; charset=utf-8";
-        break;
     case SRV_FMT_SRT:
-        cli_print_srt(b.f, r, info->duration_s);
-        ctype = "application/x-subrip; charset=utf-8";
-        break;
     case SRV_FMT_VTT:
-        cli_print_vtt(b.f, r, info->duration_s);
-        ctype = "text/vtt; charset=utf-8";
+        /* the library's txt / srt / vtt, rendered while the session was held */
+        if (!info->rendered) {
+            fclose(b.f);
+            free(b.data);
+            return false;
+        }
+        fwrite(info->rendered, 1, info->rendered_len, b.f);
+        ctype = fmt == SRV_FMT_TEXT  ? "text/plain; charset=utf-8"
+                : fmt == SRV_FMT_SRT ? "application/x-subrip; charset=utf-8"
+                                     : "text/vtt; charset=utf-8";
         break;
     case SRV_FMT_VERBOSE_JSON:
         fprintf(b.f,

@@ -187,7 +187,7 @@ typedef enum {
 
 /* The multipart form as received. */
 typedef struct srv_form {
-    char *model, *language, *prompt, *temperature, *response_format, *stream, *vad;
+    char *model, *language, *prompt, *temperature, *response_format, *stream, *vad, *diarize;
     char *granularities[SRV_MAX_GRANULAR];
     int n_granularities;
     int n_fields;
@@ -254,6 +254,10 @@ typedef struct srv_run_info {
     int n_windows;
     float temperature;
     const char *language; /* detected, else asked for, else the model's only one */
+    /* text / srt / vtt: the body as the library renders the result
+     * (transcribe_format_result, the CLI's bytes); malloc'ed, or NULL */
+    char *rendered;
+    size_t rendered_len;
 } srv_run_info;
 
 bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *info, srv_reply *out);

@@ -565,12 +565,37 @@ def run_main(*args):
                           text=True, env=env, cwd=str(ROOT))
 
 
+def test_formats_are_the_clis(model, cli):
+    wav = need(SAMPLE)
+    r = model.transcribe(wav, formats=["txt", "json", "srt", "vtt"],
+                         format_options={"file": "x.wav", "model": "m", "max_line_chars": 12})
+    for f in ("txt", "json", "srt", "vtt"):
+        p = subprocess.run([cli, "-m", str(BUNDLED), "-f", f, "-q", "--max-line-chars", "12",
+                            str(wav)], capture_output=True, text=True)
+        want = p.stdout
+        if f == "json":  # the CLI names the paths it was given
+            want = want.replace(json.dumps(str(wav)), '"x.wav"', 1)
+            want = want.replace(json.dumps(str(BUNDLED)), '"m"', 1)
+        assert r.format(f) == want
+    with pytest.raises(KeyError):
+        model.transcribe(wav).format("srt")
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(wav, formats=["doc"])
+    with pytest.raises(transcribe.InvalidArgumentError):
+        model.transcribe(wav, formats=["srt"], format_options={"max_line_chars": 5000})
+
+
 def test_module_entry_point(model, cli):
     wav = need(SAMPLE)
     p = run_main("-m", str(BUNDLED), "-f", "json", "--tokens", "-q", str(wav))
     assert p.returncode == 0, p.stderr
+    # the library renders both: the CLI's bytes, subtitle cues included
+    want = subprocess.run([cli, "-m", str(BUNDLED), "-f", "json", "--tokens", "-q", str(wav)],
+                          capture_output=True, text=True)
+    assert p.stdout == want.stdout
     d = json.loads(p.stdout)
     assert d.pop("file") == str(wav) and d.pop("model") == str(BUNDLED)
+    assert d.pop("cues")
     assert_same_as_cli(d, cli_json(cli, BUNDLED, wav))
     p = run_main("-m", str(BUNDLED), str(wav))
     assert p.returncode == 0 and p.stdout.strip() == model.transcribe(wav).text
@@ -603,11 +628,13 @@ def test_ctrl_c_from_outside_stops_a_run(model, monkeypatch):
 
     def send_sigint():
         if first_poll.wait(30):
-            time.sleep(0.05)  # the main thread is back in C
+            time.sleep(0.01)  # the main thread is back in C
             os.kill(os.getpid(), signal.SIGINT)
 
     monkeypatch.setattr(_model, "_never", poll)
-    pcm = np.tile(transcribe.load_audio(need(SAMPLE)), 8)
+    # long enough that the run is still in C when the signal comes: the
+    # tiny bundled model takes about 50 ms for 8 copies on a warm machine
+    pcm = np.tile(transcribe.load_audio(need(SAMPLE)), 64)
     killer = threading.Thread(target=send_sigint)
     killer.start()
     try:

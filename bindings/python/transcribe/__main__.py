@@ -4,23 +4,21 @@ Mirrors ``transcribe`` (tools/cli): -m, -f txt|json|srt|vtt, --tokens, -o,
 -l, -t, --target-language, --timestamps, --threads, --n-ctx, --kv-type,
 --backend, --device, --diarize/--no-diarize, --pnc/--no-pnc, --itn,
 --raw-tokens, --chunk, --chunk-max-s, --vad, --vad-model, --vad-threshold
-(and the other --vad-* settings), --vocabulary, -q, --version. JSON holds the same
-text, language, duration, timestamps, chunks, segments, words and tokens as
-the CLI's (not its subtitle cues); SRT/VTT have one cue per segment.
+(and the other --vad-* settings), --vocabulary, --max-line-chars,
+--max-cue-ms, -q, --version. The four formats are rendered by the library
+(``transcribe_format_result``): the bytes the CLI and the server print.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-from typing import IO, List, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 from . import (
     Model,
-    Result,
     TranscribeError,
     __version__,
     library_version,
@@ -40,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-m", "--model", help="model file (default: $TRANSCRIBE_MODEL)")
     p.add_argument("-f", "--format", default="txt", choices=["txt", "json", "srt", "vtt"])
     p.add_argument("--tokens", action="store_true", help="json: include per-token rows")
+    p.add_argument("--max-line-chars", type=int, default=0,
+                   help="srt/vtt: most characters in a cue (1..1000; default 84)")
+    p.add_argument("--max-cue-ms", type=int, default=0,
+                   help="srt/vtt: longest cue in ms (100..3600000; default 7000)")
     p.add_argument("-o", "--output", help="also write the output to this file")
     p.add_argument("-l", "--language", help="language hint (default or 'auto': detect)")
     p.add_argument("-t", "--translate", action="store_true", help="translate instead of transcribe")
@@ -69,38 +71,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="only error messages on stderr")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
-
-
-def _ts(ms: int, sep: str) -> str:
-    h, ms = divmod(ms, 3600000)
-    m, ms = divmod(ms, 60000)
-    s, ms = divmod(ms, 1000)
-    return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
-
-
-def _cues(r: Result) -> List[Tuple[int, int, str]]:
-    if r.timestamps != "none" and r.segments:
-        return [(s.start_ms, s.end_ms, s.text.strip()) for s in r.segments if s.text.strip()]
-    return [(0, int(round(r.duration * 1000)), r.text)] if r.text else []
-
-
-def _emit(f: IO[str], fmt: str, r: Result, path: str, model: str, tokens: bool) -> None:
-    if fmt == "json":
-        d = {"file": path, "model": model}
-        d.update(r.to_dict(tokens=tokens))
-        f.write(json.dumps(d, ensure_ascii=False, separators=(",", ":")) + "\n")
-    elif fmt == "srt":
-        for i, (a, b, t) in enumerate(_cues(r), 1):
-            f.write(f"{i}\n{_ts(a, ',')} --> {_ts(b, ',')}\n{t}\n\n")
-    elif fmt == "vtt":
-        f.write("WEBVTT\n\n")
-        for a, b, t in _cues(r):
-            f.write(f"{_ts(a, '.')} --> {_ts(b, '.')}\n{t}\n\n")
-    elif any(s.speaker_id for s in r.segments):
-        for s in r.segments:
-            f.write((f"[{s.speaker}] " if s.speaker else "") + s.text.strip() + "\n")
-    else:
-        f.write(r.text + "\n")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -133,6 +103,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if o.vad_window is not None:
         vad_options["window_samples"] = o.vad_window
     vad = (o.vad_model or True) if (o.vad or o.vad_model) else None
+    for flag, v, lo, hi in (("--max-line-chars", o.max_line_chars, 1, 1000),
+                            ("--max-cue-ms", o.max_cue_ms, 100, 3600000)):
+        if v and not lo <= v <= hi:
+            sys.stderr.write(f"error: {flag} must be an integer in {lo}..{hi} (got {v})\n")
+            return 1
+
+    def options(path: str) -> dict:
+        return {"file": path, "model": model_path, "tokens": o.tokens,
+                "header": o.format == "txt" and len(o.audio) > 1,
+                "max_line_chars": o.max_line_chars, "max_cue_ms": o.max_cue_ms}
+
     rc = 0
     out_file = None
     try:
@@ -156,16 +137,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         vad_options=vad_options or None,
                         chunk=o.chunk,
                         chunk_max_s=o.chunk_max_s,
+                        formats=[o.format],
+                        format_options=options(path),
                     )
                 except TranscribeError as e:
                     sys.stderr.write(f"error: {path}: {e}\n")
                     rc = 1
                     continue
-                if o.format == "txt" and len(o.audio) > 1:
-                    sys.stdout.write(f"# {path}\n")
-                _emit(sys.stdout, o.format, r, path, model_path, o.tokens)
+                out = r.formatted[o.format]  # a split file's too: joined by the library
+                sys.stdout.write(out)
                 if out_file:
-                    _emit(out_file, o.format, r, path, model_path, o.tokens)
+                    out_file.write(out)
                 if r.truncated:
                     sys.stderr.write(f"error: {path}: output truncated (model's output cap)\n")
                     rc = 1

@@ -147,6 +147,10 @@ _OPTIONAL: _Table = {
     "transcribe_batch_was_chunked": (c_bool, [vp, c_int]),
     "transcribe_batch_n_pieces": (c_int, [vp, c_int]),
     "transcribe_batch_get_piece": (c_int, [vp, c_int, c_int, vp]),
+    # output formats: txt / json / srt / vtt rendered by the library
+    "transcribe_format_params_init": (None, [vp]),
+    "transcribe_format_result": (c_int, [vp, c_int, vp, POINTER(vp), POINTER(c_size_t)]),
+    "transcribe_format_free": (None, [vp]),
     # voice activity detection (Silero VAD)
     "transcribe_vad_params_init": (None, [vp]),
     "transcribe_vad_model_load": (c_int, [c_char_p, POINTER(vp)]),

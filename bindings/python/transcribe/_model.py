@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
+    Dict,
     FrozenSet,
     Iterator,
     List,
@@ -486,10 +487,16 @@ class Model:
 
     # ---- results ----
 
-    def _collect(self, sess: int, i: Optional[int], n_samples: int, t_start: float) -> Result:
+    def _collect(self, sess: int, i: Optional[int], n_samples: int, t_start: float,
+                 render: Optional["_Render"] = None, status: int = S.OK) -> Result:
         """The result of the single run (i None) or batch row i, as the CLI
-        prints it: text trimmed, times clamped into the audio."""
-        return _read.read_result(self._lib, sess, i, n_samples, self.sample_rate, t_start)
+        prints it: text trimmed, times clamped into the audio; with render,
+        the formats it asks for as the library prints them."""
+        r = _read.read_result(self._lib, sess, i, n_samples, self.sample_rate, t_start)
+        if render is not None and render.formats:
+            duration_s = n_samples / float(self.sample_rate)
+            r = _replace(r, formatted=render.run(self._lib, sess, i, duration_s, status))
+        return r
 
     def _chunk_params(self, p: S.RunParams, chunk: str, chunk_max_s: int) -> None:
         """Long audio: the library splits an input one call cannot take at
@@ -532,6 +539,8 @@ class Model:
         vad_options: Optional[Mapping[str, Any]] = None,
         chunk: str = "auto",
         chunk_max_s: int = CHUNK_MAX_S,
+        formats: Sequence[str] = (),
+        format_options: Optional[Mapping[str, Any]] = None,
     ) -> Result:
         """Transcribes one input.
 
@@ -563,6 +572,12 @@ class Model:
                 clock; "on" always splits, "off" never. ``chunk_max_s`` caps
                 a piece (pieces aim at 2/3 of it). ``result.chunks`` lists
                 the pieces.
+            formats: output formats to render, any of "txt", "json", "srt",
+                "vtt": ``result.format("srt")`` then gives the library's
+                rendering, the bytes ``transcribe -f srt`` prints.
+                ``format_options``: file, model (JSON's names; txt's header
+                with header=True), tokens (JSON token rows), max_line_chars,
+                max_cue_ms (subtitle cue shaping, as the CLI's flags).
 
         Raises:
             TranscribeError (a subclass naming the failure). A run that hits
@@ -574,6 +589,7 @@ class Model:
             pnc, itn, diarize, keep_special_tags, vad, vad_options,
         )
         self._chunk_params(params, chunk, chunk_max_s)
+        render = _Render(formats, format_options)
         lib = self._lib
         t_start = time.perf_counter()
         self._check_open()
@@ -586,7 +602,8 @@ class Model:
                 # a split run keeps what its pieces gave whatever its status
                 split = lib.was_chunked is not None and bool(lib.was_chunked(sess))
             if split or st in (S.OK, S.ERR_OUTPUT_TRUNCATED, S.ERR_ABORTED):
-                result = self._collect(sess, None, pcm.n, t_start)  # outside the compute lock
+                # outside the compute lock
+                result = self._collect(sess, None, pcm.n, t_start, render, st)
             if st in (S.OK, S.ERR_OUTPUT_TRUNCATED) and ab.error is None:
                 assert result is not None
                 return result
@@ -613,6 +630,8 @@ class Model:
         return_exceptions: bool = False,
         chunk: str = "auto",
         chunk_max_s: int = CHUNK_MAX_S,
+        formats: Sequence[str] = (),
+        format_options: Optional[Mapping[str, Any]] = None,
     ) -> List[Any]:
         """Transcribes several inputs with one set of parameters, in one
         library call (families with a batched path decode them together).
@@ -622,8 +641,10 @@ class Model:
         ``return_exceptions=True``, takes the error's place in the list.
         ``chunk`` and ``chunk_max_s`` as for transcribe: a long input is
         split at its pauses by itself.
+        ``formats`` / ``format_options``: as in :meth:`transcribe`.
         """
         audios = list(audios)
+        render = _Render(formats, format_options)
         if not audios:
             return []
         keep: List[Any] = []
@@ -651,7 +672,7 @@ class Model:
                 for i in range(n):
                     si = lib.batch_status(sess, i) if i < got else S.ERR_ABORTED
                     if si in (S.OK, S.ERR_OUTPUT_TRUNCATED):
-                        r = self._collect(sess, i, pcms[i].n, t_start)
+                        r = self._collect(sess, i, pcms[i].n, t_start, render, si)
                         if si == S.ERR_OUTPUT_TRUNCATED:
                             r = _replace(r, truncated=True)
                         out.append(r)
@@ -698,6 +719,54 @@ class Model:
                 final = s.finalize()
         """
         return Stream(self, language, timestamps, commit, agreement, abort, vocabulary)
+
+
+class _Render:
+    """The output formats a call asks for and their options, rendered by the
+    library (transcribe_format_result) while the session holds the result."""
+
+    _OPTIONS = ("file", "model", "header", "tokens", "max_line_chars", "max_cue_ms")
+
+    def __init__(self, formats: Sequence[str], options: Optional[Mapping[str, Any]]) -> None:
+        if isinstance(formats, str):
+            formats = [formats]
+        self.formats = list(formats)
+        for f in self.formats:
+            if f not in S.FORMATS:
+                raise InvalidArgumentError(f"format must be txt, json, srt or vtt (got {f!r})")
+        self.options = dict(options or {})
+        for k in self.options:
+            if k not in self._OPTIONS:
+                raise InvalidArgumentError(f"unknown format option {k!r}")
+
+    def run(self, lib: "_lib.Lib", sess: int, i: Optional[int], duration_s: float,
+            status: int) -> Dict[str, str]:
+        if lib.format_result is None:
+            raise UnsupportedError("this libtranscribe has no transcribe_format_result")
+        o = self.options
+        out: Dict[str, str] = {}
+        for f in self.formats:
+            p = lib.new(S.FormatParams, lib.format_params_init)
+            p.format = S.FORMATS[f]
+            p.max_line_chars = int(o.get("max_line_chars") or 0)
+            p.max_cue_ms = int(o.get("max_cue_ms") or 0)
+            p.json_tokens = bool(o.get("tokens", False))
+            p.txt_header = bool(o.get("header", False))
+            p.duration_s = duration_s
+            p.file = str(o.get("file") or "").encode("utf-8")
+            p.model = str(o.get("model") or "").encode("utf-8")
+            p.run_status = int(status)
+            text = ctypes.c_void_p()
+            n = ctypes.c_size_t()
+            st = lib.format_result(sess, -1 if i is None else i, ctypes.byref(p),
+                                   ctypes.byref(text), ctypes.byref(n))
+            if st != S.OK:
+                raise error_for(st, f"cannot render {f}: {lib.status_text(st)}")
+            try:
+                out[f] = ctypes.string_at(text.value, n.value).decode("utf-8", errors="replace")
+            finally:
+                lib.format_free(text)
+        return out
 
 
 def _replace(r: Result, **kw: Any) -> Result:

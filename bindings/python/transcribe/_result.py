@@ -137,6 +137,8 @@ class Result:
         raw_text: the model's decoded output before clean-up.
         timings: stage timings (summed over the pieces of split audio).
         chunks: the pieces when the audio was split at pauses, else None.
+        formatted: the formats asked for (``formats=``), rendered by the
+            library: {"srt": "1\\n00:00:00,000 --> ..."}; see ``format()``.
     """
 
     text: str
@@ -151,6 +153,16 @@ class Result:
     raw_text: str = ""
     timings: Timings = field(default_factory=Timings, compare=False)  # equal runs, equal results
     chunks: Optional[Tuple[Chunk, ...]] = None
+    formatted: Dict[str, str] = field(default_factory=dict, compare=False)
+
+    def format(self, fmt: str) -> str:
+        """The result as "txt", "json", "srt" or "vtt", as the library renders
+        it (the CLI's and the server's bytes): only the formats asked for with
+        ``transcribe(..., formats=[...])``."""
+        try:
+            return self.formatted[fmt]
+        except KeyError:
+            raise KeyError(f"{fmt!r} was not rendered: pass formats=[{fmt!r}] to transcribe") from None
 
     def __str__(self) -> str:
         return self.text

@@ -336,6 +336,26 @@ class PauseSplitParams(ctypes.Structure):
     ]
 
 
+class FormatParams(ctypes.Structure):
+    # transcribe_format_params (an addition; no ABI id: sized by its init)
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("format", c_int32),
+        ("max_line_chars", c_int32),
+        ("max_cue_ms", c_int32),
+        ("json_tokens", c_bool),
+        ("txt_header", c_bool),
+        ("duration_s", ctypes.c_double),
+        ("file", c_char_p),
+        ("model", c_char_p),
+        ("run_status", c_int32),
+    ]
+
+
+# transcribe_output_format
+FORMATS = {"txt": 0, "json": 1, "srt": 2, "vtt": 3}
+
+
 # Mirror of every transcribe_abi_struct id.
 ABI_MIRRORS: Dict[int, Type[ctypes.Structure]] = {
     ABI_MODEL_LOAD_PARAMS: ModelLoadParams,

@@ -1,0 +1,155 @@
+/* Where the CLI's output goes, run as a user runs it (the bundled model):
+ * -o leaves an existing file alone when the run fails before any output
+ * (issue 31 item 8); --output-dir is created when missing and two inputs
+ * that would write the same files are refused before anything runs (item
+ * 7); a reader that closes the pipe gets a message and exit 1, not a
+ * silent SIGPIPE (item 17); --stream writes -o and --output-dir (item 3);
+ * --batch prints -f json|srt|vtt and -o as a single run does (item 2);
+ * --vad on silence says "no speech found" and its JSON names the timestamp
+ * kind a run with speech returns (item 19). */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "test_util.h"
+
+static const char *g_bin;
+static char g_out[1 << 16], g_err[1 << 16], g_dir[1024];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s", g_dir, g_bin, args);
+    return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+}
+
+static void write_file(const char *name, const void *data, size_t n) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f) return;
+    fwrite(data, 1, n, f);
+    fclose(f);
+}
+
+static bool file_is(const char *name, const char *want) {
+    char path[2048], got[4096] = "";
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return want == NULL;
+    size_t n = fread(got, 1, sizeof got - 1, f);
+    got[n] = 0;
+    fclose(f);
+    return want && strcmp(got, want) == 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    g_bin = argv[1];
+    snprintf(g_dir, sizeof g_dir, "%s/cli_outputs_%d", TR_BINARY_DIR, (int)getpid());
+    CHECK(mkdir(g_dir, 0700) == 0);
+    const char *jfk = TR_SOURCE_DIR "/samples/jfk.wav";
+
+    /* -o: a model that does not load leaves keep.txt as it was, and makes
+     * no file that was not there */
+    write_file("keep.txt", "keep\n", 5);
+    CHECK(run("-m /nonexistent.gguf -o keep.txt '%s'", jfk) == 1);
+    CHECK(file_is("keep.txt", "keep\n"));
+    CHECK(run("-m /nonexistent.gguf -o new.txt '%s'", jfk) == 1);
+    CHECK(file_is("new.txt", NULL));
+    CHECK(run("-q -o keep.txt '%s'", jfk) == 0);
+    CHECK_MSG(file_is("keep.txt", g_out) && g_out[0], "-o holds: %s", g_out);
+
+    /* --stream: -o and --output-dir get the stream's text (item 3) */
+    CHECK(run("-q --stream -o st.txt --output-dir stdir '%s'", jfk) == 0);
+    {
+        char a1[2048], a2[2048];
+        snprintf(a1, sizeof a1, "%s/st.txt", g_dir);
+        snprintf(a2, sizeof a2, "%s/stdir/jfk.txt", g_dir);
+        FILE *f1 = fopen(a1, "rb"), *f2 = fopen(a2, "rb");
+        char b1[4096] = "", b2[4096] = "";
+        if (f1) b1[fread(b1, 1, sizeof b1 - 1, f1)] = 0, fclose(f1);
+        if (f2) b2[fread(b2, 1, sizeof b2 - 1, f2)] = 0, fclose(f2);
+        CHECK_MSG(b1[0] && strlen(b1) > 20 && !strcmp(b1, b2), "st.txt '%s', jfk.txt '%s'", b1, b2);
+    }
+
+    /* --batch: -f json / srt and -o mean what they mean for one file (item 2) */
+    {
+        static char single[2 * sizeof g_out];
+        char list[2048];
+        snprintf(list, sizeof list, "%s/list.txt", g_dir);
+        FILE *f = fopen(list, "w");
+        CHECK(f != NULL);
+        if (f) fprintf(f, "%s\n%s\n", jfk, jfk), fclose(f);
+        CHECK(run("-q -f json '%s'", jfk) == 0);
+        snprintf(single, sizeof single, "%s%s", g_out, g_out);
+        CHECK(run("-q --batch list.txt -f json -o batch.json") == 0);
+        CHECK_MSG(!strcmp(g_out, single), "batch json: %s", g_out);
+        CHECK(file_is("batch.json", single));
+        CHECK(run("-q --batch list.txt --batch-size 2 -f json") == 0);
+        CHECK_MSG(!strcmp(g_out, single), "batch-size 2 json: %s", g_out);
+        CHECK(run("-q --batch list.txt -f srt") == 0);
+        CHECK_MSG(!strncmp(g_out, "1\n00:00:0", 9) && !strstr(g_out, "[1/2]"), "%s", g_out);
+    }
+
+    /* --output-dir: made with its parents */
+    CHECK(run("-q --output-dir subs/deep --output-format txt,srt '%s'", jfk) == 0);
+    CHECK(file_is("subs/deep/jfk.txt", g_out));
+    char srt[2048];
+    snprintf(srt, sizeof srt, "%s/subs/deep/jfk.srt", g_dir);
+    CHECK(access(srt, R_OK) == 0);
+    /* two inputs with one stem: refused before any run, nothing written */
+    char a[2048], b[2048];
+    snprintf(a, sizeof a, "%s/a", g_dir);
+    snprintf(b, sizeof b, "%s/b", g_dir);
+    CHECK(mkdir(a, 0700) == 0 && mkdir(b, 0700) == 0);
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/x.wav' && cp '%s' '%s/x.wav'", jfk, a, jfk, b);
+    CHECK(system(cmd) == 0);
+    CHECK(run("-q --output-dir out2 a/x.wav b/x.wav") == 1);
+    CHECK_MSG(strstr(g_err, "would write the same files") != NULL, "%s", g_err);
+    CHECK(file_is("out2/x.txt", NULL));
+
+    /* a closed pipe: a message and exit 1 (the JSON of a long file is
+     * more than the pipe holds) */
+    char bash[9000];
+    snprintf(bash, sizeof bash,
+             "bash -c '\"%s\" -q -f json \"%s/samples/whole-earth.wav\" "
+             "\"%s/samples/whole-earth.wav\" | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'",
+             g_bin, TR_SHARED_DIR, TR_SHARED_DIR);
+    int rc = tr_cli_run(bash, g_out, sizeof g_out, g_err, sizeof g_err);
+    CHECK_MSG(rc == 1 && strstr(g_err, "cannot write to standard output"), "rc %d: %s", rc, g_err);
+
+    /* --vad on 3 s of silence */
+    static unsigned char wav[44 + 96000];
+    memcpy(wav, "RIFF", 4);
+    unsigned int u = 36 + 96000;
+    memcpy(wav + 4, &u, 4);
+    memcpy(wav + 8, "WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0\0\x7d\0\0\x02\0\x10\0data", 32);
+    u = 96000;
+    memcpy(wav + 40, &u, 4);
+    write_file("silence.wav", wav, sizeof wav);
+    CHECK(run("--vad silence.wav") == 0);
+    CHECK_MSG(strstr(g_err, "no speech found") != NULL, "%s", g_err);
+    CHECK(run("-q -f json '%s'", jfk) == 0);
+    const char *kind = strstr(g_out, "\"timestamps\":\"");
+    char want[64] = "";
+    if (kind) snprintf(want, sizeof want, "%.*s", (int)strcspn(kind + 14, "\"") + 15, kind);
+    CHECK(run("-q --vad -f json silence.wav") == 0);
+    CHECK_MSG(want[0] && strstr(g_out, want) && strstr(g_out, "\"text\":\"\""), "%s vs %s", g_out,
+              want);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+    CHECK(system(cmd) == 0);
+    return TEST_DONE();
+}
