@@ -1,4 +1,4 @@
-/* Result accessors (c-api.md §16, §17). All are NULL-safe and return the
+/* Result accessors (docs/c-api.md §16, §17). All are NULL-safe and return the
  * documented sentinels ("" / 0 / NONE / zeroed rows) when there is no
  * session, no result or the index is out of range. Row copy-outs reset the
  * caller's struct (keeping struct_size) before filling it. */
@@ -95,7 +95,7 @@ static transcribe_status get_token(const tr_result *r, int j, struct transcribe_
     return TRANSCRIBE_OK;
 }
 
-/* Speaker rows (§16.4): a missing row is zeroed (speaker_id 0, p 0). */
+/* Speaker rows (docs/c-api.md §16.4): a missing row is zeroed (speaker_id 0, p 0). */
 static transcribe_status get_speaker(const tr_result *r, int j,
                                      struct transcribe_speaker_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_SPEAKER_SEGMENT, where);
@@ -112,7 +112,7 @@ static transcribe_status get_speaker(const tr_result *r, int j,
     return TRANSCRIBE_OK;
 }
 
-/* ---- single result (§16) ---- */
+/* ---- single result (docs/c-api.md §16) ---- */
 
 TRANSCRIBE_API const char *transcribe_full_text(const struct transcribe_session *session) {
     return tr_result_full_text(tr_session_result(session));
@@ -172,7 +172,7 @@ TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
     return get_speaker(tr_session_result(session), i, out, "transcribe_get_speaker_segment");
 }
 
-/* ---- batch results (§17) ---- */
+/* ---- batch results (docs/c-api.md §17) ---- */
 
 TRANSCRIBE_API int transcribe_batch_n_results(const struct transcribe_session *session) {
     return session ? session->n_results : 0;

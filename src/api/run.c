@@ -1,4 +1,4 @@
-/* Offline runs (c-api.md §10, §11). The dispatcher performs every generic
+/* Offline runs (docs/c-api.md §10, §11). The dispatcher performs every generic
  * check in the documented order before anything is cleared, so a rejected
  * call leaves the previous result untouched; families then see validated
  * parameters with defaults filled in. */
@@ -116,7 +116,7 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
     return TRANSCRIBE_OK;
 }
 
-/* Steps 2 and 4–10 of §10.1 shared by run and run_batch (step 3, the
+/* Steps 2 and 4–10 of docs/c-api.md §10.1 shared by run and run_batch (step 3, the
  * stream check, sits between 2 and 4 and is done by the callers). */
 static transcribe_status load_params(const struct transcribe_run_params *params,
                                      struct transcribe_run_params *out, const char *where) {

@@ -1,4 +1,4 @@
-/* Streaming state machine (c-api.md §14). The family maintains the raw
+/* Streaming state machine (docs/c-api.md §14). The family maintains the raw
  * hypothesis in a tr_result; this file owns the lifecycle, the commit
  * policy (committed / tentative views), revisions and update reports. */
 #include <stdlib.h>
@@ -121,7 +121,7 @@ bool tr_stream_commit(struct transcribe_session *s, const char *full, int native
     return true;
 }
 
-/* Final commit at a successful finalize (§14.2). */
+/* Final commit at a successful finalize (docs/c-api.md §14.2). */
 static void finalize_commit(struct transcribe_session *s, const char *full) {
     tr_stream_state *st = &s->stream;
     size_t have = st->committed.len, full_len = strlen(full);

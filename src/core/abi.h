@@ -1,4 +1,4 @@
-/* Size-versioned output structs (c-api.md §19): every public out-struct
+/* Size-versioned output structs (docs/c-api.md §19): every public out-struct
  * starts with a uint64_t struct_size the caller set; the library copies no
  * more than both sides know. Used by the dispatcher and by families' own
  * public entry points. */

@@ -1,4 +1,4 @@
-/* dw_striding pre-encode (family-parakeet.md §7.1): the mel image (height =
+/* dw_striding pre-encode (docs/formats/parakeet.md §7.1): the mel image (height =
  * time, width = frequency) goes through conv0 (full 3x3 stride 2) + ReLU,
  * depthwise 3x3 stride 2, pointwise + ReLU, depthwise 3x3 stride 2,
  * pointwise + ReLU, is flattened channel-major per frame and projected to

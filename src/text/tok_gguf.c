@@ -1,4 +1,4 @@
-/* tr_tokenizer_from_gguf: reads the tokenizer.* keys (gguf-common.md §6)
+/* tr_tokenizer_from_gguf: reads the tokenizer.* keys (docs/formats/gguf.md §6)
  * with the tri-state getters. Kept apart from tokenizer.c so programs that
  * build tokenizers from arrays do not pull in the GGUF reader. */
 #include <string.h>

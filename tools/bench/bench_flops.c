@@ -164,7 +164,7 @@ static bool whisper_cost(const gguf_file *g, const char *family, long n, bench_e
     return true;
 }
 
-/* Granite Speech Conformer (family-granite.md §6.1) on n samples. */
+/* Granite Speech Conformer (docs/formats/granite_speech.md §6.1) on n samples. */
 static bool granite_cost(const gguf_file *g, long n, bench_enc_cost *out, const char **why) {
 #define GK(name) "stt.granite.encoder." name
     const double L = u32_or(g, GK("n_layers"), 0), d = u32_or(g, GK("hidden"), 0),
@@ -200,7 +200,7 @@ static bool granite_cost(const gguf_file *g, long n, bench_enc_cost *out, const 
     return true;
 }
 
-/* Qwen3-ASR audio encoder (family-qwen3_asr.md §6) on n samples: per
+/* Qwen3-ASR audio encoder (docs/formats/qwen3_asr.md §6) on n samples: per
  * chunk of 2 * n_window mel frames (the last zero-padded) three 3x3
  * stride-2 convolutions and conv_out, then full attention blocks over the
  * pad-trimmed rows and the proj1 / proj2 head. */

@@ -125,7 +125,7 @@ transcribe_status cli_run_chunked(const cli_opts *o, struct transcribe_session *
                                   int rate, const cli_chunk_plan *plan, volatile double *done_s,
                                   cli_result *out);
 
-/* batch.c: --batch mode (cli.md §4.4/§4.5). Returns the exit code. */
+/* batch.c: --batch mode (docs/cli.md §4.4/§4.5). Returns the exit code. */
 int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                   const struct transcribe_run_params *rp, FILE *out_file);
 

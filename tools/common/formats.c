@@ -1,5 +1,5 @@
 /* Output formats for one transcribed file: plain text, JSON, SubRip,
- * WebVTT and transcribe-cli's detailed "report" block (cli.md §4.2). */
+ * WebVTT and transcribe-cli's detailed "report" block (docs/cli.md §4.2). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -283,7 +283,7 @@ void cli_print_vtt(FILE *f, const cli_result *r, double duration_s) {
     for_each_cue(f, r, duration_s, vtt_cue);
 }
 
-/* The result block of cli.md §4.2, from `text:` on. */
+/* The result block of docs/cli.md §4.2, from `text:` on. */
 void cli_print_report_result(FILE *f, const cli_result *r) {
     if (r->chunked) {
         fprintf(f, "chunks: %d\n", r->n_chunks);

@@ -3,8 +3,8 @@
 
 TR_FAMILY_ADAPTERS(gs)
 
-/* c-api.md §13.2, decoder-bound (§9): (n_ctx − 64 − 256) / 3 windows of
- * 300 ms; KV bytes for one utterance at the effective context. */
+/* docs/c-api.md §13.2, decoder-bound (docs/formats/granite_speech.md §9): (n_ctx − 64 − 256) / 3
+ * windows of 300 ms; KV bytes for one utterance at the effective context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const gs_session *s = session;
     const gs_model *m = s->m;

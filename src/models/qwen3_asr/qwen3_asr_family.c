@@ -3,7 +3,7 @@
 
 TR_FAMILY_ADAPTERS(qa)
 
-/* c-api.md §13.2, decoder-bound: (n_ctx − 48 prompt − 256 reserve) audio
+/* docs/c-api.md §13.2, decoder-bound: (n_ctx − 48 prompt − 256 reserve) audio
  * tokens of 80 ms; KV bytes for one utterance at the effective context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const qa_session *s = session;
