@@ -44,6 +44,8 @@ static void bad_inputs(void) {
                "unknown option '-otxt'; here: --output-dir DIR --output-format txt");
     EXPECT_RUN(NULL, "--output_dir d x.wav", 1, g_err, "here: --output-dir DIR");
     EXPECT_RUN(NULL, "-pp x.wav", 1, g_err, "here: --print-progress");
+    /* faster-whisper's VAD filter is our --vad, not the pause splitter. */
+    EXPECT_RUN(NULL, "--vad_filter x.wav", 1, g_err, "here: --vad (transcribe only the speech");
     EXPECT_RUN(NULL, "-t 4 x.wav", 1, g_err,
                "-t means --translate here; for threads use --threads 4");
     EXPECT_RUN(NULL, "-f samples/jfk.wav", 1, g_err, "-f is --format here");
@@ -370,6 +372,11 @@ static void canary(const char *wav) {
     snprintf(args, sizeof args, "-m '%s' --temperature 0.5 --target-language de '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_err, "are Whisper options; this model ignores them");
     CHECK(strstr(g_err, "translating (as with -t)") != NULL);
+    /* Canary cannot detect: without -l it says it used its default, and
+     * never that it detected anything. */
+    snprintf(args, sizeof args, "-m '%s' '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err, "using en (model default)");
+    CHECK(strstr(g_err, "detected language") == NULL);
 }
 
 /* Subtitle shaping on a model with word times (Parakeet TDT): one word per

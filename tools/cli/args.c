@@ -164,7 +164,7 @@ static const char *foreign_hint(const char *arg) {
         {"-bs", "nothing: decoding is greedy with temperature fallback"},
         {"--beam-size", "nothing: decoding is greedy with temperature fallback"},
         {"--beam_size", "nothing: decoding is greedy with temperature fallback"},
-        {"--vad_filter", "--chunk auto (long audio is split at pauses)"},
+        {"--vad_filter", "--vad (transcribe only the speech the VAD finds)"},
         {"--word_timestamps", "--timestamps word"},
     };
     for (size_t i = 0; i < sizeof k_map / sizeof k_map[0]; i++) {

@@ -34,3 +34,21 @@ const char *tr_cli_bundled_model_dir(void) {
     }
     return TR_BUILD_MODEL_DIR;
 }
+
+bool tr_cli_bundled_model(char *out, size_t cap) {
+    const char *dir = tr_cli_bundled_model_dir();
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    char best[256] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || n >= sizeof best || strcmp(e->d_name + n - 5, ".gguf") != 0) continue;
+        if (strncmp(e->d_name, "silero-vad", 10) == 0) continue; /* the VAD model (--vad) */
+        if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, n + 1);
+    }
+    closedir(d);
+    if (!best[0]) return false;
+    int w = snprintf(out, cap, "%s/%s", dir, best);
+    return w > 0 && (size_t)w < cap;
+}

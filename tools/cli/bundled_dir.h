@@ -4,10 +4,18 @@
 #ifndef TR_CLI_BUNDLED_DIR_H
 #define TR_CLI_BUNDLED_DIR_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 /* The installed model folder, <prefix>/share/transcribe, found relative to the
  * running executable (<prefix>/bin/transcribe) so an install works at any
  * prefix; else, for a binary run from its build tree, the source tree's
  * models/ folder it was built from. The string lives until exit. */
 const char *tr_cli_bundled_model_dir(void);
+
+/* The model a tool uses when none is named: the first (by name) .gguf file
+ * of that folder that is not the VAD model. Writes its path into out (cap
+ * bytes) and returns true, or false when there is none. */
+bool tr_cli_bundled_model(char *out, size_t cap);
 
 #endif

@@ -7,7 +7,7 @@
  * the model's rate), accepts several files, prints txt/json/srt/vtt or the
  * detailed report layout, finds a bundled model when -m is omitted, shows
  * progress for long files and turns Ctrl-C into a clean abort. */
-#include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -190,26 +190,10 @@ static char *resolve_model(const cli_opts *o) {
         return dup_str(env);
     }
 #ifdef TR_BUNDLED_MODEL_DIR
-    DIR *d = opendir(TR_BUNDLED_MODEL_DIR);
-    if (d) {
-        char best[256] = "";
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            size_t n = strlen(e->d_name);
-            if (n < 6 || n >= sizeof best || strcmp(e->d_name + n - 5, ".gguf") != 0) continue;
-            if (strncmp(e->d_name, "silero-vad", 10) == 0) continue; /* the VAD model (--vad) */
-            if (!best[0] || strcmp(e->d_name, best) < 0) memcpy(best, e->d_name, n + 1);
-        }
-        closedir(d);
-        if (best[0]) {
-            size_t len = strlen(TR_BUNDLED_MODEL_DIR) + strlen(best) + 2;
-            char *path = malloc(len);
-            if (path) {
-                snprintf(path, len, "%s/%s", TR_BUNDLED_MODEL_DIR, best);
-                if (!o->quiet) fprintf(stderr, "using bundled model %s\n", path);
-            }
-            return path;
-        }
+    char bundled[PATH_MAX + 300];
+    if (tr_cli_bundled_model(bundled, sizeof bundled)) {
+        if (!o->quiet) fprintf(stderr, "using bundled model %s\n", bundled);
+        return dup_str(bundled);
     }
 #endif
     fprintf(stderr,
@@ -593,7 +577,15 @@ static int do_file(const ctx *c, const char *path, bool several) {
     if (have_result && !plan.split) cli_result_append(&res, c->s, c->batch_row, false, 0, 0, 0);
     cli_result_clamp(&res, (int64_t)llround(duration * 1000.0));
     if (have_result && !o->language && res.language[0]) {
-        cli_log(TRANSCRIBE_LOG_LEVEL_INFO, "%s: detected language: %s", path, res.language);
+        /* A model that cannot detect did not detect: it used its default. */
+        struct transcribe_capabilities lc;
+        transcribe_capabilities_init(&lc);
+        bool detects =
+            transcribe_model_get_capabilities(transcribe_get_model(c->s), &lc) == TRANSCRIBE_OK &&
+            lc.supports_language_detect;
+        cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
+                detects ? "%s: detected language: %s" : "%s: using %s (model default)", path,
+                res.language);
     }
     res.shape = o->shape;
     if (res.oom) {

@@ -1,9 +1,11 @@
 /* transcribe-quantize: re-encodes every tensor of a GGUF model according to
  * a preset (docs/cli.md §7). Metadata is copied unchanged except
  * general.file_type; the bulky tokenizer arrays go to the end of the KV list. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gguf/ggml_bin.h"
 #include "gguf/gguf.h"
@@ -17,9 +19,19 @@ static const char *const k_bulk_keys[] = {
 };
 enum { N_BULK = sizeof k_bulk_keys / sizeof k_bulk_keys[0] };
 
-static void usage(const char *argv0) {
-    fprintf(stderr, "usage: %s INPUT.gguf OUTPUT.gguf --quant PRESET\n\n", argv0);
-    fprintf(stderr, "  --quant PRESET   one of: %s\n", qp_preset_names());
+/* --help asked for it (stdout); a mistake gets it on stderr. */
+static void usage(FILE *f, const char *argv0) {
+    fprintf(f, "usage: %s INPUT.gguf OUTPUT.gguf --quant PRESET\n\n", argv0);
+    fprintf(f, "  --quant PRESET   one of: %s\n", qp_preset_names());
+}
+
+/* The input is read through a mapping while the output is written: writing
+ * over the input (the same path, or another name of the same file) would
+ * destroy the model being read, so that is refused before anything opens. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return false; /* b absent: new file */
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 typedef struct type_stats {
@@ -250,12 +262,12 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(argv[0]);
+            usage(stdout, argv[0]);
             return 0;
         }
         if (strcmp(a, "--quant") == 0 || strcmp(a, "-q") == 0) {
             if (i + 1 >= argc) {
-                usage(argv[0]);
+                usage(stderr, argv[0]);
                 return 2;
             }
             preset = argv[++i];
@@ -263,19 +275,26 @@ int main(int argc, char **argv) {
         }
         if (n_pos >= 2) {
             fprintf(stderr, "transcribe-quantize: unexpected argument %s\n", a);
-            usage(argv[0]);
+            usage(stderr, argv[0]);
             return 2;
         }
         pos[n_pos++] = a;
     }
     if (n_pos < 2 || !preset) {
-        usage(argv[0]);
+        usage(stderr, argv[0]);
         return 2;
     }
     const qp_preset *p = qp_find_preset(preset);
     if (!p) {
         fprintf(stderr, "transcribe-quantize: unknown preset %s\n", preset);
-        usage(argv[0]);
+        usage(stderr, argv[0]);
+        return 2;
+    }
+    if (same_file(pos[0], pos[1])) {
+        fprintf(stderr,
+                "transcribe-quantize: %s and %s are the same file; the output must not "
+                "overwrite the model it reads\n",
+                pos[0], pos[1]);
         return 2;
     }
     return quantize(pos[0], pos[1], p);

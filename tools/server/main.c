@@ -9,16 +9,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bundled_dir.h"
 #include "server.h"
 
 static void usage(FILE *f, const char *argv0) {
     fprintf(f,
-            "usage: %s -m MODEL [-m MODEL2 ...] [options]\n"
+            "usage: %s [-m MODEL [-m MODEL2 ...]] [options]\n"
             "The OpenAI audio API (/v1/audio/transcriptions, /v1/audio/translations,\n"
             "/v1/models) and a page to try it at /, over libtranscribe.\n"
             "options:\n"
             "  -m, --model [ID=]PATH     a model to serve (repeatable); its id is ID, else\n"
             "                            the file name without .gguf; the first is the default\n"
+            "                            (none: $TRANSCRIBE_MODEL, else the bundled model)\n"
             "  --host ADDR               address to bind (default 127.0.0.1)\n"
             "  --port N                  port (default 8080; 0 = any free port, printed)\n"
             "  --parallel N              sessions per model (default 2)\n"
@@ -37,7 +39,8 @@ static void usage(FILE *f, const char *argv0) {
             "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
             "                            (default: the bundled silero-vad-v4.gguf if present)\n"
             "  -q, --quiet               no request log, no library log\n"
-            "  -h, --help                this text\n",
+            "  -h, --help                this text\n"
+            "      --version             print the version and exit\n",
             argv0);
 }
 
@@ -58,13 +61,42 @@ static bool is_loopback(const char *host) {
     return false;
 }
 
+/* The options that take a value: any other word starting with '-' is
+ * unknown, whether or not something follows it. */
+static bool takes_value(const char *a) {
+    static const char *const k[] = {"-m",        "--model",          "--host",
+                                    "--port",    "--parallel",       "--queue",
+                                    "--api-key", "--max-upload-mb",  "--max-audio-s",
+                                    "--timeout", "--idle-timeout",   "--max-connections",
+                                    "--threads", "--shutdown-grace", "--vad-model"};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (!strcmp(a, k[i])) return true;
+    }
+    return false;
+}
+
+/* No -m: $TRANSCRIBE_MODEL, else the bundled model, as the CLI does. */
+static bool default_model(srv_opts *o) {
+    static char bundled[PATH_MAX + 300];
+    const char *env = getenv("TRANSCRIBE_MODEL");
+    if (env && *env) {
+        o->model_path[o->n_models++] = env;
+        fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);
+        return true;
+    }
+    if (!tr_cli_bundled_model(bundled, sizeof bundled)) return false;
+    o->model_path[o->n_models++] = bundled;
+    fprintf(stderr, "using bundled model %s\n", bundled);
+    return true;
+}
+
 /* Returns -1 to continue, else the exit code. */
 static int parse(int argc, char **argv, srv_opts *o) {
     o->host = "127.0.0.1";
     o->port = 8080;
     o->parallel = 2;
     o->queue = 16;
-    o->max_upload_bytes = 25LL << 20;
+    o->max_upload_bytes = 25; /* MB, as --max-upload-mb gives it: shifted once below */
     o->max_audio_s = 3600;
     o->timeout_s = 300;
     o->idle_timeout_s = 30;
@@ -86,8 +118,17 @@ static int parse(int argc, char **argv, srv_opts *o) {
             o->insecure_no_auth = true;
             continue;
         }
+        if (!strcmp(a, "--version")) {
+            printf("transcribe-server %s (library %s, commit %s)\n", TRANSCRIBE_VERSION,
+                   transcribe_version(), transcribe_version_commit());
+            return 0;
+        }
         if (a[0] != '-') {
             fprintf(stderr, "error: unexpected argument '%s'\n", a);
+            return 1;
+        }
+        if (!takes_value(a)) {
+            fprintf(stderr, "error: unknown option '%s' (see --help)\n", a);
             return 1;
         }
         if (i + 1 >= argc) {
@@ -137,14 +178,14 @@ static int parse(int argc, char **argv, srv_opts *o) {
             o->vad_model_path = v;
         } else if (!strcmp(a, "--api-key")) {
             o->api_key = *v ? v : NULL;
-        } else {
-            fprintf(stderr, "error: unknown option '%s'\n", a);
-            return 1;
         }
     }
     o->max_upload_bytes <<= 20;
-    if (o->n_models == 0) {
-        fprintf(stderr, "error: no model (-m MODEL)\n");
+    if (o->n_models == 0 && !default_model(o)) {
+        fprintf(stderr,
+                "error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a "
+                ".gguf file in %s\n",
+                tr_cli_bundled_model_dir());
         usage(stderr, argv[0]);
         return 1;
     }

@@ -75,3 +75,20 @@ def test_wheel_installs_into_a_venv_and_runs_the_readme_example(lib, tmp_path):
     assert "[0.00 -> 4.94] it costs two thousand eight hundred" in p.stdout
     p = run([py, "-m", "transcribe", "--version"], env=env, cwd=tmp_path)
     assert transcribe.__version__ in p.stdout
+
+
+def test_pip_install_from_the_checkout_leaves_it_clean(tmp_path):
+    """`pip install --no-build-isolation bindings/python` writes build/ and
+    *.egg-info/ into the checkout: git must ignore them."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for mod in ("pip", "setuptools", "wheel"):
+        if subprocess.run([sys.executable, "-c", f"import {mod}"], capture_output=True).returncode:
+            pytest.skip(f"python3 module {mod} is missing (scripts/deps --test installs it)")
+    env = dict(os.environ, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", tmp_path / "site", BINDINGS], env=env)
+    st = run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=all", "--", BINDINGS])
+    untracked = [ln for ln in st.stdout.splitlines() if ln.startswith("??")]
+    assert untracked == [], untracked
