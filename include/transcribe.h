@@ -8,7 +8,7 @@
  *    session-owned, see each function);
  *  - audio is mono float PCM at the model's native rate (16 kHz).
  *
- * Lifetime and threads (c-api.md §1.6):
+ * Lifetime and threads (docs/c-api.md §1.6):
  *  - a model must outlive every session made from it: free the sessions
  *    first, then the model (transcribe_open's session owns its model);
  *  - model functions (queries, metadata, tokenize, session creation) are
@@ -203,7 +203,7 @@ struct transcribe_session;
 struct transcribe_device;
 typedef struct transcribe_device *transcribe_device_t;
 
-/* ---- caller-allocated structs (layouts are ABI, see c-api.md §19) ---- */
+/* ---- caller-allocated structs (layouts are ABI, see docs/c-api.md §19) ---- */
 
 struct transcribe_ext {
     uint64_t size; /* caller's sizeof of the whole typed extension */

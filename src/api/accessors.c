@@ -1,4 +1,4 @@
-/* Result accessors (c-api.md §16, §17). All are NULL-safe and return the
+/* Result accessors (docs/c-api.md §16, §17). All are NULL-safe and return the
  * documented sentinels ("" / 0 / NONE / zeroed rows) when there is no
  * session, no result or the index is out of range. Row copy-outs reset the
  * caller's struct (keeping struct_size) before filling it. */
@@ -104,7 +104,7 @@ static transcribe_status get_token(const struct transcribe_session *s, bool batc
     return TRANSCRIBE_OK;
 }
 
-/* Speaker rows (§16.4): a missing row is zeroed (speaker_id 0, p 0). */
+/* Speaker rows (docs/c-api.md §16.4): a missing row is zeroed (speaker_id 0, p 0). */
 static transcribe_status get_speaker(const struct transcribe_session *s, bool batch, int i, int j,
                                      struct transcribe_speaker_segment *out, const char *where) {
     transcribe_status st = check_row(out, TR_MIN_SPEAKER_SEGMENT, where);
@@ -140,7 +140,7 @@ static transcribe_status get_piece(const tr_result *r, int j, struct transcribe_
     return TRANSCRIBE_OK;
 }
 
-/* ---- single result (§16) ---- */
+/* ---- single result (docs/c-api.md §16) ---- */
 
 TRANSCRIBE_API bool transcribe_was_chunked(const struct transcribe_session *session) {
     const tr_result *r = tr_session_result(session);
@@ -215,7 +215,7 @@ TRANSCRIBE_API transcribe_status transcribe_get_speaker_segment(
     return get_speaker(session, false, 0, i, out, "transcribe_get_speaker_segment");
 }
 
-/* ---- batch results (§17) ---- */
+/* ---- batch results (docs/c-api.md §17) ---- */
 
 TRANSCRIBE_API int transcribe_batch_n_results(const struct transcribe_session *session) {
     return session ? session->n_results : 0;

@@ -35,16 +35,16 @@ struct transcribe_model {
     size_t bin_size;
     char *arch;
     char *variant;    /* stt.variant copy: used when the family reports none */
-    tr_meta_kv *meta; /* top-level STRING KVs (gguf-common.md §3.3) */
+    tr_meta_kv *meta; /* top-level STRING KVs (docs/formats/gguf.md §3.3) */
     int n_meta;
     float load_ms;
     /* transcribe_model_last_error: model calls may run on several threads
-     * (c-api.md §1.6), so writers take error_lock. */
+     * (docs/c-api.md §1.6), so writers take error_lock. */
     atomic_flag error_lock;
     char last_error[TR_LAST_ERROR_CAP];
 };
 
-/* Streaming bookkeeping owned by the dispatcher (c-api.md §14). */
+/* Streaming bookkeeping owned by the dispatcher (docs/c-api.md §14). */
 #define TR_STREAM_MAX_AGREE 32
 
 /* The generic streaming driver (stream_window.c): every family without
@@ -166,7 +166,7 @@ transcribe_status tr_vad_batch_plan(const struct transcribe_vad_model *vm,
                                     tr_vad_batch *out);
 void tr_vad_batch_finish(tr_vad_batch *b, tr_result *results);
 
-/* Minimum struct_size each entry point accepts (c-api.md §19). */
+/* Minimum struct_size each entry point accepts (docs/c-api.md §19). */
 #define TR_MIN_LOAD_PARAMS     24u
 #define TR_MIN_SESSION_PARAMS  16u
 #define TR_MIN_RUN_PARAMS      68u
@@ -266,11 +266,11 @@ transcribe_status tr_chunk_run(struct transcribe_session *s, const float *pcm, i
  * the streaming rules (TRANSLATE always rejected, after the language gates). */
 transcribe_status tr_validate_run_params(const struct transcribe_model *m,
                                          const struct transcribe_run_params *p, bool streaming);
-/* Extension pointer shape check at an entry point (c-api.md §7.2). */
+/* Extension pointer shape check at an entry point (docs/c-api.md §7.2). */
 transcribe_status tr_validate_ext_ptr(const struct transcribe_model *m,
                                       const struct transcribe_ext *ext, transcribe_ext_slot slot,
                                       const char *where);
-/* Load-time backend/device rules (device.c, c-api.md §5.3). */
+/* Load-time backend/device rules (device.c, docs/c-api.md §5.3). */
 transcribe_status tr_api_check_backend(transcribe_backend_request backend,
                                        transcribe_device_t device);
 /* Stream teardown helpers (stream.c). */
@@ -281,7 +281,7 @@ void tr_stream_free(struct transcribe_session *s);
  * rows, -1 means generic text agreement. Returns whether the committed text
  * grew. */
 bool tr_stream_commit(struct transcribe_session *s, const char *full, int native_toks);
-/* The final commit at a successful finalize (stream_commit.c, §14.2):
+/* The final commit at a successful finalize (stream_commit.c, docs/c-api.md §14.2):
  * everything in full is committed. */
 void tr_stream_commit_final(struct transcribe_session *s, const char *full);
 /* Frees the hypotheses kept for agreement (stream_commit.c). */

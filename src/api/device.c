@@ -1,4 +1,4 @@
-/* Backends and devices (c-api.md §5). This library computes on the CPU
+/* Backends and devices (docs/c-api.md §5). This library computes on the CPU
  * only, with compiled-in kernels: there is exactly one device, the CPU, and
  * backend initialisation has nothing to load. */
 #include <stdio.h>
@@ -105,7 +105,7 @@ TRANSCRIBE_API transcribe_device_t transcribe_model_device(const struct transcri
     return model ? &k_cpu : NULL;
 }
 
-/* Load-time device rules (§5.3) for the one CPU device. */
+/* Load-time device rules (docs/c-api.md §5.3) for the one CPU device. */
 transcribe_status tr_api_check_backend(transcribe_backend_request backend,
                                        transcribe_device_t device) {
     if (device && device != &k_cpu) {

@@ -1,5 +1,5 @@
-/* Model loading and model-level queries (c-api.md §7.2, §8). The format is
- * recognised from the first four bytes (gguf-common.md §1); GGUF files are
+/* Model loading and model-level queries (docs/c-api.md §7.2, §8). The format is
+ * recognised from the first four bytes (docs/formats/gguf.md §1); GGUF files are
  * dispatched on general.architecture, any other format goes, as a read-only
  * mapping, to the family whose probe_file claims it (e.g. legacy .bin). */
 #include <errno.h>
@@ -98,7 +98,7 @@ static transcribe_status map_file(const char *path, void **out, size_t *size) {
     return TRANSCRIBE_OK;
 }
 
-/* Copies every top-level STRING KV into the metadata map (§3.3). */
+/* Copies every top-level STRING KV into the metadata map (docs/formats/gguf.md §3.3). */
 static transcribe_status copy_string_meta(struct transcribe_model *m) {
     int64_t n = tr_gguf_n_kv(m->gguf);
     if (n <= 0) return TRANSCRIBE_OK;

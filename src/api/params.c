@@ -1,4 +1,4 @@
-/* Init functions of every public struct and family extension (c-api.md §6,
+/* Init functions of every public struct and family extension (docs/c-api.md §6,
  * §7), and transcribe_ext_check. Inits zero-fill, write the non-zero
  * defaults and stamp the library's sizeof; all are no-ops on NULL. */
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Offline runs (c-api.md §10, §11). The dispatcher performs every generic
+/* Offline runs (docs/c-api.md §10, §11). The dispatcher performs every generic
  * check in the documented order before anything is cleared, so a rejected
  * call leaves the previous result untouched; families then see validated
  * parameters with defaults filled in. */

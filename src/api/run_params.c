@@ -113,7 +113,7 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
     return TRANSCRIBE_OK;
 }
 
-/* Steps 2 and 4–10 of §10.1 shared by run and run_batch (step 3, the
+/* Steps 2 and 4–10 of docs/c-api.md §10.1 shared by run and run_batch (step 3, the
  * stream check, sits between 2 and 4 and is done by the callers). */
 transcribe_status tr_run_params_load(const struct transcribe_run_params *params,
                                      struct transcribe_run_params *out, const char *where) {

@@ -1,4 +1,4 @@
-/* Sessions (c-api.md §9), limits (§13.2), timings (§15), cancellation
+/* Sessions (docs/c-api.md §9), limits (§13.2), timings (§15), cancellation
  * flags (§12). A session borrows its model unless transcribe_open made it. */
 #include <stdlib.h>
 #include <string.h>

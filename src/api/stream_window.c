@@ -1,4 +1,4 @@
-/* The generic streaming driver (c-api.md §14): streams any family through
+/* The generic streaming driver (docs/c-api.md §14): streams any family through
  * its ordinary offline run path. Audio is kept in a window; at every step
  * boundary of the stream's clock (absolute sample positions, so the
  * outcome does not depend on how the caller slices its feeds) the window is
@@ -185,7 +185,7 @@ static bool abort_requested(const tr_stream_ctx *ctx) {
 }
 
 /* One offline run of pcm[0..n) into out. OUTPUT_TRUNCATED is not an error
- * in a stream: it only sets ctx->truncated (c-api.md §12). */
+ * in a stream: it only sets ctx->truncated (docs/c-api.md §12). */
 static transcribe_status decode(struct transcribe_session *s, tr_stream_ctx *ctx, const float *pcm,
                                 int64_t n, tr_result *out) {
     tr_result_clear(out);

@@ -1,4 +1,4 @@
-/* Status strings, version and ABI metadata (c-api.md §2.1, §3). */
+/* Status strings, version and ABI metadata (docs/c-api.md §2.1, §3). */
 #include <stdalign.h>
 
 #include "core/status.h"

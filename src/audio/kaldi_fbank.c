@@ -1,4 +1,4 @@
-/* Kaldi-style fbank + low-frame-rate stacking (gguf-common.md §8.7), the
+/* Kaldi-style fbank + low-frame-rate stacking (docs/formats/gguf.md §8.7), the
  * sensevoice / funasr front end. Each frame is processed on its own
  * (snip-edges framing, DC removal and pre-emphasis inside the frame), so
  * frames run in parallel; LFR stacking and CMVN follow serially. */

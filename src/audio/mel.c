@@ -1,4 +1,4 @@
-/* STFT log-mel front end (gguf-common.md §8.1–§8.5). Frames are computed
+/* STFT log-mel front end (docs/formats/gguf.md §8.1–§8.5). Frames are computed
  * independently on the pool threads (each with its own scratch), then the
  * utterance-level normalisation runs once over the result. Everything up
  * to the log is double precision. */
@@ -163,7 +163,7 @@ static transcribe_status check_config(const tr_mel_config *c) {
     return TRANSCRIBE_OK;
 }
 
-/* Normalisation of L [n_mels][row], n_frames computed columns (§8.5). */
+/* Normalisation of L [n_mels][row], n_frames computed columns (docs/formats/gguf.md §8.5). */
 static void normalise(const tr_mel_config *c, float *L, int row, int n_frames, int64_t n) {
     int M = c->n_mels;
     if (c->normalize == TR_NORM_PER_UTTERANCE || c->normalize == TR_NORM_GLOBAL) {

@@ -1,4 +1,4 @@
-/* Log-mel and fbank front ends (gguf-common.md §7–§8). One configuration
+/* Log-mel and fbank front ends (docs/formats/gguf.md §7–§8). One configuration
  * struct covers every family; tr_mel_config_from_gguf reads the
  * stt.frontend.* keys and the baked frontend.* tensors. */
 #ifndef TR_AUDIO_MEL_H
@@ -62,7 +62,7 @@ typedef struct tr_mel_config {
  *   per-feature normalisation over the first n_frames-1 frames (unbiased
  *   std + 1e-5) with the last frame set to 0. Canary is the same with
  *   pad_mode = TR_PAD_REFLECT, which makes per_feature use all n_frames
- *   frames and keep the last one (family-canary.md §5); nemotron-style
+ *   frames and keep the last one (docs/formats/canary.md §5); nemotron-style
  *   files set normalize = TR_NORM_NONE (raw log, last frame zeroed).
  *   dither is never applied.
  * - kaldi: 80-bin Kaldi fbank (Hamming 400, snip edges, ×32768, DC
@@ -78,7 +78,7 @@ void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
  * - Whisper: tr_mel_config_whisper, then this (the baked periodic window
  *   and filterbank win over the "hann" string, as upstream).
  * - Parakeet: tr_mel_config_nemo, this, then force pad_mode =
- *   TR_PAD_CONSTANT (family-parakeet.md §6 ignores the file).
+ *   TR_PAD_CONSTANT (docs/formats/parakeet.md §6 ignores the file).
  * - Canary: tr_mel_config_nemo, pad_mode = TR_PAD_REFLECT (the default
  *   when the key is absent), then this.
  * stt.frontend.center = false maps to TR_PAD_NONE; dither is read for its
@@ -107,7 +107,7 @@ transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64
 /* Feature rows of the output (n_mels, or n_mels*lfr_m for LFR). */
 int tr_mel_n_features(const tr_mel_config *c);
 
-/* Whisper log-mel of family-whisper.md §5.2. Short form (n <= 30 s, i.e.
+/* Whisper log-mel of docs/formats/whisper.md §5.2. Short form (n <= 30 s, i.e.
  * 30·sample_rate samples): the pcm is zero-padded to exactly 30 s and the
  * result has exactly 30·sample_rate/hop (3000) frames. Long form: the mel
  * of the whole unpadded signal with one global maximum, floor(n/hop)

@@ -1,4 +1,4 @@
-/* Windows and mel filterbanks (gguf-common.md §8.2, §8.3, §8.7). */
+/* Windows and mel filterbanks (docs/formats/gguf.md §8.2, §8.3, §8.7). */
 #include <math.h>
 
 #include "audio/mel_internal.h"

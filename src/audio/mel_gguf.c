@@ -1,5 +1,5 @@
 /* stt.frontend.* keys and baked frontend.* tensors → tr_mel_config
- * (gguf-common.md §7). Reads are tri-state: absent keys keep the caller's
+ * (docs/formats/gguf.md §7). Reads are tri-state: absent keys keep the caller's
  * defaults, wrongly typed keys are fatal (TRANSCRIBE_ERR_GGUF). Which
  * values a family accepts is the family's business; this only rejects
  * values no front end can mean. */
@@ -30,7 +30,7 @@ static void get_bool(const gguf_file *f, const char *key, bool *dst, bool *bad) 
 static const char *get_str(const gguf_file *f, const char *key, bool *bad) {
     const char *s = NULL;
     if (tr_gguf_opt_str(f, key, NULL, &s)) *bad = true;
-    return s && *s ? s : NULL; /* absent and empty are alike (§ corrections) */
+    return s && *s ? s : NULL; /* absent and empty are alike (docs/formats/gguf.md §2.1) */
 }
 
 static bool unknown(const char *key, const char *v) {

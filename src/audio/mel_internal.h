@@ -7,15 +7,15 @@
 
 #include "audio/mel.h"
 
-/* Window of win_length samples (§8.2; Hamming is Kaldi's symmetric one). */
+/* Window of win_length samples (docs/formats/gguf.md §8.2; Hamming is Kaldi's symmetric one). */
 void tr_mel_window(tr_window_type type, int win_length, double *w);
 
-/* Triangular filterbank [n_mels][n_fft/2+1] (§8.3): edges equally spaced on
+/* Triangular filterbank [n_mels][n_fft/2+1] (docs/formats/gguf.md §8.3): edges equally spaced on
  * the Slaney or HTK mel scale, optional Slaney area normalisation. */
 void tr_mel_filterbank(int sample_rate, int n_fft, int n_mels, double f_min, double f_max,
                        tr_mel_scale scale, bool area_norm, double *fb);
 
-/* Kaldi fbank filters [n_mels][n_fft/2+1] (§8.7): HTK mel edges
+/* Kaldi fbank filters [n_mels][n_fft/2+1] (docs/formats/gguf.md §8.7): HTK mel edges
  * (1127·ln(1+f/700)), triangles linear in Hz between their edges, peak 1. */
 void tr_mel_filterbank_kaldi(int sample_rate, int n_fft, int n_mels, double f_min, double f_max,
                              double *fb);

@@ -1,7 +1,7 @@
 /* The interface between the public API (dispatcher, sessions, results) and a
  * model family. A family is one folder under src/models/ that exports one
  * `const tr_family` and is listed once in src/models/registry.c. The
- * dispatcher does all public argument validation (c-api.md §10.1 steps 1–9)
+ * dispatcher does all public argument validation (docs/c-api.md §10.1 steps 1–9)
  * before calling in, so families see validated, defaults-filled parameters.
  * Nothing here names a family: family-specific formats and public entry
  * points reach the generic layers through the probe_file and ext_query hooks
@@ -213,7 +213,7 @@ bool tr_run_batch_input_ok(const char *who, const float *const *pcm, const int *
  * tr_run_ctx array as its user: utterance i's status (tr_run_settle) and,
  * when decode_ms >= 0, its decode time. */
 void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_ms);
-/* c-api.md §11: every utterance of n not done when the batch aborted
+/* docs/c-api.md §11: every utterance of n not done when the batch aborted
  * finishes ABORTED. */
 void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n);
 
@@ -285,20 +285,20 @@ typedef struct tr_family {
     void (*free_model)(void *model);
     transcribe_status (*session_init)(void *model, const tr_session_cfg *cfg, void **out_session);
     void (*session_free)(void *session);
-    /* Optional family pre-validation of run params / extension (§10.1 step 10). */
+    /* Optional family pre-validation of run params / extension (docs/c-api.md §10.1 step 10). */
     transcribe_status (*validate_run)(void *model, const struct transcribe_run_params *params);
     /* Offline run of one utterance into ctx->result. */
     transcribe_status (*run)(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx);
     /* Optional: extension kinds accepted per slot (NULL = none). */
     bool (*accepts_ext_kind)(uint32_t kind, int slot);
-    /* Optional session limits (§13.2); NULL = zeros / caps.max_audio_ms. */
+    /* Optional session limits (docs/c-api.md §13.2); NULL = zeros / caps.max_audio_ms. */
     void (*get_limits)(void *session, struct transcribe_session_limits *out);
 
     /* ---- ADDED optional hooks (NULL when the family has none) ---- */
 
     /* Batched offline path: ctxs[i].result receives utterance i; the family
      * sets ctxs[i].result->status per utterance and returns the whole-batch
-     * status (c-api.md §11). NULL = the dispatcher calls run() per utterance. */
+     * status (docs/c-api.md §11). NULL = the dispatcher calls run() per utterance. */
     transcribe_status (*run_batch)(void *session, const float *const *pcm, const int *n_samples,
                                    int n, tr_run_ctx *ctxs);
     /* Family-extension queries behind a family's own public entry points
@@ -325,7 +325,7 @@ typedef struct tr_family {
      * run()), which every family with a run path gets for free. */
     bool (*stream_native)(void *model);
     /* Optional: accepts_ext_kind for one loaded model, where acceptance
-     * depends on the variant (c-api.md §7.2: e.g. Parakeet's cache-aware
+     * depends on the variant (docs/c-api.md §7.2: e.g. Parakeet's cache-aware
      * and buffered stream kinds). Consulted instead of accepts_ext_kind
      * when set. */
     bool (*model_accepts_ext_kind)(void *model, uint32_t kind, int slot);
@@ -432,7 +432,7 @@ static inline const tr_session_head *tr_session_head_of(const struct transcribe_
 }
 
 /* The get_limits of a family with no context or KV limit to report: all
- * zeros (§13.2; family_batch.c). */
+ * zeros (docs/c-api.md §13.2; family_batch.c). */
 void tr_family_no_limits(void *session, struct transcribe_session_limits *out);
 
 /* Registry (src/models/registry.c). NULL when no family has that

@@ -1,5 +1,5 @@
 /* One transcription result: text plus flat segment / word / token rows
- * linked by index (c-api.md §16). Families build it with the tr_result_add_*
+ * linked by index (docs/c-api.md §16). Families build it with the tr_result_add_*
  * calls in order (a segment, then its words and tokens); the accessors of
  * the public API read it. Row text lives in the result's own string arena. */
 #ifndef TR_CORE_RESULT_H
@@ -35,7 +35,7 @@ typedef struct tr_result_token {
     uint64_t text_off;
 } tr_result_token;
 
-/* One speaker turn (c-api.md §16.4): rows in the order the model emitted
+/* One speaker turn (docs/c-api.md §16.4): rows in the order the model emitted
  * them; p is a confidence or NaN. */
 typedef struct tr_result_speaker {
     int64_t t0_ms, t1_ms;

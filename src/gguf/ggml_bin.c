@@ -1,4 +1,4 @@
-/* Legacy whisper.cpp .bin parser (gguf-common.md §11). Two passes over the
+/* Legacy whisper.cpp .bin parser (docs/formats/gguf.md §11). Two passes over the
  * tensor records: the first validates every record against the file size
  * and sums the aligned payload sizes; the second copies payloads into one
  * aligned arena. Nothing is allocated that the file's size does not justify. */
@@ -285,7 +285,7 @@ static const char *tensor_name_of(const void *ctx, int64_t i) {
     return ((const tr_ggml_bin *)ctx)->tensors[i].t.name;
 }
 
-/* The two front-end tensors a GGUF Whisper file carries (§7.1). */
+/* The two front-end tensors a GGUF Whisper file carries (docs/formats/gguf.md §7.1). */
 static transcribe_status add_frontend(tr_ggml_bin *b) {
     b->window = malloc(BIN_WIN * sizeof(float));
     if (!b->window) return TRANSCRIBE_ERR_OOM;

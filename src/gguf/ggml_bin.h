@@ -1,4 +1,4 @@
-/* Legacy whisper.cpp ggml `.bin` model files (gguf-common.md §11).
+/* Legacy whisper.cpp ggml `.bin` model files (docs/formats/gguf.md §11).
  *
  * The container has no alignment anywhere, so tensor payloads cannot be used
  * in place: they are copied once into a 64-byte-aligned arena owned by the
@@ -66,7 +66,7 @@ const tr_tensor *tr_ggml_bin_find_tensor(const tr_ggml_bin *b, const char *canon
 /* The legacy name of tensor i as written in the file (NULL for synthesised). */
 const char *tr_ggml_bin_legacy_name(const tr_ggml_bin *b, int64_t i);
 
-/* §11.4 mapping: writes the canonical name of a legacy tensor name into out
+/* docs/formats/gguf.md §11.4 mapping: writes the canonical name of a legacy tensor name into out
  * and returns true, or returns false for a name the table does not map.
  * Block indices must be plain decimal (no sign, no leading zeros). */
 bool tr_ggml_bin_canonical_name(const char *legacy, char *out, size_t cap);

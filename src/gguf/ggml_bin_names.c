@@ -1,4 +1,4 @@
-/* Legacy whisper.cpp tensor names → canonical GGUF names (gguf-common.md
+/* Legacy whisper.cpp tensor names → canonical GGUF names (docs/formats/gguf.md
  * §11.4). Kept table-driven so the mapping reads like the spec. */
 #include <stdio.h>
 #include <string.h>

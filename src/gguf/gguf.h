@@ -80,7 +80,7 @@ const char *tr_gguf_kv_arr_str(const gguf_file *f, int64_t i, uint64_t j);
  * the writer to copy any KV verbatim. NULL for an out-of-range index. */
 const void *tr_gguf_kv_raw(const gguf_file *f, int64_t i, size_t *len);
 
-/* Tri-state typed reads (gguf-common.md §3.1): return 0 when the key is
+/* Tri-state typed reads (docs/formats/gguf.md §3.1): return 0 when the key is
  * absent (out untouched), 1 when present with exactly the expected type (out
  * set), and -1 when present with another type (an error is logged; callers
  * turn it into TRANSCRIBE_ERR_GGUF). */
@@ -96,7 +96,8 @@ int tr_gguf_get_f32(const gguf_file *f, const char *key, float *out);
 int tr_gguf_get_f64(const gguf_file *f, const char *key, double *out);
 int tr_gguf_get_bool(const gguf_file *f, const char *key, bool *out);
 int tr_gguf_get_str(const gguf_file *f, const char *key, const char **out);
-/* UINT32 or INT32 (special-token ids, §3.2); negative INT32 counts as absent-id -1. */
+/* UINT32 or INT32 (special-token ids, docs/formats/gguf.md §3.2); negative INT32 counts as
+ * absent-id -1. */
 int tr_gguf_get_token_id(const gguf_file *f, const char *key, int32_t *out);
 /* Arrays: element type must match exactly; *out points into file-owned
  * storage (decoded, aligned copies for numeric arrays), *n is the count. */
@@ -123,7 +124,7 @@ bool tr_gguf_tensor_check(const tr_tensor *t, uint32_t types_mask, int n_dims, c
 const tr_tensor *tr_gguf_optional_tensor(const gguf_file *f, const char *name, uint32_t types_mask,
                                          int n_dims, const int64_t *ne, bool *bad);
 
-/* Masks for the slot classes of gguf-common.md §9.3. */
+/* Masks for the slot classes of docs/formats/gguf.md §9.3. */
 #define TR_TYPES_F32  (1u << 0)
 #define TR_TYPES_CONV ((1u << 0) | (1u << 1))
 #define TR_TYPES_LINEAR                                                                            \

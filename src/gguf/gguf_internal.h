@@ -1,6 +1,6 @@
 /* Private to src/gguf: the parsed-file layout shared by the reader's files,
  * a name index used for O(1) key/tensor lookup, and the container-level
- * tensor type table (block geometry of gguf-common.md §9.1). */
+ * tensor type table (block geometry of docs/formats/gguf.md §9.1). */
 #ifndef TR_GGUF_INTERNAL_H
 #define TR_GGUF_INTERNAL_H
 

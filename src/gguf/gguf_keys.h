@@ -2,7 +2,7 @@
  * default, for integers, floats, bools, strings, token ids and arrays, each
  * with its range check. One place decides what a loader accepts:
  *
- * - types are strict (gguf-common.md §3.1): a present key of another type is
+ * - types are strict (docs/formats/gguf.md §3.1): a present key of another type is
  *   an error, never a silent default; the one exception is token ids
  *   (tokenizer `*_token_id`, §3.2), which may be UINT32 or INT32;
  * - every failure logs one line in one format and returns
@@ -55,7 +55,7 @@ transcribe_status tr_gguf_req_i32(const gguf_file *g, const char *key, int64_t l
 transcribe_status tr_gguf_opt_i32(const gguf_file *g, const char *key, int def, int64_t lo,
                                   int64_t hi, int *out);
 
-/* ---- token ids (UINT32 or INT32, §3.2) ---- */
+/* ---- token ids (UINT32 or INT32, docs/formats/gguf.md §3.2) ---- */
 
 /* Optional id: absent → -1; present must lie in [0, n_vocab) (a negative
  * INT32 or an id past INT32_MAX is out of range). */

@@ -1,4 +1,4 @@
-/* Tensor lookup and the per-slot checks models apply (gguf-common.md §9.2:
+/* Tensor lookup and the per-slot checks models apply (docs/formats/gguf.md §9.2:
  * presence, type allowlist, exact shape with no extra rank). */
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Container-level knowledge of ggml tensor types: enough to size and
  * validate a tensor's payload without depending on the kernels' dtype code
- * (gguf-common.md §9.1, plus the K-quant ids §11.2 lets a .bin file carry). */
+ * (docs/formats/gguf.md §9.1, plus the K-quant ids §11.2 lets a .bin file carry). */
 #include "gguf/gguf_internal.h"
 #include "tensor/dtype.h"
 

@@ -17,7 +17,7 @@ static const tr_family *const k_families[] = {
     &tr_family_qwen3_asr, &tr_family_granite_speech, &tr_family_moss,
 };
 
-/* Architectures transcribe.cpp 0.2.1 publishes (gguf-common.md §4.1) that
+/* Architectures transcribe.cpp 0.2.1 publishes (docs/formats/gguf.md §4.1) that
  * have no loader here yet: loading one is NOT_IMPLEMENTED rather than
  * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
  * their folder names (cohere_asr, granite_speech, granite_speech_nar). */

@@ -1,4 +1,4 @@
-/* Causal-LM forward passes (causal-lm.md §3–§6): the block math shared by
+/* Causal-LM forward passes (docs/formats/causal-lm.md §3–§6): the block math shared by
  * prefill and decode steps, the KV cache, and the head. One routine runs a
  * set of rows through every block; prefill feeds one slot's consecutive
  * positions in row chunks, a step feeds one row per batch slot. */

@@ -1,5 +1,5 @@
 /* The decoder-only causal language model shared by the audio-LLM families
- * (causal-lm.md): Qwen3-style blocks (RMSNorm, grouped-query attention with
+ * (docs/formats/causal-lm.md): Qwen3-style blocks (RMSNorm, grouped-query attention with
  * optional per-head q/k RMSNorm, NeoX RoPE, SwiGLU), a tied or untied head,
  * Granite's multiplier hooks, a KV cache stored F16 or F32, prefill with
  * audio rows injected at placeholder positions, and the greedy step loops
@@ -25,7 +25,7 @@ typedef struct tr_clm_hparams {
     float eps;        /* every RMSNorm (blocks, q/k, final) */
     float rope_theta; /* NeoX RoPE over the full head_dim */
     bool qk_norm;     /* per-head q/k RMSNorm (Qwen3, MOSS) */
-    /* Granite hooks (causal-lm.md §1; family-granite.md §8). 1 = off. */
+    /* Granite hooks (docs/formats/causal-lm.md §1; docs/formats/granite_speech.md §8). 1 = off. */
     float embedding_mult; /* input rows × this (text and audio) */
     float attention_mult; /* score scale; 0 = 1/sqrt(head_dim) */
     float residual_mult;  /* branch outputs × this before each residual add */
@@ -51,7 +51,7 @@ typedef struct tr_clm_weights {
 
 struct gguf_file;
 
-/* Loads the dec.* tensors (causal-lm.md §2; causal_lm_load.c): per-block
+/* Loads the dec.* tensors (docs/formats/causal-lm.md §2; causal_lm_load.c): per-block
  * norms (q/k norms when hp->qk_norm), projections of TR_TYPES_LINEAR types
  * with gate/up of one type, the embedding, final norm and head (the
  * embedding when tied, else dec.output.weight) of emb_types. *blocks is
@@ -77,7 +77,7 @@ bool tr_clm_check(const tr_clm_hparams *hp, const tr_clm_weights *w);
 /* Bytes of weights one decode step reads (blocks + head). */
 size_t tr_clm_step_weight_bytes(const tr_clm_hparams *hp, const tr_clm_weights *w);
 
-/* KV cache (causal-lm.md §4.1): K and V of n_layer × n_slot × n_ctx
+/* KV cache (docs/formats/causal-lm.md §4.1): K and V of n_layer × n_slot × n_ctx
  * positions of kv_dim = n_head_kv × head_dim values, order layer, slot, kv
  * head, position, dim: head-major, so a decoder step's attention reads each
  * head's keys and values as one sequential run (interleaved, a head's rows
@@ -89,7 +89,8 @@ typedef struct tr_clm_kv {
     void *k, *v;
 } tr_clm_kv;
 
-/* Power of two >= max(1024, need), clamped to ceiling (Qwen3-ASR §4.2). */
+/* Power of two >= max(1024, need), clamped to ceiling (Qwen3-ASR docs/formats/causal-lm.md
+ * §4.2). */
 int tr_clm_ctx_pow2(int64_t need, int ceiling);
 
 /* Per-session decoder state: the cache plus scratch. Owns its buffers. */
@@ -106,17 +107,16 @@ void tr_clm_state_trim(tr_clm_state *st);
 const tr_clm_kv *tr_clm_cache(const tr_clm_state *st);
 size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16);
 
-/* Prompt embeddings (§6.1): out [n][d_model] = token rows of ids, with rows
- * [audio_at, audio_at + n_audio) replaced by audio [n_audio][d_model], all
- * times embedding_mult. */
+/* Prompt embeddings (docs/formats/causal-lm.md §6.1): out [n][d_model] = token rows of ids, with
+ * rows [audio_at, audio_at + n_audio) replaced by audio [n_audio][d_model], all times
+ * embedding_mult. */
 void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32_t *ids, int n,
                   const float *audio, int audio_at, int n_audio, float *out);
 
-/* Prefill (§6.2) of x [n][d_model] (consumed: overwritten) into cache slot
- * `slot` at positions 0..n-1, in row chunks (mathematically the single-shot
- * prefill). Returns the greedy first token (argmax of the last row's
- * logits, ties → lowest id) or -1 on OOM / bad arguments. logits (optional)
- * receives the last row's n_vocab logits. */
+/* Prefill (docs/formats/causal-lm.md §6.2) of x [n][d_model] (consumed: overwritten) into cache
+ * slot `slot` at positions 0..n-1, in row chunks (mathematically the single-shot prefill). Returns
+ * the greedy first token (argmax of the last row's logits, ties → lowest id) or -1 on OOM / bad
+ * arguments. logits (optional) receives the last row's n_vocab logits. */
 int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, float *logits);
 
 /* One decode step for B rows: row b feeds token ids[b] at position pos[b]
@@ -127,7 +127,7 @@ bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int 
 /* The logits of row b of the latest step ([n_vocab]). */
 const float *tr_clm_step_logits(const tr_clm_state *st, int b);
 
-/* Greedy loop parameters (§7 Qwen3-ASR column by default). */
+/* Greedy loop parameters (docs/formats/causal-lm.md §7 Qwen3-ASR column by default). */
 typedef struct tr_clm_greedy_cfg {
     int eos;
     int max_new;                      /* tokens counting the prefill token and a final EOS */
@@ -147,7 +147,7 @@ typedef struct tr_clm_greedy_cfg {
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                 int first_tok, int T_prompt, int32_t *out, int *n_out);
 
-/* Batched prefill (§8.4): prompt b (x[b], [T[b]][d_model], consumed) into
+/* Batched prefill (docs/formats/causal-lm.md §8.4): prompt b (x[b], [T[b]][d_model], consumed) into
  * cache slot slots[b] at positions 0..T[b]-1, every prompt in the same
  * passes: a pass takes the next positions of each prompt still running (up
  * to 512 rows in all), so every weight is read once per pass for all
@@ -159,7 +159,7 @@ transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_gr
 bool tr_clm_prefill_batch(tr_clm_state *st, tr_pool *pool, float *const *x, const int *T,
                           const int *slots, int B, int32_t *first);
 
-/* One utterance of a batched run (§8). A row is decoded with its own
+/* One utterance of a batched run (docs/formats/causal-lm.md §8). A row is decoded with its own
  * budget and window, the ones its single run would use, so a batch gives
  * every row its single-run tokens and status whatever else is in it. */
 typedef struct tr_clm_batch_row {
@@ -176,16 +176,15 @@ typedef struct tr_clm_batch_row {
     transcribe_status status; /* OK, OUTPUT_TRUNCATED, ABORTED (unfinished at an abort) */
 } tr_clm_batch_row;
 
-/* Batched greedy decoding (§8.5) of the rows with slot >= 0, each from its
- * `first` token at position T: one step feeds every live row (one GEMM per
- * weight), rows finish independently at EOS, budget, window or the
- * repetition guard. cfg->eos, abort (polled once per step) and the guard
- * apply to all rows. Returns OK, ABORTED (every row keeps its ids so far)
- * or OOM. */
+/* Batched greedy decoding (docs/formats/causal-lm.md §8.5) of the rows with slot >= 0, each from
+ * its `first` token at position T: one step feeds every live row (one GEMM per weight), rows finish
+ * independently at EOS, budget, window or the repetition guard. cfg->eos, abort (polled once per
+ * step) and the guard apply to all rows. Returns OK, ABORTED (every row keeps its ids so far) or
+ * OOM. */
 transcribe_status tr_clm_greedy_batch(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                       tr_clm_batch_row *rows, int B);
 
-/* The whole §8 decode of a batch: the rows with x set get cache slots
+/* The whole docs/formats/causal-lm.md §8 decode of a batch: the rows with x set get cache slots
  * 0..n-1 of an n x n_ctx cache (n_ctx >= every row's window), one batched
  * prefill and the batched step loop. *prefill_ms (optional) gets the
  * prefill's wall time. Returns what tr_clm_greedy_batch returns, or OOM
@@ -227,7 +226,7 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
                                       int n_ctx, transcribe_kv_type kv_type);
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
-/* The session limits (c-api.md §13.2) of a decoder-bound family: the
+/* The session limits (docs/c-api.md §13.2) of a decoder-bound family: the
  * context ceiling as effective n_ctx, audio_ms (what that context leaves
  * for audio, by the family's own prompt arithmetic; <= 0 → 0) and the KV
  * bytes of one utterance at the ceiling. */

@@ -1,5 +1,5 @@
-/* The batched run of an audio-LLM family around the shared LM (c-api.md
- * §11; causal-lm.md §8): every utterance prepared one at a time (front
+/* The batched run of an audio-LLM family around the shared LM (docs/c-api.md
+ * §11; docs/formats/causal-lm.md §8): every utterance prepared one at a time (front
  * end, encoder, prompt embeddings: the family's part), then one batched
  * prefill and the batched step loop for all of them, then each result
  * filled and its status settled. The bookkeeping between those steps

@@ -1,4 +1,4 @@
-/* Loading the shared causal LM from a GGUF file (causal-lm.md §2): the
+/* Loading the shared causal LM from a GGUF file (docs/formats/causal-lm.md §2): the
  * dec.* tensors of every block by exact shape and type class (q/k norms
  * only when the hyper-parameters ask for them), the embedding, final norm
  * and the tied or untied head (the byte-level BPE tokenizer these files

@@ -1,4 +1,4 @@
-/* Greedy decoding of causal-lm.md §7 (one utterance, on the shared loop of
+/* Greedy decoding of docs/formats/causal-lm.md §7 (one utterance, on the shared loop of
  * nn/greedy.h) and §8.5 (a batch, one GEMM-shaped step for all live rows).
  * Both stop a row at EOS, at the token budget (counting the prefill token)
  * or when the next step would leave the window; abort is polled between

@@ -1,4 +1,4 @@
-/* The one-row decode step (causal-lm.md §7) as one pool run.
+/* The one-row decode step (docs/formats/causal-lm.md §7) as one pool run.
  *
  * A step is memory-bound: it streams every weight once (~1.2 GB for
  * Qwen3-ASR 0.6b in F16) and does little else. Run as a sequence of kernel

@@ -1,5 +1,5 @@
 /* Depthwise convolution over time for the Conformer convolution module
- * (nn/depthwise.h; family-parakeet.md §7.5), directly on the time-major [T][d] activations:
+ * (nn/depthwise.h; docs/formats/parakeet.md §7.5), directly on the time-major [T][d] activations:
  * with tap-major weights [k][d] every inner loop runs along contiguous
  * channels of both input and weights, so no transposes are needed around
  * the pointwise GEMMs. Frames are split across the pool; every output is

@@ -1,5 +1,5 @@
 /* FastConformer encoder shared by the Parakeet and Canary families
- * (family-parakeet.md §7, family-canary.md §6): dw_striding pre-encode
+ * (docs/formats/parakeet.md §7, docs/formats/canary.md §6): dw_striding pre-encode
  * (factor 2, 4, 8 or 16: one stride-2 stage per factor of two), optional
  * x-scaling, Conformer blocks with macaron half-residual
  * feed-forwards, relative-position MHSA (pos_bias_u / pos_bias_v, rel-shift;
@@ -51,7 +51,7 @@ typedef struct tr_fc_hparams {
 } tr_fc_hparams;
 
 typedef enum {
-    TR_FC_KEYS_PARAKEET = 0, /* every stt.parakeet.encoder.* key of §3.3 */
+    TR_FC_KEYS_PARAKEET = 0, /* every stt.parakeet.encoder.* key of docs/formats/parakeet.md §3.3 */
     TR_FC_KEYS_CANARY = 1    /* biases always required; no xscaling / context / conv keys */
 } tr_fc_key_flavor;
 
@@ -121,7 +121,7 @@ transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, t
                                       tr_fc_abort_fn should_abort, void *abort_user);
 
 /* tr_fc_forward with the chunked_limited_with_rc mask of buffered
- * streaming (family-parakeet.md §3.3 menus; NeMo's unified models): chunks
+ * streaming (docs/formats/parakeet.md §3.3 menus; NeMo's unified models): chunks
  * of `chunk` frames counted from the input's first frame; frame i, in
  * chunk c = floor(i / chunk), sees frames [max(0, c*chunk - left),
  * c*chunk + chunk - 1 + right]. Only for a CHUNKED_LIMITED_RC encoder
@@ -131,7 +131,7 @@ transcribe_status tr_fc_forward_buffered(const tr_fc_encoder *enc, tr_pool *pool
                                          int right, float *out, tr_fc_abort_fn should_abort,
                                          void *abort_user);
 
-/* ---- cache-aware streaming (family-parakeet.md §7.8), fastconformer_stream.c ----
+/* ---- cache-aware streaming (docs/formats/parakeet.md §7.8), fastconformer_stream.c ----
  * For chunked_limited encoders with att_left, att_right >= 0 and a causal
  * depthwise conv (conv_pad_right == 0): mel frames are pushed as they
  * arrive; every chunk of R + 1 encoder frames is computed once, as soon as

@@ -1,4 +1,4 @@
-/* Relative-position multi-head self-attention (family-parakeet.md §7.4-7.6,
+/* Relative-position multi-head self-attention (docs/formats/parakeet.md §7.4-7.6,
  * §7.8): the content term (q + pos_bias_u) . k goes through tr_attention;
  * the position term BD = rel_shift((q + pos_bias_v) . p^T) / sqrt(dh) is
  * handed to it as an additive [heads][T][T] bias, with -inf wherever the

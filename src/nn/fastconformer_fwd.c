@@ -1,4 +1,4 @@
-/* FastConformer forward pass (family-parakeet.md §7): pre-encode, optional
+/* FastConformer forward pass (docs/formats/parakeet.md §7): pre-encode, optional
  * x-scaling, the positional table for this T, then n_layers Conformer blocks
  * in place on the output buffer. All scratch lives in tr_fc_work and grows
  * on demand, so repeated runs of similar length allocate nothing.

@@ -1,5 +1,5 @@
 /* FastConformer hyper-parameters from GGUF metadata: every key of
- * family-parakeet.md §3.3 (Parakeet flavor) or family-canary.md §2.3 (Canary
+ * docs/formats/parakeet.md §3.3 (Parakeet flavor) or docs/formats/canary.md §2.3 (Canary
  * flavor) with its exact type, default and validation rule. Integer types are
  * strict: a uint32 key written as int32 (or the reverse) is rejected. */
 #include <inttypes.h>
@@ -192,7 +192,7 @@ static transcribe_status read_conv(keyctx *k, tr_fc_hparams *hp) {
 }
 
 /* Keys only the streaming / multitalker paths use: type-checked here so a
- * malformed file fails at load, and the speaker-kernel rules of §3.3. */
+ * malformed file fails at load, and the speaker-kernel rules of docs/formats/parakeet.md §3.3. */
 static transcribe_status check_extras(keyctx *k) {
     int dummy;
     bool bg;

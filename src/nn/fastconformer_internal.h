@@ -40,9 +40,9 @@ struct tr_fc_encoder {
     const float *pre_b[2 * TR_FC_MAX_SUB_STAGES - 1];
     tr_nn_linear pre_out; /* [C*F'] -> d */
     tr_fc_block *blocks;  /* n_layers */
-    /* multitalker speaker kernel (single-speaker mode, §7.8), after x-scaling:
-     * x += W3 ReLU(W0 x + b0) + b3, then x += bg (a constant: the background
-     * kernel's input is all zeros, so it is evaluated once at load) */
+    /* multitalker speaker kernel (single-speaker mode, docs/formats/parakeet.md §7.8), after
+     * x-scaling: x += W3 ReLU(W0 x + b0) + b3, then x += bg (a constant: the background kernel's
+     * input is all zeros, so it is evaluated once at load) */
     bool spk;
     tr_nn_linear spk0, spk3;
     float *spk_bg; /* [d] or NULL; owned */

@@ -1,5 +1,5 @@
-/* FastConformer weights: every tensor of family-parakeet.md §4.1 / §4.2
- * (family-canary.md §3.1 / §3.2) looked up with its exact shape and type
+/* FastConformer weights: every tensor of docs/formats/parakeet.md §4.1 / §4.2
+ * (docs/formats/canary.md §3.1 / §3.2) looked up with its exact shape and type
  * class. Matmul weights stay borrowed from the mapping; the depthwise taps
  * are widened to F32 once, with the batch norm folded into them. */
 #include <math.h>

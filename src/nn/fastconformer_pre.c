@@ -1,4 +1,4 @@
-/* dw_striding pre-encode (family-parakeet.md §7.1): the mel image (height =
+/* dw_striding pre-encode (docs/formats/parakeet.md §7.1): the mel image (height =
  * time, width = frequency) goes through conv0 (full 3x3 stride 2) + ReLU,
  * then per further stride-2 stage a depthwise 3x3 stride 2 and a pointwise
  * + ReLU (log2(subsampling_factor) stages in all: 3 at factor 8, NeMo's

@@ -1,4 +1,4 @@
-/* Cache-aware streaming FastConformer (family-parakeet.md §7.8): each
+/* Cache-aware streaming FastConformer (docs/formats/parakeet.md §7.8): each
  * native chunk of R + 1 encoder frames runs through the blocks once, with
  * per-layer caches of the keys/values the chunked_limited mask lets it see
  * (the floor(L / chunk) previous chunks) and of the causal depthwise conv's

@@ -1,5 +1,5 @@
-/* The one greedy step loop of the autoregressive decoders (causal-lm.md §7;
- * Canary's §8.3 has the same shape): from the prefill's token, step until
+/* The one greedy step loop of the autoregressive decoders (docs/formats/causal-lm.md §7;
+ * Canary's docs/formats/canary.md §8.3 has the same shape): from the prefill's token, step until
  * EOS, the token budget (counting the prefill token) or the window, polling
  * abort before every step. The model side is a callback that feeds one
  * token at one position and returns the argmax of the next. */

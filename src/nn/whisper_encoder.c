@@ -1,5 +1,5 @@
 /* Whisper encoder: loading from the published tensor names and the forward
- * pass (family-whisper.md §6, family-moss.md §6.1). */
+ * pass (docs/formats/whisper.md §6, docs/formats/moss.md §6.1). */
 #include "nn/whisper_encoder.h"
 
 #include <stddef.h>

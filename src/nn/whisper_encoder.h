@@ -1,4 +1,4 @@
-/* The Whisper audio encoder (family-whisper.md §6, family-moss.md §6.1),
+/* The Whisper audio encoder (docs/formats/whisper.md §6, docs/formats/moss.md §6.1),
  * shared by the Whisper family and MOSS (whose encoder is Whisper-medium's):
  * conv stem (k3 s1 → GELU → k3 s2 → GELU), learned positional table,
  * pre-LN blocks, final LayerNorm. Tensor names are the published ones

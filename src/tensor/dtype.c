@@ -1,5 +1,5 @@
 /* Type table, half-precision conversions and portable row dequantizers for
- * the ggml block layouts (gguf-common.md §9.1; Q2_K/Q3_K follow ggml). */
+ * the ggml block layouts (docs/formats/gguf.md §9.1; Q2_K/Q3_K follow ggml). */
 #include "tensor/dtype.h"
 
 #include <string.h>

@@ -1,4 +1,4 @@
-/* Element types of model tensors (ggml type ids, gguf-common.md §9.1),
+/* Element types of model tensors (ggml type ids, docs/formats/gguf.md §9.1),
  * block sizes, half-precision conversion, and row (de)quantization. */
 #ifndef TR_TENSOR_DTYPE_H
 #define TR_TENSOR_DTYPE_H

@@ -1,5 +1,5 @@
 /* Row quantizers (F32 -> F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
- * Q5_K, Q6_K), writing the ggml block layouts of gguf-common.md §9.1.
+ * Q5_K, Q6_K), writing the ggml block layouts of docs/formats/gguf.md §9.1.
  *
  * The 32-element types use the classic ggml rules (absmax or min/max
  * scaling). The K-quants use a small, sound search: for each 32-element

@@ -1,4 +1,4 @@
-/* Byte-level BPE ("gpt2", gguf-common.md §6.1): pre-tokenize, map bytes to
+/* Byte-level BPE ("gpt2", docs/formats/gguf.md §6.1): pre-tokenize, map bytes to
  * symbols, merge the lowest-ranked adjacent pair (leftmost on ties) until no
  * pair has a rank. Merging uses a linked list of symbols plus a binary heap
  * of candidate pairs, so one pre-token of m bytes costs O(m log m) — a 100 kB

@@ -1,4 +1,4 @@
-/* tr_tokenizer_from_gguf: reads the tokenizer.* keys (gguf-common.md §6)
+/* tr_tokenizer_from_gguf: reads the tokenizer.* keys (docs/formats/gguf.md §6)
  * with the tri-state getters; tr_tokenizer_load_gpt2 / _require: the
  * byte-level BPE vocabulary the audio-LLM families share, and its special
  * pieces. Kept apart from tokenizer.c so programs that

@@ -1,5 +1,5 @@
 /* Pre-tokenizers of the byte-level BPE encoder, hand-written from their
- * regexes (gguf-common.md §6.1; qwen2/granite as in the HF tokenizer.json of
+ * regexes (docs/formats/gguf.md §6.1; qwen2/granite as in the HF tokenizer.json of
  * those models). Each function returns where the regex match starting at p
  * ends, trying the alternatives in order like a backtracking engine does:
  *

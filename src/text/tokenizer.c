@@ -1,4 +1,4 @@
-/* Tokenizer construction, accessors and decoding (gguf-common.md §6). The
+/* Tokenizer construction, accessors and decoding (docs/formats/gguf.md §6). The
  * decode rule of each kind is applied once at construction: every token's
  * output bytes are precomputed, so token_bytes is a copy and decode a
  * concatenation followed by UTF-8 repair. */

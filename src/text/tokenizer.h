@@ -1,4 +1,4 @@
-/* Tokenizers from GGUF vocabularies (gguf-common.md §6): byte-level BPE
+/* Tokenizers from GGUF vocabularies (docs/formats/gguf.md §6): byte-level BPE
  * ("gpt2") and SentencePiece ("bpe", "unigram"), plus "char". Decoding works
  * for every kind; encoding for gpt2 and the SentencePiece kinds. */
 #ifndef TR_TEXT_TOKENIZER_H
@@ -45,7 +45,7 @@ transcribe_status tr_tokenizer_create(tr_tok_kind kind, tr_pretok pre, const cha
 void tr_tokenizer_free(tr_tokenizer *t);
 
 /* ---- additions (text module) ---- */
-/* Legacy whisper.cpp .bin vocabularies (gguf-common.md §11.3): pieces are
+/* Legacy whisper.cpp .bin vocabularies (docs/formats/gguf.md §11.3): pieces are
  * raw byte strings (lens[i] bytes, may hold NULs). Builds a gpt2-kind
  * tokenizer over their byte-mapped form, pre-tokenizer gpt2, rank = id of
  * the concatenation. types may be NULL; mark special literals CONTROL (3) so
@@ -79,7 +79,7 @@ int tr_tokenizer_blank(const tr_tokenizer *t);
  * Returns N >= 0 ids written, -N when n_max is too small (N needed; nothing
  * written), or INT_MIN when the kind cannot encode / input is NULL / out of
  * memory. Invalid UTF-8 is encoded byte-wise, never crashes.
- * gpt2: pre-tokenizer regex + byte map + merge by rank (§6.1).
+ * gpt2: pre-tokenizer regex + byte map + merge by rank (docs/formats/gguf.md §6.1).
  * bpe/unigram: SentencePiece with identity normalisation: a "▁" is
  * prepended to non-empty text and each ASCII space becomes "▁" (no NFKC, no
  * whitespace collapsing); user-defined pieces match as whole units; unknown

@@ -1,5 +1,5 @@
 /* Source-compatibility check: written only against the transcribe.cpp
- * 0.2.1 core API (c-api.md §21) and compiled both as strict C99 and as C++.
+ * 0.2.1 core API (docs/c-api.md §21) and compiled both as strict C99 and as C++.
  * Without a model it drives the error paths; with the Whisper test model it
  * runs the exact call sequence of upstream examples/hello. */
 #include <stdio.h>
@@ -97,7 +97,7 @@ static void error_paths(void) {
     }
 }
 
-/* c-api.md §21.1, call for call. Returns 0 = ran, 1 = skipped. */
+/* docs/c-api.md §21.1, call for call. Returns 0 = ran, 1 = skipped. */
 static int hello(const char *model_path, const char *wav_path, const char *golden) {
     int n_samples = 0;
     float *pcm = tr_fixture_load_audio(wav_path, &n_samples);

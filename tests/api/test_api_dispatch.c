@@ -1,5 +1,5 @@
 /* Dispatcher tests: status strings, ABI table, params init, struct_size
- * rules, NULL defaults, enum range checks, accessor sentinels, the §10.1
+ * rules, NULL defaults, enum range checks, accessor sentinels, the docs/c-api.md §10.1
  * check order, batch fallback, abort plumbing and the streaming state
  * machine. A fake family (below) stands in for a real model so every path
  * runs without model files. */
@@ -14,7 +14,7 @@
 #include "test_util.h"
 #include "transcribe/extensions.h"
 
-/* ---- layout (c-api.md §19, LP64) ---- */
+/* ---- layout (docs/c-api.md §19, LP64) ---- */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);

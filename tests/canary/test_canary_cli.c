@@ -32,7 +32,7 @@ static void expect_text(const char *config, const char *flags, const char *stem)
     snprintf(args, sizeof args, "-q -m '%s' %s '%s'", model, flags,
              TR_SHARED_DIR "/samples/jfk.wav");
     int rc = run(args);
-    /* a decode that hit its cap still prints its text (exit status per cli.md) */
+    /* a decode that hit its cap still prints its text (exit status per docs/cli.md) */
     size_t n = strlen(g_out);
     while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
     CHECK_MSG(want && strcmp(g_out, want) == 0, "%s `%s`: printed '%s' want '%s' (exit %d: %s)",

@@ -107,7 +107,7 @@ static void caps_and_gates(const char *path, const float *pcm, int n) {
     CHECK(run(s, pcm, n, X, "en", "xx") == UL); /* unknown target */
     struct transcribe_run_params p;
     transcribe_run_params_init(&p);
-    p.timestamps = TRANSCRIBE_TIMESTAMPS_SEGMENT; /* §10: no timestamps at all */
+    p.timestamps = TRANSCRIBE_TIMESTAMPS_SEGMENT; /* docs/formats/canary.md §10: no times */
     CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS);
     /* ASR of lv is fine; the default source is en */
     CHECK(run(s, pcm, n, T, "lv", NULL) == TRANSCRIBE_OK);
@@ -129,7 +129,7 @@ static void caps_and_gates(const char *path, const float *pcm, int n) {
     transcribe_model_free(m);
 }
 
-/* ---- §9: over-long input is rejected before any mel / encoder work ---- */
+/* ---- docs/formats/canary.md §9: over-long input is rejected before any mel / encoder work ---- */
 
 static void input_gate(const char *path, const float *pcm, int n) {
     struct transcribe_model *m = load(path, NULL);
@@ -176,7 +176,7 @@ static void input_gate(const char *path, const float *pcm, int n) {
                "(jfk 11 s: mel %.2f ms + encoder %.2f ms)\n",
                dt, est, tm.mel_ms, tm.encode_ms);
         CHECK(tm.encode_ms > 0 && dt < est / 10);
-        /* in a batch the gate is per utterance; the others decode (§11) */
+        /* in a batch the gate is per utterance; the others decode (docs/formats/canary.md §11) */
         const float *pcms[2] = {long_pcm, pcm};
         const int ns[2] = {big, n};
         struct transcribe_run_params p;
@@ -195,7 +195,8 @@ static void input_gate(const char *path, const float *pcm, int n) {
     transcribe_model_free(m);
 }
 
-/* ---- §8.3: output cap → OUTPUT_TRUNCATED with the partial text kept ---- */
+/* ---- docs/formats/canary.md §8.3: output cap → OUTPUT_TRUNCATED with the partial text kept
+ * ---- */
 
 static void truncation(const char *config, const float *pcm, int n) {
     char path[512], gold[512];
@@ -277,7 +278,7 @@ static void audio_edges(const char *path, const float *pcm, int n) {
     CHECK(run(s, NULL, 16000, T, "en", NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(run(s, &one, 1, T, "en", NULL) == TRANSCRIBE_ERR_INVALID_ARG); /* < 257 samples */
     CHECK(run(s, pcm, 256, T, "en", NULL) == TRANSCRIBE_ERR_INVALID_ARG);
-    CHECK(run(s, pcm, 257, T, "en", NULL) == TRANSCRIBE_OK); /* the minimum (§9) */
+    CHECK(run(s, pcm, 257, T, "en", NULL) == TRANSCRIBE_OK); /* docs/formats/canary.md §9 minimum */
     float *zeros = calloc(16000, sizeof(float));
     CHECK(zeros && run(s, zeros, 16000, T, "en", NULL) == TRANSCRIBE_OK); /* silence */
     free(zeros);
@@ -434,7 +435,7 @@ static void bad_files(const char *path, const float *pcm, int n) {
     expect_load(path, &(edit){.kv_str = "stt.canary.decoder.vocab_size", .kv_str_value = "x"}, G,
                 "string vocab_size");
 
-    /* the token embedding is looked up by row from any type (§3.4) */
+    /* the token embedding is looked up by row from any type (docs/formats/canary.md §3.4) */
     char dst[512];
     snprintf(dst, sizeof dst, "%s/canary_q8emb_%d.gguf", TR_BINARY_DIR, (int)getpid());
     CHECK(rewrite(path, dst, &(edit){.to_q8 = "dec.embed.token.weight"}));

@@ -196,7 +196,7 @@ static void tokens(const char *config, const char *dt, transcribe_kv_type kv, co
     cn_unload_internal(&L);
 }
 
-/* The reference's truncation run: n_ctx = prompt + 8 (§8.3 budget). */
+/* The reference's truncation run: n_ctx = prompt + 8 (docs/formats/canary.md §8.3 budget). */
 static void ctx_golden(const char *config, const float *pcm, int n) {
     char path[512], gold[512];
     cn_golden_path(gold, sizeof gold, config, "jfk.transcribe.ctx.tokens.npy");

@@ -1,5 +1,5 @@
 /* Runs the `transcribe` binary (path in argv[1]) on bad inputs and checks
- * exit codes and messages (cli.md §1, §5); with the Whisper test model it
+ * exit codes and messages (docs/cli.md §1, §5); with the Whisper test model it
  * also checks every output format. */
 #include <stdbool.h>
 #include <stdio.h>

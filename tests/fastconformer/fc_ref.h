@@ -1,5 +1,5 @@
 /* Naive FastConformer reference for tests: the formulas of
- * family-parakeet.md §7 written as plain loops with double accumulation, the
+ * docs/formats/parakeet.md §7 written as plain loops with double accumulation, the
  * rel_shift done by the pad / reshape procedure (and the local window by
  * padding with -inf columns, §7.6), batch norm unfolded. Reads the weights
  * by name from an open GGUF; slow, only for tiny models. */

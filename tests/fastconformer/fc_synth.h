@@ -1,5 +1,5 @@
 /* Tiny random FastConformer GGUF images for tests: every key of
- * family-parakeet.md §3.3 and every tensor of §4.1/§4.2 with deterministic
+ * docs/formats/parakeet.md §3.3 and every tensor of §4.1/§4.2 with deterministic
  * random values, written to memory with the library's GGUF writer. Fault
  * injection (skip or misshape one tensor, mistype a key) drives the
  * loader's error paths. */

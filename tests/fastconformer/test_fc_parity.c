@@ -45,7 +45,7 @@ static double max_abs(const float *a, const float *b, long n) {
     return m;
 }
 
-/* Parakeet front end of the file (§6: constant padding) on jfk.wav. */
+/* Parakeet front end of the file (docs/formats/parakeet.md §6: constant padding) on jfk.wav. */
 static float *frontend_mel(const gguf_file *g, tr_pool *pool, int *n_mels, int *T_mel) {
     tr_mel_config mc;
     tr_mel_config_nemo(&mc, 80);

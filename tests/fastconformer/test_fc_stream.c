@@ -1,4 +1,4 @@
-/* Cache-aware streaming encoder (family-parakeet.md §7.8): tiny random
+/* Cache-aware streaming encoder (docs/formats/parakeet.md §7.8): tiny random
  * chunked_limited encoders with a causal conv, mel pushed in pieces of
  * 1, 3, 7, 8, 13, 50 frames and all at once, must give the rows of the
  * offline forward of the whole input (within float rounding: the chunk's

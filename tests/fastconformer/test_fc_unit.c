@@ -115,7 +115,7 @@ static void test_lengths(void) {
 
     cfg.style = "chunked_limited";
     cfg.att_left = 4, cfg.att_right = 1;
-    cfg.n_mels = 128; /* causal F' = 17 (§4.1) */
+    cfg.n_mels = 128; /* causal F' = 17 (docs/formats/parakeet.md §4.1) */
     CHECK(load_cfg(&cfg, TR_FC_KEYS_PARAKEET, &L) == TRANSCRIBE_OK);
     CHECK(L.enc && L.enc->f_out == 17);
     for (int t = 1; t <= 50; t++) {

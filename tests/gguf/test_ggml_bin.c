@@ -1,5 +1,5 @@
 /* Legacy whisper.cpp .bin parsing: the real weightless vocabulary files in
- * shared/vocab, synthetic files with tensors, the §11.4 name mapping, the
+ * shared/vocab, synthetic files with tensors, the docs/formats/gguf.md §11.4 name mapping, the
  * §11.3 derived properties, and malformed images. */
 #include <math.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "tensor/dtype.h"
 #include "test_util.h"
 
-/* Slaney filterbank per gguf-common.md §8.3 (16 kHz, n_fft 400, 0..8 kHz). */
+/* Slaney filterbank per docs/formats/gguf.md §8.3 (16 kHz, n_fft 400, 0..8 kHz). */
 static double hz_to_mel(double f) {
     return f < 1000.0 ? f / (200.0 / 3.0) : 15.0 + log(f / 1000.0) / (log(6.4) / 27.0);
 }

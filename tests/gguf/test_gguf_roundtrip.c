@@ -266,7 +266,7 @@ static void test_all_types(void) {
     /* arrays: exact element type */
     const int32_t *pi;
     uint64_t n;
-    CHECK(tr_gguf_get_arr_i32(f, "a.u32", &pi, &n) == -1); /* UINT32 array is not INT32 (§3.2) */
+    CHECK(tr_gguf_get_arr_i32(f, "a.u32", &pi, &n) == -1); /* UINT32 array is not INT32 */
     CHECK(tr_gguf_get_arr_i32(f, "t.i32", &pi, &n) == -1);
     int64_t k = tr_gguf_find_key(f, "a.u16");
     CHECK(tr_gguf_kv_arr_type(f, k) == GGUF_T_UINT16 && tr_gguf_kv_arr_n(f, k) == 2);

@@ -1,10 +1,9 @@
-/* Granite Speech bad inputs and parsing edge cases, from rewrites of the
- * tiny reference file (no goldens needed): every short prefix of the file,
- * a key of the wrong type, a missing or misshaped tensor, a non-gelu
- * projector, a bad BatchNorm variance; over-limit audio refused before any
- * front-end work; abort before the encoder; OUTPUT_TRUNCATED with the
- * partial text kept (single and batch rows); the §10 parser on malformed
- * markers, rollovers, silences and speaker text. */
+/* Granite Speech bad inputs and parsing edge cases, from rewrites of the tiny reference file (no
+ * goldens needed): every short prefix of the file, a key of the wrong type, a missing or misshaped
+ * tensor, a non-gelu projector, a bad BatchNorm variance; over-limit audio refused before any
+ * front-end work; abort before the encoder; OUTPUT_TRUNCATED with the partial text kept (single and
+ * batch rows); the docs/formats/granite_speech.md §10 parser on malformed markers, rollovers,
+ * silences and speaker text. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,7 +290,8 @@ static void test_parse(void) {
     parse_words("x [T:500] y", 3000, (const wrow[]){{0, 5000, "x"}, {5000, 5000, "y"}}, 2, "x y");
     /* no word at all: the plain result */
     parse_words(" _ [T:12] ", 1000, NULL, 0, " _ [T:12] ");
-    /* text without any marker is one trailing word over the whole clip (§10.1) */
+    /* text without any marker is one trailing word over the whole clip
+     * (docs/formats/granite_speech.md §10.1) */
     parse_words("no markers", 1000, (const wrow[]){{0, 1000, "no markers"}}, 1, "no markers");
 
     tr_result r;

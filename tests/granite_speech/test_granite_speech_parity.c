@@ -306,7 +306,8 @@ static struct transcribe_session *open_s(const char *cfg, const char *file, int 
     return s;
 }
 
-/* Run-time refusals (README of the goldens) and the exact §9 gate. */
+/* Run-time refusals (README of the goldens) and the exact docs/formats/granite_speech.md §9
+ * gate. */
 static void test_gates(void) {
     const clip *c = &g_clips[1];
     struct transcribe_session *s1 = open_s("tiny-1b", "granite-tiny-1b-ref-F16.gguf", 0);

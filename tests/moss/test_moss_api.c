@@ -1,6 +1,6 @@
 /* MOSS through the public API on the reference tiny model: speaker rows
  * and segment speaker ids through the single and batch accessors, the
- * batch giving each utterance its single-run result, the §9 input gate at
+ * batch giving each utterance its single-run result, the docs/formats/moss.md §9 input gate at
  * the exact session context (tests/data/moss/tiny/limits.txt), and the
  * capability / run-parameter gates, vocabulary hints. */
 #include <math.h>
@@ -55,7 +55,7 @@ static void test_single_and_batch(void) {
     CHECK(strcmp(single, "Welcome back to the show. Thanks, it is great to be here. So tell us "
                          "about your new project? We built a tiny model that listens.") == 0);
 
-    /* DEFAULT diarize: segments kept, no speaker ids or rows (§10.3) */
+    /* DEFAULT diarize: segments kept, no speaker ids or rows (docs/formats/moss.md §10.3) */
     rp.diarize = TRANSCRIBE_DIARIZE_MODE_DEFAULT;
     CHECK(transcribe_run(s, g_pcm[0], g_n[0], &rp) == TRANSCRIBE_OK);
     CHECK(transcribe_n_segments(s) == 4 && transcribe_n_speaker_segments(s) == 0);

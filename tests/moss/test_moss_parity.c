@@ -1,7 +1,7 @@
 /* MOSS against the float64 PyTorch reference goldens of tests/data/moss/tiny
  * (tools/ref/moss.py; README there): per-chunk mel and encoder output, the
  * adaptor rows, prompt ids, prefill logits (single-shot and chunked), greedy
- * tokens, raw / full text, segments and speaker rows under the three §10.3
+ * tokens, raw / full text, segments and speaker rows under the three docs/formats/moss.md §10.3
  * policies, for the F32 and F16 files and both KV types; the loop model's
  * OUTPUT_TRUNCATED at the budget; the parser cases. */
 #include <math.h>

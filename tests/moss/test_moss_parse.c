@@ -1,4 +1,4 @@
-/* MOSS output parsing (family-moss.md §10) on canonical and hostile model
+/* MOSS output parsing (docs/formats/moss.md §10) on canonical and hostile model
  * outputs: segment texts / times / speaker ids, speaker rows, full text,
  * raw text, result kind, the §10.3 policy and the plain fallback. */
 #include <math.h>
@@ -109,7 +109,7 @@ static void test_hostile(void) {
     check_seg(&r, 1, 1000, 1000, 2, "early");
     tr_result_free(&r);
 
-    /* final TIME followed by whitespace is literal (§12.4) */
+    /* final TIME followed by whitespace is literal (docs/formats/moss.md §12.4) */
     r = parse("[0][S1]x [2.5] ", 3000, &k_on);
     check_seg(&r, 0, 0, 3000, 1, "x [2.5]");
     tr_result_free(&r);

@@ -141,7 +141,7 @@ static inline bool pk_rewrite_file(const char *src, const char *dst, const pk_re
     return ok;
 }
 
-/* §4.5 F16 column: Linear and pointwise-conv weights are F16, everything
+/* docs/formats/parakeet.md §4.5 F16 column: Linear and pointwise-conv weights are F16, everything
  * else (biases, norms, BN stats, pos_bias, the other conv kernels) F32. */
 static inline bool pk_f16_bucket(const char *n) {
     size_t l = strlen(n);
@@ -153,9 +153,9 @@ static inline bool pk_f16_bucket(const char *n) {
     return true;
 }
 
-/* Copy of src with every tensor stored as F32 (to_f16 false) or per the
- * §4.5 F16 column (to_f16 true). The reference files hold F16-representable
- * values, so both directions are exact. */
+/* Copy of src with every tensor stored as F32 (to_f16 false) or per the docs/formats/parakeet.md
+ * §4.5 F16 column (to_f16 true). The reference files hold F16-representable values, so both
+ * directions are exact. */
 static inline bool pk_convert_file(const char *src, const char *dst, bool to_f16) {
     gguf_file *g = NULL;
     if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;

@@ -4,7 +4,7 @@
  *    (the reference's toy fixtures declare 2 and carry three stages): the
  *    file loads, the weights' network runs (same tokens as the consistent
  *    file), and frames are timed by the key (factor x 10 ms);
- *  - stt.capability.translate (shared key, gguf-common §5) turns translation
+ *  - stt.capability.translate (shared key, docs/formats/gguf.md §5) turns translation
  *    on for a Parakeet file: capabilities list the translation targets, and
  *    the target and pair gates answer UNSUPPORTED_LANGUAGE;
  *  - buffered-stream extension fields below -1 are refused before anything

@@ -1,4 +1,4 @@
-/* Greedy decoders on hand-made heads (family-parakeet.md §8): the logits
+/* Greedy decoders on hand-made heads (docs/formats/parakeet.md §8): the logits
  * are made to depend on the encoder frame only (identity joint / CTC
  * weights, zero predictor projection), so each frame dictates its token and
  * duration and the loop rules (collapse, TDT durations, max_symbols, the

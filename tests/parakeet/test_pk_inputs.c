@@ -62,7 +62,7 @@ static void test_bad_models(void) {
     o.shrink_tensor = "pred.lstm.0.bias";
     check_rewrite(g_tdt, &o, TRANSCRIBE_ERR_GGUF, "misshaped pred.lstm.0.bias");
 
-    /* UINT32 keys written as INT32 are rejected (§2) */
+    /* UINT32 keys written as INT32 are rejected (docs/formats/parakeet.md §2) */
     const char *u32_keys[] = {"stt.parakeet.predictor.hidden", "stt.parakeet.joint.hidden",
                               "stt.parakeet.tdt.max_symbols", "stt.frontend.hop_length",
                               "stt.parakeet.encoder.n_layers"};
@@ -158,7 +158,7 @@ static bool streaming_of(const char *src, const pk_rewrite *o) {
     return streaming;
 }
 
-/* §3.1 / §7.8: the KV or the geometry marks a streaming file. Every model
+/* docs/formats/parakeet.md §3.1 / §7.8: the KV or the geometry marks a streaming file. Every model
  * advertises streaming now (the dispatcher's generic window driver streams
  * any family with a run path), so the capability is true either way; these
  * rewrites must still load. */
@@ -175,7 +175,7 @@ static void test_streaming_caps(void) {
     o.arr_keys[1] = "stt.parakeet.encoder.att_chunk_chunk_choices";
     o.arr_keys[2] = "stt.parakeet.encoder.att_chunk_right_choices";
     CHECK(streaming_of(g_tdt, &o));
-    o.arr_keys[2] = NULL; /* §3.3: all three menus are required with this style */
+    o.arr_keys[2] = NULL; /* docs/formats/parakeet.md §3.3: this style needs all three menus */
     check_rewrite(g_tdt, &o, TRANSCRIBE_ERR_GGUF, "chunked_limited_with_rc without a menu");
 }
 
@@ -193,7 +193,7 @@ static void test_params(struct transcribe_session *s, const float *pcm, int n) {
     CHECK(transcribe_run(s, pcm, 0, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
 }
 
-/* Degenerate lengths: < 2 hops gives OK with an empty result (§12.1). */
+/* Degenerate lengths: < 2 hops gives OK with an empty result (docs/formats/parakeet.md §12.1). */
 static void test_short(struct transcribe_session *s, const float *pcm) {
     int lens[] = {1, 159, 160, 319};
     for (int i = 0; i < 4; i++) {

@@ -1,4 +1,4 @@
-/* The nemotron-3.5 prompt MLP (family-parakeet.md §3.6, §7.8) on the tiny
+/* The nemotron-3.5 prompt MLP (docs/formats/parakeet.md §3.6, §7.8) on the tiny
  * RNN-T model with random prompt tensors added here: the folded one-hot
  * column + GEMM equals the §7.8 formula computed naively, language hints
  * map through the dictionary (unknown → UNSUPPORTED_LANGUAGE), no hint uses
@@ -69,7 +69,7 @@ static bool make_prompt_model(const char *src, const char *dst, int variant, int
     return ok;
 }
 
-/* tr_pk_prompt_apply against the §7.8 formula on the file's tensors. */
+/* tr_pk_prompt_apply against the docs/formats/parakeet.md §7.8 formula on the file's tensors. */
 static void check_math(const pk_model *m, tr_pool *pool, int d) {
     const pk_prompt *p = &m->prompt;
     int T = 7, K = d + P;

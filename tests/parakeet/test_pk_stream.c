@@ -1,5 +1,5 @@
-/* Native cache-aware streaming of Parakeet (family-parakeet.md §7.8,
- * c-api.md §14) through the public API. The committed tiny RNN-T, TDT and
+/* Native cache-aware streaming of Parakeet (docs/formats/parakeet.md §7.8,
+ * docs/c-api.md §14) through the public API. The committed tiny RNN-T, TDT and
  * CTC models are rewritten into cache-aware streaming files (the published
  * schema: chunked_limited (L, R) with its choices, causal depthwise conv
  * k-1/0, normalize none, and a causal-sized pre-encode projection with new
@@ -174,7 +174,7 @@ static void stream_once(struct transcribe_session *s, const float *pcm, int n, i
     stream_once_ext(s, pcm, n, feed, out, label, -2);
 }
 
-/* The lookahead menu (c-api.md §7.3 PKST): every choice streams the tokens
+/* The lookahead menu (docs/c-api.md §7.3 PKST): every choice streams the tokens
  * of an offline run with that attention context (a file whose default is
  * the choice); values outside the menu are refused before anything
  * changes. */

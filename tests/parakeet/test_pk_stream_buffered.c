@@ -1,5 +1,5 @@
-/* Buffered streaming of a unified-en style file (family-parakeet.md §3.3
- * menus, §7.8; c-api.md §7.3 PKBS) against tools/ref/parakeet.py's float64
+/* Buffered streaming of a unified-en style file (docs/formats/parakeet.md §3.3
+ * menus, §7.8; docs/c-api.md §7.3 PKBS) against tools/ref/parakeet.py's float64
  * reference (config tiny-unified): a tiny random RNN-T with
  * chunked_limited_with_rc attention and the menus left {6, 4}, chunk
  * {1, 3}, right {0, 2}. For four (L, C, R) choices the streamed tokens
@@ -30,7 +30,7 @@ typedef struct {
 } toks;
 
 /* `id frame` lines; the CONTROL pieces <s> and </s> (ids 1, 2) are not
- * result rows (§9.1), so they are left out. */
+ * result rows (docs/formats/parakeet.md §9.1), so they are left out. */
 static bool read_golden(const char *name, toks *t) {
     char p[2048];
     pk_path(p, sizeof p, CFG, name);

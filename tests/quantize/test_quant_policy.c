@@ -1,4 +1,4 @@
-/* The quantizer's bucket and type rules (gguf-common.md §9.5). */
+/* The quantizer's bucket and type rules (docs/formats/gguf.md §9.5). */
 #include "../../tools/quantize/policy.h"
 #include "tensor/dtype.h"
 #include "test_util.h"

@@ -1,5 +1,5 @@
 /* A tiny random-weight Qwen3-ASR file in the published schema
- * (family-qwen3_asr.md §2–§3), written with the C GGUF writer, for tests
+ * (docs/formats/qwen3_asr.md §2–§3), written with the C GGUF writer, for tests
  * that need no reference: loading, gates, bad files, end-to-end runs.
  * Options drop or misshape one tensor or key so loader errors can be
  * checked one at a time. */

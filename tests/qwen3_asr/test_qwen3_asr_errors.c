@@ -133,7 +133,7 @@ static void test_caps_and_prompt(void) {
     CHECK(lim.effective_n_ctx == 2048 && lim.effective_max_audio_ms == (2048 - 48 - 256) * 80);
     transcribe_session_free(s);
 
-    /* the prompt of §7 (internal API) */
+    /* the prompt of docs/formats/qwen3_asr.md §7 (internal API) */
     gguf_file *g = NULL;
     CHECK(tr_gguf_open(g_path, &g) == TRANSCRIBE_OK);
     tr_load_ctx lc = {.path = g_path, .gguf = g};
@@ -156,11 +156,11 @@ static void test_caps_and_prompt(void) {
         CHECK_MSG(strcmp(txt, "language English<asr_text>") == 0, "%s", txt);
         free(txt);
         CHECK(tr_qa_build_prompt(qm, 2, "xx", ids, &n) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
-        /* §6.1 length rule: 11.0 s → 143 rows; 1 s → 13; 0.5 s → 7 */
+        /* docs/formats/qwen3_asr.md §6.1 length rule: 11.0 s → 143 rows; 1 s → 13; 0.5 s → 7 */
         CHECK(tr_qa_enc_frames(qm, 176000) == 143);
         CHECK(tr_qa_enc_frames(qm, 16000) == 13);
         CHECK(tr_qa_enc_frames(qm, 8000) == 7);
-        /* §10 parsing with detection */
+        /* docs/formats/qwen3_asr.md §10 parsing with detection */
         tr_result r;
         tr_result_init(&r);
         int32_t out[40];

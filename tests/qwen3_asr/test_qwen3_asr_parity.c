@@ -283,8 +283,8 @@ static void test_batch_and_gate(void) {
     }
     transcribe_session_free(s);
 
-    /* §9.3 gate: jfk auto has T_prompt 158 → n_ctx 414 passes, 413 does not;
-     * we30 auto 405 → 661 / 660 */
+    /* docs/formats/qwen3_asr.md §9.3 gate: jfk auto has T_prompt 158 → n_ctx 414 passes, 413 does
+     * not; we30 auto 405 → 661 / 660 */
     const int ok_ctx[2] = {414, 661};
     struct transcribe_run_params whole; /* the family's own gate: chunking off */
     transcribe_run_params_init(&whole);

@@ -1,5 +1,5 @@
 /* Test helper: drives one whole stream over a buffer and checks the
- * invariants every feed must keep (c-api.md §14): the committed text only
+ * invariants every feed must keep (docs/c-api.md §14): the committed text only
  * grows, the state stays ACTIVE, the update report is consistent. */
 #ifndef TR_TESTS_STREAM_HARNESS_H
 #define TR_TESTS_STREAM_HARNESS_H

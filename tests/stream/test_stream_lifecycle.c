@@ -1,4 +1,4 @@
-/* The stream lifecycle table (c-api.md §14.1, §12) on a real family through
+/* The stream lifecycle table (docs/c-api.md §14.1, §12) on a real family through
  * the generic window driver (the bundled parakeet-ctc model): begin / feed /
  * finalize / reset, feed and finalize outside ACTIVE, runs during and after
  * a stream, abort, was_aborted, last_status, revisions. */

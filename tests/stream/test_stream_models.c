@@ -1,4 +1,4 @@
-/* Streaming through every family (the generic window driver, c-api.md §14)
+/* Streaming through every family (the generic window driver, docs/c-api.md §14)
  * on the committed reference models and the bundled model:
  *  - every model advertises supports_streaming;
  *  - committed text only grows, feed after feed;

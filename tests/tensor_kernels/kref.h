@@ -1,5 +1,5 @@
 /* Independent double-precision reference decoder for the ggml block
- * layouts, written from gguf-common.md §9.1 (and ggml for Q2_K/Q3_K): one
+ * layouts, written from docs/formats/gguf.md §9.1 (and ggml for Q2_K/Q3_K): one
  * element at a time, sharing no code with src/tensor. */
 #ifndef TESTS_TENSOR_KERNELS_KREF_H
 #define TESTS_TENSOR_KERNELS_KREF_H

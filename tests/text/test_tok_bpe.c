@@ -38,7 +38,7 @@ static tr_tokenizer *load_small(tr_pretok pre) {
     return t;
 }
 
-/* Whisper vocabulary from the shared folder (§11 layout). */
+/* Whisper vocabulary from the shared folder (docs/formats/gguf.md §11 layout). */
 static tr_tokenizer *load_whisper(const char *file) {
     char path[1024];
     snprintf(path, sizeof(path), "%s/vocab/%s", TR_SHARED_DIR, file);

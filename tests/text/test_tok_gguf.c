@@ -1,5 +1,5 @@
 /* tr_tokenizer_from_gguf: tokenizer.* keys written with the GGUF writer and
- * read back through tr_gguf_open_memory — kinds, strict key types (§3.1),
+ * read back through tr_gguf_open_memory — kinds, strict key types (docs/formats/gguf.md §3.1),
  * length rules, special ids, and parity with tr_tokenizer_create. */
 #include <limits.h>
 #include <string.h>

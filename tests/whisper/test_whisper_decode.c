@@ -1,4 +1,4 @@
-/* Whisper decoding rules without a model: §8.5 logit processing, §8.6
+/* Whisper decoding rules without a model: docs/formats/whisper.md §8.5 logit processing, §8.6
  * selection, §8.8 segment retrieval / seek advance, compression ratio. */
 #include <math.h>
 #include <stdlib.h>
@@ -97,7 +97,7 @@ static void test_process(void) {
 }
 
 static void test_segments(void) {
-    /* §8.8 worked example */
+    /* docs/formats/whisper.md §8.8 worked example */
     int32_t G[6] = {TB + 0, 1000, TB + 60, TB + 60, 2000, TB + 120};
     wh_seg segs[8];
     int adv = 0;

@@ -80,7 +80,7 @@ static bool make_copy(const char *src_path, const char *dst_path, int lin_type) 
     return ok;
 }
 
-/* Canonical GGUF name → whisper.cpp legacy name (gguf-common.md §11.4). */
+/* Canonical GGUF name → whisper.cpp legacy name (docs/formats/gguf.md §11.4). */
 static void legacy_of(const char *name, char *out, size_t cap) {
     static const char *const rep[][2] = {
         {"enc.pos_emb.weight", "encoder.positional_embedding"},

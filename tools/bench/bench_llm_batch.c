@@ -3,7 +3,7 @@
  * Batched against serial decoding of B copies of one clip on a session:
  * per repeat, B single transcribe_run calls and one transcribe_run_batch
  * of the same B clips, taken alternately so both see the same machine
- * load. Meant for the audio-LLM families (causal-lm.md §8), whose batch
+ * load. Meant for the audio-LLM families (docs/formats/causal-lm.md §8), whose batch
  * prefills all prompts together and steps all rows with one read of each
  * weight; it runs any family. Prints one JSON object: the best wall time
  * of each way, their decode-phase times (transcribe_get_timings), the

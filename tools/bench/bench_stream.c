@@ -29,7 +29,7 @@
  *
  * transcribe-bench stream --make-cache-aware IN.gguf OUT.gguf [R] rewrites
  * an offline Parakeet file into the cache-aware streaming schema of
- * nemotron-speech-streaming-en-0.6b (family-parakeet.md §7.8): the same
+ * nemotron-speech-streaming-en-0.6b (docs/formats/parakeet.md §7.8): the same
  * weights, chunked_limited attention with the published lookahead menu
  * (70, 13), (70, 6), (70, 1), (70, 0) from (70, R) down (R, default 13, is
  * the file's own context, so the bench's offline reference run uses the
@@ -179,7 +179,7 @@ static int make_cache_aware(const char *in, const char *out, int right) {
     return 0;
 }
 
-/* The unified-en rewrite of an offline file (family-parakeet.md §3.3,
+/* The unified-en rewrite of an offline file (docs/formats/parakeet.md §3.3,
  * §7.8): the same weights and offline behaviour, style
  * chunked_limited_with_rc with unified-en-0.6b's buffered menus. */
 static int make_unified(const char *in, const char *out) {

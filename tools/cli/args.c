@@ -1,4 +1,4 @@
-/* Command-line parsing. Flags follow transcribe-cli (cli.md §1–§2): only
+/* Command-line parsing. Flags follow transcribe-cli (docs/cli.md §1–§2): only
  * the `--flag VALUE` form, left to right, later flags override earlier
  * ones; our additions are several audio files, '-' for standard input,
  * -f/--format, --tokens, --output-dir/--output-format and --version.

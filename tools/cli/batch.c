@@ -1,4 +1,4 @@
-/* --batch mode (cli.md §4.4 human output, §4.5 JSON Lines): one model, one
+/* --batch mode (docs/cli.md §4.4 human output, §4.5 JSON Lines): one model, one
  * session, many files; serial transcribe_run per file, or groups of
  * --batch-size utterances per transcribe_run_batch. */
 #include <stdlib.h>

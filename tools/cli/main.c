@@ -2,7 +2,7 @@
  *
  *   transcribe -m model.gguf [options] audio.wav [more.wav ...]
  *
- * Flags, log lines and exit codes follow transcribe-cli (cli.md); on top of
+ * Flags, log lines and exit codes follow transcribe-cli (docs/cli.md); on top of
  * it the tool reads any audio format the library decodes (resampling to
  * the model's rate), accepts several files, prints txt/json/srt/vtt or the
  * detailed report layout, finds a bundled model when -m is omitted, shows
@@ -275,7 +275,7 @@ static void print_limits(const struct transcribe_session *s) {
     }
 }
 
-/* Stream extension per cli.md §2.1 (first match wins). */
+/* Stream extension per docs/cli.md §2.1 (first match wins). */
 typedef union {
     struct transcribe_ext ext;
     struct transcribe_parakeet_stream_ext pk;
@@ -853,7 +853,7 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
         rp->vocabulary = o->vocab;
         rp->n_vocabulary = o->n_vocab;
     }
-    /* Whisper knobs attach only where the model takes them (cli.md §2.1). */
+    /* Whisper knobs attach only where the model takes them (docs/cli.md §2.1). */
     if (o->whisper_any && transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
                                                             TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
         transcribe_whisper_run_ext_init(wx);
@@ -956,7 +956,7 @@ int main(int argc, char **argv) {
             printf("model: %s -> %s\n", model_path, transcribe_status_string(st));
         }
         if (o.batch_file) {
-            fprintf(stderr, "model load: %s\n", transcribe_status_string(st)); /* cli.md §4.4 */
+            fprintf(stderr, "model load: %s\n", transcribe_status_string(st));
         } else {
             fprintf(stderr, "error: cannot load model %s: %s\n", model_path,
                     transcribe_status_string(st));

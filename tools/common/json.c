@@ -1,4 +1,4 @@
-/* JSON string output with the escaping of cli.md §4.5: quote, backslash,
+/* JSON string output with the escaping of docs/cli.md §4.5: quote, backslash,
  * \n \r \t, other control bytes as \u00xx; all other bytes (UTF-8) as is. */
 #include "output.h"
 

@@ -15,7 +15,7 @@ typedef enum {
     CLI_FMT_JSON,    /* one JSON object per file */
     CLI_FMT_SRT,
     CLI_FMT_VTT,
-    CLI_FMT_REPORT, /* transcribe-cli's verbose layout (cli.md §4.2) */
+    CLI_FMT_REPORT, /* transcribe-cli's verbose layout (docs/cli.md §4.2) */
 } cli_format;
 
 /* How subtitle cues are cut (0: the defaults in formats.c). */

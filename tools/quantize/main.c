@@ -1,5 +1,5 @@
 /* transcribe-quantize: re-encodes every tensor of a GGUF model according to
- * a preset (cli.md §7). Metadata is copied unchanged except
+ * a preset (docs/cli.md §7). Metadata is copied unchanged except
  * general.file_type; the bulky tokenizer arrays go to the end of the KV list. */
 #include <stdbool.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* The quantizer's per-tensor type policy (gguf-common.md §9.5, cli.md §7.3):
+/* The quantizer's per-tensor type policy (docs/formats/gguf.md §9.5, docs/cli.md §7.3):
  * each tensor name falls into a bucket, and each preset maps buckets to
  * types, with a fallback when a row is not a whole number of blocks. */
 #ifndef TR_QUANTIZE_POLICY_H

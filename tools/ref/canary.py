@@ -1,12 +1,11 @@
 #!/usr/bin/python3
 """Independent PyTorch reference of the Canary family (transcribe.cpp 0.2.1
-file schema), written from the project spec (family-canary.md incl. its
-"Corrections" section, family-parakeet.md sections 6-7, gguf-common.md), not
+file schema), written from the format documents (docs/formats/canary.md, docs/formats/parakeet.md sections 6-7, docs/formats/gguf.md), not
 from the C sources.
 
 It builds random-weight Canary models with real (small) SentencePiece
 vocabularies, writes them as GGUF in the published key/tensor schema (an F32
-file and an F16 copy per the F16 column of family-canary.md section 3.6) and
+file and an F16 copy per the F16 column of docs/formats/canary.md section 3.6) and
 dumps golden tensors and greedy decodes for the C parity tests.
 
     /usr/bin/python3 tools/ref/canary.py --config tiny-canary  --out tests/data/canary/tiny-canary
@@ -73,8 +72,8 @@ CONFIGS = {
         dec_layers=2, d_dec=32, dec_heads=2, dec_ff=64, max_position=48,
         languages=["en", "de", "es", "fr"], translate_exclude=[], lang_vocab=64,
         spl_layout="canary2", n_timestamps=6, seed=4, search=512, f16_only=True),
-    # benchmark file with the published canary-1b-flash geometry (section 1 and
-    # the corrections: decoder FFN 4096, max_position 1024, 8 heads).
+    # benchmark file with the published canary-1b-flash geometry (docs/formats/canary.md
+    # section 1: decoder FFN 4096, max_position 1024, 8 heads).
     "canary-1b-flash": dict(
         variant="canary-1b-flash", prompt_format="canary2", tokenizer="aggregate",
         enc_layers=32, d_enc=1024, enc_heads=8, enc_ff=4096, conv_kernel=9, sub_channels=256,
@@ -96,7 +95,7 @@ N_MELS = 128
 POS_EMB_MAX_LEN = 5000
 
 # ----------------------------------------------------------------------------
-# Tokenizers (family-canary.md section 4; NeMo CanaryTokenizer layout)
+# Tokenizers (docs/formats/canary.md section 4; NeMo CanaryTokenizer layout)
 # ----------------------------------------------------------------------------
 
 # Every piece of the stt.canary.special.* catalog (section 2.6) plus the
@@ -303,7 +302,7 @@ def dict_lines():
 
 
 # ----------------------------------------------------------------------------
-# Prompt (family-canary.md section 8.1 / 8.2)
+# Prompt (docs/formats/canary.md section 8.1 / 8.2)
 # ----------------------------------------------------------------------------
 
 
@@ -366,8 +365,8 @@ def f16_round(a):
 
 
 def f16_bucket(name):
-    """True when the F16 column of family-canary.md section 3.6 (= the
-    quantizer's F16 preset, gguf-common.md section 9.5) stores the tensor as
+    """True when the F16 column of docs/formats/canary.md section 3.6 (= the
+    quantizer's F16 preset, docs/formats/gguf.md section 9.5) stores the tensor as
     F16: linear weights, the token embedding, conformer pointwise convs.
     Norms, biases, BN, pos_bias_*, pos_enc, pre-encode and depthwise convs stay
     F32."""
@@ -386,8 +385,8 @@ def f16_bucket(name):
 
 
 def fixed_pos_enc(n, d):
-    """NeMo's frozen sinusoidal decoder table, divided by sqrt(d) (section
-    3.4/7 and the corrections): sin on even channels, cos on odd."""
+    """NeMo's frozen sinusoidal decoder table, divided by sqrt(d) (docs/formats/canary.md
+    §3.4): sin on even channels, cos on odd."""
     pos = np.arange(n, dtype=np.float64)[:, None]
     div = np.exp(np.arange(0, d, 2, dtype=np.float64) * -(math.log(10000.0) / d))[None, :]
     pe = np.zeros((n, d))
@@ -682,7 +681,7 @@ class Model:
 
 
 # ----------------------------------------------------------------------------
-# GGUF (family-canary.md section 2-3)
+# GGUF (docs/formats/canary.md section 2-3)
 # ----------------------------------------------------------------------------
 
 
@@ -753,12 +752,12 @@ def write_metadata(w, cfg, vocab, file_type):
     w.add_uint32(f + "hop_length", 160)
     w.add_string(f + "window", "hann")
     w.add_string(f + "normalize", "per_feature")
-    w.add_float32(f + "dither", 1e-5)  # training value, never applied (corrections)
+    w.add_float32(f + "dither", 1e-5)  # training value, never applied (docs/formats/canary.md §2.7)
     w.add_float32(f + "pre_emphasis", 0.97)
     w.add_float32(f + "f_min", 0.0)
     w.add_float32(f + "f_max", 8000.0)
     w.add_bool(f + "log", True)
-    # like the quantizer: general.file_type is the last scalar key (gguf-common corrections)
+    # like the quantizer: general.file_type is the last scalar key (docs/formats/gguf.md §9.5)
     w.add_uint32("general.file_type", file_type)
 
 

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """Shared causal-LM decoder reference (PyTorch, float64 by default).
 
-Written from shared/spec/causal-lm.md (block math §3, RoPE §3.3, audio
-injection §6.1, greedy step loop §7) and family-granite.md §8 (the four
+Written from docs/formats/causal-lm.md (block math §3, RoPE §3.3, audio
+injection §6.1, greedy step loop §7) and docs/formats/granite_speech.md §8 (the four
 Granite multipliers), independently of the C code. Used by qwen3_asr.py;
 usable by any audio-LLM reference (Qwen3-ASR, MOSS, Granite).
 
-Weights are a dict keyed by the GGUF names of causal-lm.md §2 holding torch
+Weights are a dict keyed by the GGUF names of docs/formats/causal-lm.md §2 holding torch
 tensors in PyTorch (out, in) order:
     dec.token_embd.weight (V, H), dec.output_norm.weight (H),
     [dec.output.weight (V, H) when untied],
@@ -34,7 +34,7 @@ class LMConfig:
     rope_theta: float = 1e6
     qk_norm: bool = True  # per-head q/k RMSNorm (Qwen3, MOSS); Granite: False
     tied: bool = True  # head = dec.token_embd.weight; else dec.output.weight
-    # Granite hooks (family-granite.md §8); the defaults are the Qwen3 math.
+    # Granite hooks (docs/formats/granite_speech.md §8); the defaults are the Qwen3 math.
     embedding_multiplier: float = 1.0  # scales every injected input row
     attention_multiplier: float = 0.0  # score scale; 0 means 1/sqrt(head_dim)
     residual_multiplier: float = 1.0  # scales each sublayer output before the add
@@ -57,7 +57,7 @@ def mrope_angles(pos_thw, head_dim, theta, section):
     """Interleaved multimodal RoPE angles: frequency i takes the h position
     when i % 3 == 1 and i < 3*h_sec, the w position when i % 3 == 2 and
     i < 3*w_sec, the t position otherwise (sum(section) == head_dim/2).
-    With t == h == w this is rope_angles exactly (causal-lm.md §3.3)."""
+    With t == h == w this is rope_angles exactly (docs/formats/causal-lm.md §3.3)."""
     assert sum(section) == head_dim // 2
     ang = [rope_angles(p, head_dim, theta) for p in pos_thw]
     out = ang[0].clone()
@@ -78,7 +78,7 @@ def apply_rope(x, ang):
 
 class KVCache:
     """Per-layer K/V rows [n_ctx, n_kv, hd]; optional F16 rounding on write
-    (upstream's default cache type, causal-lm.md §3.4)."""
+    (upstream's default cache type, docs/formats/causal-lm.md §3.4)."""
 
     def __init__(self, cfg, n_ctx, dtype=torch.float64, f16=False):
         shape = (cfg.n_layers, n_ctx, cfg.n_kv_heads, cfg.head_dim)
@@ -108,7 +108,7 @@ class CausalLM:
 
     def inject(self, ids, audio_id, audio):
         """Prompt embeddings with the j-th audio row at the j-th audio_id
-        position (causal-lm.md §6.1), times embedding_multiplier."""
+        position (docs/formats/causal-lm.md §6.1), times embedding_multiplier."""
         x = self.embed(ids).clone()
         pos = [i for i, t in enumerate(ids) if t == audio_id]
         assert len(pos) == (0 if audio is None else audio.shape[0]), "audio rows != placeholders"
@@ -163,7 +163,7 @@ class CausalLM:
         return (Wh @ y) / c.logits_scaling
 
     def prefill(self, x, cache):
-        """Single-shot prefill (§6.2): logits of the last prompt position."""
+        """Single-shot prefill (docs/formats/causal-lm.md §6.2): logits of the last prompt position."""
         return self.head(self.hidden(x, 0, cache)[-1])
 
     def step(self, tok, pos, cache):
@@ -180,7 +180,7 @@ def argmax_lowest(logits):
 
 
 def greedy(lm, x_prompt, eos, max_new=256, max_n_kv=None, kv_f16=False, n_ctx=None):
-    """Qwen3-ASR / MOSS step loop of causal-lm.md §7: gen starts with the
+    """Qwen3-ASR / MOSS step loop of docs/formats/causal-lm.md §7: gen starts with the
     prefill token; a step runs while tok != EOS, len(gen) < max_new and
     n_past + 1 <= max_n_kv. Returns (gen ids incl. a final EOS, margins per
     choice, prefill logits, truncated flag)."""
@@ -227,7 +227,7 @@ def random_blocks(W, r, L, H, I, Q, K, hd, out_scale, n_reserved=0, qk_norm=True
 
 
 def random_weights(cfg, gen, scale=1.0):
-    """Plain random weights in the §2 layout (self-tests, Granite hooks)."""
+    """Plain random weights in the docs/formats/causal-lm.md §2 layout (self-tests, Granite hooks)."""
     H, I, Q, K = cfg.hidden, cfg.intermediate, cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
     r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float64)
     W = {"dec.token_embd.weight": r(cfg.vocab, H), "dec.output_norm.weight": 1 + 0.1 * r(H)}
@@ -239,7 +239,7 @@ def random_weights(cfg, gen, scale=1.0):
 
 def _self_test():
     torch.manual_seed(0)
-    # 1. rotate-half RoPE against the per-pair formula of §3.3
+    # 1. rotate-half RoPE against the per-pair formula of docs/formats/causal-lm.md §3.3
     hd, th = 8, 1e4
     v = torch.randn(1, 1, hd, dtype=torch.float64)
     pos = torch.tensor([5])

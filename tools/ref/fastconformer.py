@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Independent PyTorch reference of the NeMo FastConformer encoder, written
-from family-parakeet.md section 7 (and the tensor catalog of sections
+from docs/formats/parakeet.md section 7 (and the tensor catalog of sections
 4.1/4.2), not from the C sources. Shared by the Parakeet and Canary
 references.
 
@@ -75,7 +75,7 @@ class FCConfig:
     # ConvSubsampling builds 2, 4, 8 and 16 the same way: conv0, then a
     # depthwise + pointwise pair per further stage)
     sub_factor: int = 8
-    # buffered streaming (chunked_limited_with_rc, family-parakeet.md sec. 3.3
+    # buffered streaming (chunked_limited_with_rc, docs/formats/parakeet.md sec. 3.3
     # menus): (left, chunk, right) encoder frames; () = no mask (offline)
     chunk_rc: tuple = ()
 

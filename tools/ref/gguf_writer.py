@@ -1,5 +1,5 @@
 """Minimal GGUF v3 writer and reader (numpy only), written from the container
-description in the project spec (gguf-common.md section 2, 9.1).
+description in the project spec (docs/formats/gguf.md section 2, 9.1).
 
 Why our own: the reference tools must not depend on the `gguf` pip package,
 and writing the container ourselves lets the tests pin down every byte the C
@@ -22,7 +22,7 @@ import struct
 
 import numpy as np
 
-# GGUF value types (gguf-common.md section 2)
+# GGUF value types (docs/formats/gguf.md section 2)
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
 
 _SCALAR_FMT = {
@@ -39,7 +39,7 @@ _SCALAR_FMT = {
     FLOAT64: "<d",
 }
 
-# ggml tensor types (gguf-common.md section 9.1); block size, bytes per block
+# ggml tensor types (docs/formats/gguf.md section 9.1); block size, bytes per block
 GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
 _TYPE_INFO = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_Q8_0: (32, 34)}
 TYPE_NAMES = {GGML_F32: "F32", GGML_F16: "F16", GGML_Q8_0: "Q8_0"}
@@ -119,7 +119,7 @@ class GGUFWriter:
 
     def add_array(self, key, values, elem_type=None):
         """Typed like the `gguf` package when elem_type is None: str -> STRING,
-        int -> INT32, float -> FLOAT32 (gguf-common.md section 2.1)."""
+        int -> INT32, float -> FLOAT32 (docs/formats/gguf.md section 2.1)."""
         values = list(values)
         if elem_type is None:
             if not values:

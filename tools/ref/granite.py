@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Granite Speech reference (PyTorch, float64) + random-weight GGUF writer + goldens.
 
-Written from shared/spec/family-granite.md (with its corrections section),
-causal-lm.md and gguf-common.md, independently of the C code. Pieces:
+Written from docs/formats/granite_speech.md,
+docs/formats/causal-lm.md and docs/formats/gguf.md, independently of the C code. Pieces:
 
-* mel (§5): reflect pad 256, periodic Hann 400 centred in 512, |FFT|^2,
+* mel (docs/formats/granite_speech.md §5): reflect pad 256, periodic Hann 400 centred in 512, |FFT|^2,
   HTK 80x257 filterbank (no area norm), log10(max(., 1e-10)), last STFT
   frame dropped, gmax over the kept frames, (max(x, gmax-8) + 4) / 4, odd
   T_mel drops one more frame (§12.1 upstream rule), 2-frame stacking.
@@ -16,7 +16,7 @@ causal-lm.md and gguf-common.md, independently of the C code. Pieces:
   15-frame window self-attn / cross-attn / GELU FFN, proj.linear.
 * prompt (§7) with instruction selection, Granite-4 LM (four multipliers,
   tied or untied head) on tools/ref/causal_lm.py, Granite greedy loop
-  (causal-lm.md §7 Granite column), output parsing (§10).
+  (docs/formats/causal-lm.md §7 Granite column), output parsing (docs/formats/granite_speech.md §10).
 * GGUF writer in the published schema (§2-§3) with a small byte-level BPE.
 
 usage:
@@ -45,7 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 REAL_VOCAB = 100353
 N_BPE_REAL = 100256  # 97 added tokens follow
-# Added tokens used by the prompt, at their real ids (§1, §4); tiny files keep
+# Added tokens used by the prompt, at their real ids (docs/formats/granite_speech.md §1, §4); tiny files keep
 # the same distance from the end of the table.
 SPECIALS = [("<|pad|>", 100256), ("<|end_of_text|>", 100257), ("<|start_of_role|>", 100264),
             ("<|end_of_role|>", 100265), ("<|audio|>", 100352)]
@@ -128,7 +128,7 @@ EXTRA_PIECES = ts_marker_pieces() + ["Ġ_", "[Speaker 1]:", "Ġ[Speaker 2]:", "�
 
 
 # --------------------------------------------------------------------------
-# audio + mel (§5)
+# audio + mel (docs/formats/granite_speech.md §5)
 # --------------------------------------------------------------------------
 
 write_wav16 = lc.write_wav16
@@ -158,7 +158,7 @@ def frontend_buffers():
 
 
 def stacked_mel(x, fb, win):
-    """§5 on float samples: [T_enc, 160] (frame 2t's 80 bins, then 2t+1's)."""
+    """docs/formats/granite_speech.md §5 on float samples: [T_enc, 160] (frame 2t's 80 bins, then 2t+1's)."""
     n = x.size
     if n < 257:
         raise ValueError("INVALID_ARG: needs >= 257 samples for the reflect pad")
@@ -175,7 +175,7 @@ def stacked_mel(x, fb, win):
 
 
 # --------------------------------------------------------------------------
-# encoder (§6.1) and projector (§6.2)
+# encoder (docs/formats/granite_speech.md §6.1) and projector (§6.2)
 # --------------------------------------------------------------------------
 
 def layer_norm(x, w, b, eps):
@@ -291,7 +291,7 @@ def projector(cfg, W, enc):
 
 
 # --------------------------------------------------------------------------
-# tokenizer (§4)
+# tokenizer (docs/formats/granite_speech.md §4)
 # --------------------------------------------------------------------------
 
 class Vocab:
@@ -376,11 +376,11 @@ def spk_chain(vocab):
 
 
 # --------------------------------------------------------------------------
-# prompt (§7), gate (§9), parse (§10)
+# prompt (docs/formats/granite_speech.md §7), gate (§9), parse (§10)
 # --------------------------------------------------------------------------
 
 def select_instruction(cfg, task="transcribe", target=None, timestamps="none", diarize=False, lang=None):
-    """§7.2 plus the run-time checks; raises ValueError(status)."""
+    """docs/formats/granite_speech.md §7.2 plus the run-time checks; raises ValueError(status)."""
     if lang is not None and lang not in langs_of(cfg):
         raise ValueError("UNSUPPORTED_LANGUAGE")
     if task == "translate" and cfg["plus"]:
@@ -411,7 +411,7 @@ def select_instruction(cfg, task="transcribe", target=None, timestamps="none", d
 
 
 def build_prompt(cfg, vocab, n_audio, instr):
-    """§7.1; audio placeholders carry the <|audio|> id here (the C side may
+    """docs/formats/granite_speech.md §7.1; audio placeholders carry the <|audio|> id here (the C side may
     use id 0 for the lookup, the rows are replaced either way)."""
     s = vocab.sid
     audio = [s["<|audio|>"]] * n_audio
@@ -430,7 +430,7 @@ def input_gate(T_prompt, max_pos, n_ctx=0):
 
 
 def parse_words(raw, audio_ms):
-    """§10.1 -> list of (t0_ms, t1_ms, text)."""
+    """docs/formats/granite_speech.md §10.1 -> list of (t0_ms, t1_ms, text)."""
     rollover, last, prev_end, pending, words = 0, -1, 0, "", []
     i, n = 0, len(raw)
     trim = lambda s: s.strip(" \t\n\r")
@@ -466,7 +466,7 @@ def parse_words(raw, audio_ms):
 
 
 def parse_speakers(raw):
-    """§10.2 -> list of (speaker_id, text) turns (empty leading speaker-0 turn dropped)."""
+    """docs/formats/granite_speech.md §10.2 -> list of (speaker_id, text) turns (empty leading speaker-0 turn dropped)."""
     turns, cur_spk, cur, i, n = [], 0, "", 0, len(raw)
     found = False
     while i < n:
@@ -516,7 +516,7 @@ def parse_output(vocab, gen, eos, audio_ms, timestamps, diarize):
 
 
 def granite_greedy(lm, x_prompt, eos, max_pos, n_ctx_session=0, kv_f16=False):
-    """Granite step loop (causal-lm.md §7 Granite column): for i < max_steps:
+    """Granite step loop (docs/formats/causal-lm.md §7 Granite column): for i < max_steps:
     stop at EOS, else emit and step. Returns (ids incl. a final EOS when
     reached, margins, prefill logits, truncated)."""
     T = x_prompt.shape[0]
@@ -726,7 +726,7 @@ class Model:
 
 
 # --------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/granite_speech.md §2, §3)
 # --------------------------------------------------------------------------
 
 def classify(name):

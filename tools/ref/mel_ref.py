@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference front-end features for the C tests (numpy only).
 
-Written from the formulas of gguf-common.md §8, family-whisper.md §5.2,
-family-parakeet.md §6 and family-canary.md §5, independently of the C code
+Written from the formulas of docs/formats/gguf.md §8, docs/formats/whisper.md §5.2,
+docs/formats/parakeet.md §6 and docs/formats/canary.md §5, independently of the C code
 in src/audio/. Writes small float32 .npy goldens under tests/data/audio/:
 only the first frames of each output are stored (the whole utterance still
 enters every global statistic), together with <name>.meta.npy holding

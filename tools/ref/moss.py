@@ -2,13 +2,13 @@
 """MOSS Transcribe-Diarize reference (PyTorch, float64) + random-weight GGUF
 writer + goldens.
 
-Written from shared/spec/family-moss.md, causal-lm.md (§6.3 chunked
-prefill, §7 step loop), family-whisper.md (encoder) and gguf-common.md,
+Written from docs/formats/moss.md, docs/formats/causal-lm.md §6.3, §7 (chunked
+prefill, step loop), docs/formats/whisper.md (encoder) and docs/formats/gguf.md,
 independently of any C code. Reuses the Whisper encoder and front end of
 whisper.py and the Qwen3 decoder of causal_lm.py (imported, not copied).
 
 Pieces:
-* §5 30 s chunking: each chunk = pcm[start:start+real_len] + zeros to
+* docs/formats/moss.md §5 30 s chunking: each chunk = pcm[start:start+real_len] + zeros to
   480 000 samples -> Whisper log-mel [80, 3000] (clamp over this chunk);
 * §6 Whisper encoder per chunk -> keep token_len*4 rows -> concatenate ->
   4x merge -> VQAdaptor (fc1, SiLU, fc2, LayerNorm eps = rms_norm_eps);
@@ -59,7 +59,7 @@ INSTRUCTION_ZH = ("请将音频转写为文本，每一段需以起始时间戳�
 SYSTEM = "You are a helpful assistant."
 
 # ---------------------------------------------------------------------------
-# HOTWORDS (issue 16; not in upstream 0.2.1, family-moss.md §7.3 / §12.1).
+# HOTWORDS (issue 16; not in upstream 0.2.1, docs/formats/moss.md §7.3 / §12.1).
 # The file carries the "instruction split" as two optional KVs our writer adds
 # (the published converter does not):
 #   stt.moss.prompt_instruction          str  the instruction text as rendered
@@ -205,7 +205,7 @@ class Vocab:
 
 
 def baked_prompt(vocab, instruction):
-    """§7.1: the rendered chat prompt split at its single <|audio_pad|>."""
+    """docs/formats/moss.md §7.1: the rendered chat prompt split at its single <|audio_pad|>."""
     text = ("<|im_start|>system\n" + SYSTEM + "<|im_end|>\n<|im_start|>user\n<|audio_start|><|audio_pad|>"
             "<|audio_end|>" + instruction + "<|im_end|>\n<|im_start|>assistant\n")
     assert text.count("<|audio_pad|>") == 1
@@ -218,7 +218,7 @@ def baked_prompt(vocab, instruction):
 
 
 # ---------------------------------------------------------------------------
-# front end, encoder, adaptor (§5, §6)
+# front end, encoder, adaptor (docs/formats/moss.md §5, §6)
 # ---------------------------------------------------------------------------
 
 def frontend_buffers(n_mels=80):
@@ -228,7 +228,7 @@ def frontend_buffers(n_mels=80):
 
 
 def chunks_of(n_samples):
-    """§5: (start, real_len, token_len) per 30 s chunk."""
+    """docs/formats/moss.md §5: (start, real_len, token_len) per 30 s chunk."""
     out, start = [], 0
     while start < n_samples:
         real = min(N_CHUNK, n_samples - start)
@@ -276,7 +276,7 @@ def adaptor(W, merged, eps=1e-6, upto_fc2=False):
 
 
 # ---------------------------------------------------------------------------
-# prompt (§7), hotwords, budget (§9)
+# prompt (docs/formats/moss.md §7), hotwords, budget (§9)
 # ---------------------------------------------------------------------------
 
 def audio_span(T_enc, digits, audio_id, every=MARKER_EVERY, tps=TOKENS_PER_SECOND, enable=True):
@@ -374,7 +374,7 @@ def budget(T_prompt, T_enc, max_pos, n_ctx=0):
 
 
 # ---------------------------------------------------------------------------
-# LM run (§8, §9, causal-lm.md §6.3, §7)
+# LM run (docs/formats/moss.md §8, §9, docs/formats/causal-lm.md §6.3, §7)
 # ---------------------------------------------------------------------------
 
 def blend(lm, ids, audio_pos, audio):
@@ -417,7 +417,7 @@ def generate(lm, x, T_enc, eos, max_pos, n_ctx=0, chunk=None, kv_f16=False):
 
 
 # ---------------------------------------------------------------------------
-# output parsing (§10)
+# output parsing (docs/formats/moss.md §10)
 # ---------------------------------------------------------------------------
 
 MAX_TIME_INT_DIGITS = 12  # integer part beyond 10^12 s: not a TIME (int64 ms safety)
@@ -554,7 +554,7 @@ def parse_output(raw, audio_ms):
 
 
 def apply_policy(p, diarize_on, timestamps_none):
-    """§10.3 -> (kind, segments, speaker rows)."""
+    """docs/formats/moss.md §10.3 -> (kind, segments, speaker rows)."""
     if not p["ok"]:
         return "NONE", p["segments"], []
     segs, spk = list(p["segments"]), list(p["speakers"])
@@ -780,7 +780,7 @@ def build(cfg, vocab, clips, fb, win, dt, loop=False):
 
 
 # ---------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/moss.md §2, §3)
 # ---------------------------------------------------------------------------
 
 FILE_TYPE = lc.FILE_TYPE
@@ -794,7 +794,7 @@ DEC_BLOCK = ["norm_attn.weight", "norm_ffn.weight", "attn.q.weight", "attn.k.wei
 
 def tensor_order(cfg):
     """The converter's order: frontend buffers, encoder top, encoder blocks,
-    adaptor, decoder top, decoder blocks (§3)."""
+    adaptor, decoder top, decoder blocks (docs/formats/moss.md §3)."""
     names = ["frontend.mel_filterbank", "frontend.window", "enc.conv.0.weight", "enc.conv.0.bias",
              "enc.conv.1.weight", "enc.conv.1.bias", "enc.pos_emb.weight", "enc.final_norm.weight",
              "enc.final_norm.bias"]
@@ -1006,7 +1006,7 @@ def goldens(cfg, vocab, W, Wloop, clips, fb, win, out, log, prompt):
             npsave(stem + ".f16.tokens.npy", rr["gen"], np.int32)
             with open(stem + ".text.txt", "w", encoding="utf-8") as f:
                 f.write(result_text(rr))
-            # chunked prefill (causal-lm.md §6.3) with the tiny chunk
+            # chunked prefill (docs/formats/causal-lm.md §6.3) with the tiny chunk
             rc = m64.run(pcm, fb, win, terms=terms, split=split, chunk=cfg["prefill_chunk"])
             chunked = len(rr["ids"]) > cfg["prefill_chunk"]
             d_chunk = float((rc["logits0"] - rr["logits0"]).abs().max())
@@ -1174,7 +1174,7 @@ def hotword_table(vocab, prompt, out):
 
 
 def limits_table(vocab, prompt, clips, max_pos, out):
-    """limits.txt: §9 gate / budget / KV sizes and the hotword fit for
+    """limits.txt: docs/formats/moss.md §9 gate / budget / KV sizes and the hotword fit for
     several session n_ctx values (prompt arithmetic only, no model)."""
     prefix, suffix, off = prompt
     pad = vocab.sid["<|audio_pad|>"]

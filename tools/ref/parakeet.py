@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Independent PyTorch/numpy reference of the Parakeet family (transcribe.cpp
-0.2.1 file schema), written from family-parakeet.md and gguf-common.md, not
+0.2.1 file schema), written from docs/formats/parakeet.md and docs/formats/gguf.md, not
 from the C sources.
 
 It builds random-weight Parakeet models (FastConformer encoder from
@@ -914,7 +914,7 @@ def main():
 
 
 # ----------------------------------------------------------------------------
-# Buffered streaming (unified-en menus, sec. 3.3 / 7.8; c-api.md PKBS)
+# Buffered streaming (unified-en menus, sec. 3.3 / 7.8; docs/c-api.md PKBS)
 # ----------------------------------------------------------------------------
 
 

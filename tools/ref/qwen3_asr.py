@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Qwen3-ASR reference (PyTorch, float64) + random-weight GGUF writer + goldens.
 
-Written from shared/spec/family-qwen3_asr.md, causal-lm.md and
-gguf-common.md, independently of the C code. Pieces:
+Written from docs/formats/qwen3_asr.md, docs/formats/causal-lm.md and
+docs/formats/gguf.md, independently of the C code. Pieces:
 
-* mel (§5): reflect pad 200, periodic Hann 400, |FFT|^2, Slaney 128x201,
+* mel (docs/formats/qwen3_asr.md §5): reflect pad 200, periodic Hann 400, |FFT|^2, Slaney 128x201,
   log10(max(., 1e-10)), last frame dropped, per-utterance clamp gmax-8,
   (x + 4) / 4; no padding to 30 s. Filterbank and window are written to the
   GGUF as frontend buffers and the reference uses the stored F32 values.
@@ -13,7 +13,7 @@ gguf-common.md, independently of the C code. Pieces:
   positions, trim to T_enc, full bidirectional pre-LN blocks, ln_post,
   proj1 + GELU, proj2.
 * prompt (§7), optional forced language, LM = causal_lm.py (Qwen3 math),
-  greedy loop (causal-lm.md §7), input gate (§9.3), output parsing (§10).
+  greedy loop (docs/formats/causal-lm.md §7), input gate (docs/formats/qwen3_asr.md §9.3), output parsing (§10).
 * GGUF writer in the published schema (§2-§3) with a small byte-level BPE
   vocabulary (256 byte glyphs + trained merges + specials).
 
@@ -44,7 +44,7 @@ import tok_ref  # noqa: E402
 torch.set_default_dtype(torch.float64)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# §9.1: code, publisher name (order of general.languages)
+# docs/formats/qwen3_asr.md §9.1: code, publisher name (order of general.languages)
 LANGUAGES = [("zh", "Chinese"), ("en", "English"), ("yue", "Cantonese"), ("ar", "Arabic"), ("de", "German"),
              ("fr", "French"), ("es", "Spanish"), ("pt", "Portuguese"), ("id", "Indonesian"), ("it", "Italian"),
              ("ko", "Korean"), ("ru", "Russian"), ("th", "Thai"), ("vi", "Vietnamese"), ("ja", "Japanese"),
@@ -55,7 +55,7 @@ LANG_NAME = dict(LANGUAGES)
 NAME_LANG = {n: c for c, n in LANGUAGES}
 
 REAL_VOCAB = 151936
-# Special pieces at their real ids (§2.2, §2.5, §4); tiny files keep the same
+# Special pieces at their real ids (docs/formats/qwen3_asr.md §2.2, §2.5, §4); tiny files keep the same
 # distance from the end of the table.
 SPECIALS = [("<|endoftext|>", 151643), ("<|im_start|>", 151644), ("<|im_end|>", 151645),
             ("<|audio_start|>", 151669), ("<|audio_end|>", 151670), ("<|audio_pad|>", 151676),
@@ -84,21 +84,21 @@ TEXT_B = ("Whole Earth catalog: access to new tools and ideas, so stay hungry. "
 
 
 # --------------------------------------------------------------------------
-# audio + mel (§5)
+# audio + mel (docs/formats/qwen3_asr.md §5)
 # --------------------------------------------------------------------------
 
 write_wav16 = lc.write_wav16
 
 
 def frontend_buffers(n_mels=128):
-    """Stored F32 buffers (§3.2): Slaney filterbank (n_mels, 201), periodic Hann."""
+    """Stored F32 buffers (docs/formats/qwen3_asr.md §3.2): Slaney filterbank (n_mels, 201), periodic Hann."""
     fb = mel_ref.slaney_filterbank(16000, 400, n_mels, 0.0, 8000.0).astype(np.float32)
     win = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(400) / 400)).astype(np.float32)
     return fb, win
 
 
 def logmel(x, fb, win):
-    """§5 on float samples x (float64 array): [n_mels, floor(n/160)]."""
+    """docs/formats/qwen3_asr.md §5 on float samples x (float64 array): [n_mels, floor(n/160)]."""
     n = x.size
     if n < 201:
         raise ValueError("INVALID_ARG: clip shorter than 201 samples")
@@ -110,7 +110,7 @@ def logmel(x, fb, win):
 
 
 # --------------------------------------------------------------------------
-# encoder (§6)
+# encoder (docs/formats/qwen3_asr.md §6)
 # --------------------------------------------------------------------------
 
 def aftercnn(L):
@@ -182,7 +182,7 @@ def encoder(cfg, W, mel, stop_at_proj2=False, taps=None):
 
 
 # --------------------------------------------------------------------------
-# tokenizer (§4)
+# tokenizer (docs/formats/qwen3_asr.md §4)
 # --------------------------------------------------------------------------
 
 class Vocab:
@@ -235,7 +235,7 @@ def chain_ids(vocab, text):
 
 
 # --------------------------------------------------------------------------
-# prompt (§7), gate (§9.3), parse (§10)
+# prompt (docs/formats/qwen3_asr.md §7), gate (§9.3), parse (§10)
 # --------------------------------------------------------------------------
 
 def build_prompt(vocab, T_enc, lang=None):
@@ -447,7 +447,7 @@ class Model:
 
 
 # --------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/qwen3_asr.md §2, §3)
 # --------------------------------------------------------------------------
 
 def classify(name):
@@ -792,7 +792,7 @@ def tokenizer_cases(vocab, out):
 
 def untied_golden(cfg, vocab, Wenc, Wdec, mels, out, log, tensors, fb, win):
     """tie_word_embeddings = false + dec.output.weight: the Qwen3-ASR loader
-    must refuse it (§2.4). Its untied-head logits are written for decoder
+    must refuse it (docs/formats/qwen3_asr.md §2.4). Its untied-head logits are written for decoder
     tests of the shared causal-LM path."""
     g = torch.Generator().manual_seed(cfg["dec_seed"] + 1000)
     Wout = f16r(Wdec["dec.token_embd.weight"] + 0.05 * torch.randn(Wdec["dec.token_embd.weight"].shape,

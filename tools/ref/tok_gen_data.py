@@ -6,7 +6,7 @@
                                   merges) from a multilingual corpus
   bpe_cases_<pre>.txt             tok_ref.py encodings, pre = gpt2/qwen2/granite
   whisper_cases.txt               tiktoken-style (rank = id) encodings over the
-                                  real Whisper vocabulary (shared/vocab, §11)
+                                  real Whisper vocabulary (shared/vocab, docs/formats/gguf.md §11)
   spm_<model>_vocab.txt           pieces/scores/types of sentencepiece models
   spm_<model>_cases.txt           sentencepiece's own encodings
   utf8_cases.txt                  bytes → bytes.decode("utf-8", "replace")

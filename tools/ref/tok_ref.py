@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Reference byte-level BPE for the transcribe tokenizer tests.
 
-Written from the algorithm text of gguf-common.md §6.1, independently of the
+Written from the algorithm text of docs/formats/gguf.md §6.1, independently of the
 C code in src/text/, so the two can be compared:
 
 * pre-tokenizers gpt2 / qwen2 / granite as Python `re` patterns, with \\p{L},

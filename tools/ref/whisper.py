@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent PyTorch reference of the Whisper family (transcribe.cpp 0.2.1
-file schema), written from the project spec (family-whisper.md and
-gguf-common.md), not from the C sources.
+file schema), written from the project spec (docs/formats/whisper.md and
+docs/formats/gguf.md), not from the C sources.
 
 It builds random-weight Whisper models, writes them as GGUF (exact published
 key/tensor schema) and as legacy whisper.cpp .bin, and dumps golden tensors
@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 # ----------------------------------------------------------------------------
-# Vocabulary and special tokens (family-whisper.md section 4, common section 11.3)
+# Vocabulary and special tokens (docs/formats/whisper.md section 4, common section 11.3)
 # ----------------------------------------------------------------------------
 
 # whisper.cpp language order = token-id order (language i is token sot+1+i).
@@ -298,7 +298,7 @@ def init_weights(cfg, vocab, knobs, lin_f16=True):
 
 
 def tensor_class(name):
-    """F32 / CONV / LIN per family-whisper.md section 3 and common section 9.4."""
+    """F32 / CONV / LIN per docs/formats/whisper.md section 3 and common section 9.4."""
     if name.startswith("frontend.") or name.endswith(".bias") or "norm" in name or name.endswith("pos_emb.weight"):
         return "F32"
     if ".conv." in name:

@@ -324,7 +324,7 @@ static srv_request *request_new(srv_server *s, struct MHD_Connection *c) {
 
 /* "CRLF--BOUNDARY--" from the Content-Type's boundary parameter (quoted or
  * not; RFC 2046 allows 1..70 characters). The CRLF before it is part of the
- * delimiter (RFC 2046 §5.1.1): "--BOUNDARY--" inside the file's bytes is
+ * delimiter (RFC 2046, section 5.1.1): "--BOUNDARY--" inside the file's bytes is
  * data. */
 static bool closing_delimiter(const char *ct, char *out, size_t n) {
     const char *b = strcasestr(ct, "boundary=");

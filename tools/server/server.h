@@ -61,7 +61,7 @@ typedef struct srv_model {
     struct transcribe_session **free_sessions;
     int n_free, n_sessions;
     int waiting, queue_cap;
-    /* c-api.md §1.6: compute runs one at a time per model, across all its
+    /* docs/c-api.md §1.6: compute runs one at a time per model, across all its
      * sessions. Sessions still let requests decode audio, wait and format in
      * parallel; the gate is the one place to drop when the library allows
      * overlapping runs on one model. */

@@ -4,7 +4,7 @@
 Reads the GGUF back with tools/ref/gguf_writer.read_gguf, loads its tensors
 into tools/ref/fastconformer.FastConformerEncoder (float64, written from the
 spec by another engineer), runs a held-out wav through mel_ref + that
-encoder + the CTC head of §8.5, and compares with the trainer's own torch
+encoder + the CTC head of docs/formats/parakeet.md §8.5, and compares with the trainer's own torch
 model run on the F16-rounded checkpoint. Agreement means the export (names,
 shapes, layouts, dtypes) and the training math both match the spec.
 

@@ -91,7 +91,7 @@ def main():
     if a.torch:
         th = dict(line.rstrip("\n").split("\t", 1) for line in open(a.torch) if "\t" in line)
         # sp.decode keeps the double space a lone "▁" piece makes; the C result
-        # collapses runs of spaces (family-parakeet.md §9.5), so compare words
+        # collapses runs of spaces (docs/formats/parakeet.md §9.5), so compare words
         same = lambda x, y: " ".join(x.split()) == " ".join(y.split())  # noqa: E731
         diff = [(n, h, th.get(n)) for n, h in lines if not same(th.get(n, ""), h)]
         print("C vs torch greedy: %d / %d transcripts identical" % (len(lines) - len(diff), len(lines)))

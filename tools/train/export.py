@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Export a trained checkpoint to a Parakeet-CTC GGUF (family-parakeet.md §3-§5).
+"""Export a trained checkpoint to a Parakeet-CTC GGUF (docs/formats/parakeet.md §3-§5).
 
 Tensor names and PyTorch shapes follow §4 exactly (the writer stores ggml ne
 as the reversed shape); BatchNorm running statistics are written, not
@@ -56,7 +56,7 @@ def tensor_map(state, n_layers):
 
 
 def dtype_for(name):
-    """§4.5 F16 column: Norm and Conv buckets F32, ConvPw and Linear F16."""
+    """docs/formats/parakeet.md §4.5 F16 column: Norm and Conv buckets F32, ConvPw and Linear F16."""
     if name.endswith(".bias") or ".bn." in name or "pos_bias" in name:
         return gw.GGML_F32
     if any(part.startswith("norm_") for part in name.split(".")):

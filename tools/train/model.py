@@ -1,4 +1,4 @@
-"""FastConformer + CTC head in torch, exactly the math of family-parakeet.md §7.
+"""FastConformer + CTC head in torch, exactly the math of docs/formats/parakeet.md §7.
 
 Parameter names follow NeMo's state_dict (encoder.pre_encode.conv.0.weight,
 encoder.layers.{i}.feed_forward1.linear1.weight, ...) so export.py maps them
@@ -25,7 +25,7 @@ def time_mask(lens, t):
 
 
 class PreEncode(nn.Module):
-    """dw_striding, factor 8 (§7.1)."""
+    """dw_striding, factor 8 (docs/formats/parakeet.md §7.1)."""
 
     def __init__(self, n_mels, C, d):
         super().__init__()
@@ -71,7 +71,7 @@ def pointwise2d(conv, x):
 
 
 def rel_pos_table(T, d, device):
-    """§7.4: 2T-1 rows, positions T-1 down to -(T-1)."""
+    """docs/formats/parakeet.md §7.4: 2T-1 rows, positions T-1 down to -(T-1)."""
     pos = torch.arange(T - 1, -T, -1, device=device, dtype=torch.float32)[:, None]
     div = torch.exp(-torch.arange(0, d, 2, device=device, dtype=torch.float32) * math.log(10000.0) / d)
     pe = torch.zeros(2 * T - 1, d, device=device)
@@ -223,7 +223,7 @@ class CTCModel(nn.Module):
 
 
 def greedy_ctc(logits, L, blank):
-    """§8.5 over a batch: collapse repeats, drop blank."""
+    """docs/formats/parakeet.md §8.5 over a batch: collapse repeats, drop blank."""
     out = []
     am = logits.argmax(-1).cpu()
     for b in range(am.shape[0]):

@@ -1,5 +1,5 @@
 """The ctypes mirrors match the library's structs, so a header change cannot
-silently break the package (c-api.md §3: transcribe_abi_struct_size/_align)."""
+silently break the package (docs/c-api.md §3: transcribe_abi_struct_size/_align)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_no_struct_id_without_a_mirror(lib):
 
 
 def test_run_params_offsets_are_the_documented_ones():
-    # c-api.md §19, LP64
+    # docs/c-api.md §19, LP64
     want = dict(task=8, timestamps=12, pnc=16, itn=20, diarize=24, language=32,
                 target_language=40, keep_special_tags=48, family=56, spec_k_drafts=64)
     for name, off in want.items():

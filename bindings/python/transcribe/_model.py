@@ -205,7 +205,7 @@ class Model:
     One model may be used from several threads: each call takes a session
     of its own from a pool (a stream holds one for its life), so results and
     abort callbacks never mix; the compute of one model runs one call at a
-    time (the library's rule: c-api.md §1.6) while audio decoding and result
+    time (the library's rule: docs/c-api.md §1.6) while audio decoding and result
     copying overlap, so parallel speed needs one Model per worker. The GIL is
     released while the library computes. Close the model with close() or a
     ``with`` block; it is also freed when garbage-collected.

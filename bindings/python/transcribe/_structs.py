@@ -30,7 +30,7 @@ from ctypes import (
     c_void_p,
 )
 
-# Enums are int-sized in the C API (c-api.md §0.4).
+# Enums are int-sized in the C API (docs/c-api.md §0.4).
 c_enum = c_int
 
 # ---- enumerations (values are ABI) ----
@@ -106,7 +106,7 @@ DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel"}
 STREAM_STATES = {0: "idle", 1: "active", 2: "finished", 3: "failed"}
 COMMIT_POLICIES = {"auto": 0, "finalize": 1, "on_finalize": 1, "stable_prefix": 2, "stable": 2}
 
-# ---- caller-allocated structs (c-api.md §19 lists the LP64 sizes) ----
+# ---- caller-allocated structs (docs/c-api.md §19 lists the LP64 sizes) ----
 
 
 class Ext(ctypes.Structure):

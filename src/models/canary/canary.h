@@ -1,4 +1,4 @@
-/* Canary family internals (family-canary.md): the loaded model, the
+/* Canary family internals (docs/formats/canary.md): the loaded model, the
  * per-session state, and the entry points the family vtable and the tests
  * use. Weights are borrowed views into the mapped model file; the
  * FastConformer encoder is the shared one of src/nn/fastconformer.h. */
@@ -19,12 +19,12 @@
 
 struct tr_tokenizer;
 
-#define CN_MAX_GEN    512 /* §8.3 generation cap */
+#define CN_MAX_GEN    512 /* docs/formats/canary.md §8.3 generation cap */
 #define CN_MAX_PROMPT 10  /* longest prompt (canary2 single-SP) */
 
 typedef enum { CN_PROMPT_CANARY = 0, CN_PROMPT_CANARY2 = 1 } cn_prompt_format;
 
-/* Special-token catalog (§2.6); -1 = absent. */
+/* Special-token catalog (docs/formats/canary.md §2.6); -1 = absent. */
 typedef struct cn_special {
     int sot, eot, pad, soc, pnc, nopnc, noitn, notimestamp, nodiarize;
     int itn, timestamp, diarize, nospeech, spkchange, audiosep;
@@ -34,7 +34,7 @@ typedef struct cn_special {
 } cn_special;
 
 typedef struct cn_hparams {
-    int pos_emb_max_len; /* encoder input-length limit (§9), in encoder frames */
+    int pos_emb_max_len; /* input-length limit in encoder frames (docs/formats/canary.md §9) */
     int d_enc, d_dec, n_dec_layers, n_dec_heads, dec_ff, max_position, n_vocab;
     bool enc_dec_proj;
     tr_nn_act act;
@@ -71,7 +71,7 @@ typedef struct cn_model {
     int n_table;
     char **table_code;
     int *table_id;
-    /* translation (§2.1) */
+    /* translation (docs/formats/canary.md §2.1) */
     bool can_translate;
     int n_targets;
     char **targets;
@@ -85,7 +85,7 @@ typedef struct cn_model {
 typedef struct cn_session {
     const cn_model *m;
     tr_pool *pool;
-    int n_ctx; /* effective decoder context (§8.3) */
+    int n_ctx; /* effective decoder context (docs/formats/canary.md §8.3) */
     bool kv_f16;
     tr_nn_kv kv;
     tr_fc_work *fc_work;
@@ -102,7 +102,7 @@ typedef struct cn_session {
     int n_last;
 } cn_session;
 
-/* The prompt and language choice of one run (§8.1–§8.2). */
+/* The prompt and language choice of one run (docs/formats/canary.md §8.1–§8.2). */
 typedef struct cn_prompt {
     int32_t ids[CN_MAX_PROMPT];
     int n;
@@ -122,9 +122,9 @@ int tr_cn_lang_id(const cn_model *m, const char *code);
 
 /* Sessions and math (canary_model.c). */
 /* Encoder frames for n samples: f(f(f(T_mel))) with f(L) = floor((L-1)/2)+1
- * (§9), T_mel = floor(n/hop)+1. */
+ * (docs/formats/canary.md §9), T_mel = floor(n/hop)+1. */
 int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples);
-/* Log-mel of §5 (malloc'ed [n_mels][*T_mel]). */
+/* Log-mel of docs/formats/canary.md §5 (malloc'ed [n_mels][*T_mel]). */
 transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel);
 /* Encoder (+ projection) and cross K/V of every decoder layer; *T_enc gets
@@ -136,7 +136,7 @@ transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *
 bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc);
 
 /* The run (canary_run.c). */
-/* Result rows of §10 from the generated ids (EOS excluded). */
+/* Result rows of docs/formats/canary.md §10 from the generated ids (EOS excluded). */
 transcribe_status tr_cn_fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
                                     int n_out, bool keep_tags, tr_result *res);
 /* The batch run (canary_batch.c, core/family.h run_batch): sets every

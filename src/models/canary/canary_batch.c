@@ -1,4 +1,4 @@
-/* The batch run (c-api.md §11, family-canary.md §11): the gates of §9 per
+/* The batch run (docs/c-api.md §11, docs/formats/canary.md §11): the gates of §9 per
  * utterance (an over-long one gets INPUT_TOO_LONG, the rest decode), then
  * per group of utterances one encoder pass (tr_fc_forward_batch: every
  * projection reads its weights once for the group), the projection and
@@ -59,7 +59,7 @@ static void group_free(group *g) {
     memset(g, 0, sizeof *g);
 }
 
-/* §9 gates of one utterance; OK = it joins a group. */
+/* docs/formats/canary.md §9 gates of one utterance; OK = it joins a group. */
 static transcribe_status gate(const cn_session *s, const cn_prompt *pr, const float *pcm, int n) {
     const cn_model *m = s->m;
     if (!pcm || n <= 0) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -224,7 +224,7 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
     for (int j = 0; j < g->n; j++) {
         item *it = &g->it[j];
         tr_run_ctx *ctx = &ctxs[it->idx];
-        /* §17: the shared encode divided across the utterances; the
+        /* docs/c-api.md §17: the shared encode divided across the utterances; the
          * lockstep decode likewise */
         ctx->result->encode_ms = (float)((t1 - t0) / g->n);
         ctx->result->decode_ms = (float)((t2 - t1) / g->n);

@@ -5,7 +5,7 @@
 
 TR_FAMILY_ADAPTERS(cn)
 
-/* §13.2: encoder-bound, so n_ctx narrows the decoder KV but not the audio
+/* docs/c-api.md §13.2: encoder-bound, so n_ctx narrows the decoder KV but not the audio
  * limit; KV bytes = K and V of every layer for each of n_ctx positions. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const cn_session *s = session;

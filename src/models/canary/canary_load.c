@@ -1,4 +1,4 @@
-/* Canary GGUF loader: every key of family-canary.md §2 with its exact type
+/* Canary GGUF loader: every key of docs/formats/canary.md §2 with its exact type
  * (a present key of the wrong type is a GGUF error), the special-token
  * catalog and language table, the decoder / projection tensors of §3.3–§3.4
  * with exact shapes and type classes, the FastConformer encoder through
@@ -45,7 +45,7 @@ static transcribe_status opt_strs(const gguf_file *f, const char *key, char ***o
     return TRANSCRIBE_OK;
 }
 
-/* ---- hyperparameters (§2.3, §2.4, §2.5) ---- */
+/* ---- hyperparameters (docs/formats/canary.md §2.3, §2.4, §2.5) ---- */
 
 static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     cn_hparams *hp = &m->hp;
@@ -61,7 +61,7 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     if ((st = tr_gguf_req_u32(f, "stt.canary.encoder.pos_emb_max_len", 1, 1 << 24,
                               &hp->pos_emb_max_len)))
         return st;
-    bool use_bias; /* §2.3: type-checked, value ignored (biases always required) */
+    bool use_bias; /* docs/formats/canary.md §2.3: type-checked, ignored (biases required) */
     if ((st = tr_gguf_opt_bool(f, "stt.canary.encoder.use_bias", false, &use_bias))) return st;
     if (m->enc_hp.sub_factor != 8) {
         TR_ERROR("canary: stt.canary.encoder.subsampling_factor %d (only 8 is supported)",
@@ -125,7 +125,7 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- front end (§2.7, §5) ---- */
+/* ---- front end (docs/formats/canary.md §2.7, §5) ---- */
 
 static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
     transcribe_status st;
@@ -179,11 +179,11 @@ static transcribe_status read_frontend(const gguf_file *f, cn_model *m) {
     tr_mel_config_nemo(&m->mel, mels);
     m->mel.pad_mode = TR_PAD_REFLECT; /* the default when pad_mode is absent */
     if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
-    m->mel.log = true; /* §2.7: stt.frontend.log is written true and not read */
+    m->mel.log = true; /* docs/formats/canary.md §2.7: stt.frontend.log is never read */
     return TRANSCRIBE_OK;
 }
 
-/* ---- tokenizer, special tokens, languages (§2.1, §2.2, §2.5, §2.6) ---- */
+/* ---- tokenizer, special tokens, languages (docs/formats/canary.md §2.1, §2.2, §2.5, §2.6) ---- */
 
 static transcribe_status read_special(const gguf_file *f, cn_model *m) {
     const int V = m->hp.n_vocab;
@@ -219,7 +219,7 @@ static transcribe_status read_special(const gguf_file *f, cn_model *m) {
         if (keys[i].req && *keys[i].dst < 0)
             return tr_gguf_key_error(key, "token id", "required but missing");
     }
-    /* Pieces outside the catalog, located by exact lookup (§2.6, §8.1). */
+    /* Pieces outside the catalog, located by exact lookup (docs/formats/canary.md §2.6, §8.1). */
     sp->emo_undefined = tr_tokenizer_find(m->tok, "<|emo:undefined|>");
     sp->space = tr_tokenizer_find(m->tok, "\xE2\x96\x81");
 
@@ -325,9 +325,9 @@ static transcribe_status read_tokenizer(const gguf_file *f, cn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- tensors (§3.3, §3.4) ---- */
+/* ---- tensors (docs/formats/canary.md §3.3, §3.4) ---- */
 
-/* Every type the library can dequantize (the ANY class of §3). */
+/* Every type the library can dequantize (the ANY class of docs/formats/canary.md §3). */
 static uint32_t any_types(void) {
     uint32_t mask = 0;
     for (int t = 0; t < 31; t++)
@@ -413,7 +413,7 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
         .head = m->head,
         .n_vocab = hp->n_vocab,
     };
-    /* §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
+    /* docs/formats/canary.md §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;
     return TRANSCRIBE_OK;
@@ -461,10 +461,10 @@ int tr_cn_lang_id(const cn_model *m, const char *code) {
 }
 
 void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
-    /* no language detection (§8.2) */
+    /* no language detection (docs/formats/canary.md §8.2) */
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
-                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
+                            TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/canary.md §10 */);
     c->supports_translate = m->can_translate;
     c->max_audio_ms = m->max_audio_ms;
     if (m->can_translate) {

@@ -1,4 +1,4 @@
-/* Canary math: session buffers, log-mel (§5), the FastConformer encoder
+/* Canary math: session buffers, log-mel (docs/formats/canary.md §5), the FastConformer encoder
  * plus the optional encoder→decoder projection (§6), cross K/V, and the
  * pre-LN Transformer decoder with its self-attention KV cache and untied
  * head (§7). Encoder-sized buffers grow with the longest input seen. */
@@ -16,10 +16,10 @@ transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *
     const cn_hparams *hp = &m->hp;
     s->m = m;
     s->pool = cfg ? cfg->pool : NULL;
-    /* n_ctx can only narrow the decoder context (c-api.md §6.2) */
+    /* n_ctx can only narrow the decoder context (docs/c-api.md §6.2) */
     s->n_ctx = hp->max_position;
     if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->n_ctx) s->n_ctx = cfg->n_ctx;
-    /* decoder KV: AUTO and F16 mean F16, only F32 means F32 (c-api.md §6.2) */
+    /* decoder KV: AUTO and F16 mean F16, only F32 means F32 (docs/c-api.md §6.2) */
     s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
     const size_t D = (size_t)hp->d_dec;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
@@ -125,7 +125,7 @@ bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_en
         !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
         return false;
     /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling;
-     * only the last row's logits are needed (greedy, §8.3) */
+     * only the last row's logits are needed (greedy, docs/formats/canary.md §8.3) */
     const tr_ed_seq seq = {.rows = n,
                            .n_past = n_past,
                            .n_src = T_enc,

@@ -1,4 +1,4 @@
-/* The multitask prompt (family-canary.md §8.1) and the task, language and
+/* The multitask prompt (docs/formats/canary.md §8.1) and the task, language and
  * PNC selection behind it (§8.2). Language and pair gates answer
  * UNSUPPORTED_LANGUAGE; a catalog id the chosen prompt needs but the file
  * lacks answers INVALID_ARG (prompt construction failure, as upstream). */
@@ -70,9 +70,9 @@ transcribe_status tr_cn_build_prompt(const cn_model *m, const struct transcribe_
     transcribe_status st = pick_languages(m, p, out, &src, &tgt);
     if (st != TRANSCRIBE_OK) return st;
     const cn_special *sp = &m->sp;
-    /* PNC on unless explicitly off (§8.2). Without both slots PNC is no
+    /* PNC on unless explicitly off (docs/formats/canary.md §8.2). Without both slots PNC is no
      * runtime control: the dispatcher WARNs and the default (on) applies
-     * (c-api.md §6.3). */
+     * (docs/c-api.md §6.3). */
     bool pnc_ctrl = sp->pnc >= 0 && sp->nopnc >= 0;
     bool pnc_on = !pnc_ctrl || p->pnc != TRANSCRIBE_PNC_MODE_OFF;
     int pnc = pnc_on ? sp->pnc : sp->nopnc;
@@ -95,7 +95,8 @@ transcribe_status tr_cn_build_prompt(const cn_model *m, const struct transcribe_
             (st = need(sp->emo_undefined, "<|emo:undefined|>")))
             return st;
         if (m->hp.single_sp) {
-            /* the bare "▁" of NeMo's empty context slot, first (§8.1, §12.4) */
+            /* the bare "▁" of NeMo's empty context slot, first (docs/formats/canary.md §8.1,
+             * §12.4) */
             if ((st = need(sp->space, "the piece \"\xE2\x96\x81\""))) return st;
             ids[n++] = sp->space;
         }

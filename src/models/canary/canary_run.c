@@ -1,4 +1,4 @@
-/* The Canary run: prompt and language gates (§8.1–§8.2), the input-length
+/* The Canary run: prompt and language gates (docs/formats/canary.md §8.1–§8.2), the input-length
  * gate before any front-end or encoder work (§9), log-mel, encoder, greedy
  * decoding with the KV cache to EOS (§8.3), and the result (§10). Abort is
  * polled between encoder blocks and after every decoder step; the tokens
@@ -41,7 +41,7 @@ static bool enc_should_abort(void *user) {
     return tr_run_should_abort(ac->ctx);
 }
 
-/* Text (§10): decode with control tokens dropped (unless kept), then remove
+/* Text (docs/formats/canary.md §10): decode with control tokens dropped (unless kept), then remove
  * exactly one leading ASCII space. Raw text: every generated id, as is. */
 transcribe_status tr_cn_fill_result(const cn_model *m, const cn_prompt *pr, const int32_t *out,
                                     int n_out, bool keep_tags, tr_result *res) {
@@ -85,7 +85,7 @@ static bool step_should_abort(void *user) {
     return tr_run_should_abort(((const step_ctx *)user)->ctx);
 }
 
-/* Greedy decode of §8.3 into out[] (capacity CN_MAX_GEN) on the shared
+/* Greedy decode of docs/formats/canary.md §8.3 into out[] (capacity CN_MAX_GEN) on the shared
  * loop (src/nn/greedy.h): budget min(n_ctx - prompt, 512) tokens, window
  * n_ctx, abort polled before every step. */
 static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, tr_run_ctx *ctx,
@@ -126,7 +126,7 @@ transcribe_status tr_cn_run(cn_session *s, const float *pcm, int n_samples, tr_r
     transcribe_status st = tr_cn_build_prompt(m, ctx->params, &pr);
     if (st != TRANSCRIBE_OK) return st;
 
-    /* §9: the whole gate runs before any mel or encoder work */
+    /* docs/formats/canary.md §9: the whole gate runs before any mel or encoder work */
     int64_t T_enc_pred = tr_cn_predict_enc_frames(m, n_samples);
     if (T_enc_pred > m->hp.pos_emb_max_len) {
         TR_ERROR("canary: %d samples (%.1f s) need %lld encoder frames; the model's limit is %d "

@@ -1,4 +1,4 @@
-/* Granite Speech family internals (family-granite.md): the loaded model, the
+/* Granite Speech family internals (docs/formats/granite_speech.md): the loaded model, the
  * per-session state and the entry points the vtable and the tests use.
  * Weights are borrowed views into the mapped file except the few tables
  * widened or folded at load (relative-position rows, the query tensor,
@@ -21,10 +21,10 @@
 
 struct tr_tokenizer;
 
-#define GS_MAX_NEW     256 /* §9 emitted-token budget (EOS excluded) */
+#define GS_MAX_NEW     256 /* docs/formats/granite_speech.md §9 token budget (EOS excluded) */
 #define GS_MAX_CAT     8   /* cat_hidden_layers entries we accept */
 #define GS_PROMPT_CAP  512 /* text tokens of a prompt besides the audio span */
-#define GS_N_QUERY     3   /* §3.4 learned queries per window */
+#define GS_N_QUERY     3   /* docs/formats/granite_speech.md §3.4 learned queries per window */
 #define GS_MAX_SPEAKER 64  /* speaker rows kept per result */
 
 typedef struct gs_enc_hparams {
@@ -38,8 +38,8 @@ typedef struct gs_proj_hparams {
     int window, downsample, n_query;
 } gs_proj_hparams;
 
-/* One Conformer block (§3.3). The depthwise taps (BatchNorm folded) live in
- * `dw` so the shared depthwise pass (nn/depthwise.h) can run them. */
+/* One Conformer block (docs/formats/granite_speech.md §3.3). The depthwise taps (BatchNorm folded)
+ * live in `dw` so the shared depthwise pass (nn/depthwise.h) can run them. */
 typedef struct gs_enc_block {
     tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_post;
     tr_nn_linear ff1_up, ff1_down, ff2_up, ff2_down;
@@ -79,9 +79,9 @@ typedef struct gs_model {
     tr_mel_config mel;
     struct tr_tokenizer *tok;
     gs_special sp;
-    bool role_template; /* §7.1 */
+    bool role_template; /* docs/formats/granite_speech.md §7.1 */
     char *variant;
-    /* capabilities (§2.1, §9) */
+    /* capabilities (docs/formats/granite_speech.md §2.1, §9) */
     bool translate, word_ts, diarize;
     int n_lang;
     char **lang;
@@ -106,18 +106,20 @@ typedef struct gs_session {
 /* load / describe / free, session create / free, run (core/family.h) */
 TR_FAMILY_DECLARE(gs);
 
-/* Front end (granite_encoder.c): stacked frames of §5 for n samples. */
+/* Front end (granite_encoder.c): stacked frames of docs/formats/granite_speech.md §5 for n
+ * samples. */
 int64_t tr_gs_enc_frames(const gs_model *m, int64_t n_samples);
 /* Audio tokens for T_enc encoder frames: 3 · ceil(T_enc / 15). */
 int tr_gs_audio_tokens(const gs_model *m, int64_t T_enc);
 /* Log-mel, normalised, stacked → x [T_enc][in_dim] (malloc'ed). */
 transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
                                     float **x, int *T_enc);
-/* Conformer of §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d] (malloc'ed).
- * progress (may be NULL) is filled after each layer. */
+/* Conformer of docs/formats/granite_speech.md §6.1 on x [T_enc][in_dim] → out [T_enc][proj.enc_d]
+ * (malloc'ed). progress (may be NULL) is filled after each layer. */
 transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *x, int T_enc,
                                float **out, tr_run_span *progress);
-/* Q-Former of §6.2 on enc [T_enc][enc_d] → audio [n_audio][lm.d_model] (malloc'ed). */
+/* Q-Former of docs/formats/granite_speech.md §6.2 on enc [T_enc][enc_d] → audio
+ * [n_audio][lm.d_model] (malloc'ed). */
 transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T_enc,
                                 float **audio, int *n_audio);
 
@@ -128,12 +130,12 @@ typedef struct gs_prompt {
 } gs_prompt;
 transcribe_status tr_gs_build_prompt(const gs_model *m, const struct transcribe_run_params *p,
                                      gs_prompt *out);
-/* The instruction text of §7.2 (static or written into buf). */
+/* The instruction text of docs/formats/granite_speech.md §7.2 (static or written into buf). */
 transcribe_status tr_gs_instruction(const gs_model *m, const struct transcribe_run_params *p,
                                     char *buf, size_t cap, const char **out);
 
-/* Output parsing of §10 (granite_output.c). */
-/* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
+/* Output parsing of docs/formats/granite_speech.md §10 (granite_output.c). */
+/* Batched run (docs/c-api.md §11, docs/formats/causal-lm.md §8): per-utterance statuses in
  * ctxs[i].result; returns the whole-batch status. */
 transcribe_status tr_gs_run_batch(gs_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs);

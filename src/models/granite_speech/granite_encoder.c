@@ -1,4 +1,4 @@
-/* Granite Speech front end (§5: per-utterance log-mel with 2-frame
+/* Granite Speech front end (docs/formats/granite_speech.md §5: per-utterance log-mel with 2-frame
  * stacking) and Conformer encoder (§6.1): macaron FFN halves, block-local
  * attention with the Shaw relative-position bias, the GLU / depthwise /
  * folded-BatchNorm conv module, the self-conditioned CTC bypass after the
@@ -71,8 +71,8 @@ static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *up,
     tr_ew_axpy(pool, x, w->a, 0.5f, (long)T * d);
 }
 
-/* Shaw block-local attention (§6.1.1). Padded rows of the last block are
- * neither queried nor attended, so each block runs on its real rows only. */
+/* Shaw block-local attention (docs/formats/granite_speech.md §6.1.1). Padded rows of the last block
+ * are neither queried nor attended, so each block runs on its real rows only. */
 static void shaw_attn(const gs_model *m, const gs_enc_block *b, tr_pool *pool, float *x, int T,
                       enc_work *w) {
     const gs_enc_hparams *e = &m->enc;
@@ -119,8 +119,8 @@ static void shaw_attn(const gs_model *m, const gs_enc_block *b, tr_pool *pool, f
     tr_ew_axpy(pool, x, w->h, 1.0f, (long)T * d);
 }
 
-/* Conv module (§6.1.2): LN, pointwise 1 + GLU, depthwise (BN folded), SiLU,
- * pointwise 2. */
+/* Conv module (docs/formats/granite_speech.md §6.1.2): LN, pointwise 1 + GLU, depthwise (BN
+ * folded), SiLU, pointwise 2. */
 static void conv_module(const gs_model *m, const gs_enc_block *b, tr_pool *pool, float *x, int T,
                         enc_work *w) {
     const gs_enc_hparams *e = &m->enc;
@@ -193,7 +193,7 @@ transcribe_status tr_gs_encode(const gs_model *m, tr_pool *pool, const float *in
         if (progress) tr_run_span_report(progress, l + 1, e->n_layer);
     }
     if (part != e->n_cat) {
-        /* §12.2: an entry 0 validates but never captures */
+        /* docs/formats/granite_speech.md §12.2: an entry 0 validates but never captures */
         TR_ERROR("granite_speech: cat_hidden_layers captured %d of %d layers", part, e->n_cat);
         st = TRANSCRIBE_ERR_GGUF;
         goto done;

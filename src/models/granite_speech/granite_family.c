@@ -4,8 +4,8 @@
 
 TR_FAMILY_ADAPTERS(gs)
 
-/* c-api.md §13.2, decoder-bound (§9): (n_ctx − 64 − 256) / 3 windows of
- * 300 ms; KV bytes for one utterance at the effective context. */
+/* docs/c-api.md §13.2, decoder-bound (docs/formats/granite_speech.md §9): (n_ctx − 64 − 256) / 3
+ * windows of 300 ms; KV bytes for one utterance at the effective context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const gs_session *s = session;
     const gs_model *m = s->m;
@@ -16,7 +16,7 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 /* ---- tool hooks (transcribe-bench) ---- */
 
-/* Granite Speech Conformer (family-granite.md §6.1) on n samples. */
+/* Granite Speech Conformer (docs/formats/granite_speech.md §6.1) on n samples. */
 static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out, const char **why) {
 #define GK(name) "stt.granite.encoder." name
     const double L = tr_enc_cost_u32(g, GK("n_layers"), 0), d = tr_enc_cost_u32(g, GK("hidden"), 0),

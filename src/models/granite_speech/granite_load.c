@@ -1,4 +1,4 @@
-/* Granite Speech GGUF loader: every key of family-granite.md §2 with its
+/* Granite Speech GGUF loader: every key of docs/formats/granite_speech.md §2 with its
  * exact type (a present key of another type fails the load), the
  * cross-field checks, the tensors of §3 by exact shape and type class
  * (proj.query 3-D as converted or 2-D as quantized), BatchNorm folded into
@@ -27,7 +27,8 @@
 #define req_u32  tr_gguf_req_u32
 #define opt_bool tr_gguf_opt_bool
 
-/* ---- §2.3 encoder, §2.4 projector, §2.5 decoder, §2.6 fusion ---- */
+/* ---- docs/formats/granite_speech.md §2.3 encoder, §2.4 projector, §2.5 decoder, §2.6 fusion
+ * ---- */
 
 static transcribe_status read_encoder_keys(const gguf_file *f, gs_model *m) {
     transcribe_status st;
@@ -120,7 +121,7 @@ static transcribe_status read_decoder_keys(const gguf_file *f, gs_model *m) {
     transcribe_status st;
     tr_clm_hparams *hp = &m->lm;
 #define DK "stt.granite.decoder."
-    if ((st = tr_clm_read_sizes(f, DK, false /* §8: no q/k norm */, hp))) return st;
+    if ((st = tr_clm_read_sizes(f, DK, false /* no q/k norm */, hp))) return st;
     if ((st = tr_gguf_req_f32_finite(f, DK "rms_norm_eps", true, &hp->eps))) return st;
     if ((st = tr_gguf_req_f32_finite(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
@@ -163,7 +164,8 @@ static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     bool center;
     if ((st = opt_bool(f, FK "center", true, &center))) return st;
 #undef FK
-    /* §3.2: the HTK filterbank must be baked (the computed fallback is Slaney) */
+    /* docs/formats/granite_speech.md §3.2: the HTK filterbank must be baked (the computed fallback
+     * is Slaney) */
     if (!tr_gguf_find_tensor(f, "frontend.mel_filterbank")) {
         TR_ERROR("granite_speech: the file has no frontend.mel_filterbank (HTK filters)");
         return ERR_GGUF;
@@ -178,7 +180,7 @@ static transcribe_status read_frontend(const gguf_file *f, gs_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.1 capabilities, §2.2 / §4 tokenizer ---- */
+/* ---- docs/formats/granite_speech.md §2.1 capabilities, §2.2 / §4 tokenizer ---- */
 
 static transcribe_status read_caps(const gguf_file *f, gs_model *m) {
     transcribe_status st;
@@ -222,7 +224,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, gs_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §3 tensors ---- */
+/* ---- docs/formats/granite_speech.md §3 tensors ---- */
 
 typedef struct finder {
     const gguf_file *f;
@@ -296,7 +298,7 @@ static void pointwise(finder *fd, tr_tensor *view, tr_nn_linear *l, int i, const
 }
 
 /* Depthwise taps [k][d_conv] F32 with BatchNorm (ε 1e-5) folded in, and the
- * folded shift as bias (§6.1.2). */
+ * folded shift as bias (docs/formats/granite_speech.md §6.1.2). */
 static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, gs_enc_block *b) {
     const int k = e->kernel, c = e->d_conv;
     const int64_t ne[3] = {k, 1, c};
@@ -393,7 +395,7 @@ static transcribe_status read_encoder(finder *fd, gs_model *m) {
 static transcribe_status read_projector(finder *fd, gs_model *m) {
     const gs_proj_hparams *p = &m->proj;
     const int64_t d = p->d;
-    /* §3.4 + corrections: [p, 3, 1] as converted, [p, 3] after quantizing;
+    /* docs/formats/granite_speech.md §3.4: [p, 3, 1] as converted, [p, 3] after quantizing;
      * the require check treats trailing 1s alike, so one shape covers both */
     const int64_t qne[3] = {d, p->n_query, 1};
     const tr_tensor *q = tr_gguf_require_tensor(fd->f, "proj.query", TR_TYPES_LINEAR, 3, qne);
@@ -447,7 +449,8 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
                                   &m->lm_w)))
         return st;
-    /* §9: floor((ceiling − 64 − 256) / 3) windows of window·2·hop samples */
+    /* docs/formats/granite_speech.md §9: floor((ceiling − 64 − 256) / 3) windows of window·2·hop
+     * samples */
     int64_t windows = ((int64_t)m->max_pos - 64 - GS_MAX_NEW) / m->proj.n_query;
     m->max_audio_ms =
         windows > 0 ? windows * m->proj.window * 2 * m->mel.hop_length * 1000 / m->mel.sample_rate

@@ -1,6 +1,6 @@
-/* Granite Speech output parsing (§10): word rows from "[T:N]" end-time
- * markers (centiseconds modulo 1000, so a smaller N is a 10 s rollover),
- * speaker turns from "[Speaker N]:" markers, else the plain text. */
+/* Granite Speech output parsing (docs/formats/granite_speech.md §10): word rows from "[T:N]"
+ * end-time markers (centiseconds modulo 1000, so a smaller N is a 10 s rollover), speaker turns
+ * from "[Speaker N]:" markers, else the plain text. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

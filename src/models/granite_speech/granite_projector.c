@@ -1,8 +1,7 @@
-/* Granite Speech Q-Former projector (§6.2): the learned queries, normalised
- * once, attend to themselves and then to the 15 encoder frames of their
- * window (zero-padded at the end) through the BLIP-2 post-LN layers; each
- * window yields 3 rows lifted to the LM width. Windows are independent, so
- * every projection runs over all windows at once. */
+/* Granite Speech Q-Former projector (docs/formats/granite_speech.md §6.2): the learned queries,
+ * normalised once, attend to themselves and then to the 15 encoder frames of their window
+ * (zero-padded at the end) through the BLIP-2 post-LN layers; each window yields 3 rows lifted to
+ * the LM width. Windows are independent, so every projection runs over all windows at once. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

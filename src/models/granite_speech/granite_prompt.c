@@ -1,8 +1,7 @@
-/* Granite Speech prompt (§7): the instruction chosen by variant and task,
- * the plain USER:/ASSISTANT: template or the Granite-4 role template, and
- * the run-time checks specific to this family. Text fragments are encoded
- * separately; special tokens go between them by id. The audio span sits
- * between out->pre and out->post. */
+/* Granite Speech prompt (docs/formats/granite_speech.md §7): the instruction chosen by variant and
+ * task, the plain USER:/ASSISTANT: template or the Granite-4 role template, and the run-time checks
+ * specific to this family. Text fragments are encoded separately; special tokens go between them by
+ * id. The audio span sits between out->pre and out->post. */
 #include <stdio.h>
 #include <string.h>
 

@@ -1,9 +1,8 @@
-/* Granite Speech runs: the input gate before any front-end work (§9; the
- * prompt length is exact from the sample count), stacked mel, Conformer,
- * Q-Former, prefill with the audio rows at the placeholder span, greedy
- * decoding on the shared causal-LM loop with Granite's budget, and output
- * parsing (§10). Batches run the encoder per utterance (as upstream) and
- * decode together (causal-lm.md §8). Every phase is timed. */
+/* Granite Speech runs: the input gate before any front-end work (docs/formats/granite_speech.md §9;
+ * the prompt length is exact from the sample count), stacked mel, Conformer, Q-Former, prefill with
+ * the audio rows at the placeholder span, greedy decoding on the shared causal-LM loop with
+ * Granite's budget, and output parsing (§10). Batches run the encoder per utterance (as upstream)
+ * and decode together (docs/formats/causal-lm.md §8). Every phase is timed. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +22,7 @@ static void gs_release(gs_session *s) {
 }
 TR_FAMILY_SESSION(gs, gs_setup, gs_release)
 
-/* §9 gate: T_prompt + 256 must fit the ceiling. */
+/* docs/formats/granite_speech.md §9 gate: T_prompt + 256 must fit the ceiling. */
 static transcribe_status gate(const gs_session *s, int n_samples, const gs_prompt *pr,
                               int *T_prompt) {
     const gs_model *m = s->m;
@@ -73,7 +72,7 @@ static transcribe_status encode_utt(gs_session *s, const float *pcm, int n_sampl
 }
 
 /* The cache (and window) of a single run with a T-token prompt:
- * min(T + 256, ceiling) rounded up to a multiple of 256 (§9). */
+ * min(T + 256, ceiling) rounded up to a multiple of 256 (docs/formats/granite_speech.md §9). */
 static int run_ctx(const gs_session *s, int T) {
     int need = T + GS_MAX_NEW < s->dec.ceiling ? T + GS_MAX_NEW : s->dec.ceiling;
     return (need + 255) / 256 * 256;
@@ -185,7 +184,7 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
     return st;
 }
 
-/* ---- batch (§11; causal-lm.md §8) ---- */
+/* ---- batch (docs/formats/granite_speech.md §11; docs/formats/causal-lm.md §8) ---- */
 
 /* nn/causal_lm_batch.h hooks: utterance i up to its prompt embeddings
  * (extra: the batch's prompt), and its result, where a truncated row keeps

@@ -1,4 +1,4 @@
-/* MOSS Transcribe-Diarize family internals (family-moss.md): the loaded
+/* MOSS Transcribe-Diarize family internals (docs/formats/moss.md): the loaded
  * model, the per-session state and the entry points the vtable and the
  * tests use. The encoder is the shared Whisper encoder (nn/whisper_encoder.h),
  * the LM the shared causal decoder (nn/causal_lm.h); weights are borrowed
@@ -21,20 +21,20 @@
 struct gguf_file;
 struct tr_tokenizer;
 
-#define MS_GEN_RESERVE   256  /* §9: output reserve of the input gate */
-#define MS_PREFILL_CHUNK 2048 /* §9 / causal-lm.md §6.3 */
+#define MS_GEN_RESERVE   256  /* docs/formats/moss.md §9: output reserve of the input gate */
+#define MS_PREFILL_CHUNK 2048 /* docs/formats/moss.md §9 / docs/formats/causal-lm.md §6.3 */
 
 typedef struct ms_model {
-    tr_whenc enc;          /* §3.3, §6.1 */
+    tr_whenc enc;          /* docs/formats/moss.md §3.3, §6.1 */
     int merge;             /* stt.moss.audio_merge_size */
-    tr_nn_linear fc1, fc2; /* adaptor §3.4 */
+    tr_nn_linear fc1, fc2; /* adaptor docs/formats/moss.md §3.4 */
     tr_nn_norm norm_out;
-    tr_clm_hparams lm; /* §3.5, §8 */
+    tr_clm_hparams lm; /* docs/formats/moss.md §3.5, §8 */
     tr_clm_block *lm_blocks;
     tr_clm_weights lm_w;
     int max_pos; /* decoder.max_position_embeddings */
 
-    /* prompt (§7) */
+    /* prompt (docs/formats/moss.md §7) */
     int32_t *prefix, *suffix;
     int n_prefix, n_suffix;
     int32_t digits[10];
@@ -72,15 +72,16 @@ typedef struct ms_session {
 
 TR_FAMILY_DECLARE(ms);
 
-/* Encoder frames of a clip: sum over 30 s chunks of (real_len-1)//(hop*2*merge)+1 (§5). */
+/* Encoder frames of a clip: sum over 30 s chunks of (real_len-1)//(hop*2*merge)+1
+ * (docs/formats/moss.md §5). */
 int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples);
-/* Prompt of §7 for T_enc audio rows: ids (malloc'ed, *n long) and the
+/* Prompt of docs/formats/moss.md §7 for T_enc audio rows: ids (malloc'ed, *n long) and the
  * absolute position of each audio row (malloc'ed, T_enc long). */
 transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids, int *n,
                                      int **audio_pos);
 /* The same with vocabulary hints: terms (n_terms, may be 0) re-render the
  * instruction where the file allows it, fitted so that the prompt plus the
- * §9 wanted budget max(256, 2·T_enc + 128) stays within ceiling; *n_used
+ * docs/formats/moss.md §9 wanted budget max(256, 2·T_enc + 128) stays within ceiling; *n_used
  * (optional) gets the number of terms kept. */
 transcribe_status tr_ms_build_prompt_hot(const ms_model *m, int T_enc, const char *const *terms,
                                          int n_terms, int ceiling, int32_t **ids, int *n,
@@ -93,14 +94,14 @@ transcribe_status tr_ms_hotwords_load(const struct gguf_file *f, ms_model *m);
  * hints are off or there are no terms. */
 transcribe_status tr_ms_hotword_suffix(const ms_model *m, const char *const *terms, int n_terms,
                                        int64_t room, int32_t **suffix, int *n_suffix, int *n_used);
-/* Chunked front end + encoder + trim + merge + adaptor (§5, §6):
+/* Chunked front end + encoder + trim + merge + adaptor (docs/formats/moss.md §5, §6):
  * out [T_enc][hidden] malloc'ed. enc_trim (optional) receives the
  * concatenated trimmed encoder rows [4·T_enc][d] malloc'ed. progress
  * (may be NULL) is filled after each chunk. */
 transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
                                int *T_enc, float **enc_trim, tr_run_span *progress);
 
-/* Batched run (c-api.md §11, causal-lm.md §8): per-utterance statuses in
+/* Batched run (docs/c-api.md §11, docs/formats/causal-lm.md §8): per-utterance statuses in
  * ctxs[i].result (partial text kept on OUTPUT_TRUNCATED); returns the
  * whole-batch status. */
 transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const int *n_samples,

@@ -4,7 +4,7 @@
 
 TR_FAMILY_ADAPTERS(ms)
 
-/* c-api.md §13.2 basis of §9: (n_ctx − prompt overhead − 256 reserve)
+/* docs/c-api.md §13.2 basis of docs/formats/moss.md §9: (n_ctx − prompt overhead − 256 reserve)
  * audio tokens of 80 ms; KV bytes for one utterance at the context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const ms_session *s = session;

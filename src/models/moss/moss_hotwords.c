@@ -4,7 +4,7 @@
  * suffix (stt.moss.prompt_instruction_offset). When re-encoding that text
  * reproduces the baked ids, a run's terms re-render the instruction as
  * "instruction + separator + t1, t2, …" and the suffix takes the new ids;
- * the terms are fitted to the context left after the prompt and the §9
+ * the terms are fitted to the context left after the prompt and the docs/formats/moss.md §9
  * generation budget, cut at a term boundary. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* MOSS GGUF loader: every key of family-moss.md §2 with its exact type (a
+/* MOSS GGUF loader: every key of docs/formats/moss.md §2 with its exact type (a
  * present key of another type is a GGUF error), the cross-field checks of
  * §2.3, the tensors of §3 by exact shape and type class (the encoder through
  * the shared Whisper encoder loader, the LM and adaptor through nn/weights
@@ -19,10 +19,10 @@
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 #define req_u32  tr_gguf_req_u32
-/* §3.1 class E: any dequantizable type (row lookup and matmul) */
+/* docs/formats/moss.md §3.1 class E: any dequantizable type (row lookup and matmul) */
 #define MS_TYPES_ANY 0x7fffffffu
 
-/* ---- §2.2 ---- */
+/* ---- docs/formats/moss.md §2.2 ---- */
 
 static transcribe_status read_encoder_keys(const gguf_file *f, ms_model *m) {
     transcribe_status st;
@@ -80,7 +80,7 @@ static transcribe_status read_lm_keys(const gguf_file *f, ms_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.3 prompt and front end ---- */
+/* ---- docs/formats/moss.md §2.3 prompt and front end ---- */
 
 static transcribe_status copy_ids(const gguf_file *f, const char *key, int V, int32_t **out,
                                   int *n) {
@@ -142,7 +142,7 @@ static transcribe_status read_frontend(const gguf_file *f, ms_model *m) {
     if ((st = tr_gguf_opt_u32(f, FK "n_samples", 30 * sr, 1, INT32_MAX, &m->n_chunk))) return st;
     if ((st = tr_gguf_opt_u32(f, FK "nb_max_frames", 0, 0, INT32_MAX, &v))) return st;
 #undef FK
-    /* The Whisper front end pads each chunk to 30 s (§5). */
+    /* The Whisper front end pads each chunk to 30 s (docs/formats/moss.md §5). */
     if (m->n_chunk != 30 * sr)
         return tr_gguf_key_error("stt.frontend.n_samples", "UINT32",
                                  "%d samples per chunk; only 30 s chunks (%d) are supported",
@@ -186,7 +186,7 @@ static transcribe_status read_languages(const gguf_file *f, ms_model *m) {
     return tr_gguf_opt_strv_copy(f, "general.languages", 4096, k_default, 2, &m->lang, &m->n_lang);
 }
 
-/* ---- §3 tensors ---- */
+/* ---- docs/formats/moss.md §3 tensors ---- */
 
 enum { MD_H, MD_Q, MD_K, MD_I, MD_HD, MD_IN, MD_V, MD_NDIMS };
 #define DD(k) TR_NN_DIM(MD_##k)
@@ -285,7 +285,7 @@ void tr_ms_model_free(ms_model *m) {
 }
 
 void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
-    /* no language detection or translation; §9: max_audio_ms not advertised
+    /* no language detection or translation; docs/formats/moss.md §9: max_audio_ms not advertised
      * (the session limits give the basis); MOSS never encodes text (§4) */
     tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                         TRANSCRIBE_TIMESTAMPS_SEGMENT);

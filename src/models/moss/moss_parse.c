@@ -1,4 +1,4 @@
-/* The §10 scanner and turn post-processing. Text outside recognised
+/* The docs/formats/moss.md §10 scanner and turn post-processing. Text outside recognised
  * constructs is appended, in order, to one buffer; a turn remembers where
  * its text starts, so turn k's text runs up to turn k+1's start (a turn
  * stays open until the next one opens, or a final TIME closes the last). */
@@ -147,7 +147,7 @@ static void run_scan(scan *sc) {
     }
 }
 
-/* §10.2: fill unknown starts forward, unknown ends backward, t1 >= t0. */
+/* docs/formats/moss.md §10.2: fill unknown starts forward, unknown ends backward, t1 >= t0. */
 static void patch_times(turn *t, size_t n, int64_t audio_ms) {
     for (size_t k = 0; k < n; k++) {
         if (t[k].t0 == UNKNOWN_MS) {

@@ -1,4 +1,4 @@
-/* MOSS output parsing (family-moss.md §10): the model writes
+/* MOSS output parsing (docs/formats/moss.md §10): the model writes
  * "[t0][Sxx]text[t1]..." and this turns it into segments with times and
  * speaker ids, speaker rows and the marker-free full text. A byte scanner:
  * any input (unclosed brackets, invalid UTF-8, thousands of markers) parses
@@ -12,7 +12,7 @@
 #include "core/result.h"
 #include "transcribe.h"
 
-/* How the run parameters shape the result (§10.3). */
+/* How the run parameters shape the result (docs/formats/moss.md §10.3). */
 typedef struct moss_out_policy {
     bool diarize;    /* diarize == ON: keep speaker ids and rows */
     bool timestamps; /* timestamps AUTO / SEGMENT: keep times, kind SEGMENT */

@@ -1,4 +1,4 @@
-/* MOSS runs (family-moss.md §5–§10): 30 s chunks through the Whisper front
+/* MOSS runs (docs/formats/moss.md §5–§10): 30 s chunks through the Whisper front
  * end and the shared Whisper encoder, trim + concatenate, the 4x merge
  * (a reinterpretation of the concatenated rows, no copy), the VQAdaptor,
  * the baked prompt with time-marker digits, prefill with the audio rows at
@@ -44,7 +44,7 @@ static void ms_release(ms_session *s) {
 
 TR_FAMILY_SESSION(ms, ms_setup, ms_release)
 
-/* ---- §5 lengths and §7 prompt ---- */
+/* ---- docs/formats/moss.md §5 lengths and §7 prompt ---- */
 
 static int64_t tokens_of_chunk(const ms_model *m, int64_t real_len) {
     const int64_t per = (int64_t)m->mel.hop_length * 2 * m->merge; /* 1280 */
@@ -60,7 +60,7 @@ int64_t tr_ms_audio_tokens(const ms_model *m, int64_t n_samples) {
     return t;
 }
 
-/* Span of §7.2 into ids (NULL: count only); audio_pos (optional) gets the
+/* Span of docs/formats/moss.md §7.2 into ids (NULL: count only); audio_pos (optional) gets the
  * span-relative position of each audio row. Returns the span length. */
 static int64_t build_span(const ms_model *m, int64_t T_enc, int32_t *ids, int *audio_pos) {
     int64_t len = 0, n_audio = 0;
@@ -102,7 +102,7 @@ static int64_t prompt_len(const ms_model *m, int64_t T_enc) {
     return m->n_prefix + build_span(m, T_enc, NULL, NULL) + m->n_suffix;
 }
 
-/* The §9 generation budget wanted for T_enc audio rows. */
+/* The docs/formats/moss.md §9 generation budget wanted for T_enc audio rows. */
 static int64_t wanted_budget(int64_t T_enc) {
     const int64_t want = 2 * T_enc + 128;
     return want < MS_GEN_RESERVE ? MS_GEN_RESERVE : want;
@@ -149,7 +149,7 @@ transcribe_status tr_ms_build_prompt(const ms_model *m, int T_enc, int32_t **ids
     return tr_ms_build_prompt_hot(m, T_enc, NULL, 0, 0, ids, n, audio_pos, NULL);
 }
 
-/* ---- §5, §6 encoder, merge, adaptor ---- */
+/* ---- docs/formats/moss.md §5, §6 encoder, merge, adaptor ---- */
 
 transcribe_status tr_ms_encode(ms_session *s, const float *pcm, int n_samples, float **out,
                                int *T_enc, float **enc_trim, tr_run_span *progress) {
@@ -259,9 +259,9 @@ static transcribe_status fill_result(const ms_model *m, const int32_t *ids, int 
     return st;
 }
 
-/* ---- one utterance (§9) ---- */
+/* ---- one utterance (docs/formats/moss.md §9) ---- */
 
-/* The generation budget of §9 for a prompt of T_prompt tokens. */
+/* The generation budget of docs/formats/moss.md §9 for a prompt of T_prompt tokens. */
 static int gen_budget(const ms_session *s, int64_t T_prompt, int64_t T_enc) {
     const int64_t want = wanted_budget(T_enc);
     int64_t room = s->dec.ceiling - T_prompt;
@@ -289,7 +289,7 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
     float *x = malloc((size_t)n * H * sizeof(float));
     if (!x) return -1;
     tr_clm_embed(&m->lm, &m->lm_w, ids, n, NULL, 0, 0, x);
-    /* causal-lm.md §6.1 blend: the audio row replaces the placeholder row
+    /* docs/formats/causal-lm.md §6.1 blend: the audio row replaces the placeholder row
      * (embedding_mult is 1 for MOSS) */
     for (int j = 0; j < T_enc; j++)
         memcpy(x + (size_t)audio_pos[j] * H, audio + (size_t)j * H, H * sizeof(float));
@@ -411,7 +411,7 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     return st;
 }
 
-/* ---- batch (c-api.md §11; causal-lm.md §8) ---- */
+/* ---- batch (docs/c-api.md §11; docs/formats/causal-lm.md §8) ---- */
 
 /* Gate, encoder and prompt embeddings of utterance i into its batch row
  * (nn/causal_lm_batch.h prepare); a gate failure is the utterance's own

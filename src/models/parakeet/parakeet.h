@@ -1,4 +1,4 @@
-/* Parakeet family internals (family-parakeet.md): the loaded model (encoder
+/* Parakeet family internals (docs/formats/parakeet.md): the loaded model (encoder
  * from src/nn/fastconformer.h plus a TDT / RNN-T / CTC head), the per-session
  * state, and the entry points the family vtable and the tests use. Head
  * weights are dequantized to owned F32 copies at load (§8); the encoder
@@ -19,7 +19,7 @@
 
 struct tr_tokenizer;
 
-/* nemotron-3.5 prompt MLP (§3.6, §7.8); n_prompts == 0 when absent. */
+/* nemotron-3.5 prompt MLP (docs/formats/parakeet.md §3.6, §7.8); n_prompts == 0 when absent. */
 typedef struct pk_prompt {
     int n_prompts, hidden, d;
     int n_locales;
@@ -36,8 +36,8 @@ transcribe_status tr_pk_prompt_load(const struct gguf_file *g, int d, int n_prom
 void tr_pk_prompt_free(pk_prompt *p);
 /* Prompt index for a language hint (NULL = default); -1 when unknown. */
 int tr_pk_prompt_id(const pk_prompt *p, const char *lang);
-/* enc [T][d] ← the MLP of §7.8 with prompt pid, in place; hid is [T][hidden]
- * scratch, bias [hidden] scratch. */
+/* enc [T][d] ← the MLP of docs/formats/parakeet.md §7.8 with prompt pid, in place; hid is
+ * [T][hidden] scratch, bias [hidden] scratch. */
 transcribe_status tr_pk_prompt_apply(const pk_prompt *p, tr_pool *pool, int pid, float *enc, int T,
                                      float *hid, float *bias);
 
@@ -49,21 +49,21 @@ typedef struct pk_model {
     tr_mel_config mel;
     struct tr_tokenizer *tok;
     int n_tok_pieces;
-    bool *drop;       /* [n_tok_pieces] CONTROL or language-tag piece (§9.1) */
-    bool *word_start; /* [n_tok_pieces] raw piece starts with U+2581 (§9.3) */
+    bool *drop;       /* [n_tok_pieces] CONTROL or language tag (docs/formats/parakeet.md §9.1) */
+    bool *word_start; /* [n_tok_pieces] piece starts with U+2581 (docs/formats/parakeet.md §9.3) */
     double frame_ms;  /* 1000 · subsampling · hop / sample_rate */
     int n_lang;
     char **lang;
     char *variant;
-    bool streaming; /* §3.1 KV or the §7.8 geometry */
+    bool streaming; /* docs/formats/parakeet.md §3.1 KV or the §7.8 geometry */
     bool lang_detect;
-    /* gguf-common §5: stt.capability.translate overrides the family default
+    /* docs/formats/gguf.md §5: stt.capability.translate overrides the family default
      * (false) for every family; the dispatcher then admits TRANSLATE under
      * the stt.translation.* gates and this family transcribes */
     bool translate;
     int n_targets, n_pairs;
     char **targets, **pairs;
-    /* §3.3 streaming menus (owned copies): att_context_size_choices as
+    /* docs/formats/parakeet.md §3.3 streaming menus (owned copies): att_context_size_choices as
      * [n_ctx_choices][2] (L, R) pairs, pair 0 = the file's default (for a
      * file without the key, the one pair of the scalars); the buffered
      * (left, chunk, right) menus of unified-en, each a list whose
@@ -139,7 +139,7 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
  * other file (those stream through the dispatcher's generic driver). */
 /* Whether this file streams natively (cache-aware; pk_stream.c). */
 bool tr_pk_stream_native(const pk_model *m);
-/* Validates a stream extension against this file (c-api.md §7.3: PKST on
+/* Validates a stream extension against this file (docs/c-api.md §7.3: PKST on
  * the cache-aware files) and gives the index of the (L, R) pair it selects
  * in m->ctx_choices; NULL → pair 0. INVALID_ARG (logged, with the menu)
  * for a right context outside the menu or < -1; BAD_STRUCT_SIZE for a
@@ -156,7 +156,7 @@ void tr_pk_stream_free(pk_stream *ps);
  * files with the three (left, chunk, right) menus; tr_pk_stream_* hand
  * these files to it. */
 bool tr_pk_stream_buffered(const pk_model *m);
-/* Validates a PKBS extension (c-api.md §7.3) and resolves (L, C, R) in
+/* Validates a PKBS extension (docs/c-api.md §7.3) and resolves (L, C, R) in
  * encoder frames into lcr; NULL or -1 fields → the largest entry of each
  * menu. INVALID_ARG (logged, naming the menu) for < -1, a value that is
  * not a multiple of the frame, or one outside its menu. */
@@ -180,7 +180,7 @@ int tr_pk_choose_cut(const pk_window_cfg *w, const pk_toks *P, const pk_toks *Q,
 /* Appends the tokens of w whose frame lies in [from, to). */
 transcribe_status tr_pk_keep_range(pk_toks *all, const pk_toks *w, int from, int to);
 
-/* Result rows of §9 from emitted tokens (global frames). */
+/* Result rows of docs/formats/parakeet.md §9 from emitted tokens (global frames). */
 transcribe_status tr_pk_build_result(const pk_model *m, const pk_tok *toks, int n,
                                      const struct transcribe_run_params *p, tr_result *res);
 

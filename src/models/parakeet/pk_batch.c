@@ -1,4 +1,4 @@
-/* The batch run (c-api.md §11, family-parakeet.md §10.3): utterances that
+/* The batch run (docs/c-api.md §11, docs/formats/parakeet.md §10.3): utterances that
  * fit one encoder window go through one encoder pass per group
  * (tr_fc_forward_batch: every projection reads its weights once for the
  * whole group; attention and convolutions stay per utterance, so each
@@ -123,7 +123,7 @@ static transcribe_status run_group(pk_session *s, const float *const *pcm, const
     size_t off = 0;
     for (int j = 0; j < live; j++) {
         tr_run_ctx *ctx = &ctxs[g[j].idx];
-        /* §17: the shared encode divided across the group's utterances */
+        /* docs/c-api.md §17: the shared encode divided across the group's utterances */
         ctx->result->encode_ms = (float)(enc_ms / live);
         transcribe_status u = decode_one(s, &g[j], s->enc_out + off * d, prompt_id, ctx);
         off += (size_t)g[j].T;
@@ -193,7 +193,7 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
         st = run_group(s, pcm, n_samples, g, k, prompt_id, ctxs, done);
         free_group(g, k);
     }
-    /* §11: every utterance that did not complete reports ABORTED */
+    /* docs/formats/parakeet.md §11: every utterance that did not complete reports ABORTED */
     if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
     free(g);
     free(done);

@@ -1,4 +1,4 @@
-/* Greedy decoders of family-parakeet.md §8. The loops follow the spec's
+/* Greedy decoders of docs/formats/parakeet.md §8. The loops follow the spec's
  * pseudo-code literally (including the TDT blank-with-duration-0 repeat,
  * which costs nothing here because the joint is only recomputed when its
  * inputs change). */
@@ -138,7 +138,7 @@ float tr_pk_confidence(const float *l, int n) {
 
 /* ---- transducer pieces ---- */
 
-/* (pred_out, pending) = PRED(last, state) of §8.1, then g = Wpred·pred_out
+/* (pred_out, pending) = PRED(last, state) of docs/formats/parakeet.md §8.1, then g = Wpred·pred_out
  * + bpred (the joint's predictor half only changes with the predictor). */
 static void pred_step(const pk_head *h, tr_pool *pool, pk_dec_work *w, int last) {
     int Hp = h->hp, L = h->n_layers;

@@ -1,4 +1,4 @@
-/* Parakeet heads and greedy decoders (family-parakeet.md §8): CTC with
+/* Parakeet heads and greedy decoders (docs/formats/parakeet.md §8): CTC with
  * repeat collapse, RNN-T and TDT over an LSTM predictor and a joint network.
  * All weights are owned F32 (dequantized at load); decoding runs on the
  * encoder output [T][d] of one window and reports window-local frames. The
@@ -80,7 +80,7 @@ size_t tr_pk_dec_work_bytes(const pk_dec_work *w);
 
 typedef bool (*pk_abort_fn)(void *user);
 
-/* Greedy decode of enc [T][d_enc] (§8.3–§8.5), appending to out with
+/* Greedy decode of enc [T][d_enc] (docs/formats/parakeet.md §8.3–§8.5), appending to out with
  * window-local frames. TRANSCRIBE_ERR_BACKEND past the §8.3 safety cap,
  * OOM, or ABORTED (polled every few hundred frames). */
 transcribe_status tr_pk_decode(const pk_head *h, tr_pool *pool, pk_dec_work *w, const float *enc,
@@ -107,7 +107,7 @@ transcribe_status tr_pk_decode_resume(const pk_head *h, tr_pool *pool, pk_dec_wo
  * over the pool; a failure is noted on the pool like any kernel's. */
 void tr_pk_matvec(tr_pool *pool, const pk_mat *W, const float *b, const float *x, float *y);
 
-/* §8.6: 1 − H(softmax(l[0..n))) / ln(n). */
+/* docs/formats/parakeet.md §8.6: 1 − H(softmax(l[0..n))) / ln(n). */
 float tr_pk_confidence(const float *l, int n);
 
 #endif

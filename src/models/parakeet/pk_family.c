@@ -31,7 +31,7 @@ static bool fam_stream_native(void *model) {
     return tr_pk_stream_native(model) || tr_pk_stream_buffered(model);
 }
 
-/* c-api.md §7.2 / §7.3: on the STREAM slot, the cache-aware files take the
+/* docs/c-api.md §7.2 / §7.3: on the STREAM slot, the cache-aware files take the
  * lookahead knob (PKST), the buffered-menu files the (left, chunk, right)
  * choice (PKBS); nothing else takes an extension. */
 static bool fam_model_accepts_ext_kind(void *model, uint32_t kind, int slot) {
@@ -41,7 +41,7 @@ static bool fam_model_accepts_ext_kind(void *model, uint32_t kind, int slot) {
     return false;
 }
 
-/* Preflight of the stream extension (c-api.md §14.3 step 10). */
+/* Preflight of the stream extension (docs/c-api.md §14.3 step 10). */
 static transcribe_status fam_validate_stream(void *model, const struct transcribe_ext *ext) {
     if (tr_pk_stream_buffered(model)) {
         int lcr[3];
@@ -101,7 +101,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
 const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
-    .get_limits = tr_family_no_limits, /* §10.1: the context knob has no effect */
+    .get_limits = tr_family_no_limits, /* docs/formats/parakeet.md §10.1: n_ctx has no effect */
     .stream_begin = fam_stream_begin,
     .stream_feed = fam_stream_feed,
     .stream_finalize = fam_stream_finalize,

@@ -1,7 +1,6 @@
-/* Head loader: stt.parakeet.head_kind / predictor / joint / tdt keys (§3.4)
- * and the head tensors (§4.3). Predictor, joint and CTC weights are
- * dequantized to owned F32 at load, as the reference runtime does, so the
- * per-step decoder never touches quantized data. */
+/* Head loader: stt.parakeet.head_kind / predictor / joint / tdt keys (docs/formats/parakeet.md
+ * §3.4) and the head tensors (§4.3). Predictor, joint and CTC weights are dequantized to owned F32
+ * at load, as the reference runtime does, so the per-step decoder never touches quantized data. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

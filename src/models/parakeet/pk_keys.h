@@ -10,7 +10,7 @@
 #include "models/parakeet/pk_decode.h"
 #include "transcribe.h"
 
-/* Head keys of §3.4 and tensors of §4.3, dequantized to owned F32. */
+/* Head keys of docs/formats/parakeet.md §3.4 and tensors of §4.3, dequantized to owned F32. */
 transcribe_status tr_pk_head_load(const gguf_file *g, int d_model, pk_head *h);
 
 #endif

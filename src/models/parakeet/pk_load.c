@@ -1,4 +1,4 @@
-/* Parakeet GGUF loader: identity and capability keys (§3.1), tokenizer
+/* Parakeet GGUF loader: identity and capability keys (docs/formats/parakeet.md §3.1), tokenizer
  * (§3.2, §5), encoder via src/nn/fastconformer.h (§3.3, §4.1–4.2), head
  * (pk_head.c), front end (§3.5, §6), languages and capabilities. */
 #include <inttypes.h>
@@ -24,7 +24,7 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-/* §9.1 fallback for files predating CONTROL-tagged language tags:
+/* docs/formats/parakeet.md §9.1 fallback for files predating CONTROL-tagged language tags:
  * "<" + 2–3 lowercase letters + "-" + 2–4 ASCII letters + ">". */
 static bool is_lang_tag(const char *p) {
     if (!p || *p++ != '<') return false;
@@ -72,7 +72,7 @@ static transcribe_status load_languages(const gguf_file *g, pk_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §3.5: every stt.frontend.* key is required; values are validated here
+/* docs/formats/parakeet.md §3.5: every stt.frontend.* key is required; values are validated here
  * after tr_mel_config_from_gguf has checked their types. */
 static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     static const char *const req[] = {
@@ -104,7 +104,7 @@ static transcribe_status load_frontend(const gguf_file *g, pk_model *m) {
     tr_mel_config_nemo(c, m->hp.n_mels);
     transcribe_status st = tr_mel_config_from_gguf(c, g);
     if (st != TRANSCRIBE_OK) return st;
-    c->pad_mode = TR_PAD_CONSTANT; /* §6: forced whatever the file says */
+    c->pad_mode = TR_PAD_CONSTANT; /* docs/formats/parakeet.md §6: forced whatever the file says */
     c->window = TR_WIN_HANN_SYMMETRIC;
     float dither = 0.0f;
     if ((st = tr_gguf_opt_f32(g, "stt.frontend.dither", 0.0f, &dither))) return st;
@@ -132,7 +132,7 @@ static int arr_len(const gguf_file *g, const char *key, transcribe_status *st) {
     return (int)(n > 1000000 ? 1000000 : n);
 }
 
-/* §3.1 / §7.8: the KV can switch streaming on; so can the geometry. */
+/* docs/formats/parakeet.md §3.1 / §7.8: the KV can switch streaming on; so can the geometry. */
 static transcribe_status load_caps(const gguf_file *g, pk_model *m) {
     bool translate = false, streaming = false;
     transcribe_status st = TRANSCRIBE_OK;
@@ -165,7 +165,7 @@ static int32_t *copy_i32(const int32_t *v, int64_t n) {
     return c;
 }
 
-/* The streaming menus of §3.3 (the encoder's reader already checked the
+/* The streaming menus of docs/formats/parakeet.md §3.3 (the encoder's reader already checked the
  * pairs' shape and that pair 0 equals the scalars). */
 static transcribe_status load_menus(const gguf_file *g, pk_model *m) {
     const int32_t *v = NULL;
@@ -265,7 +265,7 @@ void tr_pk_model_free(pk_model *m) {
 void tr_pk_model_describe(const pk_model *m, tr_model_desc *desc) {
     /* translation only where the file's capability key turns it on (the
      * family then transcribes); no speculative decoding; max_audio_ms 0;
-     * §5: no encoding for this family (no tokenizer) */
+     * docs/formats/parakeet.md §5: no encoding for this family (no tokenizer) */
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_TOKEN);
     c->supports_language_detect = m->lang_detect;

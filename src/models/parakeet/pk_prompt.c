@@ -1,4 +1,4 @@
-/* Prompt conditioning of nemotron-3.5 (family-parakeet.md §3.6, §7.8): the
+/* Prompt conditioning of nemotron-3.5 (docs/formats/parakeet.md §3.6, §7.8): the
  * decoder consumes enc'[t] = W2 · ReLU(W0 · [enc[t]; onehot(pid)] + b0) + b2.
  * The one-hot half of W0 · z is one column of W0, so it is folded into the
  * bias per run and W0's first d columns multiply the encoder output in one

@@ -1,4 +1,4 @@
-/* Result rows of family-parakeet.md §9: filtering, token / word / segment
+/* Result rows of docs/formats/parakeet.md §9: filtering, token / word / segment
  * times from encoder frames, full and raw text, granularity. */
 #include <math.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include "models/parakeet/parakeet.h"
 #include "text/tokenizer.h"
 
-/* Runs of ASCII spaces become one; leading / trailing spaces go (§9.5). */
+/* Runs of ASCII spaces become one; leading / trailing spaces go (docs/formats/parakeet.md §9.5). */
 static void collapse_spaces(char *s) {
     char *w = s;
     for (const char *r = s; *r; r++) {
@@ -33,7 +33,7 @@ typedef struct rows_ctx {
 } rows_ctx;
 
 /* Words open at the first kept token and at every raw piece starting with
- * U+2581; word text drops one leading space (§9.3). */
+ * U+2581; word text drops one leading space (docs/formats/parakeet.md §9.3). */
 static bool add_words(const rows_ctx *c, int seg) {
     const pk_model *m = c->m;
     for (int a = 0; a < c->n;) {
@@ -84,7 +84,7 @@ static transcribe_status build(const pk_model *m, const pk_tok *toks, int n,
     if (kind == TRANSCRIBE_TIMESTAMPS_AUTO) kind = TRANSCRIBE_TIMESTAMPS_TOKEN;
     tr_result_set_timestamp_kind(res, kind);
     st = TRANSCRIBE_OK;
-    if (nk == 0) goto done; /* §9.6: no segment, empty text */
+    if (nk == 0) goto done; /* docs/formats/parakeet.md §9.6: no segment, empty text */
 
     bool timed = kind != TRANSCRIBE_TIMESTAMPS_NONE;
     const pk_tok *ft = &toks[src[0]], *lt = &toks[src[nk - 1]];

@@ -1,6 +1,6 @@
 /* The offline run: input checks, one encoder pass for inputs up to one
  * window (exactly as the reference), overlapping windows stitched at a
- * token-free cut for longer inputs (README.md), then the §9 rows. */
+ * token-free cut for longer inputs (README.md), then the docs/formats/parakeet.md §9 rows. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +200,7 @@ static transcribe_status run_windows(run_state *r, pk_toks *all) {
     return st;
 }
 
-/* §7.8: with a prompt dictionary, a hint must name one of its locales. */
+/* docs/formats/parakeet.md §7.8: with a prompt dictionary, a hint must name one of its locales. */
 transcribe_status tr_pk_validate_run(const pk_model *m, const struct transcribe_run_params *p) {
     if (m->prompt.n_prompts > 0 && tr_pk_prompt_id(&m->prompt, p->language) < 0) {
         TR_ERROR("parakeet: language '%s' is not in the prompt dictionary", p->language);
@@ -220,7 +220,7 @@ transcribe_status tr_pk_run(pk_session *s, const float *pcm, int n_samples, tr_r
     pk_toks all = {0};
     transcribe_status st = TRANSCRIBE_OK;
     if (n_samples < 2 * m->mel.hop_length) {
-        /* < 3 mel frames: the per-feature statistics of §6 are undefined
+        /* < 3 mel frames: the per-feature statistics of docs/formats/parakeet.md §6 are undefined
          * (§12.1); nothing can be recognised in 20 ms, so: OK, empty text */
         TR_INFO("parakeet: %d samples is too short to transcribe; empty result", n_samples);
         return tr_pk_build_result(m, NULL, 0, ctx->params, res);

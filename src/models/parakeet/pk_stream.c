@@ -1,4 +1,4 @@
-/* Native cache-aware streaming (family-parakeet.md §7.8; c-api.md §14) for
+/* Native cache-aware streaming (docs/formats/parakeet.md §7.8; docs/c-api.md §14) for
  * the chunked_limited files (nemotron-speech-streaming, nemotron-3.5,
  * multitalker): samples → mel frames as soon as their 512-sample window is
  * complete → the streaming encoder (nn/fastconformer.h tr_fc_stream), which
@@ -81,7 +81,7 @@ bool tr_pk_stream_native(const pk_model *m) {
            m->mel.pad_mode == TR_PAD_CONSTANT && tr_fc_stream_supported(m->enc);
 }
 
-/* The (L, R) pair a cache-aware stream extension selects (c-api.md §7.3
+/* The (L, R) pair a cache-aware stream extension selects (docs/c-api.md §7.3
  * PKST): -1 (or no extension) → pair 0, the file's default; otherwise the
  * pair whose right context is att_context_right. */
 transcribe_status tr_pk_stream_choice(const pk_model *m, const struct transcribe_ext *ext,

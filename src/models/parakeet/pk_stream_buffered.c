@@ -1,5 +1,5 @@
-/* Buffered streaming of unified-en (family-parakeet.md §3.3 menus, §7.8;
- * c-api.md §7.3 PKBS), as NeMo's buffered RNN-T streaming runs it: the
+/* Buffered streaming of unified-en (docs/formats/parakeet.md §3.3 menus, §7.8;
+ * docs/c-api.md §7.3 PKBS), as NeMo's buffered RNN-T streaming runs it: the
  * encoder re-runs over a window of [left | chunk | right] samples
  * (frame = subsampling * hop samples) with the chunked_limited_with_rc
  * mask of (L, C, R) counted from the window's first frame; the mel is

@@ -1,4 +1,4 @@
-/* The result rows of a native stream (family-parakeet.md §9), extended in
+/* The result rows of a native stream (docs/formats/parakeet.md §9), extended in
  * place as tokens arrive, so a feed costs what its new tokens cost however
  * long the stream has run (the whole-list rebuild of tr_pk_build_result
  * grows with the stream). Every decoded token is final, so rows only ever

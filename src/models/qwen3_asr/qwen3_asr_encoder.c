@@ -1,8 +1,8 @@
-/* Qwen3-ASR front end (§5: Whisper-style log-mel of the whole clip with the
- * per-utterance clamp) and audio encoder (§6): per 1 s chunk three stride-2
- * Conv2d + GELU (their weights prepared once per call), conv_out, chunk-local sinusoids; the
- * pad-trimmed rows then go through full (unwindowed, §6.5) bidirectional pre-LN blocks and the
- * ln_post / proj1 / GELU / proj2 head. */
+/* Qwen3-ASR front end (docs/formats/qwen3_asr.md §5: Whisper-style log-mel of the whole clip with
+ * the per-utterance clamp) and audio encoder (§6): per 1 s chunk three stride-2 Conv2d + GELU
+ * (their weights prepared once per call), conv_out, chunk-local sinusoids; the pad-trimmed rows
+ * then go through full (unwindowed, §6.5) bidirectional pre-LN blocks and the ln_post / proj1 /
+ * GELU / proj2 head. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +65,7 @@ static void conv_chunk(const qa_model *m, tr_pool *pool, tr_conv_weight *const p
         h = ho;
         w = wo;
     }
-    /* feature[c*M3 + f] of time step t = y[c][f][t] (§6.2) */
+    /* feature[c*M3 + f] of time step t = y[c][f][t] (docs/formats/qwen3_asr.md §6.2) */
     const int M3 = h, T = w;
     for (int t = 0; t < T; t++)
         for (int c = 0; c < C; c++)
@@ -105,7 +105,7 @@ transcribe_status tr_qa_encode(const qa_model *m, tr_pool *pool, const float *me
         int ng = n_chunks - g0 < QA_CHUNK_GROUP ? n_chunks - g0 : QA_CHUNK_GROUP;
         for (int j = 0; j < ng; j++) {
             int c = g0 + j, t0 = c * W, len = T_mel - t0 < W ? T_mel - t0 : W;
-            memset(img, 0, (size_t)M * W * sizeof(float)); /* §6.1: zero-padded tail */
+            memset(img, 0, (size_t)M * W * sizeof(float)); /* the zero-padded tail */
             for (int f = 0; f < M; f++)
                 memcpy(img + (size_t)f * W, mel + (size_t)f * T_mel + t0,
                        (size_t)len * sizeof(float));

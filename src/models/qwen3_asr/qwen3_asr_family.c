@@ -4,7 +4,7 @@
 
 TR_FAMILY_ADAPTERS(qa)
 
-/* c-api.md §13.2, decoder-bound: (n_ctx − 48 prompt − 256 reserve) audio
+/* docs/c-api.md §13.2, decoder-bound: (n_ctx − 48 prompt − 256 reserve) audio
  * tokens of 80 ms; KV bytes for one utterance at the effective context. */
 static void fam_get_limits(void *session, struct transcribe_session_limits *out) {
     const qa_session *s = session;
@@ -15,7 +15,7 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 /* ---- tool hooks (transcribe-bench) ---- */
 
-/* Qwen3-ASR audio encoder (family-qwen3_asr.md §6) on n samples: per
+/* Qwen3-ASR audio encoder (docs/formats/qwen3_asr.md §6) on n samples: per
  * chunk of 2 * n_window mel frames (the last zero-padded) three 3x3
  * stride-2 convolutions and conv_out, then full attention blocks over the
  * pad-trimmed rows and the proj1 / proj2 head. */

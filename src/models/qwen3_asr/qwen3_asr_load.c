@@ -1,4 +1,4 @@
-/* Qwen3-ASR GGUF loader: every key of family-qwen3_asr.md §2 with its exact
+/* Qwen3-ASR GGUF loader: every key of docs/formats/qwen3_asr.md §2 with its exact
  * type (a present key of another type is a GGUF error), the cross-field
  * checks of §2.6, the tensors of §3 by exact shape and type class, the
  * tokenizer and special tokens of §4, the language table of §9.1 and the
@@ -19,10 +19,10 @@
 #include "util/vec.h"
 
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
-/* §3.1 class E: any dequantizable type (row lookup and matmul) */
+/* docs/formats/qwen3_asr.md §3.1 class E: any dequantizable type (row lookup and matmul) */
 #define QA_TYPES_ANY 0x7fffffffu
 
-/* §9.1: codes and publisher names. */
+/* docs/formats/qwen3_asr.md §9.1: codes and publisher names. */
 static const char *const k_lang[QA_N_LANGS][2] = {
     {"zh", "Chinese"},    {"en", "English"},    {"yue", "Cantonese"}, {"ar", "Arabic"},
     {"de", "German"},     {"fr", "French"},     {"es", "Spanish"},    {"pt", "Portuguese"},
@@ -57,7 +57,7 @@ static transcribe_status req_id(const gguf_file *f, const char *key, int V, int 
     return tr_gguf_req_u32(f, key, 0, V - 1, out);
 }
 
-/* ---- §2.3 / §2.4 ---- */
+/* ---- docs/formats/qwen3_asr.md §2.3 / §2.4 ---- */
 
 static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     transcribe_status st;
@@ -127,7 +127,7 @@ static transcribe_status read_hparams(const gguf_file *f, qa_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.6 front end ---- */
+/* ---- docs/formats/qwen3_asr.md §2.6 front end ---- */
 
 static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     transcribe_status st;
@@ -156,7 +156,7 @@ static transcribe_status read_frontend(const gguf_file *f, qa_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.2, §2.5, §4 tokenizer and special ids; §9.1 languages ---- */
+/* ---- docs/formats/qwen3_asr.md §2.2, §2.5, §4 tokenizer and special ids; §9.1 languages ---- */
 
 static transcribe_status find_piece(const qa_model *m, const char *piece, int *out) {
     return tr_tokenizer_require(m->tok, "qwen3_asr", piece, out);
@@ -182,7 +182,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, qa_model *m) {
 }
 
 static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
-    const char *table[QA_N_LANGS]; /* absent: the §9.1 table */
+    const char *table[QA_N_LANGS]; /* absent: the docs/formats/qwen3_asr.md §9.1 table */
     for (int i = 0; i < QA_N_LANGS; i++) table[i] = k_lang[i][0];
     transcribe_status st = tr_gguf_opt_strv_copy(f, "general.languages", 4096, table, QA_N_LANGS,
                                                  &m->lang, &m->n_lang);
@@ -198,7 +198,7 @@ static transcribe_status read_languages(const gguf_file *f, qa_model *m) {
     return opt_bool(f, "stt.capability.lang_detect", false, &m->lang_detect);
 }
 
-/* ---- §3 tensors ---- */
+/* ---- docs/formats/qwen3_asr.md §3 tensors ---- */
 
 static const float *vec(const gguf_file *f, const char *name, int64_t n, bool *ok) {
     const int64_t ne[1] = {n};
@@ -276,7 +276,7 @@ static transcribe_status read_encoder(const gguf_file *f, qa_model *m) {
                                .d_ffn = e->d_ffn,
                                .ln_eps = 1e-5f};
 
-    /* §6.3 sinusoids for the rows of one chunk */
+    /* docs/formats/qwen3_asr.md §6.3 sinusoids for the rows of one chunk */
     int L = 2 * e->n_window;
     for (int i = 0; i < 3; i++) L = (L + 1) / 2;
     m->per_chunk = L;
@@ -311,7 +311,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = tr_clm_load_weights(f, "qwen3_asr", &m->lm, m->tied, QA_TYPES_ANY, &m->lm_blocks,
                                   &m->lm_w)))
         return st;
-    /* §9.3: (max_position − 48 − 256) audio tokens of 8 hops each */
+    /* docs/formats/qwen3_asr.md §9.3: (max_position − 48 − 256) audio tokens of 8 hops each */
     int64_t tokens = (int64_t)m->max_pos - 48 - QA_MAX_NEW;
     m->max_audio_ms = tokens > 0 ? tokens * 8 * m->mel.hop_length * 1000 / m->mel.sample_rate : 0;
     TR_INFO("qwen3_asr: loaded %s (encoder %d x %d, LM %d x %d, heads %d/%d, vocab %d)", m->variant,
@@ -332,8 +332,8 @@ void tr_qa_model_free(qa_model *m) {
 void tr_qa_model_describe(const qa_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
-                            TRANSCRIBE_TIMESTAMPS_NONE /* §10 */);
-    c->supports_language_detect = true; /* §9.1; no translation */
+                            TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/qwen3_asr.md §10 */);
+    c->supports_language_detect = true; /* docs/formats/qwen3_asr.md §9.1; no translation */
     desc->bounded_output = true;        /* a fixed output budget, no long form */
     c->max_audio_ms = m->max_audio_ms;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;

@@ -1,4 +1,4 @@
-/* Qwen3-ASR runs: the chat prompt with optional forced language (§7), the
+/* Qwen3-ASR runs: the chat prompt with optional forced language (docs/formats/qwen3_asr.md §7), the
  * input gate before any front-end work (§9.3; the encoder length is exact
  * from the sample count), log-mel, encoder, prefill with the audio rows
  * injected, greedy decoding on the shared causal-LM loop (§9.2), output
@@ -26,7 +26,7 @@ static void qa_release(qa_session *s) {
 }
 TR_FAMILY_SESSION(qa, qa_setup, qa_release)
 
-/* ---- prompt (§7) ---- */
+/* ---- prompt (docs/formats/qwen3_asr.md §7) ---- */
 
 static bool forced(const char *lang) {
     return lang && lang[0];
@@ -86,7 +86,7 @@ transcribe_status tr_qa_validate_run(const qa_model *m, const struct transcribe_
     return TRANSCRIBE_OK;
 }
 
-/* ---- output (§10) ---- */
+/* ---- output (docs/formats/qwen3_asr.md §10) ---- */
 
 transcribe_status tr_qa_fill_result(const qa_model *m, const int32_t *ids, int n, bool is_forced,
                                     int n_samples, tr_result *res) {
@@ -120,7 +120,8 @@ transcribe_status tr_qa_fill_result(const qa_model *m, const int32_t *ids, int n
 
 /* ---- one utterance ---- */
 
-/* §9.3 gate from the exact prompt length (known from the sample count). */
+/* docs/formats/qwen3_asr.md §9.3 gate from the exact prompt length (known from the sample
+ * count). */
 static transcribe_status gate(const qa_session *s, int n_samples, int prefix, int *T_prompt) {
     const qa_model *m = s->m;
     if (n_samples < m->mel.n_fft / 2 + 1) {
@@ -243,7 +244,7 @@ transcribe_status tr_qa_run(qa_session *s, const float *pcm, int n_samples, tr_r
     return st;
 }
 
-/* ---- batch (§11; causal-lm.md §8) ---- */
+/* ---- batch (docs/formats/qwen3_asr.md §11; docs/formats/causal-lm.md §8) ---- */
 
 /* Gate, encoder and prompt embeddings of one utterance into its batch row
  * (x set when it will be decoded). A non-OK status other than OOM is that

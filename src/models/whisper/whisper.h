@@ -1,4 +1,4 @@
-/* Whisper family internals (family-whisper.md): the loaded model, the
+/* Whisper family internals (docs/formats/whisper.md): the loaded model, the
  * per-session state, and the entry points the family vtable and the tests
  * use. Weights are borrowed views into the mapped model file. */
 #ifndef TR_MODELS_WHISPER_H
@@ -96,7 +96,7 @@ typedef struct wh_hub wh_hub;
 /* load / describe / free, session create / free, run (core/family.h) */
 TR_FAMILY_DECLARE(wh);
 
-/* Log-mel (whisper_mel.c). Whole signal per §5.2: *mel is malloc'ed
+/* Log-mel (whisper_mel.c). Whole signal per docs/formats/whisper.md §5.2: *mel is malloc'ed
  * [n_mels][*n_frames]. */
 transcribe_status tr_wh_log_mel(const wh_model *m, tr_pool *pool, const float *pcm, int64_t n,
                                 float **mel, int *n_frames);

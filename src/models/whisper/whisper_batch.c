@@ -1,4 +1,4 @@
-/* The batch run (c-api.md §11, family-whisper.md §8 item 8). Whisper's
+/* The batch run (docs/c-api.md §11, docs/formats/whisper.md §12 item 8). Whisper's
  * decoding (§8: language detection, prompt, temperature fallback, no-speech
  * gate, seek windows, long form) is a long sequential algorithm; rather
  * than a second, lockstep copy of it, every utterance runs the unchanged
@@ -349,7 +349,7 @@ transcribe_status tr_wh_run_batch(wh_session *s, const float *const *pcm, const 
             st = hub_run(&h, pcm, n_samples, ctxs, done, todo, n_todo);
             if (st == TRANSCRIBE_OK && atomic_load(&h.abort)) st = TRANSCRIBE_ERR_ABORTED;
         }
-        /* members that aborted did not complete (§11) */
+        /* members that aborted did not complete (docs/formats/whisper.md §11) */
         hub_free(&h);
         if (!ok) TR_WARN("whisper: no memory for batch members; running the batch serially");
     }

@@ -1,4 +1,4 @@
-/* Legacy whisper.cpp .bin adapter (gguf-common.md §11.3): derived
+/* Legacy whisper.cpp .bin adapter (docs/formats/gguf.md §11.3): derived
  * hyperparameters, special ids, suppression lists, languages, front end and
  * tokenizer, on top of the .bin container parser (src/gguf/ggml_bin.h),
  * which exposes the tensors under their canonical GGUF names. */

@@ -1,5 +1,5 @@
 /* Whisper properties a legacy .bin file implies but does not store
- * (gguf-common.md §11.3): special token ids, languages, variant name and
+ * (docs/formats/gguf.md §11.3): special token ids, languages, variant name and
  * the non-speech suppression list. */
 #include "models/whisper/whisper_bin_info.h"
 

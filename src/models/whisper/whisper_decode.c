@@ -1,4 +1,4 @@
-/* Per-step decoding rules of family-whisper.md §8.5–§8.8: logit
+/* Per-step decoding rules of docs/formats/whisper.md §8.5–§8.8: logit
  * suppression and timestamp constraints, greedy / temperature selection,
  * segment retrieval and the seek advance. Pure functions of their inputs. */
 #include <math.h>
@@ -69,7 +69,7 @@ double tr_wh_rng_uniform(wh_rng *r) {
     return ((double)a * 67108864.0 + (double)b) / 9007199254740992.0;
 }
 
-/* ---- §8.5 ---- */
+/* ---- docs/formats/whisper.md §8.5 ---- */
 
 static void mask_range(float *l, int a, int b) {
     for (int i = a; i < b; i++) l[i] = -INFINITY;
@@ -119,7 +119,7 @@ void tr_wh_process_logits(const wh_proc *pc, float *l, const int32_t *G, int n_g
     if (lse > (double)mt) mask_range(l, 0, TB);
 }
 
-/* ---- §8.6 ---- */
+/* ---- docs/formats/whisper.md §8.6 ---- */
 
 int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float *p) {
     int best = -1;
@@ -153,7 +153,8 @@ int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, fl
             if (acc > u) break;
         }
         if (id < 0) id = best;
-        /* upstream's avg_logprob at T > 0: log_softmax(T * logits)[id] (§12 item 3) */
+        /* upstream's avg_logprob at T > 0: log_softmax(T * logits)[id] (docs/formats/whisper.md §12
+         * item 3) */
         double s2 = 0.0;
         for (int i = 0; i < V; i++)
             if (l[i] != -INFINITY) s2 += exp((double)T * ((double)l[i] - mx));
@@ -165,7 +166,7 @@ int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, fl
     return id;
 }
 
-/* ---- §8.8 ---- */
+/* ---- docs/formats/whisper.md §8.8 ---- */
 
 int tr_wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_t offset_ms,
                             int n_real, bool want_ts, wh_seg *segs, int *advance) {

@@ -1,5 +1,5 @@
 /* Whisper decoding pieces shared by the run loop and its tests:
- * options resolved from the run extension, logit processing (§8.5), token
+ * options resolved from the run extension, logit processing (docs/formats/whisper.md §8.5), token
  * selection (§8.6), segment retrieval (§8.8) and the sampler RNG. */
 #ifndef TR_MODELS_WHISPER_DECODE_H
 #define TR_MODELS_WHISPER_DECODE_H
@@ -27,7 +27,7 @@ typedef struct wh_opts {
 
 void tr_wh_opts_from_params(const struct transcribe_run_params *p, wh_opts *o);
 
-/* mt19937 (§8.1: one generator per run). */
+/* mt19937 (docs/formats/whisper.md §8.1: one generator per run). */
 typedef struct wh_rng {
     uint32_t mt[624];
     int idx;
@@ -35,7 +35,7 @@ typedef struct wh_rng {
 void tr_wh_rng_seed(wh_rng *r, uint32_t seed);
 double tr_wh_rng_uniform(wh_rng *r); /* [0, 1) with 53 random bits */
 
-/* Rules of §8.5 applied in place to logits [V] given the tokens generated
+/* Rules of docs/formats/whisper.md §8.5 applied in place to logits [V] given the tokens generated
  * so far in this tier. max_init_idx < 0 disables the initial cap. */
 typedef struct wh_proc {
     const wh_model *m;
@@ -44,11 +44,12 @@ typedef struct wh_proc {
 } wh_proc;
 void tr_wh_process_logits(const wh_proc *pc, float *logits, const int32_t *G, int n_g);
 
-/* Selects a token from processed logits (§8.6). T == 0: argmax. Writes the
+/* Selects a token from processed logits (docs/formats/whisper.md §8.6). T == 0: argmax. Writes the
  * log-probability used for avg_logprob and p (softmax probability at T = 1). */
 int tr_wh_select(const float *logits, int V, float T, wh_rng *rng, float *logprob, float *p);
 
-/* One retrieved segment of §8.8: token range [start, end) of G and times. */
+/* One retrieved segment of docs/formats/whisper.md §8.8: token range [start, end) of G and
+ * times. */
 typedef struct wh_seg {
     int start, end; /* slice of G (history slice) */
     int64_t t0_ms, t1_ms;

@@ -1,4 +1,4 @@
-/* Compression ratio of a token sequence (family-whisper.md §8.6): the ids
+/* Compression ratio of a token sequence (docs/formats/whisper.md §8.6): the ids
  * as 2-byte little-endian integers, compressed zlib-style (level 6: lazy
  * LZ77 matching, then the smallest of stored / fixed / dynamic Huffman
  * blocks) — only the compressed SIZE is computed, nothing is emitted. Byte

@@ -40,7 +40,7 @@ static int fam_ext_query(void *session, uint32_t what, int index, void *out) {
     }
 }
 
-/* Legacy whisper.cpp .bin files (gguf-common.md §11) are Whisper's. */
+/* Legacy whisper.cpp .bin files (docs/formats/gguf.md §11) are Whisper's. */
 static bool fam_probe_file(const void *head, size_t n) {
     return tr_ggml_bin_sniff(head, n);
 }

@@ -1,4 +1,4 @@
-/* Whisper GGUF loader: every key of family-whisper.md §2.2 with its type and
+/* Whisper GGUF loader: every key of docs/formats/whisper.md §2.2 with its type and
  * validation rule, every tensor of §3 with exact shape and allowed dtypes,
  * special ids, suppression lists, languages and capabilities. Weights stay
  * in the mapped file. */
@@ -24,7 +24,7 @@
 
 /* ---- key helpers (tri-state getters: -1 wrong type, 0 absent, 1 ok) ---- */
 
-/* Sizes of §2.2: UINT32 in [1, 2^24]. */
+/* Sizes of docs/formats/whisper.md §2.2: UINT32 in [1, 2^24]. */
 static transcribe_status req_u32_pos(const gguf_file *f, const char *key, int *out) {
     return tr_gguf_req_u32(f, key, 1, 1 << 24, out);
 }
@@ -39,7 +39,7 @@ static transcribe_status opt_u32(const gguf_file *f, const char *key, int def, i
     return tr_gguf_opt_u32_or(f, key, def, 1, 1 << 30, out);
 }
 
-/* Token ids of §2.2 are UINT32; absent or past INT32_MAX → def. */
+/* Token ids of docs/formats/whisper.md §2.2 are UINT32; absent or past INT32_MAX → def. */
 static transcribe_status opt_id(const gguf_file *f, const char *key, int def, int *out) {
     return tr_gguf_opt_u32_or(f, key, def, 0, INT32_MAX, out);
 }
@@ -58,14 +58,14 @@ static transcribe_status copy_id_list(const gguf_file *f, const char *key, int V
     if (!d) return TRANSCRIBE_ERR_OOM;
     int k = 0;
     for (int64_t i = 0; i < n; i++) {
-        if (a[i] >= 0 && a[i] < V) d[k++] = a[i]; /* §4.5: out-of-range ids ignored */
+        if (a[i] >= 0 && a[i] < V) d[k++] = a[i]; /* out-of-range ids ignored */
     }
     *out = d;
     *n_out = k;
     return TRANSCRIBE_OK;
 }
 
-/* ---- hyperparameters and front end (§2.2) ---- */
+/* ---- hyperparameters and front end (docs/formats/whisper.md §2.2) ---- */
 
 static transcribe_status read_hparams(const gguf_file *f, wh_model *m) {
     wh_hparams *hp = &m->hp;
@@ -221,7 +221,7 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
             }
         }
     }
-    tr_tokenizer_set_pretok(m->tok, TR_PRE_GPT2); /* §2.2: Whisper always uses gpt2 */
+    tr_tokenizer_set_pretok(m->tok, TR_PRE_GPT2); /* docs/formats/whisper.md §2.2: always gpt2 */
     m->n_tok_pieces = tr_tokenizer_n_vocab(m->tok);
     if ((st = tr_gguf_opt_token_id_or(f, "tokenizer.ggml.eos_token_id", V, 50257, &m->eot)))
         return st;
@@ -265,7 +265,7 @@ static transcribe_status read_tokens(const gguf_file *f, wh_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- tensors (§3) ---- */
+/* ---- tensors (docs/formats/whisper.md §3) ---- */
 
 /* Sizes the tensor tables refer to. */
 enum { WH_D, WH_M, WH_S, WH_T, WH_V, WH_Q, WH_NFFT, WH_NDIMS };

@@ -1,4 +1,4 @@
-/* Whisper log-mel (family-whisper.md §5.2). Short form pads to one 30 s
+/* Whisper log-mel (docs/formats/whisper.md §5.2). Short form pads to one 30 s
  * window. Long form is streamed so memory does not grow with the input:
  * pass 1 computes every frame chunk by chunk only to find the global
  * maximum g; windows are then computed on demand with the fixed g

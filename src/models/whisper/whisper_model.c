@@ -1,4 +1,4 @@
-/* Whisper math (family-whisper.md §6–§7): session buffers, log-mel, the
+/* Whisper math (docs/formats/whisper.md §6–§7): session buffers, log-mel, the
  * encoder (conv stem, positional table, pre-LN blocks, final LN), cross K/V
  * per window, and the decoder with its self-attention KV cache and tied
  * output head. Buffers are allocated once per session. */

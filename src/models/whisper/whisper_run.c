@@ -1,4 +1,4 @@
-/* The Whisper run (family-whisper.md §8–§9): log-mel, 30 s windows with
+/* The Whisper run (docs/formats/whisper.md §8–§9): log-mel, 30 s windows with
  * seek, language detection, prompts and previous-context conditioning,
  * temperature fallback with the no-speech gate, segment retrieval, and the
  * result rows. Abort is polled before every window and after every decoder
@@ -20,7 +20,7 @@
 #include "util/vec.h"
 
 #define WH_MAX_GEN    256
-#define WH_TEXT_BOUND 50257 /* §2.3: text ids are < 50257 (hard-coded bound) */
+#define WH_TEXT_BOUND 50257 /* docs/formats/whisper.md §2.3: text ids are below it */
 
 /* ---- small growable int buffer ---- */
 typedef struct ivec {
@@ -56,7 +56,7 @@ static void iv_free(ivec *a) {
     memset(a, 0, sizeof *a);
 }
 
-/* ---- validation (§10.1 step 10; §10.4) ---- */
+/* ---- validation (docs/formats/whisper.md §10.1 step 10; §10.4) ---- */
 
 transcribe_status tr_wh_validate_run(const wh_model *m, const struct transcribe_run_params *p) {
     (void)m;
@@ -118,7 +118,7 @@ static bool is_ascii_ws(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* Decodes the text ids of ids[0..n) (§4.4) into a malloc'ed, trimmed, valid
+/* Decodes the text ids of ids[0..n) (docs/formats/whisper.md §4.4) into a malloc'ed, trimmed, valid
  * UTF-8 string; NULL on OOM. */
 static char *decode_text(const wh_model *m, const int32_t *ids, int n) {
     tr_strbuf b;
@@ -156,7 +156,7 @@ typedef struct wh_runstate {
     int32_t *prompt;
     int n_prompt;
     int cap;
-    ivec hist;     /* flattened history (§8.3) */
+    ivec hist;     /* flattened history (docs/formats/whisper.md §8.3) */
     ivec all_text; /* accepted text ids of every window, with p */
     ivec raw;      /* every accepted id (raw text) */
     int32_t G[WH_MAX_GEN + 8];
@@ -281,7 +281,7 @@ static transcribe_status build_prompt_text(wh_runstate *r, const char *t) {
     return TRANSCRIBE_OK;
 }
 
-/* Appends a history slice with the §8.3 rule (a slice of n > 2 ids whose
+/* Appends a history slice with the docs/formats/whisper.md §8.3 rule (a slice of n > 2 ids whose
  * second-to-last id is a timestamp drops its last id). */
 static void hist_add(wh_runstate *r, const int32_t *ids, int n) {
     if (n > 2 && ids[n - 2] >= r->m->ts_begin) n--;
@@ -320,7 +320,7 @@ static int build_prefix(wh_runstate *r, bool first_window, bool cond, int32_t *o
     return n;
 }
 
-/* ---- language detection (§8.4) ---- */
+/* ---- language detection (docs/formats/whisper.md §8.4) ---- */
 
 static transcribe_status detect_language(wh_runstate *r) {
     wh_session *s = r->s;
@@ -354,7 +354,7 @@ static transcribe_status detect_language(wh_runstate *r) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- one temperature tier (§8.6) ---- */
+/* ---- one temperature tier (docs/formats/whisper.md §8.6) ---- */
 
 typedef struct tier_out {
     float avg_logprob, compression_ratio, temperature;
@@ -504,7 +504,7 @@ static transcribe_status finish_text(wh_runstate *r) {
     char *full = decode_text(m, r->all_text.v, r->all_text.n);
     if (!full) return TRANSCRIBE_ERR_OOM;
     if (!r->want_ts) {
-        /* §9.1: exactly one segment {0, 0, full text} */
+        /* docs/formats/whisper.md §9.1: exactly one segment {0, 0, full text} */
         int seg = tr_result_add_segment(res, 0, 0, full);
         if (seg < 0 || !emit_rows(r, seg, 0, 0, r->all_text.v, r->all_text.p, r->all_text.n)) {
             free(full);

@@ -1,5 +1,5 @@
 /* Where Whisper weights come from: a GGUF file or a legacy whisper.cpp .bin
- * (gguf-common.md §11) exposed under the canonical GGUF tensor names. */
+ * (docs/formats/gguf.md §11) exposed under the canonical GGUF tensor names. */
 #ifndef TR_MODELS_WHISPER_SRC_H
 #define TR_MODELS_WHISPER_SRC_H
 
@@ -21,7 +21,7 @@ const tr_tensor *tr_wh_src_tensor(wh_src *src, const char *name, uint32_t types_
                                   const int64_t *ne);
 
 /* Legacy .bin: parses the image, fills hparams, front end, tokenizer, special
- * ids, suppression lists, languages and capabilities (§11.3) and stores the
+ * ids, suppression lists, languages and capabilities (docs/formats/gguf.md §11.3) and stores the
  * parser state in m->bin. */
 transcribe_status tr_wh_load_bin(const void *data, size_t size, wh_model *m);
 void tr_wh_bin_free(void *bin);
