@@ -432,7 +432,8 @@ void srv_job_run(srv_request *rq) {
     /* refused before it is decoded past --max-audio-s (a small upload can
      * hold hours of audio) */
     int64_t max_ms = (int64_t)(rq->srv->opts->max_audio_s * 1000);
-    transcribe_status st = transcribe_audio_load_file_max(rq->file_path, 16000, max_ms, &pcm, &n);
+    transcribe_status st =
+        srv_decode_upload(rq->file_path, 16000, max_ms, rq->srv->opts->timeout_s, &pcm, &n);
     unlink(rq->file_path);
     rq->file_path[0] = '\0';
     if (st == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
@@ -443,6 +444,11 @@ void srv_job_run(srv_request *rq) {
     }
     if (st == TRANSCRIBE_ERR_OOM) {
         srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
+        return;
+    }
+    if (st == TRANSCRIBE_ERR_BACKEND) {
+        srv_reply_error(rq, 503, SRV_ERR_OVERLOADED, NULL, "decoder_unavailable",
+                        "cannot start a decoder process now; try again");
         return;
     }
     if (st != TRANSCRIBE_OK || n <= 0) {

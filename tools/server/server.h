@@ -239,6 +239,13 @@ void srv_reply_error(srv_request *rq, int status, srv_err_kind kind, const char 
     ;
 /* Validates the form, loads the audio, runs it and fills rq->reply. */
 void srv_job_run(srv_request *rq);
+/* decode.c: an upload at `rate` Hz, refused past max_ms (ERR_INPUT_TOO_LONG);
+ * WAV in this process, any other container in a short-lived child process
+ * (codec leaks and crashes end with it) given at most timeout_s (0: no
+ * limit). *pcm is freed with free(). ERR_BACKEND: no child could be
+ * started; a child that crashed, hung or sent garbage: ERR_INVALID_ARG. */
+transcribe_status srv_decode_upload(const char *path, int rate, int64_t max_ms, int timeout_s,
+                                    float **pcm, int *n);
 /* Whether the client of rq is gone or its deadline passed (polled at most
  * every 20 ms); the run's abort callback and the queue wait use it. */
 bool srv_request_should_stop(srv_request *rq);
