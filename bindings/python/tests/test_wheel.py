@@ -140,7 +140,7 @@ def test_installed_package_finds_the_checkouts_library_and_models(lib, tmp_path)
     script = elsewhere / "example.py"
     script.write_text(
         "import transcribe\nprint('package:', transcribe.__file__)\n" + example
-        + "print('library:', transcribe.library_path())\n"
+        + "import os\nprint('library:', os.path.realpath(transcribe.library_path()))\n"
         + "with transcribe.Model(%r) as m:\n" % str(need(BUNDLED))
         + "    r = m.transcribe(%r, vad=True, timestamps='segment')\n" % str(sample)
         + "print('vad:', r.segments[0].start_ms, r.text)\n",
@@ -149,7 +149,7 @@ def test_installed_package_finds_the_checkouts_library_and_models(lib, tmp_path)
     print(p.stdout)
     assert f"package: {venv}" in p.stdout  # the installed copy, not the source tree
     assert "[0.00 -> 4.94] it costs two thousand eight hundred" in p.stdout
-    assert f"library: {built}" in p.stdout or f"library: {lib.path}" in p.stdout
+    assert f"library: {built}\n" in p.stdout  # this checkout's build, found by itself
     # the VAD's speech region starts after the leading silence
     vad_line = next(ln for ln in p.stdout.splitlines() if ln.startswith("vad:"))
     assert int(vad_line.split()[1]) > 0 and "it costs two thousand" in vad_line
