@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import wave
 
@@ -49,6 +50,16 @@ def test_dash_reads_standard_input_like_the_cli(lib, cli, tmp_path):
     got = py_main(args, tmp_path, input=b"")
     assert got.returncode == 1
     assert "standard input is empty" in got.stderr.decode()
+
+
+def test_undecodable_standard_input_names_no_temporary_file(lib, tmp_path):
+    """The package decodes bytes through a temporary file of its own: no
+    message (exception or library log line) names it."""
+    got = py_main(["-m", str(need(BUNDLED)), "-"], tmp_path, input=b"garbage")
+    err = got.stderr.decode()
+    assert got.returncode == 1
+    assert "cannot read audio from 7 bytes" in err
+    assert "transcribe-" not in err and tempfile.gettempdir() not in err, err
 
 
 def test_no_model_means_the_bundled_model_like_the_cli(lib, cli, tmp_path):

@@ -314,6 +314,9 @@ def _on_log(level: int, msg: Optional[bytes], _ud: Optional[int]) -> None:
     # takes the GIL for it. It must never raise into C.
     try:
         message = text(msg)
+        rename = getattr(_capture, "rename", None)
+        if rename:
+            message = message.replace(*rename)
         if level == S.LOG_LEVEL_ERROR and getattr(_capture, "active", False):
             if not _capture.first:
                 _capture.first = message
@@ -358,11 +361,28 @@ class capture_errors:
         _capture.active, _capture.first = self._outer
 
 
+class renamed_in_log:
+    """Context manager: library messages logged on this thread say ``new``
+    where they say ``old`` (a temporary file the caller never named)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self._pair = (old, new)
+
+    def __enter__(self) -> "renamed_in_log":
+        self._outer = getattr(_capture, "rename", None)
+        _capture.rename = self._pair
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _capture.rename = self._outer
+
+
 __all__ = [
     "ABORT_CALLBACK",
     "Lib",
     "capture_errors",
     "get",
+    "renamed_in_log",
     "text",
     "c_float",
     "c_uint64",
