@@ -7,6 +7,11 @@ Mirrors ``transcribe`` (tools/cli): -m, -f txt|json|srt|vtt, --tokens, -o,
 (and the other --vad-* settings), --vocabulary, --max-line-chars,
 --max-cue-ms, -q, --version. The four formats are rendered by the library
 (``transcribe_format_result``): the bytes the CLI and the server print.
+As in the CLI: ``-`` reads the audio from standard input; without ``-m``
+the model is ``$TRANSCRIBE_MODEL``, else the bundled model (the first
+``.gguf`` by name in the bundled models' folder, ``_paths.data_dirs``); any
+``--vad-*`` flag implies ``--vad``; Ctrl-C stops the run, prints the partial
+transcript and exits 1 (a second Ctrl-C kills the process).
 """
 
 from __future__ import annotations
@@ -14,14 +19,31 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
-from typing import Optional, Sequence
+import threading
+from pathlib import Path
+from typing import Any, Optional, Sequence
 
 from . import (
+    AbortedError,
     Model,
     TranscribeError,
     __version__,
+    _lib,
+    _paths,
     library_version,
+)
+from ._vad import VAD_FILE, default_vad_path
+
+_VAD_FLAGS = (  # flag, type, help (the C CLI's words)
+    ("threshold", float, "P", "speech onset probability in [0, 1] (default 0.5)"),
+    ("neg-threshold", float, "P", "offset probability (default threshold - 0.15)"),
+    ("min-speech-ms", int, "N", "drop shorter regions (default 250)"),
+    ("min-silence-ms", int, "N", "shorter pauses do not end a region (default 100)"),
+    ("speech-pad-ms", int, "N", "padding on each side of a region (default 30)"),
+    ("max-speech-s", float, "S", "cut longer regions at a pause (default 0 = no limit)"),
+    ("window", int, "N", "samples per VAD window: 512, 1024 or 1536 (default 512)"),
 )
 
 
@@ -33,9 +55,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m transcribe", description="Transcribes speech in audio files.")
-    p.add_argument("audio", nargs="*", help="audio files (WAV; FLAC/MP3/Ogg with libsndfile)")
-    p.add_argument("-m", "--model", help="model file (default: $TRANSCRIBE_MODEL)")
+    p = _Parser(prog="python -m transcribe",
+                description="Transcribes speech in audio files ('-' reads standard input).")
+    p.add_argument("audio", nargs="*",
+                   help="audio files (WAV; FLAC/MP3/Ogg with libsndfile); '-': standard input")
+    p.add_argument("-m", "--model", help="model file; default: $TRANSCRIBE_MODEL, else the bundled "
+                   "demo model (an English number/phrase model, not for real speech)")
     p.add_argument("-f", "--format", default="txt", choices=["txt", "json", "srt", "vtt"])
     p.add_argument("--tokens", action="store_true", help="json: include per-token rows")
     p.add_argument("--max-line-chars", type=int, default=0,
@@ -61,19 +86,97 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", default="auto", choices=["auto", "on", "off"],
                    help="long audio: split at pauses when the model needs it (auto), always, never")
     p.add_argument("--chunk-max-s", type=int, default=30, help="longest piece in seconds")
-    p.add_argument("--vad", action="store_true", help="transcribe only detected speech (Silero VAD)")
-    p.add_argument("--vad-model", help="VAD model file (default: the bundled silero-vad-v4.gguf)")
-    for flag, kind in (("threshold", float), ("neg-threshold", float), ("min-speech-ms", int),
-                       ("min-silence-ms", int), ("speech-pad-ms", int), ("max-speech-s", float),
-                       ("window", int)):
-        p.add_argument(f"--vad-{flag}", type=kind, default=None, help=argparse.SUPPRESS)
+    v = p.add_argument_group("voice activity detection (Silero VAD v4; any --vad-* flag implies --vad)")
+    v.add_argument("--vad", action="store_true",
+                   help="transcribe only the speech regions (times stay on the file's clock)")
+    v.add_argument("--vad-model", metavar="FILE", help=f"VAD model (default: the bundled {VAD_FILE})")
+    for flag, kind, metavar, text in _VAD_FLAGS:
+        v.add_argument(f"--vad-{flag}", type=kind, default=None, metavar=metavar, help=text)
     p.add_argument("--vocabulary", help="comma list of terms to bias towards (where supported)")
     p.add_argument("-q", "--quiet", action="store_true", help="only error messages on stderr")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
 
 
+def _bundled_model() -> Optional[str]:
+    """The first .gguf by name (not the VAD model) in the first bundled
+    models' folder that has one, as the C CLI's default."""
+    try:
+        lib_path: Optional[str] = _lib.get().path
+    except TranscribeError:
+        lib_path = None
+    for d in _paths.data_dirs(lib_path):
+        try:
+            names = sorted(n for n in os.listdir(d)
+                           if n.endswith(".gguf") and not n.startswith("silero-vad"))
+        except OSError:
+            continue
+        if names:
+            return str(Path(d) / names[0])
+    return None
+
+
+def _resolve_model(o: argparse.Namespace) -> Optional[str]:
+    """-m, else $TRANSCRIBE_MODEL, else the bundled model (the C CLI's order
+    and messages)."""
+    if o.model:
+        return str(o.model)
+    env = os.environ.get("TRANSCRIBE_MODEL")
+    if env:
+        if not o.quiet:
+            sys.stderr.write(f"using model {env} (from TRANSCRIBE_MODEL)\n")
+        return env
+    bundled = _bundled_model()
+    if bundled:
+        if not o.quiet:
+            sys.stderr.write(f"using bundled model {bundled}\n")
+        return bundled
+    sys.stderr.write("error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a .gguf "
+                     "file in the bundled models' folder (models/ of the checkout)\n")
+    return None
+
+
+class _Interrupt:
+    """Ctrl-C as in the C CLI: the first stops the run in progress (the
+    library's abort callback sees the event), whose partial transcript is
+    then printed, and no further input starts; the second kills the process
+    (the default action comes back). Outside a run (reading standard input)
+    it raises KeyboardInterrupt to stop the wait."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.in_run = False
+        self._prev: Any = None
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.event.set()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if not self.in_run:
+            raise KeyboardInterrupt
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def uninstall(self) -> None:
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
+            self._prev = None
+
+    @property
+    def pending(self) -> bool:
+        return self.event.is_set()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the model is loaded
+        sys.stderr.write("interrupted\n")
+        return 130
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     o = _parser().parse_args(argv)
     if o.version:
         print(f"transcribe (python) {__version__}, library {library_version()}")
@@ -83,10 +186,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     if not o.audio:
         sys.stderr.write("error: no audio file given\nrun 'python -m transcribe --help' for the options\n")
-        return 1
-    model_path = o.model or os.environ.get("TRANSCRIBE_MODEL")
-    if not model_path:
-        sys.stderr.write("error: no model: pass -m MODEL.gguf or set TRANSCRIBE_MODEL\n")
         return 1
     if o.threads is not None and o.threads < 0:
         sys.stderr.write(f"error: --threads must be 0 or more (got {o.threads})\n")
@@ -102,12 +201,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     }
     if o.vad_window is not None:
         vad_options["window_samples"] = o.vad_window
-    vad = (o.vad_model or True) if (o.vad or o.vad_model) else None
     for flag, v, lo, hi in (("--max-line-chars", o.max_line_chars, 1, 1000),
                             ("--max-cue-ms", o.max_cue_ms, 100, 3600000)):
         if v and not lo <= v <= hi:
             sys.stderr.write(f"error: {flag} must be an integer in {lo}..{hi} (got {v})\n")
             return 1
+    model_path = _resolve_model(o)
+    if not model_path:
+        return 1
+    vad = None
+    if o.vad or o.vad_model or vad_options:  # any --vad-* flag implies --vad
+        vad = o.vad_model or default_vad_path()
+        if vad is None:
+            sys.stderr.write(f"error: no VAD model: pass --vad-model FILE or set "
+                             f"TRANSCRIBE_VAD_MODEL ({VAD_FILE})\n")
+            return 1
+        if not o.vad_model and not o.quiet:
+            sys.stderr.write(f"using bundled VAD model {vad}\n")
 
     def options(path: str) -> dict:
         return {"file": path, "model": model_path, "tokens": o.tokens,
@@ -116,19 +226,37 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     rc = 0
     out_file = None
+    stop = _Interrupt()
     try:
         with Model(model_path, threads=o.threads, device=device, n_ctx=o.n_ctx, kv_type=o.kv_type) as model:
             if o.output:
                 out_file = open(o.output, "w", encoding="utf-8")
+            stop.install()
             for path in o.audio:
+                if stop.pending:
+                    break
+                audio: Any = path
+                if path == "-":  # standard input: the bytes of an audio file
+                    try:
+                        audio = sys.stdin.buffer.read()
+                    except KeyboardInterrupt:
+                        rc = 1
+                        break
+                    if not audio:
+                        sys.stderr.write("error: cannot read audio '-': standard input is empty (0 bytes)\n")
+                        rc = 1
+                        continue
+                error: Optional[TranscribeError] = None
+                stop.in_run = True
                 try:
                     r = model.transcribe(
-                        path,
+                        audio,
                         language=o.language,
                         task=task,
                         target_language=o.target_language,
                         timestamps=o.timestamps,
                         vocabulary=vocab,
+                        abort=stop.event,
                         diarize=o.diarize,
                         pnc=o.pnc,
                         itn=o.itn,
@@ -140,12 +268,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         formats=[o.format],
                         format_options=options(path),
                     )
+                except AbortedError as e:
+                    error, r = e, e.result
                 except TranscribeError as e:
-                    sys.stderr.write(f"error: {path}: {e}\n")
+                    error, r = e, None
+                finally:
+                    stop.in_run = False
+                if stop.pending:
+                    sys.stderr.write("interrupted: printing the partial transcript\n")
+                if error is not None:
+                    sys.stderr.write(f"error: {path}: {error}\n")
                     rc = 1
+                if r is None:
                     continue
-                out = r.formatted[o.format]  # a split file's too: joined by the library
+                out = r.formatted.get(o.format, "")  # a split file's too: joined by the library
                 sys.stdout.write(out)
+                sys.stdout.flush()
                 if out_file:
                     out_file.write(out)
                 if r.truncated:
@@ -158,6 +296,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         f"encode={t.encode_ms:.2f} ms  decode={t.decode_ms:.2f} ms  "
                         f"total={t.total_ms:.2f} ms\n"
                     )
+            if stop.pending:
+                rc = 1
     except TranscribeError as e:
         sys.stderr.write(f"error: {e}\n")
         return 1
@@ -165,6 +305,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write(f"error: {e}\n")
         return 1
     finally:
+        stop.uninstall()
         if out_file:
             out_file.close()
     return rc

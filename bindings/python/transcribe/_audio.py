@@ -42,22 +42,24 @@ class Pcm:
         self.close()
 
 
-def _load_file(lib: "_lib.Lib", path: str, rate: int) -> Pcm:
+def _load_file(lib: "_lib.Lib", path: str, rate: int, label: Optional[str] = None) -> Pcm:
+    """label: what the messages call the input (default: its path)."""
+    name = label if label is not None else f"'{path}'"
     if lib.audio_load_file is None:
         raise InvalidArgumentError("this libtranscribe cannot decode audio files; pass PCM samples")
     if os.path.isdir(path):
-        raise InvalidArgumentError(f"cannot read audio '{path}': it is a directory")
+        raise InvalidArgumentError(f"cannot read audio {name}: it is a directory")
     out = ctypes.c_void_p()
     n = ctypes.c_int()
     with _lib.capture_errors() as cap:
         st = lib.audio_load_file(c_path(path), c_int("rate", rate), ctypes.byref(out), ctypes.byref(n))
     if st != 0:
         reason = cap.message or lib.status_text(st)
-        raise error_for(st, f"cannot read audio '{path}': {reason}")
+        raise error_for(st, f"cannot read audio {name}: {reason}")
     addr = out.value or 0
     if n.value <= 0:
         lib.audio_free(out)
-        raise InvalidArgumentError(f"cannot read audio '{path}': no samples")
+        raise InvalidArgumentError(f"cannot read audio {name}: no samples")
 
     def free() -> None:
         lib.audio_free(ctypes.c_void_p(addr))
@@ -72,7 +74,10 @@ def _load_bytes(lib: "_lib.Lib", data: Union[bytes, bytearray, memoryview], rate
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        return _load_file(lib, tmp, rate)
+        # the temporary file is ours, not the caller's: messages name the bytes
+        label = f"from {len(data)} bytes"
+        with _lib.renamed_in_log(tmp, label):
+            return _load_file(lib, tmp, rate, label=label)
     finally:
         os.unlink(tmp)
 

@@ -1,13 +1,15 @@
 """Finding and loading ``libtranscribe.so``, function prototypes, the log sink.
 
-The library is looked up, first match wins, in:
+The library is looked up, first match wins, in (``_paths.py``):
 
 1. ``$TRANSCRIBE_LIBRARY`` (a file, or a folder holding ``libtranscribe.so``);
-2. next to the package (the ``transcribe`` folder and the folder above it);
-3. the system's search path (``cmake --install`` into ``/usr/local``, ``/usr``,
+2. the library ``TRANSCRIBE_LIBRARY`` named when the package was installed;
+3. next to the package (the ``transcribe`` folder and the folder above it);
+4. the ``build/lib`` folder of the checkout the package was installed from
+   (or sits in);
+5. the system's search path (``cmake --install`` into ``/usr/local``, ``/usr``,
    or a prefix on ``LD_LIBRARY_PATH``), then ``<sys.prefix>/lib`` and
-   ``/usr/local/lib``;
-4. the ``build/lib`` folder of a source checkout this package sits in.
+   ``/usr/local/lib``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ctypes import (
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Type, TypeVar
 
+from . import _paths
 from . import _structs as S
 from ._errors import LibraryNotFoundError
 
@@ -180,17 +183,21 @@ def _candidates() -> List[str]:
         else:
             out.append(env)
         return out  # an explicit choice is not second-guessed
-    here = Path(__file__).resolve().parent
+    if _paths.RECORDED_LIBRARY:
+        p = Path(_paths.RECORDED_LIBRARY)
+        out += [str(p / n) for n in _LIB_NAMES] if p.is_dir() else [str(p)]
+    here = _paths.HERE
     for d in (here, here.parent):
         out += [str(d / n) for n in _LIB_NAMES]
+    build_lib = _paths.checkout_build_lib()
+    if build_lib is not None:
+        out += [str(build_lib / n) for n in _LIB_NAMES[:2]]
     found = ctypes.util.find_library("transcribe")
     if found:
         out.append(found)
     out += list(_LIB_NAMES[:2])  # the dynamic loader's own search path
     for d in (Path(sys.prefix) / "lib", Path("/usr/local/lib"), Path("/usr/local/lib64")):
         out += [str(d / n) for n in _LIB_NAMES[:2]]
-    checkout = here.parent.parent.parent  # <repo>/bindings/python/transcribe
-    out.append(str(checkout / "build" / "lib" / "libtranscribe.so"))
     return out
 
 
@@ -307,6 +314,9 @@ def _on_log(level: int, msg: Optional[bytes], _ud: Optional[int]) -> None:
     # takes the GIL for it. It must never raise into C.
     try:
         message = text(msg)
+        rename = getattr(_capture, "rename", None)
+        if rename:
+            message = message.replace(*rename)
         if level == S.LOG_LEVEL_ERROR and getattr(_capture, "active", False):
             if not _capture.first:
                 _capture.first = message
@@ -351,11 +361,28 @@ class capture_errors:
         _capture.active, _capture.first = self._outer
 
 
+class renamed_in_log:
+    """Context manager: library messages logged on this thread say ``new``
+    where they say ``old`` (a temporary file the caller never named)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self._pair = (old, new)
+
+    def __enter__(self) -> "renamed_in_log":
+        self._outer = getattr(_capture, "rename", None)
+        _capture.rename = self._pair
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _capture.rename = self._outer
+
+
 __all__ = [
     "ABORT_CALLBACK",
     "Lib",
     "capture_errors",
     "get",
+    "renamed_in_log",
     "text",
     "c_float",
     "c_uint64",

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
 import threading
 import weakref
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from . import _lib
+from . import _lib, _paths
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
 from ._check import INT_MAX, c_int, c_path
@@ -30,17 +28,24 @@ _OPTIONS = {
 
 
 def default_vad_path() -> Optional[str]:
-    """$TRANSCRIBE_VAD_MODEL, the models/ folder of the checkout the package
-    sits in, or <prefix>/share/transcribe (cmake --install)."""
+    """$TRANSCRIBE_VAD_MODEL, else the bundled model: next to the package,
+    in models/ of the checkout the package was installed from (or sits in),
+    or in share/transcribe of the library's prefix (cmake --install),
+    sys.prefix, /usr/local or /usr (``_paths.data_dirs``)."""
     env = os.environ.get("TRANSCRIBE_VAD_MODEL")
     if env:
         return env
-    here = Path(__file__).resolve().parent
-    for d in (here, here.parent.parent.parent / "models", Path(sys.prefix) / "share" / "transcribe",
-              Path("/usr/local/share/transcribe"), Path("/usr/share/transcribe")):
+    for d in _paths.data_dirs(_library_path()):
         if (d / VAD_FILE).is_file():
             return str(d / VAD_FILE)
     return None
+
+
+def _library_path() -> Optional[str]:
+    try:
+        return _lib.get().path
+    except Exception:  # noqa: BLE001 - no library: the fixed folders still count
+        return None
 
 
 def _need(lib: "_lib.Lib") -> None:
