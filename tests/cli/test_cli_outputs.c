@@ -8,7 +8,8 @@
  * --vad on silence says "no speech found" and its JSON names the timestamp
  * kind a run with speech returns (item 19); --stream -f srt|vtt prints the
  * stream's cues, all of them (item 3); --stream into a pipe prints whole
- * words, never a word cut in two (item 4). */
+ * words, never a word cut in two (item 4); --batch-size gives each file
+ * the group's timings shared out by length, not zeros (item 14). */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -150,6 +151,28 @@ int main(int argc, char **argv) {
     CHECK(run("-q --stream -f vtt '%s'", jfk) == 0);
     CHECK_MSG(!strncmp(g_out, "WEBVTT\n\n00:00:00.", 17) && strstr(g_out, " --> "), "vtt: %s",
               g_out);
+
+    /* --batch-size: each file's timings line has the group's figures
+     * shared out by length: non-zero, the same real-time factor (item 14) */
+    {
+        const char *klatt = TR_SOURCE_DIR "/samples/synth-heldout-klatt3.wav";
+        CHECK(run("--batch-size 2 '%s' '%s'", jfk, klatt) == 0);
+        int lines = 0;
+        char rtf0[32] = "";
+        for (const char *p = strstr(g_err, "timings:"); p; p = strstr(p + 1, "timings:")) {
+            double enc = 0, total = 0, rtf = 0;
+            const char *e = strstr(p, "encode="), *t = strstr(p, "total="), *r = strstr(p, "rtf=");
+            CHECK_MSG(strstr(p, "batch of 2") != NULL, "%s", p);
+            if (!e || !t || !r) break;
+            enc = atof(e + 7), total = atof(t + 6), rtf = atof(r + 4);
+            CHECK_MSG(enc > 0 && total > 0 && rtf > 0, "zero figures: %.60s", p);
+            char rs[32];
+            snprintf(rs, sizeof rs, "%.*s", (int)strcspn(r + 4, " \n"), r + 4);
+            if (lines++ == 0) snprintf(rtf0, sizeof rtf0, "%s", rs);
+            CHECK_MSG(!strcmp(rs, rtf0), "rtf %s vs %s", rs, rtf0);
+        }
+        CHECK_MSG(lines == 2, "%d timings lines: %s", lines, g_err);
+    }
 
     /* --output-dir: made with its parents */
     CHECK(run("-q --output-dir subs/deep --output-format txt,srt '%s'", jfk) == 0);
