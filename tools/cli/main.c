@@ -473,6 +473,10 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
             fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
             return false;
         }
+        if (cli_wav_cut_short(path)) { /* the server's rule too (wav_cut.h) */
+            fprintf(stderr, "error: cannot read audio '%s': %s\n", path, CLI_WAV_CUT_SHORT_MSG);
+            return false;
+        }
         st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
     }
     if (st == TRANSCRIBE_OK && n <= 0) {
@@ -719,7 +723,7 @@ static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
     int *n = calloc((size_t)k, sizeof *n);
     bool ok = pcm && n;
     for (int i = 0; ok && i < k; i++) {
-        ok = strcmp(paths[i], "-") != 0 &&
+        ok = strcmp(paths[i], "-") != 0 && !cli_wav_cut_short(paths[i]) &&
              transcribe_audio_load_file(paths[i], c->rate, &pcm[i], &n[i]) == TRANSCRIBE_OK &&
              n[i] > 0 && !transcribe_run_would_chunk(c->s, n[i], c->rp);
     }
