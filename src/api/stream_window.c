@@ -7,8 +7,9 @@
  * its start is trimmed at the quietest point of its older part: that part
  * is decoded alone, its text joins the frozen text and its audio is
  * dropped, so the cost of one decode and the audio held stay bounded
- * however long the stream runs (its text and rows are kept whole). A family with native streaming overrides all of
- * this through its stream_* hooks (core/family.h). */
+ * however long the stream runs (its text and rows are kept whole). A
+ * family with native streaming overrides all of this through its stream_*
+ * hooks (core/family.h). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -244,8 +245,8 @@ static void append_rows(tr_result *r, const tr_result *h, int64_t off) {
 /* The session's result back to the rows of the frozen text (the rest of
  * it, text and language included, is re-set by whoever calls this). */
 static void keep_frozen_rows(tr_result *r, tr_stream_window *w) {
-    if (w->frozen_segs > r->n_segs || w->frozen_words > r->n_words ||
-        w->frozen_toks > r->n_toks || w->frozen_mark > r->arena_len) {
+    if (w->frozen_segs > r->n_segs || w->frozen_words > r->n_words || w->frozen_toks > r->n_toks ||
+        w->frozen_mark > r->arena_len) {
         w->frozen_segs = w->frozen_words = w->frozen_toks = 0; /* the result was emptied */
         w->frozen_mark = 0;
     }
