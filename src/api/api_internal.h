@@ -61,6 +61,12 @@ typedef struct tr_stream_window {
     tr_strbuf composed; /* scratch: frozen + window hypothesis */
     tr_result hyp;      /* scratch: the last window decode */
     tr_result cut;      /* scratch: the decode of the part being trimmed */
+    /* The rows of the frozen text lead the session's result (on the
+     * stream's clock): how many of each, and the arena length after their
+     * strings; a publish keeps them and replaces what follows. */
+    int frozen_segs, frozen_words, frozen_toks;
+    uint64_t frozen_mark;
+    uint64_t rows_mark; /* the arena length after the last publish's rows */
     /* Fixed at begin from the model's limits (samples). */
     int rate;
     int64_t step, soft, hard;

@@ -6,9 +6,10 @@
  * goes through the commit policy. Once the window is longer than `soft`,
  * its start is trimmed at the quietest point of its older part: that part
  * is decoded alone, its text joins the frozen text and its audio is
- * dropped, so the cost of one decode and the memory stay bounded however
- * long the stream runs. A family with native streaming overrides all of
- * this through its stream_* hooks (core/family.h). */
+ * dropped, so the cost of one decode and the audio held stay bounded
+ * however long the stream runs (its text and rows are kept whole). A
+ * family with native streaming overrides all of this through its stream_*
+ * hooks (core/family.h). */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ void tr_stream_window_clear(tr_stream_window *w) {
     tr_strbuf_clear(&w->composed);
     tr_result_clear(&w->hyp);
     tr_result_clear(&w->cut);
+    w->frozen_segs = w->frozen_words = w->frozen_toks = 0;
+    w->frozen_mark = w->rows_mark = 0;
     w->n_decodes = w->n_trims = w->n_forced = 0;
     w->gated = w->speech_live = false;
 }
@@ -210,18 +213,8 @@ static transcribe_status decode(struct transcribe_session *s, tr_stream_ctx *ctx
     return TRANSCRIBE_OK;
 }
 
-/* The session's result: the composed text, with the rows of the window
- * decode moved onto the stream's clock (rows describe the live window
- * only; the text of trimmed audio lives in full_text). */
-static transcribe_status publish(struct transcribe_session *s, const char *text,
-                                 int64_t hyp_start) {
-    tr_stream_window *w = &s->stream.win;
-    const tr_result *h = &w->hyp;
-    tr_result *r = &s->results[0];
-    float mel = r->mel_ms + h->mel_ms, enc = r->encode_ms + h->encode_ms,
-          dec = r->decode_ms + h->decode_ms;
-    tr_result_clear(r);
-    int64_t off = hyp_start * 1000 / w->rate;
+/* Appends h's segment, word and token rows to r, moved off_ms on. */
+static void append_rows(tr_result *r, const tr_result *h, int64_t off) {
     for (int i = 0; i < h->n_segs; i++) {
         const tr_result_segment *sg = &h->segs[i];
         int seg = tr_result_add_segment(r, sg->t0_ms + off, sg->t1_ms + off,
@@ -247,6 +240,54 @@ static transcribe_status publish(struct transcribe_session *s, const char *text,
             }
         }
     }
+}
+
+/* The session's result back to the rows of the frozen text (the rest of
+ * it, text and language included, is re-set by whoever calls this). */
+static void keep_frozen_rows(tr_result *r, tr_stream_window *w) {
+    if (w->frozen_segs > r->n_segs || w->frozen_words > r->n_words || w->frozen_toks > r->n_toks ||
+        w->frozen_mark > r->arena_len) {
+        w->frozen_segs = w->frozen_words = w->frozen_toks = 0; /* the result was emptied */
+        w->frozen_mark = 0;
+    }
+    r->status = TRANSCRIBE_OK;
+    r->oom = false;
+    r->n_segs = w->frozen_segs;
+    r->n_words = w->frozen_words;
+    r->n_toks = w->frozen_toks;
+    r->n_spk = r->n_pieces = 0;
+    r->chunked = false;
+    tr_result_arena_rewind(r, w->frozen_mark);
+    r->has_full_text = r->has_raw_text = r->has_language = false;
+    r->ts_kind = TRANSCRIBE_TIMESTAMPS_NONE;
+}
+
+/* The rows now in the session's result become frozen: later publishes keep
+ * them. */
+static void freeze_rows(tr_stream_window *w, const tr_result *r, uint64_t mark) {
+    w->frozen_segs = r->n_segs;
+    w->frozen_words = r->n_words;
+    w->frozen_toks = r->n_toks;
+    w->frozen_mark = mark;
+}
+
+/* The session's result: the composed text, with the rows of the frozen
+ * text (the decodes of trimmed parts and committed regions, kept as they
+ * were frozen, at the result's front) and those of the window decode moved
+ * onto the stream's clock, so a stream's result has every row, as a
+ * whole-file run's does (subtitles of a stream cover all of it). Only the
+ * window's rows are rewritten: a publish costs the same however long the
+ * stream; the rows grow with the stream, as its text does. */
+static transcribe_status publish(struct transcribe_session *s, const char *text,
+                                 int64_t hyp_start) {
+    tr_stream_window *w = &s->stream.win;
+    const tr_result *h = &w->hyp;
+    tr_result *r = &s->results[0];
+    float mel = r->mel_ms + h->mel_ms, enc = r->encode_ms + h->encode_ms,
+          dec = r->decode_ms + h->decode_ms;
+    keep_frozen_rows(r, w);
+    append_rows(r, h, hyp_start * 1000 / w->rate);
+    w->rows_mark = tr_result_arena_mark(r);
     tr_result_set_full_text(r, text);
     if (h->has_language) tr_result_set_language(r, tr_result_language(h));
     tr_result_set_timestamp_kind(r, h->ts_kind);
@@ -360,6 +401,22 @@ static transcribe_status maybe_trim(struct transcribe_session *s, tr_stream_ctx 
         return TRANSCRIBE_ERR_OOM;
     }
     if (ok) {
+        /* the trimmed part's rows join the frozen rows (the window's rows
+         * follow at the next publish; the text stays until then) */
+        tr_result *r = &s->results[0];
+        tr_strbuf text;
+        tr_strbuf_init(&text);
+        tr_strbuf_appends(&text, tr_result_full_text(r));
+        keep_frozen_rows(r, w);
+        append_rows(r, &w->cut, w->win_start * 1000 / w->rate);
+        freeze_rows(w, r, tr_result_arena_mark(r));
+        tr_result_set_full_text(r, tr_strbuf_cstr(&text));
+        bool oom = text.oom || r->oom;
+        tr_strbuf_free(&text);
+        if (oom) {
+            tr_strbuf_free(&next);
+            return TRANSCRIBE_ERR_OOM;
+        }
         tr_strbuf_clear(&w->frozen);
         tr_strbuf_append(&w->frozen, next.data ? next.data : "", next.len);
         memmove(w->pcm, w->pcm + cut, (size_t)(w->n - cut) * sizeof *w->pcm);
@@ -489,6 +546,7 @@ transcribe_status tr_stream_window_commit_region(struct transcribe_session *s, t
             tr_strbuf_append(&st->committed, w->frozen.data + have, w->frozen.len - have);
         transcribe_status pst = publish(s, tr_strbuf_cstr(&w->frozen), w->win_start + a);
         if (pst != TRANSCRIBE_OK) return pst;
+        freeze_rows(w, &s->results[0], w->rows_mark); /* the region's rows are final too */
         if (w->frozen.oom || st->committed.oom) return TRANSCRIBE_ERR_OOM;
         forget_agreement(st); /* earlier hypotheses read audio that is gone now */
     }

@@ -6,7 +6,11 @@
  * silent SIGPIPE (item 17); --stream writes -o and --output-dir (item 3);
  * --batch prints -f json|srt|vtt and -o as a single run does (item 2);
  * --vad on silence says "no speech found" and its JSON names the timestamp
- * kind a run with speech returns (item 19). */
+ * kind a run with speech returns (item 19); --stream -f srt|vtt prints the
+ * stream's cues, all of them (item 3); --stream into a pipe prints whole
+ * words, never a word cut in two (item 4); --batch-size gives each file
+ * the group's timings shared out by length, not zeros (item 14). */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,6 +55,29 @@ static bool file_is(const char *name, const char *want) {
     got[n] = 0;
     fclose(f);
     return want && strcmp(got, want) == 0;
+}
+
+/* s with every run of white space made one space, trimmed. */
+static void squash(const char *s, char *d, size_t cap) {
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        if (isspace((unsigned char)*s)) {
+            if (n > 0 && d[n - 1] != ' ') d[n++] = ' ';
+        } else {
+            d[n++] = *s;
+        }
+    }
+    while (n > 0 && d[n - 1] == ' ') n--;
+    d[n] = 0;
+}
+
+/* The value of "key": in a JSON line (no escapes in these texts). */
+static void json_str(const char *json, const char *key, char *d, size_t cap) {
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(json, pat);
+    d[0] = 0;
+    if (p) snprintf(d, cap, "%.*s", (int)strcspn(p + strlen(pat), "\""), p + strlen(pat));
 }
 
 int main(int argc, char **argv) {
@@ -100,6 +127,51 @@ int main(int argc, char **argv) {
         CHECK_MSG(!strcmp(g_out, single), "batch-size 2 json: %s", g_out);
         CHECK(run("-q --batch list.txt -f srt") == 0);
         CHECK_MSG(!strncmp(g_out, "1\n00:00:0", 9) && !strstr(g_out, "[1/2]"), "%s", g_out);
+    }
+
+    /* --stream into a pipe: the lines are whole words; put together they
+     * are the stream's final text (item 4) */
+    {
+        static char lines[sizeof g_out], final[sizeof g_out], want[sizeof g_out];
+        CHECK(run("-q --stream -f json '%s'", jfk) == 0);
+        const char *last = strstr(g_out, "{\"type\":\"final\"");
+        CHECK(last != NULL);
+        json_str(last ? last : "", "text", final, sizeof final);
+        squash(final, want, sizeof want);
+        CHECK(run("-q --stream '%s'", jfk) == 0);
+        CHECK_MSG(strchr(g_out, '\n') != strrchr(g_out, '\n'), "one line only: %s", g_out);
+        squash(g_out, lines, sizeof lines);
+        CHECK_MSG(want[0] && !strcmp(lines, want), "piped '%s'\nfinal '%s'", lines, want);
+    }
+    /* --stream -f srt|vtt: the stream's cues from its start, on standard
+     * output and in -o (item 3) */
+    CHECK(run("-q --stream -f srt -o st.srt '%s'", jfk) == 0);
+    CHECK_MSG(!strncmp(g_out, "1\n00:00:00,", 11) && strstr(g_out, "\n\n2\n"), "srt: %s", g_out);
+    CHECK(file_is("st.srt", g_out));
+    CHECK(run("-q --stream -f vtt '%s'", jfk) == 0);
+    CHECK_MSG(!strncmp(g_out, "WEBVTT\n\n00:00:00.", 17) && strstr(g_out, " --> "), "vtt: %s",
+              g_out);
+
+    /* --batch-size: each file's timings line has the group's figures
+     * shared out by length: non-zero, the same real-time factor (item 14) */
+    {
+        const char *klatt = TR_SOURCE_DIR "/samples/synth-heldout-klatt3.wav";
+        CHECK(run("--batch-size 2 '%s' '%s'", jfk, klatt) == 0);
+        int lines = 0;
+        char rtf0[32] = "";
+        for (const char *p = strstr(g_err, "timings:"); p; p = strstr(p + 1, "timings:")) {
+            double enc = 0, total = 0, rtf = 0;
+            const char *e = strstr(p, "encode="), *t = strstr(p, "total="), *r = strstr(p, "rtf=");
+            CHECK_MSG(strstr(p, "batch of 2") != NULL, "%s", p);
+            if (!e || !t || !r) break;
+            enc = atof(e + 7), total = atof(t + 6), rtf = atof(r + 4);
+            CHECK_MSG(enc > 0 && total > 0 && rtf > 0, "zero figures: %.60s", p);
+            char rs[32];
+            snprintf(rs, sizeof rs, "%.*s", (int)strcspn(r + 4, " \n"), r + 4);
+            if (lines++ == 0) snprintf(rtf0, sizeof rtf0, "%s", rs);
+            CHECK_MSG(!strcmp(rs, rtf0), "rtf %s vs %s", rs, rtf0);
+        }
+        CHECK_MSG(lines == 2, "%d timings lines: %s", lines, g_err);
     }
 
     /* --output-dir: made with its parents */

@@ -70,6 +70,12 @@ if [ $have_srv = 1 ]; then
     check "server: diarize=maybe is refused" [ "$(code -F file=@"$MIX" -F model=moss \
         -F diarize=maybe "$URL$T")" = 400 ]
     check "server: the refusal names the field" contains "$WORK/body" '"param":"diarize"'
+    check "server: verbose_json diarized 200" [ "$(code -F file=@"$MIX" -F model=moss \
+        -F diarize=true -F response_format=verbose_json "$URL$T")" = 200 ]
+    check "server: verbose_json segments name the speakers" contains "$WORK/body" '"speaker":"S2"'
+    code "$URL/v1/models" >/dev/null
+    check "server: /v1/models says which models diarize" \
+        grep -q '"id":"moss"[^}]*"diarize":true' "$WORK/body"
 fi
 # long audio, split at pauses by the library
 compare "long and split" "$QW" qwen "$LONG" "" ""

@@ -217,6 +217,18 @@ srv_start -m "$PK" -q
 head -c 60000 "$JFK" >"$WORK/cut.wav"
 check "a WAV cut short: 415" [ "$(code -F file=@"$WORK/cut.wav" "$URL$T")" = 415 ]
 check "415 says truncated_audio" contains "$WORK/body" '"code":"truncated_audio"'
+# one input rule for the CLI and the server (issue 31 item 12): the CLI
+# refuses the same file for the same reason, alone, in --batch-size and in --batch
+msg=$(sed -n 's/.*"message":"\([^"]*\)".*/\1/p' "$WORK/body")
+"$CLI" -q -m "$PK" "$WORK/cut.wav" >"$WORK/cli.out" 2>"$WORK/cli.err"; rc=$?
+check "CLI on the cut WAV: exit 1 ($rc), nothing printed" [ "$rc" -eq 1 ] && [ ! -s "$WORK/cli.out" ]
+check "CLI gives the server's reason ($msg)" [ -n "$msg" ] && grep -qF -- "$msg" "$WORK/cli.err"
+"$CLI" -q -m "$PK" --batch-size 2 "$WORK/cut.wav" "$WAV" >"$WORK/cli.out" 2>"$WORK/cli.err"
+check "CLI --batch-size: the cut WAV refused, the other transcribed" \
+    grep -qF -- "$msg" "$WORK/cli.err" && [ "$(grep -c . "$WORK/cli.out")" -ge 1 ]
+printf '%s\n' "$WORK/cut.wav" >"$WORK/list.txt"
+"$CLI" -q -m "$PK" --batch "$WORK/list.txt" >"$WORK/cli.out" 2>"$WORK/cli.err"
+check "CLI --batch: the cut WAV is skipped with the reason" grep -qF -- "SKIP $WORK/cut.wav: $msg" "$WORK/cli.err"
 { printf 'RIFF\x64\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x01\x70\x17\x00'
   printf '\x02\xe0\x2e\x00\x02\x00\x10\x00data\x40\x00\x00\x00'; head -c 64 /dev/zero; } >"$WORK/fast.wav"
 check "a WAV at 1536001 Hz: 415" [ "$(code -F file=@"$WORK/fast.wav" "$URL$T")" = 415 ]

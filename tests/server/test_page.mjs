@@ -1,7 +1,8 @@
 // The page at / in a real browser: headless Debian chromium driven by
 // puppeteer-core uploads a sample, waits for the transcript, checks its text
 // against the CLI's, and that clicking a word or a segment seeks the audio
-// player there. A screenshot is written as a test artifact.
+// player there; a diarizing model (MOSS) offers "Speakers", and its rows show
+// who speaks (issue 31 item 5). A screenshot is written as a test artifact.
 // Usage: node test_page.mjs SERVER CLI SOURCE_DIR SCREENSHOT.png
 import fs from "node:fs";
 import path from "node:path";
@@ -17,8 +18,11 @@ if (!chrome) skip("no chromium (apt-get install chromium)");
 const pk = path.join(src, "models/parakeet-ctc-synth-en.gguf");
 const wav = path.join(src, "samples/synth-heldout-klatt3.wav");
 const ref = cliJson(cli, ["-m", pk, wav]);
+const moss = path.join(src, "tests/data/moss/tiny/moss-tiny-ref-F16.gguf");
+const mix = path.join(src, "tests/data/moss/mix.wav");
+const refSpk = cliJson(cli, ["-m", moss, "--diarize", mix]);
 
-const srv = await startServer(server, ["-m", pk, "-q"]);
+const srv = await startServer(server, ["-m", pk, "-m", "moss=" + moss, "-q"]);
 let browser, rc = 1;
 try {
   browser = await puppeteer.launch({
@@ -35,6 +39,7 @@ try {
   await page.waitForFunction(() => document.querySelectorAll("#model option").length > 0, { timeout: 10000 });
   check("model list filled", (await page.$eval("#model", (s) => s.value)) === "parakeet-ctc-synth-en");
   check("language list from the model", (await page.$$eval("#language option", (o) => o.map((x) => x.value))).includes("en"));
+  check("no Speakers box for a model that cannot tell", await page.$eval("#spk-box", (e) => e.classList.contains("hidden")));
 
   const input = await page.$("#file");
   await input.uploadFile(wav);
@@ -90,6 +95,23 @@ try {
   const st2 = await page.$eval("#status", (e) => e.textContent);
   check("the recording is transcribed", st2.startsWith("done") && / 1\.\d s of audio$/.test(st2), st2);
   check("no errors in the page after recording", errors.length === 0, errors);
+
+  // speakers: MOSS with the box ticked shows each row's speaker, as the CLI's --diarize
+  await page.select("#model", "moss");
+  check("Speakers box for a diarizing model", !(await page.$eval("#spk-box", (e) => e.classList.contains("hidden"))));
+  await page.click("#diarize");
+  await input.uploadFile(mix);
+  await page.waitForFunction(() => /mix\.wav/.test(document.querySelector("#chosen").textContent), { timeout: 5000 });
+  await page.click("#go");
+  await page.waitForFunction(() => /^(done|failed)/.test(document.querySelector("#status").textContent), { timeout: 60000 });
+  const rows = await page.$$eval("#transcript .seg", (els) => els.map((e) => {
+    const w = e.querySelector(".who");
+    return [w ? w.textContent : "", e.querySelector(".text").textContent.trim()];
+  }));
+  const wantSpk = refSpk.segments.map((g) => [g.speaker || "", g.text.trim()]);
+  check("rows show the CLI's speakers and text", JSON.stringify(rows) === JSON.stringify(wantSpk), [rows, wantSpk]);
+  check("two speakers", new Set(rows.map((r) => r[0])).size === 2, rows);
+  check("no errors in the page after diarizing", errors.length === 0, errors);
   rc = finish();
 } finally {
   if (browser) await browser.close().catch(() => {});

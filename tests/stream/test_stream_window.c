@@ -6,8 +6,8 @@
  * the end of the input, which it mishears), the stream must commit
  * exactly the spoken words, in order, once each, through window trims at
  * pauses and forced trims inside speech, for a stream of many windows; the
- * window must stay bounded. Also: the stream_native hook chooses between a
- * family's own stream hooks and the generic driver. */
+ * window must stay bounded; the result keeps the rows of every part. Also: the stream_native hook
+ * chooses between a family's own stream hooks and the generic driver. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +184,22 @@ static void test_exact(void) {
                   expect);
         CHECK(misheard <= 3);
         if (f == 0) printf("%d misheard words at cuts inside speech\n", misheard);
+        /* Every row is kept: one segment per trimmed part and one for the
+         * last window (the fake's one segment per decode), end to end from
+         * the stream's start to its end, on the stream's clock. */
+        int n_segs = transcribe_n_segments(s), gaps = 0;
+        int64_t end = 0;
+        for (int i = 0; i < n_segs; i++) {
+            struct transcribe_segment sg;
+            transcribe_segment_init(&sg);
+            CHECK(transcribe_get_segment(s, i, &sg) == TRANSCRIBE_OK);
+            if (llabs(sg.t0_ms - end) > 1) gaps++; /* times are whole ms */
+            end = sg.t1_ms;
+        }
+        CHECK_MSG(n_segs == w->n_trims + 1 && gaps == 0 &&
+                      llabs(end - (int64_t)n * 1000 / RATE) <= 1,
+                  "%d segments for %d trims, %d gaps, end %lld ms", n_segs, w->n_trims, gaps,
+                  (long long)end);
     }
     free(pcm);
     transcribe_session_free(s);

@@ -180,16 +180,16 @@ static void report(const cli_opts *o, const struct transcribe_session *s, int i,
     }
 }
 
-static void wav_failure(const cli_opts *o, const char *path, transcribe_status st, tally *t) {
+static void wav_failure(const cli_opts *o, const char *path, const char *why, tally *t) {
     t->failed++;
     if (o->batch_jsonl) {
         fputs("{\"file\":", stdout);
         cli_json_str(stdout, path);
         fputs(",\"text\":\"\",\"error\":\"wav: ", stdout);
-        fputs(transcribe_status_string(st), stdout);
+        fputs(why, stdout);
         fputs("\"}\n", stdout);
     } else {
-        fprintf(stderr, "SKIP %s: %s\n", path, transcribe_status_string(st));
+        fprintf(stderr, "SKIP %s: %s\n", path, why);
     }
 }
 
@@ -225,9 +225,13 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         for (int i = start; i < l.n && i < start + group; i++) {
             float *p = NULL;
             int n = 0;
+            if (cli_wav_cut_short(l.paths[i])) { /* the server's rule too (wav_cut.h) */
+                wav_failure(o, l.paths[i], CLI_WAV_CUT_SHORT_MSG, &t);
+                continue;
+            }
             transcribe_status st = transcribe_audio_load_file(l.paths[i], rate, &p, &n);
             if (st != TRANSCRIBE_OK) {
-                wav_failure(o, l.paths[i], st, &t);
+                wav_failure(o, l.paths[i], transcribe_status_string(st), &t);
                 continue;
             }
             pcm[m] = p;

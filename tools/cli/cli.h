@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "output.h"
+#include "wav_cut.h"
 #include "transcribe/extensions.h"
 
 typedef enum {

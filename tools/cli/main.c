@@ -254,6 +254,11 @@ typedef struct ctx {
      * (owned by do_file from then on) and its row, or -1 */
     float *pcm;
     int n, batch_row;
+    /* the group's batch call: its wall time, audio and size (the timings of
+     * a row are the group's, shared out by audio length) */
+    double group_ms;
+    int64_t group_samples;
+    int group_k;
 } ctx;
 
 static void print_limits(const struct transcribe_session *s) {
@@ -468,6 +473,10 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
             fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
             return false;
         }
+        if (cli_wav_cut_short(path)) { /* the server's rule too (wav_cut.h) */
+            fprintf(stderr, "error: cannot read audio '%s': %s\n", path, CLI_WAV_CUT_SHORT_MSG);
+            return false;
+        }
         st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
     }
     if (st == TRANSCRIBE_OK && n <= 0) {
@@ -670,9 +679,18 @@ static int do_file(const ctx *c, const char *path, bool several) {
     struct transcribe_timings tm;
     transcribe_timings_init(&tm);
     transcribe_get_timings(c->s, &tm);
-    char pieces[32] = "";
+    char pieces[64] = "";
     if (split) snprintf(pieces, sizeof pieces, "%d pieces: ", res.n_chunks);
     double mel = (double)tm.mel_ms, enc = (double)tm.encode_ms, dec = (double)tm.decode_ms;
+    if (c->batch_row >= 0 && c->group_samples > 0) {
+        /* One batch call ran the group: its stage times and wall time are
+         * the group's, shared out by this file's part of the group's audio
+         * (the files' lines add up to the group's figures). */
+        double share = (double)n / (double)c->group_samples;
+        mel *= share, enc *= share, dec *= share;
+        run_ms = c->group_ms * share;
+        snprintf(pieces, sizeof pieces, "batch of %d, shared by length: ", c->group_k);
+    }
     if (!split || res.n_chunks > 0) {
         cli_log(TRANSCRIBE_LOG_LEVEL_INFO,
                 "timings: %sload=%.2f ms  mel=%.2f ms  encode=%.2f ms  decode=%.2f ms  total=%.2f "
@@ -705,12 +723,16 @@ static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
     int *n = calloc((size_t)k, sizeof *n);
     bool ok = pcm && n;
     for (int i = 0; ok && i < k; i++) {
-        ok = strcmp(paths[i], "-") != 0 &&
+        ok = strcmp(paths[i], "-") != 0 && !cli_wav_cut_short(paths[i]) &&
              transcribe_audio_load_file(paths[i], c->rate, &pcm[i], &n[i]) == TRANSCRIBE_OK &&
              n[i] > 0 && !transcribe_run_would_chunk(c->s, n[i], c->rp);
     }
     if (ok) {
+        int64_t samples = 0;
+        for (int i = 0; i < k; i++) samples += n[i];
+        double t0 = now_s();
         transcribe_status st = transcribe_run_batch(c->s, (const float *const *)pcm, n, k, c->rp);
+        double group_ms = (now_s() - t0) * 1000.0;
         if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED) {
             fprintf(stderr, "error: batch of %d: %s\n", k, transcribe_status_string(st));
             *rc = 1;
@@ -720,6 +742,9 @@ static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
             one.pcm = pcm[i];
             one.n = n[i];
             one.batch_row = i;
+            one.group_ms = group_ms;
+            one.group_samples = samples;
+            one.group_k = k;
             pcm[i] = NULL; /* do_file frees it */
             if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_ABORTED) {
                 transcribe_audio_free(one.pcm);
@@ -1014,7 +1039,10 @@ int main(int argc, char **argv) {
              caps.supports_streaming,
              NULL,
              0,
-             -1};
+             -1,
+             0,
+             0,
+             0};
     rc = 0;
     int group = o.batch_size > 1 && o.stream_chunk_ms <= 0 && o.n_audio > 1 && !o.detect_language
                     ? o.batch_size

@@ -9,8 +9,9 @@
  * whole-file load gives), then fed to the stream as it arrives, or at
  * real-time pace with --realtime. Output: on a terminal one line rewritten
  * in place (committed text, then the tentative tail dimmed; a full line
- * moves up and stays); otherwise the newly committed text as plain
- * appended lines; with -f json one JSON object per line per change. */
+ * moves up and stays); otherwise the newly committed words as plain
+ * appended lines; with -f json one JSON object per line per change; with
+ * -f srt|vtt the stream's cues once it ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -22,7 +23,8 @@
 
 #include "cli.h"
 
-#define READ_MS 100 /* default read / feed slice */
+#define READ_MS      100 /* default read / feed slice */
+#define UNSPACED_MAX 64  /* piped output: bytes of text without a space held back at most */
 
 static double now_s(void) {
     struct timespec ts;
@@ -194,7 +196,7 @@ static int read_frames(live_in *in, float *out, int max_frames) {
 /* ---- display ---- */
 
 typedef struct view {
-    bool tty, json;
+    bool tty, json, subtitles;
     int cols;
     size_t line_start; /* tty: committed bytes before it are on finished lines */
     size_t printed;    /* lines / json: committed bytes already written */
@@ -232,12 +234,24 @@ static void show(view *v, const struct transcribe_stream_text *t, int64_t input_
         }
         printf("}\n");
         v->printed = nc;
+    } else if (v->subtitles) {
+        return; /* -f srt|vtt: the cues are printed once the stream ends */
     } else if (!v->tty) {
-        if (nc > v->printed || final) {
-            const char *p = c + (v->printed <= nc ? v->printed : nc);
-            while (*p == ' ') p++;
-            if (*p) printf("%s\n", p);
-            v->printed = nc;
+        /* Committed text may end inside a word (the next commit goes on
+         * with it): a line holds whole words only, the rest waits for the
+         * space after it or the end, so the lines read as the transcript's
+         * words. (Text without spaces is let out once it runs long.) */
+        size_t from = v->printed <= nc ? v->printed : nc, upto = nc;
+        if (!final) {
+            while (upto > from && c[upto - 1] != ' ') upto--;
+            if (upto == from && nc - from > UNSPACED_MAX) upto = nc; /* ends on a whole character */
+        }
+        if (upto > from) {
+            size_t a = from, b = upto;
+            while (a < b && c[a] == ' ') a++;
+            while (b > a && c[b - 1] == ' ') b--;
+            if (b > a) printf("%.*s\n", (int)(b - a), c + a);
+            v->printed = upto;
         }
     } else {
         /* Finished lines move up: break the committed text at a space once
@@ -305,7 +319,8 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     float *pcm = malloc((size_t)(room > 0 ? room : 1) * sizeof *pcm);
     view v = {0};
     v.json = o->format == CLI_FMT_JSON;
-    v.tty = !v.json && isatty(STDOUT_FILENO);
+    v.subtitles = o->format == CLI_FMT_SRT || o->format == CLI_FMT_VTT;
+    v.tty = !v.json && !v.subtitles && isatty(STDOUT_FILENO);
     struct winsize ws;
     v.cols = v.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
     int rc = 1;
@@ -403,11 +418,9 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     }
     rc = 0;
     {
-        /* the stream's result, as every front end prints it: -o in the -f
-         * format, --output-dir's files. (Its rows are those the library's
-         * stream keeps: the text is whole, the rows of a generic-window
-         * stream only its last window's, so -f srt|vtt stays plain lines
-         * on standard output until the stream keeps every row.) */
+        /* the stream's result, as every front end prints it: -f srt|vtt
+         * on standard output (cues need their ends: printed once the
+         * stream ends), -o in the -f format, --output-dir's files. */
         double dur = (double)fed / model_rate;
         cli_result res;
         cli_result_init(&res);
@@ -415,6 +428,9 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
         cli_source src = {s, -1, &res};
         const char *name = strcmp(path, "-") ? path : "-";
         cli_format ofmt = o->format == CLI_FMT_REPORT ? CLI_FMT_TXT : o->format;
+        if (v.subtitles && !cli_emit(stdout, o->format, &src, true, name, model_path, dur,
+                                     TRANSCRIBE_OK, o->json_tokens, false))
+            rc = 1; /* reported once, at exit */
         if (out_file && !cli_emit(out_file, ofmt, &src, true, name, model_path, dur, TRANSCRIBE_OK,
                                   o->json_tokens, false)) {
             fprintf(stderr, "error: cannot write %s: %s\n", o->output, strerror(errno));

@@ -380,39 +380,6 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     cli_result_free(&r);
 }
 
-/* A RIFF/WAVE (or RF64) file whose data chunk runs past the end of the
- * file: cut short in transfer. The decoder would read what is there; an API answers
- * that the upload is damaged instead of transcribing part of it. The
- * header is read by the library's parser (transcribe_wav_read_header), as
- * the bytes it asks for; anything it refuses is left to the decoder. */
-static bool wav_cut_short(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    bool cut = false;
-    unsigned char *buf = NULL;
-    size_t have = 0, need = 12;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) != 0) need = 0;
-    while (need > 0 && need <= (size_t)sb.st_size) {
-        unsigned char *grown = realloc(buf, need);
-        if (!grown || fread(grown + have, 1, need - have, f) != need - have) {
-            buf = grown ? grown : buf;
-            break;
-        }
-        buf = grown;
-        have = need;
-        if (memcmp(buf, "RIFF", 4) && memcmp(buf, "RF64", 4)) break; /* not WAV: not asked */
-        struct transcribe_wav_info info;
-        transcribe_wav_info_init(&info);
-        if (transcribe_wav_read_header(buf, have, false, &info, &need) != TRANSCRIBE_OK) break;
-        if (need == 0) /* -1: a writer that could not seek back */
-            cut = info.data_bytes >= 0 && info.data_offset + info.data_bytes > (int64_t)sb.st_size;
-    }
-    free(buf);
-    fclose(f);
-    return cut;
-}
-
 void srv_job_run(srv_request *rq) {
     job j;
     memset(&j, 0, sizeof j);
@@ -422,9 +389,8 @@ void srv_job_run(srv_request *rq) {
         close(rq->file_fd);
         rq->file_fd = -1;
     }
-    if (wav_cut_short(rq->file_path)) {
-        srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "truncated_audio",
-                        "the WAV file is cut short (its data chunk runs past the end)");
+    if (cli_wav_cut_short(rq->file_path)) { /* the CLI's rule (tools/common/wav_cut.h) */
+        srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "truncated_audio", CLI_WAV_CUT_SHORT_MSG);
         return;
     }
     float *pcm = NULL;

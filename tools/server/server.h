@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "output.h"
+#include "wav_cut.h"
 #include "transcribe/extensions.h"
 
 /* ---- options (main.c) ---- */
