@@ -364,7 +364,7 @@ def write_gguf(path, cfg, W, toks, scores, types, preset, variant):
     w = gw.GGUFWriter()
     w.add_string("general.architecture", "sensevoice")
     w.add_string("general.name", "SenseVoice Small (random-weight reference %s)" % variant)
-    w.add_string("general.basename", variant)
+    w.add_string("general.basename", "sensevoice-small")  # the variant string (§2.1)
     w.add_string("general.size_label", cfg["size_label"])
     w.add_string("general.author", "transcribe tools/ref/sensevoice.py")
     w.add_string("general.organization", "transcribe")
