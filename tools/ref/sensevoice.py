@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Independent float64 reference of the SenseVoice family (docs/formats/sensevoice.md).
 
-Written from the family specification (GGUF schema §2-§3, Kaldi fbank + LFR +
-CMVN §4, prefix rows + SAN-M encoder §5, greedy CTC + result §6), never from
-the C sources. Builds random-weight models in the published GGUF schema,
+Written from the family specification (docs/formats/sensevoice.md: GGUF
+schema §2-§3, Kaldi fbank + LFR + CMVN §4, prefix rows + SAN-M encoder §5,
+greedy CTC + result §6), never from the C sources. Builds random-weight models in the published GGUF schema,
 reads every file back, and writes float64 goldens for a committed clip.
 
     /usr/bin/python3 tools/ref/sensevoice.py --config tiny --out tests/data/sensevoice/tiny
@@ -47,7 +47,7 @@ CONFIGS = {
                  n_mels=80, lfr_m=7, lfr_n=6, vocab=25055, size_label="234M"),
 }
 
-TAGS_REAL = {  # docs/formats/sensevoice.md §10, known vocabulary ids
+TAGS_REAL = {  # known vocabulary ids of the published SenseVoiceSmall
     "<|zh|>": 24884, "<|en|>": 24885, "<|yue|>": 24888, "<|ja|>": 24892, "<|ko|>": 24896,
     "<|nospeech|>": 24992, "<|Speech|>": 24993, "<|BGM|>": 24995, "<|HAPPY|>": 25001,
     "<|SAD|>": 25002, "<|ANGRY|>": 25003, "<|NEUTRAL|>": 25004, "<|EMO_UNKNOWN|>": 25009,
@@ -88,7 +88,7 @@ def build_vocab(cfg):
 
 
 # --------------------------------------------------------------------------
-# front end (§4)
+# front end (docs/formats/sensevoice.md §4)
 # --------------------------------------------------------------------------
 def read_wav16(path):
     b = open(path, "rb").read()
@@ -114,7 +114,8 @@ def write_wav16(path, x16, rate):
 
 
 def htk_hz_filterbank(sr, n_mels, P):
-    """§4: mel-domain edges, triangles linear in Hz (the runtime's rule)."""
+    """Mel-domain edges, triangles linear in Hz: the runtime's rule
+    (docs/formats/sensevoice.md §4)."""
     def mel(f):
         return 1127.0 * math.log(1.0 + f / 700.0)
 
@@ -167,7 +168,7 @@ def lfr(L, m=7, n=6):
 
 
 # --------------------------------------------------------------------------
-# encoder (§5)
+# encoder (docs/formats/sensevoice.md §5)
 # --------------------------------------------------------------------------
 def layer_norm(x, w, b):
     mu = x.mean(-1, keepdim=True)
@@ -221,7 +222,7 @@ def encoder(feats, W, cfg, lid, textnorm):
     """Returns dict of intermediates; feats = CMVN'd LFR [T_lfr, di] (torch)."""
     E = W["enc.embed.weight"]
     X = torch.cat([E[lid:lid + 1], E[1:2], E[2:3], E[textnorm:textnorm + 1], feats], 0)
-    # PE computed in double, stored as float (§5.1)
+    # PE computed in double, stored as float (docs/formats/sensevoice.md §5.1)
     pe = sinusoid(X.shape[0], X.shape[1]).to(torch.float32).to(X.dtype)
     x = X * math.sqrt(cfg["d_model"]) + pe
     out = {"embed_out": x}
@@ -241,7 +242,7 @@ def encoder(feats, W, cfg, lid, textnorm):
 
 
 # --------------------------------------------------------------------------
-# decoding (§6)
+# decoding (docs/formats/sensevoice.md §6)
 # --------------------------------------------------------------------------
 def greedy_ctc(logits):
     prev, ids = -1, []
@@ -348,8 +349,8 @@ LINEAR = (".attn.qkv.weight", ".attn.out.weight", ".ffn.fc1.weight", ".ffn.fc2.w
 
 
 def dtype_for(name, arr, preset):
-    """§3: F32 file all F32; F16 file linear matrices F16; Q8_0 file linear matrices
-    Q8_0 where ne[0] % 32 == 0, else F16 (encoders0.0 qkv, ne[0] = 560)."""
+    """docs/formats/sensevoice.md §3: F32 file all F32; F16 file linear matrices
+    F16; Q8_0 file linear matrices Q8_0 where ne[0] % 32 == 0, else F16 (encoders0.0 qkv, ne[0] = 560)."""
     if preset == "F32" or not name.endswith(LINEAR):
         return gw.GGML_F32
     if preset == "F16":
@@ -364,7 +365,7 @@ def write_gguf(path, cfg, W, toks, scores, types, preset, variant):
     w = gw.GGUFWriter()
     w.add_string("general.architecture", "sensevoice")
     w.add_string("general.name", "SenseVoice Small (random-weight reference %s)" % variant)
-    w.add_string("general.basename", "sensevoice-small")  # the variant string (§2.1)
+    w.add_string("general.basename", "sensevoice-small")  # the variant string (docs/formats/sensevoice.md §2)
     w.add_string("general.size_label", cfg["size_label"])
     w.add_string("general.author", "transcribe tools/ref/sensevoice.py")
     w.add_string("general.organization", "transcribe")
