@@ -352,6 +352,20 @@ class FormatParams(ctypes.Structure):
     ]
 
 
+class WavInfo(ctypes.Structure):
+    # transcribe_wav_info (an addition; no ABI id: sized by its init)
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("sample_rate", c_int32),
+        ("channels", c_int32),
+        ("bits_per_sample", c_int32),
+        ("format_tag", c_int32),
+        ("block_align", c_int32),
+        ("data_offset", c_int64),
+        ("data_bytes", c_int64),
+    ]
+
+
 # transcribe_output_format
 FORMATS = {"txt": 0, "json": 1, "srt": 2, "vtt": 3}
 
