@@ -178,6 +178,7 @@ class StreamParams(ctypes.Structure):
         ("family", POINTER(Ext)),
         ("commit_policy", c_enum),
         ("stable_prefix_agreement_n", c_uint32),
+        ("window_fallback", c_bool),
     ]
 
 
@@ -195,6 +196,7 @@ class Capabilities(ctypes.Structure):
         ("max_audio_ms", c_int64),
         ("n_translate_target_languages", c_int),
         ("translate_target_languages", POINTER(c_char_p)),
+        ("supports_window_streaming", c_bool),
     ]
 
 
