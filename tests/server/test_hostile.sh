@@ -66,9 +66,37 @@ check "Content-Length of 2^63: 413 at once ($c)" [ "$c" = 413 ]
   cat "$WAV"; printf -- 'tail--%s--tail\r\n--%s--\r\n' "$B" "$B"; } >"$WORK/lookalike.txt"
 c=$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/lookalike.txt" "$URL$T")
 check "closing-delimiter look-alike inside the file: 200 ($c)" [ "$c" = 200 ]
-c=$(code -H "Content-Type: multipart/form-data; boundary=$B; charset=utf-8" --data-binary @"$WORK/lookalike.txt" "$URL$T")
-check "a parameter after the boundary: 400 unsupported_multipart, said so ($c)" [ "$c" = 400 ]
-check "  unsupported_multipart" contains "$WORK/body" '"code":"unsupported_multipart"'
+# valid forms libmicrohttpd's post processor refuses are read by the
+# server's own reader (tools/server/multipart.c): the same transcript
+form_as() { # boundary, Content-Type parameters ("%s": the boundary), response_format
+    { printf -- '--%s\r\nContent-Disposition: form-data; name="response_format"\r\n\r\ntext\r\n' "$1"
+      printf -- '--%s\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n' "$1"
+      printf -- 'Content-Type: audio/wav\r\n\r\n'
+      cat "$WAV"; printf -- '\r\n--%s--\r\nepilogue\r\n' "$1"; } >"$WORK/form.txt"
+    # shellcheck disable=SC2059
+    code -H "Content-Type: multipart/form-data; $(printf "$2" "$1")" --data-binary @"$WORK/form.txt" "$URL$T"
+}
+same_200() { [ "$1" = 200 ] && cmp -s "$WORK/body" "$WORK/want.txt"; }
+c=$(code -F file=@"$WAV" -F response_format=text "$URL$T"); cp "$WORK/body" "$WORK/want.txt"
+check "the plain form: 200 ($c)" [ "$c" = 200 ]
+c=$(form_as "$B" 'boundary=%s; charset=utf-8')
+check "a parameter after the boundary: 200 ($c), same text" same_200 "$c"
+c=$(form_as "$B" 'BOUNDARY=%s')
+check "BOUNDARY= in upper case: 200 ($c), same text" same_200 "$c"
+c=$(form_as "q" 'boundary=%s')
+check "a one-character boundary: 200 ($c), same text" same_200 "$c"
+c=$(form_as "q" 'boundary="%s"; x=1')
+check "a quoted one-character boundary, a parameter after it: 200 ($c)" same_200 "$c"
+head -c 2000 "$WORK/form.txt" >"$WORK/form-cut.txt"
+c=$(code -H "Content-Type: multipart/form-data; boundary=q; x=1" --data-binary @"$WORK/form-cut.txt" "$URL$T")
+check "such a form cut short: 400 ($c)" [ "$c" = 400 ]
+check "  invalid_multipart" contains "$WORK/body" '"code":"invalid_multipart"'
+{ printf -- '--q\r\n'; head -c 9000 /dev/zero | tr '\0' a; } >"$WORK/form-hdr.txt"
+c=$(code -H "Content-Type: multipart/form-data; boundary=q; x=1" --data-binary @"$WORK/form-hdr.txt" "$URL$T")
+check "such a form with 9 KB of part headers: 400 ($c)" [ "$c" = 400 ]
+{ printf -- '--q\r\nContent-Type: text/plain\r\n\r\nv\r\n--q--\r\n'; } >"$WORK/form-noname.txt"
+c=$(code -H "Content-Type: multipart/form-data; boundary=q; x=1" --data-binary @"$WORK/form-noname.txt" "$URL$T")
+check "such a form with a part of no name: 400 ($c)" [ "$c" = 400 ]
 { for i in $(seq 1 10000); do mp "f$i" "v"; done; mp model parakeet-ctc-synth-en; printf -- '--%s--\r\n' "$B"; } >"$WORK/fields.txt"
 check "10 000 form fields: 400" [ "$(code -H "Content-Type: multipart/form-data; boundary=$B" --data-binary @"$WORK/fields.txt" "$URL$T")" = 400 ]
 check "too_many_fields" contains "$WORK/body" '"code":"too_many_fields"'

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 
+#include "multipart.h"
 #include "server.h"
 
 extern const unsigned char srv_page_html[];
@@ -348,7 +349,7 @@ static bool closing_delimiter(const char *ct, char *out, size_t n) {
 /* Whether libmicrohttpd's post processor can use the boundary: it looks for
  * "boundary=" case-sensitively, takes the rest of the header as the
  * boundary (no parameter may follow) and wants 2 characters or more. Valid
- * forms it cannot read are refused by name instead of as malformed. */
+ * forms it cannot read go to multipart.c. */
 static bool mhd_takes_boundary(const char *ct) {
     const char *b = strstr(ct, "boundary=");
     if (!b) return false;
@@ -463,9 +464,9 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
         return;
     }
     if (!mhd_takes_boundary(ct)) {
-        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "unsupported_multipart",
-                        "this server reads multipart/form-data whose Content-Type ends with a "
-                        "lower-case boundary= parameter of 2 to 70 characters");
+        rq->mp = srv_mp_new(ct);
+        if (!rq->mp)
+            srv_reply_error(rq, 500, SRV_ERR_INTERNAL, NULL, "out_of_memory", "out of memory");
         return;
     }
     /* the body's start counts as a line start (a form of no parts is
@@ -480,6 +481,12 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
     }
 }
 
+/* multipart.c's pieces go where libmicrohttpd's do. */
+static bool mp_piece(void *cls, const char *name, const char *filename, const char *data,
+                     uint64_t off, size_t size) {
+    return on_field(cls, MHD_POSTDATA_KIND, name, filename, NULL, NULL, data, off, size) == MHD_YES;
+}
+
 static void on_body(srv_request *rq, const char *data, size_t size) {
     srv_server *s = rq->srv;
     rq->body_bytes += (int64_t)size;
@@ -492,6 +499,13 @@ static void on_body(srv_request *rq, const char *data, size_t size) {
     if (srv_now() > rq->deadline) {
         srv_reply_error(rq, 408, SRV_ERR_TIMEOUT, NULL, "timeout",
                         "the upload took longer than %d s", s->opts->timeout_s);
+        return;
+    }
+    if (rq->mp) {
+        if (!srv_mp_feed(rq->mp, data, size, mp_piece, rq) && !rq->failed) {
+            srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
+                            "malformed multipart/form-data");
+        }
         return;
     }
     size_t feed = body_before_epilogue(rq, data, size);
@@ -536,7 +550,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
          * connection instead of the answer. */
         if (rq->failed && (rq->reply.status == 413 || !has_body(c))) return send_reply(c, rq);
         if (rq->failed) return MHD_YES;
-        if (!rq->pp) {
+        if (!rq->pp && !rq->mp) {
             reply_get(rq, rq->route, url);
             return send_reply(c, rq);
         }
@@ -564,6 +578,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                             "malformed multipart/form-data (cut short)");
         }
         rq->pp = NULL;
+        if (rq->mp && !srv_mp_done(rq->mp) && !rq->failed) {
+            srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, NULL, "invalid_multipart",
+                            "malformed multipart/form-data (cut short)");
+        }
         if (!rq->failed) srv_job_run(rq);
     }
     return send_reply(c, rq);
@@ -576,6 +594,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (!rq) return;
     *con_cls = NULL;
     if (rq->pp) MHD_destroy_post_processor(rq->pp);
+    srv_mp_free(rq->mp);
     if (rq->file_fd >= 0) close(rq->file_fd);
     if (rq->file_path[0]) unlink(rq->file_path);
     if (!s->opts->quiet && rq->route != R_HEALTH && rq->route != R_METRICS) {

@@ -209,8 +209,9 @@ typedef struct srv_request {
     srv_server *srv;
     struct MHD_Connection *conn;
     struct MHD_PostProcessor *pp;
-    int route;      /* enum in http.c */
-    bool translate; /* /v1/audio/translations */
+    struct srv_multipart *mp; /* instead of pp: a valid form pp refuses (multipart.h) */
+    int route;                /* enum in http.c */
+    bool translate;           /* /v1/audio/translations */
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
     uint64_t last_end;  /* where its last piece ended */
