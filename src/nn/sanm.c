@@ -3,7 +3,7 @@
  * attention (tr_attention's online softmax: no T×T matrix, so long inputs
  * cost O(T) memory); the FSMN memory is nn/depthwise.h on a contiguous copy
  * of v. Everything accumulates in F32: SenseVoice has no norm between the
- * blocks of a tier and its residuals reach ~4.5e4 (§5.3). */
+ * blocks of a tier and its residuals reach ~4.5e4 (docs/formats/sensevoice.md §5.3). */
 #include "nn/sanm.h"
 
 #include <math.h>

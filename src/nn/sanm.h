@@ -57,7 +57,7 @@ void tr_sanm_block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_di
                        const float *in, float *x, int T, float *scratch);
 
 /* x[t][j] += the 1-based sinusoid table of width D (docs/formats/sensevoice.md
- * §5.1): for h = D/2 and j < h, sin((t+1)·10000^(−j/(h−1))) at j and the
+ * docs/formats/sensevoice.md §5.1): for h = D/2 and j < h, sin((t+1)·10000^(−j/(h−1))) at j and the
  * cos at h + j, computed in double and rounded to float. D even, >= 4. */
 void tr_sanm_add_positions(float *x, int T, int D);
 

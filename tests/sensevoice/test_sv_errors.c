@@ -1,10 +1,10 @@
 /* SenseVoice bad input: copies of the tiny F32 reference file with one key
  * missing, mistyped or out of range, one tensor missing, misshaped or of a
- * type its slot refuses (docs/formats/sensevoice.md §2–§3) must fail to load
- * with a specific status; runs refuse audio shorter than one frame, a
- * language or task or timestamp kind the model lacks, and honour abort;
- * audio past the 30 s window runs whole with a warning; capabilities say
- * what the family does; a batch gives each utterance its single-run text. */
+ * type its slot refuses (docs/formats/sensevoice.md §2–§3) must fail to
+ * load with a specific status; runs refuse audio shorter than one frame, a language or task or
+ * timestamp kind the model lacks, and honour abort; audio past the 30 s window runs whole with a
+ * warning; capabilities say what the family does; a batch gives each utterance its single-run text.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,7 +304,7 @@ static void runs(void) {
     p.target_language = "en";
     CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
 
-    /* too short: one frame is 400 samples (§4) */
+    /* too short: one frame is 400 samples (docs/formats/sensevoice.md §4) */
     CHECK(run(s, pcm, 399, NULL, TRANSCRIBE_ITN_MODE_DEFAULT) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(run(s, pcm, 400, NULL, TRANSCRIBE_ITN_MODE_DEFAULT) == TRANSCRIBE_OK);
 

@@ -15,8 +15,10 @@
 
 struct tr_tokenizer;
 
-#define SV_PREFIX_ROWS  16    /* rows of enc.embed.weight (docs/formats/sensevoice.md §3) */
-#define SV_MAX_AUDIO_MS 30000 /* soft window (§7): longer input runs whole with a warning */
+#define SV_PREFIX_ROWS 16 /* rows of enc.embed.weight (docs/formats/sensevoice.md §3) */
+/* The soft window of docs/formats/sensevoice.md §7: longer input runs whole
+ * with a warning (attention is O(T²)). */
+#define SV_MAX_AUDIO_MS 30000
 
 /* Row indices into the prefix table (docs/formats/sensevoice.md §2). */
 typedef struct sv_special {
@@ -71,20 +73,20 @@ TR_FAMILY_DECLARE(sv);
 transcribe_status tr_sv_features(const sv_model *m, tr_pool *pool, const float *pcm, int64_t n,
                                  float **feats, int *T_lfr);
 
-/* The prefix rows for a language hint and ITN mode (§6.2). */
+/* The prefix rows for a language hint and ITN mode (docs/formats/sensevoice.md §6.2). */
 void tr_sv_prompt_rows(const sv_model *m, const char *language, enum transcribe_itn_mode itn,
                        int *lid, int *textnorm);
 
-/* Encoder + CTC head (§5): logits [T_lfr + 4][n_vocab]. abort (may be
+/* Encoder + CTC head (docs/formats/sensevoice.md §5): logits [T_lfr + 4][n_vocab]. abort (may be
  * NULL) is polled before each block: ABORTED. OOM. */
 transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *feats, int T_lfr,
                                int lid, int textnorm, float *logits, const sv_taps *taps,
                                bool (*abort)(void *), void *abort_user);
 
-/* Greedy CTC (§6.1): ids (capacity T) and their count. */
+/* Greedy CTC (docs/formats/sensevoice.md §6.1): ids (capacity T) and their count. */
 int tr_sv_greedy(const float *logits, int T, int V, int32_t *ids);
 
-/* Result rows (§6.3): text, raw text, detected language, one untimed
+/* Result rows (docs/formats/sensevoice.md §6.3): text, raw text, detected language, one untimed
  * segment over n_samples. */
 transcribe_status tr_sv_build_result(const sv_model *m, const int32_t *ids, int n,
                                      const struct transcribe_run_params *p, int64_t n_samples,

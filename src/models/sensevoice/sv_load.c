@@ -1,9 +1,9 @@
 /* SenseVoice GGUF loader: encoder and prefix-row keys
- * (docs/formats/sensevoice.md §2), front end (§2, §4), tokenizer, tensors
- * (§3) with every shape checked against the hyper-parameters, languages and
- * capabilities (§7). Every failure is TRANSCRIBE_ERR_GGUF with a log line
- * naming the key or tensor (or NOT_IMPLEMENTED for an unknown tokenizer
- * model), and frees what was loaded. */
+ * (docs/formats/sensevoice.md §2), front end (docs/formats/sensevoice.md §2, §4), tokenizer,
+ * tensors (docs/formats/sensevoice.md §3) with every shape checked against the hyper-parameters,
+ * languages and capabilities (docs/formats/sensevoice.md §7). Every failure is TRANSCRIBE_ERR_GGUF
+ * with a log line naming the key or tensor (or NOT_IMPLEMENTED for an unknown tokenizer model), and
+ * frees what was loaded. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +20,7 @@
 #define SK       "stt.sensevoice.special."
 #define FK       "stt.frontend."
 
-/* §2: encoder sizes, strictly typed and cross-checked. */
+/* docs/formats/sensevoice.md §2: encoder sizes, strictly typed and cross-checked. */
 static transcribe_status load_encoder_keys(const gguf_file *g, sv_model *m) {
     sv_hparams *hp = &m->hp;
     const tr_gguf_u32_key keys[] = {
@@ -52,7 +52,8 @@ static transcribe_status load_encoder_keys(const gguf_file *g, sv_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §2: prefix rows, required, and (unlike upstream) inside the 16-row table. */
+/* docs/formats/sensevoice.md §2: prefix rows, required, and (unlike upstream) inside the 16-row
+ * table. */
 static transcribe_status load_special(const gguf_file *g, sv_model *m) {
     sv_special *s = &m->sp;
     const tr_gguf_u32_key keys[] = {
@@ -75,7 +76,7 @@ static transcribe_status load_special(const gguf_file *g, sv_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §2 / §4: every front-end key is required (but the two booleans), with
+/* docs/formats/sensevoice.md §2 / §4: every front-end key is required (but the two booleans), with
  * the only values the family computes. */
 static transcribe_status load_frontend(const gguf_file *g, sv_model *m) {
     static const char *const req[] = {"type",       "num_mels",   "sample_rate", "n_fft",
@@ -108,8 +109,8 @@ static transcribe_status load_frontend(const gguf_file *g, sv_model *m) {
     tr_mel_config *c = &m->mel;
     tr_mel_config_kaldi(c, 80);
     if ((st = tr_mel_config_from_gguf(c, g))) return st;
-    /* §4: no dither, triangles from 20 Hz to Nyquist, frames always snip
-     * (snip_edges is read, not used), CMVN always on (the §3 tensors) */
+    /* docs/formats/sensevoice.md §4: no dither, triangles from 20 Hz to Nyquist, frames always snip
+     * (snip_edges is read, not used), CMVN always on (the docs/formats/sensevoice.md §3 tensors) */
     c->snip_edges = true;
     c->f_min = 20.0f;
     c->f_max = 0.5f * (float)c->sample_rate;
@@ -154,7 +155,7 @@ static transcribe_status load_tensors(const gguf_file *g, sv_model *m) {
         {"enc.embed.weight", TR_NN_W_VEC, {di, SV_PREFIX_ROWS}, 2, 0, offsetof(sv_model, embed)},
         {"enc.after_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(sv_model, after_norm)},
         {"enc.tp_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(sv_model, tp_norm)},
-        /* §2.2: the vocabulary size is the head's class count */
+        /* docs/formats/sensevoice.md §2: the vocabulary size is the head's class count */
         {"ctc.head", TR_NN_W_LINEAR, {D, V}, 0, 0, offsetof(sv_model, ctc)},
     };
     ok = tr_nn_load_weights(&src, model, sizeof model / sizeof model[0], NULL, 0, true, m) && ok;
@@ -185,7 +186,7 @@ static transcribe_status load_tensors(const gguf_file *g, sv_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §2 / §8: general.languages, or the published five when absent. */
+/* docs/formats/sensevoice.md §2, §7: general.languages, or the published five when absent. */
 static transcribe_status load_languages(const gguf_file *g, sv_model *m) {
     static const char *const five[] = {"zh", "yue", "en", "ja", "ko"};
     transcribe_status st =
@@ -233,7 +234,7 @@ transcribe_status tr_sv_model_load(const tr_load_ctx *lc, sv_model **out) {
     return st;
 }
 
-/* §7 / §8: no timestamps beyond the one untimed segment, ITN through the
+/* docs/formats/sensevoice.md §7: no timestamps beyond the one untimed segment, ITN through the
  * prefix row, language detection from the first tag, a 30 s soft window. */
 void tr_sv_model_describe(const sv_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c = tr_model_desc_begin(

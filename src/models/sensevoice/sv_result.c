@@ -44,7 +44,7 @@ transcribe_status tr_sv_build_result(const sv_model *m, const int32_t *ids, int 
     int64_t t1 = llround(1000.0 * (double)n_samples / m->mel.sample_rate);
     int seg = tr_result_add_segment(res, 0, t1, text);
     if (seg < 0) goto done;
-    /* one untimed token row per emitted id, tags included (§6.3) */
+    /* one untimed token row per emitted id, tags included (docs/formats/sensevoice.md §6.3) */
     for (int i = 0; i < n; i++) {
         char *tt = tr_tokenizer_decode(m->tok, &ids[i], 1, false);
         int k = tt ? tr_result_add_token(res, ids[i], 0.0f, 0, 0, seg, -1, tt) : -1;

@@ -1,6 +1,6 @@
-/* The offline run (docs/formats/sensevoice.md §4–§6): front end, the four
- * prefix rows, the SAN-M stack and CTC head, greedy CTC, result rows. One
- * encoder pass over the whole input: there is no window (§7). */
+/* The offline run (docs/formats/sensevoice.md §4–§6): front end, the
+ * four prefix rows, the SAN-M stack and CTC head, greedy CTC, result rows. One encoder pass over
+ * the whole input: there is no window (docs/formats/sensevoice.md §7). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,8 +34,8 @@ transcribe_status tr_sv_features(const sv_model *m, tr_pool *pool, const float *
 void tr_sv_prompt_rows(const sv_model *m, const char *language, enum transcribe_itn_mode itn,
                        int *lid, int *textnorm) {
     const sv_special *s = &m->sp;
-    /* §6.2: a known code picks its row; none, empty, "auto" or anything else
-     * the auto row ("nospeech" is reachable only where a file lists it) */
+    /* docs/formats/sensevoice.md §6.2: a known code picks its row; none, empty, "auto" or anything
+     * else the auto row ("nospeech" is reachable only where a file lists it) */
     *lid = s->lang_auto;
     if (language) {
         const struct {
@@ -70,8 +70,8 @@ transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *fe
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    /* §5.1: [E[lid]; E[1]; E[2]; E[textnorm]; X] · sqrt(d_model) + PE (the
-     * table as wide as the input, 1-based positions) */
+    /* docs/formats/sensevoice.md §5.1: [E[lid]; E[1]; E[2]; E[textnorm]; X] · sqrt(d_model) + PE
+     * (the table as wide as the input, 1-based positions) */
     const int rows[4] = {lid, 1, 2, textnorm};
     for (int r = 0; r < 4; r++)
         memcpy(in + (size_t)r * di, m->embed + (size_t)rows[r] * di, sizeof(float) * (size_t)di);
@@ -80,8 +80,8 @@ transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *fe
     tr_sanm_add_positions(in, T, di);
     tap(taps->embed_out, in, (size_t)T * di);
 
-    /* §5.4: projection block, the encoders tier, after_norm, the tp tier,
-     * tp_norm, head */
+    /* docs/formats/sensevoice.md §5.3: projection block, the encoders tier, after_norm, the tp
+     * tier, tp_norm, head */
     for (int i = 0; i < hp->n_blocks; i++) {
         if (abort && abort(abort_user)) {
             st = TRANSCRIBE_ERR_ABORTED;
@@ -118,7 +118,8 @@ int tr_sv_greedy(const float *logits, int T, int V, int32_t *ids) {
         for (int j = 1; j < V; j++)
             if (r[j] > r[a]) a = j; /* strict: ties go to the lowest id */
         if (a != prev) {
-            if (a != 0) ids[n++] = a; /* blank is id 0 whatever the file says (§2) */
+            /* blank is id 0 whatever the file says (docs/formats/sensevoice.md §2) */
+            if (a != 0) ids[n++] = a;
             prev = a;
         }
     }
@@ -185,7 +186,7 @@ done:
 }
 
 static transcribe_status session_setup(sv_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (§8) */
+    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/sensevoice.md §7) */
     return TRANSCRIBE_OK;
 }
 
