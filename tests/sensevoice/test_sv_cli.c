@@ -1,6 +1,7 @@
 /* The `transcribe` binary (path in argv[1]) on the tiny SenseVoice reference
  * files: every dtype prints the golden text of decode.json (tags stripped),
- * JSON carries the detected language and no timestamps, --raw-tokens keeps
+ * JSON carries the detected language, the emotion and audio event, and no
+ * timestamps, --raw-tokens keeps
  * the tags (with --itn and -l en: the withitn tag), and a language the
  * model lacks fails. */
 #include <stdio.h>
@@ -41,7 +42,8 @@ int main(int argc, char **argv) {
     }
     int rc = run("F32", "-f json");
     CHECK_MSG(rc == 0 && strstr(g_out, "\"language\":\"en\"") &&
-                  strstr(g_out, "\"timestamps\":\"none\"") && !strstr(g_out, "<|"),
+                  strstr(g_out, "\"timestamps\":\"none\"") && !strstr(g_out, "<|") &&
+                  strstr(g_out, "\"emotion\":\"NEUTRAL\",\"audio_event\":\"Speech\""),
               "json: exit %d %s", rc, g_out);
     rc = run("F32", "--itn -l en --raw-tokens");
     CHECK_MSG(rc == 0 && !strcmp(g_out, gi.raw), "raw tokens: exit %d [%s] want [%s]", rc, g_out,

@@ -1,10 +1,11 @@
 /* SenseVoice bad input: copies of the tiny F32 reference file with one key
  * missing, mistyped or out of range, one tensor missing, misshaped or of a
  * type its slot refuses (docs/formats/sensevoice.md §2–§3) must fail to
- * load with a specific status; runs refuse audio shorter than one frame, a language or task or
- * timestamp kind the model lacks, and honour abort; audio past the 30 s window runs whole with a
- * warning; capabilities say what the family does; a batch gives each utterance its single-run text.
- */
+ * load with a specific status; runs refuse audio shorter than one frame, a
+ * language or task or timestamp kind the model lacks, and honour abort;
+ * audio past the 30 s window runs whole with a warning; capabilities say
+ * what the family does; the emotion and event tags are result fields; a
+ * batch gives each utterance its single-run text. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -290,6 +291,9 @@ static void runs(void) {
     const char *lang = transcribe_detected_language(s);
     CHECK_MSG(lang && !strcmp(lang, "en"), "language %s", lang ? lang : "(null)");
     CHECK(transcribe_n_segments(s) == 1);
+    /* the emotion and event tags as structured fields (an addition) */
+    CHECK(!strcmp(transcribe_detected_emotion(s), "NEUTRAL"));
+    CHECK(!strcmp(transcribe_detected_audio_event(s), "Speech"));
     CHECK(run(s, pcm, n, "en", TRANSCRIBE_ITN_MODE_ON) == TRANSCRIBE_OK);
     CHECK(!strcmp(transcribe_raw_text(s), gi.raw) && !strcmp(transcribe_full_text(s), gi.text));
 
@@ -349,6 +353,9 @@ static void runs(void) {
     CHECK(single && !strcmp(transcribe_batch_full_text(s, 2), single));
     const char *bl = transcribe_batch_detected_language(s, 0);
     CHECK(bl && !strcmp(bl, "en"));
+    CHECK(!strcmp(transcribe_batch_detected_emotion(s, 0), "NEUTRAL"));
+    CHECK(!strcmp(transcribe_batch_detected_audio_event(s, 0), "Speech"));
+    CHECK(!strcmp(transcribe_batch_detected_emotion(s, 1), ""));
     free(single);
 
     transcribe_session_free(s);

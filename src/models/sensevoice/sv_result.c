@@ -1,6 +1,7 @@
 /* Result rows of docs/formats/sensevoice.md §6.3: the tags the model emits
  * first (language, emotion, audio event, ITN mode) are CONTROL pieces and
- * never reach the text; the language tag becomes the detected language. */
+ * never reach the text; the language tag becomes the detected language,
+ * the emotion and event tags the result's audio tags (an addition). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,21 +9,56 @@
 #include "models/sensevoice/sensevoice.h"
 #include "text/tokenizer.h"
 
-/* "<|xx|>" for one of the five languages the model names → xx, else NULL. */
-static const char *lang_of_tag(const sv_model *m, int id, char *buf, size_t cap) {
+/* The name inside a CONTROL tag "<|name|>" (a leading U+2581 dropped)
+ * into buf, or NULL when id is no such tag. */
+static const char *tag_name(const sv_model *m, int id, char *buf, size_t cap) {
     if (!tr_tokenizer_is_control(m->tok, id)) return NULL;
     const char *p = tr_tokenizer_piece(m->tok, id);
     if (!p) return NULL;
-    if (!strncmp(p, "\xE2\x96\x81", 3)) p += 3; /* a leading space piece mark is dropped */
+    if (!strncmp(p, "\xE2\x96\x81", 3)) p += 3;
     size_t n = strlen(p);
     if (n < 5 || strncmp(p, "<|", 2) != 0 || strcmp(p + n - 2, "|>") != 0 || n - 4 >= cap)
         return NULL;
     memcpy(buf, p + 2, n - 4);
     buf[n - 4] = '\0';
-    static const char *const five[] = {"zh", "en", "yue", "ja", "ko"};
-    for (size_t i = 0; i < sizeof five / sizeof five[0]; i++)
-        if (!strcmp(buf, five[i])) return buf;
-    return NULL;
+    return buf;
+}
+
+static bool in_set(const char *s, const char *const *set, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, set[i])) return true;
+    return false;
+}
+
+#define IN(s, set) in_set((s), (set), sizeof(set) / sizeof((set)[0]))
+
+/* The languages whose tag is a detection (docs/formats/sensevoice.md §6.3),
+ * and the emotion / audio-event tags of SenseVoiceSmall's vocabulary. The
+ * model emits them in no fixed order (the published model: language,
+ * emotion, event, ITN; the reference's tiny model: language, event,
+ * emotion, ITN), so they are told apart by name. */
+static const char *const k_langs[] = {"zh", "en", "yue", "ja", "ko"};
+static const char *const k_emotions[] = {"HAPPY",   "SAD",       "ANGRY",     "NEUTRAL",
+                                         "FEARFUL", "DISGUSTED", "SURPRISED", "EMO_UNKNOWN"};
+static const char *const k_events[] = {"Speech", "BGM",    "Applause", "Laughter", "Cry",
+                                       "Sneeze", "Breath", "Cough",    "Event_UNK"};
+
+/* Language (only the first id, only without a hint), emotion and audio
+ * event (the first of each among the leading tags) into res. */
+static bool set_tags(const sv_model *m, const int32_t *ids, int n, const char *hint,
+                     tr_result *res) {
+    char name[64];
+    bool no_hint = !hint || !*hint || !strcmp(hint, "auto");
+    if (no_hint && tag_name(m, ids[0], name, sizeof name) && IN(name, k_langs) &&
+        !tr_result_set_language(res, name))
+        return false;
+    for (int i = 0; i < n && tag_name(m, ids[i], name, sizeof name); i++) {
+        if (!res->has_emotion && IN(name, k_emotions) && !tr_result_set_emotion(res, name))
+            return false;
+        if (!res->has_event && IN(name, k_events) && !tr_result_set_audio_event(res, name))
+            return false;
+    }
+    return true;
 }
 
 transcribe_status tr_sv_build_result(const sv_model *m, const int32_t *ids, int n,
@@ -30,11 +66,7 @@ transcribe_status tr_sv_build_result(const sv_model *m, const int32_t *ids, int 
                                      tr_result *res) {
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
     if (n == 0) return TRANSCRIBE_OK; /* no text, no segment */
-    const char *hint = p->language;
-    char lang[16];
-    if ((!hint || !*hint || !strcmp(hint, "auto")) && lang_of_tag(m, ids[0], lang, sizeof lang) &&
-        !tr_result_set_language(res, lang))
-        return TRANSCRIBE_ERR_OOM;
+    if (!set_tags(m, ids, n, p->language, res)) return TRANSCRIBE_ERR_OOM;
     char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
     char *full = tr_tokenizer_decode(m->tok, ids, n, !p->keep_special_tags);
     transcribe_status st = TRANSCRIBE_ERR_OOM;
