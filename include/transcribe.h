@@ -632,6 +632,21 @@ TRANSCRIBE_API transcribe_status transcribe_batch_get_timings(
 
 /* ==== Additions of this library (not part of the transcribe.cpp 0.2.1 surface) ==== */
 
+/* Audio tags: the emotion and the audio event a model labels an utterance
+ * with, as the model names them (SenseVoice: "NEUTRAL", "HAPPY", "SAD",
+ * "ANGRY", "FEARFUL", "DISGUSTED", "SURPRISED", "EMO_UNKNOWN"; "Speech",
+ * "BGM", "Applause", "Laughter", "Cry", "Sneeze", "Breath", "Cough",
+ * "Event_UNK"). "" when the model gives none (every other family). Valid
+ * like the other result strings (until the next run / begin / reset /
+ * free); for a long input cut into pieces, the first piece's. */
+TRANSCRIBE_API const char *transcribe_detected_emotion(const struct transcribe_session *session);
+TRANSCRIBE_API const char *
+transcribe_detected_audio_event(const struct transcribe_session *session);
+TRANSCRIBE_API const char *
+transcribe_batch_detected_emotion(const struct transcribe_session *session, int i);
+TRANSCRIBE_API const char *
+transcribe_batch_detected_audio_event(const struct transcribe_session *session, int i);
+
 /* Decodes an audio file (WAV; FLAC/MP3/Ogg/Opus when built with libsndfile)
  * to mono float PCM resampled to target_rate Hz (0 keeps the file's rate).
  * On success *out_pcm is malloc'ed (free with transcribe_audio_free) and

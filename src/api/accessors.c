@@ -248,6 +248,26 @@ transcribe_batch_detected_language(const struct transcribe_session *session, int
     return tr_result_language(tr_session_batch_result(session, i));
 }
 
+/* Audio tags (an addition, include/transcribe.h): "" when none. */
+TRANSCRIBE_API const char *transcribe_detected_emotion(const struct transcribe_session *session) {
+    return tr_result_emotion(tr_session_result(session));
+}
+
+TRANSCRIBE_API const char *
+transcribe_detected_audio_event(const struct transcribe_session *session) {
+    return tr_result_audio_event(tr_session_result(session));
+}
+
+TRANSCRIBE_API const char *
+transcribe_batch_detected_emotion(const struct transcribe_session *session, int i) {
+    return tr_result_emotion(tr_session_batch_result(session, i));
+}
+
+TRANSCRIBE_API const char *
+transcribe_batch_detected_audio_event(const struct transcribe_session *session, int i) {
+    return tr_result_audio_event(tr_session_batch_result(session, i));
+}
+
 TRANSCRIBE_API int transcribe_batch_n_segments(const struct transcribe_session *session, int i) {
     const tr_result *r = tr_session_batch_result(session, i);
     return r ? r->n_segs : 0;

@@ -259,6 +259,7 @@ static void keep_frozen_rows(tr_result *r, tr_stream_window *w) {
     r->chunked = false;
     tr_result_arena_rewind(r, w->frozen_mark);
     r->has_full_text = r->has_raw_text = r->has_language = false;
+    r->has_emotion = r->has_event = false;
     r->ts_kind = TRANSCRIBE_TIMESTAMPS_NONE;
 }
 
@@ -290,6 +291,8 @@ static transcribe_status publish(struct transcribe_session *s, const char *text,
     w->rows_mark = tr_result_arena_mark(r);
     tr_result_set_full_text(r, text);
     if (h->has_language) tr_result_set_language(r, tr_result_language(h));
+    if (h->has_emotion) tr_result_set_emotion(r, tr_result_emotion(h));
+    if (h->has_event) tr_result_set_audio_event(r, tr_result_audio_event(h));
     tr_result_set_timestamp_kind(r, h->ts_kind);
     r->mel_ms = mel;
     r->encode_ms = enc;

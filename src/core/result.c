@@ -31,6 +31,8 @@ void tr_result_clear(tr_result *r) {
     r->arena_len = 0;
     r->full_text_off = r->raw_text_off = r->language_off = 0;
     r->has_full_text = r->has_raw_text = r->has_language = false;
+    r->emotion_off = r->event_off = 0;
+    r->has_emotion = r->has_event = false;
     r->ts_kind = TRANSCRIBE_TIMESTAMPS_NONE;
     r->n_segs = r->n_words = r->n_toks = r->n_spk = r->n_pieces = 0;
     r->chunked = false;
@@ -221,6 +223,18 @@ bool tr_result_set_language(tr_result *r, const char *lang) {
     return true;
 }
 
+bool tr_result_set_emotion(tr_result *r, const char *emotion) {
+    if (!arena_put(r, emotion, &r->emotion_off)) return false;
+    r->has_emotion = true;
+    return true;
+}
+
+bool tr_result_set_audio_event(tr_result *r, const char *event) {
+    if (!arena_put(r, event, &r->event_off)) return false;
+    r->has_event = true;
+    return true;
+}
+
 void tr_result_set_timestamp_kind(tr_result *r, transcribe_timestamp_kind k) {
     r->ts_kind = k;
 }
@@ -240,6 +254,14 @@ const char *tr_result_raw_text(const tr_result *r) {
 
 const char *tr_result_language(const tr_result *r) {
     return (r && r->has_language) ? tr_result_str(r, r->language_off) : "";
+}
+
+const char *tr_result_emotion(const tr_result *r) {
+    return (r && r->has_emotion) ? tr_result_str(r, r->emotion_off) : "";
+}
+
+const char *tr_result_audio_event(const tr_result *r) {
+    return (r && r->has_event) ? tr_result_str(r, r->event_off) : "";
 }
 
 static bool is_space(char c) {

@@ -58,6 +58,10 @@ typedef struct tr_result {
     uint64_t arena_len, arena_cap;
     uint64_t full_text_off, raw_text_off, language_off;
     bool has_full_text, has_raw_text, has_language;
+    /* audio tags (an addition): the emotion and the audio event a model
+     * labels the utterance with (SenseVoice), as the model names them */
+    uint64_t emotion_off, event_off;
+    bool has_emotion, has_event;
     transcribe_timestamp_kind ts_kind;
     tr_result_segment *segs;
     int n_segs, cap_segs;
@@ -109,6 +113,8 @@ void tr_result_arena_rewind(tr_result *r, uint64_t mark);
 bool tr_result_set_full_text(tr_result *r, const char *text);
 bool tr_result_set_raw_text(tr_result *r, const char *text);
 bool tr_result_set_language(tr_result *r, const char *lang);
+bool tr_result_set_emotion(tr_result *r, const char *emotion);
+bool tr_result_set_audio_event(tr_result *r, const char *event);
 void tr_result_set_timestamp_kind(tr_result *r, transcribe_timestamp_kind k);
 
 /* Readers ("" when absent). */
@@ -116,6 +122,8 @@ const char *tr_result_str(const tr_result *r, uint64_t off);
 const char *tr_result_full_text(const tr_result *r);
 const char *tr_result_raw_text(const tr_result *r);
 const char *tr_result_language(const tr_result *r);
+const char *tr_result_emotion(const tr_result *r);     /* "" when none */
+const char *tr_result_audio_event(const tr_result *r); /* "" when none */
 
 /* Builds full text by concatenating segment texts when a family does not set
  * it explicitly (leading/trailing whitespace trimmed). */

@@ -103,6 +103,13 @@ bool tr_result_join_piece(tr_result *dst, tr_result_joiner *j, const tr_result *
     if (!dst->has_language && *tr_result_language(src)) {
         if (!tr_result_set_language(dst, tr_result_language(src))) return false;
     }
+    /* audio tags: the first piece that has them (like the language) */
+    if (!dst->has_emotion && *tr_result_emotion(src) &&
+        !tr_result_set_emotion(dst, tr_result_emotion(src)))
+        return false;
+    if (!dst->has_event && *tr_result_audio_event(src) &&
+        !tr_result_set_audio_event(dst, tr_result_audio_event(src)))
+        return false;
     if (dst->ts_kind == TRANSCRIBE_TIMESTAMPS_NONE) dst->ts_kind = src->ts_kind; /* first timed */
     /* A piece without times: its rows get the piece's span. */
     bool untimed = src->ts_kind == TRANSCRIBE_TIMESTAMPS_NONE;

@@ -1,4 +1,5 @@
 /* JSON: one object per result, on one line: file, model, text, language,
+ * emotion and audio_event (only when the model gives them),
  * duration, timestamps, error, truncated, the pieces of a split run
  * ("chunks"), the subtitle cues, segments (with speakers), words and
  * (optionally) tokens. Strings are escaped minimally: quote, backslash,
@@ -139,6 +140,15 @@ void tr_out_json(tr_out_view *v) {
     tr_out_json_str(b, text, n);
     tr_strbuf_appends(b, ",\"language\":");
     json_cstr(b, v->r ? tr_result_language(v->r) : "");
+    /* audio tags, only where the model gives them (SenseVoice) */
+    if (v->r && *tr_result_emotion(v->r)) {
+        tr_strbuf_appends(b, ",\"emotion\":");
+        json_cstr(b, tr_result_emotion(v->r));
+    }
+    if (v->r && *tr_result_audio_event(v->r)) {
+        tr_strbuf_appends(b, ",\"audio_event\":");
+        json_cstr(b, tr_result_audio_event(v->r));
+    }
     tr_strbuf_appendf(b, ",\"duration\":%.3f", o->duration_s);
     static const char *const kinds[] = {"none", "auto", "segment", "word", "token"};
     int k = (int)tr_out_kind(v);

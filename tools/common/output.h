@@ -39,6 +39,7 @@ typedef struct cli_result {
     char *text; /* full text; never NULL after cli_result_init */
     size_t text_len, text_cap;
     char language[16];
+    char emotion[32], audio_event[32]; /* audio tags (SenseVoice); "" when none */
     transcribe_timestamp_kind kind;
     bool truncated;
     struct transcribe_segment *segs;

@@ -70,6 +70,12 @@ void cli_result_copy(cli_result *r, const struct transcribe_session *s, int i) {
     const char *lang =
         single ? transcribe_detected_language(s) : transcribe_batch_detected_language(s, i);
     if (lang && *lang) snprintf(r->language, sizeof r->language, "%s", lang);
+    const char *emo =
+        single ? transcribe_detected_emotion(s) : transcribe_batch_detected_emotion(s, i);
+    const char *ev =
+        single ? transcribe_detected_audio_event(s) : transcribe_batch_detected_audio_event(s, i);
+    if (emo && *emo) snprintf(r->emotion, sizeof r->emotion, "%s", emo);
+    if (ev && *ev) snprintf(r->audio_event, sizeof r->audio_event, "%s", ev);
     r->kind = single ? transcribe_returned_timestamp_kind(s)
                      : transcribe_batch_returned_timestamp_kind(s, i);
     if (single && transcribe_was_truncated(s)) r->truncated = true;

@@ -188,6 +188,14 @@ bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *in
         fprintf(b.f,
                 "{\"task\":\"%s\",\"language\":", info->translate ? "translate" : "transcribe");
         cli_json_str(b.f, info->translate ? "en" : info->language);
+        if (r->emotion[0]) { /* audio tags, only where the model gives them */
+            fputs(",\"emotion\":", b.f);
+            cli_json_str(b.f, r->emotion);
+        }
+        if (r->audio_event[0]) {
+            fputs(",\"audio_event\":", b.f);
+            cli_json_str(b.f, r->audio_event);
+        }
         fprintf(b.f, ",\"duration\":%.3f,\"text\":", info->duration_s);
         cli_json_str(b.f, r->text);
         verbose_segments(b.f, r, info);

@@ -34,6 +34,8 @@ TINY_CANARY = DATA / "canary" / "tiny-canary" / "tiny-canary-ref-F16.gguf"
 TINY_MOSS = DATA / "moss" / "tiny" / "moss-tiny-ref-F16.gguf"
 MOSS_WAV = DATA / "moss" / "mix.wav"
 TINY_WHISPER = DATA / "whisper" / "tiny" / "whisper-tiny-ref-F16.gguf"
+TINY_SENSEVOICE = DATA / "sensevoice" / "tiny" / "sensevoice-tiny-ref-F32.gguf"
+SENSEVOICE_WAV = DATA / "sensevoice" / "clip.wav"
 
 
 def need(path: Path) -> Path:

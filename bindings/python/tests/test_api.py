@@ -22,8 +22,10 @@ from conftest import (
     MOSS_WAV,
     ROOT,
     SAMPLE,
+    SENSEVOICE_WAV,
     SHORT_WAVS,
     TINY_MOSS,
+    TINY_SENSEVOICE,
     TINY_TDT,
     need,
 )
@@ -138,6 +140,15 @@ def test_tdt_words_equal_cli_json(cli):
         for ts in ("auto", "word", "segment", "none"):
             got = m.transcribe(need(SAMPLE), timestamps=ts).to_dict()
             assert_same_as_cli(got, cli_json(cli, TINY_TDT, SAMPLE, "--timestamps", ts))
+
+
+def test_audio_tags_equal_cli_json(cli):
+    """SenseVoice's language / emotion / event tags: fields, not text."""
+    with transcribe.Model(need(TINY_SENSEVOICE)) as m:
+        r = m.transcribe(need(SENSEVOICE_WAV))
+        assert (r.language, r.emotion, r.audio_event) == ("en", "NEUTRAL", "Speech")
+        assert "<|" not in r.text and "<|Speech|>" in r.raw_text
+        assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_SENSEVOICE, SENSEVOICE_WAV))
 
 
 def test_diarized_segments_equal_cli_json(cli):

@@ -142,6 +142,11 @@ _OPTIONAL: _Table = {
     "transcribe_pause_split_params_init": (None, [vp]),
     "transcribe_pause_split": (c_int, [vp, c_int64, c_int, vp, POINTER(vp), POINTER(c_int)]),
     "transcribe_pause_split_free": (None, [vp]),
+    # audio tags (SenseVoice's emotion and audio event)
+    "transcribe_detected_emotion": (c_char_p, [vp]),
+    "transcribe_detected_audio_event": (c_char_p, [vp]),
+    "transcribe_batch_detected_emotion": (c_char_p, [vp, c_int]),
+    "transcribe_batch_detected_audio_event": (c_char_p, [vp, c_int]),
     # long audio split by the library (run params chunking)
     "transcribe_piece_init": (None, [vp]),
     "transcribe_was_chunked": (c_bool, [vp]),

@@ -35,6 +35,8 @@ class Piece:
     raw_text: str
     chunked: bool  # split at pauses by the library (even into zero pieces)
     pieces: List[Tuple[int, int, int, int, str]]  # (t0, t1, end_kind, status, its text)
+    emotion: str = ""  # audio tags (SenseVoice); "" when none
+    audio_event: str = ""
 
 
 def read_piece(lib: "_lib.Lib", sess: int, i: Optional[int]) -> Piece:
@@ -63,7 +65,13 @@ def read_piece(lib: "_lib.Lib", sess: int, i: Optional[int]) -> Piece:
             if g("get_piece")(sess, *idx, j, ctypes.byref(pc)) == 0:
                 pieces.append((int(pc.t0_ms), int(pc.t1_ms), int(pc.end_kind), int(pc.status),
                                lib.status_text(pc.status)))
+    def tag(name: str) -> str:  # optional in older libraries
+        f = g("detected_" + name)
+        return _lib.text(f(sess, *idx)) if f is not None else ""
+
     return Piece(
+        emotion=tag("emotion"),
+        audio_event=tag("audio_event"),
         text=_lib.text(g("full_text")(sess, *idx)),
         language=_lib.text(g("detected_language")(sess, *idx)),
         kind=int(g("returned_timestamp_kind")(sess, *idx)),
@@ -89,6 +97,8 @@ class Builder:
     def __init__(self) -> None:
         self.text = ""
         self.language = ""
+        self.emotion = ""
+        self.audio_event = ""
         self.kind = 0
         self.segs: List[List[Any]] = []
         self.words: List[List[Any]] = []
@@ -116,6 +126,8 @@ class Builder:
         if p.raw_text:
             self.raw.append(p.raw_text)
         self.language = p.language
+        self.emotion = self.emotion or p.emotion  # the first piece's, as the library's join
+        self.audio_event = self.audio_event or p.audio_event
         self.kind = p.kind
         if single and p.truncated:
             self.truncated = True
@@ -169,6 +181,8 @@ class Builder:
             timings=Timings(self.load_ms, self.stage_ms[0], self.stage_ms[1], self.stage_ms[2],
                             (time.perf_counter() - t_start) * 1000.0),
             chunks=tuple(self.chunks) if self.chunked else None,
+            emotion=self.emotion,
+            audio_event=self.audio_event,
         )
 
 

@@ -137,6 +137,8 @@ class Result:
         raw_text: the model's decoded output before clean-up.
         timings: stage timings (summed over the pieces of split audio).
         chunks: the pieces when the audio was split at pauses, else None.
+        emotion, audio_event: the audio tags the model gave (SenseVoice:
+            "NEUTRAL", "HAPPY", ...; "Speech", "BGM", ...), "" when none.
         formatted: the formats asked for (``formats=``), rendered by the
             library: {"srt": "1\\n00:00:00,000 --> ..."}; see ``format()``.
     """
@@ -154,6 +156,8 @@ class Result:
     timings: Timings = field(default_factory=Timings, compare=False)  # equal runs, equal results
     chunks: Optional[Tuple[Chunk, ...]] = None
     formatted: Dict[str, str] = field(default_factory=dict, compare=False)
+    emotion: str = ""
+    audio_event: str = ""
 
     def format(self, fmt: str) -> str:
         """The result as "txt", "json", "srt" or "vtt", as the library renders
@@ -173,9 +177,13 @@ class Result:
         out: Dict[str, Any] = {
             "text": self.text,
             "language": self.language,
-            "duration": round(self.duration, 3),
-            "timestamps": self.timestamps,
         }
+        if self.emotion:  # audio tags only where the model gives them, as the CLI
+            out["emotion"] = self.emotion
+        if self.audio_event:
+            out["audio_event"] = self.audio_event
+        out["duration"] = round(self.duration, 3)
+        out["timestamps"] = self.timestamps
         if self.truncated:
             out["truncated"] = True
         if self.chunks is not None:
