@@ -1,0 +1,2 @@
+#include "test_util.h"
+int main(void) { return TEST_DONE(); }
