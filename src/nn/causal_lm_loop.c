@@ -30,7 +30,7 @@ static transcribe_status verify_step(void *user, const int32_t *toks, int n, int
                                      int32_t *next) {
     const step_ctx *c = user;
     return tr_clm_step_seq(c->st, c->pool, toks, n, pos, 0, next) ? TRANSCRIBE_OK
-                                                                   : TRANSCRIBE_ERR_OOM;
+                                                                  : TRANSCRIBE_ERR_OOM;
 }
 
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,

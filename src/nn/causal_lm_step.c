@@ -360,8 +360,8 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
         rope_head(c->s, r, kh, hd);
         for (int j = 0; j < G; j++) rope_head(c->s, r, qh + (size_t)j * hd, hd);
         const size_t base = tr_clm_kv_base(kv, l, c->slot);
-        tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, pos), kh,
-                        c->v + r * c->K + (size_t)g * hd, hd);
+        tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, pos), kh, c->v + r * c->K + (size_t)g * hd,
+                        hd);
         attn_row(c, l, g, r, pb);
     }
 }

@@ -78,7 +78,8 @@ static void model_init(model *m, int type, bool granite, uint64_t seed, float am
     for (int l = 0; l < L; l++) {
         const int64_t io[7][2] = {{D, QD}, {D, KD}, {D, KD}, {QD, D}, {D, F}, {D, F}, {F, D}};
         for (int j = 0; j < 7; j++)
-            make_tensor(m, l * 7 + j, io[j][0], io[j][1], type, amp * (j == 3 || j == 6 ? 0.3f : 0.4f));
+            make_tensor(m, l * 7 + j, io[j][0], io[j][1], type,
+                        amp * (j == 3 || j == 6 ? 0.3f : 0.4f));
         for (int j = 0; j < 4; j++)
             for (int i = 0; i < D; i++) m->norms[l][j][i] = 1.0f + 0.2f * frand();
         tr_clm_block *b = &m->blk[l];
@@ -137,14 +138,17 @@ static void test_verify_rows(int type, bool kv16, bool granite, tr_pool *pool) {
         CHECK(tr_clm_step_seq(st, pool, toks, n, NP, 0, next));
         int bad = 0;
         for (int i = 0; i < n; i++)
-            bad += next[i] != ref_next[i] || memcmp(tr_clm_step_logits(st, i), ref[i], sizeof ref[i]);
+            bad +=
+                next[i] != ref_next[i] || memcmp(tr_clm_step_logits(st, i), ref[i], sizeof ref[i]);
         /* plain steps after the verify step read the K/V it wrote */
         for (int i = n; i < n + AFTER; i++) {
             int pos = NP + i, slot = 0;
             CHECK(tr_clm_step(st, pool, &toks[i], &pos, &slot, 1, &next[i]));
-            bad += next[i] != ref_next[i] || memcmp(tr_clm_step_logits(st, 0), ref[i], sizeof ref[i]);
+            bad +=
+                next[i] != ref_next[i] || memcmp(tr_clm_step_logits(st, 0), ref[i], sizeof ref[i]);
         }
-        CHECK_MSG(bad == 0, "type %s kv16 %d granite %d threads %d: %d rows of a %d-row verify "
+        CHECK_MSG(bad == 0,
+                  "type %s kv16 %d granite %d threads %d: %d rows of a %d-row verify "
                   "differ from one-row steps",
                   tr_type_name(type), kv16, granite, tr_pool_n_threads(pool), bad, n);
     }

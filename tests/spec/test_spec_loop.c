@@ -106,8 +106,8 @@ static int same_as_plain(int kind, tr_greedy_cfg cfg, int T_prompt) {
     for (int i = 0; i < 5; i++) {
         memset(&t, 0, sizeof t);
         t.kind = kind;
-        transcribe_status rc = tr_greedy_loop_spec(&cfg, toy_step, toy_verify, ks[i], &t, 5,
-                                                   T_prompt, out, &n_out);
+        transcribe_status rc =
+            tr_greedy_loop_spec(&cfg, toy_step, toy_verify, ks[i], &t, 5, T_prompt, out, &n_out);
         CHECK_MSG(rc == rc_ref && n_out == n_ref && !memcmp(out, ref, sizeof *out * n_ref),
                   "kind %d k %d: status %d/%d, %d/%d ids", kind, ks[i], rc, rc_ref, n_out, n_ref);
         CHECK(t.calls <= plain_calls);
