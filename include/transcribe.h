@@ -297,6 +297,14 @@ struct transcribe_stream_params {
     const struct transcribe_ext *family;           /* default NULL */
     transcribe_stream_commit_policy commit_policy; /* default AUTO; optional trailing */
     uint32_t stable_prefix_agreement_n; /* default 0 = library default (3); optional trailing */
+    /* An addition beside the 0.2.1 API (optional trailing, default false).
+     * false: only a model that streams natively (caps.supports_streaming)
+     * streams; any other begin is NOT_IMPLEMENTED, as in transcribe.cpp.
+     * true: a model without native streaming streams through the library's
+     * window driver, which re-decodes the recent audio with the model's
+     * offline path (caps.supports_window_streaming says which models can);
+     * a model that streams natively still does so. */
+    bool window_fallback;
 };
 
 struct transcribe_capabilities {
@@ -312,6 +320,10 @@ struct transcribe_capabilities {
     int64_t max_audio_ms;
     int n_translate_target_languages;
     const char *const *translate_target_languages;
+    /* An addition beside the 0.2.1 API: the model streams when a stream asks
+     * for the window driver (transcribe_stream_params.window_fallback):
+     * every model with an offline run path. */
+    bool supports_window_streaming;
 };
 
 struct transcribe_session_limits {

@@ -239,10 +239,11 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
         return st;
     }
     if (!m->desc.variant) m->desc.variant = m->variant ? m->variant : "";
-    /* Every model with an offline run path streams: natively through its
-     * family's stream hooks, else through the generic window driver
-     * (stream_window.c). */
-    if (m->family->run) m->desc.caps.supports_streaming = true;
+    /* supports_streaming is the family's word (native streaming, as in
+     * transcribe.cpp); every model with an offline run path also streams
+     * through the generic window driver (stream_window.c) when a stream
+     * asks for it (transcribe_stream_params.window_fallback). */
+    m->desc.caps.supports_window_streaming = m->family->run != NULL;
     m->load_ms = (float)(tr_time_ms() - t0);
     TR_DEBUG("model load: %s (%s) in %.1f ms", m->arch, m->desc.variant, (double)m->load_ms);
     *out_model = m;

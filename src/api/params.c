@@ -58,6 +58,7 @@ TRANSCRIBE_API void transcribe_stream_params_init(struct transcribe_stream_param
     p->family = NULL;
     p->commit_policy = TRANSCRIBE_STREAM_COMMIT_AUTO;
     p->stable_prefix_agreement_n = 0;
+    p->window_fallback = false;
 }
 
 /* ---- output structs ---- */

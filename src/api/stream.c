@@ -109,10 +109,22 @@ bool tr_stream_is_native(const struct transcribe_model *m) {
     return has_stream_hooks(f) && (!f->stream_native || f->stream_native(m->fmodel));
 }
 
-/* A model streams natively, or through the generic window driver on its
- * offline run path. */
-static bool can_stream(const struct transcribe_model *m) {
-    return tr_stream_is_native(m) || m->family->run != NULL;
+/* A model streams natively (it says so in caps.supports_streaming and its
+ * family's hooks take this file), or through the generic window driver on
+ * its offline run path when the stream asks for that (window_fallback). */
+static bool streams_natively(const struct transcribe_model *m) {
+    return m->desc.caps.supports_streaming && tr_stream_is_native(m);
+}
+
+static transcribe_status not_streaming(const struct transcribe_model *m, const char *where) {
+    if (m->desc.caps.supports_window_streaming) {
+        TR_ERROR("%s: this %s model does not stream natively (set "
+                 "stream_params.window_fallback to stream it through the window driver)",
+                 where, m->arch);
+    } else {
+        TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
+    }
+    return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
 }
 
 /* ---- entry points ---- */
@@ -150,6 +162,9 @@ static transcribe_status begin_args(const struct transcribe_session *session,
         if (sz >= offsetof(struct transcribe_stream_params, stable_prefix_agreement_n) + 4) {
             sp.stable_prefix_agreement_n = stream_params->stable_prefix_agreement_n;
         }
+        if (sz >= offsetof(struct transcribe_stream_params, window_fallback) + sizeof(bool)) {
+            sp.window_fallback = stream_params->window_fallback;
+        }
     }
     if ((int)sp.commit_policy < TRANSCRIBE_STREAM_COMMIT_AUTO ||
         (int)sp.commit_policy > TRANSCRIBE_STREAM_COMMIT_STABLE_PREFIX) {
@@ -180,18 +195,21 @@ transcribe_stream_begin_impl(struct transcribe_session *session,
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     const struct transcribe_model *m = session->model;
-    if (!m->desc.caps.supports_streaming || !can_stream(m)) {
-        TR_ERROR("%s: this %s model does not support streaming", where, m->arch);
-        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
-    }
+    /* The capability gate, then the caller's arguments, then whether the
+     * family's hooks can stream this file (a file whose key claims
+     * streaming its encoder cannot do is NOT_IMPLEMENTED after its
+     * extension is checked, as in transcribe.cpp); each before any change. */
+    const bool window_ok = sp.window_fallback && m->desc.caps.supports_window_streaming;
+    if (!m->desc.caps.supports_streaming && !window_ok) return not_streaming(m, where);
     st = tr_validate_run_params(m, &rp, true);
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_ext_ptr(m, sp.family, TRANSCRIBE_EXT_SLOT_STREAM, where);
     if (st != TRANSCRIBE_OK) return st;
+    if (!streams_natively(m) && !window_ok) return not_streaming(m, where);
     /* A VAD stream commits at region ends through the generic driver,
      * whatever the family's own streaming (its hooks cannot commit at a
      * point of the caller's choosing). */
-    bool native = tr_stream_is_native(m) && !rp.vad_model;
+    bool native = streams_natively(m) && !rp.vad_model;
     if (native && m->family->validate_stream) {
         st = m->family->validate_stream(m->fmodel, sp.family);
         if (st != TRANSCRIBE_OK) {

@@ -234,6 +234,17 @@ typedef struct tr_clm_stages {
     double encoder_ms, projector_ms;
 } tr_clm_stages;
 
+/* Defines a family's lm_stages tool hook (core/family.h) for a session type
+ * S that holds the decoder half as `dec` and its model as `m`, whose LM is
+ * `m->lm` with weights `m->lm_w`; ENC and PROJ are the split timings read
+ * from the session `s` (-1: not reported). */
+#define TR_CLM_STAGES_HOOK(S, ENC, PROJ)                                                           \
+    static bool fam_lm_stages(void *session, tr_clm_stages *out) {                                 \
+        const S *s = session;                                                                      \
+        *out = (tr_clm_stages){&s->dec, &s->m->lm, &s->m->lm_w, (ENC), (PROJ)};                    \
+        return true;                                                                               \
+    }
+
 /* Fills *ds (zeroed first) for a model whose LM is (hp, w) with max_pos
  * positions, under the session's n_ctx (<= 0: max_pos) and KV type.
  * OOM (logged with who) on failure, with *ds released. */

@@ -19,9 +19,9 @@
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);
 SZ(transcribe_session_params, 24);
-SZ(transcribe_run_params, 120); /* 72 + the appended VAD, vocabulary and chunking fields */
-SZ(transcribe_stream_params, 24);
-SZ(transcribe_capabilities, 56);
+SZ(transcribe_run_params, 120);   /* 72 + the appended VAD, vocabulary and chunking fields */
+SZ(transcribe_stream_params, 32); /* 24 + the appended window_fallback */
+SZ(transcribe_capabilities, 64);  /* 56 + the appended supports_window_streaming */
 SZ(transcribe_timings, 24);
 SZ(transcribe_segment, 56);
 SZ(transcribe_word, 48);
@@ -61,6 +61,8 @@ OFF(transcribe_run_params, chunking, 112);
 OFF(transcribe_run_params, chunk_batch, 116);
 OFF(transcribe_capabilities, supports_streaming, 30);
 OFF(transcribe_capabilities, max_audio_ms, 32);
+OFF(transcribe_capabilities, supports_window_streaming, 56);
+OFF(transcribe_stream_params, window_fallback, 24);
 OFF(transcribe_segment, text, 40);
 OFF(transcribe_segment, speaker_id, 48);
 OFF(transcribe_stream_update, buffered_ms, 32);
@@ -227,7 +229,7 @@ static void test_status_strings(void) {
 }
 
 static void test_abi(void) {
-    static const size_t sizes[] = {24, 24, 120, 24, 56, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
+    static const size_t sizes[] = {24, 24, 120, 32, 64, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
     for (int i = 0; i < 15; i++) {
         CHECK_MSG(transcribe_abi_struct_size((transcribe_abi_struct)i) == sizes[i], "id %d", i);
         CHECK(transcribe_abi_struct_align((transcribe_abi_struct)i) == 8);
@@ -265,7 +267,8 @@ static void test_inits(void) {
     CHECK(sf.ext.kind == 0x54534653u && sf.preset == TRANSCRIBE_SORTFORMER_PRESET_DEFAULT);
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
-    CHECK(sp.struct_size == 24 && sp.commit_policy == TRANSCRIBE_STREAM_COMMIT_AUTO);
+    CHECK(sp.struct_size == 32 && sp.commit_policy == TRANSCRIBE_STREAM_COMMIT_AUTO &&
+          !sp.window_fallback);
 
     /* ext_check order */
     CHECK(transcribe_ext_check(NULL, 1, 80) == TRANSCRIBE_OK);

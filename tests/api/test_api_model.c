@@ -9,6 +9,7 @@
 
 #include "fixtures.h"
 #include "test_util.h"
+#include "test_stream_params.h"
 #include "transcribe/extensions.h"
 
 #define DIR TR_SOURCE_DIR "/tests/data/whisper/tiny"
@@ -37,8 +38,10 @@ static void test_model_queries(struct transcribe_model *m) {
     CHECK(transcribe_model_get_capabilities(m, &caps) == TRANSCRIBE_OK);
     CHECK(caps.native_sample_rate == 16000 &&
           caps.max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_SEGMENT);
-    /* Every family streams (the generic window driver over its run path). */
-    CHECK(caps.supports_streaming && caps.max_audio_ms == 0 && caps.n_languages > 0);
+    /* Every family streams through the window driver over its run path when
+     * a stream asks for it; natively, this one does not. */
+    CHECK(!caps.supports_streaming && caps.supports_window_streaming);
+    CHECK(caps.max_audio_ms == 0 && caps.n_languages > 0);
     CHECK(transcribe_model_supports(m, TRANSCRIBE_FEATURE_INITIAL_PROMPT));
     CHECK(transcribe_model_supports(m, TRANSCRIBE_FEATURE_LONG_FORM));
     CHECK(!transcribe_model_supports(m, TRANSCRIBE_FEATURE_DIARIZATION));
@@ -133,9 +136,12 @@ static void test_runs(struct transcribe_model *m, const float *pcm, int n) {
     CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK);
     CHECK(*transcribe_full_text(s) != '\0');
 
-    /* whisper streams through the generic window driver; a finished
-     * stream gives way to the batch below */
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    /* whisper streams through the generic window driver when asked (not
+     * by default: it does not stream natively); a finished stream gives way
+     * to the batch below */
+    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_ACTIVE);
     CHECK(transcribe_stream_feed(s, pcm, n < 16000 ? n : 16000, NULL) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);

@@ -7,6 +7,12 @@
  *  - stt.capability.translate (shared key, docs/formats/gguf.md §5) turns translation
  *    on for a Parakeet file: capabilities list the translation targets, and
  *    the target and pair gates answer UNSUPPORTED_LANGUAGE;
+ *  - streaming as the reference gates it (docs/c-api.md §14): a plain file
+ *    does not advertise streaming and begin is NOT_IMPLEMENTED before
+ *    anything changes, a run afterwards is not stranded; a file whose
+ *    stt.capability.streaming key claims streaming advertises it, and begin
+ *    still refuses (its encoder cannot stream), the same way; either file
+ *    streams when the stream asks for the window driver (window_fallback);
  *  - buffered-stream extension fields below -1 are refused before anything
  *    changes (state IDLE, last status OK, nothing recorded), each field on
  *    its own; 0 is a real value (right context 0 is in the menu). */
@@ -15,6 +21,7 @@
 #include <string.h>
 
 #include "pk_test.h"
+#include "test_stream_params.h"
 #include "test_util.h"
 #include "transcribe/parakeet.h"
 
@@ -109,6 +116,47 @@ static void test_translate_key(const float *pcm, int n) {
     transcribe_session_free(s);
 }
 
+/* begin with the default stream parameters is refused before anything
+ * changes; the window driver streams the file; an offline run works. */
+static void check_stream_gate(const char *path, bool advertised, const float *pcm, int n) {
+    struct transcribe_session *s = NULL;
+    CHECK(pk_open(path, 1, &s) == TRANSCRIBE_OK);
+    if (!s) return;
+    struct transcribe_capabilities c;
+    transcribe_capabilities_init(&c);
+    CHECK(transcribe_model_get_capabilities(transcribe_get_model(s), &c) == TRANSCRIBE_OK);
+    CHECK_MSG(c.supports_streaming == advertised, "%s: supports_streaming %d", path,
+              c.supports_streaming);
+    CHECK(c.supports_window_streaming);
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    CHECK(transcribe_stream_begin(s, &rp, &sp) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_ERR_NOT_IMPLEMENTED);
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
+    CHECK(transcribe_stream_last_status(s) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_revision(s) == 0);
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_OK); /* not stranded */
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
+    CHECK(transcribe_stream_begin(s, &rp, TU_WINDOW) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_feed(s, pcm, n, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_FINISHED);
+    transcribe_session_free(s);
+}
+
+static void test_streaming_gate(const float *pcm, int n) {
+    char src[2048], dst[2048];
+    if (!pk_model_file("tiny-ctc", "F16", src, sizeof src)) return;
+    check_stream_gate(src, false, pcm, n);
+    snprintf(dst, sizeof dst, "%s/pk-contracts-streaming-key.gguf", TR_BINARY_DIR);
+    pk_rewrite o = {.set_true_key = "stt.capability.streaming"};
+    CHECK(pk_rewrite_file(src, dst, &o));
+    check_stream_gate(dst, true, pcm, n);
+    remove(dst);
+}
+
 static transcribe_status begin_buffered(struct transcribe_session *s, int l, int c, int r) {
     struct transcribe_parakeet_buffered_stream_ext x;
     transcribe_parakeet_buffered_stream_ext_init(&x);
@@ -148,6 +196,7 @@ int main(void) {
     if (!pcm) return TEST_DONE();
     test_factor_key_mismatch(pcm, n);
     test_translate_key(pcm, n);
+    test_streaming_gate(pcm, n);
     test_buffered_sentinels();
     free(pcm);
     return TEST_DONE();

@@ -48,6 +48,7 @@ static inline sh_outcome sh_stream(struct transcribe_session *s, const float *pc
     transcribe_stream_params_init(&sp);
     sp.commit_policy = policy;
     sp.stable_prefix_agreement_n = agree;
+    sp.window_fallback = true; /* any model: natively, else the window driver */
     o.status = transcribe_stream_begin(s, NULL, &sp);
     if (o.status != TRANSCRIBE_OK) return o;
     char *prev = sh_dup("");

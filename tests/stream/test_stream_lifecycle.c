@@ -9,6 +9,7 @@
 #include "stream/stream_harness.h"
 #include "test_files.h"
 #include "test_util.h"
+#include "test_stream_params.h"
 #include "transcribe.h"
 
 #define MODEL TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
@@ -56,9 +57,9 @@ int main(void) {
     CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
 
     /* begin; begin again while ACTIVE is rejected; runs are rejected. */
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_ACTIVE);
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     const float *one[1] = {pcm};
     CHECK(transcribe_run_batch(s, one, &n, 1, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
@@ -99,7 +100,7 @@ int main(void) {
 
     /* reset mid-stream, then a fresh stream gives the same text as a
      * stream that never saw the abandoned audio. */
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_feed(s, pcm + n / 2, n / 2, NULL) == TRANSCRIBE_OK);
     transcribe_stream_reset(s);
     sh_outcome a = sh_stream(s, pcm, n, 1600, TRANSCRIBE_STREAM_COMMIT_AUTO, 0);
@@ -114,7 +115,7 @@ int main(void) {
      * kept; feed rejected; was_aborted; a new begin clears it. */
     abort_after ab = {0, 0};
     transcribe_set_abort_callback(s, abort_cb, &ab);
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_feed(s, pcm, 8000, NULL) == TRANSCRIBE_OK); /* buffered only */
     u = upd();
     CHECK(transcribe_stream_feed(s, pcm, 16000, &u) == TRANSCRIBE_ERR_ABORTED);
@@ -125,7 +126,7 @@ int main(void) {
     CHECK(transcribe_stream_feed(s, pcm, 160, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     transcribe_set_abort_callback(s, NULL, NULL);
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK); /* FAILED -> ACTIVE */
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK); /* FAILED -> ACTIVE */
     CHECK(!transcribe_was_aborted(s) && transcribe_stream_last_status(s) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_feed(s, pcm, n, NULL) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
@@ -133,7 +134,7 @@ int main(void) {
     /* Abort during the final decode: finalize fails, FAILED. */
     ab.calls = 0;
     ab.limit = 0;
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_feed(s, pcm, 8000, NULL) == TRANSCRIBE_OK);
     transcribe_set_abort_callback(s, abort_cb, &ab);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_ERR_ABORTED);
@@ -146,7 +147,7 @@ int main(void) {
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     rp.task = TRANSCRIBE_TASK_TRANSLATE;
-    CHECK(transcribe_stream_begin(s, &rp, NULL) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
+    CHECK(transcribe_stream_begin(s, &rp, TU_WINDOW) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
     CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
 
     transcribe_session_free(s);

@@ -15,6 +15,7 @@
 #include "test_files.h"
 #include "test_clock.h"
 #include "test_util.h"
+#include "test_stream_params.h"
 #include "transcribe.h"
 
 #define MODEL TR_SOURCE_DIR "/tests/data/parakeet/tiny-ctc/parakeet-tiny-ctc-F16.gguf"
@@ -64,7 +65,7 @@ int main(void) {
     struct transcribe_session *s = NULL;
     CHECK(transcribe_open(MODEL, NULL, &sp, &s) == TRANSCRIBE_OK);
     if (!s) return TEST_DONE();
-    CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
 
     enum { FEED = 16000, BLOCK_S = 300 };
     float *feed = malloc(FEED * sizeof *feed);

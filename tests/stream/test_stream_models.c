@@ -1,6 +1,6 @@
 /* Streaming through every family (the generic window driver, docs/c-api.md §14)
  * on the committed reference models and the bundled model:
- *  - every model advertises supports_streaming;
+ *  - every model advertises supports_window_streaming;
  *  - committed text only grows, feed after feed;
  *  - finalize commits the rest: committed == full_text;
  *  - a clip shorter than the driver's window streams to exactly the offline
@@ -63,7 +63,7 @@ static void one_model(const model_case *mc, const float *pcm, int n) {
     struct transcribe_capabilities caps;
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(transcribe_get_model(s), &caps);
-    CHECK_MSG(caps.supports_streaming, "%s does not advertise streaming", mc->name);
+    CHECK_MSG(caps.supports_window_streaming, "%s does not advertise window streaming", mc->name);
 
     /* A clip shorter than the window: streamed == offline, exactly. */
     int short_n = n < 6 * 16000 ? n : 6 * 16000;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "test_stream_params.h"
 #include "transcribe.h"
 
 #define MODEL TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
@@ -51,7 +52,7 @@ typedef struct outcome {
 static outcome stream(struct transcribe_session *s, const struct transcribe_run_params *rp,
                       const float *pcm, int n, int mark) {
     outcome o = {0};
-    if (transcribe_stream_begin(s, rp, NULL) != TRANSCRIBE_OK) return o;
+    if (transcribe_stream_begin(s, rp, TU_WINDOW) != TRANSCRIBE_OK) return o;
     char *prev = dup_str("");
     for (int pos = 0; pos < n && prev; pos += PIECE) {
         if (pos == mark) o.at_mark = dup_str(committed(s));
@@ -177,7 +178,7 @@ int main(void) {
     vp.threshold = 1.5f;
     rp.vad_params = &vp;
     transcribe_stream_reset(s);
-    CHECK(transcribe_stream_begin(s, &rp, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_stream_begin(s, &rp, TU_WINDOW) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(transcribe_stream_get_state(s) == TRANSCRIBE_STREAM_IDLE);
 
     transcribe_audio_free(a), transcribe_audio_free(b), transcribe_audio_free(z),

@@ -16,6 +16,7 @@
 #include "api/api_internal.h"
 #include "stream/stream_harness.h"
 #include "test_util.h"
+#include "test_stream_params.h"
 
 #define RATE 16000
 #define HOP  160 /* 10 ms: the fake recogniser's frame */
@@ -110,7 +111,8 @@ static struct transcribe_model *fake_model(const tr_family *f) {
     m->arch = strdup("fake");
     m->desc.variant = "";
     m->desc.caps.native_sample_rate = RATE;
-    m->desc.caps.supports_streaming = true;
+    m->desc.caps.supports_streaming = true; /* what the family says of its native streaming */
+    m->desc.caps.supports_window_streaming = true;
     return m;
 }
 
@@ -146,7 +148,7 @@ static void test_exact(void) {
     if (!s || !pcm) return;
     static const int feeds[] = {160, 317, 4801, 32000};
     for (int f = 0; f < 4; f++) {
-        CHECK(transcribe_stream_begin(s, NULL, NULL) == TRANSCRIBE_OK);
+        CHECK(transcribe_stream_begin(s, NULL, TU_WINDOW) == TRANSCRIBE_OK);
         tr_stream_window *w = &s->stream.win;
         char *prev = sh_dup("");
         int grows = 1, bounded = 1;

@@ -395,9 +395,9 @@ int bench_stream(int argc, char **argv) {
     pb.chunk_ms = lcr_ms[1];
     pb.right_ms = lcr_ms[2];
     if (lcr_ms[0] >= -1) stp.family = &pb.ext;
-    st = fed_ms && committed
-             ? transcribe_stream_begin(s, NULL, att_right >= -1 || lcr_ms[0] >= -1 ? &stp : NULL)
-             : TRANSCRIBE_ERR_OOM;
+    if (att_right < -1 && lcr_ms[0] < -1) stp.family = NULL;
+    stp.window_fallback = true; /* any model: natively, else through the window driver */
+    st = fed_ms && committed ? transcribe_stream_begin(s, NULL, &stp) : TRANSCRIBE_ERR_OOM;
     for (int64_t pos = 0; st == TRANSCRIBE_OK && pos < n; pos += feed) {
         int take = n - pos < feed ? (int)(n - pos) : feed;
         double t0 = now_ms();

@@ -332,6 +332,7 @@ static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool 
     struct transcribe_stream_params sp;
     transcribe_stream_params_init(&sp);
     sp.family = pick_stream_ext(o, transcribe_get_model(c->s), &x, report);
+    sp.window_fallback = true; /* any model: natively, else through the window driver */
     transcribe_status st = transcribe_stream_begin(c->s, c->rp, &sp);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "stream_begin: %s\n", transcribe_status_string(st));
@@ -1036,7 +1037,7 @@ int main(int argc, char **argv) {
              &rp,
              out_file,
              caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000,
-             caps.supports_streaming,
+             caps.supports_streaming || caps.supports_window_streaming,
              NULL,
              0,
              -1,

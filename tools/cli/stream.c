@@ -293,7 +293,7 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(transcribe_get_model(s), &caps);
     int model_rate = caps.native_sample_rate > 0 ? caps.native_sample_rate : 16000;
-    if (!caps.supports_streaming) {
+    if (!caps.supports_streaming && !caps.supports_window_streaming) {
         fprintf(stderr, "error: this model cannot stream\n");
         return 1;
     }
@@ -328,7 +328,10 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
         fprintf(stderr, "error: out of memory\n");
         goto out;
     }
-    st = transcribe_stream_begin(s, rp, NULL);
+    struct transcribe_stream_params sp;
+    transcribe_stream_params_init(&sp);
+    sp.window_fallback = true; /* any model: natively, else through the window driver */
+    st = transcribe_stream_begin(s, rp, &sp);
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "error: stream_begin: %s\n", transcribe_status_string(st));
         goto out;

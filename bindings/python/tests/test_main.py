@@ -140,3 +140,25 @@ def test_ctrl_c_prints_the_partial_transcript_like_the_cli(lib, cli, tmp_path):
         assert rc == 1, (name, rc, err)
         d = json.loads(out)  # the partial result, whole JSON
         assert d["file"] == wav and d["duration"] > 1000, name
+
+
+def test_a_cut_wav_is_refused_like_the_cli_and_the_server(lib, cli, tmp_path):
+    """One input rule (issue 31 item 12): a WAV whose data chunk runs past
+    the end of the file is refused, with the CLI's reason, by the C CLI,
+    python -m transcribe and Model.transcribe alike."""
+    whole = need(SAMPLE).read_bytes()
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(whole[: len(whole) // 2])
+    args = ["-m", str(need(BUNDLED)), str(cut)]
+    want = c_cli(cli, args, tmp_path)
+    got = py_main(args, tmp_path)
+    reason = "the WAV file is cut short (its data chunk runs past the end)"
+    assert want.returncode == 1 and reason in want.stderr.decode(), want.stderr
+    assert got.returncode == 1 and reason in got.stderr.decode(), got.stderr
+    assert got.stdout == b""
+    with transcribe.Model(str(need(BUNDLED))) as model:
+        with pytest.raises(transcribe.InvalidArgumentError, match="cut short"):
+            model.transcribe(str(cut))
+        with pytest.raises(transcribe.InvalidArgumentError, match="cut short"):
+            model.transcribe(cut.read_bytes())
+        assert model.transcribe(str(need(SAMPLE))).text  # the whole file still reads

@@ -1,7 +1,7 @@
 """model.stream(): committed text only grows; finalize commits the rest.
 
-Every family streams (natively or through the library's generic window
-driver); a library that streams none of the test models skips with that
+Every family streams (natively, or through the library's window driver, which
+the package asks for); a library that streams none of the test models skips with that
 reason."""
 
 from __future__ import annotations
@@ -74,3 +74,17 @@ def test_stream_argument_errors(model):
         model.stream(commit="sometimes")
     with pytest.raises(transcribe.InvalidArgumentError):
         model.stream(agreement=99)
+
+
+def test_a_model_without_native_streaming_streams_through_the_window_driver(lib):
+    """The C default follows transcribe.cpp (only native streaming models
+    stream); the package asks for the library's window driver, so every
+    model streams, and the capabilities say which way."""
+    with transcribe.Model(str(need(BUNDLED))) as m:
+        caps = m.info.capabilities
+        assert caps.streaming and not caps.native_streaming
+        pcm = transcribe.load_audio(need(SAMPLE))
+        with m.stream() as s:
+            feed_all(s, pcm, 16000)
+            final = s.finalize()
+            assert final.is_final and final.committed.strip() and s.state == "finished"

@@ -8,7 +8,7 @@ import os
 import tempfile
 from typing import Any, Callable, List, Optional, Union
 
-from . import _lib
+from . import _lib, _structs
 from ._check import c_int, c_path
 from ._errors import InvalidArgumentError, error_for
 
@@ -42,6 +42,43 @@ class Pcm:
         self.close()
 
 
+# The reason the C CLI and the server give (tools/common/wav_cut.h).
+WAV_CUT_SHORT = "the WAV file is cut short (its data chunk runs past the end)"
+
+
+def _wav_cut_short(lib: "_lib.Lib", path: str) -> bool:
+    """True for a RIFF/RF64 WAV whose data chunk says it runs past the end
+    of the file: the CLI and the server refuse such a file instead of
+    transcribing the part that is there, and so does the package (one input
+    rule). The header is read by the library's parser, as many bytes as it
+    asks for; anything it refuses, or a length the writer left open, is left
+    to the decoder."""
+    if lib.wav_read_header is None or lib.wav_info_init is None:
+        return False
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            buf = f.read(12)
+            if buf[:4] not in (b"RIFF", b"RF64"):
+                return False
+            need = ctypes.c_size_t(12)
+            while True:
+                info = lib.new(_structs.WavInfo, lib.wav_info_init)
+                st = lib.wav_read_header(buf, len(buf), False, ctypes.byref(info), ctypes.byref(need))
+                if st != 0:
+                    return False
+                if need.value == 0:
+                    return info.data_bytes >= 0 and info.data_offset + info.data_bytes > size
+                if need.value > size or need.value <= len(buf):
+                    return False
+                more = f.read(need.value - len(buf))
+                if len(more) != need.value - len(buf):
+                    return False
+                buf += more
+    except (OSError, ValueError):  # unreadable, or a NUL in the path: the loader says why
+        return False
+
+
 def _load_file(lib: "_lib.Lib", path: str, rate: int, label: Optional[str] = None) -> Pcm:
     """label: what the messages call the input (default: its path)."""
     name = label if label is not None else f"'{path}'"
@@ -49,6 +86,8 @@ def _load_file(lib: "_lib.Lib", path: str, rate: int, label: Optional[str] = Non
         raise InvalidArgumentError("this libtranscribe cannot decode audio files; pass PCM samples")
     if os.path.isdir(path):
         raise InvalidArgumentError(f"cannot read audio {name}: it is a directory")
+    if _wav_cut_short(lib, path):
+        raise InvalidArgumentError(f"cannot read audio {name}: {WAV_CUT_SHORT}")
     out = ctypes.c_void_p()
     n = ctypes.c_int()
     with _lib.capture_errors() as cap:

@@ -154,6 +154,9 @@ _OPTIONAL: _Table = {
     "transcribe_format_params_init": (None, [vp]),
     "transcribe_format_result": (c_int, [vp, c_int, vp, POINTER(vp), POINTER(c_size_t)]),
     "transcribe_format_free": (None, [vp]),
+    # the WAV header parser (the input rule of the CLI and the server)
+    "transcribe_wav_info_init": (None, [vp]),
+    "transcribe_wav_read_header": (c_int, [vp, c_size_t, c_bool, vp, POINTER(c_size_t)]),
     # voice activity detection (Silero VAD)
     "transcribe_vad_params_init": (None, [vp]),
     "transcribe_vad_model_load": (c_int, [c_char_p, POINTER(vp)]),

@@ -57,10 +57,11 @@ class Capabilities:
     max_timestamps: str
     language_detect: bool
     translate: bool
-    streaming: bool
+    streaming: bool  # Model.stream() works: natively or through the library's window driver
     spec_decode: bool
     max_audio_ms: int
     features: FrozenSet[str]
+    native_streaming: bool = False  # the family streams natively (the C caps.supports_streaming)
 
 
 @dataclass(frozen=True)
@@ -391,7 +392,10 @@ class Model:
                 max_timestamps=S.TIMESTAMP_NAMES.get(int(caps.max_timestamp_kind), "none"),
                 language_detect=bool(caps.supports_language_detect),
                 translate=bool(caps.supports_translate),
-                streaming=bool(caps.supports_streaming),
+                streaming=bool(caps.supports_streaming)
+                or (lib.covers(S.Capabilities, "supports_window_streaming")
+                    and bool(caps.supports_window_streaming)),
+                native_streaming=bool(caps.supports_streaming),
                 spec_decode=bool(caps.supports_spec_decode),
                 max_audio_ms=int(caps.max_audio_ms) if lib.covers(S.Capabilities, "max_audio_ms") else 0,
                 features=features,
@@ -815,6 +819,8 @@ class Stream:
             sp.commit_policy = S.COMMIT_POLICIES[commit]
         if lib.covers(S.StreamParams, "stable_prefix_agreement_n"):
             sp.stable_prefix_agreement_n = agreement
+        if lib.covers(S.StreamParams, "window_fallback"):
+            sp.window_fallback = True  # any model: natively, else the library's window driver
         self._holder: List[Optional[int]] = [None]
         self._finalizer = weakref.finalize(self, _free_session, lib, self._holder)
         self._samples = 0

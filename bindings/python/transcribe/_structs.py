@@ -178,6 +178,7 @@ class StreamParams(ctypes.Structure):
         ("family", POINTER(Ext)),
         ("commit_policy", c_enum),
         ("stable_prefix_agreement_n", c_uint32),
+        ("window_fallback", c_bool),
     ]
 
 
@@ -195,6 +196,7 @@ class Capabilities(ctypes.Structure):
         ("max_audio_ms", c_int64),
         ("n_translate_target_languages", c_int),
         ("translate_target_languages", POINTER(c_char_p)),
+        ("supports_window_streaming", c_bool),
     ]
 
 
@@ -349,6 +351,20 @@ class FormatParams(ctypes.Structure):
         ("file", c_char_p),
         ("model", c_char_p),
         ("run_status", c_int32),
+    ]
+
+
+class WavInfo(ctypes.Structure):
+    # transcribe_wav_info (an addition; no ABI id: sized by its init)
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("sample_rate", c_int32),
+        ("channels", c_int32),
+        ("bits_per_sample", c_int32),
+        ("format_tag", c_int32),
+        ("block_align", c_int32),
+        ("data_offset", c_int64),
+        ("data_bytes", c_int64),
     ]
 
 

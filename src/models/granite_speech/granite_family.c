@@ -52,11 +52,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
     return true;
 }
 
-static bool fam_lm_stages(void *session, tr_clm_stages *out) {
-    const gs_session *s = session;
-    *out = (tr_clm_stages){&s->dec, &s->m->lm, &s->m->lm_w, s->encode_ms, s->proj_ms};
-    return true;
-}
+TR_CLM_STAGES_HOOK(gs_session, s->encode_ms, s->proj_ms)
 
 const tr_family tr_family_granite_speech = {
     .arch = "granite_speech",

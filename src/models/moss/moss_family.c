@@ -21,11 +21,7 @@ static bool fam_enc_cost(const struct gguf_file *f, int64_t n, tr_enc_cost *out,
     return tr_enc_cost_whisper(f, "moss", 0, (long)n, out, why);
 }
 
-static bool fam_lm_stages(void *session, tr_clm_stages *out) {
-    const ms_session *s = session;
-    *out = (tr_clm_stages){&s->dec, &s->m->lm, &s->m->lm_w, s->enc_ms, s->adaptor_ms};
-    return true;
-}
+TR_CLM_STAGES_HOOK(ms_session, s->enc_ms, s->adaptor_ms)
 
 const tr_family tr_family_moss = {
     .arch = "moss",

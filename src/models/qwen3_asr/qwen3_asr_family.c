@@ -62,11 +62,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
     return true;
 }
 
-static bool fam_lm_stages(void *session, tr_clm_stages *out) {
-    const qa_session *s = session;
-    *out = (tr_clm_stages){&s->dec, &s->m->lm, &s->m->lm_w, -1, -1};
-    return true;
-}
+TR_CLM_STAGES_HOOK(qa_session, -1, -1)
 
 const tr_family tr_family_qwen3_asr = {
     .arch = "qwen3_asr",
