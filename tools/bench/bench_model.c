@@ -384,8 +384,12 @@ int bench_model(int argc, char **argv) {
     const char *tok_source = "rows";
     double run_rss_mb = -1; /* load and runs, not the probe: rss_peak_reset */
     bool rss_tracked = true;
-    spec_cmp spec = {.k = spec_k > 0 ? spec_k : 0, .plain_ms = -1, .spec_ms = -1,
-                     .plain_steps_ms = -1, .spec_steps_ms = -1, .same_text = true};
+    spec_cmp spec = {.k = spec_k > 0 ? spec_k : 0,
+                     .plain_ms = -1,
+                     .spec_ms = -1,
+                     .plain_steps_ms = -1,
+                     .spec_steps_ms = -1,
+                     .same_text = true};
     for (int r = 0; r < repeat; r++) {
         if (r > 0) rss_tracked = rss_tracked && rss_peak_reset();
         st = transcribe_run(s, pcm, n, NULL);
