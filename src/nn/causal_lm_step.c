@@ -60,7 +60,7 @@
 #define CHUNK_MAX_BYTES (1 << 20)
 /* With several rows, a claim is swept in blocks of about this many bytes
  * of weights (whole units), each block for every row before the next. */
-#define ROWS_BLOCK_BYTES (32 << 10)
+#define ROWS_BLOCK_BYTES (256 << 10)
 
 enum { PH_QKV, PH_ATTN, PH_O, PH_GU, PH_DOWN, PH_PER_LAYER };
 

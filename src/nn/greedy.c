@@ -64,6 +64,12 @@ transcribe_status tr_greedy_loop_spec(const tr_greedy_cfg *cfg, tr_greedy_step_f
         window_most < cfg->max_new ? (int)(window_most > 1 ? window_most : 1) : cfg->max_new;
     /* rows[0] = the current token, rows[1..m] = its drafts */
     int32_t rows[TR_GREEDY_SPEC_MAX + 1], next[TR_GREEDY_SPEC_MAX + 1];
+    /* A verify call of R rows costs more than one step where the matrix-vector
+     * products are not purely memory-bound (on a 2-core host a row adds
+     * half to all of a step), so the draft length follows the acceptance:
+     * it doubles (up to spec_k) while whole drafts are accepted and drops
+     * to one past the accepted ones otherwise. */
+    int k_now = spec_k;
     int pause = 0, backoff = 1; /* steps left without drafting; the next pause */
     if (tok != cfg->eos) out[(*n_out)++] = tok;
     while (tok != cfg->eos && n_gen < cfg->max_new && n_past + 1 <= cfg->max_n_kv) {
@@ -75,7 +81,7 @@ transcribe_status tr_greedy_loop_spec(const tr_greedy_cfg *cfg, tr_greedy_step_f
             pause--;
         } else if (spec_k > 0) {
             int room = min_int(cfg->max_new - n_gen - 1, cfg->max_n_kv - n_past - 1);
-            m = tr_spec_draft(out, *n_out, min_int(room, spec_k), rows + 1);
+            m = tr_spec_draft(out, *n_out, min_int(room, k_now), rows + 1);
         }
         transcribe_status st;
         if (m == 0) {
@@ -96,8 +102,11 @@ transcribe_status tr_greedy_loop_spec(const tr_greedy_cfg *cfg, tr_greedy_step_f
         if (m > 0 && i == 0) { /* every draft rejected: draft less often */
             pause = backoff;
             backoff = min_int(2 * backoff, 32);
+            k_now = 1;
         } else if (m > 0) {
             backoff = 1;
+            /* i drafts accepted of m */
+            k_now = i == m ? min_int(2 * k_now, spec_k) : i + 1;
         }
     }
     return tok == cfg->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;

@@ -71,8 +71,10 @@ transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn ste
  * then taken one by one exactly as single steps' (EOS, budget, guard,
  * on_step after each), up to the first draft that differs from the
  * prediction before it. So out, n_out and the status equal
- * tr_greedy_loop's always; only the number of model calls changes. Where
- * no n-gram recurs (or a recent draft was wholly rejected: drafting pauses
+ * tr_greedy_loop's always; only the number of model calls changes. The
+ * draft length follows the acceptance (doubling up to spec_k after a
+ * wholly accepted draft, one past the accepted ones otherwise). Where no
+ * n-gram recurs (or a recent draft was wholly rejected: drafting pauses
  * for 1, 2, 4 .. 32 steps) the step is the plain one. Abort is polled
  * before every call. spec_k <= 0 or verify NULL: tr_greedy_loop. */
 transcribe_status tr_greedy_loop_spec(const tr_greedy_cfg *cfg, tr_greedy_step_fn step,
