@@ -50,6 +50,14 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
                  (int)p->diarize);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    /* Draft length of speculative decoding: a hint (the output is plain
+     * greedy's whatever it is), so a family without it ignores it; only a
+     * value no caller means is refused. */
+    if (p->spec_k_drafts < -1) {
+        TR_ERROR("%s: spec_k_drafts %d (-1 = family default, 0 = off, N = drafts per step)", where,
+                 (int)p->spec_k_drafts);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     /* Granularities are ordered NONE(0) < SEGMENT(2) < WORD(3) < TOKEN(4);
      * AUTO(1) is never rejected. */
     if (p->timestamps != TRANSCRIBE_TIMESTAMPS_AUTO &&

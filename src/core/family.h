@@ -168,6 +168,13 @@ static inline bool tr_run_abort_poll(void *run_ctx) {
     return tr_run_should_abort(run_ctx);
 }
 
+/* The speculative draft length a family's greedy loop takes from the run
+ * params (nn/greedy.h): spec_k_drafts when positive; -1 (the default) and
+ * 0 are off. */
+static inline int tr_run_spec_k(const tr_run_ctx *ctx) {
+    return ctx->params->spec_k_drafts > 0 ? ctx->params->spec_k_drafts : 0;
+}
+
 /* The run checks of a transcription-only family that takes no run
  * extension: a run extension → INVALID_ARG, translation →
  * UNSUPPORTED_TASK, each logged with who (family_load.c). */

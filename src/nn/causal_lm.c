@@ -375,7 +375,7 @@ bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const
     }
     if (!grow_rows(st, B)) return false;
     tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
-    if (B == 1 && one_run && tr_clm_step1(st, pool, pos[0], slots[0])) {
+    if (B == 1 && one_run && tr_clm_step1(st, pool, pos[0], 1, slots[0])) {
         st->n_logit_rows = 1;
         next[0] = tr_argmax(st->logits, hp->n_vocab);
         return true;
@@ -386,6 +386,40 @@ bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const
     st->n_logit_rows = B;
     for (int b = 0; b < B; b++)
         next[b] = tr_argmax(st->logits + (size_t)b * hp->n_vocab, hp->n_vocab);
+    return true;
+}
+
+bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n, int p0, int slot,
+                     int32_t *next) {
+    const tr_clm_hparams *hp = &st->hp;
+    if (!ids || !next || n < 1 || n > TR_CLM_SPEC_ROWS || slot < 0 || slot >= st->kv.n_slot ||
+        p0 < 0 || p0 + n > st->kv.n_ctx) {
+        TR_ERROR("causal_lm: verify step of %d rows at position %d (slot %d) is outside the cache "
+                 "(%d x %d)",
+                 n, p0, slot, st->kv.n_slot, st->kv.n_ctx);
+        return false;
+    }
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= hp->n_vocab) {
+            TR_ERROR("causal_lm: verify row %d has id %d outside the vocabulary", i, (int)ids[i]);
+            return false;
+        }
+    if (n > 1) {
+        if (!grow_rows(st, n)) return false;
+        tr_clm_embed(hp, &st->w, ids, n, NULL, 0, 0, st->x);
+        if (tr_clm_step1(st, pool, p0, n, slot)) {
+            st->n_logit_rows = n;
+            for (int i = 0; i < n; i++)
+                next[i] = tr_argmax(st->logits + (size_t)i * hp->n_vocab, hp->n_vocab);
+            return true;
+        }
+    }
+    /* one row, or weights the one-run step does not take: the plain steps
+     * one after another (the same bits, without the shared weight reads) */
+    for (int i = 0; i < n; i++) {
+        int pos = p0 + i;
+        if (!tr_clm_step(st, pool, ids + i, &pos, &slot, 1, next + i)) return false;
+    }
     return true;
 }
 

@@ -127,6 +127,21 @@ bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int 
 /* The logits of row b of the latest step ([n_vocab]). */
 const float *tr_clm_step_logits(const tr_clm_state *st, int b);
 
+/* Rows of one speculative verify step at most: the current token and up
+ * to TR_CLM_SPEC_ROWS - 1 drafts. */
+#define TR_CLM_SPEC_ROWS 16
+
+/* The verify step of speculative decoding (nn/greedy.h): feeds ids[0..n)
+ * (1 <= n <= TR_CLM_SPEC_ROWS) at positions p0 .. p0 + n - 1 of slot in one
+ * pass that reads every weight once, with causal masking; next[i] receives
+ * the argmax after row i. Each row's K/V and logits are the bits n one-row
+ * tr_clm_step calls would give (the one-run step for several rows), so the
+ * accepted tokens are exactly plain greedy's; positions past the accepted
+ * ones are simply overwritten later (a step reads only [0, pos]). false on
+ * bad arguments / OOM. */
+bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n, int p0, int slot,
+                     int32_t *next);
+
 /* Greedy loop parameters (docs/formats/causal-lm.md §7 Qwen3-ASR column by default). */
 typedef struct tr_clm_greedy_cfg {
     int eos;
@@ -137,6 +152,7 @@ typedef struct tr_clm_greedy_cfg {
     int repeat_max_period, repeat_min_repeats, repeat_min_tokens; /* nn/greedy.h guard; 0 = off */
     void (*on_step)(void *user, int n_gen, int n_most); /* nn/greedy.h progress hook; may be NULL */
     void *step_user;
+    int spec_k; /* speculative drafts per step (nn/greedy.h); 0 = plain; single runs only */
 } tr_clm_greedy_cfg;
 
 /* Greedy decoding of one utterance in cache slot 0 from the prefill token

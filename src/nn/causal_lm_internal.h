@@ -49,15 +49,16 @@ void tr_clm_kv_write(tr_clm_kv *kv, size_t off, const float *k, const float *v, 
 void tr_clm_kv_write_pos(tr_clm_kv *kv, int layer, int slot, int pos, const float *k,
                          const float *v);
 
-/* One decode step of one row (token id at position pos of slot) through
- * every block and the head: the whole step in one pool run whose phases
- * (q/k/v, attention per KV head, o, gate/up, down, head) are split into row
- * chunks any thread may take, with a barrier between phases. The logits
- * land in st->logits, equal bit for bit to the general path's; st->x
- * holds the row's embedding. false on
- * OOM or a weight the matrix-vector rows do not take (the caller then runs
- * the general path, which reports it). */
-bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot);
+/* One decode step of R rows (1 <= R <= TR_CLM_SPEC_ROWS; st->x holds their
+ * embeddings) at positions p0 .. p0 + R - 1 of slot, through every block
+ * and the head: the whole step in one pool run whose phases (q/k/v,
+ * attention per KV head, o, gate/up, down, head) are split into row chunks
+ * any thread may take, with a barrier between phases. Row r's logits land
+ * in st->logits + r * n_vocab, equal bit for bit to the general path's one-row
+ * step at its position (R rows = R one-row steps, weights read once). false
+ * on OOM or a weight the matrix-vector rows do not take (the caller then
+ * runs the general path, which reports it). */
+bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int p0, int R, int slot);
 /* tr_clm_step, with the one-run path for a single row allowed or not (the
  * tests compare the two). */
 bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,

@@ -26,6 +26,13 @@ static transcribe_status one_step(void *user, int32_t tok, int pos, int32_t *nex
                                                                    : TRANSCRIBE_ERR_OOM;
 }
 
+static transcribe_status verify_step(void *user, const int32_t *toks, int n, int pos,
+                                     int32_t *next) {
+    const step_ctx *c = user;
+    return tr_clm_step_seq(c->st, c->pool, toks, n, pos, 0, next) ? TRANSCRIBE_OK
+                                                                  : TRANSCRIBE_ERR_OOM;
+}
+
 transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_greedy_cfg *cfg,
                                 int first_tok, int T_prompt, int32_t *out, int *n_out) {
     step_ctx c = {st, pool};
@@ -38,7 +45,9 @@ transcribe_status tr_clm_greedy(tr_clm_state *st, tr_pool *pool, const tr_clm_gr
         .repeat = {cfg->repeat_max_period, cfg->repeat_min_repeats, cfg->repeat_min_tokens},
         .on_step = cfg->on_step,
         .step_user = cfg->step_user};
-    transcribe_status rc = tr_greedy_loop(&g, one_step, &c, first_tok, T_prompt, out, n_out);
+    const int k = cfg->spec_k < TR_CLM_SPEC_ROWS - 1 ? cfg->spec_k : TR_CLM_SPEC_ROWS - 1;
+    transcribe_status rc =
+        tr_greedy_loop_spec(&g, one_step, verify_step, k, &c, first_tok, T_prompt, out, n_out);
     if (rc == TRANSCRIBE_ERR_ABORTED)
         TR_WARN("causal_lm: aborted after %d generated tokens", *n_out);
     else if (rc == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)

@@ -1,4 +1,6 @@
-/* The one-row decode step (docs/formats/causal-lm.md §7) as one pool run.
+/* The one-row decode step (docs/formats/causal-lm.md §7) as one pool run,
+ * and its R-row form for consecutive positions of one slot (the verify
+ * step of speculative decoding, greedy.h).
  *
  * A step is memory-bound: it streams every weight once (~1.2 GB for
  * Qwen3-ASR 0.6b in F16) and does little else. Run as a sequence of kernel
@@ -29,7 +31,16 @@
  *
  * Every value is computed by the same code as the general path (the
  * matrix-vector rows, tr_rms_norm, tr_silu, the attention row kernel), so
- * the logits equal it bit for bit whatever thread takes which chunk. */
+ * the logits equal it bit for bit whatever thread takes which chunk.
+ *
+ * R rows (positions p0 .. p0 + R - 1): every phase runs each claimed
+ * block of weight rows for all R inputs before the next block (the block
+ * stays in cache, so the weights are streamed once for all rows), and an
+ * attention claim (one KV head) writes and attends row after row, each
+ * over its own [0, pos]. Each row is computed by exactly the one-row code
+ * on its own input, so row r's logits and K/V are the bits R one-row
+ * steps would give: a speculative step accepts exactly what plain greedy
+ * decoding would produce. */
 #include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -47,6 +58,9 @@
 #define UNIT_ROWS       16
 #define CHUNK_MIN_BYTES (64 << 10)
 #define CHUNK_MAX_BYTES (1 << 20)
+/* With several rows, a claim is swept in blocks of about this many bytes
+ * of weights (whole units), each block for every row before the next. */
+#define ROWS_BLOCK_BYTES (256 << 10)
 
 enum { PH_QKV, PH_ATTN, PH_O, PH_GU, PH_DOWN, PH_PER_LAYER };
 
@@ -64,20 +78,21 @@ typedef struct {
 
 /* Per-part buffers (a part runs on one thread at a time). */
 typedef struct {
-    float *h;       /* [d_model] the normed input of qkv, gu, head */
-    float *prep[3]; /* tr_matvec_prepare of the phase input, per weight type */
+    float *h;       /* [r_cap][h_stride] the normed inputs of qkv, gu, head */
+    float *prep[3]; /* [r_cap][mv_stride] tr_matvec_prepare of the phase inputs, per weight */
     float *mv;      /* matrix-vector scratch */
     float *att;     /* attention scratch */
 } part_buf;
 
 struct clm_step1 {
-    int n_parts;
+    int n_parts, r_cap; /* parts, rows the buffers hold */
+    long h_stride, mv_stride;
     phase *ph; /* [n_layer * PH_PER_LAYER + 1] */
     int n_ph;
     part_buf *parts;
     float *part_mem;
     double *freq;       /* [head_dim / 2] RoPE frequencies */
-    float *cosv, *sinv; /* [head_dim / 2] of the step's position */
+    float *cosv, *sinv; /* [r_cap][head_dim / 2] of each row's position */
     split q, k, v, o, gu, down, head;
     bool checked, ok;
 };
@@ -123,8 +138,10 @@ static bool weights_ok(tr_pool *pool, const tr_clm_hparams *hp, const tr_clm_wei
     return true;
 }
 
-/* The plan and buffers for n_parts parts; NULL on OOM. */
-static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, int n_parts) {
+/* The plan and buffers for n_parts parts and up to r_cap rows; NULL on
+ * OOM. */
+static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, int n_parts,
+                           int r_cap) {
     clm_step1 *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     const int half = hp->head_dim / 2;
@@ -132,24 +149,27 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     long k_max = D > Q ? D : Q;
     if (F > k_max) k_max = F;
     const long mv = k_max + 16, att = (tr_attention_kv_head_floats(hp->head_dim) + 15) / 16 * 16;
-    const long per_part = (D + 15) / 16 * 16 + 4 * mv + att;
+    const long hs = (D + 15) / 16 * 16, per_part = r_cap * (hs + 3 * mv) + mv + att;
     s->n_parts = n_parts;
+    s->r_cap = r_cap;
+    s->h_stride = hs;
+    s->mv_stride = mv;
     s->n_ph = hp->n_layer * PH_PER_LAYER + 1;
     s->ph = aligned_alloc(64, sizeof(phase) * (size_t)s->n_ph);
     s->parts = calloc((size_t)n_parts, sizeof *s->parts);
     s->part_mem = aligned_alloc(64, sizeof(float) * (size_t)(per_part * n_parts));
     s->freq = malloc(sizeof(double) * (size_t)half);
-    s->cosv = malloc(sizeof(float) * 2 * (size_t)half);
+    s->cosv = malloc(sizeof(float) * 2 * (size_t)half * (size_t)r_cap);
     if (!s->ph || !s->parts || !s->part_mem || !s->freq || !s->cosv) {
         tr_clm_step1_free(s);
         return NULL;
     }
-    s->sinv = s->cosv + half;
+    s->sinv = s->cosv + (size_t)half * r_cap;
     for (int p = 0; p < n_parts; p++) {
         float *m = s->part_mem + per_part * p;
         s->parts[p].h = m;
-        m += (D + 15) / 16 * 16;
-        for (int i = 0; i < 3; i++, m += mv) s->parts[p].prep[i] = m;
+        m += hs * r_cap;
+        for (int i = 0; i < 3; i++, m += mv * r_cap) s->parts[p].prep[i] = m;
         s->parts[p].mv = m;
         s->parts[p].att = m + mv;
     }
@@ -169,10 +189,13 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
 
 /* ---- the run ---- */
 
+/* Row r's vectors are x + r * D, q + r * Q, k / v + r * K, o + r * Q,
+ * g / u + r * F, t + r * D (D, Q, K, F as in step_ctx). */
 typedef struct {
     tr_clm_state *st;
     clm_step1 *s;
-    int pos, slot;
+    int p0, R, slot; /* rows: positions p0 .. p0 + R - 1 */
+    long D, Q, K, F;
     float *x, *q, *k, *v, *o, *g, *u, *t;
     float attn_scale;
 } step_ctx;
@@ -215,77 +238,98 @@ static void unit_rows(const tr_tensor *W, long u0, long u1, long *n0, long *n1) 
     *n1 = u1 * UNIT_ROWS < W->ne[1] ? u1 * UNIT_ROWS : W->ne[1];
 }
 
-/* The rows of units [u0, u1) of W into y[...] from x. */
-static void rows_units(const tr_tensor *W, long u0, long u1, const float *x, const float *prep,
-                       float *y, float *mv) {
-    long n0, n1;
-    unit_rows(W, u0, u1, &n0, &n1);
-    if (n0 < n1) tr_matvec_rows(W, x, prep, y + n0, n0, n1, mv);
+/* Units per block of a several-row sweep (at least one). */
+static long block_units(const tr_tensor *W) {
+    long b = ROWS_BLOCK_BYTES / ((long)tr_row_bytes(W->type, W->ne[0]) * UNIT_ROWS);
+    return b < 1 ? 1 : b;
 }
 
-/* The phase input prepared for the n weights W (once per weight type; the
- * int8 x of Q8_0 rows, the group sums of K-quants) into prep[i]. */
-static void prepare(part_buf *pb, const tr_tensor *const *W, int n, const float *x,
-                    const float **prep) {
+/* Rows [n0, n1) of W for each of the c->R inputs (row r: x + r * xs,
+ * prepared as prep[r], into y + r * ys), block after block. */
+static void rows_multi(const step_ctx *c, const tr_tensor *W, long u0, long u1, const float *x,
+                       long xs, const float *const *prep, float *y, long ys, float *mv) {
+    if (c->R == 1) {
+        long n0, n1;
+        unit_rows(W, u0, u1, &n0, &n1);
+        if (n0 < n1) tr_matvec_rows(W, x, prep[0], y + n0, n0, n1, mv);
+        return;
+    }
+    const long bu = block_units(W);
+    for (long b0 = u0; b0 < u1; b0 += bu) {
+        long n0, n1;
+        unit_rows(W, b0, b0 + bu < u1 ? b0 + bu : u1, &n0, &n1);
+        if (n0 >= n1) break;
+        for (int r = 0; r < c->R; r++)
+            tr_matvec_rows(W, x + r * xs, prep[r], y + r * ys + n0, n0, n1, mv);
+    }
+}
+
+/* Per-row prepared inputs: pp[r][i] for weight i of row r. */
+typedef const float *prep_set[3];
+
+/* Row r's phase input prepared for the n weights W (once per weight type;
+ * the int8 x of Q8_0 rows, the group sums of K-quants) into prep[i]. */
+static void prepare(const clm_step1 *s, part_buf *pb, int r, const tr_tensor *const *W, int n,
+                    const float *x, const float **prep) {
     for (int i = 0; i < n; i++) {
         int same = -1;
         for (int j = 0; j < i && same < 0; j++)
             if (W[j]->type == W[i]->type) same = j;
-        prep[i] = same >= 0 ? prep[same] : tr_matvec_prepare(W[i], x, pb->prep[i]);
+        prep[i] = same >= 0 ? prep[same]
+                            : tr_matvec_prepare(W[i], x, pb->prep[i] + (size_t)r * s->mv_stride);
     }
 }
 
-/* The input norm (each thread its own copy), prepared for W. */
+/* Each row's input norm (each thread its own copy), prepared for W. */
 static void prep_input(const step_ctx *c, part_buf *pb, const float *norm_w,
-                       const tr_tensor *const *W, int n, const float **prep) {
+                       const tr_tensor *const *W, int n, prep_set *pp) {
     const tr_clm_hparams *hp = &c->st->hp;
-    tr_rms_norm(NULL, c->x, pb->h, 1, hp->d_model, norm_w, hp->eps);
-    prepare(pb, W, n, pb->h, prep);
+    for (int r = 0; r < c->R; r++) {
+        float *h = pb->h + (size_t)r * c->s->h_stride;
+        tr_rms_norm(NULL, c->x + r * c->D, h, 1, hp->d_model, norm_w, hp->eps);
+        prepare(c->s, pb, r, W, n, h, pp[r]);
+    }
 }
 
-static void rope_head(const clm_step1 *s, float *p, int head_dim) {
+/* Row r's prepared input for weight i, for rows_multi. */
+static void prep_col(const step_ctx *c, prep_set *pp, int i, const float **col) {
+    for (int r = 0; r < c->R; r++) col[r] = pp[r][i];
+}
+
+static void rope_head(const clm_step1 *s, int r, float *p, int head_dim) {
     const int half = head_dim / 2;
+    const float *cv = s->cosv + (size_t)r * half, *sv = s->sinv + (size_t)r * half;
     for (int i = 0; i < half; i++) { /* tr_rope's NeoX rotation */
         float a = p[i], b = p[i + half];
-        p[i] = a * s->cosv[i] - b * s->sinv[i];
-        p[i + half] = a * s->sinv[i] + b * s->cosv[i];
+        p[i] = a * cv[i] - b * sv[i];
+        p[i + half] = a * sv[i] + b * cv[i];
     }
 }
 
-/* KV head g of layer l: its K/V row into the cache, its query heads'
- * norms and rotation, and their attention over positions [0, pos]. */
-static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
+/* Row r's attention for KV head g of layer l over positions [0, pos]. */
+static void attn_row(const step_ctx *c, int l, int g, int r, part_buf *pb) {
     tr_clm_state *st = c->st;
     const tr_clm_hparams *hp = &st->hp;
-    const tr_clm_block *b = &st->w.blocks[l];
-    const int hd = hp->head_dim, G = hp->n_head / hp->n_head_kv;
-    tr_clm_kv *kv = &st->kv;
-    float *kh = c->k + (size_t)g * hd, *qh = c->q + (size_t)g * G * hd;
-    if (hp->qk_norm) {
-        tr_rms_norm(NULL, kh, kh, 1, hd, b->k_norm, hp->eps);
-        tr_rms_norm(NULL, qh, qh, G, hd, b->q_norm, hp->eps);
-    }
-    rope_head(c->s, kh, hd);
-    for (int j = 0; j < G; j++) rope_head(c->s, qh + (size_t)j * hd, hd);
+    const int hd = hp->head_dim, pos = c->p0 + r;
+    const tr_clm_kv *kv = &st->kv;
     const size_t base = tr_clm_kv_base(kv, l, c->slot);
-    tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, c->pos), kh, c->v + (size_t)g * hd, hd);
     const int Q = hp->n_head * hd;
     tr_attn_args a = {
-        .q = c->q,
+        .q = c->q + r * c->Q,
         .q_stride = Q,
         .kv_stride = hd,
         .kv_head_stride = (long)tr_clm_kv_head_stride(kv),
-        .out = c->o,
+        .out = c->o + r * c->Q,
         .out_stride = Q,
         .n_q = 1,
-        .n_kv = c->pos + 1,
-        .kv_valid = c->pos + 1,
+        .n_kv = pos + 1,
+        .kv_valid = pos + 1,
         .n_head = hp->n_head,
         .n_head_kv = hp->n_head_kv,
         .head_dim = hd,
         .scale = c->attn_scale,
         .causal = true,
-        .causal_offset = c->pos,
+        .causal_offset = pos,
     };
     if (kv->f16) {
         tr_attention_kv_head(&a, (const uint16_t *)kv->k + base, (const uint16_t *)kv->v + base, g,
@@ -297,27 +341,61 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
     }
 }
 
-/* x[n] += residual_mult * (W row n · in) over the rows of units [u0, u1). */
+/* KV head g of layer l, row after row: the row's K/V into the cache, its
+ * query heads' norms and rotation, and their attention over positions
+ * [0, pos] (the rows before it are written by then). */
+static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
+    for (int r = 0; r < c->R; r++) {
+        tr_clm_state *st = c->st;
+        const tr_clm_hparams *hp = &st->hp;
+        const tr_clm_block *b = &st->w.blocks[l];
+        const int hd = hp->head_dim, G = hp->n_head / hp->n_head_kv, pos = c->p0 + r;
+        tr_clm_kv *kv = &st->kv;
+        float *q = c->q + r * c->Q, *kh = c->k + r * c->K + (size_t)g * hd,
+              *qh = q + (size_t)g * G * hd;
+        if (hp->qk_norm) {
+            tr_rms_norm(NULL, kh, kh, 1, hd, b->k_norm, hp->eps);
+            tr_rms_norm(NULL, qh, qh, G, hd, b->q_norm, hp->eps);
+        }
+        rope_head(c->s, r, kh, hd);
+        for (int j = 0; j < G; j++) rope_head(c->s, r, qh + (size_t)j * hd, hd);
+        const size_t base = tr_clm_kv_base(kv, l, c->slot);
+        tr_clm_kv_write(kv, base + tr_clm_kv_row(kv, g, pos), kh, c->v + r * c->K + (size_t)g * hd,
+                        hd);
+        attn_row(c, l, g, r, pb);
+    }
+}
+
+/* x[n] += residual_mult * (W row n · in) over the rows of units [u0, u1),
+ * for every row (row r's input at in + r * in_stride). */
 static void residual_units(const step_ctx *c, const tr_tensor *W, long u0, long u1, const float *in,
-                           const float *prep, float *mv) {
+                           long in_stride, const float *const *prep, float *mv) {
     long n0, n1;
     unit_rows(W, u0, u1, &n0, &n1);
     const float rm = c->st->hp.residual_mult;
-    tr_matvec_rows(W, in, prep, c->t + n0, n0, n1, mv);
-    for (long n = n0; n < n1; n++) c->x[n] = c->x[n] + rm * c->t[n]; /* tr_add_scaled's form */
+    rows_multi(c, W, u0, u1, in, in_stride, prep, c->t, c->D, mv);
+    for (int r = 0; r < c->R; r++) {
+        float *x = c->x + r * c->D, *t = c->t + r * c->D;
+        for (long n = n0; n < n1; n++) x[n] = x[n] + rm * t[n]; /* tr_add_scaled's form */
+    }
 }
 
 /* The units [u0, u1) of the qkv phase: q's units, then k's, then v's. */
 static void qkv_units(const step_ctx *c, const tr_clm_block *b, int u0, int u1, part_buf *pb,
-                      const float *const *pp) {
+                      prep_set *pp) {
     const clm_step1 *s = c->s;
     const tr_tensor *W[3] = {b->wq, b->wk, b->wv};
     float *y[3] = {c->q, c->k, c->v};
+    const long ys[3] = {c->Q, c->K, c->K};
     const long nu[3] = {s->q.n_units, s->k.n_units, s->v.n_units};
+    const float *col[TR_CLM_SPEC_ROWS];
     long base = 0;
     for (int m = 0; m < 3; m++) {
         long a = u0 > base ? u0 : base, e = u1 < base + nu[m] ? u1 : base + nu[m];
-        if (a < e) rows_units(W[m], a - base, e - base, pb->h, pp[m], y[m], pb->mv);
+        if (a < e) {
+            prep_col(c, pp, m, col);
+            rows_multi(c, W[m], a - base, e - base, pb->h, s->h_stride, col, y[m], ys[m], pb->mv);
+        }
         base += nu[m];
     }
 }
@@ -330,7 +408,8 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     const int nth = s->n_parts;
     int u0, u1;
 
-    const float *pp[3];
+    prep_set pp[TR_CLM_SPEC_ROWS];
+    const float *col[TR_CLM_SPEC_ROWS];
     phase *p = &ph[PH_QKV];
     if (has_work(p)) {
         const tr_tensor *qkv[3] = {b->wq, b->wk, b->wv};
@@ -351,9 +430,10 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_O];
     if (has_work(p)) {
-        prepare(pb, &b->wo, 1, c->o, pp);
+        for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->wo, 1, c->o + r * c->Q, pp[r]);
+        prep_col(c, pp, 0, col);
         while (claim(p, nth, &u0, &u1)) {
-            residual_units(c, b->wo, u0, u1, c->o, pp[0], pb->mv);
+            residual_units(c, b->wo, u0, u1, c->o, c->Q, col, pb->mv);
             finish(p, u0, u1);
         }
     }
@@ -363,13 +443,19 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     if (has_work(p)) {
         const tr_tensor *gu[2] = {b->gate, b->up};
         prep_input(c, pb, b->norm_ffn, gu, 2, pp);
+        const float *col_u[TR_CLM_SPEC_ROWS];
+        prep_col(c, pp, 0, col);
+        prep_col(c, pp, 1, col_u);
         while (claim(p, nth, &u0, &u1)) {
             long n0, n1;
             unit_rows(b->gate, u0, u1, &n0, &n1);
-            rows_units(b->gate, u0, u1, pb->h, pp[0], c->g, pb->mv);
-            rows_units(b->up, u0, u1, pb->h, pp[1], c->u, pb->mv);
-            tr_silu(c->g + n0, n1 - n0);
-            for (long n = n0; n < n1; n++) c->g[n] *= c->u[n];
+            rows_multi(c, b->gate, u0, u1, pb->h, s->h_stride, col, c->g, c->F, pb->mv);
+            rows_multi(c, b->up, u0, u1, pb->h, s->h_stride, col_u, c->u, c->F, pb->mv);
+            for (int r = 0; r < c->R; r++) {
+                float *g = c->g + r * c->F, *u = c->u + r * c->F;
+                tr_silu(g + n0, n1 - n0);
+                for (long n = n0; n < n1; n++) g[n] *= u[n];
+            }
             finish(p, u0, u1);
         }
     }
@@ -377,9 +463,10 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_DOWN];
     if (has_work(p)) {
-        prepare(pb, &b->down, 1, c->g, pp);
+        for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->down, 1, c->g + r * c->F, pp[r]);
+        prep_col(c, pp, 0, col);
         while (claim(p, nth, &u0, &u1)) {
-            residual_units(c, b->down, u0, u1, c->g, pp[0], pb->mv);
+            residual_units(c, b->down, u0, u1, c->g, c->F, col, pb->mv);
             finish(p, u0, u1);
         }
     }
@@ -395,25 +482,33 @@ static void step_task(void *arg, int ith, int nth) {
     for (int l = 0; l < st->hp.n_layer; l++) layer(c, l, pb);
     phase *p = &s->ph[s->n_ph - 1];
     if (has_work(p)) {
-        const float *pp;
-        prep_input(c, pb, st->w.out_norm, &st->w.head, 1, &pp);
+        prep_set pp[TR_CLM_SPEC_ROWS];
+        const float *col[TR_CLM_SPEC_ROWS];
+        prep_input(c, pb, st->w.out_norm, &st->w.head, 1, pp);
+        prep_col(c, pp, 0, col);
         int u0, u1;
         while (claim(p, s->n_parts, &u0, &u1)) {
-            rows_units(st->w.head, u0, u1, pb->h, pp, st->logits, pb->mv);
+            rows_multi(c, st->w.head, u0, u1, pb->h, s->h_stride, col, st->logits, st->hp.n_vocab,
+                       pb->mv);
             finish(p, u0, u1);
         }
     }
     /* the pool returns once every part is done: no wait needed here */
 }
 
-bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot) {
+bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int p0, int R, int slot) {
     const tr_clm_hparams *hp = &st->hp;
     const int n_parts = tr_pool_n_threads(pool);
+    if (R < 1 || R > TR_CLM_SPEC_ROWS) return false;
     clm_step1 *s = st->step1;
-    if (!s || s->n_parts != n_parts) {
+    if (!s || s->n_parts != n_parts || s->r_cap < R) {
+        bool checked = s && s->checked, ok = s && s->ok;
         tr_clm_step1_free(s);
-        s = st->step1 = plan_new(hp, &st->w, n_parts);
+        /* a single row keeps the small plan; several take the most */
+        s = st->step1 = plan_new(hp, &st->w, n_parts, R > 1 ? TR_CLM_SPEC_ROWS : 1);
         if (!s) return false;
+        s->checked = checked;
+        s->ok = ok;
     }
     if (!s->checked) {
         s->ok = weights_ok(pool, hp, &st->w);
@@ -421,11 +516,12 @@ bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot) {
     }
     if (!s->ok) return false;
     const int half = hp->head_dim / 2;
-    for (int i = 0; i < half; i++) { /* tr_rope's angles */
-        double ang = (double)pos * s->freq[i];
-        s->cosv[i] = (float)cos(ang);
-        s->sinv[i] = (float)sin(ang);
-    }
+    for (int r = 0; r < R; r++)
+        for (int i = 0; i < half; i++) { /* tr_rope's angles */
+            double ang = (double)(p0 + r) * s->freq[i];
+            s->cosv[(size_t)r * half + i] = (float)cos(ang);
+            s->sinv[(size_t)r * half + i] = (float)sin(ang);
+        }
     for (int p = 0; p < s->n_ph; p++) {
         phase *ph = &s->ph[p];
         switch (p == s->n_ph - 1 ? -1 : p % PH_PER_LAYER) {
@@ -451,13 +547,19 @@ bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot) {
     }
     const size_t D = (size_t)hp->d_model, Q = (size_t)hp->n_head * hp->head_dim,
                  K = (size_t)hp->n_head_kv * hp->head_dim, F = (size_t)hp->d_ffn;
-    float *q = st->scratch + D, *k = q + Q, *v = k + K, *o = v + K, *g = o + Q, *u = g + F,
-          *t = u + F;
+    const size_t n = (size_t)R;
+    float *q = st->scratch + n * D, *k = q + n * Q, *v = k + n * K, *o = v + n * K, *g = o + n * Q,
+          *u = g + n * F, *t = u + n * F;
     step_ctx c = {
         .st = st,
         .s = s,
-        .pos = pos,
+        .p0 = p0,
+        .R = R,
         .slot = slot,
+        .D = (long)D,
+        .Q = (long)Q,
+        .K = (long)K,
+        .F = (long)F,
         .x = st->x,
         .q = q,
         .k = k,
@@ -472,7 +574,7 @@ bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int pos, int slot) {
     tr_pool_run(pool, step_task, &c);
     if (hp->logits_scale != 1.0f && hp->logits_scale != 0.0f) {
         const float sc = 1.0f / hp->logits_scale;
-        for (size_t i = 0; i < (size_t)hp->n_vocab; i++) st->logits[i] *= sc;
+        for (size_t i = 0; i < n * (size_t)hp->n_vocab; i++) st->logits[i] *= sc;
     }
     return true;
 }

@@ -15,6 +15,16 @@
  * status ends the loop with that status (the callback logs why). */
 typedef transcribe_status (*tr_greedy_step_fn)(void *user, int32_t tok, int pos, int32_t *next);
 
+/* Speculative verification: feeds toks[0..n) at positions pos ..
+ * pos + n - 1 in one step; next[i] gets the greedy token after toks[i],
+ * exactly (bit for bit in the logits) what n single steps would give. */
+typedef transcribe_status (*tr_greedy_verify_fn)(void *user, const int32_t *toks, int n, int pos,
+                                                 int32_t *next);
+
+/* Drafts one verify step takes at most (so it feeds <= TR_GREEDY_SPEC_MAX + 1
+ * rows). */
+#define TR_GREEDY_SPEC_MAX 15
+
 /* Repetition guard: decoding stops once the generated ids end with a cycle
  * of 1..max_period tokens repeated at least min_repeats times and covering
  * at least min_tokens ids; the repeats are trimmed (one cycle kept) and
@@ -53,5 +63,22 @@ typedef struct tr_greedy_cfg {
  * failure status. */
 transcribe_status tr_greedy_loop(const tr_greedy_cfg *cfg, tr_greedy_step_fn step, void *user,
                                  int first_tok, int T_prompt, int32_t *out, int *n_out);
+
+/* tr_greedy_loop with speculative decoding: before a step, up to spec_k
+ * (<= TR_GREEDY_SPEC_MAX) drafts from the n-gram lookup of nn/spec_draft.h
+ * over the ids generated so far, never past the budget or the window, go
+ * through `verify` with the current token as one step; the predictions are
+ * then taken one by one exactly as single steps' (EOS, budget, guard,
+ * on_step after each), up to the first draft that differs from the
+ * prediction before it. So out, n_out and the status equal
+ * tr_greedy_loop's always; only the number of model calls changes. The
+ * draft length follows the acceptance (doubling up to spec_k after a
+ * wholly accepted draft, one past the accepted ones otherwise). Where no
+ * n-gram recurs (or a recent draft was wholly rejected: drafting pauses
+ * for 1, 2, 4 .. 32 steps) the step is the plain one. Abort is polled
+ * before every call. spec_k <= 0 or verify NULL: tr_greedy_loop. */
+transcribe_status tr_greedy_loop_spec(const tr_greedy_cfg *cfg, tr_greedy_step_fn step,
+                                      tr_greedy_verify_fn verify, int spec_k, void *user,
+                                      int first_tok, int T_prompt, int32_t *out, int *n_out);
 
 #endif

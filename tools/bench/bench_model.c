@@ -35,7 +35,15 @@
  * shape at the prompt's own row count (M = T_prompt, K = d_model,
  * N = d_ffn), timed between the runs like the encoder's baseline:
  * prefill_vs_sgemm near 1 says the prefill runs at the rate a GEMM of its
- * shape reaches on this host. */
+ * shape reaches on this host.
+ *
+ * Speculative decoding (--spec-k-drafts K): every repeat also runs with
+ * spec_k_drafts = K right after the plain run (alternated, so host drift
+ * hits both), and the JSON adds the fastest decode phase of each
+ * (spec_decode_ms_plain / _spec: the timings' decode_ms; for the audio-LLM
+ * families also the step loop alone, spec_steps_ms_*), their ratio and
+ * whether every speculative text equalled the plain one. The other fields
+ * stay the plain runs'. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,9 +257,65 @@ static void print_prefill(const lm_figures *lm, const sgemm_probe *p) {
     }
 }
 
+/* Plain against speculative decoding (--spec-k-drafts): the fastest
+ * decode phase of each. */
+typedef struct {
+    int k;
+    double plain_ms, spec_ms;             /* timings' decode_ms */
+    double plain_steps_ms, spec_steps_ms; /* the causal LM's step loop; < 0: none */
+    int plain_steps, spec_steps;          /* tokens stepped (causal LM) */
+    bool same_text;
+} spec_cmp;
+
+static void keep_min(double *best, double v) {
+    if (v >= 0 && (*best < 0 || v < *best)) *best = v;
+}
+
+/* The latest (plain) run's figures, then one run with spec_k_drafts. */
+static void spec_pair(struct transcribe_session *s, const float *pcm, int n,
+                      transcribe_status plain_st, spec_cmp *c) {
+    struct transcribe_timings t;
+    transcribe_timings_init(&t);
+    transcribe_get_timings(s, &t);
+    keep_min(&c->plain_ms, t.decode_ms);
+    tr_clm_stages lm;
+    if (tr_tool_lm_stages(s, &lm) && lm.dec) {
+        keep_min(&c->plain_steps_ms, lm.dec->steps_ms);
+        c->plain_steps = lm.dec->n_steps;
+    }
+    char *plain = strdup(transcribe_full_text(s));
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.spec_k_drafts = c->k;
+    transcribe_status st = transcribe_run(s, pcm, n, &rp);
+    if (!plain || st != plain_st || strcmp(plain, transcribe_full_text(s)) != 0)
+        c->same_text = false;
+    free(plain);
+    transcribe_timings_init(&t);
+    transcribe_get_timings(s, &t);
+    keep_min(&c->spec_ms, t.decode_ms);
+    if (tr_tool_lm_stages(s, &lm) && lm.dec) {
+        keep_min(&c->spec_steps_ms, lm.dec->steps_ms);
+        c->spec_steps = lm.dec->n_steps;
+    }
+}
+
+static void spec_print(const spec_cmp *c) {
+    printf(",\"spec_k_drafts\":%d,\"spec_decode_ms_plain\":%.1f,\"spec_decode_ms_spec\":%.1f,"
+           "\"spec_speedup\":%.3f",
+           c->k, c->plain_ms, c->spec_ms, c->spec_ms > 0 ? c->plain_ms / c->spec_ms : 0.0);
+    if (c->plain_steps_ms >= 0 && c->spec_steps_ms >= 0)
+        printf(",\"spec_steps_ms_plain\":%.1f,\"spec_steps_ms_spec\":%.1f,"
+               "\"spec_steps_speedup\":%.3f,\"spec_n_steps\":[%d,%d]",
+               c->plain_steps_ms, c->spec_steps_ms,
+               c->spec_steps_ms > 0 ? c->plain_steps_ms / c->spec_steps_ms : 0.0, c->plain_steps,
+               c->spec_steps);
+    printf(",\"spec_same_text\":%s", c->same_text ? "true" : "false");
+}
+
 int bench_model(int argc, char **argv) {
     const char *model = NULL, *audio = NULL;
-    int threads = 0, repeat = 1, step_pairs = 16;
+    int threads = 0, repeat = 1, step_pairs = 16, spec_k = 0;
     for (int i = 1; i < argc; i++) {
         if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) {
             model = argv[++i];
@@ -261,17 +325,19 @@ int bench_model(int argc, char **argv) {
             repeat = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--step-pairs") && i + 1 < argc) {
             step_pairs = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--spec-k-drafts") && i + 1 < argc) {
+            spec_k = atoi(argv[++i]);
         } else if (argv[i][0] != '-' && !audio) {
             audio = argv[i];
         } else {
             fprintf(stderr, "usage: transcribe-bench model -m MODEL AUDIO [--threads N] "
-                            "[--repeat R] [--step-pairs N]\n");
+                            "[--repeat R] [--step-pairs N] [--spec-k-drafts K]\n");
             return 2;
         }
     }
     if (!model || !audio) {
         fprintf(stderr, "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] "
-                        "[--step-pairs N]\n");
+                        "[--step-pairs N] [--spec-k-drafts K]\n");
         return 2;
     }
     if (threads < 0) threads = 0;
@@ -318,6 +384,12 @@ int bench_model(int argc, char **argv) {
     const char *tok_source = "rows";
     double run_rss_mb = -1; /* load and runs, not the probe: rss_peak_reset */
     bool rss_tracked = true;
+    spec_cmp spec = {.k = spec_k > 0 ? spec_k : 0,
+                     .plain_ms = -1,
+                     .spec_ms = -1,
+                     .plain_steps_ms = -1,
+                     .spec_steps_ms = -1,
+                     .same_text = true};
     for (int r = 0; r < repeat; r++) {
         if (r > 0) rss_tracked = rss_tracked && rss_peak_reset();
         st = transcribe_run(s, pcm, n, NULL);
@@ -346,6 +418,8 @@ int bench_model(int argc, char **argv) {
             pre_probe_set = probe_init(&pre_probe, blas_threads, &shape);
         }
         if (pre_probe_set) probe_run(&pre_probe);
+        /* last: it reads this plain run's figures, then runs again */
+        if (spec.k > 0) spec_pair(s, pcm, n, st, &spec);
     }
     transcribe_audio_free(pcm);
     if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
@@ -410,6 +484,7 @@ int bench_model(int argc, char **argv) {
         print_prefill(&lm, &pre_probe);
     }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
+    if (spec.k > 0) spec_print(&spec);
     printf("}\n");
     probe_free(&probe);
     probe_free(&pre_probe);

@@ -101,6 +101,7 @@ static const char k_server[] =
 
 static const char k_model[] =
     "usage: transcribe-bench model -m MODEL AUDIO [--threads N] [--repeat R] [--step-pairs N]\n"
+    "                             [--spec-k-drafts K]\n"
     "\n"
     "Loads MODEL once, transcribes AUDIO R times and prints one JSON line: the fastest\n"
     "run's load/mel/encode/decode ms, decoded tokens, real-time factor, peak resident\n"
@@ -115,6 +116,10 @@ static const char k_model[] =
     "  --threads N        session threads (default: the library's)\n"
     "  --repeat R         runs (default 1)\n"
     "  --step-pairs N     step/copy pairs of the step probe (default 16, 0: none)\n"
+    "  --spec-k-drafts K  also run every repeat with speculative decoding (K drafts per\n"
+    "                     step), alternating with the plain run, and print both decode\n"
+    "                     times (spec_*: fastest of each; spec_speedup = plain / spec;\n"
+    "                     spec_same_text: whether every speculative text equalled plain's)\n"
     "  -h, --help         this text\n";
 
 static bool wants_help(int argc, char **argv) {

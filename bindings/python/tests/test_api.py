@@ -239,6 +239,22 @@ def test_truncated_output_is_a_result_not_an_error(cli):
         assert b.truncated
 
 
+def test_spec_k_drafts_gives_the_plain_text():
+    """Speculative decoding (spec_k_drafts) changes no output: the looping
+    tiny MOSS, whose drafts are accepted, gives the plain run's text."""
+    from conftest import DATA
+
+    looping = need(DATA / "moss" / "tiny" / "moss-tiny-loop-nosplit-F16.gguf")
+    with transcribe.Model(looping) as m:
+        assert m.info.capabilities.spec_decode
+        plain = m.transcribe(need(MOSS_WAV))
+        for k in (0, 1, 4, 8):
+            r = m.transcribe(need(MOSS_WAV), spec_k_drafts=k)
+            assert r.text == plain.text and r.truncated == plain.truncated
+        with pytest.raises(transcribe.InvalidArgumentError):
+            m.transcribe(need(MOSS_WAV), spec_k_drafts=-2)
+
+
 # ---- timestamps ----
 
 

@@ -428,6 +428,7 @@ class Model:
         keep_special_tags: bool = False,
         vad: Vad = None,
         vad_options: Optional[Mapping[str, Any]] = None,
+        spec_k_drafts: Optional[int] = None,
     ) -> S.RunParams:
         lib = self._lib
         p = lib.new(S.RunParams, lib.run_params_init)
@@ -445,6 +446,8 @@ class Model:
         p.itn = _mode("itn", itn)
         p.diarize = _mode("diarize", diarize)
         p.keep_special_tags = bool(keep_special_tags)
+        if spec_k_drafts is not None:
+            p.spec_k_drafts = int(spec_k_drafts)
         if language and language != "auto":
             b = language.encode("utf-8")
             keep.append(b)
@@ -545,6 +548,7 @@ class Model:
         chunk_max_s: int = CHUNK_MAX_S,
         formats: Sequence[str] = (),
         format_options: Optional[Mapping[str, Any]] = None,
+        spec_k_drafts: Optional[int] = None,
     ) -> Result:
         """Transcribes one input.
 
@@ -582,6 +586,11 @@ class Model:
                 ``format_options``: file, model (JSON's names; txt's header
                 with header=True), tokens (JSON token rows), max_line_chars,
                 max_cue_ms (subtitle cue shaping, as the CLI's flags).
+            spec_k_drafts: speculative decoding, as the CLI's
+                --spec-k-drafts: N > 0 drafts up to N tokens a step where
+                ``model.capabilities.spec_decode`` is true (the text is
+                exactly the plain run's, only faster where the output
+                repeats itself); None or -1 the default (off), 0 off.
 
         Raises:
             TranscribeError (a subclass naming the failure). A run that hits
@@ -590,7 +599,7 @@ class Model:
         keep: List[Any] = []
         params = self._run_params(
             keep, language, task, target_language, timestamps, vocabulary,
-            pnc, itn, diarize, keep_special_tags, vad, vad_options,
+            pnc, itn, diarize, keep_special_tags, vad, vad_options, spec_k_drafts,
         )
         self._chunk_params(params, chunk, chunk_max_s)
         render = _Render(formats, format_options)

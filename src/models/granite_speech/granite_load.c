@@ -483,6 +483,7 @@ void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                             m->word_ts ? TRANSCRIBE_TIMESTAMPS_WORD : TRANSCRIBE_TIMESTAMPS_NONE);
     c->supports_translate = m->translate; /* no language detection */
+    c->supports_spec_decode = true;       /* single runs: the causal LM's tr_clm_greedy */
     c->n_translate_target_languages = m->translate ? m->n_targets : 0;
     c->translate_target_languages = (const char *const *)m->targets;
     c->max_audio_ms = m->max_audio_ms;

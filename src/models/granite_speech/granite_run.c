@@ -162,7 +162,8 @@ transcribe_status tr_gs_run(gs_session *s, const float *pcm, int n_samples, tr_r
                                  .should_abort = tr_run_abort_poll,
                                  .abort_user = ctx,
                                  .on_step = tr_run_span_step,
-                                 .step_user = &dec};
+                                 .step_user = &dec,
+                                 .spec_k = tr_run_spec_k(ctx)};
         int n_out = 0;
         tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, T_prompt, s->last_ids, &n_out);

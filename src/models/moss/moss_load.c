@@ -287,9 +287,10 @@ void tr_ms_model_free(ms_model *m) {
 void tr_ms_model_describe(const ms_model *m, tr_model_desc *desc) {
     /* no language detection or translation; docs/formats/moss.md §9: max_audio_ms not advertised
      * (the session limits give the basis); MOSS never encodes text (§4) */
-    tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
-                        TRANSCRIBE_TIMESTAMPS_SEGMENT);
-    desc->bounded_output = true; /* a fixed output budget, no long form */
+    struct transcribe_capabilities *c = tr_model_desc_begin(
+        desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_SEGMENT);
+    c->supports_spec_decode = true; /* single runs: the causal LM's tr_clm_greedy */
+    desc->bounded_output = true;    /* a fixed output budget, no long form */
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
     desc->features[TRANSCRIBE_FEATURE_VOCABULARY] = m->instruction != NULL;
 }

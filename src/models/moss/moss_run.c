@@ -298,18 +298,19 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
     return tok;
 }
 
-/* The greedy loop polls for an abort before every step: counting the polls
- * gives the steps taken, which the kept ids understate after a
- * repetition-guard stop (transcribe-bench reads dec.n_steps). */
-typedef struct step_poll {
-    tr_run_ctx *ctx;
+/* The greedy loop reports every token it steps to (on_step, also the
+ * tokens one speculative call yields): their count gives the steps taken,
+ * which the kept ids understate after a repetition-guard stop
+ * (transcribe-bench reads dec.n_steps). */
+typedef struct step_count {
+    tr_run_span *span;
     int n;
-} step_poll;
+} step_count;
 
-static bool poll_step(void *user) {
-    step_poll *p = user;
-    p->n++;
-    return tr_run_should_abort(p->ctx);
+static void count_step(void *user, int n_gen, int n_most) {
+    step_count *c = user;
+    c->n = n_gen - 1; /* the prefill token is not a step */
+    tr_run_span_step(c->span, n_gen, n_most);
 }
 
 /* Sanitizes and encodes one utterance, timing it into the result: mel_ms
@@ -378,15 +379,16 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     s->dec.prefill_ms = t3 - t2;
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
-        step_poll poll = {ctx, 0};
         tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
+        step_count steps = {&dec, 0};
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
-                                 .should_abort = poll_step,
-                                 .abort_user = &poll,
-                                 .on_step = tr_run_span_step,
-                                 .step_user = &dec};
+                                 .should_abort = tr_run_abort_poll,
+                                 .abort_user = ctx,
+                                 .on_step = count_step,
+                                 .step_user = &steps,
+                                 .spec_k = tr_run_spec_k(ctx)};
         if (s->repeat_guard) {
             const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
             cfg.repeat_max_period = g.max_period;
@@ -399,7 +401,7 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
         tr_run_report_decoded(ctx, st);
         s->n_last = n_out;
         s->dec.steps_ms = tr_time_ms() - t3;
-        s->dec.n_steps = st == TRANSCRIBE_ERR_ABORTED && poll.n > 0 ? poll.n - 1 : poll.n;
+        s->dec.n_steps = steps.n;
         if (tr_run_has_ids(st))
             st = tr_run_filled(
                 st, fill_result(m, s->last_ids, n_out, n_samples, ctx->params, ctx->result));

@@ -334,6 +334,7 @@ void tr_qa_model_describe(const qa_model *m, tr_model_desc *desc) {
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                             TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/qwen3_asr.md §10 */);
     c->supports_language_detect = true; /* docs/formats/qwen3_asr.md §9.1; no translation */
+    c->supports_spec_decode = true;     /* single runs: the causal LM's tr_clm_greedy */
     desc->bounded_output = true;        /* a fixed output budget, no long form */
     c->max_audio_ms = m->max_audio_ms;
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;

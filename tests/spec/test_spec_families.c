@@ -1,0 +1,96 @@
+/* Speculative decoding through the public API on every autoregressive
+ * family's tiny test model: spec_k_drafts 0, 1, 4 and 8 give the status,
+ * text and token ids (where the run returns them) of the default run (plain greedy) bit for bit,
+ * the capability says which families use it (the causal-LM families; the others ignore the
+ * parameter), and a value below -1 is refused. The MOSS loop model repeats a cycle until its guard
+ * / budget stops it, so its drafts are accepted, cut short by the budget and rejected in turn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "transcribe.h"
+
+#define DATA TR_SOURCE_DIR "/tests/data"
+#define JFK  TR_SOURCE_DIR "/samples/jfk.wav"
+
+typedef struct run_out {
+    transcribe_status st;
+    char *text;
+    int n_tok;
+    int *ids;
+} run_out;
+
+static run_out run(struct transcribe_session *s, const float *pcm, int n, int k) {
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.spec_k_drafts = k;
+    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
+    const char *t = transcribe_full_text(s);
+    o.text = strdup(t ? t : "");
+    o.n_tok = transcribe_n_tokens(s);
+    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
+    for (int i = 0; i < o.n_tok; i++) {
+        struct transcribe_token tk;
+        transcribe_token_init(&tk);
+        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
+    }
+    return o;
+}
+
+static void run_free(run_out *o) {
+    free(o->text);
+    free(o->ids);
+}
+
+static void check_family(const char *model, const char *wav, bool spec) {
+    float *pcm = NULL;
+    int n = 0;
+    struct transcribe_session *s = NULL;
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = 2;
+    if (transcribe_audio_load_file(wav, 16000, &pcm, &n) != TRANSCRIBE_OK ||
+        transcribe_open(model, NULL, &sp, &s) != TRANSCRIBE_OK) {
+        CHECK_MSG(false, "cannot open %s / %s", model, wav);
+        transcribe_audio_free(pcm);
+        return;
+    }
+    struct transcribe_capabilities caps;
+    transcribe_capabilities_init(&caps);
+    CHECK(transcribe_model_get_capabilities(transcribe_get_model(s), &caps) == TRANSCRIBE_OK);
+    CHECK_MSG(caps.supports_spec_decode == spec, "%s: supports_spec_decode %d", model,
+              caps.supports_spec_decode);
+    run_out ref = run(s, pcm, n, -1);
+    CHECK_MSG(ref.st == TRANSCRIBE_OK || ref.st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED, "%s: status %d",
+              model, ref.st);
+    CHECK(ref.text[0] != 0);
+    const int ks[4] = {0, 1, 4, 8};
+    for (int i = 0; i < 4; i++) {
+        run_out o = run(s, pcm, n, ks[i]);
+        CHECK_MSG(o.st == ref.st && strcmp(o.text, ref.text) == 0 && o.n_tok == ref.n_tok &&
+                      !memcmp(o.ids, ref.ids, sizeof(int) * (size_t)ref.n_tok),
+                  "%s k %d: status %d/%d, %d/%d tokens, text '%s' vs '%s'", model, ks[i], o.st,
+                  ref.st, o.n_tok, ref.n_tok, o.text, ref.text);
+        run_free(&o);
+    }
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.spec_k_drafts = -2;
+    CHECK(transcribe_run(s, pcm, n, &rp) == TRANSCRIBE_ERR_INVALID_ARG);
+    run_free(&ref);
+    transcribe_session_free(s);
+    transcribe_audio_free(pcm);
+}
+
+int main(void) {
+    check_family(DATA "/qwen3_asr/tiny/qwen3-asr-tiny-ref-F16.gguf", JFK, true);
+    check_family(DATA "/qwen3_asr/tiny/qwen3-asr-tiny-ref-Q8_0.gguf", JFK, true);
+    check_family(DATA "/granite/tiny-1b/granite-tiny-1b-ref-F16.gguf", JFK, true);
+    check_family(DATA "/granite/tiny-plus/granite-tiny-plus-ref-F32.gguf", JFK, true);
+    check_family(DATA "/moss/tiny/moss-tiny-ref-F16.gguf", DATA "/moss/mix.wav", true);
+    check_family(DATA "/moss/tiny/moss-tiny-loop-nosplit-F16.gguf", DATA "/moss/mix.wav", true);
+    check_family(DATA "/whisper/tiny/whisper-tiny-ref-F16.gguf", JFK, false);
+    check_family(DATA "/canary/tiny-canary2/tiny-canary2-ref-F16.gguf", JFK, false);
+    return TEST_DONE();
+}
