@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clm_wire.h"
 #include "nn/causal_lm.h"
 #include "nn/causal_lm_internal.h"
 #include "tensor/dtype.h"
@@ -80,18 +81,8 @@ static void model_init(model *m, int type) {
         make_tensor(m, l * 7 + 6, "down", F, D, type, 0.3f);
         for (int j = 0; j < 4; j++)
             for (int i = 0; i < D; i++) m->norms[l][j][i] = 1.0f + 0.2f * frand();
-        tr_clm_block *b = &m->blk[l];
-        b->wq = &m->t[l * 7 + 0];
-        b->wk = &m->t[l * 7 + 1];
-        b->wv = &m->t[l * 7 + 2];
-        b->wo = &m->t[l * 7 + 3];
-        b->gate = &m->t[l * 7 + 4];
-        b->up = &m->t[l * 7 + 5];
-        b->down = &m->t[l * 7 + 6];
-        b->norm_attn = m->norms[l][0];
-        b->norm_ffn = m->norms[l][1];
-        b->q_norm = m->norms[l][2];
-        b->k_norm = m->norms[l][3];
+        tu_clm_wire(&m->blk[l], &m->t[l * 7], m->norms[l][0], m->norms[l][1], m->norms[l][2],
+                    m->norms[l][3]);
     }
     make_tensor(m, L * 7, "emb", D, V, type, 1.0f);
     for (int i = 0; i < D; i++) m->out_norm[i] = 1.0f + 0.2f * frand();

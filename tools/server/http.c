@@ -330,18 +330,9 @@ static srv_request *request_new(srv_server *s, struct MHD_Connection *c) {
  * delimiter (RFC 2046, section 5.1.1): "--BOUNDARY--" inside the file's bytes is
  * data. */
 static bool closing_delimiter(const char *ct, char *out, size_t n) {
-    const char *b = strcasestr(ct, "boundary=");
-    if (!b) return false;
-    b += 9;
+    const char *b;
     size_t len;
-    if (*b == '"') {
-        const char *e = strchr(++b, '"');
-        if (!e) return false;
-        len = (size_t)(e - b);
-    } else {
-        len = strcspn(b, "; \t");
-    }
-    if (len == 0 || len > 70 || len + 7 > n) return false;
+    if (!srv_mp_boundary(ct, &b, &len) || len + 7 > n) return false;
     snprintf(out, n, "\r\n--%.*s--", (int)len, b);
     return true;
 }

@@ -27,19 +27,28 @@ struct srv_multipart {
     bool emitted; /* the current part has had a call */
 };
 
-srv_multipart *srv_mp_new(const char *ct) {
+bool srv_mp_boundary(const char *ct, const char **out, size_t *len) {
     const char *b = ct ? strcasestr(ct, "boundary=") : NULL;
-    if (!b) return NULL;
+    if (!b) return false;
     b += 9;
     size_t n;
     if (*b == '"') {
         const char *e = strchr(++b, '"');
-        if (!e) return NULL;
+        if (!e) return false;
         n = (size_t)(e - b);
     } else {
         n = strcspn(b, "; \t");
     }
-    if (n == 0 || n > 70) return NULL;
+    if (n == 0 || n > 70) return false;
+    *out = b;
+    *len = n;
+    return true;
+}
+
+srv_multipart *srv_mp_new(const char *ct) {
+    const char *b;
+    size_t n;
+    if (!srv_mp_boundary(ct, &b, &n)) return NULL;
     srv_multipart *mp = calloc(1, sizeof *mp);
     if (!mp) return NULL;
     mp->dl = 4 + n;

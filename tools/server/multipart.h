@@ -19,6 +19,10 @@ typedef bool (*srv_mp_piece_fn)(void *cls, const char *name, const char *filenam
 
 typedef struct srv_multipart srv_multipart;
 
+/* The boundary parameter of Content-Type value `ct`: quoted or not, 1 to
+ * 70 characters (RFC 2046), the parameter's name in any case. */
+bool srv_mp_boundary(const char *ct, const char **out, size_t *len);
+
 /* A reader for the boundary of Content-Type value `ct` (quoted or not, 1 to
  * 70 characters, the parameter's name in any case). NULL when `ct` has no
  * usable boundary or memory runs out. */
