@@ -27,6 +27,10 @@ transcribe_status tr_audio_load_file_max(const char *path, int target_rate, doub
                                          tr_audio *out);
 /* Decodes a WAV image in memory (no resampling; mono downmix). */
 transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *out);
+/* The same, refusing audio over max_s seconds (> 0) from its header, before
+ * anything is decoded: INPUT_TOO_LONG, logged. */
+transcribe_status tr_audio_decode_wav_max(const void *data, size_t size, double max_s,
+                                          tr_audio *out);
 void tr_audio_free(tr_audio *a);
 
 /* Band-limited resampling of mono PCM (libsoxr when built with it, else a

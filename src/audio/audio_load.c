@@ -57,15 +57,10 @@ transcribe_status tr_audio_decode_memory_max(const void *data, size_t size, doub
                                              tr_audio *out) {
     tr_audio_format f = tr_audio_detect(data, size);
     if (f != TR_AUDIO_FMT_WAV) return tr_audio_decode_sndfile_max(data, size, f, max_s, out);
-    /* PCM WAV decodes to at most 4 floats' bytes per byte of the file, so
-     * the length is checked once decoded (before resampling, which is where
-     * a low rate would multiply it) */
-    transcribe_status st = tr_audio_decode_wav(data, size, out);
-    if (st == TRANSCRIBE_OK && tr_audio_too_long(out->n, out->rate, max_s, "the WAV audio")) {
-        tr_audio_free(out);
-        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
-    }
-    return st;
+    /* refused from the header, before the samples are decoded (4 bytes of
+     * float each, from as little as 1 byte) or resampled (where a low rate
+     * multiplies them) */
+    return tr_audio_decode_wav_max(data, size, max_s, out);
 }
 
 static transcribe_status read_file(const char *path, unsigned char **data, size_t *size) {

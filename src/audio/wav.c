@@ -231,6 +231,11 @@ void tr_wav_to_mono(const tr_wav_header *h, const void *data, size_t frames, flo
 }
 
 transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *out) {
+    return tr_audio_decode_wav_max(data, size, 0, out);
+}
+
+transcribe_status tr_audio_decode_wav_max(const void *data, size_t size, double max_s,
+                                          tr_audio *out) {
     memset(out, 0, sizeof *out);
     tr_wav_header h;
     size_t need;
@@ -247,6 +252,8 @@ transcribe_status tr_audio_decode_wav(const void *data, size_t size, tr_audio *o
         data_len = (size_t)h.data_len;
     }
     size_t frames = data_len / (size_t)h.block_align;
+    if (tr_audio_too_long((int64_t)frames, (int)h.rate, max_s, "the WAV audio"))
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     if (data_len % (size_t)h.block_align)
         TR_WARN("wav: data size %zu is not a multiple of block_align %d; ignoring the tail",
                 data_len, h.block_align);

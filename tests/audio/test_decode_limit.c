@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "audio/audio.h"
@@ -53,6 +54,28 @@ static void check_wav(const char *dir) {
     CHECK(transcribe_audio_load_file_max(path, 16000, 0, &pcm, &n) == TRANSCRIBE_OK);
     CHECK(n == 320000); /* 0: no limit */
     transcribe_audio_free(pcm);
+    unlink(path);
+}
+
+/* A WAV that is too long is refused from its header: none of its samples
+ * are decoded. 8 MB of 8-bit samples at 1000 Hz (8000 s) would decode to
+ * 32 MB of floats (512 MB at 16 kHz); the peak resident size may grow by
+ * the file's bytes (read whole) but not by its decoding. */
+static void check_wav_not_decoded(const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/long-8bit.wav", dir);
+    CHECK(write_wav8(path, 1000, 8000));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    long before = ru.ru_maxrss;
+    float *pcm = (float *)1;
+    int n = -1;
+    CHECK(transcribe_audio_load_file_max(path, 16000, 3600 * 1000, &pcm, &n) ==
+          TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    CHECK(pcm == NULL && n == 0);
+    getrusage(RUSAGE_SELF, &ru);
+    CHECK_MSG(ru.ru_maxrss - before < 24 * 1024, "peak grew by %ld kB",
+              ru.ru_maxrss - before); /* the 8 MB file, not 32 MB of floats */
     unlink(path);
 }
 
@@ -116,6 +139,7 @@ static void check_flac(const char *dir) {
 int main(void) {
     char dir[] = "/tmp/tr-decode-limit-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
+    check_wav_not_decoded(dir); /* first: the peak so far is the process's start */
     check_wav(dir);
 #ifdef TR_HAVE_SNDFILE
     check_flac(dir);
