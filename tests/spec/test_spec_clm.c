@@ -21,10 +21,7 @@ enum { L = 2, D = 256, NH = 4, NKV = 2, HD = 64, F = 512, V = 37 };
 
 static uint64_t rng;
 static float frand(void) {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return tu_clm_frand(&rng);
 }
 
 typedef struct model {
