@@ -423,7 +423,7 @@ typedef struct {
     atomic_int failed;
     atomic_long next;
     long chunk;
-    const void *xq; /* AVX2 integer rows: a tr_mm_xq of X quantized once (else NULL) */
+    const tr_mm_xq *xq; /* the level's integer rows: X quantized once (else NULL) */
 } multi_ctx;
 
 static void multi_task(void *arg, int ith, int nth) {
@@ -434,12 +434,10 @@ static void multi_task(void *arg, int ith, int nth) {
         long n0 = atomic_fetch_add(&c->next, c->chunk);
         if (n0 >= N) break;
         long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
-#if defined(TR_CPU_X86)
         if (c->xq) {
-            tr_mm_rows_int8_multi_avx2(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
+            c->isa->rows_int8_multi(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
             continue;
         }
-#endif
         if (!scratch && !(scratch = alloc_floats((size_t)c->w->K))) {
             atomic_store(&c->failed, 1);
             return;
@@ -526,25 +524,25 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
             isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool)),
             NULL};
         void *xq = NULL;
-#if defined(TR_CPU_X86)
-        /* the integer-dot types on AVX2: the rows of X quantized once for
-         * the call, then dots that read each weight row once for all of
-         * them (dequantizing every row to floats for a few rows of X made a
-         * batched LLM step compute-bound: no faster than one row at a time) */
+        /* the integer-dot types where the level has few-row dots: the rows
+         * of X quantized once for the call, then dots that read each weight
+         * row once for all of them (dequantizing every row to floats for a
+         * few rows of X made a batched LLM step compute-bound: no faster
+         * than one row at a time) */
         tr_mm_xq xqv;
         const bool kq = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-        if ((kq || w->type == TR_Q8_0) && isa == &tr_mm_isa_avx2 && M > 1) {
+        if ((kq || w->type == TR_Q8_0) && isa->rows_int8_multi && M > 1) {
             const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
-            xq = malloc(sizeof(float) * m * (K / 32) + m * K + sizeof(int16_t) * m * (K / 16));
+            /* scales: up to K / 16 floats per row (tr_mm_xq) */
+            xq = malloc(sizeof(float) * m * (K / 16) + m * K + sizeof(int16_t) * m * (K / 16));
             if (xq) {
                 xqv.s = (float *)xq;
-                xqv.q = (int8_t *)(xqv.s + m * (K / 32));
+                xqv.q = (int8_t *)(xqv.s + m * (K / 16));
                 xqv.bsum = (int16_t *)(xqv.q + m * K);
-                tr_mm_quant_x_rows_avx2(w->type, X, ldx, M, (long)K, &xqv);
+                isa->quant_x_rows(w->type, X, ldx, M, (long)K, &xqv);
                 c.xq = &xqv;
             }
         }
-#endif
         tr_pool_run(pool, multi_task, &c);
         free(xq);
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");

@@ -659,4 +659,6 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .rows = rows_avx2,
                                   .deq = deq_avx2,
                                   .rows_multi = rows_multi_avx2,
-                                  .transpose16 = transpose16_avx2};
+                                  .transpose16 = transpose16_avx2,
+                                  .quant_x_rows = tr_mm_quant_x_rows_avx2,
+                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2};

@@ -144,12 +144,10 @@ static int rows_dotprod(const tr_mm_w *w, const float *x, const float *xsum, flo
     return 1;
 }
 
-const tr_mm_isa tr_mm_isa_neon_dotprod = {"neon_dotprod",
-                                          TR_MM_NEON_MR,
-                                          TR_MM_NEON_NR,
-                                          24 * TR_MM_NEON_NR,
-                                          tr_mm_kernel_neon,
-                                          rows_dotprod,
-                                          tr_mm_deq_neon,
-                                          NULL,
-                                          NULL};
+const tr_mm_isa tr_mm_isa_neon_dotprod = {.name = "neon_dotprod",
+                                          .mr = TR_MM_NEON_MR,
+                                          .nr = TR_MM_NEON_NR,
+                                          .nc = 24 * TR_MM_NEON_NR,
+                                          .kernel = tr_mm_kernel_neon,
+                                          .rows = rows_dotprod,
+                                          .deq = tr_mm_deq_neon};
