@@ -519,7 +519,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
-    if (M <= TR_MM_SMALL_M && isa->rows_multi) {
+    if (M <= TR_MM_SMALL_M && (isa->rows_multi || isa->quant_x_rows)) {
         multi_ctx c = {
             isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool)),
             NULL};
@@ -531,7 +531,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
          * than one row at a time) */
         tr_mm_xq xqv;
         const bool kq = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-        if ((kq || w->type == TR_Q8_0) && isa->rows_int8_multi && M > 1) {
+        if ((kq || w->type == TR_Q8_0) && isa->quant_x_rows && M > 1) {
             const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
             /* scales: up to K / 16 floats per row (tr_mm_xq) */
             xq = malloc(sizeof(float) * m * (K / 16) + m * K + sizeof(int16_t) * m * (K / 16));
@@ -539,14 +539,16 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
                 xqv.s = (float *)xq;
                 xqv.q = (int8_t *)(xqv.s + m * (K / 16));
                 xqv.bsum = (int16_t *)(xqv.q + m * K);
-                isa->quant_x_rows(w->type, X, ldx, M, (long)K, &xqv);
-                c.xq = &xqv;
+                if (isa->quant_x_rows(w->type, X, ldx, M, (long)K, &xqv)) c.xq = &xqv;
             }
         }
-        tr_pool_run(pool, multi_task, &c);
+        if (c.xq || isa->rows_multi) { /* else (a level with integer rows only) the GEMM */
+            tr_pool_run(pool, multi_task, &c);
+            free(xq);
+            if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
+            return;
+        }
         free(xq);
-        if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
-        return;
     }
     /* about two chunks per thread, at most one N block each */
     int nth = tr_pool_n_threads(pool);

@@ -529,7 +529,8 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     }
 }
 
-void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+bool tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+    if (type != TR_Q8_0 && type != TR_Q4_K && type != TR_Q5_K && type != TR_Q6_K) return false;
     for (long m = 0; m < M; m++) {
         if (type == TR_Q8_0)
             quantize_x_q8(X + m * ldx, K, x->q + m * K, x->s + m * (K / 32));
@@ -537,6 +538,7 @@ void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K,
             quantize_x_q8k(X + m * ldx, K, x->q + m * K, x->s + m * (K / 256),
                            x->bsum + m * (K / 16));
     }
+    return true;
 }
 
 void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,

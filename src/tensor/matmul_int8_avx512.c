@@ -502,11 +502,10 @@ int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, 
     }
 }
 
-void tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
-    if (type == TR_Q6_K) { /* the AVX2 level's layout (dot_q6_k_rows) */
-        tr_mm_quant_x_rows_avx2(type, X, ldx, M, K, x);
-        return;
-    }
+bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+    if (type != TR_Q8_0 && type != TR_Q4_K && type != TR_Q5_K && type != TR_Q6_K) return false;
+    if (type == TR_Q6_K) /* the AVX2 level's layout (dot_q6_k_rows) */
+        return tr_mm_quant_x_rows_avx2(type, X, ldx, M, K, x);
     for (long m = 0; m < M; m++) {
         const float *xm = X + m * ldx;
         if (type == TR_Q8_0) {
@@ -527,6 +526,7 @@ void tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long 
             kquant_xsx(type, xs, xsum, 256, xsx + 16 * b);
         }
     }
+    return true;
 }
 
 void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,

@@ -5,6 +5,7 @@
 #ifndef TR_TENSOR_MATMUL_INTERNAL_H
 #define TR_TENSOR_MATMUL_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,8 +62,9 @@ typedef struct {
     void (*transpose16)(const float *src, long pitch, int nr, int kn, float *dst, long ld);
     /* Optional (NULL: the level has none): a few rows of X for the
      * integer-dot types, quantized once per call, then each weight row read
-     * once for all of them (see tr_mm_xq). */
-    void (*quant_x_rows)(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+     * once for all of them (see tr_mm_xq); quant_x_rows returns false for a
+     * type the level has no integer dots for. */
+    bool (*quant_x_rows)(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
     void (*rows_int8_multi)(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy, long n0,
                             long n1, const float *bias);
 } tr_mm_isa;
@@ -77,7 +79,7 @@ typedef struct {
 void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs);
 void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
                         long n1);
-void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+bool tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
 void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                 long n0, long n1, const float *bias);
 /* AVX-512 (x86-64 only): the same for its own layouts; rows_int8 is the
@@ -85,7 +87,7 @@ void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, floa
  * returns 0 for other types). */
 int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                            long n1, const float *bias, float *scratch);
-void tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
 void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                   long n0, long n1, const float *bias);
 

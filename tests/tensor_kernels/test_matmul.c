@@ -347,13 +347,14 @@ static void test_nt_lhs(tr_pool *pools[3]) {
     free(C1);
 }
 
-/* Q8_0 and K-quants with a few rows of X (a batched decode step) on AVX2
- * and AVX-512, where both paths quantize x: each row of the product has the
- * bits of that row alone (M == 1), so a batched utterance decodes exactly as
- * it would by itself; with and without bias, for K with an odd block count,
- * at 1-3 threads. (The NEON levels dequantize the weights for a few rows
- * and quantize x for one: close within check_close's tolerance, not the
- * same bits.) */
+/* Q8_0 and K-quants with a few rows of X (a batched decode step) on every
+ * level with integer dots (AVX2, AVX-512, NEON with SDOT), where both paths
+ * quantize x: each row of the product has the bits of that row alone
+ * (M == 1), so a batched utterance decodes exactly as it would by itself;
+ * with and without bias, for K with an odd block count, at 1-3 threads.
+ * (Scalar and plain NEON have no integer dots: their one-row paths dot
+ * float x, the few-row path is the float GEMM, close within check_close's
+ * tolerance, not the same bits.) */
 static void test_int8_rows_match_single(tr_pool *pools[3], int type) {
     const long Ks[2] = {1024, type == TR_Q8_0 ? 544 : 768}, N = 333;
     for (int ki = 0; ki < 2; ki++) {
@@ -365,7 +366,9 @@ static void test_int8_rows_match_single(tr_pool *pools[3], int type) {
         for (long i = 0; i < 4 * K; i++) X[i] = kref_uniform();
         for (long n = 0; n < N; n++) bias[n] = kref_uniform();
         for (int ii = 0; ii < k_n_levels; ii++) {
-            if (k_levels[ii] != TR_CPU_AVX2 && k_levels[ii] != TR_CPU_AVX512) continue;
+            if (k_levels[ii] != TR_CPU_AVX2 && k_levels[ii] != TR_CPU_AVX512 &&
+                k_levels[ii] != TR_CPU_NEON_DOTPROD)
+                continue;
             CHECK(tr_cpu_force(k_levels[ii]));
             for (int p = 0; p < 3; p++)
                 for (int M = 2; M <= 4; M++)
