@@ -117,52 +117,6 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
     return 1;
 }
 
-/* Up to 4 rows of X against one float weight row, sharing each W load. */
-static void dot4_f32(const float *w, const float *x, long ldx, int m, long K, float *out) {
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-    __m512 b[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
-    long k = 0;
-    for (; k + 32 <= K; k += 32) {
-        __m512 w0 = _mm512_loadu_ps(w + k), w1 = _mm512_loadu_ps(w + k + 16);
-        for (int i = 0; i < 4; i++) {
-            if (i >= m) break;
-            a[i] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i * ldx + k), a[i]);
-            b[i] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i * ldx + k + 16), b[i]);
-        }
-    }
-    for (; k < K; k += 16) {
-        __mmask16 msk = tail_mask(K - k);
-        __m512 w0 = _mm512_maskz_loadu_ps(msk, w + k);
-        for (int i = 0; i < m; i++)
-            a[i] = _mm512_fmadd_ps(w0, _mm512_maskz_loadu_ps(msk, x + i * ldx + k), a[i]);
-    }
-    for (int i = 0; i < m; i++) out[i] = _mm512_reduce_add_ps(_mm512_add_ps(a[i], b[i]));
-}
-
-/* Small M: stream each weight row once (dequantized into L1 scratch) and
- * dot it with every row of X. */
-static void rows_multi_avx512(const tr_mm_w *w, const float *X, long M, long ldx, float *Y,
-                              long ldy, long n0, long n1, const float *bias, float *scratch) {
-    long K = (long)w->K;
-    for (long n = n0; n < n1; n++) {
-        const uint8_t *row = w->data + (size_t)n * w->stride;
-        const float *v = (const float *)row;
-        if (w->type != TR_F32) {
-            deq_avx512(w->type, row, scratch, K);
-            v = scratch;
-        }
-        float bn = bias ? bias[n] : 0.0f;
-        for (long m = 0; m < M; m += 4) {
-            float out[4];
-            int mm = (int)(M - m < 4 ? M - m : 4);
-            dot4_f32(v, X + m * ldx, ldx, mm, K, out);
-            for (int i = 0; i < mm; i++) Y[(m + i) * ldy + n] = out[i] + bn;
-        }
-    }
-}
-
 /* Transposes a 16×16 tile: rows r < nr of src (pitch floats apart), k <
  * kn, into dst[k*ld + r] for k < kn and all 16 r (missing rows are 0). */
 static void transpose16_avx512(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
@@ -201,7 +155,6 @@ const tr_mm_isa tr_mm_isa_avx512 = {.name = "avx512",
                                     .kernel = kernel_avx512,
                                     .rows = rows_avx512,
                                     .deq = deq_avx512,
-                                    .rows_multi = rows_multi_avx512,
                                     .transpose16 = transpose16_avx512,
                                     .quant_x_rows = tr_mm_quant_x_rows_avx512,
                                     .rows_int8_multi = tr_mm_rows_int8_multi_avx512};

@@ -29,10 +29,6 @@ typedef void (*tr_mm_kernel_fn)(const float *xp, const float *wp, int kc, float 
 typedef int (*tr_mm_rows_fn)(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                              long n1, const float *bias, float *scratch);
 typedef void (*tr_mm_deq_fn)(int type, const void *src, float *dst, int64_t n);
-/* Small-M path: Y[m][n] (+ bias) for all m < M and n in [n0, n1), streaming
- * each weight row once; scratch has room for K floats. */
-typedef void (*tr_mm_rows_multi_fn)(const tr_mm_w *w, const float *X, long M, long ldx, float *Y,
-                                    long ldy, long n0, long n1, const float *bias, float *scratch);
 
 /* A few rows of x (2..TR_MM_SMALL_M) prepared once for a level's integer
  * dots of Q8_0, Q4_K, Q5_K and Q6_K rows (tr_mm_isa.quant_x_rows): row i's
@@ -55,7 +51,6 @@ typedef struct {
     tr_mm_kernel_fn kernel;
     tr_mm_rows_fn rows;
     tr_mm_deq_fn deq;
-    tr_mm_rows_multi_fn rows_multi; /* NULL: small M goes through the GEMM path */
     /* Optional 16×16 transpose for packing: rows r < nr of src (pitch floats
      * apart), k < kn, to dst[k*ld + r] for all 16 r (missing rows 0); dst is
      * 64-byte aligned and ld a multiple of 16. */
@@ -69,7 +64,8 @@ typedef struct {
                             long n1, const float *bias);
 } tr_mm_isa;
 
-/* M at or below which tr_matmul prefers rows_multi over packed GEMM. */
+/* M at or below which tr_matmul takes the few-row path (each row exact to
+ * its matrix-vector product) over packed GEMM. */
 #define TR_MM_SMALL_M 4
 
 /* AVX2 (x86-64 only): x quantized once for many matrix-vector calls, as
