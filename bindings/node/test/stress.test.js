@@ -1,0 +1,44 @@
+'use strict';
+// No leak over 500 load / transcribe / close cycles: the resident set after
+// cycle 500 stays within a loose bound of the one after the warm-up. Every
+// tenth cycle also streams, and every tenth leaves the model to the garbage
+// collector instead of close().
+const assert = require('node:assert/strict');
+const { test } = require('node:test');
+
+const { Model } = require('..');
+const { MODEL, SAMPLE, readWav } = require('./helpers');
+
+const CYCLES = 500;
+const WARMUP = 100;
+const BOUND_MB = 40;
+
+function rssMb() {
+  if (global.gc) global.gc();
+  return process.memoryUsage().rss / (1 << 20);
+}
+
+test(`${CYCLES} load / transcribe / close cycles: RSS stays flat`, async () => {
+  const pcm = readWav(SAMPLE).float32;
+  let base = 0;
+  let text = null;
+  for (let i = 1; i <= CYCLES; i++) {
+    const m = new Model(MODEL, { threads: 1 });
+    const r = await m.transcribe(i % 2 ? SAMPLE : pcm, { tokens: true, formats: ['srt'] });
+    if (text === null) text = r.text;
+    assert.equal(r.text, text);
+    if (i % 10 === 0) {
+      const s = m.stream();
+      await s.feed(pcm.subarray(0, 16000));
+      await s.finish();
+      if (i % 20 === 0) s.close(); // else the model's close() closes it
+    }
+    if (i % 10 !== 5) m.close(); // cycle 5, 15, ...: the collector frees it
+    if (i === WARMUP) base = rssMb();
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  const end = rssMb();
+  console.log(`rss after ${WARMUP} cycles ${base.toFixed(1)} MB, after ${CYCLES} ` +
+    `${end.toFixed(1)} MB (growth ${(end - base).toFixed(1)} MB, bound ${BOUND_MB})`);
+  assert.ok(end - base < BOUND_MB, `RSS grew ${(end - base).toFixed(1)} MB`);
+});
