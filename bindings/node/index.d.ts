@@ -216,7 +216,6 @@ export declare class Stream {
   abort(): void;
   /** Frees the stream's session; idempotent. */
   close(): void;
-  [Symbol.dispose](): void;
 }
 
 export declare class Model {
@@ -234,7 +233,6 @@ export declare class Model {
   abort(): void;
   /** Frees the model once calls in flight end; closes its streams; idempotent. */
   close(): void;
-  [Symbol.dispose](): void;
 }
 
 /** The path of a model file the package ships with, or null. */

@@ -53,9 +53,18 @@ function invalid(msg) {
 
 // ---- the addon and the bundled models ----
 
+// The checkout the package sits in, or the one it was packed from (npm
+// pack records it in origin.json): its build and its bundled models.
 const CHECKOUT = (() => {
+  const isCheckout = (d) => !!d && fs.existsSync(path.join(d, 'include', 'transcribe.h'));
   const root = path.resolve(__dirname, '..', '..');
-  return fs.existsSync(path.join(root, 'include', 'transcribe.h')) ? root : null;
+  if (isCheckout(root)) return root;
+  try {
+    const origin = JSON.parse(fs.readFileSync(path.join(__dirname, 'origin.json'), 'utf8')).checkout;
+    return isCheckout(origin) ? origin : null;
+  } catch (_) {
+    return null;
+  }
 })();
 
 // First match: $TRANSCRIBE_NODE_ADDON; what the install script built
