@@ -75,6 +75,20 @@ export interface RunOptions {
   /** Longest piece in seconds (2..3600, default 30). */
   chunkMaxS?: number;
   specKDrafts?: number;
+  /** Transcribe only the speech a Silero VAD finds: true (the bundled silero-vad-v4.gguf) or a path. */
+  vad?: boolean | string | URL;
+  vadOptions?: VadOptions;
+}
+
+/** Silero's get_speech_timestamps settings (the CLI's --vad-*). */
+export interface VadOptions {
+  threshold?: number;
+  negThreshold?: number;
+  minSpeechMs?: number;
+  minSilenceMs?: number;
+  speechPadMs?: number;
+  maxSpeechS?: number;
+  windowSamples?: number;
 }
 
 export interface OutputOptions {
@@ -100,6 +114,8 @@ export interface StreamOptions {
   /** Stream a model without native streaming through the library's window driver (default true). */
   windowFallback?: boolean;
   signal?: AbortSignal;
+  vad?: boolean | string | URL;
+  vadOptions?: VadOptions;
 }
 
 /** A row with times in milliseconds, clamped into the audio, as the CLI prints them. */

@@ -140,10 +140,12 @@ const KV_TYPES = { auto: 0, f32: 1, f16: 2 };
 const COMMIT = { auto: 0, finalize: 1, stable: 2 };
 
 const RUN_KEYS = ['language', 'task', 'targetLanguage', 'timestamps', 'vocabulary', 'pnc', 'itn',
-  'diarize', 'keepSpecialTags', 'chunk', 'chunkMaxS', 'specKDrafts'];
+  'diarize', 'keepSpecialTags', 'chunk', 'chunkMaxS', 'specKDrafts', 'vad', 'vadOptions'];
+const VAD_KEYS = ['threshold', 'negThreshold', 'minSpeechMs', 'minSilenceMs', 'speechPadMs',
+  'maxSpeechS', 'windowSamples'];
 const TRANSCRIBE_KEYS = [...RUN_KEYS, 'tokens', 'formats', 'signal'];
 const STREAM_KEYS = ['language', 'timestamps', 'vocabulary', 'commit', 'agreement',
-  'windowFallback', 'signal'];
+  'windowFallback', 'signal', 'vad', 'vadOptions'];
 const FINISH_KEYS = ['tokens', 'formats'];
 const MODEL_KEYS = ['threads', 'nCtx', 'kvType'];
 
@@ -181,8 +183,33 @@ function optString(value, name) {
   return value;
 }
 
+// VAD models, loaded once per path for the life of the process (small).
+const vadModels = new Map();
+
+function vadOptions(o, out) {
+  if (o.vad === undefined || o.vad === null || o.vad === false) {
+    if (o.vadOptions !== undefined && o.vadOptions !== null) throw invalid('vadOptions without vad');
+    return;
+  }
+  let p = o.vad;
+  if (p === true) {
+    p = bundledModel('silero-vad-v4.gguf');
+    if (!p) {
+      throw new TranscribeError('the bundled Silero VAD model (silero-vad-v4.gguf) is not found: ' +
+        'pass its path as vad', Status.ERR_FILE_NOT_FOUND);
+    }
+  }
+  if (p instanceof URL) p = fileURLToPath(p);
+  if (typeof p !== 'string' || p.length === 0) throw invalid('vad must be true, false or a VAD model path');
+  const key = path.resolve(p);
+  if (!vadModels.has(key)) vadModels.set(key, native.vadLoad(p));
+  out.vadModel = vadModels.get(key);
+  if (o.vadOptions !== undefined) out.vadOptions = checkKeys(o.vadOptions, VAD_KEYS, 'vadOptions');
+}
+
 function runOptions(o, forStream) {
   const out = {};
+  vadOptions(o, out);
   const language = optString(o.language, 'language');
   if (language && language !== 'auto') out.language = language;
   const target = optString(o.targetLanguage, 'targetLanguage');

@@ -467,6 +467,70 @@ static napi_value js_model_info(napi_env env, napi_callback_info info) {
     return out;
 }
 
+/* ---- VAD models (Silero), shared by the runs and streams that use them ---- */
+
+typedef struct {
+    struct transcribe_vad_model *vm;
+    int refs; /* main thread: the handle, each job or stream options using it */
+} node_vad;
+
+static void vad_unref(node_vad *v) {
+    if (!v || --v->refs > 0) return;
+    transcribe_vad_model_free(v->vm);
+    free(v);
+}
+
+static void vad_finalize(napi_env env, void *data, void *hint) {
+    (void)env;
+    (void)hint;
+    vad_unref(data);
+}
+
+/* vadLoad(path) -> handle (synchronous: a small file) */
+static napi_value js_vad_load(napi_env env, napi_callback_info info) {
+    size_t argc = 1;
+    napi_value argv[1], h;
+    napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+    if (argc < 1) return invalid(env, "vadLoad(path)");
+    char *path = dup_string(env, argv[0], "the VAD model path");
+    if (!path) return NULL;
+    node_vad *v = calloc(1, sizeof *v);
+    if (!v) {
+        free(path);
+        return throw_status(env, TRANSCRIBE_ERR_OOM, "out of memory");
+    }
+    char msg[512];
+    capture_begin(msg, sizeof msg);
+    transcribe_status st = transcribe_vad_model_load(path, &v->vm);
+    capture_end();
+    free(path);
+    if (st != TRANSCRIBE_OK) {
+        free(v);
+        return throw_status(env, st, msg);
+    }
+    v->refs = 1;
+    if (napi_create_external(env, v, vad_finalize, NULL, &h) != napi_ok) {
+        vad_unref(v);
+        return throw_status(env, TRANSCRIBE_ERR_OOM, "out of memory");
+    }
+    return h;
+}
+
+static bool opt_double(napi_env env, napi_value obj, const char *name, double lo, double hi,
+                       double *out) {
+    napi_value v = prop(env, obj, name);
+    if (!v) return true;
+    double d = 0;
+    if (napi_get_value_double(env, v, &d) != napi_ok || d != d || d < lo || d > hi) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s must be a number from %g to %g", name, lo, hi);
+        invalid(env, msg);
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
 /* ---- run parameters (index.js has already turned names into numbers) ---- */
 
 typedef struct {
@@ -474,6 +538,8 @@ typedef struct {
     char *language, *target_language;
     char **vocab;
     int n_vocab;
+    node_vad *vad; /* a reference, when the run uses a VAD model */
+    struct transcribe_vad_params vp;
 } run_opts;
 
 static void run_opts_free(run_opts *o) {
@@ -481,7 +547,47 @@ static void run_opts_free(run_opts *o) {
     free(o->target_language);
     for (int i = 0; i < o->n_vocab; i++) free(o->vocab[i]);
     free(o->vocab);
+    vad_unref(o->vad);
     memset(o, 0, sizeof *o);
+}
+
+/* vadModel (a vadLoad handle) and vadOptions; the library judges the values. */
+static bool read_vad_opts(napi_env env, napi_value opts, run_opts *o) {
+    napi_value h = prop(env, opts, "vadModel");
+    napi_value vo = prop(env, opts, "vadOptions");
+    if (!h) {
+        if (vo) invalid(env, "vadOptions without vad");
+        return !vo;
+    }
+    node_vad *v = NULL;
+    if (napi_get_value_external(env, h, (void **)&v) != napi_ok || !v) {
+        invalid(env, "vadModel is not a VAD model handle");
+        return false;
+    }
+    transcribe_vad_params_init(&o->vp);
+    double thr = o->vp.threshold, neg = o->vp.neg_threshold, max_s = o->vp.max_speech_s;
+    int64_t speech = o->vp.min_speech_ms, silence = o->vp.min_silence_ms;
+    int64_t pad = o->vp.speech_pad_ms, window = o->vp.window_samples;
+    if (!opt_double(env, vo, "threshold", -1e9, 1e9, &thr) ||
+        !opt_double(env, vo, "negThreshold", -1e9, 1e9, &neg) ||
+        !opt_double(env, vo, "maxSpeechS", -1e9, 1e9, &max_s) ||
+        !opt_int64(env, vo, "minSpeechMs", INT32_MIN, INT32_MAX, &speech) ||
+        !opt_int64(env, vo, "minSilenceMs", INT32_MIN, INT32_MAX, &silence) ||
+        !opt_int64(env, vo, "speechPadMs", INT32_MIN, INT32_MAX, &pad) ||
+        !opt_int64(env, vo, "windowSamples", INT32_MIN, INT32_MAX, &window))
+        return false;
+    o->vp.threshold = (float)thr;
+    o->vp.neg_threshold = (float)neg;
+    o->vp.max_speech_s = (float)max_s;
+    o->vp.min_speech_ms = (int32_t)speech;
+    o->vp.min_silence_ms = (int32_t)silence;
+    o->vp.speech_pad_ms = (int32_t)pad;
+    o->vp.window_samples = (int32_t)window;
+    o->vad = v;
+    v->refs++;
+    o->rp.vad_model = v->vm;
+    o->rp.vad_params = &o->vp;
+    return true;
 }
 
 static bool read_run_opts(napi_env env, napi_value opts, run_opts *o) {
@@ -499,7 +605,8 @@ static bool read_run_opts(napi_env env, napi_value opts, run_opts *o) {
         !opt_int64(env, opts, "specKDrafts", -1, 64, &spec) ||
         !opt_bool(env, opts, "keepSpecialTags", &keep) ||
         !opt_string(env, opts, "language", &o->language) ||
-        !opt_string(env, opts, "targetLanguage", &o->target_language)) {
+        !opt_string(env, opts, "targetLanguage", &o->target_language) ||
+        !read_vad_opts(env, opts, o)) {
         run_opts_free(o);
         return false;
     }
@@ -1316,6 +1423,7 @@ NAPI_MODULE_INIT() {
         {"modelInfo", js_model_info},
         {"transcribe", js_transcribe},
         {"jobAbort", js_job_abort},
+        {"vadLoad", js_vad_load},
         {"streamOpen", js_stream_open},
         {"streamFeed", js_stream_feed},
         {"streamFinish", js_stream_finish},

@@ -57,6 +57,37 @@ describe('results equal the CLI -f json', () => {
   });
 });
 
+describe('voice activity detection', () => {
+  const VAD = bundledModel('silero-vad-v4.gguf');
+  test('vad: true equals the CLI --vad', async () => {
+    for (const file of [JFK, SAMPLE]) {
+      same(await model.transcribe(file, { vad: true, tokens: true }), cliJson(file, ['--vad', '--tokens']));
+    }
+    same(await model.transcribe(JFK, { vad: VAD }), cliJson(JFK, ['--vad-model', VAD]));
+  });
+  test('vadOptions equal the CLI --vad-* flags', async () => {
+    same(await model.transcribe(JFK, { vad: true, vadOptions: { threshold: 0.7, minSilenceMs: 300 } }),
+      cliJson(JFK, ['--vad-threshold', '0.7', '--vad-min-silence-ms', '300']));
+  });
+  test('silence gives an empty result', async () => {
+    const r = await model.transcribe(new Float32Array(16000 * 3), { vad: true });
+    assert.equal(r.text, '');
+    assert.deepEqual(r.segments, []);
+  });
+  test('bad VAD settings', async () => {
+    await rejectsWith(model.transcribe(SAMPLE, { vad: '/nonexistent/vad.gguf' }), Status.ERR_FILE_NOT_FOUND);
+    await rejectsWith(model.transcribe(SAMPLE, { vad: MODEL }), Status.ERR_UNSUPPORTED_ARCH);
+    await rejectsWith(model.transcribe(SAMPLE, { vad: 3 }), Status.ERR_INVALID_ARG);
+    await rejectsWith(model.transcribe(SAMPLE, { vadOptions: {} }), Status.ERR_INVALID_ARG, /without vad/);
+    await rejectsWith(model.transcribe(SAMPLE, { vad: true, vadOptions: { threshold: 2 } }),
+      Status.ERR_INVALID_ARG);
+    await rejectsWith(model.transcribe(SAMPLE, { vad: true, vadOptions: { treshold: 0.2 } }),
+      Status.ERR_INVALID_ARG, /unknown vadOptions option/);
+    await rejectsWith(model.transcribe(SAMPLE, { vad: true, vadOptions: { windowSamples: 100 } }),
+      Status.ERR_INVALID_ARG);
+  });
+});
+
 describe('every input kind gives the path result', () => {
   let expected;
   let wav;

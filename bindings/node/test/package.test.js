@@ -83,7 +83,8 @@ async function main(): Promise<void> {
   const model: Model = await Model.load(bundledModel() ?? 'model.gguf', { threads: 2, kvType: 'f16' });
   const ac = new AbortController();
   const r: Result = await model.transcribe('a.wav', { language: 'en', timestamps: 'word', signal: ac.signal,
-                                                      tokens: true, formats: ['srt'] });
+                                                      tokens: true, formats: ['srt'], vad: true,
+                                                      vadOptions: { threshold: 0.6 } });
   const first: number = r.segments[0].t0_ms;
   const words: string[] = (r.words ?? []).map((w) => w.text);
   const srt: string | undefined = r.formatted.srt;

@@ -128,3 +128,15 @@ test('closing the model closes its streams', async () => {
   assert.equal(s.state, 'closed');
   await assert.rejects(s.feed(pcm.subarray(0, 16000)), /closed/);
 });
+
+test('a stream with the VAD commits each speech region', async () => {
+  const s = model.stream({ vad: true });
+  const withSilence = new Float32Array(pcm.length + 32000);
+  withSilence.set(pcm, 16000);
+  await feedAll(s, withSilence, 8000);
+  const f = await s.finish();
+  assert.ok(f.committed.includes('thousand'), f.committed);
+  assert.ok(f.result.segments.every((seg) => seg.t0_ms >= 500), JSON.stringify(f.result.segments));
+  s.close();
+  assert.throws(() => model.stream({ vadOptions: { threshold: 0.4 } }), /without vad/);
+});
