@@ -310,3 +310,25 @@ test('4 concurrent transcriptions on two models equal the sequential ones', asyn
     b.close();
   }
 });
+
+test('worker threads: each loads the addon and transcribes; a worker ends with a model open', async () => {
+  const { Worker } = require('node:worker_threads');
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    const { Model } = require(${JSON.stringify(require.resolve('..'))});
+    const m = new Model(workerData.model);
+    m.transcribe(workerData.file).then((r) => {
+      parentPort.postMessage(JSON.stringify(r));
+      if (workerData.close) m.close(); // else the worker's teardown frees it
+    });`;
+  const run = (file, close) => new Promise((resolve, reject) => {
+    const w = new Worker(code, { eval: true, workerData: { model: MODEL, file, close } });
+    let msg = null;
+    w.on('message', (m) => { msg = m; });
+    w.on('error', reject);
+    w.on('exit', (c) => (c === 0 ? resolve(msg) : reject(new Error(`worker exit ${c}`))));
+  });
+  const [a, b] = await Promise.all([run(SAMPLE, true), run(JFK, false)]);
+  assert.equal(a, JSON.stringify(cliJson(SAMPLE)));
+  assert.equal(b, JSON.stringify(cliJson(JFK)));
+});
