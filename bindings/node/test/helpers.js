@@ -12,8 +12,13 @@ const JFK = path.join(ROOT, 'samples', 'jfk.wav');
 const CLI = process.env.TRANSCRIBE_CLI || path.join(ROOT, 'build', 'bin', 'transcribe');
 
 // The CLI's stdout for `transcribe -m MODEL ARGS... FILE`.
+// (LD_PRELOAD is not passed on: a run of these tests under a preloaded ASan
+// runtime, for an ASan build of the addon, must not preload it into a CLI
+// that links its own.)
 function cli(args) {
-  return execFileSync(CLI, ['-q', '-m', MODEL, ...args], { encoding: 'utf8' });
+  const env = { ...process.env };
+  delete env.LD_PRELOAD;
+  return execFileSync(CLI, ['-q', '-m', MODEL, ...args], { encoding: 'utf8', env });
 }
 
 // The CLI's -f json object without the file and model names.
