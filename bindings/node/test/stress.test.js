@@ -11,7 +11,11 @@ const { MODEL, SAMPLE, readWav } = require('./helpers');
 
 const CYCLES = 500;
 const WARMUP = 100;
-const BOUND_MB = 40;
+// Loose: models left to the collector make the heap and the allocator grow
+// by about 20 MB before they level off (by cycle ~750 of such cycles alone);
+// a leaked session or model per cycle would cost hundreds of MB. Small leaks
+// are LeakSanitizer's (test_node_api in the sanitizer build).
+const BOUND_MB = 60;
 
 // After a collection and the finalizers it schedules (they run on the
 // loop: the models left to the collector are freed there).
