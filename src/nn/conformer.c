@@ -108,8 +108,12 @@ bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *dm) {
     b->dw.w = raw;
     b->dw.b = raw + (size_t)k * d;
     for (int c = 0; c < d; c++) {
-        for (int j = 0; j < k; j++) b->dw.w[(size_t)j * d + c] = taps[(size_t)c * k + j];
-        b->dw.b[c] = b->dw_b[c];
+        float s = 1.0f, sh = 0.0f;
+        if (dm->conv_bn)
+            tr_nn_bn_fold(&b->bn_w[c], &b->bn_b[c], &b->bn_mean[c], &b->bn_var[c], 1, 1e-5f, &s,
+                          &sh);
+        for (int j = 0; j < k; j++) b->dw.w[(size_t)j * d + c] = taps[(size_t)c * k + j] * s;
+        b->dw.b[c] = (b->dw_b ? b->dw_b[c] : 0.0f) * s + sh;
     }
     /* the widened copy was a temporary at the end of the same block */
     float *shrunk = realloc(raw, sizeof(float) * (size_t)(k + 1) * (size_t)d);
@@ -163,7 +167,20 @@ static cf_buf split(const tr_cf_dims *d, int rows, float *scratch) {
     return b;
 }
 
-/* x += s · down(silu(up(LN(x)))) */
+static float one_if_zero(float w) {
+    return w == 0.0f ? 1.0f : w;
+}
+
+/* x = w0·x + w1·y (n floats); w0 == 1 is the plain x += w1·y. */
+static void residual(tr_pool *pool, float *x, const float *y, float w0, float w1, long n) {
+    if (w0 != 1.0f) tr_ew_scale(pool, x, w0, n);
+    if (w1 == 1.0f)
+        tr_ew_add(pool, x, y, n);
+    else
+        tr_ew_axpy(pool, x, y, w1, n);
+}
+
+/* x = w0·x + s · down(silu(up(LN(x)))) */
 static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
                     const tr_nn_linear *up, const tr_nn_linear *down, float *x, int R,
                     const cf_buf *b) {
@@ -171,7 +188,7 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
     tr_nn_linear_fwd(pool, up, b->h, R, b->mid);
     tr_ew_silu(pool, b->mid, (long)R * d->d_ff);
     tr_nn_linear_fwd(pool, down, b->mid, R, b->q);
-    tr_ew_axpy(pool, x, b->q, d->ff_scale, (long)R * d->d_model);
+    residual(pool, x, b->q, one_if_zero(d->ff_w0), d->ff_scale, (long)R * d->d_model);
 }
 
 static void rotate_segs(const tr_cf_dims *d, float *x, int n_seg, const int *seg_T) {
@@ -237,10 +254,11 @@ static void conv(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, flo
                         seg_T[i]);
         off += (size_t)seg_T[i];
     }
-    tr_layer_norm(pool, b->q, b->q, R, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
+    if (!d->conv_bn)
+        tr_layer_norm(pool, b->q, b->q, R, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
     tr_ew_silu(pool, b->q, (long)R * D);
     tr_nn_linear_fwd(pool, &blk->pw2, b->q, R, b->h);
-    tr_ew_add(pool, x, b->h, (long)R * D);
+    residual(pool, x, b->h, one_if_zero(d->conv_w0), one_if_zero(d->conv_w1), (long)R * D);
 }
 
 void tr_cf_block_fwd(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x,

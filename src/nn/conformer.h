@@ -8,6 +8,9 @@
  *   x += s_ff · FF2(LN(x))
  *   x  = LN(x)                        (norm_out)
  *
+ * (MedASR weights the FFN and conv residuals, x = w0·x + w1·y, and folds a
+ * batch norm into the depthwise conv instead of the LayerNorm; tr_cf_dims.)
+ *
  * Rotary positions (NeoX rotate-half pairs (i, i + dh/2) inside each head,
  * angle p · theta^(-2i/dh), p = 0 .. T-1 per utterance) are applied either
  * to the normalised block input before the Q and K projections (the values
@@ -39,9 +42,14 @@ typedef enum {
 } tr_cf_rot;
 
 typedef struct tr_cf_dims {
-    int d_model, n_head, d_ff, kernel; /* kernel odd: padding (k-1)/2 each side */
+    int d_model, n_head, d_ff, kernel; /* padding (k-1)/2 before, k-1-(k-1)/2 after */
     float ln_eps;                      /* every LayerNorm of the block */
     float ff_scale;                    /* s_ff, 0.5 for the macaron halves */
+    /* Weighted residuals x = w0·x + w1·y (MedASR: FFN 1.5·x + 0.5·y, conv 2·x + y): the FFN's
+     * w0 and the conv module's w0 / w1, where 0 means 1 (the plain residual); the FFN's w1 is
+     * ff_scale. */
+    float ff_w0, conv_w0, conv_w1;
+    bool conv_bn; /* batch norm folded into the depthwise taps instead of conv.ln */
     tr_cf_rot rot;
     float rot_theta; /* rotary base (GigaAM 5000) */
 } tr_cf_dims;
@@ -56,7 +64,9 @@ typedef struct tr_cf_block {
     const tr_tensor *pw1_w, *pw2_w; /* {1, d, 2d} / {1, d, d} */
     const float *pw1_b, *pw2_b;
     const tr_tensor *dw_w; /* {k, 1, d}, F32 or F16 */
-    const float *dw_b;     /* [d] */
+    const float *dw_b;     /* [d] or NULL (no conv bias) */
+    /* conv_bn: the batch norm's gamma, beta, running mean and variance [d] (eps 1e-5) */
+    const float *bn_w, *bn_b, *bn_mean, *bn_var;
     /* owned after prepare */
     tr_tensor pw1_view, pw2_view;
     tr_nn_dw dw;
@@ -72,8 +82,10 @@ typedef struct tr_cf_block {
 #define TR_CF_NSPECS 20
 size_t tr_cf_block_specs(const char *prefix, tr_nn_wspec *specs, char (*names)[96]);
 
-/* Builds the owned depthwise taps (tap-major F32) and the pointwise views
- * of a loaded block. False (logged) on OOM. */
+/* Builds the owned depthwise taps (tap-major F32; with conv_bn the batch norm
+ * folded in, the caller having checked var + 1e-5 > 0) and the pointwise views
+ * of a loaded block. Pointwise and depthwise biases may be NULL. False
+ * (logged) on OOM. */
 bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *d);
 void tr_cf_block_free(tr_cf_block *b);
 
