@@ -54,7 +54,7 @@ FRAME_MS = 40
 CONFIGS = {
     # d_model 64 + 1 > T_enc = 50 of the 2 s clip: the head fits are exact.
     "tiny": dict(n_layers=2, d_model=64, n_heads=4, d_ff=128, conv_kernel=5, subs_kernel=5,
-                 n_mels=64, pred_hidden=64, joint_hidden=64, spm_pieces={"e2e-ctc": 40, "e2e-rnnt": 56},
+                 n_mels=64, pred_hidden=64, joint_hidden=64, spm_pieces={"e2e-ctc": 40, "e2e-rnnt": 56}, ridge=0.1,
                  # every head x dtype once, ~4 MB committed: CTC all three (charwise), RNN-T F32
                  # (charwise) + F16 / Q8_0 (SentencePiece), E2E-CTC F16
                  dtypes={"ctc": ["F32", "F16", "Q8_0"], "rnnt": ["F32"], "e2e-ctc": ["F16"],
@@ -62,6 +62,7 @@ CONFIGS = {
     # the published dimensions (docs/formats/gigaam.md §1)
     "real": dict(n_layers=16, d_model=768, n_heads=16, d_ff=3072, conv_kernel=5, subs_kernel=5,
                  n_mels=64, pred_hidden=320, joint_hidden=320, spm_pieces={"e2e-ctc": 256, "e2e-rnnt": 1024},
+                 ridge=0.01,
                  dtypes={v: ["F32", "F16", "Q8_0"] for v in ("ctc", "rnnt", "e2e-ctc", "e2e-rnnt")}),
 }
 
@@ -816,11 +817,12 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--margin", type=float, default=8.0)
     ap.add_argument("--rnnt-margin", type=float, default=10.0)
-    ap.add_argument("--ridge", type=float, default=0.1, help="RNN-T frame-term fit")
+    ap.add_argument("--ridge", type=float, default=None, help="RNN-T frame-term fit (default: the config's)")
     ap.add_argument("--no-goldens", action="store_true")
     a = ap.parse_args()
     a.dtypes = a.dtypes.split(",") if a.dtypes else None
     cfg = CONFIGS[a.config]
+    a.ridge = cfg["ridge"] if a.ridge is None else a.ridge
     os.makedirs(a.out, exist_ok=True)
     wav = a.wav or os.path.join(os.path.dirname(os.path.abspath(a.out)), "clip.wav")
     if not os.path.exists(wav):  # cut 2.0 s of samples/jfk.wav (0.30 .. 2.30 s)
