@@ -204,7 +204,7 @@ def conv1d(x, w, b, stride, pad):
 
 
 def rotate(y, H):
-    """NeoX rotate-half per head, θ = p · 5000^(−2i/hd), on the LN output (§5.2)."""
+    """NeoX rotate-half per head, θ = p · 5000^(−2i/hd), on the LN output (docs/formats/gigaam.md §5.2)."""
     T, d = y.shape
     hd = d // H
     half = hd // 2
@@ -319,7 +319,7 @@ def lstm_step(x, h, c, W, Hp):
 
 
 def rnnt_decode(enc, W, C, Hp, max_symbols=10):
-    """§6.1 greedy; returns emitted (id, frame), every joint evaluation."""
+    """docs/formats/gigaam.md §6.1 greedy; returns emitted (id, frame), every joint evaluation."""
     blank = C - 1
     e = enc @ W("joint.enc.weight").T + W("joint.enc.bias")  # [T, Hj]
     Wp, bp = W("joint.pred.weight"), W("joint.pred.bias")
@@ -386,7 +386,7 @@ def result(emitted, toks, tok_kind):
 
 
 # --------------------------------------------------------------------------
-# tensors, dtypes (docs/formats/gigaam.md §3; gguf.md quantizer buckets)
+# tensors, dtypes (docs/formats/gigaam.md §3; docs/formats/gguf.md §9.5 buckets)
 # --------------------------------------------------------------------------
 BLOCK_SUFFIXES = ["norm_ff1.weight", "norm_ff1.bias", "ff1.linear1.weight", "ff1.linear1.bias",
                   "ff1.linear2.weight", "ff1.linear2.bias", "norm_conv.weight", "norm_conv.bias",
@@ -440,7 +440,7 @@ def tensor_shapes(cfg, C):
 
 
 def bucket(name):
-    """The quantizer's bucket (gguf-common §9.5) for the names of this family."""
+    """The quantizer's bucket (docs/formats/gguf.md §9.5) for the names of this family."""
     if (name.endswith(".bias") or ("norm_" in name and name.endswith(".weight"))
             or name in ("frontend.mel_filterbank", "frontend.window")):
         return "norm"
