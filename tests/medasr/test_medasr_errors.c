@@ -193,7 +193,7 @@ static void bad_files(void) {
         snprintf(what, sizeof what, "absent %s", optional[i]);
         expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
     }
-    /* values the family cannot run (§9) */
+    /* values the family cannot run (docs/formats/medasr.md §9) */
     const struct {
         const char *key;
         uint32_t value;
