@@ -28,8 +28,9 @@ static const ga_case k_ga_cases[] = {
 };
 #define GA_N_CASES ((int)(sizeof k_ga_cases / sizeof k_ga_cases[0]))
 
-static inline void ga_case_path(const ga_case *c, char *out, size_t cap) {
-    snprintf(out, cap, "%s/gigaam-v3-%s-tiny-ref-%s.gguf", GA_DIR, c->variant, c->dtype);
+static inline void ga_case_path(const char *dir, const char *config, const ga_case *c, char *out,
+                                size_t cap) {
+    snprintf(out, cap, "%s/gigaam-v3-%s-%s-ref-%s.gguf", dir, c->variant, config, c->dtype);
 }
 
 typedef struct ga_loaded {
@@ -108,10 +109,12 @@ static inline int ga_json_ints(const char *obj, const char *key, int32_t *out, i
     return n;
 }
 
-static inline bool ga_golden_load(const char *which, ga_golden *g) {
+static inline bool ga_golden_load(const char *dir, const char *which, ga_golden *g) {
     memset(g, 0, sizeof *g);
     g->n_ids = -1;
-    char *js = ga_read_text(GA_DIR "/decode.json");
+    char path[512];
+    snprintf(path, sizeof path, "%s/decode.json", dir);
+    char *js = ga_read_text(path);
     if (!js) return false;
     char pat[192];
     snprintf(pat, sizeof pat, "\"%.160s\": {", which);

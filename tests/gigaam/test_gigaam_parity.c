@@ -20,6 +20,7 @@
 #include "transcribe.h"
 
 static tr_pool *g_pool;
+static const char *g_dir = GA_DIR;
 
 /* max over rows of (max |got - want| in the row) / (max |want| in the row) */
 static double max_row_rel(const float *got, const float *want, int rows, int cols) {
@@ -40,7 +41,7 @@ static double max_row_rel(const float *got, const float *want, int rows, int col
 
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols, const char *dt) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", GA_DIR, name);
+    snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
     if (npy_load(path, a) != 0) {
         CHECK_MSG(false, "cannot read %s", path);
         return false;
@@ -86,7 +87,7 @@ static void front_end(const ga_model *m, const float *pcm, int n) {
 
 static void check_result(const ga_model *m, const char *stem, const ga_tok *toks, int n) {
     ga_golden g;
-    CHECK_MSG(ga_golden_load(stem, &g), "decode.json has no %s", stem);
+    CHECK_MSG(ga_golden_load(g_dir, stem, &g), "decode.json has no %s", stem);
     CHECK_MSG(n == g.n_ids, "%s: %d ids, want %d", stem, n, g.n_ids);
     bool same = n == g.n_ids && n == g.n_frames;
     for (int i = 0; same && i < n; i++)
@@ -119,9 +120,9 @@ static void check_result(const ga_model *m, const char *stem, const ga_tok *toks
     tr_result_free(&res);
 }
 
-static void run_case(const ga_case *c, const float *pcm, int n) {
+static void run_case(const char *config, const ga_case *c, const float *pcm, int n) {
     char path[512], stem[64];
-    ga_case_path(c, path, sizeof path);
+    ga_case_path(g_dir, config, c, path, sizeof path);
     snprintf(stem, sizeof stem, "%s_%s", c->variant, c->dtype);
     ga_loaded L;
     transcribe_status st = ga_load_internal(path, &L);
@@ -198,7 +199,24 @@ int main(void) {
     CHECK(transcribe_audio_load_file(GA_CLIP, 16000, &pcm, &n) == TRANSCRIBE_OK);
     if (!pcm) return TEST_DONE();
     g_pool = tr_pool_create(2);
-    for (int i = 0; i < GA_N_CASES; i++) run_case(&k_ga_cases[i], pcm, n);
+    for (int i = 0; i < GA_N_CASES; i++) run_case("tiny", &k_ga_cases[i], pcm, n);
+    /* Published dimensions: the reference's real-config files are not
+     * committed (450 MB each); run them when a build made them
+     * (tools/ref/gigaam.py --config real --out build-ref/gigaam). */
+    static const ga_case real[] = {{"ctc", "F16"}, {"e2e-rnnt", "F16"}};
+    g_dir = TR_SOURCE_DIR "/build-ref/gigaam";
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        ga_case_path(g_dir, "real", &real[i], path, sizeof path);
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            printf("skip published-size %s %s: %s not built\n", real[i].variant, real[i].dtype,
+                   path);
+            continue;
+        }
+        fclose(f);
+        run_case("real", &real[i], pcm, n);
+    }
     tr_pool_free(g_pool);
     transcribe_audio_free(pcm);
     return TEST_DONE();
