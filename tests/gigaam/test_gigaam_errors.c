@@ -192,7 +192,7 @@ static void bad_keys(void) {
         {GA_RNNT, "stt.gigaam.joint.activation", "tanh", G},
         {GA_CTC, "tokenizer.ggml.model", "gpt2", G},
         {GA_CTC, "tokenizer.ggml.model", "spm", TRANSCRIBE_ERR_NOT_IMPLEMENTED},
-        {GA_CTC, FK "window", "hamming", OK}, /* strings of §2.5 are not interpreted */
+        {GA_CTC, FK "window", "hamming", OK}, /* docs/formats/gigaam.md §2.5: not interpreted */
         {GA_CTC, "general.architecture", "gigaam2", TRANSCRIBE_ERR_UNSUPPORTED_ARCH},
     };
     for (size_t i = 0; i < sizeof sv / sizeof sv[0]; i++) {
