@@ -145,7 +145,7 @@ def residual(x, y, w0, w1):
 
 
 def bn_fuse(W, p):
-    """§3.2, in float32 like the loader."""
+    """docs/formats/medasr.md §3.2, in float32 like the loader."""
     w, b = W(p + "conv_bn.weight").float(), W(p + "conv_bn.bias").float()
     mean, var = W(p + "conv_bn.running_mean").float(), W(p + "conv_bn.running_var").float()
     scale = w / torch.sqrt(var + torch.tensor(BN_EPS, dtype=torch.float32))
@@ -533,7 +533,7 @@ def main():
     T = enc.shape[0]
     targets = chain_targets(tid, T)
     W["ctc.proj.weight"], W["ctc.proj.bias"] = fit_head(enc, targets, cfg["vocab"], a.margin, g)
-    prev, expect = -1, []  # the §6.2 rule applied to the planned frames
+    prev, expect = -1, []  # the docs/formats/medasr.md §6.2 rule applied to the planned frames
     for t, k in enumerate(targets):
         if k == 0:
             prev = -1
