@@ -35,6 +35,9 @@ int main(int argc, char **argv) {
         snprintf(stem, sizeof stem, "%s_%s", c->variant, c->dtype);
         ga_golden g;
         CHECK(ga_golden_load(GA_DIR, stem, &g));
+        /* the txt output ends the text at its last non-space (rnnt_F32 ends in a space) */
+        size_t len = strlen(g.text);
+        while (len > 0 && g.text[len - 1] == ' ') g.text[--len] = 0;
         int rc = run(c, "");
         CHECK_MSG(rc == 0 && !strcmp(g_out, g.text), "%s: exit %d [%s] want [%s] %s", stem, rc,
                   g_out, g.text, g_err);
