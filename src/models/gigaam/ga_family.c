@@ -34,7 +34,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
     const double C = tr_enc_cost_u32(g, "stt.gigaam.head.num_classes", 0);
     const double hj = tr_enc_cost_u32(g, "stt.gigaam.joint.hidden", 0);
     const double sub = 2.0 * T1 * fi * ks * d + 2.0 * T * d * ks * d;
-    const double per = 4 * T * d * F    /* two FFN halves */
+    const double per = 8 * T * d * F    /* two FFNs, up and down */
                        + 8 * T * d * d  /* Q, K, V, O */
                        + 4 * T * T * d  /* QKᵀ and PV */
                        + 6 * T * d * d  /* pointwise d → 2d, d → d */

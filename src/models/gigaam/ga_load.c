@@ -100,7 +100,7 @@ static transcribe_status load_head_keys(const gguf_file *g, ga_model *m) {
         if (vocab != hp->n_classes)
             return tr_gguf_key_error("stt.gigaam.predictor.vocab", "UINT32",
                                      "%d is not joint.num_classes %d", vocab, hp->n_classes);
-        /* docs/formats/gigaam.md §11.2: upstream loads these and decodes as if they were
+        /* docs/formats/gigaam.md §11 (item 2): upstream loads these and decodes as if they were
          * 1 and relu; a file that asks for anything else is refused here */
         if (layers != 1)
             return tr_gguf_key_error("stt.gigaam.predictor.n_layers", "UINT32",
@@ -146,7 +146,7 @@ static transcribe_status load_frontend(const gguf_file *g, ga_model *m) {
     if (c->win_length > c->n_fft)
         return tr_gguf_key_error(FK "win_length", "UINT32", "%d exceeds n_fft %d", c->win_length,
                                  c->n_fft);
-    /* docs/formats/gigaam.md §11.3: upstream never compares the two */
+    /* docs/formats/gigaam.md §11 (item 3): upstream never compares the two */
     if (c->n_mels != m->hp.feat_in)
         return tr_gguf_key_error(FK "num_mels", "UINT32", "%d is not the encoder's feat_in %d",
                                  c->n_mels, m->hp.feat_in);
@@ -173,7 +173,7 @@ static transcribe_status load_tokenizer(const gguf_file *g, ga_model *m) {
         return ERR_GGUF;
     }
     m->spm = k != TR_TOK_CHAR;
-    /* docs/formats/gigaam.md §11.3: upstream does not compare the two; an emitted id past
+    /* docs/formats/gigaam.md §11 (item 3): upstream does not compare the two; an emitted id past
      * the table would decode to nothing */
     int n = tr_tokenizer_n_vocab(m->tok);
     if (n != m->hp.n_classes) {
