@@ -45,13 +45,13 @@ typedef struct tr_cf_dims {
     int d_model, n_head, d_ff, kernel; /* padding (k-1)/2 before, k-1-(k-1)/2 after */
     float ln_eps;                      /* every LayerNorm of the block */
     float ff_scale;                    /* s_ff, 0.5 for the macaron halves */
+    tr_cf_rot rot;
+    float rot_theta; /* rotary base (GigaAM 5000) */
     /* Weighted residuals x = w0·x + w1·y (MedASR: FFN 1.5·x + 0.5·y, conv 2·x + y): the FFN's
      * w0 and the conv module's w0 / w1, where 0 means 1 (the plain residual); the FFN's w1 is
      * ff_scale. */
     float ff_w0, conv_w0, conv_w1;
     bool conv_bn; /* batch norm folded into the depthwise taps instead of conv.ln */
-    tr_cf_rot rot;
-    float rot_theta; /* rotary base (GigaAM 5000) */
 } tr_cf_dims;
 
 typedef struct tr_cf_block {

@@ -229,7 +229,14 @@ static double max_rel(const float *got, const double *want, int n) {
 }
 
 static void block_vs_reference(tr_cf_rot rot) {
-    const tr_cf_dims dm = {D, H, F, K, 1e-5f, 0.5f, rot, 5000.0f};
+    const tr_cf_dims dm = {.d_model = D,
+                           .n_head = H,
+                           .d_ff = F,
+                           .kernel = K,
+                           .ln_eps = 1e-5f,
+                           .ff_scale = 0.5f,
+                           .rot = rot,
+                           .rot_theta = 5000.0f};
     wts w = {.cap = 1 << 16};
     w.buf = malloc(sizeof(float) * w.cap);
     tr_cf_block b;
