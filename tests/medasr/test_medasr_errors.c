@@ -296,6 +296,13 @@ static void on_log(transcribe_log_level level, const char *msg, void *user) {
         g_warns++;
 }
 
+static float g_prog[64];
+static int g_n_prog;
+static void on_progress(float f, void *user) {
+    (void)user;
+    if (g_n_prog < 64) g_prog[g_n_prog++] = f;
+}
+
 static bool abort_after(void *user) {
     int *calls = user;
     return ++*calls > 2;
@@ -374,6 +381,13 @@ static void runs(void) {
     CHECK(!strcmp(raw, text) || (raw[0] == ' ' && !strcmp(raw + 1, text)));
     rows(s);
     CHECK(run(s, pcm, n, "en") == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s), text));
+    /* progress: after the features, after the subsampler and every block but the last, the end */
+    g_n_prog = 0;
+    transcribe_set_progress_callback(s, on_progress, NULL);
+    CHECK(run(s, pcm, n, NULL) == TRANSCRIBE_OK);
+    transcribe_set_progress_callback(s, NULL, NULL);
+    CHECK_MSG(g_n_prog == 4 && g_prog[3] == 1.0f, "%d progress reports", g_n_prog);
+    for (int i = 1; i < g_n_prog; i++) CHECK(g_prog[i] > g_prog[i - 1]);
     /* every granularity gets the same token rows */
     struct transcribe_run_params p;
     transcribe_run_params_init(&p);

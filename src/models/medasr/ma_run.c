@@ -77,6 +77,20 @@ static transcribe_status decode_into(const ma_model *m, const float *logits, int
     return st;
 }
 
+/* The encoder's poll (before the subsampler and before every block) as abort check and progress
+ * report: the features are 5 %, each poll after the first one more share of the rest. */
+typedef struct poll_ctx {
+    tr_run_ctx *ctx;
+    int calls, total;
+} poll_ctx;
+
+static bool poll_progress(void *user) {
+    poll_ctx *p = user;
+    if (p->calls > 0) tr_run_report_progress(p->ctx, 0.05 + 0.95 * p->calls / p->total);
+    p->calls++;
+    return tr_run_should_abort(p->ctx);
+}
+
 transcribe_status tr_ma_run(ma_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ma_model *m = s->m;
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
@@ -98,7 +112,8 @@ transcribe_status tr_ma_run(ma_session *s, const float *pcm, int n_samples, tr_r
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    st = tr_ma_encode(m, s->pool, feats, 1, &T_mel, logits, NULL, tr_run_abort_poll, ctx);
+    poll_ctx poll = {ctx, 0, m->hp.n_layers + 1};
+    st = tr_ma_encode(m, s->pool, feats, 1, &T_mel, logits, NULL, poll_progress, &poll);
     ctx->result->encode_ms = (float)(tr_time_ms() - t1);
     if (st) goto done;
     st = decode_into(m, logits, T_enc, ctx);
