@@ -67,10 +67,12 @@ CHAIN = [("-", 1), ("<s>", 1), ("▁And", 2), ("▁so", 1), ("-", 1), ("▁so", 
 
 def build_vocab(cfg):
     toks = list(PIECES)
+    assert cfg["vocab"] <= len(PIECES) + 2 * len(SYLL) ** 2
     i = 0
     while len(toks) < cfg["vocab"]:
         a, b = SYLL[i % len(SYLL)], SYLL[(i // len(SYLL)) % len(SYLL)]
-        p = ("▁" if i % 2 == 0 else "") + a + (b if i >= len(SYLL) else "")
+        word = (i % 2 == 0) != (i >= len(SYLL) ** 2)  # the second round flips the ▁ prefixes
+        p = ("▁" if word else "") + a + (b if i >= len(SYLL) else "")
         if p not in toks:
             toks.append(p)
         i += 1
