@@ -203,9 +203,10 @@ int main(void) {
     /* Published dimensions: the reference's real-config files are not
      * committed (450 MB each); run them when a build made them
      * (tools/ref/gigaam.py --config real --out build-ref/gigaam). */
-    static const ga_case real[] = {{"ctc", "F16"}, {"e2e-rnnt", "F16"}};
+    static const ga_case real[] = {
+        {"ctc", "F16"}, {"ctc", "Q8_0"}, {"e2e-rnnt", "F16"}, {"e2e-rnnt", "Q8_0"}};
     g_dir = TR_SOURCE_DIR "/build-ref/gigaam";
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         char path[512];
         ga_case_path(g_dir, "real", &real[i], path, sizeof path);
         FILE *f = fopen(path, "rb");
