@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "ga_test.h"
 #include "npy.h"
+#include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
@@ -193,6 +194,45 @@ static void run_case(const char *config, const ga_case *c, const float *pcm, int
     ga_unload_internal(&L);
 }
 
+/* The stem convs run as im2col products in chunks of 128 output frames:
+ * on a clip four times as long (several chunks in each conv) they equal
+ * tensor/ops.h's tr_conv1d + ReLU. */
+static void stem_chunks(const float *pcm, int n) {
+    char path[512];
+    ga_case_path(GA_DIR, "tiny", &k_ga_cases[0], path, sizeof path);
+    ga_loaded L;
+    if (ga_load_internal(path, &L) != TRANSCRIBE_OK) {
+        CHECK(false);
+        ga_unload_internal(&L);
+        return;
+    }
+    const ga_model *m = L.m;
+    const int nl = 4 * n, d = m->hp.d_model, k = m->hp.subs_kernel, p = (k - 1) / 2;
+    float *x = malloc(sizeof(float) * (size_t)nl), *mel = NULL;
+    for (int i = 0; i < nl; i++) x[i] = pcm[i % n];
+    int T_mel = 0;
+    CHECK(tr_ga_mel(m, g_pool, x, nl, &mel, &T_mel) == TRANSCRIBE_OK);
+    const int T1 = tr_conv1d_out_len(T_mel, k, 2, p, p, 1), T = tr_ga_enc_frames(T_mel);
+    CHECK(T > 128 && T1 > 2 * 128);
+    float *y1 = malloc(sizeof(float) * (size_t)d * T1), *y2 = malloc(sizeof(float) * (size_t)d * T);
+    float *want = malloc(sizeof(float) * (size_t)d * T),
+          *sub = malloc(sizeof(float) * (size_t)d * T);
+    float *enc = malloc(sizeof(float) * (size_t)d * T);
+    tr_conv1d(g_pool, mel, m->hp.feat_in, T_mel, m->sub0_w, m->sub0_b, 2, p, p, 1, 1, y1);
+    for (long i = 0; i < (long)d * T1; i++) y1[i] = y1[i] > 0 ? y1[i] : 0;
+    tr_conv1d(g_pool, y1, d, T1, m->sub2_w, m->sub2_b, 2, p, p, 1, 1, y2);
+    for (long i = 0; i < (long)d * T; i++) y2[i] = y2[i] > 0 ? y2[i] : 0;
+    tr_transpose(y2, want, d, T);
+    ga_taps taps = {sub, NULL};
+    const float *mels[1] = {mel};
+    CHECK(tr_ga_encode(m, g_pool, 1, mels, &T_mel, enc, &taps, NULL, NULL) == TRANSCRIBE_OK);
+    double e = max_row_rel(sub, want, T, d);
+    printf("stem in chunks vs tr_conv1d (%d frames): %.3g\n", T, e);
+    CHECK_MSG(e < 1e-5, "stem chunks err %g", e);
+    free(x), free(mel), free(y1), free(y2), free(want), free(sub), free(enc);
+    ga_unload_internal(&L);
+}
+
 int main(void) {
     float *pcm = NULL;
     int n = 0;
@@ -200,12 +240,14 @@ int main(void) {
     if (!pcm) return TEST_DONE();
     g_pool = tr_pool_create(2);
     for (int i = 0; i < GA_N_CASES; i++) run_case("tiny", &k_ga_cases[i], pcm, n);
+    stem_chunks(pcm, n);
     /* Published dimensions: the reference's real-config files are not
      * committed (450 MB each); run them when a build made them
      * (tools/ref/gigaam.py --config real --out build-ref/gigaam). */
-    static const ga_case real[] = {{"ctc", "F16"}, {"e2e-rnnt", "F16"}};
+    static const ga_case real[] = {
+        {"ctc", "F16"}, {"ctc", "Q8_0"}, {"e2e-rnnt", "F16"}, {"e2e-rnnt", "Q8_0"}};
     g_dir = TR_SOURCE_DIR "/build-ref/gigaam";
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 4; i++) {
         char path[512];
         ga_case_path(g_dir, "real", &real[i], path, sizeof path);
         FILE *f = fopen(path, "rb");

@@ -8,6 +8,8 @@
 
 #include "audio/audio.h"
 #include "models/gigaam/gigaam.h"
+#include "tensor/dtype.h"
+#include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -35,7 +37,51 @@ transcribe_status tr_ga_mel(const ga_model *m, tr_pool *pool, const float *pcm, 
     return TRANSCRIBE_OK;
 }
 
-/* docs/formats/gigaam.md §5.1: y = relu(conv(x)) twice, stride 2, padding (k - 1) / 2;
+/* Output frames of one im2col chunk of the stem convs: 128 × 5 × 768
+ * floats is under 2 MB whatever the input length. */
+#define GA_STEM_CHUNK 128
+
+/* One stride-2 stem conv as a product with the kernel itself: the
+ * {k, c_in, c_out} kernel is, row by row, the {c_in·k, c_out} linear
+ * weight of im2col rows X[t][i·k + j] = x(i, 2t + j − p), so tr_matmul
+ * reads it in its stored type (no packed F32 copy of the 768 × 3840 kernel
+ * kept by the pool) and writes time-major rows y [T_out][c_out]; x is
+ * channel-major [c_in][T_in] or time-major [T_in][c_in]. Zero padding p =
+ * (k − 1)/2; then bias and ReLU. */
+static bool stem_conv(tr_pool *pool, const tr_tensor *w, const float *b, const float *x,
+                      bool x_time_major, int c_in, int T_in, int k, float *y, int T_out) {
+    const int p = (k - 1) / 2, c_out = (int)w->ne[2];
+    const int K = c_in * k;
+    tr_tensor lin = *w;
+    lin.n_dims = 2;
+    lin.ne[0] = K;
+    lin.ne[1] = c_out;
+    lin.ne[2] = lin.ne[3] = 1;
+    lin.nb1 = tr_row_bytes(w->type, K);
+    const int chunk = T_out < GA_STEM_CHUNK ? T_out : GA_STEM_CHUNK;
+    float *X = malloc(sizeof(float) * (size_t)chunk * (size_t)K);
+    if (!X) return false;
+    for (int t0 = 0; t0 < T_out; t0 += chunk) {
+        const int rows = T_out - t0 < chunk ? T_out - t0 : chunk;
+        for (int r = 0; r < rows; r++) {
+            float *row = X + (size_t)r * K;
+            for (int j = 0; j < k; j++) {
+                const int src = 2 * (t0 + r) + j - p;
+                const bool in = src >= 0 && src < T_in;
+                for (int i = 0; i < c_in; i++)
+                    row[(size_t)i * k + j] = !in            ? 0.0f
+                                             : x_time_major ? x[(size_t)src * c_in + i]
+                                                            : x[(size_t)i * T_in + src];
+            }
+        }
+        tr_matmul(pool, &lin, b, X, rows, K, y + (size_t)t0 * c_out, c_out);
+    }
+    free(X);
+    tr_ew_relu(pool, y, (long)T_out * c_out);
+    return true;
+}
+
+/* docs/formats/gigaam.md §5.1: y = relu(conv(x)) twice, stride 2, padding (k − 1) / 2;
  * out is [T_enc][d] (time-major). */
 static transcribe_status subsample(const ga_model *m, tr_pool *pool, const float *mel, int T_mel,
                                    float *out) {
@@ -43,20 +89,14 @@ static transcribe_status subsample(const ga_model *m, tr_pool *pool, const float
     const int T1 = tr_conv1d_out_len(T_mel, k, 2, p, p, 1);
     const int T2 = tr_conv1d_out_len(T1, k, 2, p, p, 1);
     float *y1 = malloc(sizeof(float) * (size_t)d * (size_t)T1);
-    float *y2 = malloc(sizeof(float) * (size_t)d * (size_t)T2);
-    if (!y1 || !y2) {
-        free(y1);
-        free(y2);
+    bool ok = y1 &&
+              stem_conv(pool, m->sub0_w, m->sub0_b, mel, false, m->hp.feat_in, T_mel, k, y1, T1) &&
+              stem_conv(pool, m->sub2_w, m->sub2_b, y1, true, d, T1, k, out, T2);
+    free(y1);
+    if (!ok) {
         TR_ERROR("gigaam: out of memory for the subsampling of %d frames", T_mel);
         return TRANSCRIBE_ERR_OOM;
     }
-    tr_conv1d(pool, mel, m->hp.feat_in, T_mel, m->sub0_w, m->sub0_b, 2, p, p, 1, 1, y1);
-    tr_ew_relu(pool, y1, (long)d * T1);
-    tr_conv1d(pool, y1, d, T1, m->sub2_w, m->sub2_b, 2, p, p, 1, 1, y2);
-    tr_ew_relu(pool, y2, (long)d * T2);
-    tr_transpose(y2, out, d, T2);
-    free(y1);
-    free(y2);
     return TRANSCRIBE_OK;
 }
 
