@@ -23,6 +23,7 @@
 
 static tr_pool *g_pool;
 static char *g_json;
+static const char *g_dir; /* the goldens' folder */
 
 static char *read_text(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -125,7 +126,7 @@ static double max_row_rel(const float *got, const float *want, int rows, int col
 
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols) {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", MA_DIR, name);
+    snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
     if (npy_load(path, a) != 0) {
         CHECK_MSG(false, "cannot read %s", path);
         return false;
@@ -146,6 +147,7 @@ static void run_dtype(const char *dtype, const ma_model *m, const float *pcm, in
     const int M = m->hp.n_mels, d = m->hp.d_model, V = m->hp.n_vocab;
     const int T = tr_ma_enc_frames(m, T_mel);
     CHECK_MSG(T_mel == 198 && T == 47, "T_mel %d, T_enc %d", T_mel, T);
+    printf("%s: %d blocks, d %d, vocabulary %d\n", g_dir, m->hp.n_layers, d, V);
     npy_array a;
     if (load_npy("mel", &a, T_mel, M)) {
         double e = max_abs(feats, a.data, a.n);
@@ -212,18 +214,19 @@ static void run_dtype(const char *dtype, const ma_model *m, const float *pcm, in
     free(feats);
 }
 
-int main(void) {
+/* Every dtype of one folder of reference files (stem "medasr-<config>-ref-<D>.gguf"). */
+static void run_dir(const char *dir, const char *config) {
+    g_dir = dir;
+    char path[512];
+    snprintf(path, sizeof path, "%s/decode.json", dir);
+    g_json = read_text(path);
+    CHECK_MSG(g_json != NULL, "cannot read %s", path);
     float *pcm = NULL;
     int n = 0;
     CHECK(transcribe_audio_load_file(MA_CLIP, 16000, &pcm, &n) == TRANSCRIBE_OK);
-    g_json = read_text(MA_DIR "/decode.json");
-    CHECK(g_json != NULL);
-    if (!pcm || !g_json) return TEST_DONE();
-    g_pool = tr_pool_create(2);
     static const char *const dtypes[3] = {"F32", "F16", "Q8_0"};
-    for (int i = 0; i < 3; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/medasr-tiny-ref-%s.gguf", MA_DIR, dtypes[i]);
+    for (int i = 0; g_json && pcm && i < 3; i++) {
+        snprintf(path, sizeof path, "%s/medasr-%s-ref-%s.gguf", dir, config, dtypes[i]);
         gguf_file *g = NULL;
         ma_model *m = NULL;
         transcribe_status st = tr_gguf_open(path, &g);
@@ -237,15 +240,33 @@ int main(void) {
         tr_gguf_close(g);
     }
     /* the public API gives the same text */
-    struct transcribe_session *s = NULL;
     golden gf;
+    struct transcribe_session *s = NULL;
+    snprintf(path, sizeof path, "%s/medasr-%s-ref-F32.gguf", dir, config);
     CHECK(golden_load("F32", &gf));
-    CHECK(transcribe_open(MA_DIR "/medasr-tiny-ref-F32.gguf", NULL, NULL, &s) == TRANSCRIBE_OK);
-    CHECK(s && transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK &&
+    CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
+    CHECK(s && pcm && transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK &&
           !strcmp(transcribe_full_text(s), gf.text));
     transcribe_session_free(s);
-    tr_pool_free(g_pool);
     free(g_json);
+    g_json = NULL;
     transcribe_audio_free(pcm);
+}
+
+int main(void) {
+    g_pool = tr_pool_create(2);
+    run_dir(MA_DIR, "tiny");
+    /* Published dimensions: the reference's real-config files are not committed (421 MB for
+     * F32); run them when a build made them (tools/ref/medasr.py --config real --out
+     * build-ref/medasr). */
+    const char *real = TR_SOURCE_DIR "/build-ref/medasr";
+    FILE *f = fopen(TR_SOURCE_DIR "/build-ref/medasr/decode.json", "rb"); /* written last */
+    if (f) {
+        fclose(f);
+        run_dir(real, "real");
+    } else {
+        printf("skip published-size files: %s not built\n", real);
+    }
+    tr_pool_free(g_pool);
     return TEST_DONE();
 }
