@@ -19,11 +19,13 @@ import transcribe
 from conftest import (
     BINDINGS,
     BUNDLED,
+    MEDASR_WAV,
     MOSS_WAV,
     ROOT,
     SAMPLE,
     SENSEVOICE_WAV,
     SHORT_WAVS,
+    TINY_MEDASR,
     TINY_MOSS,
     TINY_SENSEVOICE,
     TINY_TDT,
@@ -149,6 +151,21 @@ def test_audio_tags_equal_cli_json(cli):
         assert (r.language, r.emotion, r.audio_event) == ("en", "NEUTRAL", "Speech")
         assert "<|" not in r.text and "<|Speech|>" in r.raw_text
         assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_SENSEVOICE, SENSEVOICE_WAV))
+
+
+def test_medasr_token_rows_equal_cli_json(cli):
+    """MedASR: the reference's text, token rows on 40 ms frames with the raw piece as text."""
+    with transcribe.Model(need(TINY_MEDASR)) as m:
+        r = m.transcribe(need(MEDASR_WAV))
+        golden = json.loads((TINY_MEDASR.parent / "decode.json").read_text("utf-8"))["F32"]
+        assert r.text == golden["text"] and r.raw_text == golden["raw_text"]
+        assert [(t.id, t.text, t.start_ms, t.end_ms) for t in r.tokens] == [
+            (t["id"], t["text"], t["t0_ms"], t["t1_ms"]) for t in golden["tokens"]
+        ]
+        assert len(r.segments) == 1 and r.segments[0].text == r.text
+        assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_MEDASR, MEDASR_WAV))
+        with pytest.raises(transcribe.TranscribeError):
+            m.transcribe(np.zeros(2319, dtype=np.float32))
 
 
 def test_diarized_segments_equal_cli_json(cli):
