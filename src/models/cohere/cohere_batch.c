@@ -196,7 +196,10 @@ static transcribe_status run_group(ch_session *s, const ch_prompt *pr, const flo
         transcribe_status f =
             tr_ch_fill_result(m, pr, it->out, it->n_out, n_samples[it->idx], ctx->result);
         if (f != TRANSCRIBE_OK) return f;
-        tr_run_batch_finish(ctxs, done, it->idx, u);
+        /* settled, not tr_run_batch_finish: a truncated utterance keeps its
+         * text, as its single run does */
+        tr_run_settle(ctx, u);
+        done[it->idx] = true;
     }
     return st;
 }
