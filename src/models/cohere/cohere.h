@@ -21,10 +21,10 @@
 struct tr_tokenizer;
 
 #define CH_MAX_GEN 512 /* docs/formats/cohere.md §6.3 generation cap */
-#define CH_PROMPT  10  /* the fixed prompt of §6.1 */
+#define CH_PROMPT  10  /* the fixed prompt of docs/formats/cohere.md §6.1 */
 
 typedef struct ch_hparams {
-    int pos_emb_max_len; /* input gate in encoder frames (§5.1); 0 = off */
+    int pos_emb_max_len; /* input gate in encoder frames (docs/formats/cohere.md §5.1); 0 = off */
     int d_enc, d_dec, n_dec_layers, n_dec_heads, dec_ff, max_seq_len, n_vocab;
     tr_nn_act act;
     int eos;
@@ -54,7 +54,7 @@ typedef struct ch_model {
 typedef struct ch_session {
     const ch_model *m;
     tr_pool *pool;
-    int n_ctx; /* effective decoder context (§6.3) */
+    int n_ctx; /* effective decoder context (docs/formats/cohere.md §6.3) */
     bool kv_f16;
     tr_nn_kv kv;
     tr_fc_work *fc_work;
@@ -71,7 +71,7 @@ typedef struct ch_session {
     int n_last;
 } ch_session;
 
-/* The prompt of one run (§6.1). */
+/* The prompt of one run (docs/formats/cohere.md §6.1). */
 typedef struct ch_prompt {
     int32_t ids[CH_PROMPT];
     const char *lang; /* the language code (model-owned, or "en") */
@@ -86,12 +86,13 @@ transcribe_status tr_ch_build_prompt(const ch_model *m, const struct transcribe_
                                      ch_prompt *out);
 
 /* Math (cohere_model.c). */
-/* Encoder frames for n samples: f(f(f(floor(n/hop)+1))), f(t) = floor((t-1)/2)+1 (§5.1). */
+/* Encoder frames for n samples: f(f(f(floor(n/hop)+1))), f(t) = floor((t-1)/2)+1
+ * (docs/formats/cohere.md §5.1). */
 int64_t tr_ch_predict_enc_frames(const ch_model *m, int64_t n_samples);
-/* The §5.1 gate and the §9 length rules for n samples: INVALID_ARG (too
- * short), INPUT_TOO_LONG (logged with the limit), or OK. */
+/* The docs/formats/cohere.md §5.1 gate and the docs/formats/cohere.md §9 length rules for n
+ * samples: INVALID_ARG (too short), INPUT_TOO_LONG (logged with the limit), or OK. */
 transcribe_status tr_ch_check_length(const ch_model *m, int64_t n_samples);
-/* Log-mel of §4 (malloc'ed [n_mels][*T_mel]). */
+/* Log-mel of docs/formats/cohere.md §4 (malloc'ed [n_mels][*T_mel]). */
 transcribe_status tr_ch_log_mel(const ch_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel);
 /* Encoder, enc_dec_proj and the cross K/V of every decoder layer; *T_enc
@@ -101,10 +102,10 @@ transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *
 /* Decoder over ids at positions n_past.. (n <= CH_PROMPT); logits of the
  * last row into s->logits. */
 bool tr_ch_decode(ch_session *s, const int32_t *ids, int n, int n_past, int T_enc);
-/* Generation budget of §6.3: min(512, n_ctx - 10). */
+/* Generation budget of docs/formats/cohere.md §6.3: min(512, n_ctx - 10). */
 int tr_ch_max_new(const ch_session *s);
 
-/* Result (cohere_run.c): text of §6.4 from the generated ids (EOS
+/* Result (cohere_run.c): text of docs/formats/cohere.md §6.4 from the generated ids (EOS
  * excluded), one segment over the audio, one untimed token row per id. */
 transcribe_status tr_ch_fill_result(const ch_model *m, const ch_prompt *pr, const int32_t *out,
                                     int n_out, int64_t n_samples, tr_result *res);

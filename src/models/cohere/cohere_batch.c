@@ -1,14 +1,12 @@
 /* The batch run (docs/c-api.md §11, docs/formats/cohere.md §8): the gates
- * of §5.1 / §9 per utterance (an over-long one gets INPUT_TOO_LONG, a
- * short one INVALID_ARG; the rest decode), then per group one packed
- * encoder pass (tr_fc_forward_batch: every projection reads its weights
- * once for the group), enc_dec_proj and the cross K/V over all frames at
- * once, and greedy decoding in lockstep (nn/encdec_greedy.h: one prefill
- * for every utterance, then each step one tr_ed_step feeding one token per
- * unfinished utterance, each decoder weight read once per pass). Each
- * utterance stops at its own EOS or budget exactly as the single run's
- * loop, so its tokens are the single run's. Packed rows carry no padding,
- * so no cross-attention mask is needed. */
+ * of docs/formats/cohere.md §5.1 / docs/formats/cohere.md §9 per utterance (an over-long one gets
+ * INPUT_TOO_LONG, a short one INVALID_ARG; the rest decode), then per group one packed encoder pass
+ * (tr_fc_forward_batch: every projection reads its weights once for the group), enc_dec_proj and
+ * the cross K/V over all frames at once, and greedy decoding in lockstep (nn/encdec_greedy.h: one
+ * prefill for every utterance, then each step one tr_ed_step feeding one token per unfinished
+ * utterance, each decoder weight read once per pass). Each utterance stops at its own EOS or budget
+ * exactly as the single run's loop, so its tokens are the single run's. Packed rows carry no
+ * padding, so no cross-attention mask is needed. */
 #include <stdlib.h>
 #include <string.h>
 

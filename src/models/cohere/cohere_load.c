@@ -1,6 +1,6 @@
 /* Cohere GGUF loader: every key of docs/formats/cohere.md §2 with its exact
- * type and the §2.3 cross-field checks, the tokenizer (EOS required), the
- * decoder / projection / head tensors of §3 by exact shape and type class,
+ * type and the docs/formats/cohere.md §2.3 cross-field checks, the tokenizer (EOS required), the
+ * decoder / projection / head tensors of docs/formats/cohere.md §3 by exact shape and type class,
  * the FastConformer encoder through src/nn/fastconformer.h (biased
  * flavor: the same key set as Canary's encoder), and the capabilities. */
 #include <inttypes.h>
@@ -68,7 +68,7 @@ static transcribe_status read_hparams(const gguf_file *f, ch_model *m) {
         TR_ERROR("cohere: " DK "activation '%s' is not supported (relu, silu, swish)", act);
         return ERR_GGUF;
     }
-    /* read for their types only (§2.2): the prompt is built from piece
+    /* read for their types only (docs/formats/cohere.md §2.2): the prompt is built from piece
      * strings, argmax ignores log_softmax, the head is always tied */
     int start;
     bool b;
@@ -76,7 +76,7 @@ static transcribe_status read_hparams(const gguf_file *f, ch_model *m) {
         (st = tr_gguf_opt_bool(f, "stt.cohere.head.log_softmax", true, &b)) ||
         (st = tr_gguf_opt_bool(f, "stt.cohere.head.tied_weights", true, &b)))
         return st;
-    /* none is written (§2); a present one is type-checked, and one claiming
+    /* none is written (docs/formats/cohere.md §2); a present one is type-checked, and one claiming
      * what this decoder cannot do only warns: the capabilities stay truthful */
     static const char *const caps[] = {"translate", "lang_detect", "streaming"};
     for (int i = 0; i < 3; i++) {
@@ -88,7 +88,7 @@ static transcribe_status read_hparams(const gguf_file *f, ch_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- front end (docs/formats/cohere.md §2.3, §4) ---- */
+/* ---- front end (docs/formats/cohere.md §2.3, docs/formats/cohere.md §4) ---- */
 
 static transcribe_status read_frontend(const gguf_file *f, ch_model *m) {
     transcribe_status st;
@@ -109,7 +109,7 @@ static transcribe_status read_frontend(const gguf_file *f, ch_model *m) {
         (st = tr_gguf_req_f32(f, FK "f_min", &f_min)) ||
         (st = tr_gguf_req_f32(f, FK "f_max", &f_max)))
         return st;
-    /* the §2.3 order: win <= n_fft, mel band, type, window, normalize,
+    /* the docs/formats/cohere.md §2.3 order: win <= n_fft, mel band, type, window, normalize,
      * power-of-two n_fft, pad_mode */
     if (win > n_fft) {
         TR_ERROR("cohere: " FK "win_length %d exceeds n_fft %d", win, n_fft);
@@ -143,7 +143,7 @@ static transcribe_status read_frontend(const gguf_file *f, ch_model *m) {
     return tr_mel_config_from_gguf(&m->mel, f);
 }
 
-/* ---- tokenizer, languages (§2.1) ---- */
+/* ---- tokenizer, languages (docs/formats/cohere.md §2.1) ---- */
 
 static transcribe_status read_tokenizer(const gguf_file *f, ch_model *m) {
     transcribe_status st;
@@ -185,7 +185,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, ch_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- tensors (§3) ---- */
+/* ---- tensors (docs/formats/cohere.md §3) ---- */
 
 /* Every type the library can dequantize (the token embedding's class). */
 static uint32_t any_types(void) {
@@ -215,7 +215,7 @@ static const tr_nn_wspec ch_top_specs[] = {
 #undef CM_OFF
 #undef DD
 
-/* The token embedding first: its ne[1] is the vocabulary size (§3). */
+/* The token embedding first: its ne[1] is the vocabulary size (docs/formats/cohere.md §3). */
 static transcribe_status read_embedding(const gguf_file *f, ch_model *m) {
     const tr_tensor *t = tr_gguf_find_tensor(f, "dec.embed.token.weight");
     if (!t) {
@@ -274,10 +274,10 @@ static transcribe_status fill(const gguf_file *f, void *model) {
                  .ln_eps = 1e-5f},
         .out_norm = m->dec_ln,
         .norm_eps = 1e-5f,
-        .head = {m->tok_emb, m->head_bias}, /* tied, plus head.bias (§6.2) */
+        .head = {m->tok_emb, m->head_bias}, /* tied, plus head.bias (docs/formats/cohere.md §6.2) */
         .n_vocab = hp->n_vocab,
     };
-    /* §8: pos_emb_max_len · 8 · hop · 1000 / sr (400 000 ms for 5000) */
+    /* docs/formats/cohere.md §8: pos_emb_max_len · 8 · hop · 1000 / sr (400 000 ms for 5000) */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;
     TR_INFO("cohere: loaded %s (enc %d×%d, dec %d×%d, vocab %d)", m->variant, m->enc_hp.n_layers,
@@ -298,7 +298,8 @@ void tr_ch_model_free(ch_model *m) {
 TR_FAMILY_GGUF_LOAD(ch, "cohere", fill)
 
 void tr_ch_model_describe(const ch_model *m, tr_model_desc *desc) {
-    /* transcription only, no detection, no timestamps (§7, §8) */
+    /* transcription only, no detection, no timestamps (docs/formats/cohere.md §7,
+     * docs/formats/cohere.md §8) */
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_NONE);
     c->max_audio_ms = m->max_audio_ms;

@@ -1,8 +1,8 @@
 /* Cohere math: session buffers, the length rules and log-mel
- * (docs/formats/cohere.md §4, §5.1), the FastConformer encoder plus
- * enc_dec_proj and the cross K/V (§5.2), and the decoder step (§6.2)
- * through src/nn/encdec_decoder.h. Encoder-sized buffers grow with the
- * longest input seen. */
+ * (docs/formats/cohere.md §4, docs/formats/cohere.md §5.1), the FastConformer encoder plus
+ * enc_dec_proj and the cross K/V (docs/formats/cohere.md §5.2), and the decoder step
+ * (docs/formats/cohere.md §6.2) through src/nn/encdec_decoder.h. Encoder-sized buffers grow with
+ * the longest input seen. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +67,7 @@ transcribe_status tr_ch_check_length(const ch_model *m, int64_t n) {
                  m->hp.pos_emb_max_len, (long long)m->max_audio_ms);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    /* §9: at least 2 mel frames (n >= hop); reflect padding (a file whose
+    /* docs/formats/cohere.md §9: at least 2 mel frames (n >= hop); reflect padding (a file whose
      * pad_mode is reflect) also needs n > n_fft / 2 */
     if (n / m->mel.hop_length + 1 < 2) {
         TR_ERROR("cohere: %lld samples give fewer than 2 mel frames (need at least %d)",
@@ -127,7 +127,8 @@ transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *
     transcribe_status st = tr_fc_forward(m->enc, s->pool, s->fc_work, mel, T_mel, s->enc_out, NULL,
                                          abort_fn, abort_user);
     if (st != TRANSCRIBE_OK) return st;
-    /* §5.2: enc = W_p·x + b_p, no norm; then K/V of every decoder layer once */
+    /* docs/formats/cohere.md §5.2: enc = W_p·x + b_p, no norm; then K/V of every decoder layer once
+     */
     tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
     tr_ed_cross_kv(s->pool, &m->decoder, s->enc_dec, T, s->cross_k, s->cross_v,
                    (size_t)T * (size_t)m->hp.d_dec);

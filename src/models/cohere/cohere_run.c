@@ -1,8 +1,9 @@
 /* The Cohere run: the prompt looked up by string (docs/formats/cohere.md
- * §6.1), the length gates before any front-end or encoder work (§5.1, §9),
- * log-mel, encoder, greedy decoding on the shared loop (§6.3) and the
- * result (§6.4). Abort is polled between encoder blocks and before every
- * decoder step; the tokens decoded so far stay in the result. */
+ * docs/formats/cohere.md §6.1), the length gates before any front-end or encoder work
+ * (docs/formats/cohere.md §5.1, docs/formats/cohere.md §9), log-mel, encoder, greedy decoding on
+ * the shared loop (docs/formats/cohere.md §6.3) and the result (docs/formats/cohere.md §6.4). Abort
+ * is polled between encoder blocks and before every decoder step; the tokens decoded so far stay in
+ * the result. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ transcribe_status tr_ch_build_prompt(const ch_model *m, const struct transcribe_
         TR_ERROR("cohere: language code '%.16s...' is too long", lang);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    /* punctuation on, ITN / timestamps / diarization off: hard-wired (§6.1) */
+    /* punctuation on, ITN / timestamps / diarization off: hard-wired (docs/formats/cohere.md §6.1)
+     */
     const char *const pieces[CH_PROMPT] = {"\xE2\x96\x81",
                                            "<|startofcontext|>",
                                            "<|startoftranscript|>",
@@ -65,7 +67,7 @@ transcribe_status tr_ch_validate_run(const ch_model *m, const struct transcribe_
     return tr_ch_build_prompt(m, p, &pr);
 }
 
-/* §6.4: raw = every generated id decoded, special pieces included; text =
+/* docs/formats/cohere.md §6.4: raw = every generated id decoded, special pieces included; text =
  * raw minus one leading space; one segment over the whole audio (no time
  * inside it is known: timestamp kind NONE) and one untimed row per id. */
 transcribe_status tr_ch_fill_result(const ch_model *m, const ch_prompt *pr, const int32_t *out,
@@ -121,7 +123,7 @@ static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *
     return TRANSCRIBE_OK;
 }
 
-/* §6.3 on the shared loop (nn/greedy.h): prefill the prompt, budget
+/* docs/formats/cohere.md §6.3 on the shared loop (nn/greedy.h): prefill the prompt, budget
  * min(512, n_ctx - 10) counting the prefill token, window n_ctx, abort
  * before every step. */
 static transcribe_status greedy(ch_session *s, const ch_prompt *pr, int T_enc, tr_run_ctx *ctx,
@@ -161,7 +163,8 @@ transcribe_status tr_ch_run(ch_session *s, const float *pcm, int n_samples, tr_r
     ch_prompt pr;
     transcribe_status st = tr_ch_build_prompt(m, ctx->params, &pr);
     if (st != TRANSCRIBE_OK) return st;
-    /* §5.1 / §9: every gate before any mel or encoder work */
+    /* docs/formats/cohere.md §5.1 / docs/formats/cohere.md §9: every gate before any mel or encoder
+     * work */
     if ((st = tr_ch_check_length(m, n_samples))) return st;
     if (s->n_ctx - CH_PROMPT < 1) {
         TR_ERROR("cohere: the decoder context %d cannot hold the %d-token prompt plus one token",
@@ -192,7 +195,7 @@ transcribe_status tr_ch_run(ch_session *s, const float *pcm, int n_samples, tr_r
     tr_run_report_decoded(ctx, st);
     s->n_last = n_out;
     tr_run_end_decode(ctx, st, t2);
-    /* an aborted decode keeps its partial text (§6.4) */
+    /* an aborted decode keeps its partial text (docs/formats/cohere.md §6.4) */
     if (tr_run_has_ids(st))
         st = tr_run_filled(st,
                            tr_ch_fill_result(m, &pr, s->last_ids, n_out, n_samples, ctx->result));
