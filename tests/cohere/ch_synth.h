@@ -18,7 +18,7 @@
 #include "../fastconformer/fc_synth.h"
 #include "gguf/gguf_writer.h"
 
-#define CH_SYNTH_V 64
+#define CH_SYNTH_V 64 /* default vocabulary */
 
 typedef struct ch_synth_cfg {
     fc_synth_cfg enc; /* encoder, weight types (f16 / lin_type) and tensor faults */
@@ -28,6 +28,7 @@ typedef struct ch_synth_cfg {
     const char *skip_key;   /* a full key name left out */
     const char *i32_key;    /* a full UINT32 key name written as INT32 */
     const char *drop_piece; /* a vocabulary piece renamed */
+    int n_vocab;            /* 0: CH_SYNTH_V */
     int n_mels;             /* 0: 128 */
     int sub_factor;         /* 0: 8 */
 } ch_synth_cfg;
@@ -82,7 +83,11 @@ static inline const char *ch_synth_piece(int i, char *buf, size_t n) {
     if (i < n_sp) return sp[i];
     static const char letters[] = "etaoinshrdlucmfw";
     int k = i - n_sp;
-    snprintf(buf, n, "%s%c%c", k % 2 ? "" : "\xE2\x96\x81", letters[k % 16], letters[(k / 3) % 16]);
+    if (k < CH_SYNTH_V - n_sp)
+        snprintf(buf, n, "%s%c%c", k % 2 ? "" : "\xE2\x96\x81", letters[k % 16],
+                 letters[(k / 3) % 16]);
+    else /* larger vocabularies (real-dims files): unique pieces */
+        snprintf(buf, n, "\xE2\x96\x81w%d", k);
     return buf;
 }
 
@@ -104,10 +109,8 @@ static inline void ch_synth_f32(gguf_writer *w, const ch_synth_cfg *cfg, const c
     if (!cfg->skip_key || strcmp(cfg->skip_key, key) != 0) tr_gguf_writer_set_f32(w, key, v);
 }
 
-/* Returns a malloc'ed GGUF image (caller frees) or NULL. */
-static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
-    gguf_writer *w = tr_gguf_writer_create();
-    if (!w) return NULL;
+/* Adds every key and tensor of the file to w; false on failure. */
+static inline bool ch_synth_fill(gguf_writer *w, const ch_synth_cfg *cfg) {
     fc_synth_cfg enc = cfg->enc;
     enc.n_mels = cfg->n_mels ? cfg->n_mels : 128;
     enc.sub_factor = cfg->sub_factor ? cfg->sub_factor : 8;
@@ -119,19 +122,27 @@ static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
     ch_synth_str(w, cfg, "stt.variant", "cohere-synth");
     /* tokenizer */
     ch_synth_str(w, cfg, "tokenizer.ggml.model", "bpe");
-    const char *pieces[CH_SYNTH_V];
-    char bufs[CH_SYNTH_V][16];
-    float scores[CH_SYNTH_V];
-    int32_t types[CH_SYNTH_V];
-    for (int i = 0; i < CH_SYNTH_V; i++) {
+    const int V = cfg->n_vocab > 0 ? cfg->n_vocab : CH_SYNTH_V;
+    const char **pieces = malloc(sizeof *pieces * (size_t)V);
+    char(*bufs)[16] = malloc(sizeof *bufs * (size_t)V);
+    float *scores = malloc(sizeof *scores * (size_t)(V + 1));
+    int32_t *types = malloc(sizeof *types * (size_t)V);
+    if (!pieces || !bufs || !scores || !types) {
+        free(pieces), free(bufs), free(scores), free(types);
+        return false;
+    }
+    for (int i = 0; i < V; i++) {
         pieces[i] = ch_synth_piece(i, bufs[i], sizeof bufs[i]);
         if (cfg->drop_piece && strcmp(pieces[i], cfg->drop_piece) == 0) pieces[i] = "<|dropped|>";
         scores[i] = -(float)i;
         types[i] = i == 0 ? 2 : i < 20 ? 3 : 1;
     }
-    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", pieces, CH_SYNTH_V);
-    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", scores, CH_SYNTH_V);
-    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, CH_SYNTH_V);
+    tr_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", pieces, (size_t)V);
+    tr_gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", scores, (size_t)V);
+    tr_gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", types, (size_t)V);
+    free(pieces);
+    free(bufs);
+    free(types);
     ch_synth_u32(w, cfg, "tokenizer.ggml.unknown_token_id", 0);
     ch_synth_u32(w, cfg, "tokenizer.ggml.bos_token_id", 4);
     ch_synth_u32(w, cfg, "tokenizer.ggml.eos_token_id", 3);
@@ -164,7 +175,7 @@ static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
     /* decoder tensors: LIN class through fc_add's type rules */
     fc_synth_cfg tc = enc;
     fc_synth_ctx c = {w, &tc, cfg->enc.seed * 7u + 11u, true};
-    const int64_t D = cfg->hidden, E = enc.d, I = cfg->inner, V = CH_SYNTH_V, S = cfg->max_seq;
+    const int64_t D = cfg->hidden, E = enc.d, I = cfg->inner, S = cfg->max_seq;
     /* block outputs well above the embedding's share of the residual, or
      * the tied head just repeats the input token */
     const float sd = 3.0f / sqrtf((float)D), si = 3.0f / sqrtf((float)I);
@@ -204,7 +215,7 @@ static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
     fc_add(&c, "dec.final_norm.weight", false, 1, D, 1, 1, 1, 0, 1);
     fc_add(&c, "dec.final_norm.bias", false, 1, D, 1, 1, 1, 0.1f, 0);
     if (!tc.skip_tensor || strcmp(tc.skip_tensor, "head.bias") != 0) {
-        float hb[CH_SYNTH_V + 1];
+        float *hb = scores; /* V + 1 floats */
         uint32_t rng = 99;
         for (int i = 0; i < V; i++) hb[i] = 1.5f * fc_rand(&rng);
         hb[3] += cfg->eos_bias;
@@ -217,22 +228,25 @@ static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
     for (int j = 0; j < 400; j++) win[j] = 0.5f - 0.5f * cosf(2.0f * 3.14159265358979f * j / 399);
     const int64_t wne[1] = {400};
     ok = tr_gguf_writer_add_tensor(w, "frontend.window", 0, 1, wne, win) && ok;
-    ok = c.ok && ok;
+    free(scores);
+    return c.ok && ok;
+}
+
+/* Returns a malloc'ed GGUF image (caller frees) or NULL. */
+static inline void *ch_synth_build(const ch_synth_cfg *cfg, size_t *size) {
+    gguf_writer *w = tr_gguf_writer_create();
     void *img = NULL;
-    if (ok && tr_gguf_writer_to_memory(w, &img, size) != TRANSCRIBE_OK) img = NULL;
+    if (w && ch_synth_fill(w, cfg) && tr_gguf_writer_to_memory(w, &img, size) != TRANSCRIBE_OK)
+        img = NULL;
     tr_gguf_writer_free(w);
     return img;
 }
 
-/* Writes the image to path; false on failure. */
+/* Writes the file to path; false on failure. */
 static inline bool ch_synth_write(const ch_synth_cfg *cfg, const char *path) {
-    size_t n = 0;
-    void *img = ch_synth_build(cfg, &n);
-    if (!img) return false;
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(img, 1, n, f) == n;
-    if (f && fclose(f) != 0) ok = false;
-    free(img);
+    gguf_writer *w = tr_gguf_writer_create();
+    bool ok = w && ch_synth_fill(w, cfg) && tr_gguf_writer_write(w, path) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
     return ok;
 }
 

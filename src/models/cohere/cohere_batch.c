@@ -204,7 +204,7 @@ static transcribe_status run_group(ch_session *s, const ch_prompt *pr, const flo
 
 transcribe_status tr_ch_run_batch(ch_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
-    s->n_last = 0;
+    s->n_last = s->last_T_enc = 0; /* the batch leaves the single-run state */
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
     ch_prompt pr;
     transcribe_status st = tr_ch_build_prompt(s->m, ctxs[0].params, &pr);

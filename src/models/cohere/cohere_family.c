@@ -44,9 +44,34 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
     return true;
 }
 
+/* Tool hook (transcribe-bench's step probe): the decoder of the latest
+ * single run, one row at its final position over its cache and cross K/V. */
+static bool fam_ed_probe(void *session, tr_ed_probe *out) {
+    ch_session *s = session;
+    if (s->last_T_enc < 1) return false;
+    static const int32_t id = 0;
+    int pos = CH_PROMPT + (s->n_last > 0 ? s->n_last - 1 : 0);
+    if (pos >= s->n_ctx) pos = s->n_ctx - 1;
+    const ch_model *m = s->m;
+    *out = (tr_ed_probe){.dec = &m->decoder,
+                         .seq = {.rows = 1,
+                                 .n_past = pos,
+                                 .n_src = s->last_T_enc,
+                                 .kv = &s->kv,
+                                 .ck = s->cross_k,
+                                 .cv = s->cross_v,
+                                 .cross_stride = (size_t)s->last_T_enc * (size_t)m->hp.d_dec,
+                                 .ids = &id},
+                         .x = s->dec_x,
+                         .scratch = s->dec_scratch,
+                         .logits = s->logits};
+    return true;
+}
+
 const tr_family tr_family_cohere = {
     .arch = "cohere_asr",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = fam_get_limits,
     .enc_cost = fam_enc_cost,
+    .ed_probe = fam_ed_probe,
 };

@@ -154,7 +154,7 @@ static transcribe_status greedy(ch_session *s, const ch_prompt *pr, int T_enc, t
 
 transcribe_status tr_ch_run(ch_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ch_model *m = s->m;
-    s->n_last = 0;
+    s->n_last = s->last_T_enc = 0;
     if (!pcm || n_samples <= 0) {
         TR_ERROR("cohere: no samples");
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -190,6 +190,7 @@ transcribe_status tr_ch_run(ch_session *s, const float *pcm, int n_samples, tr_r
     if (st != TRANSCRIBE_OK) return st;
 
     int n_out = 0;
+    s->last_T_enc = T_enc;
     tr_run_report_progress(ctx, CH_ENC_SHARE);
     st = greedy(s, &pr, T_enc, ctx, s->last_ids, &n_out);
     tr_run_report_decoded(ctx, st);
