@@ -157,37 +157,37 @@ static inline bool fc_synth_add_encoder(gguf_writer *w, const fc_synth_cfg *cfg)
     SET_U32("pos_emb_max_len", 5000);
     tr_gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
     const char *style = cfg->bad_style ? cfg->bad_style : cfg->style;
-    if (cfg->biased_keys_only) goto tensors; /* none of the keys below */
-    tr_gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
-    tr_gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
-    tr_gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
-    if (style) tr_gguf_writer_set_str(c.w, KEY("att_context_style"), style);
-    if (cfg->bad_choices) {
-        int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
-    } else if (style && strcmp(style, "chunked_limited") == 0) {
-        int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+    if (!cfg->biased_keys_only) { /* the biased flavor has none of these keys */
+        tr_gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
+        tr_gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
+        tr_gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
+        if (style) tr_gguf_writer_set_str(c.w, KEY("att_context_style"), style);
+        if (cfg->bad_choices) {
+            int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        } else if (style && strcmp(style, "chunked_limited") == 0) {
+            int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        }
+        if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
+            const int32_t menu[2] = {70, 13};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
+        }
+        if (cfg->conv_left >= 0) {
+            tr_gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
+            tr_gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
+        }
+        tr_gguf_writer_set_str(c.w, KEY("conv_norm_type"),
+                               cfg->layer_norm ? "layer_norm" : "batch_norm");
+        if (cfg->spk) {
+            const int32_t layers[1] = {0};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
+            tr_gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
+            tr_gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
+        }
     }
-    if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
-        const int32_t menu[2] = {70, 13};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
-    }
-    if (cfg->conv_left >= 0) {
-        tr_gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
-        tr_gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
-    }
-    tr_gguf_writer_set_str(c.w, KEY("conv_norm_type"),
-                           cfg->layer_norm ? "layer_norm" : "batch_norm");
-    if (cfg->spk) {
-        const int32_t layers[1] = {0};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
-        tr_gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
-        tr_gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
-    }
-tensors:
 #undef SET_U32
 #undef KEY
 
