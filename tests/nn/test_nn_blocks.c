@@ -429,6 +429,8 @@ static void check_step_bytes(void) {
         sizeof(float) * ((size_t)D * V + (size_t)L * (6 * D * D + 2 * F * D + F * D));
     CHECK_MSG(tr_ed_step_weight_bytes(&m.cfg) == want, "%zu vs %zu",
               tr_ed_step_weight_bytes(&m.cfg), want);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
 }
 
 static void check_greedy_batch(tr_pool *pool) {
