@@ -470,6 +470,19 @@ static bool abort_countdown(void *user) {
     return abort_after-- <= 0;
 }
 
+/* tr_ed_step_weight_bytes: the self q/k/v/out, cross q/out, the FFN and the
+ * head of every layer, not the cross keys / values (F32 test weights). */
+static void check_step_bytes(void) {
+    dec m;
+    dec_init(&m, (tr_nn_rope){0, 0, false});
+    const size_t want =
+        sizeof(float) * ((size_t)D * V + (size_t)L * (6 * D * D + 2 * F * D + F * D));
+    CHECK_MSG(tr_ed_step_weight_bytes(&m.cfg) == want, "%zu vs %zu",
+              tr_ed_step_weight_bytes(&m.cfg), want);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
+}
+
 static void check_greedy_batch(tr_pool *pool) {
     enum { R = 3 };
     dec m;
@@ -578,6 +591,7 @@ int main(void) {
         check_dec_rows_exact(pools[p], none, true);
         check_greedy_batch(pools[p]);
     }
+    check_step_bytes();
     tr_pool_free(pools[1]);
     return TEST_DONE();
 }
