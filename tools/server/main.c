@@ -7,9 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundled_dir.h"
+#include "catalog.h"
 #include "server.h"
 
 static void usage(FILE *f, const char *argv0) {
@@ -104,6 +108,30 @@ static bool default_model(srv_opts *o) {
     o->model_path[o->n_models++] = bundled;
     fprintf(stderr, "using bundled model %s\n", bundled);
     return true;
+}
+
+/* -m NAME: a catalogue name that is not a file comes from the model cache
+ * (tools/download/catalog.h; `transcribe-download NAME` fetches it), offline,
+ * and is served under that name. */
+static bool model_by_name(srv_opts *o, int i) {
+    static char resolved[SRV_MAX_MODELS][TDL_PATH_MAX + 600];
+    const char *p = o->model_path[i];
+    struct stat st;
+    if (stat(p, &st) == 0 || strchr(p, '/')) return true;
+    char msg[1200];
+    int r = tdl_resolve_cached(p, NULL, resolved[i], sizeof resolved[i], msg, sizeof msg);
+    if (r == 1) {
+        if (!o->model_id[i]) o->model_id[i] = p;
+        o->model_path[i] = resolved[i];
+        fprintf(stderr, "using %s from the model cache: %s\n", p, resolved[i]);
+        return true;
+    }
+    size_t n = strlen(p);
+    if (r == 0 &&
+        ((n > 5 && !strcasecmp(p + n - 5, ".gguf")) || (n > 4 && !strcasecmp(p + n - 4, ".bin"))))
+        return true; /* a missing file: loading it says so */
+    fprintf(stderr, "error: %s\n", msg);
+    return false;
 }
 
 /* Returns -1 to continue, else the exit code. */
@@ -201,6 +229,8 @@ static int parse(int argc, char **argv, srv_opts *o) {
     }
     o->max_upload_bytes <<= 20;
     if (o->body_timeout_s == 0) o->body_timeout_s = o->timeout_s;
+    for (int i = 0; i < o->n_models; i++)
+        if (!model_by_name(o, i)) return 1;
     if (o->n_models == 0 && !default_model(o)) {
         fprintf(stderr,
                 "error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a "
