@@ -1,4 +1,4 @@
-/* SHA-256 (FIPS 180-4 §6.2). */
+/* SHA-256 as FIPS 180-4 specifies it (section 6.2). */
 #include "sha256.h"
 
 #include <stdio.h>
