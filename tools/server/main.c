@@ -1,5 +1,6 @@
 /* transcribe-server: options, model loading, listening, and the graceful
- * stop on SIGTERM / SIGINT (finish running requests, refuse new ones). */
+ * stop on SIGTERM / SIGINT (drain: fail /health for --drain-delay while still
+ * serving; then refuse new requests, finish running ones). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -44,6 +45,12 @@ static void usage(FILE *f, const char *argv0) {
             "                            waited longest for its client's request is closed)\n"
             "  --threads N               compute threads per run (default: library's)\n"
             "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
+            "  --drain-delay N           on SIGTERM, first N seconds (default 0) in which\n"
+            "                            /health answers 503 while requests are still served,\n"
+            "                            so that a load balancer moves new ones elsewhere;\n"
+            "                            then new requests are refused (503, Retry-After) and\n"
+            "                            running ones get --shutdown-grace; a second signal\n"
+            "                            ends the delay\n"
             "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
             "                            (default: the bundled silero-vad-v4.gguf if present)\n"
             "  -q, --quiet               no request log, no library log\n"
@@ -88,6 +95,7 @@ static bool takes_value(const char *a) {
                                     "--body-timeout",
                                     "--threads",
                                     "--shutdown-grace",
+                                    "--drain-delay",
                                     "--vad-model"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (!strcmp(a, k[i])) return true;
@@ -204,6 +212,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
         INT_OPT("--max-connections", 1, 10000, o->max_connections)
         INT_OPT("--threads", 0, 1024, o->threads)
         INT_OPT("--shutdown-grace", 0, 3600, o->shutdown_grace_s)
+        INT_OPT("--drain-delay", 0, 3600, o->drain_delay_s)
 #undef INT_OPT
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             if (o->n_models >= SRV_MAX_MODELS) {
@@ -302,8 +311,35 @@ int main(int argc, char **argv) {
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0) {
     }
-    fprintf(stderr, "transcribe-server: %s: finishing running requests (at most %d s)\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT", o.shutdown_grace_s);
+    const char *signame = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (o.drain_delay_s > 0) {
+        /* drain: /health fails, requests are still served, until the delay
+         * ends or a second signal comes */
+        atomic_store(&s.draining, 1);
+        fprintf(stderr,
+                "transcribe-server: %s: draining: /health answers 503, requests are still "
+                "served for %d s\n",
+                signame, o.drain_delay_s);
+        fflush(stderr);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += o.drain_delay_s;
+        for (;;) {
+            struct timespec now, left;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            left.tv_sec = until.tv_sec - now.tv_sec;
+            left.tv_nsec = until.tv_nsec - now.tv_nsec;
+            if (left.tv_nsec < 0) left.tv_sec--, left.tv_nsec += 1000000000L;
+            if (left.tv_sec < 0) break;
+            int got = sigtimedwait(&sigs, NULL, &left);
+            if (got > 0) break;
+            if (got < 0 && errno == EAGAIN) break;
+        }
+    }
+    fprintf(stderr,
+            "transcribe-server: %s: refusing new requests, finishing running ones (at most %d "
+            "s)\n",
+            signame, o.shutdown_grace_s);
     srv_http_stop(&s, o.shutdown_grace_s);
     rc = 0;
 done:
