@@ -220,19 +220,23 @@ static long long fd_size(int fd) {
 }
 
 static bool hash_file(int fd, char out[65]) {
-    static unsigned char buf[1 << 20];
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK);
     tdl_sha256 s;
     tdl_sha256_init(&s);
-    if (lseek(fd, 0, SEEK_SET) != 0) return false;
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
+    bool ok = buf && lseek(fd, 0, SEEK_SET) == 0;
+    while (ok) {
+        ssize_t r = read(fd, buf, CHUNK);
         if (r < 0 && errno == EINTR) continue;
-        if (r < 0) return false;
-        if (r == 0) break;
+        if (r <= 0) {
+            ok = r == 0;
+            break;
+        }
         tdl_sha256_update(&s, buf, (size_t)r);
     }
-    tdl_sha256_hex(&s, out);
-    return true;
+    free(buf);
+    if (ok) tdl_sha256_hex(&s, out);
+    return ok;
 }
 
 /* what a failed try means */
