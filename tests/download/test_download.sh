@@ -84,6 +84,14 @@ check "no .part is left" [ ! -e "$C1/synth-ctc-Q8_0.gguf.part" ]
 dl "$C1" synth-ctc
 check "a second run finds it cached without a request" \
     bash -c "[ $RC -eq 0 ] && grep -q 'is cached' '$WORK/err' && [ ! -s '$HUB_LOG' ]"
+check "no progress bar when stderr is not a terminal" bash -c "! grep -q '\[#' '$WORK/err'"
+if command -v script >/dev/null 2>&1; then
+    # a terminal (script(1) gives the tool a pseudo-terminal): the bar shows
+    : >"$WORK/tty.out"
+    timeout 60 script -qec "'$DL' --dir '$WORK/cache1tty' --base-url '$BASE' synth-ctc" \
+        "$WORK/tty.out" >/dev/null 2>&1 </dev/null
+    check "a progress bar on a terminal" grep -q '\[#*\.*\] *[0-9]*%' "$WORK/tty.out"
+fi
 RC=0
 timeout 30 "$DL" --list --dir "$C1" >"$WORK/list" 2>&1 || RC=$?
 check "--list shows the cached quantization marked" \
