@@ -8,9 +8,9 @@
 # --list, and `transcribe -m NAME` and Python's Model("NAME") offline from the
 # cache. The served model is the bundled one under a catalogue of the test's
 # own (TRANSCRIBE_CATALOGUE).
-# usage: test_download.sh TRANSCRIBE-DOWNLOAD TRANSCRIBE LIBTRANSCRIBE.so|"" SOURCE_DIR
+# usage: test_download.sh TRANSCRIBE-DOWNLOAD TRANSCRIBE LIBTRANSCRIBE.so|"" SOURCE_DIR [SERVER]
 set -u
-DL=$1 CLI=$2 LIB=$3 SRC=$4
+DL=$1 CLI=$2 LIB=$3 SRC=$4 SERVER=${5:-}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3 || true)
 if [ -z "$PY" ]; then
@@ -210,6 +210,33 @@ RC=0
 timeout 60 "$CLI" -m synth-ctcc "$WAV" >/dev/null 2>"$WORK/err" || RC=$?
 check "an unknown -m name fails with the closest names (rc=$RC)" \
     bash -c "[ $RC -eq 1 ] && grep -q 'closest: synth-ctc' '$WORK/err'"
+
+# ---- transcribe-server -m NAME: served under that name, from the cache ----
+if [ -n "$SERVER" ]; then
+    TRANSCRIBE_MODEL_DIR=$C1 "$SERVER" --port 0 -m synth-ctc -q 2>"$WORK/srv.log" &
+    SPID=$!
+    SPORT=""
+    for _ in $(seq 1 200); do
+        SPORT=$(sed -n 's|^listening on http://127\.0\.0\.1:\([0-9]*\)/$|\1|p' "$WORK/srv.log")
+        [ -n "$SPORT" ] && break
+        kill -0 "$SPID" 2>/dev/null || break
+        sleep 0.05
+    done
+    check "transcribe-server -m synth-ctc starts from the cache" [ -n "$SPORT" ]
+    if [ -n "$SPORT" ]; then
+        curl -s --max-time 30 -F file=@"$WAV" -F model=synth-ctc -F response_format=text \
+            "http://127.0.0.1:$SPORT/v1/audio/transcriptions" >"$WORK/srv.txt"
+        check "... serves it as model synth-ctc, with the CLI's text" \
+            bash -c "[ \"\$(cat '$WORK/srv.txt')\" = \"\$(cat '$WORK/want.txt')\" ]"
+    fi
+    kill -TERM "$SPID" 2>/dev/null
+    wait "$SPID" 2>/dev/null
+    RC=0
+    TRANSCRIBE_MODEL_DIR=$WORK/empty timeout 30 "$SERVER" --port 0 -m synth-ctc -q \
+        >/dev/null 2>"$WORK/err" || RC=$?
+    check "transcribe-server -m NAME not cached: an error that says how to fetch it (rc=$RC)" \
+        bash -c "[ $RC -eq 1 ] && grep -q 'transcribe-download synth-ctc' '$WORK/err'"
+fi
 
 # ---- Python: Model("NAME") through the same cache ----
 if [ -z "$LIB" ]; then
