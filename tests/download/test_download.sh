@@ -28,7 +28,8 @@ stop_hub() {
         HUB_PID=""
     fi
 }
-trap 'stop_hub; rm -rf "$WORK"' EXIT
+TMPFS=""
+trap 'stop_hub; [ -n "$TMPFS" ] && umount "$TMPFS"; rm -rf "$WORK"' EXIT
 check() {
     local what=$1; shift
     CHECKS=$((CHECKS + 1))
@@ -163,6 +164,20 @@ check "no final file" [ ! -e "$C7/synth-ctc-Q8_0.gguf" ]
 dl "$C7" synth-ctc --retries 0
 check "with room again the next run resumes and completes (rc=$RC)" \
     bash -c "[ $RC -eq 0 ] && grep -q 'bytes=2097152-' '$HUB_LOG' && cmp -s '$MODEL' '$C7/synth-ctc-Q8_0.gguf'"
+
+# ---- a full disk: a 2 MiB tmpfs, where this test may mount one (root) ----
+mkdir -p "$WORK/tmpfs"
+if mount -t tmpfs -o size=2m tmpfs "$WORK/tmpfs" 2>/dev/null; then
+    TMPFS=$WORK/tmpfs
+    dl "$TMPFS/cache" synth-ctc
+    show_err
+    check "a cache on a full 2 MiB tmpfs fails up front (rc=$RC)" [ "$RC" -eq 1 ]
+    check "it says how much is needed and free" has "$WORK/err" "not enough space in $TMPFS/cache"
+    check "nothing is left there" bash -c "[ -z \"\$(ls -A '$TMPFS/cache' 2>/dev/null)\" ]"
+    umount "$TMPFS" && TMPFS=""
+else
+    echo "note: cannot mount a tmpfs here (not root?): the file size limit above stands for a full disk"
+fi
 
 # ---- no network: nothing listens ----
 stop_hub
