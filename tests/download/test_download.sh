@@ -3,9 +3,10 @@
 # 127.0.0.1, a free port): a fresh download, one resumed after the server cut
 # the connection half-way (on the next run, and within one run), a 404, a
 # redirect, a redirect loop, a checksum mismatch (the file removed), a full
-# cache (a file size limit: `ulimit -f`, as a test cannot mount a tmpfs
-# without privileges), no network, an unknown name (the closest names),
-# --list, and `transcribe -m NAME` and Python's Model("NAME") offline from the
+# cache (a file size limit, `ulimit -f`; and a 2 MiB tmpfs where the test may
+# mount one, i.e. as root), no network, an unknown name (the closest names),
+# --list, the progress bar on a terminal only, and `transcribe -m NAME`,
+# `transcribe-server -m NAME` and Python's Model("NAME") offline from the
 # cache. The served model is the bundled one under a catalogue of the test's
 # own (TRANSCRIBE_CATALOGUE).
 # usage: test_download.sh TRANSCRIBE-DOWNLOAD TRANSCRIBE LIBTRANSCRIBE.so|"" SOURCE_DIR [SERVER]
