@@ -7,9 +7,10 @@
 # per request); the stopped replica drains (its /health 503 "draining" while
 # it still serves, /metrics transcribe_draining 1) and exits 0, the other
 # takes the rest. Prints the counts. Skips (77) without haproxy or python3.
-# usage: test_scaleout.sh SERVER CLI SOURCE_DIR
+# usage: test_scaleout.sh SERVER CLI SOURCE_DIR [REQUESTS per phase, default 120]
 set -u
-SERVER=$1 CLI=$2 SRC=$3
+SERVER=$1 CLI=$2 SRC=$3 N=${4:-120}
+AFTER=$((N / 4))
 HAPROXY=$(command -v haproxy || ls /usr/sbin/haproxy 2>/dev/null || true)
 if [ -z "$HAPROXY" ]; then
     echo "skip: haproxy is not installed (scripts/deps --test installs it)"
@@ -85,11 +86,11 @@ for w in synth-heldout-klatt3 jfk; do
 done
 
 # phase 1: replica A drains (SIGTERM, --drain-delay 3)
-echo "phase 1: 120 requests, replica r1 stopped with SIGTERM (drained) after 30 answers"
+echo "phase 1: $N requests, replica r1 stopped with SIGTERM (drained) after $AFTER answers"
 RC=0
 timeout 240 "$PY" "$SRC/tests/server/scaleout_client.py" --url "$LB" \
-    --stop-url "http://127.0.0.1:$A_PORT" --stop-pid "$A_PID" --stop-after 30 \
-    --requests 120 --clients 4 "${WAVS[@]}" >"$WORK/client.out" 2>&1 || RC=$?
+    --stop-url "http://127.0.0.1:$A_PORT" --stop-pid "$A_PID" --stop-after "$AFTER" \
+    --requests "$N" --clients 4 "${WAVS[@]}" >"$WORK/client.out" 2>&1 || RC=$?
 sed 's/^/     | /' "$WORK/client.out"
 check "every request answered correctly or refused with a retryable status, none lost (rc=$RC)" \
     [ "$RC" -eq 0 ]
@@ -119,11 +120,11 @@ for _ in $(seq 1 150); do
     sleep 0.1
 done
 check "the balancer sends requests to the new replica on r1's port" [ -n "$back" ]
-echo "phase 2: 120 requests, replica r1 (new) stopped at once (two SIGTERMs) after 30 answers"
+echo "phase 2: $N requests, replica r1 (new) stopped at once (two SIGTERMs) after $AFTER answers"
 RC=0
 timeout 240 "$PY" "$SRC/tests/server/scaleout_client.py" --url "$LB" \
-    --stop-url "http://127.0.0.1:$C_PORT" --stop-pid "$C_PID" --stop-after 30 --abrupt \
-    --requests 120 --clients 4 "${WAVS[@]}" >"$WORK/client2.out" 2>&1 || RC=$?
+    --stop-url "http://127.0.0.1:$C_PORT" --stop-pid "$C_PID" --stop-after "$AFTER" --abrupt \
+    --requests "$N" --clients 4 "${WAVS[@]}" >"$WORK/client2.out" 2>&1 || RC=$?
 sed 's/^/     | /' "$WORK/client2.out"
 check "abrupt stop: every request answered or refused with a retryable status, none lost (rc=$RC)" \
     [ "$RC" -eq 0 ]
