@@ -11,6 +11,7 @@ requests (206), and faults on demand. Loopback only, bounded: it exits after
                    LFS files to its CDN), the headers on the 302
   --bad-sha        announce a wrong sha256
   --no-sha         announce none
+  --error-once C   the first GET of each file is answered with HTTP status C
 A path with "/loop-" in it redirects to itself forever. Each request is
 logged to --log as "METHOD PATH RANGE".
 """
@@ -23,7 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 args = None
-state = {"last": time.monotonic(), "dropped": set()}
+state = {"last": time.monotonic(), "dropped": set(), "errored": set()}
 lock = threading.Lock()
 
 
@@ -74,6 +75,12 @@ class Hub(BaseHTTPRequestHandler):
             cdn = False
         if ".." in rel.split("/"):
             return self.fail(400, "bad path")
+        if args.error_once:
+            with lock:
+                first = rel not in state["errored"]
+                state["errored"].add(rel)
+            if first:
+                return self.fail(args.error_once, "fault injected by the test")
         full = os.path.join(args.root, rel)
         if not os.path.isfile(full):
             return self.fail(404, "Entry not found")
@@ -161,6 +168,7 @@ def main():
     p.add_argument("--redirect", action="store_true")
     p.add_argument("--bad-sha", action="store_true")
     p.add_argument("--no-sha", action="store_true")
+    p.add_argument("--error-once", type=int, default=0)
     p.add_argument("--idle", type=float, default=60)
     p.add_argument("--lifetime", type=float, default=300)
     args = p.parse_args()

@@ -129,6 +129,17 @@ check "a 404 fails (rc=$RC)" [ "$RC" -eq 1 ]
 check "it says HTTP 404" has "$WORK/err" "HTTP 404"
 check "nothing is left in the cache" bash -c "[ -z \"\$(ls -A '$WORK/cache4' 2>/dev/null)\" ]"
 
+# ---- HTTP errors: a 503 is tried again, a 403 is not ----
+start_hub --error-once 503
+dl "$WORK/cache4b" synth-ctc --retries 1
+show_err
+check "a 503 is tried again and the download completes (rc=$RC)" \
+    bash -c "[ $RC -eq 0 ] && grep -q 'HTTP 503' '$WORK/err' && grep -q 'trying again' '$WORK/err'"
+start_hub --error-once 403
+dl "$WORK/cache4c" synth-ctc --retries 3
+check "a 403 fails at once, with a word on tokens (rc=$RC)" \
+    bash -c "[ $RC -eq 1 ] && grep -q 'HTTP 403.*HF_TOKEN' '$WORK/err' && [ \$(grep -c ' ' '$HUB_LOG') -eq 1 ]"
+
 # ---- a redirect (as the hub sends LFS files to its CDN), and a loop ----
 start_hub --redirect
 C5=$WORK/cache5

@@ -299,7 +299,7 @@ static int one_try(CURL *c, xfer *x, char *errbuf) {
             return TRY_FAIL;
         }
         if (code == 429 || code >= 500) {
-            ERR("%s: HTTP %ld from the server", url, code);
+            NOTE(o, "%s: HTTP %ld from the server", url, code);
             return TRY_AGAIN;
         }
         if (code >= 300 && code < 400)
