@@ -2,7 +2,8 @@
 # transcribe-download against a local stand-in for the hub (hub_server.py, on
 # 127.0.0.1, a free port): a fresh download, one resumed after the server cut
 # the connection half-way (on the next run, and within one run), a 404, a
-# redirect, a redirect loop, a checksum mismatch (the file removed), a full
+# 503 tried again and a 403 not, a redirect, a redirect loop, a checksum
+# mismatch (the file removed), a full
 # cache (a file size limit, `ulimit -f`; and a 2 MiB tmpfs where the test may
 # mount one, i.e. as root), no network, an unknown name (the closest names),
 # --list, the progress bar on a terminal only, and `transcribe -m NAME`,
