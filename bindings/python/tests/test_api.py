@@ -359,6 +359,46 @@ def test_ctrl_c_stops_a_run(model, monkeypatch):
     assert polls and model.transcribe(pcm[:16000]).duration == 1.0
 
 
+# ---- models by name (transcribe-download, the model cache) ----
+
+
+def _download_tool(lib):
+    from transcribe import _catalog
+
+    tool = _catalog._tool(lib.path)
+    if tool is None:
+        pytest.skip("no transcribe-download (built with libcurl) beside the library")
+    return tool
+
+
+def test_model_by_name_from_the_cache(lib, tmp_path, monkeypatch):
+    _download_tool(lib)
+    cat = tmp_path / "catalogue.tsv"
+    cat.write_text("bundled\tparakeet\tsynth\tnone/bundled-gguf\tbundled-{QUANT}.gguf\tQ8_0\t?\t?\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "bundled-Q8_0.gguf").write_bytes(BUNDLED.read_bytes())
+    monkeypatch.setenv("TRANSCRIBE_CATALOGUE", str(cat))
+    monkeypatch.setenv("TRANSCRIBE_MODEL_DIR", str(cache))
+    monkeypatch.setenv("TRANSCRIBE_MODEL_BASE_URL", "http://127.0.0.1:9")  # never asked
+    with transcribe.Model(BUNDLED) as by_path, transcribe.Model("bundled") as by_name:
+        assert by_name.transcribe(SAMPLE).text == by_path.transcribe(SAMPLE).text
+    # a catalogued name not in the cache: the tool's reason, no file
+    (cache / "bundled-Q8_0.gguf").unlink()
+    with pytest.raises(transcribe.ModelNotFoundError) as e:
+        transcribe.Model("bundled")
+    assert "cannot connect" in e.value.message and e.value.status == 3
+
+
+def test_model_unknown_name_lists_closest(lib, tmp_path, monkeypatch):
+    _download_tool(lib)
+    monkeypatch.delenv("TRANSCRIBE_CATALOGUE", raising=False)
+    monkeypatch.setenv("TRANSCRIBE_MODEL_DIR", str(tmp_path))
+    with pytest.raises(transcribe.ModelNotFoundError) as e:
+        transcribe.Model("parakeet-tdt-0.6b")
+    assert "closest: parakeet-tdt-0.6b-v2, parakeet-tdt-0.6b-v3" in e.value.message
+
+
 # ---- errors ----
 
 
