@@ -132,7 +132,10 @@ static transcribe_status run_group(mn_session *s, const float *const *pcm, const
             st = f;
             break;
         }
-        tr_run_batch_finish(ctxs, done, i, u);
+        /* a truncated utterance keeps its text, as the single run does
+         * (tr_run_batch_finish would clear it) */
+        tr_run_batch_settle(ctxs, i, u, -1.0f);
+        done[i] = true;
     }
     free(rows);
     return st;
