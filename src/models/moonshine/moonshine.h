@@ -93,8 +93,11 @@ int64_t tr_mn_enc_frames(const mn_hparams *hp, int64_t n, int64_t *t1, int64_t *
  * *T gets the frame count. */
 transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T, float *cross_k,
                                float *cross_v, bool (*should_abort)(void *), void *abort_user);
-/* The stem alone (tests): s->enc_x gets [T][d]. */
-transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int *T);
+/* The stem up to a stage (tests): 1 tanh(conv0), 2 the GroupNorm (both
+ * channel-major [d][T1]), 3 the whole stem ([T][d], s->enc_x); *out points
+ * at the session buffer holding it, *T gets its frame count. */
+transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int stage, const float **out,
+                             int *T);
 /* One decoder step of the single run over the session's cache and its own
  * cross K/V: one id (rows == 1) at position n_past, logits into s->logits.
  * false when the id or position is out of range. */

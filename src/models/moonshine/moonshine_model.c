@@ -96,7 +96,7 @@ static bool grow_enc_bufs(mn_session *s, int n) {
 /* docs/formats/moonshine.md §5.1: conv0 (no bias) → tanh → GroupNorm(1)
  * → conv1 + b → GELU → conv2 + b → GELU, channel-major, then transposed to
  * s->enc_x [T][d]. */
-static transcribe_status stem(mn_session *s, const float *pcm, int n, int *T_out) {
+static transcribe_status stem(mn_session *s, const float *pcm, int n, int stop, int *T_out) {
     const mn_model *m = s->m;
     const mn_hparams *hp = &m->hp;
     const int d = hp->d_model, c1 = hp->ch[1];
@@ -106,8 +106,16 @@ static transcribe_status stem(mn_session *s, const float *pcm, int n, int *T_out
     tr_pool_take_failures(s->pool);
     tr_conv1d(s->pool, pcm, 1, n, m->conv0, NULL, hp->st[0], 0, 0, 1, 1, a);
     tr_tanh(a, (long)d * t1);
+    if (stop == 1) {
+        *T_out = (int)t1;
+        return TRANSCRIBE_OK;
+    }
     if (!tr_group_norm(s->pool, a, a, (int)t1, d, 1, true, m->gn_w, m->gn_b, hp->gn_eps))
         return TRANSCRIBE_ERR_OOM;
+    if (stop == 2) {
+        *T_out = (int)t1;
+        return TRANSCRIBE_OK;
+    }
     tr_conv1d(s->pool, a, d, (int)t1, m->conv1, m->conv_b1, hp->st[1], 0, 0, 1, 1, b);
     tr_ew_gelu(s->pool, b, (long)c1 * t2);
     tr_conv1d(s->pool, b, c1, (int)t2, m->conv2, m->conv_b2, hp->st[2], 0, 0, 1, 1, a);
@@ -121,11 +129,15 @@ static transcribe_status stem(mn_session *s, const float *pcm, int n, int *T_out
     return TRANSCRIBE_OK;
 }
 
-transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int *T) {
+transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int stage, const float **out,
+                             int *T) {
     *T = 0;
-    if (n < s->m->hp.min_samples) return TRANSCRIBE_ERR_INVALID_ARG;
+    *out = NULL;
+    if (n < s->m->hp.min_samples || stage < 1 || stage > 3) return TRANSCRIBE_ERR_INVALID_ARG;
     if (!grow_enc_bufs(s, n)) return TRANSCRIBE_ERR_OOM;
-    return stem(s, pcm, n, T);
+    transcribe_status st = stem(s, pcm, n, stage, T);
+    *out = stage < 3 ? s->stem_a : s->enc_x;
+    return st;
 }
 
 transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_out, float *cross_k,
@@ -138,7 +150,7 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
         return TRANSCRIBE_ERR_OOM;
     }
     int T = 0;
-    transcribe_status st = stem(s, pcm, n, &T);
+    transcribe_status st = stem(s, pcm, n, 3, &T);
     if (st != TRANSCRIBE_OK) return st;
     for (int l = 0; l < m->hp.n_enc_layers; l++) {
         if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
