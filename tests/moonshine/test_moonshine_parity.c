@@ -9,7 +9,7 @@
  * the 895-sample clip (one encoder frame; 194 tokens, OUTPUT_TRUNCATED).
  * The 894-sample clip is refused before any work: INVALID_ARG naming the
  * reason (upstream and the reference's note say GGUF; the family README
- * explains the choice). */
+ * explains the choice). The three clips in one batch get the same. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,6 +298,36 @@ static void too_short(void) {
     transcribe_audio_free(pcm);
 }
 
+/* The reference's clips in one batch, with the too-short one among them:
+ * each utterance gets its golden decode (and the short one its status). */
+static void batch(void) {
+    int n[3] = {0, 0, 0};
+    float *pcm[3] = {load_clip("clip", &n[0]), load_clip("clip_short", &n[1]),
+                     load_clip("clip_min", &n[2])};
+    struct transcribe_model *m = NULL;
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_model_load_file(MN_DIR "/moonshine-tiny-ref-Q8_0.gguf", NULL, &m) ==
+          TRANSCRIBE_OK);
+    CHECK(m && transcribe_session_init(m, NULL, &s) == TRANSCRIBE_OK);
+    golden g[2];
+    CHECK(golden_load("Q8_0_clip", &g[0]) && golden_load("Q8_0_clip_min", &g[1]));
+    if (s && pcm[0] && pcm[1] && pcm[2]) {
+        transcribe_run_batch(s, (const float *const *)pcm, n, 3, NULL);
+        CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_OK);
+        CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_ERR_INVALID_ARG);
+        CHECK(transcribe_batch_status(s, 2) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        for (int k = 0; k < 2; k++) {
+            const int i = k ? 2 : 0;
+            const char *t = transcribe_batch_full_text(s, i);
+            CHECK_MSG(t && !strcmp(t, g[k].text), "batch %d: [%s]", i, t ? t : "");
+            CHECK(transcribe_batch_n_tokens(s, i) == g[k].n_ids);
+        }
+    }
+    transcribe_session_free(s);
+    transcribe_model_free(m);
+    for (int i = 0; i < 3; i++) transcribe_audio_free(pcm[i]);
+}
+
 int main(void) {
     if (!tr_test_file_exists(MN_DIR "/moonshine-tiny-ref-F32.gguf")) {
         printf("skipped: %s/moonshine-tiny-ref-F32.gguf is missing\n", MN_DIR);
@@ -318,6 +348,7 @@ int main(void) {
         transcribe_audio_free(pcm);
     }
     too_short();
+    batch();
     tr_pool_free(g_pool);
     return TEST_DONE();
 }

@@ -26,8 +26,8 @@ transcribe_status tr_mn_gate(const mn_model *m, const float *pcm, int n) {
     }
     if (n < m->hp.min_samples) {
         /* upstream reports a load error here (docs/formats/moonshine.md §9) */
-        TR_ERROR("moonshine: input too short: %d samples (%.1f ms); the conv stem needs at least "
-                 "%d samples (%.1f ms) for one encoder frame",
+        TR_ERROR("moonshine: input too short: %d samples (%.2f ms); the conv stem needs at least "
+                 "%d samples (%.2f ms) for one encoder frame",
                  n, 1000.0 * n / MN_SAMPLE_RATE, m->hp.min_samples,
                  1000.0 * m->hp.min_samples / MN_SAMPLE_RATE);
         return TRANSCRIBE_ERR_INVALID_ARG;
