@@ -1,4 +1,6 @@
 /* The Moonshine family vtable (src/core/family.h). */
+#include <string.h>
+
 #include "models/moonshine/moonshine.h"
 #include "gguf/gguf.h"
 #include "nn/enc_cost.h"
@@ -16,9 +18,26 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     out->max_kv_bytes = (int64_t)tr_nn_kv_bytes(&s->kv);
 }
 
+/* The bytes one greedy decoder step reads: every decoder tensor except
+ * the cross K / V projections (run once per utterance), in the file's
+ * types (the tied embedding once, as the head: the step reads one row of
+ * it as embedding), and the F32 cross K / V of every layer for T frames
+ * (docs/formats/moonshine.md §6.1). */
+static double step_bytes(const struct gguf_file *g, double T, double d, double L) {
+    double b = 2.0 * L * T * d * sizeof(float);
+    for (int64_t i = 0; i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
+        if (!t || !t->name || strncmp(t->name, "dec.", 4) != 0) continue;
+        if (strstr(t->name, ".cross_attn.k.") || strstr(t->name, ".cross_attn.v.")) continue;
+        b += (double)t->nbytes;
+    }
+    return b;
+}
+
 /* Tool hook (transcribe-bench): the conv stem (three valid convolutions),
  * per block Q/K/V/O, attention 4·T²·d and the FFN, and the decoder's cross
- * K/V (4·T·d² per decoder layer), all inside the timed encode stage. */
+ * K/V (4·T·d² per decoder layer), all inside the timed encode stage; and
+ * the bytes of one decoder step (step_bytes). */
 static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out, const char **why) {
 #define MK(name) "stt.moonshine." name
     const double d = tr_enc_cost_u32(g, MK("encoder.d_model"), 0),
@@ -62,6 +81,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
     out->frames = (int)T;
     out->gemm_k = (int)d;
     out->gemm_n = (int)F;
+    out->dec_step_mb = step_bytes(g, T, d, Ld) / 1048576.0;
     return true;
 }
 
