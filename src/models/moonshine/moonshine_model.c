@@ -69,6 +69,16 @@ int64_t tr_mn_enc_frames(const mn_hparams *hp, int64_t n, int64_t *t1, int64_t *
     return t[2];
 }
 
+/* The buffers only the encoder uses; the rest (encoder output, cross K/V)
+ * stay for the decoder. The next grow_enc_bufs allocates all again. */
+static void release_transient(mn_session *s) {
+    free(s->stem_a);
+    free(s->stem_b);
+    free(s->enc_scratch);
+    s->stem_a = s->stem_b = s->enc_scratch = NULL;
+    s->cap_samples = 0;
+}
+
 /* Buffers for n samples (the stem's three stages, the encoder rows and
  * their scratch); the cross K/V are the caller's or grown here. */
 static bool grow_enc_bufs(mn_session *s, int n) {
@@ -151,11 +161,21 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
     }
     int T = 0;
     transcribe_status st = stem(s, pcm, n, 3, &T);
-    if (st != TRANSCRIBE_OK) return st;
+    if (st != TRANSCRIBE_OK) {
+        release_transient(s);
+        return st;
+    }
     for (int l = 0; l < m->hp.n_enc_layers; l++) {
-        if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
+        if (should_abort && should_abort(abort_user)) {
+            release_transient(s);
+            return TRANSCRIBE_ERR_ABORTED;
+        }
         tr_nn_enc_block_fwd(s->pool, &m->enc[l], &m->enc_dims, s->enc_x, T, s->enc_scratch);
     }
+    /* the stem's stages and the blocks' scratch are dead now: released
+     * before the decoder touches its weights, so they do not add to the
+     * run's peak memory (the next run allocates them again) */
+    release_transient(s);
     const int d = m->hp.d_model;
     tr_layer_norm(s->pool, s->enc_x, s->enc_x, T, d, m->enc_norm, NULL, 1e-5f);
     if (!cross_k) cross_k = s->cross_k, cross_v = s->cross_v;
