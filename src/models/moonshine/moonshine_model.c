@@ -103,6 +103,20 @@ static bool grow_enc_bufs(mn_session *s, int n) {
     return true;
 }
 
+/* tanh over n values split across the pool (element-wise: the same bits
+ * for any thread count). */
+typedef struct tanh_ctx {
+    float *x;
+    long n;
+} tanh_ctx;
+
+static void tanh_task(void *vctx, int ith, int nth) {
+    const tanh_ctx *c = vctx;
+    long b, e;
+    tr_split_range(c->n, ith, nth, &b, &e);
+    if (e > b) tr_tanh(c->x + b, e - b);
+}
+
 /* docs/formats/moonshine.md §5.1: conv0 (no bias) → tanh → GroupNorm(1)
  * → conv1 + b → GELU → conv2 + b → GELU, channel-major, then transposed to
  * s->enc_x [T][d]. */
@@ -115,7 +129,8 @@ static transcribe_status stem(mn_session *s, const float *pcm, int n, int stop, 
     float *a = s->stem_a, *b = s->stem_b;
     tr_pool_take_failures(s->pool);
     tr_conv1d(s->pool, pcm, 1, n, m->conv0, NULL, hp->st[0], 0, 0, 1, 1, a);
-    tr_tanh(a, (long)d * t1);
+    tanh_ctx th = {a, (long)d * t1};
+    tr_pool_run(th.n >= 32768 ? s->pool : NULL, tanh_task, &th);
     if (stop == 1) {
         *T_out = (int)t1;
         return TRANSCRIBE_OK;
