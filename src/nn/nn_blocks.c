@@ -240,9 +240,17 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 
     /* causal self-attention over each sequence's cache */
     tr_layer_norm(pool, x, h, rows, D, blk->ln_self.w, blk->ln_self.b, d->ln_eps);
-    tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
-    tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
-    tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+    if (!blk->self.q.b && !blk->self.k.b && !blk->self.v.b) {
+        /* bias-free projections (Moonshine): one pool dispatch for the three
+         * in a one-row step, each output bit for bit tr_linear's */
+        const tr_tensor *const w3[3] = {blk->self.q.w, blk->self.k.w, blk->self.v.w};
+        float *const y3[3] = {q, tk, tv};
+        tr_linear_group(pool, w3, 3, h, rows, y3);
+    } else {
+        tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
+        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
+        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+    }
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;

@@ -512,6 +512,18 @@ int bench_model(int argc, char **argv) {
                    sp.pairs, sp.step_ms, sp.copy_gbps, sp.ratio, sp.ratio_min,
                    sp.ratio * (double)bytes / (double)(bytes + kv));
     }
+    if (!lm.have && counted && cost.dec_step_mb > 0 && n_tokens > 0) {
+        /* an encoder-decoder family's greedy step (its enc_cost counts the
+         * bytes a step reads): decoder passes = tokens, plus the EOS step
+         * when the run ended at EOS; the decode stage over them */
+        const int passes = n_tokens + (st == TRANSCRIBE_OK ? 1 : 0);
+        const double step_ms = (double)best.decode_ms / passes;
+        const double bw = bench_copy_gbps(tr_tool_session_pool(s), 5);
+        const double ideal = bw > 0 ? cost.dec_step_mb * 1048576.0 / (bw * 1e6) : 0;
+        printf(",\"n_steps\":%d,\"step_ms\":%.2f,\"step_mb\":%.1f,\"copy_gbps\":%.2f,"
+               "\"step_floor_ms\":%.2f,\"step_vs_floor\":%.3f",
+               passes, step_ms, cost.dec_step_mb, bw, ideal, ideal > 0 ? step_ms / ideal : 0.0);
+    }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     if (spec.k > 0) spec_print(&spec);
     printf("}\n");
