@@ -451,12 +451,27 @@ static void multi_task(void *arg, int ith, int nth) {
             c->isa->rows_int8_multi(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
             continue;
         }
-        if (!scratch && !(scratch = alloc_floats((size_t)K))) {
+        /* F16 where the level dots a row as its widening: a block widened
+         * once (blk rows, then the rows' own K floats of scratch) and dotted
+         * as F32 by every row of X */
+        const bool widen = c->isa->f16_widen && c->w->type == TR_F16;
+        if (!scratch && !(scratch = alloc_floats((size_t)K * (widen ? (size_t)blk + 1 : 1)))) {
             atomic_store(&c->failed, 1);
             return;
         }
         for (long b0 = n0; b0 < n1; b0 += blk) {
             const long b1 = b0 + blk < n1 ? b0 + blk : n1;
+            if (widen) {
+                for (long r = b0; r < b1; r++)
+                    c->isa->deq(TR_F16, c->w->data + (size_t)r * c->w->stride,
+                                scratch + (r - b0) * K, K);
+                const tr_mm_w fw = {TR_F32, (const uint8_t *)scratch, (size_t)K * sizeof(float), K,
+                                    b1 - b0};
+                for (long i = 0; i < c->M; i++)
+                    c->isa->rows(&fw, c->X + i * c->ldx, NULL, c->Y + i * c->ldy + b0, 0, b1 - b0,
+                                 c->bias ? c->bias + b0 : NULL, scratch + blk * K);
+                continue;
+            }
             for (long i = 0; i < c->M; i++) {
                 const float *x = c->X + i * c->ldx, *xs = c->xsum ? c->xsum + i * (K / 32) : NULL;
                 float *y = c->Y + i * c->ldy + b0;

@@ -107,42 +107,37 @@ static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     long k = 0;
     float tail = 0.0f;
-    if (type == TR_F32) {
-        const float *f = (const float *)w;
-        for (; k + 32 <= K; k += 32) {
-            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(f + k), _mm256_loadu_ps(x + k), a0);
-            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(f + k + 8), _mm256_loadu_ps(x + k + 8), a1);
-            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(f + k + 16), _mm256_loadu_ps(x + k + 16), a2);
-            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(f + k + 24), _mm256_loadu_ps(x + k + 24), a3);
-        }
-        for (; k < K; k++) tail += f[k] * x[k];
-    } else {
-        /* eight chains: a 2 KB row is 16 iterations, and the wider body
-         * keeps more of the row's loads in flight (~5 % more of the DRAM
-         * bandwidth on the 2-core Zen 3 host) */
-        __m256 a4 = _mm256_setzero_ps(), a5 = a4, a6 = a4, a7 = a4;
-        for (; k + 64 <= K; k += 64) {
-            a0 = _mm256_fmadd_ps(load_f16(w + 2 * k), _mm256_loadu_ps(x + k), a0);
-            a1 = _mm256_fmadd_ps(load_f16(w + 2 * k + 16), _mm256_loadu_ps(x + k + 8), a1);
-            a2 = _mm256_fmadd_ps(load_f16(w + 2 * k + 32), _mm256_loadu_ps(x + k + 16), a2);
-            a3 = _mm256_fmadd_ps(load_f16(w + 2 * k + 48), _mm256_loadu_ps(x + k + 24), a3);
-            a4 = _mm256_fmadd_ps(load_f16(w + 2 * k + 64), _mm256_loadu_ps(x + k + 32), a4);
-            a5 = _mm256_fmadd_ps(load_f16(w + 2 * k + 80), _mm256_loadu_ps(x + k + 40), a5);
-            a6 = _mm256_fmadd_ps(load_f16(w + 2 * k + 96), _mm256_loadu_ps(x + k + 48), a6);
-            a7 = _mm256_fmadd_ps(load_f16(w + 2 * k + 112), _mm256_loadu_ps(x + k + 56), a7);
-        }
-        a0 = _mm256_add_ps(a0, a4);
-        a1 = _mm256_add_ps(a1, a5);
-        a2 = _mm256_add_ps(a2, a6);
-        a3 = _mm256_add_ps(a3, a7);
-        for (; k + 32 <= K; k += 32) {
-            a0 = _mm256_fmadd_ps(load_f16(w + 2 * k), _mm256_loadu_ps(x + k), a0);
-            a1 = _mm256_fmadd_ps(load_f16(w + 2 * k + 16), _mm256_loadu_ps(x + k + 8), a1);
-            a2 = _mm256_fmadd_ps(load_f16(w + 2 * k + 32), _mm256_loadu_ps(x + k + 16), a2);
-            a3 = _mm256_fmadd_ps(load_f16(w + 2 * k + 48), _mm256_loadu_ps(x + k + 24), a3);
-        }
-        for (; k < K; k++) tail += half_at(w + 2 * k) * x[k];
+    /* eight chains: a 2 KB row is 16 iterations, and the wider body keeps
+     * more of the row's loads in flight (~5 % more of the DRAM bandwidth on
+     * the 2-core Zen 3 host). F32 takes the same order as F16, so an F16
+     * row widened to floats dots to the same bits (the few-row path of
+     * matmul.c widens a block once for several rows of x). */
+    const float *f = (const float *)w;
+    const bool h = type == TR_F16;
+#define W8(o) (h ? load_f16(w + 2 * (o)) : _mm256_loadu_ps(f + (o)))
+    __m256 a4 = _mm256_setzero_ps(), a5 = a4, a6 = a4, a7 = a4;
+    for (; k + 64 <= K; k += 64) {
+        a0 = _mm256_fmadd_ps(W8(k), _mm256_loadu_ps(x + k), a0);
+        a1 = _mm256_fmadd_ps(W8(k + 8), _mm256_loadu_ps(x + k + 8), a1);
+        a2 = _mm256_fmadd_ps(W8(k + 16), _mm256_loadu_ps(x + k + 16), a2);
+        a3 = _mm256_fmadd_ps(W8(k + 24), _mm256_loadu_ps(x + k + 24), a3);
+        a4 = _mm256_fmadd_ps(W8(k + 32), _mm256_loadu_ps(x + k + 32), a4);
+        a5 = _mm256_fmadd_ps(W8(k + 40), _mm256_loadu_ps(x + k + 40), a5);
+        a6 = _mm256_fmadd_ps(W8(k + 48), _mm256_loadu_ps(x + k + 48), a6);
+        a7 = _mm256_fmadd_ps(W8(k + 56), _mm256_loadu_ps(x + k + 56), a7);
     }
+    a0 = _mm256_add_ps(a0, a4);
+    a1 = _mm256_add_ps(a1, a5);
+    a2 = _mm256_add_ps(a2, a6);
+    a3 = _mm256_add_ps(a3, a7);
+    for (; k + 32 <= K; k += 32) {
+        a0 = _mm256_fmadd_ps(W8(k), _mm256_loadu_ps(x + k), a0);
+        a1 = _mm256_fmadd_ps(W8(k + 8), _mm256_loadu_ps(x + k + 8), a1);
+        a2 = _mm256_fmadd_ps(W8(k + 16), _mm256_loadu_ps(x + k + 16), a2);
+        a3 = _mm256_fmadd_ps(W8(k + 24), _mm256_loadu_ps(x + k + 24), a3);
+    }
+#undef W8
+    for (; k < K; k++) tail += (h ? half_at(w + 2 * k) : f[k]) * x[k];
     return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
 }
 
@@ -601,6 +596,7 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .nc = 24 * NR,
                                   .kernel = kernel_avx2,
                                   .rows = rows_avx2,
+                                  .f16_widen = true,
                                   .deq = deq_avx2,
                                   .transpose16 = transpose16_avx2,
                                   .quant_x_rows = tr_mm_quant_x_rows_avx2,

@@ -71,6 +71,9 @@ static inline __m512 load_f16(const uint8_t *p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
 }
 
+/* The same order as dot_f32, so an F16 row widened to floats dots to the
+ * same bits (the few-row path of matmul.c widens a block once for several
+ * rows of x). */
 static float dot_f16(const uint8_t *w, const float *x, long K) {
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     long k = 0;
@@ -154,6 +157,7 @@ const tr_mm_isa tr_mm_isa_avx512 = {.name = "avx512",
                                     .nc = 16 * NR,
                                     .kernel = kernel_avx512,
                                     .rows = rows_avx512,
+                                    .f16_widen = true,
                                     .deq = deq_avx512,
                                     .transpose16 = transpose16_avx512,
                                     .quant_x_rows = tr_mm_quant_x_rows_avx512,

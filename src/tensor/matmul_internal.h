@@ -50,6 +50,8 @@ typedef struct {
     int mr, nr, nc; /* microkernel tile and N block (a multiple of nr) */
     tr_mm_kernel_fn kernel;
     tr_mm_rows_fn rows;
+    /* rows() dots an F16 row to the bits of its exact F32 widening (deq) */
+    bool f16_widen;
     tr_mm_deq_fn deq;
     /* Optional 16×16 transpose for packing: rows r < nr of src (pitch floats
      * apart), k < kn, to dst[k*ld + r] for all 16 r (missing rows 0); dst is
