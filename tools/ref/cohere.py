@@ -69,7 +69,7 @@ CONFIGS = {
 LANGS = ["en", "fr", "de", "es", "it", "pt", "nl", "pl", "el", "ar", "ja", "zh", "vi", "ko"]
 PROMPT = ["\u2581", "<|startofcontext|>", "<|startoftranscript|>", "<|emo:undefined|>", "<|LL|>", "<|LL|>",
           "<|pnc|>", "<|noitn|>", "<|notimestamp|>", "<|nodiarize|>"]
-# ISO-639-1 codes in alphabetical order (the tags start at id 25: <|en|> = 25 + 37 = 62, §3.2)
+# ISO-639-1 codes in alphabetical order (the tags start at id 25: <|en|> = 25 + 37 = 62, docs/formats/cohere.md §3.2)
 ISO = ("aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy da "
        "de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia "
        "id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt "
@@ -93,7 +93,7 @@ FILL = ["\u2581the", "\u2581a", "\u2581to", "\u2581of", "\u2581and", "\u2581in",
 
 
 # --------------------------------------------------------------------------
-# vocabulary (§2.1, §3.2)
+# vocabulary (docs/formats/cohere.md §2.1, §3.2)
 # --------------------------------------------------------------------------
 def build_vocab(cfg):
     """pieces, scores, types. Ids 0-24 the canary2 special layout, 25.. the ISO tags,
@@ -130,7 +130,7 @@ def build_vocab(cfg):
 
 
 def prompt_ids(toks, lang):
-    """§6.1: the ten pieces looked up by string (a missing piece is INVALID_ARG)."""
+    """docs/formats/cohere.md §6.1: the ten pieces looked up by string (a missing piece is INVALID_ARG)."""
     idx = {t: i for i, t in enumerate(toks)}
     out = []
     for p in PROMPT:
@@ -142,7 +142,7 @@ def prompt_ids(toks, lang):
 
 
 def sp_decode(ids, toks):
-    """gguf-common §6.1 SentencePiece decode; nothing filtered (§6.4)."""
+    """docs/formats/gguf.md §6.1 SentencePiece decode; nothing filtered (docs/formats/cohere.md §6.4)."""
     b = b""
     for i in ids:
         p = toks[i]
@@ -154,7 +154,7 @@ def sp_decode(ids, toks):
 
 
 # --------------------------------------------------------------------------
-# front end (§4)
+# front end (docs/formats/cohere.md §4)
 # --------------------------------------------------------------------------
 def frontend_buffers():
     """Baked F32 buffers: Slaney 128x257 filterbank (f 0..8000) and the symmetric Hann 400."""
@@ -183,7 +183,7 @@ def logmel(x, fb, win):
 
 
 # --------------------------------------------------------------------------
-# tensors (§3)
+# tensors (docs/formats/cohere.md §3)
 # --------------------------------------------------------------------------
 def fc_config(cfg):
     return FCConfig(n_layers=cfg["enc_layers"], d_model=cfg["d_enc"], n_heads=cfg["enc_heads"],
@@ -204,7 +204,7 @@ BLOCK_ORDER = ["norm_ff1.weight", "norm_ff1.bias", "ff1.linear1.weight", "ff1.li
 
 
 def tensor_shapes(cfg):
-    """GGUF name -> PyTorch shape, in write order (§3)."""
+    """GGUF name -> PyTorch shape, in write order (docs/formats/cohere.md §3)."""
     d, f, k, C, H, I, V, S = (cfg["d_enc"], cfg["enc_ff"], cfg["conv_kernel"], cfg["sub_channels"], cfg["H"],
                               cfg["inner"], cfg["vocab"], cfg["max_seq"])
     hd = d // cfg["enc_heads"]
@@ -251,7 +251,7 @@ def tensor_shapes(cfg):
 
 
 def bucket(name):
-    """§3.1 quantizer buckets: Norm, Conv, ConvPw, Linear, AttnOut, Embed."""
+    """docs/formats/cohere.md §3.1 quantizer buckets: Norm, Conv, ConvPw, Linear, AttnOut, Embed."""
     if name == "dec.embed.token.weight":
         return "Embed"
     if (name.endswith(".bias") or ".bn." in name or "norm" in name or name.endswith(("pos_bias_u", "pos_bias_v"))
@@ -279,7 +279,7 @@ def dtype_for(name, preset):
 # weights
 # --------------------------------------------------------------------------
 def fixed_pos_enc(S, H):
-    """NeMo FixedPositionalEncoding / sqrt(H) (§6.2)."""
+    """NeMo FixedPositionalEncoding / sqrt(H) (docs/formats/cohere.md §6.2)."""
     pos = np.arange(S, dtype=np.float64)[:, None]
     div = np.exp(np.arange(0, H, 2, dtype=np.float64) * -(math.log(10000.0) / H))[None, :]
     pe = np.zeros((S, H))
@@ -360,7 +360,7 @@ def layer_norm(x, w, b):
 
 
 class Decoder:
-    """§6.2 with a self-K/V cache (optionally rounded to F16, the upstream default)."""
+    """docs/formats/cohere.md §6.2 with a self-K/V cache (optionally rounded to F16, the upstream default)."""
 
     def __init__(self, cfg, W, dtype=torch.float64, kv_f16=False):
         self.cfg, self.kv_f16 = cfg, kv_f16
@@ -425,7 +425,7 @@ class Decoder:
 
 
 def greedy(dec, enc, prompt, eos, n_ctx=None):
-    """§6.3 (CPU window = n_ctx). Returns ids, truncated, margins, logits rows."""
+    """docs/formats/cohere.md §6.3 (CPU window = n_ctx). Returns ids, truncated, margins, logits rows."""
     n_ctx = min(dec.cfg["max_seq"], n_ctx or dec.cfg["max_seq"])
     P = len(prompt)
     max_tokens = min(512, n_ctx - P)
@@ -588,7 +588,7 @@ def design_ffn(cfg, W, R, edges, calib, knobs):
 
 
 # --------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/cohere.md §2, §3)
 # --------------------------------------------------------------------------
 def write_gguf(path, cfg, W, toks, scores, types, preset, get=None):
     """W: name -> array, or get(name) for lazily produced tensors (real config)."""

@@ -54,7 +54,8 @@ MIN_SAMPLES = 895  # docs/formats/moonshine.md §4 / §5.1: T_enc = 1
 
 CONFIGS = {
     # d 64 (Q8_0 needs inner dims % 32), 4 heads of 16, factor 0.7 -> rot = (int)11.2 & ~1 = 10:
-    # both the truncation and the bit clearing of §5.3 matter; head_dim 16 pads to 16 (no-op).
+    # both the truncation and the bit clearing of docs/formats/moonshine.md §5.3 matter;
+    # head_dim 16 pads to 16 (no-op).
     "tiny": dict(d=64, enc_layers=2, dec_layers=2, heads=4, ffn=128, vocab=320, prf=0.7,
                  pad=8, max_pos=194, name="Moonshine Tiny (random-weight reference)"),
     # moonshine-tiny geometry (docs/formats/moonshine.md §1): 160 tensors, 27 092 736 params.
@@ -105,7 +106,7 @@ def build_vocab(cfg, n_st):
 
 
 def sp_decode(ids, toks):
-    """gguf-common §6.1 SentencePiece decode: ▁ -> space, <0xHH> -> byte HH."""
+    """docs/formats/gguf.md §6.1 SentencePiece decode: ▁ -> space, <0xHH> -> byte HH."""
     b = b""
     for i in ids:
         p = toks[i]
@@ -120,7 +121,7 @@ def sp_decode(ids, toks):
 # model math
 # --------------------------------------------------------------------------
 def rot_dims(hd, prf):
-    """§5.3: (int)((float)hd * factor) & ~1, in single precision."""
+    """docs/formats/moonshine.md §5.3: (int)((float)hd * factor) & ~1, in single precision."""
     return int(np.float32(hd) * np.float32(prf)) & ~1
 
 
@@ -142,7 +143,8 @@ def stem_lengths(n):
 
 
 def conv_stem(pcm, W, eps=1e-5):
-    """§5.1. pcm: 1-D tensor. Returns (tanh(conv0) [T1, d], GroupNorm out [T1, d], stem [T_enc, d])."""
+    """docs/formats/moonshine.md §5.1. pcm: 1-D tensor. Returns (tanh(conv0) [T1, d],
+    GroupNorm out [T1, d], stem [T_enc, d])."""
     x = pcm.reshape(1, 1, -1)
     a = torch.tanh(Fn.conv1d(x, W["enc.conv.0.weight"], stride=STRIDES[0]))
     mu = a.mean()
@@ -217,7 +219,7 @@ def cross_kv(enc_out, W, cfg):
 
 
 def decoder(tokens, ckv, W, cfg, taps=None):
-    """One causal pass over the token prefix (== the K/V-cache steps of §6.1, the
+    """One causal pass over the token prefix (== the K/V-cache steps of docs/formats/moonshine.md §6.1, the
     self K cached after RoPE). Returns y = final-norm output [n, d]. taps: dict that
     receives the last block's FFN input (for the weight design)."""
     H, L, d, Fd = cfg["heads"], cfg["dec_layers"], cfg["d"], cfg["ffn"]
@@ -245,7 +247,7 @@ def decoder(tokens, ckv, W, cfg, taps=None):
 
 
 def greedy(ckv, W, cfg):
-    """§6.2. Returns (out ids, truncated, per-step margins, per-step logits)."""
+    """docs/formats/moonshine.md §6.2. Returns (out ids, truncated, per-step margins, per-step logits)."""
     E = W["dec.token_embd.weight"]
     seq = [BOS]
     out, margins, logits_all = [], [], []
@@ -301,7 +303,7 @@ def tensor_shapes(cfg):
 
 
 def is_matrix(name):
-    """§3.3: attention / FFN matrices and the token embedding follow the preset;
+    """docs/formats/moonshine.md §3.3: attention / FFN matrices and the token embedding follow the preset;
     conv kernels, norms and biases stay F32."""
     return name.endswith(("q.weight", "k.weight", "v.weight", "out.weight", "fc1.weight",
                           "fc2.weight")) or name == "dec.token_embd.weight"
@@ -586,7 +588,7 @@ def main():
     tiny = a.config == "tiny"
 
     # clips: tests/data/moonshine/clip.wav = jfk.wav 0.30 .. 2.80 s (40 000 samples);
-    # clip_min.wav = 895 samples (T_enc = 1); clip_short.wav = 894 samples (refused, §4/§9)
+    # clip_min.wav = 895 samples (T_enc = 1); clip_short.wav = 894 samples (refused, docs/formats/moonshine.md §4/§9)
     data_dir = os.path.dirname(os.path.abspath(a.out)) if tiny else a.out
     clip = os.path.join(data_dir, "clip.wav")
     if not os.path.exists(clip):
@@ -677,7 +679,8 @@ def main():
                       key, t3, r["n_generated"], r["status"], r["min_margin"], r["f32_same_ids"],
                       r["f32_max_abs_enc_err"], r["f32_max_abs_logit_err"], r["text"][:120]))
             if tiny:
-                # the conv stem is F32 in every preset (§3.3): its goldens are written once
+                # the conv stem is F32 in every preset (docs/formats/moonshine.md §3.3):
+                # its goldens are written once
                 for k2 in ("conv1_out", "groupnorm_out", "stem_out"):
                     f = os.path.join(a.out, "%s_%s.npy" % (cname, k2))
                     if preset == "F32":
