@@ -25,6 +25,12 @@ bool tr_tool_lm_stages(const struct transcribe_session *s, tr_clm_stages *out) {
     return s->head.family->lm_stages(s->head.fsession, out);
 }
 
+bool tr_tool_ed_probe(const struct transcribe_session *s, tr_ed_probe *out) {
+    memset(out, 0, sizeof *out);
+    if (!s || !s->head.family || !s->head.family->ed_probe || !s->head.fsession) return false;
+    return s->head.family->ed_probe(s->head.fsession, out);
+}
+
 bool tr_tool_bin_summary(const void *head, size_t n_head, const struct tr_ggml_bin_hparams *hp,
                          char *out, size_t cap) {
     if (cap) out[0] = '\0';

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "nn/causal_lm.h"
+#include "nn/encdec_decoder.h"
 #include "nn/enc_cost.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
@@ -32,6 +33,10 @@ bool tr_tool_enc_cost(const struct transcribe_model *m, int64_t n_samples, tr_en
 /* The causal-LM decoder of a session and its latest run's stage split
  * (family hook lm_stages). false for families without one. */
 bool tr_tool_lm_stages(const struct transcribe_session *s, tr_clm_stages *out);
+
+/* The encoder-decoder step of a session's latest run (family hook
+ * ed_probe). false for families without one, or before a run. */
+bool tr_tool_ed_probe(const struct transcribe_session *s, tr_ed_probe *out);
 
 /* One line of what a legacy ggml .bin model file implies beyond what it
  * stores (family hook bin_summary of the family that claims the file by

@@ -23,6 +23,7 @@
 struct gguf_file;
 struct tr_enc_cost;         /* nn/enc_cost.h (tool hooks) */
 struct tr_clm_stages;       /* nn/causal_lm.h (tool hooks) */
+struct tr_ed_probe;         /* nn/encdec_decoder.h (tool hooks) */
 struct tr_ggml_bin_hparams; /* gguf/ggml_bin.h (tool hooks) */
 struct tr_tokenizer;
 struct transcribe_session;
@@ -350,6 +351,10 @@ typedef struct tr_family {
      * latest single run (nn/causal_lm.h tr_clm_stages): families that
      * decode with nn's causal LM. false: none. */
     bool (*lm_stages)(void *session, struct tr_clm_stages *out);
+    /* The encoder-decoder step of a session after its latest single run
+     * (nn/encdec_decoder.h tr_ed_probe), for the bench's step probe:
+     * families that decode with tr_ed_step. false: none (or no run yet). */
+    bool (*ed_probe)(void *session, struct tr_ed_probe *out);
     /* What a legacy ggml .bin file this family claims (probe_file) implies
      * but does not store, in one line for transcribe-inspect (variant,
      * special ids, ...). false: nothing to add. */

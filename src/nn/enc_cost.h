@@ -22,6 +22,12 @@ typedef struct tr_enc_cost {
     int windows;        /* encoder passes counted */
     int frames;         /* encoder frames of the first window */
     int gemm_k, gemm_n; /* the encoder's FFN GEMM: K = d_model, N = d_ff */
+    /* An encoder-decoder family's greedy step (0: not counted): the MB one
+     * decoder step reads at this input — every weight a step multiplies
+     * (in the file's types), the head, and the cross K / V of every layer.
+     * transcribe-bench model divides it by the copy bandwidth for the
+     * step's memory-bound floor. */
+    double dec_step_mb;
 } tr_enc_cost;
 
 /* A u32 key, or dflt when absent or mistyped. */

@@ -88,3 +88,19 @@ void tr_ed_head(tr_pool *pool, const tr_ed_decoder *dec, const float *rows, int 
         q += k;
     }
 }
+
+static size_t lin_bytes(const tr_nn_linear *l) {
+    return l->w ? l->w->nbytes : 0;
+}
+
+size_t tr_ed_step_weight_bytes(const tr_ed_decoder *dec) {
+    size_t n = lin_bytes(&dec->head);
+    for (int l = 0; l < dec->n_layers; l++) {
+        const tr_nn_dec_block *b = &dec->blocks[l];
+        n += lin_bytes(&b->self.q) + lin_bytes(&b->self.k) + lin_bytes(&b->self.v) +
+             lin_bytes(&b->self.o) + lin_bytes(&b->cross.q) + lin_bytes(&b->cross.o) +
+             lin_bytes(&b->ffn.fc1) + lin_bytes(&b->ffn.fc2) +
+             (b->ffn.glu == TR_NN_GLU_SPLIT ? lin_bytes(&b->ffn.gate) : 0);
+    }
+    return n;
+}

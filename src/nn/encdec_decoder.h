@@ -74,6 +74,23 @@ size_t tr_ed_step_scratch(const tr_ed_decoder *dec, int rows, int n_seq);
 void tr_ed_step(tr_pool *pool, const tr_ed_decoder *dec, int n_seq, const tr_ed_seq *seqs, float *x,
                 float *scratch, float *logits);
 
+/* Bytes of the weights one single-row step reads: every block's
+ * self-attention q/k/v/out, cross-attention q/out (its keys and values are
+ * the per-utterance cross K/V, not weights), FFN (and a split gate), and the head
+ * (the embedding's one row and the norms are left out). */
+size_t tr_ed_step_weight_bytes(const tr_ed_decoder *dec);
+
+/* A session's decoder as a tool (transcribe-bench's step probe) sees it:
+ * the configuration and one sequence of its latest run (cache, cross K/V,
+ * n_src; n_past = the position a probe step writes, < the cache's n_ctx),
+ * with buffers for one row (x [D], scratch tr_ed_step_scratch(dec, 1, 1),
+ * logits [V]). */
+typedef struct tr_ed_probe {
+    const tr_ed_decoder *dec;
+    tr_ed_seq seq;
+    float *x, *scratch, *logits;
+} tr_ed_probe;
+
 /* The head over n final-normed rows [n][D] → logits [n][V], in products of
  * tr_nn_dec_pass_rows rows (a single row is one matrix-vector product). */
 void tr_ed_head(tr_pool *pool, const tr_ed_decoder *dec, const float *rows, int n, float *logits);

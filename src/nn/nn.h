@@ -90,8 +90,7 @@ typedef struct tr_nn_dims {
 typedef struct tr_nn_kv {
     int n_layers, n_ctx, dim;
     bool f16;
-    void *k, *v;   /* n_layers × n_ctx × dim elements each */
-    float *unpack; /* F16 caches: 2 × n_ctx × dim F32 staging for attention */
+    void *k, *v; /* n_layers × n_ctx × dim elements each */
 } tr_nn_kv;
 
 bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16);

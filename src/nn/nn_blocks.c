@@ -19,8 +19,7 @@ bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16) {
     kv->f16 = f16;
     kv->k = calloc(n, es);
     kv->v = calloc(n, es);
-    if (f16) kv->unpack = malloc(2 * (size_t)n_ctx * (size_t)dim * sizeof(float));
-    if (!kv->k || !kv->v || (f16 && !kv->unpack)) {
+    if (!kv->k || !kv->v) {
         tr_nn_kv_free(kv);
         return false;
     }
@@ -31,7 +30,6 @@ void tr_nn_kv_free(tr_nn_kv *kv) {
     if (!kv) return;
     free(kv->k);
     free(kv->v);
-    free(kv->unpack);
     memset(kv, 0, sizeof *kv);
 }
 
@@ -203,12 +201,16 @@ void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src,
 }
 
 /* Appends rows [n_past, n_past + rows) of K and V (from tk, tv) to the
- * cache of this layer and returns F32 views of the whole [0, n_past + rows)
- * prefix (the cache itself, or its unpacked copy for F16). */
+ * cache of this layer and returns views of the whole [0, n_past + rows)
+ * prefix: F32 (kc / vc) or, for an F16 cache, its half floats (k16 / v16,
+ * read by tr_attention_f16kv in place: no widened copy per step). */
 static void cache_append(tr_nn_kv *kv, int layer, int n_past, int rows, const float *tk,
-                         const float *tv, const float **kc, const float **vc) {
+                         const float *tv, const float **kc, const float **vc, const uint16_t **k16,
+                         const uint16_t **v16) {
     const size_t D = (size_t)kv->dim, n = (size_t)rows * D;
     size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * D;
+    *kc = *vc = NULL;
+    *k16 = *v16 = NULL;
     if (!kv->f16) {
         float *kl = (float *)kv->k + layer_off, *vl = (float *)kv->v + layer_off;
         memcpy(kl + (size_t)n_past * D, tk, n * sizeof(float));
@@ -222,14 +224,8 @@ static void cache_append(tr_nn_kv *kv, int layer, int n_past, int rows, const fl
         kl[(size_t)n_past * D + i] = tr_f32_to_f16(tk[i]);
         vl[(size_t)n_past * D + i] = tr_f32_to_f16(tv[i]);
     }
-    float *uk = kv->unpack, *uv = kv->unpack + (size_t)kv->n_ctx * D;
-    size_t m = (size_t)(n_past + rows) * D;
-    for (size_t i = 0; i < m; i++) {
-        uk[i] = tr_f16_to_f32(kl[i]);
-        uv[i] = tr_f16_to_f32(vl[i]);
-    }
-    *kc = uk;
-    *vc = uv;
+    *k16 = kl;
+    *v16 = vl;
 }
 
 void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
@@ -244,18 +240,27 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 
     /* causal self-attention over each sequence's cache */
     tr_layer_norm(pool, x, h, rows, D, blk->ln_self.w, blk->ln_self.b, d->ln_eps);
-    tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
-    tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
-    tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+    if (!blk->self.q.b && !blk->self.k.b && !blk->self.v.b) {
+        /* bias-free projections (Moonshine): one pool dispatch for the three
+         * in a one-row step, each output bit for bit tr_linear's */
+        const tr_tensor *const w3[3] = {blk->self.q.w, blk->self.k.w, blk->self.v.w};
+        float *const y3[3] = {q, tk, tv};
+        tr_linear_group(pool, w3, 3, h, rows, y3);
+    } else {
+        tr_nn_linear_fwd(pool, &blk->self.q, h, rows, q);
+        tr_nn_linear_fwd(pool, &blk->self.k, h, rows, tk);
+        tr_nn_linear_fwd(pool, &blk->self.v, h, rows, tv);
+    }
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
         const float *kc, *vc;
+        const uint16_t *k16, *v16;
         if (d->rope.n_rot > 0) {
             rope_rows(d, q + off, sg->rows, sg->n_past);
             rope_rows(d, tk + off, sg->rows, sg->n_past);
         }
-        cache_append(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off, &kc, &vc);
+        cache_append(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off, &kc, &vc, &k16, &v16);
         const int n_kv = sg->n_past + sg->rows;
         tr_attn_args a = {
             .q = q + off,
@@ -275,7 +280,10 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
             .causal = true,
             .causal_offset = sg->n_past,
         };
-        tr_attention(pool, &a);
+        if (k16)
+            tr_attention_f16kv(pool, &a, k16, v16);
+        else
+            tr_attention(pool, &a);
     }
     tr_nn_linear_fwd(pool, &blk->self.o, o, rows, q);
     add_inplace(pool, x, q, n);

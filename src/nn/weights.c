@@ -71,10 +71,11 @@ static bool load_one(const tr_nn_wsrc *src, const tr_nn_wspec *s, const int64_t 
         l->b = bias ? get_f32(src, base, ".bias", 1, &ne[1], &ok) : NULL;
         break;
     }
-    case TR_NN_W_NORM: {
+    case TR_NN_W_NORM:
+    case TR_NN_W_NORM_NOBIAS: {
         tr_nn_norm *nm = field;
         nm->w = get_f32(src, base, ".weight", 1, ne, &ok);
-        nm->b = get_f32(src, base, ".bias", 1, ne, &ok);
+        nm->b = s->kind == TR_NN_W_NORM ? get_f32(src, base, ".bias", 1, ne, &ok) : NULL;
         break;
     }
     case TR_NN_W_VEC:
@@ -110,7 +111,7 @@ bool tr_nn_load_layers(const tr_nn_wsrc *src, const tr_nn_wspec *specs, size_t n
 
 /* ---- block tables built from a family's part names ---- */
 
-enum { BLK_D, BLK_F };
+enum { BLK_D, BLK_F, BLK_F2 };
 #define BLK_MAX 16
 
 typedef struct {
@@ -137,7 +138,7 @@ static void blk_add(blk_table *t, const char *prefix, const char *part, const ch
 }
 
 static void blk_attn(blk_table *t, const char *prefix, const char *attn, const char *out,
-                     bool k_bias, size_t offset) {
+                     bool k_bias, bool no_bias, size_t offset) {
     char sub[48];
     const int64_t D = TR_NN_DIM(BLK_D);
     const char *const parts[4] = {".q", ".k", ".v", NULL};
@@ -145,42 +146,72 @@ static void blk_attn(blk_table *t, const char *prefix, const char *attn, const c
                             offsetof(tr_nn_attn, v), offsetof(tr_nn_attn, o)};
     for (int i = 0; i < 4; i++) {
         snprintf(sub, sizeof sub, ".%s", out);
-        const tr_nn_wkind kind = i == 1 && !k_bias ? TR_NN_W_LINEAR_NOBIAS : TR_NN_W_LINEAR;
+        const tr_nn_wkind kind =
+            no_bias || (i == 1 && !k_bias) ? TR_NN_W_LINEAR_NOBIAS : TR_NN_W_LINEAR;
         blk_add(t, prefix, attn, parts[i] ? parts[i] : sub, kind, D, D, offset + offs[i]);
     }
 }
 
 static void blk_ffn(blk_table *t, const char *prefix, const char *up, const char *down,
-                    size_t offset) {
+                    bool fused_glu, size_t offset) {
     const int64_t D = TR_NN_DIM(BLK_D), F = TR_NN_DIM(BLK_F);
-    blk_add(t, prefix, up, NULL, TR_NN_W_LINEAR, D, F, offset + offsetof(tr_nn_ffn, fc1));
+    const int64_t up_out = fused_glu ? TR_NN_DIM(BLK_F2) : F;
+    blk_add(t, prefix, up, NULL, TR_NN_W_LINEAR, D, up_out, offset + offsetof(tr_nn_ffn, fc1));
     blk_add(t, prefix, down, NULL, TR_NN_W_LINEAR, F, D, offset + offsetof(tr_nn_ffn, fc2));
 }
 
-static void blk_norm(blk_table *t, const char *prefix, const char *part, size_t offset) {
-    blk_add(t, prefix, part, NULL, TR_NN_W_NORM, TR_NN_DIM(BLK_D), 0, offset);
+static void blk_norm(blk_table *t, const char *prefix, const char *part, bool no_bias,
+                     size_t offset) {
+    blk_add(t, prefix, part, NULL, no_bias ? TR_NN_W_NORM_NOBIAS : TR_NN_W_NORM, TR_NN_DIM(BLK_D),
+            0, offset);
 }
 
 bool tr_nn_load_enc_blocks(const tr_nn_wsrc *src, const tr_nn_enc_names *nm, int64_t d,
                            int64_t d_ff, int n_layers, tr_nn_enc_block *out) {
-    blk_table t = {.ok = true};
-    blk_norm(&t, nm->prefix, nm->ln_attn, offsetof(tr_nn_enc_block, ln_attn));
-    blk_attn(&t, nm->prefix, nm->attn, nm->out, nm->k_bias, offsetof(tr_nn_enc_block, attn));
-    blk_norm(&t, nm->prefix, nm->ln_ffn, offsetof(tr_nn_enc_block, ln_ffn));
-    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, offsetof(tr_nn_enc_block, ffn));
-    const int64_t dims[2] = {[BLK_D] = d, [BLK_F] = d_ff};
-    return t.ok && tr_nn_load_layers(src, t.spec, t.n, dims, n_layers, true, out, sizeof *out);
+    return tr_nn_load_enc_blocks_opt(src, nm, NULL, d, d_ff, n_layers, out);
 }
 
 bool tr_nn_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *nm, int64_t d,
                            int64_t d_ff, int n_layers, tr_nn_dec_block *out) {
+    return tr_nn_load_dec_blocks_opt(src, nm, NULL, d, d_ff, n_layers, out);
+}
+
+bool tr_nn_load_enc_blocks_opt(const tr_nn_wsrc *src, const tr_nn_enc_names *nm,
+                               const tr_nn_block_opts *opts, int64_t d, int64_t d_ff, int n_layers,
+                               tr_nn_enc_block *out) {
+    static const tr_nn_block_opts none = {0};
+    if (!opts) opts = &none;
     blk_table t = {.ok = true};
-    blk_norm(&t, nm->prefix, nm->ln_self, offsetof(tr_nn_dec_block, ln_self));
-    blk_attn(&t, nm->prefix, nm->self_attn, nm->out, nm->k_bias, offsetof(tr_nn_dec_block, self));
-    blk_norm(&t, nm->prefix, nm->ln_cross, offsetof(tr_nn_dec_block, ln_cross));
-    blk_attn(&t, nm->prefix, nm->cross_attn, nm->out, nm->k_bias, offsetof(tr_nn_dec_block, cross));
-    blk_norm(&t, nm->prefix, nm->ln_ffn, offsetof(tr_nn_dec_block, ln_ffn));
-    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, offsetof(tr_nn_dec_block, ffn));
-    const int64_t dims[2] = {[BLK_D] = d, [BLK_F] = d_ff};
+    const bool nb = opts->no_ln_bias;
+    blk_norm(&t, nm->prefix, nm->ln_attn, nb, offsetof(tr_nn_enc_block, ln_attn));
+    blk_attn(&t, nm->prefix, nm->attn, nm->out, nm->k_bias, opts->no_attn_bias,
+             offsetof(tr_nn_enc_block, attn));
+    blk_norm(&t, nm->prefix, nm->ln_ffn, nb, offsetof(tr_nn_enc_block, ln_ffn));
+    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, false, offsetof(tr_nn_enc_block, ffn));
+    const int64_t dims[3] = {[BLK_D] = d, [BLK_F] = d_ff, [BLK_F2] = 2 * d_ff};
     return t.ok && tr_nn_load_layers(src, t.spec, t.n, dims, n_layers, true, out, sizeof *out);
+}
+
+bool tr_nn_load_dec_blocks_opt(const tr_nn_wsrc *src, const tr_nn_dec_names *nm,
+                               const tr_nn_block_opts *opts, int64_t d, int64_t d_ff, int n_layers,
+                               tr_nn_dec_block *out) {
+    static const tr_nn_block_opts none = {0};
+    if (!opts) opts = &none;
+    blk_table t = {.ok = true};
+    const bool nb = opts->no_ln_bias, na = opts->no_attn_bias;
+    blk_norm(&t, nm->prefix, nm->ln_self, nb, offsetof(tr_nn_dec_block, ln_self));
+    blk_attn(&t, nm->prefix, nm->self_attn, nm->out, nm->k_bias, na,
+             offsetof(tr_nn_dec_block, self));
+    blk_norm(&t, nm->prefix, nm->ln_cross, nb, offsetof(tr_nn_dec_block, ln_cross));
+    blk_attn(&t, nm->prefix, nm->cross_attn, nm->out, nm->k_bias, na,
+             offsetof(tr_nn_dec_block, cross));
+    blk_norm(&t, nm->prefix, nm->ln_ffn, nb, offsetof(tr_nn_dec_block, ln_ffn));
+    blk_ffn(&t, nm->prefix, nm->ffn_up, nm->ffn_down, opts->fused_glu,
+            offsetof(tr_nn_dec_block, ffn));
+    const int64_t dims[3] = {[BLK_D] = d, [BLK_F] = d_ff, [BLK_F2] = 2 * d_ff};
+    if (!t.ok || !tr_nn_load_layers(src, t.spec, t.n, dims, n_layers, true, out, sizeof *out))
+        return false;
+    if (opts->fused_glu)
+        for (int i = 0; i < n_layers; i++) out[i].ffn.glu = TR_NN_GLU_FUSED;
+    return true;
 }

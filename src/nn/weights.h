@@ -26,6 +26,7 @@ typedef enum {
     TR_NN_W_LINEAR_NOBIAS, /* tr_nn_linear: weight only, b = NULL */
     TR_NN_W_LINEAR_OPTB,   /* tr_nn_linear: bias loaded iff the call's with_bias */
     TR_NN_W_NORM,          /* tr_nn_norm: F32 weight and bias {ne0} */
+    TR_NN_W_NORM_NOBIAS,   /* tr_nn_norm: F32 weight {ne0} only, b = NULL (no beta) */
     TR_NN_W_VEC,           /* const float *: F32 {ne0, ne1} used in place */
     TR_NN_W_TENSOR,        /* const tr_tensor *: `types`, n_dims, ne */
 } tr_nn_wkind;
@@ -69,7 +70,10 @@ bool tr_nn_load_layers(const tr_nn_wsrc *src, const tr_nn_wspec *specs, size_t n
  * Families name the parts of a block differently; these say how, and the
  * loader builds the table. A part "x" of layer i is "<prefix with i>x";
  * an attention's projections are "<attn>.q/.k/.v/.<out>"; LayerNorms and
- * every projection carry a bias except the key projection when !k_bias. */
+ * every projection carry a bias except the key projection when !k_bias.
+ * A family without some of those tensors says so in tr_nn_block_opts
+ * (Moonshine: LayerNorms without beta, attention projections without
+ * biases, a fused SwiGLU fc1). */
 typedef struct tr_nn_enc_names {
     const char *prefix;         /* e.g. "enc.blocks.%d." */
     const char *ln_attn, *attn; /* "norm_attn", "attn" */
@@ -89,11 +93,27 @@ typedef struct tr_nn_dec_names {
     bool k_bias;
 } tr_nn_dec_names;
 
-/* n_layers blocks of width d and FFN width d_ff (ffn.act left as is);
- * stops after the first failing layer. */
+/* Layout options of the *_opt loaders; the zero value is the layout above. */
+typedef struct tr_nn_block_opts {
+    bool no_ln_bias;   /* LayerNorms have a weight only (b = NULL) */
+    bool no_attn_bias; /* no attention projection has a bias (k_bias ignored) */
+    bool fused_glu;    /* decoder ffn_up is {d, 2·d_ff}: value then gate; sets
+                        * ffn.glu = TR_NN_GLU_FUSED (encoder blocks: ignored) */
+} tr_nn_block_opts;
+
+/* n_layers blocks of width d and FFN width d_ff (ffn.act left as is; with
+ * fused_glu, d_ff is the width of one half); stops after the first failing
+ * layer. */
 bool tr_nn_load_enc_blocks(const tr_nn_wsrc *src, const tr_nn_enc_names *names, int64_t d,
                            int64_t d_ff, int n_layers, tr_nn_enc_block *out);
 bool tr_nn_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *names, int64_t d,
                            int64_t d_ff, int n_layers, tr_nn_dec_block *out);
+/* The same with layout options (opts NULL: the layout above). */
+bool tr_nn_load_enc_blocks_opt(const tr_nn_wsrc *src, const tr_nn_enc_names *names,
+                               const tr_nn_block_opts *opts, int64_t d, int64_t d_ff, int n_layers,
+                               tr_nn_enc_block *out);
+bool tr_nn_load_dec_blocks_opt(const tr_nn_wsrc *src, const tr_nn_dec_names *names,
+                               const tr_nn_block_opts *opts, int64_t d, int64_t d_ff, int n_layers,
+                               tr_nn_dec_block *out);
 
 #endif

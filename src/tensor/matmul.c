@@ -18,9 +18,9 @@
  *
  * Matrix-vector (M == 1): threads claim chunks of weight rows and stream
  * each row once through a fused dequantize+dot kernel. Small M (up to
- * TR_MM_SMALL_M, where the ISA has it): each weight row is dequantized once
- * into L1 and dotted with every row of X, which beats packing W for a
- * handful of rows. */
+ * TR_MM_SMALL_M): the level's few-row integer dots, or blocks of weight
+ * rows through the matrix-vector path once per row of X while in cache;
+ * either way each row of the product has the bits of that row alone. */
 #include "tensor/matmul.h"
 
 #include <stdatomic.h>
@@ -417,34 +417,53 @@ static void rows_generic(const tr_mm_isa *isa, const tr_mm_w *w, const float *x,
 typedef struct {
     const tr_mm_isa *isa;
     const tr_mm_w *w;
-    const float *bias, *X;
+    const float *bias, *X, *xsum; /* xsum: row i's group sums at xsum + i * (K / 32) */
     long M, ldx, ldy;
     float *Y;
     atomic_int failed;
     atomic_long next;
     long chunk;
-    const void *xq; /* AVX2 integer rows: a tr_mm_xq of X quantized once (else NULL) */
+    const tr_mm_xq *xq; /* the level's integer rows: X quantized once (else NULL) */
 } multi_ctx;
 
+/* Weight rows per block of the few-row path: about 16 KiB, so a block is
+ * still in L1 when the next row of X reads it. */
+static long multi_block_rows(const tr_mm_w *w) {
+    long r = (long)(16384 / (w->stride ? w->stride : 1));
+    return r < 1 ? 1 : r;
+}
+
+/* A few rows of X: the level's integer dots (each weight row read once for
+ * all rows of X), or else each block of weight rows through the one-row
+ * path once per row of X while the block is in cache. Either way row i of
+ * the product has the bits tr_matmul gives X's row i alone, on every level
+ * and for every type, so a batched step (or the verify step of
+ * speculative decoding) decodes exactly as its rows would one by one. */
 static void multi_task(void *arg, int ith, int nth) {
     multi_ctx *c = (multi_ctx *)arg;
-    long N = (long)c->w->N;
+    const long N = (long)c->w->N, K = (long)c->w->K, blk = multi_block_rows(c->w);
     float *scratch = NULL;
     for (;;) {
         long n0 = atomic_fetch_add(&c->next, c->chunk);
         if (n0 >= N) break;
         long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
-#if defined(TR_CPU_X86)
         if (c->xq) {
-            tr_mm_rows_int8_multi_avx2(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
+            c->isa->rows_int8_multi(c->w, c->xq, (int)c->M, c->Y, c->ldy, n0, n1, c->bias);
             continue;
         }
-#endif
-        if (!scratch && !(scratch = alloc_floats((size_t)c->w->K))) {
+        if (!scratch && !(scratch = alloc_floats((size_t)K))) {
             atomic_store(&c->failed, 1);
             return;
         }
-        c->isa->rows_multi(c->w, c->X, c->M, c->ldx, c->Y, c->ldy, n0, n1, c->bias, scratch);
+        for (long b0 = n0; b0 < n1; b0 += blk) {
+            const long b1 = b0 + blk < n1 ? b0 + blk : n1;
+            for (long i = 0; i < c->M; i++) {
+                const float *x = c->X + i * c->ldx, *xs = c->xsum ? c->xsum + i * (K / 32) : NULL;
+                float *y = c->Y + i * c->ldy + b0;
+                if (!c->isa->rows(c->w, x, xs, y, b0, b1, c->bias, scratch))
+                    rows_generic(c->isa, c->w, x, y, b0, b1, c->bias, scratch);
+            }
+        }
     }
     free(scratch);
 }
@@ -476,19 +495,21 @@ static void oom(tr_pool *pool, const char *what) {
 
 /* Sums of x over each 32-element group, which feed the K-quant min terms
  * (*xsum stays NULL when no K-quant weight reads x). False on OOM. */
-static bool x_group_sums(tr_pool *pool, const float *X, long K, bool kquant, float **xsum) {
+static bool x_group_sums(tr_pool *pool, const float *X, long M, long ldx, long K, bool kquant,
+                         float **xsum) {
     long groups = K / 32;
     *xsum = NULL;
     if (!kquant || groups <= 0) return true;
-    if (!(*xsum = malloc((size_t)groups * sizeof(float)))) {
+    if (!(*xsum = malloc((size_t)(M * groups) * sizeof(float)))) {
         oom(pool, "matmul: out of memory");
         return false;
     }
-    for (long g = 0; g < groups; g++) {
-        float s = 0.0f;
-        for (int j = 0; j < 32; j++) s += X[g * 32 + j];
-        (*xsum)[g] = s;
-    }
+    for (long i = 0; i < M; i++)
+        for (long g = 0; g < groups; g++) {
+            float s = 0.0f;
+            for (int j = 0; j < 32; j++) s += X[i * ldx + g * 32 + j];
+            (*xsum)[i * groups + g] = s;
+        }
     return true;
 }
 
@@ -512,7 +533,8 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     }
     if (M == 1) {
         float *xsum = NULL;
-        if (!x_group_sums(pool, X, (long)w->K, w->type == TR_Q4_K || w->type == TR_Q5_K, &xsum))
+        if (!x_group_sums(pool, X, 1, ldx, (long)w->K, w->type == TR_Q4_K || w->type == TR_Q5_K,
+                          &xsum))
             return;
         gemv_ctx c = {
             isa, w, bias, X, xsum, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
@@ -521,32 +543,38 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
-    if (M <= TR_MM_SMALL_M && isa->rows_multi) {
-        multi_ctx c = {
-            isa, w, bias, X, M, ldx, ldy, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool)),
-            NULL};
+    if (M <= TR_MM_SMALL_M) {
+        multi_ctx c = {isa, w,   bias, X, NULL, M,
+                       ldx, ldy, Y,    0, 0,    row_chunk((long)w->N, tr_pool_n_threads(pool)),
+                       NULL};
         void *xq = NULL;
-#if defined(TR_CPU_X86)
-        /* the integer-dot types on AVX2: the rows of X quantized once for
-         * the call, then dots that read each weight row once for all of
-         * them (dequantizing every row to floats for a few rows of X made a
+        float *xsum = NULL;
+        /* the integer-dot types where the level has few-row dots: the rows
+         * of X quantized once for the call, then dots that read each weight
+         * row once for all of them (the one-row path per row of X made a
          * batched LLM step compute-bound: no faster than one row at a time) */
         tr_mm_xq xqv;
         const bool kq = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-        if ((kq || w->type == TR_Q8_0) && isa == &tr_mm_isa_avx2 && M > 1) {
+        if ((kq || w->type == TR_Q8_0) && isa->quant_x_rows && M > 1) {
             const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
-            xq = malloc(sizeof(float) * m * (K / 32) + m * K + sizeof(int16_t) * m * (K / 16));
+            /* scales: up to K / 16 floats per row (tr_mm_xq) */
+            xq = malloc(sizeof(float) * m * (K / 16) + m * K + sizeof(int16_t) * m * (K / 16));
             if (xq) {
                 xqv.s = (float *)xq;
-                xqv.q = (int8_t *)(xqv.s + m * (K / 32));
+                xqv.q = (int8_t *)(xqv.s + m * (K / 16));
                 xqv.bsum = (int16_t *)(xqv.q + m * K);
-                tr_mm_quant_x_rows_avx2(w->type, X, ldx, M, (long)K, &xqv);
-                c.xq = &xqv;
+                if (isa->quant_x_rows(w->type, X, ldx, M, (long)K, &xqv)) c.xq = &xqv;
             }
         }
-#endif
+        if (!c.xq && !x_group_sums(pool, X, M, ldx, (long)w->K,
+                                   w->type == TR_Q4_K || w->type == TR_Q5_K, &xsum)) {
+            free(xq);
+            return;
+        }
+        c.xsum = xsum;
         tr_pool_run(pool, multi_task, &c);
         free(xq);
+        free(xsum);
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
@@ -667,7 +695,7 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
         c.first[i + 1] = c.first[i] + ((long)c.w[i].N + c.chunk[i] - 1) / c.chunk[i];
     }
     float *xsum = NULL;
-    if (!x_group_sums(pool, X, (long)c.w[0].K, kquant, &xsum)) return;
+    if (!x_group_sums(pool, X, 1, (long)c.w[0].K, (long)c.w[0].K, kquant, &xsum)) return;
     c.xsum = xsum;
     tr_pool_run(pool, group_task, &c);
     free(xsum);

@@ -529,7 +529,8 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
     }
 }
 
-void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+bool tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
+    if (type != TR_Q8_0 && type != TR_Q4_K && type != TR_Q5_K && type != TR_Q6_K) return false;
     for (long m = 0; m < M; m++) {
         if (type == TR_Q8_0)
             quantize_x_q8(X + m * ldx, K, x->q + m * K, x->s + m * (K / 32));
@@ -537,6 +538,7 @@ void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K,
             quantize_x_q8k(X + m * ldx, K, x->q + m * K, x->s + m * (K / 256),
                            x->bsum + m * (K / 16));
     }
+    return true;
 }
 
 void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
@@ -555,64 +557,6 @@ void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, floa
             dot_rows_m(w->type, row, x, K, 4, end, out);
         const float bn = bias ? bias[n] : 0.0f;
         for (int i = 0; i < m; i++) Y[i * ldy + n] = out[i] + bn;
-    }
-}
-
-/* Up to 4 rows of X (ldx apart) against one weight row, sharing each W
- * load; F16 weights are converted in registers. */
-static void dot4(int type, const uint8_t *w, const float *x, long ldx, int m, long K, float *out) {
-    const float *wf = (const float *)w;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    long k = 0;
-    for (; k + 16 <= K; k += 16) {
-        __m256 w0 = type == TR_F16 ? load_f16(w + 2 * k) : _mm256_loadu_ps(wf + k);
-        __m256 w1 = type == TR_F16 ? load_f16(w + 2 * k + 16) : _mm256_loadu_ps(wf + k + 8);
-        a0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + k), a0);
-        b0 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + k + 8), b0);
-        if (m > 1) {
-            a1 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + ldx + k), a1);
-            b1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + ldx + k + 8), b1);
-        }
-        if (m > 2) {
-            a2 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + 2 * ldx + k), a2);
-            b2 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 2 * ldx + k + 8), b2);
-        }
-        if (m > 3) {
-            a3 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x + 3 * ldx + k), a3);
-            b3 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x + 3 * ldx + k + 8), b3);
-        }
-    }
-    float s[4] = {hsum256(_mm256_add_ps(a0, b0)), hsum256(_mm256_add_ps(a1, b1)),
-                  hsum256(_mm256_add_ps(a2, b2)), hsum256(_mm256_add_ps(a3, b3))};
-    for (; k < K; k++) {
-        float wk = type == TR_F16 ? half_at(w + 2 * k) : wf[k];
-        for (int i = 0; i < m; i++) s[i] += wk * x[i * ldx + k];
-    }
-    for (int i = 0; i < m; i++) out[i] = s[i];
-}
-
-/* Small M: stream each weight row once (other than F32/F16, dequantized
- * into L1 scratch) and dot it with every row of X, instead of packing all
- * of W for a handful of rows. */
-static void rows_multi_avx2(const tr_mm_w *w, const float *X, long M, long ldx, float *Y, long ldy,
-                            long n0, long n1, const float *bias, float *scratch) {
-    long K = (long)w->K;
-    bool direct = w->type == TR_F32 || w->type == TR_F16;
-    for (long n = n0; n < n1; n++) {
-        const uint8_t *row = w->data + (size_t)n * w->stride;
-        if (n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
-        if (!direct) {
-            deq_avx2(w->type, row, scratch, K);
-            row = (const uint8_t *)scratch;
-        }
-        float bn = bias ? bias[n] : 0.0f;
-        for (long m = 0; m < M; m += 4) {
-            float out[4];
-            int mm = (int)(M - m < 4 ? M - m : 4);
-            dot4(direct ? w->type : TR_F32, row, X + m * ldx, ldx, mm, K, out);
-            for (int i = 0; i < mm; i++) Y[(m + i) * ldy + n] = out[i] + bn;
-        }
     }
 }
 
@@ -658,5 +602,6 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .kernel = kernel_avx2,
                                   .rows = rows_avx2,
                                   .deq = deq_avx2,
-                                  .rows_multi = rows_multi_avx2,
-                                  .transpose16 = transpose16_avx2};
+                                  .transpose16 = transpose16_avx2,
+                                  .quant_x_rows = tr_mm_quant_x_rows_avx2,
+                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2};

@@ -5,6 +5,7 @@
 #ifndef TR_TENSOR_MATMUL_INTERNAL_H
 #define TR_TENSOR_MATMUL_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,10 +29,21 @@ typedef void (*tr_mm_kernel_fn)(const float *xp, const float *wp, int kc, float 
 typedef int (*tr_mm_rows_fn)(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                              long n1, const float *bias, float *scratch);
 typedef void (*tr_mm_deq_fn)(int type, const void *src, float *dst, int64_t n);
-/* Small-M path: Y[m][n] (+ bias) for all m < M and n in [n0, n1), streaming
- * each weight row once; scratch has room for K floats. */
-typedef void (*tr_mm_rows_multi_fn)(const tr_mm_w *w, const float *X, long M, long ldx, float *Y,
-                                    long ldy, long n0, long n1, const float *bias, float *scratch);
+
+/* A few rows of x (2..TR_MM_SMALL_M) prepared once for a level's integer
+ * dots of Q8_0, Q4_K, Q5_K and Q6_K rows (tr_mm_isa.quant_x_rows): row i's
+ * int8 values at q + i*K, its scales at s + i*(K/32) (Q8_0) or s +
+ * i*(K/256) (AVX2 K-quants, and Q6_K on both x86 levels) or s + i*(K/16)
+ * (AVX-512 Q4_K / Q5_K: scales and group sums), its sums per 16 at bsum +
+ * i*(K/16) (where the layout has them). rows_int8_multi writes Y[i*ldy + n]
+ * for weight rows [n0, n1), plus bias[n] when given; each weight row is
+ * read once for all m, and every output has the bits of the level's
+ * one-row path. */
+typedef struct {
+    int8_t *q;
+    float *s;
+    int16_t *bsum;
+} tr_mm_xq;
 
 typedef struct {
     const char *name;
@@ -39,14 +51,21 @@ typedef struct {
     tr_mm_kernel_fn kernel;
     tr_mm_rows_fn rows;
     tr_mm_deq_fn deq;
-    tr_mm_rows_multi_fn rows_multi; /* NULL: small M goes through the GEMM path */
     /* Optional 16×16 transpose for packing: rows r < nr of src (pitch floats
      * apart), k < kn, to dst[k*ld + r] for all 16 r (missing rows 0); dst is
      * 64-byte aligned and ld a multiple of 16. */
     void (*transpose16)(const float *src, long pitch, int nr, int kn, float *dst, long ld);
+    /* Optional (NULL: the level has none): a few rows of X for the
+     * integer-dot types, quantized once per call, then each weight row read
+     * once for all of them (see tr_mm_xq); quant_x_rows returns false for a
+     * type the level has no integer dots for. */
+    bool (*quant_x_rows)(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+    void (*rows_int8_multi)(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy, long n0,
+                            long n1, const float *bias);
 } tr_mm_isa;
 
-/* M at or below which tr_matmul prefers rows_multi over packed GEMM. */
+/* M at or below which tr_matmul takes the few-row path (each row exact to
+ * its matrix-vector product) over packed GEMM. */
 #define TR_MM_SMALL_M 4
 
 /* AVX2 (x86-64 only): x quantized once for many matrix-vector calls, as
@@ -56,21 +75,17 @@ typedef struct {
 void tr_mm_quant_x_avx2(const float *x, long K, int8_t *xq, float *xs);
 void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, float *y, long n0,
                         long n1);
-/* A few rows of x (2..TR_MM_SMALL_M) prepared once for the AVX2 integer
- * dots of Q8_0, Q4_K, Q5_K and Q6_K rows: row i's int8 values at q + i*K,
- * its scales at s + i*(K/32) (Q8_0) or s + i*(K/256) (K-quants), its sums
- * per 16 at bsum + i*(K/16) (K-quants). rows_int8_multi writes Y[i*ldy + n]
- * for weight rows [n0, n1), plus bias[n] when given; each weight row is
- * read once for all m, and every output has the bits of the one-row
- * path. */
-typedef struct {
-    int8_t *q;
-    float *s;
-    int16_t *bsum;
-} tr_mm_xq;
-void tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+bool tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
 void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                 long n0, long n1, const float *bias);
+/* AVX-512 (x86-64 only): the same for its own layouts; rows_int8 is the
+ * one-row matrix-vector path of Q8_0 and the K-quants (as tr_mm_rows_fn;
+ * returns 0 for other types). */
+int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
+                           long n1, const float *bias, float *scratch);
+bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
+void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
+                                  long n0, long n1, const float *bias);
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

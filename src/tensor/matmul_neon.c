@@ -140,5 +140,10 @@ int tr_mm_rows_neon(const tr_mm_w *w, const float *x, const float *xsum, float *
     return 1;
 }
 
-const tr_mm_isa tr_mm_isa_neon = {
-    "neon", MR, NR, 24 * NR, tr_mm_kernel_neon, tr_mm_rows_neon, tr_mm_deq_neon, NULL, NULL};
+const tr_mm_isa tr_mm_isa_neon = {.name = "neon",
+                                  .mr = MR,
+                                  .nr = NR,
+                                  .nc = 24 * NR,
+                                  .kernel = tr_mm_kernel_neon,
+                                  .rows = tr_mm_rows_neon,
+                                  .deq = tr_mm_deq_neon};

@@ -27,5 +27,10 @@ static int rows_scalar(const tr_mm_w *w, const float *x, const float *xsum, floa
     return 0; /* the driver's generic dequantize-then-dot path */
 }
 
-const tr_mm_isa tr_mm_isa_scalar = {
-    "scalar", MR, NR, 16 * NR, kernel_scalar, rows_scalar, tr_dequantize_row_ref, NULL, NULL};
+const tr_mm_isa tr_mm_isa_scalar = {.name = "scalar",
+                                    .mr = MR,
+                                    .nr = NR,
+                                    .nc = 16 * NR,
+                                    .kernel = kernel_scalar,
+                                    .rows = rows_scalar,
+                                    .deq = tr_dequantize_row_ref};

@@ -39,6 +39,7 @@ typedef struct fc_synth_cfg {
     int n_layers_key;        /* != 0: n_layers value written (tensors for n_layers) */
     int sub_factor;          /* 0: 8; else 2, 4, 8 or 16 (log2 stride-2 pre-encode stages) */
     int sub_factor_key;      /* != 0: subsampling_factor value written (tensors for sub_factor) */
+    bool biased_keys_only;   /* only the biased flavor's keys (Canary, Cohere): sizes, use_bias */
 } fc_synth_cfg;
 
 /* Stride-2 pre-encode stages of a configuration. */
@@ -124,10 +125,11 @@ static inline int fc_stage(int L, bool causal) {
     return causal ? L / 2 + 1 : (L + 1) / 2;
 }
 
-/* Returns a malloc'ed GGUF image (caller frees) or NULL. */
-static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
-    fc_synth_ctx c = {tr_gguf_writer_create(), cfg, cfg->seed, true};
-    if (!c.w) return NULL;
+/* Adds the encoder's keys (under cfg->prefix, plus stt.frontend.num_mels)
+ * and tensors to w, so a family's synthetic file can carry it; false when
+ * a tensor could not be added. */
+static inline bool fc_synth_add_encoder(gguf_writer *w, const fc_synth_cfg *cfg) {
+    fc_synth_ctx c = {w, cfg, cfg->seed, true};
     const char *P = cfg->prefix ? cfg->prefix : "stt.parakeet.encoder.";
     char key[160], name[160];
 #define KEY(s) (snprintf(key, sizeof key, "%s%s", P, s), key)
@@ -136,9 +138,10 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
         if (!cfg->skip_key || strcmp(cfg->skip_key, s) != 0)                                       \
             tr_gguf_writer_set_u32(c.w, KEY(s), (uint32_t)(v));                                    \
     } while (0)
-    tr_gguf_writer_set_str(c.w, "general.architecture", "parakeet");
     tr_gguf_writer_set_u32(c.w, "stt.frontend.num_mels", (uint32_t)cfg->n_mels);
-    if (cfg->n_layers_as_i32)
+    if (cfg->skip_key && strcmp(cfg->skip_key, "n_layers") == 0)
+        ; /* left out */
+    else if (cfg->n_layers_as_i32)
         tr_gguf_writer_set_i32(c.w, KEY("n_layers"), cfg->n_layers);
     else
         tr_gguf_writer_set_u32(c.w, KEY("n_layers"),
@@ -153,35 +156,37 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
     SET_U32("subsampling_channels", cfg->C);
     SET_U32("pos_emb_max_len", 5000);
     tr_gguf_writer_set_bool(c.w, KEY("use_bias"), cfg->use_bias && !cfg->use_bias_key_false);
-    tr_gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
-    tr_gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
-    tr_gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
     const char *style = cfg->bad_style ? cfg->bad_style : cfg->style;
-    if (style) tr_gguf_writer_set_str(c.w, KEY("att_context_style"), style);
-    if (cfg->bad_choices) {
-        int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
-    } else if (style && strcmp(style, "chunked_limited") == 0) {
-        int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
-    }
-    if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
-        const int32_t menu[2] = {70, 13};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
-        tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
-    }
-    if (cfg->conv_left >= 0) {
-        tr_gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
-        tr_gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
-    }
-    tr_gguf_writer_set_str(c.w, KEY("conv_norm_type"),
-                           cfg->layer_norm ? "layer_norm" : "batch_norm");
-    if (cfg->spk) {
-        const int32_t layers[1] = {0};
-        tr_gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
-        tr_gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
-        tr_gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
+    if (!cfg->biased_keys_only) { /* the biased flavor has none of these keys */
+        tr_gguf_writer_set_bool(c.w, KEY("xscaling"), cfg->xscaling);
+        tr_gguf_writer_set_i32(c.w, KEY("att_context_left"), cfg->att_left);
+        tr_gguf_writer_set_i32(c.w, KEY("att_context_right"), cfg->att_right);
+        if (style) tr_gguf_writer_set_str(c.w, KEY("att_context_style"), style);
+        if (cfg->bad_choices) {
+            int32_t ch[4] = {cfg->att_left + 1, cfg->att_right, 0, 0};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        } else if (style && strcmp(style, "chunked_limited") == 0) {
+            int32_t ch[4] = {cfg->att_left, cfg->att_right, 10, 1};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_context_size_choices"), ch, 4);
+        }
+        if (style && strcmp(style, "chunked_limited_with_rc") == 0) {
+            const int32_t menu[2] = {70, 13};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_left_choices"), menu, 2);
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_chunk_choices"), menu, 2);
+            tr_gguf_writer_set_arr_i32(c.w, KEY("att_chunk_right_choices"), menu, 2);
+        }
+        if (cfg->conv_left >= 0) {
+            tr_gguf_writer_set_i32(c.w, KEY("conv_context_left"), cfg->conv_left);
+            tr_gguf_writer_set_i32(c.w, KEY("conv_context_right"), cfg->conv_right);
+        }
+        tr_gguf_writer_set_str(c.w, KEY("conv_norm_type"),
+                               cfg->layer_norm ? "layer_norm" : "batch_norm");
+        if (cfg->spk) {
+            const int32_t layers[1] = {0};
+            tr_gguf_writer_set_arr_i32(c.w, KEY("spk_kernel_layers"), layers, 1);
+            tr_gguf_writer_set_str(c.w, KEY("spk_kernel_type"), "ff");
+            tr_gguf_writer_set_bool(c.w, KEY("add_bg_spk_kernel"), cfg->spk_bg);
+        }
     }
 #undef SET_U32
 #undef KEY
@@ -271,9 +276,18 @@ static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
         }
 #undef T
     }
+    return c.ok;
+}
+
+/* Returns a malloc'ed GGUF image (caller frees) or NULL. */
+static inline void *fc_synth_build(const fc_synth_cfg *cfg, size_t *size) {
+    gguf_writer *w = tr_gguf_writer_create();
+    if (!w) return NULL;
+    tr_gguf_writer_set_str(w, "general.architecture", "parakeet");
     void *img = NULL;
-    if (c.ok && tr_gguf_writer_to_memory(c.w, &img, size) != TRANSCRIBE_OK) img = NULL;
-    tr_gguf_writer_free(c.w);
+    if (fc_synth_add_encoder(w, cfg) && tr_gguf_writer_to_memory(w, &img, size) != TRANSCRIBE_OK)
+        img = NULL;
+    tr_gguf_writer_free(w);
     return img;
 }
 

@@ -380,6 +380,56 @@ static void check_dec(tr_pool *pool, tr_nn_rope rope) {
     lin_free(&m.emb);
 }
 
+/* The verify step of speculative decoding: R rows of one sequence at
+ * positions n_past.. in one tr_ed_step (causal within the rows), then the
+ * head over all R final-normed rows, give each row the bits of R one-row
+ * steps: logits and the K/V the rows leave in the cache. */
+static void check_dec_rows_exact(tr_pool *pool, tr_nn_rope rope, bool f16_cache) {
+    dec m;
+    dec_init(&m, rope);
+    const tr_ed_decoder *cfg = &m.cfg;
+    float src[NSRC * D], ck[L * NSRC * D], cv[L * NSRC * D];
+    for (int i = 0; i < NSRC * D; i++) src[i] = frand();
+    tr_ed_cross_kv(pool, cfg, src, NSRC, ck, cv, NSRC * D);
+    const int32_t ids[6] = {3, 7, 1, 9, 4, 11};
+    enum { P = 2, R = 4 };
+    float x[CTX * D], logits[R * V], one[R * V], first[V];
+    float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(cfg, CTX, 1));
+    tr_nn_kv kv[2];
+    for (int c = 0; c < 2; c++) {
+        CHECK(tr_nn_kv_init(&kv[c], L, CTX, D, f16_cache));
+        tr_ed_seq sq = {.rows = P,
+                        .n_past = 0,
+                        .n_src = NSRC,
+                        .kv = &kv[c],
+                        .ck = ck,
+                        .cv = cv,
+                        .cross_stride = NSRC * D,
+                        .ids = ids};
+        tr_ed_step(pool, cfg, 1, &sq, x, scratch, first);
+        if (c == 0) { /* all R rows in one step, then the head over them */
+            sq.rows = R, sq.n_past = P, sq.ids = ids + P;
+            tr_ed_step(pool, cfg, 1, &sq, x, scratch, NULL);
+            tr_ed_head(pool, cfg, x, R, logits);
+        } else { /* one row at a time */
+            for (int r = 0; r < R; r++) {
+                sq.rows = 1, sq.n_past = P + r, sq.ids = ids + P + r;
+                tr_ed_step(pool, cfg, 1, &sq, x, scratch, one + r * V);
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        CHECK_MSG(memcmp(logits + r * V, one + r * V, sizeof(float) * V) == 0,
+                  "verify row %d: logits differ from its one-row step", r);
+    const size_t kv_bytes = (f16_cache ? 2 : 4) * (size_t)L * CTX * D;
+    CHECK_MSG(memcmp(kv[0].k, kv[1].k, kv_bytes) == 0 && memcmp(kv[0].v, kv[1].v, kv_bytes) == 0,
+              "the verify step's cached K/V differ from the one-row steps'");
+    free(scratch);
+    for (int c = 0; c < 2; c++) tr_nn_kv_free(&kv[c]);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
+}
+
 /* One row decoded alone with tr_ed_step and the stopping rules of
  * tr_greedy_loop: the ids the batch must reproduce. */
 static int single_greedy(tr_pool *pool, const tr_ed_decoder *cfg, const tr_ed_greedy_cfg *gc,
@@ -418,6 +468,19 @@ static int abort_after;
 static bool abort_countdown(void *user) {
     (void)user;
     return abort_after-- <= 0;
+}
+
+/* tr_ed_step_weight_bytes: the self q/k/v/out, cross q/out, the FFN and the
+ * head of every layer, not the cross keys / values (F32 test weights). */
+static void check_step_bytes(void) {
+    dec m;
+    dec_init(&m, (tr_nn_rope){0, 0, false});
+    const size_t want =
+        sizeof(float) * ((size_t)D * V + (size_t)L * (6 * D * D + 2 * F * D + F * D));
+    CHECK_MSG(tr_ed_step_weight_bytes(&m.cfg) == want, "%zu vs %zu",
+              tr_ed_step_weight_bytes(&m.cfg), want);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
 }
 
 static void check_greedy_batch(tr_pool *pool) {
@@ -524,8 +587,11 @@ int main(void) {
         check_dec(pools[p], gptj);
         check_dec(pools[p], neox);
         check_dec(pools[p], none);
+        check_dec_rows_exact(pools[p], neox, false);
+        check_dec_rows_exact(pools[p], none, true);
         check_greedy_batch(pools[p]);
     }
+    check_step_bytes();
     tr_pool_free(pools[1]);
     return TEST_DONE();
 }

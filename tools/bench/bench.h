@@ -90,6 +90,7 @@ typedef struct {
     int frames;                 /* encoder frames of the first window */
     int gemm_m, gemm_k, gemm_n; /* the sgemm baseline: the encoder's FFN (K = d_model,
                                    N = d_ff) over M = max(frames, BENCH_SGEMM_MIN_M) rows */
+    double dec_step_mb;         /* an encoder-decoder step's bytes read, MB (0: not counted) */
 } bench_enc_cost;
 
 /* Fewest rows the sgemm baseline runs on. OpenBLAS's rate falls steeply

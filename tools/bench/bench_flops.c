@@ -24,5 +24,6 @@ bool bench_enc_cost_of(const struct transcribe_model *m, long n_samples, bench_e
     out->gemm_m = c.frames > BENCH_SGEMM_MIN_M ? c.frames : BENCH_SGEMM_MIN_M;
     out->gemm_k = c.gemm_k;
     out->gemm_n = c.gemm_n;
+    out->dec_step_mb = c.dec_step_mb;
     return true;
 }

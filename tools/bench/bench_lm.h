@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "nn/causal_lm.h"
+#include "nn/encdec_decoder.h"
 
 #define BENCH_STEP_PROBE_MAX 64
 
@@ -22,5 +23,11 @@ typedef struct {
  * cache row. false on bad arguments or failure. */
 bool bench_step_probe_run(tr_clm_state *st, tr_pool *pool, int pos, size_t step_bytes, int pairs,
                           bench_step_probe *out);
+
+/* The same alternation for one step of an encoder-decoder family's
+ * decoder (tr_ed_step of one row at the probe's position, head and argmax
+ * included; the probe's cache row is overwritten). */
+bool bench_ed_step_probe_run(const tr_ed_probe *p, tr_pool *pool, size_t step_bytes, int pairs,
+                             bench_step_probe *out);
 
 #endif

@@ -28,6 +28,12 @@
  * and the step probe (bench_step_probe.c): N steps alternated with copy
  * samples, the median ratio of step time to that floor (probe_*).
  *
+ * Encoder-decoder families with a tr_ed_step decoder (family hook
+ * ed_probe: Cohere) add the step's weight bytes, the K/V bytes it also
+ * reads (cross K/V, self K/V up to its position) and the same step probe,
+ * one row at the last run's final position, against the weights' floor
+ * (probe_step_vs_floor) and against weights + K/V (_vs_read_floor).
+ *
  * Prefill efficiency: the prompt's work counted from the decoder's
  * hyper-parameters (every layer's projections over T_prompt rows and the
  * causal attention; the head runs on the last row only and is left out)
@@ -482,6 +488,41 @@ int bench_model(int argc, char **argv) {
         if (lm.encoder_ms >= 0)
             printf(",\"encoder_ms\":%.1f,\"projector_ms\":%.1f", lm.encoder_ms, lm.projector_ms);
         print_prefill(&lm, &pre_probe);
+    }
+    tr_ed_probe ed;
+    if (!lm.have && tr_tool_ed_probe(s, &ed)) {
+        /* an encoder-decoder decoder (tr_ed_step): the last run's ms per
+         * generated token (prefill included) and the probe's step, one row
+         * at the last run's final position, against its weight bytes */
+        const size_t bytes = tr_ed_step_weight_bytes(ed.dec);
+        /* what the step also has to read: every layer's cross K/V (F32)
+         * and its self K/V up to the probe's position */
+        const size_t L = (size_t)ed.dec->n_layers, D = (size_t)ed.dec->dims.d_model;
+        const size_t kv = L * D * 2 *
+                          ((size_t)ed.seq.n_src * sizeof(float) +
+                           (size_t)(ed.seq.n_past + 1) * (ed.seq.kv->f16 ? 2 : sizeof(float)));
+        bench_step_probe sp;
+        printf(",\"step_weight_mb\":%.1f,\"step_kv_mb\":%.1f,\"probe_pos\":%d",
+               (double)bytes / 1048576.0, (double)kv / 1048576.0, ed.seq.n_past);
+        if (step_pairs > 0 &&
+            bench_ed_step_probe_run(&ed, tr_tool_session_pool(s), bytes, step_pairs, &sp))
+            printf(",\"probe_pairs\":%d,\"probe_step_ms\":%.2f,\"probe_copy_gbps\":%.2f,"
+                   "\"probe_step_vs_floor\":%.3f,\"probe_step_vs_floor_min\":%.3f,"
+                   "\"probe_step_vs_read_floor\":%.3f",
+                   sp.pairs, sp.step_ms, sp.copy_gbps, sp.ratio, sp.ratio_min,
+                   sp.ratio * (double)bytes / (double)(bytes + kv));
+    }
+    if (!lm.have && counted && cost.dec_step_mb > 0 && n_tokens > 0) {
+        /* an encoder-decoder family's greedy step (its enc_cost counts the
+         * bytes a step reads): decoder passes = tokens, plus the EOS step
+         * when the run ended at EOS; the decode stage over them */
+        const int passes = n_tokens + (st == TRANSCRIBE_OK ? 1 : 0);
+        const double step_ms = (double)best.decode_ms / passes;
+        const double bw = bench_copy_gbps(tr_tool_session_pool(s), 5);
+        const double ideal = bw > 0 ? cost.dec_step_mb * 1048576.0 / (bw * 1e6) : 0;
+        printf(",\"n_steps\":%d,\"step_ms\":%.2f,\"step_mb\":%.1f,\"copy_gbps\":%.2f,"
+               "\"step_floor_ms\":%.2f,\"step_vs_floor\":%.3f",
+               passes, step_ms, cost.dec_step_mb, bw, ideal, ideal > 0 ? step_ms / ideal : 0.0);
     }
     print_efficiency(counted ? &cost : NULL, why, best_encode_ms, &probe);
     if (spec.k > 0) spec_print(&spec);

@@ -15,9 +15,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "catalog.h"
 #include "cli.h"
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT, read by the abort callback */
@@ -179,10 +181,31 @@ static char *dup_str(const char *s) {
     return d;
 }
 
+/* -m NAME: a path that exists is a file; otherwise a name in the model
+ * catalogue (tools/download/catalog.h) is looked up in the model cache,
+ * offline. A missing path that is not a catalogued name goes on to the
+ * library, which says why it cannot open it. */
+static char *model_by_name(const char *arg, bool quiet) {
+    struct stat st;
+    if (stat(arg, &st) == 0 || strchr(arg, '/')) return dup_str(arg);
+    char path[TDL_PATH_MAX + 600], msg[1200];
+    int r = tdl_resolve_cached(arg, NULL, path, sizeof path, msg, sizeof msg);
+    if (r == 1) {
+        if (!quiet) fprintf(stderr, "using %s from the model cache: %s\n", arg, path);
+        return dup_str(path);
+    }
+    size_t n = strlen(arg);
+    bool file_like =
+        (n > 5 && !strcasecmp(arg + n - 5, ".gguf")) || (n > 4 && !strcasecmp(arg + n - 4, ".bin"));
+    if (r == 0 && file_like) return dup_str(arg);
+    fprintf(stderr, "error: %s\n", msg);
+    return NULL;
+}
+
 /* -m, else $TRANSCRIBE_MODEL, else the first (by name) .gguf file in models/ of the
  * source tree this binary was built from. */
 static char *resolve_model(const cli_opts *o) {
-    if (o->model) return dup_str(o->model);
+    if (o->model) return model_by_name(o->model, o->quiet);
     const char *env = getenv("TRANSCRIBE_MODEL");
     if (env && *env) {
         if (!o->quiet) fprintf(stderr, "using model %s (from TRANSCRIBE_MODEL)\n", env);

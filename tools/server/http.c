@@ -250,17 +250,25 @@ static void reply_get(srv_request *rq, int route, const char *url) {
         break;
     }
     case R_HEALTH: {
+        /* draining (SIGTERM seen) fails the check while requests are still
+         * served, so that a balancer moves new ones elsewhere */
         bool closing = atomic_load(&s->closing) != 0;
+        bool draining = closing || atomic_load(&s->draining) != 0;
         char *body = NULL;
         int len = asprintf(&body, "{\"status\":\"%s\",\"models\":%d}\n",
-                           closing ? "shutting_down" : "ok", s->pool.n);
-        if (len >= 0) reply_json(rq, closing ? 503 : 200, body, (size_t)len);
+                           closing    ? "shutting_down"
+                           : draining ? "draining"
+                                      : "ok",
+                           s->pool.n);
+        if (len >= 0) reply_json(rq, draining ? 503 : 200, body, (size_t)len);
+        if (draining) rq->reply.retry_after_s = 1;
         break;
     }
     case R_METRICS: {
         size_t len = 0;
+        int state = atomic_load(&s->closing) ? 2 : atomic_load(&s->draining) ? 1 : 0;
         char *body = srv_metrics_text(&s->metrics, srv_pool_waiting(&s->pool),
-                                      atomic_load(&s->in_flight), &len);
+                                      atomic_load(&s->in_flight), state, &len);
         if (body) {
             reply_json(rq, 200, body, len);
             rq->reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -303,7 +311,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, srv_request *rq) {
     }
     if (rp->content_type && !strcmp(rp->content_type, "text/event-stream"))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    if (rq->failed && rq->route != R_NONE)
+    if ((rq->failed && rq->route != R_NONE) || atomic_load(&rq->srv->closing))
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)rp->status, r);
     MHD_destroy_response(r);
@@ -419,8 +427,10 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
         return;
     }
     if (atomic_load(&s->closing) && route != R_HEALTH) {
+        /* retryable: another replica (or this one restarted) takes it */
         srv_reply_error(rq, 503, SRV_ERR_OVERLOADED, NULL, "shutting_down",
                         "the server is shutting down");
+        rq->reply.retry_after_s = 1;
         return;
     }
     if (is_api(route) && !auth_ok(s, c)) {

@@ -296,6 +296,7 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     case SRV_ACQ_CLOSING:
         srv_reply_error(rq, 503, SRV_ERR_OVERLOADED, NULL, "shutting_down",
                         "the server is shutting down");
+        rq->reply.retry_after_s = 1;
         return;
     case SRV_ACQ_GONE:
         srv_reply_error(rq, 400, SRV_ERR_ABORTED, NULL, "client_closed", "client went away");
@@ -354,10 +355,11 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     if (st == TRANSCRIBE_ERR_ABORTED) {
         if (rq->client_gone)
             srv_reply_error(rq, 400, SRV_ERR_ABORTED, NULL, "client_closed", "client went away");
-        else if (atomic_load(&srv->closing))
+        else if (atomic_load(&srv->closing)) {
             srv_reply_error(rq, 503, SRV_ERR_OVERLOADED, NULL, "shutting_down",
                             "the server is shutting down");
-        else
+            rq->reply.retry_after_s = 1;
+        } else
             srv_reply_error(rq, 504, SRV_ERR_TIMEOUT, NULL, "timeout",
                             "the run took longer than %d s", srv->opts->timeout_s);
     } else if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {

@@ -1,5 +1,6 @@
 /* transcribe-server: options, model loading, listening, and the graceful
- * stop on SIGTERM / SIGINT (finish running requests, refuse new ones). */
+ * stop on SIGTERM / SIGINT (drain: fail /health for --drain-delay while still
+ * serving; then refuse new requests, finish running ones). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -7,9 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundled_dir.h"
+#include "catalog.h"
 #include "server.h"
 
 static void usage(FILE *f, const char *argv0) {
@@ -20,7 +25,9 @@ static void usage(FILE *f, const char *argv0) {
             "options:\n"
             "  -m, --model [ID=]PATH     a model to serve (repeatable); its id is ID, else\n"
             "                            the file name without .gguf; the first is the default\n"
-            "                            (none: $TRANSCRIBE_MODEL, else the bundled model)\n"
+            "                            (none: $TRANSCRIBE_MODEL, else the bundled model);\n"
+            "                            a catalogue NAME (parakeet-tdt-0.6b-v3) takes the\n"
+            "                            model cache's file (transcribe-download fetches it)\n"
             "  --host ADDR               address to bind (default 127.0.0.1)\n"
             "  --port N                  port (default 8080; 0 = any free port, printed)\n"
             "  --parallel N              sessions per model (default 2)\n"
@@ -40,6 +47,12 @@ static void usage(FILE *f, const char *argv0) {
             "                            waited longest for its client's request is closed)\n"
             "  --threads N               compute threads per run (default: library's)\n"
             "  --shutdown-grace N        seconds running requests get on SIGTERM (default 30)\n"
+            "  --drain-delay N           on SIGTERM, first N seconds (default 0) in which\n"
+            "                            /health answers 503 while requests are still served,\n"
+            "                            so that a load balancer moves new ones elsewhere;\n"
+            "                            then new requests are refused (503, Retry-After) and\n"
+            "                            running ones get --shutdown-grace; a second signal\n"
+            "                            ends the delay\n"
             "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
             "                            (default: the bundled silero-vad-v4.gguf if present)\n"
             "  -q, --quiet               no request log, no library log\n"
@@ -84,6 +97,7 @@ static bool takes_value(const char *a) {
                                     "--body-timeout",
                                     "--threads",
                                     "--shutdown-grace",
+                                    "--drain-delay",
                                     "--vad-model"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (!strcmp(a, k[i])) return true;
@@ -104,6 +118,30 @@ static bool default_model(srv_opts *o) {
     o->model_path[o->n_models++] = bundled;
     fprintf(stderr, "using bundled model %s\n", bundled);
     return true;
+}
+
+/* -m NAME: a catalogue name that is not a file comes from the model cache
+ * (tools/download/catalog.h; `transcribe-download NAME` fetches it), offline,
+ * and is served under that name. */
+static bool model_by_name(srv_opts *o, int i) {
+    static char resolved[SRV_MAX_MODELS][TDL_PATH_MAX + 600];
+    const char *p = o->model_path[i];
+    struct stat st;
+    if (stat(p, &st) == 0 || strchr(p, '/')) return true;
+    char msg[1200];
+    int r = tdl_resolve_cached(p, NULL, resolved[i], sizeof resolved[i], msg, sizeof msg);
+    if (r == 1) {
+        if (!o->model_id[i]) o->model_id[i] = p;
+        o->model_path[i] = resolved[i];
+        fprintf(stderr, "using %s from the model cache: %s\n", p, resolved[i]);
+        return true;
+    }
+    size_t n = strlen(p);
+    if (r == 0 &&
+        ((n > 5 && !strcasecmp(p + n - 5, ".gguf")) || (n > 4 && !strcasecmp(p + n - 4, ".bin"))))
+        return true; /* a missing file: loading it says so */
+    fprintf(stderr, "error: %s\n", msg);
+    return false;
 }
 
 /* Returns -1 to continue, else the exit code. */
@@ -176,6 +214,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
         INT_OPT("--max-connections", 1, 10000, o->max_connections)
         INT_OPT("--threads", 0, 1024, o->threads)
         INT_OPT("--shutdown-grace", 0, 3600, o->shutdown_grace_s)
+        INT_OPT("--drain-delay", 0, 3600, o->drain_delay_s)
 #undef INT_OPT
         if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
             if (o->n_models >= SRV_MAX_MODELS) {
@@ -201,6 +240,8 @@ static int parse(int argc, char **argv, srv_opts *o) {
     }
     o->max_upload_bytes <<= 20;
     if (o->body_timeout_s == 0) o->body_timeout_s = o->timeout_s;
+    for (int i = 0; i < o->n_models; i++)
+        if (!model_by_name(o, i)) return 1;
     if (o->n_models == 0 && !default_model(o)) {
         fprintf(stderr,
                 "error: no model: pass -m MODEL.gguf, set TRANSCRIBE_MODEL, or put a "
@@ -272,8 +313,35 @@ int main(int argc, char **argv) {
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0) {
     }
-    fprintf(stderr, "transcribe-server: %s: finishing running requests (at most %d s)\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT", o.shutdown_grace_s);
+    const char *signame = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (o.drain_delay_s > 0) {
+        /* drain: /health fails, requests are still served, until the delay
+         * ends or a second signal comes */
+        atomic_store(&s.draining, 1);
+        fprintf(stderr,
+                "transcribe-server: %s: draining: /health answers 503, requests are still "
+                "served for %d s\n",
+                signame, o.drain_delay_s);
+        fflush(stderr);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += o.drain_delay_s;
+        for (;;) {
+            struct timespec now, left;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            left.tv_sec = until.tv_sec - now.tv_sec;
+            left.tv_nsec = until.tv_nsec - now.tv_nsec;
+            if (left.tv_nsec < 0) left.tv_sec--, left.tv_nsec += 1000000000L;
+            if (left.tv_sec < 0) break;
+            int got = sigtimedwait(&sigs, NULL, &left);
+            if (got > 0) break;
+            if (got < 0 && errno == EAGAIN) break;
+        }
+    }
+    fprintf(stderr,
+            "transcribe-server: %s: refusing new requests, finishing running ones (at most %d "
+            "s)\n",
+            signame, o.shutdown_grace_s);
     srv_http_stop(&s, o.shutdown_grace_s);
     rc = 0;
 done:

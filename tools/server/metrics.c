@@ -12,7 +12,8 @@ const char *srv_err_kind_name(srv_err_kind k) {
     return (k >= 0 && k < SRV_ERR_KINDS) ? names[k] : "unknown";
 }
 
-char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, size_t *len) {
+char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, int state,
+                       size_t *len) {
     char *data = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&data, &n);
@@ -44,6 +45,10 @@ char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, siz
             "# HELP transcribe_running Runs in progress.\n"
             "# TYPE transcribe_running gauge\n"
             "transcribe_running %d\n"
+            "# HELP transcribe_draining 1 from SIGTERM on: /health fails so that a balancer\n"
+            "# moves new requests elsewhere; running requests finish.\n"
+            "# TYPE transcribe_draining gauge\n"
+            "transcribe_draining %d\n"
             "# HELP transcribe_audio_seconds_total Audio transcribed, in seconds.\n"
             "# TYPE transcribe_audio_seconds_total counter\n"
             "transcribe_audio_seconds_total %.3f\n"
@@ -54,7 +59,7 @@ char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, siz
             "# TYPE transcribe_real_time_factor gauge\n"
             "transcribe_real_time_factor %.6f\n",
             (long long)atomic_load(&m->ok), queue_depth, in_flight, atomic_load(&m->running),
-            (double)audio_ms / 1000.0, (double)compute_us / 1e6,
+            state > 0, (double)audio_ms / 1000.0, (double)compute_us / 1e6,
             audio_ms > 0 ? ((double)compute_us / 1000.0) / (double)audio_ms : 0.0);
     if (fclose(f) != 0) {
         free(data);

@@ -180,7 +180,7 @@ srv_acquire srv_model_acquire(srv_model *m, srv_request *rq, struct transcribe_s
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&m->cv, &m->mu, &ts);
         if (w.session) break;
-        if (atomic_load(&rq->srv->closing)) {
+        if (atomic_load(&rq->srv->closing) == 2) { /* the grace is over */
             res = SRV_ACQ_CLOSING;
             break;
         }

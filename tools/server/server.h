@@ -43,6 +43,7 @@ typedef struct srv_opts {
     int max_connections;  /* open connections (each holds a thread) */
     int threads;          /* per session; 0: library default */
     int shutdown_grace_s;
+    int drain_delay_s;          /* after SIGTERM: /health 503 while serving, before refusing */
     const char *vad_model_path; /* --vad-model; NULL: the bundled one if present */
     bool quiet;
 } srv_opts;
@@ -125,7 +126,9 @@ typedef struct srv_metrics {
 } srv_metrics;
 
 /* Prometheus text exposition of m (malloc'ed, *len set). */
-char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, size_t *len);
+/* state: 0 serving, 1 draining (SIGTERM seen, /health fails), 2 refusing */
+char *srv_metrics_text(const srv_metrics *m, int queue_depth, int in_flight, int state,
+                       size_t *len);
 const char *srv_err_kind_name(srv_err_kind k);
 
 /* ---- the connection guard (guard.c) ---- */
@@ -160,7 +163,8 @@ typedef struct srv_server {
     srv_pool pool;
     srv_metrics metrics;
     char tmp_dir[256];    /* uploads land here (one private folder per server) */
-    atomic_int closing;   /* 0 serving, 1 draining (refuse new), 2 stop runs now */
+    atomic_int closing;   /* 0 serving, 1 stopping (refuse new), 2 stop runs now */
+    atomic_int draining;  /* SIGTERM seen: /health fails, requests still served */
     atomic_int in_flight; /* requests past their headers */
     struct MHD_Daemon *daemon;
     srv_guard *guard;
@@ -169,7 +173,7 @@ typedef struct srv_server {
 
 bool srv_http_start(srv_server *s);
 /* Refuses new connections and requests, waits up to grace_s for running
- * ones, then stops the daemon. */
+ * ones (also those queued for a session), then stops the daemon. */
 void srv_http_stop(srv_server *s, int grace_s);
 
 /* ---- one request (job.c, http.c) ---- */

@@ -36,6 +36,8 @@ MOSS_WAV = DATA / "moss" / "mix.wav"
 TINY_WHISPER = DATA / "whisper" / "tiny" / "whisper-tiny-ref-F16.gguf"
 TINY_SENSEVOICE = DATA / "sensevoice" / "tiny" / "sensevoice-tiny-ref-F32.gguf"
 SENSEVOICE_WAV = DATA / "sensevoice" / "clip.wav"
+TINY_MEDASR = DATA / "medasr" / "tiny" / "medasr-tiny-ref-F32.gguf"
+MEDASR_WAV = DATA / "medasr" / "clip.wav"
 
 
 def need(path: Path) -> Path:

@@ -19,11 +19,13 @@ import transcribe
 from conftest import (
     BINDINGS,
     BUNDLED,
+    MEDASR_WAV,
     MOSS_WAV,
     ROOT,
     SAMPLE,
     SENSEVOICE_WAV,
     SHORT_WAVS,
+    TINY_MEDASR,
     TINY_MOSS,
     TINY_SENSEVOICE,
     TINY_TDT,
@@ -149,6 +151,21 @@ def test_audio_tags_equal_cli_json(cli):
         assert (r.language, r.emotion, r.audio_event) == ("en", "NEUTRAL", "Speech")
         assert "<|" not in r.text and "<|Speech|>" in r.raw_text
         assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_SENSEVOICE, SENSEVOICE_WAV))
+
+
+def test_medasr_token_rows_equal_cli_json(cli):
+    """MedASR: the reference's text, token rows on 40 ms frames with the raw piece as text."""
+    with transcribe.Model(need(TINY_MEDASR)) as m:
+        r = m.transcribe(need(MEDASR_WAV))
+        golden = json.loads((TINY_MEDASR.parent / "decode.json").read_text("utf-8"))["F32"]
+        assert r.text == golden["text"] and r.raw_text == golden["raw_text"]
+        assert [(t.id, t.text, t.start_ms, t.end_ms) for t in r.tokens] == [
+            (t["id"], t["text"], t["t0_ms"], t["t1_ms"]) for t in golden["tokens"]
+        ]
+        assert len(r.segments) == 1 and r.segments[0].text == r.text
+        assert_same_as_cli(r.to_dict(), cli_json(cli, TINY_MEDASR, MEDASR_WAV))
+        with pytest.raises(transcribe.TranscribeError):
+            m.transcribe(np.zeros(2319, dtype=np.float32))
 
 
 def test_diarized_segments_equal_cli_json(cli):
@@ -340,6 +357,46 @@ def test_ctrl_c_stops_a_run(model, monkeypatch):
         model.transcribe(pcm)
     monkeypatch.undo()
     assert polls and model.transcribe(pcm[:16000]).duration == 1.0
+
+
+# ---- models by name (transcribe-download, the model cache) ----
+
+
+def _download_tool(lib):
+    from transcribe import _catalog
+
+    tool = _catalog._tool(lib.path)
+    if tool is None:
+        pytest.skip("no transcribe-download (built with libcurl) beside the library")
+    return tool
+
+
+def test_model_by_name_from_the_cache(lib, tmp_path, monkeypatch):
+    _download_tool(lib)
+    cat = tmp_path / "catalogue.tsv"
+    cat.write_text("bundled\tparakeet\tsynth\tnone/bundled-gguf\tbundled-{QUANT}.gguf\tQ8_0\t?\t?\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "bundled-Q8_0.gguf").write_bytes(BUNDLED.read_bytes())
+    monkeypatch.setenv("TRANSCRIBE_CATALOGUE", str(cat))
+    monkeypatch.setenv("TRANSCRIBE_MODEL_DIR", str(cache))
+    monkeypatch.setenv("TRANSCRIBE_MODEL_BASE_URL", "http://127.0.0.1:9")  # never asked
+    with transcribe.Model(BUNDLED) as by_path, transcribe.Model("bundled") as by_name:
+        assert by_name.transcribe(SAMPLE).text == by_path.transcribe(SAMPLE).text
+    # a catalogued name not in the cache: the tool's reason, no file
+    (cache / "bundled-Q8_0.gguf").unlink()
+    with pytest.raises(transcribe.ModelNotFoundError) as e:
+        transcribe.Model("bundled")
+    assert "cannot connect" in e.value.message and e.value.status == 3
+
+
+def test_model_unknown_name_lists_closest(lib, tmp_path, monkeypatch):
+    _download_tool(lib)
+    monkeypatch.delenv("TRANSCRIBE_CATALOGUE", raising=False)
+    monkeypatch.setenv("TRANSCRIBE_MODEL_DIR", str(tmp_path))
+    with pytest.raises(transcribe.ModelNotFoundError) as e:
+        transcribe.Model("parakeet-tdt-0.6b")
+    assert "closest: parakeet-tdt-0.6b-v2, parakeet-tdt-0.6b-v3" in e.value.message
 
 
 # ---- errors ----

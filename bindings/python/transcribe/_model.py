@@ -23,7 +23,7 @@ from typing import (
     Union,
 )
 
-from . import _lib, _read, _vad
+from . import _catalog, _lib, _read, _vad
 from . import _structs as S
 from ._audio import AudioInput, to_pcm
 from ._check import c_int, c_path
@@ -199,6 +199,10 @@ class Model:
     """A loaded speech-to-text model.
 
     ``Model(path, threads=None, device=None)`` loads a GGUF model file.
+    ``path`` may also be a name from the model catalogue
+    (``"parakeet-tdt-0.6b-v3"``, ``"whisper-base-Q4_K_M"``): it is taken from
+    the model cache, and fetched there first if need be, by the
+    ``transcribe-download`` program (``_catalog``).
     ``threads``: CPU threads per run (None: the library's choice).
     ``device``: None or "auto", a backend name ("cpu", "cpu_accel", "cuda",
     "metal", "vulkan", "rocm"), or a device index.
@@ -223,7 +227,8 @@ class Model:
     ) -> None:
         lib = _lib.get()
         self._lib = lib
-        self._path = os.fspath(path)
+        # a catalogue name ("parakeet-tdt-0.6b-v3") comes from the model cache (_catalog)
+        self._path = _catalog.resolve(os.fspath(path), lib.path)
         self._compute_lock = threading.Lock()  # one compute call at a time
         self._state = threading.Condition()  # guards the pool, users, closing
         self._idle: List[int] = []  # pooled sessions not in use

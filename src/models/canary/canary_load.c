@@ -466,6 +466,7 @@ void tr_cn_model_describe(const cn_model *m, tr_model_desc *desc) {
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                             TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/canary.md §10 */);
     c->supports_translate = m->can_translate;
+    c->supports_spec_decode = true; /* single runs: verify passes of canary_model.c */
     c->max_audio_ms = m->max_audio_ms;
     if (m->can_translate) {
         c->n_translate_target_languages = m->n_targets;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "models/canary/canary.h"
+#include "util/argmax.h"
 #include "util/log.h"
 
 transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *cfg,
@@ -27,7 +28,8 @@ transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *
     s->dec_x = malloc(CN_MAX_PROMPT * D * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, CN_MAX_PROMPT, 1) * sizeof(float));
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
-    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
+    s->spec_logits = malloc((size_t)CN_VERIFY_ROWS * (size_t)hp->n_vocab * sizeof(float));
+    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits || !s->spec_logits) {
         TR_ERROR("canary: out of memory allocating session buffers");
         tr_cn_session_free(s);
         return TRANSCRIBE_ERR_OOM;
@@ -53,6 +55,7 @@ void tr_cn_session_free(cn_session *s) {
     free(s->dec_x);
     free(s->dec_scratch);
     free(s->logits);
+    free(s->spec_logits);
     free(s);
 }
 
@@ -135,5 +138,28 @@ bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_en
                            .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
                            .ids = ids};
     tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
+    return true;
+}
+
+bool tr_cn_verify(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc, int32_t *next) {
+    const cn_model *m = s->m;
+    const int V = m->hp.n_vocab;
+    if (n < 1 || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
+        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+        return false;
+    for (int i = 0; i < n; i += CN_VERIFY_ROWS) {
+        const int rows = n - i < CN_VERIFY_ROWS ? n - i : CN_VERIFY_ROWS;
+        const tr_ed_seq seq = {.rows = rows,
+                               .n_past = n_past + i,
+                               .n_src = T_enc,
+                               .kv = &s->kv,
+                               .ck = s->cross_k,
+                               .cv = s->cross_v,
+                               .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
+                               .ids = ids + i};
+        tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
+        tr_ed_head(s->pool, &m->decoder, s->dec_x, rows, s->spec_logits);
+        for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(s->spec_logits + (size_t)r * V, V);
+    }
     return true;
 }

@@ -81,6 +81,16 @@ static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *
     return TRANSCRIBE_OK;
 }
 
+static transcribe_status verify_step(void *user, const int32_t *toks, int n, int pos,
+                                     int32_t *next) {
+    step_ctx *c = user;
+    if (!tr_cn_verify(c->s, toks, n, pos, c->T_enc, next)) {
+        TR_ERROR("canary: verify step of %d rows at position %d failed", n, pos);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
 static bool step_should_abort(void *user) {
     return tr_run_should_abort(((const step_ctx *)user)->ctx);
 }
@@ -108,8 +118,10 @@ static transcribe_status greedy(cn_session *s, const cn_prompt *pr, int T_enc, t
                          .abort_user = &c,
                          .on_step = tr_run_span_step,
                          .step_user = &dec};
-    transcribe_status st =
-        tr_greedy_loop(&cfg, decode_step, &c, tr_argmax(s->logits, V), pr->n, out, n_out);
+    /* speculative drafts (run params) take the same loop: ids and status
+     * are plain greedy's always */
+    transcribe_status st = tr_greedy_loop_spec(&cfg, decode_step, verify_step, tr_run_spec_k(ctx),
+                                               &c, tr_argmax(s->logits, V), pr->n, out, n_out);
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
         TR_WARN("canary: decoding stopped after %d tokens without end-of-text (context %d, "
                 "prompt %d); the text is truncated",

@@ -130,6 +130,11 @@ bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
 tr_ed_seq tr_wh_seq(wh_session *s, const int32_t *ids, int n, int n_past);
 /* logits = dec_x[row] · E^T into out [V]. */
 void tr_wh_logits_row(wh_session *s, int row, float *out);
+/* Speculative verify (single runs, not a batch member): ids[0..n) at
+ * n_past.. in passes of up to 4 rows (the few-row matmul path, exact to
+ * one-row products), the head of every row into logits [n][V]: the bits n
+ * tr_wh_decode_tokens + tr_wh_logits_row steps would give. */
+bool tr_wh_verify_rows(wh_session *s, const int32_t *ids, int n, int n_past, float *logits);
 
 /* Run (whisper_run.c). */
 

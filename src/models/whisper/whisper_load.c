@@ -402,12 +402,14 @@ void tr_wh_model_free(wh_model *m) {
 static const char *const k_en_target[] = {"en"};
 
 void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
-    /* no streaming, no speculative decoding; max_audio_ms 0 (long-form) */
+    /* no streaming; speculative decoding on greedy (T = 0) tiers of single
+     * runs (whisper_run.c); max_audio_ms 0 (long-form) */
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang,
                             m->lang, m->variant ? m->variant : "", TRANSCRIBE_TIMESTAMPS_SEGMENT);
     c->supports_language_detect = m->multilingual;
     c->supports_translate = m->can_translate;
+    c->supports_spec_decode = true;
     if (m->can_translate && m->multilingual) {
         c->n_translate_target_languages = 1;
         c->translate_target_languages = k_en_target;

@@ -98,6 +98,20 @@ bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past) {
     return true;
 }
 
+bool tr_wh_verify_rows(wh_session *s, const int32_t *ids, int n, int n_past, float *logits) {
+    const wh_model *m = s->m;
+    if (s->hub || n < 1 || !tr_ed_seq_ok(&m->decoder, ids, n, n_past, m->hp.n_text_ctx))
+        return false;
+    const size_t V = (size_t)m->hp.n_vocab;
+    for (int i = 0; i < n; i += 4) {
+        const int rows = n - i < 4 ? n - i : 4;
+        const tr_ed_seq seq = tr_wh_seq(s, ids + i, rows, n_past + i);
+        tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
+        tr_ed_head(s->pool, &m->decoder, s->dec_x, rows, logits + (size_t)i * V);
+    }
+    return true;
+}
+
 void tr_wh_logits_row(wh_session *s, int row, float *out) {
     if (s->hub) {
         tr_wh_hub_logits(s, row, out);

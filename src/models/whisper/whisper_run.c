@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "models/whisper/whisper_decode.h"
+#include "nn/spec_draft.h"
 #include "core/abi.h"
 #include "text/tokenizer.h"
 #include "audio/audio.h"
@@ -20,6 +21,7 @@
 #include "util/vec.h"
 
 #define WH_MAX_GEN    256
+#define WH_SPEC_MAX   15    /* drafts per verify at most (as nn/greedy.h) */
 #define WH_TEXT_BOUND 50257 /* docs/formats/whisper.md §2.3: text ids are below it */
 
 /* ---- small growable int buffer ---- */
@@ -361,11 +363,137 @@ typedef struct tier_out {
     bool aborted, eos;
 } tier_out;
 
+/* The greedy (T = 0) tier with speculative decoding: before each step, up
+ * to k ids drafted by the n-gram lookup over G (nn/spec_draft.h) are fed
+ * with the current token in one verify (tr_wh_verify_rows), and each row's
+ * logits are processed and selected exactly as run_tier's loop does,
+ * while the drafts agree with the selections. Every accepted row is an
+ * iteration of that loop with the same checks in the same order (budget,
+ * EOS, context, abort), so G, the log-probabilities and the outcome are
+ * plain greedy's; only the number of decoder passes changes. A draft
+ * wholly rejected pauses drafting for 1, 2, 4 .. 32 steps. Returns false
+ * (the caller falls back to the plain loop) when the buffers cannot be
+ * had. */
+static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_prefix, int k,
+                          tier_out *out) {
+    wh_session *s = r->s;
+    const wh_model *m = r->m;
+    const int V = m->hp.n_vocab;
+    if (k > WH_SPEC_MAX) k = WH_SPEC_MAX;
+    float *lg = malloc(sizeof(float) * (size_t)(k + 1) * (size_t)V);
+    if (!lg) return false;
+    wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+    double sum_lp = 0.0;
+    int n_lp = 0;
+    r->n_g = 0;
+    out->aborted = false;
+    out->eos = false;
+    out->temperature = 0.0f;
+    memcpy(s->work, prefix_logits, (size_t)V * sizeof(float));
+    tr_wh_process_logits(&pc, s->work, r->G, 0);
+    float lp, p;
+    int tok = tr_wh_select(s->work, V, 0.0f, &r->rng, &lp, &p);
+    sum_lp += lp;
+    n_lp++;
+    int n_past = n_prefix, it = 0, k_now = k, pause = 0, pause_len = 0;
+    int32_t rows[WH_SPEC_MAX + 1];
+    int n_pass = 0, n_drafted = 0, n_accepted = 0;
+    double t0 = tr_time_ms();
+    bool done = false;
+    while (!done && it < WH_MAX_GEN) {
+        it++;
+        if (tok == m->eot) {
+            out->eos = true;
+            break;
+        }
+        r->G[r->n_g] = tok;
+        r->Gp[r->n_g] = p;
+        r->n_g++;
+        if (n_past + 1 > m->hp.n_text_ctx) break;
+        /* drafts never past the budget or the context */
+        int nd = 0, room = m->hp.n_text_ctx - n_past - 1;
+        int kk = k_now < WH_MAX_GEN - it ? k_now : WH_MAX_GEN - it;
+        if (kk > room) kk = room;
+        rows[0] = tok;
+        if (pause > 0)
+            pause--;
+        else if (kk > 0)
+            nd = tr_spec_draft(r->G, r->n_g, kk, rows + 1);
+        if (!tr_wh_verify_rows(s, rows, nd + 1, n_past, lg)) {
+            free(lg);
+            return false; /* nothing decoded yet at this position: the caller redoes the tier */
+        }
+        n_past++;
+        n_pass++;
+        n_drafted += nd;
+        for (int i = 0; i <= nd; i++) {
+            memcpy(s->work, lg + (size_t)i * V, (size_t)V * sizeof(float));
+            tr_wh_process_logits(&pc, s->work, r->G, r->n_g);
+            tok = tr_wh_select(s->work, V, 0.0f, &r->rng, &lp, &p);
+            sum_lp += lp;
+            n_lp++;
+            if (tr_run_should_abort(r->ctx)) {
+                out->aborted = true;
+                done = true;
+                break;
+            }
+            if (i == nd) { /* every draft accepted */
+                if (nd > 0) k_now = 2 * k_now < k ? 2 * k_now : k;
+                break;
+            }
+            if (tok != rows[i + 1]) { /* rejected: the next step starts from tok */
+                if (i == 0) {
+                    pause_len = pause_len ? (2 * pause_len < 32 ? 2 * pause_len : 32) : 1;
+                    pause = pause_len;
+                } else {
+                    pause_len = 0;
+                }
+                k_now = i + 1;
+                break;
+            }
+            /* draft i accepted: the next iteration of the plain loop, which
+             * fed it at n_past */
+            if (it >= WH_MAX_GEN) {
+                done = true;
+                break;
+            }
+            it++;
+            if (tok == m->eot) {
+                out->eos = true;
+                done = true;
+                break;
+            }
+            r->G[r->n_g] = tok;
+            r->Gp[r->n_g] = p;
+            r->n_g++;
+            n_accepted++;
+            if (n_past + 1 > m->hp.n_text_ctx) {
+                done = true;
+                break;
+            }
+            n_past++;
+        }
+    }
+    free(lg);
+    TR_DEBUG("whisper: speculative tier: %d tokens in %d decoder passes, %d of %d drafts accepted",
+             r->n_g, n_pass, n_accepted, n_drafted);
+    r->dec_ms += tr_time_ms() - t0;
+    out->avg_logprob = (float)(sum_lp / n_lp);
+    r->G[r->n_g] = m->eot;
+    out->compression_ratio = (float)tr_wh_compression_ratio(r->G, r->n_g + (out->eos ? 1 : 0));
+    return !out->aborted;
+}
+
 static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, float T,
                      tier_out *out) {
     wh_session *s = r->s;
     const wh_model *m = r->m;
     const int V = m->hp.n_vocab;
+    const int k = tr_run_spec_k(r->ctx);
+    /* speculative drafts: greedy tiers of single runs (a batch member's
+     * decoder is the hub's) */
+    if (T == 0.0f && k > 0 && !s->hub && run_tier_spec(r, prefix_logits, n_prefix, k, out))
+        return !out->aborted;
     wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
     double sum_lp = 0.0;
     int n_lp = 0;

@@ -1,0 +1,160 @@
+/* Cohere math: session buffers, the length rules and log-mel
+ * (docs/formats/cohere.md §4, docs/formats/cohere.md §5.1), the FastConformer encoder plus
+ * enc_dec_proj and the cross K/V (docs/formats/cohere.md §5.2), and the decoder step
+ * (docs/formats/cohere.md §6.2) through src/nn/encdec_decoder.h. Encoder-sized buffers grow with
+ * the longest input seen. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/cohere/cohere.h"
+#include "util/log.h"
+
+static transcribe_status session_setup(ch_session *s, const tr_session_cfg *cfg) {
+    const ch_model *m = s->m;
+    const ch_hparams *hp = &m->hp;
+    s->pool = cfg->pool;
+    /* n_ctx only narrows the decoder context (docs/c-api.md §6.2) */
+    s->n_ctx = hp->max_seq_len;
+    if (cfg->n_ctx > 0 && cfg->n_ctx < s->n_ctx) s->n_ctx = cfg->n_ctx;
+    /* AUTO and F16 store F16 (upstream's default), F32 only when asked */
+    s->kv_f16 = cfg->kv_type != TRANSCRIBE_KV_TYPE_F32;
+    const size_t D = (size_t)hp->d_dec;
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
+    s->fc_work = tr_fc_work_new();
+    s->dec_x = malloc(CH_PROMPT * D * sizeof(float));
+    s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, CH_PROMPT, 1) * sizeof(float));
+    s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
+    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
+        TR_ERROR("cohere: out of memory allocating session buffers");
+        return TRANSCRIBE_ERR_OOM;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static void free_enc_bufs(ch_session *s) {
+    free(s->enc_out);
+    free(s->enc_dec);
+    free(s->cross_k);
+    free(s->cross_v);
+    s->enc_out = s->enc_dec = s->cross_k = s->cross_v = NULL;
+    s->cap_enc_frames = 0;
+}
+
+static void session_release(ch_session *s) {
+    tr_nn_kv_free(&s->kv);
+    tr_fc_work_free(s->fc_work);
+    free_enc_bufs(s);
+    free(s->dec_x);
+    free(s->dec_scratch);
+    free(s->logits);
+}
+
+TR_FAMILY_SESSION(ch, session_setup, session_release)
+
+int64_t tr_ch_predict_enc_frames(const ch_model *m, int64_t n_samples) {
+    if (n_samples < 0 || m->mel.hop_length <= 0) return 0;
+    int64_t t = n_samples / m->mel.hop_length + 1;   /* T_mel of the centred STFT */
+    for (int i = 0; i < 3; i++) t = (t - 1) / 2 + 1; /* three stride-2 convs, padding 1 */
+    return t;
+}
+
+transcribe_status tr_ch_check_length(const ch_model *m, int64_t n) {
+    const int64_t T_enc = tr_ch_predict_enc_frames(m, n);
+    if (m->hp.pos_emb_max_len > 0 && T_enc > m->hp.pos_emb_max_len) {
+        TR_ERROR("cohere: %lld samples (%.1f s) need %lld encoder frames; the model's limit is "
+                 "%d (%lld ms); split the audio",
+                 (long long)n, (double)n / m->mel.sample_rate, (long long)T_enc,
+                 m->hp.pos_emb_max_len, (long long)m->max_audio_ms);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    /* docs/formats/cohere.md §9: at least 2 mel frames (n >= hop); reflect padding (a file whose
+     * pad_mode is reflect) also needs n > n_fft / 2 */
+    if (n / m->mel.hop_length + 1 < 2) {
+        TR_ERROR("cohere: %lld samples give fewer than 2 mel frames (need at least %d)",
+                 (long long)n, m->mel.hop_length);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (m->mel.pad_mode == TR_PAD_REFLECT) return tr_mel_check_reflect_len(&m->mel, "cohere", n);
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_ch_log_mel(const ch_model *m, tr_pool *pool, const float *pcm, int n,
+                                float **mel, int *T_mel) {
+    *mel = NULL;
+    *T_mel = 0;
+    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
+    if (st != TRANSCRIBE_OK) return st;
+    if (*T_mel < 2) {
+        TR_ERROR("cohere: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
+        free(*mel);
+        *mel = NULL;
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static bool grow_enc_bufs(ch_session *s, int T_enc) {
+    if ((size_t)T_enc <= s->cap_enc_frames) return true;
+    const ch_hparams *hp = &s->m->hp;
+    free_enc_bufs(s);
+    const size_t T = (size_t)T_enc, De = (size_t)hp->d_enc, Dd = (size_t)hp->d_dec,
+                 L = (size_t)hp->n_dec_layers;
+    s->enc_out = malloc(T * De * sizeof(float));
+    s->enc_dec = malloc(T * Dd * sizeof(float));
+    s->cross_k = malloc(L * T * Dd * sizeof(float));
+    s->cross_v = malloc(L * T * Dd * sizeof(float));
+    if (!s->enc_out || !s->enc_dec || !s->cross_k || !s->cross_v) {
+        free_enc_bufs(s);
+        return false;
+    }
+    s->cap_enc_frames = T;
+    return true;
+}
+
+transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *T_enc,
+                               tr_fc_abort_fn abort_fn, void *abort_user) {
+    const ch_model *m = s->m;
+    const int T = tr_fc_out_frames(m->enc, T_mel);
+    *T_enc = 0;
+    if (T < 1) {
+        TR_ERROR("cohere: %d mel frames give no encoder frames", T_mel);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (!grow_enc_bufs(s, T)) {
+        TR_ERROR("cohere: out of memory for %d encoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = tr_fc_forward(m->enc, s->pool, s->fc_work, mel, T_mel, s->enc_out, NULL,
+                                         abort_fn, abort_user);
+    if (st != TRANSCRIBE_OK) return st;
+    /* docs/formats/cohere.md §5.2: enc = W_p·x + b_p, no norm; then K/V of every decoder layer once
+     */
+    tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
+    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_dec, T, s->cross_k, s->cross_v,
+                   (size_t)T * (size_t)m->hp.d_dec);
+    *T_enc = T;
+    return TRANSCRIBE_OK;
+}
+
+bool tr_ch_decode(ch_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
+    const ch_model *m = s->m;
+    if (n > CH_PROMPT || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
+        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+        return false;
+    /* x = LN(E[id] + pos_enc[p]), no sqrt(H) scaling; logits of the last row */
+    const tr_ed_seq seq = {.rows = n,
+                           .n_past = n_past,
+                           .n_src = T_enc,
+                           .kv = &s->kv,
+                           .ck = s->cross_k,
+                           .cv = s->cross_v,
+                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
+                           .ids = ids};
+    tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
+    return true;
+}
+
+int tr_ch_max_new(const ch_session *s) {
+    const int n = s->n_ctx - CH_PROMPT;
+    return n < CH_MAX_GEN ? n : CH_MAX_GEN;
+}

@@ -1,0 +1,164 @@
+/* The batch run (docs/c-api.md §11, docs/formats/gigaam.md §8): utterances within the
+ * 25 s window go through one encoder pass per group, packed one after
+ * another (nn/conformer.h: every projection reads its weights once for the
+ * group; attention and the depthwise conv stay per utterance, so there is
+ * no padding to mask and each utterance's frames equal its single run's),
+ * then each is decoded on its own frames as tr_ga_run does. Shorter than
+ * one frame: INVALID_ARG for that utterance; longer than the window: its
+ * own tr_ga_run. Only OOM fails the whole batch. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio.h"
+#include "models/gigaam/gigaam.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+/* Encoder frames one group may hold: two full windows. */
+#define GA_GROUP_FRAMES (2 * GA_MAX_AUDIO_MS / GA_FRAME_MS)
+
+typedef struct item {
+    int idx;
+    float *mel;
+    int T_mel, T;
+} item;
+
+static bool abort_poll(void *ctx) {
+    return tr_run_should_abort(ctx);
+}
+
+static int frames_of(const ga_model *m, int n) {
+    return tr_ga_enc_frames(tr_ga_mel_frames(m, n));
+}
+
+static transcribe_status decode_one(const ga_model *m, tr_pool *pool, const item *it,
+                                    const float *enc, tr_run_ctx *ctx) {
+    double t0 = tr_time_ms();
+    ga_tok *toks = NULL;
+    int n = 0;
+    transcribe_status st;
+    if (m->head == GA_HEAD_RNNT) {
+        st = tr_ga_rnnt_greedy(m, pool, enc, it->T, &toks, &n, NULL, abort_poll, ctx);
+    } else {
+        const size_t C = (size_t)m->hp.n_classes;
+        float *logp = malloc(sizeof(float) * (size_t)it->T * C);
+        toks = malloc(sizeof(ga_tok) * (size_t)it->T);
+        st =
+            logp && toks ? tr_ga_ctc_logprobs(m, pool, enc, it->T, NULL, logp) : TRANSCRIBE_ERR_OOM;
+        if (st == TRANSCRIBE_OK) n = tr_ga_ctc_greedy(m, logp, it->T, toks);
+        free(logp);
+    }
+    if (st == TRANSCRIBE_OK) st = tr_ga_build_result(m, toks, n, ctx->params, ctx->result);
+    ctx->result->decode_ms = (float)(tr_time_ms() - t0);
+    free(toks);
+    return st;
+}
+
+static transcribe_status run_group(ga_session *s, const float *const *pcm, const int *n_samples,
+                                   item *g, int k, tr_run_ctx *ctxs, bool *done) {
+    const ga_model *m = s->m;
+    size_t rows = 0;
+    for (int j = 0; j < k; j++) {
+        tr_run_ctx *ctx = &ctxs[g[j].idx];
+        double t0 = tr_time_ms();
+        float *clean = NULL;
+        const float *x = tr_pcm_sanitized(pcm[g[j].idx], n_samples[g[j].idx], "gigaam", &clean);
+        transcribe_status st =
+            x ? tr_ga_mel(m, s->pool, x, n_samples[g[j].idx], &g[j].mel, &g[j].T_mel)
+              : TRANSCRIBE_ERR_OOM;
+        free(clean);
+        ctx->result->mel_ms = (float)(tr_time_ms() - t0);
+        if (st) return st;
+        g[j].T = tr_ga_enc_frames(g[j].T_mel);
+        rows += (size_t)g[j].T;
+    }
+    const float **mels = malloc(sizeof *mels * (size_t)k);
+    int *T_mel = malloc(sizeof *T_mel * (size_t)k);
+    float *enc = malloc(sizeof(float) * rows * (size_t)m->hp.d_model);
+    transcribe_status st = TRANSCRIBE_ERR_OOM;
+    if (mels && T_mel && enc) {
+        for (int j = 0; j < k; j++) {
+            mels[j] = g[j].mel;
+            T_mel[j] = g[j].T_mel;
+        }
+        double t0 = tr_time_ms();
+        st = tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, abort_poll, &ctxs[g[0].idx]);
+        const double enc_ms = tr_time_ms() - t0;
+        size_t off = 0;
+        for (int j = 0; st == TRANSCRIBE_OK && j < k; j++) {
+            tr_run_ctx *ctx = &ctxs[g[j].idx];
+            /* docs/c-api.md §17: the shared encode divided across the group */
+            ctx->result->encode_ms = (float)(enc_ms / k);
+            transcribe_status u =
+                decode_one(m, s->pool, &g[j], enc + off * (size_t)m->hp.d_model, ctx);
+            off += (size_t)g[j].T;
+            if (u == TRANSCRIBE_ERR_OOM) {
+                st = u;
+                break;
+            }
+            tr_run_batch_finish(ctxs, done, g[j].idx, u);
+            if (u == TRANSCRIBE_ERR_ABORTED) st = u;
+        }
+    }
+    free(mels);
+    free(T_mel);
+    free(enc);
+    return st;
+}
+
+transcribe_status tr_ga_run_batch(ga_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
+    const ga_model *m = s->m;
+    item *g = calloc((size_t)n, sizeof *g);
+    bool *done = calloc((size_t)n, sizeof *done);
+    if (!g || !done) {
+        free(g);
+        free(done);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    const int max_frames =
+        frames_of(m, (int)((int64_t)GA_MAX_AUDIO_MS * m->mel.sample_rate / 1000));
+    /* utterances outside the batched path first, one by one */
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
+        if (!tr_run_batch_input_ok("gigaam", pcm, n_samples, i, ctxs, done)) continue;
+        if (n_samples[i] >= m->mel.win_length && frames_of(m, n_samples[i]) <= max_frames) continue;
+        if (tr_run_should_abort(&ctxs[i])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        transcribe_status u = tr_ga_run(s, pcm[i], n_samples[i], &ctxs[i]);
+        if (u == TRANSCRIBE_ERR_OOM)
+            st = u;
+        else
+            tr_run_batch_finish(ctxs, done, i, u);
+        if (u == TRANSCRIBE_ERR_ABORTED) st = u;
+    }
+    /* the rest in groups of at most GA_GROUP_FRAMES encoder frames, in order */
+    int i = 0;
+    while (st == TRANSCRIBE_OK && i < n) {
+        int k = 0, frames = 0;
+        for (; i < n; i++) {
+            if (done[i]) continue;
+            const int f = frames_of(m, n_samples[i]);
+            if (k > 0 && frames + f > GA_GROUP_FRAMES) break;
+            g[k++] = (item){.idx = i};
+            frames += f;
+        }
+        if (k == 0) break;
+        if (tr_run_should_abort(&ctxs[g[0].idx])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        st = run_group(s, pcm, n_samples, g, k, ctxs, done);
+        for (int j = 0; j < k; j++) {
+            free(g[j].mel);
+            g[j].mel = NULL;
+        }
+    }
+    /* every utterance that did not complete reports ABORTED */
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
+    free(g);
+    free(done);
+    return st;
+}

@@ -1,0 +1,144 @@
+/* Front end (docs/formats/medasr.md §4), subsampler (§5.1), the Conformer stack (§5.2, through
+ * nn/conformer.h), the output norm and the CTC head (§5.3, §6.1). Several utterances run packed
+ * one after another (no padding, so no masks): the subsampler per utterance, the blocks with
+ * each utterance as one segment, so every utterance's rows are its single run's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/medasr/medasr.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "util/log.h"
+
+int tr_ma_mel_frames(const ma_model *m, int64_t n) {
+    const tr_mel_config *c = &m->mel;
+    if (n < c->win_length) return 0;
+    int64_t t = (n - c->win_length) / c->hop_length + 1;
+    return t > INT32_MAX ? INT32_MAX : (int)t;
+}
+
+int tr_ma_enc_frames(const ma_model *m, int T_mel) {
+    const int k = m->hp.sub_kernel;
+    if (T_mel < k) return 0;
+    const int T1 = (T_mel - k) / 2 + 1;
+    return T1 < k ? 0 : (T1 - k) / 2 + 1;
+}
+
+transcribe_status tr_ma_features(const ma_model *m, tr_pool *pool, const float *pcm, int64_t n,
+                                 float **feats, int *T_mel) {
+    *feats = NULL;
+    *T_mel = 0;
+    float *fm = NULL; /* mel-major [n_mels][T] */
+    int T = 0;
+    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, &fm, &T);
+    if (st) return st;
+    float *out = malloc(sizeof(float) * (size_t)T * (size_t)m->mel.n_mels);
+    if (!out) {
+        free(fm);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    tr_transpose(fm, out, m->mel.n_mels, T);
+    free(fm);
+    *feats = out;
+    *T_mel = T;
+    return TRANSCRIBE_OK;
+}
+
+/* Output rows of one im2col chunk. */
+#define MA_CONV_CHUNK 128
+
+/* y[t][o] = relu(b[o] + sum_{i,j} W[o][i][j] · x[2t + j][i]) for t < T_out: a stride-2,
+ * unpadded Conv1d over time on time-major rows, as im2col chunks times the kernel viewed as a
+ * {k·c_in, c_out} matrix (row o holds W[o][i][j] at i·k + j). X: MA_CONV_CHUNK·k·c_in floats. */
+static void conv_s2(tr_pool *pool, const tr_tensor *w, const float *b, int k, int c_in,
+                    const float *x, int T_out, float *y, float *X) {
+    const int c_out = (int)w->ne[1], K = k * c_in;
+    for (int t0 = 0; t0 < T_out; t0 += MA_CONV_CHUNK) {
+        const int rows = T_out - t0 < MA_CONV_CHUNK ? T_out - t0 : MA_CONV_CHUNK;
+        for (int r = 0; r < rows; r++) {
+            const float *src = x + (size_t)(2 * (t0 + r)) * c_in;
+            float *dst = X + (size_t)r * K;
+            for (int j = 0; j < k; j++)
+                for (int i = 0; i < c_in; i++) dst[(size_t)i * k + j] = src[(size_t)j * c_in + i];
+        }
+        tr_matmul(pool, w, b, X, rows, K, y + (size_t)t0 * c_out, c_out);
+    }
+    tr_ew_relu(pool, y, (long)T_out * c_out);
+}
+
+/* docs/formats/medasr.md §5.1 for one utterance: T_mel frames → T_enc rows of x. work holds
+ * T_mel·d + T1·d + T_enc·C + MA_CONV_CHUNK·k·d floats. */
+static void subsample(tr_pool *pool, const ma_model *m, const float *mel, int T_mel, float *x,
+                      float *work) {
+    const int d = m->hp.d_model, C = m->hp.sub_c, k = m->hp.sub_kernel;
+    const int T1 = (T_mel - k) / 2 + 1, T_enc = tr_ma_enc_frames(m, T_mel);
+    float *a = work, *c0 = a + (size_t)T_mel * d, *c1 = c0 + (size_t)T1 * d;
+    float *X = c1 + (size_t)T_enc * C;
+    tr_nn_linear_fwd(pool, &m->dense0, mel, T_mel, a);
+    tr_ew_relu(pool, a, (long)T_mel * d);
+    conv_s2(pool, &m->conv0_view, m->conv0_b, k, d, a, T1, c0, X);
+    conv_s2(pool, &m->conv1_view, m->conv1_b, k, d, c0, T_enc, c1, X);
+    tr_nn_linear_fwd(pool, &m->dense1, c1, T_enc, x); /* no activation */
+}
+
+static void tap(float *dst, const float *src, size_t n) {
+    if (dst) memcpy(dst, src, n * sizeof(float));
+}
+
+transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
+                               const int *seg_T_mel, float *logits, const ma_taps *taps,
+                               bool (*abort)(void *), void *abort_user) {
+    static const ma_taps none = {.block_idx = {-1, -1, -1, -1}};
+    if (!taps || n_seg != 1) taps = &none;
+    const ma_hparams *hp = &m->hp;
+    const int d = hp->d_model;
+    int *seg_T = malloc(sizeof(int) * (size_t)(n_seg > 0 ? n_seg : 1));
+    if (!seg_T) return TRANSCRIBE_ERR_OOM;
+    size_t R = 0, work_n = 0;
+    for (int i = 0; i < n_seg; i++) {
+        const int T_mel = seg_T_mel[i], T_enc = tr_ma_enc_frames(m, T_mel);
+        seg_T[i] = T_enc;
+        R += (size_t)T_enc;
+        const size_t T1 = (size_t)(T_mel - hp->sub_kernel) / 2 + 1;
+        size_t w = (size_t)T_mel * d + T1 * d + (size_t)T_enc * hp->sub_c +
+                   (size_t)MA_CONV_CHUNK * hp->sub_kernel * d;
+        if (w > work_n) work_n = w;
+    }
+    const size_t cf = tr_cf_scratch(&m->dims, (int)R);
+    float *x = malloc(sizeof(float) * R * (size_t)d);
+    float *work = malloc(sizeof(float) * (work_n > cf ? work_n : cf));
+    transcribe_status st = TRANSCRIBE_OK;
+    if (!x || !work) {
+        TR_ERROR("medasr: out of memory for %zu encoder rows", R);
+        st = TRANSCRIBE_ERR_OOM;
+        goto done;
+    }
+    if (abort && abort(abort_user)) {
+        st = TRANSCRIBE_ERR_ABORTED;
+        goto done;
+    }
+    size_t off_mel = 0, off = 0;
+    for (int i = 0; i < n_seg; i++) {
+        subsample(pool, m, feats + off_mel * hp->n_mels, seg_T_mel[i], x + off * d, work);
+        off_mel += (size_t)seg_T_mel[i];
+        off += (size_t)seg_T[i];
+    }
+    tap(taps->sub_out, x, R * d);
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (abort && abort(abort_user)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            goto done;
+        }
+        tr_cf_block_fwd(pool, &m->blocks[l], &m->dims, x, n_seg, seg_T, work);
+        for (int t = 0; t < 4; t++)
+            if (taps->block_idx[t] == l) tap(taps->block_out[t], x, R * d);
+    }
+    tr_layer_norm(pool, x, x, (int)R, d, m->out_norm.w, NULL, hp->ln_eps);
+    tap(taps->norm_out, x, R * d);
+    tr_nn_linear_fwd(pool, &m->ctc, x, (int)R, logits);
+done:
+    free(seg_T);
+    free(x);
+    free(work);
+    return st;
+}

@@ -1,0 +1,85 @@
+/* The `transcribe` binary (path in argv[1]) on a tiny synthetic MedASR file (ma_synth.h) and
+ * jfk.wav: the plain text is the library's for F32, F16 and Q8_0 weights; JSON says token
+ * timestamps and lists 40 ms token rows with --tokens; SRT has the one cue; -l en runs and
+ * -l fr and translation fail before any audio is decoded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "ma_synth.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+#define MA_CLIP TR_SHARED_DIR "/samples/jfk.wav"
+
+static const char *g_bin;
+static char g_model[512];
+static char g_out[1 << 16], g_err[1 << 16];
+
+static int run(const char *flags) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, g_model, flags, MA_CLIP);
+    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+    size_t n = strlen(g_out);
+    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
+    return rc;
+}
+
+/* The library's text of the clip on the current model. */
+static char *library_text(void) {
+    float *pcm = NULL;
+    int n = 0;
+    char *text = NULL;
+    struct transcribe_session *s = NULL;
+    if (transcribe_audio_load_file(MA_CLIP, 16000, &pcm, &n) == TRANSCRIBE_OK &&
+        transcribe_open(g_model, NULL, NULL, &s) == TRANSCRIBE_OK &&
+        transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK)
+        text = strdup(transcribe_full_text(s));
+    transcribe_session_free(s);
+    transcribe_audio_free(pcm);
+    return text;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
+        return 2;
+    }
+    g_bin = argv[1];
+    snprintf(g_model, sizeof g_model, "%s/ma_cli_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    const struct {
+        const char *tag;
+        int lin, conv;
+    } files[] = {{"F32", TR_F32, TR_F32}, {"F16", TR_F16, TR_F16}, {"Q8_0", TR_Q8_0, TR_F16}};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        ma_synth_cfg c = ma_synth_default();
+        c.max_pos = 10000; /* the 11 s clip in one pass */
+        c.lin_type = files[f].lin;
+        c.conv_type = files[f].conv;
+        CHECK(ma_synth_write(g_model, &c));
+        char *want = library_text();
+        CHECK_MSG(want && *want, "%s: no library text", files[f].tag);
+        int rc = run("");
+        CHECK_MSG(rc == 0 && want && !strcmp(g_out, want), "%s: exit %d [%s] want [%s] %s",
+                  files[f].tag, rc, g_out, want ? want : "", g_err);
+        if (f == 0) {
+            printf("text: %s\n", g_out);
+            rc = run("-f json --tokens");
+            CHECK_MSG(rc == 0 && strstr(g_out, "\"timestamps\":\"token\"") &&
+                          strstr(g_out, "\"tokens\"") && strstr(g_out, "\xE2\x96\x81"),
+                      "json: exit %d %.400s", rc, g_out);
+            rc = run("-f srt");
+            CHECK_MSG(rc == 0 && !strncmp(g_out, "1\n", 2) && strstr(g_out, " --> "),
+                      "srt: exit %d %.400s", rc, g_out);
+            rc = run("-l en");
+            CHECK_MSG(rc == 0 && want && !strcmp(g_out, want), "-l en: exit %d", rc);
+            CHECK(run("-l fr") != 0);
+            CHECK(run("-l en --target-language de") != 0);
+        }
+        free(want);
+    }
+    remove(g_model);
+    return TEST_DONE();
+}

@@ -1,0 +1,141 @@
+/* Whisper's speculative decoding on a model whose greedy text loops: the
+ * committed tiny model with its final-norm bias pushed toward one token's
+ * embedding, so the T = 0 tier repeats that token until the 256-token
+ * budget (drafts accepted, and cut short by the budget), then falls back
+ * to sampled tiers (not speculative). spec_k_drafts 1, 4 and 15 give the
+ * default run's status, text and ids bit for bit, and drafts really were
+ * accepted (counted from the tier's debug line through the log sink); on
+ * the unpatched model, where the text rarely repeats, likewise. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "tensor/dtype.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+#define MODEL TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
+#define JFK   TR_SOURCE_DIR "/samples/jfk.wav"
+
+static int g_accepted, g_tiers;
+
+static void on_log(transcribe_log_level level, const char *msg, void *user) {
+    (void)level, (void)user;
+    int toks, passes, acc, drafted;
+    const char *p = strstr(msg, "speculative tier: ");
+    if (p && sscanf(p, "speculative tier: %d tokens in %d decoder passes, %d of %d", &toks, &passes,
+                    &acc, &drafted) == 4) {
+        g_accepted += acc;
+        g_tiers++;
+    }
+}
+
+/* A copy of MODEL with dec.final_norm.bias = gain * E[tok] / |E[tok]|. */
+static bool write_loop_model(const char *path, int tok, float gain) {
+    FILE *f = fopen(MODEL, "rb");
+    if (!f) return false;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n);
+    bool ok = buf && fread(buf, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    gguf_file *g = NULL;
+    if (ok) ok = tr_gguf_open_memory(buf, (size_t)n, &g) == TRANSCRIBE_OK;
+    const tr_tensor *b = ok ? tr_gguf_find_tensor(g, "dec.final_norm.bias") : NULL;
+    const tr_tensor *e = ok ? tr_gguf_find_tensor(g, "dec.token_embd.weight") : NULL;
+    ok = b && e && b->type == TR_F32 && e->type == TR_F16 && b->ne[0] == e->ne[0];
+    if (ok) {
+        const long D = (long)b->ne[0];
+        float row[1024];
+        double norm = 0;
+        tr_dequantize_row(TR_F16, (const char *)e->data + (size_t)tok * e->nb1, row, D);
+        for (long i = 0; i < D; i++) norm += (double)row[i] * row[i];
+        float *bias = (float *)(uintptr_t)b->data; /* inside buf */
+        for (long i = 0; i < D; i++) bias[i] = (float)(gain * row[i] / sqrt(norm));
+    }
+    tr_gguf_close(g);
+    if (ok) {
+        FILE *o = fopen(path, "wb");
+        ok = o && fwrite(buf, 1, (size_t)n, o) == (size_t)n;
+        if (o) ok = fclose(o) == 0 && ok;
+    }
+    free(buf);
+    return ok;
+}
+
+typedef struct run_out {
+    transcribe_status st;
+    char *text;
+    int n_tok, *ids;
+} run_out;
+
+static run_out run(struct transcribe_session *s, const float *pcm, int n, int k) {
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.spec_k_drafts = k;
+    rp.language = "en";
+    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
+    const char *t = transcribe_full_text(s);
+    o.text = strdup(t ? t : "");
+    o.n_tok = transcribe_n_tokens(s);
+    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
+    for (int i = 0; i < o.n_tok; i++) {
+        struct transcribe_token tk;
+        transcribe_token_init(&tk);
+        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
+    }
+    return o;
+}
+
+static void check_model(const char *path, const float *pcm, int n, bool loops) {
+    struct transcribe_session *s = NULL;
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = 2;
+    if (transcribe_open(path, NULL, &sp, &s) != TRANSCRIBE_OK) {
+        CHECK_MSG(false, "cannot open %s", path);
+        return;
+    }
+    run_out ref = run(s, pcm, n, 0);
+    CHECK_MSG(ref.st == TRANSCRIBE_OK, "%s: status %d", path, ref.st);
+    const int ks[3] = {1, 4, 15};
+    for (int i = 0; i < 3; i++) {
+        g_accepted = g_tiers = 0;
+        run_out o = run(s, pcm, n, ks[i]);
+        CHECK_MSG(o.st == ref.st && strcmp(o.text, ref.text) == 0 && o.n_tok == ref.n_tok &&
+                      !memcmp(o.ids, ref.ids, sizeof(int) * (size_t)ref.n_tok),
+                  "%s k %d: status %d/%d, %d/%d tokens, text '%s' vs '%s'", path, ks[i], o.st,
+                  ref.st, o.n_tok, ref.n_tok, o.text, ref.text);
+        CHECK_MSG(g_tiers > 0, "k %d: no speculative tier ran", ks[i]);
+        if (loops) CHECK_MSG(g_accepted > 100, "k %d: %d drafts accepted", ks[i], g_accepted);
+        printf("%s k %d: %d greedy tiers, %d drafts accepted\n", loops ? "loop" : "plain", ks[i],
+               g_tiers, g_accepted);
+        free(o.text);
+        free(o.ids);
+    }
+    free(ref.text);
+    free(ref.ids);
+    transcribe_session_free(s);
+}
+
+int main(void) {
+    transcribe_log_set(on_log, NULL);
+    float *pcm = NULL;
+    int n = 0;
+    CHECK(transcribe_audio_load_file(JFK, 16000, &pcm, &n) == TRANSCRIBE_OK);
+    char loop[1200];
+    snprintf(loop, sizeof loop, "%s/whisper_spec_loop.gguf", TR_BINARY_DIR);
+    /* token 440: an ordinary text piece of the multilingual vocabulary */
+    CHECK(write_loop_model(loop, 440, 3000.0f));
+    if (pcm) {
+        check_model(MODEL, pcm, n, false);
+        check_model(loop, pcm, 5 * 16000, true);
+    }
+    remove(loop);
+    transcribe_audio_free(pcm);
+    transcribe_log_set(NULL, NULL);
+    return TEST_DONE();
+}
