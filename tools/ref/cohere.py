@@ -142,7 +142,7 @@ def prompt_ids(toks, lang):
 
 
 def sp_decode(ids, toks):
-    """gguf-common docs/formats/cohere.md §6.1 SentencePiece decode; nothing filtered (§6.4)."""
+    """docs/formats/gguf.md §6.1 SentencePiece decode; nothing filtered (docs/formats/cohere.md §6.4)."""
     b = b""
     for i in ids:
         p = toks[i]
@@ -800,6 +800,8 @@ def main():
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--knob", action="append", default=[])
     ap.add_argument("--dtypes", default=None)
+    ap.add_argument("--requant-from", default=None,
+                    help="real config: write the Q8_0 file from this F16 file (skips the design pass)")
     a = ap.parse_args()
     torch.set_num_threads(2)
     cfg = dict(CONFIGS[a.config], name=a.config)
@@ -817,6 +819,8 @@ def main():
     clips = {c: mel_ref.read_wav(os.path.join(data_dir, c + ".wav"))[0] for c in ("clip", "clip_min")}
     toks, scores, types = build_vocab(cfg)
     log = print
+    if a.requant_from:
+        return requant_main(a, cfg, toks, scores, types, log)
     if not tiny:
         return real_main(a, cfg, knobs, clips, toks, scores, types, log)
 
@@ -866,8 +870,226 @@ def main():
         fh.write("\n")
 
 
+# --------------------------------------------------------------------------
+# real dimensions (2.0 B parameters): float32, tensors produced one at a time
+# --------------------------------------------------------------------------
+@torch.no_grad()
+def encode_many(cfg, get, mels, dtype=torch.float32, log=None):
+    """Encoder.__call__ for several clips, each block built once."""
+    enc = Encoder(cfg, get, dtype)
+    xs = {c: enc.pre_encode(m) for c, m in mels.items()}
+    pes = {c: rel_pos_table([(x.shape[0] - 1) - i for i in range(2 * x.shape[0] - 1)], cfg["d_enc"],
+                            torch.float32).to(dtype) for c, x in xs.items()}
+    for i in range(cfg["enc_layers"]):
+        blk = enc._load(ConformerBlock(enc.fc).to(dtype), "enc.blocks.%d." % i, lambda n: _BLOCK_RENAMES.get(n, n))
+        xs = {c: blk(x, pes[c]) for c, x in xs.items()}
+        del blk
+        if log and i % 12 == 11:
+            log("  encoder block %d done" % i)
+    w = torch.as_tensor(np.asarray(get("enc_dec_proj.weight"))).to(dtype)
+    b = torch.as_tensor(np.asarray(get("enc_dec_proj.bias"))).to(dtype)
+    return {c: x @ w.T + b for c, x in xs.items()}
+
+
+class FileTensors:
+    """Tensors of a written GGUF, dequantized on demand from a memory map; checks the
+    header (KV types, names, ne, dtypes, offsets, file size) on open."""
+
+    def __init__(self, path, cfg, preset, toks):
+        import mmap
+        self.f = open(path, "rb")
+        self.buf = mmap.mmap(self.f.fileno(), 0, access=mmap.ACCESS_READ)
+        c = gw._Cursor(self.buf)
+        assert bytes(self.buf[:4]) == b"GGUF"
+        c.pos = 4
+        assert c.take("<I") == 3
+        n_t, n_kv = c.take("<q"), c.take("<q")
+        self.kv = {}
+        for _ in range(n_kv):
+            k = c.string()
+            vt = c.take("<I")
+            self.kv[k] = (vt, c.value(vt))
+        infos = []
+        for _ in range(n_t):
+            name = c.string()
+            nd = c.take("<I")
+            ne = [c.take("<q") for _ in range(nd)]
+            infos.append((name, ne, c.take("<I"), c.take("<Q")))
+        start = (c.pos + gw.ALIGNMENT - 1) // gw.ALIGNMENT * gw.ALIGNMENT
+        shapes = tensor_shapes(cfg)
+        assert [i[0] for i in infos] == list(shapes), "tensor order"
+        self.info, expect = {}, 0
+        for name, ne, gt, off in infos:
+            assert ne == list(reversed(shapes[name])), (name, ne)
+            assert gt == dtype_for(name, preset), name
+            assert off == expect, name
+            n = int(np.prod(ne))
+            bs, ts = gw._TYPE_INFO[gt]
+            size = n // bs * ts
+            self.info[name] = (gt, shapes[name], start + off, size)
+            expect = off + (size + gw.ALIGNMENT - 1) // gw.ALIGNMENT * gw.ALIGNMENT
+        assert start + expect == len(self.buf), "file size"
+        assert self.kv["general.architecture"] == (gw.STRING, "cohere_asr")
+        assert self.kv["general.file_type"] == (gw.UINT32, FILE_TYPE[preset])
+        assert self.kv["tokenizer.ggml.tokens"][1][1] == toks
+        assert self.kv["stt.cohere.decoder.max_seq_len"] == (gw.UINT32, cfg["max_seq"])
+
+    def __call__(self, name):
+        gt, shp, off, size = self.info[name]
+        raw = self.buf[off:off + size]
+        if gt == gw.GGML_F32:
+            a = np.frombuffer(raw, "<f4")
+        elif gt == gw.GGML_F16:
+            a = np.frombuffer(raw, "<f2").astype(np.float32)
+        else:
+            a = gw.dequantize_q8_0(raw, int(np.prod(shp)))
+        return a.reshape(shp)
+
+
+def requant_main(a, cfg, toks, scores, types, log):
+    """Q8_0 file requantized from the F16 file (as upstream derives its presets from the
+    reference file), header + value check against the source, float32 decodes."""
+    import time
+    t0 = time.time()
+    shapes = tensor_shapes(cfg)
+    src = FileTensors(a.requant_from, cfg, "F16", toks)
+    path = os.path.join(a.out, "cohere-real-ref-Q8_0.gguf")
+    write_gguf(path, cfg, None, toks, scores, types, "Q8_0", get=src)
+    ft = FileTensors(path, cfg, "Q8_0", toks)
+    for n in shapes:
+        want, got = src(n), ft(n)
+        if dtype_for(n, "Q8_0") == gw.GGML_Q8_0:
+            assert np.abs(got - want).max() <= np.abs(want).max() / 127.0 + 1e-6, n
+        else:
+            assert np.array_equal(got, want), n
+    log("wrote %s (%d bytes), read back OK (%.0f s)" % (path, os.path.getsize(path), time.time() - t0))
+    fb, win = frontend_buffers()
+    wavs = {c: mel_ref.read_wav(os.path.join(a.out, c + ".wav"))[0] for c in ("clip", "clip_min")}
+    wavs["jfk"] = mel_ref.read_wav(os.path.join(shared_dir(a.shared), "samples", "jfk.wav"))[0]
+    mels = {c: logmel(x, fb, win).astype(np.float32) for c, x in wavs.items()}
+    pf = encode_many(cfg, ft, mels)
+    decf = Decoder(cfg, {n: ft(n) for n in shapes if n.startswith(("dec.", "head."))}, torch.float32)
+    eos = toks.index(EOS_PIECE)
+    for c, lang in [("clip", "en"), ("clip", "de"), ("jfk", "en"), ("clip_min", "en")]:
+        ids, trunc, margins, rows = greedy(decf, pf[c], prompt_ids(toks, lang), eos)
+        raw = sp_decode(ids, toks)
+        log("Q8_0_%-8s %-2s steps %3d %-5s min margin %7.3f  %r" % (c, lang, len(rows), "TRUNC" if trunc else "OK",
+                                                                  min(margins), raw[1:81]))
+    log("total %.0f s" % (time.time() - t0))
+
+
 def real_main(a, cfg, knobs, clips, toks, scores, types, log):
-    raise SystemExit("real config: not implemented yet")
+    """Files with the published dimensions (F16 and Q8_0 by default; F32 would be 8.2 GB),
+    a float32 design on clip / clip_min / jfk.wav, then float32 decodes from each file."""
+    import time
+    t0 = time.time()
+    tid = {t: i for i, t in enumerate(toks)}
+    seed = a.seed
+    shapes = tensor_shapes(cfg)
+    fb, win = frontend_buffers()
+    xj, _ = mel_ref.read_wav(os.path.join(shared_dir(a.shared), "samples", "jfk.wav"))
+    clips = dict(clips, jfk=xj)
+    mels = {c: logmel(x, fb, win).astype(np.float32) for c, x in clips.items()}
+    over = {"frontend.mel_filterbank": fb, "frontend.window": win}
+
+    def get(n):
+        if n in over:
+            return over[n]
+        if n in D:
+            return D[n]
+        return enc_tensor(n, shapes[n], seed, np.float32)
+    D = {}
+    enc = Encoder(cfg, get, torch.float32)
+    pre = enc.pre_encode(mels["clip"]).numpy().astype(np.float64)
+    mean = pre.mean(0)
+    rms = np.sqrt(((pre - mean) ** 2).mean())
+    over["enc.pre_encode.out.bias"] = ((get("enc.pre_encode.out.bias") - mean) / rms).astype(np.float32)
+    over["enc.pre_encode.out.weight"] = (get("enc.pre_encode.out.weight") / rms).astype(np.float32)
+    proj = encode_many(cfg, get, mels, log=log)
+    log("encoder design pass: %.0f s" % (time.time() - t0))
+    rng = np.random.default_rng([seed, 2])
+    D.update(random_decoder(cfg, rng, knobs, np.float32))
+    eos, nd = tid[EOS_PIECE], tid["<|nodiarize|>"]
+    en_ids, de_ids, cy = ([tid[p] for p in CHAIN_EN], [tid[p] for p in CHAIN_DE], [tid[p] for p in CYCLE])
+    edges = [(x, y, {"lang": +1, "audio": +1}) for x, y in zip([nd] + en_ids, en_ids + [eos])]
+    edges += [(x, y, {"lang": -1}) for x, y in zip([nd] + de_ids, de_ids + [eos])]
+    edges += [(x, y, {"lang": +1, "audio": -1}) for x, y in zip([nd] + cy, cy + [cy[0]])]
+    chain_tokens = sorted({t for e in edges for t in e[:2]})
+    R, E = design_embeddings(cfg, rng, toks, chain_tokens, knobs, np.float32)
+    D["dec.embed.token.weight"] = E
+    D["dec.embed.norm.weight"] = (1.0 + rng.standard_normal(cfg["H"]) * 0.05).astype(np.float32)
+    D["dec.embed.norm.bias"] = (rng.standard_normal(cfg["H"]) * 0.05).astype(np.float32)
+    D["enc_dec_proj.weight"] = enc_tensor("enc_dec_proj.weight", shapes["enc_dec_proj.weight"], seed, np.float32)
+    D["enc_dec_proj.bias"] = enc_tensor("enc_dec_proj.bias", (cfg["H"],), seed, np.float32)
+    means = np.stack([proj[c].double().mean(0).numpy() for c in ("clip", "clip_min", "jfk")])
+    sw = np.linalg.lstsq(means, np.array([1.0, -1.0, 1.0]), rcond=None)[0]
+    design_heads(cfg, D, knobs, sw.astype(np.float32))
+    rd = reserved_dims(cfg["H"])
+    dec = Decoder(cfg, D, torch.float32)
+    c_sum, c_cnt, m_sum = np.zeros(cfg["vocab"]), np.zeros(cfg["vocab"]), np.zeros(cfg["vocab"])
+    sw_abs = {"audio": [], "lang": []}
+    runs = RUNS + [("jfk", "en")]
+    for c, lang in runs:
+        pr = prompt_ids(toks, lang)
+        path = pr + (de_ids if lang == "de" else en_ids if c != "clip_min" else (cy * 200)[:512])
+        taps = []
+        dec.step(path, dec.new_cache(), dec.cross_kv(proj[c]), taps)
+        hh, xx = taps[0].double().numpy(), taps[1].double().numpy()
+        for j in range(len(pr) - 1, len(path)):
+            c_sum[path[j]] += R[path[j]] @ hh[j]
+            m_sum[path[j]] += R[path[j]] @ xx[j]
+            c_cnt[path[j]] += 1
+        gen = hh[len(pr) - 1:]
+        for k in sw_abs:
+            sw_abs[k].append(np.abs(gen[:, rd[k]]).mean())
+        log("calib %-8s %-2s audio h %+.3f (min |.| %.3f)  lang h %+.3f (min |.| %.3f)" % (
+            c, lang, gen[:, rd["audio"]].mean(), np.abs(gen[:, rd["audio"]]).min(),
+            gen[:, rd["lang"]].mean(), np.abs(gen[:, rd["lang"]]).min()))
+    c_tok = np.where(c_cnt > 0, c_sum / np.maximum(c_cnt, 1), 1.0)
+    m_tok = np.where(c_cnt > 0, m_sum / np.maximum(c_cnt, 1), 0.0)
+    design_ffn(cfg, D, R, edges, (c_tok, {k: float(np.mean(v)) for k, v in sw_abs.items()}, m_tok), knobs)
+    D = {n: np.asarray(v, dtype=np.float32) for n, v in D.items()}
+    del dec
+    n_params = sum(int(np.prod(s)) for n, s in shapes.items() if not n.startswith("frontend."))
+    log("parameters (excl. frontend buffers) %d, tensors %d" % (n_params, len(shapes)))
+    summary = {"config": a.config, "seed": a.seed, "knobs": knobs, "V": len(toks), "n_params": n_params,
+               "n_tensors": len(shapes)}
+    for c, m in mels.items():
+        summary[c] = dict(n_samples=int(clips[c].size), T_mel=int(m.shape[1]), T_enc=t_enc_of(m.shape[1]))
+    for preset in (a.dtypes or "F16,Q8_0").split(","):
+        path = os.path.join(a.out, "cohere-real-ref-%s.gguf" % preset)
+        write_gguf(path, cfg, None, toks, scores, types, preset, get=get)
+        ft = FileTensors(path, cfg, preset, toks)
+        # spot-check values: every small tensor, and the first rows of the big ones
+        for n, shp in shapes.items():
+            want = np.asarray(get(n), dtype=np.float32)
+            got = ft(n)
+            gt = dtype_for(n, preset)
+            if gt == gw.GGML_F32:
+                assert np.array_equal(got, want), n
+            elif gt == gw.GGML_F16:
+                assert np.array_equal(got, want.astype(np.float16).astype(np.float32)), n
+            else:
+                assert np.abs(got - want).max() <= np.abs(want).max() / 127.0 + 1e-6, n
+        log("wrote %s (%d bytes), read back OK (%.0f s)" % (path, os.path.getsize(path), time.time() - t0))
+        pf = encode_many(cfg, ft, mels)
+        decf = Decoder(cfg, {n: ft(n) for n in shapes if n.startswith(("dec.", "head."))}, torch.float32)
+        for c, lang in runs:
+            for kv16 in (False, True):
+                decf.kv_f16 = kv16
+                ids, trunc, margins, rows = greedy(decf, pf[c], prompt_ids(toks, lang), eos)
+                raw = sp_decode(ids, toks)
+                key = "%s_%s_%s%s" % (preset, c, lang, "_kvF16" if kv16 else "")
+                summary[key] = dict(ids=ids, text=raw[1:] if raw.startswith(" ") else raw, truncated=trunc,
+                                    n_steps=len(rows), min_margin=min(margins))
+                log("%-24s steps %3d %-5s min margin %7.3f  %r" % (key, len(rows), "TRUNC" if trunc else "OK",
+                                                                   min(margins), summary[key]["text"][:80]))
+        ft.buf.close()
+        ft.f.close()
+    with open(os.path.join(a.out, "decode.json"), "w") as fh:
+        json.dump(summary, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    log("total %.0f s" % (time.time() - t0))
 
 
 if __name__ == "__main__":

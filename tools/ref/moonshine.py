@@ -54,7 +54,8 @@ MIN_SAMPLES = 895  # docs/formats/moonshine.md §4 / §5.1: T_enc = 1
 
 CONFIGS = {
     # d 64 (Q8_0 needs inner dims % 32), 4 heads of 16, factor 0.7 -> rot = (int)11.2 & ~1 = 10:
-    # both the truncation and the bit clearing of docs/formats/moonshine.md §5.3 matter; head_dim 16 pads to 16 (no-op).
+    # both the truncation and the bit clearing of docs/formats/moonshine.md §5.3 matter;
+    # head_dim 16 pads to 16 (no-op).
     "tiny": dict(d=64, enc_layers=2, dec_layers=2, heads=4, ffn=128, vocab=320, prf=0.7,
                  pad=8, max_pos=194, name="Moonshine Tiny (random-weight reference)"),
     # moonshine-tiny geometry (docs/formats/moonshine.md §1): 160 tensors, 27 092 736 params.
@@ -105,7 +106,7 @@ def build_vocab(cfg, n_st):
 
 
 def sp_decode(ids, toks):
-    """SentencePiece decode (the spec's gguf-common rules): ▁ -> space, <0xHH> -> byte HH."""
+    """docs/formats/gguf.md §6.1 SentencePiece decode: ▁ -> space, <0xHH> -> byte HH."""
     b = b""
     for i in ids:
         p = toks[i]
@@ -142,7 +143,8 @@ def stem_lengths(n):
 
 
 def conv_stem(pcm, W, eps=1e-5):
-    """docs/formats/moonshine.md §5.1. pcm: 1-D tensor. Returns (tanh(conv0) [T1, d], GroupNorm out [T1, d], stem [T_enc, d])."""
+    """docs/formats/moonshine.md §5.1. pcm: 1-D tensor. Returns (tanh(conv0) [T1, d],
+    GroupNorm out [T1, d], stem [T_enc, d])."""
     x = pcm.reshape(1, 1, -1)
     a = torch.tanh(Fn.conv1d(x, W["enc.conv.0.weight"], stride=STRIDES[0]))
     mu = a.mean()
@@ -677,7 +679,8 @@ def main():
                       key, t3, r["n_generated"], r["status"], r["min_margin"], r["f32_same_ids"],
                       r["f32_max_abs_enc_err"], r["f32_max_abs_logit_err"], r["text"][:120]))
             if tiny:
-                # the conv stem is F32 in every preset (docs/formats/moonshine.md §3.3): its goldens are written once
+                # the conv stem is F32 in every preset (docs/formats/moonshine.md §3.3):
+                # its goldens are written once
                 for k2 in ("conv1_out", "groupnorm_out", "stem_out"):
                     f = os.path.join(a.out, "%s_%s.npy" % (cname, k2))
                     if preset == "F32":
