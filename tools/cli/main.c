@@ -681,8 +681,15 @@ static int do_file(const ctx *c, const char *path, bool several) {
     }
     if (report)
         printf("run: %s\n", transcribe_status_string(st));
-    else if (st != TRANSCRIBE_OK)
-        fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
+    else if (st != TRANSCRIBE_OK) {
+        /* the run's own reason on the last line too (it was logged above, but
+         * the last line is what a user reads and a script greps) */
+        const char *why = c->s ? transcribe_session_last_error(c->s) : NULL;
+        if (why && why[0])
+            fprintf(stderr, "error: %s: %s: %s\n", path, transcribe_status_string(st), why);
+        else
+            fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
+    }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
     const char *model = c->model_path;
     cli_source src = {c->s, c->batch_row, &res}; /* a split file's too: joined by the library */
