@@ -29,6 +29,7 @@ static transcribe_status finish_result(tr_result *r, transcribe_status st) {
     if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED ||
         st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
         if (!r->has_full_text) tr_result_build_full_text(r);
+        tr_result_untangle_words(r);
         if (r->oom) {
             TR_ERROR("run: out of memory while building the result");
             return TRANSCRIBE_ERR_OOM;

@@ -268,6 +268,15 @@ static bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
+void tr_result_untangle_words(tr_result *r) {
+    for (int i = 0; i + 1 < r->n_words; i++) {
+        tr_result_word *a = &r->words[i];
+        const tr_result_word *b = &r->words[i + 1];
+        if (a->seg_index == b->seg_index && b->t0_ms > a->t0_ms && a->t1_ms > b->t0_ms)
+            a->t1_ms = b->t0_ms;
+    }
+}
+
 bool tr_result_build_full_text(tr_result *r) {
     /* Measure first, then join into one heap buffer: segment texts live in
      * the arena, which arena_put may move. */

@@ -129,6 +129,13 @@ const char *tr_result_audio_event(const tr_result *r); /* "" when none */
  * it explicitly (leading/trailing whitespace trimmed). */
 bool tr_result_build_full_text(tr_result *r);
 
+/* A word ends no later than the next word of its segment starts, where that
+ * one starts later: a transducer emits several tokens on one frame, and the
+ * word before them would otherwise run past the next one's start (two cues
+ * on screen at once). Words sharing a start (Whisper's carry their
+ * segment's times) are left as they are. */
+void tr_result_untangle_words(tr_result *r);
+
 /* Copies text (NULL = "") into r's arena, its offset in *off; false on OOM
  * (oom set). */
 bool tr_result_store(tr_result *r, const char *text, uint64_t *off);

@@ -82,6 +82,23 @@ int main(void) {
     CHECK(out.segs[5].t0_ms == 15000 && out.segs[5].t1_ms == 15500);
     CHECK(!out.oom);
 
+    /* words of one transducer frame: the earlier word ends where the next
+     * starts; words sharing a start (Whisper's segment times) and words of
+     * another segment keep their times */
+    tr_result_clear(&p);
+    int a = tr_result_add_segment(&p, 0, 1000, "a b c d");
+    CHECK(tr_result_add_word(&p, 240, 320, a, "a") == 0);
+    CHECK(tr_result_add_word(&p, 280, 320, a, "b") == 1);
+    CHECK(tr_result_add_word(&p, 280, 320, a, "c") == 2);
+    CHECK(tr_result_add_word(&p, 300, 900, a, "d") == 3);
+    int b = tr_result_add_segment(&p, 1000, 2000, "e");
+    CHECK(tr_result_add_word(&p, 800, 1200, b, "e") == 4);
+    tr_result_untangle_words(&p);
+    CHECK(p.words[0].t0_ms == 240 && p.words[0].t1_ms == 280);
+    CHECK(p.words[1].t0_ms == 280 && p.words[1].t1_ms == 320); /* same start as c: kept */
+    CHECK(p.words[2].t0_ms == 280 && p.words[2].t1_ms == 300);
+    CHECK(p.words[3].t0_ms == 300 && p.words[3].t1_ms == 900); /* e is another segment's */
+
     tr_result_joiner_free(&j);
     tr_result_free(&p);
     tr_result_free(&out);
