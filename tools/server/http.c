@@ -681,6 +681,15 @@ void srv_http_stop(srv_server *s, int grace_s) {
      * connections get 503) */
     MHD_socket lsock = MHD_quiesce_daemon(s->daemon);
     if (lsock != MHD_INVALID_SOCKET) close(lsock);
+    /* a connection accepted just before has its request line and headers
+     * on the way (a balancer sends them at once): a moment for them to be
+     * read, so its request counts in in_flight and finishes, rather than
+     * the connection closing under it (a balancer cannot retry a large
+     * upload it has already streamed: a 502 to its client) */
+    if (grace_s > 0) {
+        const double settle = srv_now() + 0.25;
+        while (srv_now() < settle) usleep(20 * 1000);
+    }
     double until = srv_now() + grace_s;
     while (atomic_load(&s->in_flight) > 0 && srv_now() < until) usleep(20 * 1000);
     atomic_store(&s->closing, 2); /* what still runs is aborted */
