@@ -122,6 +122,15 @@ static bool golden_load(const char *which, golden *g) {
     return ok;
 }
 
+static double max_abs_of(const float *v, int64_t n) {
+    double r = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const double x = fabs(v[i]);
+        if (x > r) r = x;
+    }
+    return r;
+}
+
 static float *load_clip(const char *file, int *n) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s.wav", MN_DATA, file);
@@ -202,8 +211,10 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
     npy_array a;
     snprintf(name, sizeof name, "%s_%s_logits", dtype, clip);
     if (load_npy(name, &a, steps, V)) {
-        double e = 0, range = 0;
-        for (int64_t i = 0; i < a.n; i++) range = fmax(range, fabs(((const float *)a.data)[i]));
+        double e = 0;
+        /* (a plain loop: Debian's aarch64 GCC 12 vectorizer fails with an
+         * internal error on an fmax reduction over this array) */
+        const double range = max_abs_of((const float *)a.data, a.n);
         const double tol = q8 ? 0.02 * range : 1e-3;
         for (int j = 0; j < steps; j++) {
             CHECK(tr_mn_decode(s, &prefix[j], 1, j, T));
