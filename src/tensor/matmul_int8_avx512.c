@@ -294,7 +294,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
     long b = 0;
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *p = w + b * 34;
-        fetch_on(p, 68, end);
+        (void)end; /* Q8_0: the hardware prefetcher keeps up (fetching ahead measured slower) */
         __m512i q =
             _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
                                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
@@ -459,10 +459,11 @@ int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, 
     case TR_Q8_0: {
         quantize_x_q8(x, K, xq, xs, false);
         const tr_mm_xq xv = {xq, xs, NULL};
-        prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
+            const uint8_t *row = w->data + (size_t)n * w->stride;
+            if (n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
             float s;
-            dot_rows_m(TR_Q8_0, w->data + (size_t)n * w->stride, &xv, K, 1, end, &s);
+            dot_rows_m(TR_Q8_0, row, &xv, K, 1, end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
         return 1;
