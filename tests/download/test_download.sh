@@ -19,7 +19,7 @@ if [ -z "$PY" ]; then
     echo "skip: no python3 for the stand-in hub server"
     exit 77
 fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tr-download-test.XXXXXX")
+WORK=$(mktemp -d -t tr-download-test.XXXXXX) # under $TMPDIR, else the system default
 HUB_PID=""
 FAILS=0
 CHECKS=0

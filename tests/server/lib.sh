@@ -7,7 +7,7 @@ SRV_PID=""
 SRV_LOG=""
 FAILS=0
 CHECKS=0
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tr-server-test.XXXXXX")
+WORK=$(mktemp -d -t tr-server-test.XXXXXX)
 
 srv_cleanup() {
     if [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null; then

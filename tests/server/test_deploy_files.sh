@@ -11,7 +11,7 @@
 set -u
 SERVER=$(realpath "$1") SRC=$2
 D=$SRC/tools/server/deploy
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tr-deploy.XXXXXX")
+WORK=$(mktemp -d -t tr-deploy.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 FAILS=0
 CHECKS=0

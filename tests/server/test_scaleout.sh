@@ -22,7 +22,7 @@ if [ -z "$PY" ]; then
     echo "skip: no python3 for the client"
     exit 77
 fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/tr-scaleout.XXXXXX")
+WORK=$(mktemp -d -t tr-scaleout.XXXXXX)
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
