@@ -30,6 +30,13 @@ static const type_info *info(int type) {
     return &k_types[type];
 }
 
+uint32_t tr_type_mask_all(void) {
+    uint32_t mask = 0;
+    for (int t = 0; t < 32; t++)
+        if (tr_type_valid(t)) mask |= 1u << t;
+    return mask;
+}
+
 bool tr_type_valid(int type) {
     const type_info *t = info(type);
     return t && t->valid;

@@ -28,6 +28,9 @@ typedef enum {
 
 /* true for the ids above that this library can dequantize (all but Q8_1/Q8_K). */
 bool tr_type_valid(int type);
+/* Every valid type as a mask of type ids (bit t; ids below 32), for tensor
+ * checks that take any type the library dequantizes (a token embedding). */
+uint32_t tr_type_mask_all(void);
 const char *tr_type_name(int type); /* "F32", "Q4_K", …; "?" when unknown */
 int tr_type_block(int type);        /* elements per block (1 for F32/F16/BF16); 0 unknown */
 size_t tr_type_block_bytes(int type);

@@ -327,14 +327,6 @@ static transcribe_status read_tokenizer(const gguf_file *f, cn_model *m) {
 
 /* ---- tensors (docs/formats/canary.md §3.3, §3.4) ---- */
 
-/* Every type the library can dequantize (the ANY class of docs/formats/canary.md §3). */
-static uint32_t any_types(void) {
-    uint32_t mask = 0;
-    for (int t = 0; t < 31; t++)
-        if (tr_type_valid(t)) mask |= 1u << t;
-    return mask;
-}
-
 /* Sizes the tensor tables refer to. */
 enum { CN_D, CN_V, CN_P, CN_E, CN_NDIMS };
 #define DD(k) TR_NN_DIM(CN_##k)
@@ -367,9 +359,9 @@ static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
     if (hp->enc_dec_proj && !tr_nn_load_weights(&src, &cn_proj_spec, 1, dims, 0, true, m))
         ok = false;
     /* the token embedding accepts every dequantizable type (the ANY class) */
-    const tr_nn_wspec emb = {
-        "dec.embed.token.weight",   TR_NN_W_TENSOR, {hp->d_dec, hp->n_vocab}, 2, any_types(),
-        offsetof(cn_model, tok_emb)};
+    const tr_nn_wspec emb = {"dec.embed.token.weight", TR_NN_W_TENSOR,
+                             {hp->d_dec, hp->n_vocab}, 2,
+                             tr_type_mask_all(),       offsetof(cn_model, tok_emb)};
     if (!tr_nn_load_weights(&src, &emb, 1, dims, 0, true, m)) ok = false;
     if (!tr_nn_load_weights(&src, cn_top_specs, sizeof cn_top_specs / sizeof cn_top_specs[0], dims,
                             0, true, m))

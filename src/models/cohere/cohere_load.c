@@ -187,14 +187,6 @@ static transcribe_status read_tokenizer(const gguf_file *f, ch_model *m) {
 
 /* ---- tensors (docs/formats/cohere.md §3) ---- */
 
-/* Every type the library can dequantize (the token embedding's class). */
-static uint32_t any_types(void) {
-    uint32_t mask = 0;
-    for (int t = 0; t < 31; t++)
-        if (tr_type_valid(t)) mask |= 1u << t;
-    return mask;
-}
-
 enum { CH_D, CH_V, CH_S, CH_E, CH_NDIMS };
 #define DD(k) TR_NN_DIM(CH_##k)
 
@@ -223,7 +215,8 @@ static transcribe_status read_embedding(const gguf_file *f, ch_model *m) {
         return ERR_GGUF;
     }
     const int64_t ne[2] = {m->hp.d_dec, t->ne[1]};
-    if (t->ne[1] < 1 || t->ne[1] > (1 << 24) || !tr_gguf_tensor_check(t, any_types(), 2, ne)) {
+    if (t->ne[1] < 1 || t->ne[1] > (1 << 24) ||
+        !tr_gguf_tensor_check(t, tr_type_mask_all(), 2, ne)) {
         TR_ERROR("cohere: tensor 'dec.embed.token.weight' must be [%d, V] of a readable type",
                  m->hp.d_dec);
         return ERR_GGUF;
