@@ -304,6 +304,11 @@ static void detect_language(const char *whisper, const char *wav) {
     EXPECT_RUN(NULL, "-q --detect-language x.wav", 1, g_err,
                "error: --detect-language: this model cannot detect the language; it transcribes "
                "one language: en");
+    /* The bundled CTC model decodes no tokens one by one: --spec-k-drafts is said to be
+     * ignored, and the run goes on. */
+    snprintf(args, sizeof args, "--spec-k-drafts 4 '%s'", wav);
+    EXPECT_RUN(NULL, args, 0, g_err,
+               "--spec-k-drafts 4: this model does not decode token by token");
     char qwen[1024];
     snprintf(qwen, sizeof qwen, "%s/tests/data/qwen3_asr/tiny/qwen3-asr-tiny-ref-F16.gguf",
              TR_SOURCE_DIR);

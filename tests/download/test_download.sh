@@ -3,7 +3,7 @@
 # 127.0.0.1, a free port): a fresh download, one resumed after the server cut
 # the connection half-way (on the next run, and within one run), a 404, a
 # 503 tried again and a 403 not, a redirect, a redirect loop, a checksum
-# mismatch (the file removed), a full
+# mismatch (the file removed), a page served in place of a .gguf (removed), a full
 # cache (a file size limit, `ulimit -f`; and a 2 MiB tmpfs where the test may
 # mount one, i.e. as root), no network, an unknown name (the closest names),
 # --list, the progress bar on a terminal only, and `transcribe -m NAME`,
@@ -49,6 +49,10 @@ printf '# test catalogue\n' >"$WORK/catalogue.tsv"
 printf 'synth-ctc\tparakeet\tsynth\ttest-org/synth-ctc-gguf\tsynth-ctc-{QUANT}.gguf\tF32,Q8_0\tQ8_0=6.2MiB\tmit\n' >>"$WORK/catalogue.tsv"
 printf 'gone-model\tparakeet\tgone\ttest-org/gone-model-gguf\tgone-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
 printf 'loop-model\tparakeet\tloop\ttest-org/loop-model-gguf\tloop-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
+printf 'html-model\tparakeet\thtml\ttest-org/html-model-gguf\thtml-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
+mkdir -p "$WORK/root/test-org/html-model-gguf/resolve/main"
+printf '<!DOCTYPE html><html><body>Sign in to continue</body></html>\n' \
+    >"$WORK/root/test-org/html-model-gguf/resolve/main/html-model-Q8_0.gguf"
 export TRANSCRIBE_CATALOGUE=$WORK/catalogue.tsv
 unset TRANSCRIBE_MODEL_DIR TRANSCRIBE_MODEL_BASE_URL HF_TOKEN
 
@@ -163,6 +167,16 @@ check "a checksum mismatch fails (rc=$RC)" [ "$RC" -eq 1 ]
 check "it says checksum mismatch" has "$WORK/err" "checksum mismatch"
 check "neither the file nor a part is kept" \
     bash -c "[ ! -e '$C6/synth-ctc-Q8_0.gguf' ] && [ ! -e '$C6/synth-ctc-Q8_0.gguf.part' ]"
+
+# ---- a page in place of the model (a mirror's login page, served 200): rejected, removed ----
+start_hub
+C6b=$WORK/cache6b
+dl "$C6b" html-model
+show_err
+check "a .gguf that is not GGUF fails (rc=$RC)" [ "$RC" -eq 1 ]
+check "it says it is not a GGUF file" has "$WORK/err" "is not a GGUF file"
+check "neither the file nor a part is kept" \
+    bash -c "[ ! -e '$C6b/html-model-Q8_0.gguf' ] && [ ! -e '$C6b/html-model-Q8_0.gguf.part' ]"
 
 # ---- a full cache: a 2 MiB file size limit (ulimit -f) ----
 start_hub

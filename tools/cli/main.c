@@ -860,6 +860,12 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
                 "--vocabulary: this model takes no vocabulary hints; the %d terms are ignored",
                 o->n_vocab);
     }
+    if (o->spec_k_drafts > 0 && !caps->supports_spec_decode) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--spec-k-drafts %d: this model does not decode token by token; the flag is "
+                "ignored",
+                (int)o->spec_k_drafts);
+    }
     if (o->whisper_any && !transcribe_model_accepts_ext_kind(m, TRANSCRIBE_EXT_SLOT_RUN,
                                                              TRANSCRIBE_EXT_KIND_WHISPER_RUN)) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,

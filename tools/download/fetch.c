@@ -69,6 +69,15 @@ static void header_value(const char *v, size_t n, char *out, size_t out_n) {
     out[n] = 0;
 }
 
+/* A file named *.gguf must start with the GGUF magic: a mirror or proxy that answers 200 with
+ * an HTML page would otherwise leave a file that fails only later, at load. */
+static bool gguf_magic_ok(int fd, const char *final_name) {
+    size_t n = strlen(final_name);
+    if (n < 5 || strcasecmp(final_name + n - 5, ".gguf") != 0) return true;
+    char magic[4];
+    return pread(fd, magic, 4, 0) == 4 && memcmp(magic, "GGUF", 4) == 0;
+}
+
 static bool is_sha256_hex(const char *s) {
     if (strlen(s) != 64) return false;
     for (const char *p = s; *p; p++)
@@ -469,6 +478,13 @@ int tdl_fetch(const tdl_fetch_opts *o) {
         }
     } else {
         NOTE(o, "the server sent no sha256: checked the size only");
+    }
+    if (!gguf_magic_ok(fd, o->final)) {
+        ERR("%s is not a GGUF file (it does not start with \"GGUF\"; a mirror's error page?): "
+            "removed",
+            o->url);
+        unlink(part);
+        goto out;
     }
     if (fsync(fd) != 0 || rename(part, o->final) != 0) {
         ERR("cannot move %s to %s: %s", part, o->final, strerror(errno));
