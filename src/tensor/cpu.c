@@ -66,6 +66,9 @@ static unsigned long long xcr0(void) {
 
 static void detect_x86(tr_cpu_features *f) {
     unsigned a, b, c, d;
+    unsigned vendor[3] = {0, 0, 0};
+    if (__get_cpuid(0, &a, &vendor[0], &vendor[2], &vendor[1]))
+        f->amd = !memcmp(vendor, "AuthenticAMD", 12);
     if (!__get_cpuid(1, &a, &b, &c, &d)) return;
     bool osxsave = c & (1u << 27), avx = c & (1u << 28);
     bool fma = c & (1u << 12), f16c = c & (1u << 29);

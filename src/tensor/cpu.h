@@ -34,6 +34,9 @@ typedef enum {
 typedef struct {
     /* x86-64 (each already requires the OS to save the register state) */
     bool avx2, fma, f16c, avx512, avx512_vnni, avx512_bf16, avx_vnni;
+    /* AuthenticAMD: a tuning hint, not a capability (Zen's L2 stream
+     * prefetcher keeps up with a Q8_0 row that Intel's needs fetched ahead) */
+    bool amd;
     /* aarch64 */
     bool neon, fp16_arith, dotprod, i8mm;
 } tr_cpu_features;

@@ -2,6 +2,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/quant_internal.h"
@@ -103,7 +104,13 @@ static inline float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
+/* How far ahead of itself a matrix-vector dot fetches its weights. */
+#define PF_DIST 2048
+
+/* end: where the dot fetches its row ahead (PF_DIST on), up to end; NULL
+ * leaves it to the hardware (float_fetch_end). */
+static inline __attribute__((always_inline)) float
+dot_avx2_at(int type, const uint8_t *w, const float *x, long K, const uint8_t *end) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     long k = 0;
     float tail = 0.0f;
@@ -117,6 +124,11 @@ static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
 #define W8(o) (h ? load_f16(w + 2 * (o)) : _mm256_loadu_ps(f + (o)))
     __m256 a4 = _mm256_setzero_ps(), a5 = a4, a6 = a4, a7 = a4;
     for (; k + 64 <= K; k += 64) {
+        if (end) { /* 64 values: 128 (F16) or 256 (F32) bytes */
+            const uint8_t *p = w + (h ? 2 : 4) * k + PF_DIST;
+            for (int l = 0; l < (h ? 2 : 4); l++)
+                if (p + 64 * l < end) _mm_prefetch((const char *)(p + 64 * l), _MM_HINT_T0);
+        }
         a0 = _mm256_fmadd_ps(W8(k), _mm256_loadu_ps(x + k), a0);
         a1 = _mm256_fmadd_ps(W8(k + 8), _mm256_loadu_ps(x + k + 8), a1);
         a2 = _mm256_fmadd_ps(W8(k + 16), _mm256_loadu_ps(x + k + 16), a2);
@@ -139,6 +151,10 @@ static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
 #undef W8
     for (; k < K; k++) tail += (h ? half_at(w + 2 * k) : f[k]) * x[k];
     return hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) + tail;
+}
+
+static float dot_avx2(int type, const uint8_t *w, const float *x, long K) {
+    return dot_avx2_at(type, w, x, K, NULL);
 }
 
 /* ---- matrix-vector with integer dot products ---- */
@@ -236,8 +252,6 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
 }
 
-/* How far ahead of itself a matrix-vector dot fetches its weights. */
-#define PF_DIST 2048
 
 /* The lines of [p, p + len) moved PF_DIST on, those before end (the end
  * of the caller's rows: a fetch past it would read what another thread
@@ -486,9 +500,12 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     if (kquant) quantize_x_q8k(x, K, xq, xs, bsum);
     /* The integer dots fetch their rows ahead as they go (fetch_on): they
      * leave too little slack for the hardware prefetcher alone to keep the
-     * stream from DRAM busy. F16 and F32, whose dots keep up, lost 2-5 % to
-     * a software fetch; they take only the first 4 KiB at once. */
+     * stream from DRAM busy. F16 and F32 lost 2-5 % to a software fetch on
+     * the Zen 3 host (AMD: they take only the first 4 KiB at once); on an
+     * Intel Xeon (Sapphire Rapids class) F16 without it reached only 0.58-0.68
+     * of the copy bandwidth, so there they fetch ahead too. */
     const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : end;
     const tr_mm_xq xv = {xq, xs, bsum};
     prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
     for (long n = n0; n < n1; n++) {
@@ -497,7 +514,8 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
         if (w->type == TR_Q8_0 || kquant) {
             dot_rows_m(w->type, row, &xv, K, 1, end, &s);
         } else if (w->type == TR_F32 || w->type == TR_F16) {
-            s = dot_avx2(w->type, row, x, K);
+            s = float_end ? dot_avx2_at(w->type, row, x, K, float_end)
+                          : dot_avx2(w->type, row, x, K);
         } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
             deq_avx2(w->type, row, scratch, w->K);
             s = dot_avx2(TR_F32, (const uint8_t *)scratch, x, K);
