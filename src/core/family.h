@@ -211,7 +211,8 @@ static inline void tr_run_settle(tr_run_ctx *ctx, transcribe_status st) {
 
 /* Batch bookkeeping of run_batch hooks that finish utterances one at a
  * time with a done[] flag each (family_batch.c). */
-/* Finishes utterance i with st (a failed one's rows are cleared). */
+/* Finishes utterance i with st (a failed one's rows are cleared; a truncated one keeps
+ * them, as its single run does). */
 void tr_run_batch_finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st);
 /* false (utterance i finished as INVALID_ARG, logged with who) when it has
  * no samples. */

@@ -5,7 +5,9 @@
 #include "util/log.h"
 
 void tr_run_batch_finish(tr_run_ctx *ctxs, bool *done, int i, transcribe_status st) {
-    if (st != TRANSCRIBE_OK) tr_result_clear(ctxs[i].result);
+    /* a truncated utterance keeps its text, as a single run does */
+    if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+        tr_result_clear(ctxs[i].result);
     tr_run_settle(&ctxs[i], st);
     done[i] = true;
 }
