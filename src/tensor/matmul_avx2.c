@@ -252,7 +252,6 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
 }
 
-
 /* The lines of [p, p + len) moved PF_DIST on, those before end (the end
  * of the caller's rows: a fetch past it would read what another thread
  * reads). A dot that fetches as it goes keeps the DRAM stream evenly busy:
