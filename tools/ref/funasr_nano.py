@@ -5,7 +5,7 @@ Written from docs/formats/funasr_nano.md (and the pages it refers to:
 docs/formats/sensevoice.md §4-5 for the Kaldi fbank + LFR front end and the
 SAN-M blocks, docs/formats/causal-lm.md for the Qwen3 blocks and the greedy
 loop, docs/formats/qwen3_asr.md §4 for the Qwen2 byte-level BPE),
-independently of the C code. Pieces:
+independently of the C code. Pieces (sections of docs/formats/funasr_nano.md):
 
 * §4 front end = sensevoice.py fbank + LFR 7/6, **no CMVN**.
 * §5.1 encoder = sensevoice.py SAN-M blocks without prefix rows
@@ -77,7 +77,7 @@ npsave = lc.npsave
 
 
 # --------------------------------------------------------------------------
-# front end (§4), encoder (§5.1), adaptor (§5.2)
+# front end, encoder, adaptor (docs/formats/funasr_nano.md §4, §5.1, §5.2)
 # --------------------------------------------------------------------------
 
 def features(x):
@@ -151,7 +151,7 @@ def adaptor(x, W, cfg):
 
 
 def t_audio_of(T_lfr, low_frame_rate):
-    """§6.1."""
+    """docs/formats/funasr_nano.md §6.1."""
     if not low_frame_rate:
         return T_lfr
     o1 = 1 + (T_lfr - 1) // 2
@@ -160,7 +160,7 @@ def t_audio_of(T_lfr, low_frame_rate):
 
 
 # --------------------------------------------------------------------------
-# prompt (§6.2) and model
+# prompt (docs/formats/funasr_nano.md §6.2) and model
 # --------------------------------------------------------------------------
 
 def prompt_text(lang=None, itn=False):
@@ -247,7 +247,7 @@ def tensor_count(cfg):
 
 
 def is_f32_class(name):
-    """§3 dtypes: biases, LayerNorm / RMSNorm weights and FSMN kernels stay F32."""
+    """docs/formats/funasr_nano.md §3 dtypes: biases, LayerNorm / RMSNorm weights and FSMN kernels stay F32."""
     return name.endswith((".bias", "norm.weight", "norm_attn.weight", "norm_ffn.weight", "attn.fsmn.weight"))
 
 
@@ -315,7 +315,7 @@ def build_weights(cfg, vocab, feats_cal, chain, dt):
 
 
 # --------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/funasr_nano.md §2, §3)
 # --------------------------------------------------------------------------
 
 def write_gguf(path, cfg, vocab, W, preset, var, lazy=False):
@@ -379,7 +379,7 @@ def write_gguf(path, cfg, vocab, W, preset, var, lazy=False):
     w.add_string(f + "fbank_style", "kaldi_htk")
     w.add_bool(f + "apply_cmvn", False)
     if preset != "F32":
-        w.add_uint32("general.file_type", lc.FILE_TYPE[preset])  # derived files: last scalar (§2)
+        w.add_uint32("general.file_type", lc.FILE_TYPE[preset])  # derived files: last scalar (docs/formats/funasr_nano.md §2)
     w.add_array("tokenizer.ggml.tokens", vocab.tokens, gw.STRING)
     w.add_array("tokenizer.ggml.token_type", vocab.types, gw.INT32)
     w.add_array("tokenizer.ggml.merges", vocab.merges, gw.STRING)
