@@ -241,7 +241,8 @@ static void test_file(const char *dt) {
     }
     CHECK_MSG(m != NULL, "cannot load %s", path);
     if (m) {
-        CHECK(m->mel.filterbank && m->mel.baked_window); /* §3.2 baked buffers in use */
+        /* the baked buffers of docs/formats/canary_qwen.md §3.2 are in use */
+        CHECK(m->mel.filterbank && m->mel.baked_window);
         for (int c = 0; c < N_CLIPS; c++) {
             check_front(g, m, &g_clips[c], dt);
             check_decode(m, &g_clips[c], dt, true);

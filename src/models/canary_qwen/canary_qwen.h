@@ -21,7 +21,7 @@
 struct tr_tokenizer;
 
 #define CQ_MAX_NEW      256 /* docs/formats/canary_qwen.md §6.3 budget (prefill token, EOS counted) */
-#define CQ_MAX_SEGMENT  32 /* ids of the prefix or the suffix of §6.1 at most */
+#define CQ_MAX_SEGMENT  32 /* prefix / suffix ids (docs/formats/canary_qwen.md §6.1) at most */
 #define CQ_PROMPT_SLACK 32 /* docs/formats/canary_qwen.md §8 representative prompt overhead */
 
 /* Chat pieces resolved at load (docs/formats/canary_qwen.md §2.1). */

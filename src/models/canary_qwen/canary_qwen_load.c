@@ -112,11 +112,11 @@ static transcribe_status read_frontend(const gguf_file *f, cq_model *m) {
     if ((st = tr_gguf_req_str_is(f, FK "pad_mode", "reflect", NULL))) return st;
     if ((st = tr_gguf_req_str_is(f, FK "normalize", "per_feature", NULL))) return st;
 #undef FK
-    /* the shared reader also takes the baked filterbank and window (§3.2:
-     * optional, F32, exact element counts) */
+    /* the shared reader also takes the baked filterbank and window
+     * (docs/formats/canary_qwen.md §3.2: optional, F32, exact element counts) */
     tr_mel_config_nemo(&m->mel, mels);
     if ((st = tr_mel_config_from_gguf(&m->mel, f))) return st;
-    /* §2.5: window type, log and centring are not read */
+    /* docs/formats/canary_qwen.md §2.5: window type, log and centring are not read */
     m->mel.type = TR_FRONTEND_MEL;
     m->mel.window = TR_WIN_HANN_SYMMETRIC;
     m->mel.pad_mode = TR_PAD_REFLECT;
@@ -239,6 +239,6 @@ void tr_cq_model_describe(const cq_model *m, tr_model_desc *desc) {
                             TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/canary_qwen.md §7 */);
     c->supports_spec_decode = true; /* single runs: the causal LM's tr_clm_greedy */
     c->max_audio_ms = m->max_audio_ms;
-    desc->bounded_output = true; /* a fixed output budget, no long form (§8) */
+    desc->bounded_output = true; /* fixed budget, no long form (docs/formats/canary_qwen.md §8) */
     desc->tokenizer = m->tok;
 }
