@@ -5,7 +5,7 @@ Written from docs/formats/canary_qwen.md (and the pages it refers to:
 docs/formats/canary.md §5-6 for the NeMo mel and the FastConformer,
 docs/formats/causal-lm.md for the Qwen3 blocks and the greedy loop,
 docs/formats/qwen3_asr.md §4 for the Qwen2 byte-level BPE), independently of
-the C code. Pieces:
+the C code. Pieces (sections of docs/formats/canary_qwen.md):
 
 * §4 front end: pre-emphasis 0.97, numpy-reflect padding 256, the stored
   bfloat16-rounded symmetric Hann 400 centred in 512, |FFT_512|^2, the
@@ -191,7 +191,7 @@ def lm_config(cfg):
 
 
 def input_gate(T_prompt, max_pos, n_ctx=0):
-    """docs/formats/canary_qwen.md §6.3 (and funasr_nano §8): INPUT_TOO_LONG if T_prompt + 256 > ceiling."""
+    """docs/formats/canary_qwen.md §6.3 (and docs/formats/funasr_nano.md §8): INPUT_TOO_LONG if T_prompt + 256 > ceiling."""
     ceiling = min(max_pos, n_ctx) if n_ctx > 0 else max_pos
     return "INPUT_TOO_LONG" if T_prompt + 256 > ceiling else "OK"
 
@@ -248,14 +248,14 @@ def add_tensors(w, W, type_of, lazy):
 
 def frontend_buffers():
     """The baked buffers: Slaney 128x257 and symmetric Hann 400, both
-    rounded to bfloat16 like the published checkpoint (§3.2)."""
+    rounded to bfloat16 like the published checkpoint (docs/formats/canary_qwen.md §3.2)."""
     fb = bf16r(mel_ref.slaney_filterbank(16000, 512, 128, 0.0, 8000.0))
     win = bf16r(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(400) / 399))
     return fb, win
 
 
 def logmel(x, fb, win):
-    """§4 on float samples x: [128, floor(n/160) + 1]."""
+    """docs/formats/canary_qwen.md §4 on float samples x: [128, floor(n/160) + 1]."""
     n = x.size
     T = n // 160 + 1
     if n < 257 or T < 2:
@@ -280,7 +280,7 @@ def fc_config(cfg):
 
 
 def build_prompt(vocab, T_enc):
-    """§6.1: prefix + [audio_locator] × T_enc + suffix."""
+    """docs/formats/canary_qwen.md §6.1: prefix + [audio_locator] × T_enc + suffix."""
     s = vocab.sid
     prefix = [s["<|im_start|>"]] + vocab.encode(PROMPT_USER)
     suffix = [s["<|im_end|>"]] + vocab.encode("\n") + [s["<|im_start|>"]] + vocab.encode("assistant\n")
@@ -327,7 +327,7 @@ class Model:
 # --------------------------------------------------------------------------
 
 def dtype_class(name):
-    """§3.1 classes: N, Conv, ConvPw, E, A, L."""
+    """docs/formats/canary_qwen.md §3.1 classes: N, Conv, ConvPw, E, A, L."""
     if name.startswith("frontend.") or name.endswith((".bias", "norm.weight", "running_mean", "running_var",
                                                        "pos_bias_u", "pos_bias_v", "bn.weight")) \
             or ".norm_" in name or name == "dec.output_norm.weight":
@@ -353,7 +353,7 @@ def ggml_type_for(name, shape, preset):
 
 
 def build_weights(cfg, vocab, mel_cal, chain, dt):
-    """All tensors in file order (§3.4 write order), F16-representable in
+    """All tensors in file order (docs/formats/canary_qwen.md §3.4 write order), F16-representable in
     every F16/Q8_0-class tensor so the F32 and F16 files hold the same math."""
     t0 = time.time()
     fb, win = frontend_buffers()
