@@ -18,7 +18,6 @@
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 #define EK       "stt.sensevoice.encoder."
 #define SK       "stt.sensevoice.special."
-#define FK       "stt.frontend."
 
 /* docs/formats/sensevoice.md §2: encoder sizes, strictly typed and cross-checked
  * (nn/sanm.h); sanm_shift and normalize_before are read, warned about, not used. */
@@ -60,48 +59,13 @@ static transcribe_status load_special(const gguf_file *g, sv_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* docs/formats/sensevoice.md §2 / §4: every front-end key is required (but the two booleans), with
- * the only values the family computes. */
+/* docs/formats/sensevoice.md §2 / §4: the shared Kaldi fbank + LFR keys (audio/mel.h) with
+ * per_feature normalisation: CMVN always on (the docs/formats/sensevoice.md §3 tensors). */
 static transcribe_status load_frontend(const gguf_file *g, sv_model *m) {
-    static const char *const req[] = {"type",       "num_mels",   "sample_rate", "n_fft",
-                                      "win_length", "hop_length", "window",      "normalize",
-                                      "dither",     "lfr_m",      "lfr_n",       "fbank_style"};
-    char key[64];
-    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
-        snprintf(key, sizeof key, FK "%s", req[i]);
-        if (!tr_gguf_has(g, key)) return tr_gguf_key_error(key, "any type", "required but missing");
-    }
-    transcribe_status st;
-    int v;
-    float dither = 0;
-    bool b;
-    if ((st = tr_gguf_req_str_is(g, FK "type", "kaldi_fbank_lfr", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "window", "hamming", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "normalize", "per_feature", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "fbank_style", "kaldi_htk", NULL)) ||
-        (st = tr_gguf_req_u32(g, FK "num_mels", 1, 4096, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "sample_rate", 1, 1000000, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "n_fft", 1, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "win_length", 2, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "hop_length", 1, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "lfr_m", 1, 64, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "lfr_n", 1, 64, &v)) ||
-        (st = tr_gguf_req_f32(g, FK "dither", &dither)) ||
-        (st = tr_gguf_opt_bool(g, FK "upscale_samples", true, &b)) ||
-        (st = tr_gguf_opt_bool(g, FK "snip_edges", true, &b)))
-        return st;
-    tr_mel_config *c = &m->mel;
-    tr_mel_config_kaldi(c, 80);
-    if ((st = tr_mel_config_from_gguf(c, g))) return st;
-    /* docs/formats/sensevoice.md §4: no dither, triangles from 20 Hz to Nyquist, frames always snip
-     * (snip_edges is read, not used), CMVN always on (the docs/formats/sensevoice.md §3 tensors) */
-    c->snip_edges = true;
-    c->f_min = 20.0f;
-    c->f_max = 0.5f * (float)c->sample_rate;
-    c->apply_cmvn = true;
-    if (c->n_mels * c->lfr_m != m->hp.d_input)
-        return tr_gguf_key_error(EK "d_input", "UINT32", "%d is not num_mels %d × lfr_m %d",
-                                 m->hp.d_input, c->n_mels, c->lfr_m);
+    transcribe_status st =
+        tr_mel_kaldi_lfr_from_gguf(g, "per_feature", m->hp.d_input, EK "d_input", &m->mel);
+    if (st) return st;
+    m->mel.apply_cmvn = true;
     return TRANSCRIBE_OK;
 }
 

@@ -13,22 +13,7 @@
 
 transcribe_status tr_sv_features(const sv_model *m, tr_pool *pool, const float *pcm, int64_t n,
                                  float **feats, int *T_lfr) {
-    *feats = NULL;
-    *T_lfr = 0;
-    float *fm = NULL; /* feature-major [d_input][T] */
-    int T = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, &fm, &T);
-    if (st) return st;
-    float *out = malloc(sizeof(float) * (size_t)T * (size_t)m->hp.d_input);
-    if (!out) {
-        free(fm);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    tr_transpose(fm, out, m->hp.d_input, T);
-    free(fm);
-    *feats = out;
-    *T_lfr = T;
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_rows(&m->mel, pcm, n, pool, feats, T_lfr);
 }
 
 void tr_sv_prompt_rows(const sv_model *m, const char *language, enum transcribe_itn_mode itn,
