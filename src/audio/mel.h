@@ -85,7 +85,7 @@ void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
  * type only and never applied; "whisper_logmel" = TR_NORM_PER_UTTERANCE. */
 transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f);
 
-/* The Kaldi fbank + LFR front end of docs/formats/sensevoice.md §2.5 / §4
+/* The Kaldi fbank + LFR front end of docs/formats/sensevoice.md §2 / §4
  * (SenseVoice; Fun-ASR-Nano, docs/formats/funasr_nano.md §2.6): every key
  * required (but the two booleans), with the only values computed: type
  * "kaldi_fbank_lfr", window "hamming", fbank_style "kaldi_htk", normalize

@@ -144,7 +144,7 @@ void tr_sanm_add_positions(float *x, int T, int D) {
     }
 }
 
-/* ---- the two-tier stack (docs/formats/sensevoice.md §5.4) ---- */
+/* ---- the two-tier stack (docs/formats/sensevoice.md §5.3) ---- */
 
 transcribe_status tr_sanm_read_hparams(const gguf_file *g, const char *prefix, const char *who,
                                        bool strict, tr_sanm_encoder *enc) {

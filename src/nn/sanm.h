@@ -2,7 +2,7 @@
  * self-attention whose value projection also feeds an FSMN memory (a
  * depthwise convolution over time, plus the values themselves), then a
  * pre-LN ReLU FFN; and the two-tier encoder stack built of them
- * (docs/formats/sensevoice.md §5.4), run by SenseVoice (with its prefix rows
+ * (docs/formats/sensevoice.md §5.3), run by SenseVoice (with its prefix rows
  * and CTC head) and Fun-ASR-Nano (docs/formats/funasr_nano.md §5.1: the
  * audio rows alone, no head).
  *
@@ -64,7 +64,7 @@ void tr_sanm_block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_di
  * cos at h + j, computed in double and rounded to float. D even, >= 4. */
 void tr_sanm_add_positions(float *x, int T, int D);
 
-/* The two-tier SAN-M encoder (docs/formats/sensevoice.md §5.3–§5.4): the
+/* The two-tier SAN-M encoder (docs/formats/sensevoice.md §5.3): the
  * projection block enc.encoders0.0 (d_input → d_model), the residual blocks
  * enc.encoders.0 .. n_blocks-2, enc.after_norm, the tp blocks
  * enc.tp_encoders.*, enc.tp_norm. LayerNorm eps 1e-12 throughout. */
@@ -80,7 +80,7 @@ typedef struct tr_sanm_encoder {
 
 /* Reads the encoder keys "<prefix>{n_blocks, tp_blocks, d_model, d_input,
  * n_heads, d_ff, kernel_size, sanm_shift, attention_type, normalize_before}"
- * (docs/formats/sensevoice.md §2.3; docs/formats/funasr_nano.md §2.3) with
+ * (docs/formats/sensevoice.md §2; docs/formats/funasr_nano.md §2.3) with
  * their exact types into enc's sizes and dims: n_blocks >= 2, an odd kernel,
  * d_model divisible by n_heads, attention_type "sanm". A sanm_shift other
  * than 0 or normalize_before false is refused when strict (the computation

@@ -278,13 +278,15 @@ static void test_caps_and_prompt(void) {
     gguf_file *g = NULL;
     fn_model *m = load_internal(g_path, &g);
     if (m) {
-        /* §4, §6.1: jfk.wav's 176 000 samples → 183 LFR rows → 23 audio tokens */
+        /* docs/formats/funasr_nano.md §4, §6.1: jfk.wav's 176 000 samples → 183 LFR rows → 23 audio
+         * tokens */
         CHECK(tr_fn_lfr_rows(m, 176000) == 183);
         CHECK(tr_fn_audio_tokens(m, 183) == 23);
         CHECK(tr_fn_audio_tokens(m, 1) == 1 && tr_fn_audio_tokens(m, 8) == 1);
         CHECK(tr_fn_audio_tokens(m, 9) == 2 && tr_fn_audio_tokens(m, 17) == 3);
         CHECK(tr_fn_lfr_rows(m, 399) == 0 && tr_fn_lfr_rows(m, 400) == 1);
-        /* §6.2 prompt: no hint, ITN default → the "no normalisation" suffix */
+        /* docs/formats/funasr_nano.md §6.2 prompt: no hint, ITN default → the "no normalisation"
+         * suffix */
         fn_prompt p;
         CHECK(tr_fn_build_prompt(m, 4, NULL, TRANSCRIBE_ITN_MODE_DEFAULT, &p) == TRANSCRIBE_OK);
         char *pre = decode(m, p.ids, p.audio_at);
@@ -316,7 +318,7 @@ static void test_caps_and_prompt(void) {
         CHECK_MSG(strstr(pre, "<|im_start|>user\n语音转写成en：") != NULL, "%s", pre);
         free(pre);
         tr_fn_prompt_free(&p);
-        /* §6.5: the text is the decoded ids as they are, one segment */
+        /* docs/formats/funasr_nano.md §6.5: the text is the decoded ids as they are, one segment */
         tr_result r;
         tr_result_init(&r);
         int32_t out[8];

@@ -50,7 +50,7 @@ static transcribe_status read_adaptor(const gguf_file *f, fn_model *m) {
         (st = tr_gguf_req_u32(f, AK "downsample_rate", 1, 1 << 16, &rate)) ||
         (st = tr_gguf_opt_bool(f, AK "use_low_frame_rate", true, &a->low_frame_rate)))
         return st;
-    /* docs/formats/funasr_nano.md §11.4: frame folding is not implemented upstream either */
+    /* docs/formats/funasr_nano.md §11: frame folding is not implemented upstream either */
     if (rate != 1)
         return tr_gguf_key_error(AK "downsample_rate", "UINT32", "%d is not supported (only 1)",
                                  rate);
@@ -110,7 +110,8 @@ static transcribe_status read_frontend(const gguf_file *f, fn_model *m) {
     transcribe_status st =
         tr_mel_kaldi_lfr_from_gguf(f, "none", m->enc.d_input, EK "d_input", &m->mel);
     if (st) return st;
-    /* §2.6: the file has no CMVN vectors; upstream would read empty ones */
+    /* docs/formats/funasr_nano.md §2.6: the file has no CMVN vectors; upstream would read empty
+     * ones */
     if (m->mel.apply_cmvn)
         return tr_gguf_key_error("stt.frontend.apply_cmvn", "BOOL",
                                  "true is not supported (the file has no CMVN vectors)");
@@ -142,7 +143,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, fn_model *m) {
         if ((st = tr_tokenizer_require(m->tok, "funasr_nano", pieces[i].piece,
                                        (int *)((char *)sp + pieces[i].off))))
             return st;
-    /* §2.2: the prompt is BPE-encoded at run time */
+    /* docs/formats/funasr_nano.md §2.2: the prompt is BPE-encoded at run time */
     if (!tr_tokenizer_can_encode(m->tok)) {
         TR_ERROR("funasr_nano: the tokenizer has no BPE merges (tokenizer.ggml.merges), so the "
                  "prompt cannot be encoded");
@@ -152,7 +153,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, fn_model *m) {
 }
 
 static transcribe_status read_languages(const gguf_file *f, fn_model *m) {
-    static const char *const def[] = {"zh", "en", "ja"}; /* §2.1 Nano */
+    static const char *const def[] = {"zh", "en", "ja"}; /* docs/formats/funasr_nano.md §2.1 Nano */
     return tr_gguf_opt_strv_copy(f, "general.languages", 4096, def, 3, &m->lang, &m->n_lang);
 }
 
@@ -216,7 +217,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = tr_clm_load_weights_prefix(f, "funasr_nano", "dec.layers", &m->lm, true, FN_TYPES_ANY,
                                          &m->lm_blocks, &m->lm_w)))
         return st;
-    /* §8: (40960 − 48 − 256) audio tokens of folds · lfr_n hops each */
+    /* docs/formats/funasr_nano.md §8: (40960 − 48 − 256) audio tokens of folds · lfr_n hops each */
     const int64_t tokens = (int64_t)m->max_pos - FN_PROMPT_RESERVE - FN_MAX_NEW;
     const int64_t folds = m->ad.low_frame_rate ? 8 : 1;
     m->max_audio_ms =

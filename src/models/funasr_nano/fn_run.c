@@ -152,7 +152,8 @@ transcribe_status tr_fn_encode(const fn_model *m, tr_pool *pool, const float *pc
     if (st != TRANSCRIBE_OK) return st;
     *T_out = T;
     tap(taps->features, in, (size_t)T * di);
-    /* §5.1: x = X · sqrt(d_model) + PE (the input-wide table, positions 1..T) */
+    /* docs/formats/funasr_nano.md §5.1: x = X · sqrt(d_model) + PE (the input-wide table,
+     * positions 1..T) */
     tr_ew_scale(pool, in, (float)sqrt((double)D), (long)T * di);
     tr_sanm_add_positions(in, T, di);
     tap(taps->enc_in, in, (size_t)T * di);
@@ -168,7 +169,7 @@ transcribe_status tr_fn_encode(const fn_model *m, tr_pool *pool, const float *pc
     st = tr_sanm_encoder_fwd(pool, &m->enc, in, T, x, &taps->sanm, abort, abort_user);
     if (st != TRANSCRIBE_OK) goto done;
     double t1 = tr_time_ms();
-    /* §5.2: relu(x W1 + b1) W2 + b2, then the blocks over every row */
+    /* docs/formats/funasr_nano.md §5.2: relu(x W1 + b1) W2 + b2, then the blocks over every row */
     tr_nn_linear_fwd(pool, &m->lin1, x, T, h);
     tr_ew_relu(pool, h, (long)T * Fp);
     tr_nn_linear_fwd(pool, &m->lin2, h, T, a);
@@ -183,7 +184,7 @@ transcribe_status tr_fn_encode(const fn_model *m, tr_pool *pool, const float *pc
     tap(taps->adaptor_out, a, (size_t)T * A);
     if (enc_ms) *enc_ms = t1 - t0;
     if (adaptor_ms) *adaptor_ms = tr_time_ms() - t1;
-    /* §6.1: the first T_audio rows are the audio tokens */
+    /* docs/formats/funasr_nano.md §6.1: the first T_audio rows are the audio tokens */
     *n_audio = (int)tr_fn_audio_tokens(m, T);
     *audio = a;
     a = NULL;
@@ -217,8 +218,8 @@ transcribe_status tr_fn_validate_run(const fn_model *m, const struct transcribe_
     return tr_family_check_transcribe_only("funasr_nano", p);
 }
 
-/* §8 gate from the exact prompt length (known from the sample count): the
- * prompt (with p's placeholder count set) or INVALID_ARG / INPUT_TOO_LONG. */
+/* docs/formats/funasr_nano.md §8 gate from the exact prompt length (known from the sample count):
+ * the prompt (with p's placeholder count set) or INVALID_ARG / INPUT_TOO_LONG. */
 static transcribe_status gate(const fn_session *s, int n_samples,
                               const struct transcribe_run_params *rp, fn_prompt *p) {
     const fn_model *m = s->m;
@@ -307,7 +308,8 @@ transcribe_status tr_fn_run(fn_session *s, const float *pcm, int n_samples, tr_r
     s->dec.n_steps = 0;
     if (st == TRANSCRIBE_OK) {
         tr_run_report_progress(ctx, TR_RUN_ENCODED);
-        /* §6.3: single-shot causal prefill, logits of the last position */
+        /* docs/formats/funasr_nano.md §6.3: single-shot causal prefill, logits of the last position
+         */
         first = tr_clm_prefill(s->dec.lm, s->dec.pool, x, p.n, 0, s->dec.last_logits);
         if (first < 0) st = TRANSCRIBE_ERR_OOM;
     }

@@ -36,14 +36,14 @@ typedef struct fn_adaptor_hp {
 
 typedef struct fn_model {
     tr_sanm_encoder enc; /* docs/formats/funasr_nano.md §5.1 */
-    tr_mel_config mel;   /* Kaldi fbank + LFR, no CMVN (§4) */
+    tr_mel_config mel;   /* Kaldi fbank + LFR, no CMVN (docs/formats/funasr_nano.md §4) */
 
-    fn_adaptor_hp ad; /* §2.4, §5.2 */
+    fn_adaptor_hp ad; /* docs/formats/funasr_nano.md §2.4, §5.2 */
     tr_nn_linear lin1, lin2;
     tr_nn_enc_block *ad_blocks;
     tr_nn_dims ad_dims;
 
-    tr_clm_hparams lm; /* §2.5, §6.3 */
+    tr_clm_hparams lm; /* docs/formats/funasr_nano.md §2.5, §6.3 */
     int max_pos;
     tr_clm_block *lm_blocks;
     tr_clm_weights lm_w;
@@ -75,8 +75,8 @@ typedef struct fn_prompt {
     int n, audio_at, n_audio;
 } fn_prompt;
 
-/* Front-end arithmetic (§4, §6.1) from the sample count: LFR rows and audio
- * tokens (0 when shorter than one window). */
+/* Front-end arithmetic (docs/formats/funasr_nano.md §4, §6.1) from the sample count: LFR rows and
+ * audio tokens (0 when shorter than one window). */
 int64_t tr_fn_lfr_rows(const fn_model *m, int64_t n_samples);
 int64_t tr_fn_audio_tokens(const fn_model *m, int64_t T_lfr);
 
@@ -102,7 +102,8 @@ typedef struct fn_taps {
     float *adaptor_out; /* [T_lfr][llm_dim] after the blocks (all rows) */
 } fn_taps;
 
-/* Front end + encoder + adaptor (§4–§6.1) of n samples: *audio is malloc'ed
+/* Front end + encoder + adaptor (docs/formats/funasr_nano.md §4–§6.1) of n samples: *audio is
+ * malloc'ed
  * [*n_audio][llm_dim] (the first T_audio adaptor rows). INVALID_ARG under one
  * window, ABORTED (abort polled per block), OOM. */
 transcribe_status tr_fn_encode(const fn_model *m, tr_pool *pool, const float *pcm, int64_t n,
@@ -110,7 +111,7 @@ transcribe_status tr_fn_encode(const fn_model *m, tr_pool *pool, const float *pc
                                bool (*abort)(void *), void *abort_user, double *enc_ms,
                                double *adaptor_ms);
 
-/* Result rows (§6.5). */
+/* Result rows (docs/formats/funasr_nano.md §6.5). */
 transcribe_status tr_fn_fill_result(const fn_model *m, const int32_t *ids, int n, int n_samples,
                                     tr_result *res);
 
