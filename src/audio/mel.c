@@ -340,3 +340,25 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
              (long long)n, c->n_fft / 2 + 1);
     return TRANSCRIBE_ERR_INVALID_ARG;
 }
+
+transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,
+                                      tr_pool *pool, float **out, int *n_frames) {
+    float *fm = NULL; /* feature-major [F][T] */
+    int T = 0;
+    *out = NULL;
+    *n_frames = 0;
+    transcribe_status st = tr_mel_compute(c, pcm, n, pool, &fm, &T);
+    if (st != TRANSCRIBE_OK) return st;
+    const size_t F = (size_t)tr_mel_n_features(c);
+    float *rows = malloc(sizeof(float) * (size_t)T * F);
+    if (!rows) {
+        free(fm);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    for (size_t f = 0; f < F; f++)
+        for (size_t t = 0; t < (size_t)T; t++) rows[t * F + f] = fm[f * (size_t)T + t];
+    free(fm);
+    *out = rows;
+    *n_frames = T;
+    return TRANSCRIBE_OK;
+}

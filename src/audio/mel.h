@@ -85,6 +85,20 @@ void tr_mel_config_kaldi(tr_mel_config *c, int n_mels);
  * type only and never applied; "whisper_logmel" = TR_NORM_PER_UTTERANCE. */
 transcribe_status tr_mel_config_from_gguf(tr_mel_config *c, const struct gguf_file *f);
 
+/* The Kaldi fbank + LFR front end of docs/formats/sensevoice.md §2 / §4
+ * (SenseVoice; Fun-ASR-Nano, docs/formats/funasr_nano.md §2.6): every key
+ * required (but the two booleans), with the only values computed: type
+ * "kaldi_fbank_lfr", window "hamming", fbank_style "kaldi_htk", normalize
+ * equal to `normalize` ("per_feature" for SenseVoice's CMVN, "none" for
+ * Fun-ASR-Nano); num_mels × lfr_m must equal d_input (the encoder's width,
+ * checked against d_input_key). *c gets tr_mel_config_kaldi overridden by
+ * the file, with snip_edges on, triangles 20 Hz .. Nyquist and apply_cmvn
+ * as the file says (default false): the family decides what CMVN means.
+ * GGUF (logged) otherwise. */
+transcribe_status tr_mel_kaldi_lfr_from_gguf(const struct gguf_file *f, const char *normalize,
+                                             int d_input, const char *d_input_key,
+                                             tr_mel_config *c);
+
 /* The STFT size keys a mel front end must declare, checked the one way the
  * audio-LLM families share: stt.frontend.type = "mel", num_mels in
  * [1, 4096] and equal to n_mels (what the family's encoder takes; 0 when
@@ -104,6 +118,10 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
 transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
                                  float **out, int *n_frames);
+/* tr_mel_compute transposed: *out is malloc'ed [*n_frames][n_features]
+ * frame-major (the row layout an encoder takes). Same errors. */
+transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,
+                                      tr_pool *pool, float **out, int *n_frames);
 /* Feature rows of the output (n_mels, or n_mels*lfr_m for LFR). */
 int tr_mel_n_features(const tr_mel_config *c);
 

@@ -3,6 +3,7 @@
  * defaults, wrongly typed keys are fatal (TRANSCRIBE_ERR_GGUF). Which
  * values a family accepts is the family's business; this only rejects
  * values no front end can mean. */
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -168,4 +169,48 @@ transcribe_status tr_mel_check_stft_keys(const struct gguf_file *f, const char *
     if ((st = tr_gguf_req_u32(f, "stt.frontend.n_fft", 2, 1 << 16, &v))) return st;
     if ((st = tr_gguf_req_u32(f, "stt.frontend.win_length", 1, 1 << 16, &v))) return st;
     return tr_gguf_req_u32(f, "stt.frontend.hop_length", 1, 1 << 16, &v);
+}
+
+transcribe_status tr_mel_kaldi_lfr_from_gguf(const struct gguf_file *g, const char *normalize,
+                                             int d_input, const char *d_input_key,
+                                             tr_mel_config *c) {
+    static const char *const req[] = {"type",       "num_mels",   "sample_rate", "n_fft",
+                                      "win_length", "hop_length", "window",      "normalize",
+                                      "dither",     "lfr_m",      "lfr_n",       "fbank_style"};
+    char key[64];
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        snprintf(key, sizeof key, K "%s", req[i]);
+        if (!tr_gguf_has(g, key)) return tr_gguf_key_error(key, "any type", "required but missing");
+    }
+    transcribe_status st;
+    int v;
+    float dither = 0;
+    bool b;
+    if ((st = tr_gguf_req_str_is(g, K "type", "kaldi_fbank_lfr", NULL)) ||
+        (st = tr_gguf_req_str_is(g, K "window", "hamming", NULL)) ||
+        (st = tr_gguf_req_str_is(g, K "normalize", normalize, NULL)) ||
+        (st = tr_gguf_req_str_is(g, K "fbank_style", "kaldi_htk", NULL)) ||
+        (st = tr_gguf_req_u32(g, K "num_mels", 1, 4096, &v)) ||
+        (st = tr_gguf_req_u32(g, K "sample_rate", 1, 1000000, &v)) ||
+        (st = tr_gguf_req_u32(g, K "n_fft", 1, 1 << 16, &v)) ||
+        (st = tr_gguf_req_u32(g, K "win_length", 2, 1 << 16, &v)) ||
+        (st = tr_gguf_req_u32(g, K "hop_length", 1, 1 << 16, &v)) ||
+        (st = tr_gguf_req_u32(g, K "lfr_m", 1, 64, &v)) ||
+        (st = tr_gguf_req_u32(g, K "lfr_n", 1, 64, &v)) ||
+        (st = tr_gguf_req_f32(g, K "dither", &dither)) ||
+        (st = tr_gguf_opt_bool(g, K "upscale_samples", true, &b)) ||
+        (st = tr_gguf_opt_bool(g, K "snip_edges", true, &b)) ||
+        (st = tr_gguf_opt_bool(g, K "apply_cmvn", false, &b)))
+        return st;
+    tr_mel_config_kaldi(c, 80);
+    if ((st = tr_mel_config_from_gguf(c, g))) return st;
+    /* docs/formats/sensevoice.md §4: no dither, triangles from 20 Hz to
+     * Nyquist, frames always snip (snip_edges is read, not used) */
+    c->snip_edges = true;
+    c->f_min = 20.0f;
+    c->f_max = 0.5f * (float)c->sample_rate;
+    if (c->n_mels * c->lfr_m != d_input)
+        return tr_gguf_key_error(d_input_key, "UINT32", "%d is not num_mels %d × lfr_m %d", d_input,
+                                 c->n_mels, c->lfr_m);
+    return TRANSCRIBE_OK;
 }

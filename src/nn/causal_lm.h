@@ -60,6 +60,13 @@ struct gguf_file;
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks, tr_clm_weights *w);
+/* The same with the blocks named "<block_prefix>.N.*" (e.g. "dec.layers" for
+ * Fun-ASR-Nano, docs/formats/funasr_nano.md §3) instead of "dec.blocks.N.*";
+ * the global dec.* names are unchanged. */
+transcribe_status tr_clm_load_weights_prefix(const struct gguf_file *f, const char *who,
+                                             const char *block_prefix, const tr_clm_hparams *hp,
+                                             bool tied, uint32_t emb_types, tr_clm_block **blocks,
+                                             tr_clm_weights *w);
 /* Starts *hp (zeroed, tr_clm_hparams_defaults, qk_norm) and reads the
  * decoder sizes every causal-LM file declares under prefix (e.g.
  * "stt.qwen3_asr.decoder."): n_layers [1, 1024], hidden_size [1, 65536],

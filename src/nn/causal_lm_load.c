@@ -37,14 +37,21 @@ static const tr_tensor *need_mat(need *n, const char *name, int64_t in, int64_t 
 transcribe_status tr_clm_load_weights(const struct gguf_file *f, const char *who,
                                       const tr_clm_hparams *hp, bool tied, uint32_t emb_types,
                                       tr_clm_block **blocks_out, tr_clm_weights *w) {
+    return tr_clm_load_weights_prefix(f, who, "dec.blocks", hp, tied, emb_types, blocks_out, w);
+}
+
+transcribe_status tr_clm_load_weights_prefix(const struct gguf_file *f, const char *who,
+                                             const char *block_prefix, const tr_clm_hparams *hp,
+                                             bool tied, uint32_t emb_types,
+                                             tr_clm_block **blocks_out, tr_clm_weights *w) {
     const int64_t H = hp->d_model, Q = (int64_t)hp->n_head * hp->head_dim,
                   K = (int64_t)hp->n_head_kv * hp->head_dim, I = hp->d_ffn;
     tr_clm_block *blocks = calloc((size_t)hp->n_layer, sizeof *blocks);
     *blocks_out = blocks;
     if (!blocks) return TRANSCRIBE_ERR_OOM;
     need n = {f, false};
-    char s[96];
-#define NAME(x) (snprintf(s, sizeof s, "dec.blocks.%d." x, l), s)
+    char s[160];
+#define NAME(x) (snprintf(s, sizeof s, "%s.%d." x, block_prefix, l), s)
     for (int l = 0; l < hp->n_layer && !n.bad; l++) {
         tr_clm_block *b = &blocks[l];
         b->norm_attn = need_vec(&n, NAME("norm_attn.weight"), H);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf/gguf_keys.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
@@ -141,4 +142,135 @@ void tr_sanm_add_positions(float *x, int T, int D) {
             r[half + j] += (float)cos(a);
         }
     }
+}
+
+/* ---- the two-tier stack (docs/formats/sensevoice.md §5.3) ---- */
+
+transcribe_status tr_sanm_read_hparams(const gguf_file *g, const char *prefix, const char *who,
+                                       bool strict, tr_sanm_encoder *enc) {
+    int d_model = 0, n_heads = 0, d_ff = 0, kernel = 0;
+    const tr_gguf_u32_key keys[] = {
+        {"n_blocks", 2, 4096, &enc->n_blocks}, {"tp_blocks", 0, 4096, &enc->tp_blocks},
+        {"d_model", 1, 65536, &d_model},       {"d_input", 1, 65536, &enc->d_input},
+        {"n_heads", 1, 4096, &n_heads},        {"d_ff", 1, 1 << 20, &d_ff},
+        {"kernel_size", 1, 4095, &kernel},
+    };
+    transcribe_status st = tr_gguf_req_u32_keys(g, prefix, keys, sizeof keys / sizeof keys[0]);
+    if (st) return st;
+    char k_shift[256], k_type[256], k_before[256], k_kernel[256], k_heads[256];
+    snprintf(k_shift, sizeof k_shift, "%ssanm_shift", prefix);
+    snprintf(k_type, sizeof k_type, "%sattention_type", prefix);
+    snprintf(k_before, sizeof k_before, "%snormalize_before", prefix);
+    snprintf(k_kernel, sizeof k_kernel, "%skernel_size", prefix);
+    snprintf(k_heads, sizeof k_heads, "%sn_heads", prefix);
+    int shift = 0;
+    bool before = true;
+    if ((st = tr_gguf_req_u32(g, k_shift, 0, 4095, &shift)) ||
+        (st = tr_gguf_req_str_is(g, k_type, "sanm", NULL)) ||
+        (st = tr_gguf_opt_bool(g, k_before, true, &before)))
+        return st;
+    if (kernel % 2 == 0)
+        return tr_gguf_key_error(k_kernel, "UINT32", "%d is even (must be odd)", kernel);
+    if (d_model % n_heads != 0)
+        return tr_gguf_key_error(k_heads, "UINT32", "%d does not divide d_model %d", n_heads,
+                                 d_model);
+    /* read but not computed: the padding is always symmetric and the blocks
+     * always pre-norm */
+    if (shift != 0) {
+        if (strict)
+            return tr_gguf_key_error(k_shift, "UINT32", "%d is not supported (only 0)", shift);
+        TR_WARN("%s: sanm_shift %d ignored (padding is symmetric)", who, shift);
+    }
+    if (!before) {
+        if (strict)
+            return tr_gguf_key_error(k_before, "BOOL", "false is not supported (pre-norm only)");
+        TR_WARN("%s: normalize_before false ignored (blocks are pre-norm)", who);
+    }
+    enc->dims = (tr_sanm_dims){d_model, n_heads, d_ff, kernel, 1e-12f};
+    return TRANSCRIBE_OK;
+}
+
+bool tr_sanm_encoder_load(const tr_nn_wsrc *src, tr_sanm_encoder *enc) {
+    const int64_t D = enc->dims.d_model;
+    const tr_nn_wspec norms[] = {
+        {"enc.after_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(tr_sanm_encoder, after_norm)},
+        {"enc.tp_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(tr_sanm_encoder, tp_norm)},
+    };
+    if (!tr_nn_load_weights(src, norms, 2, NULL, 0, true, enc)) return false;
+    enc->blocks = calloc((size_t)enc->n_blocks, sizeof *enc->blocks);
+    enc->tp = calloc((size_t)(enc->tp_blocks ? enc->tp_blocks : 1), sizeof *enc->tp);
+    if (!enc->blocks || !enc->tp) {
+        TR_ERROR("sanm: out of memory for %d + %d blocks", enc->n_blocks, enc->tp_blocks);
+        return false;
+    }
+    char name[64];
+    for (int i = 0; i < enc->n_blocks; i++) {
+        if (i == 0)
+            snprintf(name, sizeof name, "enc.encoders0.0");
+        else
+            snprintf(name, sizeof name, "enc.encoders.%d", i - 1);
+        bool ok = tr_sanm_block_load(src, name, &enc->dims, i == 0 ? enc->d_input : (int)D, i > 0,
+                                     &enc->blocks[i]);
+        enc->n_loaded = i + 1;
+        if (!ok) return false;
+    }
+    for (int i = 0; i < enc->tp_blocks; i++) {
+        snprintf(name, sizeof name, "enc.tp_encoders.%d", i);
+        bool ok = tr_sanm_block_load(src, name, &enc->dims, (int)D, true, &enc->tp[i]);
+        enc->n_tp_loaded = i + 1;
+        if (!ok) return false;
+    }
+    return true;
+}
+
+void tr_sanm_encoder_free(tr_sanm_encoder *enc) {
+    if (!enc) return;
+    for (int i = 0; enc->blocks && i < enc->n_loaded; i++) tr_sanm_block_free(&enc->blocks[i]);
+    for (int i = 0; enc->tp && i < enc->n_tp_loaded; i++) tr_sanm_block_free(&enc->tp[i]);
+    free(enc->blocks);
+    free(enc->tp);
+    enc->blocks = enc->tp = NULL;
+    enc->n_loaded = enc->n_tp_loaded = 0;
+}
+
+static void tap(float *dst, const float *src, size_t n) {
+    if (dst) memcpy(dst, src, n * sizeof(float));
+}
+
+transcribe_status tr_sanm_encoder_fwd(tr_pool *pool, const tr_sanm_encoder *enc, float *in, int T,
+                                      float *x, const tr_sanm_taps *taps, bool (*abort)(void *),
+                                      void *abort_user) {
+    static const tr_sanm_taps none = {0};
+    if (!taps) taps = &none;
+    const int D = enc->dims.d_model, di = enc->d_input;
+    float *scratch = malloc(sizeof(float) * tr_sanm_scratch(&enc->dims, di > D ? di : D, T));
+    if (!scratch) {
+        TR_ERROR("sanm: out of memory for %d encoder rows", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    const size_t n = (size_t)T * (size_t)D;
+    for (int i = 0; i < enc->n_blocks; i++) {
+        if (abort && abort(abort_user)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            goto done;
+        }
+        tr_sanm_block_fwd(pool, &enc->blocks[i], &enc->dims, i == 0 ? in : x, x, T, scratch);
+        if (i == 0) tap(taps->encoders0_out, x, n);
+    }
+    tap(taps->encoders_out, x, n);
+    tr_layer_norm(pool, x, x, T, D, enc->after_norm.w, enc->after_norm.b, enc->dims.ln_eps);
+    tap(taps->after_norm_out, x, n);
+    for (int i = 0; i < enc->tp_blocks; i++) {
+        if (abort && abort(abort_user)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            goto done;
+        }
+        tr_sanm_block_fwd(pool, &enc->tp[i], &enc->dims, x, x, T, scratch);
+    }
+    tr_layer_norm(pool, x, x, T, D, enc->tp_norm.w, enc->tp_norm.b, enc->dims.ln_eps);
+    tap(taps->tp_norm_out, x, n);
+done:
+    free(scratch);
+    return st;
 }

@@ -35,13 +35,9 @@ typedef struct sv_hparams {
 typedef struct sv_model {
     sv_hparams hp;
     sv_special sp;
-    tr_sanm_dims dims;
-    tr_mel_config mel;         /* Kaldi fbank + LFR + CMVN (borrowed CMVN vectors) */
-    const float *embed;        /* enc.embed.weight [16][d_input] */
-    tr_sanm_block *blocks;     /* encoders0.0, encoders.0 .. n_blocks-2 */
-    tr_sanm_block *tp_blocks;  /* tp_encoders.* */
-    int n_loaded, n_tp_loaded; /* blocks whose FSMN taps need freeing */
-    tr_nn_norm after_norm, tp_norm;
+    tr_mel_config mel;   /* Kaldi fbank + LFR + CMVN (borrowed CMVN vectors) */
+    const float *embed;  /* enc.embed.weight [16][d_input] */
+    tr_sanm_encoder enc; /* the two-tier SAN-M stack (nn/sanm.h) */
     tr_nn_linear ctc;
     struct tr_tokenizer *tok;
     char **lang; /* general.languages (or the five defaults) */

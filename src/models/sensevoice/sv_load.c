@@ -18,37 +18,20 @@
 #define ERR_GGUF TRANSCRIBE_ERR_GGUF
 #define EK       "stt.sensevoice.encoder."
 #define SK       "stt.sensevoice.special."
-#define FK       "stt.frontend."
 
-/* docs/formats/sensevoice.md §2: encoder sizes, strictly typed and cross-checked. */
+/* docs/formats/sensevoice.md §2: encoder sizes, strictly typed and cross-checked
+ * (nn/sanm.h); sanm_shift and normalize_before are read, warned about, not used. */
 static transcribe_status load_encoder_keys(const gguf_file *g, sv_model *m) {
-    sv_hparams *hp = &m->hp;
-    const tr_gguf_u32_key keys[] = {
-        {"n_blocks", 2, 4096, &hp->n_blocks},  {"tp_blocks", 0, 4096, &hp->tp_blocks},
-        {"d_model", 1, 65536, &hp->d_model},   {"d_input", 1, 65536, &hp->d_input},
-        {"n_heads", 1, 4096, &hp->n_heads},    {"d_ff", 1, 1 << 20, &hp->d_ff},
-        {"kernel_size", 1, 4095, &hp->kernel},
-    };
-    transcribe_status st = tr_gguf_req_u32_keys(g, EK, keys, sizeof keys / sizeof keys[0]);
+    transcribe_status st = tr_sanm_read_hparams(g, EK, "sensevoice", false, &m->enc);
     if (st) return st;
-    int shift = 0;
-    bool before = true;
-    if ((st = tr_gguf_req_u32(g, EK "sanm_shift", 0, 4095, &shift)) ||
-        (st = tr_gguf_req_str_is(g, EK "attention_type", "sanm", NULL)) ||
-        (st = tr_gguf_opt_bool(g, EK "normalize_before", true, &before)))
-        return st;
-    if (hp->kernel % 2 == 0)
-        return tr_gguf_key_error(EK "kernel_size", "UINT32", "%d is even (must be odd)",
-                                 hp->kernel);
-    if (hp->d_model % hp->n_heads != 0)
-        return tr_gguf_key_error(EK "n_heads", "UINT32", "%d does not divide d_model %d",
-                                 hp->n_heads, hp->d_model);
-    /* docs/formats/sensevoice.md §2: read but not used; the padding is always
-     * symmetric and the blocks always pre-norm. Say so rather than run a
-     * file that asks for something else silently. */
-    if (shift != 0) TR_WARN("sensevoice: sanm_shift %d ignored (padding is symmetric)", shift);
-    if (!before) TR_WARN("sensevoice: normalize_before false ignored (blocks are pre-norm)");
-    m->dims = (tr_sanm_dims){hp->d_model, hp->n_heads, hp->d_ff, hp->kernel, 1e-12f};
+    sv_hparams *hp = &m->hp;
+    hp->n_blocks = m->enc.n_blocks;
+    hp->tp_blocks = m->enc.tp_blocks;
+    hp->d_model = m->enc.dims.d_model;
+    hp->d_input = m->enc.d_input;
+    hp->n_heads = m->enc.dims.n_head;
+    hp->d_ff = m->enc.dims.d_ff;
+    hp->kernel = m->enc.dims.kernel;
     return TRANSCRIBE_OK;
 }
 
@@ -76,48 +59,13 @@ static transcribe_status load_special(const gguf_file *g, sv_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* docs/formats/sensevoice.md §2 / §4: every front-end key is required (but the two booleans), with
- * the only values the family computes. */
+/* docs/formats/sensevoice.md §2 / §4: the shared Kaldi fbank + LFR keys (audio/mel.h) with
+ * per_feature normalisation: CMVN always on (the docs/formats/sensevoice.md §3 tensors). */
 static transcribe_status load_frontend(const gguf_file *g, sv_model *m) {
-    static const char *const req[] = {"type",       "num_mels",   "sample_rate", "n_fft",
-                                      "win_length", "hop_length", "window",      "normalize",
-                                      "dither",     "lfr_m",      "lfr_n",       "fbank_style"};
-    char key[64];
-    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
-        snprintf(key, sizeof key, FK "%s", req[i]);
-        if (!tr_gguf_has(g, key)) return tr_gguf_key_error(key, "any type", "required but missing");
-    }
-    transcribe_status st;
-    int v;
-    float dither = 0;
-    bool b;
-    if ((st = tr_gguf_req_str_is(g, FK "type", "kaldi_fbank_lfr", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "window", "hamming", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "normalize", "per_feature", NULL)) ||
-        (st = tr_gguf_req_str_is(g, FK "fbank_style", "kaldi_htk", NULL)) ||
-        (st = tr_gguf_req_u32(g, FK "num_mels", 1, 4096, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "sample_rate", 1, 1000000, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "n_fft", 1, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "win_length", 2, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "hop_length", 1, 1 << 16, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "lfr_m", 1, 64, &v)) ||
-        (st = tr_gguf_req_u32(g, FK "lfr_n", 1, 64, &v)) ||
-        (st = tr_gguf_req_f32(g, FK "dither", &dither)) ||
-        (st = tr_gguf_opt_bool(g, FK "upscale_samples", true, &b)) ||
-        (st = tr_gguf_opt_bool(g, FK "snip_edges", true, &b)))
-        return st;
-    tr_mel_config *c = &m->mel;
-    tr_mel_config_kaldi(c, 80);
-    if ((st = tr_mel_config_from_gguf(c, g))) return st;
-    /* docs/formats/sensevoice.md §4: no dither, triangles from 20 Hz to Nyquist, frames always snip
-     * (snip_edges is read, not used), CMVN always on (the docs/formats/sensevoice.md §3 tensors) */
-    c->snip_edges = true;
-    c->f_min = 20.0f;
-    c->f_max = 0.5f * (float)c->sample_rate;
-    c->apply_cmvn = true;
-    if (c->n_mels * c->lfr_m != m->hp.d_input)
-        return tr_gguf_key_error(EK "d_input", "UINT32", "%d is not num_mels %d × lfr_m %d",
-                                 m->hp.d_input, c->n_mels, c->lfr_m);
+    transcribe_status st =
+        tr_mel_kaldi_lfr_from_gguf(g, "per_feature", m->hp.d_input, EK "d_input", &m->mel);
+    if (st) return st;
+    m->mel.apply_cmvn = true;
     return TRANSCRIBE_OK;
 }
 
@@ -153,8 +101,6 @@ static transcribe_status load_tensors(const gguf_file *g, sv_model *m) {
     bool ok = tr_nn_load_weights(&src, top, 2, NULL, 0, true, &cmvn);
     const tr_nn_wspec model[] = {
         {"enc.embed.weight", TR_NN_W_VEC, {di, SV_PREFIX_ROWS}, 2, 0, offsetof(sv_model, embed)},
-        {"enc.after_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(sv_model, after_norm)},
-        {"enc.tp_norm", TR_NN_W_NORM, {D}, 0, 0, offsetof(sv_model, tp_norm)},
         /* docs/formats/sensevoice.md §2: the vocabulary size is the head's class count */
         {"ctc.head", TR_NN_W_LINEAR, {D, V}, 0, 0, offsetof(sv_model, ctc)},
     };
@@ -163,27 +109,7 @@ static transcribe_status load_tensors(const gguf_file *g, sv_model *m) {
     m->mel.cmvn_shift = cmvn.shift;
     m->mel.cmvn_scale = cmvn.scale;
 
-    m->blocks = calloc((size_t)hp->n_blocks, sizeof *m->blocks);
-    m->tp_blocks = calloc((size_t)(hp->tp_blocks ? hp->tp_blocks : 1), sizeof *m->tp_blocks);
-    if (!m->blocks || !m->tp_blocks) return TRANSCRIBE_ERR_OOM;
-    char name[64];
-    for (int i = 0; i < hp->n_blocks; i++) {
-        if (i == 0)
-            snprintf(name, sizeof name, "enc.encoders0.0");
-        else
-            snprintf(name, sizeof name, "enc.encoders.%d", i - 1);
-        ok = tr_sanm_block_load(&src, name, &m->dims, i == 0 ? hp->d_input : hp->d_model, i > 0,
-                                &m->blocks[i]);
-        m->n_loaded = i + 1;
-        if (!ok) return ERR_GGUF;
-    }
-    for (int i = 0; i < hp->tp_blocks; i++) {
-        snprintf(name, sizeof name, "enc.tp_encoders.%d", i);
-        ok = tr_sanm_block_load(&src, name, &m->dims, hp->d_model, true, &m->tp_blocks[i]);
-        m->n_tp_loaded = i + 1;
-        if (!ok) return ERR_GGUF;
-    }
-    return TRANSCRIBE_OK;
+    return tr_sanm_encoder_load(&src, &m->enc) ? TRANSCRIBE_OK : ERR_GGUF;
 }
 
 /* docs/formats/sensevoice.md §2, §7: general.languages, or the published five when absent. */
@@ -212,10 +138,7 @@ static transcribe_status load_all(const gguf_file *g, void *model) {
 
 void tr_sv_model_free(sv_model *m) {
     if (!m) return;
-    for (int i = 0; m->blocks && i < m->n_loaded; i++) tr_sanm_block_free(&m->blocks[i]);
-    for (int i = 0; m->tp_blocks && i < m->n_tp_loaded; i++) tr_sanm_block_free(&m->tp_blocks[i]);
-    free(m->blocks);
-    free(m->tp_blocks);
+    tr_sanm_encoder_free(&m->enc);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
     free(m);

@@ -13,22 +13,7 @@
 
 transcribe_status tr_sv_features(const sv_model *m, tr_pool *pool, const float *pcm, int64_t n,
                                  float **feats, int *T_lfr) {
-    *feats = NULL;
-    *T_lfr = 0;
-    float *fm = NULL; /* feature-major [d_input][T] */
-    int T = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, &fm, &T);
-    if (st) return st;
-    float *out = malloc(sizeof(float) * (size_t)T * (size_t)m->hp.d_input);
-    if (!out) {
-        free(fm);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    tr_transpose(fm, out, m->hp.d_input, T);
-    free(fm);
-    *feats = out;
-    *T_lfr = T;
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_rows(&m->mel, pcm, n, pool, feats, T_lfr);
 }
 
 void tr_sv_prompt_rows(const sv_model *m, const char *language, enum transcribe_itn_mode itn,
@@ -49,10 +34,6 @@ void tr_sv_prompt_rows(const sv_model *m, const char *language, enum transcribe_
     *textnorm = itn == TRANSCRIBE_ITN_MODE_ON ? s->withitn : s->woitn;
 }
 
-static void tap(float *dst, const float *src, size_t n) {
-    if (dst) memcpy(dst, src, n * sizeof(float));
-}
-
 transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *feats, int T_lfr,
                                int lid, int textnorm, float *logits, const sv_taps *taps,
                                bool (*abort)(void *), void *abort_user) {
@@ -60,12 +41,10 @@ transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *fe
     if (!taps) taps = &none;
     const sv_hparams *hp = &m->hp;
     const int T = T_lfr + 4, di = hp->d_input, D = hp->d_model;
-    const size_t wide = (size_t)(di > D ? di : D);
     float *in = malloc(sizeof(float) * (size_t)T * (size_t)di);
     float *x = malloc(sizeof(float) * (size_t)T * (size_t)D);
-    float *scratch = malloc(sizeof(float) * tr_sanm_scratch(&m->dims, (int)wide, T));
     transcribe_status st = TRANSCRIBE_OK;
-    if (!in || !x || !scratch) {
+    if (!in || !x) {
         TR_ERROR("sensevoice: out of memory for %d encoder rows", T);
         st = TRANSCRIBE_ERR_OOM;
         goto done;
@@ -78,35 +57,16 @@ transcribe_status tr_sv_encode(const sv_model *m, tr_pool *pool, const float *fe
     memcpy(in + (size_t)4 * di, feats, sizeof(float) * (size_t)T_lfr * (size_t)di);
     tr_ew_scale(pool, in, (float)sqrt((double)D), (long)T * di);
     tr_sanm_add_positions(in, T, di);
-    tap(taps->embed_out, in, (size_t)T * di);
+    if (taps->embed_out) memcpy(taps->embed_out, in, sizeof(float) * (size_t)T * (size_t)di);
 
-    /* docs/formats/sensevoice.md §5.3: projection block, the encoders tier, after_norm, the tp
-     * tier, tp_norm, head */
-    for (int i = 0; i < hp->n_blocks; i++) {
-        if (abort && abort(abort_user)) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            goto done;
-        }
-        tr_sanm_block_fwd(pool, &m->blocks[i], &m->dims, i == 0 ? in : x, x, T, scratch);
-        if (i == 0) tap(taps->encoders0_out, x, (size_t)T * D);
-    }
-    tap(taps->encoders_out, x, (size_t)T * D);
-    tr_layer_norm(pool, x, x, T, D, m->after_norm.w, m->after_norm.b, m->dims.ln_eps);
-    tap(taps->after_norm_out, x, (size_t)T * D);
-    for (int i = 0; i < hp->tp_blocks; i++) {
-        if (abort && abort(abort_user)) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            goto done;
-        }
-        tr_sanm_block_fwd(pool, &m->tp_blocks[i], &m->dims, x, x, T, scratch);
-    }
-    tr_layer_norm(pool, x, x, T, D, m->tp_norm.w, m->tp_norm.b, m->dims.ln_eps);
-    tap(taps->tp_norm_out, x, (size_t)T * D);
-    tr_nn_linear_fwd(pool, &m->ctc, x, T, logits);
+    /* docs/formats/sensevoice.md §5.3: the shared two-tier stack (nn/sanm.h), then the head */
+    const tr_sanm_taps st_taps = {taps->encoders0_out, taps->encoders_out, taps->after_norm_out,
+                                  taps->tp_norm_out};
+    st = tr_sanm_encoder_fwd(pool, &m->enc, in, T, x, &st_taps, abort, abort_user);
+    if (st == TRANSCRIBE_OK) tr_nn_linear_fwd(pool, &m->ctc, x, T, logits);
 done:
     free(in);
     free(x);
-    free(scratch);
     return st;
 }
 
