@@ -2,6 +2,7 @@
  * (moonshine_decoder.h). */
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nn/greedy.h"
 #include "nn/moonshine_decoder.h"
@@ -84,41 +85,72 @@ void tr_msd_free(tr_msd *d) {
     d->blocks = NULL;
 }
 
-static transcribe_status step(const tr_msd_greedy_args *a, int32_t tok, int pos, int32_t *next) {
-    if (!tr_ed_seq_ok(a->dec, &tok, 1, pos, a->kv->n_ctx)) {
-        TR_ERROR("moonshine decoder: token %d at position %d is outside the decoder", (int)tok,
-                 pos);
+/* rows ids at positions pos.. in one step (x and scratch sized for them);
+ * *next gets the argmax after the last. */
+static transcribe_status step_rows(const tr_msd_greedy_args *a, const int32_t *ids, int rows,
+                                   int pos, float *x, float *scratch, int32_t *next) {
+    if (!tr_ed_seq_ok(a->dec, ids, rows, pos, a->kv->n_ctx)) {
+        TR_ERROR("moonshine decoder: %d token(s) at position %d do not fit the decoder", rows, pos);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    const tr_ed_seq seq = {.rows = 1,
+    const tr_ed_seq seq = {.rows = rows,
                            .n_past = pos,
                            .n_src = a->n_src,
                            .kv = a->kv,
                            .ck = a->ck,
                            .cv = a->cv,
-                           .cross_stride = (size_t)a->n_src * (size_t)a->dec->dims.d_model,
-                           .ids = &tok};
-    tr_ed_step(a->pool, a->dec, 1, &seq, a->x, a->scratch, a->logits);
+                           .cross_stride = a->cross_stride
+                                               ? a->cross_stride
+                                               : (size_t)a->n_src * (size_t)a->dec->dims.d_model,
+                           .ids = ids};
+    tr_ed_step(a->pool, a->dec, 1, &seq, x, scratch, a->logits);
     *next = tr_argmax(a->logits, a->dec->n_vocab);
     return TRANSCRIBE_OK;
 }
 
 static transcribe_status loop_step(void *user, int32_t tok, int pos, int32_t *next) {
-    return step(user, tok, pos, next);
+    const tr_msd_greedy_args *a = user;
+    return step_rows(a, &tok, 1, pos, a->x, a->scratch, next);
+}
+
+/* The start token and the prefix as one prefill step. */
+static transcribe_status prefill(const tr_msd_greedy_args *a, int32_t *next) {
+    const int n = a->n_prefix > 0 ? a->n_prefix : 0;
+    if (n == 0) return step_rows(a, &a->start, 1, 0, a->x, a->scratch, next);
+    const size_t D = (size_t)a->dec->dims.d_model;
+    int32_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
+    float *x = malloc((size_t)(n + 1) * D * sizeof *x);
+    float *scratch = malloc(tr_ed_step_scratch(a->dec, n + 1, 1) * sizeof *scratch);
+    transcribe_status st = TRANSCRIBE_ERR_OOM;
+    if (ids && x && scratch) {
+        ids[0] = a->start;
+        memcpy(ids + 1, a->prefix, (size_t)n * sizeof *ids);
+        st = step_rows(a, ids, n + 1, 0, x, scratch, next);
+    }
+    free(ids);
+    free(x);
+    free(scratch);
+    return st;
 }
 
 transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *n_out) {
     *n_out = 0;
     if (a->should_abort && a->should_abort(a->abort_user)) return TRANSCRIBE_ERR_ABORTED;
+    const int n_pre = a->n_prefix > 0 ? a->n_prefix : 0;
+    if (n_pre >= a->gen_cap) {
+        TR_ERROR("moonshine decoder: a prefix of %d ids leaves nothing of a %d-token cap", n_pre,
+                 a->gen_cap);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     int32_t first = 0;
-    transcribe_status st = step(a, a->start, 0, &first);
+    transcribe_status st = prefill(a, &first);
     if (st != TRANSCRIBE_OK) return st;
     const tr_greedy_cfg cfg = {.eos = a->eos,
-                               .max_new = a->gen_cap,
+                               .max_new = a->gen_cap - n_pre,
                                .max_n_kv = a->kv->n_ctx,
                                .should_abort = a->should_abort,
                                .abort_user = a->abort_user,
                                .on_step = a->on_step,
                                .step_user = a->step_user};
-    return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1, out, n_out);
+    return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1 + n_pre, out, n_out);
 }

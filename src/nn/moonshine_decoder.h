@@ -54,20 +54,27 @@ typedef struct tr_msd_greedy_args {
     tr_pool *pool;
     const tr_ed_decoder *dec;
     tr_nn_kv *kv;
-    const float *ck, *cv; /* cross K/V: layer l's [n_src][D] at + l·n_src·D */
+    const float *ck, *cv; /* cross K/V: layer l's [n_src][D] at + l·cross_stride */
     int n_src;
+    size_t cross_stride;         /* floats; 0 = n_src·D */
     float *x, *scratch, *logits; /* one row: [D], tr_ed_step_scratch(dec, 1, 1), [V] */
     int32_t start, eos;
     int gen_cap;
+    /* Forced ids after the start token (a stream's committed tokens; NULL /
+     * 0: none): prefilled in one step, never re-decided; they count in
+     * gen_cap and are not written to out. */
+    const int32_t *prefix;
+    int n_prefix;
     bool (*should_abort)(void *user); /* polled before every step; may be NULL */
     void *abort_user;
     void (*on_step)(void *user, int n_gen, int n_most); /* may be NULL */
     void *step_user;
 } tr_msd_greedy_args;
 
-/* out (capacity gen_cap) gets the ids without EOS: OK (EOS), OUTPUT_TRUNCATED
- * (cap), ABORTED (out holds the ids so far) or INVALID_ARG (a position or id
- * outside the decoder, logged). */
+/* out (capacity gen_cap) gets the ids after the prefix without EOS: OK
+ * (EOS), OUTPUT_TRUNCATED (cap), ABORTED (out holds the ids so far) or
+ * INVALID_ARG (a position or id outside the decoder, or a prefix of gen_cap
+ * ids or more, logged). */
 transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *n_out);
 
 #endif
