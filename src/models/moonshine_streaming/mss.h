@@ -93,6 +93,9 @@ typedef struct mss_enc {
     float *scratch; /* grown work area */
     size_t scratch_cap;
     bool finished;
+    /* tests: 0 runs everything; 1 stops after the front end (rows in
+     * c1_in), 2 after conv1 (c2_in), 3 + k after k blocks (x[k]) */
+    int stop;
 } mss_enc;
 
 bool tr_mss_enc_init(mss_enc *e, const mss_model *m);

@@ -330,10 +330,18 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
         e->n_pend = 0;
         if (!front_end(e, pool, e->pend, 1)) return TRANSCRIBE_ERR_OOM;
     }
-    if (!conv_stage(e, pool, &e->c1_in, &e->c1_next, &m->conv1v, m->conv1_b, true, &e->c2_in) ||
-        !conv_stage(e, pool, &e->c2_in, &e->c2_next, &m->conv2v, m->conv2_b, false, &e->x[0]))
+    if (e->stop == 1) return TRANSCRIBE_OK;
+    if (!conv_stage(e, pool, &e->c1_in, &e->c1_next, &m->conv1v, m->conv1_b, true, &e->c2_in))
+        return TRANSCRIBE_ERR_OOM;
+    if (e->stop == 2) return TRANSCRIBE_OK;
+    if (!conv_stage(e, pool, &e->c2_in, &e->c2_next, &m->conv2v, m->conv2_b, false, &e->x[0]))
         return TRANSCRIBE_ERR_OOM;
     const int L = hp->n_enc_layers;
+    if (e->stop >= 3 && e->stop - 3 < L) {
+        for (int l = 0; l < e->stop - 3; l++)
+            if (!block_stage(e, pool, l, final, &e->x[l + 1])) return TRANSCRIBE_ERR_OOM;
+        return TRANSCRIBE_OK;
+    }
     for (int l = 0; l < L; l++) {
         if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
         mss_rows *dst = l + 1 < L ? &e->x[l + 1] : &e->x[L];
