@@ -41,10 +41,11 @@ typedef struct seg_rec {
 
 struct mss_stream {
     int min_frames;
+    int agree;                 /* decodes that must agree (1: every token is committed) */
     int64_t seg0, T, last_dec; /* frames */
     bool decoded;              /* the segment has a decode */
-    int32_t *hist[MSS_AGREE];  /* latest decodes of the segment (ids incl. committed) */
-    int hist_n[MSS_AGREE], n_hist;
+    int32_t *hist[MSS_HIST];   /* latest decodes of the segment (ids incl. committed) */
+    int hist_n[MSS_HIST], n_hist;
     int n_commit; /* committed ids of the segment (a prefix of hist[newest]) */
     int32_t *closed;
     size_t n_closed, cap_closed;
@@ -63,7 +64,7 @@ struct mss_stream {
 
 void tr_mss_stream_free(struct mss_stream *st) {
     if (!st) return;
-    for (int i = 0; i < MSS_AGREE; i++) free(st->hist[i]);
+    for (int i = 0; i < MSS_HIST; i++) free(st->hist[i]);
     free(st->closed);
     free(st->segs);
     free(st->energy);
@@ -135,6 +136,11 @@ transcribe_status tr_mss_stream_begin(mss_session *s, tr_stream_ctx *ctx) {
     /* ceil(ms · 16000 / (1000 · spf)), at least 1 (§8.1) */
     const int64_t f = ((int64_t)ms * MSS_SAMPLE_RATE + 1000LL * hp->spf - 1) / (1000LL * hp->spf);
     s->stream->min_frames = f < 1 ? 1 : (int)f;
+    /* §8.1: stable_prefix_agreement_n, 0 → 3, 1 → every token (at most the
+     * history kept) */
+    s->stream->agree = ctx->agree_n == 0         ? MSS_AGREE
+                       : ctx->agree_n > MSS_HIST ? MSS_HIST
+                                                 : (int)ctx->agree_n;
     if (ctx->pool) s->pool = ctx->pool;
     tr_result_set_timestamp_kind(ctx->result, TRANSCRIBE_TIMESTAMPS_NONE);
     ctx->n_native_committed_toks = 0;
@@ -212,10 +218,11 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
     if (r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) st->truncated = true;
     /* the oldest history slot takes the new hypothesis */
     int32_t *v;
-    if (st->n_hist == MSS_AGREE) {
+    if (st->n_hist == st->agree) {
         v = st->hist[0];
-        memmove(st->hist, st->hist + 1, (MSS_AGREE - 1) * sizeof st->hist[0]);
-        memmove(st->hist_n, st->hist_n + 1, (MSS_AGREE - 1) * sizeof st->hist_n[0]);
+        memmove(st->hist, st->hist + 1, (size_t)(st->agree - 1) * sizeof st->hist[0]);
+        memmove(st->hist_n, st->hist_n + 1, (size_t)(st->agree - 1) * sizeof st->hist_n[0]);
+        st->hist[st->agree - 1] = NULL;
         st->n_hist--;
     } else {
         v = st->hist[st->n_hist];
@@ -229,11 +236,12 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
     st->n_hist++;
     st->decoded = true;
     st->last_dec = st->T;
-    if (st->n_hist == MSS_AGREE) {
-        int c = st->hist_n[0];
-        for (int i = 1; i < MSS_AGREE; i++) {
+    if (st->n_hist >= st->agree) {
+        const int i0 = st->n_hist - st->agree;
+        int c = st->hist_n[i0];
+        for (int i = i0 + 1; i < st->n_hist; i++) {
             int k = 0;
-            while (k < c && k < st->hist_n[i] && st->hist[i][k] == st->hist[0][k]) k++;
+            while (k < c && k < st->hist_n[i] && st->hist[i][k] == st->hist[i0][k]) k++;
             c = k;
         }
         if (c > st->n_commit) st->n_commit = c;
