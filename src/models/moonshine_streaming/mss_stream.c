@@ -31,7 +31,8 @@
 #include "util/vec.h"
 
 #define MSS_SEG_FRAMES       1500 /* 30 s */
-#define MSS_AGREE            3    /* decodes whose common prefix is committed */
+#define MSS_AGREE            3    /* default: decodes whose common prefix is committed */
+#define MSS_HIST             32   /* the most decodes a stream may ask to agree */
 #define MSS_DEFAULT_THROTTLE 240  /* ms (§8.1) */
 
 typedef struct seg_rec {
