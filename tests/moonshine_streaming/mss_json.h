@@ -15,12 +15,22 @@
 #define MSS_DATA TR_SOURCE_DIR "/tests/data/moonshine_streaming"
 #define MSS_DIR  MSS_DATA "/tiny"
 
+/* The value of the first "key": at or after p (spaces skipped) before
+ * end (NULL: no limit), or NULL. */
+static inline const char *mss_val(const char *p, const char *end, const char *key) {
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    p = strstr(p, pat);
+    if (!p || (end && p > end)) return NULL;
+    p += strlen(pat);
+    while (*p == ' ' || *p == '\n') p++;
+    return p;
+}
+
 /* The object "name": { ... } in js (its opening brace), or NULL. */
 static inline const char *mss_obj(const char *js, const char *name) {
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\": {", name);
-    const char *p = strstr(js, pat);
-    return p ? p + strlen(pat) - 1 : NULL;
+    const char *p = mss_val(js, NULL, name);
+    return p && *p == '{' ? p : NULL;
 }
 
 /* The end of the object starting at its brace p. */
@@ -36,11 +46,9 @@ static inline const char *mss_obj_end(const char *p) {
 /* "key": [ints] inside [obj, end) → out (≤ cap); count, -1 when absent. */
 static inline int mss_ints(const char *obj, const char *end, const char *key, int32_t *out,
                            int cap) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": [", key);
-    const char *p = strstr(obj, pat);
-    if (!p || p > end) return -1;
-    p += strlen(pat);
+    const char *p = mss_val(obj, end, key);
+    if (!p || *p != '[') return -1;
+    p++;
     int n = 0;
     while (*p && *p != ']' && n < cap) {
         char *e;
@@ -57,11 +65,8 @@ static inline int mss_ints(const char *obj, const char *end, const char *key, in
 
 /* "key": integer (or true / false) inside [obj, end); def when absent. */
 static inline long mss_int(const char *obj, const char *end, const char *key, long def) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *p = strstr(obj, pat);
-    if (!p || p > end) return def;
-    p += strlen(pat);
+    const char *p = mss_val(obj, end, key);
+    if (!p) return def;
     if (!strncmp(p, "true", 4)) return 1;
     if (!strncmp(p, "false", 5)) return 0;
     return strtol(p, NULL, 10);
@@ -70,13 +75,11 @@ static inline long mss_int(const char *obj, const char *end, const char *key, lo
 /* "key": "string" inside [obj, end) (escapes \" and \\ only). */
 static inline bool mss_str(const char *obj, const char *end, const char *key, char *out,
                            size_t cap) {
-    char pat[96];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(obj, pat);
+    const char *p = mss_val(obj, end, key);
     out[0] = 0;
-    if (!p || p > end) return false;
+    if (!p || *p != '"') return false;
     size_t n = 0;
-    for (p += strlen(pat); *p && *p != '"' && n + 1 < cap; p++) {
+    for (p++; *p && *p != '"' && n + 1 < cap; p++) {
         if (*p == '\\' && p[1]) p++;
         out[n++] = *p;
     }

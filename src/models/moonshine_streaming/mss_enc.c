@@ -154,10 +154,11 @@ static bool front_end(mss_enc *e, tr_pool *pool, const float *frames, int nf) {
 /* Outputs t = *next.. whose inputs [2t − 4, 2t] have arrived (rows before 0
  * are the causal zero padding), into dst. */
 static bool conv_stage(mss_enc *e, tr_pool *pool, mss_rows *in, int64_t *next, const tr_tensor *w,
-                       const float *b, bool silu, mss_rows *dst) {
+                       const float *b, bool silu, mss_rows *dst, int64_t cap) {
     const int64_t have = in->base + in->n;
     if (have < 1) return true;
-    const int64_t t_end = (have - 1) / 2 + 1;
+    int64_t t_end = (have - 1) / 2 + 1;
+    if (cap >= 0 && t_end > cap) t_end = cap;
     const int n = (int)(t_end - *next);
     if (n <= 0) return true;
     const int c_in = in->width, c_out = (int)w->ne[1], K = MSS_CONV_K;
@@ -331,10 +332,15 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
         if (!front_end(e, pool, e->pend, 1)) return TRANSCRIBE_ERR_OOM;
     }
     if (e->stop == 1) return TRANSCRIBE_OK;
-    if (!conv_stage(e, pool, &e->c1_in, &e->c1_next, &m->conv1v, m->conv1_b, true, &e->c2_in))
+    if (!conv_stage(e, pool, &e->c1_in, &e->c1_next, &m->conv1v, m->conv1_b, true, &e->c2_in, -1))
         return TRANSCRIBE_ERR_OOM;
     if (e->stop == 2) return TRANSCRIBE_OK;
-    if (!conv_stage(e, pool, &e->c2_in, &e->c2_next, &m->conv2v, m->conv2_b, false, &e->x[0]))
+    /* an encoder frame leaves only once its 4·frame_len samples are all
+     * there (§8.1's frame count; the causal convolutions could emit it
+     * after the first of its four front-end frames) */
+    const int64_t whole = final ? -1 : e->n_samples / hp->spf;
+    if (!conv_stage(e, pool, &e->c2_in, &e->c2_next, &m->conv2v, m->conv2_b, false, &e->x[0],
+                    whole))
         return TRANSCRIBE_ERR_OOM;
     const int L = hp->n_enc_layers;
     if (e->stop >= 3 && e->stop - 3 < L) {
