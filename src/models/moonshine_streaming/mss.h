@@ -20,13 +20,15 @@
 struct tr_tokenizer;
 
 #define MSS_SAMPLE_RATE 16000
-#define MSS_CONV_K      5 /* the two causal stride-2 convolutions (§5.1) */
+#define MSS_CONV_K                                                                                 \
+    5 /* the two causal stride-2 convolutions (docs/formats/moonshine_streaming.md §5.1) */
 
 typedef struct mss_hparams {
     int n_enc_layers, enc_d, enc_heads, enc_hd, enc_ffn; /* enc attention width = heads·hd */
     int frame_len;                                       /* samples per front-end frame (80) */
-    int *win;             /* [2·n_enc_layers]: L0, R0, L1, R1, ... */
-    int L_total, R_total; /* Σ max(0, L−1), Σ max(0, R−1) (§5.2) */
+    int *win; /* [2·n_enc_layers]: L0, R0, L1, R1, ... */
+    int L_total,
+        R_total; /* Σ max(0, L−1), Σ max(0, R−1) (docs/formats/moonshine_streaming.md §5.2) */
     int n_dec_layers, dec_d, dec_heads, dec_hd, dec_ffn, n_vocab, max_pos;
     float rot_factor, rope_theta, cmvn_eps;
     bool has_proj;
@@ -42,7 +44,8 @@ typedef struct mss_enc_block {
 
 typedef struct mss_model {
     mss_hparams hp;
-    /* front end and convolutions (§3, §4, §5.1) */
+    /* front end and convolutions (docs/formats/moonshine_streaming.md §3,
+     * docs/formats/moonshine_streaming.md §4, docs/formats/moonshine_streaming.md §5.1) */
     float k_scale;            /* exp(comp.log_k) */
     const tr_tensor *lin;     /* ne {w, e} */
     tr_tensor conv1v, conv2v; /* the kernels viewed as ne {5·c_in, c_out} */
@@ -50,10 +53,10 @@ typedef struct mss_model {
     const float *conv1_b, *conv2_b, *log_k;
     const float *enc_norm;
     mss_enc_block *enc;
-    /* adapter (§5.3) */
+    /* adapter (docs/formats/moonshine_streaming.md §5.3) */
     const tr_tensor *pos_emb; /* ne {e, P} */
     const tr_tensor *proj;    /* ne {e, D} or NULL */
-    /* decoder (§6) */
+    /* decoder (docs/formats/moonshine_streaming.md §6) */
     tr_msd msd;
 
     struct tr_tokenizer *tok;
@@ -70,8 +73,8 @@ typedef struct mss_model {
  * rows its window still reads: L−1 back, and waits R−1 rows ahead). With
  * final set, the tail is zero-padded to a whole frame and every block
  * finishes with its window clipped at the end, which is the offline
- * computation (§5): pushing a whole input at once, or in pieces, gives the
- * same rows. */
+ * computation (docs/formats/moonshine_streaming.md §5): pushing a whole input at once, or in
+ * pieces, gives the same rows. */
 typedef struct mss_rows {
     float *v;
     int width;
@@ -108,14 +111,16 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
 /* Drops e->out rows before global row `upto`. */
 void tr_mss_rows_drop(mss_rows *r, int64_t upto);
 
-/* Encoder frames of an n-sample one-shot input: ceil(n / spf) (§5.1). */
+/* Encoder frames of an n-sample one-shot input: ceil(n / spf) (docs/formats/moonshine_streaming.md
+ * §5.1). */
 int64_t tr_mss_enc_frames(const mss_hparams *hp, int64_t n);
-/* The decode budget for T encoder frames (§6): gen_cap. */
+/* The decode budget for T encoder frames (docs/formats/moonshine_streaming.md §6): gen_cap. */
 int tr_mss_gen_cap(const mss_hparams *hp, int64_t T);
 
-/* Adapter and cross K/V (§5.3, §6) of n encoder rows at segment positions
- * pos0..: into layer l's rows [row0, row0 + n) of ck / cv (layer stride
- * `stride` floats). Uses `scratch` of n·(e + D) floats. */
+/* Adapter and cross K/V (docs/formats/moonshine_streaming.md §5.3,
+ * docs/formats/moonshine_streaming.md §6) of n encoder rows at segment positions pos0..: into layer
+ * l's rows [row0, row0 + n) of ck / cv (layer stride `stride` floats). Uses `scratch` of n·(e + D)
+ * floats. */
 void tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
                   float *cv, size_t stride, int row0, float *scratch);
 
@@ -154,7 +159,7 @@ transcribe_status tr_mss_encode(mss_session *s, const float *pcm, int n, int *T,
 transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, int n_prefix,
                                 bool (*should_abort)(void *), void *abort_user, int *n_out);
 
-/* Input gates (§9 and the family README). */
+/* Input gates (docs/formats/moonshine_streaming.md §9 and the family README). */
 transcribe_status tr_mss_gate(const mss_model *m, const float *pcm, int n);
 /* Appends one segment [t0_ms, t1_ms] of ids to res (token rows, texts) —
  * first: the segment opens the text (its leading space dropped). */

@@ -1,7 +1,9 @@
 /* The incremental encoder (mss.h): front end (docs/formats/moonshine_streaming.md
- * §4), the causal convolutions (§5.1), the sliding-window blocks and the
- * final norm (§5.2), each stage computing only the rows its new input
- * completes; the adapter and cross K/V (§5.3, §6). */
+ * docs/formats/moonshine_streaming.md §4), the causal convolutions
+ * (docs/formats/moonshine_streaming.md §5.1), the sliding-window blocks and the final norm
+ * (docs/formats/moonshine_streaming.md §5.2), each stage computing only the rows its new input
+ * completes; the adapter and cross K/V (docs/formats/moonshine_streaming.md §5.3,
+ * docs/formats/moonshine_streaming.md §6). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,12 +119,13 @@ int64_t tr_mss_enc_frames(const mss_hparams *hp, int64_t n) {
 }
 
 int tr_mss_gen_cap(const mss_hparams *hp, int64_t T) {
-    /* §6: floor(T · 4·frame_len · 13 / (2 · 16000)) + 24, else max_pos */
+    /* docs/formats/moonshine_streaming.md §6: floor(T · 4·frame_len · 13 / (2 · 16000)) + 24, else
+     * max_pos */
     const int64_t budget = T * 4 * hp->frame_len * 13 / (2 * MSS_SAMPLE_RATE) + 24;
     return budget > 0 && budget < hp->max_pos ? (int)budget : hp->max_pos;
 }
 
-/* ---- front end (§4) ---- */
+/* ---- front end (docs/formats/moonshine_streaming.md §4) ---- */
 
 /* nf frames of frame_len samples → h = silu(Wlin · asinh(k · cmvn(frame)))
  * appended to c1_in. */
@@ -149,7 +152,7 @@ static bool front_end(mss_enc *e, tr_pool *pool, const float *frames, int nf) {
     return true;
 }
 
-/* ---- causal stride-2 convolutions (§5.1) ---- */
+/* ---- causal stride-2 convolutions (docs/formats/moonshine_streaming.md §5.1) ---- */
 
 /* Outputs t = *next.. whose inputs [2t − 4, 2t] have arrived (rows before 0
  * are the causal zero padding), into dst. */
@@ -186,7 +189,7 @@ static bool conv_stage(mss_enc *e, tr_pool *pool, mss_rows *in, int64_t *next, c
     return true;
 }
 
-/* ---- sliding-window blocks (§5.2) ---- */
+/* ---- sliding-window blocks (docs/formats/moonshine_streaming.md §5.2) ---- */
 
 typedef struct swa_ctx {
     const mss_rows *qkv;
@@ -326,7 +329,9 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
     memcpy(e->pend + e->n_pend, pcm + used, (size_t)(n - used) * sizeof *pcm);
     e->n_pend += n - used;
     e->n_samples += n;
-    if (final && e->n_pend > 0) { /* §4: the tail zero-padded to a whole frame */
+    if (final &&
+        e->n_pend >
+            0) { /* docs/formats/moonshine_streaming.md §4: the tail zero-padded to a whole frame */
         memset(e->pend + e->n_pend, 0, (size_t)(w - e->n_pend) * sizeof *pcm);
         e->n_pend = 0;
         if (!front_end(e, pool, e->pend, 1)) return TRANSCRIBE_ERR_OOM;
@@ -336,8 +341,8 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
         return TRANSCRIBE_ERR_OOM;
     if (e->stop == 2) return TRANSCRIBE_OK;
     /* an encoder frame leaves only once its 4·frame_len samples are all
-     * there (§8.1's frame count; the causal convolutions could emit it
-     * after the first of its four front-end frames) */
+     * there (docs/formats/moonshine_streaming.md §8.1's frame count; the causal convolutions could
+     * emit it after the first of its four front-end frames) */
     const int64_t whole = final ? -1 : e->n_samples / hp->spf;
     if (!conv_stage(e, pool, &e->c2_in, &e->c2_next, &m->conv2v, m->conv2_b, false, &e->x[0],
                     whole))
@@ -374,7 +379,8 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
     return TRANSCRIBE_OK;
 }
 
-/* ---- adapter and cross K/V (§5.3, §6) ---- */
+/* ---- adapter and cross K/V (docs/formats/moonshine_streaming.md §5.3,
+ * docs/formats/moonshine_streaming.md §6) ---- */
 
 void tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
                   float *cv, size_t stride, int row0, float *scr) {

@@ -1,10 +1,10 @@
 /* Moonshine Streaming GGUF loader: every key of
  * docs/formats/moonshine_streaming.md §2 with its exact type and the
- * cross-checks of §9, the tokenizer, every tensor of §3 shape- and
- * type-checked (the decoder through nn/moonshine_decoder.h), and the
- * capabilities of §8. Every failure is TRANSCRIBE_ERR_GGUF with a log line
- * naming the key or tensor (NOT_IMPLEMENTED for an unknown tokenizer model,
- * OOM), and frees what was loaded. */
+ * cross-checks of docs/formats/moonshine_streaming.md §9, the tokenizer, every tensor of
+ * docs/formats/moonshine_streaming.md §3 shape- and type-checked (the decoder through
+ * nn/moonshine_decoder.h), and the capabilities of docs/formats/moonshine_streaming.md §8. Every
+ * failure is TRANSCRIBE_ERR_GGUF with a log line naming the key or tensor (NOT_IMPLEMENTED for an
+ * unknown tokenizer model, OOM), and frees what was loaded. */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -24,9 +24,9 @@
 #define MK       "stt.moonshine_streaming."
 #define WIN_TYPE "ARRAY[INT32|UINT32]"
 
-/* encoder.sliding_windows (§2.2): INT32 or UINT32 elements, 2·n_layers of
- * them. A left window below 1 would leave a frame no key (every score −inf)
- * and a negative right window means nothing: both refused. */
+/* encoder.sliding_windows (docs/formats/moonshine_streaming.md §2.2): INT32 or UINT32 elements,
+ * 2·n_layers of them. A left window below 1 would leave a frame no key (every score −inf) and a
+ * negative right window means nothing: both refused. */
 static transcribe_status read_windows(const gguf_file *f, mss_hparams *hp) {
     const char *key = MK "encoder.sliding_windows";
     const int64_t i = tr_gguf_find_key(f, key);
@@ -103,7 +103,7 @@ static transcribe_status read_hparams(const gguf_file *f, mss_model *m) {
         (st = tr_gguf_req_u32(f, MK "eos_token_id", 0, hp->n_vocab - 1, &hp->eos)) ||
         (st = tr_gguf_req_u32(f, MK "pad_token_id", 0, INT32_MAX, &pad)))
         return st;
-    (void)frame_ms; /* informational (§2.2) */
+    (void)frame_ms; /* informational (docs/formats/moonshine_streaming.md §2.2) */
     if (hp->enc_d < hp->enc_heads * hp->enc_hd)
         return tr_gguf_key_error(MK "encoder.d_model", "UINT32",
                                  "%d is below the attention width %d x %d", hp->enc_d,
@@ -138,7 +138,7 @@ static transcribe_status read_hparams(const gguf_file *f, mss_model *m) {
                                  hp->enc_d, hp->dec_d);
     if (!unit_offset)
         TR_WARN("moonshine_streaming: encoder_layernorm_unit_offset = false is not read: the "
-                "stored gains are used as they are (§11)");
+                "stored gains are used as they are (docs/formats/moonshine_streaming.md §11)");
     hp->spf = 4 * hp->frame_len;
 
     int sr = 0, mels = 1;
@@ -149,8 +149,8 @@ static transcribe_status read_hparams(const gguf_file *f, mss_model *m) {
     if (sr != MSS_SAMPLE_RATE)
         return tr_gguf_key_error("stt.frontend.sample_rate", "UINT32", "%d (only 16000)", sr);
 
-    /* capabilities (§2.1): typed; the family has neither translation,
-     * detection nor timestamps whatever they say, and always streams */
+    /* capabilities (docs/formats/moonshine_streaming.md §2.1): typed; the family has neither
+     * translation, detection nor timestamps whatever they say, and always streams */
     bool cap = false;
     static const char *const caps[] = {"stt.capability.lang_detect", "stt.capability.translate",
                                        "stt.capability.timestamps"};
@@ -250,7 +250,7 @@ static transcribe_status load_tensors(const gguf_file *f, mss_model *m) {
     transcribe_status st = tr_msd_load(&src, &dc, &m->msd);
     if (st != TRANSCRIBE_OK) return st;
     /* the convolutions as products over im2col rows: the kernel of output
-     * channel c is one row of 5·c_in values, ci-major (§5.1) */
+     * channel c is one row of 5·c_in values, ci-major (docs/formats/moonshine_streaming.md §5.1) */
     const tr_tensor *cs[2] = {m->conv1, m->conv2};
     tr_tensor *vs[2] = {&m->conv1v, &m->conv2v};
     for (int j = 0; j < 2; j++) {
@@ -286,8 +286,8 @@ static transcribe_status load_all(const gguf_file *f, void *model) {
     if ((st = load_tensors(f, m))) return st;
     if ((st = tr_gguf_opt_strv_copy(f, "general.languages", 4096, NULL, 0, &m->lang, &m->n_lang)))
         return st;
-    /* §8: one call takes at most max_position_embeddings encoder frames (the
-     * adapter table's rows): 81.92 s for the published files */
+    /* docs/formats/moonshine_streaming.md §8: one call takes at most max_position_embeddings
+     * encoder frames (the adapter table's rows): 81.92 s for the published files */
     m->max_audio_ms = (int64_t)m->hp.max_pos * m->hp.spf * 1000 / MSS_SAMPLE_RATE;
     const mss_hparams *hp = &m->hp;
     TR_INFO("moonshine_streaming: %s, %d + %d layers, widths %d / %d, heads %d x %d / %d x %d "
@@ -310,9 +310,9 @@ void tr_mss_model_free(mss_model *m) {
 
 TR_FAMILY_GGUF_LOAD(mss, "moonshine_streaming", load_all)
 
-/* §7–§8 and the family README: transcription only, one segment per piece
- * of audio (token rows untimed), native streaming; input past the adapter
- * table goes through the dispatcher's long-audio path. */
+/* docs/formats/moonshine_streaming.md §7–§8 and the family
+ * README: transcription only, one segment per piece of audio (token rows untimed), native
+ * streaming; input past the adapter table goes through the dispatcher's long-audio path. */
 void tr_mss_model_describe(const mss_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, MSS_SAMPLE_RATE, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_NONE);

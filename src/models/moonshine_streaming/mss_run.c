@@ -22,7 +22,7 @@ static transcribe_status setup(mss_session *s, const tr_session_cfg *cfg) {
     const mss_model *m = s->m;
     const mss_hparams *hp = &m->hp;
     s->pool = cfg->pool;
-    /* §6: the self-KV is F32 unless the session asks for F16 */
+    /* docs/formats/moonshine_streaming.md §6: the self-KV is F32 unless the session asks for F16 */
     s->kv_f16 = cfg->kv_type == TRANSCRIBE_KV_TYPE_F16;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, hp->dec_d, s->kv_f16) &&
               tr_mss_enc_init(&s->enc, m);
@@ -174,8 +174,8 @@ bool tr_mss_add_segment(const mss_model *m, tr_result *res, const int32_t *ids, 
     const char *text = raw[0] == ' ' ? raw + 1 : raw;
     const int seg = tr_result_add_segment(res, t0_ms, t1_ms, text);
     bool ok = seg >= 0;
-    /* token rows: id and piece, untimed (§7); the text's first piece loses
-     * its leading space as the text does, so the pieces join to the text */
+    /* token rows: id and piece, untimed (docs/formats/moonshine_streaming.md §7); the text's first
+     * piece loses its leading space as the text does, so the pieces join to the text */
     for (int i = 0; ok && i < n; i++) {
         char *tt = tr_tokenizer_decode(m->tok, &ids[i], 1, false);
         const char *t = tt && first && i == 0 && tt[0] == ' ' ? tt + 1 : tt;
@@ -186,8 +186,8 @@ bool tr_mss_add_segment(const mss_model *m, tr_result *res, const int32_t *ids, 
     return ok;
 }
 
-/* §6: one segment spanning the input (the long-audio path moves it onto the
- * file's clock), raw text kept, full text without its leading space. */
+/* docs/formats/moonshine_streaming.md §6: one segment spanning the input (the long-audio path moves
+ * it onto the file's clock), raw text kept, full text without its leading space. */
 static transcribe_status fill_result(const mss_model *m, const int32_t *ids, int n,
                                      int64_t n_samples, tr_result *res) {
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
@@ -250,7 +250,8 @@ transcribe_status tr_mss_run(mss_session *s, const float *pcm, int n_samples, tr
     s->n_ids = n_out;
     tr_run_report_decoded(ctx, st);
     ctx->result->decode_ms = (float)(tr_time_ms() - t1);
-    if (st == TRANSCRIBE_ERR_ABORTED) return st; /* no partial result (§8) */
+    if (st == TRANSCRIBE_ERR_ABORTED)
+        return st; /* no partial result (docs/formats/moonshine_streaming.md §8) */
     if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return st;
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) warn_truncated(m, T, n_out, "");
     const transcribe_status f = fill_result(m, s->ids, n_out, n_samples, ctx->result);

@@ -1,14 +1,12 @@
 /* Native streaming (docs/formats/moonshine_streaming.md §8.1; docs/c-api.md
- * §14). Each feed runs only what its samples complete through the
- * incremental encoder (mss_enc.c: front-end frames, the causal
- * convolutions, every block once its window is there — R_total frames of
- * look-ahead in all), the adapter and cross K/V of the new frames, and, at
- * most every min_decode_interval_ms of new frames, one greedy decode of the
- * segment so far from the start token with the committed tokens forced.
- * Tokens are committed where the last three decodes agree, so committed
- * text only grows; finalize encodes the zero-padded tail exactly as the
- * one-shot run does (the same frames: the stream's final text is the
- * offline text), decodes once more and commits everything.
+ * §14). Each feed runs only what its samples complete through
+ * the incremental encoder (mss_enc.c: front-end frames, the causal convolutions, every block once
+ * its window is there — R_total frames of look-ahead in all), the adapter and cross K/V of the new
+ * frames, and, at most every min_decode_interval_ms of new frames, one greedy decode of the segment
+ * so far from the start token with the committed tokens forced. Tokens are committed where the last
+ * three decodes agree, so committed text only grows; finalize encodes the zero-padded tail exactly
+ * as the one-shot run does (the same frames: the stream's final text is the offline text), decodes
+ * once more and commits everything.
  *
  * Long streams: the adapter table holds max_position_embeddings frames and
  * a decode costs the segment's length, so a segment closes once it reaches
@@ -33,7 +31,7 @@
 #define MSS_SEG_FRAMES       1500 /* 30 s */
 #define MSS_AGREE            3    /* default: decodes whose common prefix is committed */
 #define MSS_HIST             32   /* the most decodes a stream may ask to agree */
-#define MSS_DEFAULT_THROTTLE 240  /* ms (§8.1) */
+#define MSS_DEFAULT_THROTTLE 240  /* ms (docs/formats/moonshine_streaming.md §8.1) */
 
 typedef struct seg_rec {
     int off, n; /* ids in closed[] */
@@ -93,7 +91,8 @@ void tr_mss_stream_reset(mss_session *s) {
     if (s->stream) stream_clear(s);
 }
 
-/* The throttle of a stream extension (§8.1): -1 / none → 240 ms, < -1 refused. */
+/* The throttle of a stream extension (docs/formats/moonshine_streaming.md §8.1): -1 / none → 240
+ * ms, < -1 refused. */
 static transcribe_status throttle_ms(const struct transcribe_ext *ext, int *ms) {
     *ms = MSS_DEFAULT_THROTTLE;
     if (!ext) return TRANSCRIBE_OK;
@@ -134,11 +133,11 @@ transcribe_status tr_mss_stream_begin(mss_session *s, tr_stream_ctx *ctx) {
         if (!s->stream) return TRANSCRIBE_ERR_OOM;
     }
     stream_clear(s);
-    /* ceil(ms · 16000 / (1000 · spf)), at least 1 (§8.1) */
+    /* ceil(ms · 16000 / (1000 · spf)), at least 1 (docs/formats/moonshine_streaming.md §8.1) */
     const int64_t f = ((int64_t)ms * MSS_SAMPLE_RATE + 1000LL * hp->spf - 1) / (1000LL * hp->spf);
     s->stream->min_frames = f < 1 ? 1 : (int)f;
-    /* §8.1: stable_prefix_agreement_n, 0 → 3, 1 → every token (at most the
-     * history kept) */
+    /* docs/formats/moonshine_streaming.md §8.1: stable_prefix_agreement_n, 0 → 3, 1 → every token
+     * (at most the history kept) */
     s->stream->agree = ctx->agree_n == 0         ? MSS_AGREE
                        : ctx->agree_n > MSS_HIST ? MSS_HIST
                                                  : (int)ctx->agree_n;
@@ -382,7 +381,8 @@ transcribe_status tr_mss_stream_finalize(mss_session *s, tr_stream_ctx *ctx) {
     transcribe_status r = TRANSCRIBE_OK;
     if (st->n_fed > 0) {
         /* the tail zero-padded to a whole front-end frame, every block
-         * finished with its window clipped: the one-shot frames (§5) */
+         * finished with its window clipped: the one-shot frames
+         * (docs/formats/moonshine_streaming.md §5) */
         r = tr_mss_enc_push(&s->enc, s->pool, NULL, 0, true, poll_abort, &ac);
         if (r == TRANSCRIBE_OK) r = advance(s, &ac);
         if (r == TRANSCRIBE_OK && st->T > st->seg0 && (!st->decoded || st->T > st->last_dec))
