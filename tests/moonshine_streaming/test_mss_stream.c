@@ -106,6 +106,8 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     u.struct_size = sizeof u;
     CHECK(transcribe_stream_finalize(s, &u) == TRANSCRIBE_OK);
     CHECK(u.is_final);
+    /* partial decodes stop at their budgets; the final one reaches EOS */
+    CHECK_MSG(!transcribe_was_truncated(s), "%s: truncated", name);
     bool same = transcribe_n_tokens(s) == n_final;
     for (int k = 0; same && k < n_final; k++) {
         struct transcribe_token t;
@@ -134,6 +136,7 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
             CHECK(transcribe_stream_feed(s, pcm + at, n - at < chunk ? n - at : chunk, NULL) ==
                   TRANSCRIBE_OK);
         CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
+        CHECK(transcribe_was_truncated(s) == (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED));
         char c[2048];
         committed(s, c, sizeof c, NULL, 0);
         CHECK_MSG(!strcmp(c, offline), "%d ms feeds: [%s] vs one-shot [%s]", ms[j], c, offline);

@@ -56,7 +56,8 @@ struct mss_stream {
     double e_acc;
     int e_cnt;
     int64_t n_fed;
-    bool truncated;
+    bool truncated;  /* a segment's last decode stopped at its budget */
+    bool last_trunc; /* the newest decode did */
     float *clean;
     size_t clean_cap;
 };
@@ -83,7 +84,7 @@ static void stream_clear(mss_session *s) {
     st->e_acc = 0;
     st->e_cnt = 0;
     st->n_fed = 0;
-    st->truncated = false;
+    st->truncated = st->last_trunc = false;
     tr_mss_enc_reset(&s->enc);
 }
 
@@ -205,7 +206,8 @@ static transcribe_status build_result(mss_session *s, tr_result *res) {
 
 /* One decode of the open segment over its first n_frames frames, the
  * committed ids forced; the ids become the newest hypothesis. */
-static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_ctx *ac) {
+static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_ctx *ac,
+                                        bool final) {
     struct mss_stream *st = s->stream;
     const mss_hparams *hp = &s->m->hp;
     const int32_t *pre = st->n_hist ? st->hist[st->n_hist - 1] : NULL;
@@ -215,7 +217,10 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
     transcribe_status r = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
     if (n_pre < cap) r = tr_mss_decode(s, (int)n_frames, pre, n_pre, poll_abort, ac, &n_out);
     if (r != TRANSCRIBE_OK && r != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return r;
-    if (r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) st->truncated = true;
+    /* a partial decode stops at its (smaller) budget as a matter of course;
+     * only a segment's last decode can truncate the text */
+    st->last_trunc = r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    if (st->last_trunc && final) st->truncated = true;
     /* the oldest history slot takes the new hypothesis */
     int32_t *v;
     if (st->n_hist == st->agree) {
@@ -254,7 +259,7 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
  * with the encoder rows after it re-positioned. */
 static transcribe_status close_segment(mss_session *s, int64_t cut, abort_ctx *ac) {
     struct mss_stream *st = s->stream;
-    transcribe_status r = decode_segment(s, cut - st->seg0, ac);
+    transcribe_status r = decode_segment(s, cut - st->seg0, ac, true);
     if (r != TRANSCRIBE_OK) return r;
     const int n = st->hist_n[st->n_hist - 1];
     const size_t off = st->n_closed;
@@ -362,7 +367,7 @@ transcribe_status tr_mss_stream_feed(mss_session *s, const float *pcm, int n, tr
     if (r != TRANSCRIBE_OK) return r;
     bool changed = st->n_segs > 0 && !st->decoded && st->n_hist == 0;
     if (st->T - st->seg0 > 0 && st->T - st->last_dec >= st->min_frames) {
-        r = decode_segment(s, st->T - st->seg0, &ac);
+        r = decode_segment(s, st->T - st->seg0, &ac, false);
         if (r != TRANSCRIBE_OK) return r;
         changed = true;
     }
@@ -386,8 +391,9 @@ transcribe_status tr_mss_stream_finalize(mss_session *s, tr_stream_ctx *ctx) {
         r = tr_mss_enc_push(&s->enc, s->pool, NULL, 0, true, poll_abort, &ac);
         if (r == TRANSCRIBE_OK) r = advance(s, &ac);
         if (r == TRANSCRIBE_OK && st->T > st->seg0 && (!st->decoded || st->T > st->last_dec))
-            r = decode_segment(s, st->T - st->seg0, &ac);
+            r = decode_segment(s, st->T - st->seg0, &ac, true);
         if (r != TRANSCRIBE_OK) return r;
+        if (st->decoded && st->last_trunc) st->truncated = true;
     }
     if ((r = build_result(s, ctx->result)) != TRANSCRIBE_OK) return r;
     if (st->truncated)
