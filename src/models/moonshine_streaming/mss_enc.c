@@ -46,8 +46,9 @@ void tr_mss_rows_drop(mss_rows *r, int64_t upto) {
     int64_t k = upto - r->base;
     if (k <= 0) return;
     if (k > r->n) k = r->n;
-    memmove(r->v, r->v + (size_t)k * (size_t)r->width,
-            (size_t)(r->n - k) * (size_t)r->width * sizeof *r->v);
+    if (r->n > k)
+        memmove(r->v, r->v + (size_t)k * (size_t)r->width,
+                (size_t)(r->n - k) * (size_t)r->width * sizeof *r->v);
     r->n -= (int)k;
     r->base += k;
 }
@@ -326,7 +327,7 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
         free(frames);
         if (!ok) return TRANSCRIBE_ERR_OOM;
     }
-    memcpy(e->pend + e->n_pend, pcm + used, (size_t)(n - used) * sizeof *pcm);
+    if (n > used) memcpy(e->pend + e->n_pend, pcm + used, (size_t)(n - used) * sizeof *pcm);
     e->n_pend += n - used;
     e->n_samples += n;
     if (final &&
