@@ -98,6 +98,7 @@ static void init_sctx(struct transcribe_session *s, tr_stream_ctx *ctx) {
     ctx->abort_user_data = s->abort_user_data;
     ctx->result = &s->results[0];
     ctx->n_native_committed_toks = -1;
+    ctx->agree_n = s->stream.agree_n;
 }
 
 static bool has_stream_hooks(const tr_family *f) {

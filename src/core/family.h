@@ -277,6 +277,8 @@ typedef struct tr_stream_ctx {
     transcribe_abort_callback abort_cb;
     void *abort_user_data;
     tr_result *result;           /* current raw hypothesis: the family rewrites it on every call */
+    uint32_t agree_n;            /* stream_params.stable_prefix_agreement_n (0 = the default) for a
+                                  * family that finds its native commit by agreement */
     int64_t audio_committed_ms;  /* family progress hint (out) */
     int64_t buffered_ms;         /* audio held inside the family (out) */
     int n_native_committed_toks; /* native commit boundary in token rows, -1 = none (out) */

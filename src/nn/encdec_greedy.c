@@ -80,8 +80,8 @@ transcribe_status tr_ed_greedy_batch(tr_pool *pool, const tr_ed_decoder *dec,
         int k = 0;
         for (int j = 0; j < n; j++) {
             tr_ed_greedy_row *r = &rows[j];
-            r->live =
-                r->last != cfg->eos && r->n_gen < cfg->max_new && r->n_past + 1 <= cfg->max_n_kv;
+            const int max_new = r->max_new > 0 ? r->max_new : cfg->max_new;
+            r->live = r->last != cfg->eos && r->n_gen < max_new && r->n_past + 1 <= cfg->max_n_kv;
             if (!r->live) continue;
             w.ids[k] = r->last;
             set_seq(&w, k, j, r, w.ids + k, 1);

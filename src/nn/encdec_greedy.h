@@ -26,6 +26,8 @@ typedef struct tr_ed_greedy_row {
     size_t cross_stride;
     int n_src;
     int32_t *out; /* capacity max_new: generated ids, EOS excluded */
+    int max_new;  /* this row's budget when > 0 (Moonshine Streaming's grows with the
+                   * audio); 0: cfg->max_new */
     /* results */
     int n_out;
     int32_t last; /* the last token produced: eos when it stopped there */

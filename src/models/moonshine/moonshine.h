@@ -2,8 +2,8 @@
  * the per-session state, and the entry points the family vtable and the
  * tests use. Weights are borrowed views into the mapped model file; the
  * encoder blocks and the decoder are configurations of src/nn (pre-LN
- * blocks with partial GPT-J rotary positions, a fused SwiGLU decoder FFN,
- * the encoder-decoder step with a tied head). */
+ * blocks with partial GPT-J rotary positions; the decoder of
+ * nn/moonshine_decoder.h with a tied head). */
 #ifndef TR_MODELS_MOONSHINE_H
 #define TR_MODELS_MOONSHINE_H
 
@@ -13,6 +13,7 @@
 
 #include "core/family.h"
 #include "nn/encdec_decoder.h"
+#include "nn/moonshine_decoder.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
@@ -47,11 +48,9 @@ typedef struct mn_model {
     const float *enc_norm; /* final LayerNorm gamma (no beta) */
     tr_nn_enc_block *enc;
     tr_nn_dims enc_dims;
-    /* decoder (docs/formats/moonshine.md §3.2, §6.1) */
-    const tr_tensor *tok_emb; /* ne {d, V}: embedding and tied head */
-    const float *dec_norm;
-    tr_nn_dec_block *dec;
-    tr_ed_decoder decoder;
+    /* decoder (docs/formats/moonshine.md §3.2, §6.1): nn/moonshine_decoder.h
+     * with the tied head; msd.dec is the configured step */
+    tr_msd msd;
 
     struct tr_tokenizer *tok;
     int n_lang;

@@ -114,7 +114,7 @@ static transcribe_status run_group(mn_session *s, const float *const *pcm, const
                                   .should_abort = abort_cb,
                                   .abort_user = actx};
     const double t0 = tr_time_ms();
-    st = tr_ed_greedy_batch(s->pool, &m->decoder, &cfg, rows, n);
+    st = tr_ed_greedy_batch(s->pool, &m->msd.dec, &cfg, rows, n);
     const double t1 = tr_time_ms();
     for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
         const int i = it[j].idx;

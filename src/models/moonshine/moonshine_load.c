@@ -46,12 +46,6 @@ static transcribe_status stem_array(const gguf_file *f, const char *key, int64_t
     return TRANSCRIBE_OK;
 }
 
-/* docs/formats/moonshine.md §5.3: rotary dims per head, in single precision
- * as upstream computes them, bit 0 cleared. */
-static int rot_dims(int head_dim, float factor) {
-    return (int)((float)head_dim * factor) & ~1;
-}
-
 static transcribe_status read_hparams(const gguf_file *f, mn_model *m) {
     mn_hparams *hp = &m->hp;
     transcribe_status st;
@@ -113,8 +107,8 @@ static transcribe_status read_hparams(const gguf_file *f, mn_model *m) {
     if (!(isfinite(hp->gn_eps) && hp->gn_eps > 0.0f))
         return tr_gguf_key_error(MK "conv_stem.groupnorm_eps", "FLOAT32", "%g is not positive",
                                  (double)hp->gn_eps);
-    hp->enc_rot = rot_dims(d / hp->n_enc_heads, hp->rot_factor);
-    hp->dec_rot = rot_dims(d / hp->n_dec_heads, hp->rot_factor);
+    hp->enc_rot = tr_msd_rot_dims(d / hp->n_enc_heads, hp->rot_factor);
+    hp->dec_rot = tr_msd_rot_dims(d / hp->n_dec_heads, hp->rot_factor);
     if (hp->enc_rot < 2 || hp->dec_rot < 2)
         return tr_gguf_key_error(MK "partial_rotary_factor", "FLOAT32",
                                  "%g leaves no rotary pair in a head", (double)hp->rot_factor);
@@ -166,9 +160,9 @@ static transcribe_status load_tokenizer(const gguf_file *f, mn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* Block part names (docs/formats/moonshine.md §3.1–§3.2): LayerNorms
- * without beta, attention without biases, FFNs with biases, the decoder's
- * fc1 fused [value; gate]. */
+/* Encoder block part names (docs/formats/moonshine.md §3.1): LayerNorms
+ * without beta, attention without biases, FFNs with biases (the decoder's
+ * are nn/moonshine_decoder.h's). */
 static const tr_nn_enc_names k_enc_names = {
     .prefix = "enc.blocks.%d.",
     .ln_attn = "norm_attn",
@@ -179,29 +173,14 @@ static const tr_nn_enc_names k_enc_names = {
     .ffn_down = "ffn.fc2",
 };
 
-static const tr_nn_dec_names k_dec_names = {
-    .prefix = "dec.blocks.%d.",
-    .ln_self = "norm_self",
-    .self_attn = "self_attn",
-    .ln_cross = "norm_cross",
-    .cross_attn = "cross_attn",
-    .ln_ffn = "norm_ffn",
-    .out = "out",
-    .ffn_up = "ffn.fc1",
-    .ffn_down = "ffn.fc2",
-};
-
 static const tr_nn_block_opts k_enc_opts = {.no_ln_bias = true, .no_attn_bias = true};
-static const tr_nn_block_opts k_dec_opts = {
-    .no_ln_bias = true, .no_attn_bias = true, .fused_glu = true};
-
-enum { DIM_D, DIM_C1, DIM_V };
+enum { DIM_D, DIM_C1 };
 
 static transcribe_status load_tensors(const gguf_file *f, mn_model *m) {
     const mn_hparams *hp = &m->hp;
     const tr_nn_wsrc src = tr_nn_wsrc_gguf(f);
-    const int64_t D = TR_NN_DIM(DIM_D), C1 = TR_NN_DIM(DIM_C1), V = TR_NN_DIM(DIM_V);
-    const int64_t dims[3] = {[DIM_D] = hp->d_model, [DIM_C1] = hp->ch[1], [DIM_V] = hp->n_vocab};
+    const int64_t D = TR_NN_DIM(DIM_D), C1 = TR_NN_DIM(DIM_C1);
+    const int64_t dims[2] = {[DIM_D] = hp->d_model, [DIM_C1] = hp->ch[1]};
     const tr_nn_wspec top[] = {
         {"enc.conv.0.weight",
          TR_NN_W_TENSOR,
@@ -226,29 +205,26 @@ static transcribe_status load_tensors(const gguf_file *f, mn_model *m) {
         {"enc.conv.norm.weight", TR_NN_W_VEC, {D}, 1, 0, offsetof(mn_model, gn_w)},
         {"enc.conv.norm.bias", TR_NN_W_VEC, {D}, 1, 0, offsetof(mn_model, gn_b)},
         {"enc.final_norm.weight", TR_NN_W_VEC, {D}, 1, 0, offsetof(mn_model, enc_norm)},
-        {"dec.token_embd.weight",
-         TR_NN_W_TENSOR,
-         {D, V},
-         2,
-         TR_TYPES_LINEAR,
-         offsetof(mn_model, tok_emb)},
-        {"dec.final_norm.weight", TR_NN_W_VEC, {D}, 1, 0, offsetof(mn_model, dec_norm)},
     };
     bool ok = tr_nn_load_weights(&src, top, sizeof top / sizeof *top, dims, 0, true, m);
     m->enc = calloc((size_t)hp->n_enc_layers, sizeof *m->enc);
-    m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
-    if (!m->enc || !m->dec) return TRANSCRIBE_ERR_OOM;
+    if (!m->enc) return TRANSCRIBE_ERR_OOM;
     ok = ok && tr_nn_load_enc_blocks_opt(&src, &k_enc_names, &k_enc_opts, hp->d_model, hp->enc_ffn,
                                          hp->n_enc_layers, m->enc);
-    ok = ok && tr_nn_load_dec_blocks_opt(&src, &k_dec_names, &k_dec_opts, hp->d_model, hp->dec_ffn,
-                                         hp->n_dec_layers, m->dec);
     if (!ok) return ERR_GGUF;
     for (int i = 0; i < hp->n_enc_layers; i++) m->enc[i].ffn.act = TR_NN_ACT_GELU;
-    for (int i = 0; i < hp->n_dec_layers; i++) m->dec[i].ffn.act = TR_NN_ACT_SILU;
-    return TRANSCRIBE_OK;
+    const tr_msd_cfg dc = {.d_model = hp->d_model,
+                           .n_heads = hp->n_dec_heads,
+                           .head_dim = hp->d_model / hp->n_dec_heads,
+                           .d_ffn = hp->dec_ffn,
+                           .n_layers = hp->n_dec_layers,
+                           .n_vocab = hp->n_vocab,
+                           .rot_factor = hp->rot_factor,
+                           .rope_theta = hp->rope_theta};
+    return tr_msd_load(&src, &dc, &m->msd);
 }
 
-/* The encoder blocks' and the decoder's nn configuration. */
+/* The encoder blocks' nn configuration (the decoder's is tr_msd_load's). */
 static void configure(mn_model *m) {
     const mn_hparams *hp = &m->hp;
     const int d = hp->d_model;
@@ -258,23 +234,6 @@ static void configure(mn_model *m) {
                                .d_ffn = hp->enc_ffn,
                                .ln_eps = 1e-5f,
                                .rope = {hp->enc_rot, hp->rope_theta, false}};
-    m->decoder = (tr_ed_decoder){
-        .tok_emb = m->tok_emb,
-        .pos = TR_ED_POS_NONE,
-        .blocks = m->dec,
-        .n_layers = hp->n_dec_layers,
-        .dims = {.d_model = d,
-                 .n_head = hp->n_dec_heads,
-                 .head_dim = d / hp->n_dec_heads,
-                 .d_ffn = hp->dec_ffn,
-                 .ln_eps = 1e-5f,
-                 .rope = {hp->dec_rot, hp->rope_theta, false},
-                 .glu = true},
-        .out_norm = {m->dec_norm, NULL},
-        .norm_eps = 1e-5f,
-        .head = {m->tok_emb, NULL},
-        .n_vocab = hp->n_vocab,
-    };
 }
 
 static transcribe_status load_all(const gguf_file *f, void *model) {
@@ -298,7 +257,7 @@ static transcribe_status load_all(const gguf_file *f, void *model) {
 void tr_mn_model_free(mn_model *m) {
     if (!m) return;
     free(m->enc);
-    free(m->dec);
+    tr_msd_free(&m->msd);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
     free(m);

@@ -24,7 +24,7 @@ transcribe_status tr_mn_session_create(const mn_model *m, const tr_session_cfg *
     const size_t D = (size_t)hp->d_model;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, hp->d_model, s->kv_f16);
     s->dec_x = malloc(D * sizeof(float));
-    s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, 1, 1) * sizeof(float));
+    s->dec_scratch = malloc(tr_ed_step_scratch(&m->msd.dec, 1, 1) * sizeof(float));
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
     s->last_ids = malloc((size_t)hp->max_pos * sizeof(int32_t));
     if (!ok || !s->dec_x || !s->dec_scratch || !s->logits || !s->last_ids) {
@@ -194,7 +194,7 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
     const int d = m->hp.d_model;
     tr_layer_norm(s->pool, s->enc_x, s->enc_x, T, d, m->enc_norm, NULL, 1e-5f);
     if (!cross_k) cross_k = s->cross_k, cross_v = s->cross_v;
-    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_x, T, cross_k, cross_v, (size_t)T * d);
+    tr_ed_cross_kv(s->pool, &m->msd.dec, s->enc_x, T, cross_k, cross_v, (size_t)T * d);
     *T_out = T;
     return TRANSCRIBE_OK;
 }
@@ -202,7 +202,7 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
 bool tr_mn_decode(mn_session *s, const int32_t *ids, int rows, int n_past, int T_enc) {
     const mn_model *m = s->m;
     if (rows != 1 || T_enc < 1 || (size_t)T_enc > s->cap_frames ||
-        !tr_ed_seq_ok(&m->decoder, ids, rows, n_past, m->hp.max_pos))
+        !tr_ed_seq_ok(&m->msd.dec, ids, rows, n_past, m->hp.max_pos))
         return false;
     const tr_ed_seq seq = {.rows = rows,
                            .n_past = n_past,
@@ -212,6 +212,6 @@ bool tr_mn_decode(mn_session *s, const int32_t *ids, int rows, int n_past, int T
                            .cv = s->cross_v,
                            .cross_stride = (size_t)T_enc * (size_t)m->hp.d_model,
                            .ids = ids};
-    tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
+    tr_ed_step(s->pool, &m->msd.dec, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }

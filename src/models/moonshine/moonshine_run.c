@@ -1,6 +1,6 @@
 /* The Moonshine run: the input gates (too short / too long) before any
  * work, the encoder, greedy decoding from the start token to EOS or the
- * position cap (docs/formats/moonshine.md §6.2, on nn/greedy.h), and the
+ * position cap (docs/formats/moonshine.md §6.2, nn/moonshine_decoder.h), and the
  * result (§6.3). Abort is polled before every encoder block and every
  * decoder step. */
 #include <stdlib.h>
@@ -8,9 +8,7 @@
 
 #include "models/moonshine/moonshine.h"
 #include "audio/audio.h"
-#include "nn/greedy.h"
 #include "text/tokenizer.h"
-#include "util/argmax.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -76,17 +74,6 @@ typedef struct step_ctx {
     int layer;
 } step_ctx;
 
-static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *next) {
-    step_ctx *c = user;
-    int32_t id = tok;
-    if (!tr_mn_decode(c->s, &id, 1, pos, c->T_enc)) {
-        TR_ERROR("moonshine: decoder step at position %d failed", pos);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    *next = tr_argmax(c->s->logits, c->s->m->hp.n_vocab);
-    return TRANSCRIBE_OK;
-}
-
 /* Progress: the encoder fills the first half (a tick per block), the steps
  * the rest. */
 #define MN_ENC_SHARE 0.5
@@ -121,22 +108,25 @@ transcribe_status tr_mn_run(mn_session *s, const float *pcm, int n_samples, tr_r
     /* docs/formats/moonshine.md §6.2: prompt [start] at position 0, then one
      * token per step to EOS or max_position_embeddings positions */
     tr_run_report_progress(ctx, MN_ENC_SHARE);
-    const int32_t start = hp->start_id;
     int n_out = 0;
-    if (!tr_mn_decode(s, &start, 1, 0, c.T_enc)) {
-        TR_ERROR("moonshine: the start token does not fit the decoder");
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
     tr_run_span dec = {ctx, MN_ENC_SHARE, 1.0};
-    const tr_greedy_cfg cfg = {.eos = hp->eos,
-                               .max_new = hp->max_pos,
-                               .max_n_kv = hp->max_pos,
-                               .should_abort = tr_run_abort_poll,
-                               .abort_user = ctx,
-                               .on_step = tr_run_span_step,
-                               .step_user = &dec};
-    st = tr_greedy_loop(&cfg, decode_step, &c, tr_argmax(s->logits, hp->n_vocab), 1, s->last_ids,
-                        &n_out);
+    const tr_msd_greedy_args ga = {.pool = s->pool,
+                                   .dec = &m->msd.dec,
+                                   .kv = &s->kv,
+                                   .ck = s->cross_k,
+                                   .cv = s->cross_v,
+                                   .n_src = c.T_enc,
+                                   .x = s->dec_x,
+                                   .scratch = s->dec_scratch,
+                                   .logits = s->logits,
+                                   .start = hp->start_id,
+                                   .eos = hp->eos,
+                                   .gen_cap = hp->max_pos,
+                                   .should_abort = tr_run_abort_poll,
+                                   .abort_user = ctx,
+                                   .on_step = tr_run_span_step,
+                                   .step_user = &dec};
+    st = tr_msd_greedy(&ga, s->last_ids, &n_out);
     s->n_last = n_out;
     tr_run_report_decoded(ctx, st);
     ctx->result->decode_ms = (float)(tr_time_ms() - t1);

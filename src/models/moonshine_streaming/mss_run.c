@@ -1,0 +1,429 @@
+/* The Moonshine Streaming offline run: session buffers, the input gates,
+ * the encoder into cross K/V, greedy decoding within the budget of
+ * docs/formats/moonshine_streaming.md §6 (nn/moonshine_decoder.h), the
+ * result rows, and lockstep batches (nn/encdec_greedy.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/moonshine_streaming/mss.h"
+#include "audio/audio.h"
+#include "nn/encdec_greedy.h"
+#include "text/tokenizer.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+/* Samples one encoder push takes in an offline run: bounds the front end's
+ * and the convolutions' work areas whatever the input length (the stages
+ * carry their history, so the rows equal one push of everything). */
+#define MSS_PUSH_SAMPLES (10 * MSS_SAMPLE_RATE)
+
+static transcribe_status setup(mss_session *s, const tr_session_cfg *cfg) {
+    const mss_model *m = s->m;
+    const mss_hparams *hp = &m->hp;
+    s->pool = cfg->pool;
+    /* docs/formats/moonshine_streaming.md §6: the self-KV is F32 unless the session asks for F16 */
+    s->kv_f16 = cfg->kv_type == TRANSCRIBE_KV_TYPE_F16;
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, hp->dec_d, s->kv_f16) &&
+              tr_mss_enc_init(&s->enc, m);
+    s->dec_x = malloc((size_t)hp->dec_d * sizeof(float));
+    s->dec_scratch = malloc(tr_ed_step_scratch(&m->msd.dec, 1, 1) * sizeof(float));
+    s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
+    s->ids = malloc((size_t)hp->max_pos * sizeof(int32_t));
+    if (!ok || !s->dec_x || !s->dec_scratch || !s->logits || !s->ids) {
+        TR_ERROR("moonshine_streaming: out of memory allocating session buffers");
+        return TRANSCRIBE_ERR_OOM;
+    }
+    return TRANSCRIBE_OK;
+}
+
+static void release(mss_session *s) {
+    tr_mss_stream_free(s->stream);
+    tr_nn_kv_free(&s->kv);
+    tr_mss_enc_free(&s->enc);
+    free(s->ck);
+    free(s->cv);
+    free(s->adapt);
+    free(s->dec_x);
+    free(s->dec_scratch);
+    free(s->logits);
+    free(s->ids);
+}
+
+TR_FAMILY_SESSION(mss, setup, release)
+
+bool tr_mss_grow_cross(mss_session *s, size_t frames, size_t keep) {
+    if (frames <= s->cap_frames) return true;
+    size_t cap = s->cap_frames ? s->cap_frames : 64;
+    while (cap < frames) cap *= 2;
+    const size_t L = (size_t)s->m->hp.n_dec_layers, D = (size_t)s->m->hp.dec_d;
+    float *ck = malloc(L * cap * D * sizeof(float)), *cv = malloc(L * cap * D * sizeof(float));
+    if (!ck || !cv) {
+        free(ck);
+        free(cv);
+        return false;
+    }
+    for (size_t l = 0; l < L && keep > 0; l++) {
+        memcpy(ck + l * cap * D, s->ck + l * s->cap_frames * D, keep * D * sizeof(float));
+        memcpy(cv + l * cap * D, s->cv + l * s->cap_frames * D, keep * D * sizeof(float));
+    }
+    free(s->ck);
+    free(s->cv);
+    s->ck = ck;
+    s->cv = cv;
+    s->cap_frames = cap;
+    return true;
+}
+
+transcribe_status tr_mss_cross_rows(mss_session *s, int64_t seg0, int64_t g0, int64_t g1) {
+    const mss_model *m = s->m;
+    const mss_rows *out = &s->enc.out;
+    const int n = (int)(g1 - g0);
+    if (n <= 0) return TRANSCRIBE_OK;
+    const int64_t r0 = g0 - seg0;
+    if (!tr_mss_grow_cross(s, (size_t)(r0 + n), (size_t)r0)) return TRANSCRIBE_ERR_OOM;
+    const size_t need = (size_t)n * (size_t)(m->hp.enc_d + m->hp.dec_d);
+    if (need > s->adapt_cap) {
+        float *a = realloc(s->adapt, need * sizeof *a);
+        if (!a) return TRANSCRIBE_ERR_OOM;
+        s->adapt = a;
+        s->adapt_cap = need;
+    }
+    tr_mss_cross(s->pool, m, out->v + (size_t)(g0 - out->base) * (size_t)out->width, n, (int)r0,
+                 s->ck, s->cv, s->cap_frames * (size_t)m->hp.dec_d, (int)r0, s->adapt);
+    return TRANSCRIBE_OK;
+}
+
+/* The rows waiting in s->enc.out through the adapter (an utterance: segment
+ * 0), then dropped. */
+static transcribe_status take_rows(mss_session *s) {
+    mss_rows *out = &s->enc.out;
+    const transcribe_status st = tr_mss_cross_rows(s, 0, out->base, out->base + out->n);
+    tr_mss_rows_drop(out, out->base + out->n);
+    return st;
+}
+
+transcribe_status tr_mss_encode(mss_session *s, const float *pcm, int n, int *T,
+                                bool (*should_abort)(void *), void *abort_user) {
+    *T = 0;
+    tr_mss_enc_reset(&s->enc);
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int at = 0; st == TRANSCRIBE_OK && (at < n || at == 0);) {
+        const int k = n - at < MSS_PUSH_SAMPLES ? n - at : MSS_PUSH_SAMPLES;
+        const bool last = at + k >= n;
+        st = tr_mss_enc_push(&s->enc, s->pool, pcm + at, k, last, should_abort, abort_user);
+        if (st == TRANSCRIBE_OK) st = take_rows(s);
+        at += k;
+        if (last) break;
+    }
+    if (st != TRANSCRIBE_OK) return st;
+    *T = (int)s->enc.out.base;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, int n_prefix,
+                                bool (*should_abort)(void *), void *abort_user, int *n_out) {
+    const mss_model *m = s->m;
+    const tr_msd_greedy_args ga = {.pool = s->pool,
+                                   .dec = &m->msd.dec,
+                                   .kv = &s->kv,
+                                   .ck = s->ck,
+                                   .cv = s->cv,
+                                   .n_src = T,
+                                   .cross_stride = s->cap_frames * (size_t)m->hp.dec_d,
+                                   .x = s->dec_x,
+                                   .scratch = s->dec_scratch,
+                                   .logits = s->logits,
+                                   .start = m->hp.start_id,
+                                   .eos = m->hp.eos,
+                                   .gen_cap = tr_mss_gen_cap(&m->hp, T),
+                                   .prefix = prefix,
+                                   .n_prefix = n_prefix,
+                                   .should_abort = should_abort,
+                                   .abort_user = abort_user};
+    return tr_msd_greedy(&ga, s->ids, n_out);
+}
+
+transcribe_status tr_mss_validate_run(const mss_model *m, const struct transcribe_run_params *p) {
+    (void)m;
+    return tr_family_check_transcribe_only("moonshine_streaming", p);
+}
+
+transcribe_status tr_mss_gate(const mss_model *m, const float *pcm, int n) {
+    if (!pcm || n <= 0) {
+        TR_ERROR("moonshine_streaming: no audio (%d samples)", n);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const int64_t T = tr_mss_enc_frames(&m->hp, n);
+    if (T > m->hp.max_pos) {
+        TR_ERROR("moonshine_streaming: %d samples (%.2f s) make %lld encoder frames; the "
+                 "adapter's position table has %d rows (%.2f s): split the input (chunking "
+                 "auto / on) or stream it",
+                 n, (double)n / MSS_SAMPLE_RATE, (long long)T, m->hp.max_pos,
+                 m->max_audio_ms / 1000.0);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+bool tr_mss_add_segment(const mss_model *m, tr_result *res, const int32_t *ids, int n, bool first,
+                        int64_t t0_ms, int64_t t1_ms) {
+    if (n <= 0) return true;
+    char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
+    if (!raw) return false;
+    const char *text = raw[0] == ' ' ? raw + 1 : raw;
+    const int seg = tr_result_add_segment(res, t0_ms, t1_ms, text);
+    bool ok = seg >= 0;
+    /* token rows: id and piece, untimed (docs/formats/moonshine_streaming.md §7); the text's first
+     * piece loses its leading space as the text does, so the pieces join to the text */
+    for (int i = 0; ok && i < n; i++) {
+        char *tt = tr_tokenizer_decode(m->tok, &ids[i], 1, false);
+        const char *t = tt && first && i == 0 && tt[0] == ' ' ? tt + 1 : tt;
+        ok = tt && tr_result_add_token(res, ids[i], 0.0f, 0, 0, seg, -1, t) >= 0;
+        free(tt);
+    }
+    free(raw);
+    return ok;
+}
+
+/* docs/formats/moonshine_streaming.md §6: one segment spanning the input (the long-audio path moves
+ * it onto the file's clock), raw text kept, full text without its leading space. */
+static transcribe_status fill_result(const mss_model *m, const int32_t *ids, int n,
+                                     int64_t n_samples, tr_result *res) {
+    tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
+    if (n == 0) return TRANSCRIBE_OK;
+    char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
+    bool ok = raw && tr_result_set_raw_text(res, raw) &&
+              tr_result_set_full_text(res, raw[0] == ' ' ? raw + 1 : raw) &&
+              tr_mss_add_segment(m, res, ids, n, true, 0, n_samples * 1000 / MSS_SAMPLE_RATE);
+    free(raw);
+    return ok && !res->oom ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+}
+
+typedef struct run_abort {
+    tr_run_ctx *ctx;
+    int layer, n_layers;
+} run_abort;
+
+/* Abort poll of the encoder (before every block of every push), also the
+ * progress of the encoder half. */
+static bool enc_abort(void *user) {
+    run_abort *a = user;
+    tr_run_span enc = {a->ctx, 0.0, 0.5};
+    tr_run_span_report(&enc, a->layer++, a->n_layers);
+    return tr_run_should_abort(a->ctx);
+}
+
+static void warn_truncated(const mss_model *m, int T, int n_out, const char *who) {
+    const int cap = tr_mss_gen_cap(&m->hp, T);
+    if (cap < m->hp.max_pos)
+        TR_WARN("moonshine_streaming: %soutput truncated at %d tokens: the generation budget "
+                "(%d) for %d encoder frames ran out before end-of-text",
+                who, n_out, cap, T);
+    else
+        TR_WARN("moonshine_streaming: %soutput truncated at %d tokens: the position cap (%d) "
+                "ran out before end-of-text",
+                who, n_out, m->hp.max_pos);
+}
+
+transcribe_status tr_mss_run(mss_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const mss_model *m = s->m;
+    s->n_ids = 0;
+    transcribe_status st = tr_mss_gate(m, pcm, n_samples);
+    if (st != TRANSCRIBE_OK) return st;
+    s->pool = ctx->pool ? ctx->pool : s->pool;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+    float *clean = NULL;
+    const float *in = tr_pcm_sanitized(pcm, n_samples, "moonshine_streaming", &clean);
+    if (!in) return TRANSCRIBE_ERR_OOM;
+    const double t0 = tr_time_ms();
+    run_abort ra = {ctx, 0, m->hp.n_enc_layers * (1 + n_samples / MSS_PUSH_SAMPLES)};
+    int T = 0;
+    st = tr_mss_encode(s, in, n_samples, &T, enc_abort, &ra);
+    free(clean);
+    const double t1 = tr_time_ms();
+    ctx->result->encode_ms = (float)(t1 - t0);
+    if (st != TRANSCRIBE_OK) return st;
+    tr_run_report_progress(ctx, 0.5);
+    int n_out = 0;
+    st = tr_mss_decode(s, T, NULL, 0, tr_run_abort_poll, ctx, &n_out);
+    s->n_ids = n_out;
+    tr_run_report_decoded(ctx, st);
+    ctx->result->decode_ms = (float)(tr_time_ms() - t1);
+    if (st == TRANSCRIBE_ERR_ABORTED)
+        return st; /* no partial result (docs/formats/moonshine_streaming.md §8) */
+    if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return st;
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) warn_truncated(m, T, n_out, "");
+    const transcribe_status f = fill_result(m, s->ids, n_out, n_samples, ctx->result);
+    if (f != TRANSCRIBE_OK) return f;
+    if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    return st;
+}
+
+/* ---- batches (docs/c-api.md §11) ---- */
+
+#define GROUP_FRAMES 8000 /* encoder frames one group holds (160 s) */
+#define GROUP_MAX    64
+
+typedef struct item {
+    int idx, T;
+    float *ck, *cv;
+    tr_nn_kv kv;
+    int32_t *out;
+} item;
+
+static void items_free(item *it, int n) {
+    for (int j = 0; j < n; j++) {
+        free(it[j].ck);
+        free(it[j].cv);
+        free(it[j].out);
+        tr_nn_kv_free(&it[j].kv);
+    }
+    memset(it, 0, (size_t)n * sizeof *it);
+}
+
+static bool abort_cb(void *user) {
+    return tr_run_should_abort((const tr_run_ctx *)user);
+}
+
+/* Encoder and cross K/V of each member (copied out of the session's
+ * buffers, compacted to T rows per layer); a failing one leaves the group. */
+static transcribe_status group_encode(mss_session *s, const float *const *pcm, const int *n_samples,
+                                      item *it, int *n_items, tr_run_ctx *ctxs, bool *done) {
+    const mss_hparams *hp = &s->m->hp;
+    const size_t D = (size_t)hp->dec_d, L = (size_t)hp->n_dec_layers;
+    int live = 0;
+    for (int j = 0; j < *n_items; j++) {
+        item *x = &it[j];
+        const int i = x->idx;
+        const double t0 = tr_time_ms();
+        float *clean = NULL;
+        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moonshine_streaming", &clean);
+        int T = 0;
+        transcribe_status st =
+            in ? tr_mss_encode(s, in, n_samples[i], &T, abort_cb, &ctxs[i]) : TRANSCRIBE_ERR_OOM;
+        free(clean);
+        if (st == TRANSCRIBE_OK) {
+            x->T = T;
+            x->ck = malloc(L * (size_t)T * D * sizeof(float));
+            x->cv = malloc(L * (size_t)T * D * sizeof(float));
+            x->out = malloc((size_t)hp->max_pos * sizeof(int32_t));
+            if (!x->ck || !x->cv || !x->out ||
+                !tr_nn_kv_init(&x->kv, hp->n_dec_layers, hp->max_pos, hp->dec_d, s->kv_f16)) {
+                TR_ERROR("moonshine_streaming: out of memory for utterance %d of a batch", i);
+                return TRANSCRIBE_ERR_OOM;
+            }
+            for (size_t l = 0; l < L; l++) {
+                memcpy(x->ck + l * T * D, s->ck + l * s->cap_frames * D,
+                       (size_t)T * D * sizeof(float));
+                memcpy(x->cv + l * T * D, s->cv + l * s->cap_frames * D,
+                       (size_t)T * D * sizeof(float));
+            }
+        }
+        ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
+        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_ABORTED) return st;
+        if (st != TRANSCRIBE_OK) {
+            items_free(x, 1);
+            tr_run_batch_finish(ctxs, done, i, st);
+            continue;
+        }
+        if (live != j) {
+            it[live] = *x;
+            memset(x, 0, sizeof *x);
+        }
+        live++;
+    }
+    *n_items = live;
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status run_group(mss_session *s, const float *const *pcm, const int *n_samples,
+                                   item *it, int n, tr_run_ctx *ctxs, bool *done) {
+    const mss_model *m = s->m;
+    const mss_hparams *hp = &m->hp;
+    transcribe_status st = group_encode(s, pcm, n_samples, it, &n, ctxs, done);
+    if (st != TRANSCRIBE_OK || n == 0) return st;
+    tr_ed_greedy_row *rows = calloc((size_t)n, sizeof *rows);
+    if (!rows) return TRANSCRIBE_ERR_OOM;
+    const size_t D = (size_t)hp->dec_d;
+    for (int j = 0; j < n; j++)
+        rows[j] = (tr_ed_greedy_row){.kv = &it[j].kv,
+                                     .ck = it[j].ck,
+                                     .cv = it[j].cv,
+                                     .cross_stride = (size_t)it[j].T * D,
+                                     .n_src = it[j].T,
+                                     .out = it[j].out,
+                                     .max_new = tr_mss_gen_cap(hp, it[j].T)};
+    const int32_t start = hp->start_id;
+    const tr_ed_greedy_cfg cfg = {.prompt = &start,
+                                  .n_prompt = 1,
+                                  .eos = hp->eos,
+                                  .max_new = hp->max_pos,
+                                  .max_n_kv = hp->max_pos,
+                                  .should_abort = abort_cb,
+                                  .abort_user = &ctxs[it[0].idx]};
+    const double t0 = tr_time_ms();
+    st = tr_ed_greedy_batch(s->pool, &m->msd.dec, &cfg, rows, n);
+    const double t1 = tr_time_ms();
+    for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
+        const int i = it[j].idx;
+        tr_run_ctx *ctx = &ctxs[i];
+        ctx->result->decode_ms = (float)((t1 - t0) / n);
+        if (rows[j].live) continue; /* aborted mid-utterance: no partial result */
+        const transcribe_status u =
+            rows[j].last == hp->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        if (u == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+            char who[48];
+            snprintf(who, sizeof who, "utterance %d: ", i);
+            warn_truncated(m, it[j].T, rows[j].n_out, who);
+        }
+        const transcribe_status f =
+            fill_result(m, rows[j].out, rows[j].n_out, n_samples[i], ctx->result);
+        if (f != TRANSCRIBE_OK) {
+            st = f;
+            break;
+        }
+        tr_run_batch_settle(ctxs, i, u, -1.0f);
+        done[i] = true;
+    }
+    free(rows);
+    return st;
+}
+
+transcribe_status tr_mss_run_batch(mss_session *s, const float *const *pcm, const int *n_samples,
+                                   int n, tr_run_ctx *ctxs) {
+    s->n_ids = 0;
+    s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
+    bool *done = calloc((size_t)n, sizeof *done);
+    item *items = calloc(GROUP_MAX, sizeof *items);
+    if (!done || !items) {
+        free(done);
+        free(items);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    for (int i = 0; i < n; i++) {
+        const transcribe_status u = tr_mss_gate(s->m, pcm[i], n_samples[i]);
+        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    int i = 0;
+    while (st == TRANSCRIBE_OK && i < n) {
+        int k = 0, frames = 0;
+        for (; i < n && k < GROUP_MAX; i++) {
+            if (done[i]) continue;
+            const int T = (int)tr_mss_enc_frames(&s->m->hp, n_samples[i]);
+            if (k > 0 && frames + T > GROUP_FRAMES) break;
+            items[k++] = (item){.idx = i, .T = T};
+            frames += T;
+        }
+        if (k == 0) break;
+        st = tr_run_should_abort(&ctxs[items[0].idx])
+                 ? TRANSCRIBE_ERR_ABORTED
+                 : run_group(s, pcm, n_samples, items, k, ctxs, done);
+        items_free(items, k);
+    }
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
+    free(done);
+    free(items);
+    return st;
+}

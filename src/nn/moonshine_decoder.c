@@ -1,0 +1,156 @@
+/* The Moonshine decoder shared by moonshine and moonshine_streaming
+ * (moonshine_decoder.h). */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/greedy.h"
+#include "nn/moonshine_decoder.h"
+#include "util/argmax.h"
+#include "util/log.h"
+
+int tr_msd_rot_dims(int head_dim, float factor) {
+    return (int)((float)head_dim * factor) & ~1;
+}
+
+/* Block part names (docs/formats/moonshine.md §3.2): LayerNorms without
+ * beta, attention without biases, FFNs with biases, fc1 fused [value; gate]. */
+static const tr_nn_dec_names k_dec_names = {
+    .prefix = "dec.blocks.%d.",
+    .ln_self = "norm_self",
+    .self_attn = "self_attn",
+    .ln_cross = "norm_cross",
+    .cross_attn = "cross_attn",
+    .ln_ffn = "norm_ffn",
+    .out = "out",
+    .ffn_up = "ffn.fc1",
+    .ffn_down = "ffn.fc2",
+};
+
+static const tr_nn_block_opts k_dec_opts = {
+    .no_ln_bias = true, .no_attn_bias = true, .fused_glu = true};
+
+enum { DIM_D, DIM_V };
+
+transcribe_status tr_msd_load(const tr_nn_wsrc *src, const tr_msd_cfg *c, tr_msd *out) {
+    const int64_t D = TR_NN_DIM(DIM_D), V = TR_NN_DIM(DIM_V);
+    const int64_t dims[2] = {[DIM_D] = c->d_model, [DIM_V] = c->n_vocab};
+    const tr_nn_wspec top[] = {
+        {"dec.token_embd.weight",
+         TR_NN_W_TENSOR,
+         {D, V},
+         2,
+         TR_TYPES_LINEAR,
+         offsetof(tr_msd, tok_emb)},
+        {"dec.final_norm.weight", TR_NN_W_VEC, {D}, 1, 0, offsetof(tr_msd, norm)},
+        {"dec.lm_head.weight",
+         TR_NN_W_TENSOR,
+         {D, V},
+         2,
+         TR_TYPES_LINEAR,
+         offsetof(tr_msd, lm_head)},
+    };
+    bool ok = tr_nn_load_weights(src, top, c->untied ? 3 : 2, dims, 0, true, out);
+    out->blocks = calloc((size_t)c->n_layers, sizeof *out->blocks);
+    if (!out->blocks) return TRANSCRIBE_ERR_OOM;
+    ok = ok && tr_nn_load_dec_blocks_opt(src, &k_dec_names, &k_dec_opts, c->d_model, c->d_ffn,
+                                         c->n_layers, out->blocks);
+    if (!ok) return TRANSCRIBE_ERR_GGUF;
+    for (int i = 0; i < c->n_layers; i++) out->blocks[i].ffn.act = TR_NN_ACT_SILU;
+    if (!c->untied) out->lm_head = out->tok_emb;
+    out->rot = tr_msd_rot_dims(c->head_dim, c->rot_factor);
+    out->dec = (tr_ed_decoder){
+        .tok_emb = out->tok_emb,
+        .pos = TR_ED_POS_NONE,
+        .blocks = out->blocks,
+        .n_layers = c->n_layers,
+        .dims = {.d_model = c->d_model,
+                 .n_head = c->n_heads,
+                 .head_dim = c->head_dim,
+                 .d_ffn = c->d_ffn,
+                 .ln_eps = 1e-5f,
+                 .rope = {out->rot, c->rope_theta, false},
+                 .glu = true},
+        .out_norm = {out->norm, NULL},
+        .norm_eps = 1e-5f,
+        .head = {out->lm_head, NULL},
+        .n_vocab = c->n_vocab,
+    };
+    return TRANSCRIBE_OK;
+}
+
+void tr_msd_free(tr_msd *d) {
+    if (!d) return;
+    free(d->blocks);
+    d->blocks = NULL;
+}
+
+/* rows ids at positions pos.. in one step (x and scratch sized for them);
+ * *next gets the argmax after the last. */
+static transcribe_status step_rows(const tr_msd_greedy_args *a, const int32_t *ids, int rows,
+                                   int pos, float *x, float *scratch, int32_t *next) {
+    if (!tr_ed_seq_ok(a->dec, ids, rows, pos, a->kv->n_ctx)) {
+        TR_ERROR("moonshine decoder: %d token(s) at position %d do not fit the decoder", rows, pos);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const tr_ed_seq seq = {.rows = rows,
+                           .n_past = pos,
+                           .n_src = a->n_src,
+                           .kv = a->kv,
+                           .ck = a->ck,
+                           .cv = a->cv,
+                           .cross_stride = a->cross_stride
+                                               ? a->cross_stride
+                                               : (size_t)a->n_src * (size_t)a->dec->dims.d_model,
+                           .ids = ids};
+    tr_ed_step(a->pool, a->dec, 1, &seq, x, scratch, a->logits);
+    *next = tr_argmax(a->logits, a->dec->n_vocab);
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status loop_step(void *user, int32_t tok, int pos, int32_t *next) {
+    const tr_msd_greedy_args *a = user;
+    return step_rows(a, &tok, 1, pos, a->x, a->scratch, next);
+}
+
+/* The start token and the prefix as one prefill step. */
+static transcribe_status prefill(const tr_msd_greedy_args *a, int32_t *next) {
+    const int n = a->n_prefix > 0 ? a->n_prefix : 0;
+    if (n == 0) return step_rows(a, &a->start, 1, 0, a->x, a->scratch, next);
+    const size_t D = (size_t)a->dec->dims.d_model;
+    int32_t *ids = malloc((size_t)(n + 1) * sizeof *ids);
+    float *x = malloc((size_t)(n + 1) * D * sizeof *x);
+    float *scratch = malloc(tr_ed_step_scratch(a->dec, n + 1, 1) * sizeof *scratch);
+    transcribe_status st = TRANSCRIBE_ERR_OOM;
+    if (ids && x && scratch) {
+        ids[0] = a->start;
+        memcpy(ids + 1, a->prefix, (size_t)n * sizeof *ids);
+        st = step_rows(a, ids, n + 1, 0, x, scratch, next);
+    }
+    free(ids);
+    free(x);
+    free(scratch);
+    return st;
+}
+
+transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *n_out) {
+    *n_out = 0;
+    if (a->should_abort && a->should_abort(a->abort_user)) return TRANSCRIBE_ERR_ABORTED;
+    const int n_pre = a->n_prefix > 0 ? a->n_prefix : 0;
+    if (n_pre >= a->gen_cap) {
+        TR_ERROR("moonshine decoder: a prefix of %d ids leaves nothing of a %d-token cap", n_pre,
+                 a->gen_cap);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    int32_t first = 0;
+    transcribe_status st = prefill(a, &first);
+    if (st != TRANSCRIBE_OK) return st;
+    const tr_greedy_cfg cfg = {.eos = a->eos,
+                               .max_new = a->gen_cap - n_pre,
+                               .max_n_kv = a->kv->n_ctx,
+                               .should_abort = a->should_abort,
+                               .abort_user = a->abort_user,
+                               .on_step = a->on_step,
+                               .step_user = a->step_user};
+    return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1 + n_pre, out, n_out);
+}
