@@ -23,6 +23,7 @@ typedef struct sf_synth_cfg {
     int chunk_len, spkcache_len, fifo_len, update_period;
     bool pre_ln;
     float head_bias;      /* added to every single_spk_head bias */
+    float head_scale;     /* single_spk_head weight scale (0: 3 / sqrt(D)) */
     const char *skip_key; /* a full key name left out */
     const char *i32_key;  /* a full UINT32 key name written as INT32 */
     const char *str_key;  /* a full key written as a string "x" instead */
@@ -162,7 +163,8 @@ static inline bool sf_synth_fill(gguf_writer *w, const sf_synth_cfg *cfg) {
     fc_add(&c, "diar.fc1.bias", false, 1, D, 1, 1, 1, 0.1f, 0);
     fc_add(&c, "diar.spk_head.weight", true, 2, 2 * D, S, 1, 1, sD, 0);
     fc_add(&c, "diar.spk_head.bias", false, 1, S, 1, 1, 1, 0.1f, 0);
-    fc_add(&c, "diar.single_spk_head.weight", true, 2, D, S, 1, 1, 3.0f * sD, 0);
+    fc_add(&c, "diar.single_spk_head.weight", true, 2, D, S, 1, 1,
+           cfg->head_scale > 0 ? cfg->head_scale : 3.0f * sD, 0);
     if (!(tc.skip_tensor && strcmp(tc.skip_tensor, "diar.single_spk_head.bias") == 0)) {
         float b[64];
         for (int s = 0; s < S && s < 64; s++) b[s] = cfg->head_bias + 0.3f * (float)(s % 2);
