@@ -19,7 +19,7 @@
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);
 SZ(transcribe_session_params, 24);
-SZ(transcribe_run_params, 128); /* 72 + the appended VAD, vocabulary, chunking, diarizer fields */
+SZ(transcribe_run_params, 128);   /* 72 + the appended VAD, vocabulary, chunking, diarizer fields */
 SZ(transcribe_stream_params, 32); /* 24 + the appended window_fallback */
 SZ(transcribe_capabilities, 64);  /* 56 + the appended supports_window_streaming */
 SZ(transcribe_timings, 24);

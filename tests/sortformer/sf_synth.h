@@ -1,7 +1,7 @@
 /* Tiny random Sortformer GGUF files for tests (docs/formats/sortformer.md
  * §2, §3): the FastConformer of tests/fastconformer/fc_synth.h under
  * stt.sortformer.encoder.* (biased key set), the projection, post-LN
- * Transformer blocks and the heads, every key of §2 with its type. Fault
+ * Transformer blocks and the heads, every key of docs/formats/sortformer.md §2 with its type. Fault
  * injection (a key left out or mistyped, a tensor left out or misshaped via
  * enc.skip_tensor / enc.misshape_tensor) drives the loader's error paths. */
 #ifndef TR_TEST_SF_SYNTH_H

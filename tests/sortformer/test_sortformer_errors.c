@@ -2,11 +2,10 @@
  * with one key missing or mistyped (upstream aborts on a mistyped key; we
  * return TRANSCRIBE_ERR_GGUF), a tensor missing, misshaped (Conformer ones
  * included, which upstream never checks) or of a type its slot refuses, and
- * the §9 value rules must fail to load with a specific status; runs refuse
- * input under two mel frames, a foreign or malformed run extension, an
- * out-of-range preset, translation and finer timestamps, and honour abort
- * before and in the middle of the chunk loop; the speaker rows are in time
- * order and equal across F32 / F16 / Q8_0 copies and thread counts. */
+ * the docs/formats/sortformer.md §9 value rules must fail to load with a specific status; runs
+ * refuse input under two mel frames, a foreign or malformed run extension, an out-of-range preset,
+ * translation and finer timestamps, and honour abort before and in the middle of the chunk loop;
+ * the speaker rows are in time order and equal across F32 / F16 / Q8_0 copies and thread counts. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +158,7 @@ static void bad_files(void) {
         snprintf(what, sizeof what, "absent %s", optional[i]);
         expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
     }
-    /* §9 value rules */
+    /* docs/formats/sortformer.md §9 value rules */
     expect_load(&(edit){.kv_u32 = A "transformer.n_heads", .kv_u32_value = 0}, G, "0 heads");
     expect_load(&(edit){.kv_u32 = A "transformer.n_heads", .kv_u32_value = 5}, G,
                 "heads not dividing d_model");
@@ -168,7 +167,7 @@ static void bad_files(void) {
                 "subsampling 4");
     expect_load(&(edit){.kv_u32 = A "stream.chunk_len", .kv_u32_value = 0}, OK,
                 "chunk_len 0 = 188");
-    /* §3: every tensor kind missing, misshaped */
+    /* docs/formats/sortformer.md §3: every tensor kind missing, misshaped */
     static const char *const tensors[] = {
         "enc.pre_encode.conv.0.weight",
         "enc.pre_encode.out.weight",
@@ -299,7 +298,8 @@ static void runs(void) {
     CHECK(!strcmp(transcribe_full_text(s), ""));
     CHECK(transcribe_n_segments(s) == g_ref.n);
 
-    /* presets (§6.1): each a valid run; an SFST ext with DEFAULT is the plain run */
+    /* presets (docs/formats/sortformer.md §6.1): each a valid run; an SFST ext with DEFAULT is the
+     * plain run */
     struct transcribe_sortformer_stream_ext x;
     transcribe_sortformer_stream_ext_init(&x);
     CHECK(x.ext.kind == TRANSCRIBE_EXT_KIND_SORTFORMER_STREAM && x.ext.size == sizeof x);
@@ -335,7 +335,7 @@ static void runs(void) {
     p.language = "fr";
     CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
 
-    /* too short: T_mel = ceil(n / 160) >= 2 needs 161 samples (§4) */
+    /* too short: T_mel = ceil(n / 160) >= 2 needs 161 samples (docs/formats/sortformer.md §4) */
     CHECK(run_with(s, pcm, 160, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
     const char *why = transcribe_session_last_error(s);
     CHECK_MSG(why && strstr(why, "161"), "reason '%s'", why ? why : "(null)");
@@ -363,7 +363,8 @@ static void runs(void) {
     free(pcm);
 }
 
-/* Long input through several chunks with a cache that compresses (§6.3–§6.4). */
+/* Long input through several chunks with a cache that compresses (docs/formats/sortformer.md
+ * §6.3–§6.4). */
 static void long_run(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/sf_long_%d.gguf", TR_BINARY_DIR, (int)getpid());

@@ -6,9 +6,10 @@
  *   the lower id), a word in a pause (the nearest active frame), a
  *   zero-length word, nothing active (0), segments by their words;
  * - rows to a grid (speaker_label.h) and back;
- * - §6.5 segments: runs of p > 0.5 per speaker, 80 ms, in time order;
- * - §6.3 state update: the FIFO and cache bookkeeping, the silence profile;
- * - §6.4 compression: the cache shrinks to spkcache_len, keeps each
+ * - docs/formats/sortformer.md §6.5 segments: runs of p > 0.5 per speaker, 80 ms, in time order;
+ * - docs/formats/sortformer.md §6.3 state update: the FIFO and cache bookkeeping, the silence
+ * profile;
+ * - docs/formats/sortformer.md §6.4 compression: the cache shrinks to spkcache_len, keeps each
  *   speaker's confident frames, pads with the silence profile. */
 #include <math.h>
 #include <stdlib.h>
@@ -104,7 +105,7 @@ static void test_rows_grid(void) {
     CHECK(tr_speaker_activity_from_rows(rows, 0, 80.0, &act, &nf, &ns) && nf == 0 && !act);
 }
 
-/* ---- §6.5 segments ---- */
+/* ---- docs/formats/sortformer.md §6.5 segments ---- */
 
 static void test_segments(void) {
     /* 6 frames, 2 speakers: speaker 1 on frames 0-1 and 4, speaker 2 on 1-3 */
@@ -121,7 +122,7 @@ static void test_segments(void) {
     free(rows);
 }
 
-/* ---- §6.3 / §6.4 state ---- */
+/* ---- docs/formats/sortformer.md §6.3 / §6.4 state ---- */
 
 static void test_update(void) {
     sf_state st;

@@ -5,7 +5,7 @@
 
 TR_FAMILY_ADAPTERS(sf)
 
-/* §8: only the SFST run extension. */
+/* docs/formats/sortformer.md §8: only the SFST run extension. */
 static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
     return slot == TRANSCRIBE_EXT_SLOT_RUN && kind == TRANSCRIBE_EXT_KIND_SORTFORMER_STREAM;
 }

@@ -1,6 +1,6 @@
 /* Sortformer GGUF loader (docs/formats/sortformer.md §2–§3): every key with
  * its exact type (a mistyped key is TRANSCRIBE_ERR_GGUF naming it, where
- * upstream aborts), the front end (§4), the FastConformer through
+ * upstream aborts), the front end (docs/formats/sortformer.md §4), the FastConformer through
  * nn/fastconformer.h (every Conformer tensor shape- and type-checked, which
  * upstream does not), the Transformer blocks and the head, each checked
  * against the keys. Failures free what was loaded. */
@@ -21,7 +21,7 @@
 #define AK       "stt.sortformer."
 #define FK       "stt.frontend."
 
-/* §2.3: the architecture and stream keys (the encoder's are read by
+/* docs/formats/sortformer.md §2.3: the architecture and stream keys (the encoder's are read by
  * tr_fc_read_hparams). */
 static transcribe_status load_arch_keys(const gguf_file *g, sf_model *m) {
     sf_hparams *hp = &m->hp;
@@ -53,11 +53,12 @@ static transcribe_status load_arch_keys(const gguf_file *g, sf_model *m) {
     if (pre_ln)
         return tr_gguf_key_error(AK "transformer.pre_ln", "BOOL",
                                  "true (only post-LN blocks are defined)");
-    /* §2.3: 0 means the built-in 188 (fifo_len 0 is a real value) */
+    /* docs/formats/sortformer.md §2.3: 0 means the built-in 188 (fifo_len 0 is a real value) */
     if (hp->chunk_len == 0) hp->chunk_len = SF_DEFAULT_LEN;
     if (hp->spkcache_len == 0) hp->spkcache_len = SF_DEFAULT_LEN;
     if (hp->update_period == 0) hp->update_period = SF_DEFAULT_LEN;
-    /* §6.4: the compression keeps spkcache_len / S - 3 frames per speaker */
+    /* docs/formats/sortformer.md §6.4: the compression keeps spkcache_len / S - 3 frames per
+     * speaker */
     if (hp->spkcache_len / hp->max_spk <= SF_SIL_FRAMES_PER_SPK)
         return tr_gguf_key_error(AK "stream.spkcache_len", "UINT32",
                                  "%d leaves no frame per speaker for %d speakers", hp->spkcache_len,
@@ -65,7 +66,8 @@ static transcribe_status load_arch_keys(const gguf_file *g, sf_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §2.1 / §4: the typed front-end keys, then the NeMo mel with ceil framing. */
+/* docs/formats/sortformer.md §2.1 / §4: the typed front-end keys, then the NeMo mel with ceil
+ * framing. */
 static transcribe_status load_frontend(const gguf_file *g, sf_model *m) {
     transcribe_status st;
     int sr = 0, nm = 0, nfft = 0, hop = 0, win = 0;
@@ -90,8 +92,8 @@ static transcribe_status load_frontend(const gguf_file *g, sf_model *m) {
     tr_mel_config *c = &m->mel;
     tr_mel_config_nemo(c, nm);
     if ((st = tr_mel_config_from_gguf(c, g))) return st;
-    /* §4: symmetric Hann whatever the window key says, zero padding, f 0..8000
-     * (no keys), ceil framing */
+    /* docs/formats/sortformer.md §4: symmetric Hann whatever the window key says, zero padding, f
+     * 0..8000 (no keys), ceil framing */
     c->window = TR_WIN_HANN_SYMMETRIC;
     c->pad_mode = TR_PAD_CONSTANT;
     c->f_min = 0.0f;
@@ -101,7 +103,8 @@ static transcribe_status load_frontend(const gguf_file *g, sf_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §2.2: languages (["en"] when absent) and the typed capability booleans. */
+/* docs/formats/sortformer.md §2.2: languages (["en"] when absent) and the typed capability
+ * booleans. */
 static transcribe_status load_caps(const gguf_file *g, sf_model *m) {
     static const char *const en[] = {"en"};
     transcribe_status st =
@@ -117,7 +120,7 @@ static transcribe_status load_caps(const gguf_file *g, sf_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* §3.2: the Transformer blocks; dims {D, Fd}. */
+/* docs/formats/sortformer.md §3.2: the Transformer blocks; dims {D, Fd}. */
 static const tr_nn_wspec k_tf_block[] = {
     {"tf.blocks.%d.norm_1", TR_NN_W_NORM, {TR_NN_DIM(0)}, 0, 0, offsetof(sf_tf_block, norm1)},
     {"tf.blocks.%d.attn.q",
@@ -190,7 +193,7 @@ static transcribe_status load_all(const gguf_file *g, void *model) {
     if ((st = tr_fc_read_hparams(g, AK "encoder.", TR_FC_KEYS_SORTFORMER, &m->enc_hp)) ||
         (st = load_arch_keys(g, m)) || (st = load_frontend(g, m)) || (st = load_caps(g, m)))
         return st;
-    /* §2.3: the pre-encode is the x8 dw_striding stack (80 ms frames) */
+    /* docs/formats/sortformer.md §2.3: the pre-encode is the x8 dw_striding stack (80 ms frames) */
     if (m->enc_hp.sub_factor != 8)
         return tr_gguf_key_error(AK "encoder.subsampling_factor", "UINT32", "%d (only 8)",
                                  m->enc_hp.sub_factor);
@@ -221,13 +224,13 @@ void tr_sf_model_free(sf_model *m) {
 
 TR_FAMILY_GGUF_LOAD(sf, "sortformer", load_all)
 
-/* §7–§8: no transcript timestamps (speaker rows only), no detection,
+/* docs/formats/sortformer.md §7–§8: no transcript timestamps (speaker rows only), no detection,
  * translation or input limit; the DIARIZATION feature always. */
 void tr_sf_model_describe(const sf_model *m, tr_model_desc *desc) {
     tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                         TRANSCRIBE_TIMESTAMPS_NONE);
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
-    /* the streaming driver takes any length in one run (§8: no input limit),
-     * and only one run keeps the speaker slots consistent over the input */
+    /* the streaming driver takes any length in one run (docs/formats/sortformer.md §8: no input
+     * limit), and only one run keeps the speaker slots consistent over the input */
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
 }

@@ -1,7 +1,7 @@
 /* The Sortformer run (docs/formats/sortformer.md §4–§8): front end, the
- * chunk loop of §6.2 (pre-encode of each mel window, the FastConformer over
- * speaker cache ++ FIFO ++ chunk, projection, post-LN Transformer blocks,
- * head), the state update of sf_stream.c, and the speaker rows of §6.5. */
+ * chunk loop of docs/formats/sortformer.md §6.2 (pre-encode of each mel window, the FastConformer
+ * over speaker cache ++ FIFO ++ chunk, projection, post-LN Transformer blocks, head), the state
+ * update of sf_stream.c, and the speaker rows of docs/formats/sortformer.md §6.5. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ static void session_release(sf_session *s) {
 }
 
 static transcribe_status session_setup(sf_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (§8) */
+    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/sortformer.md §8) */
     s->work = tr_fc_work_new();
     if (!s->work || !tr_sf_state_init(&s->st, s->m->enc_hp.d_model, s->m->hp.max_spk))
         return TRANSCRIBE_ERR_OOM;
@@ -58,7 +58,7 @@ static transcribe_status session_setup(sf_session *s, const tr_session_cfg *cfg)
 
 TR_FAMILY_SESSION(sf, session_setup, session_release)
 
-/* ---- §5.2 after the Conformer, §5.3 ---- */
+/* ---- docs/formats/sortformer.md §5.2 after the Conformer, docs/formats/sortformer.md §5.3 ---- */
 
 static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
     const sf_hparams *hp = &s->m->hp;
@@ -107,7 +107,7 @@ transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §6.2 chunk loop ---- */
+/* ---- docs/formats/sortformer.md §6.2 chunk loop ---- */
 
 typedef struct poll_ctx {
     tr_run_ctx *ctx;
@@ -154,7 +154,7 @@ transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
         }
         rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, s->E);
         if (rs) break;
-        /* §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
+        /* docs/formats/sortformer.md §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
         float *X = s->X;
         memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
         memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
@@ -180,7 +180,7 @@ transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
     return TRANSCRIBE_OK;
 }
 
-/* ---- §6.5 segments ---- */
+/* ---- docs/formats/sortformer.md §6.5 segments ---- */
 
 static int row_cmp(const void *a, const void *b) {
     const int64_t *x = a, *y = b;
@@ -226,7 +226,7 @@ int tr_sf_segments(const float *probs, int n_frames, int S, double ms, int64_t *
     return n;
 }
 
-/* ---- validation and the run (§8, §9) ---- */
+/* ---- validation and the run (docs/formats/sortformer.md §8, §9) ---- */
 
 static int preset_of(const struct transcribe_run_params *p) {
     if (!p->family) return 0;
@@ -283,7 +283,7 @@ transcribe_status tr_sf_run(sf_session *s, const float *pcm, int n_samples, tr_r
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
     transcribe_status st = tr_sf_validate_run(m, ctx->params);
     if (st) return st;
-    /* §4: T_mel = ceil(n / hop) must be at least 2 */
+    /* docs/formats/sortformer.md §4: T_mel = ceil(n / hop) must be at least 2 */
     if (!pcm || n_samples <= m->mel.hop_length) {
         TR_ERROR("sortformer: %d samples is too short (at least %d: two mel frames)", n_samples,
                  m->mel.hop_length + 1);
@@ -313,7 +313,7 @@ done:
     return st;
 }
 
-/* §8: no batched path; utterances run one after another. */
+/* docs/formats/sortformer.md §8: no batched path; utterances run one after another. */
 transcribe_status tr_sf_run_batch(sf_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     bool *done = calloc((size_t)n, sizeof *done);

@@ -1,8 +1,8 @@
 /* The streaming state of docs/formats/sortformer.md §6: operating points
- * (§6.1), the per-chunk update of the FIFO and speaker cache with the
- * silence profile (§6.3), and the speaker-cache compression (§6.4). Pure
- * arithmetic on float32 arrays, in the order the spec gives, so the frames a
- * compression keeps (and therefore the speaker slots) match upstream. */
+ * (docs/formats/sortformer.md §6.1), the per-chunk update of the FIFO and speaker cache with the
+ * silence profile (docs/formats/sortformer.md §6.3), and the speaker-cache compression
+ * (docs/formats/sortformer.md §6.4). Pure arithmetic on float32 arrays, in the order the spec
+ * gives, so the frames a compression keeps (and therefore the speaker slots) match upstream. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,8 @@
 #include "util/log.h"
 
 bool tr_sf_stream_cfg(const sf_model *m, int preset, sf_stream_cfg *out) {
-    /* §6.1: chunk, rc, fifo, update, cache; the left context is always 1 */
+    /* docs/formats/sortformer.md §6.1: chunk, rc, fifo, update, cache; the left context is always 1
+     */
     static const int k_presets[4][5] = {
         {0, 1, 0, 0, 0}, /* DEFAULT: the file's values */
         {340, 40, 40, 300, 188},
@@ -71,7 +72,8 @@ void tr_sf_state_free(sf_state *st) {
     memset(st, 0, sizeof *st);
 }
 
-/* §6.3 silence profile over the popped rows pe [n][d] with predictions pp [n][S]. */
+/* docs/formats/sortformer.md §6.3 silence profile over the popped rows pe [n][d] with predictions
+ * pp [n][S]. */
 static void silence_profile(sf_state *st, const float *pe, const float *pp, int n) {
     const int d = st->d, S = st->S;
     int m = 0;
@@ -137,7 +139,7 @@ bool tr_sf_state_update(sf_state *st, const sf_stream_cfg *cfg, const float *E, 
 }
 
 /* A candidate of the flat top-k: value desc, then flat index asc (PyTorch
- * CPU topk's order, §6.4). */
+ * CPU topk's order, docs/formats/sortformer.md §6.4). */
 typedef struct cand {
     float v;
     int idx;

@@ -24,13 +24,14 @@
 #define SF_WEAK_BOOST_RATE    1.5f
 #define SF_MIN_POS_RATE       0.5f
 #define SF_MAX_INDEX          99999
-/* the built-in operating point where a stream key is 0 (§2.3) */
+/* the built-in operating point where a stream key is 0 (docs/formats/sortformer.md §2.3) */
 #define SF_DEFAULT_LEN 188
 
 typedef struct sf_hparams {
     int max_spk, frame_hop;
     int tf_layers, tf_d, tf_heads, tf_ff;
-    int chunk_len, spkcache_len, fifo_len, update_period; /* §2.3 stream block */
+    int chunk_len, spkcache_len, fifo_len,
+        update_period; /* docs/formats/sortformer.md §2.3 stream block */
 } sf_hparams;
 
 /* One post-LN Transformer block (docs/formats/sortformer.md §5.3). */
@@ -59,7 +60,7 @@ typedef struct sf_stream_cfg {
     int chunk_len, lc, rc, fifo_len, update_period, spkcache_len;
 } sf_stream_cfg;
 
-/* The streaming state of §6.2–§6.4: the speaker cache (rows of d floats)
+/* The streaming state of docs/formats/sortformer.md §6.2–§6.4: the speaker cache (rows of d floats)
  * with its predictions, the FIFO, the silence profile and the frames'
  * output probabilities. */
 typedef struct sf_state {
@@ -87,36 +88,37 @@ typedef struct sf_session {
 
 TR_FAMILY_DECLARE(sf);
 
-/* §6.1: the operating point of a preset (0..3); false for an unknown one. */
+/* docs/formats/sortformer.md §6.1: the operating point of a preset (0..3); false for an unknown
+ * one. */
 bool tr_sf_stream_cfg(const sf_model *m, int preset, sf_stream_cfg *out);
 
-/* The state (§6.2): init for width d and S speakers, reset to empty, free. */
+/* The state (docs/formats/sortformer.md §6.2): init for width d and S speakers, reset to empty,
+ * free. */
 bool tr_sf_state_init(sf_state *st, int d, int S);
 void tr_sf_state_reset(sf_state *st);
 void tr_sf_state_free(sf_state *st);
 
-/* §6.3: folds one chunk into the state: E [T_diar][d] its pre-encoded rows,
- * pr [sc_n + ff_n + T_diar][S] the chunk's probabilities, lcf / rcf the
- * context frames. false on OOM. */
+/* docs/formats/sortformer.md §6.3: folds one chunk into the state: E [T_diar][d] its pre-encoded
+ * rows, pr [sc_n + ff_n + T_diar][S] the chunk's probabilities, lcf / rcf the context frames. false
+ * on OOM. */
 bool tr_sf_state_update(sf_state *st, const sf_stream_cfg *cfg, const float *E, int T_diar,
                         const float *pr, int lcf, int rcf);
 
-/* §6.4: compresses a cache of sc_n > spkcache_len rows to spkcache_len
+/* docs/formats/sortformer.md §6.4: compresses a cache of sc_n > spkcache_len rows to spkcache_len
  * (sc_p must be initialised). false on OOM. */
 bool tr_sf_compress(sf_state *st, int spkcache_len);
 
-/* §5.2 after the Conformer: X [T][d_model] encoder rows -> pr [T][S]
+/* docs/formats/sortformer.md §5.2 after the Conformer: X [T][d_model] encoder rows -> pr [T][S]
  * (projection, Transformer blocks, head). */
 transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr);
 
-/* §6.2: the whole streaming diarization of mel [n_mels][T_mel]: the frame
- * probabilities (*probs malloc'ed [*n_frames][S]). abort polled before
- * every chunk. */
+/* docs/formats/sortformer.md §6.2: the whole streaming diarization of mel [n_mels][T_mel]: the
+ * frame probabilities (*probs malloc'ed [*n_frames][S]). abort polled before every chunk. */
 transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
                                 const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
                                 int *n_frames);
 
-/* §6.5: runs of probability > 0.5 per speaker, as rows (t0, t1 in ms,
+/* docs/formats/sortformer.md §6.5: runs of probability > 0.5 per speaker, as rows (t0, t1 in ms,
  * speaker 1-based); *rows malloc'ed, 3 int64 each, sorted by start time,
  * then speaker. Returns the count or -1 on OOM. */
 int tr_sf_segments(const float *probs, int n_frames, int S, double ms_per_frame, int64_t **rows);
