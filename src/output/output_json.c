@@ -77,16 +77,6 @@ static void json_pieces(tr_out_view *v) {
     tr_strbuf_append(b, "]", 1);
 }
 
-/* A row's times inside the audio, as the other rows' (tr_out_seg). */
-static void clamp_ms(const tr_out_view *v, int64_t a, int64_t b, int64_t *t0, int64_t *t1) {
-    if (a < 0) a = 0;
-    if (a > v->end_ms) a = v->end_ms;
-    if (b > v->end_ms) b = v->end_ms;
-    if (b < a) b = a;
-    *t0 = a;
-    *t1 = b;
-}
-
 static void json_rows(tr_out_view *v) {
     tr_strbuf *b = v->out;
     tr_strbuf_appends(b, ",\"segments\":[");
@@ -119,17 +109,6 @@ static void json_rows(tr_out_view *v) {
             tr_strbuf_appends(b, "\"text\":");
             json_cstr(b, t);
             tr_strbuf_append(b, "}", 1);
-        }
-        tr_strbuf_append(b, "]", 1);
-    }
-    if (v->r && v->r->n_spk > 0) { /* speaker turns (diarization) */
-        tr_strbuf_appends(b, ",\"speakers\":[");
-        for (int i = 0; i < v->r->n_spk; i++) {
-            const tr_result_speaker *k = &v->r->spk[i];
-            int64_t t0, t1;
-            clamp_ms(v, k->t0_ms, k->t1_ms, &t0, &t1);
-            tr_strbuf_appendf(b, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"speaker_id\":%d}",
-                              i ? "," : "", (long long)t0, (long long)t1, (int)k->speaker_id);
         }
         tr_strbuf_append(b, "]", 1);
     }

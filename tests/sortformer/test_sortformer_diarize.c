@@ -174,7 +174,6 @@ static void cli(const char *bin) {
         }
         CHECK_MSG(n_words > 0 && n_spk == n_words, "%d of %d words with a speaker", n_spk, n_words);
     }
-    CHECK(strstr(out, "\"speakers\":[") != NULL);
     /* a non-diarizer is refused */
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, ASR, ASR, CLIP);
     CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) != 0);
