@@ -390,12 +390,38 @@ static void long_run(void) {
     remove(path);
 }
 
+/* The published weight types (docs/formats/sortformer.md §3): F16 and Q8_0 copies of the
+ * file give the F32 file's speaker rows on the clip of runs(). */
+static void weight_types(void) {
+    const int n = 9 * 16000;
+    float *pcm = voices(n);
+    for (int k = 0; k < 2 && pcm; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/sf_types_%d.gguf", TR_BINARY_DIR, (int)getpid());
+        sf_synth_cfg c = sf_synth_default();
+        if (k == 0)
+            c.enc.f16 = true;
+        else
+            c.enc.lin_type = TR_Q8_0;
+        CHECK(sf_synth_write(&c, path));
+        struct transcribe_session *s = open_synth(path, 2);
+        rows r;
+        CHECK(s && run_with(s, pcm, n, NULL) == TRANSCRIBE_OK);
+        if (s) get_rows(s, &r);
+        CHECK_MSG(s && same_rows(&r, &g_ref), "%s rows differ from F32", k ? "Q8_0" : "F16");
+        transcribe_session_free(s);
+        remove(path);
+    }
+    free(pcm);
+}
+
 int main(void) {
     snprintf(g_base, sizeof g_base, "%s/sf_errors_%d.gguf", TR_BINARY_DIR, (int)getpid());
     sf_synth_cfg c = sf_synth_default();
     CHECK(sf_synth_write(&c, g_base));
     bad_files();
     runs();
+    weight_types();
     long_run();
     remove(g_base);
     return TEST_DONE();
