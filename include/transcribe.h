@@ -290,6 +290,19 @@ struct transcribe_run_params {
     int64_t chunk_max_ms; /* default 0 = 30000 (>= 2000), kept under 90 % of the input limit */
     enum transcribe_chunking chunking; /* default AUTO */
     int32_t chunk_batch; /* default 0 = 4 where the family decodes pieces together, else 1 */
+    /* Appended (an addition): speaker attribution by a separate diarization
+     * model (a loaded model with TRANSCRIBE_FEATURE_DIARIZATION whose runs
+     * give speaker rows: Sortformer). NULL = none (default). When set, the
+     * library runs it over the same audio after the transcription (whole
+     * input, so speaker slots stay the same across the pieces of long audio)
+     * and labels every word and segment with the speaker whose activity
+     * overlaps its times most (a word in a pause gets the nearest active
+     * speaker); its speaker rows become the result's speaker rows. The model
+     * must outlive the call and run at the session model's sample rate
+     * (else SAMPLE_RATE); a model without diarization is INVALID_ARG.
+     * transcribe_run and each utterance of transcribe_run_batch; streams
+     * ignore it. */
+    const struct transcribe_model *diarizer;
 };
 
 struct transcribe_stream_params {
@@ -361,6 +374,9 @@ struct transcribe_word {
     int first_token;
     int n_tokens;
     const char *text;
+    /* Appended (an addition): 1-based speaker when the run was diarized
+     * (transcribe_run_params.diarizer), 0 = unattributed. */
+    int32_t speaker_id;
 };
 
 struct transcribe_token {

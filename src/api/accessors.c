@@ -31,6 +31,7 @@ static void fill_word(const tr_result *r, int j, struct transcribe_word *o) {
     o->first_token = w->first_token;
     o->n_tokens = w->n_tokens;
     o->text = tr_result_str(r, w->text_off);
+    o->speaker_id = w->speaker_id;
 }
 
 static void fill_token(const tr_result *r, int j, struct transcribe_token *o) {

@@ -126,7 +126,29 @@ struct transcribe_session {
     float mel_ms, encode_ms, decode_ms;
     tr_stream_state stream;
     char last_error[TR_LAST_ERROR_CAP]; /* transcribe_session_last_error */
+    /* run_params.diarizer (diarize.c): the family session of the diarizer
+     * last used, kept for the next run */
+    const struct transcribe_model *diar_model;
+    void *diar_fsession;
 };
+
+/* Speaker attribution by run_params.diarizer (diarize.c). check: the
+ * diarizer is a diarization model at the session's rate (INVALID_ARG /
+ * SAMPLE_RATE, before anything changes). result: runs it over pcm and labels
+ * r's words and segments, its speaker rows becoming r's (the diarizer's
+ * status on failure: ABORTED, OOM, ...). batch: the same for every
+ * utterance that ended OK or truncated (an abort marks the rest ABORTED and
+ * is returned; OOM is returned; other failures are the utterance's status).
+ * release: frees the kept diarizer session. */
+transcribe_status tr_diarize_check(const struct transcribe_session *s,
+                                   const struct transcribe_run_params *p, const char *where);
+transcribe_status tr_diarize_result(struct transcribe_session *s,
+                                    const struct transcribe_run_params *p, const float *pcm, int n,
+                                    tr_result *r, const char *where);
+transcribe_status tr_diarize_batch(struct transcribe_session *s,
+                                   const struct transcribe_run_params *p, const float *const *pcm,
+                                   const int *n_samples, int n);
+void tr_diarize_release(struct transcribe_session *s);
 
 /* Per-handle errors (last_error.c): after a failed call on the handle, keep
  * the first error message the call logged (captured through

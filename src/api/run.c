@@ -40,6 +40,10 @@ static transcribe_status run_chunked(struct transcribe_session *s, const float *
     tr_result *r = &s->results[0];
     s->n_results = 1;
     st = tr_chunk_run(s, pcm, n, p, plan, spans, ns, r);
+    if (p->diarizer && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)) {
+        transcribe_status ds = tr_diarize_result(s, p, pcm, n, r, "transcribe_run");
+        if (ds != TRANSCRIBE_OK) st = ds;
+    }
     r->status = st;
     s->mel_ms = r->mel_ms;
     s->encode_ms = r->encode_ms;
@@ -106,6 +110,12 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
     else
         st = tr_run_family(session, pcm, n_samples, &p, r, detect_prob, "transcribe_run");
     tr_vad_join_free(&vj);
+    if (p.diarizer && !detect_prob &&
+        (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)) {
+        /* on the input's clock: the rows are already mapped back from VAD */
+        transcribe_status ds = tr_diarize_result(session, &p, pcm, n_samples, r, "transcribe_run");
+        if (ds != TRANSCRIBE_OK) st = ds;
+    }
     session->mel_ms = r->mel_ms;
     session->encode_ms = r->encode_ms;
     session->decode_ms = r->decode_ms;
@@ -283,6 +293,7 @@ static transcribe_status run_batch_mixed(struct transcribe_session *s, const flo
     }
     for (int j = 0; j < k; j++) tr_result_free(&rs[j]);
     free(sp), free(sn), free(at), free(rs);
+    if (st == TRANSCRIBE_OK) st = tr_diarize_batch(s, p, pcm, n_samples, n);
     return settle_batch(s, n, st);
 }
 
@@ -342,6 +353,8 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
         return st;
     }
     tr_vad_batch vb = {0};
+    const float *const *orig_pcm = pcm; /* the diarizer hears the input, not the regions */
+    const int *orig_n = n_samples;
     if (p.vad_model) { /* each utterance's speech regions, before anything changes */
         st =
             tr_vad_batch_plan(p.vad_model, p.vad_params,
@@ -353,6 +366,7 @@ static transcribe_status transcribe_run_batch_impl(struct transcribe_session *se
     commit_run(session);
     st = tr_run_family_batch(session, pcm, n_samples, n, &p, session->results);
     tr_vad_batch_finish(&vb, session->results);
+    if (st == TRANSCRIBE_OK) st = tr_diarize_batch(session, &p, orig_pcm, orig_n, n);
     return settle_batch(session, n, st);
 }
 

@@ -148,6 +148,7 @@ transcribe_status tr_run_params_load(const struct transcribe_run_params *params,
     if (COVERS(chunk_max_ms)) out->chunk_max_ms = params->chunk_max_ms;
     if (COVERS(chunking)) out->chunking = params->chunking;
     if (COVERS(chunk_batch)) out->chunk_batch = params->chunk_batch;
+    if (COVERS(diarizer)) out->diarizer = params->diarizer;
 #undef COVERS
     if ((int)out->chunking < TRANSCRIBE_CHUNKING_AUTO ||
         (int)out->chunking > TRANSCRIBE_CHUNKING_OFF || out->chunk_batch < 0 ||
@@ -179,6 +180,8 @@ transcribe_status tr_run_params_check(const struct transcribe_session *s,
     transcribe_status st = tr_validate_ext_ptr(m, p->family, TRANSCRIBE_EXT_SLOT_RUN, where);
     if (st != TRANSCRIBE_OK) return st;
     st = tr_validate_run_params(m, p, false);
+    if (st != TRANSCRIBE_OK) return st;
+    st = tr_diarize_check(s, p, where);
     if (st != TRANSCRIBE_OK) return st;
     if (m->family->validate_run) {
         st = m->family->validate_run(m->fmodel, p);

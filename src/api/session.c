@@ -10,6 +10,7 @@
 static void session_destroy(struct transcribe_session *s) {
     if (!s) return;
     tr_stream_free(s);
+    tr_diarize_release(s);
     if (s->head.fsession && s->model->family->session_free)
         s->model->family->session_free(s->head.fsession);
     for (int i = 0; i < s->cap_results; i++) tr_result_free(&s->results[i]);

@@ -135,6 +135,7 @@ int tr_result_add_word(tr_result *r, int64_t t0_ms, int64_t t1_ms, int seg, cons
     w->seg_index = seg;
     w->first_token = r->n_toks;
     w->n_tokens = 0;
+    w->speaker_id = 0;
     w->text_off = off;
     if (r->segs[seg].n_words == 0) r->segs[seg].first_word = r->n_words;
     r->segs[seg].n_words++;

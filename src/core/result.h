@@ -23,6 +23,7 @@ typedef struct tr_result_word {
     int64_t t0_ms, t1_ms;
     int seg_index;
     int first_token, n_tokens;
+    int32_t speaker_id; /* 0 = unattributed */
     uint64_t text_off;
 } tr_result_word;
 

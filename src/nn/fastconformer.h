@@ -52,7 +52,11 @@ typedef struct tr_fc_hparams {
 
 typedef enum {
     TR_FC_KEYS_PARAKEET = 0, /* every stt.parakeet.encoder.* key of docs/formats/parakeet.md §3.3 */
-    TR_FC_KEYS_CANARY = 1    /* biases always required; no xscaling / context / conv keys */
+    TR_FC_KEYS_CANARY = 1,   /* biases always required; no xscaling / context / conv keys */
+    /* Sortformer (docs/formats/sortformer.md §2.3): the sizes only; biases,
+     * x-scaling, full attention, centred depthwise padding and batch norm
+     * are fixed; conv_norm_type is type-checked and ignored */
+    TR_FC_KEYS_SORTFORMER = 2
 } tr_fc_key_flavor;
 
 /* Reads "<key_prefix>n_layers" etc. (key_prefix e.g. "stt.parakeet.encoder.")
@@ -130,6 +134,20 @@ transcribe_status tr_fc_forward_buffered(const tr_fc_encoder *enc, tr_pool *pool
                                          const float *mel, int T_mel, int left, int chunk,
                                          int right, float *out, tr_fc_abort_fn should_abort,
                                          void *abort_user);
+
+/* The two halves of tr_fc_forward, for a caller that assembles the
+ * encoder's input itself (Sortformer, docs/formats/sortformer.md §5: a
+ * speaker cache and FIFO of earlier pre-encoded rows before each chunk's).
+ * tr_fc_pre_encode_rows: the pre-encode alone, mel [n_mels][T_mel] ->
+ * out [tr_fc_out_frames()][d_model], before x-scaling.
+ * tr_fc_forward_rows: x-scaling (when the encoder has it) and every block,
+ * in place on x [T][d_model] (T >= 1). Together on one input they give
+ * tr_fc_forward's rows. Errors as tr_fc_forward. */
+transcribe_status tr_fc_pre_encode_rows(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                        const float *mel, int T_mel, float *out);
+transcribe_status tr_fc_forward_rows(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                     float *x, int T, tr_fc_abort_fn should_abort,
+                                     void *abort_user);
 
 /* ---- cache-aware streaming (docs/formats/parakeet.md §7.8), fastconformer_stream.c ----
  * For chunked_limited encoders with att_left, att_right >= 0 and a causal

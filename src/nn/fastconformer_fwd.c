@@ -168,6 +168,10 @@ static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
  * indexable with int rows and far from address-space limits. */
 #define FC_MAX_T_ENC 40000
 
+static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                    const segs *sg, int P, float *out, float *pre_out,
+                                    tr_fc_abort_fn should_abort, void *abort_user);
+
 /* The forward over segments: mel[i] [n_mels][T_mel[i]] -> out rows of
  * segment i (sg already holds the frame counts and offsets). */
 static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
@@ -185,6 +189,16 @@ static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, t
         if (!tr_fc_pre_encode(enc, pool, mel[i], T_mel[i], out + (size_t)sg->off[i] * d, sg->T[i],
                               &w->pre))
             return TRANSCRIBE_ERR_OOM;
+    return run_blocks(enc, pool, w, sg, P, out, pre_out, should_abort, abort_user);
+}
+
+/* x-scaling, the speaker kernel and every block over pre-encoded rows
+ * (out holds them; buffers reserved for sg and P). */
+static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                    const segs *sg, int P, float *out, float *pre_out,
+                                    tr_fc_abort_fn should_abort, void *abort_user) {
+    const tr_fc_hparams *hp = &enc->hp;
+    const int d = hp->d_model, T = sg->rows;
     if (hp->xscaling) tr_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
     if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
     if (enc->spk) speaker_kernel(enc, pool, out, T, w);
@@ -250,4 +264,40 @@ transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, t
     }
     free(T);
     return st;
+}
+
+transcribe_status tr_fc_pre_encode_rows(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                        const float *mel, int T_mel, float *out) {
+    if (!enc || !w || !mel || !out || T_mel < 1) {
+        TR_ERROR("fastconformer: pre-encode: invalid argument (T_mel %d)", T_mel);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const int T = tr_fc_out_frames(enc, T_mel);
+    if (T > FC_MAX_T_ENC) {
+        TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    return tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre) ? TRANSCRIBE_OK
+                                                                    : TRANSCRIBE_ERR_OOM;
+}
+
+transcribe_status tr_fc_forward_rows(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                     float *x, int T, tr_fc_abort_fn should_abort,
+                                     void *abort_user) {
+    if (!enc || !w || !x || T < 1) {
+        TR_ERROR("fastconformer: forward_rows: invalid argument (T %d)", T);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (T > FC_MAX_T_ENC) {
+        TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
+        return TRANSCRIBE_ERR_INPUT_TOO_LONG;
+    }
+    const int P = tr_fc_pos_rows(&enc->hp, T);
+    if (!reserve_all(&enc->hp, T, P, w)) {
+        TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    const int off = 0;
+    const segs sg = {1, &T, &off, T, T};
+    return run_blocks(enc, pool, w, &sg, P, x, NULL, should_abort, abort_user);
 }

@@ -232,7 +232,20 @@ transcribe_status tr_fc_read_hparams(const struct gguf_file *g, const char *key_
     keyctx k = {.g = g, .prefix = key_prefix};
     transcribe_status st = read_sizes(&k, &h);
     if (st) return st;
-    if (flavor == TR_FC_KEYS_CANARY) {
+    if (flavor == TR_FC_KEYS_SORTFORMER) {
+        const char *norm = NULL;
+        if (opt_str(&k, "conv_norm_type", "batch_norm", &norm)) return ERR_GGUF;
+        h.use_bias = true;
+        h.xscaling = true;
+        h.att_left = h.att_right = -1;
+        h.att_style = TR_FC_STYLE_REGULAR;
+        h.conv_pad_left = h.conv_pad_right = (h.conv_kernel - 1) / 2;
+        if (h.conv_kernel % 2 == 0) {
+            TR_ERROR("fastconformer: %sconv_kernel = %d must be odd", key_prefix, h.conv_kernel);
+            return ERR_GGUF;
+        }
+        h.conv_layer_norm = false;
+    } else if (flavor == TR_FC_KEYS_CANARY) {
         /* biases always present (use_bias is type-checked, then ignored: old
          * files say false while carrying them); no x-scaling, full
          * attention, centred depthwise padding, batch norm */

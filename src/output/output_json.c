@@ -100,8 +100,13 @@ static void json_rows(tr_out_view *v) {
             int64_t t0, t1;
             const char *t;
             tr_out_word(v, i, &t0, &t1, &t);
-            tr_strbuf_appendf(b, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,\"text\":", i ? "," : "",
-                              (long long)t0, (long long)t1);
+            tr_strbuf_appendf(b, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", i ? "," : "", (long long)t0,
+                              (long long)t1);
+            const int32_t wspk = v->r->words[i].speaker_id;
+            if (wspk > 0)
+                tr_strbuf_appendf(b, "\"speaker_id\":%d,\"speaker\":\"S%d\",", (int)wspk,
+                                  (int)wspk);
+            tr_strbuf_appends(b, "\"text\":");
             json_cstr(b, t);
             tr_strbuf_append(b, "}", 1);
         }

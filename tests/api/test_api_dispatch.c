@@ -19,12 +19,12 @@
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
 SZ(transcribe_model_load_params, 24);
 SZ(transcribe_session_params, 24);
-SZ(transcribe_run_params, 120);   /* 72 + the appended VAD, vocabulary and chunking fields */
+SZ(transcribe_run_params, 128);   /* 72 + the appended VAD, vocabulary, chunking, diarizer fields */
 SZ(transcribe_stream_params, 32); /* 24 + the appended window_fallback */
 SZ(transcribe_capabilities, 64);  /* 56 + the appended supports_window_streaming */
 SZ(transcribe_timings, 24);
 SZ(transcribe_segment, 56);
-SZ(transcribe_word, 48);
+SZ(transcribe_word, 56); /* 48 + the appended speaker_id */
 SZ(transcribe_token, 48);
 SZ(transcribe_stream_update, 48);
 SZ(transcribe_stream_text, 64);
@@ -59,6 +59,8 @@ OFF(transcribe_run_params, chunk_max_ms,
     104); /* 8-aligned: never inside an older caller's padding */
 OFF(transcribe_run_params, chunking, 112);
 OFF(transcribe_run_params, chunk_batch, 116);
+OFF(transcribe_run_params, diarizer, 120);
+OFF(transcribe_word, speaker_id, 48);
 OFF(transcribe_capabilities, supports_streaming, 30);
 OFF(transcribe_capabilities, max_audio_ms, 32);
 OFF(transcribe_capabilities, supports_window_streaming, 56);
@@ -229,7 +231,7 @@ static void test_status_strings(void) {
 }
 
 static void test_abi(void) {
-    static const size_t sizes[] = {24, 24, 120, 32, 64, 24, 56, 48, 48, 48, 64, 32, 16, 64, 32};
+    static const size_t sizes[] = {24, 24, 128, 32, 64, 24, 56, 56, 48, 48, 64, 32, 16, 64, 32};
     for (int i = 0; i < 15; i++) {
         CHECK_MSG(transcribe_abi_struct_size((transcribe_abi_struct)i) == sizes[i], "id %d", i);
         CHECK(transcribe_abi_struct_align((transcribe_abi_struct)i) == 8);

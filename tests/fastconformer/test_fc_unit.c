@@ -505,8 +505,42 @@ static void test_errors(void) {
     expect_gguf_error("canary without biases", &c, TR_FC_KEYS_CANARY);
 }
 
+/* The two public halves (tr_fc_pre_encode_rows, then tr_fc_forward_rows on its rows) give
+ * tr_fc_forward's rows bit for bit; the Sortformer key flavor (biases, x-scaling, full
+ * attention, centred padding) loads the biased key set. */
+static void test_halves(void) {
+    fc_synth_cfg cfg = fc_synth_default();
+    cfg.prefix = "stt.sortformer.encoder.";
+    cfg.biased_keys_only = true;
+    loaded L;
+    transcribe_status st = load_cfg(&cfg, TR_FC_KEYS_SORTFORMER, &L);
+    CHECK_MSG(st == TRANSCRIBE_OK, "sortformer flavor: load %d", (int)st);
+    if (st) {
+        unload(&L);
+        return;
+    }
+    CHECK(L.hp.use_bias && L.hp.xscaling && L.hp.att_left == -1 && L.hp.att_right == -1);
+    CHECK(L.hp.conv_pad_left == 2 && L.hp.conv_pad_right == 2 && !L.hp.conv_layer_norm);
+    const int T_mel = 77, T = tr_fc_out_frames(L.enc, T_mel), d = cfg.d;
+    float *mel = random_mel(cfg.n_mels, T_mel, 99u);
+    float *a = malloc(sizeof(float) * T * d), *b = malloc(sizeof(float) * T * d);
+    tr_fc_work *w = tr_fc_work_new();
+    CHECK(tr_fc_forward(L.enc, NULL, w, mel, T_mel, a, NULL, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(tr_fc_pre_encode_rows(L.enc, NULL, w, mel, T_mel, b) == TRANSCRIBE_OK);
+    CHECK(tr_fc_forward_rows(L.enc, NULL, w, b, T, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(memcmp(a, b, sizeof(float) * T * d) == 0);
+    CHECK(tr_fc_forward_rows(L.enc, NULL, w, b, 0, NULL, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(tr_fc_pre_encode_rows(L.enc, NULL, w, NULL, T_mel, b) == TRANSCRIBE_ERR_INVALID_ARG);
+    tr_fc_work_free(w);
+    free(mel);
+    free(a);
+    free(b);
+    unload(&L);
+}
+
 int main(void) {
     test_rel_shift();
+    test_halves();
     test_pos_table();
     test_lengths();
     test_sub_factors();

@@ -64,6 +64,8 @@ void cli_usage(const char *argv0, FILE *f) {
         "      --pnc / --no-pnc      force punctuation+casing on/off (canary-style models)\n"
         "      --itn                 inverse text normalisation on\n"
         "      --diarize / --no-diarize  speaker attribution on/off\n"
+        "      --diarizer FILE       label every word and segment with a speaker from this\n"
+        "                            diarization model (Sortformer), run over the same audio\n"
         "      --spec-k-drafts N     speculative decoding: up to N drafted tokens per decoder\n"
         "                            step, same output (-1 = default, off; 0 = off)\n"
         "      --vocabulary \"a, b\"     names / jargon to expect (models with vocabulary hints)\n"
@@ -268,6 +270,7 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
                                              "--initial-prompt",
                                              "--vocabulary",
                                              "--vocabulary-file",
+                                             "--diarizer",
                                              "--temperature",
                                              "--prompt-condition",
                                              "--stream-chunk-ms",
@@ -395,6 +398,8 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
             o->vocabulary = val;
         } else if (IS1("--vocabulary-file")) {
             o->vocabulary_file = val;
+        } else if (IS1("--diarizer")) {
+            o->diarizer = val;
         } else if (IS1("--initial-prompt")) {
             o->initial_prompt = val;
             o->whisper_any = true;

@@ -55,6 +55,7 @@ typedef struct cli_opts {
     enum transcribe_pnc_mode pnc;
     enum transcribe_itn_mode itn;
     enum transcribe_diarize_mode diarize;
+    const char *diarizer; /* --diarizer FILE: a diarization model for run_params.diarizer */
     bool raw_tokens;
     int32_t spec_k_drafts;
     /* vocabulary hints (vocab.c): the flags, then the parsed terms */

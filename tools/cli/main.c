@@ -993,6 +993,7 @@ int main(int argc, char **argv) {
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
     struct transcribe_model *model = NULL;
     struct transcribe_vad_model *vad_model = NULL;
+    struct transcribe_model *diarizer = NULL;
     struct transcribe_session *s = NULL;
     rc = 1;
     if (!model_path) goto done;
@@ -1048,6 +1049,19 @@ int main(int argc, char **argv) {
     }
     rp.vad_model = vad_model; /* NULL without --vad */
     rp.vad_params = o.vad ? &o.vad_params : NULL;
+    if (o.diarizer) {
+        st = transcribe_model_load_file(o.diarizer, &lp, &diarizer);
+        if (st != TRANSCRIBE_OK) {
+            fprintf(stderr, "error: cannot load diarizer %s: %s\n", o.diarizer,
+                    transcribe_status_string(st));
+            goto done;
+        }
+        if (!transcribe_model_supports(diarizer, TRANSCRIBE_FEATURE_DIARIZATION)) {
+            fprintf(stderr, "error: --diarizer %s is not a diarization model\n", o.diarizer);
+            goto done;
+        }
+        rp.diarizer = diarizer;
+    }
     if (o.output && !(out_file = fopen(o.output, "w"))) {
         fprintf(stderr, "error: cannot open %s for writing\n", o.output);
         goto done;
@@ -1099,6 +1113,7 @@ int main(int argc, char **argv) {
 done:
     transcribe_session_free(s);
     transcribe_vad_model_free(vad_model);
+    transcribe_model_free(diarizer);
     transcribe_model_free(model);
     free(model_path);
     if (out_file && fclose(out_file) != 0) {

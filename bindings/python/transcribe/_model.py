@@ -554,6 +554,7 @@ class Model:
         formats: Sequence[str] = (),
         format_options: Optional[Mapping[str, Any]] = None,
         spec_k_drafts: Optional[int] = None,
+        diarizer: Optional["Model"] = None,
     ) -> Result:
         """Transcribes one input.
 
@@ -596,6 +597,11 @@ class Model:
                 ``model.capabilities.spec_decode`` is true (the text is
                 exactly the plain run's, only faster where the output
                 repeats itself); None or -1 the default (off), 0 off.
+            diarizer: a loaded diarization Model (Sortformer): the library
+                runs it over the same audio and every word and segment gets
+                the speaker whose activity overlaps it most
+                (``word.speaker_id``, ``segment.speaker_id``; the turns are
+                ``result.speakers``). It must stay open during the call.
 
         Raises:
             TranscribeError (a subclass naming the failure). A run that hits
@@ -607,6 +613,14 @@ class Model:
             pnc, itn, diarize, keep_special_tags, vad, vad_options, spec_k_drafts,
         )
         self._chunk_params(params, chunk, chunk_max_s)
+        if diarizer is not None:
+            if not self._lib.covers(S.RunParams, "diarizer"):
+                raise UnsupportedError("diarizer needs a libtranscribe whose "
+                                       "transcribe_run_params has a diarizer field")
+            if not isinstance(diarizer, Model) or diarizer.closed:
+                raise InvalidArgumentError("diarizer must be an open transcribe.Model")
+            keep.append(diarizer)
+            params.diarizer = diarizer._h.model
         render = _Render(formats, format_options)
         lib = self._lib
         t_start = time.perf_counter()

@@ -78,7 +78,7 @@ def read_piece(lib: "_lib.Lib", sess: int, i: Optional[int]) -> Piece:
         segs=[[s.t0_ms, s.t1_ms, s.first_word, s.n_words, _lib.text(s.text),
                int(s.speaker_id) if spk else 0]
               for s in rows("segment", S.Segment, lib.segment_init)],
-        words=[[w.t0_ms, w.t1_ms, w.seg_index, _lib.text(w.text)]
+        words=[[w.t0_ms, w.t1_ms, w.seg_index, _lib.text(w.text), int(w.speaker_id)]
                for w in rows("word", S.Word, lib.word_init)],
         toks=[[t.id, _lib.text(t.text), t.t0_ms, t.t1_ms, float(t.p), t.seg_index, t.word_index]
               for t in rows("token", S.Token, lib.token_init)],
@@ -136,7 +136,7 @@ class Builder:
         for s in p.segs:
             self.segs.append([s[0], s[1], s[2], s[3], s[4], s[5]])
         for w in p.words:
-            self.words.append([w[0], w[1], w[2], w[3]])
+            self.words.append([w[0], w[1], w[2], w[3], w[4]])
         for t in p.toks:
             self.toks.append([t[0], t[1], t[2], t[3], t[4], t[5], t[6]])
         self.chunked = p.chunked
@@ -156,7 +156,7 @@ class Builder:
         words = []
         for w in self.words:
             t0, t1 = clamp(w[0], w[1])
-            words.append(Word(t0, t1, w[3], w[2]))
+            words.append(Word(t0, t1, w[3], w[2], w[4]))
         segments = []
         for s in self.segs:
             t0, t1 = clamp(s[0], s[1])

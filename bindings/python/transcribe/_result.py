@@ -22,6 +22,7 @@ class Word:
     end_ms: int
     text: str
     segment_index: int = 0
+    speaker_id: int = 0  # 1-based when the run was diarized (diarizer=...), else 0
 
     @property
     def start(self) -> float:
@@ -201,9 +202,15 @@ class Result:
             segs.append(d)
         out["segments"] = segs
         if self.words:
-            out["words"] = [
-                {"t0_ms": w.start_ms, "t1_ms": w.end_ms, "text": w.text} for w in self.words
-            ]
+            words = []
+            for w in self.words:
+                d = {"t0_ms": w.start_ms, "t1_ms": w.end_ms}
+                if w.speaker_id > 0:  # diarized (diarizer=...), as the CLI's JSON
+                    d["speaker_id"] = w.speaker_id
+                    d["speaker"] = f"S{w.speaker_id}"
+                d["text"] = w.text
+                words.append(d)
+            out["words"] = words
         if tokens and self.tokens:
             toks = []
             for t in self.tokens:

@@ -169,6 +169,7 @@ class RunParams(ctypes.Structure):
         ("chunk_max_ms", c_int64),
         ("chunking", c_enum),
         ("chunk_batch", c_int32),
+        ("diarizer", c_void_p),
     ]
 
 
@@ -242,6 +243,7 @@ class Word(ctypes.Structure):
         ("first_token", c_int),
         ("n_tokens", c_int),
         ("text", c_char_p),
+        ("speaker_id", c_int32),
     ]
 
 

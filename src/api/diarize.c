@@ -1,0 +1,122 @@
+/* Speaker attribution by a separate diarization model
+ * (transcribe_run_params.diarizer, docs/c-api.md §16.4): after a
+ * transcription, the diarizer runs over the same audio (the whole input,
+ * on the caller's session pool, in a family session kept on the session
+ * for the next run), its speaker rows become the result's, and every word
+ * and segment takes the speaker whose activity overlaps it most
+ * (core/speaker_label.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "core/speaker_label.h"
+#include "util/log.h"
+
+/* The activity grid's resolution: fine enough for any diarizer's rows
+ * (Sortformer's are 80 ms). */
+#define DIAR_FRAME_MS 10.0
+
+transcribe_status tr_diarize_check(const struct transcribe_session *s,
+                                   const struct transcribe_run_params *p, const char *where) {
+    const struct transcribe_model *d = p->diarizer;
+    if (!d) return TRANSCRIBE_OK;
+    if (!d->family || !d->family->run || !d->desc.features[TRANSCRIBE_FEATURE_DIARIZATION]) {
+        TR_ERROR("%s: the diarizer (%s) is not a diarization model", where,
+                 d->arch ? d->arch : "?");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (d->desc.caps.native_sample_rate != s->model->desc.caps.native_sample_rate) {
+        TR_ERROR("%s: the diarizer runs at %d Hz, the model at %d Hz", where,
+                 (int)d->desc.caps.native_sample_rate, (int)s->model->desc.caps.native_sample_rate);
+        return TRANSCRIBE_ERR_SAMPLE_RATE;
+    }
+    return TRANSCRIBE_OK;
+}
+
+void tr_diarize_release(struct transcribe_session *s) {
+    if (s->diar_fsession && s->diar_model && s->diar_model->family->session_free)
+        s->diar_model->family->session_free(s->diar_fsession);
+    s->diar_fsession = NULL;
+    s->diar_model = NULL;
+}
+
+static transcribe_status diar_session(struct transcribe_session *s,
+                                      const struct transcribe_model *d) {
+    if (s->diar_model == d && s->diar_fsession) return TRANSCRIBE_OK;
+    tr_diarize_release(s);
+    void *fs = NULL;
+    transcribe_status st = d->family->session_init(d->fmodel, &s->cfg, &fs);
+    if (st != TRANSCRIBE_OK) return st;
+    s->diar_model = d;
+    s->diar_fsession = fs;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_diarize_result(struct transcribe_session *s,
+                                    const struct transcribe_run_params *p, const float *pcm, int n,
+                                    tr_result *r, const char *where) {
+    const struct transcribe_model *d = p->diarizer;
+    if (!d) return TRANSCRIBE_OK;
+    transcribe_status st = diar_session(s, d);
+    if (st != TRANSCRIBE_OK) {
+        TR_ERROR("%s: the diarizer's session failed: %s", where, transcribe_status_string(st));
+        return st;
+    }
+    struct transcribe_run_params dp;
+    transcribe_run_params_init(&dp);
+    tr_result dr;
+    tr_result_init(&dr);
+    tr_run_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.params = &dp;
+    ctx.pool = s->pool;
+    ctx.abort_cb = s->abort_cb;
+    ctx.abort_user_data = s->abort_user_data;
+    ctx.result = &dr;
+    ctx.language_prob = NAN;
+    tr_pool_take_failures(s->pool);
+    st = d->family->run(s->diar_fsession, pcm, n, &ctx);
+    st = tr_session_kernel_status(s, st, where);
+    float *act = NULL;
+    int nf = 0, ns = 0;
+    if (st == TRANSCRIBE_OK &&
+        !tr_speaker_activity_from_rows(dr.spk, dr.n_spk, DIAR_FRAME_MS, &act, &nf, &ns))
+        st = TRANSCRIBE_ERR_OOM;
+    if (st == TRANSCRIBE_OK) {
+        const tr_speaker_activity a = {act, nf, ns, DIAR_FRAME_MS};
+        tr_speaker_label_result(r, &a);
+        r->n_spk = 0;
+        for (int i = 0; i < dr.n_spk; i++)
+            tr_result_add_speaker(r, dr.spk[i].t0_ms, dr.spk[i].t1_ms, dr.spk[i].speaker_id,
+                                  dr.spk[i].p);
+        if (r->oom) st = TRANSCRIBE_ERR_OOM;
+        r->encode_ms += dr.mel_ms + dr.encode_ms;
+    } else {
+        TR_ERROR("%s: the diarizer failed: %s", where, transcribe_status_string(st));
+    }
+    free(act);
+    tr_result_free(&dr);
+    return st;
+}
+
+transcribe_status tr_diarize_batch(struct transcribe_session *s,
+                                   const struct transcribe_run_params *p, const float *const *pcm,
+                                   const int *n_samples, int n) {
+    if (!p->diarizer) return TRANSCRIBE_OK;
+    for (int i = 0; i < n; i++) {
+        tr_result *r = &s->results[i];
+        if (r->status != TRANSCRIBE_OK && r->status != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) continue;
+        transcribe_status st =
+            tr_diarize_result(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch");
+        if (st == TRANSCRIBE_OK) continue;
+        r->status = st;
+        if (st == TRANSCRIBE_ERR_ABORTED) {
+            for (int j = i + 1; j < n; j++)
+                if (s->results[j].status == TRANSCRIBE_OK) s->results[j].status = st;
+            return st;
+        }
+        if (st == TRANSCRIBE_ERR_OOM) return st;
+    }
+    return TRANSCRIBE_OK;
+}

@@ -1,0 +1,331 @@
+/* The Sortformer run (docs/formats/sortformer.md §4–§8): front end, the
+ * chunk loop of docs/formats/sortformer.md §6.2 (pre-encode of each mel window, the FastConformer
+ * over speaker cache ++ FIFO ++ chunk, projection, post-LN Transformer blocks, head), the state
+ * update of sf_stream.c, and the speaker rows of docs/formats/sortformer.md §6.5. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio/audio.h"
+#include "core/abi.h"
+#include "models/sortformer/sortformer.h"
+#include "tensor/matmul.h"
+#include "tensor/ops.h"
+#include "transcribe/sortformer.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+#define SF_LN_EPS 1e-5f
+#define SF_SUB    8
+
+/* ---- session ---- */
+
+static bool reserve(sf_session *s, int rows) {
+    if ((size_t)rows <= s->cap_rows) return true;
+    const sf_model *m = s->m;
+    const size_t d = (size_t)m->enc_hp.d_model, D = (size_t)m->hp.tf_d;
+    const size_t wide = (size_t)(m->hp.tf_ff > m->hp.tf_d ? m->hp.tf_ff : m->hp.tf_d);
+    size_t n = (size_t)rows + 64;
+    float **bufs[] = {&s->E, &s->X, &s->G, &s->q, &s->k, &s->v, &s->a, &s->h, &s->pr};
+    const size_t width[] = {d, d, D, D, D, D, D, wide, (size_t)m->hp.max_spk};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = malloc(sizeof(float) * n * width[i]);
+        if (!*bufs[i]) {
+            s->cap_rows = 0;
+            return false;
+        }
+    }
+    s->cap_rows = n;
+    return true;
+}
+
+static void session_release(sf_session *s) {
+    tr_fc_work_free(s->work);
+    tr_sf_state_free(&s->st);
+    float *bufs[] = {s->E, s->X, s->G, s->q, s->k, s->v, s->a, s->h, s->pr};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+}
+
+static transcribe_status session_setup(sf_session *s, const tr_session_cfg *cfg) {
+    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/sortformer.md §8) */
+    s->work = tr_fc_work_new();
+    if (!s->work || !tr_sf_state_init(&s->st, s->m->enc_hp.d_model, s->m->hp.max_spk))
+        return TRANSCRIBE_ERR_OOM;
+    return TRANSCRIBE_OK;
+}
+
+TR_FAMILY_SESSION(sf, session_setup, session_release)
+
+/* ---- docs/formats/sortformer.md §5.2 after the Conformer, docs/formats/sortformer.md §5.3 ---- */
+
+static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
+    const sf_hparams *hp = &s->m->hp;
+    const int D = hp->tf_d, H = hp->tf_heads, dh = D / H;
+    tr_pool *pool = s->pool;
+    tr_nn_linear_fwd(pool, &b->q, s->G, T, s->q);
+    tr_nn_linear_fwd(pool, &b->k, s->G, T, s->k);
+    tr_nn_linear_fwd(pool, &b->v, s->G, T, s->v);
+    /* q and k each scaled by dh^(-1/4) upstream: one 1/sqrt(dh) on the scores */
+    tr_attn_args a = {.q = s->q,
+                      .q_stride = D,
+                      .k = s->k,
+                      .v = s->v,
+                      .kv_stride = D,
+                      .out = s->a,
+                      .out_stride = D,
+                      .n_q = T,
+                      .n_kv = T,
+                      .kv_valid = T,
+                      .n_head = H,
+                      .n_head_kv = H,
+                      .head_dim = dh,
+                      .scale = 1.0f / sqrtf((float)dh)};
+    tr_attention(pool, &a);
+    tr_nn_linear_fwd(pool, &b->o, s->a, T, s->q);
+    tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
+    tr_layer_norm(pool, s->q, s->G, T, D, b->norm1.w, b->norm1.b, SF_LN_EPS);
+    tr_nn_linear_fwd(pool, &b->ff_in, s->G, T, s->h);
+    tr_ew_relu(pool, s->h, (long)T * hp->tf_ff);
+    tr_nn_linear_fwd(pool, &b->ff_out, s->h, T, s->q);
+    tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
+    tr_layer_norm(pool, s->q, s->G, T, D, b->norm2.w, b->norm2.b, SF_LN_EPS);
+}
+
+transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr) {
+    const sf_model *m = s->m;
+    const int D = m->hp.tf_d, S = m->hp.max_spk;
+    if (!reserve(s, T)) return TRANSCRIBE_ERR_OOM;
+    tr_nn_linear_fwd(s->pool, &m->proj, X, T, s->G);
+    for (int i = 0; i < m->hp.tf_layers; i++) tf_block(s, &m->tf[i], T);
+    tr_ew_relu(s->pool, s->G, (long)T * D);
+    tr_nn_linear_fwd(s->pool, &m->fc1, s->G, T, s->q);
+    tr_ew_relu(s->pool, s->q, (long)T * D);
+    tr_nn_linear_fwd(s->pool, &m->single, s->q, T, pr);
+    for (long i = 0; i < (long)T * S; i++) pr[i] = 1.0f / (1.0f + expf(-pr[i]));
+    return TRANSCRIBE_OK;
+}
+
+/* ---- docs/formats/sortformer.md §6.2 chunk loop ---- */
+
+typedef struct poll_ctx {
+    tr_run_ctx *ctx;
+} poll_ctx;
+
+static bool poll_abort(void *user) {
+    poll_ctx *p = user;
+    return p->ctx && tr_run_should_abort(p->ctx);
+}
+
+transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
+                                const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
+                                int *n_frames) {
+    const sf_model *m = s->m;
+    const int nm = m->mel.n_mels, d = m->enc_hp.d_model, S = m->hp.max_spk;
+    *probs = NULL;
+    *n_frames = 0;
+    sf_state *st = &s->st;
+    tr_sf_state_reset(st);
+    const int L = T_mel, lc = cfg->lc, rc = cfg->rc;
+    const int max_win = (cfg->chunk_len + lc + rc) * SF_SUB;
+    float *win = malloc(sizeof(float) * (size_t)nm * (size_t)max_win);
+    if (!win) return TRANSCRIBE_ERR_OOM;
+    transcribe_status rs = TRANSCRIBE_OK;
+    poll_ctx poll = {ctx};
+    int stt = 0, end = 0;
+    while (end < L) {
+        if (ctx && tr_run_should_abort(ctx)) {
+            rs = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        const int lo_off = lc * SF_SUB < stt ? lc * SF_SUB : stt;
+        end = stt + cfg->chunk_len * SF_SUB < L ? stt + cfg->chunk_len * SF_SUB : L;
+        const int ro_off = rc * SF_SUB < L - end ? rc * SF_SUB : L - end;
+        const int lo = stt - lo_off, hi = end + ro_off, M = hi - lo;
+        const int lcf = (lo_off + SF_SUB / 2) / SF_SUB, rcf = (ro_off + SF_SUB - 1) / SF_SUB;
+        for (int b = 0; b < nm; b++)
+            memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
+        const int T_diar = tr_fc_out_frames(m->enc, M);
+        const int T_cat = st->sc_n + st->ff_n + T_diar;
+        if (!reserve(s, T_cat)) {
+            rs = TRANSCRIBE_ERR_OOM;
+            break;
+        }
+        rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, s->E);
+        if (rs) break;
+        /* docs/formats/sortformer.md §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
+        float *X = s->X;
+        memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
+        memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
+        memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, s->E, sizeof(float) * (size_t)T_diar * d);
+        rs = tr_fc_forward_rows(m->enc, s->pool, s->work, X, T_cat, poll_abort, &poll);
+        if (rs) break;
+        if ((rs = tr_sf_head(s, X, T_cat, s->pr))) break;
+        if (!tr_sf_state_update(st, cfg, s->E, T_diar, s->pr, lcf, rcf)) {
+            rs = TRANSCRIBE_ERR_OOM;
+            break;
+        }
+        stt = end;
+        if (ctx) tr_run_report_progress(ctx, 0.05 + 0.95 * (double)end / L);
+    }
+    free(win);
+    if (rs) return rs;
+    const int n_out = (L + SF_SUB - 1) / SF_SUB;
+    const int n = st->out_n < n_out ? st->out_n : n_out;
+    *probs = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1) * S);
+    if (!*probs) return TRANSCRIBE_ERR_OOM;
+    memcpy(*probs, st->out_p, sizeof(float) * (size_t)n * S);
+    *n_frames = n;
+    return TRANSCRIBE_OK;
+}
+
+/* ---- docs/formats/sortformer.md §6.5 segments ---- */
+
+static int row_cmp(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    for (int i = 0; i < 3; i++) {
+        int i2 = i == 1 ? 2 : i == 2 ? 1 : 0; /* start, speaker, end */
+        if (x[i2] != y[i2]) return x[i2] < y[i2] ? -1 : 1;
+    }
+    return 0;
+}
+
+int tr_sf_segments(const float *probs, int n_frames, int S, double ms, int64_t **rows) {
+    int n = 0, cap = 16;
+    int64_t *r = malloc(sizeof(int64_t) * 3 * (size_t)cap);
+    if (!r) return -1;
+    for (int s = 0; s < S; s++) {
+        int t = 0;
+        while (t < n_frames) {
+            if (!(probs[(size_t)t * S + s] > 0.5f)) {
+                t++;
+                continue;
+            }
+            int a = t;
+            while (t < n_frames && probs[(size_t)t * S + s] > 0.5f) t++;
+            if (n == cap) {
+                int64_t *q = realloc(r, sizeof(int64_t) * 3 * (size_t)cap * 2);
+                if (!q) {
+                    free(r);
+                    return -1;
+                }
+                r = q;
+                cap *= 2;
+            }
+            r[3 * n] = llround(a * ms);
+            r[3 * n + 1] = llround(t * ms);
+            r[3 * n + 2] = s + 1;
+            n++;
+        }
+    }
+    /* upstream lists speaker 1's runs, then speaker 2's ...; we list the same
+     * rows by start time (then speaker), the order a reader expects */
+    qsort(r, (size_t)n, sizeof(int64_t) * 3, row_cmp);
+    *rows = r;
+    return n;
+}
+
+/* ---- validation and the run (docs/formats/sortformer.md §8, §9) ---- */
+
+static int preset_of(const struct transcribe_run_params *p) {
+    if (!p->family) return 0;
+    return (int)((const struct transcribe_sortformer_stream_ext *)(const void *)p->family)->preset;
+}
+
+transcribe_status tr_sf_validate_run(const sf_model *m, const struct transcribe_run_params *p) {
+    (void)m;
+    if (p->task == TRANSCRIBE_TASK_TRANSLATE) {
+        TR_ERROR("sortformer: a diarizer does not translate");
+        return TRANSCRIBE_ERR_UNSUPPORTED_TASK;
+    }
+    const struct transcribe_ext *e = p->family;
+    if (e) {
+        transcribe_status st = tr_ext_check(e, TRANSCRIBE_EXT_KIND_SORTFORMER_STREAM,
+                                            sizeof(struct transcribe_sortformer_stream_ext));
+        if (st == TRANSCRIBE_ERR_INVALID_ARG)
+            TR_ERROR("sortformer: run extension kind 0x%08x is not SFST", (unsigned)e->kind);
+        else if (st != TRANSCRIBE_OK)
+            TR_ERROR("sortformer: run extension is smaller than "
+                     "transcribe_sortformer_stream_ext");
+        if (st != TRANSCRIBE_OK) return st;
+        const int preset = preset_of(p);
+        if (preset < 0 || preset > 3) {
+            TR_ERROR("sortformer: stream preset %d is out of range (0..3)", preset);
+            return TRANSCRIBE_ERR_INVALID_ARG;
+        }
+    }
+    return TRANSCRIBE_OK;
+}
+
+static transcribe_status fill_result(const sf_model *m, const float *probs, int n, tr_result *res) {
+    int64_t *rows = NULL;
+    const int k = tr_sf_segments(probs, n, m->hp.max_spk, m->ms_per_frame, &rows);
+    if (k < 0) return TRANSCRIBE_ERR_OOM;
+    char text[32];
+    for (int i = 0; i < k; i++) {
+        const int64_t *r = rows + 3 * i;
+        tr_result_add_speaker(res, r[0], r[1], (int32_t)r[2], NAN);
+        /* the same turn as a transcript segment named after its speaker slot,
+         * so text, JSON and subtitle outputs show the diarization */
+        snprintf(text, sizeof text, "speaker_%d", (int)r[2]);
+        int seg = tr_result_add_segment(res, r[0], r[1], text);
+        if (seg >= 0) tr_result_set_segment_speaker(res, seg, (int32_t)r[2]);
+    }
+    free(rows);
+    tr_result_set_full_text(res, "");
+    tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_SEGMENT);
+    return res->oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
+}
+
+transcribe_status tr_sf_run(sf_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
+    const sf_model *m = s->m;
+    if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
+    transcribe_status st = tr_sf_validate_run(m, ctx->params);
+    if (st) return st;
+    /* docs/formats/sortformer.md §4: T_mel = ceil(n / hop) must be at least 2 */
+    if (!pcm || n_samples <= m->mel.hop_length) {
+        TR_ERROR("sortformer: %d samples is too short (at least %d: two mel frames)", n_samples,
+                 m->mel.hop_length + 1);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    sf_stream_cfg cfg;
+    tr_sf_stream_cfg(m, preset_of(ctx->params), &cfg);
+    float *owned = NULL, *mel = NULL, *probs = NULL;
+    const float *x = tr_pcm_sanitized(pcm, n_samples, "sortformer", &owned);
+    if (!x) return TRANSCRIBE_ERR_OOM;
+    double t0 = tr_time_ms();
+    int T_mel = 0, n = 0;
+    st = tr_mel_compute(&m->mel, x, n_samples, s->pool, &mel, &T_mel);
+    double t1 = tr_time_ms();
+    ctx->result->mel_ms = (float)(t1 - t0);
+    if (st) goto done;
+    tr_run_report_progress(ctx, 0.05);
+    st = tr_sf_diarize(s, mel, T_mel, &cfg, ctx, &probs, &n);
+    ctx->result->encode_ms = (float)(tr_time_ms() - t1);
+    if (st) goto done;
+    st = fill_result(m, probs, n, ctx->result);
+    if (st == TRANSCRIBE_OK) tr_run_report_progress(ctx, 1.0);
+done:
+    free(owned);
+    free(mel);
+    free(probs);
+    return st;
+}
+
+/* docs/formats/sortformer.md §8: no batched path; utterances run one after another. */
+transcribe_status tr_sf_run_batch(sf_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
+    bool *done = calloc((size_t)n, sizeof *done);
+    if (!done) return TRANSCRIBE_ERR_OOM;
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
+        if (!tr_run_batch_input_ok("sortformer", pcm, n_samples, i, ctxs, done)) continue;
+        transcribe_status u = tr_sf_run(s, pcm[i], n_samples[i], &ctxs[i]);
+        if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_ABORTED) st = u;
+        if (u != TRANSCRIBE_ERR_OOM) tr_run_batch_finish(ctxs, done, i, u);
+    }
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
+    free(done);
+    return st;
+}

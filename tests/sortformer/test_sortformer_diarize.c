@@ -1,0 +1,194 @@
+/* Diarization for every family (transcribe_run_params.diarizer): the
+ * bundled Parakeet-CTC demo model transcribes the two-speaker clip
+ * (multitalker-2spk-mix.wav) and a tiny synthetic Sortformer (sf_synth.h)
+ * labels it. Every word and segment carries a speaker id, each word's id is
+ * the one core/speaker_label.h gives for its span over the diarizer's own
+ * speaker rows (which the result lists), the transcript is the one without
+ * a diarizer, long audio split into pieces is labelled over the whole input,
+ * a batch labels each utterance, VAD keeps the labels on the input's clock,
+ * a model without diarization is refused before anything changes, and an
+ * abort during the diarization ends the run ABORTED. Then the `transcribe`
+ * binary (argv[1]) with --diarizer: JSON words carry speaker ids. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "core/result.h"
+#include "core/speaker_label.h"
+#include "sf_synth.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+#define CLIP TR_SHARED_DIR "/samples/multitalker-2spk-mix.wav"
+#define ASR  TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
+
+static char g_diar[512];
+static float *g_pcm;
+static int g_n;
+
+/* Every word labelled, and as speaker_label.h labels it over the result's speaker rows. */
+static void check_labels(struct transcribe_session *s, bool batch, int u, const char *what) {
+    const int nw = batch ? transcribe_batch_n_words(s, u) : transcribe_n_words(s);
+    const int ns =
+        batch ? transcribe_batch_n_speaker_segments(s, u) : transcribe_n_speaker_segments(s);
+    const int ng = batch ? transcribe_batch_n_segments(s, u) : transcribe_n_segments(s);
+    CHECK_MSG(nw > 0 && ns > 0 && ng > 0, "%s: %d words, %d speaker rows", what, nw, ns);
+    tr_result_speaker *rows = calloc((size_t)(ns > 0 ? ns : 1), sizeof *rows);
+    for (int i = 0; i < ns; i++) {
+        struct transcribe_speaker_segment r;
+        transcribe_speaker_segment_init(&r);
+        CHECK((batch ? transcribe_batch_get_speaker_segment(s, u, i, &r)
+                     : transcribe_get_speaker_segment(s, i, &r)) == TRANSCRIBE_OK);
+        rows[i] = (tr_result_speaker){r.t0_ms, r.t1_ms, r.speaker_id, r.p};
+    }
+    float *act = NULL;
+    int nf = 0, nsp = 0;
+    CHECK(tr_speaker_activity_from_rows(rows, ns, 10.0, &act, &nf, &nsp));
+    const tr_speaker_activity a = {act, nf, nsp, 10.0};
+    int bad = 0, per[5] = {0};
+    for (int i = 0; i < nw; i++) {
+        struct transcribe_word w;
+        transcribe_word_init(&w);
+        CHECK((batch ? transcribe_batch_get_word(s, u, i, &w) : transcribe_get_word(s, i, &w)) ==
+              TRANSCRIBE_OK);
+        if (w.speaker_id < 1 || w.speaker_id > 4 ||
+            w.speaker_id != tr_speaker_for_span(&a, w.t0_ms, w.t1_ms))
+            bad++;
+        else
+            per[w.speaker_id]++;
+    }
+    CHECK_MSG(bad == 0, "%s: %d of %d words unlabelled or mislabelled", what, bad, nw);
+    for (int i = 0; i < ng; i++) {
+        struct transcribe_segment g;
+        transcribe_segment_init(&g);
+        CHECK((batch ? transcribe_batch_get_segment(s, u, i, &g)
+                     : transcribe_get_segment(s, i, &g)) == TRANSCRIBE_OK);
+        CHECK(g.speaker_id >= 1 && g.speaker_id <= 4);
+    }
+    printf("%s: %d words (speakers 1-4: %d %d %d %d), %d speaker rows\n", what, nw, per[1], per[2],
+           per[3], per[4], ns);
+    free(act);
+    free(rows);
+}
+
+/* Counts the polls; aborts at poll number *limit (0 = never). */
+typedef struct polls {
+    int calls, limit;
+} polls;
+
+static bool abort_at(void *user) {
+    polls *p = user;
+    return ++p->calls == p->limit;
+}
+
+static void library(void) {
+    struct transcribe_model *diar = NULL, *asr = NULL;
+    CHECK(transcribe_model_load_file(g_diar, NULL, &diar) == TRANSCRIBE_OK);
+    CHECK(transcribe_model_load_file(ASR, NULL, &asr) == TRANSCRIBE_OK);
+    struct transcribe_session *s = NULL;
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = 2;
+    CHECK(asr && transcribe_session_init(asr, &sp, &s) == TRANSCRIBE_OK);
+    if (!s || !diar) goto done;
+    struct transcribe_run_params p;
+    transcribe_run_params_init(&p);
+    p.timestamps = TRANSCRIBE_TIMESTAMPS_WORD;
+    CHECK(transcribe_run(s, g_pcm, g_n, &p) == TRANSCRIBE_OK);
+    char *plain = strdup(transcribe_full_text(s));
+    struct transcribe_word w0;
+    transcribe_word_init(&w0);
+    CHECK(transcribe_get_word(s, 0, &w0) == TRANSCRIBE_OK && w0.speaker_id == 0);
+    CHECK(transcribe_n_speaker_segments(s) == 0);
+
+    p.diarizer = diar;
+    CHECK(transcribe_run(s, g_pcm, g_n, &p) == TRANSCRIBE_OK);
+    CHECK(plain && !strcmp(transcribe_full_text(s), plain));
+    check_labels(s, false, 0, "run");
+
+    /* long audio: pieces of at most 4 s, labelled over the whole input */
+    struct transcribe_run_params pc = p;
+    pc.chunking = TRANSCRIBE_CHUNKING_ON;
+    pc.chunk_max_ms = 4000;
+    CHECK(transcribe_run(s, g_pcm, g_n, &pc) == TRANSCRIBE_OK);
+    CHECK(transcribe_n_pieces(s) >= 2);
+    check_labels(s, false, 0, "pieces");
+
+    /* a batch: each utterance its labels */
+    const float *bp[2] = {g_pcm, g_pcm + g_n / 2};
+    const int bn[2] = {g_n, g_n - g_n / 2};
+    CHECK(transcribe_run_batch(s, bp, bn, 2, &p) == TRANSCRIBE_OK);
+    check_labels(s, true, 0, "batch 0");
+    check_labels(s, true, 1, "batch 1");
+
+    /* a model without diarization: refused before anything changes */
+    const int words = transcribe_batch_n_words(s, 1);
+    struct transcribe_run_params pb = p;
+    pb.diarizer = asr;
+    CHECK(transcribe_run(s, g_pcm, g_n, &pb) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_batch_n_words(s, 1) == words);
+
+    /* abort inside the diarizer */
+    polls asr_only = {0, 0}, all = {0, 0};
+    transcribe_set_abort_callback(s, abort_at, &asr_only);
+    struct transcribe_run_params pn = p;
+    pn.diarizer = NULL;
+    CHECK(transcribe_run(s, g_pcm, g_n, &pn) == TRANSCRIBE_OK);
+    transcribe_set_abort_callback(s, abort_at, &all);
+    CHECK(transcribe_run(s, g_pcm, g_n, &p) == TRANSCRIBE_OK);
+    CHECK_MSG(all.calls > asr_only.calls, "%d polls with the diarizer, %d without", all.calls,
+              asr_only.calls);
+    polls in_diar = {0, asr_only.calls + 1};
+    transcribe_set_abort_callback(s, abort_at, &in_diar);
+    transcribe_status st = transcribe_run(s, g_pcm, g_n, &p);
+    CHECK_MSG(st == TRANSCRIBE_ERR_ABORTED, "%s", transcribe_status_string(st));
+    CHECK(transcribe_was_aborted(s));
+    transcribe_set_abort_callback(s, NULL, NULL);
+    free(plain);
+done:
+    transcribe_session_free(s);
+    transcribe_model_free(asr);
+    transcribe_model_free(diar);
+}
+
+static void cli(const char *bin) {
+    static char out[1 << 17], err[1 << 16];
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' -f json --timestamps word '%s'", bin,
+             ASR, g_diar, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
+    const char *words = strstr(out, "\"words\":[");
+    CHECK_MSG(words != NULL, "json: %.200s", out);
+    if (words) {
+        /* every word object names its speaker */
+        int n_words = 0, n_spk = 0;
+        for (const char *p = strstr(words, "{\"t0_ms\""); p; p = strstr(p + 1, "{\"t0_ms\"")) {
+            const char *end = strchr(p, '}');
+            if (!end) break;
+            n_words++;
+            const char *k = strstr(p, "\"speaker_id\":");
+            if (k && k < end) n_spk++;
+            if (end[1] == ']') break;
+        }
+        CHECK_MSG(n_words > 0 && n_spk == n_words, "%d of %d words with a speaker", n_spk, n_words);
+    }
+    /* a non-diarizer is refused */
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, ASR, ASR, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) != 0);
+    CHECK(strstr(err, "not a diarization model") != NULL);
+}
+
+int main(int argc, char **argv) {
+    snprintf(g_diar, sizeof g_diar, "%s/sf_diar_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    sf_synth_cfg c = sf_synth_default();
+    c.head_bias = -0.4f;
+    CHECK(sf_synth_write(&c, g_diar));
+    CHECK(transcribe_audio_load_file(CLIP, 16000, &g_pcm, &g_n) == TRANSCRIBE_OK);
+    if (g_pcm) library();
+    if (argc > 1 && g_pcm) cli(argv[1]);
+    transcribe_audio_free(g_pcm);
+    remove(g_diar);
+    return TEST_DONE();
+}
