@@ -16,11 +16,12 @@ extern const tr_family tr_family_gigaam;
 extern const tr_family tr_family_medasr;
 extern const tr_family tr_family_cohere;
 extern const tr_family tr_family_moonshine;
+extern const tr_family tr_family_granite_nar;
 
 static const tr_family *const k_families[] = {
     &tr_family_whisper,        &tr_family_parakeet, &tr_family_canary,     &tr_family_qwen3_asr,
     &tr_family_granite_speech, &tr_family_moss,     &tr_family_sensevoice, &tr_family_gigaam,
-    &tr_family_medasr,         &tr_family_cohere,   &tr_family_moonshine,
+    &tr_family_medasr,         &tr_family_cohere,   &tr_family_moonshine,  &tr_family_granite_nar,
 };
 
 /* Architectures transcribe.cpp 0.2.1 publishes (docs/formats/gguf.md §4.1) that
@@ -28,8 +29,8 @@ static const tr_family *const k_families[] = {
  * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
  * their folder names (cohere_asr, granite_speech, granite_speech_nar). */
 static const char *const k_known_archs[] = {
-    "canary_qwen",        "voxtral",    "voxtral_realtime", "moonshine_streaming", "funasr_nano",
-    "granite_speech_nar", "sortformer",
+    "canary_qwen",         "voxtral",     "voxtral_realtime",
+    "moonshine_streaming", "funasr_nano", "sortformer",
 };
 
 const tr_family *tr_family_find(const char *arch) {
