@@ -319,6 +319,12 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = read_text_keys(f, m))) return st;
     if ((st = read_frontend(f, m))) return st;
     if ((st = read_caps(f, m))) return st;
+    /* §9: a tokenizer model other than gpt2 is NOT_IMPLEMENTED (absent / mistyped: GGUF) */
+    const char *tm = NULL;
+    if (tr_gguf_get_str(f, "tokenizer.ggml.model", &tm) == 1 && strcmp(tm, "gpt2") != 0) {
+        TR_ERROR(WHO ": tokenizer.ggml.model '%s' is not implemented (gpt2 expected)", tm);
+        return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
+    }
     if ((st = tr_tokenizer_load_gpt2(f, WHO, m->lm.n_vocab, &m->tok, &m->eos))) return st;
     /* §6.1: emitted ids are channel − shift; they must be LM ids */
     const int shift = m->bpe_blank == 0 ? 1 : 0;
