@@ -221,14 +221,15 @@ static void bad_files(void) {
         snprintf(what, sizeof what, "absent %s", optional[i]);
         expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
     }
-    /* §2.4: a wrongly typed bpe_blank_id reads as 0 (the old scheme); absent likewise */
+    /* docs/formats/granite_nar.md §2.4: a wrongly typed bpe_blank_id reads as 0 (the old scheme);
+     * absent likewise */
     expect_load(&(edit){.retype_kv = E "bpe_blank_id"}, OK, "mistyped bpe_blank_id");
     expect_load(&(edit){.drop_kv = E "bpe_blank_id"}, OK, "absent bpe_blank_id");
     /* layer_indices: absent = [-1], one capture for num_encoder_layers 2 */
     expect_load(&(edit){.drop_kv = E "layer_indices"}, G, "absent layer_indices");
     expect_load(&(edit){.retype_kv = E "layer_indices"}, G, "mistyped layer_indices");
     expect_load(&(edit){.short_arr = E "layer_indices"}, G, "one layer index");
-    /* values the family cannot run (§9) */
+    /* values the family cannot run (docs/formats/granite_nar.md §9) */
     const struct {
         const char *key;
         uint32_t value;
@@ -261,7 +262,7 @@ static void bad_files(void) {
                 TRANSCRIBE_ERR_NOT_IMPLEMENTED, "tokenizer model bpe");
     expect_load(&(edit){.short_arr = "tokenizer.ggml.tokens"}, G, "tokens one short");
     expect_load(&(edit){.short_arr = "tokenizer.ggml.token_type"}, G, "token types one short");
-    /* §3: tensors missing, misshaped, of a refused type */
+    /* docs/formats/granite_nar.md §3: tensors missing, misshaped, of a refused type */
     static const char *const tensors[] = {
         "enc.input_linear.weight",
         "enc.input_linear.bias",
@@ -333,7 +334,7 @@ static void bad_files(void) {
 /* ---- the pure steps ---- */
 
 static void unit(void) {
-    /* §6.2 */
+    /* docs/formats/granite_nar.md §6.2 */
     int32_t text[16];
     const int32_t hyp[5] = {7, 8, 8, 9, 10};
     CHECK(tr_gn_slots(hyp, 2, 99, text) == 8);
@@ -342,7 +343,8 @@ static void unit(void) {
     CHECK(tr_gn_slots(hyp, 5, 99, text) == 11);
     CHECK(text[1] == 7 && text[9] == 10 && text[10] == 99 && text[8] == 99);
     CHECK(tr_gn_slots(hyp, 0, 99, text) == 8 && text[7] == 99);
-    /* §6.4: EOS dropped; an EOS between repeats keeps both; adjacent repeats merge */
+    /* docs/formats/granite_nar.md §6.4: EOS dropped; an EOS between repeats keeps both; adjacent
+     * repeats merge */
     const int32_t am[10] = {99, 5, 5, 99, 5, 6, 6, 7, 99, 99};
     int32_t out[10];
     const int n = tr_gn_collapse(am, 10, 99, out);
@@ -425,7 +427,7 @@ static void runs(void) {
         free(pcm);
         return;
     }
-    /* capabilities (§7, §8) */
+    /* capabilities (docs/formats/granite_nar.md §7, §8) */
     const struct transcribe_model *m = transcribe_get_model(s);
     struct transcribe_capabilities c;
     transcribe_capabilities_init(&c);
@@ -464,7 +466,7 @@ static void runs(void) {
     CHECK(s1 && run(s1, pcm, n, NULL) == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s1), text));
     transcribe_session_free(s1);
 
-    /* refused requests (§9) */
+    /* refused requests (docs/formats/granite_nar.md §9) */
     CHECK(run(s, pcm, n, "ja") == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
     struct transcribe_run_params p;
     static const transcribe_timestamp_kind fine[] = {

@@ -71,7 +71,8 @@ transcribe_status tr_gn_encode(const gn_model *m, tr_pool *pool, const float *x,
         TR_ERROR("granite_nar: out of memory encoding %d frames", T);
         return TRANSCRIBE_ERR_OOM;
     }
-    /* §5.1: captures after the bypass, in layer_indices order; the blank channel kept */
+    /* docs/formats/granite_nar.md §5.1: captures after the bypass, in layer_indices order; the
+     * blank channel kept */
     const tr_gc_run run = {.n_cap = m->n_cap,
                            .cap_block = m->cap_block,
                            .cap_after_bypass = true,
@@ -87,8 +88,9 @@ transcribe_status tr_gn_encode(const gn_model *m, tr_pool *pool, const float *x,
     return st;
 }
 
-/* §6.1. The pooled logits of a window are Σ_t w_t·(x_t·W + b) with Σ_t w_t = 1, computed as
- * (Σ_t w_t·x_t)·W + b: the same sum in exact arithmetic with a quarter of the head's work. */
+/* docs/formats/granite_nar.md §6.1. The pooled logits of a window are Σ_t w_t·(x_t·W + b) with Σ_t
+ * w_t = 1, computed as (Σ_t w_t·x_t)·W + b: the same sum in exact arithmetic with a quarter of the
+ * head's work. */
 transcribe_status tr_gn_hypothesis(const gn_model *m, tr_pool *pool, const gn_enc_out *e, int T,
                                    int32_t **ids_out, int *n_out) {
     *ids_out = NULL;

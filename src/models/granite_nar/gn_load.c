@@ -32,7 +32,8 @@ static transcribe_status read_encoder_keys(const gguf_file *f, gn_model *m) {
     const tr_gguf_u32_key extra[] = {
         {"bpe_output_dim", 0, 1 << 24, &m->bpe_dim},
         {"bpe_pool_window", 1, 1 << 16, &m->pool_window},
-        {"self_cond_layer", 0, 1 << 16, &self_cond}, /* read, not used (§2.4) */
+        {"self_cond_layer", 0, 1 << 16,
+         &self_cond}, /* read, not used (docs/formats/granite_nar.md §2.4) */
     };
     if ((st = tr_gguf_req_u32_keys(f, EK, extra, sizeof extra / sizeof *extra))) return st;
     /* absent or wrongly typed → 0 (the old snapshot's scheme) */
@@ -54,7 +55,8 @@ static transcribe_status read_encoder_keys(const gguf_file *f, gn_model *m) {
         li = &last;
         n = 1;
     }
-    /* 1-based over block outputs; negative from the end; 0 = after block 0 (§5.1) */
+    /* 1-based over block outputs; negative from the end; 0 = after block 0
+     * (docs/formats/granite_nar.md §5.1) */
     for (int64_t i = 0; i < n; i++) {
         const int L = m->enc.n_layer, v = li[i];
         const int b = v > 0 ? v - 1 : v < 0 ? L + v : 0;
@@ -68,7 +70,7 @@ static transcribe_status read_encoder_keys(const gguf_file *f, gn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.5 projector ---- */
+/* ---- docs/formats/granite_nar.md §2.5 projector ---- */
 
 static transcribe_status read_projector_keys(const gguf_file *f, gn_model *m) {
     transcribe_status st;
@@ -117,7 +119,7 @@ static transcribe_status read_projector_keys(const gguf_file *f, gn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.6 text LM ---- */
+/* ---- docs/formats/granite_nar.md §2.6 text LM ---- */
 
 static transcribe_status read_text_keys(const gguf_file *f, gn_model *m) {
     transcribe_status st;
@@ -168,7 +170,7 @@ static transcribe_status read_text_keys(const gguf_file *f, gn_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.7 front end ---- */
+/* ---- docs/formats/granite_nar.md §2.7 front end ---- */
 
 static transcribe_status read_frontend(const gguf_file *f, gn_model *m) {
     transcribe_status st;
@@ -205,7 +207,7 @@ static transcribe_status read_caps(const gguf_file *f, gn_model *m) {
                                     &m->n_lang)))
         return st;
     const char *const *chars = NULL;
-    int64_t n_chars = 0; /* §2.3: loaded, never used */
+    int64_t n_chars = 0; /* docs/formats/granite_nar.md §2.3: loaded, never used */
     if ((st = tr_gguf_opt_arr_str(f, "stt.granite_nar.ctc_chars", 0, 1 << 20, &chars, &n_chars)))
         return st;
     const char *variant = NULL;
@@ -214,7 +216,7 @@ static transcribe_status read_caps(const gguf_file *f, gn_model *m) {
     return m->variant ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
-/* ---- §3 tensors ---- */
+/* ---- docs/formats/granite_nar.md §3 tensors ---- */
 
 typedef struct finder {
     const gguf_file *f;
@@ -319,14 +321,15 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = read_text_keys(f, m))) return st;
     if ((st = read_frontend(f, m))) return st;
     if ((st = read_caps(f, m))) return st;
-    /* §9: a tokenizer model other than gpt2 is NOT_IMPLEMENTED (absent / mistyped: GGUF) */
+    /* docs/formats/granite_nar.md §9: a tokenizer model other than gpt2 is NOT_IMPLEMENTED (absent
+     * / mistyped: GGUF) */
     const char *tm = NULL;
     if (tr_gguf_get_str(f, "tokenizer.ggml.model", &tm) == 1 && strcmp(tm, "gpt2") != 0) {
         TR_ERROR(WHO ": tokenizer.ggml.model '%s' is not implemented (gpt2 expected)", tm);
         return TRANSCRIBE_ERR_NOT_IMPLEMENTED;
     }
     if ((st = tr_tokenizer_load_gpt2(f, WHO, m->lm.n_vocab, &m->tok, &m->eos))) return st;
-    /* §6.1: emitted ids are channel − shift; they must be LM ids */
+    /* docs/formats/granite_nar.md §6.1: emitted ids are channel − shift; they must be LM ids */
     const int shift = m->bpe_blank == 0 ? 1 : 0;
     if (m->bpe_dim > 0 && m->bpe_dim - shift > m->lm.n_vocab) {
         TR_ERROR(WHO ": bpe_output_dim %d (blank id %d) maps past the %d-token vocabulary",

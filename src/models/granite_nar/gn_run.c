@@ -51,7 +51,8 @@ transcribe_status tr_gn_edit(const gn_model *m, tr_pool *pool, const float *audi
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    /* §5.3: audio rows ÷ embedding_multiplier (when > 0), then every row × it */
+    /* docs/formats/granite_nar.md §5.3: audio rows ÷ embedding_multiplier (when > 0), then every
+     * row × it */
     const float mult = hp->embedding_mult, inv = mult > 0.0f ? 1.0f / mult : 1.0f;
     for (size_t i = 0; i < (size_t)n_audio * D; i++) a[i] = audio[i] * inv;
     memset(ids, 0, (size_t)n_audio * sizeof(int32_t)); /* replaced by the audio rows */
@@ -68,7 +69,8 @@ done:
 }
 
 transcribe_status tr_gn_validate_run(const gn_model *m, const struct transcribe_run_params *p) {
-    (void)m; /* timestamps and language hints are the dispatcher's (§7, §8) */
+    (void)m; /* timestamps and language hints are the dispatcher's (docs/formats/granite_nar.md §7,
+                §8) */
     return tr_family_check_transcribe_only("granite_nar", p);
 }
 
@@ -83,7 +85,8 @@ static bool grow_ids(gn_session *s, int n) {
     return true;
 }
 
-/* The result row (§7): one segment over the whole clip, no words or tokens. */
+/* The result row (docs/formats/granite_nar.md §7): one segment over the whole clip, no words or
+ * tokens. */
 static transcribe_status fill_result(const gn_model *m, const int32_t *ids, int n, int n_samples,
                                      tr_result *res) {
     char *text = tr_tokenizer_decode(m->tok, ids, n, false);
@@ -161,7 +164,7 @@ transcribe_status tr_gn_run(gn_session *s, const float *pcm, int n_samples, tr_r
     memcpy(s->hyp, hyp, (size_t)n_hyp * sizeof(int32_t));
     s->n_hyp = n_hyp;
     if (n_hyp == 0) {
-        /* §6.1: no hypothesis, no edit: an empty transcript */
+        /* docs/formats/granite_nar.md §6.1: no hypothesis, no edit: an empty transcript */
         ctx->result->encode_ms = (float)s->encode_ms;
         st = fill_result(m, NULL, 0, n_samples, ctx->result);
         if (st == TRANSCRIBE_OK) tr_run_report_progress(ctx, 1.0);
@@ -214,7 +217,7 @@ done:
 /* ---- session ---- */
 
 static transcribe_status session_setup(gn_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* kv_type means nothing here: no cache (§8) */
+    s->pool = cfg->pool; /* kv_type means nothing here: no cache (docs/formats/granite_nar.md §8) */
     s->ceiling = cfg->n_ctx > 0 && cfg->n_ctx < s->m->max_pos ? cfg->n_ctx : s->m->max_pos;
     return TRANSCRIBE_OK;
 }
