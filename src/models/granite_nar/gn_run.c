@@ -161,7 +161,7 @@ transcribe_status tr_gn_run(gn_session *s, const float *pcm, int n_samples, tr_r
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    memcpy(s->hyp, hyp, (size_t)n_hyp * sizeof(int32_t));
+    if (n_hyp > 0) memcpy(s->hyp, hyp, (size_t)n_hyp * sizeof(int32_t));
     s->n_hyp = n_hyp;
     if (n_hyp == 0) {
         /* docs/formats/granite_nar.md §6.1: no hypothesis, no edit: an empty transcript */
