@@ -242,10 +242,10 @@ void tr_clm_kv_write_pos(tr_clm_kv *kv, int layer, int slot, int pos, const floa
 
 /* Attention of n_q query rows of one slot whose first query sits at
  * position p0, over cache rows [0, p0 + n_q) with the causal rule. */
-static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, int p0, int n_q,
+static void attend(const clm_pass *ps, tr_pool *pool, int layer, int slot, int p0, int n_q,
                    const float *q, float *o) {
-    const tr_clm_hparams *hp = &st->hp;
-    const tr_clm_kv *kv = &st->kv;
+    const tr_clm_hparams *hp = ps->hp;
+    const tr_clm_kv *kv = ps->kv;
     const int Q = hp->n_head * hp->head_dim;
     size_t base = tr_clm_kv_base(kv, layer, slot);
     tr_attn_args a = {
@@ -275,24 +275,50 @@ static void attend(const tr_clm_state *st, tr_pool *pool, int layer, int slot, i
     }
 }
 
-/* Runs the R rows of x through every block. The rows are n_seg runs
- * (segs, in row order): a prefill pass has one run per slot, a step one
- * run of one row per batch row. */
-static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const clm_seg *segs,
+/* Bidirectional attention of the R rows of one pass over their own K/V
+ * (no cache, no mask): every row attends to every row. */
+static void attend_all(const clm_pass *ps, tr_pool *pool, int R, const float *q, const float *k,
+                       const float *v, float *o) {
+    const tr_clm_hparams *hp = ps->hp;
+    const int Q = hp->n_head * hp->head_dim, K = hp->n_head_kv * hp->head_dim;
+    tr_attn_args a = {
+        .q = q,
+        .q_stride = Q,
+        .k = k,
+        .v = v,
+        .kv_stride = K,
+        .out = o,
+        .out_stride = Q,
+        .n_q = R,
+        .n_kv = R,
+        .kv_valid = R,
+        .n_head = hp->n_head,
+        .n_head_kv = hp->n_head_kv,
+        .head_dim = hp->head_dim,
+        .scale = hp->attention_mult > 0 ? hp->attention_mult : 1.0f / sqrtf((float)hp->head_dim),
+    };
+    tr_attention(pool, &a);
+}
+
+size_t tr_clm_scratch_floats(const tr_clm_hparams *hp, int rows) {
+    return scratch_floats(hp, rows);
+}
+
+bool tr_clm_blocks_fwd(const clm_pass *ps, tr_pool *pool, float *x, int R, const clm_seg *segs,
                        int n_seg) {
-    const tr_clm_hparams *hp = &st->hp;
+    const tr_clm_hparams *hp = ps->hp;
     const int D = hp->d_model, Q = hp->n_head * hp->head_dim, K = hp->n_head_kv * hp->head_dim,
               F = hp->d_ffn, hd = hp->head_dim;
     const size_t r = (size_t)R;
-    float *h = st->scratch, *q = h + r * D, *k = q + r * Q, *v = k + r * K, *o = v + r * K,
+    float *h = ps->scratch, *q = h + r * D, *k = q + r * Q, *v = k + r * K, *o = v + r * K,
           *g = o + r * Q, *u = g + r * F, *t = u + r * F;
-    int32_t *p32 = st->pos32;
+    int32_t *p32 = ps->pos32;
     for (int s = 0, i = 0; s < n_seg; s++)
         for (int j = 0; j < segs[s].n; j++) p32[i++] = segs[s].p0 + j;
     const float rm = hp->residual_mult;
 
     for (int l = 0; l < hp->n_layer; l++) {
-        const tr_clm_block *b = &st->w.blocks[l];
+        const tr_clm_block *b = &ps->w->blocks[l];
         tr_rms_norm(pool, x, h, R, D, b->norm_attn, hp->eps);
         const tr_tensor *qkv_w[3] = {b->wq, b->wk, b->wv};
         float *qkv_y[3] = {q, k, v};
@@ -303,12 +329,16 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const c
         }
         tr_rope(q, R, hp->n_head, hd, Q, p32, hd, hp->rope_theta, true);
         tr_rope(k, R, hp->n_head_kv, hd, K, p32, hd, hp->rope_theta, true);
-        for (int s = 0, i0 = 0; s < n_seg; i0 += segs[s].n, s++) {
-            for (int j = 0; j < segs[s].n; j++)
-                tr_clm_kv_write_pos(&st->kv, l, segs[s].slot, segs[s].p0 + j,
-                                    k + (size_t)(i0 + j) * K, v + (size_t)(i0 + j) * K);
-            attend(st, pool, l, segs[s].slot, segs[s].p0, segs[s].n, q + (size_t)i0 * Q,
-                   o + (size_t)i0 * Q);
+        if (!ps->kv) {
+            attend_all(ps, pool, R, q, k, v, o);
+        } else {
+            for (int s = 0, i0 = 0; s < n_seg; i0 += segs[s].n, s++) {
+                for (int j = 0; j < segs[s].n; j++)
+                    tr_clm_kv_write_pos(ps->kv, l, segs[s].slot, segs[s].p0 + j,
+                                        k + (size_t)(i0 + j) * K, v + (size_t)(i0 + j) * K);
+                attend(ps, pool, l, segs[s].slot, segs[s].p0, segs[s].n, q + (size_t)i0 * Q,
+                       o + (size_t)i0 * Q);
+            }
         }
         tr_linear(pool, b->wo, NULL, o, R, t);
         tr_add_scaled(x, x, t, rm, (long)R * D);
@@ -321,18 +351,31 @@ static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const c
         for (size_t i = 0; i < r * F; i++) g[i] *= u[i];
         tr_linear(pool, b->down, NULL, g, R, t);
         tr_add_scaled(x, x, t, rm, (long)R * D);
+        if (ps->should_abort && l + 1 < hp->n_layer && ps->should_abort(ps->abort_user))
+            return false;
     }
+    return true;
 }
 
-/* Final norm + head on R rows of x → logits [R][V] (x is overwritten). */
-static void head_fwd(const tr_clm_state *st, tr_pool *pool, float *x, int R, float *logits) {
-    const tr_clm_hparams *hp = &st->hp;
-    tr_rms_norm(pool, x, x, R, hp->d_model, st->w.out_norm, hp->eps);
-    tr_linear(pool, st->w.head, NULL, x, R, logits);
+void tr_clm_head_fwd(const tr_clm_hparams *hp, const tr_clm_weights *w, tr_pool *pool, float *x,
+                     int R, float *logits) {
+    tr_rms_norm(pool, x, x, R, hp->d_model, w->out_norm, hp->eps);
+    tr_linear(pool, w->head, NULL, x, R, logits);
     if (hp->logits_scale != 1.0f && hp->logits_scale != 0.0f) {
         const float s = 1.0f / hp->logits_scale;
         for (size_t i = 0; i < (size_t)R * hp->n_vocab; i++) logits[i] *= s;
     }
+}
+
+/* The cached pass of the state's rows. */
+static void blocks_fwd(tr_clm_state *st, tr_pool *pool, float *x, int R, const clm_seg *segs,
+                       int n_seg) {
+    const clm_pass ps = {&st->hp, &st->w, &st->kv, st->scratch, st->pos32, NULL, NULL};
+    (void)tr_clm_blocks_fwd(&ps, pool, x, R, segs, n_seg);
+}
+
+static void head_fwd(const tr_clm_state *st, tr_pool *pool, float *x, int R, float *logits) {
+    tr_clm_head_fwd(&st->hp, &st->w, pool, x, R, logits);
 }
 
 int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, float *logits) {

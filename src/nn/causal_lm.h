@@ -149,6 +149,16 @@ const float *tr_clm_step_logits(const tr_clm_state *st, int b);
 bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n, int p0, int slot,
                      int32_t *next);
 
+/* One bidirectional pass (causal_lm_bidi.c; docs/formats/granite_nar.md §6.3): the n rows of x
+ * [n][d_model] (input embeddings, consumed) through every block with no causal mask and no KV
+ * cache (each row attends to all n rows, RoPE positions 0..n-1), then the final norm and head
+ * on rows [head_from, n) only: argmax[i] (ties → lowest id) and, when logits is not NULL,
+ * logits [(n - head_from)][n_vocab] of row head_from + i. should_abort (may be NULL) is polled
+ * between blocks. OK, ABORTED, OOM (logged), INVALID_ARG on bad arguments. */
+transcribe_status tr_clm_bidi(const tr_clm_hparams *hp, const tr_clm_weights *w, tr_pool *pool,
+                              float *x, int n, int head_from, int32_t *argmax, float *logits,
+                              bool (*should_abort)(void *user), void *abort_user);
+
 /* Greedy loop parameters (docs/formats/causal-lm.md §7 Qwen3-ASR column by default). */
 typedef struct tr_clm_greedy_cfg {
     int eos;

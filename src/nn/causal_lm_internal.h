@@ -12,6 +12,33 @@ typedef struct clm_seg {
 
 typedef struct clm_step1 clm_step1; /* causal_lm_step.c */
 
+/* What one pass of rows through the blocks uses: the LM, the cache (NULL: a
+ * bidirectional pass, causal_lm_bidi.c: the rows attend to each other with
+ * no mask and nothing is cached), scratch of tr_clm_scratch_floats(rows)
+ * floats and one position per row. */
+typedef struct clm_pass {
+    const tr_clm_hparams *hp;
+    const tr_clm_weights *w;
+    tr_clm_kv *kv;
+    float *scratch;
+    int32_t *pos32;
+    bool (*should_abort)(void *user); /* polled between blocks; NULL = never */
+    void *abort_user;
+} clm_pass;
+
+/* Scratch floats of a pass of `rows` rows. */
+size_t tr_clm_scratch_floats(const tr_clm_hparams *hp, int rows);
+/* Runs the R rows of x through every block (causal_lm.c). The rows are
+ * n_seg runs (segs, in row order): a prefill pass has one run per slot, a
+ * step one run of one row per batch row; a bidirectional pass (kv NULL)
+ * one run at p0 = 0. false when should_abort stopped it between blocks. */
+bool tr_clm_blocks_fwd(const clm_pass *ps, tr_pool *pool, float *x, int R, const clm_seg *segs,
+                       int n_seg);
+/* Final RMSNorm + head on R rows of x → logits [R][n_vocab] (x is
+ * overwritten), ÷ logits_scale. */
+void tr_clm_head_fwd(const tr_clm_hparams *hp, const tr_clm_weights *w, tr_pool *pool, float *x,
+                     int R, float *logits);
+
 struct tr_clm_state {
     tr_clm_hparams hp;
     tr_clm_weights w;

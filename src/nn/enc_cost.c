@@ -73,3 +73,39 @@ double tr_enc_cost_fc_pass(const tr_fc_hparams *hp, long T_mel, long *T_out) {
     *T_out = t[S];
     return f + hp->n_layers * layer;
 }
+
+bool tr_enc_cost_granite(const struct gguf_file *g, const char *prefix, int64_t n, tr_enc_cost *out,
+                         const char **why) {
+    char k[160];
+#define GK(name) (snprintf(k, sizeof k, "%s%s", prefix, name), k)
+    const double L = tr_enc_cost_u32(g, GK("n_layers"), 0), d = tr_enc_cost_u32(g, GK("hidden"), 0),
+                 in = tr_enc_cost_u32(g, GK("input_dim"), 0),
+                 V = tr_enc_cost_u32(g, GK("output_dim"), 0);
+    const double F = d * tr_enc_cost_u32(g, GK("feedforward_mult"), 0),
+                 c = d * tr_enc_cost_u32(g, GK("conv_expansion"), 0),
+                 kk = tr_enc_cost_u32(g, GK("conv_kernel_size"), 0);
+    const long C = tr_enc_cost_u32(g, GK("context_size"), 0);
+#undef GK
+    const long hop = tr_enc_cost_u32(g, "stt.frontend.hop_length", 160);
+    if (!L || !d || !in || !V || !F || !c || !kk || C <= 0 || hop <= 0) {
+        *why = "missing granite encoder keys";
+        return false;
+    }
+    const long T = (long)(n / hop / 2); /* stacked frames */
+    double attn = 0;                    /* Σ over blocks of n_b² */
+    for (long r0 = 0; r0 < T; r0 += C) {
+        const double nb = (double)(T - r0 < C ? T - r0 : C);
+        attn += nb * nb;
+    }
+    const double layer = 8 * T * d * F                     /* two macaron FFNs */
+                         + 8 * T * d * d                   /* Q, K, V, O */
+                         + 6 * attn * d                    /* content, Shaw position, PV */
+                         + 2 * T * d * 2 * c               /* pointwise 1 (GLU input) */
+                         + 2 * T * c * kk + 2 * T * c * d; /* depthwise, pointwise 2 */
+    out->windows = 1;
+    out->gflop = (2 * T * in * d + L * layer + 4 * T * d * V) * 1e-9;
+    out->frames = (int)T;
+    out->gemm_k = (int)d;
+    out->gemm_n = (int)F;
+    return true;
+}

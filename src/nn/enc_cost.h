@@ -52,4 +52,12 @@ bool tr_enc_cost_whisper(const struct gguf_file *g, const char *family, uint32_t
  * Returns FLOPs; *T_out gets the encoder frames. */
 double tr_enc_cost_fc_pass(const tr_fc_hparams *hp, long T_mel, long *T_out);
 
+/* Granite's Conformer (granite_conformer.h) on n samples, under the keys prefix (e.g.
+ * "stt.granite.encoder."): the input linear, per block two macaron FFNs, Q/K/V/O, the
+ * block-local attention Σ_blocks 6·n_b²·d (content, Shaw position, PV), the conv module (two
+ * pointwise convs, depthwise k taps), and the mid char-CTC head and bypass. T = n / hop / 2
+ * stacked frames. out->family is left to the caller. false with *why when keys are missing. */
+bool tr_enc_cost_granite(const struct gguf_file *g, const char *prefix, int64_t n, tr_enc_cost *out,
+                         const char **why);
+
 #endif

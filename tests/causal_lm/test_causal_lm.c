@@ -120,8 +120,10 @@ static void ref_rope(double *v, int pos) {
     }
 }
 
-/* Logits of the last of n positions whose input rows are x0 [n][D]. */
-static void ref_forward(const model *m, const double *x0, int n, double *logits) {
+/* Logits of rows row0..n-1 of n positions whose input rows are x0 [n][D], causal or
+ * bidirectional (every position attends to all n). */
+static void ref_forward_ex(const model *m, const double *x0, int n, bool causal, int row0,
+                           double *logits) {
     double *x = malloc(sizeof(double) * (size_t)n * D);
     double *K = malloc(sizeof(double) * (size_t)n * KD),
            *Vv = malloc(sizeof(double) * (size_t)n * KD);
@@ -148,17 +150,18 @@ static void ref_forward(const model *m, const double *x0, int n, double *logits)
             for (int hh = 0; hh < NH; hh++) {
                 int g = hh / (NH / NKV);
                 double mx = -1e300, sum = 0;
-                for (int k = 0; k <= p; k++) {
+                const int kn = causal ? p : n - 1;
+                for (int k = 0; k <= kn; k++) {
                     double s = 0;
                     for (int d = 0; d < HD; d++)
                         s += Qm[p * QD + hh * HD + d] * K[k * KD + g * HD + d];
                     sc[k] = s / sqrt((double)HD);
                     if (sc[k] > mx) mx = sc[k];
                 }
-                for (int k = 0; k <= p; k++) sum += (sc[k] = exp(sc[k] - mx));
+                for (int k = 0; k <= kn; k++) sum += (sc[k] = exp(sc[k] - mx));
                 for (int d = 0; d < HD; d++) {
                     double a = 0;
-                    for (int k = 0; k <= p; k++) a += sc[k] * Vv[k * KD + g * HD + d];
+                    for (int k = 0; k <= kn; k++) a += sc[k] * Vv[k * KD + g * HD + d];
                     o[hh * HD + d] = a / sum;
                 }
             }
@@ -173,12 +176,18 @@ static void ref_forward(const model *m, const double *x0, int n, double *logits)
             for (int i = 0; i < D; i++) x[p * D + i] += y[i];
         }
     }
-    ref_rms(x + (n - 1) * D, h, D, m->out_norm);
-    ref_lin(m->f32[L * 7], D, V, h, logits);
+    for (int r = row0; r < n; r++) {
+        ref_rms(x + r * D, h, D, m->out_norm);
+        ref_lin(m->f32[L * 7], D, V, h, logits + (size_t)(r - row0) * V);
+    }
     free(x);
     free(K);
     free(Vv);
     free(Qm);
+}
+
+static void ref_forward(const model *m, const double *x0, int n, double *logits) {
+    ref_forward_ex(m, x0, n, true, n - 1, logits);
 }
 
 static void ref_embed(const model *m, const int32_t *ids, int n, double *x) {
@@ -487,7 +496,69 @@ static void test_embed(void) {
     model_free(&m);
 }
 
+/* The bidirectional pass (causal_lm_bidi.c) against the reference without a mask: logits of
+ * the head rows, argmax, and an abort between blocks. */
+static int n_bidi_polls;
+static bool abort_first(void *u) {
+    (void)u;
+    n_bidi_polls++;
+    return true;
+}
+
+static void test_bidi(int type, int n, int row0, double tol) {
+    model m;
+    model_init(&m, type);
+    int32_t ids[600];
+    make_prompt(ids, n, 3);
+    const int R = n - row0;
+    double *xr = malloc(sizeof(double) * (size_t)n * D), *lr = malloc(sizeof(double) * R * V);
+    ref_embed(&m, ids, n, xr);
+    ref_forward_ex(&m, xr, n, false, row0, lr);
+    float *x = malloc(sizeof(float) * (size_t)n * D), *lg = malloc(sizeof(float) * R * V);
+    int32_t *am = malloc(sizeof(int32_t) * R), *am2 = malloc(sizeof(int32_t) * R);
+    tr_clm_embed(&m.hp, &m.w, ids, n, NULL, 0, 0, x);
+    CHECK(tr_clm_bidi(&m.hp, &m.w, NULL, x, n, row0, am, lg, NULL, NULL) == TRANSCRIBE_OK);
+    double err = 0;
+    for (int i = 0; i < R * V; i++) {
+        double d = fabs(lg[i] - lr[i]);
+        if (d > err) err = d;
+    }
+    CHECK_MSG(err <= tol, "bidi type %s n %d: max |logit diff| %g > %g", tr_type_name(type), n, err,
+              tol);
+    int same = 0;
+    for (int r = 0; r < R; r++) same += am[r] == ref_argmax(lr + (size_t)r * V, V);
+    CHECK_MSG(same == R || err > 0, "bidi argmax %d of %d rows", same, R);
+    /* the causal prefill of the same rows differs (the mask matters) */
+    double lc[V];
+    ref_forward(&m, xr, n, lc);
+    double diff = 0;
+    for (int i = 0; i < V; i++) diff = fmax(diff, fabs(lc[i] - lr[(size_t)(R - 1) * V + i]));
+    CHECK(n == 1 || diff > 1e-3);
+    /* without a logits buffer: the same argmax */
+    tr_clm_embed(&m.hp, &m.w, ids, n, NULL, 0, 0, x);
+    CHECK(tr_clm_bidi(&m.hp, &m.w, NULL, x, n, row0, am2, NULL, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(memcmp(am, am2, sizeof(int32_t) * R) == 0);
+    /* abort between blocks, bad arguments */
+    n_bidi_polls = 0;
+    tr_clm_embed(&m.hp, &m.w, ids, n, NULL, 0, 0, x);
+    CHECK(tr_clm_bidi(&m.hp, &m.w, NULL, x, n, row0, am2, NULL, abort_first, NULL) ==
+          TRANSCRIBE_ERR_ABORTED);
+    CHECK(n_bidi_polls == 1);
+    CHECK(tr_clm_bidi(&m.hp, &m.w, NULL, x, n, n, am2, NULL, NULL, NULL) ==
+          TRANSCRIBE_ERR_INVALID_ARG);
+    free(xr);
+    free(lr);
+    free(x);
+    free(lg);
+    free(am);
+    free(am2);
+    model_free(&m);
+}
+
 int main(void) {
+    test_bidi(TR_F32, 13, 5, 2e-4);
+    test_bidi(TR_F32, 70, 20, 5e-4); /* 50 head rows: two head chunks */
+    test_bidi(TR_F16, 9, 0, 2e-4);
     test_embed();
     test_prefill(TR_F32, false, 11, 2e-4);
     test_prefill(TR_F32, false, 300, 5e-4); /* two prefill chunks */

@@ -14,7 +14,7 @@
 #include "audio/mel.h"
 #include "core/family.h"
 #include "nn/causal_lm.h"
-#include "nn/depthwise.h"
+#include "nn/granite_conformer.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
@@ -27,28 +27,11 @@ struct tr_tokenizer;
 #define GS_N_QUERY     3   /* docs/formats/granite_speech.md §3.4 learned queries per window */
 #define GS_MAX_SPEAKER 64  /* speaker rows kept per result */
 
-typedef struct gs_enc_hparams {
-    int n_layer, d, n_head, head_dim, in_dim, out_dim, d_ffn, kernel, d_conv, max_pos, ctx;
-    int n_cat, cat[GS_MAX_CAT]; /* 1-based block counts whose output is concatenated */
-} gs_enc_hparams;
-
 typedef struct gs_proj_hparams {
     int n_layer, d, d_ffn, n_head, enc_d;
     float eps;
     int window, downsample, n_query;
 } gs_proj_hparams;
-
-/* One Conformer block (docs/formats/granite_speech.md §3.3). The depthwise taps (BatchNorm folded)
- * live in `dw` so the shared depthwise pass (nn/depthwise.h) can run them. */
-typedef struct gs_enc_block {
-    tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_post;
-    tr_nn_linear ff1_up, ff1_down, ff2_up, ff2_down;
-    tr_nn_linear q, kv, out; /* q, kv without bias */
-    float *rel_pos;          /* [2*max_pos+1][head_dim] F32, owned */
-    tr_tensor pw1_view, pw2_view;
-    tr_nn_linear pw1, pw2;
-    tr_nn_dw dw; /* w [k][d_conv] then b [d_conv], one owned allocation */
-} gs_enc_block;
 
 typedef struct gs_qf_layer {
     tr_nn_linear sq, sk, sv, so, cq, ck, cv, co, up, down;
@@ -60,14 +43,14 @@ typedef struct gs_special {
 } gs_special;
 
 typedef struct gs_model {
-    gs_enc_hparams enc;
+    tr_gc_hparams enc;          /* the shared Conformer (nn/granite_conformer.h) */
+    int n_cat, cat[GS_MAX_CAT]; /* 1-based block counts whose output is concatenated */
     gs_proj_hparams proj;
     tr_clm_hparams lm;
     int max_pos; /* decoder.max_position_embeddings: the context ceiling */
     bool tied;
 
-    tr_nn_linear input_linear, ctc_proj, ctc_bypass;
-    gs_enc_block *blocks;
+    tr_gc_weights enc_w;
     float *query; /* [n_query][proj.d] F32, owned */
     tr_nn_norm qf_norm;
     gs_qf_layer *qf;

@@ -18,37 +18,8 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
 
 /* Granite Speech Conformer (docs/formats/granite_speech.md §6.1) on n samples. */
 static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out, const char **why) {
-#define GK(name) "stt.granite.encoder." name
-    const double L = tr_enc_cost_u32(g, GK("n_layers"), 0), d = tr_enc_cost_u32(g, GK("hidden"), 0),
-                 in = tr_enc_cost_u32(g, GK("input_dim"), 0),
-                 V = tr_enc_cost_u32(g, GK("output_dim"), 0),
-                 F = d * tr_enc_cost_u32(g, GK("feedforward_mult"), 0),
-                 c = d * tr_enc_cost_u32(g, GK("conv_expansion"), 0),
-                 k = tr_enc_cost_u32(g, GK("conv_kernel_size"), 0);
-    const long C = tr_enc_cost_u32(g, GK("context_size"), 0);
-#undef GK
-    const long hop = tr_enc_cost_u32(g, "stt.frontend.hop_length", 160);
-    if (!L || !d || !in || !V || !F || !c || !k || C <= 0 || hop <= 0) {
-        *why = "missing granite encoder keys";
-        return false;
-    }
-    const long T = n / hop / 2; /* stacked frames: tr_gs_enc_frames */
-    double attn = 0;            /* Σ over blocks of n_b² */
-    for (long r0 = 0; r0 < T; r0 += C) {
-        const double nb = (double)(T - r0 < C ? T - r0 : C);
-        attn += nb * nb;
-    }
-    const double layer = 8 * T * d * F                    /* two macaron FFNs */
-                         + 8 * T * d * d                  /* Q, K, V, O */
-                         + 6 * attn * d                   /* content, Shaw position, PV */
-                         + 2 * T * d * 2 * c              /* pointwise 1 (GLU input) */
-                         + 2 * T * c * k + 2 * T * c * d; /* depthwise, pointwise 2 */
+    if (!tr_enc_cost_granite(g, "stt.granite.encoder.", n, out, why)) return false;
     out->family = "granite_speech";
-    out->windows = 1;
-    out->gflop = (2 * T * in * d + L * layer + 4 * T * d * V) * 1e-9;
-    out->frames = (int)T;
-    out->gemm_k = (int)d;
-    out->gemm_n = (int)F;
     return true;
 }
 

@@ -21,7 +21,6 @@
 
 #define ERR_GGUF     TRANSCRIBE_ERR_GGUF
 #define GS_TYPES_ANY 0x7fffffffu
-#define GS_BN_EPS    1e-5f
 #define GS_MAX_STRS  4096
 
 #define req_u32  tr_gguf_req_u32
@@ -32,46 +31,20 @@
 
 static transcribe_status read_encoder_keys(const gguf_file *f, gs_model *m) {
     transcribe_status st;
-    gs_enc_hparams *e = &m->enc;
-    int mult, exp;
 #define EK "stt.granite.encoder."
-    const tr_gguf_u32_key sizes[] = {
-        {"n_layers", 1, 256, &e->n_layer},     {"hidden", 1, 1 << 16, &e->d},
-        {"n_heads", 1, 1024, &e->n_head},      {"head_dim", 1, 4096, &e->head_dim},
-        {"input_dim", 2, 1 << 14, &e->in_dim}, {"output_dim", 1, 1 << 16, &e->out_dim},
-        {"feedforward_mult", 1, 64, &mult},    {"conv_kernel_size", 1, 255, &e->kernel},
-        {"conv_expansion", 1, 64, &exp},       {"max_pos_emb", 1, 1 << 20, &e->max_pos},
-        {"context_size", 1, 1 << 20, &e->ctx},
-    };
-    if ((st = tr_gguf_req_u32_keys(f, EK, sizes, sizeof sizes / sizeof *sizes))) return st;
+    if ((st = tr_gc_read_keys(f, EK, "granite_speech", &m->enc))) return st;
     const int32_t *cat = NULL;
     int64_t n_cat = 0;
     if ((st = tr_gguf_opt_arr_i32(f, EK "cat_hidden_layers", 0, GS_MAX_CAT, &cat, &n_cat)))
         return st;
     for (int64_t i = 0; i < n_cat; i++) {
-        if (cat[i] < 0 || cat[i] >= e->n_layer)
+        if (cat[i] < 0 || cat[i] >= m->enc.n_layer)
             return tr_gguf_key_error(EK "cat_hidden_layers", "ARRAY[INT32]",
-                                     "entry %d is outside [0, %d)", (int)cat[i], e->n_layer);
-        e->cat[i] = cat[i];
+                                     "entry %d is outside [0, %d)", (int)cat[i], m->enc.n_layer);
+        m->cat[i] = cat[i];
     }
-    e->n_cat = (int)n_cat;
+    m->n_cat = (int)n_cat;
 #undef EK
-    e->d_ffn = e->d * mult;
-    e->d_conv = e->d * exp;
-    if (e->n_head * e->head_dim != e->d) {
-        TR_ERROR("granite_speech: encoder n_heads %d x head_dim %d != hidden %d", e->n_head,
-                 e->head_dim, e->d);
-        return ERR_GGUF;
-    }
-    if (e->ctx > e->max_pos) {
-        TR_ERROR("granite_speech: encoder context_size %d exceeds max_pos_emb %d", e->ctx,
-                 e->max_pos);
-        return ERR_GGUF;
-    }
-    if (e->kernel % 2 == 0) {
-        TR_ERROR("granite_speech: conv_kernel_size %d must be odd (symmetric padding)", e->kernel);
-        return ERR_GGUF;
-    }
     return TRANSCRIBE_OK;
 }
 
@@ -99,11 +72,11 @@ static transcribe_status read_projector_keys(const gguf_file *f, gs_model *m) {
                  p->n_head);
         return ERR_GGUF;
     }
-    const int want = m->enc.d * (1 + m->enc.n_cat);
+    const int want = m->enc.d * (1 + m->n_cat);
     if (p->enc_d != want) {
         TR_ERROR("granite_speech: projector encoder_hidden_size %d != encoder hidden %d x (1 + %d "
                  "cat_hidden_layers) = %d",
-                 p->enc_d, m->enc.d, m->enc.n_cat, want);
+                 p->enc_d, m->enc.d, m->n_cat, want);
         return ERR_GGUF;
     }
     if ((st = req_u32(f, "stt.granite.downsample_rate", 1, 1 << 10, &p->downsample))) return st;
@@ -274,68 +247,6 @@ static void norm(finder *fd, tr_nn_norm *n, const char *fmt, int i, const char *
     n->b = vec(fd, nm(fd, fmt, i, s), d);
 }
 
-/* A {1, in, out} pointwise conv kernel viewed as the {in, out} linear. */
-static void pointwise(finder *fd, tr_tensor *view, tr_nn_linear *l, int i, const char *stem,
-                      int64_t in, int64_t out) {
-    char s[96];
-    snprintf(s, sizeof s, "%s.weight", stem);
-    const int64_t ne[3] = {1, in, out};
-    const tr_tensor *t =
-        tr_gguf_require_tensor(fd->f, nm(fd, "enc.blocks.%d.", i, s), TR_TYPES_CONV, 3, ne);
-    if (!t) {
-        fd->bad = true;
-        return;
-    }
-    *view = *t;
-    view->n_dims = 2;
-    view->ne[0] = in;
-    view->ne[1] = out;
-    view->ne[2] = view->ne[3] = 1;
-    view->nb1 = tr_row_bytes(t->type, in);
-    l->w = view;
-    snprintf(s, sizeof s, "%s.bias", stem);
-    l->b = vec(fd, nm(fd, "enc.blocks.%d.", i, s), out);
-}
-
-/* Depthwise taps [k][d_conv] F32 with BatchNorm (ε 1e-5) folded in, and the
- * folded shift as bias (docs/formats/granite_speech.md §6.1.2). */
-static transcribe_status depthwise(finder *fd, const gs_enc_hparams *e, int i, gs_enc_block *b) {
-    const int k = e->kernel, c = e->d_conv;
-    const int64_t ne[3] = {k, 1, c};
-    const tr_tensor *w = tr_gguf_require_tensor(
-        fd->f, nm(fd, "enc.blocks.%d.", i, "conv.depthwise.weight"), TR_TYPES_CONV, 3, ne);
-    const float *g = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.weight"), c);
-    const float *be = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.bias"), c);
-    const float *mu = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.running_mean"), c);
-    const float *var = vec(fd, nm(fd, "enc.blocks.%d.", i, "conv.bn.running_var"), c);
-    if (!w || fd->bad) {
-        fd->bad = true;
-        return ERR_GGUF;
-    }
-    for (int j = 0; j < c; j++)
-        if (!(var[j] + GS_BN_EPS > 0.0f)) {
-            TR_ERROR("granite_speech: block %d conv.bn.running_var[%d] = %g is not a variance", i,
-                     j, (double)var[j]);
-            return ERR_GGUF;
-        }
-    float *taps = malloc(sizeof(float) * (size_t)(k + 3) * (size_t)c);
-    if (!taps) return TRANSCRIBE_ERR_OOM;
-    b->dw.w = taps;
-    b->dw.b = taps + (size_t)k * c;
-    float *scale = b->dw.b + c, *shift = scale + c;
-    tr_nn_bn_fold(g, be, mu, var, c, GS_BN_EPS, scale, shift);
-    for (int ch = 0; ch < c; ch++) {
-        for (int j = 0; j < k; j++) {
-            size_t at = (size_t)ch * k + j;
-            float v = w->type == TR_F16 ? tr_f16_to_f32(((const uint16_t *)w->data)[at])
-                                        : ((const float *)w->data)[at];
-            taps[(size_t)j * c + ch] = v * scale[ch];
-        }
-        b->dw.b[ch] = shift[ch];
-    }
-    return TRANSCRIBE_OK;
-}
-
 /* Rows of a (possibly block-quantized) table widened to F32 (owned). */
 static float *widen(const tr_tensor *t, int rows, int cols) {
     float *out = malloc((size_t)rows * (size_t)cols * sizeof(float));
@@ -349,47 +260,6 @@ static float *widen(const tr_tensor *t, int rows, int cols) {
     }
     free(ids);
     return out;
-}
-
-static transcribe_status read_encoder(finder *fd, gs_model *m) {
-    const gs_enc_hparams *e = &m->enc;
-    const int64_t d = e->d;
-    m->input_linear.w = mat(fd, "enc.input_linear.weight", e->in_dim, d, TR_TYPES_LINEAR);
-    m->input_linear.b = vec(fd, "enc.input_linear.bias", d);
-    m->ctc_proj.w = mat(fd, "enc.ctc_proj.weight", d, e->out_dim, TR_TYPES_LINEAR);
-    m->ctc_proj.b = vec(fd, "enc.ctc_proj.bias", e->out_dim);
-    m->ctc_bypass.w = mat(fd, "enc.ctc_bypass.weight", e->out_dim, d, TR_TYPES_LINEAR);
-    m->ctc_bypass.b = vec(fd, "enc.ctc_bypass.bias", d);
-    if (fd->bad) return ERR_GGUF;
-    m->blocks = calloc((size_t)e->n_layer, sizeof *m->blocks);
-    if (!m->blocks) return TRANSCRIBE_ERR_OOM;
-    const char *P = "enc.blocks.%d.";
-    for (int i = 0; i < e->n_layer; i++) {
-        gs_enc_block *b = &m->blocks[i];
-        norm(fd, &b->norm_ff1, P, i, "norm_ff1", d);
-        lin(fd, &b->ff1_up, P, i, "ff1.up", d, e->d_ffn, true);
-        lin(fd, &b->ff1_down, P, i, "ff1.down", e->d_ffn, d, true);
-        norm(fd, &b->norm_attn, P, i, "norm_attn", d);
-        lin(fd, &b->q, P, i, "attn.q", d, d, false);
-        lin(fd, &b->kv, P, i, "attn.kv", d, 2 * d, false);
-        lin(fd, &b->out, P, i, "attn.out", d, d, true);
-        const int rows = 2 * e->max_pos + 1;
-        const tr_tensor *rp =
-            mat(fd, nm(fd, P, i, "attn.rel_pos_emb.weight"), e->head_dim, rows, TR_TYPES_LINEAR);
-        norm(fd, &b->norm_conv, P, i, "norm_conv", d);
-        pointwise(fd, &b->pw1_view, &b->pw1, i, "conv.pointwise1", d, 2 * e->d_conv);
-        pointwise(fd, &b->pw2_view, &b->pw2, i, "conv.pointwise2", e->d_conv, d);
-        norm(fd, &b->norm_ff2, P, i, "norm_ff2", d);
-        lin(fd, &b->ff2_up, P, i, "ff2.up", d, e->d_ffn, true);
-        lin(fd, &b->ff2_down, P, i, "ff2.down", e->d_ffn, d, true);
-        norm(fd, &b->norm_post, P, i, "norm_post", d);
-        if (fd->bad) return ERR_GGUF;
-        transcribe_status st = depthwise(fd, e, i, b);
-        if (st) return st;
-        b->rel_pos = widen(rp, rows, e->head_dim);
-        if (!b->rel_pos) return TRANSCRIBE_ERR_OOM;
-    }
-    return TRANSCRIBE_OK;
 }
 
 static transcribe_status read_projector(finder *fd, gs_model *m) {
@@ -442,8 +312,9 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
     if ((st = read_frontend(f, m))) return st;
     if ((st = read_tokenizer(f, m))) return st;
     if ((st = read_caps(f, m))) return st;
+    if ((st = tr_gc_load(f, "granite_speech", &tr_gc_names_granite_speech, &m->enc, &m->enc_w)))
+        return st;
     finder fd = {.f = f};
-    if ((st = read_encoder(&fd, m))) return st;
     if ((st = read_projector(&fd, m))) return st;
     /* the text LM, on the shared causal-LM loader */
     if ((st = tr_clm_load_weights(f, "granite_speech", &m->lm, m->tied, GS_TYPES_ANY, &m->lm_blocks,
@@ -457,7 +328,7 @@ static transcribe_status load_gguf(const gguf_file *f, void *model) {
                     : 0;
     TR_INFO("granite_speech: loaded %s (encoder %d x %d, cat %d, projector %d x %d, LM %d x %d, "
             "vocab %d, %s head)",
-            *m->variant ? m->variant : "(no variant)", m->enc.n_layer, m->enc.d, m->enc.n_cat,
+            *m->variant ? m->variant : "(no variant)", m->enc.n_layer, m->enc.d, m->n_cat,
             m->proj.n_layer, m->proj.d, m->lm.n_layer, m->lm.d_model, m->lm.n_vocab,
             m->tied ? "tied" : "untied");
     return TRANSCRIBE_OK;
@@ -467,15 +338,12 @@ TR_FAMILY_GGUF_LOAD(gs, "granite_speech", load_gguf)
 
 void tr_gs_model_free(gs_model *m) {
     if (!m) return;
-    for (int i = 0; m->blocks && i < m->enc.n_layer; i++) {
-        free(m->blocks[i].rel_pos);
-        free(m->blocks[i].dw.w);
-    }
+    tr_gc_free(&m->enc, &m->enc_w);
     tr_tokenizer_free(m->tok);
     tr_strv_free(m->lang, m->n_lang);
     tr_strv_free(m->targets, m->n_targets);
     tr_strv_free(m->pairs, m->n_pairs);
-    TR_FREE_ALL(m->blocks, m->query, m->qf, m->lm_blocks, m->variant, m);
+    TR_FREE_ALL(m->query, m->qf, m->lm_blocks, m->variant, m);
 }
 
 void tr_gs_model_describe(const gs_model *m, tr_model_desc *desc) {

@@ -1,0 +1,78 @@
+/* The `transcribe` binary (path in argv[1]) on a tiny synthetic Granite NAR file (gn_synth.h)
+ * and jfk.wav: the plain text is the library's for F32, F16 and Q8_0 weights; SRT has one cue
+ * over the clip; -l fr runs (a valid hint is ignored), -l ja, translation and word timestamps
+ * fail before any audio is decoded. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_run.h"
+#include "gn_synth.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+#define GN_CLIP TR_SHARED_DIR "/samples/jfk.wav"
+
+static const char *g_bin;
+static char g_model[512];
+static char g_out[1 << 16], g_err[1 << 16];
+
+static int run(const char *flags) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, g_model, flags, GN_CLIP);
+    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
+    size_t n = strlen(g_out);
+    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
+    return rc;
+}
+
+/* The library's text of the clip on the current model. */
+static char *library_text(void) {
+    float *pcm = NULL;
+    int n = 0;
+    char *text = NULL;
+    struct transcribe_session *s = NULL;
+    if (transcribe_audio_load_file(GN_CLIP, 16000, &pcm, &n) == TRANSCRIBE_OK &&
+        transcribe_open(g_model, NULL, NULL, &s) == TRANSCRIBE_OK &&
+        transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK)
+        text = strdup(transcribe_full_text(s));
+    transcribe_session_free(s);
+    transcribe_audio_free(pcm);
+    return text;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
+        return 2;
+    }
+    g_bin = argv[1];
+    snprintf(g_model, sizeof g_model, "%s/gn_cli_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    const int types[3] = {TR_F32, TR_F16, TR_Q8_0};
+    for (int f = 0; f < 3; f++) {
+        gn_synth_cfg c = gn_synth_default();
+        c.lin_type = types[f];
+        CHECK(gn_synth_write(g_model, &c));
+        char *want = library_text();
+        CHECK_MSG(want != NULL, "%s: no library text", tr_type_name(types[f]));
+        int rc = run("");
+        CHECK_MSG(rc == 0 && want && !strcmp(g_out, want), "%s: exit %d [%s] want [%s] %s",
+                  tr_type_name(types[f]), rc, g_out, want ? want : "", g_err);
+        if (f == 0) {
+            printf("text: %s\n", g_out);
+            rc = run("-f srt");
+            CHECK_MSG(rc == 0 && !strncmp(g_out, "1\n", 2) && strstr(g_out, "00:00:11,000") &&
+                          !strstr(g_out, "\n2\n"),
+                      "srt: exit %d %.400s", rc, g_out);
+            rc = run("-l fr");
+            CHECK_MSG(rc == 0 && want && !strcmp(g_out, want), "-l fr: exit %d", rc);
+            CHECK(run("-l ja") != 0);
+            CHECK(run("-l en --target-language de") != 0);
+            CHECK(run("-f json --timestamps word") != 0);
+        }
+        free(want);
+    }
+    remove(g_model);
+    return TEST_DONE();
+}

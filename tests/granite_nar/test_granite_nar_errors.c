@@ -1,0 +1,569 @@
+/* Granite NAR bad input and contracts: copies of a tiny synthetic file (gn_synth.h) with one
+ * key missing, mistyped or out of range, one tensor missing, misshaped or of a type its slot
+ * refuses (docs/formats/granite_nar.md §2–§3, §9) must fail to load with a specific status;
+ * runs refuse input with no encoder frame, over-long input, timestamps finer than NONE, other
+ * languages, translation and run extensions, and honour abort at every poll (before the
+ * encoder, between its blocks, before the projector, between the LM's blocks); the pure steps
+ * of §6.2 / §6.4; one segment over the clip; F16 and Q8_0 files; a batch equals single runs;
+ * a file without the BPE head gives an empty transcript. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/family.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "gn_synth.h"
+#include "models/granite_nar/granite_nar.h"
+#include "tensor/dtype.h"
+#include "test_util.h"
+#include "transcribe.h"
+
+static char g_base[512];
+
+typedef struct edit {
+    const char *drop_kv;
+    const char *retype_kv; /* key rewritten with another type (u32 → i32, else → u32) */
+    const char *kv_u32;    /* UINT32 key given ... */
+    uint32_t kv_u32_value;
+    const char *kv_str; /* key replaced by the string ... */
+    const char *kv_str_value;
+    const char *kv_f32; /* key replaced by the float ... */
+    float kv_f32_value;
+    const char *short_arr; /* array key with its last element dropped */
+    const char *drop_tensor;
+    const char *bad_shape; /* last dim one shorter */
+    const char *to_f16;    /* F32 tensor stored as F16 */
+    const char *negate;    /* F32 tensor stored as −2 everywhere */
+    bool extra_tensor;     /* one unknown tensor more (ignored) */
+} edit;
+
+static bool copy_short(gguf_writer *w, const gguf_file *g, const char *k) {
+    const char *const *s = NULL;
+    const float *f = NULL;
+    const int32_t *i = NULL;
+    uint64_t n = 0;
+    if (tr_gguf_get_arr_str(g, k, &s, &n) == 1) return tr_gguf_writer_set_arr_str(w, k, s, n - 1);
+    if (tr_gguf_get_arr_f32(g, k, &f, &n) == 1) return tr_gguf_writer_set_arr_f32(w, k, f, n - 1);
+    if (tr_gguf_get_arr_i32(g, k, &i, &n) == 1) return tr_gguf_writer_set_arr_i32(w, k, i, n - 1);
+    return false;
+}
+
+static bool retype(gguf_writer *w, const gguf_file *g, const char *k) {
+    uint32_t v = 0;
+    if (tr_gguf_get_u32(g, k, &v) == 1) return tr_gguf_writer_set_i32(w, k, (int32_t)v);
+    return tr_gguf_writer_set_u32(w, k, 1);
+}
+
+static bool add_data(gguf_writer *w, const tr_tensor *t, const int64_t *ne, int type, float fill) {
+    int64_t n = tr_tensor_nelements(t);
+    float *v = malloc(sizeof(float) * (size_t)n);
+    void *q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]) + 16);
+    bool ok = v && q;
+    for (int64_t i = 0; ok && i < n; i++) v[i] = isnan(fill) ? ((const float *)t->data)[i] : fill;
+    ok = ok && tr_quantize_row(type, v, q, n) &&
+         tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, q);
+    free(v);
+    free(q);
+    return ok;
+}
+
+static bool rewrite(const char *dst, const edit *e) {
+    gguf_file *g = NULL;
+    if (tr_gguf_open(g_base, &g) != TRANSCRIBE_OK) return false;
+    gguf_writer *w = tr_gguf_writer_create();
+    bool ok = w != NULL;
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
+        const char *k = tr_gguf_key_name(g, i);
+        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
+        if (e->retype_kv && !strcmp(k, e->retype_kv))
+            ok = retype(w, g, k);
+        else if (e->kv_u32 && !strcmp(k, e->kv_u32))
+            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
+        else if (e->kv_str && !strcmp(k, e->kv_str))
+            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
+        else if (e->kv_f32 && !strcmp(k, e->kv_f32))
+            ok = tr_gguf_writer_set_f32(w, k, e->kv_f32_value);
+        else if (e->short_arr && !strcmp(k, e->short_arr))
+            ok = copy_short(w, g, k);
+        else
+            ok = tr_gguf_writer_copy_kv(w, g, i);
+    }
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g, i);
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
+        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
+            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
+            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
+        }
+        if (e->to_f16 && !strcmp(t->name, e->to_f16))
+            ok = add_data(w, t, ne, TR_F16, NAN);
+        else if (e->negate && !strcmp(t->name, e->negate))
+            ok = add_data(w, t, ne, TR_F32, -2.0f);
+        else
+            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
+    }
+    if (ok && e->extra_tensor) {
+        const float z[4] = {0};
+        const int64_t ne[1] = {4};
+        ok = tr_gguf_writer_add_tensor(w, "enc.unknown.extra", TR_F32, 1, ne, z);
+    }
+    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    tr_gguf_close(g);
+    return ok;
+}
+
+static void expect_load(const edit *e, transcribe_status want, const char *what) {
+    char dst[512];
+    snprintf(dst, sizeof dst, "%s/gn_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    CHECK_MSG(rewrite(dst, e), "rewrite for %s", what);
+    struct transcribe_model *m = NULL;
+    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
+    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
+              transcribe_status_string(want));
+    transcribe_model_free(m);
+    remove(dst);
+}
+
+#define E  "stt.granite_nar.encoder."
+#define P  "stt.granite_nar.projector."
+#define T  "stt.granite_nar.text."
+#define FE "stt.frontend."
+
+static void bad_files(void) {
+    const transcribe_status G = TRANSCRIBE_ERR_GGUF, OK = TRANSCRIBE_OK;
+    expect_load(&(edit){0}, OK, "unchanged copy");
+    expect_load(&(edit){.extra_tensor = true}, OK, "extra tensor ignored");
+    static const char *const required[] = {E "n_layers",
+                                           E "hidden",
+                                           E "n_heads",
+                                           E "head_dim",
+                                           E "input_dim",
+                                           E "output_dim",
+                                           E "bpe_output_dim",
+                                           E "bpe_pool_window",
+                                           E "self_cond_layer",
+                                           E "feedforward_mult",
+                                           E "conv_kernel_size",
+                                           E "conv_expansion",
+                                           E "max_pos_emb",
+                                           E "context_size",
+                                           P "n_layers",
+                                           P "hidden",
+                                           P "mlp_ratio",
+                                           P "n_heads",
+                                           P "encoder_dim",
+                                           P "num_encoder_layers",
+                                           P "block_size",
+                                           P "downsample_rate",
+                                           P "llm_dim",
+                                           P "layernorm_eps",
+                                           T "n_layers",
+                                           T "hidden",
+                                           T "intermediate",
+                                           T "n_heads",
+                                           T "n_kv_heads",
+                                           T "head_dim",
+                                           T "hidden_act",
+                                           T "rms_norm_eps",
+                                           T "rope_theta",
+                                           T "max_position_embeddings",
+                                           T "vocab_size",
+                                           T "embedding_multiplier",
+                                           T "logits_scaling",
+                                           T "attention_multiplier",
+                                           T "residual_multiplier",
+                                           T "bos_id",
+                                           T "eos_id",
+                                           T "pad_id",
+                                           FE "type",
+                                           FE "sample_rate",
+                                           FE "num_mels",
+                                           FE "n_fft",
+                                           FE "win_length",
+                                           FE "hop_length",
+                                           FE "window",
+                                           FE "normalize",
+                                           "tokenizer.ggml.model",
+                                           "tokenizer.ggml.tokens",
+                                           "tokenizer.ggml.eos_token_id",
+                                           "general.architecture"};
+    char what[200];
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
+        const transcribe_status want =
+            !strcmp(required[i], "general.architecture") ? TRANSCRIBE_ERR_GGUF : G;
+        snprintf(what, sizeof what, "missing %s", required[i]);
+        expect_load(&(edit){.drop_kv = required[i]}, want, what);
+        /* special ids may be INT32 (docs/formats/gguf.md §3.2) */
+        if (strstr(required[i], "token_id")) continue;
+        snprintf(what, sizeof what, "mistyped %s", required[i]);
+        expect_load(&(edit){.retype_kv = required[i]}, want, what);
+    }
+    /* optional keys keep their type; absent they take their defaults */
+    static const char *const optional[] = {"stt.variant",
+                                           "general.languages",
+                                           "stt.capability.translate",
+                                           "stt.capability.word_timestamps",
+                                           "stt.granite_nar.ctc_chars",
+                                           P "attn_bias",
+                                           P "mlp_bias",
+                                           "stt.granite_nar.scale_projected_embeddings",
+                                           T "tie_word_embeddings",
+                                           FE "pad_mode",
+                                           FE "mel_norm"};
+    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
+        snprintf(what, sizeof what, "mistyped %s", optional[i]);
+        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
+        snprintf(what, sizeof what, "absent %s", optional[i]);
+        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
+    }
+    /* docs/formats/granite_nar.md §2.4: a wrongly typed bpe_blank_id reads as 0 (the old scheme);
+     * absent likewise */
+    expect_load(&(edit){.retype_kv = E "bpe_blank_id"}, OK, "mistyped bpe_blank_id");
+    expect_load(&(edit){.drop_kv = E "bpe_blank_id"}, OK, "absent bpe_blank_id");
+    /* layer_indices: absent = [-1], one capture for num_encoder_layers 2 */
+    expect_load(&(edit){.drop_kv = E "layer_indices"}, G, "absent layer_indices");
+    expect_load(&(edit){.retype_kv = E "layer_indices"}, G, "mistyped layer_indices");
+    expect_load(&(edit){.short_arr = E "layer_indices"}, G, "one layer index");
+    /* values the family cannot run (docs/formats/granite_nar.md §9) */
+    const struct {
+        const char *key;
+        uint32_t value;
+    } u32s[] = {
+        {P "num_encoder_layers", 3}, /* != len(layer_indices) */
+        {P "llm_dim", 40},           /* != text.hidden */
+        {P "n_heads", 5},            /* does not divide 32 */
+        {P "encoder_dim", 16},       /* != encoder hidden */
+        {P "downsample_rate", 4},    /* does not divide the block */
+        {E "n_heads", 3},            /* x head_dim != hidden */
+        {E "conv_kernel_size", 4},   /* even */
+        {E "context_size", 100},     /* > max_pos_emb */
+        {E "n_layers", 3},           /* a block the file lacks */
+        {E "bpe_output_dim", 300},   /* past the vocabulary and the head */
+        {T "vocab_size", 271},       /* != token count */
+        {T "n_kv_heads", 3},
+        {FE "num_mels", 8},
+        {FE "sample_rate", 8000},
+        {"tokenizer.ggml.eos_token_id", 5000},
+    };
+    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
+        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
+        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
+    }
+    expect_load(&(edit){.kv_f32 = P "layernorm_eps", .kv_f32_value = -1.0f}, G, "eps < 0");
+    expect_load(&(edit){.kv_f32 = T "residual_multiplier", .kv_f32_value = NAN}, G, "NaN mult");
+    expect_load(&(edit){.kv_str = "general.architecture", .kv_str_value = "granite_speech_nar2"},
+                TRANSCRIBE_ERR_UNSUPPORTED_ARCH, "architecture granite_speech_nar2");
+    expect_load(&(edit){.kv_str = "tokenizer.ggml.model", .kv_str_value = "bpe"},
+                TRANSCRIBE_ERR_NOT_IMPLEMENTED, "tokenizer model bpe");
+    expect_load(&(edit){.short_arr = "tokenizer.ggml.tokens"}, G, "tokens one short");
+    expect_load(&(edit){.short_arr = "tokenizer.ggml.token_type"}, G, "token types one short");
+    /* docs/formats/granite_nar.md §3: tensors missing, misshaped, of a refused type */
+    static const char *const tensors[] = {
+        "enc.input_linear.weight",
+        "enc.input_linear.bias",
+        "enc.ctc_proj.weight",
+        "enc.ctc_bypass.bias",
+        "enc.ctc_bpe.weight",
+        "enc.ctc_bpe.bias",
+        "enc.blocks.0.norm_ff1.weight",
+        "enc.blocks.1.ff1_up.weight",
+        "enc.blocks.0.ff1_down.bias",
+        "enc.blocks.1.norm_attn.bias",
+        "enc.blocks.0.attn_q.weight",
+        "enc.blocks.1.attn_kv.weight",
+        "enc.blocks.0.attn_out.weight",
+        "enc.blocks.1.attn_rel_pos_emb.weight",
+        "enc.blocks.0.norm_conv.weight",
+        "enc.blocks.1.conv_pointwise1.weight",
+        "enc.blocks.0.conv_depthwise.weight",
+        "enc.blocks.1.conv_bn.running_var",
+        "enc.blocks.0.conv_bn.running_mean",
+        "enc.blocks.0.conv_pointwise2.weight",
+        "enc.blocks.1.ff2_down.weight",
+        "enc.blocks.1.norm_post.weight",
+        "prj.layer_projector.weight",
+        "prj.layer_projector.bias",
+        "prj.out_norm.weight",
+        "prj.out_linear.weight",
+        "prj.query",
+        "prj.window_positions",
+        "prj.layer_norms.1.weight",
+        "prj.blocks.0.norm_attn.weight",
+        "prj.blocks.1.cross_attn_q.weight",
+        "prj.blocks.0.cross_attn_k.bias",
+        "prj.blocks.1.cross_attn_v.weight",
+        "prj.blocks.0.cross_attn_o.weight",
+        "prj.blocks.1.norm_ffn.bias",
+        "prj.blocks.0.ffn_fc1.weight",
+        "prj.blocks.1.ffn_fc2.weight",
+        "dec.token_embd.weight",
+        "dec.output_norm.weight",
+        "dec.blocks.1.norm_attn.weight",
+        "dec.blocks.0.attn.q.weight",
+        "dec.blocks.1.attn.k.weight",
+        "dec.blocks.0.attn.o.weight",
+        "dec.blocks.1.ffn.gate.weight",
+        "dec.blocks.0.ffn.down.weight",
+    };
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
+        snprintf(what, sizeof what, "missing %s", tensors[i]);
+        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
+        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
+        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
+    }
+    /* the front-end tensors are optional, but checked when present */
+    expect_load(&(edit){.drop_tensor = "frontend.mel_filterbank"}, OK, "no filterbank");
+    expect_load(&(edit){.drop_tensor = "frontend.window"}, OK, "no window");
+    expect_load(&(edit){.bad_shape = "frontend.mel_filterbank"}, G, "misshaped filterbank");
+    expect_load(&(edit){.to_f16 = "frontend.window"}, G, "F16 window");
+    expect_load(&(edit){.to_f16 = "enc.blocks.0.norm_attn.weight"}, G, "F16 norm");
+    expect_load(&(edit){.to_f16 = "enc.blocks.0.conv_bn.running_var"}, G, "F16 batch norm");
+    expect_load(&(edit){.to_f16 = "prj.blocks.0.cross_attn_q.bias"}, G, "F16 bias");
+    expect_load(&(edit){.to_f16 = "enc.blocks.1.conv_depthwise.weight"}, OK, "F16 depthwise");
+    expect_load(&(edit){.to_f16 = "prj.query"}, OK, "F16 query");
+    expect_load(&(edit){.to_f16 = "enc.ctc_bpe.weight"}, OK, "F16 BPE head");
+    expect_load(&(edit){.to_f16 = "dec.blocks.0.attn.q.weight"}, OK, "F16 LM linear");
+    expect_load(&(edit){.negate = "enc.blocks.1.conv_bn.running_var"}, G, "negative variance");
+}
+
+/* ---- the pure steps ---- */
+
+static void unit(void) {
+    /* docs/formats/granite_nar.md §6.2 */
+    int32_t text[16];
+    const int32_t hyp[5] = {7, 8, 8, 9, 10};
+    CHECK(tr_gn_slots(hyp, 2, 99, text) == 8);
+    const int32_t want2[8] = {99, 7, 99, 8, 99, 99, 99, 99};
+    CHECK(memcmp(text, want2, sizeof want2) == 0);
+    CHECK(tr_gn_slots(hyp, 5, 99, text) == 11);
+    CHECK(text[1] == 7 && text[9] == 10 && text[10] == 99 && text[8] == 99);
+    CHECK(tr_gn_slots(hyp, 0, 99, text) == 8 && text[7] == 99);
+    /* docs/formats/granite_nar.md §6.4: EOS dropped; an EOS between repeats keeps both; adjacent
+     * repeats merge */
+    const int32_t am[10] = {99, 5, 5, 99, 5, 6, 6, 7, 99, 99};
+    int32_t out[10];
+    const int n = tr_gn_collapse(am, 10, 99, out);
+    const int32_t want[4] = {5, 5, 6, 7};
+    CHECK(n == 4 && memcmp(out, want, sizeof want) == 0);
+}
+
+/* ---- runs ---- */
+
+static int g_polls, g_abort_at;
+static bool abort_at(void *user) {
+    (void)user;
+    return ++g_polls == g_abort_at;
+}
+
+static float *tone(int n) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    uint32_t s = 9;
+    double ph = 0;
+    for (int i = 0; x && i < n; i++) {
+        ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
+        x[i] = (float)(0.3 * sin(ph) + 0.05 * gn_synth_rand(&s));
+    }
+    return x;
+}
+
+static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
+                             const char *lang) {
+    struct transcribe_run_params p;
+    transcribe_run_params_init(&p);
+    p.language = lang;
+    return transcribe_run(s, pcm, n, &p);
+}
+
+static const gn_session *fsess(struct transcribe_session *s) {
+    return tr_session_head_of(s)->fsession;
+}
+
+static struct transcribe_session *open_file(const char *path, int n_ctx, int threads) {
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = threads;
+    sp.n_ctx = n_ctx;
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
+    return s;
+}
+
+/* A run's text on another file (F16 / Q8_0 weights, no BPE head). */
+static char *text_of(const gn_synth_cfg *c, const edit *e, const float *pcm, int n) {
+    char path[512], dst[512];
+    snprintf(path, sizeof path, "%s/gn_var_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    char *out = NULL;
+    CHECK(gn_synth_write(path, c));
+    const char *use = path;
+    if (e) {
+        snprintf(dst, sizeof dst, "%s/gn_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
+        char save[512];
+        memcpy(save, g_base, sizeof save);
+        memcpy(g_base, path, sizeof g_base);
+        CHECK(rewrite(dst, e));
+        memcpy(g_base, save, sizeof save);
+        use = dst;
+    }
+    struct transcribe_session *s = open_file(use, 0, 2);
+    if (s && run(s, pcm, n, NULL) == TRANSCRIBE_OK) out = strdup(transcribe_full_text(s));
+    CHECK(out != NULL);
+    transcribe_session_free(s);
+    remove(path);
+    if (e) remove(dst);
+    return out;
+}
+
+static void runs(void) {
+    const int n = 3 * 16000;
+    float *pcm = tone(60 * 16000);
+    struct transcribe_session *s = open_file(g_base, 0, 2);
+    if (!s || !pcm) {
+        transcribe_session_free(s);
+        free(pcm);
+        return;
+    }
+    /* capabilities (docs/formats/granite_nar.md §7, §8) */
+    const struct transcribe_model *m = transcribe_get_model(s);
+    struct transcribe_capabilities c;
+    transcribe_capabilities_init(&c);
+    CHECK(transcribe_model_get_capabilities(m, &c) == TRANSCRIBE_OK);
+    CHECK(c.max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_NONE);
+    CHECK(c.native_sample_rate == 16000 && c.n_languages == 5);
+    CHECK(!c.supports_language_detect && !c.supports_translate && !c.supports_streaming);
+    /* floor((512 − 256) / 3) = 85 windows of 15 · 2 · 160 samples */
+    CHECK_MSG(c.max_audio_ms == 85 * 15 * 2 * 10, "max_audio_ms %lld", (long long)c.max_audio_ms);
+    CHECK(transcribe_model_supports(m, TRANSCRIBE_FEATURE_CANCELLATION));
+    CHECK(!strcmp(transcribe_model_arch_string(m), "granite_speech_nar"));
+    struct transcribe_session_limits lim;
+    transcribe_session_limits_init(&lim);
+    CHECK(transcribe_session_get_limits(s, &lim) == TRANSCRIBE_OK);
+    CHECK(lim.effective_n_ctx == 512 && lim.max_kv_bytes == 0);
+
+    CHECK(run(s, pcm, n, NULL) == TRANSCRIBE_OK);
+    char *text = strdup(transcribe_full_text(s));
+    const gn_session *fs = fsess(s);
+    printf("text: '%s' (hypothesis %d ids, %d audio rows, %d slots, %d out)\n", text, fs->n_hyp,
+           fs->n_audio, fs->n_text, fs->n_out);
+    /* 3 s: 150 frames, 10 windows, 30 audio rows; a random head gives a hypothesis */
+    CHECK(fs->n_hyp > 0 && fs->n_audio == 30);
+    CHECK(fs->n_text == (2 * fs->n_hyp + 1 > 8 ? 2 * fs->n_hyp + 1 : 8));
+    CHECK(fs->n_out > 0 && strlen(text) > 0);
+    CHECK(!strcmp(transcribe_raw_text(s), text));
+    CHECK(transcribe_n_segments(s) == 1 && transcribe_n_words(s) == 0 &&
+          transcribe_n_tokens(s) == 0);
+    struct transcribe_segment seg;
+    transcribe_segment_init(&seg);
+    CHECK(transcribe_get_segment(s, 0, &seg) == TRANSCRIBE_OK);
+    CHECK(seg.t0_ms == 0 && seg.t1_ms == 3000 && !strcmp(seg.text, text));
+    /* a valid hint is ignored; results do not depend on the thread count */
+    CHECK(run(s, pcm, n, "fr") == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s), text));
+    struct transcribe_session *s1 = open_file(g_base, 0, 1);
+    CHECK(s1 && run(s1, pcm, n, NULL) == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s1), text));
+    transcribe_session_free(s1);
+
+    /* refused requests (docs/formats/granite_nar.md §9) */
+    CHECK(run(s, pcm, n, "ja") == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
+    struct transcribe_run_params p;
+    static const transcribe_timestamp_kind fine[] = {
+        TRANSCRIBE_TIMESTAMPS_SEGMENT, TRANSCRIBE_TIMESTAMPS_WORD, TRANSCRIBE_TIMESTAMPS_TOKEN};
+    for (int i = 0; i < 3; i++) {
+        transcribe_run_params_init(&p);
+        p.timestamps = fine[i];
+        CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS);
+    }
+    transcribe_run_params_init(&p);
+    p.timestamps = TRANSCRIBE_TIMESTAMPS_NONE;
+    CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_OK);
+    transcribe_run_params_init(&p);
+    p.task = TRANSCRIBE_TASK_TRANSLATE;
+    p.target_language = "de";
+    CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
+    struct transcribe_ext ext = {sizeof ext, 1};
+    transcribe_run_params_init(&p);
+    p.family = &ext;
+    CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_INVALID_ARG);
+
+    /* too short: reflect padding needs 257 samples, a stacked frame 320 */
+    CHECK(run(s, pcm, 100, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(run(s, pcm, 300, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    const char *why = transcribe_session_last_error(s);
+    CHECK_MSG(why && strstr(why, "too short"), "reason '%s'", why ? why : "(null)");
+    CHECK(run(s, pcm, 320, NULL) == TRANSCRIBE_OK);
+    /* too long: 60 s is 600 audio rows past the 512 positions (unchunked) */
+    transcribe_run_params_init(&p);
+    p.chunking = TRANSCRIBE_CHUNKING_OFF;
+    CHECK(transcribe_run(s, pcm, 60 * 16000, &p) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    /* a session context of 32: 30 audio rows + 8 slots do not fit */
+    struct transcribe_session *sc = open_file(g_base, 32, 1);
+    CHECK(sc && transcribe_run(sc, pcm, n, &p) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    transcribe_session_free(sc);
+
+    /* abort at every poll: count them, then stop at each */
+    g_polls = 0;
+    g_abort_at = -1;
+    transcribe_set_abort_callback(s, abort_at, NULL);
+    CHECK(run(s, pcm, n, NULL) == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s), text));
+    const int polls = g_polls;
+    printf("%d abort polls\n", polls);
+    CHECK(polls >= 6); /* before, 2 encoder blocks, projector, 1 between LM blocks */
+    for (int k = 1; k <= polls; k++) {
+        g_polls = 0;
+        g_abort_at = k;
+        transcribe_status st = run(s, pcm, n, NULL);
+        CHECK_MSG(st == TRANSCRIBE_ERR_ABORTED, "abort at poll %d: %s", k,
+                  transcribe_status_string(st));
+        CHECK(transcribe_was_aborted(s));
+    }
+    transcribe_set_abort_callback(s, NULL, NULL);
+    CHECK(run(s, pcm, n, NULL) == TRANSCRIBE_OK && !strcmp(transcribe_full_text(s), text));
+
+    /* a batch: each utterance its single-run result and status */
+    const int half = n / 2;
+    const float *bp[3] = {pcm, pcm, pcm + half};
+    const int bn[3] = {n, 200, n - half};
+    CHECK(run(s, pcm + half, n - half, NULL) == TRANSCRIBE_OK);
+    char *single = strdup(transcribe_full_text(s));
+    transcribe_run_params_init(&p);
+    (void)transcribe_run_batch(s, bp, bn, 3, &p);
+    CHECK(transcribe_batch_n_results(s) == 3);
+    CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_OK);
+    CHECK(!strcmp(transcribe_batch_full_text(s, 0), text));
+    CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_batch_status(s, 2) == TRANSCRIBE_OK);
+    CHECK(single && !strcmp(transcribe_batch_full_text(s, 2), single));
+    free(single);
+    transcribe_session_free(s);
+
+    /* other stored types run; no BPE head (bpe_output_dim 0) → empty transcript */
+    gn_synth_cfg cf = gn_synth_default();
+    cf.lin_type = TR_F16;
+    char *t16 = text_of(&cf, NULL, pcm, n);
+    cf.lin_type = TR_Q8_0;
+    char *t8 = text_of(&cf, NULL, pcm, n);
+    printf("F16: '%s'\nQ8_0: '%s'\n", t16 ? t16 : "", t8 ? t8 : "");
+    cf.lin_type = TR_F32;
+    const edit no_bpe = {.kv_u32 = E "bpe_output_dim", .kv_u32_value = 0};
+    char *t0 = text_of(&cf, &no_bpe, pcm, n);
+    CHECK(t0 && t0[0] == 0);
+    free(t16);
+    free(t8);
+    free(t0);
+    free(text);
+    free(pcm);
+}
+
+int main(void) {
+    snprintf(g_base, sizeof g_base, "%s/gn_errors_%d.gguf", TR_BINARY_DIR, (int)getpid());
+    gn_synth_cfg c = gn_synth_default();
+    CHECK(gn_synth_write(g_base, &c));
+    unit();
+    bad_files();
+    runs();
+    remove(g_base);
+    return TEST_DONE();
+}
