@@ -170,6 +170,7 @@ void tr_clm_state_trim(tr_clm_state *st) {
 void tr_clm_state_free(tr_clm_state *st) {
     if (!st) return;
     tr_clm_state_trim(st);
+    free(st->add);
     tr_clm_step1_free(st->step1);
     free(st);
 }
@@ -200,6 +201,65 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     kv->head_dim = st->hp.head_dim;
     kv->f16 = st->kv_f16;
     return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_clm_grow_keep(tr_clm_state *st, int n_ctx) {
+    tr_clm_kv *kv = &st->kv;
+    if (!kv->k) return tr_clm_reserve(st, 1, n_ctx);
+    if (kv->n_slot != 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    if (kv->n_ctx >= n_ctx) return TRANSCRIBE_OK;
+    const size_t es = kv->f16 ? 2 : 4;
+    const size_t n = (size_t)kv->n_layer * (size_t)n_ctx * (size_t)kv->kv_dim;
+    char *k = calloc(n, es), *v = calloc(n, es);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        TR_ERROR("causal_lm: out of memory growing the KV cache to %d positions", n_ctx);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    /* one run of n_ctx · head_dim elements per (layer, head) */
+    const size_t old_run = (size_t)kv->n_ctx * kv->head_dim * es,
+                 new_run = (size_t)n_ctx * kv->head_dim * es;
+    const size_t runs = (size_t)kv->n_layer * kv->n_head_kv;
+    for (size_t r = 0; r < runs; r++) {
+        memcpy(k + r * new_run, (const char *)kv->k + r * old_run, old_run);
+        memcpy(v + r * new_run, (const char *)kv->v + r * old_run, old_run);
+    }
+    free(kv->k);
+    free(kv->v);
+    kv->k = k;
+    kv->v = v;
+    kv->n_ctx = n_ctx;
+    return TRANSCRIBE_OK;
+}
+
+bool tr_clm_set_input_rows(tr_clm_state *st, int slot, const float *rows, int64_t first, int n) {
+    if (slot < 0 || slot > 1 << 20) return false;
+    if (slot >= st->n_add) {
+        if (!rows || n <= 0) return true;
+        struct clm_add *a = realloc(st->add, (size_t)(slot + 1) * sizeof *a);
+        if (!a) return false;
+        for (int i = st->n_add; i <= slot; i++) a[i] = (struct clm_add){NULL, 0, 0};
+        st->add = a;
+        st->n_add = slot + 1;
+    }
+    st->add[slot] =
+        (rows && n > 0) ? (struct clm_add){rows, first, n} : (struct clm_add){NULL, 0, 0};
+    return true;
+}
+
+void tr_clm_clear_input_rows(tr_clm_state *st) {
+    for (int i = 0; i < st->n_add; i++) st->add[i] = (struct clm_add){NULL, 0, 0};
+}
+
+/* Adds slot's input row of position pos to x (d_model floats), if it has one. */
+static void add_input_row(const tr_clm_state *st, int slot, int pos, float *x) {
+    if (slot >= st->n_add || !st->add[slot].rows) return;
+    const struct clm_add *a = &st->add[slot];
+    if (pos < a->first || pos >= a->first + a->n) return;
+    const size_t D = (size_t)st->hp.d_model;
+    const float *r = a->rows + (size_t)(pos - a->first) * D;
+    for (size_t i = 0; i < D; i++) x[i] += r[i];
 }
 
 const tr_clm_kv *tr_clm_cache(const tr_clm_state *st) {
@@ -418,6 +478,8 @@ bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const
     }
     if (!grow_rows(st, B)) return false;
     tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
+    for (int b = 0; b < B; b++)
+        add_input_row(st, slots[b], pos[b], st->x + (size_t)b * hp->d_model);
     if (B == 1 && one_run && tr_clm_step1(st, pool, pos[0], 1, slots[0])) {
         st->n_logit_rows = 1;
         next[0] = tr_argmax(st->logits, hp->n_vocab);
@@ -450,6 +512,8 @@ bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n,
     if (n > 1) {
         if (!grow_rows(st, n)) return false;
         tr_clm_embed(hp, &st->w, ids, n, NULL, 0, 0, st->x);
+        for (int i = 0; i < n; i++)
+            add_input_row(st, slot, p0 + i, st->x + (size_t)i * hp->d_model);
         if (tr_clm_step1(st, pool, p0, n, slot)) {
             st->n_logit_rows = n;
             for (int i = 0; i < n; i++)

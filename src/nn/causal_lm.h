@@ -120,6 +120,20 @@ size_t tr_clm_kv_bytes_per_pos(const tr_clm_hparams *hp, bool f16);
 void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32_t *ids, int n,
                   const float *audio, int audio_at, int n_audio, float *out);
 
+/* Additive input rows (the additive fusion of Voxtral Realtime, docs/formats/voxtral_realtime.md
+ * §6.3): from now on a step (tr_clm_step, tr_clm_step_seq and the greedy loops over them) that
+ * feeds a token at position p of cache slot `slot` adds rows[(p - first) * d_model ..] to the
+ * token's embedding when first <= p < first + n, and nothing at other positions. rows are
+ * borrowed and must outlive the steps; rows NULL or n 0 clears the slot. Prefill rows are the
+ * caller's own (it adds them to x). false on a bad slot / OOM. */
+bool tr_clm_set_input_rows(tr_clm_state *st, int slot, const float *rows, int64_t first, int n);
+/* Clears the additive rows of every slot. */
+void tr_clm_clear_input_rows(tr_clm_state *st);
+/* Grows the single-slot cache to at least n_ctx positions keeping every position already
+ * written (a stream that outgrows its cache; tr_clm_reserve zero-fills instead). OK, or OOM
+ * with the cache unchanged; INVALID_ARG when the cache has another slot count than 1. */
+transcribe_status tr_clm_grow_keep(tr_clm_state *st, int n_ctx);
+
 /* Prefill (docs/formats/causal-lm.md §6.2) of x [n][d_model] (consumed: overwritten) into cache
  * slot `slot` at positions 0..n-1, in row chunks (mathematically the single-shot prefill). Returns
  * the greedy first token (argmax of the last row's logits, ties → lowest id) or -1 on OOM / bad

@@ -52,6 +52,13 @@ struct tr_clm_state {
     clm_seg *segs;    /* [cap_rows] */
     int n_logit_rows; /* rows of the latest step */
     clm_step1 *step1; /* the one-row step's plan and buffers; NULL until used */
+    /* additive input rows per slot (tr_clm_set_input_rows); n_add slots */
+    struct clm_add {
+        const float *rows;
+        int64_t first;
+        int n;
+    } * add;
+    int n_add;
 };
 
 /* Cache offset (elements) of (layer, slot): head 0, position 0. */
