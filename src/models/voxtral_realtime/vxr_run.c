@@ -162,6 +162,26 @@ static int spec_k(const tr_run_ctx *ctx) {
     return k > 8 ? 8 : k;
 }
 
+/* nn/greedy.h step callbacks over the session's LM (slot 0; each step adds its audio row). */
+typedef struct step_ctx {
+    tr_clm_state *lm;
+    tr_pool *pool;
+} step_ctx;
+
+static transcribe_status one_step(void *user, int32_t tok, int pos, int32_t *next) {
+    const step_ctx *c = user;
+    int slot = 0;
+    return tr_clm_step(c->lm, c->pool, &tok, &pos, &slot, 1, next) ? TRANSCRIBE_OK
+                                                                   : TRANSCRIBE_ERR_OOM;
+}
+
+static transcribe_status verify_step(void *user, const int32_t *toks, int n, int pos,
+                                     int32_t *next) {
+    const step_ctx *c = user;
+    return tr_clm_step_seq(c->lm, c->pool, toks, n, pos, 0, next) ? TRANSCRIBE_OK
+                                                                  : TRANSCRIBE_ERR_OOM;
+}
+
 /* Encodes n samples at delay d to the end (§4, §5) into s->enc's audio rows. */
 static transcribe_status encode_all(vxr_session *s, tr_pool *pool, const float *pcm, int n, int d,
                                     int64_t n_audio, tr_run_ctx *ctx) {
@@ -227,22 +247,23 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
         st = TRANSCRIBE_ERR_OOM;
     if (st == TRANSCRIBE_OK) {
         tr_run_span span = TR_RUN_DECODE_SPAN(ctx);
-        const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-        tr_clm_greedy_cfg cfg = {.eos = m->hp.eos,
-                                 .max_new = max_new,
-                                 .max_n_kv = na,
-                                 .should_abort = tr_run_abort_poll,
-                                 .abort_user = ctx,
-                                 .repeat_max_period = g.max_period,
-                                 .repeat_min_repeats = g.min_repeats,
-                                 .repeat_min_tokens = g.min_tokens,
-                                 .on_step = tr_run_span_step,
-                                 .step_user = &span,
-                                 .spec_k = spec_k(ctx)};
+        const tr_greedy_cfg cfg = {.eos = m->hp.eos,
+                                   .max_new = max_new,
+                                   .max_n_kv = na,
+                                   .should_abort = tr_run_abort_poll,
+                                   .abort_user = ctx,
+                                   .repeat = TR_REPEAT_GUARD_DEFAULT,
+                                   .on_step = tr_run_span_step,
+                                   .step_user = &span};
         tr_run_report_progress(ctx, span.lo);
-        st = tr_clm_greedy(s->dec.lm, pool, &cfg, first, T, s->ids, &n_out);
-        /* §6.4: reaching the audio horizon ends the run normally */
+        step_ctx sc = {s->dec.lm, pool};
+        st = tr_greedy_loop_spec(&cfg, one_step, verify_step, spec_k(ctx), &sc, first, T, s->ids,
+                                 &n_out);
+        /* §6.4: reaching the audio horizon ends the run normally (the guard trims, so a
+         * truncation with every position's token is the horizon) */
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out == max_new) st = TRANSCRIBE_OK;
+        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            TR_WARN(WHO ": the output repeats itself; stopped after %d tokens", n_out);
         tr_run_report_decoded(ctx, st);
         s->n_ids = n_out;
         s->dec.steps_ms = tr_time_ms() - t2;
