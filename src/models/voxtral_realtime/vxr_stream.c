@@ -194,8 +194,11 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *
             st->done = st->truncated = true;
         }
     }
-    /* rows before p are consumed (the prompt's at the prefill) */
-    if (st->prefilled) tr_vxr_enc_drop_audio(e, st->p);
+    /* rows before p are consumed (the prompt's at the prefill); after the end, every row */
+    if (st->done)
+        tr_vxr_enc_drop_audio(e, e->audio0 + e->n_audio);
+    else if (st->prefilled)
+        tr_vxr_enc_drop_audio(e, st->p);
     return TRANSCRIBE_OK;
 }
 
