@@ -1,3 +1,346 @@
+/* Voxtral Realtime's refusals (docs/formats/voxtral_realtime.md §9 and the family README), on
+ * edits of the reference's F32 file written by the test: every required key left out, every key
+ * written with another type (the optional ones too), refused values (encoder kv heads, projector
+ * width and activation, untied head, time width, front end), tensors left out or misshaped, gate /
+ * up of different types — each TRANSCRIBE_ERR_GGUF with a message naming the key or tensor.
+ * Runs: NULL and empty audio are INVALID_ARG; a 1-sample input decodes; audio past the decoder's
+ * positions is INPUT_TOO_LONG with chunking off and split by the long-audio path otherwise; NaN
+ * samples are cleaned; translation, timestamps and an unlisted language hint are refused; abort
+ * before and during a run is ABORTED; a batch with an empty, a too-long and a good utterance. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf/gguf.h"
+#include "gguf/gguf_writer.h"
+#include "tensor/dtype.h"
+#include "test_util.h"
+#include "transcribe.h"
+#include "vxr_test.h"
+
+#define REF VXR_DIR "/voxtral-realtime-tiny-ref-F32.gguf"
+#define MK  "stt.voxtral_realtime."
+
+static gguf_file *g_ref;
+static char g_path[512], g_log[4096];
+
+static void on_log(transcribe_log_level level, const char *msg, void *user) {
+    (void)user;
+    const size_t used = strlen(g_log);
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && used + 2 < sizeof g_log)
+        snprintf(g_log + used, sizeof g_log - used, "%s|", msg);
+}
+
+typedef struct edit {
+    const char *drop_key, *mistype_key, *drop_tensor, *bad_tensor;
+    const char *u32_key; /* written as this UINT32 */
+    uint32_t u32;
+    const char *bool_key; /* written as this BOOL */
+    bool b;
+    const char *str_key;
+    const char *str;
+    const char *f16_tensor; /* rewritten as F16 (a type change) */
+} edit;
+
+static bool write_edit(const edit *e) {
+    gguf_writer *w = tr_gguf_writer_create();
+    bool ok = w != NULL;
+    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g_ref); i++) {
+        const char *k = tr_gguf_key_name(g_ref, i);
+        if (e->drop_key && !strcmp(k, e->drop_key)) continue;
+        if (e->mistype_key && !strcmp(k, e->mistype_key)) {
+            ok = tr_gguf_kv_type(g_ref, i) == GGUF_T_STRING ? tr_gguf_writer_set_u32(w, k, 7)
+                                                            : tr_gguf_writer_set_str(w, k, "x");
+        } else if (e->u32_key && !strcmp(k, e->u32_key)) {
+            ok = tr_gguf_writer_set_u32(w, k, e->u32);
+        } else if (e->bool_key && !strcmp(k, e->bool_key)) {
+            ok = tr_gguf_writer_set_bool(w, k, e->b);
+        } else if (e->str_key && !strcmp(k, e->str_key)) {
+            ok = tr_gguf_writer_set_str(w, k, e->str);
+        } else {
+            ok = tr_gguf_writer_copy_kv(w, g_ref, i);
+        }
+    }
+    /* keys the reference leaves out (optional ones) */
+    if (ok && e->u32_key && tr_gguf_find_key(g_ref, e->u32_key) < 0)
+        ok = tr_gguf_writer_set_u32(w, e->u32_key, e->u32);
+    if (ok && e->bool_key && tr_gguf_find_key(g_ref, e->bool_key) < 0)
+        ok = tr_gguf_writer_set_bool(w, e->bool_key, e->b);
+    if (ok && e->mistype_key && tr_gguf_find_key(g_ref, e->mistype_key) < 0)
+        ok = tr_gguf_writer_set_str(w, e->mistype_key, "x");
+    uint16_t *half = NULL;
+    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g_ref); i++) {
+        const tr_tensor *t = tr_gguf_tensor_at(g_ref, i);
+        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
+        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
+        int nd = t->n_dims;
+        if (e->bad_tensor && !strcmp(t->name, e->bad_tensor)) {
+            if (nd > 1)
+                ne[nd - 1]--;
+            else
+                ne[0]--;
+        }
+        if (e->f16_tensor && !strcmp(t->name, e->f16_tensor) && t->type == TR_F32) {
+            const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
+            half = malloc((size_t)n * sizeof *half);
+            ok = half != NULL;
+            for (int64_t j = 0; ok && j < n; j++)
+                half[j] = tr_f32_to_f16(((const float *)t->data)[j]);
+            ok = ok && tr_gguf_writer_add_tensor(w, t->name, TR_F16, nd, ne, half);
+            continue;
+        }
+        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, nd, ne, t->data);
+    }
+    void *buf = NULL;
+    size_t size = 0;
+    ok = ok && tr_gguf_writer_to_memory(w, &buf, &size) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    free(half);
+    FILE *f = ok ? fopen(g_path, "wb") : NULL;
+    ok = f && fwrite(buf, 1, size, f) == size;
+    if (f) ok = fclose(f) == 0 && ok;
+    free(buf);
+    return ok;
+}
+
+/* Loads the edit: want status, and the log names `name`. */
+static void expect(const edit *e, transcribe_status want, const char *name) {
+    CHECK(write_edit(e));
+    g_log[0] = 0;
+    struct transcribe_model *m = NULL;
+    transcribe_log_set(on_log, NULL);
+    const transcribe_status st = transcribe_model_load_file(g_path, NULL, &m);
+    transcribe_log_set(NULL, NULL);
+    CHECK_MSG(st == want, "%s: status %d, want %d", name, st, want);
+    if (want != TRANSCRIBE_OK) CHECK_MSG(strstr(g_log, name) != NULL, "%s: log '%s'", name, g_log);
+    transcribe_model_free(m);
+}
+
+static const char *const k_required[] = {
+    "general.architecture",
+    MK "encoder.n_layers",
+    MK "encoder.d_model",
+    MK "encoder.n_heads",
+    MK "encoder.n_kv_heads",
+    MK "encoder.head_dim",
+    MK "encoder.ffn_dim",
+    MK "encoder.num_mel_bins",
+    MK "encoder.sliding_window",
+    MK "encoder.max_position_embeddings",
+    MK "encoder.rope_theta",
+    MK "encoder.rms_norm_eps",
+    MK "encoder.hidden_act",
+    MK "projector.downsample_factor",
+    MK "projector.input_dim",
+    MK "projector.hidden_act",
+    MK "projector.audio_length_per_tok",
+    MK "decoder.n_layers",
+    MK "decoder.hidden_size",
+    MK "decoder.intermediate_size",
+    MK "decoder.n_heads",
+    MK "decoder.n_kv_heads",
+    MK "decoder.head_dim",
+    MK "decoder.hidden_act",
+    MK "decoder.rms_norm_eps",
+    MK "decoder.rope_theta",
+    MK "decoder.sliding_window",
+    MK "decoder.max_position_embeddings",
+    MK "decoder.vocab_size",
+    MK "time.default_num_delay_tokens",
+    MK "time.embed_theta",
+    MK "time.embed_dim",
+    MK "time.ada_hidden",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.eos_token_id",
+    "stt.frontend.type",
+    "stt.frontend.num_mels",
+    "stt.frontend.sample_rate",
+    "stt.frontend.n_fft",
+    "stt.frontend.hop_length",
+    "stt.frontend.window",
+    "stt.frontend.normalize",
+    "stt.frontend.global_log_mel_max",
+};
+
+static const char *const k_optional[] = {
+    MK "streaming_pad_token_id", MK "decoder.tie_word_embeddings",
+    "stt.frontend.pad_mode",     "stt.frontend.mel_norm",
+    "stt.frontend.center",       "stt.capability.streaming",
+};
+
+static const char *const k_tensors[] = {
+    "dec.time_embed.inv_freq",
+    "enc.conv.0.weight",
+    "enc.conv.0.bias",
+    "enc.conv.1.weight",
+    "enc.conv.1.bias",
+    "enc.final_norm.weight",
+    "enc.blocks.0.norm_attn.weight",
+    "enc.blocks.0.attn.q.weight",
+    "enc.blocks.0.attn.q.bias",
+    "enc.blocks.1.attn.k.weight",
+    "enc.blocks.1.attn.v.bias",
+    "enc.blocks.0.attn.out.weight",
+    "enc.blocks.1.attn.out.bias",
+    "enc.blocks.0.ffn.gate.weight",
+    "enc.blocks.1.ffn.down.bias",
+    "proj.linear_1.weight",
+    "proj.linear_2.weight",
+    "dec.token_embd.weight",
+    "dec.output_norm.weight",
+    "dec.blocks.0.attn.q.weight",
+    "dec.blocks.1.ffn.up.weight",
+    "dec.blocks.1.norm_ffn.weight",
+    "dec.blocks.0.ada.linear_1.weight",
+    "dec.blocks.1.ada.linear_2.weight",
+};
+
+static void load_errors(void) {
+    for (size_t i = 0; i < sizeof k_required / sizeof *k_required; i++) {
+        expect(&(edit){.drop_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+        if (i > 0) /* a mistyped architecture is a different refusal */
+            expect(&(edit){.mistype_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+    }
+    for (size_t i = 0; i < sizeof k_optional / sizeof *k_optional; i++)
+        expect(&(edit){.mistype_key = k_optional[i]}, TRANSCRIBE_ERR_GGUF, k_optional[i]);
+    for (size_t i = 0; i < sizeof k_tensors / sizeof *k_tensors; i++) {
+        expect(&(edit){.drop_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
+        expect(&(edit){.bad_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
+    }
+    /* refused values */
+    expect(&(edit){.u32_key = MK "encoder.n_kv_heads", .u32 = 1}, TRANSCRIBE_ERR_GGUF,
+           "n_kv_heads");
+    expect(&(edit){.u32_key = MK "projector.input_dim", .u32 = 64}, TRANSCRIBE_ERR_GGUF,
+           "input_dim");
+    expect(&(edit){.str_key = MK "projector.hidden_act", .str = "silu"}, TRANSCRIBE_ERR_GGUF,
+           "projector.hidden_act");
+    expect(&(edit){.str_key = MK "encoder.hidden_act", .str = "gelu"}, TRANSCRIBE_ERR_GGUF,
+           "encoder.hidden_act");
+    expect(&(edit){.bool_key = MK "decoder.tie_word_embeddings", .b = false}, TRANSCRIBE_ERR_GGUF,
+           "tie_word_embeddings");
+    expect(&(edit){.u32_key = MK "time.embed_dim", .u32 = 32}, TRANSCRIBE_ERR_GGUF, "embed_dim");
+    expect(&(edit){.u32_key = MK "decoder.vocab_size", .u32 = 1000}, TRANSCRIBE_ERR_GGUF, "vocab");
+    expect(&(edit){.u32_key = MK "encoder.n_layers", .u32 = 0}, TRANSCRIBE_ERR_GGUF, "n_layers");
+    expect(&(edit){.str_key = "stt.frontend.normalize", .str = "per_feature"}, TRANSCRIBE_ERR_GGUF,
+           "normalize");
+    expect(&(edit){.str_key = "stt.frontend.type", .str = "raw"}, TRANSCRIBE_ERR_GGUF,
+           "stt.frontend.type");
+    expect(&(edit){.u32_key = "stt.frontend.num_mels", .u32 = 80}, TRANSCRIBE_ERR_GGUF, "num_mels");
+    expect(&(edit){.u32_key = MK "streaming_pad_token_id", .u32 = 5000}, TRANSCRIBE_ERR_GGUF,
+           "streaming_pad_token_id");
+    expect(&(edit){.f16_tensor = "enc.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF,
+           "ffn.gate and ffn.up");
+    expect(&(edit){.f16_tensor = "dec.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF, "gate");
+    expect(&(edit){.drop_key = MK "streaming_pad_token_id"}, TRANSCRIBE_OK, "");
+    expect(&(edit){0}, TRANSCRIBE_OK, "");
+}
+
+static int g_polls, g_abort_at;
+static bool abort_after(void *user) {
+    (void)user;
+    return ++g_polls > g_abort_at;
+}
+
+static void run_errors(const float *clip, int n_clip) {
+    /* the decoder's positions cut to 100: the clip (81 audio tokens) fits, twice it does not */
+    CHECK(write_edit(&(edit){.u32_key = MK "decoder.max_position_embeddings", .u32 = 100}));
+    struct transcribe_model *m = NULL;
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_model_load_file(g_path, NULL, &m) == TRANSCRIBE_OK);
+    CHECK(m && transcribe_session_init(m, NULL, &s) == TRANSCRIBE_OK);
+    if (!s) {
+        transcribe_model_free(m);
+        return;
+    }
+    float one = 0.1f;
+    CHECK(transcribe_run(s, NULL, 10, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_run(s, &one, 0, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_run(s, clip, 1, NULL) == TRANSCRIBE_OK);
+    CHECK(transcribe_n_tokens(s) > 0);
+    const int n = 2 * n_clip;
+    float *pcm = malloc(sizeof(float) * n);
+    if (!pcm) return;
+    memcpy(pcm, clip, sizeof(float) * n_clip);
+    memcpy(pcm + n_clip, clip, sizeof(float) * n_clip);
+    struct transcribe_run_params p;
+    transcribe_run_params_init(&p);
+    p.chunking = TRANSCRIBE_CHUNKING_OFF;
+    CHECK(transcribe_run(s, pcm, n_clip, &p) == TRANSCRIBE_OK);
+    g_log[0] = 0;
+    transcribe_log_set(on_log, NULL);
+    CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    transcribe_log_set(NULL, NULL);
+    CHECK_MSG(strstr(g_log, "positions"), "'%s'", g_log);
+    /* the long-audio path: pieces of at most 2 s */
+    struct transcribe_run_params pc;
+    transcribe_run_params_init(&pc);
+    pc.chunking = TRANSCRIBE_CHUNKING_ON;
+    pc.chunk_max_ms = 2000;
+    const transcribe_status st = transcribe_run(s, pcm, n, &pc);
+    CHECK_MSG(st == TRANSCRIBE_OK, "long: %d", st);
+    CHECK(transcribe_n_segments(s) >= 2);
+    /* NaN samples are cleaned */
+    float *nan = malloc(sizeof(float) * n_clip);
+    if (nan) {
+        memcpy(nan, clip, sizeof(float) * n_clip);
+        nan[100] = NAN;
+        CHECK(transcribe_run(s, nan, n_clip, NULL) == TRANSCRIBE_OK);
+        CHECK(transcribe_full_text(s) && strlen(transcribe_full_text(s)) > 0);
+        free(nan);
+    }
+    /* refused run parameters */
+    struct transcribe_run_params r;
+    transcribe_run_params_init(&r);
+    r.task = TRANSCRIBE_TASK_TRANSLATE;
+    r.target_language = "en";
+    CHECK(transcribe_run(s, clip, n_clip, &r) == TRANSCRIBE_ERR_UNSUPPORTED_TASK);
+    transcribe_run_params_init(&r);
+    r.timestamps = TRANSCRIBE_TIMESTAMPS_WORD;
+    CHECK(transcribe_run(s, clip, n_clip, &r) == TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS);
+    transcribe_run_params_init(&r);
+    r.language = "sv";
+    CHECK(transcribe_run(s, clip, n_clip, &r) == TRANSCRIBE_ERR_UNSUPPORTED_LANGUAGE);
+    r.language = "fr"; /* listed: accepted and ignored */
+    CHECK(transcribe_run(s, clip, n_clip, &r) == TRANSCRIBE_OK);
+    /* abort before any work and mid-run (encoder passes, decoder steps) */
+    for (int at = 0; at < 30; at += 3) {
+        g_polls = 0;
+        g_abort_at = at;
+        transcribe_set_abort_callback(s, abort_after, NULL);
+        CHECK_MSG(transcribe_run(s, clip, n_clip, NULL) == TRANSCRIBE_ERR_ABORTED, "abort at %d",
+                  at);
+    }
+    transcribe_set_abort_callback(s, NULL, NULL);
+    /* a batch with an empty, a too-long and a good utterance */
+    const float *b[3] = {pcm, pcm, pcm};
+    int nb[3] = {0, n, n_clip};
+    transcribe_run_batch(s, b, nb, 3, &p);
+    CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
+    CHECK(transcribe_batch_status(s, 2) == TRANSCRIBE_OK);
+    vxr_golden g;
+    CHECK(vxr_golden_load("clip", false, &g));
+    const char *t = transcribe_batch_full_text(s, 2);
+    CHECK_MSG(t && !strcmp(t, g.text), "batch row 2: [%s]", t ? t : "");
+    free(pcm);
+    transcribe_session_free(s);
+    transcribe_model_free(m);
+}
+
 int main(void) {
-    return 0;
+    if (!tr_test_file_exists(REF)) {
+        printf("skipped: the reference files are missing\n");
+        return 0;
+    }
+    snprintf(g_path, sizeof g_path, "%s/vxr_errors.gguf", TR_BINARY_DIR);
+    CHECK(tr_gguf_open(REF, &g_ref) == TRANSCRIBE_OK);
+    if (g_ref) load_errors();
+    int n = 0;
+    float *clip = vxr_load_clip(&n);
+    if (g_ref && clip) run_errors(clip, n);
+    transcribe_audio_free(clip);
+    tr_gguf_close(g_ref);
+    remove(g_path);
+    return TEST_DONE();
 }

@@ -158,6 +158,16 @@ static void decode(const char *dtype, const char *clip, const float *pcm, int n,
                   txt ? txt : "", g.text);
         CHECK_MSG(raw && !strcmp(raw, g.raw), "%s %s raw [%s] want [%s]", dtype, clip,
                   raw ? raw : "", g.raw);
+        /* token rows: the text ids (the controls, ids < 1000 here, are left out) */
+        int k = 0;
+        bool same = true;
+        for (int i = 0; i < g.n_ids; i++) {
+            if (g.ids[i] < 1000) continue;
+            struct transcribe_token t;
+            transcribe_token_init(&t);
+            same = same && transcribe_get_token(s, k++, &t) == TRANSCRIBE_OK && t.id == g.ids[i];
+        }
+        CHECK_MSG(same && transcribe_n_tokens(s) == k, "%s %s: token rows", dtype, clip);
         CHECK(transcribe_n_segments(s) == 1);
         struct transcribe_segment seg;
         transcribe_segment_init(&seg);

@@ -131,26 +131,44 @@ void tr_vxr_prompt(const vxr_session *s, int d, const float *audio, float *x) {
 
 /* ---- output (docs/formats/voxtral_realtime.md §6.5) ---- */
 
+static bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 transcribe_status tr_vxr_fill_result(const vxr_model *m, const int32_t *ids, int n,
                                      int64_t n_samples, tr_result *res) {
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
     char *raw = tr_tokenizer_decode(m->tok, ids, n, false);
     char *text = tr_tokenizer_decode(m->tok, ids, n, true);
     bool ok = raw && text;
+    int seg = -1;
     if (ok) {
         char *a = text, *b = text + strlen(text);
-        while (*a == ' ' || *a == '\t' || *a == '\n' || *a == '\r' || *a == '\v' || *a == '\f') a++;
-        while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\n' || b[-1] == '\r' ||
-                         b[-1] == '\v' || b[-1] == '\f'))
-            b--;
+        while (is_space(*a)) a++;
+        while (b > a && is_space(b[-1])) b--;
         *b = 0;
         const int64_t t1 = n_samples * 1000 / m->mel.sample_rate;
         ok = tr_result_set_raw_text(res, raw) && tr_result_set_full_text(res, a) &&
-             tr_result_add_segment(res, 0, t1, a) >= 0;
+             (seg = tr_result_add_segment(res, 0, t1, a)) >= 0;
     }
     free(raw);
     free(text);
-    return ok ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
+    /* token rows: the text ids, untimed (§7); the text's leading whitespace is trimmed from the
+     * first rows too, so the rows' texts join to the text */
+    bool lead = true;
+    for (int i = 0; ok && i < n; i++) {
+        if (tr_tokenizer_is_control(m->tok, ids[i])) continue;
+        char *piece = tr_tokenizer_decode(m->tok, &ids[i], 1, true);
+        if (!piece) return TRANSCRIBE_ERR_OOM;
+        const char *t = piece;
+        if (lead) {
+            while (is_space(*t)) t++;
+            lead = *t == 0;
+        }
+        ok = tr_result_add_token(res, ids[i], 0.0f, 0, 0, seg, -1, t) >= 0;
+        free(piece);
+    }
+    return ok && !res->oom ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
 /* ---- one utterance ---- */

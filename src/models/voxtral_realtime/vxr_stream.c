@@ -202,30 +202,11 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *
     return TRANSCRIBE_OK;
 }
 
-/* The hypothesis: one segment [0, received] and one token row per text id; the rows' texts join
- * to the (left-trimmed) text, so the dispatcher commits by rows. */
+/* The hypothesis: the offline result of the ids so far (vxr_run.c: one segment, one token row
+ * per text id whose texts join to the text, so the dispatcher commits by rows). */
 static transcribe_status build_result(vxr_session *s, tr_result *res) {
-    const vxr_model *m = s->m;
     tr_result_clear(res);
-    tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
-    transcribe_status r = tr_vxr_fill_result(m, s->ids, s->n_ids, s->stream->n_fed, res);
-    if (r != TRANSCRIBE_OK) return r;
-    bool lead = true; /* the text's leading whitespace is trimmed: so are the first rows' */
-    for (int i = 0; i < s->n_ids; i++) {
-        if (tr_tokenizer_is_control(m->tok, s->ids[i])) continue;
-        char *piece = tr_tokenizer_decode(m->tok, &s->ids[i], 1, true);
-        if (!piece) return TRANSCRIBE_ERR_OOM;
-        const char *t = piece;
-        if (lead) {
-            while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r' || *t == '\v' || *t == '\f')
-                t++;
-            lead = *t == 0;
-        }
-        const bool ok = tr_result_add_token(res, s->ids[i], 0.0f, 0, 0, 0, -1, t) >= 0;
-        free(piece);
-        if (!ok) return TRANSCRIBE_ERR_OOM;
-    }
-    return res->oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
+    return tr_vxr_fill_result(s->m, s->ids, s->n_ids, s->stream->n_fed, res);
 }
 
 static void report(vxr_session *s, tr_stream_ctx *ctx, bool final) {
