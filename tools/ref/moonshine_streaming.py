@@ -54,31 +54,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 LN_EPS = 1e-5      # encoder and decoder LayerNorms (docs/formats/moonshine_streaming.md §5.2, §6)
-CMVN_EPS = 1e-6    # §2.2 cmvn_eps
-FRAME_LEN = 80     # §1, §4: 5 ms at 16 kHz
-SPF = 4 * FRAME_LEN  # samples per encoder frame (§5.1, §8.1)
-FRONTEND_PAD = 4   # §8.1
+CMVN_EPS = 1e-6    # docs/formats/moonshine_streaming.md §2.2 cmvn_eps
+FRAME_LEN = 80     # docs/formats/moonshine_streaming.md §1, §4: 5 ms at 16 kHz
+SPF = 4 * FRAME_LEN  # samples per encoder frame (docs/formats/moonshine_streaming.md §5.1, §8.1)
+FRONTEND_PAD = 4   # docs/formats/moonshine_streaming.md §8.1
 UNK, BOS, EOS, PAD = 0, 1, 2, 0
 
 REAL_TINY_WIN = [(16, 4), (16, 4), (16, 0), (16, 0), (16, 4), (16, 4)]
 
 
-def _guess_windows(n):  # §11.1: first two and last two (16,4), (16,0) elsewhere
+def _guess_windows(n):  # docs/formats/moonshine_streaming.md §11: first two and last two (16,4), (16,0) elsewhere
     return [(16, 4)] * 2 + [(16, 0)] * (n - 4) + [(16, 4)] * 2
 
 
 CONFIGS = {
     # e = 48 (not a multiple of 32: every matrix with ne0 = e falls back to F16 in the
-    # Q8_0 file, §3), attention width 2 x 16 = 32 < e, adapter projection 48 -> 64,
+    # Q8_0 file, docs/formats/moonshine_streaming.md §3), attention width 2 x 16 = 32 < e, adapter projection 48 -> 64,
     # decoder 4 x 16, factor 0.7 -> rot = (int)(16 * 0.7f) & ~1 = 10 (truncation and bit
     # clearing), windows with L_total = 26, R_total = 12 (240 ms, as the real tiny),
-    # P = 160 so that a 3.2 s one-shot input exceeds the adapter table (§5.3, §11.2).
+    # P = 160 so that a 3.2 s one-shot input exceeds the adapter table (§5.3, §11).
     "tiny": dict(enc_layers=4, e=48, enc_heads=2, enc_hd=16, enc_ffn=96,
                  windows=[(8, 5), (8, 5), (6, 0), (8, 5)],
                  dec_layers=2, D=64, dec_heads=4, dec_hd=16, dec_ffn=128,
                  vocab=320, n_st=16, max_pos=160, prf=0.7, pad=0,
                  name="Moonshine Streaming Tiny", variant="moonshine-streaming-tiny"),
-    # published dimensions (§1)
+    # published dimensions (docs/formats/moonshine_streaming.md §1)
     "real": dict(enc_layers=6, e=320, enc_heads=8, enc_hd=40, enc_ffn=1280, windows=REAL_TINY_WIN,
                  dec_layers=6, D=320, dec_heads=8, dec_hd=40, dec_ffn=1280,
                  vocab=32768, n_st=768, max_pos=4096, prf=0.8, pad=0,
@@ -110,7 +110,7 @@ FILL = ["▁the", "▁a", "▁to", "▁of", "▁and", "▁in", "▁is", "▁it",
 
 
 # --------------------------------------------------------------------------
-# vocabulary (§2.1: same layout as docs/formats/moonshine.md §3.4)
+# vocabulary (docs/formats/moonshine_streaming.md §2.1: same layout as docs/formats/moonshine.md §3.4)
 # --------------------------------------------------------------------------
 def build_vocab(cfg):
     V, n_st = cfg["vocab"], cfg["n_st"]
@@ -150,7 +150,7 @@ def sp_decode(ids, toks):
 # model math
 # --------------------------------------------------------------------------
 def rot_dims(hd, prf):
-    """§6: (int)((float)head_dim * factor) & ~1, in single precision."""
+    """docs/formats/moonshine_streaming.md §6: (int)((float)head_dim * factor) & ~1, in single precision."""
     return int(np.float32(hd) * np.float32(prf)) & ~1
 
 
@@ -165,7 +165,7 @@ def layer_norm(x, g, eps=LN_EPS):
 
 
 def n_frames(n_samples):
-    """§4-§5.1 one-shot geometry: (n_pad, T_f, T1, T_enc)."""
+    """docs/formats/moonshine_streaming.md §4-§5.1 one-shot geometry: (n_pad, T_f, T1, T_enc)."""
     n_pad = -(-n_samples // FRAME_LEN) * FRAME_LEN
     tf = n_pad // FRAME_LEN
     t1 = -(-tf // 2)
@@ -173,18 +173,18 @@ def n_frames(n_samples):
 
 
 def budget(T_enc):
-    """§6: floor(T_enc * 4 * frame_len * 13 / (2 * 16000)) + 24, integer arithmetic."""
+    """docs/formats/moonshine_streaming.md §6: floor(T_enc * 4 * frame_len * 13 / (2 * 16000)) + 24, integer arithmetic."""
     return T_enc * SPF * 13 // (2 * 16000) + 24 if T_enc > 0 else 0
 
 
 def causal_conv(x, W, b):
-    """§5.1: x [T, ci]; 4 zero frames prepended, stride 2. Returns [ceil(T/2), co]."""
+    """docs/formats/moonshine_streaming.md §5.1: x [T, ci]; 4 zero frames prepended, stride 2. Returns [ceil(T/2), co]."""
     xt = Fn.pad(x.T[None], (W.shape[2] - 1, 0))
     return Fn.conv1d(xt, W, b, stride=2)[0].T
 
 
 def frontend(pcm, W, round_conv_in=False):
-    """§4 + §5.1 on PCM whose length is a multiple of 80. Returns dict of taps.
+    """docs/formats/moonshine_streaming.md §4 + §5.1 on PCM whose length is a multiple of 80. Returns dict of taps.
     round_conv_in: round the two conv inputs to F16 (what ggml's im2col does upstream with
     F16 kernels, §3 numerics); only used to measure that effect, never for goldens."""
     rc = (lambda t: t.half().double()) if round_conv_in else (lambda t: t)
@@ -201,7 +201,7 @@ def frontend(pcm, W, round_conv_in=False):
 
 
 def window_mask(T, L, R):
-    """§5.2: allowed(q, k) = 0 <= q-k < L or 0 < k-q < R."""
+    """docs/formats/moonshine_streaming.md §5.2: allowed(q, k) = 0 <= q-k < L or 0 < k-q < R."""
     q = torch.arange(T)[:, None]
     k = torch.arange(T)[None, :]
     d = q - k
@@ -221,7 +221,7 @@ def attention(q, k, v, H, hd, mask=None):
 
 
 def encoder(pcm, W, cfg, round_conv_in=False):
-    """§4-§5.2 over PCM (length a multiple of 80). Returns the taps plus block0_out, enc_out."""
+    """docs/formats/moonshine_streaming.md §4-§5.2 over PCM (length a multiple of 80). Returns the taps plus block0_out, enc_out."""
     out = frontend(pcm, W, round_conv_in)
     x = out["conv2_out"]
     T = x.shape[0]
@@ -242,7 +242,7 @@ def encoder(pcm, W, cfg, round_conv_in=False):
 
 
 def adapter(enc, pos0, W, cfg):
-    """§5.3: x_t = enc_t + pos_emb[pos0 + t]; optional projection (no bias)."""
+    """docs/formats/moonshine_streaming.md §5.3: x_t = enc_t + pos_emb[pos0 + t]; optional projection (no bias)."""
     T = enc.shape[0]
     assert pos0 + T <= cfg["max_pos"], "adapter table overrun (§5.3, §11.2)"
     x = enc + W["adapter.pos_emb.weight"][pos0:pos0 + T]
@@ -300,7 +300,7 @@ def decoder(tokens, ckv, W, cfg, taps=None):
 
 
 def greedy(ckv, T_enc, W, cfg):
-    """§6 loop. Returns (out ids, truncated, gen_cap, per-step margins, per-step logits)."""
+    """docs/formats/moonshine_streaming.md §6 loop. Returns (out ids, truncated, gen_cap, per-step margins, per-step logits)."""
     b = budget(T_enc)
     cap = b if 0 < b < cfg["max_pos"] else cfg["max_pos"]
     head = W["dec.lm_head.weight"]
@@ -327,7 +327,7 @@ def text_of(ids, toks):
 
 
 # --------------------------------------------------------------------------
-# streaming (§8.1)
+# streaming (docs/formats/moonshine_streaming.md §8.1)
 # --------------------------------------------------------------------------
 def stream_totals(cfg):
     L_tot = sum(L - 1 for L, _ in cfg["windows"] if L > 1)
@@ -336,7 +336,7 @@ def stream_totals(cfg):
 
 
 class Stream:
-    """The feed / finalize algorithm of §8.1 on a float64 model. decode(T) returns
+    """The feed / finalize algorithm of docs/formats/moonshine_streaming.md §8.1 on a float64 model. decode(T) returns
     the ids of a §6 decode over the first T committed frames (cached by the caller);
     rows are the adapted frames computed window by window, exactly as §8.1 slices."""
 
@@ -464,14 +464,14 @@ def run_stream(pcm, chunk, W, cfg, toks, decode, interval_ms=-1, agree_n=0):
 
 
 # --------------------------------------------------------------------------
-# GGUF schema (§2, §3)
+# GGUF schema (docs/formats/moonshine_streaming.md §2, §3)
 # --------------------------------------------------------------------------
 def has_proj(cfg):
     return cfg["e"] != cfg["D"]
 
 
 def tensor_shapes(cfg):
-    """PyTorch shapes (ne reversed), in write order (§3)."""
+    """PyTorch shapes (ne reversed), in write order (docs/formats/moonshine_streaming.md §3)."""
     e, a, Fe = cfg["e"], cfg["enc_heads"] * cfg["enc_hd"], cfg["enc_ffn"]
     D, Fd, V, P = cfg["D"], cfg["dec_ffn"], cfg["vocab"], cfg["max_pos"]
     assert D == cfg["dec_heads"] * cfg["dec_hd"] and e >= a
@@ -518,7 +518,7 @@ def is_norm_bucket(name):
 
 
 def dtype_for(name, shape, preset):
-    """§3 stored dtypes: F32 file all F32; F16 file every non-norm tensor F16 (the embedder
+    """docs/formats/moonshine_streaming.md §3 stored dtypes: F32 file all F32; F16 file every non-norm tensor F16 (the embedder
     convs included: their names lack `.conv.`); Q8_0 file Q8_0 where ne0 % 32 == 0, else F16."""
     if preset == "F32" or is_norm_bucket(name):
         return gw.GGML_F32
@@ -674,7 +674,7 @@ def random_weights(cfg, g, knobs):
         if n == "enc.embedder.comp.log_k":
             W[n] = torch.tensor([knobs["log_k"]])
         elif is_norm_bucket(n) and not n.endswith(".bias"):
-            W[n] = 1.0 + rn(*shp, std=0.1)  # encoder gains: the folded γ + 1 (§3)
+            W[n] = 1.0 + rn(*shp, std=0.1)  # encoder gains: the folded γ + 1 (docs/formats/moonshine_streaming.md §3)
         elif n.endswith(".bias"):
             W[n] = rn(*shp, std=0.1)
         elif n.startswith("enc."):
@@ -801,7 +801,7 @@ def pad80(x):
 
 
 def oneshot(x, W, cfg):
-    """§4-§6 one-shot path. Returns (encoder taps, adapted, ckv, T_enc)."""
+    """docs/formats/moonshine_streaming.md §4-§6 one-shot path. Returns (encoder taps, adapted, ckv, T_enc)."""
     enc = encoder(torch.from_numpy(pad80(x)), W, cfg)
     T = enc["enc_out"].shape[0]
     ad = adapter(enc["enc_out"], 0, W, cfg)
@@ -880,7 +880,7 @@ def main():
     W = {n: f32r(t) for n, t in W.items()}
 
     # switch direction w: s = mean_t(adapted_t)·w is positive for every prefix of the
-    # main clips (streaming partial decodes see prefixes, §8.1) and negative for clip_min
+    # main clips (streaming partial decodes see prefixes, docs/formats/moonshine_streaming.md §8.1) and negative for clip_min
     rows_pos, rows_neg = [], []
     for name, x in clips.items():
         _, ad, _, T = oneshot(x, W, cfg)
@@ -961,7 +961,7 @@ def main():
             r["f32_max_abs_enc_err"] = float((enc32["enc_out"].double() - enc["enc_out"]).abs().max())
             n = min(len(lg32), len(logits))
             r["f32_max_abs_logit_err"] = float((lg32[:n].double() - logits[:n]).abs().max())
-            if preset != "F32":  # upstream im2col rounds the conv inputs to F16 (§3 numerics)
+            if preset != "F32":  # upstream im2col rounds the conv inputs to F16 (docs/formats/moonshine_streaming.md §3 numerics)
                 h16 = encoder(torch.from_numpy(pad80(x)), Wq, cfg, round_conv_in=True)["enc_out"]
                 r["conv_input_f16_max_abs_enc_diff"] = float((h16 - enc["enc_out"]).abs().max())
             key = "%s_%s" % (preset, cname)
@@ -983,7 +983,7 @@ def main():
                 npsave(stem + "_logits.npy", logits)
         if not tiny:
             continue
-        # native streaming (§8.1) of every committed clip, with several chunkings
+        # native streaming (docs/formats/moonshine_streaming.md §8.1) of every committed clip, with several chunkings
         cache = {}
         _, ad_full, _, T_full = oneshot(pcm, Wq, cfg)
 
@@ -996,7 +996,7 @@ def main():
         for name, chunk, ims, agn in STREAM_CASES:
             s = run_stream(pcm, chunk or len(pcm), Wq, cfg, toks, dec, ims, agn)
             dev = float((s.adapted() - ad_full).abs().max())
-            assert dev < 1e-9, (name, dev)  # windowed encoding == one-shot rows (§8.1)
+            assert dev < 1e-9, (name, dev)  # windowed encoding == one-shot rows (docs/formats/moonshine_streaming.md §8.1)
             fin = s.events[-1]
             evs = s.events
             if len(evs) > 200:  # keep the calls where something moved (plus the last two)
@@ -1012,7 +1012,7 @@ def main():
             print("stream %-14s feeds %4d partial decodes %3d revision %3d  %r" % (
                 name, st[name]["n_feeds"], st[name]["n_partial_decodes"], fin["revision"], s.text[:60]))
         # the odd-length clip (39 900 samples): the stream keeps floor(39 920 / 320) = 124
-        # frames, one-shot ceil = 125 (§8.1, §11.3); its own rows, its own decodes
+        # frames, one-shot ceil = 125 (docs/formats/moonshine_streaming.md §8.1, §11); its own rows, its own decodes
         odd = clips["clip_odd"]
         s_odd = Stream(Wq, cfg, None, -1, 0)
         s_odd.toks = toks
