@@ -19,21 +19,23 @@
 
 struct tr_tokenizer;
 
-#define VXR_LEFT_PAD_TOK 32  /* docs/formats/voxtral_realtime.md §4: left zero tokens */
-#define VXR_RIGHT_EXTRA  11  /* §4: 10 buffer tokens + the BOS slot, after the delay */
-#define VXR_ENC_CHUNK    512 /* encoder frames per pass (§8 streaming: at most 512) */
+#define VXR_LEFT_PAD_TOK 32 /* docs/formats/voxtral_realtime.md §4: left zero tokens */
+#define VXR_RIGHT_EXTRA                                                                            \
+    11 /* docs/formats/voxtral_realtime.md §4: 10 buffer tokens + the BOS slot, after the delay */
+#define VXR_ENC_CHUNK                                                                              \
+    512 /* encoder frames per pass (docs/formats/voxtral_realtime.md §8 streaming: at most 512) */
 
 typedef struct vxr_hparams {
-    /* encoder (§2.2) */
+    /* encoder (docs/formats/voxtral_realtime.md §2.2) */
     int enc_layers, enc_d, enc_heads, enc_hd, enc_ffn, n_mels, enc_window;
     float enc_theta, enc_eps;
-    /* projector (§2.3) */
+    /* projector (docs/formats/voxtral_realtime.md §2.3) */
     int ds, per_tok; /* downsample factor (4), mel frames per audio token (8) */
-    /* decoder (§2.4) */
+    /* decoder (docs/formats/voxtral_realtime.md §2.4) */
     int max_pos, dec_window;
-    /* time conditioning (§2.4, §6.1) */
+    /* time conditioning (docs/formats/voxtral_realtime.md §2.4, §6.1) */
     int default_delay, ada_hidden;
-    /* tokens (§2.1) */
+    /* tokens (docs/formats/voxtral_realtime.md §2.1) */
     int bos, eos, pad;
 } vxr_hparams;
 
@@ -48,12 +50,12 @@ typedef struct vxr_enc_block {
 typedef struct vxr_model {
     vxr_hparams hp;
     tr_mel_config mel;
-    /* encoder (§3, §5) */
+    /* encoder (docs/formats/voxtral_realtime.md §3, §5) */
     tr_tensor conv0v, conv1v; /* kernels viewed as ne {3·c_in, c_out} */
     const float *conv0_b, *conv1_b, *enc_norm;
     vxr_enc_block *enc;
     const tr_tensor *proj1, *proj2;
-    /* LM (§6) */
+    /* LM (docs/formats/voxtral_realtime.md §6) */
     tr_clm_hparams lm;
     tr_clm_block *lm_blocks;
     tr_clm_weights lm_w;
@@ -101,16 +103,17 @@ void tr_vxr_enc_free(vxr_enc *e);
 /* Pushes n samples (finite). OK, OOM or ABORTED (polled between passes). */
 transcribe_status tr_vxr_enc_push(vxr_enc *e, tr_pool *pool, const float *pcm, int64_t n,
                                   bool (*should_abort)(void *), void *abort_user);
-/* Appends the offline right padding for n_samples pushed samples and delay d (§4) and encodes
- * every remaining frame. */
+/* Appends the offline right padding for n_samples pushed samples and delay d
+ * (docs/formats/voxtral_realtime.md §4) and encodes every remaining frame. */
 transcribe_status tr_vxr_enc_finish(vxr_enc *e, tr_pool *pool, int64_t n_samples, int delay,
                                     bool (*should_abort)(void *), void *abort_user);
 /* Drops audio rows before global row `upto`. */
 void tr_vxr_enc_drop_audio(vxr_enc *e, int64_t upto);
 
-/* Audio tokens of an n-sample input at delay d: 32 + ceil(n/1280) + d + 11 (§4). */
+/* Audio tokens of an n-sample input at delay d: 32 + ceil(n/1280) + d + 11
+ * (docs/formats/voxtral_realtime.md §4). */
 int64_t tr_vxr_n_audio(const vxr_model *m, int64_t n, int delay);
-/* Whether a delay is allowed: 1..15 or 30 (§8). */
+/* Whether a delay is allowed: 1..15 or 30 (docs/formats/voxtral_realtime.md §8). */
 bool tr_vxr_delay_ok(int d);
 
 /* ---- the session ---- */
@@ -119,7 +122,8 @@ struct vxr_stream;
 typedef struct vxr_session {
     const vxr_model *m;
     tr_clm_session dec;
-    tr_clm_block *blocks; /* the model's blocks with norm_ffn scaled for `delay` (§6.1) */
+    tr_clm_block *blocks; /* the model's blocks with norm_ffn scaled for `delay`
+                             (docs/formats/voxtral_realtime.md §6.1) */
     tr_clm_weights w;     /* the model's weights over these blocks */
     float *ffn_norm;      /* [n_layer][d_model] */
     int delay;            /* the delay the scales hold (-1 none) */
@@ -131,13 +135,15 @@ typedef struct vxr_session {
 
 TR_FAMILY_DECLARE(vxr);
 
-/* Sets the session's FFN-norm scales for delay d (§6.1). */
+/* Sets the session's FFN-norm scales for delay d (docs/formats/voxtral_realtime.md §6.1). */
 void tr_vxr_set_delay(vxr_session *s, int d);
-/* Input gate of one utterance at delay d (§6.3, §9): *n_audio gets the audio tokens. */
+/* Input gate of one utterance at delay d (docs/formats/voxtral_realtime.md §6.3, §9): *n_audio gets
+ * the audio tokens. */
 transcribe_status tr_vxr_gate(const vxr_model *m, const float *pcm, int n, int d, int64_t *n_audio);
-/* Prompt embeddings of §6.3 (T_prompt = 33 + d rows, audio rows 0.. added) into x. */
+/* Prompt embeddings of docs/formats/voxtral_realtime.md §6.3 (T_prompt = 33 + d rows, audio rows
+ * 0.. added) into x. */
 void tr_vxr_prompt(const vxr_session *s, int d, const float *audio, float *x);
-/* Result of ids (§6.5). */
+/* Result of ids (docs/formats/voxtral_realtime.md §6.5). */
 transcribe_status tr_vxr_fill_result(const vxr_model *m, const int32_t *ids, int n,
                                      int64_t n_samples, tr_result *res);
 bool tr_vxr_ids_reserve(vxr_session *s, int n);

@@ -156,7 +156,8 @@ static void ring_make_room(vxr_enc *e, int n) {
     e->kv_n = keep;
 }
 
-/* The blocks (§5 step 3) on x [n][d] at positions P .. P + n − 1; the ring already has room. */
+/* The blocks (docs/formats/voxtral_realtime.md §5 step 3) on x [n][d] at positions P .. P + n − 1;
+ * the ring already has room. */
 static void blocks(vxr_enc *e, tr_pool *pool, float *x, int n, float *scr) {
     const vxr_model *m = e->m;
     const vxr_hparams *h = &m->hp;

@@ -14,7 +14,7 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     out->max_kv_bytes = 0;
 }
 
-/* §8: the stream slot's VRST kind only. */
+/* docs/formats/voxtral_realtime.md §8: the stream slot's VRST kind only. */
 static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
     return slot == TRANSCRIBE_EXT_SLOT_STREAM &&
            kind == TRANSCRIBE_EXT_KIND_VOXTRAL_REALTIME_STREAM;

@@ -22,7 +22,7 @@
 /* docs/formats/voxtral_realtime.md §3 class E: any dequantizable type */
 #define VXR_TYPES_ANY 0x7fffffffu
 
-/* §2.1: the hint allow-list when general.languages is absent */
+/* docs/formats/voxtral_realtime.md §2.1: the hint allow-list when general.languages is absent */
 static const char *const k_lang[] = {"en", "fr", "es", "de", "ru", "zh", "ja",
                                      "it", "pt", "nl", "ar", "hi", "ko"};
 #define VXR_N_LANG ((int)(sizeof k_lang / sizeof *k_lang))
@@ -117,7 +117,7 @@ static transcribe_status read_hparams(const gguf_file *f, vxr_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.5 front end ---- */
+/* ---- docs/formats/voxtral_realtime.md §2.5 front end ---- */
 
 static transcribe_status read_frontend(const gguf_file *f, vxr_model *m) {
     transcribe_status st;
@@ -157,7 +157,7 @@ static transcribe_status read_frontend(const gguf_file *f, vxr_model *m) {
     return TRANSCRIBE_OK;
 }
 
-/* ---- §2.1 tokenizer and ids ---- */
+/* ---- docs/formats/voxtral_realtime.md §2.1 tokenizer and ids ---- */
 
 static transcribe_status read_tokenizer(const gguf_file *f, vxr_model *m) {
     transcribe_status st;
@@ -186,7 +186,7 @@ static transcribe_status read_tokenizer(const gguf_file *f, vxr_model *m) {
     return m->variant ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 
-/* ---- §3 tensors ---- */
+/* ---- docs/formats/voxtral_realtime.md §3 tensors ---- */
 
 static const float *vec(const gguf_file *f, const char *name, int64_t n, bool *ok) {
     const int64_t ne[1] = {n};
@@ -307,9 +307,10 @@ void tr_vxr_model_describe(const vxr_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                             TRANSCRIBE_TIMESTAMPS_NONE /* docs/formats/voxtral_realtime.md §7 */);
-    c->supports_language_detect = false; /* §6.5: the model reports no language */
-    c->supports_spec_decode = true;      /* single runs: the causal LM's tr_clm_greedy */
-    c->supports_streaming = true;        /* §8 */
-    c->max_audio_ms = 0;                 /* §8: unbounded */
+    c->supports_language_detect =
+        false; /* docs/formats/voxtral_realtime.md §6.5: the model reports no language */
+    c->supports_spec_decode = true; /* single runs: the causal LM's tr_clm_greedy */
+    c->supports_streaming = true;   /* docs/formats/voxtral_realtime.md §8 */
+    c->max_audio_ms = 0;            /* docs/formats/voxtral_realtime.md §8: unbounded */
     desc->tokenizer = tr_tokenizer_can_encode(m->tok) ? m->tok : NULL;
 }

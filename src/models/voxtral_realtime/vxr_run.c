@@ -153,8 +153,8 @@ transcribe_status tr_vxr_fill_result(const vxr_model *m, const int32_t *ids, int
     }
     free(raw);
     free(text);
-    /* token rows: the text ids, untimed (§7); the text's leading whitespace is trimmed from the
-     * first rows too, so the rows' texts join to the text */
+    /* token rows: the text ids, untimed (docs/formats/voxtral_realtime.md §7); the text's leading
+     * whitespace is trimmed from the first rows too, so the rows' texts join to the text */
     bool lead = true;
     for (int i = 0; ok && i < n; i++) {
         if (tr_tokenizer_is_control(m->tok, ids[i])) continue;
@@ -200,7 +200,8 @@ static transcribe_status verify_step(void *user, const int32_t *toks, int n, int
                                                                   : TRANSCRIBE_ERR_OOM;
 }
 
-/* Encodes n samples at delay d to the end (§4, §5) into s->enc's audio rows. */
+/* Encodes n samples at delay d to the end (docs/formats/voxtral_realtime.md §4, §5) into s->enc's
+ * audio rows. */
 static transcribe_status encode_all(vxr_session *s, tr_pool *pool, const float *pcm, int n, int d,
                                     int64_t n_audio, tr_run_ctx *ctx) {
     float *clean = NULL;
@@ -241,7 +242,8 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
     if (st != TRANSCRIBE_OK) return st;
     tr_run_report_progress(ctx, TR_RUN_ENCODED);
 
-    /* §6.4: KV from 2048 rows, the smallest power of two >= n_audio + 1 */
+    /* docs/formats/voxtral_realtime.md §6.4: KV from 2048 rows, the smallest power of two >=
+     * n_audio + 1 */
     const int n_ctx = tr_clm_ctx_pow2(n_audio + 1 > 2048 ? n_audio + 1 : 2048, m->hp.max_pos);
     const int max_new = na - T + 1; /* the prefill token and one per audio position left */
     float *x = malloc((size_t)T * m->lm.d_model * sizeof(float));
@@ -277,8 +279,8 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
         step_ctx sc = {s->dec.lm, pool};
         st = tr_greedy_loop_spec(&cfg, one_step, verify_step, spec_k(ctx), &sc, first, T, s->ids,
                                  &n_out);
-        /* §6.4: reaching the audio horizon ends the run normally (the guard trims, so a
-         * truncation with every position's token is the horizon) */
+        /* docs/formats/voxtral_realtime.md §6.4: reaching the audio horizon ends the run normally
+         * (the guard trims, so a truncation with every position's token is the horizon) */
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out == max_new) st = TRANSCRIBE_OK;
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
             TR_WARN(WHO ": the output repeats itself; stopped after %d tokens", n_out);
@@ -337,7 +339,7 @@ static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_
 static transcribe_status fill_row(const tr_clm_batch_job *job, int i, tr_clm_batch_row *row) {
     const batch_ctx *b = job->extra;
     tr_run_ctx *ctx = (tr_run_ctx *)job->ctxs + i;
-    /* §8: a row that reaches its audio horizon is complete */
+    /* docs/formats/voxtral_realtime.md §8: a row that reaches its audio horizon is complete */
     if (row->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && row->n_out == row->max_new)
         row->status = TRANSCRIBE_OK;
     return tr_vxr_fill_result(b->s->m, row->out, row->n_out, job->n_samples[i], ctx->result);

@@ -5,8 +5,8 @@
  * the prompt is prefilled as soon as its 33 + d rows exist, then position p feeds the previous
  * token plus audio row p. A token, once emitted, is final (the model is causal and greedy), so
  * the hypothesis only grows and every token is committed at once. Finalize appends the offline
- * right padding (§4) and decodes to the offline horizon with the offline guard: the final text is
- * the offline run's for the same audio and delay.
+ * right padding (docs/formats/voxtral_realtime.md §4) and decodes to the offline horizon with the
+ * offline guard: the final text is the offline run's for the same audio and delay.
  *
  * The decoder cache attends to every earlier position, as the offline run does (the family README
  * says why); audio rows are dropped as soon as they are consumed, so per-feed work and memory are
@@ -24,7 +24,7 @@
 #include "util/timer.h"
 
 #define WHO                  "voxtral_realtime"
-#define VXR_DEFAULT_INTERVAL 1000 /* ms (§8) */
+#define VXR_DEFAULT_INTERVAL 1000 /* ms (docs/formats/voxtral_realtime.md §8) */
 
 struct vxr_stream {
     int delay, interval_ms;
@@ -57,8 +57,8 @@ void tr_vxr_stream_reset(vxr_session *s) {
     if (s->stream) stream_clear(s);
 }
 
-/* The VRST extension's values (§8): delay −1 → the file's default, else 1..15 or 30; interval
- * −1 → 1000 ms, 0 = every feed, < −1 refused. */
+/* The VRST extension's values (docs/formats/voxtral_realtime.md §8): delay −1 → the file's default,
+ * else 1..15 or 30; interval −1 → 1000 ms, 0 = every feed, < −1 refused. */
 static transcribe_status ext_values(const vxr_model *m, const struct transcribe_ext *ext,
                                     int *delay, int *interval) {
     *delay = m->hp.default_delay;
@@ -105,7 +105,7 @@ transcribe_status tr_vxr_stream_begin(vxr_session *s, tr_stream_ctx *ctx) {
     s->stream->interval_ms = ms;
     tr_vxr_set_delay(s, d);
     if (s->delay != d) return TRANSCRIBE_ERR_OOM;
-    /* §8: a decoder cache of at least the decoder's window */
+    /* docs/formats/voxtral_realtime.md §8: a decoder cache of at least the decoder's window */
     int rows = m->hp.dec_window > 2048 ? m->hp.dec_window : 2048;
     if (rows > m->hp.max_pos) rows = m->hp.max_pos;
     if ((st = tr_clm_reserve(s->dec.lm, 1, rows))) return st;
@@ -169,7 +169,7 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *
     const int64_t end = limit >= 0 && limit < avail ? limit : avail;
     while (!st->done && st->p < end) {
         if (poll_abort(ac)) return TRANSCRIBE_ERR_ABORTED;
-        if (st->p + 1 > m->hp.max_pos) { /* §8: the position cap */
+        if (st->p + 1 > m->hp.max_pos) { /* docs/formats/voxtral_realtime.md §8: the position cap */
             st->done = st->truncated = true;
             break;
         }
