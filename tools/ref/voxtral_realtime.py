@@ -926,6 +926,8 @@ def stream_goldens(cfg, vocab, W, clips, res, out, log):
         # the windowed decoder KV (positions >= window) changes the logits, not the ids
         k = min(len(g.logits), len(off.logits))
         dl = float((torch.stack(g.logits[:k]) - torch.stack(off.logits[:k])).abs().max())
+        if name == "d6_chunk500ms_int0":  # every stream logit row (the ring window changes them)
+            npsave(os.path.join(out, "stream.d6.logits.npy"), torch.stack(g.logits))
         doc[name] = OrderedDict(chunk_samples=chunk, num_delay_tokens=d, min_decode_interval_ms=ms,
                                 n_samples=len(x), n_audio=int(audio[d].shape[0]), T_prompt=g.Tp,
                                 final_ids=g.gen, final_text=ev[-1]["text"], final_raw_text=ev[-1]["raw_text"],
