@@ -669,6 +669,35 @@ class Design:
         return e.shape[0]
 
 
+def chain_check(design):
+    """The last block's chain units in isolation: input E[a] + an audio row
+    of norm audio_norm; returns (min over edges a -> b of ⟨f, R_b⟩, max over
+    edges and other chain tokens c of |⟨f, R_c⟩|), f = the FFN output.
+    The design aims at β (8) and 0."""
+    cfg, dt, H = design.cfg, design.dt, design.H
+    p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
+    wn = design.tensor(p + "norm_ffn.weight").double()
+    gate, up, down = (design.tensor(p + "ffn.%s.weight" % k).double() for k in ("gate", "up", "down"))
+    free = slice(design.nres, H)
+    aud = rn(cfg["dec_seed"], "chain_check.audio", (design.A,), torch.float64)
+    aud *= design.audio_norm / aud.norm()
+    lo, hi = float("inf"), 0.0
+    for a, b, _ in lc.edges({0: design.chain}):
+        x = torch.zeros(H, dtype=torch.float64)
+        x[D_CONST] = lc.KAPPA
+        x[1:design.nres] = aud
+        x[free] = lc.RHO * design.Rc[a].double()
+        h = rms_norm(x, wn, 1e-5)
+        f = down @ (torch.nn.functional.silu(gate @ h) * (up @ h))
+        for c in design.chain:
+            v = float(f[free] @ design.Rc[c].double())
+            if c == b:
+                lo = min(lo, v)
+            else:
+                hi = max(hi, abs(v))
+    return lo, hi
+
+
 class LazyW:
     """dict-like view of a Design (keeps the last few tensors)."""
 
@@ -687,11 +716,12 @@ def build_weights(cfg, vocab, chain, pcm_cal, dt=torch.float64):
     """All tensors in write order (float32 values; F16-representable in the F16/Q8_0 classes)."""
     design = Design(cfg, vocab, chain, dt)
     design.calibrate(pcm_cal)
+    design.check = chain_check(design)
     W = OrderedDict((nm, design.tensor(nm).double()) for nm in tensor_names(cfg))
     assert len(W) == tensor_count(cfg)
     for k, v in W.items():
         assert tuple(v.shape) == design.shapes[k], (k, v.shape, design.shapes[k])
-    return W
+    return W, design
 
 
 # --------------------------------------------------------------------------
@@ -964,10 +994,12 @@ def main():
     if not tiny:
         return main_real(a, cfg, vocab, chain, presets, t0)
     clips = load_clips(a.out)
-    W = build_weights(cfg, vocab, chain, clips["clip"])
+    W, design = build_weights(cfg, vocab, chain, clips["clip"])
     n_par = sum(int(np.prod(t.shape)) for k, t in W.items() if not k.startswith("frontend."))
     log = ["config tiny seeds enc %d dec %d; vocab %d; chain %s" % (cfg["enc_seed"], cfg["dec_seed"], vocab.V, chain),
-           "%d tensors, %d parameters" % (len(W), n_par)]
+           "%d tensors, %d parameters" % (len(W), n_par),
+           "chain units alone (input E[a] + an audio row of norm 0.5): min <f, R_next> %.3f, "
+           "max |<f, R_other chain token>| %.3f (aim 8 / 0)" % design.check]
     for preset in presets:
         path = os.path.join(a.out, "voxtral-realtime-tiny-ref-%s.gguf" % preset)
         size = write_gguf(path, cfg, vocab, W, preset)
@@ -1064,10 +1096,14 @@ def main_real(a, cfg, vocab, chain, presets, t0):
     design = Design(cfg, vocab, chain, torch.float32)
     jfk, _ = mel_ref.read_wav(os.path.join(ROOT, "samples", "jfk.wav"))
     T_enc = design.calibrate(jfk)
+    lo, hi = chain_check(design)
+    print("chain units alone: min <f, R_next> %.3f, max |<f, R_other>| %.3f (aim 8 / 0)" % (lo, hi))
     n_par = sum(int(np.prod(s)) for k, s in design.shapes.items() if not k.startswith("frontend."))
     log = ["config real: %d tensors, %d parameters (excl. frontend buffers); vocab %d; proj calibrated on jfk "
            "(T_enc %d, scale %.4f) %.0fs" % (tensor_count(cfg), n_par, vocab.V, T_enc, design.proj_scale,
-                                            time.time() - t0)]
+                                            time.time() - t0),
+           "chain units alone (input E[a] + an audio row of norm 0.5): min <f, R_next> %.3f, "
+           "max |<f, R_other chain token>| %.3f (aim 8 / 0)" % (lo, hi)]
     print(log[-1])
     if not a.no_decode:
         log.append("no decode at real size (float32 LM ~14 GB); run with --no-decode")
