@@ -925,6 +925,29 @@ def audio_effect(W, cfg, vocab, x, r):
     return float((torch.stack(g.logits[:k]) - r["logits"][:k]).abs().max()), g.gen == r["gen"]
 
 
+def self_checks(W, cfg, r, log):
+    """KV stepping == one causal pass over the fused inputs; the encoder's
+    sliding window is active on the clip."""
+    d = DEFAULT_DELAY
+    ids = prompt_ids(d) + r["gen"]
+    n = min(len(ids), r["n_audio"])
+    dec = Decoder(W, cfg, d)
+    x = dec.embed(ids[:n]) + r["proj"][:n]
+    # logits of every row from one pass: run the blocks, then the head per row
+    full = []
+    for j in range(len(prompt_ids(d)) - 1, n):
+        dj = Decoder(W, cfg, d)
+        full.append(dj.forward(x[:j + 1]))
+    dev = float((torch.stack(full) - r["logits"][:len(full)]).abs().max())
+    cfg_nw = dict(cfg, enc_window=10 ** 6)
+    e_nw = encoder(r["mel"], W, cfg_nw)
+    wdev = float((e_nw - r["enc"]).abs().max())
+    log.append("self-check: KV stepping vs one causal pass max |Δ logits| %.1e over %d rows; encoder without "
+               "the %d-frame window differs by %.3f" % (dev, len(full), cfg["enc_window"], wdev))
+    print(log[-1])
+    assert dev < 1e-9 and wdev > 1e-3
+
+
 def stream_goldens(cfg, vocab, W, clips, res, out, log):
     """stream.json: feed traces (docs/formats/voxtral_realtime.md §8) for a few chunk sizes / intervals / delays."""
     x = clips["clip"]
@@ -1012,6 +1035,7 @@ def main():
     for d in (DEFAULT_DELAY, OTHER_DELAY):
         npsave(os.path.join(a.out, "ada.d%d.npy" % d), ada_scales(Wf, cfg, d))
     res = goldens(cfg, vocab, Wf, "", clips, a.out, log, True)
+    self_checks(Wf, cfg, res["clip"], log)
     dl, same = audio_effect(Wf, cfg, vocab, clips["clip"], res["clip"])
     log.append("zero audio rows: max |Δ logits| %.3f over the first %d steps; same ids %s" % (dl, N_LOGITS, same))
     print(log[-1])
