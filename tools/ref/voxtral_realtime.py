@@ -85,7 +85,8 @@ OTHER_DELAY = 2
 TEXT_WORDS = ["And", " so", None, " my", " fellow", " Americans", ",", " ask", " not", " what", " your",
               " country", " can", " do", " for", " you", ".", " The", " quick", " brown", " fox", " jumps", " over",
               " lazy", " dogs", " today", "!"]  # None = [STREAMING_WORD]
-TEXT = "And so my fellow Americans, ask not what your country can do for you. The quick brown fox jumps over lazy dogs today!"
+TEXT = ("And so my fellow Americans, ask not what your country can do for you. "
+        "The quick brown fox jumps over lazy dogs today!")
 
 f16r = lc.f16r
 npsave = lc.npsave
@@ -140,7 +141,8 @@ class TekkenVocab:
                         for i in ids).decode("utf-8", "replace")
 
     def full_text(self, ids):
-        """docs/formats/voxtral_realtime.md §6.5 full_text: CONTROL ids removed, byte-level decode, C-whitespace trimmed."""
+        """docs/formats/voxtral_realtime.md §6.5 full_text: CONTROL ids removed,
+        byte-level decode, C-whitespace trimmed."""
         b = self.bpe.decode_bytes([i for i in ids if self.types[i] != 3])
         return b.decode("utf-8", "replace").strip(" \t\n\v\f\r")
 
@@ -189,7 +191,8 @@ def logmel_frames(sig, fb, win, n_frames):
 
 
 def logmel(pcm, d, fb, win):
-    """docs/formats/voxtral_realtime.md §4 offline mel [128, T_mel], T_mel = len(padded)/160 (last STFT frame dropped)."""
+    """docs/formats/voxtral_realtime.md §4 offline mel [128, T_mel],
+    T_mel = len(padded)/160 (last STFT frame dropped)."""
     sig = pad_offline(pcm, d)
     assert len(sig) % 1280 == 0
     T = len(sig) // HOP
@@ -238,7 +241,8 @@ def encoder(mel, W, cfg, taps=None):
 
 
 def projector(e, W):
-    """docs/formats/voxtral_realtime.md §5 step 5: drop T_enc mod 4 frames, concat 4 frames (index 1280·r + c), GELU MLP."""
+    """docs/formats/voxtral_realtime.md §5 step 5: drop T_enc mod 4 frames,
+    concat 4 frames (index 1280·r + c), GELU MLP."""
     n = e.shape[0] // 4
     g = e[:4 * n].reshape(n, 4 * e.shape[1])
     return gelu(g @ W["proj.linear_1.weight"].T) @ W["proj.linear_2.weight"].T
@@ -674,7 +678,7 @@ def chain_check(design):
     of norm audio_norm; returns (min over edges a -> b of ⟨f, R_b⟩, max over
     edges and other chain tokens c of |⟨f, R_c⟩|), f = the FFN output.
     The design aims at β (8) and 0."""
-    cfg, dt, H = design.cfg, design.dt, design.H
+    cfg, H = design.cfg, design.H
     p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
     wn = design.tensor(p + "norm_ffn.weight").double()
     gate, up, down = (design.tensor(p + "ffn.%s.weight" % k).double() for k in ("gate", "up", "down"))
@@ -1077,7 +1081,8 @@ def check_header(path, cfg, vocab, design, preset):
         infos.append((nm, ne, c.take("<I"), c.take("<Q")))
     data = (c.pos + 31) // 32 * 32
     U = gw.UINT32
-    for k, v in (("general.architecture", (gw.STRING, "voxtral_realtime")), ("general.file_type", (U, lc.FILE_TYPE[preset])),
+    for k, v in (("general.architecture", (gw.STRING, "voxtral_realtime")),
+                 ("general.file_type", (U, lc.FILE_TYPE[preset])),
                  ("stt.voxtral_realtime.decoder.vocab_size", (U, vocab.V)),
                  ("stt.voxtral_realtime.encoder.n_layers", (U, cfg["enc_layers"])),
                  ("stt.voxtral_realtime.decoder.n_layers", (U, cfg["dec_layers"]))):
