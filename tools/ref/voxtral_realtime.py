@@ -2,10 +2,11 @@
 """Voxtral Realtime 2602 reference (PyTorch, float64) + random-weight GGUF writer + goldens.
 
 Written from docs/formats/voxtral_realtime.md (and the pages it defers to:
-docs/formats/voxtral.md for the tekken token layout and the dtype classes,
-docs/formats/causal-lm.md for the decoder block, docs/formats/gguf.md for the
-container, the `global` mel normalisation and the quantizer buckets),
-independently of the C code. Pieces (sections of docs/formats/voxtral_realtime.md):
+docs/formats/causal-lm.md for the decoder block, docs/formats/gguf.md §8.5 for
+the `global` mel normalisation and §9.5 for the quantizer buckets; the tekken
+token layout of Voxtral 2507 that docs/formats/voxtral_realtime.md §2.1 refers
+to is restated below), independently of the C code. Pieces, as sections of
+docs/formats/voxtral_realtime.md:
 
 * §4 front end: [32·1280 zeros] + pcm + zeros to a multiple of 1280 +
   (d + 1 + 10)·1280 zeros; reflect pad 200, periodic Hann 400, |FFT_400|^2,
@@ -57,7 +58,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # constants of the format (docs/formats/voxtral_realtime.md §2, §4, §6.3)
 # --------------------------------------------------------------------------
 BOS, EOS, UNK, PAD_ID, STREAM_PAD, STREAM_WORD = 1, 2, 0, 11, 32, 33
-N_CONTROL = 1000          # ids 0..999 are CONTROL (docs/formats/voxtral.md §2.2)
+N_CONTROL = 1000          # ids 0..999 are CONTROL (docs/formats/voxtral_realtime.md §2.1)
 N_LEFT_PAD = 32           # streaming_n_left_pad_tokens
 OFFLINE_BUFFER = 10       # OFFLINE_STREAMING_BUFFER_TOKENS
 HOP, NFFT, NMEL = 160, 400, 128
@@ -84,7 +85,8 @@ OTHER_DELAY = 2
 TEXT_WORDS = ["And", " so", None, " my", " fellow", " Americans", ",", " ask", " not", " what", " your",
               " country", " can", " do", " for", " you", ".", " The", " quick", " brown", " fox", " jumps", " over",
               " lazy", " dogs", " today", "!"]  # None = [STREAMING_WORD]
-TEXT = "And so my fellow Americans, ask not what your country can do for you. The quick brown fox jumps over lazy dogs today!"
+TEXT = ("And so my fellow Americans, ask not what your country can do for you. "
+        "The quick brown fox jumps over lazy dogs today!")
 
 f16r = lc.f16r
 npsave = lc.npsave
@@ -99,7 +101,7 @@ def rms_norm(x, w, eps):
 
 
 # --------------------------------------------------------------------------
-# tekken-layout vocabulary (docs/formats/voxtral.md §2.2, §6.1)
+# tekken-layout vocabulary (docs/formats/voxtral_realtime.md §2.1)
 # --------------------------------------------------------------------------
 CONTROL_NAMES = {0: "<unk>", 1: "<s>", 2: "</s>", 3: "[INST]", 4: "[/INST]", 11: "<pad>", 24: "[AUDIO]",
                  25: "[BEGIN_AUDIO]", 32: "[STREAMING_PAD]", 33: "[STREAMING_WORD]"}
@@ -139,7 +141,8 @@ class TekkenVocab:
                         for i in ids).decode("utf-8", "replace")
 
     def full_text(self, ids):
-        """§6.5 full_text: CONTROL ids removed, byte-level decode, C-whitespace trimmed."""
+        """docs/formats/voxtral_realtime.md §6.5 full_text: CONTROL ids removed,
+        byte-level decode, C-whitespace trimmed."""
         b = self.bpe.decode_bytes([i for i in ids if self.types[i] != 3])
         return b.decode("utf-8", "replace").strip(" \t\n\v\f\r")
 
@@ -159,7 +162,7 @@ class TekkenVocab:
 
 
 # --------------------------------------------------------------------------
-# front end (§4)
+# front end (docs/formats/voxtral_realtime.md §4)
 # --------------------------------------------------------------------------
 def frontend_buffers():
     fb = mel_ref.slaney_filterbank(16000, NFFT, NMEL, 0.0, 8000.0).astype(np.float32)
@@ -168,7 +171,7 @@ def frontend_buffers():
 
 
 def n_tokens(n, d):
-    """§4: n_tok = 32 + ceil(n/1280) + d + 11 (= n_audio)."""
+    """docs/formats/voxtral_realtime.md §4: n_tok = 32 + ceil(n/1280) + d + 11 (= n_audio)."""
     return N_LEFT_PAD + -(-n // 1280) + d + 1 + OFFLINE_BUFFER
 
 
@@ -188,7 +191,8 @@ def logmel_frames(sig, fb, win, n_frames):
 
 
 def logmel(pcm, d, fb, win):
-    """§4 offline mel [128, T_mel], T_mel = len(padded)/160 (last STFT frame dropped)."""
+    """docs/formats/voxtral_realtime.md §4 offline mel [128, T_mel],
+    T_mel = len(padded)/160 (last STFT frame dropped)."""
     sig = pad_offline(pcm, d)
     assert len(sig) % 1280 == 0
     T = len(sig) // HOP
@@ -196,7 +200,7 @@ def logmel(pcm, d, fb, win):
 
 
 # --------------------------------------------------------------------------
-# encoder + projector (§5)
+# encoder + projector (docs/formats/voxtral_realtime.md §5)
 # --------------------------------------------------------------------------
 def causal_conv(x, w, b, stride, pad_left):
     """x [T, Cin], w (Cout, Cin, 3): output t reads frames s·t + j - pad_left (zero when < 0)."""
@@ -206,7 +210,7 @@ def causal_conv(x, w, b, stride, pad_left):
 
 
 def encoder(mel, W, cfg, taps=None):
-    """mel [128, T_mel] -> encoder output [T_enc, d_model] (§5 steps 1-4)."""
+    """mel [128, T_mel] -> encoder output [T_enc, d_model] (docs/formats/voxtral_realtime.md §5 steps 1-4)."""
     dt = W["enc.final_norm.weight"].dtype
     X = torch.as_tensor(np.ascontiguousarray(mel.T)).to(dt)
     h = gelu(causal_conv(X, W["enc.conv.0.weight"], W["enc.conv.0.bias"], 1, 2))
@@ -237,14 +241,15 @@ def encoder(mel, W, cfg, taps=None):
 
 
 def projector(e, W):
-    """§5 step 5: drop T_enc mod 4 frames, concat 4 frames (index 1280·r + c), GELU MLP."""
+    """docs/formats/voxtral_realtime.md §5 step 5: drop T_enc mod 4 frames,
+    concat 4 frames (index 1280·r + c), GELU MLP."""
     n = e.shape[0] // 4
     g = e[:4 * n].reshape(n, 4 * e.shape[1])
     return gelu(g @ W["proj.linear_1.weight"].T) @ W["proj.linear_2.weight"].T
 
 
 # --------------------------------------------------------------------------
-# decoder (§6)
+# decoder (docs/formats/voxtral_realtime.md §6)
 # --------------------------------------------------------------------------
 def time_embedding(d, inv_freq):
     f = torch.as_tensor(inv_freq, dtype=torch.float64)
@@ -252,7 +257,7 @@ def time_embedding(d, inv_freq):
 
 
 def ada_scales(W, cfg, d):
-    """§6.1: [n_layers, hidden] s_l = 1 + W2_l·gelu(W1_l·t(d))."""
+    """docs/formats/voxtral_realtime.md §6.1: [n_layers, hidden] s_l = 1 + W2_l·gelu(W1_l·t(d))."""
     t = time_embedding(d, W["dec.time_embed.inv_freq"])
     out = []
     for l in range(cfg["dec_layers"]):
@@ -263,7 +268,7 @@ def ada_scales(W, cfg, d):
 
 
 class Decoder:
-    """The LM of §6.2 at one delay; window = None (offline: every previous
+    """The LM of docs/formats/voxtral_realtime.md §6.2 at one delay; window = None (offline: every previous
     position) or the streaming ring size (positions max(0, p - window + 1)..p)."""
 
     def __init__(self, W, cfg, d, dtype=torch.float64, window=None, kv_f16=False):
@@ -317,7 +322,7 @@ class Decoder:
 
 
 def prompt_ids(d):
-    """§6.3: [BOS] + [STREAMING_PAD] × (32 + d)."""
+    """docs/formats/voxtral_realtime.md §6.3: [BOS] + [STREAMING_PAD] × (32 + d)."""
     return [BOS] + [STREAM_PAD] * (N_LEFT_PAD + d)
 
 
@@ -328,7 +333,7 @@ def argmax_margin(logits):
 
 
 class Greedy:
-    """Incremental form of the §6.4 loop: feed(rows) consumes newly available
+    """Incremental form of the docs/formats/voxtral_realtime.md §6.4 loop: feed(rows) consumes newly available
     audio rows (prefill once T_prompt rows exist, then one step per row);
     with all n_audio rows it is exactly the offline loop."""
 
@@ -387,7 +392,7 @@ def run_offline(W, cfg, vocab, pcm, d=DEFAULT_DELAY, dtype=torch.float64, kv_f16
 
 
 # --------------------------------------------------------------------------
-# streaming (§8)
+# streaming (docs/formats/voxtral_realtime.md §8)
 # --------------------------------------------------------------------------
 def stream_rows_available(n_recv):
     """Audio rows a non-final incremental process can have after n_recv
@@ -478,7 +483,7 @@ def tensor_names(cfg):
 
 
 def tensor_shapes(cfg, V):
-    """PyTorch shapes (ne reversed) of §3."""
+    """PyTorch shapes (ne reversed) of docs/formats/voxtral_realtime.md §3."""
     d, A, F = cfg["d_model"], cfg["enc_heads"] * cfg["enc_hd"], cfg["enc_ffn"]
     H, I = cfg["hidden"], cfg["inter"]
     Q, K = cfg["heads"] * cfg["head_dim"], cfg["kv_heads"] * cfg["head_dim"]
@@ -539,114 +544,192 @@ def encoder_weight(cfg, name, shape, dt):
 D_CONST = 0  # constant channel: κ in every token embedding, 0 in audio rows
 
 
-class LMDesign:
-    """Successor-chain decoder for additive fusion. Residual dims: 0 = constant
-    channel (κ in every embedding), 1..A = audio dims (the only dims the
-    projector writes, zero in every embedding, never written by a block),
-    A+1.. = free dims (token directions; the chain tokens orthonormal).
-    The last block's FFN holds one SwiGLU unit per chain edge a -> b that
-    fires on ⟨R_a, x⟩ against the constant channel (both divided by the same
-    RMS, so the audio dims only rescale it) and writes β·R_b; the last
-    block's ada.linear_2 is zero outside the audio dims, so the chain unit's
-    norm weight is delay-independent. Every other block is random (outputs
-    of norm ≈ out_gain, never into dims 0..A); its delay scales are random."""
+class Design:
+    """Every tensor of the file, each from its own generator (rn), so a tensor
+    can be regenerated alone (the real config streams them to disk).
+
+    Encoder: encoder_weight. Decoder: a successor-chain LM for additive
+    fusion. Residual dims: 0 = constant channel (κ in every embedding),
+    1..A = audio dims (the only dims the projector writes, zero in every
+    embedding, never written by a block), A+1.. = free dims (token
+    directions: random unit rows, the chain tokens orthonormal). The last
+    block's FFN holds one SwiGLU unit per chain edge a -> b that fires on
+    ⟨R_a, x⟩ against the constant channel (both divided by the same RMS, so
+    the audio dims only rescale it) and writes β·R_b; the last block's
+    ada.linear_2 is zero outside the audio dims, so that norm weight is
+    delay-independent. Every other block is random (sublayer outputs of norm
+    ≈ out_gain, never into dims 0..A) with random delay scales. The final
+    norm γ ≈ 2 widens the logits."""
 
     def __init__(self, cfg, vocab, chain, dt, audio_norm=0.5, alpha=24.0, beta=8.0, tau=0.5, out_gain=0.25,
                  gamma=2.0):
-        self.cfg, self.dt = cfg, dt
-        H, I, V = cfg["hidden"], cfg["inter"], vocab.V
+        self.cfg, self.vocab, self.chain, self.dt = cfg, vocab, chain, dt
+        self.shapes = tensor_shapes(cfg, vocab.V)
+        self.H = cfg["hidden"]
         self.A = cfg["n_audio_dims"]
         self.nres = 1 + self.A
-        self.audio_norm = audio_norm
-        gen = torch.Generator().manual_seed(cfg["dec_seed"])
-        r = lambda *s: torch.randn(*s, generator=gen, dtype=dt)
-        R, E, free = lc.successor_embeddings(r, V, H, self.nres, {0: chain}, dt, D_CONST)
-        self.W = {"dec.token_embd.weight": f16r(E), "dec.output_norm.weight": gamma * (1 + 0.1 * r(H))}
+        self.audio_norm, self.alpha, self.beta, self.tau, self.gamma = audio_norm, alpha, beta, tau, gamma
         L = cfg["dec_layers"]
-        Q, K, hd = cfg["heads"] * cfg["head_dim"], cfg["kv_heads"] * cfg["head_dim"], cfg["head_dim"]
-        clm.random_blocks(self.W, r, L, H, I, Q, K, hd, out_gain / math.sqrt(2 * L * H), self.nres, qk_norm=False)
-        ah = cfg["ada_hidden"]
-        for l in range(L):
-            p = "dec.blocks.%d.ada." % l
-            self.W[p + "linear_1.weight"] = r(ah, H) * (2.0 / math.sqrt(H))
-            w2 = r(H, ah) * (0.3 / math.sqrt(ah))
-            if l == L - 1:
-                w2[:D_CONST + 1] = 0
-                w2[self.nres:] = 0
-            self.W[p + "linear_2.weight"] = w2
-        p = "dec.blocks.%d." % (L - 1)
-        wn = self.W[p + "norm_ffn.weight"]
-        gate, up, down = (self.W[p + "ffn.%s.weight" % s] for s in ("gate", "up", "down"))
-        # typical RMS of an input row: κ, ρ and the audio row norm
-        n = math.sqrt((lc.KAPPA ** 2 + lc.RHO ** 2 + audio_norm ** 2) / H) / lc.RHO
-        units = lc.edges({0: chain})
-        assert len(units) <= I
-        g_exp = alpha * (1 - tau)
-        act = g_exp / (1 + math.exp(-g_exp))
-        for u, (a, b, _) in enumerate(units):
-            ra = R[a]
-            gate[u] = 0
-            gate[u, free] = alpha * n * ra[free] / wn[free]
-            gate[u, D_CONST] = -alpha * tau * n * lc.RHO / (lc.KAPPA * wn[D_CONST])
-            up[u] = 0
-            up[u, free] = n * ra[free] / wn[free]
-            down[:, u] = 0
-            down[free, u] = beta * R[b, free] / act
-        for k in list(self.W):
-            if k.endswith(lc.LINEAR_SUFFIXES) or ".ada." in k:
-                self.W[k] = f16r(self.W[k])
+        self.out_scale = out_gain / math.sqrt(2 * L * self.H)
+        nf = self.H - self.nres
+        assert len(chain) <= nf
+        qm, _ = torch.linalg.qr(rn(cfg["dec_seed"], "chain.basis", (nf, len(chain)), dt))
+        self.Rc = {t: qm[:, i].contiguous() for i, t in enumerate(chain)}  # free-dim coordinates
+        self.proj_scale = 1.0
+        fb, win = frontend_buffers()
+        half = self.H // 2
+        inv = np.exp(-math.log(10000.0) * np.arange(half) / half).astype(np.float32)
+        self.fixed = {"frontend.mel_filterbank": fb, "frontend.window": win, "dec.time_embed.inv_freq": inv}
 
-    def projector(self, cfg, lin1_seed_name="proj"):
-        """Random linear_1 (unit fan-in); linear_2 writes only the audio dims."""
-        H, d = cfg["hidden"], cfg["d_model"]
-        w1 = f16r(rn(cfg["enc_seed"], "proj.linear_1.weight", (H, 4 * d), self.dt) / math.sqrt(4 * d))
-        w2 = rn(cfg["enc_seed"], "proj.linear_2.weight", (H, H), self.dt) / math.sqrt(H)
-        w2[:1] = 0
-        w2[self.nres:] = 0
-        return w1, w2
+    def embedding(self):
+        V, H, nres = self.vocab.V, self.H, self.nres
+        g = rn(self.cfg["dec_seed"], "dec.token_embd.weight", (V, H - nres), self.dt)
+        for r0 in range(0, V, 8192):
+            g[r0:r0 + 8192] /= g[r0:r0 + 8192].norm(dim=1, keepdim=True)
+        for t, v in self.Rc.items():
+            g[t] = v
+        E = torch.zeros(V, H, dtype=self.dt)
+        E[:, D_CONST] = lc.KAPPA
+        E[:, nres:] = lc.RHO * g
+        return E
+
+    def _raw(self, nm):
+        cfg, dt, H = self.cfg, self.dt, self.H
+        shape = self.shapes[nm]
+        if nm in self.fixed:
+            return torch.from_numpy(self.fixed[nm].astype(np.float64)).to(dt)
+        if nm.startswith("enc."):
+            return encoder_weight(cfg, nm, shape, dt)
+        if nm == "proj.linear_1.weight":
+            return rn(cfg["enc_seed"], nm, shape, dt) / math.sqrt(shape[1])
+        if nm == "proj.linear_2.weight":
+            w = rn(cfg["enc_seed"], nm, shape, dt) * (self.proj_scale / math.sqrt(H))
+            w[:self.nres - self.A] = 0
+            w[self.nres:] = 0
+            return w
+        if nm == "dec.token_embd.weight":
+            return self.embedding()
+        x = rn(cfg["dec_seed"], nm, shape, dt)
+        if nm == "dec.output_norm.weight":
+            return self.gamma * (1 + 0.1 * x)
+        l = int(nm.split(".")[2])
+        last = l == cfg["dec_layers"] - 1
+        leaf = nm.split(".", 3)[3]
+        if leaf.startswith("norm_"):
+            return 1 + 0.1 * x
+        if leaf == "ada.linear_1.weight":
+            return x * (2.0 / math.sqrt(H))
+        if leaf == "ada.linear_2.weight":
+            x = x * (0.3 / math.sqrt(shape[1]))
+            if last:
+                x[:self.nres - self.A] = 0
+                x[self.nres:] = 0
+            return x
+        x = x / math.sqrt(shape[1])
+        if leaf in ("attn.o.weight", "ffn.down.weight"):
+            x = x * self.out_scale
+            x[:self.nres] = 0
+        if last and leaf.startswith("ffn."):
+            self._chain_units(nm, leaf, x)
+        return x
+
+    def _chain_units(self, nm, leaf, x):
+        free = slice(self.nres, self.H)
+        wn = self._raw(nm.replace(leaf, "norm_ffn.weight"))
+        # typical RMS of an input row: κ, ρ and the audio row norm
+        n = math.sqrt((lc.KAPPA ** 2 + lc.RHO ** 2 + self.audio_norm ** 2) / self.H) / lc.RHO
+        g_exp = self.alpha * (1 - self.tau)
+        act = g_exp / (1 + math.exp(-g_exp))
+        units = lc.edges({0: self.chain})
+        assert len(units) <= self.cfg["inter"]
+        for u, (a, b, _) in enumerate(units):
+            if leaf == "ffn.gate.weight":
+                x[u] = 0
+                x[u, free] = self.alpha * n * self.Rc[a] / wn[free]
+                x[u, D_CONST] = -self.alpha * self.tau * n * lc.RHO / (lc.KAPPA * wn[D_CONST])
+            elif leaf == "ffn.up.weight":
+                x[u] = 0
+                x[u, free] = n * self.Rc[a] / wn[free]
+            else:
+                x[:, u] = 0
+                x[free, u] = self.beta * self.Rc[b] / act
+
+    def tensor(self, nm):
+        """The stored values (float32-representable; F16-representable in the L / A / E classes)."""
+        t = self._raw(nm)
+        if dtype_class(nm) in ("L", "A", "E"):
+            t = f16r(t)
+        return t.float().to(self.dt)
+
+    def calibrate(self, pcm):
+        """Scales proj.linear_2 so the audio rows have mean norm audio_norm on pcm (delay 6)."""
+        fb, win = self.fixed["frontend.mel_filterbank"], self.fixed["frontend.window"]
+        mel = logmel(pcm, DEFAULT_DELAY, fb, win)
+        self.proj_scale = 1.0
+        e = encoder(mel.astype(np.float32) if self.dt == torch.float32 else mel, LazyW(self), self.cfg)
+        n = e.shape[0] // 4
+        h = gelu(e[:4 * n].reshape(n, -1) @ self._raw("proj.linear_1.weight").T) @ self._raw("proj.linear_2.weight").T
+        self.proj_scale = self.audio_norm / float(h.norm(dim=1).mean())
+        return e.shape[0]
+
+
+def chain_check(design):
+    """The last block's chain units in isolation: input E[a] + an audio row
+    of norm audio_norm; returns (min over edges a -> b of ⟨f, R_b⟩, max over
+    edges and other chain tokens c of |⟨f, R_c⟩|), f = the FFN output.
+    The design aims at β (8) and 0."""
+    cfg, H = design.cfg, design.H
+    p = "dec.blocks.%d." % (cfg["dec_layers"] - 1)
+    wn = design.tensor(p + "norm_ffn.weight").double()
+    gate, up, down = (design.tensor(p + "ffn.%s.weight" % k).double() for k in ("gate", "up", "down"))
+    free = slice(design.nres, H)
+    aud = rn(cfg["dec_seed"], "chain_check.audio", (design.A,), torch.float64)
+    aud *= design.audio_norm / aud.norm()
+    lo, hi = float("inf"), 0.0
+    for a, b, _ in lc.edges({0: design.chain}):
+        x = torch.zeros(H, dtype=torch.float64)
+        x[D_CONST] = lc.KAPPA
+        x[1:design.nres] = aud
+        x[free] = lc.RHO * design.Rc[a].double()
+        h = rms_norm(x, wn, 1e-5)
+        f = down @ (torch.nn.functional.silu(gate @ h) * (up @ h))
+        for c in design.chain:
+            v = float(f[free] @ design.Rc[c].double())
+            if c == b:
+                lo = min(lo, v)
+            else:
+                hi = max(hi, abs(v))
+    return lo, hi
+
+
+class LazyW:
+    """dict-like view of a Design (keeps the last few tensors)."""
+
+    def __init__(self, design, keep=16):
+        self.d, self.keep, self.cache = design, keep, OrderedDict()
+
+    def __getitem__(self, nm):
+        if nm not in self.cache:
+            self.cache[nm] = self.d.tensor(nm)
+            while len(self.cache) > self.keep:
+                self.cache.popitem(last=False)
+        return self.cache[nm]
 
 
 def build_weights(cfg, vocab, chain, pcm_cal, dt=torch.float64):
     """All tensors in write order (float32 values; F16-representable in the F16/Q8_0 classes)."""
-    fb, win = frontend_buffers()
-    H = cfg["hidden"]
-    W = OrderedDict()
-    W["frontend.mel_filterbank"] = torch.from_numpy(fb.astype(np.float64))
-    W["frontend.window"] = torch.from_numpy(win.astype(np.float64))
-    half = H // 2
-    inv = np.exp(-math.log(10000.0) * np.arange(half) / half).astype(np.float32)
-    W["dec.time_embed.inv_freq"] = torch.from_numpy(inv.astype(np.float64))
-    shapes = tensor_shapes(cfg, vocab.V)
-    for nm in tensor_names(cfg):
-        if nm.startswith("enc."):
-            t = encoder_weight(cfg, nm, shapes[nm], dt)
-            W[nm] = f16r(t) if dtype_class(nm) in ("L", "A") else t
-    lm = LMDesign(cfg, vocab, chain, dt)
-    w1, w2 = lm.projector(cfg)
-    # scale linear_2 so the audio rows have norm ≈ audio_norm on the calibration clip
-    W32 = {k: v.float().double() for k, v in W.items()}
-    mel = logmel(pcm_cal, DEFAULT_DELAY, fb, win)
-    e = encoder(mel, W32, cfg)
-    n = e.shape[0] // 4
-    hcal = gelu(e[:4 * n].reshape(n, -1) @ w1.T) @ w2.T
-    s = float(hcal.norm(dim=1).mean())
-    w2 = f16r(w2 * (lm.audio_norm / s))
-    W["proj.linear_1.weight"], W["proj.linear_2.weight"] = w1, w2
-    W["dec.token_embd.weight"] = lm.W["dec.token_embd.weight"]
-    W["dec.output_norm.weight"] = lm.W["dec.output_norm.weight"]
-    for nm in tensor_names(cfg):
-        if nm.startswith("dec.blocks."):
-            W[nm] = lm.W[nm]
-    for k in W:
-        W[k] = W[k].float().double()
-    assert list(W) == tensor_names(cfg) and len(W) == tensor_count(cfg)
+    design = Design(cfg, vocab, chain, dt)
+    design.calibrate(pcm_cal)
+    design.check = chain_check(design)
+    W = OrderedDict((nm, design.tensor(nm).double()) for nm in tensor_names(cfg))
+    assert len(W) == tensor_count(cfg)
     for k, v in W.items():
-        assert tuple(v.shape) == shapes[k], (k, v.shape, shapes[k])
-    return W
+        assert tuple(v.shape) == design.shapes[k], (k, v.shape, design.shapes[k])
+    return W, design
 
 
 # --------------------------------------------------------------------------
-# GGUF (§2, §3)
+# GGUF (docs/formats/voxtral_realtime.md §2, §3)
 # --------------------------------------------------------------------------
 def write_gguf(path, cfg, vocab, W, preset, lazy=False):
     w = gw.GGUFWriter()
@@ -725,11 +808,13 @@ def write_gguf(path, cfg, vocab, W, preset, lazy=False):
     w.add_bool(f + "center", True)
     if preset != "F32":  # the quantizer re-appends file_type as the last scalar key
         w.add_uint32("general.file_type", lc.FILE_TYPE[preset])
-    assert len(W) == tensor_count(cfg)
-    for nm, tt in W.items():
-        shape = tuple(tt.shape)
+    if isinstance(W, Design):  # streamed: one tensor generated at a time
+        items = [(nm, W.shapes[nm], (lambda nm=nm: W.tensor(nm).float().numpy())) for nm in tensor_names(cfg)]
+    else:
+        items = [(nm, tuple(t.shape), (lambda t=t: t.float().numpy())) for nm, t in W.items()]
+    assert len(items) == tensor_count(cfg)
+    for nm, shape, to_np in items:
         gt = ggml_type_for(nm, shape, preset)
-        to_np = (lambda tt=tt: tt() if callable(tt) else tt.float().numpy())
         if lazy:
             w.add_tensor_lazy(nm, shape, gt, to_np)
         else:
@@ -844,8 +929,31 @@ def audio_effect(W, cfg, vocab, x, r):
     return float((torch.stack(g.logits[:k]) - r["logits"][:k]).abs().max()), g.gen == r["gen"]
 
 
+def self_checks(W, cfg, r, log):
+    """KV stepping == one causal pass over the fused inputs; the encoder's
+    sliding window is active on the clip."""
+    d = DEFAULT_DELAY
+    ids = prompt_ids(d) + r["gen"]
+    n = min(len(ids), r["n_audio"])
+    dec = Decoder(W, cfg, d)
+    x = dec.embed(ids[:n]) + r["proj"][:n]
+    # logits of every row from one pass: run the blocks, then the head per row
+    full = []
+    for j in range(len(prompt_ids(d)) - 1, n):
+        dj = Decoder(W, cfg, d)
+        full.append(dj.forward(x[:j + 1]))
+    dev = float((torch.stack(full) - r["logits"][:len(full)]).abs().max())
+    cfg_nw = dict(cfg, enc_window=10 ** 6)
+    e_nw = encoder(r["mel"], W, cfg_nw)
+    wdev = float((e_nw - r["enc"]).abs().max())
+    log.append("self-check: KV stepping vs one causal pass max |Δ logits| %.1e over %d rows; encoder without "
+               "the %d-frame window differs by %.3f" % (dev, len(full), cfg["enc_window"], wdev))
+    print(log[-1])
+    assert dev < 1e-9 and wdev > 1e-3
+
+
 def stream_goldens(cfg, vocab, W, clips, res, out, log):
-    """stream.json: feed traces (§8) for a few chunk sizes / intervals / delays."""
+    """stream.json: feed traces (docs/formats/voxtral_realtime.md §8) for a few chunk sizes / intervals / delays."""
     x = clips["clip"]
     fb = W["frontend.mel_filterbank"].numpy()
     win = W["frontend.window"].numpy()
@@ -875,6 +983,8 @@ def stream_goldens(cfg, vocab, W, clips, res, out, log):
         # the windowed decoder KV (positions >= window) changes the logits, not the ids
         k = min(len(g.logits), len(off.logits))
         dl = float((torch.stack(g.logits[:k]) - torch.stack(off.logits[:k])).abs().max())
+        if name == "d6_chunk500ms_int0":  # every stream logit row (the ring window changes them)
+            npsave(os.path.join(out, "stream.d6.logits.npy"), torch.stack(g.logits))
         doc[name] = OrderedDict(chunk_samples=chunk, num_delay_tokens=d, min_decode_interval_ms=ms,
                                 n_samples=len(x), n_audio=int(audio[d].shape[0]), T_prompt=g.Tp,
                                 final_ids=g.gen, final_text=ev[-1]["text"], final_raw_text=ev[-1]["raw_text"],
@@ -911,10 +1021,12 @@ def main():
     if not tiny:
         return main_real(a, cfg, vocab, chain, presets, t0)
     clips = load_clips(a.out)
-    W = build_weights(cfg, vocab, chain, clips["clip"])
+    W, design = build_weights(cfg, vocab, chain, clips["clip"])
     n_par = sum(int(np.prod(t.shape)) for k, t in W.items() if not k.startswith("frontend."))
     log = ["config tiny seeds enc %d dec %d; vocab %d; chain %s" % (cfg["enc_seed"], cfg["dec_seed"], vocab.V, chain),
-           "%d tensors, %d parameters" % (len(W), n_par)]
+           "%d tensors, %d parameters" % (len(W), n_par),
+           "chain units alone (input E[a] + an audio row of norm 0.5): min <f, R_next> %.3f, "
+           "max |<f, R_other chain token>| %.3f (aim 8 / 0)" % design.check]
     for preset in presets:
         path = os.path.join(a.out, "voxtral-realtime-tiny-ref-%s.gguf" % preset)
         size = write_gguf(path, cfg, vocab, W, preset)
@@ -927,8 +1039,16 @@ def main():
     for d in (DEFAULT_DELAY, OTHER_DELAY):
         npsave(os.path.join(a.out, "ada.d%d.npy" % d), ada_scales(Wf, cfg, d))
     res = goldens(cfg, vocab, Wf, "", clips, a.out, log, True)
+    self_checks(Wf, cfg, res["clip"], log)
     dl, same = audio_effect(Wf, cfg, vocab, clips["clip"], res["clip"])
     log.append("zero audio rows: max |Δ logits| %.3f over the first %d steps; same ids %s" % (dl, N_LOGITS, same))
+    print(log[-1])
+    s6, s2 = ada_scales(Wf, cfg, DEFAULT_DELAY), ada_scales(Wf, cfg, OTHER_DELAY)
+    lg = [Decoder(Wf, cfg, d).forward(Decoder(Wf, cfg, d).embed(prompt_ids(DEFAULT_DELAY)) +
+                                      res["clip"]["proj"][:DEFAULT_DELAY + 33]) for d in (DEFAULT_DELAY, OTHER_DELAY)]
+    log.append("ada scales: range d6 [%.3f, %.3f], max |s_d6 - s_d2| %.3f; same prefill input at delay 2 instead of "
+               "6: max |Δ logits| %.3f" % (float(s6.min()), float(s6.max()), float((s6 - s2).abs().max()),
+                                          float((lg[0] - lg[1]).abs().max())))
     print(log[-1])
     Wq = read_weights(os.path.join(a.out, "voxtral-realtime-tiny-ref-Q8_0.gguf"))
     goldens(cfg, vocab, Wq, ".q8_0", clips, a.out, log, False)
@@ -938,8 +1058,93 @@ def main():
     print("done %.1fs" % (time.time() - t0))
 
 
+def check_header(path, cfg, vocab, design, preset):
+    """Read-back of a streamed file without loading it: KV types and values,
+    tensor order / ne / types / contiguous offsets, file size, and the values
+    of a few tensors (read at their offsets)."""
+    with open(path, "rb") as f:
+        buf = f.read(64 << 20)
+    c = gw._Cursor(buf)
+    assert buf[:4] == b"GGUF"
+    c.pos = 4
+    assert c.take("<I") == 3
+    n_t, n_kv = c.take("<q"), c.take("<q")
+    kv = {}
+    for _ in range(n_kv):
+        k = c.string()
+        vt = c.take("<I")
+        kv[k] = (vt, c.value(vt))
+    infos = []
+    for _ in range(n_t):
+        nm = c.string()
+        ne = [c.take("<q") for _ in range(c.take("<I"))]
+        infos.append((nm, ne, c.take("<I"), c.take("<Q")))
+    data = (c.pos + 31) // 32 * 32
+    U = gw.UINT32
+    for k, v in (("general.architecture", (gw.STRING, "voxtral_realtime")),
+                 ("general.file_type", (U, lc.FILE_TYPE[preset])),
+                 ("stt.voxtral_realtime.decoder.vocab_size", (U, vocab.V)),
+                 ("stt.voxtral_realtime.encoder.n_layers", (U, cfg["enc_layers"])),
+                 ("stt.voxtral_realtime.decoder.n_layers", (U, cfg["dec_layers"]))):
+        assert kv[k] == v, (k, kv[k])
+    assert len(kv["tokenizer.ggml.tokens"][1][1]) == vocab.V
+    assert [i[0] for i in infos] == tensor_names(cfg)
+    off, where = 0, {}
+    for nm, ne, gt, o in infos:
+        shape = design.shapes[nm]
+        assert ne == list(reversed(shape)) and gt == ggml_type_for(nm, shape, preset) and o == off, nm
+        bs, ts = gw._TYPE_INFO[gt]
+        size = int(np.prod(shape)) // bs * ts
+        where[nm] = (data + o, size, gt)
+        off += (size + 31) // 32 * 32
+    assert os.path.getsize(path) == data + off, "file size"
+    L = cfg["dec_layers"]
+    with open(path, "rb") as f:
+        for nm in ("dec.time_embed.inv_freq", "enc.conv.0.bias", "enc.blocks.0.attn.q.weight",
+                   "proj.linear_2.weight", "dec.blocks.%d.ffn.gate.weight" % (L - 1),
+                   "dec.blocks.%d.ada.linear_2.weight" % (L - 1)):
+            pos, size, gt = where[nm]
+            f.seek(pos)
+            raw = f.read(size)
+            want = design.tensor(nm).float().numpy()
+            if gt == gw.GGML_F32:
+                got = np.frombuffer(raw, "<f4").reshape(want.shape)
+            elif gt == gw.GGML_F16:
+                got = np.frombuffer(raw, "<f2").astype(np.float32).reshape(want.shape)
+                want = want.astype(np.float16).astype(np.float32)
+            else:
+                got = gw.dequantize_q8_0(raw, want.size).reshape(want.shape)
+                want = gw.dequantize_q8_0(gw.quantize_q8_0(want), want.size).reshape(want.shape)
+            assert np.array_equal(got, want), nm
+    return len(infos)
+
+
 def main_real(a, cfg, vocab, chain, presets, t0):
-    raise SystemExit("real config: not implemented yet")
+    """Published dimensions, float32, tensors generated and written one at a
+    time. No decode: the float32 LM alone would need ~14 GB."""
+    design = Design(cfg, vocab, chain, torch.float32)
+    jfk, _ = mel_ref.read_wav(os.path.join(ROOT, "samples", "jfk.wav"))
+    T_enc = design.calibrate(jfk)
+    lo, hi = chain_check(design)
+    print("chain units alone: min <f, R_next> %.3f, max |<f, R_other>| %.3f (aim 8 / 0)" % (lo, hi))
+    n_par = sum(int(np.prod(s)) for k, s in design.shapes.items() if not k.startswith("frontend."))
+    log = ["config real: %d tensors, %d parameters (excl. frontend buffers); vocab %d; proj calibrated on jfk "
+           "(T_enc %d, scale %.4f) %.0fs" % (tensor_count(cfg), n_par, vocab.V, T_enc, design.proj_scale,
+                                            time.time() - t0),
+           "chain units alone (input E[a] + an audio row of norm 0.5): min <f, R_next> %.3f, "
+           "max |<f, R_other chain token>| %.3f (aim 8 / 0)" % (lo, hi)]
+    print(log[-1])
+    if not a.no_decode:
+        log.append("no decode at real size (float32 LM ~14 GB); run with --no-decode")
+    for preset in presets:
+        path = os.path.join(a.out, "voxtral-mini-4b-realtime-2602-ref-%s.gguf" % preset)
+        size = write_gguf(path, cfg, vocab, design, preset, lazy=True)
+        n = check_header(path, cfg, vocab, design, preset)
+        log.append("%s: %d bytes, %d tensors, read back OK, %.0fs" % (os.path.basename(path), size, n,
+                                                                      time.time() - t0))
+        print(log[-1])
+    with open(os.path.join(a.out, "real.txt"), "w") as f:
+        f.write("\n".join(log) + "\n")
 
 
 if __name__ == "__main__":
