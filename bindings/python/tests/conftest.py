@@ -38,6 +38,8 @@ TINY_SENSEVOICE = DATA / "sensevoice" / "tiny" / "sensevoice-tiny-ref-F32.gguf"
 SENSEVOICE_WAV = DATA / "sensevoice" / "clip.wav"
 TINY_MEDASR = DATA / "medasr" / "tiny" / "medasr-tiny-ref-F32.gguf"
 MEDASR_WAV = DATA / "medasr" / "clip.wav"
+TINY_VXR = DATA / "voxtral_realtime" / "voxtral-realtime-tiny-ref-F32.gguf"
+VXR_WAV = DATA / "voxtral_realtime" / "clip.wav"
 
 
 def need(path: Path) -> Path:

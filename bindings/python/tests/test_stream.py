@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import transcribe
-from conftest import BUNDLED, SAMPLE, TINY_CTC, TINY_TDT, need
+from conftest import BUNDLED, SAMPLE, TINY_CTC, TINY_TDT, TINY_VXR, VXR_WAV, need
 
 np = pytest.importorskip("numpy")
 
@@ -67,6 +67,24 @@ def test_commit_on_finalize_commits_nothing_before(streaming_model):
         for u in feed_all(s, pcm, 16000):
             assert u.committed == ""
         assert s.finalize().committed.strip()
+
+
+def test_voxtral_realtime_streams_natively_to_the_offline_text(lib):
+    """Voxtral Realtime (the reference's tiny file): each feed encodes only its new audio, every
+    emitted token is final, and the streamed text equals the offline text."""
+    with transcribe.Model(need(TINY_VXR)) as m:
+        assert m.info.capabilities.native_streaming
+        pcm = transcribe.load_audio(need(VXR_WAV))
+        offline = m.transcribe(pcm).text
+        assert offline.startswith("And so my fellow Americans")
+        for chunk in (160, 1600, 32000):  # 10 ms, 100 ms, 2 s
+            with m.stream() as s:
+                prev = ""
+                for u in feed_all(s, pcm, chunk):
+                    assert u.committed.startswith(prev)
+                    prev = u.committed
+                final = s.finalize()
+                assert final.committed == offline and final.text == offline
 
 
 def test_stream_argument_errors(model):
