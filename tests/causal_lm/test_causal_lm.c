@@ -2,8 +2,9 @@
  * reference written as straight loops in double, without a KV cache (each
  * position recomputes the whole prefix): prefill logits (one chunk and
  * several), greedy tokens, F16 KV, quantized weights, the greedy loop's
- * stop rules (EOS, budget, window, abort) and the batched loop giving
- * every row its single-run tokens. */
+ * stop rules (EOS, budget, window, abort), the batched loop giving
+ * every row its single-run tokens, and the additive input rows with the
+ * keep-growing cache (Voxtral Realtime's options). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,6 +248,73 @@ static void test_prefill(int type, bool kv16, int n, double tol) {
     free(x);
     free(xr);
     tr_clm_state_free(st);
+    model_free(&m);
+}
+
+/* Additive input rows (tr_clm_set_input_rows) and the keep-growing cache (tr_clm_grow_keep):
+ * the sequence whose input at position p is E[id_p] + R[p], decoded as a prefill of the first n
+ * rows (R added by hand) and then one-row steps (the cache first too small, grown with its
+ * contents kept) or one verify step of the rest, against the reference's last-row logits. The
+ * table is given from position n (offset arithmetic). */
+static void test_input_rows(int type, bool kv16, double tol) {
+    enum { NP = 12, NS = 4 };
+    model m;
+    model_init(&m, type);
+    int32_t ids[NP + NS];
+    make_prompt(ids, NP + NS, 3);
+    float R[(NP + NS) * D];
+    for (int i = 0; i < (NP + NS) * D; i++) R[i] = 0.5f * frand();
+    double xr[(NP + NS) * D], lr[V];
+    ref_embed(&m, ids, NP + NS, xr);
+    for (int i = 0; i < (NP + NS) * D; i++) xr[i] += R[i];
+    ref_forward(&m, xr, NP + NS, lr);
+    for (int path = 0; path < 2; path++) {
+        tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
+        CHECK(tr_clm_reserve(st, 1, NP + 2) == TRANSCRIBE_OK);
+        float x[NP * D], lg[V];
+        tr_clm_embed(&m.hp, &m.w, ids, NP, NULL, 0, 0, x);
+        for (int i = 0; i < NP * D; i++) x[i] += R[i];
+        CHECK(tr_clm_prefill(st, NULL, x, NP, 0, NULL) >= 0);
+        CHECK(tr_clm_set_input_rows(st, 0, R + NP * D, NP, NS));
+        const float *got = NULL;
+        if (path == 0) {
+            int32_t next;
+            for (int k = 0; k < NS; k++) {
+                if (k == 2) {
+                    CHECK(tr_clm_cache(st)->n_ctx == NP + 2);
+                    CHECK(tr_clm_grow_keep(st, 64) == TRANSCRIBE_OK);
+                    CHECK(tr_clm_cache(st)->n_ctx == 64);
+                }
+                int pos = NP + k, slot = 0;
+                CHECK(tr_clm_step(st, NULL, &ids[NP + k], &pos, &slot, 1, &next));
+            }
+            got = tr_clm_step_logits(st, 0);
+        } else {
+            int32_t next[NS];
+            CHECK(tr_clm_grow_keep(st, 64) == TRANSCRIBE_OK);
+            CHECK(tr_clm_step_seq(st, NULL, ids + NP, NS, NP, 0, next));
+            got = tr_clm_step_logits(st, NS - 1);
+        }
+        double err = 0;
+        for (int i = 0; got && i < V; i++) {
+            lg[i] = got[i];
+            double d = fabs(lg[i] - lr[i]);
+            if (d > err) err = d;
+        }
+        CHECK_MSG(got && err <= tol, "input rows %s kv16 %d path %d: %g > %g", tr_type_name(type),
+                  kv16, path, err, tol);
+        /* cleared rows add nothing: the same step differs */
+        tr_clm_clear_input_rows(st);
+        int pos = NP + NS - 1, slot = 0;
+        int32_t next;
+        CHECK(tr_clm_step(st, NULL, &ids[NP + NS - 1], &pos, &slot, 1, &next));
+        const float *plain = tr_clm_step_logits(st, 0);
+        bool differs = false;
+        for (int i = 0; plain && i < V; i++) differs |= plain[i] != lg[i];
+        CHECK(differs);
+        CHECK(!tr_clm_set_input_rows(st, -1, R, 0, 1));
+        tr_clm_state_free(st);
+    }
     model_free(&m);
 }
 
@@ -569,6 +637,8 @@ int main(void) {
     test_prefill(TR_Q8_0, false, 11, 1e-1);
     test_greedy(false);
     test_greedy(true);
+    test_input_rows(TR_F32, false, 2e-4);
+    test_input_rows(TR_F16, true, 3e-2);
     test_step_paths(TR_F32, false, false);
     test_step_paths(TR_F16, true, false);
     test_step_paths(TR_Q8_0, true, true);
