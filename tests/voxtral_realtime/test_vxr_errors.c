@@ -2,7 +2,8 @@
  * edits of the reference's F32 file written by the test: every required key left out, every key
  * written with another type (the optional ones too), refused values (encoder kv heads, projector
  * width and activation, untied head, time width, front end), tensors left out or misshaped, gate /
- * up of different types — each TRANSCRIBE_ERR_GGUF with a message naming the key or tensor.
+ * up of different types — each TRANSCRIBE_ERR_GGUF with a message naming the key or tensor; the
+ * published BF16 layout loads and gives the reference text.
  * Runs: NULL and empty audio are INVALID_ARG; a 1-sample input decodes; audio past the decoder's
  * positions is INPUT_TOO_LONG with chunking off and split by the long-audio path otherwise; NaN
  * samples are cleaned; translation, timestamps and an unlisted language hint are refused; abort
@@ -41,6 +42,7 @@ typedef struct edit {
     const char *str_key;
     const char *str;
     const char *f16_tensor; /* rewritten as F16 (a type change) */
+    bool bf16;              /* the published BF16 layout: classes L / A / E BF16, conv F16 */
 } edit;
 
 static bool write_edit(const edit *e) {
@@ -81,10 +83,25 @@ static bool write_edit(const edit *e) {
             else
                 ne[0]--;
         }
+        const bool conv = !strncmp(t->name, "enc.conv.", 9) && nd == 3;
+        const bool lin = nd == 2 && strncmp(t->name, "frontend.", 9) != 0;
+        if (e->bf16 && (conv || lin) && t->type == TR_F32) {
+            const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
+            uint16_t *h = realloc(half, (size_t)n * sizeof *h);
+            ok = h != NULL;
+            if (ok) half = h;
+            for (int64_t j = 0; ok && j < n; j++) {
+                const float v = ((const float *)t->data)[j];
+                half[j] = conv ? tr_f32_to_f16(v) : tr_f32_to_bf16(v);
+            }
+            ok = ok && tr_gguf_writer_add_tensor(w, t->name, conv ? TR_F16 : TR_BF16, nd, ne, half);
+            continue;
+        }
         if (e->f16_tensor && !strcmp(t->name, e->f16_tensor) && t->type == TR_F32) {
             const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-            half = malloc((size_t)n * sizeof *half);
-            ok = half != NULL;
+            uint16_t *h = realloc(half, (size_t)n * sizeof *h);
+            ok = h != NULL;
+            if (ok) half = h;
             for (int64_t j = 0; ok && j < n; j++)
                 half[j] = tr_f32_to_f16(((const float *)t->data)[j]);
             ok = ok && tr_gguf_writer_add_tensor(w, t->name, TR_F16, nd, ne, half);
@@ -236,6 +253,25 @@ static void load_errors(void) {
     expect(&(edit){0}, TRANSCRIBE_OK, "");
 }
 
+/* The published BF16 layout (docs/formats/voxtral_realtime.md §3: L / A / E BF16, the conv
+ * kernels F16) written from the F32 file: it loads and gives the reference text (margins ~8). */
+static void bf16_file(const float *clip, int n_clip) {
+    CHECK(write_edit(&(edit){.bf16 = true}));
+    struct transcribe_model *m = NULL;
+    struct transcribe_session *s = NULL;
+    CHECK(transcribe_model_load_file(g_path, NULL, &m) == TRANSCRIBE_OK);
+    CHECK(m && transcribe_session_init(m, NULL, &s) == TRANSCRIBE_OK);
+    vxr_golden g;
+    CHECK(vxr_golden_load("clip", false, &g));
+    if (s) {
+        CHECK(transcribe_run(s, clip, n_clip, NULL) == TRANSCRIBE_OK);
+        const char *t = transcribe_full_text(s);
+        CHECK_MSG(t && !strcmp(t, g.text), "BF16: [%s]", t ? t : "");
+    }
+    transcribe_session_free(s);
+    transcribe_model_free(m);
+}
+
 static int g_polls, g_abort_at;
 static bool abort_after(void *user) {
     (void)user;
@@ -338,6 +374,7 @@ int main(void) {
     if (g_ref) load_errors();
     int n = 0;
     float *clip = vxr_load_clip(&n);
+    if (g_ref && clip) bf16_file(clip, n);
     if (g_ref && clip) run_errors(clip, n);
     transcribe_audio_free(clip);
     tr_gguf_close(g_ref);
