@@ -154,6 +154,7 @@ static void kv_release(tr_clm_kv *kv) {
     free(kv->v);
     kv->k = kv->v = NULL;
     kv->n_slot = kv->n_ctx = 0;
+    kv->window = 0;
 }
 
 void tr_clm_state_trim(tr_clm_state *st) {
@@ -180,9 +181,13 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     const int kv_dim = st->hp.n_head_kv * st->hp.head_dim;
     const size_t es = st->kv_f16 ? 2 : 4;
     if (n_slot < 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
+    if (n_ctx < st->window) n_ctx = st->window; /* a window's ring needs its rows */
     /* Reuse without clearing: a pass only reads rows [0, pos] it has
      * written itself, so stale rows of an earlier run are never seen. */
-    if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) return TRANSCRIBE_OK;
+    if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) {
+        kv->window = st->window;
+        return TRANSCRIBE_OK;
+    }
     kv_release(kv);
     size_t n = (size_t)st->hp.n_layer * (size_t)n_slot * (size_t)n_ctx * (size_t)kv_dim;
     kv->k = calloc(n, es);
@@ -200,37 +205,15 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     kv->n_head_kv = st->hp.n_head_kv;
     kv->head_dim = st->hp.head_dim;
     kv->f16 = st->kv_f16;
+    kv->window = st->window;
     return TRANSCRIBE_OK;
 }
 
-transcribe_status tr_clm_grow_keep(tr_clm_state *st, int n_ctx) {
-    tr_clm_kv *kv = &st->kv;
-    if (!kv->k) return tr_clm_reserve(st, 1, n_ctx);
-    if (kv->n_slot != 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
-    if (kv->n_ctx >= n_ctx) return TRANSCRIBE_OK;
-    const size_t es = kv->f16 ? 2 : 4;
-    const size_t n = (size_t)kv->n_layer * (size_t)n_ctx * (size_t)kv->kv_dim;
-    char *k = calloc(n, es), *v = calloc(n, es);
-    if (!k || !v) {
-        free(k);
-        free(v);
-        TR_ERROR("causal_lm: out of memory growing the KV cache to %d positions", n_ctx);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    /* one run of n_ctx · head_dim elements per (layer, head) */
-    const size_t old_run = (size_t)kv->n_ctx * kv->head_dim * es,
-                 new_run = (size_t)n_ctx * kv->head_dim * es;
-    const size_t runs = (size_t)kv->n_layer * kv->n_head_kv;
-    for (size_t r = 0; r < runs; r++) {
-        memcpy(k + r * new_run, (const char *)kv->k + r * old_run, old_run);
-        memcpy(v + r * new_run, (const char *)kv->v + r * old_run, old_run);
-    }
-    free(kv->k);
-    free(kv->v);
-    kv->k = k;
-    kv->v = v;
-    kv->n_ctx = n_ctx;
-    return TRANSCRIBE_OK;
+bool tr_clm_set_window(tr_clm_state *st, int window) {
+    if (window < 0) return false;
+    st->window = window;
+    st->kv.window = st->kv.k && window <= st->kv.n_ctx ? window : 0;
+    return true;
 }
 
 bool tr_clm_set_input_rows(tr_clm_state *st, int slot, const float *rows, int64_t first, int n) {
@@ -308,6 +291,9 @@ static void attend(const clm_pass *ps, tr_pool *pool, int layer, int slot, int p
     const tr_clm_kv *kv = ps->kv;
     const int Q = hp->n_head * hp->head_dim;
     size_t base = tr_clm_kv_base(kv, layer, slot);
+    /* under a window a one-row segment attends to its span of ring rows (in any order: one
+     * query, no mask); longer segments stay below the window (tr_clm_prefill checks) */
+    const int n_kv = n_q == 1 ? tr_clm_kv_span(kv, p0) : p0 + n_q;
     tr_attn_args a = {
         .q = q,
         .q_stride = Q,
@@ -316,14 +302,14 @@ static void attend(const clm_pass *ps, tr_pool *pool, int layer, int slot, int p
         .out = o,
         .out_stride = Q,
         .n_q = n_q,
-        .n_kv = p0 + n_q,
-        .kv_valid = p0 + n_q,
+        .n_kv = n_kv,
+        .kv_valid = n_kv,
         .n_head = hp->n_head,
         .n_head_kv = hp->n_head_kv,
         .head_dim = hp->head_dim,
         .scale = hp->attention_mult > 0 ? hp->attention_mult : 1.0f / sqrtf((float)hp->head_dim),
         .causal = true,
-        .causal_offset = p0,
+        .causal_offset = n_kv - n_q,
     };
     if (kv->f16) {
         tr_attention_f16kv(pool, &a, (const uint16_t *)kv->k + base,
@@ -440,7 +426,8 @@ static void head_fwd(const tr_clm_state *st, tr_pool *pool, float *x, int R, flo
 
 int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, float *logits) {
     const tr_clm_hparams *hp = &st->hp;
-    if (!x || n < 1 || slot < 0 || slot >= st->kv.n_slot || n > st->kv.n_ctx) {
+    if (!x || n < 1 || slot < 0 || slot >= st->kv.n_slot || n > st->kv.n_ctx ||
+        (st->kv.window > 0 && n > st->kv.window)) {
         TR_ERROR("causal_lm: prefill of %d rows does not fit the cache (%d slots x %d)", n,
                  st->kv.n_slot, st->kv.n_ctx);
         return -1;
@@ -469,7 +456,7 @@ bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const
     if (B < 1) return false;
     for (int b = 0; b < B; b++) {
         if (ids[b] < 0 || ids[b] >= hp->n_vocab || slots[b] < 0 || slots[b] >= st->kv.n_slot ||
-            pos[b] < 0 || pos[b] >= st->kv.n_ctx) {
+            !tr_clm_kv_pos_ok(&st->kv, pos[b])) {
             TR_ERROR("causal_lm: step row %d (id %d, slot %d, position %d) is outside the cache "
                      "(%d x %d)",
                      b, (int)ids[b], slots[b], pos[b], st->kv.n_slot, st->kv.n_ctx);
@@ -498,7 +485,7 @@ bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n,
                      int32_t *next) {
     const tr_clm_hparams *hp = &st->hp;
     if (!ids || !next || n < 1 || n > TR_CLM_SPEC_ROWS || slot < 0 || slot >= st->kv.n_slot ||
-        p0 < 0 || p0 + n > st->kv.n_ctx) {
+        !tr_clm_kv_pos_ok(&st->kv, p0) || !tr_clm_kv_pos_ok(&st->kv, (int64_t)p0 + n - 1)) {
         TR_ERROR("causal_lm: verify step of %d rows at position %d (slot %d) is outside the cache "
                  "(%d x %d)",
                  n, p0, slot, st->kv.n_slot, st->kv.n_ctx);
@@ -542,7 +529,8 @@ bool tr_clm_prefill_batch(tr_clm_state *st, tr_pool *pool, float *const *x, cons
     if (B < 1) return false;
     int T_max = 0;
     for (int b = 0; b < B; b++) {
-        if (!x[b] || T[b] < 1 || T[b] > st->kv.n_ctx || slots[b] < 0 || slots[b] >= st->kv.n_slot) {
+        if (!x[b] || T[b] < 1 || T[b] > st->kv.n_ctx || slots[b] < 0 || slots[b] >= st->kv.n_slot ||
+            (st->kv.window > 0 && T[b] > st->kv.window)) {
             TR_ERROR("causal_lm: batched prefill row %d (%d positions, slot %d) does not fit the "
                      "cache (%d slots x %d)",
                      b, T[b], slots[b], st->kv.n_slot, st->kv.n_ctx);

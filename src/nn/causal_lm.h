@@ -92,6 +92,9 @@ size_t tr_clm_step_weight_bytes(const tr_clm_hparams *hp, const tr_clm_weights *
  * took ~2.5× as long waiting on them). */
 typedef struct tr_clm_kv {
     int n_layer, n_slot, n_ctx, kv_dim, n_head_kv, head_dim;
+    /* > 0 (<= n_ctx): a sliding window kept as a ring (tr_clm_set_window): position p lives in
+     * row p % window and a step attends to the last `window` positions; 0: rows = positions */
+    int window;
     bool f16;
     void *k, *v;
 } tr_clm_kv;
@@ -129,10 +132,14 @@ void tr_clm_embed(const tr_clm_hparams *hp, const tr_clm_weights *w, const int32
 bool tr_clm_set_input_rows(tr_clm_state *st, int slot, const float *rows, int64_t first, int n);
 /* Clears the additive rows of every slot. */
 void tr_clm_clear_input_rows(tr_clm_state *st);
-/* Grows the single-slot cache to at least n_ctx positions keeping every position already
- * written (a stream that outgrows its cache; tr_clm_reserve zero-fills instead). OK, or OOM
- * with the cache unchanged; INVALID_ARG when the cache has another slot count than 1. */
-transcribe_status tr_clm_grow_keep(tr_clm_state *st, int n_ctx);
+/* A sliding-window decoder (Voxtral Realtime, docs/formats/voxtral_realtime.md §8): from now on
+ * position p is cached in row p % window and a one-row step (tr_clm_step, the rows of
+ * tr_clm_step_seq, batched steps) attends to positions max(0, p - window + 1) .. p, so positions
+ * run past the cache (up to any p) in window rows. A prefill's rows must stay below the window.
+ * 0 turns it off (rows = positions, the default). It holds for the cache there is (when it has at
+ * least window positions) and every later tr_clm_reserve (which then reserves at least window
+ * positions). false for a negative window. */
+bool tr_clm_set_window(tr_clm_state *st, int window);
 
 /* Prefill (docs/formats/causal-lm.md §6.2) of x [n][d_model] (consumed: overwritten) into cache
  * slot `slot` at positions 0..n-1, in row chunks (mathematically the single-shot prefill). Returns

@@ -59,6 +59,7 @@ struct tr_clm_state {
         int n;
     } * add;
     int n_add;
+    int window; /* tr_clm_set_window: applied to the cache by every tr_clm_reserve */
 };
 
 /* Cache offset (elements) of (layer, slot): head 0, position 0. */
@@ -71,9 +72,20 @@ static inline size_t tr_clm_kv_head_stride(const tr_clm_kv *kv) {
     return (size_t)kv->n_ctx * kv->head_dim;
 }
 
-/* Offset from tr_clm_kv_base of head g's row at position pos. */
+/* Offset from tr_clm_kv_base of head g's row at position pos (its ring row under a window). */
 static inline size_t tr_clm_kv_row(const tr_clm_kv *kv, int g, int pos) {
+    if (kv->window > 0) pos %= kv->window;
     return (size_t)g * tr_clm_kv_head_stride(kv) + (size_t)pos * kv->head_dim;
+}
+
+/* Cache rows [0, n) a one-row step at position pos attends to: pos + 1, at most the window. */
+static inline int tr_clm_kv_span(const tr_clm_kv *kv, int pos) {
+    return kv->window > 0 && pos + 1 > kv->window ? kv->window : pos + 1;
+}
+
+/* Whether a step may feed position pos: inside the cache, or anywhere under a window. */
+static inline bool tr_clm_kv_pos_ok(const tr_clm_kv *kv, int64_t pos) {
+    return pos >= 0 && (kv->window > 0 || pos < kv->n_ctx);
 }
 
 /* Stores n consecutive values of K and of V at off in the cache's type. */

@@ -306,7 +306,8 @@ static void rope_head(const clm_step1 *s, int r, float *p, int head_dim) {
     }
 }
 
-/* Row r's attention for KV head g of layer l over positions [0, pos]. */
+/* Row r's attention for KV head g of layer l over positions [0, pos] (the last window ones under a
+ * window: their ring rows, in any order). */
 static void attn_row(const step_ctx *c, int l, int g, int r, part_buf *pb) {
     tr_clm_state *st = c->st;
     const tr_clm_hparams *hp = &st->hp;
@@ -322,14 +323,14 @@ static void attn_row(const step_ctx *c, int l, int g, int r, part_buf *pb) {
         .out = c->o + r * c->Q,
         .out_stride = Q,
         .n_q = 1,
-        .n_kv = pos + 1,
-        .kv_valid = pos + 1,
+        .n_kv = tr_clm_kv_span(kv, pos),
+        .kv_valid = tr_clm_kv_span(kv, pos),
         .n_head = hp->n_head,
         .n_head_kv = hp->n_head_kv,
         .head_dim = hd,
         .scale = c->attn_scale,
         .causal = true,
-        .causal_offset = pos,
+        .causal_offset = tr_clm_kv_span(kv, pos) - 1,
     };
     if (kv->f16) {
         tr_attention_kv_head(&a, (const uint16_t *)kv->k + base, (const uint16_t *)kv->v + base, g,

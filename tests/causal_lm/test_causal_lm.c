@@ -4,7 +4,7 @@
  * several), greedy tokens, F16 KV, quantized weights, the greedy loop's
  * stop rules (EOS, budget, window, abort), the batched loop giving
  * every row its single-run tokens, and the additive input rows with the
- * keep-growing cache (Voxtral Realtime's options). */
+ * sliding-window ring (Voxtral Realtime's options). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +123,8 @@ static void ref_rope(double *v, int pos) {
 
 /* Logits of rows row0..n-1 of n positions whose input rows are x0 [n][D], causal or
  * bidirectional (every position attends to all n). */
+static int g_ref_window; /* > 0: causal attention over the last g_ref_window positions only */
+
 static void ref_forward_ex(const model *m, const double *x0, int n, bool causal, int row0,
                            double *logits) {
     double *x = malloc(sizeof(double) * (size_t)n * D);
@@ -152,17 +154,19 @@ static void ref_forward_ex(const model *m, const double *x0, int n, bool causal,
                 int g = hh / (NH / NKV);
                 double mx = -1e300, sum = 0;
                 const int kn = causal ? p : n - 1;
-                for (int k = 0; k <= kn; k++) {
+                const int k0 =
+                    causal && g_ref_window > 0 && p + 1 > g_ref_window ? p + 1 - g_ref_window : 0;
+                for (int k = k0; k <= kn; k++) {
                     double s = 0;
                     for (int d = 0; d < HD; d++)
                         s += Qm[p * QD + hh * HD + d] * K[k * KD + g * HD + d];
                     sc[k] = s / sqrt((double)HD);
                     if (sc[k] > mx) mx = sc[k];
                 }
-                for (int k = 0; k <= kn; k++) sum += (sc[k] = exp(sc[k] - mx));
+                for (int k = k0; k <= kn; k++) sum += (sc[k] = exp(sc[k] - mx));
                 for (int d = 0; d < HD; d++) {
                     double a = 0;
-                    for (int k = 0; k <= kn; k++) a += sc[k] * Vv[k * KD + g * HD + d];
+                    for (int k = k0; k <= kn; k++) a += sc[k] * Vv[k * KD + g * HD + d];
                     o[hh * HD + d] = a / sum;
                 }
             }
@@ -251,13 +255,14 @@ static void test_prefill(int type, bool kv16, int n, double tol) {
     model_free(&m);
 }
 
-/* Additive input rows (tr_clm_set_input_rows) and the keep-growing cache (tr_clm_grow_keep):
- * the sequence whose input at position p is E[id_p] + R[p], decoded as a prefill of the first n
- * rows (R added by hand) and then one-row steps (the cache first too small, grown with its
- * contents kept) or one verify step of the rest, against the reference's last-row logits. The
- * table is given from position n (offset arithmetic). */
-static void test_input_rows(int type, bool kv16, double tol) {
-    enum { NP = 12, NS = 4 };
+/* Additive input rows (tr_clm_set_input_rows) and the sliding window (tr_clm_set_window): the
+ * sequence whose input at position p is E[id_p] + R[p], decoded as a prefill of the first NP rows
+ * (R added by hand) and then one-row steps, one verify step (tr_clm_step_seq) or batched steps of
+ * the same rows in two slots, against the reference's last-row logits; with a window of W < the
+ * positions, the cache holds W rows (a ring) and the reference attends to the last W positions.
+ * The table is given from position NP (offset arithmetic); cleared, the step differs. */
+static void test_input_rows(int type, bool kv16, int window, double tol) {
+    enum { NP = 12, NS = 8 };
     model m;
     model_init(&m, type);
     int32_t ids[NP + NS];
@@ -267,33 +272,42 @@ static void test_input_rows(int type, bool kv16, double tol) {
     double xr[(NP + NS) * D], lr[V];
     ref_embed(&m, ids, NP + NS, xr);
     for (int i = 0; i < (NP + NS) * D; i++) xr[i] += R[i];
+    g_ref_window = window;
     ref_forward(&m, xr, NP + NS, lr);
-    for (int path = 0; path < 2; path++) {
+    g_ref_window = 0;
+    for (int path = 0; path < 3; path++) {
         tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
-        CHECK(tr_clm_reserve(st, 1, NP + 2) == TRANSCRIBE_OK);
+        CHECK(tr_clm_set_window(st, window));
+        const int slots = path == 2 ? 2 : 1;
+        CHECK(tr_clm_reserve(st, slots, window > 0 ? window : NP + NS) == TRANSCRIBE_OK);
+        CHECK(tr_clm_cache(st)->n_ctx == (window > 0 ? window : NP + NS));
         float x[NP * D], lg[V];
-        tr_clm_embed(&m.hp, &m.w, ids, NP, NULL, 0, 0, x);
-        for (int i = 0; i < NP * D; i++) x[i] += R[i];
-        CHECK(tr_clm_prefill(st, NULL, x, NP, 0, NULL) >= 0);
-        CHECK(tr_clm_set_input_rows(st, 0, R + NP * D, NP, NS));
         const float *got = NULL;
+        for (int sl = 0; sl < slots; sl++) {
+            tr_clm_embed(&m.hp, &m.w, ids, NP, NULL, 0, 0, x);
+            for (int i = 0; i < NP * D; i++) x[i] += R[i];
+            CHECK(tr_clm_prefill(st, NULL, x, NP, sl, NULL) >= 0);
+            CHECK(tr_clm_set_input_rows(st, sl, R + NP * D, NP, NS));
+        }
         if (path == 0) {
             int32_t next;
             for (int k = 0; k < NS; k++) {
-                if (k == 2) {
-                    CHECK(tr_clm_cache(st)->n_ctx == NP + 2);
-                    CHECK(tr_clm_grow_keep(st, 64) == TRANSCRIBE_OK);
-                    CHECK(tr_clm_cache(st)->n_ctx == 64);
-                }
                 int pos = NP + k, slot = 0;
                 CHECK(tr_clm_step(st, NULL, &ids[NP + k], &pos, &slot, 1, &next));
             }
             got = tr_clm_step_logits(st, 0);
-        } else {
+        } else if (path == 1) {
             int32_t next[NS];
-            CHECK(tr_clm_grow_keep(st, 64) == TRANSCRIBE_OK);
             CHECK(tr_clm_step_seq(st, NULL, ids + NP, NS, NP, 0, next));
             got = tr_clm_step_logits(st, NS - 1);
+        } else {
+            int32_t next[2];
+            for (int k = 0; k < NS; k++) {
+                const int32_t two[2] = {ids[NP + k], ids[NP + k]};
+                int pos[2] = {NP + k, NP + k}, sl[2] = {1, 0};
+                CHECK(tr_clm_step(st, NULL, two, pos, sl, 2, next));
+            }
+            got = tr_clm_step_logits(st, 1); /* slot 0 */
         }
         double err = 0;
         for (int i = 0; got && i < V; i++) {
@@ -301,8 +315,8 @@ static void test_input_rows(int type, bool kv16, double tol) {
             double d = fabs(lg[i] - lr[i]);
             if (d > err) err = d;
         }
-        CHECK_MSG(got && err <= tol, "input rows %s kv16 %d path %d: %g > %g", tr_type_name(type),
-                  kv16, path, err, tol);
+        CHECK_MSG(got && err <= tol, "input rows %s kv16 %d window %d path %d: %g > %g",
+                  tr_type_name(type), kv16, window, path, err, tol);
         /* cleared rows add nothing: the same step differs */
         tr_clm_clear_input_rows(st);
         int pos = NP + NS - 1, slot = 0;
@@ -313,6 +327,11 @@ static void test_input_rows(int type, bool kv16, double tol) {
         for (int i = 0; plain && i < V; i++) differs |= plain[i] != lg[i];
         CHECK(differs);
         CHECK(!tr_clm_set_input_rows(st, -1, R, 0, 1));
+        if (window > 0) { /* a prefill longer than the window is refused */
+            float big[(NP + NS) * D];
+            tr_clm_embed(&m.hp, &m.w, ids, window + 1, NULL, 0, 0, big);
+            CHECK(tr_clm_prefill(st, NULL, big, window + 1, 0, NULL) < 0);
+        }
         tr_clm_state_free(st);
     }
     model_free(&m);
@@ -637,8 +656,11 @@ int main(void) {
     test_prefill(TR_Q8_0, false, 11, 1e-1);
     test_greedy(false);
     test_greedy(true);
-    test_input_rows(TR_F32, false, 2e-4);
-    test_input_rows(TR_F16, true, 3e-2);
+    test_input_rows(TR_F32, false, 0, 2e-4);
+    test_input_rows(TR_F32, false, 14, 2e-4); /* the ring wraps after two steps */
+    test_input_rows(TR_F16, true, 14, 3e-2);
+    /* int8 activations over 20 positions: ~1 % of the logit range, with or without the ring */
+    test_input_rows(TR_Q8_0, true, 13, 3e-1);
     test_step_paths(TR_F32, false, false);
     test_step_paths(TR_F16, true, false);
     test_step_paths(TR_Q8_0, true, true);

@@ -1,12 +1,13 @@
 /* Voxtral Realtime against the float64 PyTorch reference (tools/ref/voxtral_realtime.py, goldens
  * in tests/data/voxtral_realtime, written from the spec by another engineer): the delay scales of
  * docs/formats/voxtral_realtime.md §6.1 at delays 6 and 2, the audio rows (§4, §5: mel, stem,
- * blocks, projector) of the clip at delays 6 and 2, the logits of the prefill and the first seven
- * steps (§6.3, §6.4), and ids, status, text, raw text and segment through the public API on the
- * F32, F16 and Q8_0 files with F32 and F16 caches for the clip, its 20 480-sample cut and its
- * first sample (the audio horizon ends those), and the three as one batch; a five-clip input
- * (compacted key rings, two passes) gives the same audio rows pushed at once or in pieces, its
- * first rows the reference's. Streams are test_vxr_stream. */
+ * blocks, projector) of the clip at delays 6 and 2, the logits of the prefill and every step
+ * (§6.3, §6.4; in the decoder's 48-position window, §8, against the reference's ring), and ids,
+ * status, text, raw text and segment through the public API on the F32, F16 and Q8_0 files with F32
+ * and F16 caches for the clip, its 20 480-sample cut and its first sample (the audio horizon ends
+ * those), and the three as one batch; a five-clip input (compacted key rings, two passes) gives the
+ * same audio rows pushed at once or in pieces, its first rows the reference's. Streams are
+ * test_vxr_stream. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,24 +110,30 @@ static void tensors(const char *dtype, const float *pcm, int n) {
             tr_vxr_enc_reset(&s->enc);
             CHECK(tr_vxr_enc_push(&s->enc, g_pool, pcm, n, NULL, NULL) == TRANSCRIBE_OK);
             CHECK(tr_vxr_enc_finish(&s->enc, g_pool, n, d, NULL, NULL) == TRANSCRIBE_OK);
-            CHECK(tr_clm_reserve(s->dec.lm, 1, 2048) == TRANSCRIBE_OK);
+            /* the whole decode in the decoder's window (the reference's stream.d6.logits, ring
+             * of 48 on the tiny file; its first 8 rows are the offline clip.logits) */
+            const int all = 1 + (int)tk.n;
+            tr_clm_set_window(s->dec.lm, m->hp.dec_window);
+            CHECK(tr_clm_reserve(s->dec.lm, 1, m->hp.dec_window) == TRANSCRIBE_OK);
             float *x = malloc(sizeof(float) * (size_t)T * D), *got = NULL;
             const int rows = (int)lg.shape[0];
-            got = malloc(sizeof(float) * (size_t)rows * V);
+            got = malloc(sizeof(float) * (size_t)all * V);
             tr_vxr_prompt(s, d, s->enc.audio, x);
             const int first = tr_clm_prefill(s->dec.lm, g_pool, x, T, 0, got);
             const int32_t *ids = tk.data;
             CHECK(first == ids[0]);
             CHECK(tr_clm_set_input_rows(s->dec.lm, 0, s->enc.audio, 0, (int)na));
-            for (int r = 1; r < rows; r++) {
+            for (int r = 1; r < all; r++) {
                 int pos = T + r - 1, slot = 0;
                 int32_t nx = 0;
                 CHECK(tr_clm_step(s->dec.lm, g_pool, &ids[r - 1], &pos, &slot, 1, &nx));
                 memcpy(got + (size_t)r * V, tr_clm_step_logits(s->dec.lm, 0), sizeof(float) * V);
-                CHECK(nx == ids[r]);
+                CHECK(nx == (r < (int)tk.n ? ids[r] : m->hp.eos));
             }
             snprintf(name, sizeof name, "clip%s.logits", sfx);
             compare(name, got, rows, V, q8 ? 0.1 : 2e-3);
+            if (!q8) compare("stream.d6.logits", got, all, V, 2e-3);
+            tr_clm_set_window(s->dec.lm, 0);
             tr_clm_clear_input_rows(s->dec.lm);
             free(x);
             free(got);

@@ -4,7 +4,8 @@
  * and the default. Then: committed text only grows and stays a prefix of the hypothesis; feeds of
  * 10 ms .. 2 s give the same final text, equal to the offline run's; bad extensions are
  * INVALID_ARG; abort mid-stream is ABORTED; an empty stream finalizes empty; a long stream keeps
- * the encoder's buffers at constant size (per-feed times are printed, not asserted). */
+ * the encoder's buffers and the decoder's cache at constant size (per-feed times are printed, not
+ * asserted). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,7 +152,8 @@ static void errors(struct transcribe_session *s, const float *pcm, int n) {
     CHECK(transcribe_n_tokens(s) == 0);
 }
 
-/* A long stream in 100 ms feeds: the encoder's buffers keep their size. */
+/* A long stream in 100 ms feeds: the encoder's buffers and the decoder's cache (the window's
+ * ring) keep their size. */
 static void long_stream(struct transcribe_session *s, const float *clip, int n_clip) {
     const int reps = 24, gap = 8000, per = n_clip + gap, n = reps * per;
     float *pcm = calloc((size_t)n, sizeof *pcm);
@@ -168,7 +170,8 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
         const double dt = tr_time_ms() - t0;
         if (i < feeds / 4) t_first += dt;
         if (i >= feeds - feeds / 4) t_last += dt;
-        const size_t cap = (size_t)fs->enc.buf_cap + (size_t)fs->enc.audio_cap + fs->enc.work_cap;
+        const size_t cap = (size_t)fs->enc.buf_cap + (size_t)fs->enc.audio_cap + fs->enc.work_cap +
+                           (size_t)tr_clm_cache(fs->dec.lm)->n_ctx;
         if (i == feeds / 4) cap_first = cap;
         if (i > feeds / 4)
             CHECK_MSG(cap == cap_first, "feed %d: buffers %zu -> %zu", i, cap_first, cap);

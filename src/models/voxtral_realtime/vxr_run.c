@@ -180,6 +180,19 @@ static int spec_k(const tr_run_ctx *ctx) {
     return k > 8 ? 8 : k;
 }
 
+/* The decoder window an utterance of n_audio tokens needs (docs/formats/voxtral_realtime.md §8):
+ * the model's sliding window once the positions pass it, else none (the same attention). */
+static int window_of(const vxr_model *m, int64_t n_audio) {
+    return n_audio + 1 > m->hp.dec_window ? m->hp.dec_window : 0;
+}
+
+/* KV rows of one utterance: from 2048, the smallest power of two >= n_audio + 1, never more than
+ * the decoder window once the positions pass it. */
+static int kv_rows(const vxr_model *m, int64_t n_audio) {
+    const int64_t need = n_audio + 1 > 2048 ? n_audio + 1 : 2048;
+    return window_of(m, n_audio) > 0 ? m->hp.dec_window : tr_clm_ctx_pow2(need, m->hp.max_pos);
+}
+
 /* nn/greedy.h step callbacks over the session's LM (slot 0; each step adds its audio row). */
 typedef struct step_ctx {
     tr_clm_state *lm;
@@ -243,14 +256,15 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
     tr_run_report_progress(ctx, TR_RUN_ENCODED);
 
     /* docs/formats/voxtral_realtime.md §6.4: KV from 2048 rows, the smallest power of two >=
-     * n_audio + 1 */
-    const int n_ctx = tr_clm_ctx_pow2(n_audio + 1 > 2048 ? n_audio + 1 : 2048, m->hp.max_pos);
+     * n_audio + 1, at most the decoder window (past it a ring: the family README) */
+    const int n_ctx = kv_rows(m, n_audio);
     const int max_new = na - T + 1; /* the prefill token and one per audio position left */
     float *x = malloc((size_t)T * m->lm.d_model * sizeof(float));
     if (!x || !tr_vxr_ids_reserve(s, max_new)) {
         free(x);
         return TRANSCRIBE_ERR_OOM;
     }
+    tr_clm_set_window(s->dec.lm, window_of(m, n_audio));
     st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
     int first = -1;
     if (st == TRANSCRIBE_OK) {
@@ -328,7 +342,9 @@ static transcribe_status prepare_row(const tr_clm_batch_job *job, int i, tr_clm_
     tr_vxr_prompt(s, d, b->audio[i], row->x);
     row->T = T;
     row->max_new = (int)na - T + 1;
+    /* the horizon stops the row; past the decoder window its cache is the window's ring */
     row->max_n_kv = (int)na;
+    if (window_of(m, na) > 0) tr_clm_set_window(s->dec.lm, m->hp.dec_window);
     /* tr_clm_run_batch gives the prepared rows slots 0, 1, .. in order */
     if (!tr_clm_set_input_rows(s->dec.lm, b->n_slots, b->audio[i], 0, (int)na))
         return TRANSCRIBE_ERR_OOM;
@@ -358,6 +374,7 @@ transcribe_status tr_vxr_run_batch(vxr_session *s, const float *const *pcm, cons
         return st == TRANSCRIBE_ERR_ABORTED || st == TRANSCRIBE_ERR_OOM ? st : TRANSCRIBE_OK;
     }
     if (ctxs[0].pool) s->dec.pool = ctxs[0].pool;
+    tr_clm_set_window(s->dec.lm, 0); /* a row whose positions pass the window sets it */
     tr_vxr_set_delay(s, m->hp.default_delay);
     if (s->delay != m->hp.default_delay) return TRANSCRIBE_ERR_OOM;
     batch_ctx b = {s, calloc((size_t)n, sizeof(float *)), calloc((size_t)n, sizeof(int)), 0};

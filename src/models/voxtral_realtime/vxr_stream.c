@@ -105,10 +105,9 @@ transcribe_status tr_vxr_stream_begin(vxr_session *s, tr_stream_ctx *ctx) {
     s->stream->interval_ms = ms;
     tr_vxr_set_delay(s, d);
     if (s->delay != d) return TRANSCRIBE_ERR_OOM;
-    /* docs/formats/voxtral_realtime.md §8: a decoder cache of at least the decoder's window */
-    int rows = m->hp.dec_window > 2048 ? m->hp.dec_window : 2048;
-    if (rows > m->hp.max_pos) rows = m->hp.max_pos;
-    if ((st = tr_clm_reserve(s->dec.lm, 1, rows))) return st;
+    /* docs/formats/voxtral_realtime.md §8: the decoder's window as a ring */
+    tr_clm_set_window(s->dec.lm, m->hp.dec_window);
+    if ((st = tr_clm_reserve(s->dec.lm, 1, m->hp.dec_window))) return st;
     tr_result_set_timestamp_kind(ctx->result, TRANSCRIBE_TIMESTAMPS_NONE);
     ctx->n_native_committed_toks = 0;
     return TRANSCRIBE_OK;
@@ -172,12 +171,6 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *
         if (st->p + 1 > m->hp.max_pos) { /* docs/formats/voxtral_realtime.md §8: the position cap */
             st->done = st->truncated = true;
             break;
-        }
-        const tr_clm_kv *kv = tr_clm_cache(s->dec.lm);
-        if (st->p + 1 > kv->n_ctx) {
-            transcribe_status r =
-                tr_clm_grow_keep(s->dec.lm, tr_clm_ctx_pow2(st->p + 1, m->hp.max_pos));
-            if (r != TRANSCRIBE_OK) return r;
         }
         if (!tr_vxr_ids_reserve(s, s->n_ids + 1) ||
             !tr_clm_set_input_rows(s->dec.lm, 0, e->audio, e->audio0, e->n_audio))
