@@ -100,9 +100,15 @@ typedef struct vxr_enc {
 bool tr_vxr_enc_init(vxr_enc *e, const vxr_model *m);
 void tr_vxr_enc_reset(vxr_enc *e);
 void tr_vxr_enc_free(vxr_enc *e);
-/* Pushes n samples (finite). OK, OOM or ABORTED (polled between passes). */
+/* Pushes n samples (finite) and encodes what they complete. OK, OOM or ABORTED (polled between
+ * passes). */
 transcribe_status tr_vxr_enc_push(vxr_enc *e, tr_pool *pool, const float *pcm, int64_t n,
                                   bool (*should_abort)(void *), void *abort_user);
+/* The two halves of a push: holding n samples without encoding them (a stream between decodes),
+ * and encoding every frame the held samples complete (in passes of at most 512 frames). */
+transcribe_status tr_vxr_enc_append(vxr_enc *e, const float *pcm, int64_t n);
+transcribe_status tr_vxr_enc_run(vxr_enc *e, tr_pool *pool, bool (*should_abort)(void *),
+                                 void *abort_user);
 /* Appends the offline right padding for n_samples pushed samples and delay d
  * (docs/formats/voxtral_realtime.md §4) and encodes every remaining frame. */
 transcribe_status tr_vxr_enc_finish(vxr_enc *e, tr_pool *pool, int64_t n_samples, int delay,

@@ -339,28 +339,42 @@ static transcribe_status run_ready(vxr_enc *e, tr_pool *pool, bool (*should_abor
     return TRANSCRIBE_OK;
 }
 
+transcribe_status tr_vxr_enc_append(vxr_enc *e, const float *pcm, int64_t n) {
+    if (e->finished || n < 0 || (int64_t)e->n_buf + n > INT32_MAX)
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    if (e->n_buf + n > e->buf_cap) {
+        int64_t cap = e->buf_cap ? e->buf_cap : 4096;
+        while (cap < e->n_buf + n) cap *= 2;
+        float *b = realloc(e->buf, (size_t)cap * sizeof(float));
+        if (!b) {
+            TR_ERROR("voxtral_realtime: out of memory for %lld held samples", (long long)cap);
+            return TRANSCRIBE_ERR_OOM;
+        }
+        e->buf = b;
+        e->buf_cap = (int)cap;
+    }
+    if (n > 0) memcpy(e->buf + e->n_buf, pcm, (size_t)n * sizeof(float));
+    e->n_buf += (int)n;
+    e->n_total += n;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_vxr_enc_run(vxr_enc *e, tr_pool *pool, bool (*should_abort)(void *),
+                                 void *abort_user) {
+    return run_ready(e, pool, should_abort, abort_user);
+}
+
 transcribe_status tr_vxr_enc_push(vxr_enc *e, tr_pool *pool, const float *pcm, int64_t n,
                                   bool (*should_abort)(void *), void *abort_user) {
-    if (e->finished) return TRANSCRIBE_ERR_INVALID_ARG;
     /* in slices, so the held samples stay bounded */
     const int64_t slice = (int64_t)2 * VXR_ENC_CHUNK * e->m->mel.hop_length;
     for (int64_t off = 0; off < n; off += slice) {
         const int64_t k = n - off < slice ? n - off : slice;
-        if (e->n_buf + k > e->buf_cap) {
-            int64_t cap = e->buf_cap ? e->buf_cap : 4096;
-            while (cap < e->n_buf + k) cap *= 2;
-            float *b = realloc(e->buf, (size_t)cap * sizeof(float));
-            if (!b) return TRANSCRIBE_ERR_OOM;
-            e->buf = b;
-            e->buf_cap = (int)cap;
-        }
-        memcpy(e->buf + e->n_buf, pcm + off, (size_t)k * sizeof(float));
-        e->n_buf += (int)k;
-        e->n_total += k;
-        transcribe_status st = run_ready(e, pool, should_abort, abort_user);
+        transcribe_status st = tr_vxr_enc_append(e, pcm + off, k);
+        if (st == TRANSCRIBE_OK) st = run_ready(e, pool, should_abort, abort_user);
         if (st != TRANSCRIBE_OK) return st;
     }
-    return TRANSCRIBE_OK;
+    return e->finished ? TRANSCRIBE_ERR_INVALID_ARG : TRANSCRIBE_OK;
 }
 
 transcribe_status tr_vxr_enc_finish(vxr_enc *e, tr_pool *pool, int64_t n_samples, int delay,

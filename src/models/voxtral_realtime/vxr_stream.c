@@ -1,7 +1,8 @@
 /* Native streaming of Voxtral Realtime (docs/formats/voxtral_realtime.md §8; docs/c-api.md §14).
- * Each feed pushes its samples through the incremental encoder (vxr_enc.c: only the mel frames
- * whose windows are complete, the stem, the blocks over the new frames, one audio row per 80 ms)
- * and, once min_decode_interval_ms of new audio has arrived, steps the LM once per new audio row:
+ * Each feed holds its samples; once min_decode_interval_ms of new audio has arrived, the
+ * incremental encoder (vxr_enc.c) encodes what they complete (only the mel frames whose windows
+ * are whole, the stem, the blocks over the new frames, one audio row per 80 ms) and the LM steps
+ * once per new audio row:
  * the prompt is prefilled as soon as its 33 + d rows exist, then position p feeds the previous
  * token plus audio row p. A token, once emitted, is final (the model is causal and greedy), so
  * the hypothesis only grows and every token is committed at once. Finalize appends the offline
@@ -234,15 +235,20 @@ transcribe_status tr_vxr_stream_feed(vxr_session *s, const float *pcm, int n, tr
         st->clean_cap = (size_t)n;
     }
     tr_pcm_sanitize_copy(pcm, n, st->clean);
-    const double t0 = tr_time_ms();
-    transcribe_status r = tr_vxr_enc_push(&s->enc, s->dec.pool, st->clean, n, poll_abort, &ac);
-    st->n_fed += n;
-    const double t1 = tr_time_ms();
-    ctx->result->encode_ms += (float)(t1 - t0);
+    /* the samples are held; the encoder and decoder run once min_decode_interval_ms of new audio
+     * is in (docs/formats/voxtral_realtime.md §8), so a pass reads the encoder's weights for many
+     * frames at once */
+    transcribe_status r = tr_vxr_enc_append(&s->enc, st->clean, n);
     if (r != TRANSCRIBE_OK) return r;
+    st->n_fed += n;
     const int64_t sr = s->m->mel.sample_rate;
     if ((st->n_fed - st->last_dec) * 1000 >= (int64_t)st->interval_ms * sr) {
         st->last_dec = st->n_fed;
+        const double t0 = tr_time_ms();
+        r = tr_vxr_enc_run(&s->enc, s->dec.pool, poll_abort, &ac);
+        const double t1 = tr_time_ms();
+        ctx->result->encode_ms += (float)(t1 - t0);
+        if (r != TRANSCRIBE_OK) return r;
         const int before = s->n_ids;
         r = decode_ready(s, -1, &ac);
         ctx->result->decode_ms += (float)(tr_time_ms() - t1);
