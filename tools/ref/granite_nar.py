@@ -79,7 +79,8 @@ CLIP_N = 243 * 160 + 77
 
 # First-pass hypothesis the BPE-CTC head is fitted to, one label per pooling
 # window: a word (one BPE token each), "_" = blank (EOS id), "!" = channel 0
-# (the §6.1 quirk: treated as blank). Repeated labels in adjacent windows collapse.
+# (the docs/formats/granite_nar.md §6.1 quirk: treated as blank). Repeated labels in
+# adjacent windows collapse.
 WINDOW_LABELS = ["_", "and", "and", "so", "!", "uh", "my", "my", "fellow", "fellow", "americans", "americans",
                  "americans", "_", "ask", "not", "not", "_", "what", "your", "your", "contry", "contry", "_", "can",
                  "do", "do", "_", "_", "_", "_"]
@@ -207,7 +208,7 @@ def encoder(cfg, W, stacked):
 
 
 def pooled_weights(blank, pool):
-    """§6.1 pooling weights: list per window of (frames, weights) or None (blank window)."""
+    """docs/formats/granite_nar.md §6.1 pooling weights: list per window of (frames, weights) or None (blank window)."""
     imp = 1.0 - blank
     T = imp.shape[0]
     out = []
@@ -227,7 +228,7 @@ def pool_features(x, blank, pool):
 
 
 def bpe_hypothesis(cfg, bpe, blank, blank_id):
-    """§6.1: (hyp ids, per-window chosen channel, per-window margin top1 - top2)."""
+    """docs/formats/granite_nar.md §6.1: (hyp ids, per-window chosen channel, per-window margin top1 - top2)."""
     pooled = pool_features(bpe, blank, cfg["pool"])
     shift = 1 if blank_id == 0 else 0
     prev, hyp, chosen, margins = -1, [], [], []
@@ -306,7 +307,8 @@ def insertion_slots(hyp, eos):
 
 
 def lm_input(cfg, W, proj, text_ids):
-    """§5.3: audio rows round-trip through *(1/m) in float32, then X = m * concat(A, embeddings)."""
+    """docs/formats/granite_nar.md §5.3: audio rows round-trip through *(1/m) in float32,
+    then X = m * concat(A, embeddings)."""
     m = cfg["emb_mult"]
     A = (proj.float() * np.float32(1.0 / m)).to(proj.dtype) if m > 0 else proj
     Tx = W["dec.token_embd.weight"][torch.as_tensor(text_ids, dtype=torch.long)]
@@ -315,7 +317,7 @@ def lm_input(cfg, W, proj, text_ids):
 
 
 def lm_bidi(cfg, W, X, n_audio, causal=False):
-    """§6.3: every block without a mask; logits of the text rows (after / logits_scaling).
+    """docs/formats/granite_nar.md §6.3: every block without a mask; logits of the text rows (after / logits_scaling).
     causal=True is only for the sensitivity check (what a causal port would get)."""
     T = X.shape[0]
     nh, nkv, hd = cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
@@ -345,7 +347,7 @@ def lm_bidi(cfg, W, X, n_audio, causal=False):
 
 
 def final_decode(logits, eos):
-    """§6.4: (ids, per-slot argmax, per-slot margin)."""
+    """docs/formats/granite_nar.md §6.4: (ids, per-slot argmax, per-slot margin)."""
     prev, out, am, margins = -1, [], [], []
     for row in logits:
         a = int(torch.argmax(row))
@@ -363,7 +365,7 @@ def final_decode(logits, eos):
 
 
 def run(cfg, vocab, W, stacked):
-    """The whole §4-§6 pipeline; returns every intermediate."""
+    """The whole docs/formats/granite_nar.md §4-§6 pipeline; returns every intermediate."""
     enc = encoder(cfg, W, stacked)
     hyp, chosen, ctc_margins = bpe_hypothesis(cfg, enc["bpe"], enc["blank"], vocab.eos)
     r = dict(enc=enc, hyp=hyp, chosen=chosen, ctc_margins=ctc_margins)
