@@ -4,7 +4,8 @@
  * states and the char-CTC blank probability (§5.1), the first-pass hypothesis (§6.1), the
  * projector rows (§5.2), the insertion slots (§6.2), the fused LM input (§5.3), the logits of
  * the text slots and the final ids (§6.3, §6.4) through the family's internal steps; then
- * the transcript and its segment (§7) through the public API. The reference's LM pass edits
+ * the transcript and its segment (§7) through the public API. A 0.61 s noise clip gives
+ * blank windows only, so an empty hypothesis and an empty transcript. The reference's LM pass edits
  * its hypothesis (one deletion, one substitution), so the final ids differ from the first
  * pass. */
 #include <math.h>
@@ -120,7 +121,8 @@ static void check_steps(const gn_model *m, const float *pcm, int n, const char *
     int32_t *text = malloc(sizeof(int32_t) * (size_t)cap), *out = malloc(sizeof(int32_t) * cap);
     const int n_text = tr_gn_slots(hyp, n_hyp, m->eos, text);
     compare_ids(text, n_text, dt, "text_ids");
-    /* the fused input of §5.3 from the library's own row lookup: audio rows ·(1/12)·12 */
+    /* the fused input of docs/formats/granite_nar.md §5.3 from the library's own row lookup: audio
+     * rows ·(1/12)·12 */
     const int n_all = n_audio + n_text;
     float *fused = malloc(sizeof(float) * (size_t)n_all * H);
     float *scaled = malloc(sizeof(float) * (size_t)n_audio * H);
@@ -150,9 +152,43 @@ done:
     free(x);
 }
 
+/* The noise clip (docs/formats/granite_nar.md §6.1): blank probability 1 on every frame, every
+ * pooling window blank, no hypothesis, so the run stops there: an empty transcript in one
+ * segment over the clip. */
+static void check_noise(struct transcribe_session *s, const gn_model *m, const float *pcm, int n,
+                        const char *dt) {
+    float *x = NULL;
+    int T = 0;
+    CHECK(tr_gn_features(m, NULL, pcm, n, &x, &T) == TRANSCRIBE_OK);
+    CHECK_MSG(T == 30, "%s noise: T_enc %d", dt, T);
+    if (x && T == 30) {
+        compare(x, T, 160, dt, "noise_mel", K_MEL, TOL_MEL);
+        gn_enc_out e = {0};
+        CHECK(tr_gn_encode(m, NULL, x, T, NULL, NULL, &e) == TRANSCRIBE_OK);
+        if (e.last) {
+            compare(e.last, T, m->enc.d, dt, "noise_enc", K_ENC, TOL_ENC);
+            compare(e.blank, T, 1, dt, "noise_blank", K_BLANK, TOL_BLANK);
+            int32_t *hyp = NULL;
+            int n_hyp = -1;
+            CHECK(tr_gn_hypothesis(m, NULL, &e, T, &hyp, &n_hyp) == TRANSCRIBE_OK);
+            CHECK_MSG(n_hyp == 0, "%s noise: %d hypothesis ids", dt, n_hyp);
+            free(hyp);
+        }
+        tr_gn_enc_out_free(&e);
+    }
+    free(x);
+    CHECK(transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK);
+    const char *full = transcribe_full_text(s);
+    CHECK_MSG(full && full[0] == 0, "%s noise text '%s'", dt, full ? full : "(null)");
+    struct transcribe_segment seg;
+    transcribe_segment_init(&seg);
+    CHECK(transcribe_n_segments(s) == 1 && transcribe_get_segment(s, 0, &seg) == TRANSCRIBE_OK);
+    CHECK(seg.t0_ms == 0 && seg.t1_ms == (int64_t)n * 1000 / 16000 && seg.text && !seg.text[0]);
+}
+
 /* The public API: transcript bytes, raw = full text, one segment [0, n·1000/16000]. */
-static void check_public(const char *path, const float *pcm, int n, const char *dt,
-                         const char *want) {
+static void check_public(const char *path, const float *pcm, int n, const float *noise, int n_noise,
+                         const char *dt, const char *want) {
     struct transcribe_session *s = NULL;
     CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
     if (!s) return;
@@ -175,6 +211,7 @@ static void check_public(const char *path, const float *pcm, int n, const char *
     /* the session keeps the first pass and the final ids of the run */
     compare_ids(fs->hyp, fs->n_hyp, dt, "hyp");
     compare_ids(fs->out, fs->n_out, dt, "ids");
+    check_noise(s, fs->m, noise, n_noise, dt);
     transcribe_session_free(s);
 }
 
@@ -186,12 +223,20 @@ int main(void) {
         return 1;
     }
     CHECK(n == 38957);
+    float *noise = NULL;
+    int n_noise = 0;
+    if (transcribe_audio_load_file(DATA "/jfk_noise.wav", 16000, &noise, &n_noise) !=
+        TRANSCRIBE_OK) {
+        fprintf(stderr, "cannot read jfk_noise.wav\n");
+        return 1;
+    }
+    CHECK(n_noise == 9810);
     for (int f = 0; f < 3; f++) {
         char name[64], path[512];
         snprintf(name, sizeof name, "%s.text.txt", is_q8(k_dts[f]) ? "q8" : "ref");
         char *want = llm_read_golden(DATA, name);
         snprintf(path, sizeof path, "%s/granite-nar-tiny-ref-%s.gguf", DATA, k_dts[f]);
-        if (want) check_public(path, pcm, n, k_dts[f], want);
+        if (want) check_public(path, pcm, n, noise, n_noise, k_dts[f], want);
         free(want);
     }
     for (int q = 0; q < 2; q++) {
@@ -200,5 +245,6 @@ int main(void) {
         printf("\n");
     }
     transcribe_audio_free(pcm);
+    transcribe_audio_free(noise);
     return TEST_DONE();
 }

@@ -76,6 +76,12 @@ CONFIGS = {
 # windows (the last holds one frame), 9 projector windows (the last holds one
 # real frame), n_audio = min(24, 27) = 24.
 CLIP_N = 243 * 160 + 77
+# The noise clip: samples 36 000 .. 45 809 of samples/jfk.wav (the pause after
+# "americans", background noise only): floor(n/160) = 61 (odd), T_mel 60, T_enc 30,
+# 8 pooling windows. The char head is built to give it blank probability 1 on every
+# frame, so every window is blank and the hypothesis is empty (docs/formats/granite_nar.md
+# §6.1: empty transcript).
+NOISE_AT, NOISE_N = 36000, 61 * 160 + 50
 
 # First-pass hypothesis the BPE-CTC head is fitted to, one label per pooling
 # window: a word (one BPE token each), "_" = blank (EOS id), "!" = channel 0
@@ -466,7 +472,9 @@ def fit_bpe_head(cfg, vocab, enc_runs, targets, margin=12.0, ridge=1e-3):
         pooled = pool_features(e["x"], e["blank"], cfg["pool"])
         assert len(pooled) == len(targets), (len(pooled), len(targets))
         for row, t in zip(pooled, targets):
-            assert row is not None
+            if row is None:  # a blank window (total <= 1e-9): nothing to fit
+                assert t == vocab.eos, "a labelled window is blank"
+                continue
             rows.append(torch.cat([row, torch.ones(1)]))
             lab.append(t)
     A = torch.stack(rows)  # [N, h+1]
@@ -768,7 +776,42 @@ def quantized_view(W, mode):
     return out
 
 
-def build_tiny(cfg, vocab, stacked):
+def pre_bypass(cfg, W, stacked):
+    """The encoder state that feeds the char-CTC head (after block n_layers/2 - 1)."""
+    x = torch.as_tensor(stacked) @ W["enc.input_linear.weight"].T + W["enc.input_linear.bias"]
+    for i in range(cfg["enc_layers"] // 2):
+        A, p = ar_view(W, i), "enc.blocks.%d." % i
+        x = gs.ffn_half(A, p, x, "ff1")
+        x = x + gs.shaw_attention(cfg, A, p, x)
+        x = x + gs.conv_module(cfg, A, p, x)
+        x = gs.ffn_half(A, p, x, "ff2")
+        x = gs.layer_norm(x, A[p + "norm_post.weight"], A[p + "norm_post.bias"], 1e-5)
+    return x
+
+
+def blank_channel(cfg, W, stacked, noise, k=16.0):
+    """Adds k * (s + 1) to the char head's channel 0, s a linear score of the pre-bypass state
+    fitted (least squares, refitted on the violators) to <= -1 on every frame of the clip and
+    >= +1 on every frame of the noise clip: the noise frames get blank probability 1 (their
+    channel 0 leads by > 40), the clip's keeps its spread."""
+    Xo, Xe = pre_bypass(cfg, W, stacked), pre_bypass(cfg, W, noise)
+    A = torch.cat([torch.cat([Xo, torch.ones(Xo.shape[0], 1)], 1), torch.cat([Xe, torch.ones(Xe.shape[0], 1)], 1)])
+    y = torch.cat([-torch.ones(Xo.shape[0]), torch.ones(Xe.shape[0])])
+    G = A.T @ A + 1e-4 * torch.eye(A.shape[1])
+    w = torch.linalg.solve(G, A.T @ y)
+    for _ in range(200):
+        sc = A @ w
+        w = torch.linalg.solve(G, A.T @ torch.where(y * sc < 1.0, y, sc))
+    sc = A @ w
+    gap = (float(sc[Xo.shape[0]:].min()), float(sc[:Xo.shape[0]].max()))
+    assert gap[0] > 0.9 and gap[1] < -0.9, gap
+    h = cfg["enc_h"]
+    W["enc.ctc_proj.weight"][0] = f16r(W["enc.ctc_proj.weight"][0] + k * w[:h])
+    W["enc.ctc_proj.bias"][0] += k * (w[h] + 1.0)
+    return gap
+
+
+def build_tiny(cfg, vocab, stacked, noise):
     dt = torch.float64
     fb, win = gs.frontend_buffers()
     W = {"frontend.mel_filterbank": torch.from_numpy(fb.astype(np.float64)),
@@ -777,6 +820,8 @@ def build_tiny(cfg, vocab, stacked):
     W["enc.ctc_bpe.weight"] = torch.zeros(cfg["vocab"], cfg["enc_h"])
     W["enc.ctc_bpe.bias"] = torch.zeros(cfg["vocab"])
     W.update(build_projector_weights(cfg, torch.Generator().manual_seed(cfg["p_seed"]), dt))
+    gap = blank_channel(cfg, W, stacked, noise)
+    print("noise score >= %.3f, clip score <= %.3f" % gap)
     targets = window_targets(vocab)
     runs = [encoder(cfg, W, stacked), encoder(cfg, quantized_view(W, "Q8_0"), stacked)]
     Wb, bb, cond = fit_bpe_head(cfg, vocab, runs, targets)
@@ -905,17 +950,21 @@ def main():
             print("wrote %s (%.1f MB) %.0fs" % (path, size / 1e6, time.time() - t0))
         return
     clip_path = os.path.join(a.out, "jfk_2s4.wav")
-    if not os.path.exists(clip_path):
+    noise_path = os.path.join(a.out, "jfk_noise.wav")
+    if not os.path.exists(clip_path) or not os.path.exists(noise_path):
         src = os.path.join(ROOT, "samples", "jfk.wav")
         if not os.path.exists(src):
             src = os.path.join(a.shared, "samples", "jfk.wav")
         x, _ = mel_ref.read_wav(src)
         lc.write_wav16(clip_path, x[:CLIP_N])
+        lc.write_wav16(noise_path, x[NOISE_AT:NOISE_AT + NOISE_N])
     x, _ = mel_ref.read_wav(clip_path)
-    assert x.size == CLIP_N
+    xn, _ = mel_ref.read_wav(noise_path)
+    assert x.size == CLIP_N and xn.size == NOISE_N
     fb, win = gs.frontend_buffers()
     stacked = gs.stacked_mel(x, fb, win)
-    W = build_tiny(cfg, vocab, stacked)
+    noise = gs.stacked_mel(xn, fb, win)
+    W = build_tiny(cfg, vocab, stacked, noise)
     log = ["config tiny seeds enc %d proj %d lm %d; clip %d samples, T_enc %d"
            % (cfg["enc_seed"], cfg["p_seed"], cfg["lm_seed"], x.size, stacked.shape[0])]
     results = {}
@@ -929,6 +978,19 @@ def main():
         assert np.array_equal(st, stacked)
         r = run(cfg, vocab, Wf, st)
         results[mode] = r
+        rn = run(cfg, vocab, Wf, noise)
+        rn32 = run(cfg, vocab, {k: v.float() for k, v in Wf.items()}, noise.astype(np.float32))
+        ctc = rn["enc"]["ctc"]
+        lead = float((ctc[:, 0] - ctc[:, 1:].max(dim=1).values).min())
+        n_blank_win = sum(pw is None for pw in pooled_weights(rn["enc"]["blank"], cfg["pool"]))
+        n_blank_win32 = sum(pw is None for pw in pooled_weights(rn32["enc"]["blank"].double(), cfg["pool"]))
+        line = ("%-5s noise clip: T_enc %d, %d/%d blank windows (float32 rerun %d), channel 0 leads by >= %.1f, "
+                "hypothesis %r" % (mode, noise.shape[0], n_blank_win, -(-noise.shape[0] // cfg["pool"]),
+                                   n_blank_win32, lead, rn["hyp"]))
+        print(line)
+        log.append(line)
+        assert rn["hyp"] == [] and rn32["hyp"] == [] and rn["text"] == b"" and n_blank_win == n_blank_win32 == 8
+        results[mode + ".noise"] = rn
         r32 = run(cfg, vocab, {k: v.float() for k, v in Wf.items()}, st.astype(np.float32))
         err = lambda k1, k2=None: float((r32[k1] if k2 is None else r32[k1][k2]).double().sub(
             r[k1] if k2 is None else r[k1][k2]).abs().max())
@@ -957,6 +1019,11 @@ def main():
     npsave(os.path.join(a.out, "mel.npy"), stacked)
     golden_set(a.out, "ref", ref, stacked, cfg)
     golden_set(a.out, "q8", q8, stacked, cfg)
+    npsave(os.path.join(a.out, "noise_mel.npy"), noise)
+    for tag, mode in (("ref", "F32"), ("q8", "Q8_0")):
+        e = results[mode + ".noise"]["enc"]
+        npsave(os.path.join(a.out, "%s.noise_enc.npy" % tag), e["x"])
+        npsave(os.path.join(a.out, "%s.noise_blank.npy" % tag), e["blank"])
     log.append("hypothesis ids %s text %r" % (ref["hyp"], vocab.decode(ref["hyp"])))
     log.append("text_ids %s" % ref["text_ids"])
     log.append("slot argmax %s" % ref["argmax"])
