@@ -438,46 +438,119 @@ def enc_tensor(cfg, name, shape, dt):
     return f16r(r(*shape) / math.sqrt(shape[1]))
 
 
-def design_lm(cfg, vocab, chains, dt, alpha=24.0, beta=8.0, tau=0.5, out_gain=0.25):
-    """Llama LM (docs/formats/voxtral.md §6.3) as a successor machine: dim 0 a
-    constant channel, the chain tokens orthonormal in the other dims, random
-    blocks (no q/k norm) that never write dim 0, the last block's FFN one
-    SwiGLU unit per edge a -> b (fires on token a, writes β·R_b); untied head
-    = 1.25·R + small noise (differs from the embedding in every row)."""
-    H, I, V = cfg["hidden"], cfg["inter"], cfg["vocab"]
-    nh, nkv, hd, L = cfg["heads"], cfg["kv_heads"], cfg["head_dim"], cfg["dec_layers"]
-    Q, K = nh * hd, nkv * hd
-    gen = tensor_gen(cfg["seed"], "dec")
-    r = lambda *s: torch.randn(*s, generator=gen, dtype=torch.float32).to(dt)
-    R, E, free = lc.successor_embeddings(r, V, H, N_RESERVED, chains, dt, D_CONST)
-    W = OrderedDict()
-    W["dec.token_embd.weight"] = f16r(E)
-    W["dec.output_norm.weight"] = 2.0 * (1 + 0.1 * r(H))
-    head = 1.25 * R + 0.02 * r(V, H)
-    head[:, D_CONST] = 0
-    W["dec.output.weight"] = f16r(head)
-    clm.random_blocks(W, r, L, H, I, Q, K, hd, out_gain / math.sqrt(2 * L * H), N_RESERVED, qk_norm=False)
-    wn, n, gate, up, down = lc.ffn_unit_scale(W, L, H)
-    units = lc.edges(chains)
-    assert len(units) <= I
-    g_exp = alpha * (1 - tau)
-    act = g_exp / (1 + math.exp(-g_exp))
-    for u, (a, b, _) in enumerate(units):
-        ra = R[a]
-        gate[u] = 0
-        gate[u, free] = alpha * n * ra[free] / wn[free]
-        gate[u, D_CONST] = -alpha * tau * n * lc.RHO / (lc.KAPPA * wn[D_CONST])
-        up[u] = 0
-        up[u, free] = n * ra[free] / wn[free]
-        down[:, u] = 0
-        down[free, u] = beta * R[b, free] / act
-    lc.round_linear(W)
-    return W
+class LMDesign:
+    """Llama LM (docs/formats/voxtral.md §6.3) as a successor machine, produced
+    lazily (one decoder block at a time, each from its own generator, so the
+    real config never holds the whole LM): dim 0 is a constant channel (κ in
+    every embedding row), the chain tokens are orthonormal in the other dims,
+    random blocks (no q/k norm) never write dim 0, and the last block's FFN
+    holds one SwiGLU unit per edge a -> b (fires on token a through the
+    const-dim threshold τ, writes β·R_b). Untied head = 1.25·R + N(0, 0.02²)
+    with a zero const column (differs from the embedding in every row);
+    final-norm γ ≈ 2 widens the logits."""
+
+    ROWS = 8192
+
+    def __init__(self, cfg, chains, dt, alpha=24.0, beta=8.0, tau=0.5, out_gain=0.25):
+        self.cfg, self.dt = cfg, dt
+        self.alpha, self.beta, self.tau = alpha, beta, tau
+        H, V = cfg["hidden"], cfg["vocab"]
+        L = cfg["dec_layers"]
+        self.out_scale = out_gain / math.sqrt(2 * L * H)
+        nf = H - N_RESERVED
+        special = sorted({t for c in chains.values() for t in c})
+        assert len(special) <= nf
+        gq = tensor_gen(cfg["seed"], "dec.chain")
+        qm, _ = torch.linalg.qr(torch.randn(nf, len(special), generator=gq, dtype=torch.float32).to(dt))
+        self.R_chain = {t: torch.cat([torch.zeros(N_RESERVED, dtype=dt), qm[:, i]]) for i, t in enumerate(special)}
+        self.E16 = np.empty((V, H), np.float16)
+        self.head16 = np.empty((V, H), np.float16)
+        idx = torch.tensor(special)
+        for b0 in range(0, V, self.ROWS):
+            n = min(self.ROWS, V - b0)
+            g = tensor_gen(cfg["seed"], "dec.embd.%d" % b0)
+            R = torch.zeros(n, H, dtype=dt)
+            rr = torch.randn(n, nf, generator=g, dtype=torch.float32).to(dt)
+            R[:, N_RESERVED:] = rr / rr.norm(dim=1, keepdim=True)
+            sel = idx[(idx >= b0) & (idx < b0 + n)]
+            for t in sel.tolist():
+                R[t - b0] = self.R_chain[t]
+            E = lc.RHO * R
+            E[:, D_CONST] = lc.KAPPA
+            self.E16[b0:b0 + n] = E.to(torch.float16).numpy()
+            hd_ = 1.25 * R + 0.02 * torch.randn(n, H, generator=g, dtype=torch.float32).to(dt)
+            hd_[:, D_CONST] = 0
+            self.head16[b0:b0 + n] = hd_.to(torch.float16).numpy()
+            del R, rr, E, hd_
+        go = tensor_gen(cfg["seed"], "dec.output_norm")
+        self.out_norm = (2.0 * (1 + 0.1 * torch.randn(H, generator=go, dtype=torch.float32))).to(dt)
+        self.units = lc.edges(chains)
+        assert len(self.units) <= cfg["inter"]
+        self._cache = (None, None)
+
+    def block(self, l):
+        """The 9 tensors of decoder block l (PyTorch order, F16-representable linears)."""
+        if self._cache[0] == l:
+            return self._cache[1]
+        c, dt = self.cfg, self.dt
+        H, I = c["hidden"], c["inter"]
+        Q, K, hd = c["heads"] * c["head_dim"], c["kv_heads"] * c["head_dim"], c["head_dim"]
+        g = tensor_gen(c["seed"], "dec.blocks.%d" % l)
+        r = lambda *s: torch.randn(*s, generator=g, dtype=torch.float32).to(dt)
+        W = {}
+        clm.random_blocks(W, r, 1, H, I, Q, K, hd, self.out_scale, N_RESERVED, qk_norm=False)
+        if l == c["dec_layers"] - 1:
+            p = "dec.blocks.0."
+            wn = W[p + "norm_ffn.weight"]
+            n = math.sqrt((lc.KAPPA ** 2 + lc.RHO ** 2) / H) / lc.RHO
+            gate, up, down = W[p + "ffn.gate.weight"], W[p + "ffn.up.weight"], W[p + "ffn.down.weight"]
+            g_exp = self.alpha * (1 - self.tau)
+            act = g_exp / (1 + math.exp(-g_exp))
+            fr = slice(N_RESERVED, H)
+            for u, (a, b, _) in enumerate(self.units):
+                ra, rb = self.R_chain[a], self.R_chain[b]
+                gate[u] = 0
+                gate[u, fr] = self.alpha * n * ra[fr] / wn[fr]
+                gate[u, D_CONST] = -self.alpha * self.tau * n * lc.RHO / (lc.KAPPA * wn[D_CONST])
+                up[u] = 0
+                up[u, fr] = n * ra[fr] / wn[fr]
+                down[:, u] = 0
+                down[fr, u] = self.beta * rb[fr] / act
+        lc.round_linear(W)
+        out = OrderedDict()
+        for s in DEC_BLOCK:
+            out["dec.blocks.%d.%s" % (l, s)] = W["dec.blocks.0." + s].float().to(dt)
+        self._cache = (l, out)
+        return out
+
+    def tensor(self, name):
+        """Any dec.* tensor by name (torch, dt)."""
+        if name == "dec.token_embd.weight":
+            return torch.from_numpy(self.E16.astype(np.float32)).to(self.dt)
+        if name == "dec.output.weight":
+            return torch.from_numpy(self.head16.astype(np.float32)).to(self.dt)
+        if name == "dec.output_norm.weight":
+            return self.out_norm.float().to(self.dt)
+        return self.block(int(name.split(".")[2]))[name]
+
+
+def proj_weights(cfg, enc_out_cal, dt):
+    """Projector: random; linear_2 scaled so the audio rows of the calibration
+    clip have unit mean norm (like an embedding row); its row 0 (the const dim) zero."""
+    H, din = cfg["hidden"], cfg["d_model"] * cfg["ds"]
+    g1 = tensor_gen(cfg["seed"], "proj.linear_1.weight")
+    g2 = tensor_gen(cfg["seed"], "proj.linear_2.weight")
+    W1 = f16r(torch.randn(H, din, generator=g1, dtype=torch.float32).to(dt) * 2.0 / math.sqrt(din))
+    W2 = torch.randn(H, H, generator=g2, dtype=torch.float32).to(dt) / math.sqrt(H)
+    W2[D_CONST] = 0
+    e = enc_out_cal.to(dt)
+    p = gelu(e.reshape(e.shape[0] // cfg["ds"], -1) @ W1.T) @ W2.T
+    return W1, f16r(W2 / float(p.norm(dim=1).mean()))
 
 
 def build_weights(cfg, vocab, chains, mel_cal, dt):
-    """All tensors in write order; every L/A/E/C tensor F16-representable so the
-    F32 and F16 files hold the same math; every value a float32 value."""
+    """All tensors in write order (tiny); every L/A/E/C tensor F16-representable so
+    the F32 and F16 files hold the same math; every value a float32 value."""
     S = tensor_shapes(cfg)
     fb, win = frontend_buffers()
     W = OrderedDict()
@@ -485,27 +558,36 @@ def build_weights(cfg, vocab, chains, mel_cal, dt):
     W["frontend.window"] = torch.from_numpy(win.astype(np.float64))
     for nm, shape in S.items():
         if nm.startswith("enc."):
-            W[nm] = enc_tensor(cfg, nm, shape, dt)
-    # projector: random, linear_2 scaled so the audio rows of the calibration
-    # clip have unit mean norm (like an embedding row); row 0 (the const dim) zero
-    g = tensor_gen(cfg["seed"], "proj")
-    H, din = cfg["hidden"], cfg["d_model"] * cfg["ds"]
-    W1 = f16r(torch.randn(H, din, generator=g, dtype=torch.float32).to(dt) * 2.0 / math.sqrt(din))
-    W2 = torch.randn(H, H, generator=g, dtype=torch.float32).to(dt) / math.sqrt(H)
-    W2[D_CONST] = 0
-    W["proj.linear_1.weight"], W["proj.linear_2.weight"] = W1, W2
-    enc = Encoder(cfg, lambda n: W[n], dt)
-    e = enc.encode(mel_cal[:, :NB_FRAMES])
-    p = enc.project(e)
-    W["proj.linear_2.weight"] = f16r(W2 / float(p.norm(dim=1).mean()))
-    Wd = design_lm(cfg, vocab, chains, dt)
+            W[nm] = enc_tensor(cfg, nm, shape, dt).float().to(dt)
+    e = Encoder(cfg, lambda n: W[n], dt).encode(mel_cal[:, :NB_FRAMES])
+    W["proj.linear_1.weight"], W["proj.linear_2.weight"] = proj_weights(cfg, e, dt)
+    lm = LMDesign(cfg, chains, dt)
     for nm in S:
         if nm.startswith("dec."):
-            W[nm] = Wd[nm]
+            W[nm] = lm.tensor(nm)
     for k in W:
         W[k] = W[k].float().to(dt)
     assert list(W) == list(S)
     return W
+
+
+def teacher_forced(cfg, block_of, embed, out_norm, head, prompt_x, expect):
+    """Greedy check in one causal pass, a decoder block at a time: feeds the
+    prompt rows then the expected ids (without the last one) and returns, per
+    generated position, (argmax, top1 - top2 margin), and the prefill logits.
+    Equal to the KV-cache greedy loop iff every argmax equals the expected id."""
+    dt = prompt_x.dtype
+    one = clm.LMConfig(**{**lm_config(cfg).__dict__, "n_layers": 1})
+    x = torch.cat([prompt_x, embed(expect[:-1]).to(dt)], 0)
+    pos = torch.arange(x.shape[0])
+    for l in range(cfg["dec_layers"]):
+        Wl = {k.replace("dec.blocks.%d." % l, "dec.blocks.0."): v.to(dt) for k, v in block_of(l).items()}
+        lm = clm.CausalLM(one, Wl, dtype=dt)
+        x = lm.block(0, x, pos, clm.KVCache(one, x.shape[0], dtype=dt))
+    T = prompt_x.shape[0]
+    y = clm.rms_norm(x[T - 1:], out_norm.to(dt), cfg["eps"])
+    logits = y @ head.to(dt).T
+    return [clm.argmax_lowest(z) for z in logits], logits[0]
 
 
 # --------------------------------------------------------------------------
@@ -719,6 +801,13 @@ def goldens(cfg, vocab, path, tag, pcm, out, log, first):
             log.append("    text %r" % r["text"])
             assert same and r["status"] == "OK"
             results[(clip_name, run_name)] = r
+        # the block-at-a-time teacher-forced pass (what --config real uses) == the greedy loop
+        r = results[(clip_name, "auto")]
+        lm = m64.lm
+        tf, lg0 = teacher_forced(cfg, lambda l: {k: v for k, v in lm.W.items() if k.startswith("dec.blocks.%d." % l)},
+                                 lm.embed, lm.W["dec.output_norm.weight"], lm.W["dec.output.weight"],
+                                 lm.inject(r["prompt"], m64.audio_id, audio), r["gen"])
+        assert [t for t, _ in tf] == r["gen"] and float((lg0 - r["logits0"]).abs().max()) < 1e-9
         # how much the audio rows matter to the prefill logits
         r0 = m64.run(x.size, torch.zeros_like(audio))
         log.append("    audio -> logits0 (auto) %.3f" % float((r0["logits0"] - results[(clip_name, "auto")]["logits0"])
