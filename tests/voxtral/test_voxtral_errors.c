@@ -461,7 +461,8 @@ static void bad_keys(void) {
         snprintf(what, sizeof what, "missing %s", k);
         expect_load(&(edit){.drop_kv = k}, G, what);
         snprintf(what, sizeof what, "mistyped %s", k);
-        if (strncmp(k, "tokenizer.", 10) == 0 && strstr(k, "_token_id")) { /* UINT32 or INT32 (docs/formats/voxtral.md §2.2) */
+        if (strncmp(k, "tokenizer.", 10) == 0 &&
+            strstr(k, "_token_id")) { /* UINT32 or INT32 (docs/formats/voxtral.md §2.2) */
             expect_load(&(edit){.retype_kv = k}, OK, what);
             expect_load(&(edit){.kv_str = k, .kv_str_value = "1"}, G, what);
         } else {
