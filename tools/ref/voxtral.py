@@ -190,7 +190,7 @@ def layer_norm(x, w, b):
 
 
 class Encoder:
-    """§5 encoder + projector over one [128, 3000] chunk; get(name) -> tensor (PyTorch order)."""
+    """docs/formats/voxtral.md §5 encoder + projector over one [128, 3000] chunk; get(name) -> tensor (PyTorch order)."""
 
     def __init__(self, cfg, get, dt):
         self.cfg, self.get, self.dt = cfg, get, dt
@@ -337,7 +337,7 @@ DEC_BLOCK = ["norm_attn.weight", "norm_ffn.weight", "attn.q.weight", "attn.k.wei
 
 
 def tensor_shapes(cfg):
-    """OrderedDict name -> PyTorch shape in the §3.4 write order."""
+    """OrderedDict name -> PyTorch shape in the docs/formats/voxtral.md §3.4 write order."""
     d, F, M, P = cfg["d_model"], cfg["ffn"], cfg["n_mels"], cfg["max_src"]
     H, I, V = cfg["hidden"], cfg["inter"], cfg["vocab"]
     Q, K = cfg["heads"] * cfg["head_dim"], cfg["kv_heads"] * cfg["head_dim"]
@@ -696,7 +696,7 @@ def check_tensors(ts, W, preset):
 
 
 def check_kvs(kv, cfg):
-    """Every §2 key with its exact GGUF type."""
+    """Every docs/formats/voxtral.md §2 key with its exact GGUF type."""
     U, F, S_, B, A = gw.UINT32, gw.FLOAT32, gw.STRING, gw.BOOL, gw.ARRAY
     want = {"general.architecture": S_, "stt.variant": S_, "general.file_type": U, "general.languages": A,
             "stt.capability.lang_detect": B, "stt.capability.translate": B,
