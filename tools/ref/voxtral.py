@@ -190,7 +190,7 @@ def layer_norm(x, w, b):
 
 
 class Encoder:
-    """§5 encoder + projector over one [128, 3000] chunk; get(name) -> tensor (PyTorch order)."""
+    """docs/formats/voxtral.md §5 encoder + projector over one [128, 3000] chunk; get(name) -> tensor (PyTorch order)."""
 
     def __init__(self, cfg, get, dt):
         self.cfg, self.get, self.dt = cfg, get, dt
@@ -337,7 +337,7 @@ DEC_BLOCK = ["norm_attn.weight", "norm_ffn.weight", "attn.q.weight", "attn.k.wei
 
 
 def tensor_shapes(cfg):
-    """OrderedDict name -> PyTorch shape in the §3.4 write order."""
+    """OrderedDict name -> PyTorch shape in the docs/formats/voxtral.md §3.4 write order."""
     d, F, M, P = cfg["d_model"], cfg["ffn"], cfg["n_mels"], cfg["max_src"]
     H, I, V = cfg["hidden"], cfg["inter"], cfg["vocab"]
     Q, K = cfg["heads"] * cfg["head_dim"], cfg["kv_heads"] * cfg["head_dim"]
@@ -696,7 +696,7 @@ def check_tensors(ts, W, preset):
 
 
 def check_kvs(kv, cfg):
-    """Every §2 key with its exact GGUF type."""
+    """Every docs/formats/voxtral.md §2 key with its exact GGUF type."""
     U, F, S_, B, A = gw.UINT32, gw.FLOAT32, gw.STRING, gw.BOOL, gw.ARRAY
     want = {"general.architecture": S_, "stt.variant": S_, "general.file_type": U, "general.languages": A,
             "stt.capability.lang_detect": B, "stt.capability.translate": B,
@@ -864,8 +864,138 @@ def main():
         real_main(a, cfg)
 
 
+def read_header(path, cfg):
+    """Streams the GGUF header of a big file: (kv, [(name, ne, type, offset)], data_start)."""
+    with open(path, "rb") as f:
+        buf = f.read(64 << 20)
+    c = gw._Cursor(buf)
+    assert buf[:4] == b"GGUF"
+    c.pos = 4
+    assert c.take("<I") == 3
+    n_t, n_kv = c.take("<q"), c.take("<q")
+    kv = {}
+    for _ in range(n_kv):
+        k = c.string()
+        vt = c.take("<I")
+        kv[k] = (vt, c.value(vt))
+    infos = []
+    for _ in range(n_t):
+        name = c.string()
+        nd = c.take("<I")
+        ne = [c.take("<q") for _ in range(nd)]
+        infos.append((name, ne, c.take("<I"), c.take("<Q")))
+    return kv, infos, (c.pos + gw.ALIGNMENT - 1) // gw.ALIGNMENT * gw.ALIGNMENT
+
+
+def read_back_big(path, cfg, preset, producers, spot):
+    """Header (KV types, names, ne, types, offsets, file size) + values of the `spot` tensors."""
+    kv, infos, data_start = read_header(path, cfg)
+    check_kvs(kv, cfg)
+    S = tensor_shapes(cfg)
+    assert [i[0] for i in infos] == list(S)
+    off = 0
+    sizes = {gw.GGML_F32: (1, 4), gw.GGML_F16: (1, 2), gw.GGML_Q8_0: (32, 34)}
+    where = {}
+    for (name, ne, gt, o), shape in zip(infos, S.values()):
+        assert ne == list(reversed(shape)) and gt == ggml_type_for(name, shape, preset), name
+        assert o == off, name
+        bs, ts = sizes[gt]
+        n = int(np.prod(ne)) // bs * ts
+        where[name] = (data_start + o, n, gt)
+        off += (n + gw.ALIGNMENT - 1) // gw.ALIGNMENT * gw.ALIGNMENT
+    assert os.path.getsize(path) == data_start + off, "file size"
+    with open(path, "rb") as f:
+        for name in spot:
+            pos, n, gt = where[name]
+            f.seek(pos)
+            raw = f.read(n)
+            want = np.asarray(producers[name](), np.float32)
+            if gt == gw.GGML_F32:
+                got = np.frombuffer(raw, "<f4")
+            elif gt == gw.GGML_F16:
+                got = np.frombuffer(raw, "<f2").astype(np.float32)
+                want = want.astype(np.float16).astype(np.float32)
+            else:
+                got = gw.dequantize_q8_0(raw, want.size)
+                want = gw.dequantize_q8_0(gw.quantize_q8_0(want), want.size)
+            assert np.array_equal(got.reshape(want.shape), want), name
+    return len(infos)
+
+
 def real_main(a, cfg):
-    raise SystemExit("real config: not written yet")
+    """Published Voxtral-Mini-3B dimensions, float32, tensors streamed to disk
+    (each regenerated from its own generator when the writer reaches it)."""
+    import resource
+    os.makedirs(a.out, exist_ok=True)
+    t0 = time.time()
+    log = []
+
+    def say(msg):
+        line = "[%6.1fs] %s" % (time.time() - t0, msg)
+        print(line, flush=True)
+        log.append(line)
+
+    dt = torch.float32
+    vocab = make_vocab(cfg)
+    chain = [vocab.special("[TRANSCRIBE]")] + vocab.chain_ids(TEXT) + [vocab.special("</s>")]
+    chain_tr = [vocab.special("[/INST]")] + vocab.chain_ids(TEXT_TR) + [vocab.special("</s>")]
+    say("vocab %d (%d control, %d merges)" % (vocab.V, vocab.n_control, len(vocab.merges)))
+    jfk, _ = mel_ref.read_wav(os.path.join(ROOT, "samples", "jfk.wav"))
+    fb, win = frontend_buffers()
+    mel = logmel(jfk, fb, win)
+    S = tensor_shapes(cfg)
+    enc_get = lambda n: enc_tensor(cfg, n, S[n], dt)
+    e = Encoder(cfg, enc_get, dt).encode(mel[:, :NB_FRAMES])
+    say("encoder pass on jfk.wav (float32): enc [%d, %d]" % tuple(e.shape))
+    W1, W2 = proj_weights(cfg, e, dt)
+    audio = Encoder(cfg, lambda n: {"proj.linear_1.weight": W1, "proj.linear_2.weight": W2}[n], dt).project(e)
+    lm = LMDesign(cfg, {0: chain, 1: chain_tr}, dt)
+    say("LM design (embeddings + head as F16)")
+    prod = OrderedDict()
+    prod["frontend.mel_filterbank"] = lambda: fb
+    prod["frontend.window"] = lambda: win
+    for n in S:
+        if n.startswith("enc."):
+            prod[n] = (lambda n=n: enc_get(n).numpy())
+    prod["proj.linear_1.weight"] = lambda: W1.numpy()
+    prod["proj.linear_2.weight"] = lambda: W2.numpy()
+    prod["dec.token_embd.weight"] = lambda: lm.E16
+    prod["dec.output.weight"] = lambda: lm.head16
+    for n in S:
+        if n.startswith("dec.") and n not in prod:
+            prod[n] = (lambda n=n: lm.tensor(n).numpy())
+    prod = OrderedDict((n, prod[n]) for n in S)
+    n_par = sum(int(np.prod(sh)) for n, sh in S.items() if not n.startswith("frontend."))
+    say("%d tensors, %d parameters" % (len(S), n_par))
+    L = cfg["dec_layers"]
+    spot = ["frontend.mel_filterbank", "enc.conv.0.weight", "enc.pos_emb.weight", "enc.blocks.%d.attn.out.weight" % (cfg["enc_layers"] - 1),
+            "proj.linear_2.weight", "dec.output_norm.weight", "dec.blocks.%d.ffn.down.weight" % (L - 1),
+            "dec.blocks.0.attn.q.weight"]
+    for preset in a.dtypes.split(","):
+        path = os.path.join(a.out, "voxtral-mini-3b-ref-%s.gguf" % preset)
+        size = write_gguf(path, cfg, vocab, prod, preset, lazy=True)
+        say("wrote %s: %d bytes" % (os.path.basename(path), size))
+        read_back_big(path, cfg, preset, prod, spot)
+        say("read back: header, offsets, file size, %d spot tensors OK" % len(spot))
+    if not a.no_decode:
+        E = lambda ids: torch.from_numpy(lm.E16[np.asarray(ids)].astype(np.float32))
+        head = torch.from_numpy(lm.head16.astype(np.float32))
+        for run_name, ids, want in (("auto", transcription_prompt(vocab, audio.shape[0]), chain),
+                                    ("en", transcription_prompt(vocab, audio.shape[0], "en"), chain),
+                                    ("tr_de", translation_prompt(vocab, audio.shape[0], "de"), chain_tr)):
+            x = E(ids)
+            x[3:3 + audio.shape[0]] = audio
+            expect = want[1:]
+            tf, _ = teacher_forced(cfg, lm.block, E, lm.out_norm, head, x, expect)
+            got = [t for t, _ in tf]
+            ok = got == expect
+            st, max_new, max_n_kv, _ = budget(len(ids), audio.shape[0], cfg["max_pos"])
+            say("jfk %-5s T_prompt %d (budget %d, max_n_kv %d): greedy == chain: %s, %d ids, min margin %.3f, text %r"
+                % (run_name, len(ids), max_new, max_n_kv, ok, len(got), min(m for _, m in tf),
+                   vocab.decode(got[:-1])))
+    say("peak RSS %.2f GB" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20))
+    with open(os.path.join(a.out, "decode.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(log) + "\n")
 
 
 if __name__ == "__main__":
