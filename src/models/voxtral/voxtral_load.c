@@ -92,11 +92,12 @@ static transcribe_status read_lm_keys(const gguf_file *f, vx_model *m) {
     tr_clm_hparams *hp = &m->lm;
     bool tied;
 #define DK "stt.voxtral.decoder."
-    if ((st = tr_clm_read_sizes(f, DK, false, hp))) return st; /* no q/k norm (§6.3) */
+    if ((st = tr_clm_read_sizes(f, DK, false, hp)))
+        return st; /* no q/k norm (docs/formats/voxtral.md §6.3) */
     if ((st = tr_gguf_req_f32_finite(f, DK "rms_norm_eps", true, &hp->eps))) return st;
     if ((st = tr_gguf_req_f32_finite(f, DK "rope_theta", true, &hp->rope_theta))) return st;
     if ((st = req_u32(f, DK "max_position_embeddings", 1, INT32_MAX, &m->max_pos))) return st;
-    /* read, not used: the head is always dec.output.weight (§2.5) */
+    /* read, not used: the head is always dec.output.weight (docs/formats/voxtral.md §2.5) */
     if ((st = tr_gguf_opt_bool(f, DK "tie_word_embeddings", false, &tied))) return st;
     if ((st = req_u32(f, DK "vocab_size", 1, 1 << 24, &hp->n_vocab))) return st;
 #undef DK

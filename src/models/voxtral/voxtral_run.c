@@ -60,7 +60,7 @@ transcribe_status tr_vx_log_mel(const vx_model *m, tr_pool *pool, const float *p
         return TRANSCRIBE_ERR_OOM;
     }
     memcpy(buf, pcm, (size_t)n_samples * sizeof(float));
-    /* one call over the padded clip: the maximum of §4 spans every chunk */
+    /* one call over the padded clip: the docs/formats/voxtral.md §4 maximum spans every chunk */
     transcribe_status st = tr_mel_compute(&m->mel, buf, padded, pool, mel, n_frames);
     free(buf);
     return st;
@@ -97,7 +97,9 @@ transcribe_status tr_vx_encode(vx_session *s, const float *mel, int n_frames, fl
     if (st != TRANSCRIBE_OK) return st;
     tr_whenc_work work = {0};
     float *chunk = malloc((size_t)M * F * sizeof(float));
-    float *enc = malloc((size_t)n_chunks * P * D * sizeof(float));
+    /* all chunks' encoder rows only when the caller keeps them, else one chunk's */
+    const int64_t n_keep = enc_out ? n_chunks : 1;
+    float *enc = malloc((size_t)n_keep * P * D * sizeof(float));
     float *h = malloc((size_t)A * H * sizeof(float));
     float *y = malloc((size_t)n_chunks * A * H * sizeof(float));
     if (!chunk || !enc || !h || !y || !tr_whenc_work_init(&work, &m->enc, F)) {
@@ -114,7 +116,7 @@ transcribe_status tr_vx_encode(vx_session *s, const float *mel, int n_frames, fl
         for (int b = 0; b < M; b++)
             memcpy(chunk + (size_t)b * F, mel + (size_t)b * n_frames + (size_t)c * F,
                    (size_t)F * sizeof(float));
-        float *e = enc + (size_t)c * P * D;
+        float *e = enc + (size_t)(enc_out ? c : 0) * P * D;
         tr_whenc_forward(s->dec.pool, &m->enc, &work, chunk, F, e);
         const double t1 = tr_time_ms();
         /* projector: row i of the chunk is encoder rows ds·i .. ds·i + ds − 1 side by side,
