@@ -581,7 +581,7 @@ static void truncation(void) {
 /* ---- every dtype the file may carry ---- */
 
 static void dtypes(void) {
-    static const int types[] = {TR_F16, TR_Q8_0, TR_BF16, TR_Q4_K};
+    static const int types[] = {TR_F16, TR_Q8_0, TR_BF16, TR_Q6_K, TR_Q5_K, TR_Q4_K};
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         vx_synth_opts o = {.lin_type = types[i]};
         CHECK(vx_synth_write(g_edit, &o, 2, 2, 0) == 0);

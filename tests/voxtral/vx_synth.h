@@ -27,12 +27,12 @@ typedef struct vx_synth_opts {
 enum {
     VS_ENC_D = 32,
     VS_ENC_H = 2,
-    VS_ENC_F = 64,
+    VS_ENC_F = 256, /* fc2 rows of 256: the K types stay K there */
     VS_MELS = 128,
     VS_POS = 1500,
     VS_DS = 4,
     VS_LM_D = 64,
-    VS_LM_F = 128,
+    VS_LM_F = 256, /* ffn.down rows of 256 */
     VS_LM_H = 4,
     VS_LM_KV = 2,
     VS_HD = 32,
@@ -243,7 +243,8 @@ static int vx_synth_write(const char *path, const vx_synth_opts *o_in, int n_enc
     for (int i = 0; i < 400; i++) win[i] = 0.5f - 0.5f * cosf(6.283185307179586f * i / 400.0f);
     vs_put(w, "frontend.window", TR_F32, 1, 400, 1, 1, win, 0, 0);
 
-    const int d = VS_ENC_D, ct = lt == TR_F16 ? TR_F16 : TR_F32;
+    /* conv kernels: F16 in the BF16 and F16 files (no BF16 conv), else F32 */
+    const int d = VS_ENC_D, ct = lt == TR_F16 || lt == TR_BF16 ? TR_F16 : TR_F32;
     char n[96];
     vs_put(w, "enc.conv.0.weight", ct, 3, 3, VS_MELS, d, NULL, 0.3f, 0.0f);
     VS_VEC("enc.conv.0.bias", d, 0.0f, 0.1f);
