@@ -604,6 +604,14 @@ static void dtypes(void) {
         CHECK(transcribe_run(s, g_pcm, SR, NULL) == TRANSCRIBE_OK);
         transcribe_session_free(s);
     }
+    /* 15 s chunks give 1500 mel frames each, fewer than nb_max_frames: refused at run */
+    CHECK(rewrite(g_edit, &(edit){.kv_u32 = FK "n_samples", .kv_u32_value = 240000}));
+    s = open_session(g_edit, 0);
+    if (s) {
+        CHECK(transcribe_run(s, g_pcm, SR, NULL) == TRANSCRIBE_ERR_GGUF);
+        CHECK(transcribe_run(s, g_pcm, SR * 40, NULL) == TRANSCRIBE_ERR_GGUF);
+        transcribe_session_free(s);
+    }
     /* nb_max_frames ≠ 2 · max_source_positions: refused at run */
     CHECK(rewrite(g_edit, &(edit){.kv_u32 = FK "nb_max_frames", .kv_u32_value = 2000}));
     s = open_session(g_edit, 0);

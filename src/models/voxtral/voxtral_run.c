@@ -92,8 +92,10 @@ transcribe_status tr_vx_encode(vx_session *s, const float *mel, int n_frames, fl
     *out = NULL;
     *n_audio = 0;
     if (enc_out) *enc_out = NULL;
-    const int64_t n_chunks = n_frames / (F > 0 ? F : 1);
-    transcribe_status st = check_geometry(m, n_frames, n_chunks > 0 ? n_chunks : 1);
+    /* the chunks of the padded clip: the front end gives n_samples / hop frames each */
+    const int per_chunk = m->n_chunk / m->mel.hop_length;
+    const int64_t n_chunks = per_chunk > 0 && n_frames >= per_chunk ? n_frames / per_chunk : 1;
+    transcribe_status st = check_geometry(m, n_frames, n_chunks);
     if (st != TRANSCRIBE_OK) return st;
     tr_whenc_work work = {0};
     float *chunk = malloc((size_t)M * F * sizeof(float));
