@@ -21,6 +21,7 @@ extern const tr_family tr_family_canary_qwen;
 extern const tr_family tr_family_funasr_nano;
 extern const tr_family tr_family_sortformer;
 extern const tr_family tr_family_granite_nar;
+extern const tr_family tr_family_voxtral;
 
 static const tr_family *const k_families[] = {
     &tr_family_whisper,     &tr_family_parakeet,       &tr_family_canary,
@@ -28,7 +29,7 @@ static const tr_family *const k_families[] = {
     &tr_family_sensevoice,  &tr_family_gigaam,         &tr_family_medasr,
     &tr_family_cohere,      &tr_family_moonshine,      &tr_family_moonshine_streaming,
     &tr_family_canary_qwen, &tr_family_funasr_nano,    &tr_family_sortformer,
-    &tr_family_granite_nar,
+    &tr_family_granite_nar, &tr_family_voxtral,
 };
 
 /* Architectures transcribe.cpp 0.2.1 publishes (docs/formats/gguf.md §4.1) that
@@ -36,7 +37,6 @@ static const tr_family *const k_families[] = {
  * UNSUPPORTED_ARCH. Note three general.architecture strings differ from
  * their folder names (cohere_asr, granite_speech, granite_speech_nar). */
 static const char *const k_known_archs[] = {
-    "voxtral",
     "voxtral_realtime",
 };
 

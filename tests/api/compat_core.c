@@ -82,8 +82,8 @@ static void error_paths(void) {
     expect_open_fails(path, TRANSCRIBE_ERR_UNSUPPORTED_ARCH);
     remove(path);
 
-    fixture_path(path, sizeof path, "voxtral.gguf");
-    EXPECT(tr_fixture_write_gguf(path, "voxtral") == 0);
+    fixture_path(path, sizeof path, "voxtral_realtime.gguf");
+    EXPECT(tr_fixture_write_gguf(path, "voxtral_realtime") == 0);
     expect_open_fails(path, TRANSCRIBE_ERR_NOT_IMPLEMENTED);
     remove(path);
 
