@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/ops.h"
 #include "util/log.h"
@@ -39,7 +40,10 @@ bool tr_whenc_load(const tr_nn_wsrc *src, tr_whenc *e) {
         return false;
     }
     const int64_t dims[WE_NDIMS] = {[WE_D] = e->d_model, [WE_M] = e->n_mels, [WE_P] = e->n_pos};
-    bool ok = tr_nn_load_weights(src, k_top, sizeof k_top / sizeof k_top[0], dims, 0, true, e);
+    tr_nn_wspec top[sizeof k_top / sizeof k_top[0]];
+    memcpy(top, k_top, sizeof top);
+    if (e->ln_name) top[sizeof top / sizeof top[0] - 1].name = e->ln_name;
+    bool ok = tr_nn_load_weights(src, top, sizeof top / sizeof top[0], dims, 0, true, e);
     e->blocks = calloc((size_t)e->n_layers, sizeof *e->blocks);
     if (!e->blocks) {
         TR_ERROR("whisper encoder: out of memory");

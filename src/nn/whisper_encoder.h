@@ -1,5 +1,6 @@
-/* The Whisper audio encoder (docs/formats/whisper.md §6, docs/formats/moss.md §6.1),
- * shared by the Whisper family and MOSS (whose encoder is Whisper-medium's):
+/* The Whisper audio encoder (docs/formats/whisper.md §6, docs/formats/moss.md §6.1,
+ * docs/formats/voxtral.md §5), shared by the Whisper family, MOSS (whose encoder is
+ * Whisper-medium's) and Voxtral (Whisper-large-v3's):
  * conv stem (k3 s1 → GELU → k3 s2 → GELU), learned positional table,
  * pre-LN blocks, final LayerNorm. Tensor names are the published ones
  * ("enc.conv.0.weight", "enc.blocks.N.attn.q.weight", ...) in every family
@@ -18,6 +19,9 @@ typedef struct tr_whenc {
     /* geometry, set by the caller before tr_whenc_load */
     int n_layers, d_model, n_head, d_ffn, n_mels;
     int n_pos; /* positional table rows (max_source_positions) */
+    /* final LayerNorm's name stem (".weight" / ".bias" appended); NULL =
+     * "enc.final_norm" (Whisper, MOSS); Voxtral's is "enc.ln_post" */
+    const char *ln_name;
     /* weights (filled by tr_whenc_load) */
     tr_nn_dims dims;
     const tr_tensor *conv0_w, *conv1_w; /* ne {3, in, out} */

@@ -94,6 +94,8 @@ int main(void) {
     check_family(DATA "/canary/tiny-canary2/tiny-canary2-ref-F16.gguf", JFK, true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-F16.gguf", JFK, true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-Q8_0.gguf", JFK, true);
+    check_family(DATA "/voxtral/voxtral-tiny-ref-F16.gguf", DATA "/voxtral/clip.wav", true);
+    check_family(DATA "/voxtral/voxtral-tiny-ref-Q8_0.gguf", DATA "/voxtral/clip.wav", true);
     check_family(DATA "/voxtral_realtime/voxtral-realtime-tiny-ref-F16.gguf",
                  DATA "/voxtral_realtime/clip.wav", true);
     check_family(DATA "/voxtral_realtime/voxtral-realtime-tiny-ref-Q8_0.gguf", JFK, true);

@@ -156,8 +156,10 @@ transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
         if (rs) break;
         /* docs/formats/sortformer.md §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
         float *X = s->X;
-        memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
-        memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
+        /* the cache and FIFO start empty (NULL buffers): copy only what they hold */
+        if (st->sc_n) memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
+        if (st->ff_n)
+            memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
         memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, s->E, sizeof(float) * (size_t)T_diar * d);
         rs = tr_fc_forward_rows(m->enc, s->pool, s->work, X, T_cat, poll_abort, &poll);
         if (rs) break;
