@@ -1,5 +1,5 @@
 /* transcribe_run_batch against single runs on the reference models of
- * Whisper, Parakeet (TDT, RNN-T, CTC) and Canary: 8 utterances of mixed
+ * Whisper, Parakeet (TDT, RNN-T, CTC), Canary and Voxtral Realtime: 8 utterances of mixed
  * lengths (slices of two recordings; one repeated to 110 s, past
  * Parakeet's single-pass window and Whisper's 30 s window) must give, per utterance,
  * exactly the single run's status, text, tokens (ids and times), words and
@@ -244,6 +244,16 @@ int main(void) {
     wh.pcm[7] = NULL;
     wh_want[7] = TRANSCRIBE_ERR_INVALID_ARG;
     check_model("whisper (long and bad rows)", wh_path, &wh, wh_want);
+
+    /* Voxtral Realtime: lockstep rows, each adding its own audio rows, past the tiny file's
+     * 48-position decoder window (its ring) like the single runs; one NULL row */
+    const char *vr_path = "tests/data/voxtral_realtime/voxtral-realtime-tiny-ref-F16.gguf";
+    check_model("voxtral_realtime", vr_path, &mixed, any);
+    audio_set vr = mixed;
+    transcribe_status vr_want[N_UTT] = {-1, -1, -1, -1, -1, -1, -1, -1};
+    vr.pcm[1] = NULL;
+    vr_want[1] = TRANSCRIBE_ERR_INVALID_ARG;
+    check_model("voxtral_realtime (bad row)", vr_path, &vr, vr_want);
 
     free(huge);
     free(longer);

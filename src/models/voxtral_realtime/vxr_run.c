@@ -98,7 +98,10 @@ transcribe_status tr_vxr_validate_run(const vxr_model *m, const struct transcrib
 transcribe_status tr_vxr_gate(const vxr_model *m, const float *pcm, int n, int d,
                               int64_t *n_audio) {
     if (!pcm || n <= 0) {
-        TR_ERROR(WHO ": no audio (%d samples)", n);
+        if (!pcm)
+            TR_ERROR(WHO ": no audio (NULL samples)");
+        else
+            TR_ERROR(WHO ": no audio (%d samples)", n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     const int64_t na = tr_vxr_n_audio(m, n, d);
