@@ -994,7 +994,7 @@ def real_main(a, cfg):
                 % (run_name, len(ids), max_new, max_n_kv, ok, len(got), min(m for _, m in tf),
                    vocab.decode(got[:-1])))
     say("peak RSS %.2f GB" % (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20))
-    with open(os.path.join(a.out, "decode.txt"), "w", encoding="utf-8") as f:
+    with open(os.path.join(a.out, "decode.txt" if not a.no_decode else "write.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(log) + "\n")
 
 
