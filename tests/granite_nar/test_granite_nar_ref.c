@@ -174,9 +174,12 @@ static void test_projector(const gn_model *m) {
             if (row >= n_audio) continue;
             ln(Q[g], h, Pd, &m->out_norm, p->eps);
             lin(&m->out_linear, h, y);
+            /* (comparisons, not fmax: Debian's aarch64 GCC 12 vectorizer fails
+             * with an internal error on this double fmax reduction) */
             for (int i = 0; i < H; i++) {
-                err = fmax(err, fabs(y[i] - audio[(size_t)row * H + i]));
-                ref_max = fmax(ref_max, fabs(y[i]));
+                const double d = fabs(y[i] - audio[(size_t)row * H + i]), a = fabs(y[i]);
+                if (d > err) err = d;
+                if (a > ref_max) ref_max = a;
             }
         }
     }
