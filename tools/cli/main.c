@@ -685,10 +685,13 @@ static int do_file(const ctx *c, const char *path, bool several) {
         /* the run's own reason on the last line too (it was logged above, but
          * the last line is what a user reads and a script greps) */
         const char *why = c->s ? transcribe_session_last_error(c->s) : NULL;
-        if (why && why[0])
-            fprintf(stderr, "error: %s: %s: %s\n", path, transcribe_status_string(st), why);
+        const char *what = transcribe_status_string(st);
+        /* a run that logged no error of its own (a long file whose pieces
+         * kept partial text) holds the status text itself: say it once */
+        if (why && why[0] && strcmp(why, what) != 0)
+            fprintf(stderr, "error: %s: %s: %s\n", path, what, why);
         else
-            fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
+            fprintf(stderr, "error: %s: %s\n", path, what);
     }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
     const char *model = c->model_path;
