@@ -1052,7 +1052,12 @@ int main(int argc, char **argv) {
     }
     rp.vad_model = vad_model; /* NULL without --vad */
     rp.vad_params = o.vad ? &o.vad_params : NULL;
-    if (o.diarizer) {
+    if (o.diarizer && (o.live || o.stream_chunk_ms > 0)) {
+        /* run_params.diarizer labels whole runs; streams ignore it */
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--diarizer: a streamed run (--stream, --stream-chunk-ms) has no speaker "
+                "labels; the flag is ignored");
+    } else if (o.diarizer) {
         st = transcribe_model_load_file(o.diarizer, &lp, &diarizer);
         if (st != TRANSCRIBE_OK) {
             fprintf(stderr, "error: cannot load diarizer %s: %s\n", o.diarizer,
