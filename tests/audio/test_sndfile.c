@@ -130,6 +130,13 @@ int main(void) {
     CHECK(tr_audio_decode_memory(junk, sizeof junk, &a) == TRANSCRIBE_ERR_INVALID_ARG);
     static const unsigned char ogg[] = "OggS\0\x02 not really an ogg page";
     CHECK(tr_audio_decode_memory(ogg, sizeof ogg, &a) == TRANSCRIBE_ERR_INVALID_ARG);
+    /* not audio at all (a text file): says what this build reads, not
+     * "cannot decode unknown data" */
+    static const char text[] = "hello, this is a text file\n";
+    last_error[0] = 0;
+    CHECK(tr_audio_decode_memory(text, sizeof text - 1, &a) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(last_error, "not audio this build reads (WAV, FLAC, MP3") != NULL, "%s",
+              last_error);
 #else
     CHECK(!tr_audio_have_sndfile());
     static const unsigned char flac[] = "fLaC\0\0\0\x22 rest of a flac file";
