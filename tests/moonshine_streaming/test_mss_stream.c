@@ -232,6 +232,13 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
     CHECK_MSG(cues == transcribe_n_segments(s), "%d cues for %d segments", cues,
               transcribe_n_segments(s));
     transcribe_format_free(srt);
+    /* the stream's stage times add up its feeds (a rebuilt result once
+     * dropped them: the CLI printed encode=0.00 decode=0.00) */
+    struct transcribe_timings tm;
+    transcribe_timings_init(&tm);
+    CHECK(transcribe_get_timings(s, &tm) == TRANSCRIBE_OK);
+    CHECK_MSG(tm.encode_ms > 0.0f && tm.decode_ms > 0.0f, "encode %.3f ms, decode %.3f ms",
+              (double)tm.encode_ms, (double)tm.decode_ms);
     printf("long stream: %d s, %d feeds, %d segments, %zu committed bytes; per-feed ms first "
            "quarter %.3f, last quarter %.3f\n",
            n / 16000, feeds, transcribe_n_segments(s), prev_len, t_first / (feeds / 4),
