@@ -58,7 +58,7 @@ void cli_usage(const char *argv0, FILE *f) {
             "      --list-devices        list compute devices and exit\n"
             "      --batch FILE          transcribe every path listed in FILE (one per line)\n"
             "      --batch-jsonl         batch mode: JSON Lines output\n"
-            "      --batch-size N        batch mode: N utterances per batched call\n"
+            "      --batch-size N        N inputs (listed, or in --batch) per batched call\n"
             "      --raw-tokens          keep model control tags in the text\n"
             "      --pnc / --no-pnc      force punctuation+casing on/off (canary-style models)\n"
             "      --itn                 inverse text normalisation on\n"
