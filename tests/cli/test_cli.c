@@ -494,6 +494,12 @@ static void with_model(const char *model, const char *wav) {
     EXPECT_RUN(NULL, args, 0, g_out, "\n");
     snprintf(args, sizeof args, "-q -m '%s' '%s' /nonexistent/audio.wav", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio '/nonexistent/audio.wav'");
+    /* --diarize on a model that cannot: one warning, naming --diarizer */
+    snprintf(args, sizeof args, "-m '%s' --diarize '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err,
+               "--diarize: this model does not tell speakers apart; "
+               "--diarizer FILE");
+    CHECK_MSG(!strstr(g_err, "diarize ignored"), "%s", g_err);
     snprintf(args, sizeof args, "-q -m '%s' --timestamps word '%s'", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "unsupported timestamp granularity");
     /* the reason names the kinds, not their enum values */

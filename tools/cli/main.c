@@ -858,6 +858,12 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
                 "ignored",
                 o->target_language);
     }
+    if (o->diarize == TRANSCRIBE_DIARIZE_MODE_ON && !o->diarizer &&
+        !transcribe_model_supports(m, TRANSCRIBE_FEATURE_DIARIZATION)) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--diarize: this model does not tell speakers apart; --diarizer FILE (a "
+                "diarization model such as Sortformer) labels any model's words and segments");
+    }
     if (o->n_vocab > 0 && !transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
                 "--vocabulary: this model takes no vocabulary hints; the %d terms are ignored",
@@ -903,7 +909,11 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
     rp->timestamps = o->timestamps;
     rp->pnc = o->pnc;
     rp->itn = o->itn;
-    rp->diarize = o->diarize;
+    /* a model without diarization was warned about (check_model_options):
+     * the run need not say it again */
+    rp->diarize = transcribe_model_supports(m, TRANSCRIBE_FEATURE_DIARIZATION)
+                      ? o->diarize
+                      : TRANSCRIBE_DIARIZE_MODE_DEFAULT;
     rp->language = o->language;
     rp->target_language = o->target_language;
     rp->keep_special_tags = o->raw_tokens;
