@@ -260,14 +260,18 @@ transcribe_status tr_chunk_run(struct transcribe_session *s, const float *pcm, i
     piece_list *l = &c.l;
     out->chunked = true;
 
-    double audio_s = (double)n / rate, speech_s = 0;
-    for (int k = 0; k < l->n; k++) speech_s += (double)(l->v[k].b - l->v[k].a) / rate;
+    /* Counted in samples: a sum of per-piece seconds drifts below the whole
+     * (a "-0.0 s" of silence when the pieces cover the file). */
+    int64_t speech = 0;
+    for (int k = 0; k < l->n; k++) speech += l->v[k].b - l->v[k].a;
+    double audio_s = (double)n / rate;
+    double silence_s = speech < n ? (double)(n - speech) / rate : 0.0;
     if (l->n == 0) {
         TR_INFO("long audio: %.1f s, no speech found: nothing to run", audio_s);
     } else {
         TR_INFO("long audio: %.1f s in %d pieces cut at pauses (%.1f s left out as silence; "
                 "target %.0f s, at most %.0f s; %s), %s",
-                audio_s, l->n, audio_s - speech_s, (double)plan->target_ms / 1000.0,
+                audio_s, l->n, silence_s, (double)plan->target_ms / 1000.0,
                 (double)plan->max_ms / 1000.0, plan->why,
                 c.group > 1 ? "batched" : "one call each");
     }

@@ -65,8 +65,9 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
         int max =
             c->max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_AUTO ? 0 : (int)c->max_timestamp_kind;
         if ((int)p->timestamps > max) {
-            TR_ERROR("%s: timestamp granularity %d is finer than this %s model provides (%d)",
-                     where, (int)p->timestamps, m->arch, max);
+            static const char *const names[] = {"none", "auto", "segment", "word", "token"};
+            TR_ERROR("%s: %s timestamps are finer than this %s model gives (at most %s)", where,
+                     names[p->timestamps], m->arch, names[max]);
             return TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS;
         }
     }

@@ -328,6 +328,13 @@ static transcribe_status after_call(struct transcribe_session *s, tr_stream_ctx 
     tr_stream_state *ss = &s->stream;
     tr_result *r = &s->results[0];
     if (!r->has_full_text) tr_result_build_full_text(r);
+    /* Segments a stream closed sit on the stream's clock even where the
+     * family times nothing finer: SEGMENT, as a split offline run's pieces
+     * (chunk.c), so a long stream's subtitles get a cue per segment; one
+     * segment stays as the family reported it (docs/c-api.md §14.2). */
+    if (r->ts_kind == TRANSCRIBE_TIMESTAMPS_NONE && r->n_segs > 1 && ctx->params &&
+        ctx->params->timestamps != TRANSCRIBE_TIMESTAMPS_NONE)
+        tr_result_set_timestamp_kind(r, TRANSCRIBE_TIMESTAMPS_SEGMENT);
     r->status = st;
     s->mel_ms = r->mel_ms;
     s->encode_ms = r->encode_ms;

@@ -55,6 +55,12 @@ bool tr_audio_too_long(int64_t n, int rate, double max_s, const char *what) {
 
 transcribe_status tr_audio_decode_memory_max(const void *data, size_t size, double max_s,
                                              tr_audio *out) {
+    if (size == 0) {
+        /* said plainly: a codec would answer "format not recognised" */
+        memset(out, 0, sizeof *out);
+        TR_ERROR("audio: the input is empty (0 bytes)");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     tr_audio_format f = tr_audio_detect(data, size);
     if (f != TR_AUDIO_FMT_WAV) return tr_audio_decode_sndfile_max(data, size, f, max_s, out);
     /* refused from the header, before the samples are decoded (4 bytes of
@@ -132,7 +138,10 @@ transcribe_status tr_audio_load_file_max(const char *path, int target_rate, doub
     st = tr_audio_decode_memory_max(data, size, max_s, &a);
     free(data);
     if (st != TRANSCRIBE_OK) {
-        if (st != TRANSCRIBE_ERR_INPUT_TOO_LONG) TR_ERROR("audio: could not decode %s", path);
+        if (size == 0)
+            TR_ERROR("audio: %s is empty (0 bytes)", path);
+        else if (st != TRANSCRIBE_ERR_INPUT_TOO_LONG)
+            TR_ERROR("audio: could not decode %s", path);
         return st;
     }
     if (target_rate == 0 || target_rate == a.rate) {

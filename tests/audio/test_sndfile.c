@@ -130,6 +130,13 @@ int main(void) {
     CHECK(tr_audio_decode_memory(junk, sizeof junk, &a) == TRANSCRIBE_ERR_INVALID_ARG);
     static const unsigned char ogg[] = "OggS\0\x02 not really an ogg page";
     CHECK(tr_audio_decode_memory(ogg, sizeof ogg, &a) == TRANSCRIBE_ERR_INVALID_ARG);
+    /* not audio at all (a text file): says what this build reads, not
+     * "cannot decode unknown data" */
+    static const char text[] = "hello, this is a text file\n";
+    last_error[0] = 0;
+    CHECK(tr_audio_decode_memory(text, sizeof text - 1, &a) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK_MSG(strstr(last_error, "not audio this build reads (WAV, FLAC, MP3") != NULL, "%s",
+              last_error);
 #else
     CHECK(!tr_audio_have_sndfile());
     static const unsigned char flac[] = "fLaC\0\0\0\x22 rest of a flac file";
@@ -139,6 +146,25 @@ int main(void) {
     CHECK(strstr(last_error, "FLAC") != NULL);
     printf("no libsndfile: \"%s\"\n", last_error);
 #endif
+    /* empty input, in memory and as a file: said so, not "format not
+     * recognised" by a codec */
+    {
+        tr_audio e;
+        static const unsigned char none[1] = {0};
+        last_error[0] = 0;
+        CHECK(tr_audio_decode_memory(none, 0, &e) == TRANSCRIBE_ERR_INVALID_ARG);
+        CHECK_MSG(strstr(last_error, "empty (0 bytes)") != NULL, "%s", last_error);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/audio_test_empty.wav", TR_BINARY_DIR);
+        FILE *f = fopen(path, "wb");
+        CHECK(f != NULL);
+        if (f) fclose(f);
+        last_error[0] = 0;
+        CHECK(tr_audio_load_file(path, 16000, &e) == TRANSCRIBE_ERR_INVALID_ARG);
+        CHECK(e.pcm == NULL);
+        CHECK_MSG(strstr(last_error, "empty (0 bytes)") != NULL, "%s", last_error);
+        remove(path);
+    }
     CHECK(tr_audio_detect("ID3\x04", 4) == TR_AUDIO_FMT_MP3);
     CHECK(tr_audio_detect("\xff\xfb\x90\x64", 4) == TR_AUDIO_FMT_MP3);
     CHECK(tr_audio_detect("OggS", 4) == TR_AUDIO_FMT_OGG);

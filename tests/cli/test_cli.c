@@ -35,6 +35,23 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "", 1, g_err, "error: missing audio file or --batch");
     EXPECT_RUN(NULL, "-h", 0, g_out, "usage: ");
     CHECK(strstr(g_out, "--detect-language") && strstr(g_out, "--print-progress"));
+    /* The first options block is one table: a description starts at column
+     * 28 wherever the option leaves room for it (a long option name pushes
+     * its own line only). */
+    for (const char *l = g_out; *l && strncmp(l, "  long audio:", 13) != 0;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        if (len > 3 && (strncmp(l, "  -", 3) == 0 || strncmp(l, "      --", 8) == 0)) {
+            size_t i = 2;
+            while (i < len && l[i] == ' ') i++;
+            while (i + 1 < len && !(l[i] == ' ' && l[i + 1] == ' ')) i++; /* the option */
+            size_t j = i;
+            while (j < len && l[j] == ' ') j++;
+            if (i < 26 && j < len)
+                CHECK_MSG(j == 28, "--help: description at column %zu: %.*s", j, (int)len, l);
+        }
+        l += len + (e ? 1 : 0);
+    }
     EXPECT_RUN(NULL, "--bogus x.wav", 1, g_err, "error: unknown option '--bogus'");
     /* A bad option: one line and a hint, not the whole usage text. */
     CHECK(strstr(g_err, "--help' for the options") && !strstr(g_err, "usage:"));
@@ -478,8 +495,18 @@ static void with_model(const char *model, const char *wav) {
     EXPECT_RUN(NULL, args, 0, g_out, "\n");
     snprintf(args, sizeof args, "-q -m '%s' '%s' /nonexistent/audio.wav", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio '/nonexistent/audio.wav'");
+    /* --diarize on a model that cannot: one warning, naming --diarizer */
+    snprintf(args, sizeof args, "-m '%s' --diarize '%s'", model, wav);
+    EXPECT_RUN(NULL, args, 0, g_err,
+               "--diarize: this model does not tell speakers apart; "
+               "--diarizer FILE");
+    CHECK_MSG(!strstr(g_err, "diarize ignored"), "%s", g_err);
     snprintf(args, sizeof args, "-q -m '%s' --timestamps word '%s'", model, wav);
     EXPECT_RUN(NULL, args, 1, g_err, "unsupported timestamp granularity");
+    /* the reason names the kinds, not their enum values */
+    CHECK_MSG(strstr(g_err, "word timestamps are finer than this whisper model gives (at most "
+                            "segment)"),
+              "%s", g_err);
 
     char list[512];
     snprintf(list, sizeof list, "%s/cli_test_%d.list", TR_BINARY_DIR, (int)getpid());

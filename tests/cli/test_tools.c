@@ -61,6 +61,11 @@ static void bench_model_llm(const char *bench) {
 static void inspect(const char *insp, const char *model) {
     char args[2048];
     EXPECT_RUN(insp, "--help", 0, g_out, "detokenize MODEL ID...");
+    /* a model file where the command goes: the hint names the command */
+    snprintf(args, sizeof args, "'%s'", model);
+    EXPECT_RUN(insp, args, 2, g_err,
+               "is a file, not a command; did you mean 'transcribe-inspect info ");
+    EXPECT_RUN(insp, "frobnicate", 2, g_err, "unknown command 'frobnicate'");
     snprintf(args, sizeof args, "detokenize '%s' 99999", model);
     EXPECT_RUN(insp, args, 1, g_err, "token id 99999 is out of range (the vocabulary has ids 0 to");
     CHECK(g_out[0] == '\0');

@@ -206,6 +206,39 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
     CHECK_MSG(cap_last == cap_first, "buffers grew: %zu -> %zu rows", cap_first, cap_last);
     CHECK(fs->cap_frames <= 2 * (size_t)fs->m->hp.max_pos);
     CHECK(transcribe_n_segments(s) >= reps / 2);
+    /* The closed segments sit on the stream's clock: the result is timed
+     * per segment (the family itself times nothing finer), so subtitles get
+     * one cue per segment, in order and inside the audio, not one cue over
+     * the whole stream. */
+    CHECK(transcribe_returned_timestamp_kind(s) == TRANSCRIBE_TIMESTAMPS_SEGMENT);
+    int64_t prev_t1 = 0;
+    for (int i = 0; i < transcribe_n_segments(s); i++) {
+        struct transcribe_segment g;
+        transcribe_segment_init(&g);
+        CHECK(transcribe_get_segment(s, i, &g) == TRANSCRIBE_OK);
+        CHECK_MSG(g.t0_ms >= prev_t1 && g.t1_ms > g.t0_ms && g.t1_ms <= (int64_t)n * 1000 / 16000,
+                  "segment %d: %lld - %lld ms after %lld", i, (long long)g.t0_ms,
+                  (long long)g.t1_ms, (long long)prev_t1);
+        prev_t1 = g.t1_ms;
+    }
+    struct transcribe_format_params fp;
+    transcribe_format_params_init(&fp);
+    fp.format = TRANSCRIBE_FORMAT_SRT;
+    fp.duration_s = (double)n / 16000;
+    char *srt = NULL;
+    CHECK(transcribe_format_result(s, -1, &fp, &srt, NULL) == TRANSCRIBE_OK);
+    int cues = 0;
+    for (const char *p = srt; p && (p = strstr(p, " --> ")) != NULL; p += 5) cues++;
+    CHECK_MSG(cues == transcribe_n_segments(s), "%d cues for %d segments", cues,
+              transcribe_n_segments(s));
+    transcribe_format_free(srt);
+    /* the stream's stage times add up its feeds (a rebuilt result once
+     * dropped them: the CLI printed encode=0.00 decode=0.00) */
+    struct transcribe_timings tm;
+    transcribe_timings_init(&tm);
+    CHECK(transcribe_get_timings(s, &tm) == TRANSCRIBE_OK);
+    CHECK_MSG(tm.encode_ms > 0.0f && tm.decode_ms > 0.0f, "encode %.3f ms, decode %.3f ms",
+              (double)tm.encode_ms, (double)tm.decode_ms);
     printf("long stream: %d s, %d feeds, %d segments, %zu committed bytes; per-feed ms first "
            "quarter %.3f, last quarter %.3f\n",
            n / 16000, feeds, transcribe_n_segments(s), prev_len, t_first / (feeds / 4),
@@ -236,6 +269,9 @@ int main(void) {
             "chunk20ms",   "chunk20ms_i0", "chunk20ms_i500", "chunk100ms",    "chunk500ms",
             "chunk1000ms", "chunk1ms_i0",  "chunk1234",      "chunk100ms_n1", "whole"};
         for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) trace(s, pcm, n, cases[c]);
+        /* one segment: reported as the one-shot run reports it */
+        CHECK(transcribe_n_segments(s) == 1 &&
+              transcribe_returned_timestamp_kind(s) == TRANSCRIBE_TIMESTAMPS_NONE);
         sizes(s, pcm, n);
         sizes(s, pcm, 39900);
         sizes(s, pmin, n_min); /* one frame: the one-shot's truncated text (README) */

@@ -42,6 +42,7 @@ c=$(code -F file=@"$WORK/trunc.rf64.wav" "$URL$T")
 check "RF64 WAV cut inside its data: 415 ($c)" [ "$c" = 415 ]
 : >"$WORK/empty.wav"
 check "empty file: 415" [ "$(code -F file=@"$WORK/empty.wav" "$URL$T")" = 415 ]
+check "empty file says so" contains "$WORK/body" 'the file is empty (0 bytes)'
 head -c 3000000 /dev/zero >"$WORK/big.bin"
 check "upload over --max-upload-mb: 413" [ "$(code -F file=@"$WORK/big.bin" "$URL$T")" = 413 ]
 # (without a Content-Length the limit shows only after it is passed: the

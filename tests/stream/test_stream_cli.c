@@ -64,6 +64,15 @@ int main(int argc, char **argv) {
     join_lines(g_out, text, sizeof text);
     CHECK_MSG(strcmp(text, offline) == 0, "file: '%s' vs '%s'", text, offline);
 
+    /* --diarizer labels whole runs; a stream has no speakers: the flag is
+     * ignored with a warning (the file is not even opened), the text is
+     * the stream's. */
+    CHECK(run("%s --stream --diarizer /nonexistent/diarizer.gguf -m " MODEL " %s", WAV, NULL) == 0);
+    CHECK_MSG(strstr(g_err, "[warn] --diarizer: a streamed run") && !strstr(g_err, "error"), "%s",
+              g_err);
+    join_lines(g_out, text, sizeof text);
+    CHECK_MSG(strcmp(text, offline) == 0, "--diarizer: '%s' vs '%s'", text, offline);
+
     /* WAV on standard input, fed as it arrives, in 30 ms reads. */
     {
         char cmd[8192];

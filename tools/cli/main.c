@@ -685,10 +685,13 @@ static int do_file(const ctx *c, const char *path, bool several) {
         /* the run's own reason on the last line too (it was logged above, but
          * the last line is what a user reads and a script greps) */
         const char *why = c->s ? transcribe_session_last_error(c->s) : NULL;
-        if (why && why[0])
-            fprintf(stderr, "error: %s: %s: %s\n", path, transcribe_status_string(st), why);
+        const char *what = transcribe_status_string(st);
+        /* a run that logged no error of its own (a long file whose pieces
+         * kept partial text) holds the status text itself: say it once */
+        if (why && why[0] && strcmp(why, what) != 0)
+            fprintf(stderr, "error: %s: %s: %s\n", path, what, why);
         else
-            fprintf(stderr, "error: %s: %s\n", path, transcribe_status_string(st));
+            fprintf(stderr, "error: %s: %s\n", path, what);
     }
     int rc = st == TRANSCRIBE_OK ? 0 : 1;
     const char *model = c->model_path;
@@ -855,6 +858,12 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
                 "ignored",
                 o->target_language);
     }
+    if (o->diarize == TRANSCRIBE_DIARIZE_MODE_ON && !o->diarizer &&
+        !transcribe_model_supports(m, TRANSCRIBE_FEATURE_DIARIZATION)) {
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--diarize: this model does not tell speakers apart; --diarizer FILE (a "
+                "diarization model such as Sortformer) labels any model's words and segments");
+    }
     if (o->n_vocab > 0 && !transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
                 "--vocabulary: this model takes no vocabulary hints; the %d terms are ignored",
@@ -900,7 +909,11 @@ static void build_params(const cli_opts *o, const struct transcribe_model *m,
     rp->timestamps = o->timestamps;
     rp->pnc = o->pnc;
     rp->itn = o->itn;
-    rp->diarize = o->diarize;
+    /* a model without diarization was warned about (check_model_options):
+     * the run need not say it again */
+    rp->diarize = transcribe_model_supports(m, TRANSCRIBE_FEATURE_DIARIZATION)
+                      ? o->diarize
+                      : TRANSCRIBE_DIARIZE_MODE_DEFAULT;
     rp->language = o->language;
     rp->target_language = o->target_language;
     rp->keep_special_tags = o->raw_tokens;
@@ -1049,7 +1062,12 @@ int main(int argc, char **argv) {
     }
     rp.vad_model = vad_model; /* NULL without --vad */
     rp.vad_params = o.vad ? &o.vad_params : NULL;
-    if (o.diarizer) {
+    if (o.diarizer && (o.live || o.stream_chunk_ms > 0)) {
+        /* run_params.diarizer labels whole runs; streams ignore it */
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
+                "--diarizer: a streamed run (--stream, --stream-chunk-ms) has no speaker "
+                "labels; the flag is ignored");
+    } else if (o.diarizer) {
         st = transcribe_model_load_file(o.diarizer, &lp, &diarizer);
         if (st != TRANSCRIBE_OK) {
             fprintf(stderr, "error: cannot load diarizer %s: %s\n", o.diarizer,

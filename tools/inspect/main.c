@@ -2,6 +2,7 @@
  * tokenizer in isolation (debugging and golden generation). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "inspect.h"
 
@@ -43,6 +44,14 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "mel")) return inspect_mel(argc - 2, argv + 2);
     if (!strcmp(cmd, "tokenize")) return inspect_tokenize(argc - 2, argv + 2);
     if (!strcmp(cmd, "detokenize")) return inspect_detokenize(argc - 2, argv + 2);
+    struct stat sb;
+    if (stat(cmd, &sb) == 0 && S_ISREG(sb.st_mode)) { /* a model file where the command goes */
+        fprintf(stderr,
+                "transcribe-inspect: '%s' is a file, not a command; did you mean "
+                "'transcribe-inspect info %s'?\n",
+                cmd, cmd);
+        return 2;
+    }
     fprintf(stderr, "transcribe-inspect: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return 2;

@@ -391,6 +391,12 @@ void srv_job_run(srv_request *rq) {
         close(rq->file_fd);
         rq->file_fd = -1;
     }
+    struct stat sb;
+    if (stat(rq->file_path, &sb) == 0 && sb.st_size == 0) { /* said as the CLI says it */
+        srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "unsupported_file",
+                        "the file is empty (0 bytes)");
+        return;
+    }
     if (cli_wav_cut_short(rq->file_path)) { /* the CLI's rule (tools/common/wav_cut.h) */
         srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "truncated_audio", CLI_WAV_CUT_SHORT_MSG);
         return;

@@ -97,6 +97,28 @@ def test_help_lists_every_vad_flag_of_the_cli(cli, tmp_path):
     assert "implies --vad" in got.stdout
 
 
+def test_diarizer_and_spec_k_drafts_like_the_cli(lib, cli, tmp_path):
+    """--diarizer FILE labels the words and segments as the C CLI's does
+    (the same JSON); a file that is no diarizer is refused with its words."""
+    model = str(need(ROOT / "tests" / "data" / "parakeet" / "tiny-tdt" / "parakeet-tiny-tdt-F32.gguf"))
+    diar = str(need(ROOT / "tests" / "data" / "sortformer" / "sortformer-tiny-ref-Q8_0.gguf"))
+    wav = str(need(ROOT / "samples" / "jfk.wav"))
+    args = ["-m", model, "-f", "json", "-q", "--timestamps", "word", "--diarizer", diar,
+            "--spec-k-drafts", "4", wav]
+    want = c_cli(cli, args, tmp_path, text=True)
+    assert want.returncode == 0, want.stderr
+    got = py_main(args, tmp_path, text=True)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert '"speaker":"S' in got.stdout
+    bad = ["-m", model, "-q", "--diarizer", model, wav]
+    want = c_cli(cli, bad, tmp_path, text=True)
+    got = py_main(bad, tmp_path, text=True)
+    assert want.returncode == got.returncode == 1
+    assert f"error: --diarizer {model} is not a diarization model" in got.stderr
+    assert got.stderr.strip() == want.stderr.strip()
+
+
 def long_wav(tmp_path, minutes):
     """The sample repeated for about `minutes`: a run long enough to interrupt."""
     with wave.open(str(need(SAMPLE)), "rb") as w:

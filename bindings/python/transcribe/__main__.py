@@ -4,8 +4,8 @@ Mirrors ``transcribe`` (tools/cli): -m, -f txt|json|srt|vtt, --tokens, -o,
 -l, -t, --target-language, --timestamps, --threads, --n-ctx, --kv-type,
 --backend, --device, --diarize/--no-diarize, --pnc/--no-pnc, --itn,
 --raw-tokens, --chunk, --chunk-max-s, --vad, --vad-model, --vad-threshold
-(and the other --vad-* settings), --vocabulary, --max-line-chars,
---max-cue-ms, -q, --version. The four formats are rendered by the library
+(and the other --vad-* settings), --vocabulary, --diarizer,
+--spec-k-drafts, --max-line-chars, --max-cue-ms, -q, --version. The four formats are rendered by the library
 (``transcribe_format_result``): the bytes the CLI and the server print.
 As in the CLI: ``-`` reads the audio from standard input; without ``-m``
 the model is ``$TRANSCRIBE_MODEL``, else the bundled model (the first
@@ -93,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
     for flag, kind, metavar, text in _VAD_FLAGS:
         v.add_argument(f"--vad-{flag}", type=kind, default=None, metavar=metavar, help=text)
     p.add_argument("--vocabulary", help="comma list of terms to bias towards (where supported)")
+    p.add_argument("--diarizer", metavar="FILE",
+                   help="label every word and segment with a speaker from this diarization "
+                        "model (Sortformer), run over the same audio")
+    p.add_argument("--spec-k-drafts", type=int, default=None, metavar="N",
+                   help="speculative decoding: up to N drafted tokens per decoder step, same "
+                        "output (-1 = default, off; 0 = off)")
     p.add_argument("-q", "--quiet", action="store_true", help="only error messages on stderr")
     p.add_argument("--version", action="store_true", help="print the version and exit")
     return p
@@ -226,9 +232,20 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
 
     rc = 0
     out_file = None
+    diarizer: Optional[Model] = None
     stop = _Interrupt()
     try:
         with Model(model_path, threads=o.threads, device=device, n_ctx=o.n_ctx, kv_type=o.kv_type) as model:
+            if o.diarizer:
+                try:
+                    diarizer = Model(o.diarizer, threads=o.threads, device=device)
+                except TranscribeError as e:
+                    sys.stderr.write(f"error: cannot load diarizer {o.diarizer}: {e}\n")
+                    return 1
+                if "diarization" not in diarizer.info.capabilities.features:
+                    diarizer.close()
+                    sys.stderr.write(f"error: --diarizer {o.diarizer} is not a diarization model\n")
+                    return 1
             if o.output:
                 out_file = open(o.output, "w", encoding="utf-8")
             stop.install()
@@ -267,6 +284,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                         chunk_max_s=o.chunk_max_s,
                         formats=[o.format],
                         format_options=options(path),
+                        spec_k_drafts=o.spec_k_drafts,
+                        diarizer=diarizer,
                     )
                 except AbortedError as e:
                     error, r = e, e.result
@@ -308,6 +327,8 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         stop.uninstall()
         if out_file:
             out_file.close()
+        if diarizer is not None:
+            diarizer.close()
     return rc
 
 

@@ -176,7 +176,11 @@ static bool push_ids(struct mss_stream *st, const int32_t *ids, int n) {
 static transcribe_status build_result(mss_session *s, tr_result *res) {
     const mss_model *m = s->m;
     struct mss_stream *st = s->stream;
+    /* the stream's stage times so far survive the rebuild */
+    const float enc_ms = res->encode_ms, dec_ms = res->decode_ms;
     tr_result_clear(res);
+    res->encode_ms = enc_ms;
+    res->decode_ms = dec_ms;
     tr_result_set_timestamp_kind(res, TRANSCRIBE_TIMESTAMPS_NONE);
     const int32_t *cur = st->n_hist ? st->hist[st->n_hist - 1] : NULL;
     const int n_cur = st->n_hist ? st->hist_n[st->n_hist - 1] : 0;
@@ -388,10 +392,14 @@ transcribe_status tr_mss_stream_finalize(mss_session *s, tr_stream_ctx *ctx) {
         /* the tail zero-padded to a whole front-end frame, every block
          * finished with its window clipped: the one-shot frames
          * (docs/formats/moonshine_streaming.md §5) */
+        const double t0 = tr_time_ms();
         r = tr_mss_enc_push(&s->enc, s->pool, NULL, 0, true, poll_abort, &ac);
         if (r == TRANSCRIBE_OK) r = advance(s, &ac);
+        const double t1 = tr_time_ms();
+        ctx->result->encode_ms += (float)(t1 - t0);
         if (r == TRANSCRIBE_OK && st->T > st->seg0 && (!st->decoded || st->T > st->last_dec))
             r = decode_segment(s, st->T - st->seg0, &ac, true);
+        ctx->result->decode_ms += (float)(tr_time_ms() - t1);
         if (r != TRANSCRIBE_OK) return r;
         if (st->decoded && st->last_trunc) st->truncated = true;
     }
