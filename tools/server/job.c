@@ -154,6 +154,13 @@ static bool check_form(srv_request *rq, job *j) {
                         "diarize must be true or false");
         return false;
     }
+    if (j->diarize && !srv_model_diarizes(&rq->srv->pool, j->model)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "diarize", "unsupported_value",
+                        "the model '%s' does not tell speakers apart, and this server has no "
+                        "diarizer (start it with --diarizer FILE)",
+                        j->model->id);
+        return false;
+    }
     if (j->vad && !rq->srv->pool.vad) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "unsupported_value",
                         "this server has no VAD model (start it with --vad-model FILE)");
@@ -232,6 +239,10 @@ static void map_run_params(srv_request *rq, job *j) {
      * text, srt and vtt then carry the speakers as the CLI prints them */
     if (j->diarize_given)
         rp->diarize = j->diarize ? TRANSCRIBE_DIARIZE_MODE_ON : TRANSCRIBE_DIARIZE_MODE_OFF;
+    /* a model that cannot tell speakers itself: the server's --diarizer
+     * labels the words and segments (as the CLI's --diarizer) */
+    if (j->diarize && !transcribe_model_supports(j->model->model, TRANSCRIBE_FEATURE_DIARIZATION))
+        rp->diarizer = rq->srv->pool.diarizer;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,
@@ -315,9 +326,12 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     atomic_fetch_add(&srv->metrics.running, 1);
     transcribe_set_abort_callback(s, abort_cb, rq);
     pthread_mutex_lock(&j->model->compute);
+    /* the diarizer is a model of its own: one run at a time on it too */
+    if (j->rp.diarizer) pthread_mutex_lock(&srv->pool.diar_compute);
     double t0 = srv_now();
     transcribe_status st = transcribe_run(s, pcm, n, &j->rp);
     double t1 = srv_now();
+    if (j->rp.diarizer) pthread_mutex_unlock(&srv->pool.diar_compute);
     pthread_mutex_unlock(&j->model->compute);
     transcribe_set_abort_callback(s, NULL, NULL);
     atomic_fetch_add(&srv->metrics.running, -1);

@@ -153,6 +153,7 @@ static void verbose_words(FILE *f, const cli_result *r) {
         put_seconds(f, w->t0_ms);
         fputs(",\"end\":", f);
         put_seconds(f, w->t1_ms);
+        if (w->speaker_id > 0) fprintf(f, ",\"speaker\":\"S%d\"", (int)w->speaker_id);
         fputc('}', f);
     }
     fputc(']', f);

@@ -45,6 +45,7 @@ typedef struct srv_opts {
     int shutdown_grace_s;
     int drain_delay_s;          /* after SIGTERM: /health 503 while serving, before refusing */
     const char *vad_model_path; /* --vad-model; NULL: the bundled one if present */
+    const char *diarizer_path;  /* --diarizer; NULL: none */
     bool quiet;
 } srv_opts;
 
@@ -75,7 +76,17 @@ typedef struct srv_pool {
     srv_model *models;
     int n;
     struct transcribe_vad_model *vad; /* for requests with vad=true; NULL: none */
+    /* --diarizer: speaker attribution for diarize=true on a model that cannot
+     * tell speakers itself (run_params.diarizer); NULL: none. It is a model
+     * too (docs/c-api.md §1.6): runs that use it take diar_compute as well
+     * (after their model's compute), one at a time over all models. */
+    struct transcribe_model *diarizer;
+    pthread_mutex_t diar_compute;
 } srv_pool;
+
+/* Whether diarize=true gives speakers on m: its own diarization, else the
+ * server's --diarizer. */
+bool srv_model_diarizes(const srv_pool *p, const srv_model *m);
 
 /* Loads every model and creates its sessions; false (logged) on failure. */
 bool srv_pool_open(srv_pool *p, const srv_opts *o);
