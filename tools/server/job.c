@@ -341,11 +341,15 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
         cli_result_copy(&r, s, -1);
         cli_result_clamp(&r, (int64_t)n * 1000 / 16000);
         window_info(s, &info);
+        /* the text's language where it is known: detected, else asked for,
+         * else the model's only one when it gave text; none (null) for a
+         * multilingual model that does not detect, or no text at all (a
+         * diarization model's speaker turns) */
         const struct transcribe_capabilities *c = &j->model->caps;
-        info.language = r.language[0]         ? r.language
-                        : j->rp.language      ? j->rp.language
-                        : c->n_languages == 1 ? c->languages[0]
-                                              : "";
+        info.language = r.language[0]                      ? r.language
+                        : j->rp.language                   ? j->rp.language
+                        : c->n_languages == 1 && r.text[0] ? c->languages[0]
+                                                           : NULL;
         if (!j->stream &&
             (j->fmt == SRV_FMT_TEXT || j->fmt == SRV_FMT_SRT || j->fmt == SRV_FMT_VTT)) {
             /* rendered now: the session goes back to the pool below */

@@ -277,7 +277,9 @@ typedef struct srv_run_info {
     int64_t *window_t0, *window_t1;
     int n_windows;
     float temperature;
-    const char *language; /* detected, else asked for, else the model's only one */
+    /* detected, else asked for, else the model's only one where the run
+     * gave text; NULL: unknown (verbose_json says null) */
+    const char *language;
     /* text / srt / vtt: the body as the library renders the result
      * (transcribe_format_result, the CLI's bytes); malloc'ed, or NULL */
     char *rendered;
