@@ -424,8 +424,9 @@ void srv_job_run(srv_request *rq) {
     /* refused before it is decoded past --max-audio-s (a small upload can
      * hold hours of audio) */
     int64_t max_ms = (int64_t)(rq->srv->opts->max_audio_s * 1000);
-    transcribe_status st =
-        srv_decode_upload(rq->file_path, 16000, max_ms, rq->srv->opts->timeout_s, &pcm, &n);
+    char why[400];
+    transcribe_status st = srv_decode_upload(rq->file_path, 16000, max_ms, rq->srv->opts->timeout_s,
+                                             &pcm, &n, why, sizeof why);
     unlink(rq->file_path);
     rq->file_path[0] = '\0';
     if (st == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
@@ -445,9 +446,16 @@ void srv_job_run(srv_request *rq) {
     }
     if (st != TRANSCRIBE_OK || n <= 0) {
         transcribe_audio_free(pcm);
+        /* the library's reason, as the CLI gives it (without the module's
+         * tag), unless it names the server's temporary file */
+        const char *r = why;
+        if (!strncmp(r, "audio: ", 7)) r += 7;
+        if (!strncmp(r, "wav: ", 5)) r += 5;
+        bool say = st != TRANSCRIBE_OK && *r && !strstr(r, rq->srv->tmp_dir);
         srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "unsupported_file",
                         "the file is not audio this server can decode (WAV, FLAC, MP3, Ogg, "
-                        "Opus), or it is damaged");
+                        "Opus), or it is damaged%s%s",
+                        say ? ": " : "", say ? r : "");
         return;
     }
     double dur = n / 16000.0;

@@ -268,8 +268,24 @@ static int parse(int argc, char **argv, srv_opts *o) {
     return -1;
 }
 
+/* srv_log_capture's buffer: per thread (requests run on their own). */
+static _Thread_local char *t_capture;
+static _Thread_local size_t t_capture_cap;
+
+void srv_log_capture(char *buf, size_t cap) {
+    if (buf && cap) buf[0] = '\0';
+    t_capture = buf;
+    t_capture_cap = buf ? cap : 0;
+}
+
+static void capture(transcribe_log_level level, const char *msg) {
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_capture && t_capture_cap && !t_capture[0])
+        snprintf(t_capture, t_capture_cap, "%s", msg);
+}
+
 static void log_sink(transcribe_log_level level, const char *msg, void *user) {
     (void)user;
+    capture(level, msg);
     static const char *const prefix[] = {"", "[info] ", "[warn] ", "[error] ", "[debug] ", ""};
     if (level == TRANSCRIBE_LOG_LEVEL_NONE || level == TRANSCRIBE_LOG_LEVEL_DEBUG) return;
     int l = (int)level;
@@ -277,7 +293,8 @@ static void log_sink(transcribe_log_level level, const char *msg, void *user) {
 }
 
 static void log_quiet(transcribe_log_level level, const char *msg, void *user) {
-    (void)level, (void)msg, (void)user;
+    (void)user;
+    capture(level, msg);
 }
 
 int main(int argc, char **argv) {

@@ -260,9 +260,14 @@ void srv_job_run(srv_request *rq);
  * WAV in this process, any other container in a short-lived child process
  * (codec leaks and crashes end with it) given at most timeout_s (0: no
  * limit). *pcm is freed with free(). ERR_BACKEND: no child could be
- * started; a child that crashed, hung or sent garbage: ERR_INVALID_ARG. */
+ * started; a child that crashed, hung or sent garbage: ERR_INVALID_ARG.
+ * A failure leaves in why (cap bytes) the library's reason, its first error
+ * message ("" when it gave none). */
 transcribe_status srv_decode_upload(const char *path, int rate, int64_t max_ms, int timeout_s,
-                                    float **pcm, int *n);
+                                    float **pcm, int *n, char *why, size_t why_cap);
+/* main.c: from now on this thread's first error-level library message is
+ * copied into buf (cleared now); NULL ends it. */
+void srv_log_capture(char *buf, size_t cap);
 /* Whether the client of rq is gone or its deadline passed (polled at most
  * every 20 ms); the run's abort callback and the queue wait use it. */
 bool srv_request_should_stop(srv_request *rq);
