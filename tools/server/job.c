@@ -237,12 +237,13 @@ static void map_run_params(srv_request *rq, job *j) {
     if (j->vad) rp->vad_model = rq->srv->pool.vad;
     /* diarize=true|false: speaker attribution on / off (as --diarize); the
      * text, srt and vtt then carry the speakers as the CLI prints them */
-    if (j->diarize_given)
+    bool native = transcribe_model_supports(j->model->model, TRANSCRIBE_FEATURE_DIARIZATION);
+    if (j->diarize_given && native)
         rp->diarize = j->diarize ? TRANSCRIBE_DIARIZE_MODE_ON : TRANSCRIBE_DIARIZE_MODE_OFF;
     /* a model that cannot tell speakers itself: the server's --diarizer
-     * labels the words and segments (as the CLI's --diarizer) */
-    if (j->diarize && !transcribe_model_supports(j->model->model, TRANSCRIBE_FEATURE_DIARIZATION))
-        rp->diarizer = rq->srv->pool.diarizer;
+     * labels the words and segments (as the CLI's --diarizer); check_form
+     * refused diarize=true where there is none */
+    if (j->diarize && !native) rp->diarizer = rq->srv->pool.diarizer;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,
