@@ -299,7 +299,9 @@ struct transcribe_run_params {
      * overlaps its times most (a word in a pause gets the nearest active
      * speaker); its speaker rows become the result's speaker rows. The model
      * must outlive the call and run at the session model's sample rate
-     * (else SAMPLE_RATE); a model without diarization is INVALID_ARG.
+     * (else SAMPLE_RATE); a model without diarization is INVALID_ARG, and
+     * so is a diarizer on a session whose model is a diarization model
+     * itself (Sortformer: its turns would only be relabelled).
      * transcribe_run and each utterance of transcribe_run_batch; streams
      * ignore it. */
     const struct transcribe_model *diarizer;

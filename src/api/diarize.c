@@ -21,6 +21,15 @@ transcribe_status tr_diarize_check(const struct transcribe_session *s,
                                    const struct transcribe_run_params *p, const char *where) {
     const struct transcribe_model *d = p->diarizer;
     if (!d) return TRANSCRIBE_OK;
+    if (s->model->desc.speakers_only) {
+        /* its result is speaker turns already: a diarizer would only relabel
+         * them ("[S1] speaker_2"), so the two could never agree */
+        TR_ERROR("%s: the model (%s) is a diarization model itself and gives speaker turns, "
+                 "not text; run it without a diarizer, or give the diarizer to a transcription "
+                 "model",
+                 where, s->model->arch ? s->model->arch : "?");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     if (!d->family || !d->family->run || !d->desc.features[TRANSCRIBE_FEATURE_DIARIZATION]) {
         TR_ERROR("%s: the diarizer (%s) is not a diarization model", where,
                  d->arch ? d->arch : "?");

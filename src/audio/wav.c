@@ -172,7 +172,9 @@ transcribe_status tr_wav_read_header(const void *data, size_t size, bool complet
             rf64_data = rd64(h + 16);
         } else if (!memcmp(h, "fmt ", 4)) {
             if (csize > avail) {
-                if (complete) return bad("fmt chunk runs past the end of the file");
+                if (complete)
+                    return bad("the WAV header is cut short (its fmt chunk runs past the end of "
+                               "the file)");
                 return *need = body + csize, TRANSCRIBE_OK;
             }
             transcribe_status st = parse_fmt(h + 8, csize, &fmt);

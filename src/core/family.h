@@ -56,6 +56,10 @@ typedef struct tr_model_desc {
      * caps.max_audio_ms (or, stating neither that nor
      * TRANSCRIBE_FEATURE_LONG_FORM, past one piece), one piece a call. */
     bool bounded_output;
+    /* The model transcribes nothing: its result is speaker turns only (a
+     * diarizer such as Sortformer). A run on it takes no separate diarizer
+     * (src/api/diarize.c). */
+    bool speakers_only;
 } tr_model_desc;
 
 /* Starts a description: zeroes *desc (every capability off, no features,

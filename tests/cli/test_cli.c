@@ -281,6 +281,34 @@ static void input_rule(const char *model) {
     EXPECT_RUN(NULL, args, 1, g_err, "the file is empty (0 bytes)");
     write_wav(path, 0);
     EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio");
+    /* the library's reason is on the error line itself, not only on a log line above it */
+    char line[1024];
+    snprintf(line, sizeof line,
+             "error: cannot read audio '%s': WAV file is empty (no sample frames)\n", path);
+    CHECK_MSG(strstr(g_err, line) != NULL, "%s", g_err);
+    write_wav(path, 100);
+    CHECK(truncate(path, 30) == 0); /* cut inside its header (the fmt chunk) */
+    EXPECT_RUN(NULL, args, 1, g_err, "cannot read audio");
+    const char *cut = "the WAV header is cut short (its fmt chunk runs past the end of the file)";
+    snprintf(line, sizeof line, "error: cannot read audio '%s': %s\n", path, cut);
+    CHECK_MSG(strstr(g_err, line) != NULL, "%s", g_err);
+    /* the same from stdin (a subshell: its own redirection wins over the helper's /dev/null) */
+    snprintf(args, sizeof args, "( '%s' -q -m '%s' - < '%s' )", g_bin, model, path);
+    CHECK(tr_cli_run(args, g_out, sizeof g_out, g_err, sizeof g_err) == 1);
+    snprintf(line, sizeof line, "error: cannot read audio '-': %s\n", cut);
+    CHECK_MSG(strstr(g_err, line) != NULL, "%s", g_err);
+    char list[600];
+    snprintf(list, sizeof list, "%s.list", path); /* and in a batch's JSON line */
+    FILE *lf = fopen(list, "w");
+    CHECK(lf != NULL);
+    if (lf) {
+        fprintf(lf, "%s\n", path);
+        fclose(lf);
+    }
+    snprintf(args, sizeof args, "-q -m '%s' --batch '%s' --batch-jsonl", model, list);
+    EXPECT_RUN(NULL, args, 1, g_out, "\"error\":\"wav: the WAV header is cut short (");
+    remove(list);
+    snprintf(args, sizeof args, "-q -m '%s' '%s'", model, path);
     write_wav(path, 1);
     snprintf(args, sizeof args, "-m '%s' '%s'", model, path);
     EXPECT_RUN(NULL, args, 0, g_err, "only 1 samples");

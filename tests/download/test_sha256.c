@@ -73,7 +73,13 @@ int main(void) {
         char size[32];
         m = tdl_catalog_find(&c, "sensevoicesmall");
         tdl_model_size(m, "Q8_0", size, sizeof size);
-        CHECK(!strcmp(size, "241MiB"));
+        CHECK(!strcmp(size, "253 MB")); /* 241MiB in the catalogue: one unit for all */
+        m = tdl_catalog_find(&c, "granite-speech-4.1-2b-nar"); /* 2.33GiB */
+        tdl_model_size(m, "Q8_0", size, sizeof size);
+        CHECK(!strcmp(size, "2.50 GB"));
+        m = tdl_catalog_find(&c, "canary-qwen-2.5b"); /* 2.61GB */
+        tdl_model_size(m, "Q8_0", size, sizeof size);
+        CHECK(!strcmp(size, "2.61 GB"));
         m = tdl_catalog_find(&c, "whisper-tiny");
         tdl_model_size(m, "Q8_0", size, sizeof size);
         CHECK(!strcmp(size, "?"));

@@ -229,6 +229,18 @@ check "CLI --batch: the cut WAV is skipped with the reason" grep -qF -- "SKIP $W
 { printf 'RIFF\x64\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x01\x70\x17\x00'
   printf '\x02\xe0\x2e\x00\x02\x00\x10\x00data\x40\x00\x00\x00'; head -c 64 /dev/zero; } >"$WORK/fast.wav"
 check "a WAV at 1536001 Hz: 415" [ "$(code -F file=@"$WORK/fast.wav" "$URL$T")" = 415 ]
+check "415 gives the library's reason" contains "$WORK/body" 'damaged: sample rate 1536001 Hz is outside'
+# cut inside its header: the reason in the reply and on the CLI's error line, not "invalid argument"
+head -c 30 "$JFK" >"$WORK/hdr.wav"
+hdr='the WAV header is cut short (its fmt chunk runs past the end of the file)'
+check "a WAV cut inside its header: 415" [ "$(code -F file=@"$WORK/hdr.wav" "$URL$T")" = 415 ]
+check "415 says why ($hdr)" grep -qF -- "damaged: $hdr\"" "$WORK/body"
+"$CLI" -q -m "$PK" "$WORK/hdr.wav" >/dev/null 2>"$WORK/cli.err"
+check "the CLI's error line says the same" \
+    grep -qxF -- "error: cannot read audio '$WORK/hdr.wav': $hdr" "$WORK/cli.err"
+# not audio at all (decoded in a child process): its reason comes back too
+check "a text file: 415" [ "$(code -F file=@"$SRC/README.md" "$URL$T")" = 415 ]
+check "415 from the child says why" contains "$WORK/body" 'damaged: [^"]*this build reads'
 check "a whole WAV still transcribes" [ "$(code -F file=@"$JFK" "$URL$T")" = 200 ]
 srv_stop
 "$SERVER" -m "$PK" --host 0.0.0.0 --port 0 >/dev/null 2>"$WORK/refuse.log" && rc=0 || rc=$?

@@ -147,6 +147,42 @@ static void library(void) {
     CHECK(transcribe_was_aborted(s));
     transcribe_set_abort_callback(s, NULL, NULL);
     free(plain);
+
+    /* the diarization model itself with a diarizer: refused (its turns would only be
+     * relabelled, "[S1] speaker_2"), the previous result kept, the reason in last_error */
+    struct transcribe_session *ds = NULL;
+    CHECK(transcribe_session_init(diar, &sp, &ds) == TRANSCRIBE_OK);
+    if (ds) {
+        struct transcribe_run_params pd;
+        transcribe_run_params_init(&pd);
+        CHECK(transcribe_run(ds, g_pcm, g_n, &pd) == TRANSCRIBE_OK);
+        const int turns = transcribe_n_speaker_segments(ds);
+        const int segs = transcribe_n_segments(ds);
+        CHECK(turns > 0 && segs == turns);
+        for (int k = 0; k < 2; k++) { /* the same model, then another diarizer */
+            struct transcribe_model *other = NULL;
+            if (k == 1) CHECK(transcribe_model_load_file(g_diar, NULL, &other) == TRANSCRIBE_OK);
+            pd.diarizer = k == 0 ? diar : other;
+            CHECK(transcribe_run(ds, g_pcm, g_n, &pd) == TRANSCRIBE_ERR_INVALID_ARG);
+            CHECK_MSG(strstr(transcribe_session_last_error(ds), "diarization model itself") != NULL,
+                      "%s", transcribe_session_last_error(ds));
+            CHECK(transcribe_n_speaker_segments(ds) == turns && transcribe_n_segments(ds) == segs);
+            const float *one[1] = {g_pcm};
+            CHECK(transcribe_run_batch(ds, one, &g_n, 1, &pd) == TRANSCRIBE_ERR_INVALID_ARG);
+            transcribe_model_free(other);
+        }
+        /* each turn segment keeps its own speaker */
+        for (int i = 0; i < segs; i++) {
+            struct transcribe_segment g;
+            transcribe_segment_init(&g);
+            CHECK(transcribe_get_segment(ds, i, &g) == TRANSCRIBE_OK);
+            char want[32];
+            snprintf(want, sizeof want, "speaker_%d", g.speaker_id);
+            CHECK_MSG(g.text && strstr(g.text, want), "segment %d: '%s' speaker %d", i,
+                      g.text ? g.text : "", g.speaker_id);
+        }
+    }
+    transcribe_session_free(ds);
 done:
     transcribe_session_free(s);
     transcribe_model_free(asr);
@@ -178,6 +214,11 @@ static void cli(const char *bin) {
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, ASR, ASR, CLIP);
     CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) != 0);
     CHECK(strstr(err, "not a diarization model") != NULL);
+    /* a diarization model given a diarizer is refused, with the reason */
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, g_diar, g_diar, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) != 0);
+    CHECK_MSG(strstr(err, "diarization model itself") != NULL, "%s", err);
+    CHECK_MSG(out[0] == '\0', "stdout: %.200s", out);
 }
 
 int main(int argc, char **argv) {

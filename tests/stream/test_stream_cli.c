@@ -27,6 +27,23 @@ static int run(const char *fmt, const char *a, const char *b) {
     return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
+/* The JSON string after "key": in s (simple escapes), appended to out;
+ * false when the key is missing. */
+static bool json_str_append(const char *s, const char *key, char *out, size_t cap) {
+    char k[64];
+    snprintf(k, sizeof k, "\"%s\":\"", key);
+    const char *p = strstr(s, k);
+    if (!p) return false;
+    p += strlen(k);
+    size_t n = strlen(out);
+    for (; *p && *p != '"' && n + 1 < cap; p++) {
+        if (*p == '\\' && p[1]) p++;
+        out[n++] = *p;
+    }
+    out[n] = 0;
+    return *p == '"';
+}
+
 /* The appended lines joined by single spaces (the text they carry). */
 static void join_lines(const char *in, char *out, size_t cap) {
     out[0] = 0;
@@ -146,6 +163,43 @@ int main(int argc, char **argv) {
         char want[4200];
         snprintf(want, sizeof want, "\"text\":\"%s\"}", offline);
         CHECK_MSG(strstr(fin, want) != NULL, "final: %s", fin);
+    }
+
+    /* JSON "committed" is the library's commit, which may end inside a word
+     * (README: the next piece goes on with it): the pieces, concatenated,
+     * are the final text. The tiny Moonshine Streaming model commits
+     * "... over laz" then "y dogs to" then "day!". */
+    {
+        const char *mss = TR_SOURCE_DIR
+            "/tests/data/moonshine_streaming/tiny/moonshine-streaming-tiny-ref-Q8_0.gguf";
+        const char *clip = TR_SOURCE_DIR "/tests/data/moonshine_streaming/clip.wav";
+        if (tr_test_file_exists(mss) && tr_test_file_exists(clip)) {
+            CHECK(run("%s -q --stream -f json -m %s %s", mss, clip) == 0);
+            static char joined[8192], final_text[8192];
+            joined[0] = final_text[0] = 0;
+            int pieces = 0, lines = 0;
+            for (const char *l = g_out; *l;) {
+                const char *e = strchr(l, '\n');
+                char line[8192];
+                size_t len = e ? (size_t)(e - l) : strlen(l);
+                if (len >= sizeof line) len = sizeof line - 1;
+                memcpy(line, l, len);
+                line[len] = 0;
+                size_t before = strlen(joined);
+                CHECK(json_str_append(line, "committed", joined, sizeof joined));
+                if (strlen(joined) > before) pieces++;
+                if (strstr(line, "{\"type\":\"final\""))
+                    json_str_append(line, "text", final_text, sizeof final_text);
+                lines++;
+                l += len + (e ? 1 : 0);
+            }
+            CHECK_MSG(pieces >= 2 && final_text[0], "%d pieces in %d lines: %s", pieces, lines,
+                      g_out);
+            CHECK_MSG(strcmp(joined, final_text) == 0, "committed pieces '%s' vs final '%s'",
+                      joined, final_text);
+        } else {
+            printf("SKIP committed pieces: no tiny Moonshine Streaming model\n");
+        }
     }
 
     /* --batch-size groups several inputs into transcribe_run_batch calls:

@@ -185,9 +185,11 @@ static void wav_failure(const cli_opts *o, const char *path, const char *why, ta
     if (o->batch_jsonl) {
         fputs("{\"file\":", stdout);
         cli_json_str(stdout, path);
-        fputs(",\"text\":\"\",\"error\":\"wav: ", stdout);
-        fputs(why, stdout);
-        fputs("\"}\n", stdout);
+        fputs(",\"text\":\"\",\"error\":", stdout);
+        char msg[600];
+        snprintf(msg, sizeof msg, "wav: %s", why);
+        cli_json_str(stdout, msg);
+        fputs("}\n", stdout);
     } else {
         fprintf(stderr, "SKIP %s: %s\n", path, why);
     }
@@ -229,9 +231,10 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
                 wav_failure(o, l.paths[i], CLI_WAV_CUT_SHORT_MSG, &t);
                 continue;
             }
-            transcribe_status st = transcribe_audio_load_file(l.paths[i], rate, &p, &n);
+            char why[512];
+            transcribe_status st = cli_audio_load(l.paths[i], rate, &p, &n, why, sizeof why);
             if (st != TRANSCRIBE_OK) {
-                wav_failure(o, l.paths[i], transcribe_status_string(st), &t);
+                wav_failure(o, l.paths[i], why, &t);
                 continue;
             }
             pcm[m] = p;

@@ -123,6 +123,11 @@ void cli_log(transcribe_log_level level, const char *fmt, ...)
 #endif
     ;
 bool cli_write_text_file(FILE *f, const char *path, const char *text);
+/* transcribe_audio_load_file; a failure leaves its reason in why (cap
+ * bytes): the first error the library logged (as the bindings report it),
+ * without the module's tag or a trailing path, else the status text. */
+transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
+                                 size_t cap);
 /* Ctrl-C was pressed (SIGINT). */
 bool cli_interrupted(void);
 /* --output-dir: writes DIR/<input stem>.<ext> in each --output-format

@@ -69,8 +69,15 @@ typedef struct log_filter {
     bool debug;       /* TRANSCRIBE_DEBUG set */
 } log_filter;
 
+/* cli_audio_load's capture: the first error message the library logs
+ * while it loads (the CLI loads audio on one thread). */
+static char *g_capture;
+static size_t g_capture_cap;
+
 static void log_cb(transcribe_log_level level, const char *msg, void *ud) {
     const log_filter *lf = ud;
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && g_capture && g_capture_cap && !g_capture[0])
+        snprintf(g_capture, g_capture_cap, "%s", msg);
     if (lf->errors_only && level != TRANSCRIBE_LOG_LEVEL_ERROR) return;
     if (level == TRANSCRIBE_LOG_LEVEL_DEBUG && !lf->debug) return;
     const char *prefix;
@@ -108,6 +115,30 @@ void cli_log(transcribe_log_level level, const char *fmt, ...) {
     va_end(ap);
     log_filter none = {false, false};
     log_cb(level, msg, (void *)(g_log_filter ? g_log_filter : &none));
+}
+
+transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
+                                 size_t cap) {
+    if (cap) why[0] = '\0';
+    g_capture = why;
+    g_capture_cap = cap;
+    transcribe_status st = transcribe_audio_load_file(path, rate, pcm, n);
+    g_capture = NULL;
+    if (st == TRANSCRIBE_OK || !cap) return st;
+    size_t len = strlen(why);
+    while (len && why[len - 1] == '\n') why[--len] = '\0';
+    /* the module's tag says nothing to a reader; the path is on the line already */
+    static const char *const tags[] = {"audio: ", "wav: "};
+    for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
+        size_t t = strlen(tags[i]);
+        if (strncmp(why, tags[i], t) == 0) memmove(why, why + t, strlen(why + t) + 1);
+    }
+    len = strlen(why);
+    size_t pl = strlen(path);
+    if (len > pl + 2 && strcmp(why + len - pl, path) == 0 && why[len - pl - 2] == ':')
+        why[len - pl - 2] = '\0';
+    if (!why[0]) snprintf(why, cap, "%s", transcribe_status_string(st));
+    return st;
 }
 
 /* How far the run is, in seconds of audio: the library's progress
@@ -388,8 +419,10 @@ static transcribe_status run_stream(const ctx *c, const float *pcm, int n, bool 
     return st;
 }
 
-/* '-': standard input, copied to a temporary file (the decoders read files). */
-static transcribe_status load_stdin(int rate, float **pcm, int *n, size_t *n_bytes) {
+/* '-': standard input, copied to a temporary file (the decoders read files);
+ * why gets the reason of a failure (cli_audio_load). */
+static transcribe_status load_stdin(int rate, float **pcm, int *n, size_t *n_bytes, char *why,
+                                    size_t why_cap) {
     const char *dir = getenv("TMPDIR");
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/transcribe-stdin-XXXXXX", dir && *dir ? dir : "/tmp");
@@ -408,7 +441,7 @@ static transcribe_status load_stdin(int rate, float **pcm, int *n, size_t *n_byt
     }
     if (ferror(stdin) || close(fd) != 0) ok = false;
     transcribe_status st = TRANSCRIBE_ERR_INVALID_ARG;
-    if (ok && *n_bytes > 0) st = transcribe_audio_load_file(tmp, rate, pcm, n);
+    if (ok && *n_bytes > 0) st = cli_audio_load(tmp, rate, pcm, n, why, why_cap);
     unlink(tmp);
     return st;
 }
@@ -476,10 +509,11 @@ static bool prepare_output_dir(const cli_opts *o) {
 static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out_n) {
     float *pcm = NULL;
     int n = 0;
+    char why[512] = "";
     transcribe_status st;
     if (strcmp(path, "-") == 0) {
         size_t n_bytes = 0;
-        st = load_stdin(c->rate, &pcm, &n, &n_bytes);
+        st = load_stdin(c->rate, &pcm, &n, &n_bytes, why, sizeof why);
         if (n_bytes == 0) { /* nothing to decode: say so, as for an empty file */
             fprintf(stderr, "error: cannot read audio '-': standard input is empty (0 bytes)\n");
             return false;
@@ -501,7 +535,7 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
             fprintf(stderr, "error: cannot read audio '%s': %s\n", path, CLI_WAV_CUT_SHORT_MSG);
             return false;
         }
-        st = transcribe_audio_load_file(path, c->rate, &pcm, &n);
+        st = cli_audio_load(path, c->rate, &pcm, &n, why, sizeof why);
     }
     if (st == TRANSCRIBE_OK && n <= 0) {
         transcribe_audio_free(pcm);
@@ -509,7 +543,7 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
         return false;
     }
     if (st != TRANSCRIBE_OK) {
-        fprintf(stderr, "error: cannot read audio '%s': %s\n", path, transcribe_status_string(st));
+        fprintf(stderr, "error: cannot read audio '%s': %s\n", path, why);
         return false;
     }
     if (n < c->rate / 10) {

@@ -132,11 +132,11 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
         /* Not WAV (FLAC, MP3, ...): decode the whole file, then feed it. */
         close(in->fd);
         in->fd = -1;
+        char why[512];
         transcribe_status st =
-            transcribe_audio_load_file(path, model_rate, &in->whole, &in->n_whole);
+            cli_audio_load(path, model_rate, &in->whole, &in->n_whole, why, sizeof why);
         if (st != TRANSCRIBE_OK) {
-            fprintf(stderr, "error: cannot read audio '%s': %s\n", path,
-                    transcribe_status_string(st));
+            fprintf(stderr, "error: cannot read audio '%s': %s\n", path, why);
             return false;
         }
         in->rate = model_rate;

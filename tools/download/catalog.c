@@ -207,12 +207,45 @@ bool tdl_model_file(const tdl_model *m, const char *quant, char *out, size_t n) 
     return len > 0 && (size_t)len < n && !strchr(out, '/');
 }
 
+/* "721MB", "4.20GiB", "6.2 MiB" -> bytes; false when it is none of these. */
+static bool size_bytes(const char *s, size_t len, double *out) {
+    char buf[32];
+    if (len == 0 || len >= sizeof buf) return false;
+    memcpy(buf, s, len);
+    buf[len] = 0;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(buf, &end);
+    if (errno || end == buf || !(v >= 0)) return false;
+    while (*end == ' ') end++;
+    static const struct {
+        const char *unit;
+        double scale;
+    } k[] = {{"KB", 1e3},        {"KiB", 1024.0}, {"MB", 1e6},
+             {"MiB", 1048576.0}, {"GB", 1e9},     {"GiB", 1073741824.0}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        if (!strcmp(end, k[i].unit)) {
+            *out = v * k[i].scale;
+            return true;
+        }
+    }
+    return false;
+}
+
 void tdl_model_size(const tdl_model *m, const char *quant, char *out, size_t n) {
     size_t ql = strlen(quant);
     for (const char *p = m->sizes; p && *p;) {
         size_t len = strcspn(p, ",");
         if (len > ql && !strncasecmp(p, quant, ql) && p[ql] == '=') {
-            snprintf(out, n, "%.*s", (int)(len - ql - 1), p + ql + 1);
+            const char *v = p + ql + 1;
+            size_t vl = len - ql - 1;
+            double b = 0;
+            if (!size_bytes(v, vl, &b))
+                snprintf(out, n, "%.*s", (int)vl, v);
+            else if (b < 999.5e6)
+                snprintf(out, n, "%.0f MB", b / 1e6);
+            else
+                snprintf(out, n, "%.2f GB", b / 1e9);
             return;
         }
         p += len;

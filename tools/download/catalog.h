@@ -55,7 +55,9 @@ bool tdl_model_has_quant(const tdl_model *m, const char *quant, char *canon, siz
 bool tdl_model_quant_at(const tdl_model *m, int i, char *out, size_t n);
 /* The file name of m at quant; false when it does not fit. */
 bool tdl_model_file(const tdl_model *m, const char *quant, char *out, size_t n);
-/* The size the catalogue states for quant ("?" when none). */
+/* The size the catalogue states for quant, in one unit whatever the spec
+ * wrote (MB, MiB, GB, GiB): "253 MB" below 1 GB, else "2.61 GB" (decimal
+ * units); "?" when none is stated, the stated text when it does not parse. */
 void tdl_model_size(const tdl_model *m, const char *quant, char *out, size_t n);
 
 /* The cache folder: override (--dir) if given, else $TRANSCRIBE_MODEL_DIR,

@@ -85,8 +85,8 @@ static int list(const tdl_catalog *c, const char *dir) {
         tdl_model_size(m, TDL_DEFAULT_QUANT, size, sizeof size);
         printf("%-40s %-15s %-46s %-9s %s\n", m->name, m->family, qs, size, m->licence);
     }
-    printf("sizes are as the specs state them (? = not stated); the download checks the size "
-           "the server sends\n");
+    printf("sizes (of Q8_0) from the specs, in MB / GB of 10^6 / 10^9 bytes (? = not stated); "
+           "the download checks the size the server sends\n");
     return 0;
 }
 

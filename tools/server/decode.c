@@ -75,22 +75,40 @@ static bool read_all(int fd, void *buf, size_t len, double deadline) {
     return true;
 }
 
-/* The child: decode, send, exit without running the parent's atexit work. */
+/* The longest reason a child sends back. */
+#define WHY_MAX 400
+
+/* The library's loader, with its first error message kept in why. */
+static transcribe_status load(const char *path, int rate, int64_t max_ms, float **pcm, int *n,
+                              char *why, size_t why_cap) {
+    srv_log_capture(why, why_cap);
+    transcribe_status st = transcribe_audio_load_file_max(path, rate, max_ms, pcm, n);
+    srv_log_capture(NULL, 0);
+    return st;
+}
+
+/* The child: decode, send (a failure: its status and the length of its
+ * reason, then the reason), exit without running the parent's atexit work. */
 static void child_decode(int fd, const char *path, int rate, int64_t max_ms) {
     float *pcm = NULL;
     int n = 0;
-    transcribe_status st = transcribe_audio_load_file_max(path, rate, max_ms, &pcm, &n);
-    int32_t head[2] = {(int32_t)st, st == TRANSCRIBE_OK ? n : 0};
+    char why[WHY_MAX] = "";
+    transcribe_status st = load(path, rate, max_ms, &pcm, &n, why, sizeof why);
+    int32_t head[2] = {(int32_t)st, st == TRANSCRIBE_OK ? n : (int32_t)strlen(why)};
     bool ok = write_all(fd, head, sizeof head);
-    if (ok && head[1] > 0) ok = write_all(fd, pcm, (size_t)head[1] * sizeof(float));
+    if (ok && st == TRANSCRIBE_OK && head[1] > 0)
+        ok = write_all(fd, pcm, (size_t)head[1] * sizeof(float));
+    else if (ok && head[1] > 0)
+        ok = write_all(fd, why, (size_t)head[1]);
     _exit(ok ? 0 : 1);
 }
 
 transcribe_status srv_decode_upload(const char *path, int rate, int64_t max_ms, int timeout_s,
-                                    float **pcm, int *n) {
+                                    float **pcm, int *n, char *why, size_t why_cap) {
     *pcm = NULL;
     *n = 0;
-    if (is_wav(path)) return transcribe_audio_load_file_max(path, rate, max_ms, pcm, n);
+    if (why_cap) why[0] = '\0';
+    if (is_wav(path)) return load(path, rate, max_ms, pcm, n, why, why_cap);
     int fds[2];
     if (pipe(fds) != 0) return TRANSCRIBE_ERR_BACKEND;
     pid_t pid = fork();
@@ -112,6 +130,11 @@ transcribe_status srv_decode_upload(const char *path, int rate, int64_t max_ms, 
         /* at most what the length limit lets through, and a sane count */
         int64_t cap = max_ms > 0 ? max_ms * rate / 1000 + rate : INT32_MAX;
         if (st == TRANSCRIBE_OK && (head[1] <= 0 || head[1] > cap)) st = TRANSCRIBE_ERR_INVALID_ARG;
+        if (st != TRANSCRIBE_OK && head[1] > 0 && head[1] < WHY_MAX) {
+            char msg[WHY_MAX];
+            if (read_all(fds[0], msg, (size_t)head[1], deadline) && why_cap)
+                snprintf(why, why_cap, "%.*s", (int)head[1], msg);
+        }
         if (st == TRANSCRIBE_OK) {
             float *buf = malloc((size_t)head[1] * sizeof(float));
             if (!buf) {

@@ -218,8 +218,7 @@ static void reply_models(srv_request *rq, const char *only) {
         fprintf(b.f, ",\"translate\":%s,\"word_timestamps\":%s,\"diarize\":%s,\"languages\":[",
                 m->caps.supports_translate ? "true" : "false",
                 m->caps.max_timestamp_kind >= TRANSCRIBE_TIMESTAMPS_WORD ? "true" : "false",
-                transcribe_model_supports(m->model, TRANSCRIBE_FEATURE_DIARIZATION) ? "true"
-                                                                                    : "false");
+                srv_model_diarizes(p, m) ? "true" : "false");
         for (int k = 0; k < m->caps.n_languages; k++) {
             if (k) fputc(',', b.f);
             cli_json_str(b.f, m->caps.languages[k]);

@@ -154,6 +154,13 @@ static bool check_form(srv_request *rq, job *j) {
                         "diarize must be true or false");
         return false;
     }
+    if (j->diarize && !srv_model_diarizes(&rq->srv->pool, j->model)) {
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "diarize", "unsupported_value",
+                        "the model '%s' does not tell speakers apart, and this server has no "
+                        "diarizer (start it with --diarizer FILE)",
+                        j->model->id);
+        return false;
+    }
     if (j->vad && !rq->srv->pool.vad) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "unsupported_value",
                         "this server has no VAD model (start it with --vad-model FILE)");
@@ -230,8 +237,13 @@ static void map_run_params(srv_request *rq, job *j) {
     if (j->vad) rp->vad_model = rq->srv->pool.vad;
     /* diarize=true|false: speaker attribution on / off (as --diarize); the
      * text, srt and vtt then carry the speakers as the CLI prints them */
-    if (j->diarize_given)
+    bool native = transcribe_model_supports(j->model->model, TRANSCRIBE_FEATURE_DIARIZATION);
+    if (j->diarize_given && native)
         rp->diarize = j->diarize ? TRANSCRIBE_DIARIZE_MODE_ON : TRANSCRIBE_DIARIZE_MODE_OFF;
+    /* a model that cannot tell speakers itself: the server's --diarizer
+     * labels the words and segments (as the CLI's --diarizer); check_form
+     * refused diarize=true where there is none */
+    if (j->diarize && !native) rp->diarizer = rq->srv->pool.diarizer;
 }
 
 static int status_http(transcribe_status st, srv_err_kind *kind, const char **param,
@@ -315,9 +327,12 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
     atomic_fetch_add(&srv->metrics.running, 1);
     transcribe_set_abort_callback(s, abort_cb, rq);
     pthread_mutex_lock(&j->model->compute);
+    /* the diarizer is a model of its own: one run at a time on it too */
+    if (j->rp.diarizer) pthread_mutex_lock(&srv->pool.diar_compute);
     double t0 = srv_now();
     transcribe_status st = transcribe_run(s, pcm, n, &j->rp);
     double t1 = srv_now();
+    if (j->rp.diarizer) pthread_mutex_unlock(&srv->pool.diar_compute);
     pthread_mutex_unlock(&j->model->compute);
     transcribe_set_abort_callback(s, NULL, NULL);
     atomic_fetch_add(&srv->metrics.running, -1);
@@ -327,11 +342,15 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
         cli_result_copy(&r, s, -1);
         cli_result_clamp(&r, (int64_t)n * 1000 / 16000);
         window_info(s, &info);
+        /* the text's language where it is known: detected, else asked for,
+         * else the model's only one when it gave text; none (null) for a
+         * multilingual model that does not detect, or no text at all (a
+         * diarization model's speaker turns) */
         const struct transcribe_capabilities *c = &j->model->caps;
-        info.language = r.language[0]         ? r.language
-                        : j->rp.language      ? j->rp.language
-                        : c->n_languages == 1 ? c->languages[0]
-                                              : "";
+        info.language = r.language[0]                      ? r.language
+                        : j->rp.language                   ? j->rp.language
+                        : c->n_languages == 1 && r.text[0] ? c->languages[0]
+                                                           : NULL;
         if (!j->stream &&
             (j->fmt == SRV_FMT_TEXT || j->fmt == SRV_FMT_SRT || j->fmt == SRV_FMT_VTT)) {
             /* rendered now: the session goes back to the pool below */
@@ -406,8 +425,9 @@ void srv_job_run(srv_request *rq) {
     /* refused before it is decoded past --max-audio-s (a small upload can
      * hold hours of audio) */
     int64_t max_ms = (int64_t)(rq->srv->opts->max_audio_s * 1000);
-    transcribe_status st =
-        srv_decode_upload(rq->file_path, 16000, max_ms, rq->srv->opts->timeout_s, &pcm, &n);
+    char why[400];
+    transcribe_status st = srv_decode_upload(rq->file_path, 16000, max_ms, rq->srv->opts->timeout_s,
+                                             &pcm, &n, why, sizeof why);
     unlink(rq->file_path);
     rq->file_path[0] = '\0';
     if (st == TRANSCRIBE_ERR_INPUT_TOO_LONG) {
@@ -427,9 +447,16 @@ void srv_job_run(srv_request *rq) {
     }
     if (st != TRANSCRIBE_OK || n <= 0) {
         transcribe_audio_free(pcm);
+        /* the library's reason, as the CLI gives it (without the module's
+         * tag), unless it names the server's temporary file */
+        const char *r = why;
+        if (!strncmp(r, "audio: ", 7)) r += 7;
+        if (!strncmp(r, "wav: ", 5)) r += 5;
+        bool say = st != TRANSCRIBE_OK && *r && !strstr(r, rq->srv->tmp_dir);
         srv_reply_error(rq, 415, SRV_ERR_MEDIA, "file", "unsupported_file",
                         "the file is not audio this server can decode (WAV, FLAC, MP3, Ogg, "
-                        "Opus), or it is damaged");
+                        "Opus), or it is damaged%s%s",
+                        say ? ": " : "", say ? r : "");
         return;
     }
     double dur = n / 16000.0;

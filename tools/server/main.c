@@ -55,6 +55,11 @@ static void usage(FILE *f, const char *argv0) {
             "                            ends the delay\n"
             "  --vad-model FILE          Silero VAD model for requests with vad=true\n"
             "                            (default: the bundled silero-vad-v4.gguf if present)\n"
+            "  --diarizer FILE           a diarization model (e.g. Sortformer), loaded once:\n"
+            "                            diarize=true on a model that cannot tell speakers\n"
+            "                            itself labels every word and segment with one\n"
+            "                            (verbose_json \"speaker\"; text, srt and vtt as the\n"
+            "                            CLI's --diarizer); requests without it get none\n"
             "  -q, --quiet               no request log, no library log\n"
             "  -h, --help                this text\n"
             "      --version             print the version and exit\n",
@@ -98,7 +103,8 @@ static bool takes_value(const char *a) {
                                     "--threads",
                                     "--shutdown-grace",
                                     "--drain-delay",
-                                    "--vad-model"};
+                                    "--vad-model",
+                                    "--diarizer"};
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
         if (!strcmp(a, k[i])) return true;
     }
@@ -234,6 +240,8 @@ static int parse(int argc, char **argv, srv_opts *o) {
             o->host = v;
         } else if (!strcmp(a, "--vad-model")) {
             o->vad_model_path = v;
+        } else if (!strcmp(a, "--diarizer")) {
+            o->diarizer_path = v;
         } else if (!strcmp(a, "--api-key")) {
             o->api_key = *v ? v : NULL;
         }
@@ -260,8 +268,24 @@ static int parse(int argc, char **argv, srv_opts *o) {
     return -1;
 }
 
+/* srv_log_capture's buffer: per thread (requests run on their own). */
+static _Thread_local char *t_capture;
+static _Thread_local size_t t_capture_cap;
+
+void srv_log_capture(char *buf, size_t cap) {
+    if (buf && cap) buf[0] = '\0';
+    t_capture = buf;
+    t_capture_cap = buf ? cap : 0;
+}
+
+static void capture(transcribe_log_level level, const char *msg) {
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_capture && t_capture_cap && !t_capture[0])
+        snprintf(t_capture, t_capture_cap, "%s", msg);
+}
+
 static void log_sink(transcribe_log_level level, const char *msg, void *user) {
     (void)user;
+    capture(level, msg);
     static const char *const prefix[] = {"", "[info] ", "[warn] ", "[error] ", "[debug] ", ""};
     if (level == TRANSCRIBE_LOG_LEVEL_NONE || level == TRANSCRIBE_LOG_LEVEL_DEBUG) return;
     int l = (int)level;
@@ -269,7 +293,8 @@ static void log_sink(transcribe_log_level level, const char *msg, void *user) {
 }
 
 static void log_quiet(transcribe_log_level level, const char *msg, void *user) {
-    (void)level, (void)msg, (void)user;
+    (void)user;
+    capture(level, msg);
 }
 
 int main(int argc, char **argv) {
@@ -305,6 +330,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < s.pool.n; i++) {
         fprintf(stderr, "model %s: %s (%s), %d sessions\n", s.pool.models[i].id,
                 transcribe_model_arch_string(s.pool.models[i].model), o.model_path[i], o.parallel);
+    }
+    if (s.pool.diarizer) {
+        fprintf(stderr, "diarizer: %s (%s), for diarize=true\n",
+                transcribe_model_arch_string(s.pool.diarizer), o.diarizer_path);
     }
     bool v6 = strchr(o.host, ':') != NULL;
     fprintf(stderr, "listening on http://%s%s%s:%d/\n", v6 ? "[" : "", o.host, v6 ? "]" : "",

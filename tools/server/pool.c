@@ -79,8 +79,34 @@ static bool open_vad(srv_pool *p, const srv_opts *o) {
     return true;
 }
 
+/* --diarizer: it must load and be a diarization model (else the server
+ * does not start). */
+static bool open_diarizer(srv_pool *p, const srv_opts *o) {
+    if (!o->diarizer_path) return true;
+    transcribe_status st = transcribe_model_load_file(o->diarizer_path, NULL, &p->diarizer);
+    if (st != TRANSCRIBE_OK) {
+        fprintf(stderr, "transcribe-server: --diarizer %s: %s\n", o->diarizer_path,
+                transcribe_status_string(st));
+        return false;
+    }
+    if (!transcribe_model_supports(p->diarizer, TRANSCRIBE_FEATURE_DIARIZATION)) {
+        fprintf(stderr, "transcribe-server: --diarizer %s is not a diarization model (%s)\n",
+                o->diarizer_path, transcribe_model_arch_string(p->diarizer));
+        transcribe_model_free(p->diarizer);
+        p->diarizer = NULL;
+        return false;
+    }
+    pthread_mutex_init(&p->diar_compute, NULL);
+    return true;
+}
+
+bool srv_model_diarizes(const srv_pool *p, const srv_model *m) {
+    return transcribe_model_supports(m->model, TRANSCRIBE_FEATURE_DIARIZATION) || p->diarizer;
+}
+
 bool srv_pool_open(srv_pool *p, const srv_opts *o) {
     if (!open_vad(p, o)) return false;
+    if (!open_diarizer(p, o)) return false;
     p->models = calloc((size_t)o->n_models, sizeof *p->models);
     if (!p->models) return false;
     for (int i = 0; i < o->n_models; i++) {
@@ -113,6 +139,10 @@ void srv_pool_close(srv_pool *p) {
     }
     free(p->models);
     transcribe_vad_model_free(p->vad);
+    if (p->diarizer) {
+        transcribe_model_free(p->diarizer);
+        pthread_mutex_destroy(&p->diar_compute);
+    }
     memset(p, 0, sizeof *p);
 }
 

@@ -153,6 +153,7 @@ static void verbose_words(FILE *f, const cli_result *r) {
         put_seconds(f, w->t0_ms);
         fputs(",\"end\":", f);
         put_seconds(f, w->t1_ms);
+        if (w->speaker_id > 0) fprintf(f, ",\"speaker\":\"S%d\"", (int)w->speaker_id);
         fputc('}', f);
     }
     fputc(']', f);
@@ -187,7 +188,10 @@ bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *in
     case SRV_FMT_VERBOSE_JSON:
         fprintf(b.f,
                 "{\"task\":\"%s\",\"language\":", info->translate ? "translate" : "transcribe");
-        cli_json_str(b.f, info->translate ? "en" : info->language);
+        if (info->translate || (info->language && info->language[0]))
+            cli_json_str(b.f, info->translate ? "en" : info->language);
+        else
+            fputs("null", b.f);
         if (r->emotion[0]) { /* audio tags, only where the model gives them */
             fputs(",\"emotion\":", b.f);
             cli_json_str(b.f, r->emotion);

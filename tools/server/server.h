@@ -45,6 +45,7 @@ typedef struct srv_opts {
     int shutdown_grace_s;
     int drain_delay_s;          /* after SIGTERM: /health 503 while serving, before refusing */
     const char *vad_model_path; /* --vad-model; NULL: the bundled one if present */
+    const char *diarizer_path;  /* --diarizer; NULL: none */
     bool quiet;
 } srv_opts;
 
@@ -75,7 +76,17 @@ typedef struct srv_pool {
     srv_model *models;
     int n;
     struct transcribe_vad_model *vad; /* for requests with vad=true; NULL: none */
+    /* --diarizer: speaker attribution for diarize=true on a model that cannot
+     * tell speakers itself (run_params.diarizer); NULL: none. It is a model
+     * too (docs/c-api.md §1.6): runs that use it take diar_compute as well
+     * (after their model's compute), one at a time over all models. */
+    struct transcribe_model *diarizer;
+    pthread_mutex_t diar_compute;
 } srv_pool;
+
+/* Whether diarize=true gives speakers on m: its own diarization, else the
+ * server's --diarizer. */
+bool srv_model_diarizes(const srv_pool *p, const srv_model *m);
 
 /* Loads every model and creates its sessions; false (logged) on failure. */
 bool srv_pool_open(srv_pool *p, const srv_opts *o);
@@ -249,9 +260,14 @@ void srv_job_run(srv_request *rq);
  * WAV in this process, any other container in a short-lived child process
  * (codec leaks and crashes end with it) given at most timeout_s (0: no
  * limit). *pcm is freed with free(). ERR_BACKEND: no child could be
- * started; a child that crashed, hung or sent garbage: ERR_INVALID_ARG. */
+ * started; a child that crashed, hung or sent garbage: ERR_INVALID_ARG.
+ * A failure leaves in why (cap bytes) the library's reason, its first error
+ * message ("" when it gave none). */
 transcribe_status srv_decode_upload(const char *path, int rate, int64_t max_ms, int timeout_s,
-                                    float **pcm, int *n);
+                                    float **pcm, int *n, char *why, size_t why_cap);
+/* main.c: from now on this thread's first error-level library message is
+ * copied into buf (cleared now); NULL ends it. */
+void srv_log_capture(char *buf, size_t cap);
 /* Whether the client of rq is gone or its deadline passed (polled at most
  * every 20 ms); the run's abort callback and the queue wait use it. */
 bool srv_request_should_stop(srv_request *rq);
@@ -266,7 +282,9 @@ typedef struct srv_run_info {
     int64_t *window_t0, *window_t1;
     int n_windows;
     float temperature;
-    const char *language; /* detected, else asked for, else the model's only one */
+    /* detected, else asked for, else the model's only one where the run
+     * gave text; NULL: unknown (verbose_json says null) */
+    const char *language;
     /* text / srt / vtt: the body as the library renders the result
      * (transcribe_format_result, the CLI's bytes); malloc'ed, or NULL */
     char *rendered;

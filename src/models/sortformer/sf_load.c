@@ -230,6 +230,7 @@ void tr_sf_model_describe(const sf_model *m, tr_model_desc *desc) {
     tr_model_desc_begin(desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant,
                         TRANSCRIBE_TIMESTAMPS_NONE);
     desc->features[TRANSCRIBE_FEATURE_DIARIZATION] = true;
+    desc->speakers_only = true; /* speaker rows, no transcript (docs/formats/sortformer.md §6.5) */
     /* the streaming driver takes any length in one run (docs/formats/sortformer.md §8: no input
      * limit), and only one run keeps the speaker slots consistent over the input */
     desc->features[TRANSCRIBE_FEATURE_LONG_FORM] = true;
