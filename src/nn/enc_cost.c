@@ -109,3 +109,27 @@ bool tr_enc_cost_granite(const struct gguf_file *g, const char *prefix, int64_t 
     out->gemm_n = (int)F;
     return true;
 }
+
+bool tr_enc_cost_sanm(const struct gguf_file *g, const char *prefix, int64_t T, tr_enc_cost *out,
+                      const char **why) {
+    char k[160];
+#define SK(name) (snprintf(k, sizeof k, "%s%s", prefix, name), k)
+    const double nb = tr_enc_cost_u32(g, SK("n_blocks"), 0),
+                 tp = tr_enc_cost_u32(g, SK("tp_blocks"), 0),
+                 d = tr_enc_cost_u32(g, SK("d_model"), 0),
+                 di = tr_enc_cost_u32(g, SK("d_input"), 0), F = tr_enc_cost_u32(g, SK("d_ff"), 0),
+                 kk = tr_enc_cost_u32(g, SK("kernel_size"), 0);
+#undef SK
+    if (nb < 2 || !d || !di || !F || !kk) {
+        *why = "missing SAN-M encoder keys";
+        return false;
+    }
+    const double t = (double)T;
+    const double per = 2 * t * d * d + 4 * t * t * d + 2 * t * d * kk + 4 * t * d * F;
+    out->windows = 1;
+    out->gflop = (2 * t * di * 3 * d + 2 * t * d * 3 * d * (nb - 1 + tp) + per * (nb + tp)) * 1e-9;
+    out->frames = (int)T;
+    out->gemm_k = (int)d;
+    out->gemm_n = (int)F;
+    return true;
+}

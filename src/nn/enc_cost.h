@@ -60,4 +60,13 @@ double tr_enc_cost_fc_pass(const tr_fc_hparams *hp, long T_mel, long *T_out);
 bool tr_enc_cost_granite(const struct gguf_file *g, const char *prefix, int64_t n, tr_enc_cost *out,
                          const char **why);
 
+/* The two-tier SAN-M encoder (sanm.h) over T rows, under the keys prefix (e.g.
+ * "stt.sensevoice.encoder."): the projection block's fused qkv (d_input → 3·d), every other
+ * block's (d → 3·d), and per block the output projection, attention 4·T²·d, the FSMN taps
+ * 2·T·d·k and the FFN. Fills out (gflop, one window, frames T, the FFN GEMM shape), family
+ * left to the caller, who adds what its own stack runs beside; false with *why when keys are
+ * missing. */
+bool tr_enc_cost_sanm(const struct gguf_file *g, const char *prefix, int64_t T, tr_enc_cost *out,
+                      const char **why);
+
 #endif

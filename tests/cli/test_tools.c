@@ -1,10 +1,10 @@
 /* Runs the other programs as a person meets them (argv[1..3]: paths of
  * transcribe-bench, transcribe-inspect, transcribe-quantize): help texts
  * that exit 0 and name every mode, the model bench's audio-LLM figures on
- * a tiny model (fields present, no timing judged), errors for out-of-range
- * token ids, a
- * quantization that says which tensors fell back and why, and a clear
- * refusal of a whisper.cpp .bin input. */
+ * a tiny model (fields present, no timing judged), a family's encoder count
+ * (Fun-ASR-Nano: the SAN-M rows, timed apart from its adaptor), errors for
+ * out-of-range token ids, a quantization that says which tensors fell back
+ * and why, and a clear refusal of a whisper.cpp .bin input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +54,24 @@ static void bench_model_llm(const char *bench) {
     static const char *const fields[] = {
         "\"prefill_gflop\":", "\"prefill_gflops\":", "\"prefill_sgemm_shape\":\"158x64x128\"",
         "\"prefill_vs_sgemm\":", "\"probe_step_vs_floor\":"};
+    for (int i = 0; i < 5; i++)
+        CHECK_MSG(strstr(g_out, fields[i]), "no %s in: %s", fields[i], g_out);
+}
+
+/* The model mode on the tiny Fun-ASR-Nano file: its enc_cost hook counts the
+ * SAN-M stack over the clip's 42 LFR rows (d_model 32, d_ff 64; 0.0071
+ * GFLOP, docs/formats/funasr_nano.md §4) and the encoder's time is split
+ * from the adaptor's (encoder_ms / projector_ms). */
+static void bench_model_fn(const char *bench) {
+    char args[2048];
+    snprintf(args, sizeof args,
+             "model -m '%s/tests/data/funasr_nano/fun-asr-nano-tiny-ref-F32.gguf' "
+             "'%s/tests/data/funasr_nano/clip.wav' --threads 2 --step-pairs 0",
+             TR_SOURCE_DIR, TR_SOURCE_DIR);
+    EXPECT_RUN(bench, args, 0, g_out, "\"enc_family\":\"funasr_nano\"");
+    static const char *const fields[] = {
+        "\"enc_windows\":1,\"enc_gflop\":0.01,", "\"enc_frames\":42,\"sgemm_shape\":\"1500x32x64\"",
+        "\"encoder_ms\":", "\"projector_ms\":", "\"step_vs_floor\":"};
     for (int i = 0; i < 5; i++)
         CHECK_MSG(strstr(g_out, fields[i]), "no %s in: %s", fields[i], g_out);
 }
@@ -111,6 +129,7 @@ int main(int argc, char **argv) {
     }
     bench_help(argv[1]);
     bench_model_llm(argv[1]);
+    bench_model_fn(argv[1]);
     const char *model = TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf";
     const char *bin = TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.bin";
     inspect(argv[2], model);

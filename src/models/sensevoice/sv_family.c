@@ -37,22 +37,14 @@ static transcribe_status fam_run(void *session, const float *pcm, int n_samples,
 }
 
 /* Tool hook (transcribe-bench): one encoder pass over T = T_lfr + 4 rows
- * (docs/formats/sensevoice.md §4–§5): per block the fused qkv (din → 3d),
- * the output projection, attention 4·T²·d, the FSMN taps 2·T·d·k and the
- * FFN; then the CTC head. */
+ * (docs/formats/sensevoice.md §4–§5; nn/enc_cost.h counts the SAN-M stack),
+ * then the CTC head. */
 static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out, const char **why) {
-#define EK(name) "stt.sensevoice.encoder." name
-    const double nb = tr_enc_cost_u32(g, EK("n_blocks"), 0),
-                 tp = tr_enc_cost_u32(g, EK("tp_blocks"), 0),
-                 d = tr_enc_cost_u32(g, EK("d_model"), 0),
-                 di = tr_enc_cost_u32(g, EK("d_input"), 0), F = tr_enc_cost_u32(g, EK("d_ff"), 0),
-                 k = tr_enc_cost_u32(g, EK("kernel_size"), 0);
-#undef EK
     const int64_t win = tr_enc_cost_u32(g, "stt.frontend.win_length", 400),
                   hop = tr_enc_cost_u32(g, "stt.frontend.hop_length", 160),
                   lfr_n = tr_enc_cost_u32(g, "stt.frontend.lfr_n", 6);
-    if (nb < 2 || !d || !di || !F || !k || win <= 0 || hop <= 0 || lfr_n <= 0) {
-        *why = "missing sensevoice encoder keys";
+    if (win <= 0 || hop <= 0 || lfr_n <= 0) {
+        *why = "missing sensevoice front-end keys";
         return false;
     }
     if (n < win) {
@@ -60,18 +52,11 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
         return false;
     }
     const int64_t frames = 1 + (n - win) / hop, T_lfr = (frames + lfr_n - 1) / lfr_n;
-    const double T = (double)(T_lfr + 4);
-    const double per = 2 * T * d * d + 4 * T * T * d + 2 * T * d * k + 4 * T * d * F;
+    if (!tr_enc_cost_sanm(g, "stt.sensevoice.encoder.", T_lfr + 4, out, why)) return false;
     const int64_t tk = tr_gguf_find_key(g, "tokenizer.ggml.tokens");
     const double V = tk >= 0 ? (double)tr_gguf_kv_arr_n(g, tk) : 0; /* the CTC head's rows */
     out->family = "sensevoice";
-    out->windows = 1;
-    out->gflop =
-        (2 * T * di * 3 * d + 2 * T * d * 3 * d * (nb - 1 + tp) + per * (nb + tp) + 2 * T * d * V) *
-        1e-9;
-    out->frames = (int)T;
-    out->gemm_k = (int)d;
-    out->gemm_n = (int)F;
+    out->gflop += 2.0 * (double)(T_lfr + 4) * out->gemm_k * V * 1e-9;
     return true;
 }
 

@@ -398,8 +398,9 @@ transcribe_status tr_vx_run(vx_session *s, const float *pcm, int n_samples, tr_r
     tr_run_span enc = {ctx, 0.0, TR_RUN_ENCODED};
     tr_clm_state_trim(s->dec.lm);
     tr_mem_release_free();
-    const double t1 = tr_time_ms();
     st = prepare(s, pcm, n_samples, ctx, &enc, &x, &ids, &n_ids, &n_audio);
+    /* the decode stage starts after the mel and the encoder (their own timings) */
+    const double t1 = tr_time_ms();
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, n_audio);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
