@@ -128,8 +128,7 @@ static bool poll_abort(void *user) {
  * offline loop trims them). */
 static bool take(vxr_session *s, int32_t tok) {
     s->ids[s->n_ids++] = tok;
-    const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-    const int keep = tr_repeat_keep(&g, s->ids, s->n_ids, NULL);
+    const int keep = tr_vxr_guard_keep(s->m, s->ids, s->n_ids, false);
     if (s->n_ids > 1 && keep < s->n_ids) {
         TR_WARN(WHO ": the stream's output repeats itself; stopped after %d tokens, kept %d",
                 s->n_ids, keep);
