@@ -16,7 +16,19 @@
  *    timestamps.
  *  - compute per second of audio: wall time spent inside feed and finalize
  *    divided by the audio length (< 1 keeps up with real time on this
- *    host); the slowest single feed is printed beside it.
+ *    host); the slowest single feed is printed beside it, and the process's
+ *    CPU time over the same calls (all threads) per second of audio.
+ *  - row commit delay, for any model (word timestamps or not): on a clock
+ *    where each feed's audio arrives in real time (a feed starts when its
+ *    last sample has arrived or when the previous call returned, whichever
+ *    is later, and lasts its measured wall time), the time at which a call
+ *    returned with the update's audio_committed_ms past the end of an 80 ms
+ *    slice of the input minus that end: median and p90 over every slice
+ *    (finalize commits what is left). It counts the pacing and the compute,
+ *    not a model's own lag behind the audio (e.g. Voxtral Realtime's delay
+ *    tokens); lag_max_s is the most a call finished behind its audio.
+ *
+ * --offline 0 skips the offline run (word commit delay null).
  *
  * --att-right R selects a cache-aware Parakeet file's lookahead (the PKST
  * stream extension), --buffered L,C,R (ms; -1 = default) a unified-en
@@ -52,6 +64,13 @@
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* CPU time of the process, every thread (ms). */
+static double cpu_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
@@ -276,7 +295,7 @@ static void align(const words *a, const words *b, int *match) {
 int bench_stream(int argc, char **argv) {
     const char *model = NULL;
     const char *files[64];
-    int n_files = 0, threads = 0, feed_ms = 100, att_right = -2;
+    int n_files = 0, threads = 0, feed_ms = 100, att_right = -2, offline = 1;
     int lcr_ms[3] = {-2, -2, -2}; /* --buffered: the PKBS fields */
     const char *buffered = NULL;
     for (int i = 1; i + 2 < argc; i++) { /* file-rewriting modes, not measurements */
@@ -289,9 +308,10 @@ int bench_stream(int argc, char **argv) {
                               {"--threads", NULL, BENCH_OPT_INT, &threads},
                               {"--feed-ms", NULL, BENCH_OPT_INT, &feed_ms},
                               {"--att-right", NULL, BENCH_OPT_INT, &att_right},
-                              {"--buffered", NULL, BENCH_OPT_STR, &buffered}};
+                              {"--buffered", NULL, BENCH_OPT_STR, &buffered},
+                              {"--offline", NULL, BENCH_OPT_INT, &offline}};
     const char *bad = NULL;
-    if (!bench_parse_args(argc, argv, opts, 5, files, 64, &n_files, &bad)) {
+    if (!bench_parse_args(argc, argv, opts, 6, files, 64, &n_files, &bad)) {
         fprintf(stderr, "stream: unknown argument '%s'\n", bad);
         return 2;
     }
@@ -301,7 +321,7 @@ int bench_stream(int argc, char **argv) {
     }
     if (!model || n_files == 0 || feed_ms < 1) {
         fprintf(stderr, "usage: transcribe-bench stream -m MODEL AUDIO... [--threads N] "
-                        "[--feed-ms N] [--att-right R] [--buffered L,C,R]\n");
+                        "[--feed-ms N] [--att-right R] [--buffered L,C,R] [--offline 0]\n");
         return 2;
     }
     struct transcribe_session *s = NULL;
@@ -342,10 +362,10 @@ int bench_stream(int argc, char **argv) {
     struct transcribe_capabilities caps;
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(transcribe_get_model(s), &caps);
-    bool word_ts = caps.max_timestamp_kind >= TRANSCRIBE_TIMESTAMPS_WORD;
+    bool word_ts = caps.max_timestamp_kind >= TRANSCRIBE_TIMESTAMPS_WORD && offline;
     if (word_ts) rp.timestamps = TRANSCRIBE_TIMESTAMPS_WORD;
     double off_t0 = now_ms();
-    st = transcribe_run(s, all, (int)n, &rp);
+    st = !offline ? TRANSCRIBE_OK : transcribe_run(s, all, (int)n, &rp);
     double offline_ms = now_ms() - off_t0;
     int n_off = st == TRANSCRIBE_OK ? transcribe_n_words(s) : 0;
     words off = {0};
@@ -382,7 +402,12 @@ int bench_stream(int argc, char **argv) {
     int64_t *fed_ms = malloc((size_t)n_feeds * sizeof *fed_ms);
     int64_t *committed = malloc((size_t)n_feeds * sizeof *committed);
     int nf = 0;
-    double compute = 0, worst = 0;
+    double compute = 0, worst = 0, cpu = 0;
+    /* the row commit delay's clock (s) and the 80 ms slices committed so far */
+    const int64_t n_rows = (n + rate * 2 / 25 - 1) / (rate * 2 / 25);
+    double *row_delay = malloc(((size_t)n_rows + 1) * sizeof *row_delay);
+    double clk = 0, lag_max = 0;
+    int64_t rows = 0;
     struct transcribe_parakeet_stream_ext pk;
     transcribe_parakeet_stream_ext_init(&pk);
     pk.att_context_right = att_right;
@@ -397,14 +422,23 @@ int bench_stream(int argc, char **argv) {
     if (lcr_ms[0] >= -1) stp.family = &pb.ext;
     if (att_right < -1 && lcr_ms[0] < -1) stp.family = NULL;
     stp.window_fallback = true; /* any model: natively, else through the window driver */
-    st = fed_ms && committed ? transcribe_stream_begin(s, NULL, &stp) : TRANSCRIBE_ERR_OOM;
+    st = fed_ms && committed && row_delay ? transcribe_stream_begin(s, NULL, &stp)
+                                          : TRANSCRIBE_ERR_OOM;
     for (int64_t pos = 0; st == TRANSCRIBE_OK && pos < n; pos += feed) {
         int take = n - pos < feed ? (int)(n - pos) : feed;
-        double t0 = now_ms();
-        st = transcribe_stream_feed(s, all + pos, take, NULL);
+        struct transcribe_stream_update up;
+        transcribe_stream_update_init(&up);
+        double c0 = cpu_ms(), t0 = now_ms();
+        st = transcribe_stream_feed(s, all + pos, take, &up);
         double dt = now_ms() - t0;
+        cpu += cpu_ms() - c0;
         compute += dt;
         if (dt > worst) worst = dt;
+        const double arrive = (double)(pos + take) / rate;
+        clk = (clk > arrive ? clk : arrive) + dt * 1e-3;
+        if (clk - arrive > lag_max) lag_max = clk - arrive;
+        for (; rows < n_rows && (rows + 1) * 80 <= up.audio_committed_ms; rows++)
+            row_delay[rows] = clk - (double)(rows + 1) * 0.08;
         struct transcribe_stream_text t;
         transcribe_stream_text_init(&t);
         transcribe_stream_get_text(s, &t);
@@ -412,12 +446,18 @@ int bench_stream(int argc, char **argv) {
         committed[nf++] = (int64_t)t.committed_text_bytes;
     }
     if (st == TRANSCRIBE_OK) {
-        double t0 = now_ms();
+        double c0 = cpu_ms(), t0 = now_ms();
         st = transcribe_stream_finalize(s, NULL);
-        compute += now_ms() - t0;
+        const double dt = now_ms() - t0;
+        cpu += cpu_ms() - c0;
+        compute += dt;
+        const double end = (double)n / rate;
+        clk = (clk > end ? clk : end) + dt * 1e-3;
+        for (; rows < n_rows; rows++) row_delay[rows] = clk - (double)(rows + 1) * 0.08;
     }
     if (st != TRANSCRIBE_OK) {
         fprintf(stderr, "stream: %s\n", transcribe_status_string(st));
+        free(row_delay);
         free(all);
         free(off_end);
         free(fed_ms);
@@ -448,9 +488,17 @@ int bench_stream(int argc, char **argv) {
     double audio_s = (double)n / rate;
     printf("{\"bench\":\"stream\",\"model\":\"%s\",\"audio_s\":%.2f,\"threads\":%d,\"feed_ms\":%d,"
            "\"att_right\":%d,\"buffered_ms\":[%d,%d,%d],\"compute_s_per_audio_s\":%.4f,"
-           "\"max_feed_ms\":%.1f,\"offline_s_per_audio_s\":%.4f,",
+           "\"max_feed_ms\":%.1f,\"cpu_s_per_audio_s\":%.4f,\"lag_max_s\":%.2f,"
+           "\"offline_s_per_audio_s\":%.4f,",
            model, audio_s, threads, feed_ms, att_right < -1 ? -1 : att_right, lcr_ms[0], lcr_ms[1],
-           lcr_ms[2], compute / 1000.0 / audio_s, worst, offline_ms / 1000.0 / audio_s);
+           lcr_ms[2], compute / 1000.0 / audio_s, worst, cpu / 1000.0 / audio_s, lag_max,
+           !offline ? -1.0 : offline_ms / 1000.0 / audio_s);
+    if (n_rows > 0) {
+        qsort(row_delay, (size_t)n_rows, sizeof *row_delay, cmp_double);
+        printf("\"row_commit_delay_ms\":{\"median\":%.0f,\"p90\":%.0f,\"rows\":%lld},",
+               row_delay[n_rows / 2] * 1e3, row_delay[n_rows * 9 / 10] * 1e3, (long long)n_rows);
+    }
+    free(row_delay);
     if (off.n > 0 && str.n > 0 && commit_at) {
         int *match = malloc((size_t)str.n * sizeof *match);
         double *delay = malloc((size_t)str.n * sizeof *delay);

@@ -71,14 +71,17 @@ static const char k_llm_batch[] =
 
 static const char k_stream[] =
     "usage: transcribe-bench stream -m MODEL AUDIO... [--threads N] [--feed-ms N]\n"
-    "                               [--att-right R] [--buffered L,C,R]\n"
+    "                               [--att-right R] [--buffered L,C,R] [--offline 0]\n"
     "       transcribe-bench stream --make-cache-aware IN.gguf OUT.gguf [R]\n"
     "       transcribe-bench stream --make-unified IN.gguf OUT.gguf\n"
     "\n"
     "Streams the files (feeds of --feed-ms, default 100) and reports the delay from a\n"
     "word's end in the audio to its commit (median, p90) and the compute per second of\n"
-    "audio. --att-right picks a cache-aware Parakeet file's lookahead. The second form\n"
-    "rewrites an offline Parakeet file into the cache-aware streaming schema with\n"
+    "audio (wall and CPU), and for any model the delay from the end of each 80 ms of\n"
+    "audio, arriving in real time, to the call that commits past it (median, p90).\n"
+    "--offline 0 skips the offline run the word delays need. --att-right picks a\n"
+    "cache-aware Parakeet file's lookahead. The second form rewrites an offline\n"
+    "Parakeet file into the cache-aware streaming schema with\n"
     "default context (70, R) (R of 13, 6, 1, 0), for measuring at real dimensions.\n"
     "--buffered picks a unified-en file's buffered window in ms (PKBS; -1 = default);\n"
     "--make-unified rewrites an offline Parakeet file into unified-en-0.6b's schema.\n";

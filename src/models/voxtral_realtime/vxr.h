@@ -153,6 +153,12 @@ void tr_vxr_prompt(const vxr_session *s, int d, const float *audio, float *x);
 transcribe_status tr_vxr_fill_result(const vxr_model *m, const int32_t *ids, int n,
                                      int64_t n_samples, tr_result *res);
 bool tr_vxr_ids_reserve(vxr_session *s, int n);
+/* The repetition guard over the text ids of ids[0..n) (control ids, such as the [STREAMING_PAD]
+ * the model emits for every 80 ms without a new word, never trip it): how many of the ids to keep.
+ * n when no guarded loop; else the ids before the first text id the guard drops, at the first
+ * text prefix that trips it (every prefix when scan, else only the whole, as a stream checks it
+ * after each id). */
+int tr_vxr_guard_keep(const vxr_model *m, const int32_t *ids, int n, bool scan);
 
 /* ---- streaming (vxr_stream.c) ---- */
 transcribe_status tr_vxr_validate_stream(const vxr_model *m, const struct transcribe_ext *ext);

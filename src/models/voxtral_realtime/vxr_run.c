@@ -132,6 +132,36 @@ void tr_vxr_prompt(const vxr_session *s, int d, const float *audio, float *x) {
     for (size_t i = 0; i < (size_t)T * D; i++) x[i] += audio[i];
 }
 
+/* The shared guard (nn/greedy.h) over the text ids only: a trained model emits [STREAMING_PAD]
+ * for every 80 ms without a new word, so a pause of 64 rows (5.12 s) is a period-1 loop of control
+ * ids that must not stop the run (docs/formats/voxtral_realtime.md §6.4 has no guard; the horizon
+ * bounds the decode). */
+int tr_vxr_guard_keep(const vxr_model *m, const int32_t *ids, int n, bool scan) {
+    int32_t *text = malloc((size_t)(n > 0 ? n : 1) * sizeof *text);
+    int *at = malloc((size_t)(n > 0 ? n : 1) * sizeof *at);
+    int keep = n, nt = 0;
+    if (!text || !at) { /* out of memory: no guard (the horizon still bounds the run) */
+        free(text);
+        free(at);
+        return n;
+    }
+    for (int i = 0; i < n; i++)
+        if (!tr_tokenizer_is_control(m->tok, ids[i])) {
+            at[nt] = i;
+            text[nt++] = ids[i];
+        }
+    const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
+    for (int k = scan ? 2 : nt; k <= nt; k++) {
+        const int kt = tr_repeat_keep(&g, text, k, NULL);
+        if (k > 1 && kt < k) {
+            keep = at[kt];
+            break;
+        }
+    }
+    free(text);
+    free(at);
+    return keep;
+}
 /* ---- output (docs/formats/voxtral_realtime.md §6.5) ---- */
 
 static bool is_space(char c) {
@@ -289,7 +319,7 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
                                    .max_n_kv = na,
                                    .should_abort = tr_run_abort_poll,
                                    .abort_user = ctx,
-                                   .repeat = TR_REPEAT_GUARD_DEFAULT,
+                                   /* the guard over text ids: after the loop */
                                    .on_step = tr_run_span_step,
                                    .step_user = &span};
         tr_run_report_progress(ctx, span.lo);
@@ -299,8 +329,13 @@ transcribe_status tr_vxr_run(vxr_session *s, const float *pcm, int n_samples, tr
         /* docs/formats/voxtral_realtime.md §6.4: reaching the audio horizon ends the run normally
          * (the guard trims, so a truncation with every position's token is the horizon) */
         if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && n_out == max_new) st = TRANSCRIBE_OK;
-        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            TR_WARN(WHO ": the output repeats itself; stopped after %d tokens", n_out);
+        const int keep = st == TRANSCRIBE_OK ? tr_vxr_guard_keep(m, s->ids, n_out, true) : n_out;
+        if (keep < n_out) {
+            TR_WARN(WHO ": the output repeats itself; stopped after %d tokens, kept %d", n_out,
+                    keep);
+            n_out = keep;
+            st = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        }
         tr_run_report_decoded(ctx, st);
         s->n_ids = n_out;
         s->dec.steps_ms = tr_time_ms() - t2;
@@ -361,6 +396,15 @@ static transcribe_status fill_row(const tr_clm_batch_job *job, int i, tr_clm_bat
     /* docs/formats/voxtral_realtime.md §8: a row that reaches its audio horizon is complete */
     if (row->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED && row->n_out == row->max_new)
         row->status = TRANSCRIBE_OK;
+    const int keep = row->status == TRANSCRIBE_OK
+                         ? tr_vxr_guard_keep(b->s->m, row->out, row->n_out, true)
+                         : row->n_out;
+    if (keep < row->n_out) {
+        TR_WARN(WHO ": batch row %d repeats itself; stopped after %d tokens, kept %d", i,
+                row->n_out, keep);
+        row->n_out = keep;
+        row->status = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    }
     return tr_vxr_fill_result(b->s->m, row->out, row->n_out, job->n_samples[i], ctx->result);
 }
 
@@ -383,18 +427,9 @@ transcribe_status tr_vxr_run_batch(vxr_session *s, const float *const *pcm, cons
     batch_ctx b = {s, calloc((size_t)n, sizeof(float *)), calloc((size_t)n, sizeof(int)), 0};
     transcribe_status st = TRANSCRIBE_ERR_OOM;
     if (b.audio && b.n_audio) {
-        const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-        const tr_clm_batch_job job = {&k_batch,
-                                      {.eos = m->hp.eos,
-                                       .repeat_max_period = g.max_period,
-                                       .repeat_min_repeats = g.min_repeats,
-                                       .repeat_min_tokens = g.min_tokens},
-                                      ctxs[0].pool,
-                                      s,
-                                      pcm,
-                                      n_samples,
-                                      ctxs,
-                                      &b};
+        /* the guard over text ids: fill_row */
+        const tr_clm_batch_job job = {&k_batch, {.eos = m->hp.eos}, ctxs[0].pool, s,
+                                      pcm,      n_samples,          ctxs,         &b};
         st = tr_clm_decode_batch(&s->dec, &job, n);
     }
     tr_clm_clear_input_rows(s->dec.lm);

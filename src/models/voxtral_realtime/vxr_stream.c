@@ -128,8 +128,7 @@ static bool poll_abort(void *user) {
  * offline loop trims them). */
 static bool take(vxr_session *s, int32_t tok) {
     s->ids[s->n_ids++] = tok;
-    const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-    const int keep = tr_repeat_keep(&g, s->ids, s->n_ids, NULL);
+    const int keep = tr_vxr_guard_keep(s->m, s->ids, s->n_ids, false);
     if (s->n_ids > 1 && keep < s->n_ids) {
         TR_WARN(WHO ": the stream's output repeats itself; stopped after %d tokens, kept %d",
                 s->n_ids, keep);
@@ -206,10 +205,12 @@ static transcribe_status build_result(vxr_session *s, tr_result *res) {
 static void report(vxr_session *s, tr_stream_ctx *ctx, bool final) {
     struct vxr_stream *st = s->stream;
     const int64_t sr = s->m->mel.sample_rate;
-    /* audio the decoder has passed: positions past the 32 left-pad tokens, 80 ms each */
+    /* audio the decoder has passed: positions past the 32 left-pad tokens, 80 ms each; once
+     * decoding has ended (EOS, guard, position cap) no audio can add text: all of it is passed */
     const int64_t R = (int64_t)s->m->hp.per_tok * s->m->mel.hop_length;
     int64_t done = ((int64_t)st->p - VXR_LEFT_PAD_TOK) * R;
     if (done < 0 || !st->prefilled) done = 0;
+    if (st->done) done = st->n_fed;
     if (done > st->n_fed) done = st->n_fed;
     ctx->audio_committed_ms = done * 1000 / sr;
     ctx->buffered_ms = final ? 0 : (st->n_fed - done) * 1000 / sr;
