@@ -98,6 +98,19 @@ static void tensors(const char *dtype, const float *pcm, int n) {
         /* Q8_0: the reference dequantizes the same weights (measured ~6e-7) */
         compare(name, s->enc.audio, (int)na, D, 2e-3);
     }
+    /* the half-float key / value ring of F16 sessions: the same rows within F16 rounding */
+    vxr_enc e16;
+    if (tr_vxr_enc_init(&e16, m, true)) {
+        CHECK(e16.kh && e16.vh && !e16.kr && !e16.vr);
+        CHECK(tr_vxr_enc_push(&e16, g_pool, pcm, n, NULL, NULL) == TRANSCRIBE_OK);
+        CHECK(tr_vxr_enc_finish(&e16, g_pool, n, 6, NULL, NULL) == TRANSCRIBE_OK);
+        CHECK(e16.n_audio == tr_vxr_n_audio(m, n, 6));
+        snprintf(name, sizeof name, "clip%s.proj", sfx);
+        compare(name, e16.audio, e16.n_audio, D, 2e-3);
+        tr_vxr_enc_free(&e16);
+    } else {
+        CHECK(!"tr_vxr_enc_init(f16)");
+    }
     /* logits: the prefill (row 0) and steps over the reference's ids (rows 1..) */
     snprintf(path, sizeof path, "%s/clip%s.tokens.npy", VXR_DIR, sfx);
     npy_array tk, lg;

@@ -81,13 +81,14 @@ typedef struct vxr_enc {
     float *buf; /* samples [buf0, buf0 + n_buf) of the left-padded signal */
     int64_t buf0;
     int n_buf, buf_cap;
-    int64_t n_total;  /* samples of the left-padded signal so far (right padding included) */
-    int64_t mel_next; /* next mel frame */
-    int64_t mel_end;  /* mel frames of the finished signal (-1: not finished) */
-    float *mel_hist;  /* mel frames mel_next-2, mel_next-1 [2][n_mels] */
-    float *c0_hist;   /* conv0 frame mel_next-1 [enc_d] */
-    float *kr, *vr;   /* per layer key / value ring [L][ring][A] */
-    int ring, kv_n;   /* rows per layer, rows held (positions kv0 .. kv0 + kv_n - 1) */
+    int64_t n_total;   /* samples of the left-padded signal so far (right padding included) */
+    int64_t mel_next;  /* next mel frame */
+    int64_t mel_end;   /* mel frames of the finished signal (-1: not finished) */
+    float *mel_hist;   /* mel frames mel_next-2, mel_next-1 [2][n_mels] */
+    float *c0_hist;    /* conv0 frame mel_next-1 [enc_d] */
+    float *kr, *vr;    /* per layer key / value ring [L][ring][A] (F32 sessions) */
+    uint16_t *kh, *vh; /* the same rings in half floats (F16 sessions; kr / vr NULL) */
+    int ring, kv_n;    /* rows per layer, rows held (positions kv0 .. kv0 + kv_n - 1) */
     int64_t kv0, enc_next;
     float *audio; /* rows [audio0, audio0 + n_audio) [d_model] */
     int64_t audio0;
@@ -97,7 +98,9 @@ typedef struct vxr_enc {
     bool finished;
 } vxr_enc;
 
-bool tr_vxr_enc_init(vxr_enc *e, const vxr_model *m);
+/* f16: hold the key / value ring in half floats (the session's F16 cache type): half the
+ * memory, attention on the F16-rounded keys and values. */
+bool tr_vxr_enc_init(vxr_enc *e, const vxr_model *m, bool f16);
 void tr_vxr_enc_reset(vxr_enc *e);
 void tr_vxr_enc_free(vxr_enc *e);
 /* Pushes n samples (finite) and encodes what they complete. OK, OOM or ABORTED (polled between

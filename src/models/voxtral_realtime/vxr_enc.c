@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "models/voxtral_realtime/vxr.h"
+#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
@@ -37,19 +38,28 @@ static size_t attn_width(const vxr_model *m) {
     return (size_t)m->hp.enc_heads * m->hp.enc_hd;
 }
 
-bool tr_vxr_enc_init(vxr_enc *e, const vxr_model *m) {
+bool tr_vxr_enc_init(vxr_enc *e, const vxr_model *m, bool f16) {
     memset(e, 0, sizeof *e);
     e->m = m;
     const vxr_hparams *h = &m->hp;
     e->ring = h->enc_window - 1 + VXR_ENC_CHUNK;
     const size_t per = (size_t)h->enc_layers * e->ring * attn_width(m);
-    e->kr = malloc(per * sizeof(float));
-    e->vr = malloc(per * sizeof(float));
+    const size_t elt = f16 ? sizeof(uint16_t) : sizeof(float);
+    bool ring_ok;
+    if (f16) {
+        e->kh = malloc(per * elt);
+        e->vh = malloc(per * elt);
+        ring_ok = e->kh && e->vh;
+    } else {
+        e->kr = malloc(per * elt);
+        e->vr = malloc(per * elt);
+        ring_ok = e->kr && e->vr;
+    }
     e->mel_hist = malloc((size_t)2 * h->n_mels * sizeof(float));
     e->c0_hist = malloc((size_t)h->enc_d * sizeof(float));
-    if (!e->kr || !e->vr || !e->mel_hist || !e->c0_hist) {
+    if (!ring_ok || !e->mel_hist || !e->c0_hist) {
         TR_ERROR("voxtral_realtime: out of memory for the encoder's key ring (%zu MiB)",
-                 2 * per * sizeof(float) >> 20);
+                 2 * per * elt >> 20);
         tr_vxr_enc_free(e);
         return false;
     }
@@ -80,6 +90,8 @@ void tr_vxr_enc_free(vxr_enc *e) {
     free(e->c0_hist);
     free(e->kr);
     free(e->vr);
+    free(e->kh);
+    free(e->vh);
     free(e->audio);
     free(e->work);
     memset(e, 0, sizeof *e);
@@ -148,9 +160,14 @@ static void ring_make_room(vxr_enc *e, int n) {
     if (keep > e->kv_n) keep = e->kv_n;
     const int from = e->kv_n - keep;
     for (int l = 0; l < m->hp.enc_layers; l++) {
-        float *k = e->kr + (size_t)l * e->ring * A, *v = e->vr + (size_t)l * e->ring * A;
-        memmove(k, k + (size_t)from * A, (size_t)keep * A * sizeof(float));
-        memmove(v, v + (size_t)from * A, (size_t)keep * A * sizeof(float));
+        const size_t at = (size_t)l * e->ring * A, off = (size_t)from * A, cnt = (size_t)keep * A;
+        if (e->kh) {
+            memmove(e->kh + at, e->kh + at + off, cnt * sizeof(uint16_t));
+            memmove(e->vh + at, e->vh + at + off, cnt * sizeof(uint16_t));
+        } else {
+            memmove(e->kr + at, e->kr + at + off, cnt * sizeof(float));
+            memmove(e->vr + at, e->vr + at + off, cnt * sizeof(float));
+        }
     }
     e->kv0 += from;
     e->kv_n = keep;
@@ -169,18 +186,29 @@ static void blocks(vxr_enc *e, tr_pool *pool, float *x, int n, float *scr) {
           *t = u + rn * F;
     int32_t *pos = (int32_t *)(t + rn * d);
     float *bias = (float *)(pos + rn + 1);
+    /* F16 rings: this call's keys / values in F32 before they are rounded into the ring */
+    float *kt = bias + (size_t)H * QB * (W - 1 + QB), *vt = kt + rn * A;
+    const bool f16 = e->kh != NULL;
     for (int i = 0; i < n; i++) pos[i] = (int32_t)(P + i);
     const int row0 = (int)(P - e->kv0); /* ring row of position P */
     for (int l = 0; l < h->enc_layers; l++) {
         const vxr_enc_block *b = &m->enc[l];
-        float *kr = e->kr + (size_t)l * e->ring * A, *vr = e->vr + (size_t)l * e->ring * A;
-        float *k = kr + (size_t)row0 * A, *v = vr + (size_t)row0 * A;
+        const size_t at = (size_t)l * e->ring * A;
+        float *kr = f16 ? NULL : e->kr + at, *vr = f16 ? NULL : e->vr + at;
+        uint16_t *kh = f16 ? e->kh + at : NULL, *vh = f16 ? e->vh + at : NULL;
+        float *k = f16 ? kt : kr + (size_t)row0 * A, *v = f16 ? vt : vr + (size_t)row0 * A;
         tr_rms_norm(pool, x, y, n, d, b->norm_attn, h->enc_eps);
         tr_linear(pool, b->wq, b->bq, y, n, q);
         tr_linear(pool, b->wk, NULL, y, n, k);
         tr_linear(pool, b->wv, b->bv, y, n, v);
         tr_rope(q, n, H, hd, A, pos, hd, h->enc_theta, true);
         tr_rope(k, n, H, hd, A, pos, hd, h->enc_theta, true);
+        if (f16)
+            for (int i = 0; i < n; i++) {
+                const size_t o_src = (size_t)i * A, o_dst = (size_t)(row0 + i) * A;
+                tr_quantize_row(TR_F16, k + o_src, kh + o_dst, A);
+                tr_quantize_row(TR_F16, v + o_src, vh + o_dst, A);
+            }
         /* query blocks: keys from the first query's window start to the block's last row;
          * keys before a later query's window are masked */
         for (int i0 = 0; i0 < n; i0 += QB) {
@@ -201,8 +229,8 @@ static void blocks(vxr_enc *e, tr_pool *pool, float *x, int n, float *scr) {
                     memcpy(bias + (size_t)hh * nq * nk, bias, (size_t)nq * nk * sizeof(float));
             const tr_attn_args a = {.q = q + (size_t)i0 * A,
                                     .q_stride = A,
-                                    .k = kr + (size_t)r_lo * A,
-                                    .v = vr + (size_t)r_lo * A,
+                                    .k = f16 ? NULL : kr + (size_t)r_lo * A,
+                                    .v = f16 ? NULL : vr + (size_t)r_lo * A,
                                     .kv_stride = A,
                                     .out = o + (size_t)i0 * A,
                                     .out_stride = A,
@@ -216,7 +244,10 @@ static void blocks(vxr_enc *e, tr_pool *pool, float *x, int n, float *scr) {
                                     .causal = true,
                                     .causal_offset = nk - nq,
                                     .pos_bias = masked ? bias : NULL};
-            tr_attention(pool, &a);
+            if (f16)
+                tr_attention_f16kv(pool, &a, kh + (size_t)r_lo * A, vh + (size_t)r_lo * A);
+            else
+                tr_attention(pool, &a);
         }
         tr_linear(pool, b->wo, b->bo, o, n, t);
         tr_ew_add(pool, x, t, (long)rn * d);
@@ -261,7 +292,7 @@ static transcribe_status pass(vxr_enc *e, tr_pool *pool, int K) {
     const size_t wide = (size_t)(M > d ? M : d);
     const size_t stem = (size_t)(K + 2) * M + (size_t)K * 3 * wide + (size_t)(K + 1) * d;
     const size_t blk =
-        (size_t)n * (2 * d + 2 * A + 2 * F) + (size_t)n + 2 + (size_t)h->enc_heads * QB * nk_max;
+        (size_t)n * (2 * d + 4 * A + 2 * F) + (size_t)n + 2 + (size_t)h->enc_heads * QB * nk_max;
     size_t need = stem > blk ? stem : blk;
     if ((size_t)n_rows * D > need) need = (size_t)n_rows * D;
     float *w = work(e, need);

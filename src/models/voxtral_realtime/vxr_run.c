@@ -64,7 +64,8 @@ static transcribe_status vxr_setup(vxr_session *s, const tr_session_cfg *cfg) {
     if (st != TRANSCRIBE_OK) return st;
     tr_vxr_set_delay(s, m->hp.default_delay);
     if (s->delay != m->hp.default_delay) return TRANSCRIBE_ERR_OOM;
-    if (!tr_vxr_enc_init(&s->enc, m)) return TRANSCRIBE_ERR_OOM;
+    if (!tr_vxr_enc_init(&s->enc, m, cfg->kv_type != TRANSCRIBE_KV_TYPE_F32))
+        return TRANSCRIBE_ERR_OOM;
     return TRANSCRIBE_OK;
 }
 
