@@ -42,6 +42,12 @@ check() {
     if "$@"; then echo "ok   $what"; else echo "FAIL $what"; FAILS=$((FAILS + 1)); fi
 }
 MODEL=$SRC/models/parakeet-ctc-synth-en.gguf
+# for a failed phase: the balancer's log of answers other than 200 (its
+# termination state and retry count say who closed what)
+balancer_log() {
+    echo "     balancer log, answers other than 200 (last 20):"
+    grep ' transcribe replicas/' "$WORK/haproxy.log" | grep -v ' 200 ' | tail -20 | sed 's/^/     | /'
+}
 
 # replica NAME [PORT]: starts one (on a free port); sets NAME_PID and NAME_PORT
 replica() {
@@ -64,6 +70,8 @@ LB_PORT=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); 
 sed -e "s|bind 127.0.0.1:8080|bind 127.0.0.1:$LB_PORT|" \
     -e "s|server r1 127.0.0.1:8081|server r1 127.0.0.1:$A_PORT|" \
     -e "s|server r2 127.0.0.1:8082|server r2 127.0.0.1:$B_PORT|" \
+    -e 's|^global$|global\n    log stderr format raw local0 info|' \
+    -e 's|^defaults$|defaults\n    log global\n    option httplog|' \
     "$SRC/tools/server/deploy/haproxy.cfg" >"$WORK/haproxy.cfg"
 check "the balancer's configuration is valid (haproxy -c)" \
     "$HAPROXY" -q -c -f "$WORK/haproxy.cfg"
@@ -94,6 +102,7 @@ timeout 240 "$PY" "$SRC/tests/server/scaleout_client.py" --url "$LB" \
 sed 's/^/     | /' "$WORK/client.out"
 check "every request answered correctly or refused with a retryable status, none lost (rc=$RC)" \
     [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || balancer_log
 # the stopped replica has exited, 0; the other still serves
 rc_a=timeout
 for _ in $(seq 1 400); do
@@ -128,6 +137,7 @@ timeout 240 "$PY" "$SRC/tests/server/scaleout_client.py" --url "$LB" \
 sed 's/^/     | /' "$WORK/client2.out"
 check "abrupt stop: every request answered or refused with a retryable status, none lost (rc=$RC)" \
     [ "$RC" -eq 0 ]
+[ "$RC" -eq 0 ] || balancer_log
 rc_c=timeout
 for _ in $(seq 1 400); do
     if ! kill -0 "$C_PID" 2>/dev/null; then rc_c=0; wait "$C_PID" || rc_c=$?; break; fi

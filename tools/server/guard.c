@@ -21,6 +21,7 @@
  * under the same lock it cuts with, so a socket number that is reused
  * later is never cut by mistake. */
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -31,6 +32,8 @@ struct srv_conn {
     int fd;
     srv_conn_phase phase;
     double deadline; /* monotonic seconds */
+    double opened;   /* monotonic seconds of the accept */
+    bool fresh;      /* no request has come in on it yet */
     bool listed;
     bool cut; /* shut down by the guard: closing, not watched any more */
 };
@@ -144,6 +147,8 @@ srv_conn *srv_guard_open(srv_guard *g, int fd) {
     srv_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL; /* unwatched: the daemon's own limits still hold */
     c->fd = fd;
+    c->opened = srv_now();
+    c->fresh = true;
     pthread_mutex_lock(&g->mu);
     /* a quarter of the slots stays for newcomers: the longest waiting
      * connection makes room */
@@ -164,6 +169,7 @@ void srv_guard_phase(srv_guard *g, srv_conn *c, srv_conn_phase phase) {
     if (!c->cut) {
         unlist(g, c);
         c->phase = phase;
+        if (phase != SRV_CONN_HEADERS) c->fresh = false;
         if (phase != SRV_CONN_ACTIVE) {
             double wait = phase == SRV_CONN_BODY      ? g->body_s
                           : phase == SRV_CONN_HEADERS ? g->keepalive_s
@@ -182,6 +188,22 @@ void srv_guard_close(srv_guard *g, srv_conn *c) {
     c->fd = -1;
     pthread_mutex_unlock(&g->mu);
     free(c);
+}
+
+int srv_guard_arriving(srv_guard *g, double settle_s) {
+    if (!g) return 0;
+    int n = 0;
+    const double now = srv_now();
+    pthread_mutex_lock(&g->mu);
+    for (const srv_conn *c = g->head; c; c = c->next) {
+        if (c->phase != SRV_CONN_HEADERS || c->fd < 0) continue;
+        int unread = 0;
+        if ((c->fresh && now - c->opened < settle_s) ||
+            (ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0))
+            n++;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return n;
 }
 
 long long srv_guard_cut(const srv_guard *g, bool evicted) {

@@ -13,6 +13,10 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#ifdef __linux__
+#include <linux/filter.h>
+#endif
 
 #include "multipart.h"
 #include "server.h"
@@ -673,24 +677,55 @@ bool srv_http_start(srv_server *s) {
     return true;
 }
 
+/* Closes the listening socket without resetting a connection that the
+ * kernel has already accepted for us: closing a listening socket resets the
+ * connections in its queue, and a balancer that has streamed an upload on
+ * one of them cannot retry it (its client gets a 502). So new handshakes are
+ * first dropped (on Linux, a socket filter that takes nothing: the client
+ * sends its SYN again and then meets the closed port, a refusal it can
+ * retry elsewhere), the queue is emptied into the daemon (those requests
+ * are answered: 503 "shutting_down" with Retry-After), and then the socket
+ * is closed. */
+static void close_listener(srv_server *s, MHD_socket lsock) {
+#ifdef __linux__
+    struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
+    struct sock_fprog prog = {.len = 1, .filter = &drop_all};
+    (void)setsockopt(lsock, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog);
+#endif
+    int fl = fcntl(lsock, F_GETFL);
+    if (fl >= 0 && fcntl(lsock, F_SETFL, fl | O_NONBLOCK) == 0) {
+        for (;;) {
+            struct sockaddr_storage peer;
+            socklen_t len = sizeof peer;
+            int fd = accept(lsock, (struct sockaddr *)&peer, &len);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                break; /* EAGAIN: the queue is empty */
+            }
+            (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+            /* the daemon owns (and closes) it from here, even on failure */
+            (void)MHD_add_connection(s->daemon, fd, (const struct sockaddr *)&peer, len);
+        }
+    }
+    close(lsock);
+}
+
 void srv_http_stop(srv_server *s, int grace_s) {
     if (!s->daemon) return;
     atomic_store(&s->closing, 1);
     /* stop accepting; running requests finish (and new requests on open
      * connections get 503) */
     MHD_socket lsock = MHD_quiesce_daemon(s->daemon);
-    if (lsock != MHD_INVALID_SOCKET) close(lsock);
-    /* a connection accepted just before has its request line and headers
-     * on the way (a balancer sends them at once): a moment for them to be
-     * read, so its request counts in in_flight and finishes, rather than
-     * the connection closing under it (a balancer cannot retry a large
-     * upload it has already streamed: a 502 to its client) */
-    if (grace_s > 0) {
-        const double settle = srv_now() + 0.25;
-        while (srv_now() < settle) usleep(20 * 1000);
-    }
-    double until = srv_now() + grace_s;
-    while (atomic_load(&s->in_flight) > 0 && srv_now() < until) usleep(20 * 1000);
+    if (lsock != MHD_INVALID_SOCKET) close_listener(s, lsock);
+    /* Wait for the running requests, and for those on their way: a
+     * connection accepted just before has its request line and headers in
+     * flight (a balancer sends them at once). Stopping under them would
+     * close the connection while an upload streams in, which a balancer
+     * cannot retry. */
+    const double until = srv_now() + grace_s;
+    while ((atomic_load(&s->in_flight) > 0 || srv_guard_arriving(s->guard, 0.25) > 0) &&
+           srv_now() < until)
+        usleep(20 * 1000);
     atomic_store(&s->closing, 2); /* what still runs is aborted */
     MHD_stop_daemon(s->daemon);
     s->daemon = NULL;

@@ -164,6 +164,12 @@ srv_conn *srv_guard_open(srv_guard *g, int fd);
 void srv_guard_phase(srv_guard *g, srv_conn *c, srv_conn_phase phase);
 /* The daemon closes the connection (before its socket is closed). */
 void srv_guard_close(srv_guard *g, srv_conn *c);
+/* Connections whose next request is on the way: bytes of it wait in the
+ * socket, or the connection is younger than settle_s and has had no request
+ * yet (a balancer sends one on every new connection). A stopping server
+ * waits for these, so that their requests are answered (503 or served)
+ * instead of the connection closing under an upload. */
+int srv_guard_arriving(srv_guard *g, double settle_s);
 /* Connections closed for a passed deadline, or to make room (evicted). */
 long long srv_guard_cut(const srv_guard *g, bool evicted);
 
