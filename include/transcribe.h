@@ -100,6 +100,7 @@ typedef enum {
     TRANSCRIBE_ABI_EXT = 12,
     TRANSCRIBE_ABI_DEVICE_INFO = 13,
     TRANSCRIBE_ABI_SPEAKER_SEGMENT = 14,
+    TRANSCRIBE_ABI_BACKEND_DEVICE = 15,
 } transcribe_abi_struct;
 
 typedef enum {
@@ -214,6 +215,10 @@ struct transcribe_model_load_params {
     uint64_t struct_size;
     transcribe_backend_request backend; /* default AUTO */
     transcribe_device_t device;         /* default NULL = automatic */
+    /* Later transcribe.cpp releases choose a GPU by registry index: 0 (the
+     * default) is automatic; any other value names a GPU, and there is none
+     * here, so it is INVALID_ARG. Read when struct_size covers it. */
+    int gpu_device;
 };
 
 struct transcribe_session_params {
@@ -435,6 +440,20 @@ struct transcribe_device_info {
     transcribe_device_type device_type;
 };
 
+/* The device facts by index, as later transcribe.cpp releases name them
+ * (transcribe_backend_device_count / transcribe_get_backend_device): the
+ * same fields as struct transcribe_device_info. */
+struct transcribe_backend_device {
+    uint64_t struct_size;
+    const char *name;
+    const char *description;
+    const char *kind;
+    const char *device_id;
+    uint64_t memory_total;
+    uint64_t memory_free;
+    transcribe_device_type device_type;
+};
+
 typedef void (*transcribe_log_callback)(transcribe_log_level level, const char *msg,
                                         void *userdata);
 
@@ -469,6 +488,13 @@ TRANSCRIBE_API transcribe_status transcribe_device_get_info(transcribe_device_t 
                                                             struct transcribe_device_info *out);
 TRANSCRIBE_API bool transcribe_backend_available(transcribe_backend_request kind);
 TRANSCRIBE_API transcribe_device_t transcribe_model_device(const struct transcribe_model *model);
+/* The same by index (later transcribe.cpp releases): index in [0, count). */
+TRANSCRIBE_API int transcribe_backend_device_count(void);
+TRANSCRIBE_API void transcribe_backend_device_init(struct transcribe_backend_device *p);
+TRANSCRIBE_API transcribe_status
+transcribe_get_backend_device(int index, struct transcribe_backend_device *out);
+TRANSCRIBE_API transcribe_status transcribe_model_get_device(const struct transcribe_model *model,
+                                                             struct transcribe_backend_device *out);
 
 /* ---- parameter init (zero-fill, defaults, struct_size); no-ops on NULL ---- */
 

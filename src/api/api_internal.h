@@ -301,6 +301,10 @@ transcribe_status tr_validate_ext_ptr(const struct transcribe_model *m,
 /* Load-time backend/device rules (device.c, docs/c-api.md §5.3). */
 transcribe_status tr_api_check_backend(transcribe_backend_request backend,
                                        transcribe_device_t device);
+/* The index-based GPU choice (c-api.md §5.4): 0, automatic, is the only
+ * value a CPU-only build takes. Checked with the device rules, after the
+ * file is found (a missing file is FILE_NOT_FOUND whatever gpu_device). */
+transcribe_status tr_api_check_gpu_device(int gpu_device);
 /* Stream teardown helpers (stream.c). */
 void tr_stream_clear(struct transcribe_session *s);
 void tr_stream_free(struct transcribe_session *s);

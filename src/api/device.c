@@ -1,6 +1,7 @@
 /* Backends and devices (docs/c-api.md §5). This library computes on the CPU
  * only, with compiled-in kernels: there is exactly one device, the CPU, and
  * backend initialisation has nothing to load. */
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,7 +106,67 @@ TRANSCRIBE_API transcribe_device_t transcribe_model_device(const struct transcri
     return model ? &k_cpu : NULL;
 }
 
+/* ---- the same by index, under later transcribe.cpp names ---- */
+
+TRANSCRIBE_API int transcribe_backend_device_count(void) {
+    return transcribe_device_count();
+}
+
+/* struct transcribe_backend_device has transcribe_device_info's fields in
+ * its order: the one filler serves both. */
+_Static_assert(sizeof(struct transcribe_backend_device) == sizeof(struct transcribe_device_info),
+               "the two device structs share one layout");
+_Static_assert(offsetof(struct transcribe_backend_device, device_type) ==
+                   offsetof(struct transcribe_device_info, device_type),
+               "the two device structs share one layout");
+
+static transcribe_status fill_backend_device(const char *who, transcribe_device_t device,
+                                             struct transcribe_backend_device *out) {
+    if (!out) {
+        TR_ERROR("%s: out is NULL", who);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (out->struct_size < TR_MIN_DEVICE_INFO) {
+        TR_ERROR("%s: struct_size %llu < %u", who, (unsigned long long)out->struct_size,
+                 TR_MIN_DEVICE_INFO);
+        return TRANSCRIBE_ERR_BAD_STRUCT_SIZE;
+    }
+    struct transcribe_device_info info;
+    transcribe_device_info_init(&info);
+    transcribe_status st = transcribe_device_get_info(device, &info);
+    if (st != TRANSCRIBE_OK) return st;
+    tr_copy_out(out, &info, sizeof info);
+    return TRANSCRIBE_OK;
+}
+
+TRANSCRIBE_API transcribe_status
+transcribe_get_backend_device(int index, struct transcribe_backend_device *out) {
+    if (index < 0 || index >= transcribe_device_count()) {
+        TR_ERROR("transcribe_get_backend_device: index %d is outside [0, %d)", index,
+                 transcribe_device_count());
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return fill_backend_device("transcribe_get_backend_device", transcribe_device_get(index), out);
+}
+
+TRANSCRIBE_API transcribe_status transcribe_model_get_device(
+    const struct transcribe_model *model, struct transcribe_backend_device *out) {
+    if (!model) {
+        TR_ERROR("transcribe_model_get_device: model is NULL");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return fill_backend_device("transcribe_model_get_device", transcribe_model_device(model), out);
+}
+
 /* Load-time device rules (docs/c-api.md §5.3) for the one CPU device. */
+transcribe_status tr_api_check_gpu_device(int gpu_device) {
+    if (gpu_device == 0) return TRANSCRIBE_OK;
+    TR_ERROR("model load: gpu_device %d names no GPU (this build has only the CPU; 0 is "
+             "automatic)",
+             gpu_device);
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
 transcribe_status tr_api_check_backend(transcribe_backend_request backend,
                                        transcribe_device_t device) {
     if (device && device != &k_cpu) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,9 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
         }
         lp.backend = params->backend;
         lp.device = params->device;
+        if (params->struct_size >=
+            offsetof(struct transcribe_model_load_params, gpu_device) + sizeof params->gpu_device)
+            lp.gpu_device = params->gpu_device;
     }
     if ((int)lp.backend < TRANSCRIBE_BACKEND_AUTO || (int)lp.backend > TRANSCRIBE_BACKEND_ROCM) {
         TR_ERROR("transcribe_model_load_file: invalid backend value %d", (int)lp.backend);
@@ -219,6 +223,7 @@ transcribe_model_load_file(const char *path, const struct transcribe_model_load_
     }
     st = claimed ? open_claimed(m, claimed, path) : open_gguf(m, path);
     if (st == TRANSCRIBE_OK) st = tr_api_check_backend(lp.backend, lp.device);
+    if (st == TRANSCRIBE_OK) st = tr_api_check_gpu_device(lp.gpu_device);
     if (st == TRANSCRIBE_OK) {
         tr_load_ctx lc = {
             .path = path, .gguf = m->gguf, .bin_data = m->bin_map, .bin_size = m->bin_size};

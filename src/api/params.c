@@ -25,6 +25,7 @@ TRANSCRIBE_API void transcribe_model_load_params_init(struct transcribe_model_lo
     STAMP(p);
     p->backend = TRANSCRIBE_BACKEND_AUTO;
     p->device = NULL;
+    p->gpu_device = 0;
 }
 
 TRANSCRIBE_API void transcribe_session_params_init(struct transcribe_session_params *p) {
@@ -94,6 +95,9 @@ TRANSCRIBE_API void transcribe_piece_init(struct transcribe_piece *p) {
     if (p) STAMP(p);
 }
 TRANSCRIBE_API void transcribe_device_info_init(struct transcribe_device_info *p) {
+    if (p) STAMP(p);
+}
+TRANSCRIBE_API void transcribe_backend_device_init(struct transcribe_backend_device *p) {
     if (p) STAMP(p);
 }
 TRANSCRIBE_API void transcribe_whisper_chunk_trace_init(struct transcribe_whisper_chunk_trace *p) {

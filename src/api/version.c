@@ -40,6 +40,7 @@ static const struct {
     ABI_ROW(TRANSCRIBE_ABI_EXT, struct transcribe_ext),
     ABI_ROW(TRANSCRIBE_ABI_DEVICE_INFO, struct transcribe_device_info),
     ABI_ROW(TRANSCRIBE_ABI_SPEAKER_SEGMENT, struct transcribe_speaker_segment),
+    ABI_ROW(TRANSCRIBE_ABI_BACKEND_DEVICE, struct transcribe_backend_device),
 };
 
 TRANSCRIBE_API size_t transcribe_abi_struct_size(transcribe_abi_struct which) {

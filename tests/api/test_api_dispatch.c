@@ -17,7 +17,7 @@
 /* ---- layout (docs/c-api.md §19, LP64) ---- */
 #if UINTPTR_MAX == 0xffffffffffffffffu
 #define SZ(T, s) _Static_assert(sizeof(struct T) == (s) && alignof(struct T) == 8, #T)
-SZ(transcribe_model_load_params, 24);
+SZ(transcribe_model_load_params, 32); /* 24 + the appended gpu_device */
 SZ(transcribe_session_params, 24);
 SZ(transcribe_run_params, 128);   /* 72 + the appended VAD, vocabulary, chunking, diarizer fields */
 SZ(transcribe_stream_params, 32); /* 24 + the appended window_fallback */
@@ -31,6 +31,7 @@ SZ(transcribe_stream_text, 64);
 SZ(transcribe_session_limits, 32);
 SZ(transcribe_ext, 16);
 SZ(transcribe_device_info, 64);
+SZ(transcribe_backend_device, 64);
 SZ(transcribe_speaker_segment, 32);
 SZ(transcribe_piece, 32);
 SZ(transcribe_whisper_run_ext, 80);
@@ -231,12 +232,12 @@ static void test_status_strings(void) {
 }
 
 static void test_abi(void) {
-    static const size_t sizes[] = {24, 24, 128, 32, 64, 24, 56, 56, 48, 48, 64, 32, 16, 64, 32};
-    for (int i = 0; i < 15; i++) {
+    static const size_t sizes[] = {32, 24, 128, 32, 64, 24, 56, 56, 48, 48, 64, 32, 16, 64, 32, 64};
+    for (int i = 0; i < 16; i++) {
         CHECK_MSG(transcribe_abi_struct_size((transcribe_abi_struct)i) == sizes[i], "id %d", i);
         CHECK(transcribe_abi_struct_align((transcribe_abi_struct)i) == 8);
     }
-    CHECK(transcribe_abi_struct_size((transcribe_abi_struct)15) == 0);
+    CHECK(transcribe_abi_struct_size((transcribe_abi_struct)16) == 0);
     CHECK(transcribe_abi_struct_size((transcribe_abi_struct)-1) == 0);
     CHECK(transcribe_abi_struct_align((transcribe_abi_struct)99) == 0);
     struct transcribe_run_params rp;
@@ -344,7 +345,8 @@ static void test_load_params(void) {
     CHECK(transcribe_model_load_file(NULL, NULL, &m) == TRANSCRIBE_ERR_INVALID_ARG && m == NULL);
     struct transcribe_model_load_params lp;
     transcribe_model_load_params_init(&lp);
-    CHECK(lp.struct_size == 24 && lp.backend == TRANSCRIBE_BACKEND_AUTO && lp.device == NULL);
+    CHECK(lp.struct_size == 32 && lp.backend == TRANSCRIBE_BACKEND_AUTO && lp.device == NULL &&
+          lp.gpu_device == 0);
     lp.struct_size = 0;
     CHECK(transcribe_model_load_file("/nonexistent/x.gguf", &lp, &m) ==
           TRANSCRIBE_ERR_BAD_STRUCT_SIZE);
@@ -361,6 +363,20 @@ static void test_load_params(void) {
     big.p.struct_size = sizeof big;
     CHECK(transcribe_model_load_file("/nonexistent/x.gguf", &big.p, &m) ==
           TRANSCRIBE_ERR_FILE_NOT_FOUND);
+    /* gpu_device (later releases' GPU index): any value but 0 names a GPU
+     * this build does not have; a 24-byte caller's struct has no such field */
+    transcribe_model_load_params_init(&lp);
+    const char *model = TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf";
+    lp.gpu_device = 1;
+    CHECK(transcribe_model_load_file(model, &lp, &m) == TRANSCRIBE_ERR_INVALID_ARG && m == NULL);
+    CHECK(transcribe_model_load_file("/nonexistent/x.gguf", &lp, &m) ==
+          TRANSCRIBE_ERR_FILE_NOT_FOUND); /* the file is checked first, as upstream does */
+    lp.gpu_device = -1;
+    CHECK(transcribe_model_load_file(model, &lp, &m) == TRANSCRIBE_ERR_INVALID_ARG && m == NULL);
+    lp.struct_size = 24;
+    CHECK(transcribe_model_load_file(model, &lp, &m) == TRANSCRIBE_OK && m != NULL);
+    transcribe_model_free(m);
+    m = NULL;
     transcribe_model_load_params_init(&lp);
     lp.backend = (transcribe_backend_request)7;
     CHECK(transcribe_model_load_file("/nonexistent/x.gguf", &lp, &m) == TRANSCRIBE_ERR_INVALID_ARG);
@@ -394,6 +410,28 @@ static void test_devices(void) {
     CHECK(transcribe_backend_available(TRANSCRIBE_BACKEND_CPU));
     CHECK(!transcribe_backend_available(TRANSCRIBE_BACKEND_CUDA));
     CHECK(!transcribe_backend_available((transcribe_backend_request)42));
+    /* the same by index (later releases' names, c-api.md §5.4) */
+    CHECK(transcribe_backend_device_count() == transcribe_device_count());
+    struct transcribe_backend_device bd;
+    memset(&bd, 0x5a, sizeof bd);
+    transcribe_backend_device_init(&bd);
+    CHECK(bd.struct_size == sizeof bd && bd.name == NULL && bd.memory_total == 0);
+    CHECK(transcribe_get_backend_device(0, &bd) == TRANSCRIBE_OK);
+    CHECK(strcmp(bd.name, info.name) == 0 && strcmp(bd.kind, "cpu") == 0 &&
+          strcmp(bd.description, info.description) == 0);
+    CHECK(bd.device_type == TRANSCRIBE_DEVICE_TYPE_CPU && bd.device_id == NULL);
+    CHECK(transcribe_get_backend_device(-1, &bd) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_get_backend_device(1, &bd) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_get_backend_device(1 << 20, &bd) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_get_backend_device(0, NULL) == TRANSCRIBE_ERR_INVALID_ARG);
+    bd.struct_size = 24;
+    CHECK(transcribe_get_backend_device(0, &bd) == TRANSCRIBE_ERR_BAD_STRUCT_SIZE);
+    transcribe_backend_device_init(&bd);
+    CHECK(transcribe_model_get_device(NULL, &bd) == TRANSCRIBE_ERR_INVALID_ARG);
+    CHECK(transcribe_abi_struct_size(TRANSCRIBE_ABI_BACKEND_DEVICE) ==
+          sizeof(struct transcribe_backend_device));
+    CHECK(transcribe_abi_struct_align(TRANSCRIBE_ABI_BACKEND_DEVICE) ==
+          alignof(struct transcribe_backend_device));
 }
 
 static void test_sessions(struct transcribe_model *m) {

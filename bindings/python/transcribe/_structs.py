@@ -78,6 +78,7 @@ ABI_SESSION_LIMITS = 11
 ABI_EXT = 12
 ABI_DEVICE_INFO = 13
 ABI_SPEAKER_SEGMENT = 14
+ABI_BACKEND_DEVICE = 15
 
 LOG_LEVEL_NONE = 0
 LOG_LEVEL_INFO = 1
@@ -114,7 +115,12 @@ class Ext(ctypes.Structure):
 
 
 class ModelLoadParams(ctypes.Structure):
-    _fields_ = [("struct_size", c_uint64), ("backend", c_enum), ("device", c_void_p)]
+    _fields_ = [
+        ("struct_size", c_uint64),
+        ("backend", c_enum),
+        ("device", c_void_p),
+        ("gpu_device", c_int),
+    ]
 
 
 class SessionParams(ctypes.Structure):
@@ -391,6 +397,7 @@ ABI_MIRRORS: Dict[int, Type[ctypes.Structure]] = {
     ABI_EXT: Ext,
     ABI_DEVICE_INFO: DeviceInfo,
     ABI_SPEAKER_SEGMENT: SpeakerSegment,
+    ABI_BACKEND_DEVICE: DeviceInfo,  # the same fields (c-api.md §5)
 }
 ABI_IDS: Dict[Type[ctypes.Structure], int] = {cls: which for which, cls in ABI_MIRRORS.items()}
 
