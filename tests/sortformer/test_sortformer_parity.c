@@ -175,22 +175,17 @@ static void streamed(fam *f, const char *tag, bool q8) {
         char name[128];
         snprintf(name, sizeof name, "mix.probs.%s%s.npy", presets[pz], q8 ? ".q8_0" : "");
         npy_array g;
-        /* F32 / F16 at DEFAULT: the second compression meets exact float32 ties (cache
-         * probabilities saturated at 1.0) that the float64 reference orders by digits
-         * float32 does not hold, so from chunk 3 (frame 60) on the slots may differ; the
-         * frames before it are compared, the whole run is reported. */
-        const bool tie = pz == 0 && !q8;
-        const int upto = tie ? 60 : nf;
+        /* Every frame of every preset, DEFAULT's 7 compressions included: the fixture's
+         * cache probabilities never saturate in float32, so no compression score ties
+         * (tests/data/sortformer/README.md gives the smallest score gaps). */
         if (probs && load_npy(name, &g)) {
-            double e = g.n == (long)nf * 4 ? max_diff(probs, g.data, (long)upto * 4) : 1e9;
-            double all = g.n == (long)nf * 4 ? max_diff(probs, g.data, g.n) : 1e9;
-            printf("  %s %s: %d frames, max |d| %.3g over %d frames (%.3g over all)\n", tag, name,
-                   nf, e, upto, all);
+            double e = g.n == (long)nf * 4 ? max_diff(probs, g.data, g.n) : 1e9;
+            printf("  %s %s: %d frames, max |d| %.3g\n", tag, name, nf, e);
             CHECK(nf == 150 && e < 2e-4);
             npy_free(&g);
         }
         snprintf(name, sizeof name, "mix.segments.%s%s.txt", presets[pz], q8 ? ".q8_0" : "");
-        if (probs && !tie) check_segments(probs, nf, name);
+        if (probs) check_segments(probs, nf, name);
         free(probs);
     }
     free(mel);
