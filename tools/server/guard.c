@@ -48,6 +48,7 @@ struct srv_guard {
     int cap; /* waiting connections that may hold slots */
     double header_s, keepalive_s, body_s;
     atomic_llong cut_slow, cut_evicted;
+    atomic_llong opened; /* connections ever registered */
 };
 
 static void unlist(srv_guard *g, srv_conn *c) {
@@ -144,6 +145,7 @@ void srv_guard_stop(srv_guard *g) {
 }
 
 srv_conn *srv_guard_open(srv_guard *g, int fd) {
+    atomic_fetch_add(&g->opened, 1);
     srv_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL; /* unwatched: the daemon's own limits still hold */
     c->fd = fd;
@@ -188,6 +190,10 @@ void srv_guard_close(srv_guard *g, srv_conn *c) {
     c->fd = -1;
     pthread_mutex_unlock(&g->mu);
     free(c);
+}
+
+long long srv_guard_opened(srv_guard *g) {
+    return g ? atomic_load(&g->opened) : 0;
 }
 
 int srv_guard_arriving(srv_guard *g, double settle_s) {

@@ -685,8 +685,9 @@ bool srv_http_start(srv_server *s) {
  * sends its SYN again and then meets the closed port, a refusal it can
  * retry elsewhere), the queue is emptied into the daemon (those requests
  * are answered: 503 "shutting_down" with Retry-After), and then the socket
- * is closed. */
-static void close_listener(srv_server *s, MHD_socket lsock) {
+ * is closed. Returns how many connections the daemon took over. */
+static int close_listener(srv_server *s, MHD_socket lsock) {
+    int adopted = 0;
 #ifdef __linux__
     struct sock_filter drop_all = BPF_STMT(BPF_RET | BPF_K, 0);
     struct sock_fprog prog = {.len = 1, .filter = &drop_all};
@@ -704,10 +705,12 @@ static void close_listener(srv_server *s, MHD_socket lsock) {
             }
             (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
             /* the daemon owns (and closes) it from here, even on failure */
-            (void)MHD_add_connection(s->daemon, fd, (const struct sockaddr *)&peer, len);
+            if (MHD_add_connection(s->daemon, fd, (const struct sockaddr *)&peer, len) == MHD_YES)
+                adopted++;
         }
     }
     close(lsock);
+    return adopted;
 }
 
 void srv_http_stop(srv_server *s, int grace_s) {
@@ -716,15 +719,20 @@ void srv_http_stop(srv_server *s, int grace_s) {
     /* stop accepting; running requests finish (and new requests on open
      * connections get 503) */
     MHD_socket lsock = MHD_quiesce_daemon(s->daemon);
-    if (lsock != MHD_INVALID_SOCKET) close_listener(s, lsock);
+    const long long seen = srv_guard_opened(s->guard);
+    const int adopted = lsock != MHD_INVALID_SOCKET ? close_listener(s, lsock) : 0;
     /* Wait for the running requests, and for those on their way: a
-     * connection accepted just before has its request line and headers in
-     * flight (a balancer sends them at once). Stopping under them would
+     * connection accepted just before (or just taken over) has its request
+     * line and headers in flight (a balancer sends them at once), and the
+     * daemon starts its thread a moment later. Stopping under them would
      * close the connection while an upload streams in, which a balancer
-     * cannot retry. */
+     * cannot retry. So: a settling moment, the taken-over connections
+     * known to the guard, then until no request runs and none arrives. */
+    const double settle = srv_now() + (grace_s > 0 ? 0.25 : 0.0);
     const double until = srv_now() + grace_s;
-    while ((atomic_load(&s->in_flight) > 0 || srv_guard_arriving(s->guard, 0.25) > 0) &&
-           srv_now() < until)
+    while (srv_now() < until &&
+           (srv_now() < settle || (s->guard && srv_guard_opened(s->guard) < seen + adopted) ||
+            atomic_load(&s->in_flight) > 0 || srv_guard_arriving(s->guard, 0.25) > 0))
         usleep(20 * 1000);
     atomic_store(&s->closing, 2); /* what still runs is aborted */
     MHD_stop_daemon(s->daemon);
