@@ -193,13 +193,19 @@ static inline bool tr_gguf_edit_memory(const gguf_file *g, const tr_gguf_edit *e
     return ok;
 }
 
+/* g with edit e, written to dst. */
+static inline bool tr_gguf_edit_write(const gguf_file *g, const char *dst, const tr_gguf_edit *e) {
+    gguf_writer *w = tr_gguf_edit_writer(g, e);
+    bool ok = w && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
+    tr_gguf_writer_free(w);
+    return ok;
+}
+
 /* The file src with edit e, written to dst. */
 static inline bool tr_gguf_edit_file(const char *src, const char *dst, const tr_gguf_edit *e) {
     gguf_file *g = NULL;
     if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_edit_writer(g, e);
-    bool ok = w && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
+    bool ok = tr_gguf_edit_write(g, dst, e);
     tr_gguf_close(g);
     return ok;
 }
@@ -211,14 +217,16 @@ static inline const char *tr_edit_path(void) {
     return p;
 }
 
-/* The error lines logged while loading in tr_expect_load_file. */
-static char tr_edit_log[4096];
+/* Error lines logged (each followed by '|') while tr_test_on_log is the
+ * log callback: tr_expect_load_file sets it around a load; a test may set it
+ * around a run to check what the run logged. */
+static char tr_test_log[4096];
 
-static inline void tr_edit_on_log(transcribe_log_level level, const char *msg, void *user) {
+static inline void tr_test_on_log(transcribe_log_level level, const char *msg, void *user) {
     (void)user;
-    const size_t used = strlen(tr_edit_log);
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && used + 2 < sizeof tr_edit_log)
-        snprintf(tr_edit_log + used, sizeof tr_edit_log - used, "%s|", msg);
+    const size_t used = strlen(tr_test_log);
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && used + 2 < sizeof tr_test_log)
+        snprintf(tr_test_log + used, sizeof tr_test_log - used, "%s|", msg);
 }
 
 /* Loads the file at path: a CHECK that its status is want and, when
@@ -227,14 +235,14 @@ static inline void tr_edit_on_log(transcribe_log_level level, const char *msg, v
 static inline void tr_expect_load_file(const char *path, transcribe_status want, const char *what,
                                        const char *want_log) {
     struct transcribe_model *m = NULL;
-    tr_edit_log[0] = 0;
-    if (want_log) transcribe_log_set(tr_edit_on_log, NULL);
+    tr_test_log[0] = 0;
+    if (want_log) transcribe_log_set(tr_test_on_log, NULL);
     transcribe_status st = transcribe_model_load_file(path, NULL, &m);
     if (want_log) transcribe_log_set(NULL, NULL);
     CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
               transcribe_status_string(want));
     if (want_log && want != TRANSCRIBE_OK)
-        CHECK_MSG(strstr(tr_edit_log, want_log) != NULL, "%s: log '%s'", what, tr_edit_log);
+        CHECK_MSG(strstr(tr_test_log, want_log) != NULL, "%s: log '%s'", what, tr_test_log);
     transcribe_model_free(m);
 }
 
