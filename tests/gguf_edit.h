@@ -255,4 +255,59 @@ static inline void tr_expect_load(const char *src, const tr_gguf_edit *e, transc
     remove(dst);
 }
 
+/* Each required key of keys (n): left out ("missing K") and retyped with
+ * retype_kv ("mistyped K"), src must refuse both with TRANSCRIBE_ERR_GGUF;
+ * keys containing no_retype (when not NULL) are only left out. */
+static inline void tr_expect_required_keys(const char *src, const char *const *keys, size_t n,
+                                           const char *no_retype) {
+    char what[200];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "missing %s", keys[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.drop_kv = keys[i]}, TRANSCRIBE_ERR_GGUF, what);
+        if (no_retype && strstr(keys[i], no_retype)) continue;
+        snprintf(what, sizeof what, "mistyped %s", keys[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.retype_kv = keys[i]}, TRANSCRIBE_ERR_GGUF, what);
+    }
+}
+
+/* Each optional key of keys (n): retyped ("mistyped K") src must refuse with
+ * TRANSCRIBE_ERR_GGUF; left out ("absent K") it must load. */
+static inline void tr_expect_optional_keys(const char *src, const char *const *keys, size_t n) {
+    char what[200];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "mistyped %s", keys[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.retype_kv = keys[i]}, TRANSCRIBE_ERR_GGUF, what);
+        snprintf(what, sizeof what, "absent %s", keys[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.drop_kv = keys[i]}, TRANSCRIBE_OK, what);
+    }
+}
+
+/* A UINT32 key and a value the family refuses. */
+typedef struct tr_kv_u32 {
+    const char *key;
+    uint32_t value;
+} tr_kv_u32;
+
+/* Each key given its refused value ("K = V"): src must refuse it with TRANSCRIBE_ERR_GGUF. */
+static inline void tr_expect_refused_u32(const char *src, const tr_kv_u32 *kv, size_t n) {
+    char what[200];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "%s = %u", kv[i].key, (unsigned)kv[i].value);
+        tr_expect_load(src, &(tr_gguf_edit){.kv_u32 = kv[i].key, .kv_u32_value = kv[i].value},
+                       TRANSCRIBE_ERR_GGUF, what);
+    }
+}
+
+/* Each tensor of names (n): left out ("missing T") and misshaped with
+ * bad_shape ("misshaped T"), src must refuse both with TRANSCRIBE_ERR_GGUF. */
+static inline void tr_expect_required_tensors(const char *src, const char *const *names, size_t n) {
+    char what[200];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(what, sizeof what, "missing %s", names[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.drop_tensor = names[i]}, TRANSCRIBE_ERR_GGUF, what);
+        snprintf(what, sizeof what, "misshaped %s", names[i]);
+        tr_expect_load(src, &(tr_gguf_edit){.bad_shape = names[i]}, TRANSCRIBE_ERR_GGUF, what);
+    }
+}
+
 #endif

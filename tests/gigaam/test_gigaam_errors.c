@@ -61,23 +61,13 @@ static void bad_keys(void) {
         FK "win_length",
         FK "hop_length",
     };
-    for (size_t i = 0; i < sizeof u32_ctc / sizeof u32_ctc[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", u32_ctc[i]);
-        expect_load(GA_CTC, &(edit){.drop_kv = u32_ctc[i]}, G, what);
-        snprintf(what, sizeof what, "INT32 %s", u32_ctc[i]);
-        expect_load(GA_CTC, &(edit){.kv_i32 = u32_ctc[i]}, G, what);
-    }
+    tr_expect_required_keys(GA_CTC, u32_ctc, sizeof u32_ctc / sizeof u32_ctc[0], NULL);
     static const char *const u32_rnnt[] = {
         "stt.gigaam.predictor.hidden",  "stt.gigaam.predictor.n_layers",
         "stt.gigaam.predictor.vocab",   "stt.gigaam.joint.hidden",
         "stt.gigaam.joint.num_classes",
     };
-    for (size_t i = 0; i < sizeof u32_rnnt / sizeof u32_rnnt[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", u32_rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.drop_kv = u32_rnnt[i]}, G, what);
-        snprintf(what, sizeof what, "INT32 %s", u32_rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.kv_i32 = u32_rnnt[i]}, G, what);
-    }
+    tr_expect_required_keys(GA_RNNT, u32_rnnt, sizeof u32_rnnt / sizeof u32_rnnt[0], NULL);
     /* required strings and floats: missing, and of another type */
     static const char *const strs[] = {
         "stt.gigaam.head_kind",
@@ -170,7 +160,6 @@ static void bad_keys(void) {
 
 static void bad_tensors(void) {
     const transcribe_status G = TRANSCRIBE_ERR_GGUF, OK = TRANSCRIBE_OK;
-    char what[200];
     static const char *const ctc[] = {
         "frontend.mel_filterbank",
         "frontend.window",
@@ -196,23 +185,13 @@ static void bad_tensors(void) {
         "head.ctc.weight",
         "head.ctc.bias",
     };
-    for (size_t i = 0; i < sizeof ctc / sizeof ctc[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", ctc[i]);
-        expect_load(GA_CTC, &(edit){.drop_tensor = ctc[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", ctc[i]);
-        expect_load(GA_CTC, &(edit){.bad_shape = ctc[i]}, G, what);
-    }
+    tr_expect_required_tensors(GA_CTC, ctc, sizeof ctc / sizeof ctc[0]);
     static const char *const rnnt[] = {
         "pred.embed.weight", "pred.lstm.0.Wx", "pred.lstm.0.Wh",    "pred.lstm.0.bias",
         "joint.enc.weight",  "joint.enc.bias", "joint.pred.weight", "joint.pred.bias",
         "joint.out.weight",  "joint.out.bias",
     };
-    for (size_t i = 0; i < sizeof rnnt / sizeof rnnt[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.drop_tensor = rnnt[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.bad_shape = rnnt[i]}, G, what);
-    }
+    tr_expect_required_tensors(GA_RNNT, rnnt, sizeof rnnt / sizeof rnnt[0]);
     /* types: F32-only slots refuse F16; conv and linear slots take it */
     expect_load(GA_CTC, &(edit){.to_f16 = "enc.blocks.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(GA_CTC, &(edit){.to_f16 = "frontend.window"}, G, "F16 window");

@@ -93,17 +93,8 @@ static void bad_files(void) {
                                            "tokenizer.ggml.tokens",
                                            "tokenizer.ggml.eos_token_id",
                                            "general.architecture"};
-    char what[200];
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        const transcribe_status want =
-            !strcmp(required[i], "general.architecture") ? TRANSCRIBE_ERR_GGUF : G;
-        snprintf(what, sizeof what, "missing %s", required[i]);
-        expect_load(&(edit){.drop_kv = required[i]}, want, what);
-        /* special ids may be INT32 (docs/formats/gguf.md §3.2) */
-        if (strstr(required[i], "token_id")) continue;
-        snprintf(what, sizeof what, "mistyped %s", required[i]);
-        expect_load(&(edit){.retype_kv = required[i]}, want, what);
-    }
+    /* special ids may be INT32 (docs/formats/gguf.md §3.2): those are only left out */
+    tr_expect_required_keys(g_base, required, sizeof required / sizeof required[0], "token_id");
     /* optional keys keep their type; absent they take their defaults */
     static const char *const optional[] = {"stt.variant",
                                            "general.languages",
@@ -116,12 +107,7 @@ static void bad_files(void) {
                                            T "tie_word_embeddings",
                                            FE "pad_mode",
                                            FE "mel_norm"};
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        snprintf(what, sizeof what, "mistyped %s", optional[i]);
-        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
-        snprintf(what, sizeof what, "absent %s", optional[i]);
-        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
-    }
+    tr_expect_optional_keys(g_base, optional, sizeof optional / sizeof optional[0]);
     /* docs/formats/granite_nar.md §2.4: a wrongly typed bpe_blank_id reads as 0 (the old scheme);
      * absent likewise */
     expect_load(&(edit){.retype_kv = E "bpe_blank_id"}, OK, "mistyped bpe_blank_id");
@@ -131,10 +117,7 @@ static void bad_files(void) {
     expect_load(&(edit){.retype_kv = E "layer_indices"}, G, "mistyped layer_indices");
     expect_load(&(edit){.short_arr = E "layer_indices"}, G, "one layer index");
     /* values the family cannot run (docs/formats/granite_nar.md §9) */
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {P "num_encoder_layers", 3}, /* != len(layer_indices) */
         {P "llm_dim", 40},           /* != text.hidden */
         {P "n_heads", 5},            /* does not divide 32 */
@@ -151,10 +134,7 @@ static void bad_files(void) {
         {FE "sample_rate", 8000},
         {"tokenizer.ggml.eos_token_id", 5000},
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(g_base, u32s, sizeof u32s / sizeof u32s[0]);
     expect_load(&(edit){.kv_f32 = P "layernorm_eps", .kv_f32_value = -1.0f}, G, "eps < 0");
     expect_load(&(edit){.kv_f32 = T "residual_multiplier", .kv_f32_value = NAN}, G, "NaN mult");
     expect_load(&(edit){.kv_str = "general.architecture", .kv_str_value = "granite_speech_nar2"},
@@ -211,12 +191,7 @@ static void bad_files(void) {
         "dec.blocks.1.ffn.gate.weight",
         "dec.blocks.0.ffn.down.weight",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(g_base, tensors, sizeof tensors / sizeof tensors[0]);
     /* the front-end tensors are optional, but checked when present */
     expect_load(&(edit){.drop_tensor = "frontend.mel_filterbank"}, OK, "no filterbank");
     expect_load(&(edit){.drop_tensor = "frontend.window"}, OK, "no window");

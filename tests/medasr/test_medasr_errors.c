@@ -77,28 +77,14 @@ static void bad_files(void) {
         "tokenizer.ggml.model",
         "tokenizer.ggml.tokens",
     };
-    char what[160];
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", required[i]);
-        expect_load(&(edit){.drop_kv = required[i]}, G, what);
-        snprintf(what, sizeof what, "mistyped %s", required[i]);
-        expect_load(&(edit){.retype_kv = required[i]}, G, what);
-    }
+    tr_expect_required_keys(g_base, required, sizeof required / sizeof required[0], NULL);
     /* optional keys keep their type */
     static const char *const optional[] = {"stt.variant", "general.languages",
                                            "stt.capability.translate", "stt.capability.streaming",
                                            "tokenizer.ggml.scores"};
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        snprintf(what, sizeof what, "mistyped %s", optional[i]);
-        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
-        snprintf(what, sizeof what, "absent %s", optional[i]);
-        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
-    }
+    tr_expect_optional_keys(g_base, optional, sizeof optional / sizeof optional[0]);
     /* values the family cannot run (docs/formats/medasr.md §9) */
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {E "n_heads", 3},  /* does not divide 32 */
         {E "n_heads", 32}, /* head width 1: odd, no rotary pairs */
         {E "sub_stride", 3},
@@ -118,10 +104,7 @@ static void bad_files(void) {
         {"stt.medasr.ctc.vocab_size", 8}, /* head width */
         {"stt.medasr.ctc.blank_id", 16},  /* >= vocab_size */
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(g_base, u32s, sizeof u32s / sizeof u32s[0]);
     expect_load(&(edit){.kv_str = E "rope_type", .kv_str_value = "yarn"}, G, "rope_type yarn");
     expect_load(&(edit){.kv_str = E "hidden_act", .kv_str_value = "gelu"}, G, "hidden_act gelu");
     expect_load(&(edit){.kv_f32 = FE "log_clamp_min", .kv_f32_value = 0.0f}, G, "clamp 0");
@@ -172,12 +155,7 @@ static void bad_files(void) {
         "enc.blocks.0.ff2_down.weight",
         "enc.blocks.1.norm_post.weight",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(g_base, tensors, sizeof tensors / sizeof tensors[0]);
     expect_load(&(edit){.to_f16 = "enc.blocks.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(&(edit){.to_f16 = "enc.blocks.0.conv_bn.running_var"}, G, "F16 batch norm");
     expect_load(&(edit){.to_f16 = "frontend.mel_filterbank"}, G, "F16 filterbank");

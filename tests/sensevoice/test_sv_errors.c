@@ -104,10 +104,7 @@ static void bad_files(void) {
                 TRANSCRIBE_ERR_NOT_IMPLEMENTED, "tokenizer model spm");
     expect_load(&(edit){.kv_str = "tokenizer.ggml.model", .kv_str_value = "gpt2"}, G,
                 "tokenizer model gpt2");
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {"stt.sensevoice.encoder.n_blocks", 1},     /* <= 1 */
         {"stt.sensevoice.encoder.n_blocks", 4},     /* a block the file lacks */
         {"stt.sensevoice.encoder.tp_blocks", 2},    /* a block the file lacks */
@@ -123,10 +120,7 @@ static void bad_files(void) {
         {"stt.sensevoice.special.lang_en", 16}, /* outside the 16-row table */
         {"stt.sensevoice.special.woitn", 99},
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(SV_F32, u32s, sizeof u32s / sizeof u32s[0]);
     /* tensors: one of each kind missing, misshaped, of a refused type */
     static const char *const tensors[] = {
         "frontend.cmvn.shift",
@@ -145,12 +139,7 @@ static void bad_files(void) {
         "ctc.head.weight",
         "ctc.head.bias",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(SV_F32, tensors, sizeof tensors / sizeof tensors[0]);
     expect_load(&(edit){.to_f16 = "enc.encoders.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(&(edit){.to_f16 = "frontend.cmvn.scale"}, G, "F16 CMVN");
     expect_load(&(edit){.to_f16 = "enc.embed.weight"}, G, "F16 prefix table");
