@@ -16,6 +16,7 @@
 #include "gguf_edit.h"
 #include "models/canary_qwen/canary_qwen.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -29,14 +30,7 @@ static float *g_pcm;
 static int g_n;
 
 static struct transcribe_session *open_session(const char *path, int n_ctx) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, TRANSCRIBE_KV_TYPE_AUTO);
 }
 
 /* ---- capabilities, limits, run gates ---- */

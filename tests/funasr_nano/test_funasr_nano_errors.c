@@ -17,6 +17,7 @@
 #include "fn_synth.h"
 #include "gguf/gguf.h"
 #include "models/funasr_nano/funasr_nano.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
 #include "transcribe.h"
@@ -49,14 +50,7 @@ static fn_session *fam(struct transcribe_session *s) {
 }
 
 static struct transcribe_session *open_s(const char *path, int n_ctx) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, TRANSCRIBE_KV_TYPE_AUTO);
 }
 
 static transcribe_status expect_load(const fn_synth_opts *o) {

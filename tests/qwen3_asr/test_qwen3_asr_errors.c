@@ -14,6 +14,7 @@
 #include "gguf/gguf.h"
 #include "models/qwen3_asr/qwen3_asr.h"
 #include "qa_synth.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "text/tokenizer.h"
 #include "transcribe.h"
@@ -38,15 +39,7 @@ static float *make_audio(int n, unsigned seed) {
 }
 
 static struct transcribe_session *open_s(const char *path, int n_ctx, transcribe_kv_type kv) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    sp.kv_type = kv;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, kv);
 }
 
 static transcribe_status expect_load(const qa_synth_opts *o, const char *tag) {

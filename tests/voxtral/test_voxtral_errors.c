@@ -19,6 +19,7 @@
 #include "gguf_edit.h"
 #include "models/voxtral/voxtral.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "vx_synth.h"
@@ -29,14 +30,7 @@ static int g_n;
 #define SR 16000
 
 static struct transcribe_session *open_session(const char *path, int n_ctx) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, TRANSCRIBE_KV_TYPE_AUTO);
 }
 
 static const char *text_of(struct transcribe_session *s) {
