@@ -20,6 +20,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/dtype.h"
+#include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -308,6 +309,28 @@ static inline void tr_expect_required_tensors(const char *src, const char *const
         snprintf(what, sizeof what, "misshaped %s", names[i]);
         tr_expect_load(src, &(tr_gguf_edit){.bad_shape = names[i]}, TRANSCRIBE_ERR_GGUF, what);
     }
+}
+
+/* Cuts of the valid file at path (its first 100 bytes, a third, a half, all
+ * but 4), written next to it as PATH.cut: opening each must fail with
+ * TRANSCRIBE_ERR_GGUF, never crash. One CHECK that path reads, one a cut. */
+static inline void tr_expect_truncations_refused(const char *path) {
+    size_t size = 0;
+    char *buf = tr_test_read_text(path, &size);
+    CHECK(buf != NULL && size > 0);
+    char cut[600];
+    snprintf(cut, sizeof cut, "%s.cut", path);
+    const long n = (long)size, cuts[] = {100, n / 3, n / 2, n - 4};
+    for (int i = 0; buf && i < 4; i++) {
+        if (!tr_test_write_file(cut, buf, (size_t)cuts[i]))
+            fprintf(stderr, "cannot write %s\n", cut);
+        struct transcribe_session *s = NULL;
+        CHECK_MSG(transcribe_open(cut, NULL, NULL, &s) == TRANSCRIBE_ERR_GGUF, "cut at %ld",
+                  cuts[i]);
+        transcribe_session_free(s);
+    }
+    free(buf);
+    remove(cut);
 }
 
 #endif
