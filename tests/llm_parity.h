@@ -1,8 +1,9 @@
 /* Helpers the audio-LLM parity tests share (tests/qwen3_asr,
- * tests/granite_speech, tests/moss): golden files by folder and name, the
- * max-abs error against a golden, and the tokenizer_cases.txt check
- * (`hex(text) \t ids` per line) through any encoder. Include after
- * test_util.h. */
+ * tests/granite_speech, tests/moss, tests/canary_qwen, tests/voxtral, ...)
+ * on top of parity.h: golden files by folder and file name (a missing one is
+ * a failure), the max-abs error against a golden (with the golden's own
+ * largest magnitude), and the tokenizer_cases.txt check (`hex(text) \t ids`
+ * per line) through any encoder. Include after test_util.h. */
 #ifndef TR_TESTS_LLM_PARITY_H
 #define TR_TESTS_LLM_PARITY_H
 
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "npy.h"
+#include "parity.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"

@@ -60,24 +60,9 @@ static char *golden_field(const clip *c, const char *dt, const char *key) {
     char name[128];
     snprintf(name, sizeof name, "%s%s.text.txt", c->stem, is_q8(dt) ? ".q8_0" : "");
     char *s = llm_read_golden(DATA, name);
-    if (!s) return strdup("");
-    size_t kl = strlen(key);
-    char *line = s, *out = NULL;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-            char *v = line + kl + 1;
-            if (*v == ' ') v++;
-            size_t len = nl ? (size_t)(nl - v) : strlen(v);
-            out = malloc(len + 1);
-            memcpy(out, v, len);
-            out[len] = 0;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
+    char *out = tr_text_field(s, key);
     free(s);
-    return out ? out : strdup("");
+    return out;
 }
 
 /* Compares n values (rows x cols) with a golden; k indexes g_worst. */

@@ -75,24 +75,9 @@ static char *golden_field(const clip *c, const char *dt, const char *run, const 
     char name[128];
     golden_name(name, sizeof name, c, dt, run, "text.txt");
     char *s = llm_read_golden(DATA, name);
-    if (!s) return strdup("");
-    size_t kl = strlen(key);
-    char *line = s, *out = NULL;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-            char *v = line + kl + 1;
-            if (*v == ' ') v++;
-            size_t len = nl ? (size_t)(nl - v) : strlen(v);
-            out = malloc(len + 1);
-            memcpy(out, v, len);
-            out[len] = 0;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
+    char *out = tr_text_field(s, key);
     free(s);
-    return out ? out : strdup("");
+    return out;
 }
 
 /* Compares rows x cols values with a golden (rows of stride `stride` in got); k
