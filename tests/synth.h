@@ -1,16 +1,20 @@
-/* Test kit for the synthetic-file writers (tests/<family>/*_synth.h): the
+/* Test kit for the synthetic-file writers (the tests/<family>/ *_synth.h files): the
  * xorshift64 stream their random weights come from, a byte-level BPE
  * vocabulary (the 256 GPT-2 byte glyphs, then words, merge pieces and
- * specials), the lookup of a piece, and writing the file out. Writers keep
- * their own tensor order (it fixes which random values each tensor gets). */
+ * specials), the lookup of a piece, and writing the file out; and a
+ * xorshift32 writer (tr_synth_w) of random tensors stored as F32, F16 or
+ * Q8_0. Writers keep their own tensor order (it fixes which random values
+ * each tensor gets). */
 #ifndef TR_TESTS_SYNTH_H
 #define TR_TESTS_SYNTH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "tensor/dtype.h"
 #include "text/tokenizer.h"
 
 /* One xorshift64 step of *state: a uniform float in [-1, 1). */
@@ -77,6 +81,52 @@ static inline int tr_synth_finish(gguf_writer *w, const char *path, char **piece
     tr_gguf_writer_free(w);
     tr_synth_vocab_free(pieces, types, V);
     return st == TRANSCRIBE_OK ? 0 : 1;
+}
+
+/* One xorshift32 step of *state: a uniform float in [-1, 1) (24 bits). */
+static inline float tr_synth_rand32(uint32_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 17;
+    *state ^= *state << 5;
+    return (float)((*state >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+}
+
+/* A writer drawing its values from a xorshift32 stream; ok turns false at the first failure. */
+typedef struct tr_synth_w {
+    gguf_writer *w;
+    uint32_t rng;
+    bool ok;
+} tr_synth_w;
+
+/* A tensor of n_dims dims ne with values offset + scale·U(-1, 1), stored as
+ * type (Q8_0 falls back to F16 when ne[0] is not whole blocks). */
+static inline void tr_synth_tensor(tr_synth_w *s, const char *name, int type, int n_dims,
+                                   const int64_t *ne, float scale, float offset) {
+    if (!s->ok) return;
+    int64_t n = 1;
+    for (int i = 0; i < n_dims; i++) n *= ne[i];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    if (!v) {
+        s->ok = false;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++) v[i] = offset + scale * tr_synth_rand32(&s->rng);
+    if (type == TR_Q8_0 && ne[0] % 32 != 0) type = TR_F16;
+    void *q = v;
+    if (type != TR_F32) {
+        q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]));
+        s->ok = q && tr_quantize_row(type, v, q, n);
+    }
+    s->ok = s->ok && tr_gguf_writer_add_tensor(s->w, name, type, n_dims, ne, q);
+    if (q != v) free(q);
+    free(v);
+}
+
+/* An F32 vector of n values offset + scale·U(-1, 1). */
+static inline void tr_synth_vec(tr_synth_w *s, const char *name, int64_t n, float scale,
+                                float offset) {
+    const int64_t ne[1] = {n};
+    tr_synth_tensor(s, name, TR_F32, 1, ne, scale, offset);
 }
 
 #endif

@@ -242,7 +242,7 @@ static float *tone(int n) {
     double ph = 0;
     for (int i = 0; x && i < n; i++) {
         ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
-        x[i] = (float)(0.3 * sin(ph) + 0.05 * gn_synth_rand(&s));
+        x[i] = (float)(0.3 * sin(ph) + 0.05 * tr_synth_rand32(&s));
     }
     return x;
 }
