@@ -12,6 +12,7 @@
 
 #include "core/result.h"
 #include "gguf/gguf.h"
+#include "golden_json.h"
 #include "models/medasr/medasr.h"
 #include "npy.h"
 #include "parity.h"
@@ -36,51 +37,14 @@ typedef struct golden {
     char text[512], raw[512];
 } golden;
 
-static const char *find_obj(const char *dtype) {
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\": {", dtype);
-    const char *p = g_json ? strstr(g_json, pat) : NULL;
-    return p ? p + strlen(pat) : NULL;
-}
-
-static int json_ints(const char *obj, const char *key, int32_t *out, int cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": [", key);
-    const char *p = strstr(obj, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    int n = 0;
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        out[n++] = (int32_t)v;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
-    return n;
-}
-
-static void json_str(const char *obj, const char *key, char *out, size_t cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(obj, pat);
-    out[0] = '\0';
-    if (!p) return;
-    p += strlen(pat);
-    size_t n = 0;
-    for (; *p && *p != '"' && n + 1 < cap; p++) out[n++] = *p;
-    out[n] = '\0';
-}
-
 static bool golden_load(const char *dtype, golden *g) {
     memset(g, 0, sizeof *g);
-    const char *o = find_obj(dtype);
+    const char *o = g_json ? tr_json_obj(g_json, dtype) : NULL;
     if (!o) return false;
-    g->n_ids = json_ints(o, "ids", g->ids, 256);
-    g->n_frames = json_ints(o, "frames", g->frames, 256);
-    json_str(o, "text", g->text, sizeof g->text);
-    json_str(o, "raw_text", g->raw, sizeof g->raw);
+    g->n_ids = tr_json_ints(o, NULL, "ids", g->ids, 256);
+    g->n_frames = tr_json_ints(o, NULL, "frames", g->frames, 256);
+    tr_json_str(o, NULL, "text", g->text, sizeof g->text);
+    tr_json_str(o, NULL, "raw_text", g->raw, sizeof g->raw);
     return g->n_ids >= 0 && g->n_ids == g->n_frames;
 }
 

@@ -37,13 +37,13 @@ typedef struct golden {
 
 static bool golden_load(const char *which, golden *g) {
     memset(g, 0, sizeof *g);
-    const char *o = mss_obj(g_decode_json, which);
+    const char *o = tr_json_obj(g_decode_json, which);
     if (!o) return false;
-    const char *e = mss_obj_end(o);
-    g->n_ids = mss_ints(o, e, "ids", g->ids, 256);
-    mss_str(o, e, "text", g->text, sizeof g->text);
-    mss_str(o, e, "raw_text", g->raw, sizeof g->raw);
-    mss_str(o, e, "status", g->status, sizeof g->status);
+    const char *e = tr_json_obj_end(o);
+    g->n_ids = tr_json_ints(o, e, "ids", g->ids, 256);
+    tr_json_str(o, e, "text", g->text, sizeof g->text);
+    tr_json_str(o, e, "raw_text", g->raw, sizeof g->raw);
+    tr_json_str(o, e, "status", g->status, sizeof g->status);
     return g->n_ids >= 0;
 }
 

@@ -58,18 +58,18 @@ static void committed(struct transcribe_session *s, char *out, size_t cap, char 
 
 /* One stream.json case: every event of its trace. */
 static void trace(struct transcribe_session *s, const float *pcm, int n, const char *name) {
-    const char *o = mss_obj(g_js, name);
+    const char *o = tr_json_obj(g_js, name);
     CHECK_MSG(o != NULL, "stream.json has no %s", name);
     if (!o) return;
-    const char *end = mss_obj_end(o);
-    const int chunk = (int)mss_int(o, end, "chunk_samples", 0);
-    const int ms = (int)mss_int(o, end, "min_decode_interval_ms", -1);
-    const int agree = (int)mss_int(o, end, "stable_prefix_agreement_n", 0);
-    const bool filtered = mss_int(o, end, "events_filtered", 0) != 0;
+    const char *end = tr_json_obj_end(o);
+    const int chunk = (int)tr_json_int(o, end, "chunk_samples", 0);
+    const int ms = (int)tr_json_int(o, end, "min_decode_interval_ms", -1);
+    const int agree = (int)tr_json_int(o, end, "stable_prefix_agreement_n", 0);
+    const bool filtered = tr_json_int(o, end, "events_filtered", 0) != 0;
     int32_t final_ids[64];
-    const int n_final = mss_ints(o, end, "final_ids", final_ids, 64);
+    const int n_final = tr_json_ints(o, end, "final_ids", final_ids, 64);
     CHECK(begin(s, ms, (uint32_t)agree) == TRANSCRIBE_OK);
-    const char *ev = mss_val(o, end, "events");
+    const char *ev = tr_json_val(o, end, "events");
     int mismatches = 0, checked = 0;
     char prev[2048] = "", cur[2048], full[2048];
     for (int i = 0, at = 0; at < n; i++, at += chunk) {
@@ -85,13 +85,13 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
         /* the event of this call */
         const char *e = ev ? strchr(ev, '{') : NULL;
         if (!e || e > end) continue;
-        const char *ee = mss_obj_end(e);
-        if (filtered && mss_int(e, ee, "i", -1) != i) continue;
-        if (mss_int(e, ee, "T_emitted", -1) < 0) continue;
+        const char *ee = tr_json_obj_end(e);
+        if (filtered && tr_json_int(e, ee, "i", -1) != i) continue;
+        if (tr_json_int(e, ee, "T_emitted", -1) < 0) continue;
         ev = ee;
         checked++;
-        const long T = mss_int(e, ee, "T_emitted", -1), nid = mss_int(e, ee, "n_ids", -1),
-                   com = mss_int(e, ee, "committed", -1);
+        const long T = tr_json_int(e, ee, "T_emitted", -1), nid = tr_json_int(e, ee, "n_ids", -1),
+                   com = tr_json_int(e, ee, "committed", -1);
         const bool ok = u.audio_committed_ms == T * 20 && transcribe_n_tokens(s) == nid &&
                         transcribe_stream_n_committed_tokens(s) == com;
         if (!ok && mismatches++ < 3)
@@ -116,7 +116,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     }
     CHECK_MSG(same, "%s: final ids differ (%d tokens)", name, transcribe_n_tokens(s));
     char want[1024];
-    mss_str(o, end, "final_text", want, sizeof want);
+    tr_json_str(o, end, "final_text", want, sizeof want);
     committed(s, cur, sizeof cur, NULL, 0);
     CHECK_MSG(!strcmp(cur, want), "%s: final committed [%s]", name, cur);
     printf("%-20s %d calls checked, final: %.60s\n", name, checked, cur);

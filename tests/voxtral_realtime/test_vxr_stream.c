@@ -12,7 +12,8 @@
 
 #include "core/family.h"
 #include "models/voxtral_realtime/vxr.h"
-#include "moonshine_streaming/mss_json.h"
+#include "golden_json.h"
+#include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/voxtral_realtime.h"
@@ -43,17 +44,17 @@ static void texts(struct transcribe_session *s, char *com, size_t cap, char *ful
 
 /* One stream.json case: every feed's hypothesis text, then the final ids and text. */
 static void trace(struct transcribe_session *s, const float *pcm, int n, const char *name) {
-    const char *o = mss_obj(g_js, name);
+    const char *o = tr_json_obj(g_js, name);
     CHECK_MSG(o != NULL, "stream.json has no %s", name);
     if (!o) return;
-    const char *end = mss_obj_end(o);
-    const int chunk = (int)mss_int(o, end, "chunk_samples", 0);
-    const int delay = (int)mss_int(o, end, "num_delay_tokens", -1);
-    const int ms = (int)mss_int(o, end, "min_decode_interval_ms", -1);
+    const char *end = tr_json_obj_end(o);
+    const int chunk = (int)tr_json_int(o, end, "chunk_samples", 0);
+    const int delay = (int)tr_json_int(o, end, "num_delay_tokens", -1);
+    const int ms = (int)tr_json_int(o, end, "min_decode_interval_ms", -1);
     int32_t final_ids[256];
-    const int n_final = mss_ints(o, end, "final_ids", final_ids, 256);
+    const int n_final = tr_json_ints(o, end, "final_ids", final_ids, 256);
     CHECK(begin(s, delay, ms) == TRANSCRIBE_OK);
-    const char *ev = mss_val(o, end, "events");
+    const char *ev = tr_json_val(o, end, "events");
     int mismatches = 0, checked = 0;
     char prev[2048] = "", cur[2048], full[2048], want[2048];
     for (int at = 0; at < n; at += chunk) {
@@ -65,9 +66,9 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
         snprintf(prev, sizeof prev, "%s", cur);
         const char *e = ev ? strchr(ev, '{') : NULL;
         if (!e || e > end) continue;
-        const char *ee = mss_obj_end(e);
+        const char *ee = tr_json_obj_end(e);
         ev = ee;
-        mss_str(e, ee, "text", want, sizeof want);
+        tr_json_str(e, ee, "text", want, sizeof want);
         checked++;
         if (strcmp(full, want) && mismatches++ < 3)
             printf("%s at %d: [%s] want [%s]\n", name, at + k, full, want);
@@ -77,7 +78,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
     CHECK(!transcribe_was_truncated(s));
     char want_text[1024];
-    mss_str(o, end, "final_text", want_text, sizeof want_text);
+    tr_json_str(o, end, "final_text", want_text, sizeof want_text);
     texts(s, cur, sizeof cur, full, sizeof full);
     CHECK_MSG(!strcmp(cur, want_text), "%s: final committed [%s]", name, cur);
     CHECK_MSG(!strcmp(full, want_text), "%s: final text [%s]", name, full);
