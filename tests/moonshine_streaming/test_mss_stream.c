@@ -18,6 +18,7 @@
 #include "core/family.h"
 #include "models/moonshine_streaming/mss.h"
 #include "mss_json.h"
+#include "test_stream_params.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/moonshine_streaming.h"
@@ -46,16 +47,6 @@ static transcribe_status begin(struct transcribe_session *s, int interval_ms, ui
     return transcribe_stream_begin(s, NULL, &sp);
 }
 
-static void committed(struct transcribe_session *s, char *out, size_t cap, char *full,
-                      size_t fcap) {
-    struct transcribe_stream_text t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    CHECK(transcribe_stream_get_text(s, &t) == TRANSCRIBE_OK);
-    snprintf(out, cap, "%s", t.committed_text ? t.committed_text : "");
-    if (full) snprintf(full, fcap, "%s", t.full_text ? t.full_text : "");
-}
-
 /* One stream.json case: every event of its trace. */
 static void trace(struct transcribe_session *s, const float *pcm, int n, const char *name) {
     const char *o = tr_json_obj(g_js, name);
@@ -78,7 +69,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
         memset(&u, 0, sizeof u);
         u.struct_size = sizeof u;
         CHECK(transcribe_stream_feed(s, pcm + at, k, &u) == TRANSCRIBE_OK);
-        committed(s, cur, sizeof cur, full, sizeof full);
+        tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
         CHECK_MSG(!strncmp(cur, prev, strlen(prev)), "%s: committed text shrank", name);
         CHECK_MSG(!strncmp(full, cur, strlen(cur)), "%s: committed not a prefix", name);
         snprintf(prev, sizeof prev, "%s", cur);
@@ -117,7 +108,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     CHECK_MSG(same, "%s: final ids differ (%d tokens)", name, transcribe_n_tokens(s));
     char want[1024];
     tr_json_str(o, end, "final_text", want, sizeof want);
-    committed(s, cur, sizeof cur, NULL, 0);
+    tr_stream_texts(s, cur, sizeof cur, NULL, 0);
     CHECK_MSG(!strcmp(cur, want), "%s: final committed [%s]", name, cur);
     printf("%-20s %d calls checked, final: %.60s\n", name, checked, cur);
 }
@@ -138,7 +129,7 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
         CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
         CHECK(transcribe_was_truncated(s) == (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED));
         char c[2048];
-        committed(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK_MSG(!strcmp(c, offline), "%d ms feeds: [%s] vs one-shot [%s]", ms[j], c, offline);
     }
 }
@@ -197,7 +188,7 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
         if (i >= feeds - feeds / 4) t_last += dt;
         if (i == feeds / 4) cap_first = fs->cap_frames + (size_t)fs->enc.out.cap;
         char c[1 << 14];
-        committed(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK(strlen(c) >= prev_len);
         prev_len = strlen(c);
     }

@@ -14,6 +14,7 @@
 #include "models/voxtral_realtime/vxr.h"
 #include "golden_json.h"
 #include "test_files.h"
+#include "test_stream_params.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/voxtral_realtime.h"
@@ -31,15 +32,6 @@ static transcribe_status begin(struct transcribe_session *s, int delay, int inte
     ext.min_decode_interval_ms = interval_ms;
     sp.family = &ext.ext;
     return transcribe_stream_begin(s, NULL, &sp);
-}
-
-static void texts(struct transcribe_session *s, char *com, size_t cap, char *full, size_t fcap) {
-    struct transcribe_stream_text t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    CHECK(transcribe_stream_get_text(s, &t) == TRANSCRIBE_OK);
-    snprintf(com, cap, "%s", t.committed_text ? t.committed_text : "");
-    if (full) snprintf(full, fcap, "%s", t.full_text ? t.full_text : "");
 }
 
 /* One stream.json case: every feed's hypothesis text, then the final ids and text. */
@@ -60,7 +52,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     for (int at = 0; at < n; at += chunk) {
         const int k = n - at < chunk ? n - at : chunk;
         CHECK(transcribe_stream_feed(s, pcm + at, k, NULL) == TRANSCRIBE_OK);
-        texts(s, cur, sizeof cur, full, sizeof full);
+        tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
         CHECK_MSG(!strncmp(cur, prev, strlen(prev)), "%s: committed text shrank", name);
         CHECK_MSG(!strncmp(full, cur, strlen(cur)), "%s: committed not a prefix", name);
         snprintf(prev, sizeof prev, "%s", cur);
@@ -79,7 +71,7 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     CHECK(!transcribe_was_truncated(s));
     char want_text[1024];
     tr_json_str(o, end, "final_text", want_text, sizeof want_text);
-    texts(s, cur, sizeof cur, full, sizeof full);
+    tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
     CHECK_MSG(!strcmp(cur, want_text), "%s: final committed [%s]", name, cur);
     CHECK_MSG(!strcmp(full, want_text), "%s: final text [%s]", name, full);
     /* the family's ids (token rows are the text ids; the controls are in the session) */
@@ -103,12 +95,12 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
         for (int at = 0; at < n; at += chunk) {
             CHECK(transcribe_stream_feed(s, pcm + at, n - at < chunk ? n - at : chunk, NULL) ==
                   TRANSCRIBE_OK);
-            texts(s, c, sizeof c, NULL, 0);
+            tr_stream_texts(s, c, sizeof c, NULL, 0);
             CHECK(!strncmp(c, prev, strlen(prev)));
             snprintf(prev, sizeof prev, "%s", c);
         }
         CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
-        texts(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK_MSG(!strcmp(c, offline), "%d ms feeds: [%s] vs offline [%s]", ms[j], c, offline);
     }
 }
@@ -179,7 +171,7 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
         /* rows wait for the 39-row prompt, then each is consumed as it arrives */
         CHECK(fs->enc.n_audio <= 39 + 8);
         char c[1 << 14];
-        texts(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK(strlen(c) >= prev_len);
         prev_len = strlen(c);
     }
