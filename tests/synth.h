@@ -8,6 +8,7 @@
 #ifndef TR_TESTS_SYNTH_H
 #define TR_TESTS_SYNTH_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -127,6 +128,19 @@ static inline void tr_synth_vec(tr_synth_w *s, const char *name, int64_t n, floa
                                 float offset) {
     const int64_t ne[1] = {n};
     tr_synth_tensor(s, name, TR_F32, 1, ne, scale, offset);
+}
+
+/* n samples (16 kHz) of a chirp sweeping 300 to 2800 Hz every second, at
+ * amplitude 0.3, plus 0.05 of the xorshift32 noise of seed; malloc'ed. */
+static inline float *tr_synth_chirp(int n, uint32_t seed) {
+    float *x = malloc(sizeof(float) * (size_t)n);
+    uint32_t s = seed;
+    double ph = 0;
+    for (int i = 0; x && i < n; i++) {
+        ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
+        x[i] = (float)(0.3 * sin(ph) + 0.05 * tr_synth_rand32(&s));
+    }
+    return x;
 }
 
 #endif

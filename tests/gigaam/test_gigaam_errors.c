@@ -19,6 +19,7 @@
 #include "gguf/gguf_writer.h"
 #include "gguf_edit.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -225,10 +226,7 @@ static bool abort_after(void *user) {
 
 static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
                              const char *lang) {
-    struct transcribe_run_params p;
-    transcribe_run_params_init(&p);
-    p.language = lang;
-    return transcribe_run(s, pcm, n, &p);
+    return tr_test_run_lang(s, pcm, n, lang);
 }
 
 static struct transcribe_session *open_session(const char *path) {

@@ -17,6 +17,7 @@
 #include "gguf_edit.h"
 #include "ma_synth.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -188,22 +189,12 @@ static bool abort_after(void *user) {
 }
 
 static float *tone(int n) {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    uint32_t s = 9;
-    double ph = 0;
-    for (int i = 0; x && i < n; i++) {
-        ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
-        x[i] = (float)(0.3 * sin(ph) + 0.05 * tr_synth_rand32(&s));
-    }
-    return x;
+    return tr_synth_chirp(n, 9);
 }
 
 static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
                              const char *lang) {
-    struct transcribe_run_params p;
-    transcribe_run_params_init(&p);
-    p.language = lang;
-    return transcribe_run(s, pcm, n, &p);
+    return tr_test_run_lang(s, pcm, n, lang);
 }
 
 /* Token rows on 40 ms frames, words and the segment around them (docs/formats/medasr.md §7). */
