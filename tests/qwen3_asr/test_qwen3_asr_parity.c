@@ -259,24 +259,8 @@ static void test_batch_and_gate(void) {
     /* docs/formats/qwen3_asr.md §9.3 gate: jfk auto has T_prompt 158 → n_ctx 414 passes, 413 does
      * not; we30 auto 405 → 661 / 660 */
     const int ok_ctx[2] = {414, 661};
-    struct transcribe_run_params whole; /* the family's own gate: chunking off */
-    transcribe_run_params_init(&whole);
-    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
-    for (int c = 0; c < 2; c++) {
-        for (int d = 0; d < 2; d++) {
-            sp.n_ctx = ok_ctx[c] - d;
-            CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
-            transcribe_status st = transcribe_run(s, g_clips[c].pcm, g_clips[c].n, &whole);
-            CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "%s n_ctx %d: %s",
-                      g_clips[c].stem, sp.n_ctx, transcribe_status_string(st));
-            transcribe_session_free(s);
-        }
-    }
-}
-
-static int g_polls;
-static bool abort_at(void *user) {
-    return ++g_polls >= *(const int *)user;
+    for (int c = 0; c < 2; c++) /* the family's own gate: chunking off */
+        llm_expect_ctx_gate(path, &sp, ok_ctx[c], g_clips[c].pcm, g_clips[c].n, g_clips[c].stem);
 }
 
 /* Abort mid-decode: ABORTED, and the kept raw text is a non-empty proper
@@ -288,15 +272,8 @@ static void test_abort(void) {
     CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
     if (!s) return;
     char *raw = golden_field("jfk.auto", "raw");
-    int limit = 12; /* before the encoder, after it, then before each step */
-    g_polls = 0;
-    transcribe_set_abort_callback(s, abort_at, &limit);
-    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
-    CHECK(transcribe_was_aborted(s));
-    const char *part = transcribe_raw_text(s);
-    CHECK_MSG(part && part[0] && strlen(part) < strlen(raw) &&
-                  strncmp(part, raw, strlen(part)) == 0,
-              "partial '%s'", part ? part : "(null)");
+    /* polls: before the encoder, after it, then before each step */
+    llm_expect_abort(s, g_clips[0].pcm, g_clips[0].n, 12, raw, true);
     free(raw);
     transcribe_session_free(s);
 }
