@@ -240,6 +240,7 @@ static inline void tr_expect_load_file(const char *path, transcribe_status want,
     if (want_log) transcribe_log_set(tr_test_on_log, NULL);
     transcribe_status st = transcribe_model_load_file(path, NULL, &m);
     if (want_log) transcribe_log_set(NULL, NULL);
+    if (!what) what = "";
     CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
               transcribe_status_string(want));
     if (want_log && want != TRANSCRIBE_OK)
