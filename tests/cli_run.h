@@ -72,4 +72,14 @@ static inline char *tr_cli_library_text(const char *model, const char *audio) {
     return text;
 }
 
+/* The transcribe binary's path, the program's first argument; NULL (after a
+ * usage line on stderr) when it has none: the test then exits with 2. */
+static inline const char *tr_cli_binary(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
+        return NULL;
+    }
+    return argv[1];
+}
+
 #endif

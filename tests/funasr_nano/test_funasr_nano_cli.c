@@ -23,11 +23,8 @@ static int run(const char *file, const char *flags) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     /* tests/data/funasr_nano/README.md: the successor chain's text for every run and file */
     static const char want[] = "And so my fellow Americans, ask not what your country can do for "
                                "you. \xE5\xBC\x80\xE9\xA5\xAD\xE6\x97\xB6\xE9\x97\xB4\xE6\x97\xA9"

@@ -20,11 +20,8 @@ static int run(const ga_case *c, const char *flags) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     for (int i = 0; i < GA_N_CASES; i++) {
         const ga_case *c = &k_ga_cases[i];
         char stem[64];

@@ -24,11 +24,8 @@ static int run(const char *flags) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     snprintf(g_model, sizeof g_model, "%s/gn_cli_%d.gguf", TR_BINARY_DIR, (int)getpid());
     const int types[3] = {TR_F32, TR_F16, TR_Q8_0};
     for (int f = 0; f < 3; f++) {

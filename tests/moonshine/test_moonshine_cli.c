@@ -27,11 +27,8 @@ static int run(const char *dtype, const char *flags, const char *clip) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     if (!tr_test_file_exists(MN_DATA "/tiny/moonshine-tiny-ref-F32.gguf")) {
         printf("skipped: the Moonshine reference files are missing\n");
         return 0;

@@ -23,11 +23,8 @@ static int run(const char *dtype, const char *flags) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     sv_golden g, gi;
     CHECK(sv_golden_load("F32_auto_woitn", &g));
     CHECK(sv_golden_load("F32_en_withitn", &gi));
