@@ -134,12 +134,6 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
     }
 }
 
-static int g_polls, g_abort_at;
-static bool abort_after(void *user) {
-    (void)user;
-    return ++g_polls > g_abort_at;
-}
-
 static void errors(struct transcribe_session *s, const float *pcm, int n) {
     /* an interval below -1, a wrong extension kind */
     CHECK(begin(s, -2, 0) == TRANSCRIBE_ERR_INVALID_ARG);
@@ -152,15 +146,7 @@ static void errors(struct transcribe_session *s, const float *pcm, int n) {
     CHECK(transcribe_stream_begin(s, NULL, &sp) != TRANSCRIBE_OK);
     /* abort mid-stream */
     CHECK(begin(s, 0, 0) == TRANSCRIBE_OK);
-    g_polls = 0;
-    g_abort_at = 40;
-    transcribe_set_abort_callback(s, abort_after, NULL);
-    transcribe_status st = TRANSCRIBE_OK;
-    for (int at = 0; at < n && st == TRANSCRIBE_OK; at += 1600)
-        st = transcribe_stream_feed(s, pcm + at, n - at < 1600 ? n - at : 1600, NULL);
-    CHECK(st == TRANSCRIBE_ERR_ABORTED);
-    transcribe_set_abort_callback(s, NULL, NULL);
-    transcribe_stream_reset(s);
+    tr_stream_expect_abort(s, pcm, n, 40);
     /* an empty stream finalizes to an empty result */
     CHECK(begin(s, -1, 0) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
