@@ -30,7 +30,9 @@ typedef struct tr_gguf_edit {
     const char *retype_kv;  /* UINT32 → INT32 of the same value, any other type → UINT32 1 */
     const char *kv_i32;     /* written as INT32 of its UINT32 value (0 when not UINT32) */
     const char *mistype_kv; /* a STRING → UINT32 7, any other type → STRING "x" */
-    const char *kv_u32;     /* replaced by the UINT32 kv_u32_value */
+    const char *kv_as_i32;  /* replaced by the INT32 kv_as_i32_value */
+    int32_t kv_as_i32_value;
+    const char *kv_u32; /* replaced by the UINT32 kv_u32_value */
     uint32_t kv_u32_value;
     const char *kv_str; /* replaced by the STRING kv_str_value */
     const char *kv_str_value;
@@ -111,6 +113,7 @@ static inline bool tr_edit_kv(gguf_writer *w, const gguf_file *g, int64_t i,
     if (tr_edit_is(e->mistype_kv, k))
         return tr_gguf_kv_type(g, i) == GGUF_T_STRING ? tr_gguf_writer_set_u32(w, k, 7)
                                                       : tr_gguf_writer_set_str(w, k, "x");
+    if (tr_edit_is(e->kv_as_i32, k)) return tr_gguf_writer_set_i32(w, k, e->kv_as_i32_value);
     if (tr_edit_is(e->kv_u32, k)) return tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
     if (tr_edit_is(e->kv_str, k)) return tr_gguf_writer_set_str(w, k, e->kv_str_value);
     if (tr_edit_is(e->kv_f32, k)) return tr_gguf_writer_set_f32(w, k, e->kv_f32_value);
