@@ -1,7 +1,10 @@
 /* Helpers the audio-LLM parity tests share (tests/qwen3_asr,
- * tests/granite_speech, tests/moss): golden files by folder and name, the
- * max-abs error against a golden, and the tokenizer_cases.txt check
- * (`hex(text) \t ids` per line) through any encoder. Include after
+ * tests/granite_speech, tests/moss, tests/canary_qwen, tests/voxtral, ...)
+ * on top of parity.h: golden files by folder and file name (a missing one is
+ * a failure), the max-abs error against a golden (with the golden's own
+ * largest magnitude), the tokenizer_cases.txt check (`hex(text) \t ids`
+ * per line) through any encoder, the prompt-length gate at n_ctx and
+ * n_ctx - 1, and an abort mid-decode keeping a prefix. Include after
  * test_util.h. */
 #ifndef TR_TESTS_LLM_PARITY_H
 #define TR_TESTS_LLM_PARITY_H
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "npy.h"
+#include "parity.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -100,6 +104,52 @@ static inline int llm_tokenizer_cases(const char *path, llm_encode_fn encode, co
     }
     free(s);
     return n_cases;
+}
+
+/* The prompt-length gate with chunking off: on the file at path (session
+ * parameters sp, whose n_ctx it sets), pcm must run with n_ctx = fit and be
+ * refused INPUT_TOO_LONG with fit - 1. Per n_ctx, a CHECK that the session
+ * opens and one of the run's status (tag names the case). */
+static inline void llm_expect_ctx_gate(const char *path, struct transcribe_session_params *sp,
+                                       int fit, const float *pcm, int n, const char *tag) {
+    struct transcribe_run_params whole;
+    transcribe_run_params_init(&whole);
+    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
+    for (int d = 0; d < 2; d++) {
+        sp->n_ctx = fit - d;
+        struct transcribe_session *s = NULL;
+        CHECK(transcribe_open(path, NULL, sp, &s) == TRANSCRIBE_OK);
+        if (!s) continue;
+        transcribe_status st = transcribe_run(s, pcm, n, &whole);
+        CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "%s n_ctx %d: %s", tag,
+                  sp->n_ctx, transcribe_status_string(st));
+        transcribe_session_free(s);
+    }
+}
+
+/* The abort callback llm_expect_abort sets: it asks to stop at the
+ * llm_abort_limit-th poll (llm_polls counts them; reset it before a run). */
+static int llm_polls, llm_abort_limit;
+static inline bool llm_abort_at(void *user) {
+    (void)user;
+    return ++llm_polls >= llm_abort_limit;
+}
+
+/* s run on pcm and stopped at the limit-th abort poll (the callback stays
+ * set): a CHECK that the run says ABORTED, one that transcribe_was_aborted
+ * agrees, and one that the text it kept (the raw text when raw) is a
+ * non-empty proper prefix of want. */
+static inline void llm_expect_abort(struct transcribe_session *s, const float *pcm, int n,
+                                    int limit, const char *want, bool raw) {
+    llm_abort_limit = limit;
+    llm_polls = 0;
+    transcribe_set_abort_callback(s, llm_abort_at, NULL);
+    CHECK(transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_ERR_ABORTED);
+    CHECK(transcribe_was_aborted(s));
+    const char *part = raw ? transcribe_raw_text(s) : transcribe_full_text(s);
+    CHECK_MSG(part && part[0] && strlen(part) < strlen(want) &&
+                  strncmp(part, want, strlen(part)) == 0,
+              "partial '%s'", part ? part : "(null)");
 }
 
 #endif

@@ -28,4 +28,12 @@ static inline char *tr_test_read_text(const char *path, size_t *len) {
     return s;
 }
 
+/* size bytes of buf written to path (replacing it); false on any failure. */
+static inline bool tr_test_write_file(const char *path, const void *buf, size_t size) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, size, f) == size;
+    if (f) ok = fclose(f) == 0 && ok;
+    return ok;
+}
+
 #endif

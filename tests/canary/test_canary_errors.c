@@ -14,6 +14,7 @@
 #include "audio/audio.h"
 #include "cn_test.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
 #include "util/timer.h"
@@ -311,98 +312,14 @@ static void audio_edges(const char *path, const float *pcm, int n) {
 
 /* ---- malformed files ---- */
 
-typedef struct edit {
-    const char *drop_kv;      /* KV left out */
-    const char *drop_tensor;  /* tensor left out */
-    const char *bad_shape;    /* tensor written with ne[last] - 1 (or ne0 - 1 for 1-D) */
-    const char *to_f16;       /* F32 tensor written as F16 */
-    const char *to_q8;        /* tensor written as Q8_0 (F16 if ne0 % 32) */
-    const char *kv_i32;       /* UINT32 KV rewritten as INT32 */
-    const char *kv_str;       /* KV replaced by a string value ... */
-    const char *kv_str_value; /* ... this one */
-    const char *kv_false;     /* BOOL KV (added if absent) set to false */
-} edit;
-
-static float *dequant(const tr_tensor *t) {
-    int64_t n = tr_tensor_nelements(t), rows = n / t->ne[0];
-    float *f = malloc((size_t)n * sizeof(float));
-    for (int64_t r = 0; f && r < rows; r++)
-        tr_dequantize_row(t->type, (const char *)t->data + r * t->nb1, f + r * t->ne[0], t->ne[0]);
-    return f;
-}
-
-static bool add_as(gguf_writer *w, const tr_tensor *t, int type, const int64_t *ne, int nd) {
-    float *f = dequant(t);
-    if (!f) return false;
-    int64_t n = 1;
-    for (int i = 0; i < nd; i++) n *= ne[i];
-    int64_t rows = n / ne[0];
-    size_t rb = tr_row_bytes(type, ne[0]);
-    void *q = calloc((size_t)rows, rb ? rb : 1);
-    bool ok = q && rb;
-    for (int64_t r = 0; ok && r < rows; r++)
-        ok = tr_quantize_row(type, f + r * ne[0], (char *)q + r * rb, ne[0]);
-    ok = ok && tr_gguf_writer_add_tensor(w, t->name, type, nd, ne, q);
-    free(q);
-    free(f);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static bool rewrite(const char *src, const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL, saw_false = false;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && strcmp(k, e->drop_kv) == 0) continue;
-        if (e->kv_i32 && strcmp(k, e->kv_i32) == 0) {
-            uint32_t v = 0;
-            tr_gguf_get_u32(g, k, &v);
-            ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
-        } else if (e->kv_str && strcmp(k, e->kv_str) == 0) {
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        } else if (e->kv_false && strcmp(k, e->kv_false) == 0) {
-            ok = tr_gguf_writer_set_bool(w, k, false);
-            saw_false = true;
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-        }
-    }
-    if (ok && e->kv_false && !saw_false) ok = tr_gguf_writer_set_bool(w, e->kv_false, false);
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->bad_shape && strcmp(t->name, e->bad_shape) == 0) {
-            ne[t->n_dims - 1] -= 1;
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-            ok = add_as(w, t, TR_F32, ne, t->n_dims);
-        } else if (e->to_f16 && strcmp(t->name, e->to_f16) == 0) {
-            ok = add_as(w, t, TR_F16, ne, t->n_dims);
-        } else if (e->to_q8 && strcmp(t->name, e->to_q8) == 0) {
-            /* Q8_0 needs rows of 32; other widths get F16 (still "any type") */
-            ok = add_as(w, t, ne[0] % 32 == 0 ? TR_Q8_0 : TR_F16, ne, t->n_dims);
-        } else {
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-        }
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
+    return tr_gguf_edit_file(src, dst, e);
 }
 
 static void expect_load(const char *src, const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/canary_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(src, dst, e), "rewrite for %s", what);
-    transcribe_status st;
-    struct transcribe_model *m = load(dst, &st);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    tr_expect_load(src, e, want, what);
 }
 
 static void bad_files(const char *path, const float *pcm, int n) {
@@ -448,7 +365,7 @@ static void bad_files(const char *path, const float *pcm, int n) {
 
     /* translation switched off: TRANSLATE → UNSUPPORTED_TASK */
     snprintf(dst, sizeof dst, "%s/canary_notl_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK(rewrite(path, dst, &(edit){.kv_false = "stt.capability.translate"}));
+    CHECK(rewrite(path, dst, &(edit){.kv_bool = "stt.capability.translate", .add_absent = true}));
     m = load(dst, NULL);
     s = session(m, TRANSCRIBE_KV_TYPE_AUTO, 0);
     CHECK(s &&

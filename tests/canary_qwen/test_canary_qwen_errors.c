@@ -13,8 +13,10 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "models/canary_qwen/canary_qwen.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -28,14 +30,7 @@ static float *g_pcm;
 static int g_n;
 
 static struct transcribe_session *open_session(const char *path, int n_ctx) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, TRANSCRIBE_KV_TYPE_AUTO);
 }
 
 /* ---- capabilities, limits, run gates ---- */
@@ -193,87 +188,16 @@ static void splice_check(void) {
 
 /* ---- rewritten files ---- */
 
-typedef struct edit {
-    const char *drop_kv;      /* KV left out */
-    const char *drop_tensor;  /* tensor left out */
-    const char *bad_shape;    /* tensor written with ne[last] + 1 */
-    const char *to_f16;       /* tensor written as F16 */
-    const char *to_q8;        /* tensor written as Q8_0 */
-    const char *kv_i32;       /* UINT32 KV rewritten as INT32 */
-    const char *kv_u32;       /* KV replaced by a UINT32 ... */
-    uint32_t kv_u32_value;    /* ... of this value */
-    const char *kv_str;       /* KV replaced by a string ... */
-    const char *kv_str_value; /* ... of this value */
-} edit;
-
-static bool add_as(gguf_writer *w, const tr_tensor *t, int type, const int64_t *ne) {
-    int64_t n = ne[0] * ne[1] * ne[2] * ne[3], rows = n / ne[0];
-    int64_t n_src = tr_tensor_nelements(t);
-    float *f = calloc((size_t)n, sizeof(float));
-    for (int64_t r = 0; f && r < n_src / t->ne[0] && r < rows; r++)
-        tr_dequantize_row(t->type, (const char *)t->data + r * t->nb1, f + r * ne[0],
-                          ne[0] < t->ne[0] ? ne[0] : t->ne[0]);
-    size_t rb = tr_row_bytes(type, ne[0]);
-    char *q = calloc((size_t)rows, rb);
-    bool ok = f && q;
-    for (int64_t r = 0; ok && r < rows; r++)
-        ok = tr_quantize_row(type, f + r * ne[0], q + r * rb, ne[0]);
-    ok = ok && tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, q);
-    free(q);
-    free(f);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(REF, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && strcmp(k, e->drop_kv) == 0) continue;
-        if (e->kv_i32 && strcmp(k, e->kv_i32) == 0) {
-            uint32_t v = 0;
-            tr_gguf_get_u32(g, k, &v);
-            ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
-        } else if (e->kv_u32 && strcmp(k, e->kv_u32) == 0) {
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        } else if (e->kv_str && strcmp(k, e->kv_str) == 0) {
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-        }
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->bad_shape && strcmp(t->name, e->bad_shape) == 0) {
-            ne[t->n_dims - 1] += 1;
-            ok = add_as(w, t, TR_F32, ne);
-        } else if (e->to_f16 && strcmp(t->name, e->to_f16) == 0) {
-            ok = add_as(w, t, TR_F16, ne);
-        } else if (e->to_q8 && strcmp(t->name, e->to_q8) == 0) {
-            ok = add_as(w, t, TR_Q8_0, ne);
-        } else {
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-        }
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
+    return tr_gguf_edit_file(REF, dst, e);
 }
 
 static char g_edit_path[512];
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    CHECK_MSG(rewrite(g_edit_path, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(g_edit_path, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
+    tr_expect_load(REF, e, want, what);
 }
 
 static void bad_files(void) {
@@ -289,10 +213,10 @@ static void bad_files(void) {
     expect_load(&(edit){.drop_tensor = "dec.blocks.1.attn.k_norm.weight"}, G, "missing k_norm");
     expect_load(&(edit){.drop_tensor = "dec.token_embd.weight"}, G, "missing embedding");
     expect_load(&(edit){.drop_tensor = "frontend.window"}, OK, "no baked window (optional)");
-    expect_load(&(edit){.bad_shape = "frontend.window"}, G, "window of 401");
-    expect_load(&(edit){.bad_shape = "enc.proj.weight"}, G, "proj to hidden + 1");
-    expect_load(&(edit){.bad_shape = "dec.blocks.0.ffn.up.weight"}, G, "up of I + 1");
-    expect_load(&(edit){.bad_shape = "dec.token_embd.weight"}, G, "embedding of V + 1");
+    expect_load(&(edit){.longer = "frontend.window"}, G, "window of 401");
+    expect_load(&(edit){.longer = "enc.proj.weight"}, G, "proj to hidden + 1");
+    expect_load(&(edit){.longer = "dec.blocks.0.ffn.up.weight"}, G, "up of I + 1");
+    expect_load(&(edit){.longer = "dec.token_embd.weight"}, G, "embedding of V + 1");
     expect_load(&(edit){.to_f16 = "enc.proj.bias"}, G, "F16 bias (F32 class)");
     expect_load(&(edit){.to_f16 = "dec.output_norm.weight"}, G, "F16 norm (F32 class)");
     expect_load(&(edit){.to_f16 = "frontend.mel_filterbank"}, G, "F16 filterbank");

@@ -60,24 +60,9 @@ static char *golden_field(const clip *c, const char *dt, const char *key) {
     char name[128];
     snprintf(name, sizeof name, "%s%s.text.txt", c->stem, is_q8(dt) ? ".q8_0" : "");
     char *s = llm_read_golden(DATA, name);
-    if (!s) return strdup("");
-    size_t kl = strlen(key);
-    char *line = s, *out = NULL;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-            char *v = line + kl + 1;
-            if (*v == ' ') v++;
-            size_t len = nl ? (size_t)(nl - v) : strlen(v);
-            out = malloc(len + 1);
-            memcpy(out, v, len);
-            out[len] = 0;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
+    char *out = tr_text_field(s, key);
     free(s);
-    return out ? out : strdup("");
+    return out;
 }
 
 /* Compares n values (rows x cols) with a golden; k indexes g_worst. */
@@ -282,24 +267,8 @@ static void test_batch_and_gate(void) {
     }
     char path[512];
     snprintf(path, sizeof path, "%s/canary-qwen-tiny-ref-F16.gguf", DATA);
-    struct transcribe_run_params whole; /* the family's own gate: chunking off */
-    transcribe_run_params_init(&whole);
-    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
-    for (int d = 0; d < 2; d++) {
-        sp.n_ctx = 301 - d;
-        struct transcribe_session *s = NULL;
-        CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
-        if (!s) continue;
-        transcribe_status st = transcribe_run(s, g_clips[0].pcm, g_clips[0].n, &whole);
-        CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "n_ctx %d: %s",
-                  sp.n_ctx, transcribe_status_string(st));
-        transcribe_session_free(s);
-    }
-}
-
-static int g_polls;
-static bool abort_at(void *user) {
-    return ++g_polls >= *(const int *)user;
+    /* the family's own gate: chunking off */
+    llm_expect_ctx_gate(path, &sp, 301, g_clips[0].pcm, g_clips[0].n, "clip");
 }
 
 /* Abort mid-decode: ABORTED, and the kept text is a non-empty proper
@@ -313,18 +282,10 @@ static void test_abort(void) {
     char *text = golden_field(&g_clips[0], "F32", "text");
     /* polls: before the encoder, one per encoder block (2), after it, then
      * before each decode step */
-    int limit = 12;
-    g_polls = 0;
-    transcribe_set_abort_callback(s, abort_at, &limit);
-    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
-    CHECK(transcribe_was_aborted(s));
-    const char *part = transcribe_full_text(s);
-    CHECK_MSG(part && part[0] && strlen(part) < strlen(text) &&
-                  strncmp(part, text, strlen(part)) == 0,
-              "partial '%s'", part ? part : "(null)");
+    llm_expect_abort(s, g_clips[0].pcm, g_clips[0].n, 12, text, false);
     /* an abort during the encoder keeps nothing */
-    limit = 2;
-    g_polls = 0;
+    llm_abort_limit = 2;
+    llm_polls = 0;
     CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
     free(text);
     transcribe_session_free(s);

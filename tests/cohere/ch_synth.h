@@ -36,15 +36,7 @@ typedef struct ch_synth_cfg {
 static inline ch_synth_cfg ch_synth_default(void) {
     ch_synth_cfg c;
     memset(&c, 0, sizeof c);
-    c.enc = fc_synth_default();
-    c.enc.d = 32;
-    c.enc.H = 4;
-    c.enc.d_ff = 64;
-    c.enc.k = 5;
-    c.enc.C = 4;
-    c.enc.n_layers = 2;
-    c.enc.prefix = "stt.cohere.encoder.";
-    c.enc.biased_keys_only = true;
+    c.enc = fc_synth_biased("stt.cohere.encoder.");
     c.dec_layers = 2;
     c.hidden = 24;
     c.heads = 2;

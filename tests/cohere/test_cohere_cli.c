@@ -23,11 +23,6 @@ static int run(const char *model, const char *flags) {
     return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
-static void chomp(char *s) {
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
-}
-
 /* The library's text for jfk with language lang. */
 static char *api_text(const char *model, const char *lang) {
     float *pcm = NULL;
@@ -66,11 +61,11 @@ int main(int argc, char **argv) {
     char *en = api_text(model, "en"), *de = api_text(model, "de");
     CHECK(en && de && strcmp(en, de) != 0);
     int rc = run(model, "");
-    chomp(g_out);
+    tr_cli_chomp(g_out);
     CHECK_MSG(rc == 0 && en && strcmp(g_out, en) == 0, "default: exit %d '%s' want '%s' (%s)", rc,
               g_out, en ? en : "", g_err);
     rc = run(model, "-l de");
-    chomp(g_out);
+    tr_cli_chomp(g_out);
     CHECK_MSG(rc == 0 && de && strcmp(g_out, de) == 0, "-l de: exit %d '%s' (%s)", rc, g_out,
               g_err);
     rc = run(model, "-f json --tokens");

@@ -24,9 +24,11 @@
 
 #include "core/result.h"
 #include "gguf/gguf.h"
+#include "golden_json.h"
 #include "models/cohere/cohere.h"
 #include "nn/fastconformer_internal.h"
 #include "npy.h"
+#include "parity.h"
 #include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -55,28 +57,10 @@ static const run k_runs[] = {
 
 static char *g_json;
 
-/* The int array `key` of the object `obj` in decode.json (up to cap). */
+/* The int array `key` of the object `obj` in decode.json (up to cap); -1 when absent. */
 static int json_ints(const char *obj, const char *key, int32_t *out, int cap) {
-    char k[96];
-    snprintf(k, sizeof k, "\"%s\": {", obj);
-    const char *p = g_json ? strstr(g_json, k) : NULL;
-    if (!p) return -1;
-    snprintf(k, sizeof k, "\"%s\": [", key);
-    p = strstr(p, k);
-    if (!p) return -1;
-    p += strlen(k);
-    int n = 0;
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) {
-            p++;
-            continue;
-        }
-        out[n++] = (int32_t)v;
-        p = end;
-    }
-    return n;
+    const char *o = g_json ? tr_json_obj(g_json, obj) : NULL;
+    return o ? tr_json_ints(o, NULL, key, out, cap) : -1;
 }
 
 static bool load_npy(const char *name, npy_array *a) {
@@ -95,13 +79,7 @@ static void compare(const char *what, const float *got, const npy_array *want, i
                     double tol, bool rel_to_max) {
     CHECK_MSG(want->n == n, "%s: %lld values, golden %lld", what, (long long)n, (long long)want->n);
     if (want->n != n) return;
-    const float *w = want->data;
-    double err = 0, mx = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)w[i]);
-        if (!(d <= err)) err = d;
-        if (fabs(w[i]) > mx) mx = fabs(w[i]);
-    }
+    const double err = tr_max_abs_err(got, want->data, n), mx = tr_max_abs(want->data, n);
     const double bound = rel_to_max ? tol * mx : tol;
     printf("  %-28s max |err| %.3g (bound %.3g)\n", what, err, bound);
     CHECK_MSG(err <= bound, "%s: max error %g > %g", what, err, bound);

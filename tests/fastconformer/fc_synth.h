@@ -66,6 +66,22 @@ static inline fc_synth_cfg fc_synth_default(void) {
     return c;
 }
 
+/* The biased flavor's encoder (Cohere, Sortformer: sizes and use_bias keys
+ * only) at d 32, 4 heads, d_ff 64, kernel 5, 4 channels, 2 layers, its keys
+ * under prefix. */
+static inline fc_synth_cfg fc_synth_biased(const char *prefix) {
+    fc_synth_cfg c = fc_synth_default();
+    c.d = 32;
+    c.H = 4;
+    c.d_ff = 64;
+    c.k = 5;
+    c.C = 4;
+    c.n_layers = 2;
+    c.prefix = prefix;
+    c.biased_keys_only = true;
+    return c;
+}
+
 static inline float fc_rand(uint32_t *s) {
     *s = *s * 1664525u + 1013904223u;
     return (float)((*s >> 8) & 0xFFFFFF) / 16777216.0f * 2.0f - 1.0f; /* [-1, 1) */

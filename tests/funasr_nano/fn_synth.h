@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "synth.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 
@@ -54,10 +55,7 @@ enum {
 
 static uint64_t fs_rng;
 static float fs_rand(void) {
-    fs_rng ^= fs_rng << 13;
-    fs_rng ^= fs_rng >> 7;
-    fs_rng ^= fs_rng << 17;
-    return (float)((double)(fs_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return tr_synth_rand(&fs_rng);
 }
 
 static void fs_tensor_data(gguf_writer *w, const fn_synth_opts *o, const char *name, int type,
@@ -143,37 +141,13 @@ static const char *const fs_special[FS_N_SPECIAL] = {"<|endoftext|>", "<|im_star
                                                      "<|unused_0|>"};
 
 static int fs_build_vocab(char ***pieces_out, int32_t **types_out) {
-    const int n_inter = (int)(sizeof fs_inter / sizeof fs_inter[0]);
-    const int V = 256 + FS_N_WORDS + n_inter + FS_N_SPECIAL;
-    char **p = calloc((size_t)V, sizeof *p);
-    int32_t *t = calloc((size_t)V, sizeof *t);
-    int k = 0;
-    for (int b = 0; b < 256; b++) {
-        unsigned char c = (unsigned char)b;
-        p[k] = tr_gpt2_piece_from_bytes(&c, 1);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < FS_N_WORDS; i++) {
-        p[k] = strdup(fs_words[i]);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < n_inter; i++) {
-        p[k] = strdup(fs_inter[i]);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < FS_N_SPECIAL; i++) {
-        p[k] = strdup(fs_special[i]);
-        t[k++] = 3;
-    }
-    *pieces_out = p;
-    *types_out = t;
-    return V;
+    return tr_synth_bpe_vocab(fs_words, FS_N_WORDS, fs_inter,
+                              (int)(sizeof fs_inter / sizeof fs_inter[0]), fs_special, FS_N_SPECIAL,
+                              pieces_out, types_out);
 }
 
 static int fs_find(char **pieces, int V, const char *s) {
-    for (int i = 0; i < V; i++)
-        if (strcmp(pieces[i], s) == 0) return i;
-    return -1;
+    return tr_synth_find(pieces, V, s);
 }
 
 static void fs_sanm_block(gguf_writer *w, const fn_synth_opts *o, int lt, const char *p, int din) {
@@ -341,12 +315,7 @@ static int fn_synth_write(const char *path, const fn_synth_opts *o_in, int n_dec
         FS_LIN(BN("ffn.down.weight"), I, H, 0.3f);
 #undef BN
     }
-    transcribe_status st = tr_gguf_writer_write(w, path);
-    tr_gguf_writer_free(w);
-    for (int i = 0; i < V; i++) free(pieces[i]);
-    free(pieces);
-    free(types);
-    return st == TRANSCRIBE_OK ? 0 : 1;
+    return tr_synth_finish(w, path, pieces, types, V);
 }
 
 #endif

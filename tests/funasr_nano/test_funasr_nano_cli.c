@@ -16,21 +16,15 @@ static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
 static int run(const char *file, const char *flags) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s/%s' %s '%s/clip.wav'", g_bin, FN_DIR, file, flags,
-             FN_DIR);
-    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
-    size_t n = strlen(g_out);
-    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
-    return rc;
+    char model[512];
+    snprintf(model, sizeof model, "%s/%s", FN_DIR, file);
+    return tr_cli_transcribe(g_bin, model, flags, FN_DIR "/clip.wav", g_out, sizeof g_out, g_err,
+                             sizeof g_err);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     /* tests/data/funasr_nano/README.md: the successor chain's text for every run and file */
     static const char want[] = "And so my fellow Americans, ask not what your country can do for "
                                "you. \xE5\xBC\x80\xE9\xA5\xAD\xE6\x97\xB6\xE9\x97\xB4\xE6\x97\xA9"

@@ -13,6 +13,7 @@
 #include "gguf/gguf.h"
 #include "models/funasr_nano/funasr_nano.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/pool.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -21,24 +22,11 @@
 
 static tr_pool *g_pool;
 
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d; /* NaN propagates */
-    }
-    return e;
-}
-
 /* golden <stem>.<name>.npy of n float32 values (or int32 when ints) */
 static bool load(const char *stem, const char *name, npy_array *a) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.%s.npy", FN_DIR, stem, name);
-    if (npy_load(path, a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return false;
-    }
-    return true;
+    char file[256];
+    snprintf(file, sizeof file, "%s.%s", stem, name);
+    return tr_load_npy(FN_DIR, file, a);
 }
 
 static void cmp(const char *tag, const char *stem, const char *name, const float *got, int64_t n,
@@ -48,7 +36,7 @@ static void cmp(const char *tag, const char *stem, const char *name, const float
     CHECK_MSG(a.n == n && !strcmp(a.dtype, "<f4"), "%s %s.%s: %lld values, want %lld", tag, stem,
               name, (long long)a.n, (long long)n);
     if (a.n == n) {
-        double e = max_abs(got, a.data, n);
+        double e = tr_max_abs_err(got, a.data, n);
         printf("%-6s %-14s %-10s max abs err %.3g\n", tag, stem, name, e);
         CHECK_MSG(e <= tol, "%s %s.%s: error %.3g over %.3g", tag, stem, name, e, tol);
     }

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "gguf/gguf.h"
+#include "golden_json.h"
 #include "models/gigaam/gigaam.h"
+#include "test_files.h"
 
 #define GA_DIR  TR_SOURCE_DIR "/tests/data/gigaam/tiny"
 #define GA_CLIP TR_SOURCE_DIR "/tests/data/gigaam/clip.wav"
@@ -51,22 +53,6 @@ static inline void ga_unload_internal(ga_loaded *L) {
     tr_gguf_close(L->g);
 }
 
-static inline char *ga_read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* One case of decode.json: emitted ids and frames, the text and raw text
  * (UTF-8, copied without escape handling: the reference writes none). */
 typedef struct ga_golden {
@@ -75,55 +61,21 @@ typedef struct ga_golden {
     char text[1024], raw[1024];
 } ga_golden;
 
-static inline void ga_json_str(const char *obj, const char *key, char *out, size_t cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    const char *p = strstr(obj, pat);
-    out[0] = '\0';
-    if (!p) return;
-    p += strlen(pat);
-    while (*p == ' ') p++;
-    if (*p != '"') return;
-    size_t n = 0;
-    for (p++; *p && *p != '"' && n + 1 < cap; p++) out[n++] = *p;
-    out[n] = '\0';
-}
-
-static inline int ga_json_ints(const char *obj, const char *key, int32_t *out, int cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": [", key);
-    const char *p = strstr(obj, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    int n = 0;
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) {
-            p++;
-            continue;
-        }
-        out[n++] = (int32_t)v;
-        p = end;
-    }
-    return n;
-}
-
 static inline bool ga_golden_load(const char *dir, const char *which, ga_golden *g) {
     memset(g, 0, sizeof *g);
     g->n_ids = -1;
     char path[512];
     snprintf(path, sizeof path, "%s/decode.json", dir);
-    char *js = ga_read_text(path);
+    char *js = tr_test_read_text(path, NULL);
     if (!js) return false;
     char pat[192];
     snprintf(pat, sizeof pat, "\"%.160s\": {", which);
     const char *obj = strstr(js, pat);
     if (obj) {
-        g->n_ids = ga_json_ints(obj, "ids", g->ids, 256);
-        g->n_frames = ga_json_ints(obj, "frames", g->frames, 256);
-        ga_json_str(obj, "text", g->text, sizeof g->text);
-        ga_json_str(obj, "raw_text", g->raw, sizeof g->raw);
+        g->n_ids = tr_json_ints(obj, NULL, "ids", g->ids, 256);
+        g->n_frames = tr_json_ints(obj, NULL, "frames", g->frames, 256);
+        tr_json_str(obj, NULL, "text", g->text, sizeof g->text);
+        tr_json_str(obj, NULL, "raw_text", g->raw, sizeof g->raw);
     }
     free(js);
     return g->n_ids >= 0;

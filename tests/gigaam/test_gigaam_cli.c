@@ -14,21 +14,14 @@ static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
 static int run(const ga_case *c, const char *flags) {
-    char path[512], cmd[4096];
+    char path[512];
     ga_case_path(GA_DIR, "tiny", c, path, sizeof path);
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, path, flags, GA_CLIP);
-    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
-    size_t n = strlen(g_out);
-    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
-    return rc;
+    return tr_cli_transcribe(g_bin, path, flags, GA_CLIP, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     for (int i = 0; i < GA_N_CASES; i++) {
         const ga_case *c = &k_ga_cases[i];
         char stem[64];

@@ -17,88 +17,22 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_keys.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
 #define GA_CTC  GA_DIR "/gigaam-v3-ctc-tiny-ref-F32.gguf"
 #define GA_RNNT GA_DIR "/gigaam-v3-rnnt-tiny-ref-F32.gguf"
 
-typedef struct edit {
-    const char *drop_kv;
-    const char *kv_i32; /* UINT32 key rewritten as INT32 */
-    const char *kv_u32; /* key given the UINT32 ... */
-    uint32_t kv_u32_value;
-    const char *kv_str; /* key replaced by the string ... */
-    const char *kv_str_value;
-    const char *drop_tensor;
-    const char *bad_shape; /* last dim one shorter */
-    const char *to_f16;    /* F32 tensor stored as F16 */
-} edit;
+typedef tr_gguf_edit edit;
 
-static bool add_f16(gguf_writer *w, const tr_tensor *t, const int64_t *ne) {
-    int64_t n = tr_tensor_nelements(t);
-    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)n);
-    bool ok = h && tr_quantize_row(TR_F16, t->data, h, n) &&
-              tr_gguf_writer_add_tensor(w, t->name, TR_F16, t->n_dims, ne, h);
-    free(h);
-    return ok;
-}
-
-static bool rewrite(const char *src, const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(src, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        uint32_t v = 0;
-        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
-        if (e->kv_i32 && !strcmp(k, e->kv_i32)) {
-            tr_gguf_get_u32(g, k, &v);
-            ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
-        } else if (e->kv_u32 && !strcmp(k, e->kv_u32)) {
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        } else if (e->kv_str && !strcmp(k, e->kv_str)) {
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-        }
-    }
-    /* a key the file lacks (optional ones) */
-    if (ok && e->kv_str && !tr_gguf_has(g, e->kv_str))
-        ok = tr_gguf_writer_set_str(w, e->kv_str, e->kv_str_value);
-    if (ok && e->kv_u32 && !tr_gguf_has(g, e->kv_u32))
-        ok = tr_gguf_writer_set_u32(w, e->kv_u32, e->kv_u32_value);
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
-            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-        }
-        if (e->to_f16 && !strcmp(t->name, e->to_f16))
-            ok = add_f16(w, t, ne);
-        else
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
-}
-
+/* kv_u32 / kv_str also add a key the file lacks (the optional ones) */
 static void expect_load(const char *src, const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/ga_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(src, dst, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    edit a = *e;
+    a.add_absent = true;
+    tr_expect_load(src, &a, want, what);
 }
 
 #define EK "stt.gigaam.encoder."
@@ -128,23 +62,13 @@ static void bad_keys(void) {
         FK "win_length",
         FK "hop_length",
     };
-    for (size_t i = 0; i < sizeof u32_ctc / sizeof u32_ctc[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", u32_ctc[i]);
-        expect_load(GA_CTC, &(edit){.drop_kv = u32_ctc[i]}, G, what);
-        snprintf(what, sizeof what, "INT32 %s", u32_ctc[i]);
-        expect_load(GA_CTC, &(edit){.kv_i32 = u32_ctc[i]}, G, what);
-    }
+    tr_expect_required_keys(GA_CTC, u32_ctc, sizeof u32_ctc / sizeof u32_ctc[0], NULL);
     static const char *const u32_rnnt[] = {
         "stt.gigaam.predictor.hidden",  "stt.gigaam.predictor.n_layers",
         "stt.gigaam.predictor.vocab",   "stt.gigaam.joint.hidden",
         "stt.gigaam.joint.num_classes",
     };
-    for (size_t i = 0; i < sizeof u32_rnnt / sizeof u32_rnnt[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", u32_rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.drop_kv = u32_rnnt[i]}, G, what);
-        snprintf(what, sizeof what, "INT32 %s", u32_rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.kv_i32 = u32_rnnt[i]}, G, what);
-    }
+    tr_expect_required_keys(GA_RNNT, u32_rnnt, sizeof u32_rnnt / sizeof u32_rnnt[0], NULL);
     /* required strings and floats: missing, and of another type */
     static const char *const strs[] = {
         "stt.gigaam.head_kind",
@@ -237,7 +161,6 @@ static void bad_keys(void) {
 
 static void bad_tensors(void) {
     const transcribe_status G = TRANSCRIBE_ERR_GGUF, OK = TRANSCRIBE_OK;
-    char what[200];
     static const char *const ctc[] = {
         "frontend.mel_filterbank",
         "frontend.window",
@@ -263,23 +186,13 @@ static void bad_tensors(void) {
         "head.ctc.weight",
         "head.ctc.bias",
     };
-    for (size_t i = 0; i < sizeof ctc / sizeof ctc[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", ctc[i]);
-        expect_load(GA_CTC, &(edit){.drop_tensor = ctc[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", ctc[i]);
-        expect_load(GA_CTC, &(edit){.bad_shape = ctc[i]}, G, what);
-    }
+    tr_expect_required_tensors(GA_CTC, ctc, sizeof ctc / sizeof ctc[0]);
     static const char *const rnnt[] = {
         "pred.embed.weight", "pred.lstm.0.Wx", "pred.lstm.0.Wh",    "pred.lstm.0.bias",
         "joint.enc.weight",  "joint.enc.bias", "joint.pred.weight", "joint.pred.bias",
         "joint.out.weight",  "joint.out.bias",
     };
-    for (size_t i = 0; i < sizeof rnnt / sizeof rnnt[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.drop_tensor = rnnt[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", rnnt[i]);
-        expect_load(GA_RNNT, &(edit){.bad_shape = rnnt[i]}, G, what);
-    }
+    tr_expect_required_tensors(GA_RNNT, rnnt, sizeof rnnt / sizeof rnnt[0]);
     /* types: F32-only slots refuse F16; conv and linear slots take it */
     expect_load(GA_CTC, &(edit){.to_f16 = "enc.blocks.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(GA_CTC, &(edit){.to_f16 = "frontend.window"}, G, "F16 window");
@@ -313,10 +226,7 @@ static bool abort_after(void *user) {
 
 static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
                              const char *lang) {
-    struct transcribe_run_params p;
-    transcribe_run_params_init(&p);
-    p.language = lang;
-    return transcribe_run(s, pcm, n, &p);
+    return tr_test_run_lang(s, pcm, n, lang);
 }
 
 static struct transcribe_session *open_session(const char *path) {

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "ga_test.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_util.h"
@@ -23,35 +24,8 @@
 static tr_pool *g_pool;
 static const char *g_dir = GA_DIR;
 
-/* max over rows of (max |got - want| in the row) / (max |want| in the row) */
-static double max_row_rel(const float *got, const float *want, int rows, int cols) {
-    double worst = 0;
-    for (int r = 0; r < rows; r++) {
-        double e = 0, s = 0;
-        for (int c = 0; c < cols; c++) {
-            size_t i = (size_t)r * cols + c;
-            double d = fabs((double)got[i] - (double)want[i]);
-            if (!(d <= e)) e = d;
-            if (fabs(want[i]) > s) s = fabs(want[i]);
-        }
-        double rel = e / (s > 0 ? s : 1);
-        if (!(rel <= worst)) worst = rel;
-    }
-    return worst;
-}
-
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols, const char *dt) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
-    if (npy_load(path, a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return false;
-    }
-    bool ok = a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols && !strcmp(a->dtype, dt);
-    CHECK_MSG(ok, "%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)a->shape[0],
-              (long long)a->shape[1], (long long)rows, (long long)cols);
-    if (!ok) npy_free(a);
-    return ok;
+    return tr_load_npy_2d(g_dir, name, a, rows, cols, dt);
 }
 
 /* Row-relative error of got [rows][cols] against golden `name`. */
@@ -61,7 +35,7 @@ static void compare(const char *stem, const char *what, const float *got, int ro
     snprintf(name, sizeof name, "%s_%s", stem, what);
     npy_array a;
     if (!load_npy(name, &a, rows, cols, "<f4")) return;
-    double e = max_row_rel(got, a.data, rows, cols);
+    double e = tr_max_row_rel(got, a.data, rows, cols);
     printf("  %-22s [%d, %d]: max row-relative err %.3g\n", name, rows, cols, e);
     CHECK_MSG(e <= tol, "%s err %g > %g", name, e, tol);
     npy_free(&a);
@@ -226,7 +200,7 @@ static void stem_chunks(const float *pcm, int n) {
     ga_taps taps = {sub, NULL};
     const float *mels[1] = {mel};
     CHECK(tr_ga_encode(m, g_pool, 1, mels, &T_mel, enc, &taps, NULL, NULL) == TRANSCRIBE_OK);
-    double e = max_row_rel(sub, want, T, d);
+    double e = tr_max_row_rel(sub, want, T, d);
     printf("stem in chunks vs tr_conv1d (%d frames): %.3g\n", T, e);
     CHECK_MSG(e < 1e-5, "stem chunks err %g", e);
     free(x), free(mel), free(y1), free(y2), free(want), free(sub), free(enc);

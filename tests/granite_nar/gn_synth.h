@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "synth.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 
@@ -62,66 +63,25 @@ static inline gn_synth_cfg gn_synth_default(void) {
     return c;
 }
 
-static inline float gn_synth_rand(uint32_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return (float)((*s >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f; /* [-1, 1) */
-}
-
-typedef struct gn_synth_w {
-    gguf_writer *w;
-    uint32_t rng;
-    bool ok;
-} gn_synth_w;
-
-static inline void gn_synth_tensor(gn_synth_w *s, const char *name, int type, int n_dims,
-                                   const int64_t *ne, float scale, float offset) {
-    if (!s->ok) return;
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++) n *= ne[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    if (!v) {
-        s->ok = false;
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = offset + scale * gn_synth_rand(&s->rng);
-    if (type == TR_Q8_0 && ne[0] % 32 != 0) type = TR_F16;
-    void *q = v;
-    if (type != TR_F32) {
-        q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]));
-        s->ok = q && tr_quantize_row(type, v, q, n);
-    }
-    s->ok = s->ok && tr_gguf_writer_add_tensor(s->w, name, type, n_dims, ne, q);
-    if (q != v) free(q);
-    free(v);
-}
-
-static inline void gn_synth_vec(gn_synth_w *s, const char *name, int64_t n, float scale,
-                                float offset) {
-    const int64_t ne[1] = {n};
-    gn_synth_tensor(s, name, TR_F32, 1, ne, scale, offset);
-}
-
 /* stem.weight {in, out} (LIN) and, when bias, stem.bias [out] */
-static inline void gn_synth_lin(gn_synth_w *s, const gn_synth_cfg *c, const char *stem, int64_t in,
+static inline void gn_synth_lin(tr_synth_w *s, const gn_synth_cfg *c, const char *stem, int64_t in,
                                 int64_t out, bool bias) {
     char name[160];
     const int64_t ne[2] = {in, out};
     snprintf(name, sizeof name, "%s.weight", stem);
-    gn_synth_tensor(s, name, c->lin_type, 2, ne, 1.5f / sqrtf((float)in), 0.0f);
+    tr_synth_tensor(s, name, c->lin_type, 2, ne, 1.5f / sqrtf((float)in), 0.0f);
     if (bias) {
         snprintf(name, sizeof name, "%s.bias", stem);
-        gn_synth_vec(s, name, out, 0.1f, 0.0f);
+        tr_synth_vec(s, name, out, 0.1f, 0.0f);
     }
 }
 
-static inline void gn_synth_norm(gn_synth_w *s, const char *stem, int64_t d) {
+static inline void gn_synth_norm(tr_synth_w *s, const char *stem, int64_t d) {
     char name[160];
     snprintf(name, sizeof name, "%s.weight", stem);
-    gn_synth_vec(s, name, d, 0.2f, 1.0f);
+    tr_synth_vec(s, name, d, 0.2f, 1.0f);
     snprintf(name, sizeof name, "%s.bias", stem);
-    gn_synth_vec(s, name, d, 0.1f, 0.0f);
+    tr_synth_vec(s, name, d, 0.1f, 0.0f);
 }
 
 static inline bool gn_synth_keys(gguf_writer *w, const gn_synth_cfg *c) {
@@ -246,7 +206,7 @@ static inline bool gn_synth_keys(gguf_writer *w, const gn_synth_cfg *c) {
 
 /* The tensors of docs/formats/granite_nar.md §3 in the converter's order. */
 static inline bool gn_synth_tensors(gguf_writer *w, const gn_synth_cfg *c) {
-    gn_synth_w s = {w, c->seed ? c->seed : 1, true};
+    tr_synth_w s = {w, c->seed ? c->seed : 1, true};
     const int64_t d = GN_S_D, nm = GN_S_MELS, nf = 257, F = 2 * d, cc = 2 * d;
     {
         /* triangular filters and a periodic Hann window */
@@ -281,26 +241,26 @@ static inline bool gn_synth_tensors(gguf_writer *w, const gn_synth_cfg *c) {
         gn_synth_lin(&s, c, ST("enc.blocks.%d.attn_out", l), d, d, true);
         {
             const int64_t ne[2] = {d / GN_S_H, 2 * GN_S_MAXPOS + 1};
-            gn_synth_tensor(&s, ST("enc.blocks.%d.attn_rel_pos_emb.weight", l), c->lin_type, 2, ne,
+            tr_synth_tensor(&s, ST("enc.blocks.%d.attn_rel_pos_emb.weight", l), c->lin_type, 2, ne,
                             0.5f, 0.0f);
         }
         gn_synth_norm(&s, ST("enc.blocks.%d.norm_conv", l), d);
         {
             const int64_t ne[3] = {1, d, 2 * cc};
-            gn_synth_tensor(&s, ST("enc.blocks.%d.conv_pointwise1.weight", l), TR_F16, 3, ne, 0.3f,
+            tr_synth_tensor(&s, ST("enc.blocks.%d.conv_pointwise1.weight", l), TR_F16, 3, ne, 0.3f,
                             0.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_pointwise1.bias", l), 2 * cc, 0.1f, 0.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_pointwise1.bias", l), 2 * cc, 0.1f, 0.0f);
             const int64_t ne_dw[3] = {GN_S_K, 1, cc};
-            gn_synth_tensor(&s, ST("enc.blocks.%d.conv_depthwise.weight", l), TR_F32, 3, ne_dw,
+            tr_synth_tensor(&s, ST("enc.blocks.%d.conv_depthwise.weight", l), TR_F32, 3, ne_dw,
                             0.4f, 0.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_bn.weight", l), cc, 0.2f, 1.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_bn.bias", l), cc, 0.1f, 0.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_bn.running_mean", l), cc, 0.1f, 0.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_bn.running_var", l), cc, 0.2f, 1.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_bn.weight", l), cc, 0.2f, 1.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_bn.bias", l), cc, 0.1f, 0.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_bn.running_mean", l), cc, 0.1f, 0.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_bn.running_var", l), cc, 0.2f, 1.0f);
             const int64_t ne2[3] = {1, cc, d};
-            gn_synth_tensor(&s, ST("enc.blocks.%d.conv_pointwise2.weight", l), TR_F16, 3, ne2, 0.3f,
+            tr_synth_tensor(&s, ST("enc.blocks.%d.conv_pointwise2.weight", l), TR_F16, 3, ne2, 0.3f,
                             0.0f);
-            gn_synth_vec(&s, ST("enc.blocks.%d.conv_pointwise2.bias", l), d, 0.1f, 0.0f);
+            tr_synth_vec(&s, ST("enc.blocks.%d.conv_pointwise2.bias", l), d, 0.1f, 0.0f);
         }
         gn_synth_norm(&s, ST("enc.blocks.%d.norm_ff2", l), d);
         gn_synth_lin(&s, c, ST("enc.blocks.%d.ff2_up", l), d, F, true);
@@ -313,8 +273,8 @@ static inline bool gn_synth_tensors(gguf_writer *w, const gn_synth_cfg *c) {
     gn_synth_lin(&s, c, "prj.out_linear", P, H, true);
     {
         const int64_t nq[3] = {P, GN_S_BLOCK / GN_S_DS, 1}, nw[3] = {P, GN_S_BLOCK, 1};
-        gn_synth_tensor(&s, "prj.query", TR_F32, 3, nq, 0.5f, 0.0f);
-        gn_synth_tensor(&s, "prj.window_positions", TR_F32, 3, nw, 0.5f, 0.0f);
+        tr_synth_tensor(&s, "prj.query", TR_F32, 3, nq, 0.5f, 0.0f);
+        tr_synth_tensor(&s, "prj.window_positions", TR_F32, 3, nw, 0.5f, 0.0f);
     }
     for (int j = 0; j < 2; j++) gn_synth_norm(&s, ST("prj.layer_norms.%d", j), d);
     for (int i = 0; i < GN_S_PL; i++) {
@@ -329,13 +289,13 @@ static inline bool gn_synth_tensors(gguf_writer *w, const gn_synth_cfg *c) {
     }
     {
         const int64_t ne[2] = {H, GN_S_V};
-        gn_synth_tensor(&s, "dec.token_embd.weight", c->lin_type, 2, ne, 0.3f, 0.0f);
+        tr_synth_tensor(&s, "dec.token_embd.weight", c->lin_type, 2, ne, 0.3f, 0.0f);
     }
-    gn_synth_vec(&s, "dec.output_norm.weight", H, 0.2f, 1.0f);
+    tr_synth_vec(&s, "dec.output_norm.weight", H, 0.2f, 1.0f);
     const int64_t Q = GN_S_LM_H * GN_S_LM_HD, K = GN_S_LM_KV * GN_S_LM_HD;
     for (int l = 0; l < GN_S_LM_L; l++) {
-        gn_synth_vec(&s, ST("dec.blocks.%d.norm_attn.weight", l), H, 0.2f, 1.0f);
-        gn_synth_vec(&s, ST("dec.blocks.%d.norm_ffn.weight", l), H, 0.2f, 1.0f);
+        tr_synth_vec(&s, ST("dec.blocks.%d.norm_attn.weight", l), H, 0.2f, 1.0f);
+        tr_synth_vec(&s, ST("dec.blocks.%d.norm_ffn.weight", l), H, 0.2f, 1.0f);
         gn_synth_lin(&s, c, ST("dec.blocks.%d.attn.q", l), H, Q, false);
         gn_synth_lin(&s, c, ST("dec.blocks.%d.attn.k", l), H, K, false);
         gn_synth_lin(&s, c, ST("dec.blocks.%d.attn.v", l), H, K, false);

@@ -19,42 +19,20 @@ static char g_model[512];
 static char g_out[1 << 16], g_err[1 << 16];
 
 static int run(const char *flags) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, g_model, flags, GN_CLIP);
-    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
-    size_t n = strlen(g_out);
-    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
-    return rc;
-}
-
-/* The library's text of the clip on the current model. */
-static char *library_text(void) {
-    float *pcm = NULL;
-    int n = 0;
-    char *text = NULL;
-    struct transcribe_session *s = NULL;
-    if (transcribe_audio_load_file(GN_CLIP, 16000, &pcm, &n) == TRANSCRIBE_OK &&
-        transcribe_open(g_model, NULL, NULL, &s) == TRANSCRIBE_OK &&
-        transcribe_run(s, pcm, n, NULL) == TRANSCRIBE_OK)
-        text = strdup(transcribe_full_text(s));
-    transcribe_session_free(s);
-    transcribe_audio_free(pcm);
-    return text;
+    return tr_cli_transcribe(g_bin, g_model, flags, GN_CLIP, g_out, sizeof g_out, g_err,
+                             sizeof g_err);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     snprintf(g_model, sizeof g_model, "%s/gn_cli_%d.gguf", TR_BINARY_DIR, (int)getpid());
     const int types[3] = {TR_F32, TR_F16, TR_Q8_0};
     for (int f = 0; f < 3; f++) {
         gn_synth_cfg c = gn_synth_default();
         c.lin_type = types[f];
         CHECK(gn_synth_write(g_model, &c));
-        char *want = library_text();
+        char *want = tr_cli_library_text(g_model, GN_CLIP);
         CHECK_MSG(want != NULL, "%s: no library text", tr_type_name(types[f]));
         int rc = run("");
         CHECK_MSG(rc == 0 && want && !strcmp(g_out, want), "%s: exit %d [%s] want [%s] %s",

@@ -15,118 +15,20 @@
 #include "core/family.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "gn_synth.h"
 #include "models/granite_nar/granite_nar.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
 static char g_base[512];
 
-typedef struct edit {
-    const char *drop_kv;
-    const char *retype_kv; /* key rewritten with another type (u32 → i32, else → u32) */
-    const char *kv_u32;    /* UINT32 key given ... */
-    uint32_t kv_u32_value;
-    const char *kv_str; /* key replaced by the string ... */
-    const char *kv_str_value;
-    const char *kv_f32; /* key replaced by the float ... */
-    float kv_f32_value;
-    const char *short_arr; /* array key with its last element dropped */
-    const char *drop_tensor;
-    const char *bad_shape; /* last dim one shorter */
-    const char *to_f16;    /* F32 tensor stored as F16 */
-    const char *negate;    /* F32 tensor stored as −2 everywhere */
-    bool extra_tensor;     /* one unknown tensor more (ignored) */
-} edit;
-
-static bool copy_short(gguf_writer *w, const gguf_file *g, const char *k) {
-    const char *const *s = NULL;
-    const float *f = NULL;
-    const int32_t *i = NULL;
-    uint64_t n = 0;
-    if (tr_gguf_get_arr_str(g, k, &s, &n) == 1) return tr_gguf_writer_set_arr_str(w, k, s, n - 1);
-    if (tr_gguf_get_arr_f32(g, k, &f, &n) == 1) return tr_gguf_writer_set_arr_f32(w, k, f, n - 1);
-    if (tr_gguf_get_arr_i32(g, k, &i, &n) == 1) return tr_gguf_writer_set_arr_i32(w, k, i, n - 1);
-    return false;
-}
-
-static bool retype(gguf_writer *w, const gguf_file *g, const char *k) {
-    uint32_t v = 0;
-    if (tr_gguf_get_u32(g, k, &v) == 1) return tr_gguf_writer_set_i32(w, k, (int32_t)v);
-    return tr_gguf_writer_set_u32(w, k, 1);
-}
-
-static bool add_data(gguf_writer *w, const tr_tensor *t, const int64_t *ne, int type, float fill) {
-    int64_t n = tr_tensor_nelements(t);
-    float *v = malloc(sizeof(float) * (size_t)n);
-    void *q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]) + 16);
-    bool ok = v && q;
-    for (int64_t i = 0; ok && i < n; i++) v[i] = isnan(fill) ? ((const float *)t->data)[i] : fill;
-    ok = ok && tr_quantize_row(type, v, q, n) &&
-         tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, q);
-    free(v);
-    free(q);
-    return ok;
-}
-
-static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(g_base, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
-        if (e->retype_kv && !strcmp(k, e->retype_kv))
-            ok = retype(w, g, k);
-        else if (e->kv_u32 && !strcmp(k, e->kv_u32))
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        else if (e->kv_str && !strcmp(k, e->kv_str))
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        else if (e->kv_f32 && !strcmp(k, e->kv_f32))
-            ok = tr_gguf_writer_set_f32(w, k, e->kv_f32_value);
-        else if (e->short_arr && !strcmp(k, e->short_arr))
-            ok = copy_short(w, g, k);
-        else
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
-            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-        }
-        if (e->to_f16 && !strcmp(t->name, e->to_f16))
-            ok = add_data(w, t, ne, TR_F16, NAN);
-        else if (e->negate && !strcmp(t->name, e->negate))
-            ok = add_data(w, t, ne, TR_F32, -2.0f);
-        else
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-    }
-    if (ok && e->extra_tensor) {
-        const float z[4] = {0};
-        const int64_t ne[1] = {4};
-        ok = tr_gguf_writer_add_tensor(w, "enc.unknown.extra", TR_F32, 1, ne, z);
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/gn_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(dst, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    tr_expect_load(g_base, e, want, what);
 }
 
 #define E  "stt.granite_nar.encoder."
@@ -192,17 +94,8 @@ static void bad_files(void) {
                                            "tokenizer.ggml.tokens",
                                            "tokenizer.ggml.eos_token_id",
                                            "general.architecture"};
-    char what[200];
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        const transcribe_status want =
-            !strcmp(required[i], "general.architecture") ? TRANSCRIBE_ERR_GGUF : G;
-        snprintf(what, sizeof what, "missing %s", required[i]);
-        expect_load(&(edit){.drop_kv = required[i]}, want, what);
-        /* special ids may be INT32 (docs/formats/gguf.md §3.2) */
-        if (strstr(required[i], "token_id")) continue;
-        snprintf(what, sizeof what, "mistyped %s", required[i]);
-        expect_load(&(edit){.retype_kv = required[i]}, want, what);
-    }
+    /* special ids may be INT32 (docs/formats/gguf.md §3.2): those are only left out */
+    tr_expect_required_keys(g_base, required, sizeof required / sizeof required[0], "token_id");
     /* optional keys keep their type; absent they take their defaults */
     static const char *const optional[] = {"stt.variant",
                                            "general.languages",
@@ -215,12 +108,7 @@ static void bad_files(void) {
                                            T "tie_word_embeddings",
                                            FE "pad_mode",
                                            FE "mel_norm"};
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        snprintf(what, sizeof what, "mistyped %s", optional[i]);
-        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
-        snprintf(what, sizeof what, "absent %s", optional[i]);
-        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
-    }
+    tr_expect_optional_keys(g_base, optional, sizeof optional / sizeof optional[0]);
     /* docs/formats/granite_nar.md §2.4: a wrongly typed bpe_blank_id reads as 0 (the old scheme);
      * absent likewise */
     expect_load(&(edit){.retype_kv = E "bpe_blank_id"}, OK, "mistyped bpe_blank_id");
@@ -230,10 +118,7 @@ static void bad_files(void) {
     expect_load(&(edit){.retype_kv = E "layer_indices"}, G, "mistyped layer_indices");
     expect_load(&(edit){.short_arr = E "layer_indices"}, G, "one layer index");
     /* values the family cannot run (docs/formats/granite_nar.md §9) */
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {P "num_encoder_layers", 3}, /* != len(layer_indices) */
         {P "llm_dim", 40},           /* != text.hidden */
         {P "n_heads", 5},            /* does not divide 32 */
@@ -250,10 +135,7 @@ static void bad_files(void) {
         {FE "sample_rate", 8000},
         {"tokenizer.ggml.eos_token_id", 5000},
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(g_base, u32s, sizeof u32s / sizeof u32s[0]);
     expect_load(&(edit){.kv_f32 = P "layernorm_eps", .kv_f32_value = -1.0f}, G, "eps < 0");
     expect_load(&(edit){.kv_f32 = T "residual_multiplier", .kv_f32_value = NAN}, G, "NaN mult");
     expect_load(&(edit){.kv_str = "general.architecture", .kv_str_value = "granite_speech_nar2"},
@@ -310,12 +192,7 @@ static void bad_files(void) {
         "dec.blocks.1.ffn.gate.weight",
         "dec.blocks.0.ffn.down.weight",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(g_base, tensors, sizeof tensors / sizeof tensors[0]);
     /* the front-end tensors are optional, but checked when present */
     expect_load(&(edit){.drop_tensor = "frontend.mel_filterbank"}, OK, "no filterbank");
     expect_load(&(edit){.drop_tensor = "frontend.window"}, OK, "no window");
@@ -361,22 +238,12 @@ static bool abort_at(void *user) {
 }
 
 static float *tone(int n) {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    uint32_t s = 9;
-    double ph = 0;
-    for (int i = 0; x && i < n; i++) {
-        ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
-        x[i] = (float)(0.3 * sin(ph) + 0.05 * gn_synth_rand(&s));
-    }
-    return x;
+    return tr_synth_chirp(n, 9);
 }
 
 static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
                              const char *lang) {
-    struct transcribe_run_params p;
-    transcribe_run_params_init(&p);
-    p.language = lang;
-    return transcribe_run(s, pcm, n, &p);
+    return tr_test_run_lang(s, pcm, n, lang);
 }
 
 static const gn_session *fsess(struct transcribe_session *s) {
@@ -402,11 +269,7 @@ static char *text_of(const gn_synth_cfg *c, const edit *e, const float *pcm, int
     const char *use = path;
     if (e) {
         snprintf(dst, sizeof dst, "%s/gn_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-        char save[512];
-        memcpy(save, g_base, sizeof save);
-        memcpy(g_base, path, sizeof g_base);
-        CHECK(rewrite(dst, e));
-        memcpy(g_base, save, sizeof save);
+        CHECK(tr_gguf_edit_file(path, dst, e));
         use = dst;
     }
     struct transcribe_session *s = open_file(use, 0, 2);

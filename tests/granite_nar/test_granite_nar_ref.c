@@ -17,7 +17,7 @@
 
 static uint32_t g_rng = 5;
 static float rnd(void) {
-    return gn_synth_rand(&g_rng);
+    return tr_synth_rand32(&g_rng);
 }
 
 /* y[o] = b[o] + Σ_i W[o][i] x[i] on an F32 linear */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "synth.h"
 #include "tensor/dtype.h"
 
 typedef struct ma_synth_cfg {
@@ -46,59 +47,16 @@ static const char *const k_ma_pieces[] = {
 };
 #define MA_SYNTH_V ((int)(sizeof k_ma_pieces / sizeof k_ma_pieces[0]))
 
-static inline float ma_synth_rand(uint32_t *s) {
-    *s ^= *s << 13;
-    *s ^= *s >> 17;
-    *s ^= *s << 5;
-    return (float)((*s >> 8) * (1.0 / 16777216.0)) * 2.0f - 1.0f; /* [-1, 1) */
-}
-
-typedef struct ma_synth_w {
-    gguf_writer *w;
-    uint32_t rng;
-    bool ok;
-} ma_synth_w;
-
-/* A tensor of n_dims dims ne with values scale·U(-1, 1) (+ offset), stored as type
- * (falling back to F16 then F32 when ne[0] does not fit the type's block). */
-static inline void ma_synth_tensor(ma_synth_w *s, const char *name, int type, int n_dims,
-                                   const int64_t *ne, float scale, float offset) {
-    if (!s->ok) return;
-    int64_t n = 1;
-    for (int i = 0; i < n_dims; i++) n *= ne[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    if (!v) {
-        s->ok = false;
-        return;
-    }
-    for (int64_t i = 0; i < n; i++) v[i] = offset + scale * ma_synth_rand(&s->rng);
-    if (type == TR_Q8_0 && ne[0] % 32 != 0) type = TR_F16;
-    void *q = v;
-    if (type != TR_F32) {
-        q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]));
-        s->ok = q && tr_quantize_row(type, v, q, n);
-    }
-    s->ok = s->ok && tr_gguf_writer_add_tensor(s->w, name, type, n_dims, ne, q);
-    if (q != v) free(q);
-    free(v);
-}
-
-static inline void ma_synth_vec(ma_synth_w *s, const char *name, int64_t n, float scale,
-                                float offset) {
-    const int64_t ne[1] = {n};
-    ma_synth_tensor(s, name, TR_F32, 1, ne, scale, offset);
-}
-
-static inline void ma_synth_lin(ma_synth_w *s, const ma_synth_cfg *c, const char *name, int64_t in,
+static inline void ma_synth_lin(tr_synth_w *s, const ma_synth_cfg *c, const char *name, int64_t in,
                                 int64_t out) {
     const int64_t ne[2] = {in, out};
-    ma_synth_tensor(s, name, c->lin_type, 2, ne, 1.0f / sqrtf((float)in), 0.0f);
+    tr_synth_tensor(s, name, c->lin_type, 2, ne, 1.0f / sqrtf((float)in), 0.0f);
 }
 
-static inline void ma_synth_conv(ma_synth_w *s, const ma_synth_cfg *c, const char *name, int64_t k,
+static inline void ma_synth_conv(tr_synth_w *s, const ma_synth_cfg *c, const char *name, int64_t k,
                                  int64_t in, int64_t out, float scale) {
     const int64_t ne[3] = {k, in, out};
-    ma_synth_tensor(s, name, c->conv_type, 3, ne, scale, 0.0f);
+    tr_synth_tensor(s, name, c->conv_type, 3, ne, scale, 0.0f);
 }
 
 static inline bool ma_synth_keys(gguf_writer *w, const ma_synth_cfg *c) {
@@ -184,7 +142,7 @@ static inline bool ma_synth_keys(gguf_writer *w, const ma_synth_cfg *c) {
 
 /* The tensors of docs/formats/medasr.md §3.1 in the converter's order. */
 static inline bool ma_synth_tensors(gguf_writer *w, const ma_synth_cfg *c) {
-    ma_synth_w s = {w, c->seed ? c->seed : 1, true};
+    tr_synth_w s = {w, c->seed ? c->seed : 1, true};
     const int64_t d = c->d, nm = c->n_mels, nf = 257;
     /* filterbank [n_freq][n_mels]: non-negative weights; window: symmetric Hann */
     {
@@ -203,44 +161,44 @@ static inline bool ma_synth_tensors(gguf_writer *w, const ma_synth_cfg *c) {
         free(fb);
     }
     ma_synth_lin(&s, c, "enc.subsampling.dense_0.weight", nm, d);
-    ma_synth_vec(&s, "enc.subsampling.dense_0.bias", d, 0.1f, 0.0f);
+    tr_synth_vec(&s, "enc.subsampling.dense_0.bias", d, 0.1f, 0.0f);
     ma_synth_conv(&s, c, "enc.subsampling.conv_0.weight", 5, d, d, 1.0f / sqrtf(5.0f * d));
-    ma_synth_vec(&s, "enc.subsampling.conv_0.bias", d, 0.1f, 0.0f);
+    tr_synth_vec(&s, "enc.subsampling.conv_0.bias", d, 0.1f, 0.0f);
     ma_synth_conv(&s, c, "enc.subsampling.conv_1.weight", 5, d, c->C, 1.0f / sqrtf(5.0f * d));
-    ma_synth_vec(&s, "enc.subsampling.conv_1.bias", c->C, 0.1f, 0.0f);
+    tr_synth_vec(&s, "enc.subsampling.conv_1.bias", c->C, 0.1f, 0.0f);
     ma_synth_lin(&s, c, "enc.subsampling.dense_1.weight", c->C, d);
-    ma_synth_vec(&s, "enc.subsampling.dense_1.bias", d, 0.1f, 0.0f);
-    ma_synth_vec(&s, "enc.out_norm.weight", d, 0.2f, 1.0f);
+    tr_synth_vec(&s, "enc.subsampling.dense_1.bias", d, 0.1f, 0.0f);
+    tr_synth_vec(&s, "enc.out_norm.weight", d, 0.2f, 1.0f);
     ma_synth_conv(&s, c, "ctc.proj.weight", 1, d, MA_SYNTH_V, 1.0f / sqrtf((float)d));
-    ma_synth_vec(&s, "ctc.proj.bias", MA_SYNTH_V, 0.5f, 0.0f);
+    tr_synth_vec(&s, "ctc.proj.bias", MA_SYNTH_V, 0.5f, 0.0f);
     char name[96];
     for (int l = 0; l < c->n_layers && s.ok; l++) {
 #define NM(suffix) (snprintf(name, sizeof name, "enc.blocks.%d." suffix, l), name)
-        ma_synth_vec(&s, NM("norm_ff1.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("norm_ff1.weight"), d, 0.2f, 1.0f);
         ma_synth_lin(&s, c, NM("ff1_up.weight"), d, c->F);
         ma_synth_lin(&s, c, NM("ff1_down.weight"), c->F, d);
-        ma_synth_vec(&s, NM("norm_attn.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("norm_attn.weight"), d, 0.2f, 1.0f);
         ma_synth_lin(&s, c, NM("attn_q.weight"), d, d);
         ma_synth_lin(&s, c, NM("attn_k.weight"), d, d);
         ma_synth_lin(&s, c, NM("attn_v.weight"), d, d);
         ma_synth_lin(&s, c, NM("attn_o.weight"), d, d);
-        ma_synth_vec(&s, NM("norm_conv.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("norm_conv.weight"), d, 0.2f, 1.0f);
         ma_synth_conv(&s, c, NM("conv_pointwise1.weight"), 1, d, 2 * d, 1.0f / sqrtf((float)d));
         {
             /* the depthwise kernel stays F32 in derived files (docs/formats/medasr.md §3.1) */
             const int64_t ne[3] = {c->k, 1, d};
-            ma_synth_tensor(&s, NM("conv_depthwise.weight"), TR_F32, 3, ne,
+            tr_synth_tensor(&s, NM("conv_depthwise.weight"), TR_F32, 3, ne,
                             1.0f / sqrtf((float)c->k), 0.0f);
         }
-        ma_synth_vec(&s, NM("conv_bn.weight"), d, 0.2f, 1.0f);
-        ma_synth_vec(&s, NM("conv_bn.bias"), d, 0.1f, 0.0f);
-        ma_synth_vec(&s, NM("conv_bn.running_mean"), d, 0.1f, 0.0f);
-        ma_synth_vec(&s, NM("conv_bn.running_var"), d, 0.4f, 1.0f);
+        tr_synth_vec(&s, NM("conv_bn.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("conv_bn.bias"), d, 0.1f, 0.0f);
+        tr_synth_vec(&s, NM("conv_bn.running_mean"), d, 0.1f, 0.0f);
+        tr_synth_vec(&s, NM("conv_bn.running_var"), d, 0.4f, 1.0f);
         ma_synth_conv(&s, c, NM("conv_pointwise2.weight"), 1, d, d, 1.0f / sqrtf((float)d));
-        ma_synth_vec(&s, NM("norm_ff2.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("norm_ff2.weight"), d, 0.2f, 1.0f);
         ma_synth_lin(&s, c, NM("ff2_up.weight"), d, c->F);
         ma_synth_lin(&s, c, NM("ff2_down.weight"), c->F, d);
-        ma_synth_vec(&s, NM("norm_post.weight"), d, 0.2f, 1.0f);
+        tr_synth_vec(&s, NM("norm_post.weight"), d, 0.2f, 1.0f);
 #undef NM
     }
     return s.ok;

@@ -14,117 +14,19 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "ma_synth.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
 static char g_base[512];
 
-typedef struct edit {
-    const char *drop_kv;
-    const char *retype_kv; /* key rewritten with another type (u32 → i32, else → u32) */
-    const char *kv_u32;    /* UINT32 key given ... */
-    uint32_t kv_u32_value;
-    const char *kv_str; /* key replaced by the string ... */
-    const char *kv_str_value;
-    const char *kv_f32; /* key replaced by the float ... */
-    float kv_f32_value;
-    const char *short_arr; /* array key with its last element dropped */
-    const char *drop_tensor;
-    const char *bad_shape; /* last dim one shorter */
-    const char *to_f16;    /* F32 tensor stored as F16 */
-    const char *negate;    /* F32 tensor stored as −2 everywhere */
-    bool extra_tensor;     /* one unknown tensor more (ignored) */
-} edit;
-
-static bool copy_short(gguf_writer *w, const gguf_file *g, const char *k) {
-    const char *const *s = NULL;
-    const float *f = NULL;
-    const int32_t *i = NULL;
-    uint64_t n = 0;
-    if (tr_gguf_get_arr_str(g, k, &s, &n) == 1) return tr_gguf_writer_set_arr_str(w, k, s, n - 1);
-    if (tr_gguf_get_arr_f32(g, k, &f, &n) == 1) return tr_gguf_writer_set_arr_f32(w, k, f, n - 1);
-    if (tr_gguf_get_arr_i32(g, k, &i, &n) == 1) return tr_gguf_writer_set_arr_i32(w, k, i, n - 1);
-    return false;
-}
-
-static bool retype(gguf_writer *w, const gguf_file *g, const char *k) {
-    uint32_t v = 0;
-    if (tr_gguf_get_u32(g, k, &v) == 1) return tr_gguf_writer_set_i32(w, k, (int32_t)v);
-    return tr_gguf_writer_set_u32(w, k, 1);
-}
-
-static bool add_data(gguf_writer *w, const tr_tensor *t, const int64_t *ne, int type, float fill) {
-    int64_t n = tr_tensor_nelements(t);
-    float *v = malloc(sizeof(float) * (size_t)n);
-    void *q = malloc((size_t)tr_row_bytes(type, ne[0]) * (size_t)(n / ne[0]) + 16);
-    bool ok = v && q;
-    for (int64_t i = 0; ok && i < n; i++) v[i] = isnan(fill) ? ((const float *)t->data)[i] : fill;
-    ok = ok && tr_quantize_row(type, v, q, n) &&
-         tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, q);
-    free(v);
-    free(q);
-    return ok;
-}
-
-static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(g_base, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
-        if (e->retype_kv && !strcmp(k, e->retype_kv))
-            ok = retype(w, g, k);
-        else if (e->kv_u32 && !strcmp(k, e->kv_u32))
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        else if (e->kv_str && !strcmp(k, e->kv_str))
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        else if (e->kv_f32 && !strcmp(k, e->kv_f32))
-            ok = tr_gguf_writer_set_f32(w, k, e->kv_f32_value);
-        else if (e->short_arr && !strcmp(k, e->short_arr))
-            ok = copy_short(w, g, k);
-        else
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
-            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-        }
-        if (e->to_f16 && !strcmp(t->name, e->to_f16))
-            ok = add_data(w, t, ne, TR_F16, NAN);
-        else if (e->negate && !strcmp(t->name, e->negate))
-            ok = add_data(w, t, ne, TR_F32, -2.0f);
-        else
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-    }
-    if (ok && e->extra_tensor) {
-        const float z[4] = {0};
-        const int64_t ne[1] = {4};
-        ok = tr_gguf_writer_add_tensor(w, "enc.unknown.extra", TR_F32, 1, ne, z);
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/ma_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(dst, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    tr_expect_load(g_base, e, want, what);
 }
 
 #define E  "stt.medasr.encoder."
@@ -176,28 +78,14 @@ static void bad_files(void) {
         "tokenizer.ggml.model",
         "tokenizer.ggml.tokens",
     };
-    char what[160];
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", required[i]);
-        expect_load(&(edit){.drop_kv = required[i]}, G, what);
-        snprintf(what, sizeof what, "mistyped %s", required[i]);
-        expect_load(&(edit){.retype_kv = required[i]}, G, what);
-    }
+    tr_expect_required_keys(g_base, required, sizeof required / sizeof required[0], NULL);
     /* optional keys keep their type */
     static const char *const optional[] = {"stt.variant", "general.languages",
                                            "stt.capability.translate", "stt.capability.streaming",
                                            "tokenizer.ggml.scores"};
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        snprintf(what, sizeof what, "mistyped %s", optional[i]);
-        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
-        snprintf(what, sizeof what, "absent %s", optional[i]);
-        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
-    }
+    tr_expect_optional_keys(g_base, optional, sizeof optional / sizeof optional[0]);
     /* values the family cannot run (docs/formats/medasr.md §9) */
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {E "n_heads", 3},  /* does not divide 32 */
         {E "n_heads", 32}, /* head width 1: odd, no rotary pairs */
         {E "sub_stride", 3},
@@ -217,10 +105,7 @@ static void bad_files(void) {
         {"stt.medasr.ctc.vocab_size", 8}, /* head width */
         {"stt.medasr.ctc.blank_id", 16},  /* >= vocab_size */
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(g_base, u32s, sizeof u32s / sizeof u32s[0]);
     expect_load(&(edit){.kv_str = E "rope_type", .kv_str_value = "yarn"}, G, "rope_type yarn");
     expect_load(&(edit){.kv_str = E "hidden_act", .kv_str_value = "gelu"}, G, "hidden_act gelu");
     expect_load(&(edit){.kv_f32 = FE "log_clamp_min", .kv_f32_value = 0.0f}, G, "clamp 0");
@@ -271,12 +156,7 @@ static void bad_files(void) {
         "enc.blocks.0.ff2_down.weight",
         "enc.blocks.1.norm_post.weight",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(g_base, tensors, sizeof tensors / sizeof tensors[0]);
     expect_load(&(edit){.to_f16 = "enc.blocks.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(&(edit){.to_f16 = "enc.blocks.0.conv_bn.running_var"}, G, "F16 batch norm");
     expect_load(&(edit){.to_f16 = "frontend.mel_filterbank"}, G, "F16 filterbank");
@@ -309,22 +189,12 @@ static bool abort_after(void *user) {
 }
 
 static float *tone(int n) {
-    float *x = malloc(sizeof(float) * (size_t)n);
-    uint32_t s = 9;
-    double ph = 0;
-    for (int i = 0; x && i < n; i++) {
-        ph += 2.0 * M_PI * (300.0 + 2500.0 * (i % 16000) / 16000.0) / 16000.0;
-        x[i] = (float)(0.3 * sin(ph) + 0.05 * ma_synth_rand(&s));
-    }
-    return x;
+    return tr_synth_chirp(n, 9);
 }
 
 static transcribe_status run(struct transcribe_session *s, const float *pcm, int n,
                              const char *lang) {
-    struct transcribe_run_params p;
-    transcribe_run_params_init(&p);
-    p.language = lang;
-    return transcribe_run(s, pcm, n, &p);
+    return tr_test_run_lang(s, pcm, n, lang);
 }
 
 /* Token rows on 40 ms frames, words and the segment around them (docs/formats/medasr.md §7). */

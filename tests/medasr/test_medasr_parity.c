@@ -12,9 +12,12 @@
 
 #include "core/result.h"
 #include "gguf/gguf.h"
+#include "golden_json.h"
 #include "models/medasr/medasr.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/pool.h"
+#include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -25,22 +28,6 @@ static tr_pool *g_pool;
 static char *g_json;
 static const char *g_dir; /* the goldens' folder */
 
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    if (s) s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 /* The dtype's object of decode.json: its "ids" / "frames" arrays and "text" / "raw_text"
  * strings (UTF-8 as written; the reference escapes nothing but quotes, which the tiny texts do
  * not have). */
@@ -50,93 +37,19 @@ typedef struct golden {
     char text[512], raw[512];
 } golden;
 
-static const char *find_obj(const char *dtype) {
-    char pat[32];
-    snprintf(pat, sizeof pat, "\"%s\": {", dtype);
-    const char *p = g_json ? strstr(g_json, pat) : NULL;
-    return p ? p + strlen(pat) : NULL;
-}
-
-static int json_ints(const char *obj, const char *key, int32_t *out, int cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": [", key);
-    const char *p = strstr(obj, pat);
-    if (!p) return -1;
-    p += strlen(pat);
-    int n = 0;
-    while (*p && *p != ']' && n < cap) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p) break;
-        out[n++] = (int32_t)v;
-        p = end;
-        while (*p == ',' || *p == ' ') p++;
-    }
-    return n;
-}
-
-static void json_str(const char *obj, const char *key, char *out, size_t cap) {
-    char pat[64];
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *p = strstr(obj, pat);
-    out[0] = '\0';
-    if (!p) return;
-    p += strlen(pat);
-    size_t n = 0;
-    for (; *p && *p != '"' && n + 1 < cap; p++) out[n++] = *p;
-    out[n] = '\0';
-}
-
 static bool golden_load(const char *dtype, golden *g) {
     memset(g, 0, sizeof *g);
-    const char *o = find_obj(dtype);
+    const char *o = g_json ? tr_json_obj(g_json, dtype) : NULL;
     if (!o) return false;
-    g->n_ids = json_ints(o, "ids", g->ids, 256);
-    g->n_frames = json_ints(o, "frames", g->frames, 256);
-    json_str(o, "text", g->text, sizeof g->text);
-    json_str(o, "raw_text", g->raw, sizeof g->raw);
+    g->n_ids = tr_json_ints(o, NULL, "ids", g->ids, 256);
+    g->n_frames = tr_json_ints(o, NULL, "frames", g->frames, 256);
+    tr_json_str(o, NULL, "text", g->text, sizeof g->text);
+    tr_json_str(o, NULL, "raw_text", g->raw, sizeof g->raw);
     return g->n_ids >= 0 && g->n_ids == g->n_frames;
 }
 
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d; /* NaN propagates */
-    }
-    return e;
-}
-
-/* max over rows of (max |got − want|) / (max |want|) in the row */
-static double max_row_rel(const float *got, const float *want, int rows, int cols) {
-    double worst = 0;
-    for (int r = 0; r < rows; r++) {
-        double e = 0, s = 0;
-        for (int c = 0; c < cols; c++) {
-            size_t i = (size_t)r * cols + c;
-            double d = fabs((double)got[i] - (double)want[i]);
-            if (!(d <= e)) e = d;
-            if (fabs(want[i]) > s) s = fabs(want[i]);
-        }
-        double rel = e / (s > 0 ? s : 1);
-        if (!(rel <= worst)) worst = rel;
-    }
-    return worst;
-}
-
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", g_dir, name);
-    if (npy_load(path, a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return false;
-    }
-    bool ok =
-        a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols && !strcmp(a->dtype, "<f4");
-    CHECK_MSG(ok, "%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)a->shape[0],
-              (long long)a->shape[1], (long long)rows, (long long)cols);
-    if (!ok) npy_free(a);
-    return ok;
+    return tr_load_npy_2d(g_dir, name, a, rows, cols, "<f4");
 }
 
 static void run_dtype(const char *dtype, const ma_model *m, const float *pcm, int n) {
@@ -150,7 +63,7 @@ static void run_dtype(const char *dtype, const ma_model *m, const float *pcm, in
     printf("%s: %d blocks, d %d, vocabulary %d\n", g_dir, m->hp.n_layers, d, V);
     npy_array a;
     if (load_npy("mel", &a, T_mel, M)) {
-        double e = max_abs(feats, a.data, a.n);
+        double e = tr_max_abs_err(feats, a.data, a.n);
         printf("%s mel [%d, %d]: max abs err %.3g\n", dtype, T_mel, M, e);
         CHECK_MSG(e <= 1e-3, "%s mel %g", dtype, e);
         npy_free(&a);
@@ -168,14 +81,14 @@ static void run_dtype(const char *dtype, const ma_model *m, const float *pcm, in
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof name, "%s_%s", dtype, stage[i]);
         if (!load_npy(name, &a, T, d)) continue;
-        double e = max_row_rel(buf[i], a.data, T, d);
+        double e = tr_max_row_rel(buf[i], a.data, T, d);
         printf("%s %-10s row-relative err %.3g\n", dtype, stage[i], e);
         CHECK_MSG(e <= 1e-3, "%s %s: %g", dtype, stage[i], e);
         npy_free(&a);
     }
     snprintf(name, sizeof name, "%s_logits", dtype);
     if (load_npy(name, &a, T, V)) {
-        double e = max_abs(logits, a.data, a.n);
+        double e = tr_max_abs_err(logits, a.data, a.n);
         printf("%s logits max abs err %.3g\n", dtype, e);
         CHECK_MSG(e <= 1e-2, "%s logits: %g", dtype, e);
         npy_free(&a);
@@ -219,7 +132,7 @@ static void run_dir(const char *dir, const char *config) {
     g_dir = dir;
     char path[512];
     snprintf(path, sizeof path, "%s/decode.json", dir);
-    g_json = read_text(path);
+    g_json = tr_test_read_text(path, NULL);
     CHECK_MSG(g_json != NULL, "cannot read %s", path);
     float *pcm = NULL;
     int n = 0;

@@ -44,7 +44,7 @@ static float *signal(int n, uint32_t seed) {
     double ph = 0;
     for (int i = 0; i < n; i++) {
         ph += 2.0 * M_PI * (200.0 + 3000.0 * i / n) / 16000.0;
-        x[i] = (float)(0.3 * sin(ph) + 0.05 * ma_synth_rand(&s));
+        x[i] = (float)(0.3 * sin(ph) + 0.05 * tr_synth_rand32(&s));
     }
     return x;
 }

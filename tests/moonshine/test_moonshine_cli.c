@@ -20,21 +20,15 @@ static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
 static int run(const char *dtype, const char *flags, const char *clip) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s/tiny/moonshine-tiny-ref-%s.gguf' %s '%s/%s.wav'",
-             g_bin, MN_DATA, dtype, flags, MN_DATA, clip);
-    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
-    size_t n = strlen(g_out);
-    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
-    return rc;
+    char model[512], audio[512];
+    snprintf(model, sizeof model, "%s/tiny/moonshine-tiny-ref-%s.gguf", MN_DATA, dtype);
+    snprintf(audio, sizeof audio, "%s/%s.wav", MN_DATA, clip);
+    return tr_cli_transcribe(g_bin, model, flags, audio, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     if (!tr_test_file_exists(MN_DATA "/tiny/moonshine-tiny-ref-F32.gguf")) {
         printf("skipped: the Moonshine reference files are missing\n");
         return 0;

@@ -18,6 +18,7 @@
 #include "gguf/gguf.h"
 #include "models/moonshine/moonshine.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_files.h"
@@ -29,28 +30,8 @@
 
 static tr_pool *g_pool;
 
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d; /* NaN propagates */
-    }
-    return e;
-}
-
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", MN_DIR, name);
-    if (npy_load(path, a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return false;
-    }
-    bool ok =
-        a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols && !strcmp(a->dtype, "<f4");
-    CHECK_MSG(ok, "%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)a->shape[0],
-              (long long)a->shape[1], (long long)rows, (long long)cols);
-    if (!ok) npy_free(a);
-    return ok;
+    return tr_load_npy_2d(MN_DIR, name, a, rows, cols, "<f4");
 }
 
 /* got [rows][cols] (or channel-major [cols][rows] when cm) vs golden name */
@@ -63,7 +44,7 @@ static void compare(const char *name, const float *got, int rows, int cols, bool
         tr_transpose(got, tm, cols, rows);
         got = tm;
     }
-    double e = max_abs(got, a.data, a.n);
+    double e = tr_max_abs_err(got, a.data, a.n);
     printf("%-26s [%d, %d] max abs err %.3g\n", name, rows, cols, e);
     CHECK_MSG(e <= tol, "%s: %g > %g", name, e, tol);
     free(tm);
@@ -120,15 +101,6 @@ static bool golden_load(const char *which, golden *g) {
     }
     free(js);
     return ok;
-}
-
-static double max_abs_of(const float *v, int64_t n) {
-    double r = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const double x = fabs(v[i]);
-        if (x > r) r = x;
-    }
-    return r;
 }
 
 static float *load_clip(const char *file, int *n) {
@@ -214,11 +186,11 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
         double e = 0;
         /* (a plain loop: Debian's aarch64 GCC 12 vectorizer fails with an
          * internal error on an fmax reduction over this array) */
-        const double range = max_abs_of((const float *)a.data, a.n);
+        const double range = tr_max_abs((const float *)a.data, a.n);
         const double tol = q8 ? 0.02 * range : 1e-3;
         for (int j = 0; j < steps; j++) {
             CHECK(tr_mn_decode(s, &prefix[j], 1, j, T));
-            e = fmax(e, max_abs(s->logits, (const float *)a.data + (size_t)j * V, V));
+            e = fmax(e, tr_max_abs_err(s->logits, (const float *)a.data + (size_t)j * V, V));
         }
         printf("%-26s [%d, %d] max abs err %.3g (tolerance %.3g)\n", name, steps, V, e, tol);
         CHECK_MSG(e <= tol, "%s: %g", name, e);

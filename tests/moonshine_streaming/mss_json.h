@@ -1,90 +1,12 @@
-/* Small readers of the reference's decode.json / stream.json
- * (tests/data/moonshine_streaming/README.md): integer arrays and fields of
- * a named object, and the per-call events of a stream case. */
+/* The moonshine_streaming tests' data folders (tests/data/moonshine_streaming/README.md);
+ * their decode.json / stream.json are read with golden_json.h. */
 #ifndef TR_TEST_MSS_JSON_H
 #define TR_TEST_MSS_JSON_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
+#include "golden_json.h"
 #include "test_files.h"
 
 #define MSS_DATA TR_SOURCE_DIR "/tests/data/moonshine_streaming"
 #define MSS_DIR  MSS_DATA "/tiny"
-
-/* The value of the first "key": at or after p (spaces skipped) before
- * end (NULL: no limit), or NULL. */
-static inline const char *mss_val(const char *p, const char *end, const char *key) {
-    char pat[128];
-    snprintf(pat, sizeof pat, "\"%s\":", key);
-    p = strstr(p, pat);
-    if (!p || (end && p > end)) return NULL;
-    p += strlen(pat);
-    while (*p == ' ' || *p == '\n') p++;
-    return p;
-}
-
-/* The object "name": { ... } in js (its opening brace), or NULL. */
-static inline const char *mss_obj(const char *js, const char *name) {
-    const char *p = mss_val(js, NULL, name);
-    return p && *p == '{' ? p : NULL;
-}
-
-/* The end of the object starting at its brace p. */
-static inline const char *mss_obj_end(const char *p) {
-    int depth = 0;
-    for (; *p; p++) {
-        if (*p == '{') depth++;
-        if (*p == '}' && --depth == 0) return p;
-    }
-    return p;
-}
-
-/* "key": [ints] inside [obj, end) → out (≤ cap); count, -1 when absent. */
-static inline int mss_ints(const char *obj, const char *end, const char *key, int32_t *out,
-                           int cap) {
-    const char *p = mss_val(obj, end, key);
-    if (!p || *p != '[') return -1;
-    p++;
-    int n = 0;
-    while (*p && *p != ']' && n < cap) {
-        char *e;
-        long v = strtol(p, &e, 10);
-        if (e == p) {
-            p++;
-            continue;
-        }
-        out[n++] = (int32_t)v;
-        p = e;
-    }
-    return n;
-}
-
-/* "key": integer (or true / false) inside [obj, end); def when absent. */
-static inline long mss_int(const char *obj, const char *end, const char *key, long def) {
-    const char *p = mss_val(obj, end, key);
-    if (!p) return def;
-    if (!strncmp(p, "true", 4)) return 1;
-    if (!strncmp(p, "false", 5)) return 0;
-    return strtol(p, NULL, 10);
-}
-
-/* "key": "string" inside [obj, end) (escapes \" and \\ only). */
-static inline bool mss_str(const char *obj, const char *end, const char *key, char *out,
-                           size_t cap) {
-    const char *p = mss_val(obj, end, key);
-    out[0] = 0;
-    if (!p || *p != '"') return false;
-    size_t n = 0;
-    for (p++; *p && *p != '"' && n + 1 < cap; p++) {
-        if (*p == '\\' && p[1]) p++;
-        out[n++] = *p;
-    }
-    out[n] = 0;
-    return true;
-}
 
 #endif

@@ -16,8 +16,10 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "mss_json.h"
 #include "tensor/dtype.h"
+#include "test_files.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -25,67 +27,17 @@
 #define MK  "stt.moonshine_streaming."
 
 static gguf_file *g_ref;
-static char g_path[512], g_log[4096];
+static char g_path[512];
 
-static void on_log(transcribe_log_level level, const char *msg, void *user) {
-    (void)user;
-    const size_t used = strlen(g_log);
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && used + 2 < sizeof g_log)
-        snprintf(g_log + used, sizeof g_log - used, "%s|", msg);
-}
+typedef tr_gguf_edit edit;
 
-typedef struct edit {
-    const char *drop_key, *mistype_key, *drop_tensor, *bad_tensor;
-    const char *u32_key; /* written as this UINT32 */
-    uint32_t u32;
-    const char *bool_key; /* written as this BOOL */
-    bool b;
-    const char *str_key;
-    const char *str;
-    const int32_t *win; /* sliding windows */
-    int n_win;
-    bool win_u32;
-} edit;
-
-static bool write_edit(const edit *e) {
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g_ref); i++) {
-        const char *k = tr_gguf_key_name(g_ref, i);
-        if (e->drop_key && !strcmp(k, e->drop_key)) continue;
-        if (e->mistype_key && !strcmp(k, e->mistype_key)) {
-            ok = tr_gguf_kv_type(g_ref, i) == GGUF_T_STRING ? tr_gguf_writer_set_u32(w, k, 7)
-                                                            : tr_gguf_writer_set_str(w, k, "x");
-        } else if (e->u32_key && !strcmp(k, e->u32_key)) {
-            ok = tr_gguf_writer_set_u32(w, k, e->u32);
-        } else if (e->bool_key && !strcmp(k, e->bool_key)) {
-            ok = tr_gguf_writer_set_bool(w, k, e->b);
-        } else if (e->str_key && !strcmp(k, e->str_key)) {
-            ok = tr_gguf_writer_set_str(w, k, e->str);
-        } else if (e->win && !strcmp(k, MK "encoder.sliding_windows")) {
-            ok = tr_gguf_writer_set_arr_i32(w, k, e->win, (size_t)e->n_win);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g_ref, i);
-        }
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g_ref); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g_ref, i);
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        int nd = t->n_dims;
-        if (e->bad_tensor && !strcmp(t->name, e->bad_tensor)) {
-            if (nd > 1)
-                ne[nd - 1]--;
-            else
-                ne[0]--;
-        }
-        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, nd, ne, t->data);
-    }
+/* The edit written to g_path; win_u32: the sliding windows as UINT32 (the
+ * writer has no UINT32 arrays: the element type is patched in the image). */
+static bool write_edit(const edit *e, bool win_u32) {
     void *buf = NULL;
     size_t size = 0;
-    ok = ok && tr_gguf_writer_to_memory(w, &buf, &size) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    if (ok && e->win_u32) { /* the writer has no UINT32 arrays: patch the element type */
+    bool ok = tr_gguf_edit_memory(g_ref, e, &buf, &size);
+    if (ok && win_u32) {
         const char *key = MK "encoder.sliding_windows";
         const size_t L = strlen(key);
         for (size_t i = 0; i + L + 8 <= size; i++) {
@@ -95,24 +47,19 @@ static bool write_edit(const edit *e) {
             break;
         }
     }
-    FILE *f = ok ? fopen(g_path, "wb") : NULL;
-    ok = f && fwrite(buf, 1, size, f) == size;
-    if (f) ok = fclose(f) == 0 && ok;
+    ok = ok && tr_test_write_file(g_path, buf, size);
     free(buf);
     return ok;
 }
 
 /* Loads the edit: want status, and the log names `name`. */
+static void expect_w(const edit *e, bool win_u32, transcribe_status want, const char *name) {
+    CHECK(write_edit(e, win_u32));
+    tr_expect_load_file(g_path, want, name, name);
+}
+
 static void expect(const edit *e, transcribe_status want, const char *name) {
-    CHECK(write_edit(e));
-    g_log[0] = 0;
-    struct transcribe_model *m = NULL;
-    transcribe_log_set(on_log, NULL);
-    const transcribe_status st = transcribe_model_load_file(g_path, NULL, &m);
-    transcribe_log_set(NULL, NULL);
-    CHECK_MSG(st == want, "%s: status %d, want %d", name, st, want);
-    if (want != TRANSCRIBE_OK) CHECK_MSG(strstr(g_log, name) != NULL, "%s: log '%s'", name, g_log);
-    transcribe_model_free(m);
+    expect_w(e, false, want, name);
 }
 
 static const char *const k_required[] = {
@@ -152,42 +99,45 @@ static const char *const k_tensors[] = {
 
 static void load_errors(void) {
     for (size_t i = 0; i < sizeof k_required / sizeof *k_required; i++) {
-        expect(&(edit){.drop_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+        expect(&(edit){.drop_kv = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
         if (i > 0) /* a mistyped architecture is a different refusal */
-            expect(&(edit){.mistype_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+            expect(&(edit){.mistype_kv = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
     }
     for (size_t i = 0; i < sizeof k_optional / sizeof *k_optional; i++)
-        expect(&(edit){.mistype_key = k_optional[i]}, TRANSCRIBE_ERR_GGUF, k_optional[i]);
+        expect(&(edit){.mistype_kv = k_optional[i]}, TRANSCRIBE_ERR_GGUF, k_optional[i]);
     for (size_t i = 0; i < sizeof k_tensors / sizeof *k_tensors; i++) {
         expect(&(edit){.drop_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
         if (i > 0) /* log_k has one value: a [1, 1] is the same tensor */
-            expect(&(edit){.bad_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
+            expect(&(edit){.shorter = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
     }
     /* refused values */
-    expect(&(edit){.bool_key = MK "decoder.tie_word_embeddings", .b = true}, TRANSCRIBE_ERR_GGUF,
-           "tie_word_embeddings");
-    expect(&(edit){.bool_key = MK "attention_bias", .b = true}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_bool = MK "decoder.tie_word_embeddings", .kv_bool_value = true},
+           TRANSCRIBE_ERR_GGUF, "tie_word_embeddings");
+    expect(&(edit){.kv_bool = MK "attention_bias", .kv_bool_value = true}, TRANSCRIBE_ERR_GGUF,
            "attention_bias");
-    expect(&(edit){.bool_key = MK "adapter_has_proj", .b = false}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_bool = MK "adapter_has_proj", .kv_bool_value = false}, TRANSCRIBE_ERR_GGUF,
            "adapter_has_proj");
-    expect(&(edit){.str_key = MK "encoder.activation", .str = "relu"}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_str = MK "encoder.activation", .kv_str_value = "relu"}, TRANSCRIBE_ERR_GGUF,
            "encoder.activation");
-    expect(&(edit){.str_key = "stt.frontend.type", .str = "mel"}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_str = "stt.frontend.type", .kv_str_value = "mel"}, TRANSCRIBE_ERR_GGUF,
            "stt.frontend.type");
-    expect(&(edit){.u32_key = "stt.frontend.sample_rate", .u32 = 8000}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = "stt.frontend.sample_rate", .kv_u32_value = 8000}, TRANSCRIBE_ERR_GGUF,
            "sample_rate");
-    expect(&(edit){.u32_key = MK "encoder.d_model", .u32 = 16}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = MK "encoder.d_model", .kv_u32_value = 16}, TRANSCRIBE_ERR_GGUF,
            "encoder.d_model");
-    expect(&(edit){.u32_key = MK "decoder.head_dim", .u32 = 8}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = MK "decoder.head_dim", .kv_u32_value = 8}, TRANSCRIBE_ERR_GGUF,
            "decoder.d_model");
-    expect(&(edit){.u32_key = MK "encoder_hidden_size", .u32 = 64}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = MK "encoder_hidden_size", .kv_u32_value = 64}, TRANSCRIBE_ERR_GGUF,
            "encoder_hidden_size");
     static const int32_t six[6] = {8, 5, 8, 5, 6, 0};
-    expect(&(edit){.win = six, .n_win = 6}, TRANSCRIBE_ERR_GGUF, "sliding_windows");
+    expect(&(edit){.kv_arr_i32 = MK "encoder.sliding_windows", .kv_arr = six, .kv_arr_n = 6},
+           TRANSCRIBE_ERR_GGUF, "sliding_windows");
     static const int32_t zero_left[8] = {8, 5, 0, 5, 6, 0, 8, 5};
-    expect(&(edit){.win = zero_left, .n_win = 8}, TRANSCRIBE_ERR_GGUF, "sliding_windows");
+    expect(&(edit){.kv_arr_i32 = MK "encoder.sliding_windows", .kv_arr = zero_left, .kv_arr_n = 8},
+           TRANSCRIBE_ERR_GGUF, "sliding_windows");
     static const int32_t same[8] = {8, 5, 8, 5, 6, 0, 8, 5};
-    expect(&(edit){.win = same, .n_win = 8, .win_u32 = true}, TRANSCRIBE_OK, "");
+    expect_w(&(edit){.kv_arr_i32 = MK "encoder.sliding_windows", .kv_arr = same, .kv_arr_n = 8},
+             true, TRANSCRIBE_OK, "");
     expect(&(edit){0}, TRANSCRIBE_OK, "");
 }
 
@@ -216,11 +166,11 @@ static void run_errors(void) {
     p.chunking = TRANSCRIBE_CHUNKING_OFF;
     const transcribe_status fits = transcribe_run(s, pcm, 160 * 320, &p);
     CHECK(fits == TRANSCRIBE_OK || fits == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
-    g_log[0] = 0;
-    transcribe_log_set(on_log, NULL);
+    tr_test_log[0] = 0;
+    transcribe_log_set(tr_test_on_log, NULL);
     CHECK(transcribe_run(s, pcm, 160 * 320 + 1, &p) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
     transcribe_log_set(NULL, NULL);
-    CHECK_MSG(strstr(g_log, "position table"), "'%s'", g_log);
+    CHECK_MSG(strstr(tr_test_log, "position table"), "'%s'", tr_test_log);
     /* chunking auto: the long-audio path splits it */
     const transcribe_status st = transcribe_run(s, pcm, n, NULL);
     CHECK_MSG(st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED, "long: %d", st);

@@ -17,6 +17,7 @@
 #include "models/moonshine_streaming/mss.h"
 #include "mss_json.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/pool.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -24,39 +25,8 @@
 static tr_pool *g_pool;
 static char *g_decode_json;
 
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d;
-    }
-    return e;
-}
-
-static double max_abs_of(const float *v, int64_t n) {
-    double r = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (fabs(v[i]) > r) r = fabs(v[i]);
-    return r;
-}
-
 static void compare(const char *name, const float *got, int rows, int cols, double tol) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", MSS_DIR, name);
-    npy_array a;
-    if (npy_load(path, &a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return;
-    }
-    const bool shape = a.ndim == 2 && a.shape[0] == rows && a.shape[1] == cols;
-    CHECK_MSG(shape, "%s: shape [%lld, %lld], want [%d, %d]", name, (long long)a.shape[0],
-              (long long)(a.ndim > 1 ? a.shape[1] : 0), rows, cols);
-    if (shape) {
-        const double e = max_abs(got, a.data, a.n);
-        printf("%-28s [%d, %d] max abs err %.3g (tolerance %.3g)\n", name, rows, cols, e, tol);
-        CHECK_MSG(e <= tol, "%s: %g > %g", name, e, tol);
-    }
-    npy_free(&a);
+    tr_compare_npy(MSS_DIR, name, got, rows, cols, tol, false);
 }
 
 typedef struct golden {
@@ -67,13 +37,13 @@ typedef struct golden {
 
 static bool golden_load(const char *which, golden *g) {
     memset(g, 0, sizeof *g);
-    const char *o = mss_obj(g_decode_json, which);
+    const char *o = tr_json_obj(g_decode_json, which);
     if (!o) return false;
-    const char *e = mss_obj_end(o);
-    g->n_ids = mss_ints(o, e, "ids", g->ids, 256);
-    mss_str(o, e, "text", g->text, sizeof g->text);
-    mss_str(o, e, "raw_text", g->raw, sizeof g->raw);
-    mss_str(o, e, "status", g->status, sizeof g->status);
+    const char *e = tr_json_obj_end(o);
+    g->n_ids = tr_json_ints(o, e, "ids", g->ids, 256);
+    tr_json_str(o, e, "text", g->text, sizeof g->text);
+    tr_json_str(o, e, "raw_text", g->raw, sizeof g->raw);
+    tr_json_str(o, e, "status", g->status, sizeof g->status);
     return g->n_ids >= 0;
 }
 
@@ -161,7 +131,7 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
     npy_array a;
     if (npy_load(path, &a) == 0) {
         CHECK(a.ndim == 2 && a.shape[1] == V && a.shape[0] == steps);
-        const double range = max_abs_of(a.data, a.n);
+        const double range = tr_max_abs(a.data, a.n);
         const double ltol = q8 ? 0.02 * range : 1e-3;
         double err = 0;
         int32_t ids[257];
@@ -177,7 +147,7 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
                                    .cross_stride = s->cap_frames * (size_t)D,
                                    .ids = &ids[j]};
             tr_ed_step(g_pool, &m->msd.dec, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
-            err = fmax(err, max_abs(s->logits, (const float *)a.data + (size_t)j * V, V));
+            err = fmax(err, tr_max_abs_err(s->logits, (const float *)a.data + (size_t)j * V, V));
         }
         snprintf(name, sizeof name, "%s_%s_logits", dtype, clip);
         printf("%-28s [%d, %d] max abs err %.3g (tolerance %.3g)\n", name, (int)a.shape[0], V, err,

@@ -18,6 +18,7 @@
 #include "core/family.h"
 #include "models/moonshine_streaming/mss.h"
 #include "mss_json.h"
+#include "test_stream_params.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/moonshine_streaming.h"
@@ -46,30 +47,20 @@ static transcribe_status begin(struct transcribe_session *s, int interval_ms, ui
     return transcribe_stream_begin(s, NULL, &sp);
 }
 
-static void committed(struct transcribe_session *s, char *out, size_t cap, char *full,
-                      size_t fcap) {
-    struct transcribe_stream_text t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    CHECK(transcribe_stream_get_text(s, &t) == TRANSCRIBE_OK);
-    snprintf(out, cap, "%s", t.committed_text ? t.committed_text : "");
-    if (full) snprintf(full, fcap, "%s", t.full_text ? t.full_text : "");
-}
-
 /* One stream.json case: every event of its trace. */
 static void trace(struct transcribe_session *s, const float *pcm, int n, const char *name) {
-    const char *o = mss_obj(g_js, name);
+    const char *o = tr_json_obj(g_js, name);
     CHECK_MSG(o != NULL, "stream.json has no %s", name);
     if (!o) return;
-    const char *end = mss_obj_end(o);
-    const int chunk = (int)mss_int(o, end, "chunk_samples", 0);
-    const int ms = (int)mss_int(o, end, "min_decode_interval_ms", -1);
-    const int agree = (int)mss_int(o, end, "stable_prefix_agreement_n", 0);
-    const bool filtered = mss_int(o, end, "events_filtered", 0) != 0;
+    const char *end = tr_json_obj_end(o);
+    const int chunk = (int)tr_json_int(o, end, "chunk_samples", 0);
+    const int ms = (int)tr_json_int(o, end, "min_decode_interval_ms", -1);
+    const int agree = (int)tr_json_int(o, end, "stable_prefix_agreement_n", 0);
+    const bool filtered = tr_json_int(o, end, "events_filtered", 0) != 0;
     int32_t final_ids[64];
-    const int n_final = mss_ints(o, end, "final_ids", final_ids, 64);
+    const int n_final = tr_json_ints(o, end, "final_ids", final_ids, 64);
     CHECK(begin(s, ms, (uint32_t)agree) == TRANSCRIBE_OK);
-    const char *ev = mss_val(o, end, "events");
+    const char *ev = tr_json_val(o, end, "events");
     int mismatches = 0, checked = 0;
     char prev[2048] = "", cur[2048], full[2048];
     for (int i = 0, at = 0; at < n; i++, at += chunk) {
@@ -78,20 +69,20 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
         memset(&u, 0, sizeof u);
         u.struct_size = sizeof u;
         CHECK(transcribe_stream_feed(s, pcm + at, k, &u) == TRANSCRIBE_OK);
-        committed(s, cur, sizeof cur, full, sizeof full);
+        tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
         CHECK_MSG(!strncmp(cur, prev, strlen(prev)), "%s: committed text shrank", name);
         CHECK_MSG(!strncmp(full, cur, strlen(cur)), "%s: committed not a prefix", name);
         snprintf(prev, sizeof prev, "%s", cur);
         /* the event of this call */
         const char *e = ev ? strchr(ev, '{') : NULL;
         if (!e || e > end) continue;
-        const char *ee = mss_obj_end(e);
-        if (filtered && mss_int(e, ee, "i", -1) != i) continue;
-        if (mss_int(e, ee, "T_emitted", -1) < 0) continue;
+        const char *ee = tr_json_obj_end(e);
+        if (filtered && tr_json_int(e, ee, "i", -1) != i) continue;
+        if (tr_json_int(e, ee, "T_emitted", -1) < 0) continue;
         ev = ee;
         checked++;
-        const long T = mss_int(e, ee, "T_emitted", -1), nid = mss_int(e, ee, "n_ids", -1),
-                   com = mss_int(e, ee, "committed", -1);
+        const long T = tr_json_int(e, ee, "T_emitted", -1), nid = tr_json_int(e, ee, "n_ids", -1),
+                   com = tr_json_int(e, ee, "committed", -1);
         const bool ok = u.audio_committed_ms == T * 20 && transcribe_n_tokens(s) == nid &&
                         transcribe_stream_n_committed_tokens(s) == com;
         if (!ok && mismatches++ < 3)
@@ -116,8 +107,8 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     }
     CHECK_MSG(same, "%s: final ids differ (%d tokens)", name, transcribe_n_tokens(s));
     char want[1024];
-    mss_str(o, end, "final_text", want, sizeof want);
-    committed(s, cur, sizeof cur, NULL, 0);
+    tr_json_str(o, end, "final_text", want, sizeof want);
+    tr_stream_texts(s, cur, sizeof cur, NULL, 0);
     CHECK_MSG(!strcmp(cur, want), "%s: final committed [%s]", name, cur);
     printf("%-20s %d calls checked, final: %.60s\n", name, checked, cur);
 }
@@ -138,15 +129,9 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
         CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
         CHECK(transcribe_was_truncated(s) == (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED));
         char c[2048];
-        committed(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK_MSG(!strcmp(c, offline), "%d ms feeds: [%s] vs one-shot [%s]", ms[j], c, offline);
     }
-}
-
-static int g_polls, g_abort_at;
-static bool abort_after(void *user) {
-    (void)user;
-    return ++g_polls > g_abort_at;
 }
 
 static void errors(struct transcribe_session *s, const float *pcm, int n) {
@@ -161,15 +146,7 @@ static void errors(struct transcribe_session *s, const float *pcm, int n) {
     CHECK(transcribe_stream_begin(s, NULL, &sp) != TRANSCRIBE_OK);
     /* abort mid-stream */
     CHECK(begin(s, 0, 0) == TRANSCRIBE_OK);
-    g_polls = 0;
-    g_abort_at = 40;
-    transcribe_set_abort_callback(s, abort_after, NULL);
-    transcribe_status st = TRANSCRIBE_OK;
-    for (int at = 0; at < n && st == TRANSCRIBE_OK; at += 1600)
-        st = transcribe_stream_feed(s, pcm + at, n - at < 1600 ? n - at : 1600, NULL);
-    CHECK(st == TRANSCRIBE_ERR_ABORTED);
-    transcribe_set_abort_callback(s, NULL, NULL);
-    transcribe_stream_reset(s);
+    tr_stream_expect_abort(s, pcm, n, 40);
     /* an empty stream finalizes to an empty result */
     CHECK(begin(s, -1, 0) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
@@ -197,7 +174,7 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
         if (i >= feeds - feeds / 4) t_last += dt;
         if (i == feeds / 4) cap_first = fs->cap_frames + (size_t)fs->enc.out.cap;
         char c[1 << 14];
-        committed(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK(strlen(c) >= prev_len);
         prev_len = strlen(c);
     }

@@ -9,6 +9,7 @@
 #include "core/family.h"
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "models/moss/moss.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
@@ -20,52 +21,28 @@ typedef struct edit {
     int key_action;  /* 0 drop, 1 as INT32 (same value), 2 set u32 value */
     uint32_t value;
     const char *tensor; /* tensor to act on */
-    int tensor_action;  /* 0 drop, 1 last dim + 1, 2 write as F16 */
+    int tensor_action;  /* 0 drop, 1 last dim + 1 (zero padded), 2 write as F16 */
     const char *label;
 } edit;
 
+/* f with edit e (NULL: none), loaded from memory through the family's loader. */
 static transcribe_status load_edited(const gguf_file *f, const edit *e) {
-    gguf_writer *w = tr_gguf_writer_create();
-    for (int64_t i = 0; i < tr_gguf_n_kv(f); i++) {
-        const char *k = tr_gguf_key_name(f, i);
-        if (e && e->key && strcmp(k, e->key) == 0) {
-            if (e->key_action == 1) tr_gguf_writer_set_i32(w, k, (int32_t)e->value);
-            if (e->key_action == 2) tr_gguf_writer_set_u32(w, k, e->value);
-            continue;
-        }
-        tr_gguf_writer_copy_kv(w, f, i);
+    tr_gguf_edit k = {0};
+    if (e && e->key) {
+        if (e->key_action == 0) k.drop_kv = e->key;
+        if (e->key_action == 1) k.kv_as_i32 = e->key, k.kv_as_i32_value = (int32_t)e->value;
+        if (e->key_action == 2) k.kv_u32 = e->key, k.kv_u32_value = e->value;
     }
-    float *tmp = NULL;
-    for (int64_t i = 0; i < tr_gguf_n_tensors(f); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(f, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        const void *data = t->data;
-        int type = t->type;
-        bool hit = e && e->tensor && strcmp(t->name, e->tensor) == 0;
-        if (hit && e->tensor_action == 0) continue;
-        if (hit && e->tensor_action == 1) {
-            ne[t->n_dims - 1] += 1;
-            size_t bytes = t->nbytes / (size_t)t->ne[t->n_dims - 1] * (size_t)ne[t->n_dims - 1];
-            tmp = calloc(1, bytes);
-            data = tmp;
-        }
-        if (hit && e->tensor_action == 2) {
-            int64_t n = tr_tensor_nelements(t);
-            tmp = malloc((size_t)n * 2);
-            tr_quantize_row(TR_F16, t->data, tmp, n);
-            data = tmp;
-            type = TR_F16;
-        }
-        tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, data);
+    if (e && e->tensor) {
+        if (e->tensor_action == 0) k.drop_tensor = e->tensor;
+        if (e->tensor_action == 1) k.longer = e->tensor;
+        if (e->tensor_action == 2) k.to_f16 = e->tensor;
     }
     void *img = NULL;
     size_t size = 0;
-    transcribe_status st = tr_gguf_writer_to_memory(w, &img, &size);
-    tr_gguf_writer_free(w);
-    free(tmp);
-    if (st != TRANSCRIBE_OK) return st;
+    if (!tr_gguf_edit_memory(f, &k, &img, &size)) return TRANSCRIBE_ERR_OOM;
     gguf_file *g = NULL;
-    st = tr_gguf_open_memory(img, size, &g);
+    transcribe_status st = tr_gguf_open_memory(img, size, &g);
     if (st == TRANSCRIBE_OK) {
         tr_load_ctx lc = {.path = "edited", .gguf = g};
         ms_model *m = NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "synth.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 
@@ -41,10 +42,7 @@ enum {
 
 static uint64_t qs_rng;
 static float qs_rand(void) {
-    qs_rng ^= qs_rng << 13;
-    qs_rng ^= qs_rng >> 7;
-    qs_rng ^= qs_rng << 17;
-    return (float)((double)(qs_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return tr_synth_rand(&qs_rng);
 }
 
 static void qs_tensor(gguf_writer *w, const qa_synth_opts *o, const char *name, int type,
@@ -103,37 +101,12 @@ static const char *const qs_special[QS_N_SPECIAL] = {
 static int qs_build_vocab(char ***pieces_out, int32_t **types_out) {
     static const char *const inter[] = {"lan",  "langu", "langua", "languag",
                                         "ĠEng", "ĠEngl", "ĠEngli", "ĠEnglis"};
-    int n_inter = (int)(sizeof inter / sizeof inter[0]);
-    int V = 256 + QS_N_WORDS + n_inter + QS_N_SPECIAL;
-    char **p = calloc((size_t)V, sizeof *p);
-    int32_t *t = calloc((size_t)V, sizeof *t);
-    int k = 0;
-    for (int b = 0; b < 256; b++) {
-        unsigned char c = (unsigned char)b;
-        p[k] = tr_gpt2_piece_from_bytes(&c, 1);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < QS_N_WORDS; i++) {
-        p[k] = strdup(qs_words[i]);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < n_inter; i++) {
-        p[k] = strdup(inter[i]);
-        t[k++] = 1;
-    }
-    for (int i = 0; i < QS_N_SPECIAL; i++) {
-        p[k] = strdup(qs_special[i]);
-        t[k++] = 3;
-    }
-    *pieces_out = p;
-    *types_out = t;
-    return V;
+    return tr_synth_bpe_vocab(qs_words, QS_N_WORDS, inter, (int)(sizeof inter / sizeof inter[0]),
+                              qs_special, QS_N_SPECIAL, pieces_out, types_out);
 }
 
 static int qs_find(char **pieces, int V, const char *s) {
-    for (int i = 0; i < V; i++)
-        if (strcmp(pieces[i], s) == 0) return i;
-    return -1;
+    return tr_synth_find(pieces, V, s);
 }
 
 /* Writes the file; returns 0 on success. n_enc / n_dec layers. */
@@ -272,12 +245,7 @@ static int qa_synth_write(const char *path, const qa_synth_opts *o_in, int n_enc
         QS_LIN(BN("ffn.down.weight"), I, H, 0.3f);
 #undef BN
     }
-    transcribe_status st = tr_gguf_writer_write(w, path);
-    tr_gguf_writer_free(w);
-    for (int i = 0; i < V; i++) free(pieces[i]);
-    free(pieces);
-    free(types);
-    return st == TRANSCRIBE_OK ? 0 : 1;
+    return tr_synth_finish(w, path, pieces, types, V);
 }
 
 #endif

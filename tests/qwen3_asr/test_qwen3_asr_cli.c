@@ -24,11 +24,6 @@ static int run(const char *args) {
     return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
-static void chomp(char *s) {
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = 0;
-}
-
 /* The `text:` line of a golden. */
 static void golden_text(const char *stem, char *buf, size_t cap) {
     char path[512], line[2048];
@@ -38,7 +33,7 @@ static void golden_text(const char *stem, char *buf, size_t cap) {
     while (f && fgets(line, sizeof line, f))
         if (strncmp(line, "text: ", 6) == 0) {
             snprintf(buf, cap, "%s", line + 6);
-            chomp(buf);
+            tr_cli_chomp(buf);
         }
     if (f) fclose(f);
 }
@@ -55,7 +50,7 @@ int main(int argc, char **argv) {
         golden_text(stems[i], want, sizeof want);
         snprintf(args, sizeof args, "-q -m '%s' %s '%s'", MODEL, flags[i], JFK);
         int rc = run(args);
-        chomp(g_out);
+        tr_cli_chomp(g_out);
         /* the CLI may trim the leading space the transcript keeps */
         const char *w = want[0] == ' ' ? want + 1 : want, *o = g_out[0] == ' ' ? g_out + 1 : g_out;
         CHECK_MSG(rc == 0 && want[0] && strcmp(o, w) == 0, "`%s`: printed '%s' want '%s' (%s)",
@@ -80,7 +75,7 @@ int main(int argc, char **argv) {
                       "quantize %s: %s", presets[i], g_err);
             snprintf(args, sizeof args, "-q -m '%s' '%s'", out, JFK);
             int rc = run(args);
-            chomp(g_out);
+            tr_cli_chomp(g_out);
             CHECK_MSG(rc == 0 && strcmp(g_out, want) == 0, "%s: printed '%s' (%s)", presets[i],
                       g_out, g_err);
             remove(out);

@@ -69,36 +69,9 @@ static char *golden_field(const char *stem, const char *key) {
     char p[512];
     snprintf(p, sizeof p, "%s/%s.text.txt", DATA, stem);
     char *s = tr_test_read_text(p, NULL);
-    if (!s) return strdup("");
-    size_t kl = strlen(key);
-    char *line = s, *out = NULL;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-            char *v = line + kl + 1;
-            if (*v == ' ') v++;
-            size_t len = nl ? (size_t)(nl - v) : strlen(v);
-            out = malloc(len + 1);
-            memcpy(out, v, len);
-            out[len] = 0;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
+    char *out = tr_text_field(s, key);
     free(s);
-    return out ? out : strdup("");
-}
-
-static double max_abs_diff(const float *a, const float *b, int64_t n, double *max_ref) {
-    double e = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        /* written out: GCC 12 aarch64 cannot vectorise fmax(fabs) reductions */
-        double d = fabs((double)a[i] - b[i]), r = fabs((double)b[i]);
-        if (d > e) e = d;
-        if (r > m) m = r;
-    }
-    if (max_ref) *max_ref = m;
-    return e;
+    return out;
 }
 
 /* Mel, encoder and prompt ids of one clip (internal API). */
@@ -112,7 +85,7 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
     if (mel && load_npy(name, &g)) {
         CHECK(g.ndim == 2 && g.shape[0] == 128 && g.shape[1] == T_mel);
         if (g.n == (int64_t)128 * T_mel) {
-            double e = max_abs_diff(mel, g.data, g.n, NULL);
+            double e = llm_max_abs_diff(mel, g.data, g.n, NULL);
             g_worst_mel = fmax(g_worst_mel, e);
             CHECK_MSG(e <= TOL_MEL, "%s %s mel: max abs err %g", dt, c->stem, e);
         }
@@ -125,7 +98,7 @@ static void check_front(const qa_model *m, const clip *c, const char *dt) {
     if (enc && load_npy(name, &g)) {
         CHECK(g.ndim == 2 && g.shape[0] == T_enc && g.shape[1] == m->lm.d_model);
         if (g.n == (int64_t)T_enc * m->lm.d_model) {
-            double mr = 0, e = max_abs_diff(enc, g.data, g.n, &mr);
+            double mr = 0, e = llm_max_abs_diff(enc, g.data, g.n, &mr);
             double *worst = q8 ? &g_worst_enc_q8 : &g_worst_enc;
             *worst = fmax(*worst, e / mr);
             CHECK_MSG(e / mr <= (q8 ? TOL_ENC_Q8 : TOL_ENC), "%s %s encoder: max rel err %g", dt,
@@ -176,7 +149,7 @@ static void check_decode(const qa_model *m, const clip *c, const char *dt, bool 
     snprintf(name, sizeof name, "%s%s%s.logits0.npy", stem, stem_extra, q8 ? ".q8_0" : "");
     if (load_npy(name, &g)) {
         if (g.n == m->lm.n_vocab) {
-            double e = max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
+            double e = llm_max_abs_diff(s->dec.last_logits, g.data, g.n, NULL);
             double *worst = q8 && kv_f32 ? &g_worst_logits_q8 : &g_worst_logits[kv_f32];
             *worst = fmax(*worst, e);
             double tol = q8 ? TOL_LOGITS_Q8 : kv_f32 ? TOL_LOGITS : TOL_LOGITS_KV16;
@@ -286,24 +259,8 @@ static void test_batch_and_gate(void) {
     /* docs/formats/qwen3_asr.md §9.3 gate: jfk auto has T_prompt 158 → n_ctx 414 passes, 413 does
      * not; we30 auto 405 → 661 / 660 */
     const int ok_ctx[2] = {414, 661};
-    struct transcribe_run_params whole; /* the family's own gate: chunking off */
-    transcribe_run_params_init(&whole);
-    whole.chunking = TRANSCRIBE_CHUNKING_OFF;
-    for (int c = 0; c < 2; c++) {
-        for (int d = 0; d < 2; d++) {
-            sp.n_ctx = ok_ctx[c] - d;
-            CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
-            transcribe_status st = transcribe_run(s, g_clips[c].pcm, g_clips[c].n, &whole);
-            CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "%s n_ctx %d: %s",
-                      g_clips[c].stem, sp.n_ctx, transcribe_status_string(st));
-            transcribe_session_free(s);
-        }
-    }
-}
-
-static int g_polls;
-static bool abort_at(void *user) {
-    return ++g_polls >= *(const int *)user;
+    for (int c = 0; c < 2; c++) /* the family's own gate: chunking off */
+        llm_expect_ctx_gate(path, &sp, ok_ctx[c], g_clips[c].pcm, g_clips[c].n, g_clips[c].stem);
 }
 
 /* Abort mid-decode: ABORTED, and the kept raw text is a non-empty proper
@@ -315,15 +272,8 @@ static void test_abort(void) {
     CHECK(transcribe_open(path, NULL, NULL, &s) == TRANSCRIBE_OK);
     if (!s) return;
     char *raw = golden_field("jfk.auto", "raw");
-    int limit = 12; /* before the encoder, after it, then before each step */
-    g_polls = 0;
-    transcribe_set_abort_callback(s, abort_at, &limit);
-    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
-    CHECK(transcribe_was_aborted(s));
-    const char *part = transcribe_raw_text(s);
-    CHECK_MSG(part && part[0] && strlen(part) < strlen(raw) &&
-                  strncmp(part, raw, strlen(part)) == 0,
-              "partial '%s'", part ? part : "(null)");
+    /* polls: before the encoder, after it, then before each step */
+    llm_expect_abort(s, g_clips[0].pcm, g_clips[0].n, 12, raw, true);
     free(raw);
     transcribe_session_free(s);
 }

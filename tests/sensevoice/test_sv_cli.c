@@ -16,21 +16,15 @@ static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
 
 static int run(const char *dtype, const char *flags) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s/sensevoice-tiny-ref-%s.gguf' %s '%s'", g_bin, SV_DIR,
-             dtype, flags, SV_CLIP);
-    int rc = tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
-    size_t n = strlen(g_out);
-    while (n > 0 && (g_out[n - 1] == '\n' || g_out[n - 1] == '\r')) g_out[--n] = 0;
-    return rc;
+    char model[512];
+    snprintf(model, sizeof model, "%s/sensevoice-tiny-ref-%s.gguf", SV_DIR, dtype);
+    return tr_cli_transcribe(g_bin, model, flags, SV_CLIP, g_out, sizeof g_out, g_err,
+                             sizeof g_err);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s path/to/transcribe\n", argv[0]);
-        return 2;
-    }
-    g_bin = argv[1];
+    g_bin = tr_cli_binary(argc, argv);
+    if (!g_bin) return 2;
     sv_golden g, gi;
     CHECK(sv_golden_load("F32_auto_woitn", &g));
     CHECK(sv_golden_load("F32_en_withitn", &gi));

@@ -14,6 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "sv_test.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
@@ -21,82 +22,10 @@
 
 #define SV_F32 SV_DIR "/sensevoice-tiny-ref-F32.gguf"
 
-typedef struct edit {
-    const char *drop_kv;
-    const char *kv_i32; /* UINT32 key rewritten as INT32 */
-    const char *kv_u32; /* UINT32 key given ... */
-    uint32_t kv_u32_value;
-    const char *kv_str; /* key replaced by the string ... */
-    const char *kv_str_value;
-    const char *drop_tensor;
-    const char *bad_shape; /* last dim one shorter */
-    const char *to_f16;    /* F32 tensor stored as F16 */
-    bool extra_tensor;     /* one unknown tensor more (ignored) */
-} edit;
-
-static bool add_f16(gguf_writer *w, const tr_tensor *t, const int64_t *ne) {
-    int64_t n = tr_tensor_nelements(t);
-    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)n);
-    bool ok = h && tr_quantize_row(TR_F16, t->data, h, n) &&
-              tr_gguf_writer_add_tensor(w, t->name, TR_F16, t->n_dims, ne, h);
-    free(h);
-    return ok;
-}
-
-static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(SV_F32, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        uint32_t v = 0;
-        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
-        if (e->kv_i32 && !strcmp(k, e->kv_i32)) {
-            tr_gguf_get_u32(g, k, &v);
-            ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
-        } else if (e->kv_u32 && !strcmp(k, e->kv_u32)) {
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        } else if (e->kv_str && !strcmp(k, e->kv_str)) {
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-        }
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
-            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-        }
-        if (e->to_f16 && !strcmp(t->name, e->to_f16))
-            ok = add_f16(w, t, ne);
-        else
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-    }
-    if (ok && e->extra_tensor) {
-        const float z[4] = {0};
-        const int64_t ne[1] = {4};
-        ok = tr_gguf_writer_add_tensor(w, "enc.unknown.extra", TR_F32, 1, ne, z);
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/sv_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(dst, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    tr_expect_load(SV_F32, e, want, what);
 }
 
 static void bad_files(void) {
@@ -175,10 +104,7 @@ static void bad_files(void) {
                 TRANSCRIBE_ERR_NOT_IMPLEMENTED, "tokenizer model spm");
     expect_load(&(edit){.kv_str = "tokenizer.ggml.model", .kv_str_value = "gpt2"}, G,
                 "tokenizer model gpt2");
-    const struct {
-        const char *key;
-        uint32_t value;
-    } u32s[] = {
+    static const tr_kv_u32 u32s[] = {
         {"stt.sensevoice.encoder.n_blocks", 1},     /* <= 1 */
         {"stt.sensevoice.encoder.n_blocks", 4},     /* a block the file lacks */
         {"stt.sensevoice.encoder.tp_blocks", 2},    /* a block the file lacks */
@@ -194,10 +120,7 @@ static void bad_files(void) {
         {"stt.sensevoice.special.lang_en", 16}, /* outside the 16-row table */
         {"stt.sensevoice.special.woitn", 99},
     };
-    for (size_t i = 0; i < sizeof u32s / sizeof u32s[0]; i++) {
-        snprintf(what, sizeof what, "%s = %u", u32s[i].key, (unsigned)u32s[i].value);
-        expect_load(&(edit){.kv_u32 = u32s[i].key, .kv_u32_value = u32s[i].value}, G, what);
-    }
+    tr_expect_refused_u32(SV_F32, u32s, sizeof u32s / sizeof u32s[0]);
     /* tensors: one of each kind missing, misshaped, of a refused type */
     static const char *const tensors[] = {
         "frontend.cmvn.shift",
@@ -216,12 +139,7 @@ static void bad_files(void) {
         "ctc.head.weight",
         "ctc.head.bias",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(SV_F32, tensors, sizeof tensors / sizeof tensors[0]);
     expect_load(&(edit){.to_f16 = "enc.encoders.0.norm_attn.weight"}, G, "F16 norm");
     expect_load(&(edit){.to_f16 = "frontend.cmvn.scale"}, G, "F16 CMVN");
     expect_load(&(edit){.to_f16 = "enc.embed.weight"}, G, "F16 prefix table");

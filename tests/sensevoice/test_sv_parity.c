@@ -13,6 +13,7 @@
 
 #include "core/result.h"
 #include "npy.h"
+#include "parity.h"
 #include "sv_test.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
@@ -21,45 +22,8 @@
 
 static tr_pool *g_pool;
 
-/* max |got - want| over n values */
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d; /* NaN propagates */
-    }
-    return e;
-}
-
-/* max over rows of (max |got - want| in the row) / (max |want| in the row) */
-static double max_row_rel(const float *got, const float *want, int rows, int cols) {
-    double worst = 0;
-    for (int r = 0; r < rows; r++) {
-        double e = 0, s = 0;
-        for (int c = 0; c < cols; c++) {
-            size_t i = (size_t)r * cols + c;
-            double d = fabs((double)got[i] - (double)want[i]);
-            if (!(d <= e)) e = d;
-            if (fabs(want[i]) > s) s = fabs(want[i]);
-        }
-        double rel = e / (s > 0 ? s : 1);
-        if (!(rel <= worst)) worst = rel;
-    }
-    return worst;
-}
-
 static bool load_npy(const char *name, npy_array *a, int64_t rows, int64_t cols) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", SV_DIR, name);
-    if (npy_load(path, a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return false;
-    }
-    bool ok =
-        a->ndim == 2 && a->shape[0] == rows && a->shape[1] == cols && !strcmp(a->dtype, "<f4");
-    CHECK_MSG(ok, "%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)a->shape[0],
-              (long long)a->shape[1], (long long)rows, (long long)cols);
-    return ok;
+    return tr_load_npy_2d(SV_DIR, name, a, rows, cols, "<f4");
 }
 
 static void front_end(const sv_model *m, const float *pcm, int n) {
@@ -74,7 +38,7 @@ static void front_end(const sv_model *m, const float *pcm, int n) {
     if (fm && load_npy("fbank", &a, T, c.n_mels)) {
         float *tm = malloc(sizeof(float) * (size_t)T * c.n_mels);
         tr_transpose(fm, tm, c.n_mels, T);
-        double e = max_abs(tm, a.data, a.n);
+        double e = tr_max_abs_err(tm, a.data, a.n);
         printf("fbank [%d, %d]: max abs err %.3g\n", T, c.n_mels, e);
         CHECK_MSG(e <= 2e-3, "fbank err %g", e);
         free(tm);
@@ -86,7 +50,7 @@ static void front_end(const sv_model *m, const float *pcm, int n) {
     int T_lfr = 0;
     CHECK(tr_sv_features(m, g_pool, pcm, n, &feats, &T_lfr) == TRANSCRIBE_OK);
     if (feats && load_npy("features", &a, T_lfr, m->hp.d_input)) {
-        double e = max_abs(feats, a.data, a.n);
+        double e = tr_max_abs_err(feats, a.data, a.n);
         printf("features [%d, %d]: max abs err %.3g\n", T_lfr, m->hp.d_input, e);
         CHECK_MSG(e <= 2e-3, "features err %g", e);
         npy_free(&a);
@@ -128,7 +92,7 @@ static void run_case(const char *dtype, const sv_model *m, const float *pcm, int
     for (int i = 0; i < 5; i++) {
         snprintf(name, sizeof name, "%s_%s_%s", gdt, pc->tag, k_stage[i]);
         if (!load_npy(name, &a, T, width[i])) continue;
-        double e = max_row_rel(buf[i], a.data, T, width[i]);
+        double e = tr_max_row_rel(buf[i], a.data, T, width[i]);
         printf("%s %s %-15s row-relative err %.3g\n", dtype, pc->tag, k_stage[i], e);
         CHECK_MSG(e <= row_tol, "%s %s %s: %g", dtype, pc->tag, k_stage[i], e);
         npy_free(&a);
@@ -136,7 +100,7 @@ static void run_case(const char *dtype, const sv_model *m, const float *pcm, int
     snprintf(name, sizeof name, "%s_%s_logits", gdt, pc->tag);
     if (load_npy(name, &a, T, V)) {
         const double tol = 1e-3; /* measured ~1.5e-5 */
-        double e = max_abs(logits, a.data, a.n);
+        double e = tr_max_abs_err(logits, a.data, a.n);
         printf("%s %s logits max abs err %.3g\n", dtype, pc->tag, e);
         CHECK_MSG(e <= tol, "%s %s logits: %g", dtype, pc->tag, e);
         npy_free(&a);

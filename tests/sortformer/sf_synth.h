@@ -32,16 +32,8 @@ typedef struct sf_synth_cfg {
 static inline sf_synth_cfg sf_synth_default(void) {
     sf_synth_cfg c;
     memset(&c, 0, sizeof c);
-    c.enc = fc_synth_default();
-    c.enc.d = 32;
-    c.enc.H = 4;
-    c.enc.d_ff = 64;
-    c.enc.k = 5;
-    c.enc.C = 4;
-    c.enc.n_layers = 2;
+    c.enc = fc_synth_biased("stt.sortformer.encoder.");
     c.enc.n_mels = 32;
-    c.enc.prefix = "stt.sortformer.encoder.";
-    c.enc.biased_keys_only = true;
     c.tf_layers = 2;
     c.D = 24;
     c.heads = 4;

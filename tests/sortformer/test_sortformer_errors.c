@@ -14,6 +14,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "sf_synth.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
@@ -22,79 +23,10 @@
 
 static char g_base[512];
 
-typedef struct edit {
-    const char *drop_kv;
-    const char *retype_kv; /* u32 -> i32, anything else -> u32 */
-    const char *kv_u32;
-    uint32_t kv_u32_value;
-    const char *kv_bool;
-    const char *drop_tensor;
-    const char *bad_shape; /* last dim one shorter */
-    const char *to_f16;    /* an F32 tensor stored as F16 */
-} edit;
-
-static bool retype(gguf_writer *w, const gguf_file *g, const char *k) {
-    uint32_t v = 0;
-    if (tr_gguf_get_u32(g, k, &v) == 1) return tr_gguf_writer_set_i32(w, k, (int32_t)v);
-    return tr_gguf_writer_set_u32(w, k, 1);
-}
-
-static bool to_f16(gguf_writer *w, const tr_tensor *t, const int64_t *ne) {
-    int64_t n = tr_tensor_nelements(t);
-    uint16_t *h = malloc(sizeof(uint16_t) * (size_t)n);
-    if (!h) return false;
-    for (int64_t i = 0; i < n; i++) h[i] = tr_f32_to_f16(((const float *)t->data)[i]);
-    bool ok = tr_gguf_writer_add_tensor(w, t->name, TR_F16, t->n_dims, ne, h);
-    free(h);
-    return ok;
-}
-
-static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(g_base, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && !strcmp(k, e->drop_kv)) continue;
-        if (e->retype_kv && !strcmp(k, e->retype_kv))
-            ok = retype(w, g, k);
-        else if (e->kv_u32 && !strcmp(k, e->kv_u32))
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        else if (e->kv_bool && !strcmp(k, e->kv_bool))
-            ok = tr_gguf_writer_set_bool(w, k, true);
-        else
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        if (e->bad_shape && !strcmp(t->name, e->bad_shape)) {
-            ne[t->n_dims - 1] -= 1; /* F32: a prefix of the same bytes */
-            if (ne[t->n_dims - 1] < 1) ne[t->n_dims - 1] = 2;
-        }
-        if (e->to_f16 && !strcmp(t->name, e->to_f16))
-            ok = to_f16(w, t, ne);
-        else
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    char dst[512];
-    snprintf(dst, sizeof dst, "%s/sf_edit_%d.gguf", TR_BINARY_DIR, (int)getpid());
-    CHECK_MSG(rewrite(dst, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(dst, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
-    remove(dst);
+    tr_expect_load(g_base, e, want, what);
 }
 
 #define A  "stt.sortformer."
@@ -105,7 +37,6 @@ static void bad_files(void) {
     expect_load(&(edit){0}, OK, "unchanged copy");
     /* docs/formats/sortformer.md §2: every required key, missing and mistyped */
     static const char *const required[] = {
-        "general.architecture",
         FE "sample_rate",
         FE "num_mels",
         FE "n_fft",
@@ -137,14 +68,9 @@ static void bad_files(void) {
         A "stream.fifo_len",
         A "stream.spkcache_update_period",
     };
-    char what[160];
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", required[i]);
-        /* a file without general.architecture is not a model of any family */
-        if (i > 0) expect_load(&(edit){.drop_kv = required[i]}, G, what);
-        snprintf(what, sizeof what, "mistyped %s", required[i]);
-        expect_load(&(edit){.retype_kv = required[i]}, i == 0 ? TRANSCRIBE_ERR_GGUF : G, what);
-    }
+    /* a file without general.architecture is not a model of any family: it is only retyped */
+    expect_load(&(edit){.retype_kv = "general.architecture"}, G, "mistyped general.architecture");
+    tr_expect_required_keys(g_base, required, sizeof required / sizeof required[0], NULL);
     /* optional keys: absent is fine, mistyped is not */
     static const char *const optional[] = {"stt.variant",
                                            "general.languages",
@@ -152,17 +78,13 @@ static void bad_files(void) {
                                            "stt.capability.speaker_diarization",
                                            "stt.capability.timestamps",
                                            A "transformer.pre_ln"};
-    for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++) {
-        snprintf(what, sizeof what, "mistyped %s", optional[i]);
-        expect_load(&(edit){.retype_kv = optional[i]}, G, what);
-        snprintf(what, sizeof what, "absent %s", optional[i]);
-        expect_load(&(edit){.drop_kv = optional[i]}, OK, what);
-    }
+    tr_expect_optional_keys(g_base, optional, sizeof optional / sizeof optional[0]);
     /* docs/formats/sortformer.md §9 value rules */
     expect_load(&(edit){.kv_u32 = A "transformer.n_heads", .kv_u32_value = 0}, G, "0 heads");
     expect_load(&(edit){.kv_u32 = A "transformer.n_heads", .kv_u32_value = 5}, G,
                 "heads not dividing d_model");
-    expect_load(&(edit){.kv_bool = A "transformer.pre_ln"}, G, "pre_ln true");
+    expect_load(&(edit){.kv_bool = A "transformer.pre_ln", .kv_bool_value = true}, G,
+                "pre_ln true");
     expect_load(&(edit){.kv_u32 = A "encoder.subsampling_factor", .kv_u32_value = 4}, G,
                 "subsampling 4");
     expect_load(&(edit){.kv_u32 = A "stream.chunk_len", .kv_u32_value = 0}, OK,
@@ -186,12 +108,7 @@ static void bad_files(void) {
         "diar.single_spk_head.weight",
         "diar.single_spk_head.bias",
     };
-    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) {
-        snprintf(what, sizeof what, "missing %s", tensors[i]);
-        expect_load(&(edit){.drop_tensor = tensors[i]}, G, what);
-        snprintf(what, sizeof what, "misshaped %s", tensors[i]);
-        expect_load(&(edit){.bad_shape = tensors[i]}, G, what);
-    }
+    tr_expect_required_tensors(g_base, tensors, sizeof tensors / sizeof tensors[0]);
     /* types: norms and biases stay F32; matrices may be F16 */
     expect_load(&(edit){.to_f16 = "tf.blocks.0.norm_2.weight"}, G, "F16 norm");
     expect_load(&(edit){.to_f16 = "diar.fc1.bias"}, G, "F16 bias");

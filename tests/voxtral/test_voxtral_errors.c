@@ -16,8 +16,10 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "models/voxtral/voxtral.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "vx_synth.h"
@@ -28,14 +30,7 @@ static int g_n;
 #define SR 16000
 
 static struct transcribe_session *open_session(const char *path, int n_ctx) {
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    sp.n_ctx = n_ctx;
-    struct transcribe_session *s = NULL;
-    transcribe_status st = transcribe_open(path, NULL, &sp, &s);
-    CHECK_MSG(st == TRANSCRIBE_OK, "open %s: %s", path, transcribe_status_string(st));
-    return s;
+    return tr_test_open(path, 2, n_ctx, TRANSCRIBE_KV_TYPE_AUTO);
 }
 
 static const char *text_of(struct transcribe_session *s) {
@@ -304,87 +299,14 @@ static void long_audio(void) {
 
 /* ---- rewritten files ---- */
 
-typedef struct edit {
-    const char *drop_kv;      /* KV left out */
-    const char *retype_kv;    /* KV rewritten with another type (u32 → i32, others → u32) */
-    const char *kv_u32;       /* KV replaced by a UINT32 ... */
-    uint32_t kv_u32_value;    /* ... of this value */
-    const char *kv_str;       /* KV replaced by a string ... */
-    const char *kv_str_value; /* ... of this value */
-    const char *drop_tensor;  /* tensor left out */
-    const char *bad_shape;    /* tensor written with ne[last] + 1 */
-    const char *to_type;      /* tensor written as ... */
-    int type;                 /* ... this type */
-} edit;
-
-static bool add_as(gguf_writer *w, const tr_tensor *t, int type, const int64_t *ne) {
-    int64_t n = ne[0] * ne[1] * ne[2] * ne[3], rows = n / ne[0];
-    int64_t n_src = tr_tensor_nelements(t);
-    float *f = calloc((size_t)n, sizeof(float));
-    for (int64_t r = 0; f && r < n_src / t->ne[0] && r < rows; r++)
-        tr_dequantize_row(t->type, (const char *)t->data + r * t->nb1, f + r * ne[0],
-                          ne[0] < t->ne[0] ? ne[0] : t->ne[0]);
-    size_t rb = tr_row_bytes(type, ne[0]);
-    char *q = calloc((size_t)rows, rb);
-    bool ok = f && q;
-    for (int64_t r = 0; ok && r < rows; r++)
-        ok = tr_quantize_row(type, f + r * ne[0], q + r * rb, ne[0]);
-    ok = ok && tr_gguf_writer_add_tensor(w, t->name, type, t->n_dims, ne, q);
-    free(q);
-    free(f);
-    return ok;
-}
+typedef tr_gguf_edit edit;
 
 static bool rewrite(const char *dst, const edit *e) {
-    gguf_file *g = NULL;
-    if (tr_gguf_open(g_ref, &g) != TRANSCRIBE_OK) return false;
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g); i++) {
-        const char *k = tr_gguf_key_name(g, i);
-        if (e->drop_kv && strcmp(k, e->drop_kv) == 0) continue;
-        if (e->retype_kv && strcmp(k, e->retype_kv) == 0) {
-            uint32_t v = 0;
-            if (tr_gguf_kv_type(g, i) == GGUF_T_UINT32) {
-                tr_gguf_get_u32(g, k, &v);
-                ok = tr_gguf_writer_set_i32(w, k, (int32_t)v);
-            } else {
-                ok = tr_gguf_writer_set_u32(w, k, 1);
-            }
-        } else if (e->kv_u32 && strcmp(k, e->kv_u32) == 0) {
-            ok = tr_gguf_writer_set_u32(w, k, e->kv_u32_value);
-        } else if (e->kv_str && strcmp(k, e->kv_str) == 0) {
-            ok = tr_gguf_writer_set_str(w, k, e->kv_str_value);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g, i);
-        }
-    }
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g, i);
-        if (e->drop_tensor && strcmp(t->name, e->drop_tensor) == 0) continue;
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        if (e->bad_shape && strcmp(t->name, e->bad_shape) == 0) {
-            ne[t->n_dims - 1] += 1;
-            ok = add_as(w, t, TR_F32, ne);
-        } else if (e->to_type && strcmp(t->name, e->to_type) == 0) {
-            ok = add_as(w, t, e->type, ne);
-        } else {
-            ok = tr_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, ne, t->data);
-        }
-    }
-    ok = ok && tr_gguf_writer_write(w, dst) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    tr_gguf_close(g);
-    return ok;
+    return tr_gguf_edit_file(g_ref, dst, e);
 }
 
 static void expect_load(const edit *e, transcribe_status want, const char *what) {
-    CHECK_MSG(rewrite(g_edit, e), "rewrite for %s", what);
-    struct transcribe_model *m = NULL;
-    transcribe_status st = transcribe_model_load_file(g_edit, NULL, &m);
-    CHECK_MSG(st == want, "%s: got %s, want %s", what, transcribe_status_string(st),
-              transcribe_status_string(want));
-    transcribe_model_free(m);
+    tr_expect_load(g_ref, e, want, what);
 }
 
 #define EK "stt.voxtral.encoder."
@@ -534,22 +456,23 @@ static void bad_tensors(void) {
         snprintf(what, sizeof what, "missing %s", must[i]);
         expect_load(&(edit){.drop_tensor = must[i]}, G, what);
         snprintf(what, sizeof what, "misshaped %s", must[i]);
-        expect_load(&(edit){.bad_shape = must[i]}, G, what);
+        expect_load(&(edit){.longer = must[i]}, G, what);
     }
     expect_load(&(edit){.drop_tensor = "frontend.window"}, OK, "no baked window (optional)");
-    expect_load(&(edit){.bad_shape = "frontend.window"}, G, "window of 401");
-    expect_load(&(edit){.to_type = "frontend.window", .type = TR_F16}, G, "F16 window");
+    expect_load(&(edit){.longer = "frontend.window"}, G, "window of 401");
+    expect_load(&(edit){.to_type = "frontend.window", .to_type_id = TR_F16}, G, "F16 window");
     /* type classes (docs/formats/voxtral.md §3.1) */
-    expect_load(&(edit){.to_type = "enc.conv.0.weight", .type = TR_F16}, OK, "F16 conv (C)");
-    expect_load(&(edit){.to_type = "enc.conv.0.weight", .type = TR_BF16}, G, "BF16 conv (C)");
-    expect_load(&(edit){.to_type = "enc.pos_emb.weight", .type = TR_F16}, G, "F16 positions");
-    expect_load(&(edit){.to_type = "enc.blocks.0.attn.q.bias", .type = TR_F16}, G, "F16 bias");
-    expect_load(&(edit){.to_type = "dec.output_norm.weight", .type = TR_F16}, G, "F16 norm");
-    expect_load(&(edit){.to_type = "dec.blocks.0.ffn.gate.weight", .type = TR_Q8_0}, G,
+    expect_load(&(edit){.to_type = "enc.conv.0.weight", .to_type_id = TR_F16}, OK, "F16 conv (C)");
+    expect_load(&(edit){.to_type = "enc.conv.0.weight", .to_type_id = TR_BF16}, G, "BF16 conv (C)");
+    expect_load(&(edit){.to_type = "enc.pos_emb.weight", .to_type_id = TR_F16}, G, "F16 positions");
+    expect_load(&(edit){.to_type = "enc.blocks.0.attn.q.bias", .to_type_id = TR_F16}, G,
+                "F16 bias");
+    expect_load(&(edit){.to_type = "dec.output_norm.weight", .to_type_id = TR_F16}, G, "F16 norm");
+    expect_load(&(edit){.to_type = "dec.blocks.0.ffn.gate.weight", .to_type_id = TR_Q8_0}, G,
                 "gate / up types differ");
-    expect_load(&(edit){.to_type = "proj.linear_1.weight", .type = TR_Q8_0}, OK, "Q8_0 proj");
-    expect_load(&(edit){.to_type = "dec.output.weight", .type = TR_Q8_0}, OK, "Q8_0 head");
-    expect_load(&(edit){.to_type = "dec.token_embd.weight", .type = TR_BF16}, OK, "BF16 emb");
+    expect_load(&(edit){.to_type = "proj.linear_1.weight", .to_type_id = TR_Q8_0}, OK, "Q8_0 proj");
+    expect_load(&(edit){.to_type = "dec.output.weight", .to_type_id = TR_Q8_0}, OK, "Q8_0 head");
+    expect_load(&(edit){.to_type = "dec.token_embd.weight", .to_type_id = TR_BF16}, OK, "BF16 emb");
 }
 
 /* ---- forced truncation: EOS never produced ---- */

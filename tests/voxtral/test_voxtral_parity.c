@@ -75,24 +75,9 @@ static char *golden_field(const clip *c, const char *dt, const char *run, const 
     char name[128];
     golden_name(name, sizeof name, c, dt, run, "text.txt");
     char *s = llm_read_golden(DATA, name);
-    if (!s) return strdup("");
-    size_t kl = strlen(key);
-    char *line = s, *out = NULL;
-    while (line && *line) {
-        char *nl = strchr(line, '\n');
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
-            char *v = line + kl + 1;
-            if (*v == ' ') v++;
-            size_t len = nl ? (size_t)(nl - v) : strlen(v);
-            out = malloc(len + 1);
-            memcpy(out, v, len);
-            out[len] = 0;
-            break;
-        }
-        line = nl ? nl + 1 : NULL;
-    }
+    char *out = tr_text_field(s, key);
     free(s);
-    return out ? out : strdup("");
+    return out;
 }
 
 /* Compares rows x cols values with a golden (rows of stride `stride` in got); k
@@ -354,21 +339,7 @@ static void test_batch_and_gate(void) {
     }
     char path[512];
     snprintf(path, sizeof path, "%s/voxtral-tiny-ref-F16.gguf", DATA);
-    for (int d = 0; d < 2; d++) {
-        sp.n_ctx = 828 - d;
-        struct transcribe_session *s = NULL;
-        CHECK(transcribe_open(path, NULL, &sp, &s) == TRANSCRIBE_OK);
-        if (!s) continue;
-        transcribe_status st = transcribe_run(s, g_clips[0].pcm, g_clips[0].n, &whole);
-        CHECK_MSG(st == (d ? TRANSCRIBE_ERR_INPUT_TOO_LONG : TRANSCRIBE_OK), "n_ctx %d: %s",
-                  sp.n_ctx, transcribe_status_string(st));
-        transcribe_session_free(s);
-    }
-}
-
-static int g_polls;
-static bool abort_at(void *user) {
-    return ++g_polls >= *(const int *)user;
+    llm_expect_ctx_gate(path, &sp, 828, g_clips[0].pcm, g_clips[0].n, "clip");
 }
 
 /* Abort mid-decode: ABORTED, and the kept text is a non-empty proper prefix of the
@@ -382,15 +353,7 @@ static void test_abort(void) {
     char *text = golden_field(&g_clips[0], "F32", "auto", "text");
     /* polls: before the run, before the one encoder chunk, after the encoder, then
      * before each decode step */
-    int limit = 12;
-    g_polls = 0;
-    transcribe_set_abort_callback(s, abort_at, &limit);
-    CHECK(transcribe_run(s, g_clips[0].pcm, g_clips[0].n, NULL) == TRANSCRIBE_ERR_ABORTED);
-    CHECK(transcribe_was_aborted(s));
-    const char *part = transcribe_full_text(s);
-    CHECK_MSG(part && part[0] && strlen(part) < strlen(text) &&
-                  strncmp(part, text, strlen(part)) == 0,
-              "partial '%s'", part ? part : "(null)");
+    llm_expect_abort(s, g_clips[0].pcm, g_clips[0].n, 12, text, false);
     free(text);
     transcribe_session_free(s);
 }

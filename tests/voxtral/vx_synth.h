@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gguf/gguf_writer.h"
+#include "synth.h"
 #include "tensor/dtype.h"
 #include "text/tokenizer.h"
 
@@ -54,10 +55,7 @@ enum {
 
 static uint64_t vs_rng;
 static float vs_rand(void) {
-    vs_rng ^= vs_rng << 13;
-    vs_rng ^= vs_rng >> 7;
-    vs_rng ^= vs_rng << 17;
-    return (float)((double)(vs_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+    return tr_synth_rand(&vs_rng);
 }
 
 static void vs_put(gguf_writer *w, const char *name, int type, int n_dims, int64_t ne0, int64_t ne1,
@@ -132,9 +130,7 @@ static int vs_build_vocab(char ***pieces_out, int32_t **types_out) {
 }
 
 static int vs_find(char **pieces, int V, const char *s) {
-    for (int i = 0; i < V; i++)
-        if (strcmp(pieces[i], s) == 0) return i;
-    return -1;
+    return tr_synth_find(pieces, V, s);
 }
 
 /* Embedding and head of the successor chains: head row succ(t) = 3 · emb row t. */
@@ -296,12 +292,7 @@ static int vx_synth_write(const char *path, const vx_synth_opts *o_in, int n_enc
         VS_LIN(BN("ffn.down.weight"), I, H, 0.05f);
 #undef BN
     }
-    transcribe_status st = tr_gguf_writer_write(w, path);
-    tr_gguf_writer_free(w);
-    for (int i = 0; i < V; i++) free(pieces[i]);
-    free(pieces);
-    free(types);
-    return st == TRANSCRIBE_OK ? 0 : 1;
+    return tr_synth_finish(w, path, pieces, types, V);
 }
 
 #endif

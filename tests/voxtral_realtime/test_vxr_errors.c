@@ -16,6 +16,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
+#include "gguf_edit.h"
 #include "tensor/dtype.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -25,114 +26,39 @@
 #define MK  "stt.voxtral_realtime."
 
 static gguf_file *g_ref;
-static char g_path[512], g_log[4096];
+static char g_path[512];
 
-static void on_log(transcribe_log_level level, const char *msg, void *user) {
+typedef tr_gguf_edit edit;
+
+/* The published BF16 layout (a tensor_hook): classes L / A / E BF16, conv F16. */
+static bool bf16_layout(gguf_writer *w, const tr_tensor *t, bool *ok, void *user) {
     (void)user;
-    const size_t used = strlen(g_log);
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && used + 2 < sizeof g_log)
-        snprintf(g_log + used, sizeof g_log - used, "%s|", msg);
+    const int nd = t->n_dims;
+    const bool conv = !strncmp(t->name, "enc.conv.", 9) && nd == 3;
+    const bool lin = nd == 2 && strncmp(t->name, "frontend.", 9) != 0;
+    if (!(conv || lin) || t->type != TR_F32) return false;
+    const int64_t n = tr_tensor_nelements(t);
+    uint16_t *half = malloc((size_t)n * sizeof *half);
+    for (int64_t j = 0; half && j < n; j++) {
+        const float v = ((const float *)t->data)[j];
+        half[j] = conv ? tr_f32_to_f16(v) : tr_f32_to_bf16(v);
+    }
+    *ok = half && tr_gguf_writer_add_tensor(w, t->name, conv ? TR_F16 : TR_BF16, nd, t->ne, half);
+    free(half);
+    return true;
 }
 
-typedef struct edit {
-    const char *drop_key, *mistype_key, *drop_tensor, *bad_tensor;
-    const char *u32_key; /* written as this UINT32 */
-    uint32_t u32;
-    const char *bool_key; /* written as this BOOL */
-    bool b;
-    const char *str_key;
-    const char *str;
-    const char *f16_tensor; /* rewritten as F16 (a type change) */
-    bool bf16;              /* the published BF16 layout: classes L / A / E BF16, conv F16 */
-} edit;
-
+/* The edit written to g_path; keys the reference leaves out (optional ones) are added. */
 static bool write_edit(const edit *e) {
-    gguf_writer *w = tr_gguf_writer_create();
-    bool ok = w != NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_kv(g_ref); i++) {
-        const char *k = tr_gguf_key_name(g_ref, i);
-        if (e->drop_key && !strcmp(k, e->drop_key)) continue;
-        if (e->mistype_key && !strcmp(k, e->mistype_key)) {
-            ok = tr_gguf_kv_type(g_ref, i) == GGUF_T_STRING ? tr_gguf_writer_set_u32(w, k, 7)
-                                                            : tr_gguf_writer_set_str(w, k, "x");
-        } else if (e->u32_key && !strcmp(k, e->u32_key)) {
-            ok = tr_gguf_writer_set_u32(w, k, e->u32);
-        } else if (e->bool_key && !strcmp(k, e->bool_key)) {
-            ok = tr_gguf_writer_set_bool(w, k, e->b);
-        } else if (e->str_key && !strcmp(k, e->str_key)) {
-            ok = tr_gguf_writer_set_str(w, k, e->str);
-        } else {
-            ok = tr_gguf_writer_copy_kv(w, g_ref, i);
-        }
-    }
-    /* keys the reference leaves out (optional ones) */
-    if (ok && e->u32_key && tr_gguf_find_key(g_ref, e->u32_key) < 0)
-        ok = tr_gguf_writer_set_u32(w, e->u32_key, e->u32);
-    if (ok && e->bool_key && tr_gguf_find_key(g_ref, e->bool_key) < 0)
-        ok = tr_gguf_writer_set_bool(w, e->bool_key, e->b);
-    if (ok && e->mistype_key && tr_gguf_find_key(g_ref, e->mistype_key) < 0)
-        ok = tr_gguf_writer_set_str(w, e->mistype_key, "x");
-    uint16_t *half = NULL;
-    for (int64_t i = 0; ok && i < tr_gguf_n_tensors(g_ref); i++) {
-        const tr_tensor *t = tr_gguf_tensor_at(g_ref, i);
-        if (e->drop_tensor && !strcmp(t->name, e->drop_tensor)) continue;
-        int64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
-        int nd = t->n_dims;
-        if (e->bad_tensor && !strcmp(t->name, e->bad_tensor)) {
-            if (nd > 1)
-                ne[nd - 1]--;
-            else
-                ne[0]--;
-        }
-        const bool conv = !strncmp(t->name, "enc.conv.", 9) && nd == 3;
-        const bool lin = nd == 2 && strncmp(t->name, "frontend.", 9) != 0;
-        if (e->bf16 && (conv || lin) && t->type == TR_F32) {
-            const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-            uint16_t *h = realloc(half, (size_t)n * sizeof *h);
-            ok = h != NULL;
-            if (ok) half = h;
-            for (int64_t j = 0; ok && j < n; j++) {
-                const float v = ((const float *)t->data)[j];
-                half[j] = conv ? tr_f32_to_f16(v) : tr_f32_to_bf16(v);
-            }
-            ok = ok && tr_gguf_writer_add_tensor(w, t->name, conv ? TR_F16 : TR_BF16, nd, ne, half);
-            continue;
-        }
-        if (e->f16_tensor && !strcmp(t->name, e->f16_tensor) && t->type == TR_F32) {
-            const int64_t n = ne[0] * ne[1] * ne[2] * ne[3];
-            uint16_t *h = realloc(half, (size_t)n * sizeof *h);
-            ok = h != NULL;
-            if (ok) half = h;
-            for (int64_t j = 0; ok && j < n; j++)
-                half[j] = tr_f32_to_f16(((const float *)t->data)[j]);
-            ok = ok && tr_gguf_writer_add_tensor(w, t->name, TR_F16, nd, ne, half);
-            continue;
-        }
-        ok = tr_gguf_writer_add_tensor(w, t->name, t->type, nd, ne, t->data);
-    }
-    void *buf = NULL;
-    size_t size = 0;
-    ok = ok && tr_gguf_writer_to_memory(w, &buf, &size) == TRANSCRIBE_OK;
-    tr_gguf_writer_free(w);
-    free(half);
-    FILE *f = ok ? fopen(g_path, "wb") : NULL;
-    ok = f && fwrite(buf, 1, size, f) == size;
-    if (f) ok = fclose(f) == 0 && ok;
-    free(buf);
-    return ok;
+    edit a = *e;
+    a.add_absent = true;
+    return tr_gguf_edit_write(g_ref, g_path, &a);
 }
 
 /* Loads the edit: want status, and the log names `name`. */
 static void expect(const edit *e, transcribe_status want, const char *name) {
     CHECK(write_edit(e));
-    g_log[0] = 0;
-    struct transcribe_model *m = NULL;
-    transcribe_log_set(on_log, NULL);
-    const transcribe_status st = transcribe_model_load_file(g_path, NULL, &m);
-    transcribe_log_set(NULL, NULL);
-    CHECK_MSG(st == want, "%s: status %d, want %d", name, st, want);
-    if (want != TRANSCRIBE_OK) CHECK_MSG(strstr(g_log, name) != NULL, "%s: log '%s'", name, g_log);
-    transcribe_model_free(m);
+    tr_expect_load_file(g_path, want, name, name);
 }
 
 static const char *const k_required[] = {
@@ -216,48 +142,52 @@ static const char *const k_tensors[] = {
 
 static void load_errors(void) {
     for (size_t i = 0; i < sizeof k_required / sizeof *k_required; i++) {
-        expect(&(edit){.drop_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+        expect(&(edit){.drop_kv = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
         if (i > 0) /* a mistyped architecture is a different refusal */
-            expect(&(edit){.mistype_key = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
+            expect(&(edit){.mistype_kv = k_required[i]}, TRANSCRIBE_ERR_GGUF, k_required[i]);
     }
     for (size_t i = 0; i < sizeof k_optional / sizeof *k_optional; i++)
-        expect(&(edit){.mistype_key = k_optional[i]}, TRANSCRIBE_ERR_GGUF, k_optional[i]);
+        expect(&(edit){.mistype_kv = k_optional[i]}, TRANSCRIBE_ERR_GGUF, k_optional[i]);
     for (size_t i = 0; i < sizeof k_tensors / sizeof *k_tensors; i++) {
         expect(&(edit){.drop_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
-        expect(&(edit){.bad_tensor = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
+        expect(&(edit){.shorter = k_tensors[i]}, TRANSCRIBE_ERR_GGUF, k_tensors[i]);
     }
     /* refused values */
-    expect(&(edit){.u32_key = MK "encoder.n_kv_heads", .u32 = 1}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = MK "encoder.n_kv_heads", .kv_u32_value = 1}, TRANSCRIBE_ERR_GGUF,
            "n_kv_heads");
-    expect(&(edit){.u32_key = MK "projector.input_dim", .u32 = 64}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = MK "projector.input_dim", .kv_u32_value = 64}, TRANSCRIBE_ERR_GGUF,
            "input_dim");
-    expect(&(edit){.str_key = MK "projector.hidden_act", .str = "silu"}, TRANSCRIBE_ERR_GGUF,
-           "projector.hidden_act");
-    expect(&(edit){.str_key = MK "encoder.hidden_act", .str = "gelu"}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_str = MK "projector.hidden_act", .kv_str_value = "silu"},
+           TRANSCRIBE_ERR_GGUF, "projector.hidden_act");
+    expect(&(edit){.kv_str = MK "encoder.hidden_act", .kv_str_value = "gelu"}, TRANSCRIBE_ERR_GGUF,
            "encoder.hidden_act");
-    expect(&(edit){.bool_key = MK "decoder.tie_word_embeddings", .b = false}, TRANSCRIBE_ERR_GGUF,
-           "tie_word_embeddings");
-    expect(&(edit){.u32_key = MK "time.embed_dim", .u32 = 32}, TRANSCRIBE_ERR_GGUF, "embed_dim");
-    expect(&(edit){.u32_key = MK "decoder.vocab_size", .u32 = 1000}, TRANSCRIBE_ERR_GGUF, "vocab");
-    expect(&(edit){.u32_key = MK "encoder.n_layers", .u32 = 0}, TRANSCRIBE_ERR_GGUF, "n_layers");
-    expect(&(edit){.str_key = "stt.frontend.normalize", .str = "per_feature"}, TRANSCRIBE_ERR_GGUF,
-           "normalize");
-    expect(&(edit){.str_key = "stt.frontend.type", .str = "raw"}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_bool = MK "decoder.tie_word_embeddings", .kv_bool_value = false},
+           TRANSCRIBE_ERR_GGUF, "tie_word_embeddings");
+    expect(&(edit){.kv_u32 = MK "time.embed_dim", .kv_u32_value = 32}, TRANSCRIBE_ERR_GGUF,
+           "embed_dim");
+    expect(&(edit){.kv_u32 = MK "decoder.vocab_size", .kv_u32_value = 1000}, TRANSCRIBE_ERR_GGUF,
+           "vocab");
+    expect(&(edit){.kv_u32 = MK "encoder.n_layers", .kv_u32_value = 0}, TRANSCRIBE_ERR_GGUF,
+           "n_layers");
+    expect(&(edit){.kv_str = "stt.frontend.normalize", .kv_str_value = "per_feature"},
+           TRANSCRIBE_ERR_GGUF, "normalize");
+    expect(&(edit){.kv_str = "stt.frontend.type", .kv_str_value = "raw"}, TRANSCRIBE_ERR_GGUF,
            "stt.frontend.type");
-    expect(&(edit){.u32_key = "stt.frontend.num_mels", .u32 = 80}, TRANSCRIBE_ERR_GGUF, "num_mels");
-    expect(&(edit){.u32_key = MK "streaming_pad_token_id", .u32 = 5000}, TRANSCRIBE_ERR_GGUF,
-           "streaming_pad_token_id");
-    expect(&(edit){.f16_tensor = "enc.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF,
+    expect(&(edit){.kv_u32 = "stt.frontend.num_mels", .kv_u32_value = 80}, TRANSCRIBE_ERR_GGUF,
+           "num_mels");
+    expect(&(edit){.kv_u32 = MK "streaming_pad_token_id", .kv_u32_value = 5000},
+           TRANSCRIBE_ERR_GGUF, "streaming_pad_token_id");
+    expect(&(edit){.to_f16 = "enc.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF,
            "ffn.gate and ffn.up");
-    expect(&(edit){.f16_tensor = "dec.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF, "gate");
-    expect(&(edit){.drop_key = MK "streaming_pad_token_id"}, TRANSCRIBE_OK, "");
+    expect(&(edit){.to_f16 = "dec.blocks.0.ffn.gate.weight"}, TRANSCRIBE_ERR_GGUF, "gate");
+    expect(&(edit){.drop_kv = MK "streaming_pad_token_id"}, TRANSCRIBE_OK, "");
     expect(&(edit){0}, TRANSCRIBE_OK, "");
 }
 
 /* The published BF16 layout (docs/formats/voxtral_realtime.md §3: L / A / E BF16, the conv
  * kernels F16) written from the F32 file: it loads and gives the reference text (margins ~8). */
 static void bf16_file(const float *clip, int n_clip) {
-    CHECK(write_edit(&(edit){.bf16 = true}));
+    CHECK(write_edit(&(edit){.tensor_hook = bf16_layout}));
     struct transcribe_model *m = NULL;
     struct transcribe_session *s = NULL;
     CHECK(transcribe_model_load_file(g_path, NULL, &m) == TRANSCRIBE_OK);
@@ -278,7 +208,7 @@ static void bf16_file(const float *clip, int n_clip) {
  * give ~90 of them: the repetition guard, which watches text ids only, must let the run reach its
  * horizon (OK, the reference text) offline, in a batch and in a stream. */
 static void pause_is_no_loop(const float *clip, int n_clip) {
-    CHECK(write_edit(&(edit){.u32_key = "tokenizer.ggml.eos_token_id", .u32 = 999}));
+    CHECK(write_edit(&(edit){.kv_u32 = "tokenizer.ggml.eos_token_id", .kv_u32_value = 999}));
     struct transcribe_model *m = NULL;
     struct transcribe_session *s = NULL;
     CHECK(transcribe_model_load_file(g_path, NULL, &m) == TRANSCRIBE_OK);
@@ -326,7 +256,7 @@ static bool abort_after(void *user) {
 
 static void run_errors(const float *clip, int n_clip) {
     /* the decoder's positions cut to 100: the clip (81 audio tokens) fits, twice it does not */
-    CHECK(write_edit(&(edit){.u32_key = MK "decoder.max_position_embeddings", .u32 = 100}));
+    CHECK(write_edit(&(edit){.kv_u32 = MK "decoder.max_position_embeddings", .kv_u32_value = 100}));
     struct transcribe_model *m = NULL;
     struct transcribe_session *s = NULL;
     CHECK(transcribe_model_load_file(g_path, NULL, &m) == TRANSCRIBE_OK);
@@ -349,11 +279,11 @@ static void run_errors(const float *clip, int n_clip) {
     transcribe_run_params_init(&p);
     p.chunking = TRANSCRIBE_CHUNKING_OFF;
     CHECK(transcribe_run(s, pcm, n_clip, &p) == TRANSCRIBE_OK);
-    g_log[0] = 0;
-    transcribe_log_set(on_log, NULL);
+    tr_test_log[0] = 0;
+    transcribe_log_set(tr_test_on_log, NULL);
     CHECK(transcribe_run(s, pcm, n, &p) == TRANSCRIBE_ERR_INPUT_TOO_LONG);
     transcribe_log_set(NULL, NULL);
-    CHECK_MSG(strstr(g_log, "positions"), "'%s'", g_log);
+    CHECK_MSG(strstr(tr_test_log, "positions"), "'%s'", tr_test_log);
     /* the long-audio path: pieces of at most 2 s */
     struct transcribe_run_params pc;
     transcribe_run_params_init(&pc);

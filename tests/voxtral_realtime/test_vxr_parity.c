@@ -16,6 +16,7 @@
 #include "gguf/gguf.h"
 #include "models/voxtral_realtime/vxr.h"
 #include "npy.h"
+#include "parity.h"
 #include "tensor/pool.h"
 #include "test_util.h"
 #include "transcribe.h"
@@ -23,35 +24,10 @@
 
 static tr_pool *g_pool;
 
-static double max_abs(const float *got, const float *want, int64_t n) {
-    double e = 0;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)got[i] - (double)want[i]);
-        if (!(d <= e)) e = d;
-    }
-    return e;
-}
-
 /* got [rows][cols] against the golden's first `rows` rows (all of them unless prefix). */
 static void compare_rows(const char *name, const float *got, int rows, int cols, double tol,
                          bool prefix) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s.npy", VXR_DIR, name);
-    npy_array a;
-    if (npy_load(path, &a) != 0) {
-        CHECK_MSG(false, "cannot read %s", path);
-        return;
-    }
-    const bool shape =
-        a.ndim == 2 && (prefix ? a.shape[0] >= rows : a.shape[0] == rows) && a.shape[1] == cols;
-    CHECK_MSG(shape, "%s: shape [%lld, %lld], want [%d, %d]", name, (long long)a.shape[0],
-              (long long)(a.ndim > 1 ? a.shape[1] : 0), rows, cols);
-    if (shape) {
-        const double e = max_abs(got, a.data, (int64_t)rows * cols);
-        printf("%-24s [%d, %d] max abs err %.3g (tolerance %.3g)\n", name, rows, cols, e, tol);
-        CHECK_MSG(e <= tol, "%s: %g > %g", name, e, tol);
-    }
-    npy_free(&a);
+    tr_compare_npy(VXR_DIR, name, got, rows, cols, tol, prefix);
 }
 
 static void compare(const char *name, const float *got, int rows, int cols, double tol) {
@@ -200,7 +176,7 @@ static void chunking(const float *pcm, int n) {
             memcpy(want, s->enc.audio, sizeof(float) * (size_t)na * D);
             compare_rows("clip.proj", want, 62, D, 2e-3, true);
         } else {
-            const double e = max_abs(s->enc.audio, want, na * D);
+            const double e = tr_max_abs_err(s->enc.audio, want, na * D);
             printf("pieces of %-5d samples: audio rows within %.3g of one push\n", pieces[k], e);
             CHECK_MSG(e <= 1e-4, "pieces of %d: %g", pieces[k], e);
         }

@@ -12,7 +12,9 @@
 
 #include "core/family.h"
 #include "models/voxtral_realtime/vxr.h"
-#include "moonshine_streaming/mss_json.h"
+#include "golden_json.h"
+#include "test_files.h"
+#include "test_stream_params.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/voxtral_realtime.h"
@@ -32,42 +34,33 @@ static transcribe_status begin(struct transcribe_session *s, int delay, int inte
     return transcribe_stream_begin(s, NULL, &sp);
 }
 
-static void texts(struct transcribe_session *s, char *com, size_t cap, char *full, size_t fcap) {
-    struct transcribe_stream_text t;
-    memset(&t, 0, sizeof t);
-    t.struct_size = sizeof t;
-    CHECK(transcribe_stream_get_text(s, &t) == TRANSCRIBE_OK);
-    snprintf(com, cap, "%s", t.committed_text ? t.committed_text : "");
-    if (full) snprintf(full, fcap, "%s", t.full_text ? t.full_text : "");
-}
-
 /* One stream.json case: every feed's hypothesis text, then the final ids and text. */
 static void trace(struct transcribe_session *s, const float *pcm, int n, const char *name) {
-    const char *o = mss_obj(g_js, name);
+    const char *o = tr_json_obj(g_js, name);
     CHECK_MSG(o != NULL, "stream.json has no %s", name);
     if (!o) return;
-    const char *end = mss_obj_end(o);
-    const int chunk = (int)mss_int(o, end, "chunk_samples", 0);
-    const int delay = (int)mss_int(o, end, "num_delay_tokens", -1);
-    const int ms = (int)mss_int(o, end, "min_decode_interval_ms", -1);
+    const char *end = tr_json_obj_end(o);
+    const int chunk = (int)tr_json_int(o, end, "chunk_samples", 0);
+    const int delay = (int)tr_json_int(o, end, "num_delay_tokens", -1);
+    const int ms = (int)tr_json_int(o, end, "min_decode_interval_ms", -1);
     int32_t final_ids[256];
-    const int n_final = mss_ints(o, end, "final_ids", final_ids, 256);
+    const int n_final = tr_json_ints(o, end, "final_ids", final_ids, 256);
     CHECK(begin(s, delay, ms) == TRANSCRIBE_OK);
-    const char *ev = mss_val(o, end, "events");
+    const char *ev = tr_json_val(o, end, "events");
     int mismatches = 0, checked = 0;
     char prev[2048] = "", cur[2048], full[2048], want[2048];
     for (int at = 0; at < n; at += chunk) {
         const int k = n - at < chunk ? n - at : chunk;
         CHECK(transcribe_stream_feed(s, pcm + at, k, NULL) == TRANSCRIBE_OK);
-        texts(s, cur, sizeof cur, full, sizeof full);
+        tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
         CHECK_MSG(!strncmp(cur, prev, strlen(prev)), "%s: committed text shrank", name);
         CHECK_MSG(!strncmp(full, cur, strlen(cur)), "%s: committed not a prefix", name);
         snprintf(prev, sizeof prev, "%s", cur);
         const char *e = ev ? strchr(ev, '{') : NULL;
         if (!e || e > end) continue;
-        const char *ee = mss_obj_end(e);
+        const char *ee = tr_json_obj_end(e);
         ev = ee;
-        mss_str(e, ee, "text", want, sizeof want);
+        tr_json_str(e, ee, "text", want, sizeof want);
         checked++;
         if (strcmp(full, want) && mismatches++ < 3)
             printf("%s at %d: [%s] want [%s]\n", name, at + k, full, want);
@@ -77,8 +70,8 @@ static void trace(struct transcribe_session *s, const float *pcm, int n, const c
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
     CHECK(!transcribe_was_truncated(s));
     char want_text[1024];
-    mss_str(o, end, "final_text", want_text, sizeof want_text);
-    texts(s, cur, sizeof cur, full, sizeof full);
+    tr_json_str(o, end, "final_text", want_text, sizeof want_text);
+    tr_stream_texts(s, cur, sizeof cur, full, sizeof full);
     CHECK_MSG(!strcmp(cur, want_text), "%s: final committed [%s]", name, cur);
     CHECK_MSG(!strcmp(full, want_text), "%s: final text [%s]", name, full);
     /* the family's ids (token rows are the text ids; the controls are in the session) */
@@ -102,20 +95,14 @@ static void sizes(struct transcribe_session *s, const float *pcm, int n) {
         for (int at = 0; at < n; at += chunk) {
             CHECK(transcribe_stream_feed(s, pcm + at, n - at < chunk ? n - at : chunk, NULL) ==
                   TRANSCRIBE_OK);
-            texts(s, c, sizeof c, NULL, 0);
+            tr_stream_texts(s, c, sizeof c, NULL, 0);
             CHECK(!strncmp(c, prev, strlen(prev)));
             snprintf(prev, sizeof prev, "%s", c);
         }
         CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
-        texts(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK_MSG(!strcmp(c, offline), "%d ms feeds: [%s] vs offline [%s]", ms[j], c, offline);
     }
-}
-
-static int g_polls, g_abort_at;
-static bool abort_after(void *user) {
-    (void)user;
-    return ++g_polls > g_abort_at;
 }
 
 static void errors(struct transcribe_session *s, const float *pcm, int n) {
@@ -137,15 +124,7 @@ static void errors(struct transcribe_session *s, const float *pcm, int n) {
     CHECK(transcribe_stream_begin(s, NULL, &sp) != TRANSCRIBE_OK);
     /* abort mid-stream (polled per encoder pass and decoder step) */
     CHECK(begin(s, -1, 0) == TRANSCRIBE_OK);
-    g_polls = 0;
-    g_abort_at = 20;
-    transcribe_set_abort_callback(s, abort_after, NULL);
-    transcribe_status st = TRANSCRIBE_OK;
-    for (int at = 0; at < n && st == TRANSCRIBE_OK; at += 1600)
-        st = transcribe_stream_feed(s, pcm + at, n - at < 1600 ? n - at : 1600, NULL);
-    CHECK(st == TRANSCRIBE_ERR_ABORTED);
-    transcribe_set_abort_callback(s, NULL, NULL);
-    transcribe_stream_reset(s);
+    tr_stream_expect_abort(s, pcm, n, 20);
     /* an empty stream finalizes to an empty text */
     CHECK(begin(s, -1, -1) == TRANSCRIBE_OK);
     CHECK(transcribe_stream_finalize(s, NULL) == TRANSCRIBE_OK);
@@ -178,7 +157,7 @@ static void long_stream(struct transcribe_session *s, const float *clip, int n_c
         /* rows wait for the 39-row prompt, then each is consumed as it arrives */
         CHECK(fs->enc.n_audio <= 39 + 8);
         char c[1 << 14];
-        texts(s, c, sizeof c, NULL, 0);
+        tr_stream_texts(s, c, sizeof c, NULL, 0);
         CHECK(strlen(c) >= prev_len);
         prev_len = strlen(c);
     }
