@@ -136,6 +136,21 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
         free(s);                                                                                   \
     }
 
+/* TR_FAMILY_SESSION for a family whose session is {const P_model *m;
+ * tr_pool *pool;} and nothing else: an encoder-only run keeps no cache, so
+ * the session's n_ctx and kv_type mean nothing and only the pool is kept
+ * (GigaAM, SenseVoice, MedASR). One definition so that those families do
+ * not each write the same empty setup / release pair. */
+#define TR_FAMILY_POOL_SESSION(P)                                                                  \
+    static transcribe_status P##_pool_session_setup(P##_session *s, const tr_session_cfg *cfg) {   \
+        s->pool = cfg->pool;                                                                       \
+        return TRANSCRIBE_OK;                                                                      \
+    }                                                                                              \
+    static void P##_pool_session_release(P##_session *s) {                                         \
+        (void)s;                                                                                   \
+    }                                                                                              \
+    TR_FAMILY_SESSION(P, P##_pool_session_setup, P##_pool_session_release)
+
 typedef struct tr_session_cfg {
     int n_threads;              /* resolved (>= 1) */
     transcribe_kv_type kv_type; /* validated */

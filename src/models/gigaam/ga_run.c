@@ -217,13 +217,6 @@ done:
     return st;
 }
 
-static transcribe_status session_setup(ga_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/gigaam.md §8) */
-    return TRANSCRIBE_OK;
-}
-
-static void session_release(ga_session *s) {
-    (void)s;
-}
-
-TR_FAMILY_SESSION(ga, session_setup, session_release)
+/* the session keeps only the pool: n_ctx and kv_type mean nothing here (docs/formats/gigaam.md §8)
+ */
+TR_FAMILY_POOL_SESSION(ga)

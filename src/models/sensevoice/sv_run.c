@@ -145,13 +145,6 @@ done:
     return st;
 }
 
-static transcribe_status session_setup(sv_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/sensevoice.md §7) */
-    return TRANSCRIBE_OK;
-}
-
-static void session_release(sv_session *s) {
-    (void)s;
-}
-
-TR_FAMILY_SESSION(sv, session_setup, session_release)
+/* the session keeps only the pool: n_ctx and kv_type mean nothing here (docs/formats/sensevoice.md
+ * §7) */
+TR_FAMILY_POOL_SESSION(sv)
