@@ -245,6 +245,40 @@ void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_m
  * finishes ABORTED. */
 void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n);
 
+/* One group of a batch as a family's group hook sees it (tr_run_batch_groups). */
+typedef struct tr_run_group {
+    const float *const *pcm;
+    const int *n_samples;
+    tr_run_ctx *ctxs;
+    bool *done;     /* [n]: set (tr_run_batch_finish / settle) as utterances finish */
+    const int *idx; /* the group's batch indices, in input order */
+    int k;
+} tr_run_group;
+
+/* How a family's run_batch gates its utterances and cuts them into groups
+ * that share one encoder and lockstep-decoder pass. */
+typedef struct tr_run_groups {
+    int max_n;      /* utterances a group holds at most */
+    int max_frames; /* encoder frames a group holds at most (its first utterance joins anyway) */
+    /* utterance i's gate (NULL: none): not OK finishes it with that status */
+    transcribe_status (*gate)(void *user, int i, const float *pcm, int n_samples);
+    int (*frames)(void *user, int n_samples); /* encoder frames of an utterance */
+    transcribe_status (*run)(void *user, const tr_run_group *grp);
+} tr_run_groups;
+
+/* A family's whole run_batch around its group hook: every utterance gated
+ * (in order), then the ones not yet done run in groups, in input order: a
+ * group takes the next undone utterances while it holds fewer than max_n
+ * and their frames stay within max_frames. Before each group the abort of
+ * its first utterance is polled (ABORTED without running it); a group whose
+ * hook returns anything but OK ends the loop with that status. What an
+ * abort left unfinished ends ABORTED (tr_run_batch_abort_rest). One driver
+ * instead of one loop per batching encoder-decoder family (Canary, Cohere,
+ * Moonshine, Moonshine Streaming): gating order, grouping rule and abort
+ * handling are the same there, only the group's work is the family's. */
+transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
+                                      const int *n_samples, int n, tr_run_ctx *ctxs);
+
 /* Reports the fraction of the input processed (0..1; the callback sees it
  * clamped and never decreasing within a run). */
 static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {

@@ -244,45 +244,43 @@ static transcribe_status run_group(cn_session *s, const cn_prompt *pr, const flo
     return st;
 }
 
+/* The batch as the hooks of tr_run_batch_groups (core/family.h) see it. */
+typedef struct job {
+    cn_session *s;
+    cn_prompt pr;
+} job;
+
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)i;
+    const job *b = user;
+    return gate(b->s, &b->pr, pcm, n_samples);
+}
+
+static int batch_frames(void *user, int n_samples) {
+    return (int)tr_cn_predict_enc_frames(((const job *)user)->s->m, n_samples);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *grp) {
+    job *b = user;
+    group g = {.it = calloc((size_t)grp->k, sizeof(item)), .n = grp->k};
+    if (!g.it) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < grp->k; j++) g.it[j].idx = grp->idx[j];
+    item *items = g.it;
+    const transcribe_status st =
+        run_group(b->s, &b->pr, grp->pcm, grp->n_samples, &g, grp->ctxs, grp->done);
+    group_free(&g);
+    free(items);
+    return st;
+}
+
 transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     s->n_last = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    cn_prompt pr;
-    transcribe_status st = tr_cn_build_prompt(s->m, ctxs[0].params, &pr);
+    job b = {.s = s};
+    transcribe_status st = tr_cn_build_prompt(s->m, ctxs[0].params, &b.pr);
     if (st != TRANSCRIBE_OK) return st;
-    bool *done = calloc((size_t)n, sizeof *done);
-    item *items = calloc((size_t)(n < GROUP_MAX ? n : GROUP_MAX), sizeof *items);
-    if (!done || !items) {
-        free(done);
-        free(items);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    for (int i = 0; i < n; i++) {
-        transcribe_status u = gate(s, &pr, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        group g = {.it = items};
-        int frames = 0;
-        for (; i < n && g.n < GROUP_MAX; i++) {
-            if (done[i]) continue;
-            int f = (int)tr_cn_predict_enc_frames(s->m, n_samples[i]);
-            if (g.n > 0 && frames + f > GROUP_FRAMES) break;
-            g.it[g.n++] = (item){.idx = i};
-            frames += f;
-        }
-        if (g.n == 0) break;
-        if (tr_run_should_abort(&ctxs[g.it[0].idx])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-        } else {
-            st = run_group(s, &pr, pcm, n_samples, &g, ctxs, done);
-        }
-        group_free(&g);
-    }
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(done);
-    free(items);
-    return st;
+    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
+                                         batch_group};
+    return tr_run_batch_groups(&groups, &b, pcm, n_samples, n, ctxs);
 }

@@ -202,50 +202,51 @@ static transcribe_status run_group(ch_session *s, const ch_prompt *pr, const flo
     return st;
 }
 
+/* The batch as the hooks of tr_run_batch_groups (core/family.h) see it. */
+typedef struct job {
+    ch_session *s;
+    ch_prompt pr;
+} job;
+
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    const ch_session *s = ((const job *)user)->s;
+    if (!pcm || n_samples <= 0) {
+        TR_ERROR("cohere: batch utterance %d has %s", i, pcm ? "n_samples <= 0" : "NULL pcm");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    transcribe_status u = tr_ch_check_length(s->m, n_samples);
+    if (u == TRANSCRIBE_OK && s->n_ctx - CH_PROMPT < 1) {
+        TR_ERROR("cohere: the decoder context %d cannot hold the prompt plus one token", s->n_ctx);
+        u = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+    }
+    return u;
+}
+
+static int batch_frames(void *user, int n_samples) {
+    return (int)tr_ch_predict_enc_frames(((const job *)user)->s->m, n_samples);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *grp) {
+    job *b = user;
+    group g = {.it = calloc((size_t)grp->k, sizeof(item)), .n = grp->k};
+    if (!g.it) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < grp->k; j++) g.it[j].idx = grp->idx[j];
+    item *items = g.it;
+    const transcribe_status st =
+        run_group(b->s, &b->pr, grp->pcm, grp->n_samples, &g, grp->ctxs, grp->done);
+    group_free(&g);
+    free(items);
+    return st;
+}
+
 transcribe_status tr_ch_run_batch(ch_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     s->n_last = s->last_T_enc = 0; /* the batch leaves the single-run state */
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    ch_prompt pr;
-    transcribe_status st = tr_ch_build_prompt(s->m, ctxs[0].params, &pr);
+    job b = {.s = s};
+    transcribe_status st = tr_ch_build_prompt(s->m, ctxs[0].params, &b.pr);
     if (st != TRANSCRIBE_OK) return st;
-    bool *done = calloc((size_t)n, sizeof *done);
-    item *items = calloc((size_t)(n < GROUP_MAX ? n : GROUP_MAX), sizeof *items);
-    if (!done || !items) {
-        free(done);
-        free(items);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    for (int i = 0; i < n; i++) {
-        transcribe_status u = tr_run_batch_input_ok("cohere", pcm, n_samples, i, ctxs, done)
-                                  ? tr_ch_check_length(s->m, n_samples[i])
-                                  : TRANSCRIBE_OK;
-        if (u == TRANSCRIBE_OK && !done[i] && s->n_ctx - CH_PROMPT < 1) {
-            TR_ERROR("cohere: the decoder context %d cannot hold the prompt plus one token",
-                     s->n_ctx);
-            u = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-        }
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
-    for (int i = 0; st == TRANSCRIBE_OK && i < n;) {
-        group g = {.it = items};
-        int frames = 0;
-        for (; i < n && g.n < GROUP_MAX; i++) {
-            if (done[i]) continue;
-            const int f = (int)tr_ch_predict_enc_frames(s->m, n_samples[i]);
-            if (g.n > 0 && frames + f > GROUP_FRAMES) break;
-            memset(&g.it[g.n], 0, sizeof g.it[g.n]);
-            g.it[g.n++].idx = i;
-            frames += f;
-        }
-        if (g.n == 0) break;
-        st = tr_run_should_abort(&ctxs[g.it[0].idx])
-                 ? TRANSCRIBE_ERR_ABORTED
-                 : run_group(s, &pr, pcm, n_samples, &g, ctxs, done);
-        group_free(&g);
-    }
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(done);
-    free(items);
-    return st;
+    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
+                                         batch_group};
+    return tr_run_batch_groups(&groups, &b, pcm, n_samples, n, ctxs);
 }

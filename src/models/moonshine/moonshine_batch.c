@@ -141,40 +141,33 @@ static transcribe_status run_group(mn_session *s, const float *const *pcm, const
     return st;
 }
 
+/* The hooks of tr_run_batch_groups (core/family.h). */
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)i;
+    return tr_mn_gate(((mn_session *)user)->m, pcm, n_samples);
+}
+
+static int batch_frames(void *user, int n_samples) {
+    const mn_session *s = user;
+    return (int)tr_mn_enc_frames(&s->m->hp, n_samples, NULL, NULL);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *g) {
+    item *it = calloc((size_t)g->k, sizeof *it);
+    if (!it) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < g->k; j++)
+        it[j] = (item){.idx = g->idx[j], .T = batch_frames(user, g->n_samples[g->idx[j]])};
+    const transcribe_status st = run_group(user, g->pcm, g->n_samples, it, g->k, g->ctxs, g->done);
+    items_free(it, g->k);
+    free(it);
+    return st;
+}
+
 transcribe_status tr_mn_run_batch(mn_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     s->n_last = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    bool *done = calloc((size_t)n, sizeof *done);
-    item *items = calloc(GROUP_MAX, sizeof *items);
-    if (!done || !items) {
-        free(done);
-        free(items);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    for (int i = 0; i < n; i++) {
-        const transcribe_status u = tr_mn_gate(s->m, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
-    transcribe_status st = TRANSCRIBE_OK;
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        int k = 0, frames = 0;
-        for (; i < n && k < GROUP_MAX; i++) {
-            if (done[i]) continue;
-            const int T = (int)tr_mn_enc_frames(&s->m->hp, n_samples[i], NULL, NULL);
-            if (k > 0 && frames + T > GROUP_FRAMES) break;
-            items[k++] = (item){.idx = i, .T = T};
-            frames += T;
-        }
-        if (k == 0) break;
-        st = tr_run_should_abort(&ctxs[items[0].idx])
-                 ? TRANSCRIBE_ERR_ABORTED
-                 : run_group(s, pcm, n_samples, items, k, ctxs, done);
-        items_free(items, k);
-    }
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(done);
-    free(items);
-    return st;
+    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
+                                         batch_group};
+    return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }
