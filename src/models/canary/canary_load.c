@@ -405,6 +405,8 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
         .head = m->head,
         .n_vocab = hp->n_vocab,
     };
+    m->fced =
+        (tr_fced){m->enc, hp->enc_dec_proj ? &m->proj : NULL, &m->decoder, hp->d_enc, "canary"};
     /* docs/formats/canary.md §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;

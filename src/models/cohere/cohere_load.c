@@ -270,6 +270,7 @@ static transcribe_status fill(const gguf_file *f, void *model) {
         .head = {m->tok_emb, m->head_bias}, /* tied, plus head.bias (docs/formats/cohere.md §6.2) */
         .n_vocab = hp->n_vocab,
     };
+    m->fced = (tr_fced){m->enc, &m->proj, &m->decoder, hp->d_enc, "cohere"};
     /* docs/formats/cohere.md §8: pos_emb_max_len · 8 · hop · 1000 / sr (400 000 ms for 5000) */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;

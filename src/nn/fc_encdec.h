@@ -1,0 +1,98 @@
+/* The encoder side of a FastConformer + cross-attending Transformer decoder
+ * (Canary, docs/formats/canary.md §7; Cohere, docs/formats/cohere.md §5.2):
+ * the FastConformer rows, their linear projection to the decoder width
+ * (optional), and the cross K/V of every decoder layer, for one utterance
+ * or a packed group of a batch; and a group's lockstep greedy decode over
+ * that packed cross K/V (nn/encdec_greedy.h). Both families ran this pass
+ * and kept these buffers the same way, so it lives here once; what stays
+ * theirs is the front end, the prompt and the result rows. */
+#ifndef TR_NN_FC_ENCDEC_H
+#define TR_NN_FC_ENCDEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/encdec_decoder.h"
+#include "nn/encdec_greedy.h"
+#include "nn/fastconformer.h"
+#include "nn/nn.h"
+#include "tensor/pool.h"
+#include "transcribe.h"
+
+typedef struct tr_fced {
+    const tr_fc_encoder *enc;
+    const tr_nn_linear *proj; /* encoder → decoder width; NULL: none (d_enc == d_dec) */
+    const tr_ed_decoder *dec; /* d_dec = dims.d_model, n_layers */
+    int d_enc;
+    const char *who; /* the family, for messages */
+} tr_fced;
+
+/* An encoder pass's buffers, grown on demand. */
+typedef struct tr_fced_bufs {
+    float *enc_out;           /* [T][d_enc] */
+    float *enc_dec;           /* [T][d_dec] after the projection (== enc_out without one) */
+    float *cross_k, *cross_v; /* [L][T][d_dec] */
+    size_t cap;               /* frames they hold */
+} tr_fced_bufs;
+
+/* Buffers for at least T frames (the old ones freed first when too small);
+ * false on OOM (then all freed). */
+bool tr_fced_bufs_reserve(tr_fced_bufs *b, const tr_fced *e, size_t T);
+void tr_fced_bufs_free(tr_fced_bufs *b);
+
+/* One utterance: the encoder over mel [n_mels][T_mel], the projection and
+ * the cross K/V into b (grown to the frame count, *T_enc). INVALID_ARG
+ * (no encoder frame), OOM (logged with who), ABORTED, or OK. */
+transcribe_status tr_fced_encode(const tr_fced *e, tr_pool *pool, tr_fc_work *work,
+                                 const float *mel, int T_mel, tr_fced_bufs *b, int *T_enc,
+                                 tr_fc_abort_fn abort_fn, void *abort_user);
+
+/* One utterance of a packed group. */
+typedef struct tr_fced_utt {
+    int idx; /* batch index */
+    float *mel;
+    int T_mel, T, off; /* encoder frames and their first packed row */
+    tr_nn_kv kv;
+    int32_t *out; /* [max_gen] generated ids (EOS excluded) */
+    int n_out;
+    int32_t last; /* the last token (EOS when it stopped there) */
+    bool live;    /* cut short by an abort */
+} tr_fced_utt;
+
+/* A group of a batch: its utterances' rows packed one after another (no
+ * padding, so no cross-attention mask) and their encoder buffers. */
+typedef struct tr_fced_group {
+    tr_fced_utt *it;
+    int n, rows;
+    tr_fced_bufs b;
+} tr_fced_group;
+
+/* A group's front ends: mel(user, idx, &mel, &T_mel) per utterance; one
+ * whose front end fails, or whose mel gives no encoder frame, leaves the
+ * group through drop(user, idx, status) (INVALID_ARG for no frame) and the
+ * rest close up. OOM from a front end ends it (OOM), else OK. */
+transcribe_status
+tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
+                   transcribe_status (*mel)(void *user, int idx, float **mel, int *T_mel),
+                   void (*drop)(void *user, int idx, transcribe_status st), void *user);
+
+/* Packed offsets, the encoder buffers, and per utterance a cache of n_ctx
+ * positions and max_gen ids; false on OOM (logged). */
+bool tr_fced_group_alloc(tr_fced_group *g, const tr_fced *e, int n_ctx, int max_gen, bool kv_f16);
+
+/* Encoder, projection and cross K/V of every decoder layer for the whole
+ * group in one pass (tr_fc_forward_batch: every projection reads its
+ * weights once for the group). */
+transcribe_status tr_fced_group_encode(tr_fced_group *g, const tr_fced *e, tr_pool *pool,
+                                       tr_fc_work *work, tr_fc_abort_fn abort_fn, void *abort_user);
+
+/* Greedy lockstep decode of the group (tr_ed_greedy_batch with cfg; every
+ * utterance's n_out, last and live filled): OK, ABORTED or OOM. */
+transcribe_status tr_fced_group_decode(tr_fced_group *g, const tr_fced *e, tr_pool *pool,
+                                       const tr_ed_greedy_cfg *cfg);
+
+/* Frees what the group holds (not the utterance array) and empties it. */
+void tr_fced_group_free(tr_fced_group *g);
+
+#endif
