@@ -341,6 +341,22 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
     return TRANSCRIBE_ERR_INVALID_ARG;
 }
 
+transcribe_status tr_mel_compute_min(const tr_mel_config *c, const char *who, const float *pcm,
+                                     int64_t n, tr_pool *pool, int min_frames, float **out,
+                                     int *n_frames) {
+    transcribe_status st = tr_mel_compute(c, pcm, n, pool, out, n_frames);
+    if (st != TRANSCRIBE_OK) return st;
+    if (*n_frames < min_frames) {
+        TR_ERROR("%s: %lld samples give %d mel frames (at least %d needed)", who, (long long)n,
+                 *n_frames, min_frames);
+        free(*out);
+        *out = NULL;
+        *n_frames = 0;
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
 transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,
                                       tr_pool *pool, float **out, int *n_frames) {
     float *fm = NULL; /* feature-major [F][T] */

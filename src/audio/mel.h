@@ -118,6 +118,14 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
 transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
                                  float **out, int *n_frames);
+/* tr_mel_compute that also refuses fewer than min_frames frames
+ * (INVALID_ARG, logged with who; nothing returned): the NeMo front ends of
+ * Canary, Cohere and Canary-Qwen need 2, as the unbiased per-feature
+ * deviation (docs/formats/gguf.md §8.5) needs more than one frame. One check
+ * instead of one per family. */
+transcribe_status tr_mel_compute_min(const tr_mel_config *c, const char *who, const float *pcm,
+                                     int64_t n, tr_pool *pool, int min_frames, float **out,
+                                     int *n_frames);
 /* tr_mel_compute transposed: *out is malloc'ed [*n_frames][n_features]
  * frame-major (the row layout an encoder takes). Same errors. */
 transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,

@@ -62,6 +62,23 @@ transcribe_status tr_fced_encode(const tr_fced *e, tr_pool *pool, tr_fc_work *wo
     return TRANSCRIBE_OK;
 }
 
+tr_ed_seq tr_fced_seq(const tr_fced *e, const tr_fced_bufs *b, tr_nn_kv *kv, const int32_t *ids,
+                      int rows, int n_past, int T_enc) {
+    return (tr_ed_seq){.rows = rows,
+                       .n_past = n_past,
+                       .n_src = T_enc,
+                       .kv = kv,
+                       .ck = b->cross_k,
+                       .cv = b->cross_v,
+                       .cross_stride = (size_t)T_enc * (size_t)e->dec->dims.d_model,
+                       .ids = ids};
+}
+
+bool tr_fced_seq_ok(const tr_fced *e, const tr_fced_bufs *b, const int32_t *ids, int rows,
+                    int n_past, int T_enc, int n_ctx) {
+    return T_enc >= 1 && (size_t)T_enc <= b->cap && tr_ed_seq_ok(e->dec, ids, rows, n_past, n_ctx);
+}
+
 transcribe_status
 tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
                    transcribe_status (*mel)(void *user, int idx, float **mel, int *T_mel),

@@ -48,6 +48,16 @@ transcribe_status tr_fced_encode(const tr_fced *e, tr_pool *pool, tr_fc_work *wo
                                  const float *mel, int T_mel, tr_fced_bufs *b, int *T_enc,
                                  tr_fc_abort_fn abort_fn, void *abort_user);
 
+/* The decoder sequence of `rows` ids at positions n_past.. over the T_enc
+ * frames of the single-utterance pass in b, with cache kv (for tr_ed_step,
+ * or a tool's tr_ed_probe). */
+tr_ed_seq tr_fced_seq(const tr_fced *e, const tr_fced_bufs *b, tr_nn_kv *kv, const int32_t *ids,
+                      int rows, int n_past, int T_enc);
+/* True when such a sequence may run: b holds T_enc >= 1 frames, the ids lie
+ * in the vocabulary and the positions fit n_ctx (tr_ed_seq_ok). */
+bool tr_fced_seq_ok(const tr_fced *e, const tr_fced_bufs *b, const int32_t *ids, int rows,
+                    int n_past, int T_enc, int n_ctx);
+
 /* One utterance of a packed group. */
 typedef struct tr_fced_utt {
     int idx; /* batch index */

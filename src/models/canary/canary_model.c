@@ -59,17 +59,7 @@ int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples) {
 
 transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel) {
-    *mel = NULL;
-    *T_mel = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*T_mel < 2) {
-        TR_ERROR("canary: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
-        free(*mel);
-        *mel = NULL;
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_min(&m->mel, "canary", pcm, n, pool, 2, mel, T_mel);
 }
 
 transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
@@ -80,19 +70,11 @@ transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *
 
 bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const cn_model *m = s->m;
-    if (n > CN_MAX_PROMPT || T_enc < 1 || (size_t)T_enc > s->enc.cap ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+    if (n > CN_MAX_PROMPT || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx))
         return false;
     /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling;
      * only the last row's logits are needed (greedy, docs/formats/canary.md §8.3) */
-    const tr_ed_seq seq = {.rows = n,
-                           .n_past = n_past,
-                           .n_src = T_enc,
-                           .kv = &s->kv,
-                           .ck = s->enc.cross_k,
-                           .cv = s->enc.cross_v,
-                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                           .ids = ids};
+    const tr_ed_seq seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, ids, n, n_past, T_enc);
     tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }
@@ -100,19 +82,11 @@ bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_en
 bool tr_cn_verify(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc, int32_t *next) {
     const cn_model *m = s->m;
     const int V = m->hp.n_vocab;
-    if (n < 1 || T_enc < 1 || (size_t)T_enc > s->enc.cap ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
-        return false;
+    if (n < 1 || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx)) return false;
     for (int i = 0; i < n; i += CN_VERIFY_ROWS) {
         const int rows = n - i < CN_VERIFY_ROWS ? n - i : CN_VERIFY_ROWS;
-        const tr_ed_seq seq = {.rows = rows,
-                               .n_past = n_past + i,
-                               .n_src = T_enc,
-                               .kv = &s->kv,
-                               .ck = s->enc.cross_k,
-                               .cv = s->enc.cross_v,
-                               .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                               .ids = ids + i};
+        const tr_ed_seq seq =
+            tr_fced_seq(&m->fced, &s->enc, &s->kv, ids + i, rows, n_past + i, T_enc);
         tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
         tr_ed_head(s->pool, &m->decoder, s->dec_x, rows, s->spec_logits);
         for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(s->spec_logits + (size_t)r * V, V);

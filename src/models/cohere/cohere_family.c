@@ -54,14 +54,7 @@ static bool fam_ed_probe(void *session, tr_ed_probe *out) {
     if (pos >= s->n_ctx) pos = s->n_ctx - 1;
     const ch_model *m = s->m;
     *out = (tr_ed_probe){.dec = &m->decoder,
-                         .seq = {.rows = 1,
-                                 .n_past = pos,
-                                 .n_src = s->last_T_enc,
-                                 .kv = &s->kv,
-                                 .ck = s->enc.cross_k,
-                                 .cv = s->enc.cross_v,
-                                 .cross_stride = (size_t)s->last_T_enc * (size_t)m->hp.d_dec,
-                                 .ids = &id},
+                         .seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, &id, 1, pos, s->last_T_enc),
                          .x = s->dec_x,
                          .scratch = s->dec_scratch,
                          .logits = s->logits};

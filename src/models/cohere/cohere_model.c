@@ -71,17 +71,7 @@ transcribe_status tr_ch_check_length(const ch_model *m, int64_t n) {
 
 transcribe_status tr_ch_log_mel(const ch_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel) {
-    *mel = NULL;
-    *T_mel = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*T_mel < 2) {
-        TR_ERROR("cohere: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
-        free(*mel);
-        *mel = NULL;
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_min(&m->mel, "cohere", pcm, n, pool, 2, mel, T_mel);
 }
 
 transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *T_enc,
@@ -92,18 +82,10 @@ transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *
 
 bool tr_ch_decode(ch_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const ch_model *m = s->m;
-    if (n > CH_PROMPT || T_enc < 1 || (size_t)T_enc > s->enc.cap ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+    if (n > CH_PROMPT || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx))
         return false;
     /* x = LN(E[id] + pos_enc[p]), no sqrt(H) scaling; logits of the last row */
-    const tr_ed_seq seq = {.rows = n,
-                           .n_past = n_past,
-                           .n_src = T_enc,
-                           .kv = &s->kv,
-                           .ck = s->enc.cross_k,
-                           .cv = s->enc.cross_v,
-                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                           .ids = ids};
+    const tr_ed_seq seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, ids, n, n_past, T_enc);
     tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }
