@@ -7,6 +7,36 @@
 
 #include "util/log.h"
 
+tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p) {
+    return (tr_ed_decoder){
+        .tok_emb = p->tok_emb,
+        .pos = TR_ED_POS_TABLE,
+        .pos_table = p->pos_table,
+        .emb_norm = p->emb_norm,
+        .blocks = p->blocks,
+        .n_layers = p->n_layers,
+        .dims = {.d_model = p->d_model,
+                 .n_head = p->n_heads,
+                 .head_dim = p->d_model / p->n_heads,
+                 .d_ffn = p->d_ffn,
+                 .ln_eps = 1e-5f},
+        .out_norm = p->out_norm,
+        .norm_eps = 1e-5f,
+        .head = p->head,
+        .n_vocab = p->n_vocab,
+    };
+}
+
+transcribe_status tr_fced_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *names,
+                                          int d, int d_ffn, int n_layers, tr_nn_act act,
+                                          tr_nn_dec_block **blocks) {
+    *blocks = calloc((size_t)n_layers, sizeof **blocks);
+    if (!*blocks) return TRANSCRIBE_ERR_OOM;
+    if (!tr_nn_load_dec_blocks(src, names, d, d_ffn, n_layers, *blocks)) return TRANSCRIBE_ERR_GGUF;
+    for (int i = 0; i < n_layers; i++) (*blocks)[i].ffn.act = act;
+    return TRANSCRIBE_OK;
+}
+
 void tr_fced_bufs_free(tr_fced_bufs *b) {
     if (b->enc_dec != b->enc_out) free(b->enc_dec);
     free(b->enc_out);

@@ -17,6 +17,7 @@
 #include "nn/encdec_greedy.h"
 #include "nn/fastconformer.h"
 #include "nn/nn.h"
+#include "nn/weights.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
 
@@ -27,6 +28,29 @@ typedef struct tr_fced {
     int d_enc;
     const char *who; /* the family, for messages */
 } tr_fced;
+
+/* The Transformer decoder both families store (docs/formats/canary.md §7,
+ * docs/formats/cohere.md §6.2): the token embedding plus a stored position
+ * table, an embedding LayerNorm, pre-LN blocks, a final LayerNorm (every
+ * LayerNorm at eps 1e-5), and the given head; heads of d_model / n_heads.
+ * Only the tensors and the head differ between them. */
+typedef struct tr_fced_dec_parts {
+    const tr_tensor *tok_emb; /* ne {d_model, n_vocab} */
+    const float *pos_table;   /* [n_pos][d_model] */
+    tr_nn_norm emb_norm, out_norm;
+    tr_nn_dec_block *blocks;
+    int n_layers, d_model, n_heads, d_ffn, n_vocab;
+    tr_nn_linear head; /* tied: {tok_emb, bias or NULL} */
+} tr_fced_dec_parts;
+tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p);
+
+/* Loads the n_layers decoder blocks named by names (tr_nn_load_dec_blocks)
+ * into a new array *blocks (the caller frees it, also after a failure) and
+ * sets every block's FFN activation: OK, OOM, or ERR_GGUF (logged by the
+ * loader). */
+transcribe_status tr_fced_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *names,
+                                          int d, int d_ffn, int n_layers, tr_nn_act act,
+                                          tr_nn_dec_block **blocks);
 
 /* An encoder pass's buffers, grown on demand. */
 typedef struct tr_fced_bufs {
