@@ -13,7 +13,7 @@
 
 #include "models/moonshine/moonshine.h"
 #include "audio/audio.h"
-#include "nn/encdec_greedy.h"
+#include "nn/moonshine_decoder.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -22,122 +22,75 @@
 #define GROUP_FRAMES 8000
 #define GROUP_MAX    64
 
-typedef struct item {
-    int idx; /* batch index */
-    int T;   /* encoder frames */
-    float *ck, *cv;
-    tr_nn_kv kv;
-    int32_t *out;
-} item;
-
-static void items_free(item *it, int n) {
-    for (int j = 0; j < n; j++) {
-        free(it[j].ck);
-        free(it[j].cv);
-        free(it[j].out);
-        tr_nn_kv_free(&it[j].kv);
-    }
-    memset(it, 0, (size_t)n * sizeof *it);
-}
-
 static bool abort_cb(void *user) {
     return tr_run_should_abort((const tr_run_ctx *)user);
 }
 
-/* Encoder + cross K/V of every member; one that fails is finished with
- * its status and leaves the group. */
-static transcribe_status group_encode(mn_session *s, const float *const *pcm, const int *n_samples,
-                                      item *it, int *n_items, tr_run_ctx *ctxs, bool *done) {
-    const mn_hparams *hp = &s->m->hp;
-    const size_t D = (size_t)hp->d_model, L = (size_t)hp->n_dec_layers;
-    int live = 0;
-    for (int j = 0; j < *n_items; j++) {
-        item *x = &it[j];
-        const int i = x->idx;
-        const double t0 = tr_time_ms();
-        x->ck = malloc(L * (size_t)x->T * D * sizeof(float));
-        x->cv = malloc(L * (size_t)x->T * D * sizeof(float));
-        x->out = malloc((size_t)hp->max_pos * sizeof(int32_t));
-        if (!x->ck || !x->cv || !x->out ||
-            !tr_nn_kv_init(&x->kv, hp->n_dec_layers, hp->max_pos, hp->d_model, s->kv_f16)) {
-            TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
-            return TRANSCRIBE_ERR_OOM;
-        }
-        float *clean = NULL;
-        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moonshine", &clean);
-        int T = 0;
-        transcribe_status st =
-            in ? tr_mn_encode(s, in, n_samples[i], &T, x->ck, x->cv, abort_cb, &ctxs[i])
-               : TRANSCRIBE_ERR_OOM;
-        free(clean);
-        ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
-        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_ABORTED) return st;
-        if (st != TRANSCRIBE_OK) {
-            items_free(x, 1);
-            tr_run_batch_finish(ctxs, done, i, st);
-            continue;
-        }
-        if (live != j) {
-            it[live] = *x;
-            memset(x, 0, sizeof *x);
-        }
-        live++;
+/* The group being run, as the hooks of tr_msd_group_encode see it. */
+typedef struct job {
+    mn_session *s;
+    const tr_run_group *g;
+} job;
+
+/* Utterance u->idx's encoder and cross K/V, written into u's buffers. */
+static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
+    const job *b = user;
+    mn_session *s = b->s;
+    const int i = u->idx;
+    const double t0 = tr_time_ms();
+    if (!tr_msd_utt_alloc(u, &s->m->msd, s->m->hp.max_pos, s->kv_f16)) {
+        TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
+        return TRANSCRIBE_ERR_OOM;
     }
-    *n_items = live;
-    return TRANSCRIBE_OK;
+    float *clean = NULL;
+    const float *in = tr_pcm_sanitized(b->g->pcm[i], b->g->n_samples[i], "moonshine", &clean);
+    int T = 0;
+    const transcribe_status st =
+        in ? tr_mn_encode(s, in, b->g->n_samples[i], &T, u->ck, u->cv, abort_cb, &b->g->ctxs[i])
+           : TRANSCRIBE_ERR_OOM;
+    free(clean);
+    b->g->ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
+    return st;
+}
+
+static void utt_drop(void *user, int i, transcribe_status st) {
+    const job *b = user;
+    tr_run_batch_finish(b->g->ctxs, b->g->done, i, st);
 }
 
 /* One group: encoders, lockstep decode, results. */
-static transcribe_status run_group(mn_session *s, const float *const *pcm, const int *n_samples,
-                                   item *it, int n, tr_run_ctx *ctxs, bool *done) {
+static transcribe_status run_group(mn_session *s, const tr_run_group *g, tr_msd_utt *u) {
     const mn_model *m = s->m;
     const mn_hparams *hp = &m->hp;
-    transcribe_status st = group_encode(s, pcm, n_samples, it, &n, ctxs, done);
+    tr_run_ctx *ctxs = g->ctxs;
+    job b = {s, g};
+    int n = g->k;
+    transcribe_status st = tr_msd_group_encode(u, &n, utt_encode, utt_drop, &b);
     if (st != TRANSCRIBE_OK || n == 0) return st;
-    tr_ed_greedy_row *rows = calloc((size_t)n, sizeof *rows);
-    if (!rows) return TRANSCRIBE_ERR_OOM;
-    const size_t D = (size_t)hp->d_model;
-    for (int j = 0; j < n; j++)
-        rows[j] = (tr_ed_greedy_row){.kv = &it[j].kv,
-                                     .ck = it[j].ck,
-                                     .cv = it[j].cv,
-                                     .cross_stride = (size_t)it[j].T * D,
-                                     .n_src = it[j].T,
-                                     .out = it[j].out};
-    const int32_t start = hp->start_id;
-    tr_run_ctx *actx = &ctxs[it[0].idx];
-    const tr_ed_greedy_cfg cfg = {.prompt = &start,
-                                  .n_prompt = 1,
-                                  .eos = hp->eos,
-                                  .max_new = hp->max_pos,
-                                  .max_n_kv = hp->max_pos,
-                                  .should_abort = abort_cb,
-                                  .abort_user = actx};
     const double t0 = tr_time_ms();
-    st = tr_ed_greedy_batch(s->pool, &m->msd.dec, &cfg, rows, n);
+    st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos, abort_cb,
+                             &ctxs[u[0].idx], u, n);
     const double t1 = tr_time_ms();
     for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
-        const int i = it[j].idx;
+        const int i = u[j].idx;
         tr_run_ctx *ctx = &ctxs[i];
         /* docs/c-api.md §17: the lockstep decode divided across the group */
         ctx->result->decode_ms = (float)((t1 - t0) / n);
-        if (rows[j].live) continue; /* aborted mid-utterance: no partial result */
-        const transcribe_status u =
-            rows[j].last == hp->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-        if (u == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            TR_WARN("moonshine: utterance %d: output truncated at %d tokens", i, rows[j].n_out);
+        if (u[j].live) continue; /* aborted mid-utterance: no partial result */
+        const transcribe_status r = u[j].eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        if (r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            TR_WARN("moonshine: utterance %d: output truncated at %d tokens", i, u[j].n_out);
         const transcribe_status f =
-            tr_mn_fill_result(m, rows[j].out, rows[j].n_out, n_samples[i], ctx->result);
+            tr_mn_fill_result(m, u[j].out, u[j].n_out, g->n_samples[i], ctx->result);
         if (f != TRANSCRIBE_OK) {
             st = f;
             break;
         }
         /* a truncated utterance keeps its text, as the single run does
          * (tr_run_batch_finish would clear it) */
-        tr_run_batch_settle(ctxs, i, u, -1.0f);
-        done[i] = true;
+        tr_run_batch_settle(ctxs, i, r, -1.0f);
+        g->done[i] = true;
     }
-    free(rows);
     return st;
 }
 
@@ -153,13 +106,13 @@ static int batch_frames(void *user, int n_samples) {
 }
 
 static transcribe_status batch_group(void *user, const tr_run_group *g) {
-    item *it = calloc((size_t)g->k, sizeof *it);
-    if (!it) return TRANSCRIBE_ERR_OOM;
+    tr_msd_utt *u = calloc((size_t)g->k, sizeof *u);
+    if (!u) return TRANSCRIBE_ERR_OOM;
     for (int j = 0; j < g->k; j++)
-        it[j] = (item){.idx = g->idx[j], .T = batch_frames(user, g->n_samples[g->idx[j]])};
-    const transcribe_status st = run_group(user, g->pcm, g->n_samples, it, g->k, g->ctxs, g->done);
-    items_free(it, g->k);
-    free(it);
+        u[j] = (tr_msd_utt){.idx = g->idx[j], .T = batch_frames(user, g->n_samples[g->idx[j]])};
+    const transcribe_status st = run_group(user, g, u);
+    tr_msd_utts_free(u, g->k);
+    free(u);
     return st;
 }
 
