@@ -266,6 +266,12 @@ typedef struct tr_run_groups {
     transcribe_status (*run)(void *user, const tr_run_group *grp);
 } tr_run_groups;
 
+/* tr_run_batch_finish of utterance i of a group, with the tr_run_group as
+ * user: the hook through which nn's group helpers (nn/fc_encdec.h,
+ * nn/moonshine_decoder.h) finish an utterance whose front end or encoder
+ * failed, so no family writes that hook itself. */
+void tr_run_group_finish(void *grp, int i, transcribe_status st);
+
 /* A family's whole run_batch around its group hook: every utterance gated
  * (in order), then the ones not yet done run in groups, in input order: a
  * group takes the next undone utterances while it holds fewer than max_n

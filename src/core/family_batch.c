@@ -25,6 +25,11 @@ void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n) {
         if (!done[i]) tr_run_batch_finish(ctxs, done, i, TRANSCRIBE_ERR_ABORTED);
 }
 
+void tr_run_group_finish(void *grp, int i, transcribe_status st) {
+    const tr_run_group *g = grp;
+    tr_run_batch_finish(g->ctxs, g->done, i, st);
+}
+
 transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
                                       const int *n_samples, int n, tr_run_ctx *ctxs) {
     const int cap = n < g->max_n ? n : g->max_n;

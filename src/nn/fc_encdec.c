@@ -112,7 +112,8 @@ bool tr_fced_seq_ok(const tr_fced *e, const tr_fced_bufs *b, const int32_t *ids,
 transcribe_status
 tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
                    transcribe_status (*mel)(void *user, int idx, float **mel, int *T_mel),
-                   void (*drop)(void *user, int idx, transcribe_status st), void *user) {
+                   void *user, void (*drop)(void *drop_user, int idx, transcribe_status st),
+                   void *drop_user) {
     int live = 0;
     for (int j = 0; j < g->n; j++) {
         tr_fced_utt *it = &g->it[j];
@@ -122,7 +123,7 @@ tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
         if (it->T < 1) {
             free(it->mel);
             it->mel = NULL;
-            drop(user, it->idx, st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
+            drop(drop_user, it->idx, st == TRANSCRIBE_OK ? TRANSCRIBE_ERR_INVALID_ARG : st);
             continue;
         }
         if (live != j) {

@@ -104,12 +104,13 @@ typedef struct tr_fced_group {
 
 /* A group's front ends: mel(user, idx, &mel, &T_mel) per utterance; one
  * whose front end fails, or whose mel gives no encoder frame, leaves the
- * group through drop(user, idx, status) (INVALID_ARG for no frame) and the
- * rest close up. OOM from a front end ends it (OOM), else OK. */
+ * group through drop(drop_user, idx, status) (INVALID_ARG for no frame) and
+ * the rest close up. OOM from a front end ends it (OOM), else OK. */
 transcribe_status
 tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
                    transcribe_status (*mel)(void *user, int idx, float **mel, int *T_mel),
-                   void (*drop)(void *user, int idx, transcribe_status st), void *user);
+                   void *user, void (*drop)(void *drop_user, int idx, transcribe_status st),
+                   void *drop_user);
 
 /* Packed offsets, the encoder buffers, and per utterance a cache of n_ctx
  * positions and max_gen ids; false on OOM (logged). */

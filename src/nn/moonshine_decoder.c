@@ -178,8 +178,9 @@ void tr_msd_utts_free(tr_msd_utt *u, int n) {
 
 transcribe_status tr_msd_group_encode(tr_msd_utt *u, int *n,
                                       transcribe_status (*encode)(void *user, tr_msd_utt *u),
-                                      void (*drop)(void *user, int idx, transcribe_status st),
-                                      void *user) {
+                                      void *user,
+                                      void (*drop)(void *drop_user, int idx, transcribe_status st),
+                                      void *drop_user) {
     int live = 0;
     for (int j = 0; j < *n; j++) {
         tr_msd_utt *x = &u[j];
@@ -188,7 +189,7 @@ transcribe_status tr_msd_group_encode(tr_msd_utt *u, int *n,
         if (st != TRANSCRIBE_OK) {
             const int idx = x->idx;
             tr_msd_utts_free(x, 1);
-            drop(user, idx, st);
+            drop(drop_user, idx, st);
             continue;
         }
         if (live != j) {

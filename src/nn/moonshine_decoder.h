@@ -110,12 +110,13 @@ void tr_msd_utts_free(tr_msd_utt *u, int n);
 
 /* The encoders of a group: encode(user, u) fills utterance u->idx (its T
  * and cross K/V, through tr_msd_utt_alloc). OOM or ABORTED ends the group
- * (returned); another failure frees the utterance, hands it to drop(user,
- * idx, status) and the rest close up (*n shrinks). */
+ * (returned); another failure frees the utterance, hands it to
+ * drop(drop_user, idx, status) and the rest close up (*n shrinks). */
 transcribe_status tr_msd_group_encode(tr_msd_utt *u, int *n,
                                       transcribe_status (*encode)(void *user, tr_msd_utt *u),
-                                      void (*drop)(void *user, int idx, transcribe_status st),
-                                      void *user);
+                                      void *user,
+                                      void (*drop)(void *drop_user, int idx, transcribe_status st),
+                                      void *drop_user);
 
 /* The lockstep greedy decode of n encoded utterances (start token, EOS,
  * positions max_pos; should_abort polled before every step, may be NULL):

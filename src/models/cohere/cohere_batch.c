@@ -46,19 +46,14 @@ static transcribe_status group_mel(void *user, int i, float **mel, int *T_mel) {
     return st;
 }
 
-/* An utterance whose front end failed leaves the group with its status. */
-static void group_drop(void *user, int i, transcribe_status st) {
-    const job *b = user;
-    tr_run_batch_finish(b->grp->ctxs, b->grp->done, i, st);
-}
-
 /* One group: mels, one encoder pass, the lockstep decode, results. */
 static transcribe_status run_group(job *b, tr_fced_group *g) {
     ch_session *s = b->s;
     const ch_model *m = s->m;
     const ch_prompt *pr = &b->pr;
     tr_run_ctx *ctxs = b->grp->ctxs;
-    transcribe_status st = tr_fced_group_mels(g, &m->fced, group_mel, group_drop, b);
+    transcribe_status st =
+        tr_fced_group_mels(g, &m->fced, group_mel, b, tr_run_group_finish, (void *)b->grp);
     if (st != TRANSCRIBE_OK || g->n == 0) return st;
     if (!tr_fced_group_alloc(g, &m->fced, s->n_ctx, CH_MAX_GEN, s->kv_f16))
         return TRANSCRIBE_ERR_OOM;

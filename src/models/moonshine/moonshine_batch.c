@@ -53,11 +53,6 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
     return st;
 }
 
-static void utt_drop(void *user, int i, transcribe_status st) {
-    const job *b = user;
-    tr_run_batch_finish(b->g->ctxs, b->g->done, i, st);
-}
-
 /* One group: encoders, lockstep decode, results. */
 static transcribe_status run_group(mn_session *s, const tr_run_group *g, tr_msd_utt *u) {
     const mn_model *m = s->m;
@@ -65,7 +60,8 @@ static transcribe_status run_group(mn_session *s, const tr_run_group *g, tr_msd_
     tr_run_ctx *ctxs = g->ctxs;
     job b = {s, g};
     int n = g->k;
-    transcribe_status st = tr_msd_group_encode(u, &n, utt_encode, utt_drop, &b);
+    transcribe_status st =
+        tr_msd_group_encode(u, &n, utt_encode, &b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
     const double t0 = tr_time_ms();
     st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos, abort_cb,
