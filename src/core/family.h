@@ -320,6 +320,23 @@ static inline void tr_run_span_step(void *span, int n_gen, int n_most) {
     tr_run_span_report(span, n_gen, n_most);
 }
 
+/* A span that also counts the steps a greedy loop took: pass
+ * tr_run_span_count as on_step with it as its user. on_step sees every
+ * token the loop steps to (also the tokens one speculative call yields), so
+ * n_gen - 1 (the prefill token is not a step) is the step count, which the
+ * kept ids understate after a repetition-guard stop (transcribe-bench reads
+ * the decoder's n_steps). MOSS and Voxtral count this way. */
+typedef struct tr_run_step_count {
+    tr_run_span *span;
+    int n;
+} tr_run_step_count;
+
+static inline void tr_run_span_count(void *user, int n_gen, int n_most) {
+    tr_run_step_count *c = user;
+    c->n = n_gen - 1;
+    tr_run_span_step(c->span, n_gen, n_most);
+}
+
 /* The split the encoder-decoder LLM families share: audio front end and
  * encoder up to TR_RUN_ENCODED, the prompt prefill up to 0.5, the greedy
  * steps the rest (a step loop that ends early jumps to 1.0). */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/greedy.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 #include "transcribe.h"
@@ -192,6 +193,15 @@ typedef struct tr_clm_greedy_cfg {
     void *step_user;
     int spec_k; /* speculative drafts per step (nn/greedy.h); 0 = plain; single runs only */
 } tr_clm_greedy_cfg;
+
+/* Turns on nn/greedy.h's repetition guard with g's limits (MOSS, Voxtral
+ * and Fun-ASR-Nano set TR_REPEAT_GUARD_DEFAULT when their session asks for
+ * it): one setter instead of the three fields copied in each family. */
+static inline void tr_clm_greedy_cfg_guard(tr_clm_greedy_cfg *cfg, tr_repeat_guard g) {
+    cfg->repeat_max_period = g.max_period;
+    cfg->repeat_min_repeats = g.min_repeats;
+    cfg->repeat_min_tokens = g.min_tokens;
+}
 
 /* Greedy decoding of one utterance in cache slot 0 from the prefill token
  * (the shared loop of nn/greedy.h):
