@@ -201,6 +201,13 @@ static inline int tr_run_spec_k(const tr_run_ctx *ctx) {
 transcribe_status tr_family_check_transcribe_only(const char *who,
                                                   const struct transcribe_run_params *p);
 
+/* The single-run input gate of a family that encodes any length in one
+ * pass (GigaAM, SenseVoice): no pcm, or fewer than min_samples (one
+ * front-end frame) → INVALID_ARG; past max_ms (its training window) only a
+ * warning, as the run goes on whole. Logged with who (family_load.c). */
+transcribe_status tr_family_gate_whole(const char *who, const float *pcm, int n_samples,
+                                       int min_samples, int sample_rate, int max_ms);
+
 /* A decode that ended OK, OUTPUT_TRUNCATED or ABORTED has ids for the
  * result (partial ones too). */
 static inline bool tr_run_has_ids(transcribe_status st) {

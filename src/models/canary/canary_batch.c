@@ -22,10 +22,6 @@
 #define GROUP_FRAMES 3000
 #define GROUP_MAX    64
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* docs/formats/canary.md §9 gates of one utterance; OK = it joins a group. */
 static transcribe_status gate(const cn_session *s, const cn_prompt *pr, const float *pcm, int n) {
     const cn_model *m = s->m;
@@ -85,7 +81,7 @@ static transcribe_status run_group(job *b, tr_fced_group *g) {
         return TRANSCRIBE_ERR_OOM;
     tr_run_ctx *actx = &ctxs[g->it[0].idx];
     double t0 = tr_time_ms();
-    st = tr_fced_group_encode(g, &m->fced, s->pool, s->fc_work, abort_cb, actx);
+    st = tr_fced_group_encode(g, &m->fced, s->pool, s->fc_work, tr_run_abort_poll, actx);
     double t1 = tr_time_ms();
     const bool encoded = st == TRANSCRIBE_OK;
     if (encoded) {
@@ -96,7 +92,7 @@ static transcribe_status run_group(job *b, tr_fced_group *g) {
                                       .eos = m->hp.eos,
                                       .max_new = max_new,
                                       .max_n_kv = s->n_ctx,
-                                      .should_abort = abort_cb,
+                                      .should_abort = tr_run_abort_poll,
                                       .abort_user = actx};
         st = tr_fced_group_decode(g, &m->fced, s->pool, &cfg);
     }

@@ -20,10 +20,6 @@
 #define GROUP_FRAMES 3000
 #define GROUP_MAX    64
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* The batch as the hooks of tr_run_batch_groups (core/family.h) and
  * tr_fced_group_mels (nn/fc_encdec.h) see it. */
 typedef struct job {
@@ -59,7 +55,7 @@ static transcribe_status run_group(job *b, tr_fced_group *g) {
         return TRANSCRIBE_ERR_OOM;
     tr_run_ctx *actx = &ctxs[g->it[0].idx];
     const double t0 = tr_time_ms();
-    st = tr_fced_group_encode(g, &m->fced, s->pool, s->fc_work, abort_cb, actx);
+    st = tr_fced_group_encode(g, &m->fced, s->pool, s->fc_work, tr_run_abort_poll, actx);
     const double t1 = tr_time_ms();
     const bool encoded = st == TRANSCRIBE_OK;
     if (encoded) {
@@ -68,7 +64,7 @@ static transcribe_status run_group(job *b, tr_fced_group *g) {
                                       .eos = m->hp.eos,
                                       .max_new = tr_ch_max_new(s),
                                       .max_n_kv = s->n_ctx,
-                                      .should_abort = abort_cb,
+                                      .should_abort = tr_run_abort_poll,
                                       .abort_user = actx};
         st = tr_fced_group_decode(g, &m->fced, s->pool, &cfg);
     }

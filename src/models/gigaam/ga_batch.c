@@ -23,10 +23,6 @@ typedef struct item {
     int T_mel, T;
 } item;
 
-static bool abort_poll(void *ctx) {
-    return tr_run_should_abort(ctx);
-}
-
 static int frames_of(const ga_model *m, int n) {
     return tr_ga_enc_frames(tr_ga_mel_frames(m, n));
 }
@@ -38,7 +34,7 @@ static transcribe_status decode_one(const ga_model *m, tr_pool *pool, const item
     int n = 0;
     transcribe_status st;
     if (m->head == GA_HEAD_RNNT) {
-        st = tr_ga_rnnt_greedy(m, pool, enc, it->T, &toks, &n, NULL, abort_poll, ctx);
+        st = tr_ga_rnnt_greedy(m, pool, enc, it->T, &toks, &n, NULL, tr_run_abort_poll, ctx);
     } else {
         const size_t C = (size_t)m->hp.n_classes;
         float *logp = malloc(sizeof(float) * (size_t)it->T * C);
@@ -82,7 +78,8 @@ static transcribe_status run_group(ga_session *s, const float *const *pcm, const
             T_mel[j] = g[j].T_mel;
         }
         double t0 = tr_time_ms();
-        st = tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, abort_poll, &ctxs[g[0].idx]);
+        st =
+            tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, tr_run_abort_poll, &ctxs[g[0].idx]);
         const double enc_ms = tr_time_ms() - t0;
         size_t off = 0;
         for (int j = 0; st == TRANSCRIBE_OK && j < k; j++) {

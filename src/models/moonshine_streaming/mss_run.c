@@ -264,10 +264,6 @@ transcribe_status tr_mss_run(mss_session *s, const float *pcm, int n_samples, tr
 #define GROUP_FRAMES 8000 /* encoder frames one group holds (160 s) */
 #define GROUP_MAX    64
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* The group being run, as the hooks of tr_msd_group_encode see it. */
 typedef struct job {
     mss_session *s;
@@ -288,7 +284,7 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
         tr_pcm_sanitized(b->g->pcm[i], b->g->n_samples[i], "moonshine_streaming", &clean);
     int T = 0;
     const transcribe_status st =
-        in ? tr_mss_encode(s, in, b->g->n_samples[i], &T, abort_cb, &b->g->ctxs[i])
+        in ? tr_mss_encode(s, in, b->g->n_samples[i], &T, tr_run_abort_poll, &b->g->ctxs[i])
            : TRANSCRIBE_ERR_OOM;
     free(clean);
     if (st == TRANSCRIBE_OK) {
@@ -317,8 +313,8 @@ static transcribe_status run_group(mss_session *s, const tr_run_group *g, tr_msd
         tr_msd_group_encode(u, &n, utt_encode, &b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
     const double t0 = tr_time_ms();
-    st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos, abort_cb,
-                             &ctxs[u[0].idx], u, n);
+    st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos,
+                             tr_run_abort_poll, &ctxs[u[0].idx], u, n);
     const double t1 = tr_time_ms();
     for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
         const int i = u[j].idx;

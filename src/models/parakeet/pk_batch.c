@@ -32,10 +32,6 @@ static bool grow(float **p, size_t *cap, size_t n) {
     return true;
 }
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* What the batch keeps per utterance of a group. */
 typedef struct item {
     int idx;
@@ -59,7 +55,7 @@ static transcribe_status decode_one(pk_session *s, const item *it, float *enc, i
                                s->prompt_hid + (size_t)it->T * h);
     }
     if (st == TRANSCRIBE_OK)
-        st = tr_pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, abort_cb, ctx);
+        st = tr_pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, tr_run_abort_poll, ctx);
     ctx->result->decode_ms = (float)(tr_time_ms() - t0);
     if (st == TRANSCRIBE_OK) st = tr_pk_build_result(m, toks.v, toks.n, ctx->params, ctx->result);
     tr_pk_toks_free(&toks);
@@ -114,8 +110,8 @@ static transcribe_status run_group(pk_session *s, const float *const *pcm, const
         T_mel[j] = g[j].T_mel;
     }
     double t0 = tr_time_ms();
-    st = tr_fc_forward_batch(m->enc, s->pool, s->fc, live, mels, T_mel, s->enc_out, abort_cb,
-                             &ctxs[g[0].idx]);
+    st = tr_fc_forward_batch(m->enc, s->pool, s->fc, live, mels, T_mel, s->enc_out,
+                             tr_run_abort_poll, &ctxs[g[0].idx]);
     double enc_ms = tr_time_ms() - t0;
     free(mels);
     free(T_mel);
