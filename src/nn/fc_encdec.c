@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gguf/gguf.h"
+#include "gguf/gguf_keys.h"
 #include "util/log.h"
 
 tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p) {
@@ -25,6 +27,22 @@ tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p) {
         .head = p->head,
         .n_vocab = p->n_vocab,
     };
+}
+
+transcribe_status tr_fced_read_act(const struct gguf_file *f, const char *who, const char *key,
+                                   tr_nn_act *act) {
+    const char *s = NULL;
+    transcribe_status st = tr_gguf_req_str(f, key, &s);
+    if (st != TRANSCRIBE_OK) return st;
+    if (strcmp(s, "relu") == 0) {
+        *act = TR_NN_ACT_RELU;
+    } else if (strcmp(s, "silu") == 0 || strcmp(s, "swish") == 0) {
+        *act = TR_NN_ACT_SILU;
+    } else {
+        TR_ERROR("%s: %s '%s' is not supported (relu, silu, swish)", who, key, s);
+        return TRANSCRIBE_ERR_GGUF;
+    }
+    return TRANSCRIBE_OK;
 }
 
 transcribe_status tr_fced_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec_names *names,

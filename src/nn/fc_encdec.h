@@ -44,6 +44,13 @@ typedef struct tr_fced_dec_parts {
 } tr_fced_dec_parts;
 tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p);
 
+/* The decoder's FFN activation from the string key `key` (required):
+ * "relu" → RELU, "silu" / "swish" → SILU; anything else is
+ * TRANSCRIBE_ERR_GGUF, logged with who (a missing or mistyped key is the
+ * GGUF reader's error). */
+transcribe_status tr_fced_read_act(const struct gguf_file *f, const char *who, const char *key,
+                                   tr_nn_act *act);
+
 /* Loads the n_layers decoder blocks named by names (tr_nn_load_dec_blocks)
  * into a new array *blocks (the caller frees it, also after a failure) and
  * sets every block's FFN activation: OK, OOM, or ERR_GGUF (logged by the

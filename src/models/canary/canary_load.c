@@ -82,16 +82,7 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
                  hp->n_dec_heads);
         return ERR_GGUF;
     }
-    const char *act = NULL;
-    if ((st = tr_gguf_req_str(f, DK "activation", &act))) return st;
-    if (strcmp(act, "relu") == 0) {
-        hp->act = TR_NN_ACT_RELU;
-    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
-        hp->act = TR_NN_ACT_SILU;
-    } else {
-        TR_ERROR("canary: " DK "activation '%s' is not supported (relu, silu, swish)", act);
-        return ERR_GGUF;
-    }
+    if ((st = tr_fced_read_act(f, "canary", DK "activation", &hp->act))) return st;
     bool pre_ln, learn_pos; /* written, not consulted: the decoder is always pre-LN */
     if ((st = tr_gguf_opt_bool(f, DK "pre_ln", true, &pre_ln))) return st;
     if ((st = tr_gguf_opt_bool(f, DK "learn_positional_encodings", false, &learn_pos))) return st;

@@ -58,16 +58,7 @@ static transcribe_status read_hparams(const gguf_file *f, ch_model *m) {
                  hp->n_dec_heads);
         return ERR_GGUF;
     }
-    const char *act = NULL;
-    if ((st = tr_gguf_req_str(f, DK "activation", &act))) return st;
-    if (strcmp(act, "relu") == 0) {
-        hp->act = TR_NN_ACT_RELU;
-    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
-        hp->act = TR_NN_ACT_SILU;
-    } else {
-        TR_ERROR("cohere: " DK "activation '%s' is not supported (relu, silu, swish)", act);
-        return ERR_GGUF;
-    }
+    if ((st = tr_fced_read_act(f, "cohere", DK "activation", &hp->act))) return st;
     /* read for their types only (docs/formats/cohere.md §2.2): the prompt is built from piece
      * strings, argmax ignores log_softmax, the head is always tied */
     int start;
