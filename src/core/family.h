@@ -513,6 +513,32 @@ typedef struct tr_family {
     .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run,            \
     .run_batch = fam_run_batch
 
+/* The stream hooks of a natively streaming family whose functions follow
+ * the same naming (P_stream_begin(s, ctx), P_stream_feed(s, pcm, n, ctx),
+ * P_stream_finalize(s, ctx), P_stream_reset(s)): defines static
+ * fam_stream_begin, fam_stream_feed, fam_stream_finalize and
+ * fam_stream_reset (Parakeet, Moonshine Streaming, Voxtral Realtime each
+ * wrote the same four). */
+#define TR_FAMILY_STREAM_ADAPTERS(P)                                                               \
+    static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {                 \
+        return tr_##P##_stream_begin(session, ctx);                                                \
+    }                                                                                              \
+    static transcribe_status fam_stream_feed(void *session, const float *pcm, int n_samples,       \
+                                             tr_stream_ctx *ctx) {                                 \
+        return tr_##P##_stream_feed(session, pcm, n_samples, ctx);                                 \
+    }                                                                                              \
+    static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {              \
+        return tr_##P##_stream_finalize(session, ctx);                                             \
+    }                                                                                              \
+    static void fam_stream_reset(void *session) {                                                  \
+        tr_##P##_stream_reset(session);                                                            \
+    }
+
+/* The tr_family fields TR_FAMILY_STREAM_ADAPTERS defines. */
+#define TR_FAMILY_STREAM_HOOKS                                                                     \
+    .stream_begin = fam_stream_begin, .stream_feed = fam_stream_feed,                              \
+    .stream_finalize = fam_stream_finalize, .stream_reset = fam_stream_reset
+
 /* Family-owned query codes: a two-letter family tag and a number, so codes
  * of different families never collide. */
 #define TR_EXT_QUERY(a, b, n) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | (uint32_t)(n))
