@@ -467,11 +467,11 @@ typedef struct tr_family {
  * family whose functions follow one naming (prefix P: types P_model and
  * P_session; P_model_load(lc, &m), P_model_describe(m, desc),
  * P_model_free(m), P_session_create(m, cfg, &s), P_session_free(s),
- * P_run(s, pcm, n, ctx), P_run_batch(s, pcm, n_samples, n, ctxs)). Defines
- * static fam_load, fam_free_model, fam_session_init, fam_session_free,
- * fam_validate_run, fam_run and fam_run_batch for the family's tr_family
- * initializer. */
-#define TR_FAMILY_ADAPTERS(P)                                                                      \
+ * P_run(s, pcm, n, ctx), P_run_batch(s, pcm, n_samples, n, ctxs)).
+ * TR_FAMILY_SERIAL_ADAPTERS defines static fam_load, fam_free_model,
+ * fam_session_init, fam_session_free, fam_validate_run and fam_run for the
+ * family's tr_family initializer; TR_FAMILY_ADAPTERS also fam_run_batch. */
+#define TR_FAMILY_SERIAL_ADAPTERS(P)                                                               \
     static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model,                     \
                                       tr_model_desc *desc) {                                       \
         P##_model *m = NULL;                                                                       \
@@ -500,18 +500,25 @@ typedef struct tr_family {
     static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
                                      tr_run_ctx *ctx) {                                            \
         return tr_##P##_run(session, pcm, n_samples, ctx);                                         \
-    }                                                                                              \
+    }
+
+/* TR_FAMILY_SERIAL_ADAPTERS plus fam_run_batch, for a family with its own
+ * P_run_batch. */
+#define TR_FAMILY_ADAPTERS(P)                                                                      \
+    TR_FAMILY_SERIAL_ADAPTERS(P)                                                                   \
     static transcribe_status fam_run_batch(void *session, const float *const *pcm,                 \
                                            const int *n_samples, int n, tr_run_ctx *ctxs) {        \
         return tr_##P##_run_batch(session, pcm, n_samples, n, ctxs);                               \
     }
 
-/* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:
- * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ..., ...}. */
-#define TR_FAMILY_ADAPTED_HOOKS                                                                    \
+/* The tr_family fields TR_FAMILY_SERIAL_ADAPTERS defines (a family without
+ * run_batch: the dispatcher runs a batch's utterances one after another;
+ * Granite NAR, SenseVoice), and those of TR_FAMILY_ADAPTERS, for the
+ * initializer: {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ...}. */
+#define TR_FAMILY_SERIAL_HOOKS                                                                     \
     .load = fam_load, .free_model = fam_free_model, .session_init = fam_session_init,              \
-    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run,            \
-    .run_batch = fam_run_batch
+    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run
+#define TR_FAMILY_ADAPTED_HOOKS TR_FAMILY_SERIAL_HOOKS, .run_batch = fam_run_batch
 
 /* The stream hooks of a natively streaming family whose functions follow
  * the same naming (P_stream_begin(s, ctx), P_stream_feed(s, pcm, n, ctx),
