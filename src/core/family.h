@@ -373,6 +373,15 @@ typedef struct tr_stream_ctx {
     bool grows_only;
 } tr_stream_ctx;
 
+/* A stream call's abort callback shaped for loops that take a
+ * bool (*)(void *user) hook (encoders, greedy loops): pass the
+ * tr_stream_ctx as user. Parakeet, Moonshine Streaming and Voxtral Realtime
+ * each wrote this poll. */
+static inline bool tr_stream_abort_poll(void *stream_ctx) {
+    const tr_stream_ctx *c = stream_ctx;
+    return c->abort_cb && c->abort_cb(c->abort_user_data);
+}
+
 typedef struct tr_family {
     const char *arch; /* general.architecture value, e.g. "whisper" */
     transcribe_status (*load)(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc);
