@@ -271,6 +271,15 @@ typedef struct tr_run_groups {
     transcribe_status (*gate)(void *user, int i, const float *pcm, int n_samples);
     int (*frames)(void *user, int n_samples); /* encoder frames of an utterance */
     transcribe_status (*run)(void *user, const tr_run_group *grp);
+    /* Optional (NULL: none; GigaAM, Parakeet): alone(user, n_samples) says
+     * an utterance bypasses the groups (too short or too long for the
+     * grouped path); right after its gate it runs through run_alone (its
+     * single run), its abort polled first. OOM or BACKEND from it ends the
+     * batch with that status (the utterance left unfinished), ABORTED ends
+     * it after finishing the utterance, anything else finishes the
+     * utterance. */
+    bool (*alone)(void *user, int n_samples);
+    transcribe_status (*run_alone)(void *user, const float *pcm, int n_samples, tr_run_ctx *ctx);
 } tr_run_groups;
 
 /* tr_run_batch_finish of utterance i of a group, with the tr_run_group as
@@ -280,15 +289,14 @@ typedef struct tr_run_groups {
 void tr_run_group_finish(void *grp, int i, transcribe_status st);
 
 /* A family's whole run_batch around its group hook: every utterance gated
- * (in order), then the ones not yet done run in groups, in input order: a
- * group takes the next undone utterances while it holds fewer than max_n
- * and their frames stay within max_frames. Before each group the abort of
- * its first utterance is polled (ABORTED without running it); a group whose
- * hook returns anything but OK ends the loop with that status. What an
- * abort left unfinished ends ABORTED (tr_run_batch_abort_rest). One driver
- * instead of one loop per batching encoder-decoder family (Canary, Cohere,
- * Moonshine, Moonshine Streaming): gating order, grouping rule and abort
- * handling are the same there, only the group's work is the family's. */
+ * (in order; one that runs alone runs then), then the ones not yet done run in groups, in input
+ * order: a group takes the next undone utterances while it holds fewer than max_n and their frames
+ * stay within max_frames. Before each group the abort of its first utterance is polled (ABORTED
+ * without running it); a group whose hook returns anything but OK ends the loop with that status.
+ * What an abort left unfinished ends ABORTED (tr_run_batch_abort_rest). One driver instead of one
+ * loop per batching encoder-decoder family (Canary, Cohere, Moonshine, Moonshine Streaming): gating
+ * order, grouping rule and abort handling are the same there, only the group's work is the
+ * family's. */
 transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
                                       const int *n_samples, int n, tr_run_ctx *ctxs);
 

@@ -40,13 +40,28 @@ transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const 
         free(idx);
         return TRANSCRIBE_ERR_OOM;
     }
-    for (int i = 0; g->gate && i < n; i++) {
-        const transcribe_status u = g->gate(user, i, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
     transcribe_status st = TRANSCRIBE_OK;
+    for (int i = 0; st == TRANSCRIBE_OK && i < n; i++) {
+        const transcribe_status u =
+            g->gate ? g->gate(user, i, pcm[i], n_samples[i]) : TRANSCRIBE_OK;
+        if (u != TRANSCRIBE_OK) {
+            tr_run_batch_finish(ctxs, done, i, u);
+            continue;
+        }
+        if (!g->alone || !g->alone(user, n_samples[i])) continue;
+        if (tr_run_should_abort(&ctxs[i])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        const transcribe_status r = g->run_alone(user, pcm[i], n_samples[i], &ctxs[i]);
+        if (r == TRANSCRIBE_ERR_OOM || r == TRANSCRIBE_ERR_BACKEND)
+            st = r;
+        else
+            tr_run_batch_finish(ctxs, done, i, r);
+        if (r == TRANSCRIBE_ERR_ABORTED) st = r;
+    }
     for (int i = 0; st == TRANSCRIBE_OK && i < n;) {
-        int k = 0, frames = 0;
+        int k = 0, frames = 0; /* the next group */
         for (; i < n && k < cap; i++) {
             if (done[i]) continue;
             const int f = g->frames(user, n_samples[i]);

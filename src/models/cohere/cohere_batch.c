@@ -131,7 +131,10 @@ transcribe_status tr_ch_run_batch(ch_session *s, const float *const *pcm, const 
     job b = {.s = s};
     transcribe_status st = tr_ch_build_prompt(s->m, ctxs[0].params, &b.pr);
     if (st != TRANSCRIBE_OK) return st;
-    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
-                                         batch_group};
+    static const tr_run_groups groups = {.max_n = GROUP_MAX,
+                                         .max_frames = GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group};
     return tr_run_batch_groups(&groups, &b, pcm, n_samples, n, ctxs);
 }

@@ -112,7 +112,10 @@ transcribe_status tr_mn_run_batch(mn_session *s, const float *const *pcm, const 
                                   int n, tr_run_ctx *ctxs) {
     s->n_last = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
-                                         batch_group};
+    static const tr_run_groups groups = {.max_n = GROUP_MAX,
+                                         .max_frames = GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group};
     return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }

@@ -365,7 +365,10 @@ transcribe_status tr_mss_run_batch(mss_session *s, const float *const *pcm, cons
                                    int n, tr_run_ctx *ctxs) {
     s->n_ids = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    static const tr_run_groups groups = {GROUP_MAX, GROUP_FRAMES, batch_gate, batch_frames,
-                                         batch_group};
+    static const tr_run_groups groups = {.max_n = GROUP_MAX,
+                                         .max_frames = GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group};
     return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }
