@@ -294,9 +294,9 @@ void tr_run_group_finish(void *grp, int i, transcribe_status st);
  * stay within max_frames. Before each group the abort of its first utterance is polled (ABORTED
  * without running it); a group whose hook returns anything but OK ends the loop with that status.
  * What an abort left unfinished ends ABORTED (tr_run_batch_abort_rest). One driver instead of one
- * loop per batching encoder-decoder family (Canary, Cohere, Moonshine, Moonshine Streaming): gating
- * order, grouping rule and abort handling are the same there, only the group's work is the
- * family's. */
+ * loop per batching family (Canary, Cohere, Moonshine, Moonshine Streaming, GigaAM, Parakeet):
+ * gating order, grouping rule and abort handling are the same there, only the group's work is
+ * the family's. */
 transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
                                       const int *n_samples, int n, tr_run_ctx *ctxs);
 
