@@ -226,3 +226,16 @@ void tr_fced_group_free(tr_fced_group *g) {
     tr_fced_bufs_free(&g->b);
     g->n = g->rows = 0;
 }
+
+transcribe_status tr_fced_group_run(const int *idx, int k,
+                                    transcribe_status (*run)(void *user, tr_fced_group *g),
+                                    void *user) {
+    tr_fced_utt *it = calloc((size_t)k, sizeof *it);
+    if (!it) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < k; j++) it[j].idx = idx[j];
+    tr_fced_group g = {.it = it, .n = k};
+    const transcribe_status st = run(user, &g);
+    tr_fced_group_free(&g);
+    free(it);
+    return st;
+}

@@ -134,6 +134,14 @@ transcribe_status tr_fced_group_encode(tr_fced_group *g, const tr_fced *e, tr_po
 transcribe_status tr_fced_group_decode(tr_fced_group *g, const tr_fced *e, tr_pool *pool,
                                        const tr_ed_greedy_cfg *cfg);
 
+/* A group of the k utterances idx (batch indices) made, handed to
+ * run(user, g) and freed again: the group hook both families hand core's
+ * tr_run_batch_groups comes down to this call. OOM when the group cannot
+ * be made, else run's status. */
+transcribe_status tr_fced_group_run(const int *idx, int k,
+                                    transcribe_status (*run)(void *user, tr_fced_group *g),
+                                    void *user);
+
 /* Frees what the group holds (not the utterance array) and empties it. */
 void tr_fced_group_free(tr_fced_group *g);
 

@@ -232,3 +232,15 @@ transcribe_status tr_msd_greedy_group(tr_pool *pool, const tr_msd *d, int32_t st
     free(rows);
     return st;
 }
+
+transcribe_status tr_msd_group_run(const int *idx, int k,
+                                   transcribe_status (*run)(void *user, tr_msd_utt *u, int n),
+                                   void *user) {
+    tr_msd_utt *u = calloc((size_t)k, sizeof *u);
+    if (!u) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < k; j++) u[j].idx = idx[j];
+    const transcribe_status st = run(user, u, k);
+    tr_msd_utts_free(u, k);
+    free(u);
+    return st;
+}

@@ -108,6 +108,14 @@ bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16);
 /* Frees and zeroes u[0, n). */
 void tr_msd_utts_free(tr_msd_utt *u, int n);
 
+/* The k utterances idx (batch indices; T and the rest zero) made, handed
+ * to run(user, u, k) and freed again (tr_msd_utts_free): the group hook
+ * both families hand core's tr_run_batch_groups comes down to this call.
+ * OOM when they cannot be made, else run's status. */
+transcribe_status tr_msd_group_run(const int *idx, int k,
+                                   transcribe_status (*run)(void *user, tr_msd_utt *u, int n),
+                                   void *user);
+
 /* The encoders of a group: encode(user, u) fills utterance u->idx (its T
  * and cross K/V, through tr_msd_utt_alloc). OOM or ABORTED ends the group
  * (returned); another failure frees the utterance, hands it to

@@ -69,7 +69,8 @@ static transcribe_status group_mel(void *user, int i, float **mel, int *T_mel) {
 /* One group: mels, one encoder pass, the lockstep decode (nn/fc_encdec.h:
  * the loop of src/nn/greedy.c per utterance, budget min(n_ctx - prompt,
  * 512), window n_ctx), results. */
-static transcribe_status run_group(job *b, tr_fced_group *g) {
+static transcribe_status run_group(void *user, tr_fced_group *g) {
+    job *b = user;
     cn_session *s = b->s;
     const cn_model *m = s->m;
     const cn_prompt *pr = &b->pr;
@@ -133,14 +134,8 @@ static int batch_frames(void *user, int n_samples) {
 
 static transcribe_status batch_group(void *user, const tr_run_group *grp) {
     job *b = user;
-    tr_fced_group g = {.it = calloc((size_t)grp->k, sizeof(tr_fced_utt)), .n = grp->k};
-    if (!g.it) return TRANSCRIBE_ERR_OOM;
-    for (int j = 0; j < grp->k; j++) g.it[j].idx = grp->idx[j];
     b->grp = grp;
-    const transcribe_status st = run_group(b, &g);
-    tr_fced_group_free(&g);
-    free(g.it);
-    return st;
+    return tr_fced_group_run(grp->idx, grp->k, run_group, b);
 }
 
 transcribe_status tr_cn_run_batch(cn_session *s, const float *const *pcm, const int *n_samples,

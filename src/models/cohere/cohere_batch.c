@@ -43,7 +43,8 @@ static transcribe_status group_mel(void *user, int i, float **mel, int *T_mel) {
 }
 
 /* One group: mels, one encoder pass, the lockstep decode, results. */
-static transcribe_status run_group(job *b, tr_fced_group *g) {
+static transcribe_status run_group(void *user, tr_fced_group *g) {
+    job *b = user;
     ch_session *s = b->s;
     const ch_model *m = s->m;
     const ch_prompt *pr = &b->pr;
@@ -114,14 +115,8 @@ static int batch_frames(void *user, int n_samples) {
 
 static transcribe_status batch_group(void *user, const tr_run_group *grp) {
     job *b = user;
-    tr_fced_group g = {.it = calloc((size_t)grp->k, sizeof(tr_fced_utt)), .n = grp->k};
-    if (!g.it) return TRANSCRIBE_ERR_OOM;
-    for (int j = 0; j < grp->k; j++) g.it[j].idx = grp->idx[j];
     b->grp = grp;
-    const transcribe_status st = run_group(b, &g);
-    tr_fced_group_free(&g);
-    free(g.it);
-    return st;
+    return tr_fced_group_run(grp->idx, grp->k, run_group, b);
 }
 
 transcribe_status tr_ch_run_batch(ch_session *s, const float *const *pcm, const int *n_samples,

@@ -34,6 +34,7 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
     mn_session *s = b->s;
     const int i = u->idx;
     const double t0 = tr_time_ms();
+    u->T = (int)tr_mn_enc_frames(&s->m->hp, b->g->n_samples[i], NULL, NULL);
     if (!tr_msd_utt_alloc(u, &s->m->msd, s->m->hp.max_pos, s->kv_f16)) {
         TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
         return TRANSCRIBE_ERR_OOM;
@@ -50,14 +51,15 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
 }
 
 /* One group: encoders, lockstep decode, results. */
-static transcribe_status run_group(mn_session *s, const tr_run_group *g, tr_msd_utt *u) {
+static transcribe_status run_group(void *user, tr_msd_utt *u, int n) {
+    job *b = user;
+    mn_session *s = b->s;
+    const tr_run_group *g = b->g;
     const mn_model *m = s->m;
     const mn_hparams *hp = &m->hp;
     tr_run_ctx *ctxs = g->ctxs;
-    job b = {s, g};
-    int n = g->k;
     transcribe_status st =
-        tr_msd_group_encode(u, &n, utt_encode, &b, tr_run_group_finish, (void *)g);
+        tr_msd_group_encode(u, &n, utt_encode, b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
     const double t0 = tr_time_ms();
     st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos,
@@ -98,14 +100,8 @@ static int batch_frames(void *user, int n_samples) {
 }
 
 static transcribe_status batch_group(void *user, const tr_run_group *g) {
-    tr_msd_utt *u = calloc((size_t)g->k, sizeof *u);
-    if (!u) return TRANSCRIBE_ERR_OOM;
-    for (int j = 0; j < g->k; j++)
-        u[j] = (tr_msd_utt){.idx = g->idx[j], .T = batch_frames(user, g->n_samples[g->idx[j]])};
-    const transcribe_status st = run_group(user, g, u);
-    tr_msd_utts_free(u, g->k);
-    free(u);
-    return st;
+    job b = {user, g};
+    return tr_msd_group_run(g->idx, g->k, run_group, &b);
 }
 
 transcribe_status tr_mn_run_batch(mn_session *s, const float *const *pcm, const int *n_samples,

@@ -303,14 +303,15 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
     return st;
 }
 
-static transcribe_status run_group(mss_session *s, const tr_run_group *g, tr_msd_utt *u) {
+static transcribe_status run_group(void *user, tr_msd_utt *u, int n) {
+    job *b = user;
+    mss_session *s = b->s;
+    const tr_run_group *g = b->g;
     const mss_model *m = s->m;
     const mss_hparams *hp = &m->hp;
     tr_run_ctx *ctxs = g->ctxs;
-    job b = {s, g};
-    int n = g->k;
     transcribe_status st =
-        tr_msd_group_encode(u, &n, utt_encode, &b, tr_run_group_finish, (void *)g);
+        tr_msd_group_encode(u, &n, utt_encode, b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
     const double t0 = tr_time_ms();
     st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos,
@@ -351,14 +352,8 @@ static int batch_frames(void *user, int n_samples) {
 }
 
 static transcribe_status batch_group(void *user, const tr_run_group *g) {
-    tr_msd_utt *u = calloc((size_t)g->k, sizeof *u);
-    if (!u) return TRANSCRIBE_ERR_OOM;
-    for (int j = 0; j < g->k; j++)
-        u[j] = (tr_msd_utt){.idx = g->idx[j], .T = batch_frames(user, g->n_samples[g->idx[j]])};
-    const transcribe_status st = run_group(user, g, u);
-    tr_msd_utts_free(u, g->k);
-    free(u);
-    return st;
+    job b = {user, g};
+    return tr_msd_group_run(g->idx, g->k, run_group, &b);
 }
 
 transcribe_status tr_mss_run_batch(mss_session *s, const float *const *pcm, const int *n_samples,
