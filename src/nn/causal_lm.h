@@ -301,6 +301,12 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
                                       int n_ctx, transcribe_kv_type kv_type);
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
+/* A single run's room before its prefill: the cache of slot 0 for n_ctx
+ * positions (tr_clm_reserve) and the output buffer *ids (capacity *cap,
+ * grown with tr_grow_int) for budget ids. OK or OOM. MOSS and Voxtral,
+ * whose budget follows the audio, both sized the two this way. */
+transcribe_status tr_clm_session_reserve(tr_clm_session *ds, int n_ctx, int32_t **ids, int *cap,
+                                         int budget);
 /* The session limits (docs/c-api.md §13.2) of a decoder-bound family: the
  * context ceiling as effective n_ctx, audio_ms (what that context leaves
  * for audio, by the family's own prompt arithmetic; <= 0 → 0) and the KV

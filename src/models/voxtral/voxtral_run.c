@@ -19,7 +19,6 @@
 #include "util/log.h"
 #include "util/mem.h"
 #include "util/timer.h"
-#include "util/vec.h"
 
 #define WHO "voxtral"
 
@@ -389,14 +388,8 @@ transcribe_status tr_vx_run(vx_session *s, const float *pcm, int n_samples, tr_r
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, n_audio);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
-    if (st == TRANSCRIBE_OK) {
-        int32_t *p = tr_grow_int(s->last_ids, &s->cap_last, budget, sizeof *p, 0);
-        if (p)
-            s->last_ids = p;
-        else
-            st = TRANSCRIBE_ERR_OOM;
-    }
+    if (st == TRANSCRIBE_OK)
+        st = tr_clm_session_reserve(&s->dec, n_ctx, &s->last_ids, &s->cap_last, budget);
     int first = -1;
     s->dec.prefill_ms = s->dec.steps_ms = 0;
     s->dec.n_steps = 0;
