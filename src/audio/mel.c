@@ -341,6 +341,53 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
     return TRANSCRIBE_ERR_INVALID_ARG;
 }
 
+transcribe_status tr_mel_compute_min(const tr_mel_config *c, const char *who, const float *pcm,
+                                     int64_t n, tr_pool *pool, int min_frames, float **out,
+                                     int *n_frames) {
+    transcribe_status st = tr_mel_compute(c, pcm, n, pool, out, n_frames);
+    if (st != TRANSCRIBE_OK) return st;
+    if (*n_frames < min_frames) {
+        TR_ERROR("%s: %lld samples give %d mel frames (at least %d needed)", who, (long long)n,
+                 *n_frames, min_frames);
+        free(*out);
+        *out = NULL;
+        *n_frames = 0;
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_mel_compute_stacked2(const tr_mel_config *c, const char *who, const float *pcm,
+                                          int64_t n, tr_pool *pool, float **out, int *n_rows) {
+    *out = NULL;
+    *n_rows = 0;
+    transcribe_status st = tr_mel_check_reflect_len(c, who, n);
+    if (st != TRANSCRIBE_OK) return st;
+    float *mel = NULL;
+    int T_mel = 0;
+    if ((st = tr_mel_compute(c, pcm, n, pool, &mel, &T_mel))) return st;
+    const int M = c->n_mels, T = T_mel / 2;
+    if (T < 1) {
+        free(mel);
+        TR_ERROR("%s: %lld samples give no stacked frame", who, (long long)n);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    float *x = malloc((size_t)T * 2 * M * sizeof(float));
+    if (!x) {
+        free(mel);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    /* stacked[t] = frame 2t's bins, then frame 2t+1's */
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < 2; h++)
+            for (int f = 0; f < M; f++)
+                x[(size_t)t * 2 * M + (size_t)h * M + f] = mel[(size_t)f * T_mel + 2 * t + h];
+    free(mel);
+    *out = x;
+    *n_rows = T;
+    return TRANSCRIBE_OK;
+}
+
 transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,
                                       tr_pool *pool, float **out, int *n_frames) {
     float *fm = NULL; /* feature-major [F][T] */

@@ -118,6 +118,23 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
 transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
                                  float **out, int *n_frames);
+/* tr_mel_compute that also refuses fewer than min_frames frames
+ * (INVALID_ARG, logged with who; nothing returned): the NeMo front ends of
+ * Canary, Cohere and Canary-Qwen need 2, as the unbiased per-feature
+ * deviation (docs/formats/gguf.md §8.5) needs more than one frame. One check
+ * instead of one per family. */
+transcribe_status tr_mel_compute_min(const tr_mel_config *c, const char *who, const float *pcm,
+                                     int64_t n, tr_pool *pool, int min_frames, float **out,
+                                     int *n_frames);
+/* Features of a reflect-padded front end (tr_mel_check_reflect_len first)
+ * with every two consecutive frames stacked into one row: *out is
+ * malloc'ed [*n_rows][2·n_mels], row t frame 2t's bins then frame 2t+1's,
+ * *n_rows = n_frames / 2 (a last odd frame dropped). INVALID_ARG (logged
+ * with who) when not one row comes out, OOM. Granite Speech and Granite NAR
+ * (docs/formats/granite_speech.md §5) feed their Conformer this way; one
+ * copy instead of two. */
+transcribe_status tr_mel_compute_stacked2(const tr_mel_config *c, const char *who, const float *pcm,
+                                          int64_t n, tr_pool *pool, float **out, int *n_rows);
 /* tr_mel_compute transposed: *out is malloc'ed [*n_frames][n_features]
  * frame-major (the row layout an encoder takes). Same errors. */
 transcribe_status tr_mel_compute_rows(const tr_mel_config *c, const float *pcm, int64_t n,

@@ -136,6 +136,21 @@ transcribe_status tr_family_load_gguf(const tr_load_ctx *lc, const char *who, si
         free(s);                                                                                   \
     }
 
+/* TR_FAMILY_SESSION for a family whose session is {const P_model *m;
+ * tr_pool *pool;} and nothing else: an encoder-only run keeps no cache, so
+ * the session's n_ctx and kv_type mean nothing and only the pool is kept
+ * (GigaAM, SenseVoice, MedASR). One definition so that those families do
+ * not each write the same empty setup / release pair. */
+#define TR_FAMILY_POOL_SESSION(P)                                                                  \
+    static transcribe_status P##_pool_session_setup(P##_session *s, const tr_session_cfg *cfg) {   \
+        s->pool = cfg->pool;                                                                       \
+        return TRANSCRIBE_OK;                                                                      \
+    }                                                                                              \
+    static void P##_pool_session_release(P##_session *s) {                                         \
+        (void)s;                                                                                   \
+    }                                                                                              \
+    TR_FAMILY_SESSION(P, P##_pool_session_setup, P##_pool_session_release)
+
 typedef struct tr_session_cfg {
     int n_threads;              /* resolved (>= 1) */
     transcribe_kv_type kv_type; /* validated */
@@ -186,6 +201,13 @@ static inline int tr_run_spec_k(const tr_run_ctx *ctx) {
 transcribe_status tr_family_check_transcribe_only(const char *who,
                                                   const struct transcribe_run_params *p);
 
+/* The single-run input gate of a family that encodes any length in one
+ * pass (GigaAM, SenseVoice): no pcm, or fewer than min_samples (one
+ * front-end frame) → INVALID_ARG; past max_ms (its training window) only a
+ * warning, as the run goes on whole. Logged with who (family_load.c). */
+transcribe_status tr_family_gate_whole(const char *who, const float *pcm, int n_samples,
+                                       int min_samples, int sample_rate, int max_ms);
+
 /* A decode that ended OK, OUTPUT_TRUNCATED or ABORTED has ids for the
  * result (partial ones too). */
 static inline bool tr_run_has_ids(transcribe_status st) {
@@ -230,6 +252,54 @@ void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_m
  * finishes ABORTED. */
 void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n);
 
+/* One group of a batch as a family's group hook sees it (tr_run_batch_groups). */
+typedef struct tr_run_group {
+    const float *const *pcm;
+    const int *n_samples;
+    tr_run_ctx *ctxs;
+    bool *done;     /* [n]: set (tr_run_batch_finish / settle) as utterances finish */
+    const int *idx; /* the group's batch indices, in input order */
+    int k;
+} tr_run_group;
+
+/* How a family's run_batch gates its utterances and cuts them into groups
+ * that share one encoder and lockstep-decoder pass. */
+typedef struct tr_run_groups {
+    int max_n;      /* utterances a group holds at most */
+    int max_frames; /* encoder frames a group holds at most (its first utterance joins anyway) */
+    /* utterance i's gate (NULL: none): not OK finishes it with that status */
+    transcribe_status (*gate)(void *user, int i, const float *pcm, int n_samples);
+    int (*frames)(void *user, int n_samples); /* encoder frames of an utterance */
+    transcribe_status (*run)(void *user, const tr_run_group *grp);
+    /* Optional (NULL: none; GigaAM, Parakeet): alone(user, n_samples) says
+     * an utterance bypasses the groups (too short or too long for the
+     * grouped path); right after its gate it runs through run_alone (its
+     * single run), its abort polled first. OOM or BACKEND from it ends the
+     * batch with that status (the utterance left unfinished), ABORTED ends
+     * it after finishing the utterance, anything else finishes the
+     * utterance. */
+    bool (*alone)(void *user, int n_samples);
+    transcribe_status (*run_alone)(void *user, const float *pcm, int n_samples, tr_run_ctx *ctx);
+} tr_run_groups;
+
+/* tr_run_batch_finish of utterance i of a group, with the tr_run_group as
+ * user: the hook through which nn's group helpers (nn/fc_encdec.h,
+ * nn/moonshine_decoder.h) finish an utterance whose front end or encoder
+ * failed, so no family writes that hook itself. */
+void tr_run_group_finish(void *grp, int i, transcribe_status st);
+
+/* A family's whole run_batch around its group hook: every utterance gated
+ * (in order; one that runs alone runs then), then the ones not yet done run in groups, in input
+ * order: a group takes the next undone utterances while it holds fewer than max_n and their frames
+ * stay within max_frames. Before each group the abort of its first utterance is polled (ABORTED
+ * without running it); a group whose hook returns anything but OK ends the loop with that status.
+ * What an abort left unfinished ends ABORTED (tr_run_batch_abort_rest). One driver instead of one
+ * loop per batching family (Canary, Cohere, Moonshine, Moonshine Streaming, GigaAM, Parakeet):
+ * gating order, grouping rule and abort handling are the same there, only the group's work is
+ * the family's. */
+transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
+                                      const int *n_samples, int n, tr_run_ctx *ctxs);
+
 /* Reports the fraction of the input processed (0..1; the callback sees it
  * clamped and never decreasing within a run). */
 static inline void tr_run_report_progress(tr_run_ctx *ctx, double fraction) {
@@ -265,6 +335,23 @@ static inline void tr_run_span_step(void *span, int n_gen, int n_most) {
     tr_run_span_report(span, n_gen, n_most);
 }
 
+/* A span that also counts the steps a greedy loop took: pass
+ * tr_run_span_count as on_step with it as its user. on_step sees every
+ * token the loop steps to (also the tokens one speculative call yields), so
+ * n_gen - 1 (the prefill token is not a step) is the step count, which the
+ * kept ids understate after a repetition-guard stop (transcribe-bench reads
+ * the decoder's n_steps). MOSS and Voxtral count this way. */
+typedef struct tr_run_step_count {
+    tr_run_span *span;
+    int n;
+} tr_run_step_count;
+
+static inline void tr_run_span_count(void *user, int n_gen, int n_most) {
+    tr_run_step_count *c = user;
+    c->n = n_gen - 1;
+    tr_run_span_step(c->span, n_gen, n_most);
+}
+
 /* The split the encoder-decoder LLM families share: audio front end and
  * encoder up to TR_RUN_ENCODED, the prompt prefill up to 0.5, the greedy
  * steps the rest (a step loop that ends early jumps to 1.0). */
@@ -293,6 +380,15 @@ typedef struct tr_stream_ctx {
      * committed row. */
     bool grows_only;
 } tr_stream_ctx;
+
+/* A stream call's abort callback shaped for loops that take a
+ * bool (*)(void *user) hook (encoders, greedy loops): pass the
+ * tr_stream_ctx as user. Parakeet, Moonshine Streaming and Voxtral Realtime
+ * each wrote this poll. */
+static inline bool tr_stream_abort_poll(void *stream_ctx) {
+    const tr_stream_ctx *c = stream_ctx;
+    return c->abort_cb && c->abort_cb(c->abort_user_data);
+}
 
 typedef struct tr_family {
     const char *arch; /* general.architecture value, e.g. "whisper" */
@@ -388,11 +484,11 @@ typedef struct tr_family {
  * family whose functions follow one naming (prefix P: types P_model and
  * P_session; P_model_load(lc, &m), P_model_describe(m, desc),
  * P_model_free(m), P_session_create(m, cfg, &s), P_session_free(s),
- * P_run(s, pcm, n, ctx), P_run_batch(s, pcm, n_samples, n, ctxs)). Defines
- * static fam_load, fam_free_model, fam_session_init, fam_session_free,
- * fam_validate_run, fam_run and fam_run_batch for the family's tr_family
- * initializer. */
-#define TR_FAMILY_ADAPTERS(P)                                                                      \
+ * P_run(s, pcm, n, ctx), P_run_batch(s, pcm, n_samples, n, ctxs)).
+ * TR_FAMILY_SERIAL_ADAPTERS defines static fam_load, fam_free_model,
+ * fam_session_init, fam_session_free, fam_validate_run and fam_run for the
+ * family's tr_family initializer; TR_FAMILY_ADAPTERS also fam_run_batch. */
+#define TR_FAMILY_SERIAL_ADAPTERS(P)                                                               \
     static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model,                     \
                                       tr_model_desc *desc) {                                       \
         P##_model *m = NULL;                                                                       \
@@ -421,18 +517,51 @@ typedef struct tr_family {
     static transcribe_status fam_run(void *session, const float *pcm, int n_samples,               \
                                      tr_run_ctx *ctx) {                                            \
         return tr_##P##_run(session, pcm, n_samples, ctx);                                         \
-    }                                                                                              \
+    }
+
+/* TR_FAMILY_SERIAL_ADAPTERS plus fam_run_batch, for a family with its own
+ * P_run_batch. */
+#define TR_FAMILY_ADAPTERS(P)                                                                      \
+    TR_FAMILY_SERIAL_ADAPTERS(P)                                                                   \
     static transcribe_status fam_run_batch(void *session, const float *const *pcm,                 \
                                            const int *n_samples, int n, tr_run_ctx *ctxs) {        \
         return tr_##P##_run_batch(session, pcm, n_samples, n, ctxs);                               \
     }
 
-/* The tr_family fields TR_FAMILY_ADAPTERS defines, for the initializer:
- * {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ..., ...}. */
-#define TR_FAMILY_ADAPTED_HOOKS                                                                    \
+/* The tr_family fields TR_FAMILY_SERIAL_ADAPTERS defines (a family without
+ * run_batch: the dispatcher runs a batch's utterances one after another;
+ * Granite NAR, SenseVoice), and those of TR_FAMILY_ADAPTERS, for the
+ * initializer: {.arch = "x", TR_FAMILY_ADAPTED_HOOKS, .get_limits = ...}. */
+#define TR_FAMILY_SERIAL_HOOKS                                                                     \
     .load = fam_load, .free_model = fam_free_model, .session_init = fam_session_init,              \
-    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run,            \
-    .run_batch = fam_run_batch
+    .session_free = fam_session_free, .validate_run = fam_validate_run, .run = fam_run
+#define TR_FAMILY_ADAPTED_HOOKS TR_FAMILY_SERIAL_HOOKS, .run_batch = fam_run_batch
+
+/* The stream hooks of a natively streaming family whose functions follow
+ * the same naming (P_stream_begin(s, ctx), P_stream_feed(s, pcm, n, ctx),
+ * P_stream_finalize(s, ctx), P_stream_reset(s)): defines static
+ * fam_stream_begin, fam_stream_feed, fam_stream_finalize and
+ * fam_stream_reset (Parakeet, Moonshine Streaming, Voxtral Realtime each
+ * wrote the same four). */
+#define TR_FAMILY_STREAM_ADAPTERS(P)                                                               \
+    static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {                 \
+        return tr_##P##_stream_begin(session, ctx);                                                \
+    }                                                                                              \
+    static transcribe_status fam_stream_feed(void *session, const float *pcm, int n_samples,       \
+                                             tr_stream_ctx *ctx) {                                 \
+        return tr_##P##_stream_feed(session, pcm, n_samples, ctx);                                 \
+    }                                                                                              \
+    static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {              \
+        return tr_##P##_stream_finalize(session, ctx);                                             \
+    }                                                                                              \
+    static void fam_stream_reset(void *session) {                                                  \
+        tr_##P##_stream_reset(session);                                                            \
+    }
+
+/* The tr_family fields TR_FAMILY_STREAM_ADAPTERS defines. */
+#define TR_FAMILY_STREAM_HOOKS                                                                     \
+    .stream_begin = fam_stream_begin, .stream_feed = fam_stream_feed,                              \
+    .stream_finalize = fam_stream_finalize, .stream_reset = fam_stream_reset
 
 /* Family-owned query codes: a two-letter family tag and a number, so codes
  * of different families never collide. */

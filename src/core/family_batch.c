@@ -25,6 +25,60 @@ void tr_run_batch_abort_rest(tr_run_ctx *ctxs, bool *done, int n) {
         if (!done[i]) tr_run_batch_finish(ctxs, done, i, TRANSCRIBE_ERR_ABORTED);
 }
 
+void tr_run_group_finish(void *grp, int i, transcribe_status st) {
+    const tr_run_group *g = grp;
+    tr_run_batch_finish(g->ctxs, g->done, i, st);
+}
+
+transcribe_status tr_run_batch_groups(const tr_run_groups *g, void *user, const float *const *pcm,
+                                      const int *n_samples, int n, tr_run_ctx *ctxs) {
+    const int cap = n < g->max_n ? n : g->max_n;
+    bool *done = calloc((size_t)n, sizeof *done);
+    int *idx = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *idx);
+    if (!done || !idx) {
+        free(done);
+        free(idx);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int i = 0; st == TRANSCRIBE_OK && i < n; i++) {
+        const transcribe_status u =
+            g->gate ? g->gate(user, i, pcm[i], n_samples[i]) : TRANSCRIBE_OK;
+        if (u != TRANSCRIBE_OK) {
+            tr_run_batch_finish(ctxs, done, i, u);
+            continue;
+        }
+        if (!g->alone || !g->alone(user, n_samples[i])) continue;
+        if (tr_run_should_abort(&ctxs[i])) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
+        const transcribe_status r = g->run_alone(user, pcm[i], n_samples[i], &ctxs[i]);
+        if (r == TRANSCRIBE_ERR_OOM || r == TRANSCRIBE_ERR_BACKEND)
+            st = r;
+        else
+            tr_run_batch_finish(ctxs, done, i, r);
+        if (r == TRANSCRIBE_ERR_ABORTED) st = r;
+    }
+    for (int i = 0; st == TRANSCRIBE_OK && i < n;) {
+        int k = 0, frames = 0; /* the next group */
+        for (; i < n && k < cap; i++) {
+            if (done[i]) continue;
+            const int f = g->frames(user, n_samples[i]);
+            if (k > 0 && frames + f > g->max_frames) break;
+            idx[k++] = i;
+            frames += f;
+        }
+        if (k == 0) break;
+        const tr_run_group grp = {pcm, n_samples, ctxs, done, idx, k};
+        st = tr_run_should_abort(&ctxs[idx[0]]) ? TRANSCRIBE_ERR_ABORTED : g->run(user, &grp);
+    }
+    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
+    free(done);
+    free(idx);
+    return st;
+}
+
 void tr_run_batch_settle(void *ctxs, int i, transcribe_status st, float decode_ms) {
     tr_run_ctx *ctx = (tr_run_ctx *)ctxs + i;
     tr_run_settle(ctx, st);

@@ -37,3 +37,17 @@ transcribe_status tr_family_check_transcribe_only(const char *who,
     }
     return TRANSCRIBE_OK;
 }
+
+transcribe_status tr_family_gate_whole(const char *who, const float *pcm, int n_samples,
+                                       int min_samples, int sample_rate, int max_ms) {
+    if (!pcm || n_samples < min_samples) {
+        TR_ERROR("%s: %d samples is shorter than one %d-sample frame", who, n_samples, min_samples);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    const int64_t ms = (int64_t)n_samples * 1000 / sample_rate;
+    if (ms > max_ms)
+        TR_WARN("%s: %.1f s is longer than the model's %d s window; running it whole "
+                "(attention cost grows with the square of the length)",
+                who, (double)ms / 1000.0, max_ms / 1000);
+    return TRANSCRIBE_OK;
+}

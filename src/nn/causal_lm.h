@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nn/greedy.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 #include "transcribe.h"
@@ -193,6 +194,15 @@ typedef struct tr_clm_greedy_cfg {
     int spec_k; /* speculative drafts per step (nn/greedy.h); 0 = plain; single runs only */
 } tr_clm_greedy_cfg;
 
+/* Turns on nn/greedy.h's repetition guard with g's limits (MOSS, Voxtral
+ * and Fun-ASR-Nano set TR_REPEAT_GUARD_DEFAULT when their session asks for
+ * it): one setter instead of the three fields copied in each family. */
+static inline void tr_clm_greedy_cfg_guard(tr_clm_greedy_cfg *cfg, tr_repeat_guard g) {
+    cfg->repeat_max_period = g.max_period;
+    cfg->repeat_min_repeats = g.min_repeats;
+    cfg->repeat_min_tokens = g.min_tokens;
+}
+
 /* Greedy decoding of one utterance in cache slot 0 from the prefill token
  * (the shared loop of nn/greedy.h):
  * out (capacity max_new) receives the generated ids without a trailing EOS.
@@ -291,6 +301,12 @@ transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const
                                       int n_ctx, transcribe_kv_type kv_type);
 /* Frees what *ds owns (safe on a zeroed or released one). */
 void tr_clm_session_release(tr_clm_session *ds);
+/* A single run's room before its prefill: the cache of slot 0 for n_ctx
+ * positions (tr_clm_reserve) and the output buffer *ids (capacity *cap,
+ * grown with tr_grow_int) for budget ids. OK or OOM. MOSS and Voxtral,
+ * whose budget follows the audio, both sized the two this way. */
+transcribe_status tr_clm_session_reserve(tr_clm_session *ds, int n_ctx, int32_t **ids, int *cap,
+                                         int budget);
 /* The session limits (docs/c-api.md §13.2) of a decoder-bound family: the
  * context ceiling as effective n_ctx, audio_ms (what that context leaves
  * for audio, by the family's own prompt arithmetic; <= 0 → 0) and the KV

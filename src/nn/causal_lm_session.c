@@ -6,6 +6,7 @@
 
 #include "nn/causal_lm.h"
 #include "util/log.h"
+#include "util/vec.h"
 
 transcribe_status tr_clm_session_init(tr_clm_session *ds, const char *who, const tr_clm_hparams *hp,
                                       const tr_clm_weights *w, int max_pos, tr_pool *pool,
@@ -37,4 +38,14 @@ void tr_clm_session_limits(const tr_clm_session *ds, const tr_clm_hparams *hp, i
     out->effective_n_ctx = ds->ceiling;
     out->effective_max_audio_ms = audio_ms > 0 ? audio_ms : 0;
     out->max_kv_bytes = (int64_t)tr_clm_kv_bytes_per_pos(hp, ds->kv_f16) * ds->ceiling;
+}
+
+transcribe_status tr_clm_session_reserve(tr_clm_session *ds, int n_ctx, int32_t **ids, int *cap,
+                                         int budget) {
+    transcribe_status st = tr_clm_reserve(ds->lm, 1, n_ctx);
+    if (st != TRANSCRIBE_OK) return st;
+    int32_t *p = tr_grow_int(*ids, cap, budget, sizeof *p, 0);
+    if (!p) return TRANSCRIBE_ERR_OOM;
+    *ids = p;
+    return TRANSCRIBE_OK;
 }

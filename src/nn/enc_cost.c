@@ -74,6 +74,33 @@ double tr_enc_cost_fc_pass(const tr_fc_hparams *hp, long T_mel, long *T_out) {
     return f + hp->n_layers * layer;
 }
 
+bool tr_enc_cost_fced(const struct gguf_file *g, const char *enc_prefix, int64_t n, double d_dec,
+                      double n_dec_layers, bool proj, tr_enc_cost *out, const char **why) {
+    tr_fc_hparams hp;
+    if (tr_fc_read_hparams(g, enc_prefix, TR_FC_KEYS_CANARY, &hp)) {
+        *why = "unreadable encoder hyper-parameters";
+        return false;
+    }
+    const int64_t hop = tr_enc_cost_u32(g, "stt.frontend.hop_length", 160);
+    if (hop <= 0) {
+        *why = "bad hop_length";
+        return false;
+    }
+    long T = 0;
+    out->windows = 1;
+    out->gflop = tr_enc_cost_fc_pass(&hp, (long)(n / hop + 1), &T);
+    if (d_dec > 0) {
+        const double d_src = proj ? d_dec : hp.d_model;
+        if (proj) out->gflop += 2.0 * T * hp.d_model * d_dec;
+        out->gflop += n_dec_layers * 4.0 * T * d_src * d_dec;
+    }
+    out->gflop *= 1e-9;
+    out->frames = (int)T;
+    out->gemm_k = hp.d_model;
+    out->gemm_n = hp.d_ff;
+    return true;
+}
+
 bool tr_enc_cost_granite(const struct gguf_file *g, const char *prefix, int64_t n, tr_enc_cost *out,
                          const char **why) {
     char k[160];

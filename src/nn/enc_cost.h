@@ -52,6 +52,18 @@ bool tr_enc_cost_whisper(const struct gguf_file *g, const char *family, uint32_t
  * Returns FLOPs; *T_out gets the encoder frames. */
 double tr_enc_cost_fc_pass(const tr_fc_hparams *hp, long T_mel, long *T_out);
 
+/* The encode stage of a FastConformer + cross-attending decoder family
+ * (fc_encdec.h: Canary, Cohere) on n samples, the encoder's keys under
+ * enc_prefix (e.g. "stt.canary.encoder."), the hop from
+ * stt.frontend.hop_length: one FastConformer pass, the projection to d_dec
+ * when proj (2·T·d_model·d_dec), and the decoder's cross K/V (4·T·d_src·d_dec
+ * per decoder layer, d_src the projection's width or the encoder's); d_dec
+ * 0 counts the encoder alone. Fills out (gflop, one window, frames, the FFN
+ * GEMM shape), family left to the caller; false with *why when keys are
+ * missing. One count for both families' enc_cost hooks. */
+bool tr_enc_cost_fced(const struct gguf_file *g, const char *enc_prefix, int64_t n, double d_dec,
+                      double n_dec_layers, bool proj, tr_enc_cost *out, const char **why);
+
 /* Granite's Conformer (granite_conformer.h) on n samples, under the keys prefix (e.g.
  * "stt.granite.encoder."): the input linear, per block two macaron FFNs, Q/K/V/O, the
  * block-local attention Σ_blocks 6·n_b²·d (content, Shaw position, PV), the conv module (two

@@ -152,21 +152,6 @@ static transcribe_status depthwise(finder *fd, const char *who, const tr_gc_name
     return TRANSCRIBE_OK;
 }
 
-/* Rows of a (possibly block-quantized) table widened to F32 (owned). */
-static float *widen(const tr_tensor *t, int rows, int cols) {
-    float *out = malloc((size_t)rows * (size_t)cols * sizeof(float));
-    int32_t *ids = malloc((size_t)rows * sizeof(int32_t));
-    if (out && ids) {
-        for (int r = 0; r < rows; r++) ids[r] = r;
-        tr_get_rows(t, ids, rows, out);
-    } else {
-        free(out);
-        out = NULL;
-    }
-    free(ids);
-    return out;
-}
-
 transcribe_status tr_gc_load(const struct gguf_file *f, const char *who, const tr_gc_names *nms,
                              const tr_gc_hparams *e, tr_gc_weights *w) {
     memset(w, 0, sizeof *w);
@@ -201,7 +186,7 @@ transcribe_status tr_gc_load(const struct gguf_file *f, const char *who, const t
         if (fd.bad) return TRANSCRIBE_ERR_GGUF;
         transcribe_status st = depthwise(&fd, who, nms, e, i, b);
         if (st) return st;
-        b->rel_pos = widen(rp, rows, e->head_dim);
+        b->rel_pos = tr_rows_f32(rp, rows);
         if (!b->rel_pos) return TRANSCRIBE_ERR_OOM;
     }
     return TRANSCRIBE_OK;

@@ -154,3 +154,93 @@ transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *
                                .step_user = a->step_user};
     return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1 + n_pre, out, n_out);
 }
+
+/* ---- batches ---- */
+
+bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16) {
+    const size_t D = (size_t)d->dec.dims.d_model, L = (size_t)d->dec.n_layers;
+    u->ck = malloc(L * (size_t)u->T * D * sizeof(float));
+    u->cv = malloc(L * (size_t)u->T * D * sizeof(float));
+    u->out = malloc((size_t)max_pos * sizeof(int32_t));
+    return u->ck && u->cv && u->out &&
+           tr_nn_kv_init(&u->kv, d->dec.n_layers, max_pos, d->dec.dims.d_model, kv_f16);
+}
+
+void tr_msd_utts_free(tr_msd_utt *u, int n) {
+    for (int j = 0; j < n; j++) {
+        free(u[j].ck);
+        free(u[j].cv);
+        free(u[j].out);
+        tr_nn_kv_free(&u[j].kv);
+    }
+    memset(u, 0, (size_t)n * sizeof *u);
+}
+
+transcribe_status tr_msd_group_encode(tr_msd_utt *u, int *n,
+                                      transcribe_status (*encode)(void *user, tr_msd_utt *u),
+                                      void *user,
+                                      void (*drop)(void *drop_user, int idx, transcribe_status st),
+                                      void *drop_user) {
+    int live = 0;
+    for (int j = 0; j < *n; j++) {
+        tr_msd_utt *x = &u[j];
+        const transcribe_status st = encode(user, x);
+        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_ABORTED) return st;
+        if (st != TRANSCRIBE_OK) {
+            const int idx = x->idx;
+            tr_msd_utts_free(x, 1);
+            drop(drop_user, idx, st);
+            continue;
+        }
+        if (live != j) {
+            u[live] = *x;
+            memset(x, 0, sizeof *x);
+        }
+        live++;
+    }
+    *n = live;
+    return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_msd_greedy_group(tr_pool *pool, const tr_msd *d, int32_t start, int32_t eos,
+                                      int max_pos, bool (*should_abort)(void *user),
+                                      void *abort_user, tr_msd_utt *u, int n) {
+    tr_ed_greedy_row *rows = calloc((size_t)n, sizeof *rows);
+    if (!rows) return TRANSCRIBE_ERR_OOM;
+    const size_t D = (size_t)d->dec.dims.d_model;
+    for (int j = 0; j < n; j++)
+        rows[j] = (tr_ed_greedy_row){.kv = &u[j].kv,
+                                     .ck = u[j].ck,
+                                     .cv = u[j].cv,
+                                     .cross_stride = (size_t)u[j].T * D,
+                                     .n_src = u[j].T,
+                                     .out = u[j].out,
+                                     .max_new = u[j].max_new};
+    const tr_ed_greedy_cfg cfg = {.prompt = &start,
+                                  .n_prompt = 1,
+                                  .eos = eos,
+                                  .max_new = max_pos,
+                                  .max_n_kv = max_pos,
+                                  .should_abort = should_abort,
+                                  .abort_user = abort_user};
+    const transcribe_status st = tr_ed_greedy_batch(pool, &d->dec, &cfg, rows, n);
+    for (int j = 0; j < n; j++) {
+        u[j].n_out = rows[j].n_out;
+        u[j].eos = rows[j].last == eos;
+        u[j].live = rows[j].live;
+    }
+    free(rows);
+    return st;
+}
+
+transcribe_status tr_msd_group_run(const int *idx, int k,
+                                   transcribe_status (*run)(void *user, tr_msd_utt *u, int n),
+                                   void *user) {
+    tr_msd_utt *u = calloc((size_t)k, sizeof *u);
+    if (!u) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < k; j++) u[j].idx = idx[j];
+    const transcribe_status st = run(user, u, k);
+    tr_msd_utts_free(u, k);
+    free(u);
+    return st;
+}

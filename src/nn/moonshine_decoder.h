@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "nn/encdec_decoder.h"
+#include "nn/encdec_greedy.h"
 #include "nn/nn.h"
 #include "nn/weights.h"
 #include "tensor/pool.h"
@@ -76,5 +77,60 @@ typedef struct tr_msd_greedy_args {
  * INVALID_ARG (a position or id outside the decoder, or a prefix of gen_cap
  * ids or more, logged). */
 transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *n_out);
+
+/* ---- batches ----
+ * What the run_batch of both families does around its own encoder: per
+ * utterance its cross K/V, cache and ids; the group closed up around the
+ * utterances whose encoder failed; one lockstep greedy decode for the group
+ * (nn/encdec_greedy.h: the start token prefilled for every utterance, then
+ * one token per unfinished utterance per tr_ed_step, each stopping at its
+ * EOS or cap as tr_msd_greedy does). Written once here instead of in each
+ * family; the result rows stay the family's. */
+
+/* One utterance of a batch group. */
+typedef struct tr_msd_utt {
+    int idx;        /* batch index */
+    int T;          /* encoder frames */
+    int max_new;    /* its token cap (counting the first and a final EOS); 0: max_pos */
+    float *ck, *cv; /* cross K/V: layer l's [T][D] at + l·T·D */
+    tr_nn_kv kv;
+    int32_t *out; /* [max_pos]: ids after the start token, EOS excluded */
+    /* results of tr_msd_greedy_group */
+    int n_out;
+    bool eos;  /* stopped at EOS (else at its cap: truncated) */
+    bool live; /* still decoding when an abort stopped the group */
+} tr_msd_utt;
+
+/* u's buffers for u->T frames: cross K/V, a cache of max_pos positions
+ * (F16 when kv_f16) and max_pos ids; false on OOM (free with
+ * tr_msd_utts_free either way). */
+bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16);
+/* Frees and zeroes u[0, n). */
+void tr_msd_utts_free(tr_msd_utt *u, int n);
+
+/* The k utterances idx (batch indices; T and the rest zero) made, handed
+ * to run(user, u, k) and freed again (tr_msd_utts_free): the group hook
+ * both families hand core's tr_run_batch_groups comes down to this call.
+ * OOM when they cannot be made, else run's status. */
+transcribe_status tr_msd_group_run(const int *idx, int k,
+                                   transcribe_status (*run)(void *user, tr_msd_utt *u, int n),
+                                   void *user);
+
+/* The encoders of a group: encode(user, u) fills utterance u->idx (its T
+ * and cross K/V, through tr_msd_utt_alloc). OOM or ABORTED ends the group
+ * (returned); another failure frees the utterance, hands it to
+ * drop(drop_user, idx, status) and the rest close up (*n shrinks). */
+transcribe_status tr_msd_group_encode(tr_msd_utt *u, int *n,
+                                      transcribe_status (*encode)(void *user, tr_msd_utt *u),
+                                      void *user,
+                                      void (*drop)(void *drop_user, int idx, transcribe_status st),
+                                      void *drop_user);
+
+/* The lockstep greedy decode of n encoded utterances (start token, EOS,
+ * positions max_pos; should_abort polled before every step, may be NULL):
+ * OK, ABORTED (utterances with live set were cut short) or OOM. */
+transcribe_status tr_msd_greedy_group(tr_pool *pool, const tr_msd *d, int32_t start, int32_t eos,
+                                      int max_pos, bool (*should_abort)(void *user),
+                                      void *abort_user, tr_msd_utt *u, int n);
 
 #endif

@@ -97,6 +97,15 @@ bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16);
 void tr_nn_kv_free(tr_nn_kv *kv);
 size_t tr_nn_kv_bytes(const tr_nn_kv *kv);
 
+/* Multi-head attention of nb independent windows, every matrix [rows][d]
+ * contiguous: window b's nq query rows (q + b·nq·d) over its nk key and
+ * value rows (k, v + b·nk·d), n_head heads of d / n_head, scale
+ * 1/sqrt(head_dim), no mask, into out + b·nq·d. The windowed query
+ * projectors of Granite Speech (docs/formats/granite_speech.md §6.2) and
+ * Granite NAR (docs/formats/granite_nar.md §5.2) both run it. */
+void tr_nn_window_attn(tr_pool *pool, const float *q, const float *k, const float *v, int nb,
+                       int nq, int nk, int d, int n_head, float *out);
+
 /* y = x W^T + b for rows × in → rows × out (contiguous). */
 void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int rows, float *y);
 

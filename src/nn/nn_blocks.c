@@ -38,6 +38,28 @@ size_t tr_nn_kv_bytes(const tr_nn_kv *kv) {
     return 2 * (size_t)kv->n_layers * (size_t)kv->n_ctx * (size_t)kv->dim * es;
 }
 
+void tr_nn_window_attn(tr_pool *pool, const float *q, const float *k, const float *v, int nb,
+                       int nq, int nk, int d, int n_head, float *out) {
+    const int dh = d / n_head;
+    for (int b = 0; b < nb; b++) {
+        tr_attn_args a = {.q = q + (size_t)b * nq * d,
+                          .q_stride = d,
+                          .k = k + (size_t)b * nk * d,
+                          .v = v + (size_t)b * nk * d,
+                          .kv_stride = d,
+                          .out = out + (size_t)b * nq * d,
+                          .out_stride = d,
+                          .n_q = nq,
+                          .n_kv = nk,
+                          .kv_valid = nk,
+                          .n_head = n_head,
+                          .n_head_kv = n_head,
+                          .head_dim = dh,
+                          .scale = 1.0f / sqrtf((float)dh)};
+        tr_attention(pool, &a);
+    }
+}
+
 void tr_nn_linear_fwd(tr_pool *pool, const tr_nn_linear *l, const float *x, int rows, float *y) {
     tr_linear(pool, l->w, l->b, x, rows, y);
 }

@@ -108,6 +108,11 @@ void tr_rope(float *x, int n_tok, int n_head, int head_dim, int stride, const in
 /* out[i][:] = row ids[i] of emb (ne = {d, vocab}), dequantized. Ids out of
  * range give zero rows (callers validate ids first). */
 void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out);
+/* The first n rows of t (ne = {cols, >= n}), of any type tr_get_rows reads,
+ * as a new F32 array [n][cols] the caller frees; NULL on OOM. For small
+ * tables a block keeps widened (Granite's relative positions, its
+ * projector's queries). */
+float *tr_rows_f32(const tr_tensor *t, int n);
 
 /* ---- attention ----
  * Scaled dot-product attention with grouped-query heads, computed blockwise

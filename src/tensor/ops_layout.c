@@ -60,3 +60,17 @@ void tr_get_rows(const tr_tensor *emb, const int32_t *ids, int n, float *out) {
             tr_dequantize_row(emb->type, row, o, d);
     }
 }
+
+float *tr_rows_f32(const tr_tensor *t, int n) {
+    float *out = malloc((size_t)n * (size_t)t->ne[0] * sizeof(float));
+    int32_t *ids = malloc((size_t)n * sizeof(int32_t));
+    if (out && ids) {
+        for (int r = 0; r < n; r++) ids[r] = r;
+        tr_get_rows(t, ids, n, out);
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(ids);
+    return out;
+}

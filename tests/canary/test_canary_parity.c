@@ -125,7 +125,7 @@ static void tensors(const char *config, const char *dt, const float *pcm, int n)
         CHECK(tr_cn_encode(L.s, gm.data, (int)gm.shape[1], &T_enc, NULL, NULL) == TRANSCRIBE_OK);
         CHECK(ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec);
         if (ge.shape[0] == T_enc && ge.shape[1] == L.m->hp.d_dec) {
-            double d = cn_max_abs_diff(L.s->enc_dec, ge.data, ge.n), mx = 0;
+            double d = cn_max_abs_diff(L.s->enc.enc_dec, ge.data, ge.n), mx = 0;
             for (int64_t i = 0; i < ge.n; i++) mx = max_abs(mx, ((float *)ge.data)[i]);
             printf("%s %s: encoder [%d x %d] max|diff| %.3g (max|enc| %.3g)\n", config, dt, T_enc,
                    L.m->hp.d_dec, d, mx);

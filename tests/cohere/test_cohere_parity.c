@@ -170,8 +170,9 @@ static void check_encoder(const char *dt, loaded *L, const char *clip, bool chec
     const struct {
         const char *stage;
         const float *got;
-    } st2[3] = {
-        {"proj_out", L->s->enc_dec}, {"cross_k0", L->s->cross_k}, {"cross_v0", L->s->cross_v}};
+    } st2[3] = {{"proj_out", L->s->enc.enc_dec},
+                {"cross_k0", L->s->enc.cross_k},
+                {"cross_v0", L->s->enc.cross_v}};
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s_%s_%s", dt, clip, st2[i].stage);
         snprintf(what, sizeof what, "%s %s %s", dt, clip, st2[i].stage);

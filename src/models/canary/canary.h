@@ -12,6 +12,7 @@
 #include "core/family.h"
 #include "audio/mel.h"
 #include "nn/encdec_decoder.h"
+#include "nn/fc_encdec.h"
 #include "nn/fastconformer.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
@@ -62,6 +63,7 @@ typedef struct cn_model {
     /* the decoder as nn's configuration: stored position table, embedding
      * LN, final LN, untied head */
     tr_ed_decoder decoder;
+    tr_fced fced; /* the encoder side as nn/fc_encdec.h runs it: enc, proj (or none), decoder */
 
     tr_mel_config mel;
     struct tr_tokenizer *tok;
@@ -93,10 +95,7 @@ typedef struct cn_session {
     tr_nn_kv kv;
     tr_fc_work *fc_work;
     /* per-run buffers, grown on demand */
-    float *enc_out;           /* [T_enc][d_enc] */
-    float *enc_dec;           /* [T_enc][d_dec] after the projection (or == enc_out) */
-    float *cross_k, *cross_v; /* [L][T_enc][d_dec] */
-    size_t cap_enc_frames;
+    tr_fced_bufs enc;   /* encoder rows, projection, cross K/V [L][T_enc][d_dec] */
     float *dec_x;       /* [CN_MAX_PROMPT][d_dec] */
     float *dec_scratch; /* tr_ed_step_scratch for CN_MAX_PROMPT rows */
     float *logits;      /* [V] */
@@ -132,7 +131,7 @@ int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples);
 transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel);
 /* Encoder (+ projection) and cross K/V of every decoder layer; *T_enc gets
- * the frame count. s->enc_dec then holds [T_enc][d_dec]. */
+ * the frame count. s->enc.enc_dec then holds [T_enc][d_dec]. */
 transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
                                tr_fc_abort_fn abort_fn, void *abort_user);
 /* Decoder over ids at positions n_past..n_past+n-1 (n <= CN_MAX_PROMPT);

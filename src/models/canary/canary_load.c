@@ -82,16 +82,7 @@ static transcribe_status read_hparams(const gguf_file *f, cn_model *m) {
                  hp->n_dec_heads);
         return ERR_GGUF;
     }
-    const char *act = NULL;
-    if ((st = tr_gguf_req_str(f, DK "activation", &act))) return st;
-    if (strcmp(act, "relu") == 0) {
-        hp->act = TR_NN_ACT_RELU;
-    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
-        hp->act = TR_NN_ACT_SILU;
-    } else {
-        TR_ERROR("canary: " DK "activation '%s' is not supported (relu, silu, swish)", act);
-        return ERR_GGUF;
-    }
+    if ((st = tr_fced_read_act(f, "canary", DK "activation", &hp->act))) return st;
     bool pre_ln, learn_pos; /* written, not consulted: the decoder is always pre-LN */
     if ((st = tr_gguf_opt_bool(f, DK "pre_ln", true, &pre_ln))) return st;
     if ((st = tr_gguf_opt_bool(f, DK "learn_positional_encodings", false, &learn_pos))) return st;
@@ -366,13 +357,9 @@ static transcribe_status read_tensors(const gguf_file *f, cn_model *m) {
     if (!tr_nn_load_weights(&src, cn_top_specs, sizeof cn_top_specs / sizeof cn_top_specs[0], dims,
                             0, true, m))
         ok = false;
-    m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
-    if (!m->dec) return TRANSCRIBE_ERR_OOM;
-    if (ok && !tr_nn_load_dec_blocks(&src, &cn_block_names, hp->d_dec, hp->dec_ff, hp->n_dec_layers,
-                                     m->dec))
-        ok = false;
-    for (int i = 0; i < hp->n_dec_layers; i++) m->dec[i].ffn.act = hp->act;
-    return ok ? TRANSCRIBE_OK : ERR_GGUF;
+    if (!ok) return ERR_GGUF;
+    return tr_fced_load_dec_blocks(&src, &cn_block_names, hp->d_dec, hp->dec_ff, hp->n_dec_layers,
+                                   hp->act, &m->dec);
 }
 
 /* ---- model ---- */
@@ -388,23 +375,20 @@ static transcribe_status load_gguf(const gguf_file *f, cn_model *m) {
     if ((st = read_tensors(f, m))) return st;
     if ((st = tr_fc_load(f, &m->enc_hp, &m->enc))) return st;
     const cn_hparams *hp = &m->hp;
-    m->decoder = (tr_ed_decoder){
-        .tok_emb = m->tok_emb,
-        .pos = TR_ED_POS_TABLE,
-        .pos_table = m->pos_enc,
-        .emb_norm = m->emb_ln,
-        .blocks = m->dec,
-        .n_layers = hp->n_dec_layers,
-        .dims = {.d_model = hp->d_dec,
-                 .n_head = hp->n_dec_heads,
-                 .head_dim = hp->d_dec / hp->n_dec_heads,
-                 .d_ffn = hp->dec_ff,
-                 .ln_eps = 1e-5f},
-        .out_norm = m->dec_ln,
-        .norm_eps = 1e-5f,
-        .head = m->head,
-        .n_vocab = hp->n_vocab,
-    };
+    const tr_fced_dec_parts dec = {.tok_emb = m->tok_emb,
+                                   .pos_table = m->pos_enc,
+                                   .emb_norm = m->emb_ln,
+                                   .out_norm = m->dec_ln,
+                                   .blocks = m->dec,
+                                   .n_layers = hp->n_dec_layers,
+                                   .d_model = hp->d_dec,
+                                   .n_heads = hp->n_dec_heads,
+                                   .d_ffn = hp->dec_ff,
+                                   .n_vocab = hp->n_vocab,
+                                   .head = m->head};
+    m->decoder = tr_fced_decoder(&dec);
+    m->fced =
+        (tr_fced){m->enc, hp->enc_dec_proj ? &m->proj : NULL, &m->decoder, hp->d_enc, "canary"};
     /* docs/formats/canary.md §9: pos_emb_max_len · subsampling · hop · 1000 / sample_rate */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;

@@ -38,20 +38,11 @@ transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *
     return TRANSCRIBE_OK;
 }
 
-static void free_enc_bufs(cn_session *s) {
-    if (s->enc_dec != s->enc_out) free(s->enc_dec);
-    free(s->enc_out);
-    free(s->cross_k);
-    free(s->cross_v);
-    s->enc_out = s->enc_dec = s->cross_k = s->cross_v = NULL;
-    s->cap_enc_frames = 0;
-}
-
 void tr_cn_session_free(cn_session *s) {
     if (!s) return;
     tr_nn_kv_free(&s->kv);
     tr_fc_work_free(s->fc_work);
-    free_enc_bufs(s);
+    tr_fced_bufs_free(&s->enc);
     free(s->dec_x);
     free(s->dec_scratch);
     free(s->logits);
@@ -68,75 +59,22 @@ int64_t tr_cn_predict_enc_frames(const cn_model *m, int64_t n_samples) {
 
 transcribe_status tr_cn_log_mel(const cn_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel) {
-    *mel = NULL;
-    *T_mel = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*T_mel < 2) {
-        TR_ERROR("canary: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
-        free(*mel);
-        *mel = NULL;
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
-}
-
-static bool grow_enc_bufs(cn_session *s, int T_enc) {
-    if ((size_t)T_enc <= s->cap_enc_frames) return true;
-    const cn_hparams *hp = &s->m->hp;
-    free_enc_bufs(s);
-    size_t T = (size_t)T_enc, De = (size_t)hp->d_enc, Dd = (size_t)hp->d_dec,
-           L = (size_t)hp->n_dec_layers;
-    s->enc_out = malloc(T * De * sizeof(float));
-    s->enc_dec = hp->enc_dec_proj ? malloc(T * Dd * sizeof(float)) : s->enc_out;
-    s->cross_k = malloc(L * T * Dd * sizeof(float));
-    s->cross_v = malloc(L * T * Dd * sizeof(float));
-    if (!s->enc_out || !s->enc_dec || !s->cross_k || !s->cross_v) {
-        free_enc_bufs(s);
-        return false;
-    }
-    s->cap_enc_frames = T;
-    return true;
+    return tr_mel_compute_min(&m->mel, "canary", pcm, n, pool, 2, mel, T_mel);
 }
 
 transcribe_status tr_cn_encode(cn_session *s, const float *mel, int T_mel, int *T_enc,
                                tr_fc_abort_fn abort_fn, void *abort_user) {
-    const cn_model *m = s->m;
-    const int T = tr_fc_out_frames(m->enc, T_mel);
-    *T_enc = 0;
-    if (T < 1) {
-        TR_ERROR("canary: %d mel frames give no encoder frames", T_mel);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (!grow_enc_bufs(s, T)) {
-        TR_ERROR("canary: out of memory for %d encoder frames", T);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    transcribe_status st = tr_fc_forward(m->enc, s->pool, s->fc_work, mel, T_mel, s->enc_out, NULL,
-                                         abort_fn, abort_user);
-    if (st != TRANSCRIBE_OK) return st;
-    if (m->hp.enc_dec_proj) tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
-    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_dec, T, s->cross_k, s->cross_v,
-                   (size_t)T * (size_t)m->hp.d_dec);
-    *T_enc = T;
-    return TRANSCRIBE_OK;
+    return tr_fced_encode(&s->m->fced, s->pool, s->fc_work, mel, T_mel, &s->enc, T_enc, abort_fn,
+                          abort_user);
 }
 
 bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const cn_model *m = s->m;
-    if (n > CN_MAX_PROMPT || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+    if (n > CN_MAX_PROMPT || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx))
         return false;
     /* x = LN(E_tok[y] + PE[p]) with the stored table, no sqrt(d) scaling;
      * only the last row's logits are needed (greedy, docs/formats/canary.md §8.3) */
-    const tr_ed_seq seq = {.rows = n,
-                           .n_past = n_past,
-                           .n_src = T_enc,
-                           .kv = &s->kv,
-                           .ck = s->cross_k,
-                           .cv = s->cross_v,
-                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                           .ids = ids};
+    const tr_ed_seq seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, ids, n, n_past, T_enc);
     tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }
@@ -144,19 +82,11 @@ bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_en
 bool tr_cn_verify(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc, int32_t *next) {
     const cn_model *m = s->m;
     const int V = m->hp.n_vocab;
-    if (n < 1 || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
-        return false;
+    if (n < 1 || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx)) return false;
     for (int i = 0; i < n; i += CN_VERIFY_ROWS) {
         const int rows = n - i < CN_VERIFY_ROWS ? n - i : CN_VERIFY_ROWS;
-        const tr_ed_seq seq = {.rows = rows,
-                               .n_past = n_past + i,
-                               .n_src = T_enc,
-                               .kv = &s->kv,
-                               .ck = s->cross_k,
-                               .cv = s->cross_v,
-                               .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                               .ids = ids + i};
+        const tr_ed_seq seq =
+            tr_fced_seq(&m->fced, &s->enc, &s->kv, ids + i, rows, n_past + i, T_enc);
         tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
         tr_ed_head(s->pool, &m->decoder, s->dec_x, rows, s->spec_logits);
         for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(s->spec_logits + (size_t)r * V, V);

@@ -24,15 +24,7 @@ transcribe_status tr_cq_log_mel(const cq_model *m, tr_pool *pool, const float *p
                  m->mel.n_fft / 2 + 1);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*T_mel < 2) {
-        TR_ERROR("canary_qwen: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
-        free(*mel);
-        *mel = NULL;
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_min(&m->mel, "canary_qwen", pcm, n, pool, 2, mel, T_mel);
 }
 
 transcribe_status tr_cq_encode(const cq_model *m, tr_pool *pool, tr_fc_work *w, const float *mel,

@@ -13,6 +13,7 @@
 #include "core/family.h"
 #include "audio/mel.h"
 #include "nn/encdec_decoder.h"
+#include "nn/fc_encdec.h"
 #include "nn/fastconformer.h"
 #include "nn/nn.h"
 #include "tensor/pool.h"
@@ -42,6 +43,7 @@ typedef struct ch_model {
     const float *head_bias; /* [V] */
     tr_nn_dec_block *dec;
     tr_ed_decoder decoder; /* stored sinusoids, embedding LN, final LN, tied head + bias */
+    tr_fced fced;          /* the encoder side as nn/fc_encdec.h runs it: enc, proj, decoder */
 
     tr_mel_config mel;
     struct tr_tokenizer *tok;
@@ -59,10 +61,7 @@ typedef struct ch_session {
     tr_nn_kv kv;
     tr_fc_work *fc_work;
     /* per-run buffers, grown with the longest input seen */
-    float *enc_out;           /* [T_enc][d_enc] */
-    float *enc_dec;           /* [T_enc][d_dec] after enc_dec_proj */
-    float *cross_k, *cross_v; /* [L][T_enc][d_dec] */
-    size_t cap_enc_frames;
+    tr_fced_bufs enc;   /* encoder rows, projection, cross K/V [L][T_enc][d_dec] */
     float *dec_x;       /* [CH_PROMPT][d_dec] */
     float *dec_scratch; /* tr_ed_step_scratch for CH_PROMPT rows */
     float *logits;      /* [V] */
@@ -97,7 +96,7 @@ transcribe_status tr_ch_check_length(const ch_model *m, int64_t n_samples);
 transcribe_status tr_ch_log_mel(const ch_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel);
 /* Encoder, enc_dec_proj and the cross K/V of every decoder layer; *T_enc
- * gets the frame count; s->enc_dec then holds [T_enc][d_dec]. */
+ * gets the frame count; s->enc.enc_dec then holds [T_enc][d_dec]. */
 transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *T_enc,
                                tr_fc_abort_fn abort_fn, void *abort_user);
 /* Decoder over ids at positions n_past.. (n <= CH_PROMPT); logits of the

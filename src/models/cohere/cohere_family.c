@@ -13,35 +13,16 @@ static void fam_get_limits(void *session, struct transcribe_session_limits *out)
     const ch_model *m = s->m;
     out->effective_n_ctx = s->n_ctx;
     out->effective_max_audio_ms = m->max_audio_ms;
-    out->max_kv_bytes =
-        (int64_t)2 * m->hp.n_dec_layers * m->hp.d_dec * s->n_ctx * (s->kv_f16 ? 2 : 4);
+    out->max_kv_bytes = (int64_t)tr_nn_kv_bytes(&s->kv);
 }
 
 /* Tool hook (transcribe-bench): one FastConformer pass, enc_dec_proj and
  * the decoder's cross K/V, all inside the timed encode stage. */
 static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out, const char **why) {
-    tr_fc_hparams hp;
-    if (tr_fc_read_hparams(g, "stt.cohere.encoder.", TR_FC_KEYS_CANARY, &hp)) {
-        *why = "unreadable encoder hyper-parameters";
-        return false;
-    }
-    const int64_t hop = tr_enc_cost_u32(g, "stt.frontend.hop_length", 160);
-    if (hop <= 0) {
-        *why = "bad hop_length";
-        return false;
-    }
-    long T = 0;
     out->family = "cohere";
-    out->windows = 1;
-    out->gflop = tr_enc_cost_fc_pass(&hp, (long)(n / hop + 1), &T);
-    const double d_dec = tr_enc_cost_u32(g, "stt.cohere.decoder.hidden_size", 0);
-    out->gflop += 2.0 * T * hp.d_model * d_dec; /* enc_dec_proj */
-    out->gflop += tr_enc_cost_u32(g, "stt.cohere.decoder.n_layers", 0) * 4.0 * T * d_dec * d_dec;
-    out->gflop *= 1e-9;
-    out->frames = (int)T;
-    out->gemm_k = hp.d_model;
-    out->gemm_n = hp.d_ff;
-    return true;
+    return tr_enc_cost_fced(g, "stt.cohere.encoder.", n,
+                            tr_enc_cost_u32(g, "stt.cohere.decoder.hidden_size", 0),
+                            tr_enc_cost_u32(g, "stt.cohere.decoder.n_layers", 0), true, out, why);
 }
 
 /* Tool hook (transcribe-bench's step probe): the decoder of the latest
@@ -54,14 +35,7 @@ static bool fam_ed_probe(void *session, tr_ed_probe *out) {
     if (pos >= s->n_ctx) pos = s->n_ctx - 1;
     const ch_model *m = s->m;
     *out = (tr_ed_probe){.dec = &m->decoder,
-                         .seq = {.rows = 1,
-                                 .n_past = pos,
-                                 .n_src = s->last_T_enc,
-                                 .kv = &s->kv,
-                                 .ck = s->cross_k,
-                                 .cv = s->cross_v,
-                                 .cross_stride = (size_t)s->last_T_enc * (size_t)m->hp.d_dec,
-                                 .ids = &id},
+                         .seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, &id, 1, pos, s->last_T_enc),
                          .x = s->dec_x,
                          .scratch = s->dec_scratch,
                          .logits = s->logits};

@@ -58,16 +58,7 @@ static transcribe_status read_hparams(const gguf_file *f, ch_model *m) {
                  hp->n_dec_heads);
         return ERR_GGUF;
     }
-    const char *act = NULL;
-    if ((st = tr_gguf_req_str(f, DK "activation", &act))) return st;
-    if (strcmp(act, "relu") == 0) {
-        hp->act = TR_NN_ACT_RELU;
-    } else if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) {
-        hp->act = TR_NN_ACT_SILU;
-    } else {
-        TR_ERROR("cohere: " DK "activation '%s' is not supported (relu, silu, swish)", act);
-        return ERR_GGUF;
-    }
+    if ((st = tr_fced_read_act(f, "cohere", DK "activation", &hp->act))) return st;
     /* read for their types only (docs/formats/cohere.md §2.2): the prompt is built from piece
      * strings, argmax ignores log_softmax, the head is always tied */
     int start;
@@ -233,13 +224,9 @@ static transcribe_status read_tensors(const gguf_file *f, ch_model *m) {
     const tr_nn_wsrc src = tr_nn_wsrc_gguf(f);
     bool ok = tr_nn_load_weights(&src, ch_top_specs, sizeof ch_top_specs / sizeof *ch_top_specs,
                                  dims, 0, true, m);
-    m->dec = calloc((size_t)hp->n_dec_layers, sizeof *m->dec);
-    if (!m->dec) return TRANSCRIBE_ERR_OOM;
-    if (ok && !tr_nn_load_dec_blocks(&src, &ch_block_names, hp->d_dec, hp->dec_ff, hp->n_dec_layers,
-                                     m->dec))
-        ok = false;
-    for (int i = 0; i < hp->n_dec_layers; i++) m->dec[i].ffn.act = hp->act;
-    return ok ? TRANSCRIBE_OK : ERR_GGUF;
+    if (!ok) return ERR_GGUF;
+    return tr_fced_load_dec_blocks(&src, &ch_block_names, hp->d_dec, hp->dec_ff, hp->n_dec_layers,
+                                   hp->act, &m->dec);
 }
 
 /* ---- model ---- */
@@ -253,23 +240,21 @@ static transcribe_status fill(const gguf_file *f, void *model) {
         (st = read_tensors(f, m)) || (st = tr_fc_load(f, &m->enc_hp, &m->enc)))
         return st;
     const ch_hparams *hp = &m->hp;
-    m->decoder = (tr_ed_decoder){
+    const tr_fced_dec_parts dec = {
         .tok_emb = m->tok_emb,
-        .pos = TR_ED_POS_TABLE,
         .pos_table = m->pos_enc,
         .emb_norm = m->emb_ln,
+        .out_norm = m->dec_ln,
         .blocks = m->dec,
         .n_layers = hp->n_dec_layers,
-        .dims = {.d_model = hp->d_dec,
-                 .n_head = hp->n_dec_heads,
-                 .head_dim = hp->d_dec / hp->n_dec_heads,
-                 .d_ffn = hp->dec_ff,
-                 .ln_eps = 1e-5f},
-        .out_norm = m->dec_ln,
-        .norm_eps = 1e-5f,
-        .head = {m->tok_emb, m->head_bias}, /* tied, plus head.bias (docs/formats/cohere.md §6.2) */
+        .d_model = hp->d_dec,
+        .n_heads = hp->n_dec_heads,
+        .d_ffn = hp->dec_ff,
         .n_vocab = hp->n_vocab,
-    };
+        .head = {m->tok_emb,
+                 m->head_bias}}; /* tied, plus head.bias (docs/formats/cohere.md §6.2) */
+    m->decoder = tr_fced_decoder(&dec);
+    m->fced = (tr_fced){m->enc, &m->proj, &m->decoder, hp->d_enc, "cohere"};
     /* docs/formats/cohere.md §8: pos_emb_max_len · 8 · hop · 1000 / sr (400 000 ms for 5000) */
     m->max_audio_ms = (int64_t)hp->pos_emb_max_len * m->enc_hp.sub_factor * m->mel.hop_length *
                       1000 / m->mel.sample_rate;

@@ -31,19 +31,10 @@ static transcribe_status session_setup(ch_session *s, const tr_session_cfg *cfg)
     return TRANSCRIBE_OK;
 }
 
-static void free_enc_bufs(ch_session *s) {
-    free(s->enc_out);
-    free(s->enc_dec);
-    free(s->cross_k);
-    free(s->cross_v);
-    s->enc_out = s->enc_dec = s->cross_k = s->cross_v = NULL;
-    s->cap_enc_frames = 0;
-}
-
 static void session_release(ch_session *s) {
     tr_nn_kv_free(&s->kv);
     tr_fc_work_free(s->fc_work);
-    free_enc_bufs(s);
+    tr_fced_bufs_free(&s->enc);
     free(s->dec_x);
     free(s->dec_scratch);
     free(s->logits);
@@ -80,76 +71,21 @@ transcribe_status tr_ch_check_length(const ch_model *m, int64_t n) {
 
 transcribe_status tr_ch_log_mel(const ch_model *m, tr_pool *pool, const float *pcm, int n,
                                 float **mel, int *T_mel) {
-    *mel = NULL;
-    *T_mel = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, mel, T_mel);
-    if (st != TRANSCRIBE_OK) return st;
-    if (*T_mel < 2) {
-        TR_ERROR("cohere: %d samples give %d mel frames (at least 2 needed)", n, *T_mel);
-        free(*mel);
-        *mel = NULL;
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    return TRANSCRIBE_OK;
-}
-
-static bool grow_enc_bufs(ch_session *s, int T_enc) {
-    if ((size_t)T_enc <= s->cap_enc_frames) return true;
-    const ch_hparams *hp = &s->m->hp;
-    free_enc_bufs(s);
-    const size_t T = (size_t)T_enc, De = (size_t)hp->d_enc, Dd = (size_t)hp->d_dec,
-                 L = (size_t)hp->n_dec_layers;
-    s->enc_out = malloc(T * De * sizeof(float));
-    s->enc_dec = malloc(T * Dd * sizeof(float));
-    s->cross_k = malloc(L * T * Dd * sizeof(float));
-    s->cross_v = malloc(L * T * Dd * sizeof(float));
-    if (!s->enc_out || !s->enc_dec || !s->cross_k || !s->cross_v) {
-        free_enc_bufs(s);
-        return false;
-    }
-    s->cap_enc_frames = T;
-    return true;
+    return tr_mel_compute_min(&m->mel, "cohere", pcm, n, pool, 2, mel, T_mel);
 }
 
 transcribe_status tr_ch_encode(ch_session *s, const float *mel, int T_mel, int *T_enc,
                                tr_fc_abort_fn abort_fn, void *abort_user) {
-    const ch_model *m = s->m;
-    const int T = tr_fc_out_frames(m->enc, T_mel);
-    *T_enc = 0;
-    if (T < 1) {
-        TR_ERROR("cohere: %d mel frames give no encoder frames", T_mel);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    if (!grow_enc_bufs(s, T)) {
-        TR_ERROR("cohere: out of memory for %d encoder frames", T);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    transcribe_status st = tr_fc_forward(m->enc, s->pool, s->fc_work, mel, T_mel, s->enc_out, NULL,
-                                         abort_fn, abort_user);
-    if (st != TRANSCRIBE_OK) return st;
-    /* docs/formats/cohere.md §5.2: enc = W_p·x + b_p, no norm; then K/V of every decoder layer once
-     */
-    tr_nn_linear_fwd(s->pool, &m->proj, s->enc_out, T, s->enc_dec);
-    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_dec, T, s->cross_k, s->cross_v,
-                   (size_t)T * (size_t)m->hp.d_dec);
-    *T_enc = T;
-    return TRANSCRIBE_OK;
+    return tr_fced_encode(&s->m->fced, s->pool, s->fc_work, mel, T_mel, &s->enc, T_enc, abort_fn,
+                          abort_user);
 }
 
 bool tr_ch_decode(ch_session *s, const int32_t *ids, int n, int n_past, int T_enc) {
     const ch_model *m = s->m;
-    if (n > CH_PROMPT || T_enc < 1 || (size_t)T_enc > s->cap_enc_frames ||
-        !tr_ed_seq_ok(&m->decoder, ids, n, n_past, s->n_ctx))
+    if (n > CH_PROMPT || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx))
         return false;
     /* x = LN(E[id] + pos_enc[p]), no sqrt(H) scaling; logits of the last row */
-    const tr_ed_seq seq = {.rows = n,
-                           .n_past = n_past,
-                           .n_src = T_enc,
-                           .kv = &s->kv,
-                           .ck = s->cross_k,
-                           .cv = s->cross_v,
-                           .cross_stride = (size_t)T_enc * (size_t)m->hp.d_dec,
-                           .ids = ids};
+    const tr_ed_seq seq = tr_fced_seq(&m->fced, &s->enc, &s->kv, ids, n, n_past, T_enc);
     tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
     return true;
 }

@@ -278,11 +278,7 @@ static transcribe_status embed_utt(fn_session *s, const float *pcm, int n_sample
 }
 
 static void guard_cfg(const fn_session *s, tr_clm_greedy_cfg *cfg) {
-    if (!s->repeat_guard) return;
-    const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-    cfg->repeat_max_period = g.max_period;
-    cfg->repeat_min_repeats = g.min_repeats;
-    cfg->repeat_min_tokens = g.min_tokens;
+    if (s->repeat_guard) tr_clm_greedy_cfg_guard(cfg, TR_REPEAT_GUARD_DEFAULT);
 }
 
 transcribe_status tr_fn_run(fn_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {

@@ -6,6 +6,7 @@
  * then each is decoded on its own frames as tr_ga_run does. Shorter than
  * one frame: INVALID_ARG for that utterance; longer than the window: its
  * own tr_ga_run. Only OOM fails the whole batch. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,10 +24,6 @@ typedef struct item {
     int T_mel, T;
 } item;
 
-static bool abort_poll(void *ctx) {
-    return tr_run_should_abort(ctx);
-}
-
 static int frames_of(const ga_model *m, int n) {
     return tr_ga_enc_frames(tr_ga_mel_frames(m, n));
 }
@@ -38,7 +35,7 @@ static transcribe_status decode_one(const ga_model *m, tr_pool *pool, const item
     int n = 0;
     transcribe_status st;
     if (m->head == GA_HEAD_RNNT) {
-        st = tr_ga_rnnt_greedy(m, pool, enc, it->T, &toks, &n, NULL, abort_poll, ctx);
+        st = tr_ga_rnnt_greedy(m, pool, enc, it->T, &toks, &n, NULL, tr_run_abort_poll, ctx);
     } else {
         const size_t C = (size_t)m->hp.n_classes;
         float *logp = malloc(sizeof(float) * (size_t)it->T * C);
@@ -82,7 +79,8 @@ static transcribe_status run_group(ga_session *s, const float *const *pcm, const
             T_mel[j] = g[j].T_mel;
         }
         double t0 = tr_time_ms();
-        st = tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, abort_poll, &ctxs[g[0].idx]);
+        st =
+            tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, tr_run_abort_poll, &ctxs[g[0].idx]);
         const double enc_ms = tr_time_ms() - t0;
         size_t off = 0;
         for (int j = 0; st == TRANSCRIBE_OK && j < k; j++) {
@@ -106,59 +104,54 @@ static transcribe_status run_group(ga_session *s, const float *const *pcm, const
     return st;
 }
 
-transcribe_status tr_ga_run_batch(ga_session *s, const float *const *pcm, const int *n_samples,
-                                  int n, tr_run_ctx *ctxs) {
-    const ga_model *m = s->m;
-    item *g = calloc((size_t)n, sizeof *g);
-    bool *done = calloc((size_t)n, sizeof *done);
-    if (!g || !done) {
-        free(g);
-        free(done);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    transcribe_status st = TRANSCRIBE_OK;
+/* The hooks of tr_run_batch_groups (core/family.h). */
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)user;
+    if (pcm && n_samples > 0) return TRANSCRIBE_OK;
+    TR_ERROR("gigaam: batch utterance %d has %s", i, pcm ? "n_samples <= 0" : "NULL pcm");
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
+static int batch_frames(void *user, int n_samples) {
+    return frames_of(((const ga_session *)user)->m, n_samples);
+}
+
+/* Outside the batched path, one by one: shorter than a frame, or longer
+ * than the model's window. */
+static bool batch_alone(void *user, int n_samples) {
+    const ga_model *m = ((const ga_session *)user)->m;
     const int max_frames =
         frames_of(m, (int)((int64_t)GA_MAX_AUDIO_MS * m->mel.sample_rate / 1000));
-    /* utterances outside the batched path first, one by one */
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        if (!tr_run_batch_input_ok("gigaam", pcm, n_samples, i, ctxs, done)) continue;
-        if (n_samples[i] >= m->mel.win_length && frames_of(m, n_samples[i]) <= max_frames) continue;
-        if (tr_run_should_abort(&ctxs[i])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        transcribe_status u = tr_ga_run(s, pcm[i], n_samples[i], &ctxs[i]);
-        if (u == TRANSCRIBE_ERR_OOM)
-            st = u;
-        else
-            tr_run_batch_finish(ctxs, done, i, u);
-        if (u == TRANSCRIBE_ERR_ABORTED) st = u;
-    }
-    /* the rest in groups of at most GA_GROUP_FRAMES encoder frames, in order */
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        int k = 0, frames = 0;
-        for (; i < n; i++) {
-            if (done[i]) continue;
-            const int f = frames_of(m, n_samples[i]);
-            if (k > 0 && frames + f > GA_GROUP_FRAMES) break;
-            g[k++] = (item){.idx = i};
-            frames += f;
-        }
-        if (k == 0) break;
-        if (tr_run_should_abort(&ctxs[g[0].idx])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        st = run_group(s, pcm, n_samples, g, k, ctxs, done);
-        for (int j = 0; j < k; j++) {
-            free(g[j].mel);
-            g[j].mel = NULL;
-        }
-    }
-    /* every utterance that did not complete reports ABORTED */
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
+    return n_samples < m->mel.win_length || frames_of(m, n_samples) > max_frames;
+}
+
+static transcribe_status batch_run_alone(void *user, const float *pcm, int n_samples,
+                                         tr_run_ctx *ctx) {
+    return tr_ga_run(user, pcm, n_samples, ctx);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *grp) {
+    item *g = calloc((size_t)grp->k, sizeof *g);
+    if (!g) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < grp->k; j++) g[j].idx = grp->idx[j];
+    const transcribe_status st =
+        run_group(user, grp->pcm, grp->n_samples, g, grp->k, grp->ctxs, grp->done);
+    for (int j = 0; j < grp->k; j++) free(g[j].mel);
     free(g);
-    free(done);
     return st;
+}
+
+/* Utterances outside the batched path first, one by one; the rest in
+ * groups of at most GA_GROUP_FRAMES encoder frames, in order; every
+ * utterance an abort left unfinished reports ABORTED. */
+transcribe_status tr_ga_run_batch(ga_session *s, const float *const *pcm, const int *n_samples,
+                                  int n, tr_run_ctx *ctxs) {
+    static const tr_run_groups groups = {.max_n = INT_MAX,
+                                         .max_frames = GA_GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group,
+                                         .alone = batch_alone,
+                                         .run_alone = batch_run_alone};
+    return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }

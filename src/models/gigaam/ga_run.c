@@ -141,10 +141,6 @@ transcribe_status tr_ga_validate_run(const ga_model *m, const struct transcribe_
     return tr_family_check_transcribe_only("gigaam", p);
 }
 
-static bool abort_poll(void *ctx) {
-    return tr_run_should_abort(ctx);
-}
-
 /* Encoder output → tokens through the model's head. */
 static transcribe_status decode(const ga_model *m, tr_pool *pool, const float *enc, int T,
                                 ga_tok **toks, int *n, bool (*abort)(void *), void *user) {
@@ -172,23 +168,16 @@ static transcribe_status decode(const ga_model *m, tr_pool *pool, const float *e
 transcribe_status tr_ga_run(ga_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const ga_model *m = s->m;
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
-    if (!pcm || n_samples < m->mel.win_length) {
-        TR_ERROR("gigaam: %d samples is shorter than one %d-sample frame", n_samples,
-                 m->mel.win_length);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    int64_t ms = (int64_t)n_samples * 1000 / m->mel.sample_rate;
-    if (ms > GA_MAX_AUDIO_MS)
-        TR_WARN("gigaam: %.1f s is longer than the model's %d s window; running it whole "
-                "(attention cost grows with the square of the length)",
-                (double)ms / 1000.0, GA_MAX_AUDIO_MS / 1000);
+    transcribe_status st = tr_family_gate_whole("gigaam", pcm, n_samples, m->mel.win_length,
+                                                m->mel.sample_rate, GA_MAX_AUDIO_MS);
+    if (st != TRANSCRIBE_OK) return st;
     float *owned = NULL, *mel = NULL, *enc = NULL;
     ga_tok *toks = NULL;
     const float *x = tr_pcm_sanitized(pcm, n_samples, "gigaam", &owned);
     if (!x) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_mel = 0, n = 0;
-    transcribe_status st = tr_ga_mel(m, s->pool, x, n_samples, &mel, &T_mel);
+    st = tr_ga_mel(m, s->pool, x, n_samples, &mel, &T_mel);
     double t1 = tr_time_ms();
     ctx->result->mel_ms = (float)(t1 - t0);
     if (st) goto done;
@@ -200,12 +189,12 @@ transcribe_status tr_ga_run(ga_session *s, const float *pcm, int n_samples, tr_r
         goto done;
     }
     const float *mels[1] = {mel};
-    st = tr_ga_encode(m, s->pool, 1, mels, &T_mel, enc, NULL, abort_poll, ctx);
+    st = tr_ga_encode(m, s->pool, 1, mels, &T_mel, enc, NULL, tr_run_abort_poll, ctx);
     double t2 = tr_time_ms();
     ctx->result->encode_ms = (float)(t2 - t1);
     if (st) goto done;
     tr_run_report_progress(ctx, 0.9);
-    st = decode(m, s->pool, enc, T, &toks, &n, abort_poll, ctx);
+    st = decode(m, s->pool, enc, T, &toks, &n, tr_run_abort_poll, ctx);
     if (st == TRANSCRIBE_OK) st = tr_ga_build_result(m, toks, n, ctx->params, ctx->result);
     tr_run_end_decode(ctx, st, t2);
     if (st == TRANSCRIBE_OK) tr_run_report_progress(ctx, 1.0);
@@ -217,13 +206,6 @@ done:
     return st;
 }
 
-static transcribe_status session_setup(ga_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/gigaam.md §8) */
-    return TRANSCRIBE_OK;
-}
-
-static void session_release(ga_session *s) {
-    (void)s;
-}
-
-TR_FAMILY_SESSION(ga, session_setup, session_release)
+/* the session keeps only the pool: n_ctx and kv_type mean nothing here (docs/formats/gigaam.md §8)
+ */
+TR_FAMILY_POOL_SESSION(ga)

@@ -3,31 +3,7 @@
 #include "models/granite_nar/granite_nar.h"
 #include "nn/enc_cost.h"
 
-static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
-    gn_model *m = NULL;
-    transcribe_status st = tr_gn_model_load(lc, &m);
-    *out_model = m;
-    if (st == TRANSCRIBE_OK) tr_gn_model_describe(m, desc);
-    return st;
-}
-static void fam_free_model(void *model) {
-    tr_gn_model_free(model);
-}
-static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg, void **out) {
-    gn_session *s = NULL;
-    transcribe_status st = tr_gn_session_create(model, cfg, &s);
-    *out = s;
-    return st;
-}
-static void fam_session_free(void *session) {
-    tr_gn_session_free(session);
-}
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return tr_gn_validate_run(model, p);
-}
-static transcribe_status fam_run(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx) {
-    return tr_gn_run(session, pcm, n_samples, ctx);
-}
+TR_FAMILY_SERIAL_ADAPTERS(gn)
 
 /* docs/c-api.md §13.2 (docs/formats/granite_nar.md §8): the context ceiling; the audio it
  * leaves, floor((ceiling − 256) / n_query) windows of block·2·hop samples; no KV cache. */
@@ -58,12 +34,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
 
 const tr_family tr_family_granite_nar = {
     .arch = "granite_speech_nar",
-    .load = fam_load,
-    .free_model = fam_free_model,
-    .session_init = fam_session_init,
-    .session_free = fam_session_free,
-    .validate_run = fam_validate_run,
-    .run = fam_run,
+    TR_FAMILY_SERIAL_HOOKS,
     .get_limits = fam_get_limits,
     .enc_cost = fam_enc_cost,
 };

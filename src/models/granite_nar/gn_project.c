@@ -20,7 +20,6 @@ transcribe_status tr_gn_project(const gn_model *m, tr_pool *pool, const float *c
     const int P = p->d, W = p->block, nq = p->n_query, ds = p->downsample, e = p->enc_d;
     const int nc = m->n_cap, in_w = nc * e, H = m->lm.d_model;
     const int nb = (T + W - 1) / W, rows = nb * nq, frames = nb * W;
-    const int dh = P / p->n_head;
     const size_t big = (size_t)(p->d_ffn > P ? p->d_ffn : P);
     float *ln = malloc((size_t)T * in_w * sizeof(float));
     float *Z = calloc((size_t)frames * P, sizeof(float)); /* zero rows pad the last window */
@@ -68,23 +67,7 @@ transcribe_status tr_gn_project(const gn_model *m, tr_pool *pool, const float *c
         tr_nn_linear_fwd(pool, &L->q, h, rows, q);
         tr_nn_linear_fwd(pool, &L->k, KV, frames, k);
         tr_nn_linear_fwd(pool, &L->v, KV, frames, v);
-        for (int b = 0; b < nb; b++) {
-            tr_attn_args a = {.q = q + (size_t)b * nq * P,
-                              .q_stride = P,
-                              .k = k + (size_t)b * W * P,
-                              .v = v + (size_t)b * W * P,
-                              .kv_stride = P,
-                              .out = o + (size_t)b * nq * P,
-                              .out_stride = P,
-                              .n_q = nq,
-                              .n_kv = W,
-                              .kv_valid = W,
-                              .n_head = p->n_head,
-                              .n_head_kv = p->n_head,
-                              .head_dim = dh,
-                              .scale = 1.0f / sqrtf((float)dh)};
-            tr_attention(pool, &a);
-        }
+        tr_nn_window_attn(pool, q, k, v, nb, nq, W, P, p->n_head, o);
         tr_nn_linear_fwd(pool, &L->o, o, rows, h);
         for (size_t i = 0; i < (size_t)rows * P; i++) Q[i] += h[i];
         tr_layer_norm(pool, Q, o, rows, P, L->norm_ffn.w, L->norm_ffn.b, p->eps);

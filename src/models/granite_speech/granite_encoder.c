@@ -21,34 +21,7 @@ int tr_gs_audio_tokens(const gs_model *m, int64_t T_enc) {
 
 transcribe_status tr_gs_stacked_mel(const gs_model *m, tr_pool *pool, const float *pcm, int n,
                                     float **x, int *T_enc) {
-    *x = NULL;
-    *T_enc = 0;
-    transcribe_status len_st = tr_mel_check_reflect_len(&m->mel, "granite_speech", n);
-    if (len_st != TRANSCRIBE_OK) return len_st;
-    float *mel = NULL;
-    int T_mel = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, pcm, n, pool, &mel, &T_mel);
-    if (st) return st;
-    const int M = m->mel.n_mels, T = T_mel / 2;
-    if (T < 1) {
-        free(mel);
-        TR_ERROR("granite_speech: %d samples give no stacked frame", n);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    float *out = malloc((size_t)T * 2 * M * sizeof(float));
-    if (!out) {
-        free(mel);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    /* stacked[t] = frame 2t's bins, then frame 2t+1's */
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < 2; h++)
-            for (int f = 0; f < M; f++)
-                out[(size_t)t * 2 * M + (size_t)h * M + f] = mel[(size_t)f * T_mel + 2 * t + h];
-    free(mel);
-    *x = out;
-    *T_enc = T;
-    return TRANSCRIBE_OK;
+    return tr_mel_compute_stacked2(&m->mel, "granite_speech", pcm, n, pool, x, T_enc);
 }
 
 static void on_block(void *span, int done, int total) {

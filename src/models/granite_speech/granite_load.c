@@ -247,21 +247,6 @@ static void norm(finder *fd, tr_nn_norm *n, const char *fmt, int i, const char *
     n->b = vec(fd, nm(fd, fmt, i, s), d);
 }
 
-/* Rows of a (possibly block-quantized) table widened to F32 (owned). */
-static float *widen(const tr_tensor *t, int rows, int cols) {
-    float *out = malloc((size_t)rows * (size_t)cols * sizeof(float));
-    int32_t *ids = malloc((size_t)rows * sizeof(int32_t));
-    if (out && ids) {
-        for (int r = 0; r < rows; r++) ids[r] = r;
-        tr_get_rows(t, ids, rows, out);
-    } else {
-        free(out);
-        out = NULL;
-    }
-    free(ids);
-    return out;
-}
-
 static transcribe_status read_projector(finder *fd, gs_model *m) {
     const gs_proj_hparams *p = &m->proj;
     const int64_t d = p->d;
@@ -295,7 +280,7 @@ static transcribe_status read_projector(finder *fd, gs_model *m) {
         norm(fd, &l->n_ffn, P, i, "norm_ffn", d);
     }
     if (fd->bad) return ERR_GGUF;
-    m->query = widen(q, p->n_query, p->d);
+    m->query = tr_rows_f32(q, p->n_query);
     return m->query ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OOM;
 }
 

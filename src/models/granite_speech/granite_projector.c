@@ -17,29 +17,6 @@ static void add_norm(tr_pool *pool, float *y, const float *a, int rows, int d, c
     tr_layer_norm(pool, y, y, rows, d, n->w, n->b, eps);
 }
 
-/* Multi-head attention of each window's nq query rows over its nk rows. */
-static void window_attn(tr_pool *pool, const gs_proj_hparams *p, const float *q, const float *k,
-                        const float *v, int nb, int nq, int nk, float *out) {
-    const int d = p->d, dh = d / p->n_head;
-    for (int b = 0; b < nb; b++) {
-        tr_attn_args a = {.q = q + (size_t)b * nq * d,
-                          .q_stride = d,
-                          .k = k + (size_t)b * nk * d,
-                          .v = v + (size_t)b * nk * d,
-                          .kv_stride = d,
-                          .out = out + (size_t)b * nq * d,
-                          .out_stride = d,
-                          .n_q = nq,
-                          .n_kv = nk,
-                          .kv_valid = nk,
-                          .n_head = p->n_head,
-                          .n_head_kv = p->n_head,
-                          .head_dim = dh,
-                          .scale = 1.0f / sqrtf((float)dh)};
-        tr_attention(pool, &a);
-    }
-}
-
 transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *enc, int T,
                                 float **audio, int *n_audio) {
     *audio = NULL;
@@ -71,14 +48,14 @@ transcribe_status tr_gs_project(const gs_model *m, tr_pool *pool, const float *e
         tr_nn_linear_fwd(pool, &L->sq, Q, rows, q);
         tr_nn_linear_fwd(pool, &L->sk, Q, rows, k);
         tr_nn_linear_fwd(pool, &L->sv, Q, rows, v);
-        window_attn(pool, p, q, k, v, nb, nq, nq, t);
+        tr_nn_window_attn(pool, q, k, v, nb, nq, nq, p->d, p->n_head, t);
         tr_nn_linear_fwd(pool, &L->so, t, rows, o);
         add_norm(pool, Q, o, rows, d, &L->n_self, p->eps);
 
         tr_nn_linear_fwd(pool, &L->cq, Q, rows, q);
         tr_nn_linear_fwd(pool, &L->ck, src, frames, k);
         tr_nn_linear_fwd(pool, &L->cv, src, frames, v);
-        window_attn(pool, p, q, k, v, nb, nq, W, t);
+        tr_nn_window_attn(pool, q, k, v, nb, nq, W, p->d, p->n_head, t);
         tr_nn_linear_fwd(pool, &L->co, t, rows, o);
         add_norm(pool, Q, o, rows, d, &L->n_cross, p->eps);
 

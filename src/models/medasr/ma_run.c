@@ -219,13 +219,6 @@ done:
     return st;
 }
 
-static transcribe_status session_setup(ma_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/medasr.md §8) */
-    return TRANSCRIBE_OK;
-}
-
-static void session_release(ma_session *s) {
-    (void)s;
-}
-
-TR_FAMILY_SESSION(ma, session_setup, session_release)
+/* the session keeps only the pool: n_ctx and kv_type mean nothing here (docs/formats/medasr.md §8)
+ */
+TR_FAMILY_POOL_SESSION(ma)

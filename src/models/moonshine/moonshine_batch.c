@@ -13,7 +13,7 @@
 
 #include "models/moonshine/moonshine.h"
 #include "audio/audio.h"
-#include "nn/encdec_greedy.h"
+#include "nn/moonshine_decoder.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -22,159 +22,96 @@
 #define GROUP_FRAMES 8000
 #define GROUP_MAX    64
 
-typedef struct item {
-    int idx; /* batch index */
-    int T;   /* encoder frames */
-    float *ck, *cv;
-    tr_nn_kv kv;
-    int32_t *out;
-} item;
+/* The group being run, as the hooks of tr_msd_group_encode see it. */
+typedef struct job {
+    mn_session *s;
+    const tr_run_group *g;
+} job;
 
-static void items_free(item *it, int n) {
-    for (int j = 0; j < n; j++) {
-        free(it[j].ck);
-        free(it[j].cv);
-        free(it[j].out);
-        tr_nn_kv_free(&it[j].kv);
+/* Utterance u->idx's encoder and cross K/V, written into u's buffers. */
+static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
+    const job *b = user;
+    mn_session *s = b->s;
+    const int i = u->idx;
+    const double t0 = tr_time_ms();
+    u->T = (int)tr_mn_enc_frames(&s->m->hp, b->g->n_samples[i], NULL, NULL);
+    if (!tr_msd_utt_alloc(u, &s->m->msd, s->m->hp.max_pos, s->kv_f16)) {
+        TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
+        return TRANSCRIBE_ERR_OOM;
     }
-    memset(it, 0, (size_t)n * sizeof *it);
-}
-
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
-/* Encoder + cross K/V of every member; one that fails is finished with
- * its status and leaves the group. */
-static transcribe_status group_encode(mn_session *s, const float *const *pcm, const int *n_samples,
-                                      item *it, int *n_items, tr_run_ctx *ctxs, bool *done) {
-    const mn_hparams *hp = &s->m->hp;
-    const size_t D = (size_t)hp->d_model, L = (size_t)hp->n_dec_layers;
-    int live = 0;
-    for (int j = 0; j < *n_items; j++) {
-        item *x = &it[j];
-        const int i = x->idx;
-        const double t0 = tr_time_ms();
-        x->ck = malloc(L * (size_t)x->T * D * sizeof(float));
-        x->cv = malloc(L * (size_t)x->T * D * sizeof(float));
-        x->out = malloc((size_t)hp->max_pos * sizeof(int32_t));
-        if (!x->ck || !x->cv || !x->out ||
-            !tr_nn_kv_init(&x->kv, hp->n_dec_layers, hp->max_pos, hp->d_model, s->kv_f16)) {
-            TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
-            return TRANSCRIBE_ERR_OOM;
-        }
-        float *clean = NULL;
-        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moonshine", &clean);
-        int T = 0;
-        transcribe_status st =
-            in ? tr_mn_encode(s, in, n_samples[i], &T, x->ck, x->cv, abort_cb, &ctxs[i])
-               : TRANSCRIBE_ERR_OOM;
-        free(clean);
-        ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
-        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_ABORTED) return st;
-        if (st != TRANSCRIBE_OK) {
-            items_free(x, 1);
-            tr_run_batch_finish(ctxs, done, i, st);
-            continue;
-        }
-        if (live != j) {
-            it[live] = *x;
-            memset(x, 0, sizeof *x);
-        }
-        live++;
-    }
-    *n_items = live;
-    return TRANSCRIBE_OK;
+    float *clean = NULL;
+    const float *in = tr_pcm_sanitized(b->g->pcm[i], b->g->n_samples[i], "moonshine", &clean);
+    int T = 0;
+    const transcribe_status st = in ? tr_mn_encode(s, in, b->g->n_samples[i], &T, u->ck, u->cv,
+                                                   tr_run_abort_poll, &b->g->ctxs[i])
+                                    : TRANSCRIBE_ERR_OOM;
+    free(clean);
+    b->g->ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
+    return st;
 }
 
 /* One group: encoders, lockstep decode, results. */
-static transcribe_status run_group(mn_session *s, const float *const *pcm, const int *n_samples,
-                                   item *it, int n, tr_run_ctx *ctxs, bool *done) {
+static transcribe_status run_group(void *user, tr_msd_utt *u, int n) {
+    job *b = user;
+    mn_session *s = b->s;
+    const tr_run_group *g = b->g;
     const mn_model *m = s->m;
     const mn_hparams *hp = &m->hp;
-    transcribe_status st = group_encode(s, pcm, n_samples, it, &n, ctxs, done);
+    tr_run_ctx *ctxs = g->ctxs;
+    transcribe_status st =
+        tr_msd_group_encode(u, &n, utt_encode, b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
-    tr_ed_greedy_row *rows = calloc((size_t)n, sizeof *rows);
-    if (!rows) return TRANSCRIBE_ERR_OOM;
-    const size_t D = (size_t)hp->d_model;
-    for (int j = 0; j < n; j++)
-        rows[j] = (tr_ed_greedy_row){.kv = &it[j].kv,
-                                     .ck = it[j].ck,
-                                     .cv = it[j].cv,
-                                     .cross_stride = (size_t)it[j].T * D,
-                                     .n_src = it[j].T,
-                                     .out = it[j].out};
-    const int32_t start = hp->start_id;
-    tr_run_ctx *actx = &ctxs[it[0].idx];
-    const tr_ed_greedy_cfg cfg = {.prompt = &start,
-                                  .n_prompt = 1,
-                                  .eos = hp->eos,
-                                  .max_new = hp->max_pos,
-                                  .max_n_kv = hp->max_pos,
-                                  .should_abort = abort_cb,
-                                  .abort_user = actx};
     const double t0 = tr_time_ms();
-    st = tr_ed_greedy_batch(s->pool, &m->msd.dec, &cfg, rows, n);
+    st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos,
+                             tr_run_abort_poll, &ctxs[u[0].idx], u, n);
     const double t1 = tr_time_ms();
     for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
-        const int i = it[j].idx;
+        const int i = u[j].idx;
         tr_run_ctx *ctx = &ctxs[i];
         /* docs/c-api.md §17: the lockstep decode divided across the group */
         ctx->result->decode_ms = (float)((t1 - t0) / n);
-        if (rows[j].live) continue; /* aborted mid-utterance: no partial result */
-        const transcribe_status u =
-            rows[j].last == hp->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-        if (u == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
-            TR_WARN("moonshine: utterance %d: output truncated at %d tokens", i, rows[j].n_out);
+        if (u[j].live) continue; /* aborted mid-utterance: no partial result */
+        const transcribe_status r = u[j].eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        if (r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            TR_WARN("moonshine: utterance %d: output truncated at %d tokens", i, u[j].n_out);
         const transcribe_status f =
-            tr_mn_fill_result(m, rows[j].out, rows[j].n_out, n_samples[i], ctx->result);
+            tr_mn_fill_result(m, u[j].out, u[j].n_out, g->n_samples[i], ctx->result);
         if (f != TRANSCRIBE_OK) {
             st = f;
             break;
         }
         /* a truncated utterance keeps its text, as the single run does
          * (tr_run_batch_finish would clear it) */
-        tr_run_batch_settle(ctxs, i, u, -1.0f);
-        done[i] = true;
+        tr_run_batch_settle(ctxs, i, r, -1.0f);
+        g->done[i] = true;
     }
-    free(rows);
     return st;
+}
+
+/* The hooks of tr_run_batch_groups (core/family.h). */
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)i;
+    return tr_mn_gate(((mn_session *)user)->m, pcm, n_samples);
+}
+
+static int batch_frames(void *user, int n_samples) {
+    const mn_session *s = user;
+    return (int)tr_mn_enc_frames(&s->m->hp, n_samples, NULL, NULL);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *g) {
+    job b = {user, g};
+    return tr_msd_group_run(g->idx, g->k, run_group, &b);
 }
 
 transcribe_status tr_mn_run_batch(mn_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     s->n_last = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    bool *done = calloc((size_t)n, sizeof *done);
-    item *items = calloc(GROUP_MAX, sizeof *items);
-    if (!done || !items) {
-        free(done);
-        free(items);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    for (int i = 0; i < n; i++) {
-        const transcribe_status u = tr_mn_gate(s->m, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
-    transcribe_status st = TRANSCRIBE_OK;
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        int k = 0, frames = 0;
-        for (; i < n && k < GROUP_MAX; i++) {
-            if (done[i]) continue;
-            const int T = (int)tr_mn_enc_frames(&s->m->hp, n_samples[i], NULL, NULL);
-            if (k > 0 && frames + T > GROUP_FRAMES) break;
-            items[k++] = (item){.idx = i, .T = T};
-            frames += T;
-        }
-        if (k == 0) break;
-        st = tr_run_should_abort(&ctxs[items[0].idx])
-                 ? TRANSCRIBE_ERR_ABORTED
-                 : run_group(s, pcm, n_samples, items, k, ctxs, done);
-        items_free(items, k);
-    }
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(done);
-    free(items);
-    return st;
+    static const tr_run_groups groups = {.max_n = GROUP_MAX,
+                                         .max_frames = GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group};
+    return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }

@@ -8,6 +8,7 @@
 #include "transcribe/moonshine_streaming.h"
 
 TR_FAMILY_ADAPTERS(mss)
+TR_FAMILY_STREAM_ADAPTERS(mss)
 
 /* docs/c-api.md §13.2: the decoder context is max_position_embeddings (the
  * session n_ctx is ignored, docs/formats/moonshine_streaming.md §8). */
@@ -26,23 +27,6 @@ static bool fam_accepts_ext_kind(uint32_t kind, int slot) {
 
 static transcribe_status fam_validate_stream(void *model, const struct transcribe_ext *ext) {
     return tr_mss_validate_stream(model, ext);
-}
-
-static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {
-    return tr_mss_stream_begin(session, ctx);
-}
-
-static transcribe_status fam_stream_feed(void *session, const float *pcm, int n,
-                                         tr_stream_ctx *ctx) {
-    return tr_mss_stream_feed(session, pcm, n, ctx);
-}
-
-static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {
-    return tr_mss_stream_finalize(session, ctx);
-}
-
-static void fam_stream_reset(void *session) {
-    tr_mss_stream_reset(session);
 }
 
 /* Tool hook (transcribe-bench): the analytic work of one one-shot encode
@@ -94,9 +78,6 @@ const tr_family tr_family_moonshine_streaming = {
     .get_limits = fam_get_limits,
     .accepts_ext_kind = fam_accepts_ext_kind,
     .validate_stream = fam_validate_stream,
-    .stream_begin = fam_stream_begin,
-    .stream_feed = fam_stream_feed,
-    .stream_finalize = fam_stream_finalize,
-    .stream_reset = fam_stream_reset,
+    TR_FAMILY_STREAM_HOOKS,
     .enc_cost = fam_enc_cost,
 };

@@ -8,7 +8,6 @@
 
 #include "models/moonshine_streaming/mss.h"
 #include "audio/audio.h"
-#include "nn/encdec_greedy.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
 #include "util/timer.h"
@@ -265,165 +264,106 @@ transcribe_status tr_mss_run(mss_session *s, const float *pcm, int n_samples, tr
 #define GROUP_FRAMES 8000 /* encoder frames one group holds (160 s) */
 #define GROUP_MAX    64
 
-typedef struct item {
-    int idx, T;
-    float *ck, *cv;
-    tr_nn_kv kv;
-    int32_t *out;
-} item;
+/* The group being run, as the hooks of tr_msd_group_encode see it. */
+typedef struct job {
+    mss_session *s;
+    const tr_run_group *g;
+} job;
 
-static void items_free(item *it, int n) {
-    for (int j = 0; j < n; j++) {
-        free(it[j].ck);
-        free(it[j].cv);
-        free(it[j].out);
-        tr_nn_kv_free(&it[j].kv);
-    }
-    memset(it, 0, (size_t)n * sizeof *it);
-}
-
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
-/* Encoder and cross K/V of each member (copied out of the session's
- * buffers, compacted to T rows per layer); a failing one leaves the group. */
-static transcribe_status group_encode(mss_session *s, const float *const *pcm, const int *n_samples,
-                                      item *it, int *n_items, tr_run_ctx *ctxs, bool *done) {
+/* Utterance u->idx's encoder, its cross K/V copied out of the session's
+ * buffers (compacted to T rows per layer), and its token cap. */
+static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
+    const job *b = user;
+    mss_session *s = b->s;
     const mss_hparams *hp = &s->m->hp;
     const size_t D = (size_t)hp->dec_d, L = (size_t)hp->n_dec_layers;
-    int live = 0;
-    for (int j = 0; j < *n_items; j++) {
-        item *x = &it[j];
-        const int i = x->idx;
-        const double t0 = tr_time_ms();
-        float *clean = NULL;
-        const float *in = tr_pcm_sanitized(pcm[i], n_samples[i], "moonshine_streaming", &clean);
-        int T = 0;
-        transcribe_status st =
-            in ? tr_mss_encode(s, in, n_samples[i], &T, abort_cb, &ctxs[i]) : TRANSCRIBE_ERR_OOM;
-        free(clean);
-        if (st == TRANSCRIBE_OK) {
-            x->T = T;
-            x->ck = malloc(L * (size_t)T * D * sizeof(float));
-            x->cv = malloc(L * (size_t)T * D * sizeof(float));
-            x->out = malloc((size_t)hp->max_pos * sizeof(int32_t));
-            if (!x->ck || !x->cv || !x->out ||
-                !tr_nn_kv_init(&x->kv, hp->n_dec_layers, hp->max_pos, hp->dec_d, s->kv_f16)) {
-                TR_ERROR("moonshine_streaming: out of memory for utterance %d of a batch", i);
-                return TRANSCRIBE_ERR_OOM;
-            }
-            for (size_t l = 0; l < L; l++) {
-                memcpy(x->ck + l * T * D, s->ck + l * s->cap_frames * D,
-                       (size_t)T * D * sizeof(float));
-                memcpy(x->cv + l * T * D, s->cv + l * s->cap_frames * D,
-                       (size_t)T * D * sizeof(float));
-            }
+    const int i = u->idx;
+    const double t0 = tr_time_ms();
+    float *clean = NULL;
+    const float *in =
+        tr_pcm_sanitized(b->g->pcm[i], b->g->n_samples[i], "moonshine_streaming", &clean);
+    int T = 0;
+    const transcribe_status st =
+        in ? tr_mss_encode(s, in, b->g->n_samples[i], &T, tr_run_abort_poll, &b->g->ctxs[i])
+           : TRANSCRIBE_ERR_OOM;
+    free(clean);
+    if (st == TRANSCRIBE_OK) {
+        u->T = T;
+        u->max_new = tr_mss_gen_cap(hp, T);
+        if (!tr_msd_utt_alloc(u, &s->m->msd, hp->max_pos, s->kv_f16)) {
+            TR_ERROR("moonshine_streaming: out of memory for utterance %d of a batch", i);
+            return TRANSCRIBE_ERR_OOM;
         }
-        ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
-        if (st == TRANSCRIBE_ERR_OOM || st == TRANSCRIBE_ERR_ABORTED) return st;
-        if (st != TRANSCRIBE_OK) {
-            items_free(x, 1);
-            tr_run_batch_finish(ctxs, done, i, st);
-            continue;
+        for (size_t l = 0; l < L; l++) {
+            memcpy(u->ck + l * T * D, s->ck + l * s->cap_frames * D, (size_t)T * D * sizeof(float));
+            memcpy(u->cv + l * T * D, s->cv + l * s->cap_frames * D, (size_t)T * D * sizeof(float));
         }
-        if (live != j) {
-            it[live] = *x;
-            memset(x, 0, sizeof *x);
-        }
-        live++;
     }
-    *n_items = live;
-    return TRANSCRIBE_OK;
+    b->g->ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
+    return st;
 }
 
-static transcribe_status run_group(mss_session *s, const float *const *pcm, const int *n_samples,
-                                   item *it, int n, tr_run_ctx *ctxs, bool *done) {
+static transcribe_status run_group(void *user, tr_msd_utt *u, int n) {
+    job *b = user;
+    mss_session *s = b->s;
+    const tr_run_group *g = b->g;
     const mss_model *m = s->m;
     const mss_hparams *hp = &m->hp;
-    transcribe_status st = group_encode(s, pcm, n_samples, it, &n, ctxs, done);
+    tr_run_ctx *ctxs = g->ctxs;
+    transcribe_status st =
+        tr_msd_group_encode(u, &n, utt_encode, b, tr_run_group_finish, (void *)g);
     if (st != TRANSCRIBE_OK || n == 0) return st;
-    tr_ed_greedy_row *rows = calloc((size_t)n, sizeof *rows);
-    if (!rows) return TRANSCRIBE_ERR_OOM;
-    const size_t D = (size_t)hp->dec_d;
-    for (int j = 0; j < n; j++)
-        rows[j] = (tr_ed_greedy_row){.kv = &it[j].kv,
-                                     .ck = it[j].ck,
-                                     .cv = it[j].cv,
-                                     .cross_stride = (size_t)it[j].T * D,
-                                     .n_src = it[j].T,
-                                     .out = it[j].out,
-                                     .max_new = tr_mss_gen_cap(hp, it[j].T)};
-    const int32_t start = hp->start_id;
-    const tr_ed_greedy_cfg cfg = {.prompt = &start,
-                                  .n_prompt = 1,
-                                  .eos = hp->eos,
-                                  .max_new = hp->max_pos,
-                                  .max_n_kv = hp->max_pos,
-                                  .should_abort = abort_cb,
-                                  .abort_user = &ctxs[it[0].idx]};
     const double t0 = tr_time_ms();
-    st = tr_ed_greedy_batch(s->pool, &m->msd.dec, &cfg, rows, n);
+    st = tr_msd_greedy_group(s->pool, &m->msd, hp->start_id, hp->eos, hp->max_pos,
+                             tr_run_abort_poll, &ctxs[u[0].idx], u, n);
     const double t1 = tr_time_ms();
     for (int j = 0; j < n && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_ABORTED); j++) {
-        const int i = it[j].idx;
+        const int i = u[j].idx;
         tr_run_ctx *ctx = &ctxs[i];
         ctx->result->decode_ms = (float)((t1 - t0) / n);
-        if (rows[j].live) continue; /* aborted mid-utterance: no partial result */
-        const transcribe_status u =
-            rows[j].last == hp->eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-        if (u == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        if (u[j].live) continue; /* aborted mid-utterance: no partial result */
+        const transcribe_status r = u[j].eos ? TRANSCRIBE_OK : TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        if (r == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
             char who[48];
             snprintf(who, sizeof who, "utterance %d: ", i);
-            warn_truncated(m, it[j].T, rows[j].n_out, who);
+            warn_truncated(m, u[j].T, u[j].n_out, who);
         }
         const transcribe_status f =
-            fill_result(m, rows[j].out, rows[j].n_out, n_samples[i], ctx->result);
+            fill_result(m, u[j].out, u[j].n_out, g->n_samples[i], ctx->result);
         if (f != TRANSCRIBE_OK) {
             st = f;
             break;
         }
-        tr_run_batch_settle(ctxs, i, u, -1.0f);
-        done[i] = true;
+        tr_run_batch_settle(ctxs, i, r, -1.0f);
+        g->done[i] = true;
     }
-    free(rows);
     return st;
+}
+
+/* The hooks of tr_run_batch_groups (core/family.h). */
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)i;
+    return tr_mss_gate(((mss_session *)user)->m, pcm, n_samples);
+}
+
+static int batch_frames(void *user, int n_samples) {
+    const mss_session *s = user;
+    return (int)tr_mss_enc_frames(&s->m->hp, n_samples);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *g) {
+    job b = {user, g};
+    return tr_msd_group_run(g->idx, g->k, run_group, &b);
 }
 
 transcribe_status tr_mss_run_batch(mss_session *s, const float *const *pcm, const int *n_samples,
                                    int n, tr_run_ctx *ctxs) {
     s->n_ids = 0;
     s->pool = ctxs[0].pool ? ctxs[0].pool : s->pool;
-    bool *done = calloc((size_t)n, sizeof *done);
-    item *items = calloc(GROUP_MAX, sizeof *items);
-    if (!done || !items) {
-        free(done);
-        free(items);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    for (int i = 0; i < n; i++) {
-        const transcribe_status u = tr_mss_gate(s->m, pcm[i], n_samples[i]);
-        if (u != TRANSCRIBE_OK) tr_run_batch_finish(ctxs, done, i, u);
-    }
-    transcribe_status st = TRANSCRIBE_OK;
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        int k = 0, frames = 0;
-        for (; i < n && k < GROUP_MAX; i++) {
-            if (done[i]) continue;
-            const int T = (int)tr_mss_enc_frames(&s->m->hp, n_samples[i]);
-            if (k > 0 && frames + T > GROUP_FRAMES) break;
-            items[k++] = (item){.idx = i, .T = T};
-            frames += T;
-        }
-        if (k == 0) break;
-        st = tr_run_should_abort(&ctxs[items[0].idx])
-                 ? TRANSCRIBE_ERR_ABORTED
-                 : run_group(s, pcm, n_samples, items, k, ctxs, done);
-        items_free(items, k);
-    }
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(done);
-    free(items);
-    return st;
+    static const tr_run_groups groups = {.max_n = GROUP_MAX,
+                                         .max_frames = GROUP_FRAMES,
+                                         .gate = batch_gate,
+                                         .frames = batch_frames,
+                                         .run = batch_group};
+    return tr_run_batch_groups(&groups, s, pcm, n_samples, n, ctxs);
 }

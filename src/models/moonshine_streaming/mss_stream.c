@@ -148,16 +148,6 @@ transcribe_status tr_mss_stream_begin(mss_session *s, tr_stream_ctx *ctx) {
     return TRANSCRIBE_OK;
 }
 
-typedef struct abort_ctx {
-    transcribe_abort_callback cb;
-    void *user;
-} abort_ctx;
-
-static bool poll_abort(void *user) {
-    const abort_ctx *a = user;
-    return a->cb && a->cb(a->user);
-}
-
 static int64_t frame_ms(const mss_hparams *hp, int64_t f) {
     return f * hp->spf * 1000 / MSS_SAMPLE_RATE;
 }
@@ -210,7 +200,7 @@ static transcribe_status build_result(mss_session *s, tr_result *res) {
 
 /* One decode of the open segment over its first n_frames frames, the
  * committed ids forced; the ids become the newest hypothesis. */
-static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_ctx *ac,
+static transcribe_status decode_segment(mss_session *s, int64_t n_frames, tr_stream_ctx *ctx,
                                         bool final) {
     struct mss_stream *st = s->stream;
     const mss_hparams *hp = &s->m->hp;
@@ -219,7 +209,8 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
     const int cap = tr_mss_gen_cap(hp, n_frames);
     int n_out = 0;
     transcribe_status r = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
-    if (n_pre < cap) r = tr_mss_decode(s, (int)n_frames, pre, n_pre, poll_abort, ac, &n_out);
+    if (n_pre < cap)
+        r = tr_mss_decode(s, (int)n_frames, pre, n_pre, tr_stream_abort_poll, ctx, &n_out);
     if (r != TRANSCRIBE_OK && r != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return r;
     /* a partial decode stops at its (smaller) budget as a matter of course;
      * only a segment's last decode can truncate the text */
@@ -261,9 +252,9 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, abort_
 /* Closes the open segment at frame `cut`: a last decode over its frames
  * before the cut, every id committed; the next segment starts at the cut
  * with the encoder rows after it re-positioned. */
-static transcribe_status close_segment(mss_session *s, int64_t cut, abort_ctx *ac) {
+static transcribe_status close_segment(mss_session *s, int64_t cut, tr_stream_ctx *ctx) {
     struct mss_stream *st = s->stream;
-    transcribe_status r = decode_segment(s, cut - st->seg0, ac, true);
+    transcribe_status r = decode_segment(s, cut - st->seg0, ctx, true);
     if (r != TRANSCRIBE_OK) return r;
     const int n = st->hist_n[st->n_hist - 1];
     const size_t off = st->n_closed;
@@ -308,7 +299,7 @@ static bool note_energy(struct mss_stream *st, const float *pcm, int n, int spf)
 
 /* New encoder rows into the open segment: adapter and cross K/V, segments
  * closed when they reach their limit. */
-static transcribe_status advance(mss_session *s, abort_ctx *ac) {
+static transcribe_status advance(mss_session *s, tr_stream_ctx *ctx) {
     struct mss_stream *st = s->stream;
     const mss_hparams *hp = &s->m->hp;
     const int64_t seg_max = hp->max_pos < MSS_SEG_FRAMES ? hp->max_pos : MSS_SEG_FRAMES;
@@ -320,10 +311,10 @@ static transcribe_status advance(mss_session *s, abort_ctx *ac) {
         r = tr_mss_cross_rows(s, st->seg0, st->T, upto);
         st->T = upto;
         if (r == TRANSCRIBE_OK && st->T - st->seg0 >= seg_max && st->T < T_new)
-            r = close_segment(s, quiet_cut(st, st->T), ac);
+            r = close_segment(s, quiet_cut(st, st->T), ctx);
     }
     if (r == TRANSCRIBE_OK && st->T - st->seg0 >= seg_max)
-        r = close_segment(s, quiet_cut(st, st->T), ac);
+        r = close_segment(s, quiet_cut(st, st->T), ctx);
     /* rows before the open segment are no longer read; nor the energies */
     if (st->seg0 > st->ebase) {
         const int64_t k = st->seg0 - st->ebase < (int64_t)st->n_energy ? st->seg0 - st->ebase
@@ -354,8 +345,7 @@ transcribe_status tr_mss_stream_feed(mss_session *s, const float *pcm, int n, tr
     struct mss_stream *st = s->stream;
     if (!st) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ctx->pool) s->pool = ctx->pool;
-    abort_ctx ac = {ctx->abort_cb, ctx->abort_user_data};
-    if (poll_abort(&ac)) return TRANSCRIBE_ERR_ABORTED;
+    if (tr_stream_abort_poll(ctx)) return TRANSCRIBE_ERR_ABORTED;
     /* finite samples (a NaN would poison every later frame's window) */
     float *v = tr_grow(st->clean, &st->clean_cap, (size_t)n, sizeof *v, 0);
     if (!v) return TRANSCRIBE_ERR_OOM;
@@ -364,14 +354,14 @@ transcribe_status tr_mss_stream_feed(mss_session *s, const float *pcm, int n, tr
     const double t0 = tr_time_ms();
     if (!note_energy(st, v, n, s->m->hp.spf)) return TRANSCRIBE_ERR_OOM;
     st->n_fed += n;
-    transcribe_status r = tr_mss_enc_push(&s->enc, s->pool, v, n, false, poll_abort, &ac);
-    if (r == TRANSCRIBE_OK) r = advance(s, &ac);
+    transcribe_status r = tr_mss_enc_push(&s->enc, s->pool, v, n, false, tr_stream_abort_poll, ctx);
+    if (r == TRANSCRIBE_OK) r = advance(s, ctx);
     const double t1 = tr_time_ms();
     ctx->result->encode_ms += (float)(t1 - t0);
     if (r != TRANSCRIBE_OK) return r;
     bool changed = st->n_segs > 0 && !st->decoded && st->n_hist == 0;
     if (st->T - st->seg0 > 0 && st->T - st->last_dec >= st->min_frames) {
-        r = decode_segment(s, st->T - st->seg0, &ac, false);
+        r = decode_segment(s, st->T - st->seg0, ctx, false);
         if (r != TRANSCRIBE_OK) return r;
         changed = true;
     }
@@ -385,20 +375,19 @@ transcribe_status tr_mss_stream_finalize(mss_session *s, tr_stream_ctx *ctx) {
     struct mss_stream *st = s->stream;
     if (!st) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ctx->pool) s->pool = ctx->pool;
-    abort_ctx ac = {ctx->abort_cb, ctx->abort_user_data};
-    if (poll_abort(&ac)) return TRANSCRIBE_ERR_ABORTED;
+    if (tr_stream_abort_poll(ctx)) return TRANSCRIBE_ERR_ABORTED;
     transcribe_status r = TRANSCRIBE_OK;
     if (st->n_fed > 0) {
         /* the tail zero-padded to a whole front-end frame, every block
          * finished with its window clipped: the one-shot frames
          * (docs/formats/moonshine_streaming.md §5) */
         const double t0 = tr_time_ms();
-        r = tr_mss_enc_push(&s->enc, s->pool, NULL, 0, true, poll_abort, &ac);
-        if (r == TRANSCRIBE_OK) r = advance(s, &ac);
+        r = tr_mss_enc_push(&s->enc, s->pool, NULL, 0, true, tr_stream_abort_poll, ctx);
+        if (r == TRANSCRIBE_OK) r = advance(s, ctx);
         const double t1 = tr_time_ms();
         ctx->result->encode_ms += (float)(t1 - t0);
         if (r == TRANSCRIBE_OK && st->T > st->seg0 && (!st->decoded || st->T > st->last_dec))
-            r = decode_segment(s, st->T - st->seg0, &ac, true);
+            r = decode_segment(s, st->T - st->seg0, ctx, true);
         ctx->result->decode_ms += (float)(tr_time_ms() - t1);
         if (r != TRANSCRIBE_OK) return r;
         if (st->decoded && st->last_trunc) st->truncated = true;

@@ -298,21 +298,6 @@ static int prefill(ms_session *s, const int32_t *ids, int n, const float *audio,
     return tok;
 }
 
-/* The greedy loop reports every token it steps to (on_step, also the
- * tokens one speculative call yields): their count gives the steps taken,
- * which the kept ids understate after a repetition-guard stop
- * (transcribe-bench reads dec.n_steps). */
-typedef struct step_count {
-    tr_run_span *span;
-    int n;
-} step_count;
-
-static void count_step(void *user, int n_gen, int n_most) {
-    step_count *c = user;
-    c->n = n_gen - 1; /* the prefill token is not a step */
-    tr_run_span_step(c->span, n_gen, n_most);
-}
-
 /* Sanitizes and encodes one utterance, timing it into the result: mel_ms
  * is the chunks' front end, encode_ms the Whisper encoder plus adaptor. */
 static transcribe_status encode_timed(ms_session *s, const float *pcm, int n_samples,
@@ -356,16 +341,8 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, T_enc);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
-    if (st == TRANSCRIBE_OK && budget > s->cap_last) {
-        int32_t *p = realloc(s->last_ids, (size_t)budget * sizeof *p);
-        if (!p)
-            st = TRANSCRIBE_ERR_OOM;
-        else {
-            s->last_ids = p;
-            s->cap_last = budget;
-        }
-    }
+    if (st == TRANSCRIBE_OK)
+        st = tr_clm_session_reserve(&s->dec, n_ctx, &s->last_ids, &s->cap_last, budget);
     int first = -1;
     s->dec.prefill_ms = s->dec.steps_ms = 0;
     s->dec.n_steps = 0;
@@ -380,21 +357,16 @@ transcribe_status tr_ms_run(ms_session *s, const float *pcm, int n_samples, tr_r
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
         tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
-        step_count steps = {&dec, 0};
+        tr_run_step_count steps = {&dec, 0};
         tr_clm_greedy_cfg cfg = {.eos = m->eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
                                  .should_abort = tr_run_abort_poll,
                                  .abort_user = ctx,
-                                 .on_step = count_step,
+                                 .on_step = tr_run_span_count,
                                  .step_user = &steps,
                                  .spec_k = tr_run_spec_k(ctx)};
-        if (s->repeat_guard) {
-            const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-            cfg.repeat_max_period = g.max_period;
-            cfg.repeat_min_repeats = g.min_repeats;
-            cfg.repeat_min_tokens = g.min_tokens;
-        }
+        if (s->repeat_guard) tr_clm_greedy_cfg_guard(&cfg, TR_REPEAT_GUARD_DEFAULT);
         int n_out = 0;
         tr_run_report_progress(ctx, dec.lo);
         st = tr_clm_greedy(s->dec.lm, s->dec.pool, &cfg, first, n_ids, s->last_ids, &n_out);
@@ -476,11 +448,6 @@ transcribe_status tr_ms_run_batch(ms_session *s, const float *const *pcm, const 
     if (n < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     tr_clm_batch_job job = {&k_batch, {.eos = s->m->eos}, ctxs[0].pool, s,
                             pcm,      n_samples,          ctxs,         NULL};
-    if (s->repeat_guard) {
-        const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-        job.cfg.repeat_max_period = g.max_period;
-        job.cfg.repeat_min_repeats = g.min_repeats;
-        job.cfg.repeat_min_tokens = g.min_tokens;
-    }
+    if (s->repeat_guard) tr_clm_greedy_cfg_guard(&job.cfg, TR_REPEAT_GUARD_DEFAULT);
     return tr_clm_decode_batch(&s->dec, &job, n);
 }

@@ -6,6 +6,7 @@
  * own frames exactly as tr_pk_run does. Inputs too short for statistics or
  * long enough to need windows run through tr_pk_run on their own. Statuses
  * are per utterance; only OOM / BACKEND fail the batch. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +33,6 @@ static bool grow(float **p, size_t *cap, size_t n) {
     return true;
 }
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* What the batch keeps per utterance of a group. */
 typedef struct item {
     int idx;
@@ -59,7 +56,7 @@ static transcribe_status decode_one(pk_session *s, const item *it, float *enc, i
                                s->prompt_hid + (size_t)it->T * h);
     }
     if (st == TRANSCRIBE_OK)
-        st = tr_pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, abort_cb, ctx);
+        st = tr_pk_decode(&m->head, s->pool, &s->dec, enc, it->T, &toks, tr_run_abort_poll, ctx);
     ctx->result->decode_ms = (float)(tr_time_ms() - t0);
     if (st == TRANSCRIBE_OK) st = tr_pk_build_result(m, toks.v, toks.n, ctx->params, ctx->result);
     tr_pk_toks_free(&toks);
@@ -114,8 +111,8 @@ static transcribe_status run_group(pk_session *s, const float *const *pcm, const
         T_mel[j] = g[j].T_mel;
     }
     double t0 = tr_time_ms();
-    st = tr_fc_forward_batch(m->enc, s->pool, s->fc, live, mels, T_mel, s->enc_out, abort_cb,
-                             &ctxs[g[0].idx]);
+    st = tr_fc_forward_batch(m->enc, s->pool, s->fc, live, mels, T_mel, s->enc_out,
+                             tr_run_abort_poll, &ctxs[g[0].idx]);
     double enc_ms = tr_time_ms() - t0;
     free(mels);
     free(T_mel);
@@ -141,6 +138,51 @@ static void free_group(item *g, int n) {
     }
 }
 
+/* The batch as the hooks of tr_run_batch_groups (core/family.h) see it. */
+typedef struct job {
+    pk_session *s;
+    int prompt_id;
+} job;
+
+static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
+    (void)user;
+    if (pcm && n_samples > 0) return TRANSCRIBE_OK;
+    TR_ERROR("parakeet: batch utterance %d has %s", i, pcm ? "n_samples <= 0" : "NULL pcm");
+    return TRANSCRIBE_ERR_INVALID_ARG;
+}
+
+static int batch_frames(void *user, int n_samples) {
+    return frames_of(((const job *)user)->s->m, n_samples);
+}
+
+/* Outside the batched path, one by one: under two hops, or past the
+ * single-pass window. */
+static bool batch_alone(void *user, int n_samples) {
+    const pk_session *s = ((const job *)user)->s;
+    return n_samples < 2 * s->m->mel.hop_length || frames_of(s->m, n_samples) > s->win.max_frames;
+}
+
+static transcribe_status batch_run_alone(void *user, const float *pcm, int n_samples,
+                                         tr_run_ctx *ctx) {
+    return tr_pk_run(((job *)user)->s, pcm, n_samples, ctx);
+}
+
+static transcribe_status batch_group(void *user, const tr_run_group *grp) {
+    const job *b = user;
+    item *g = calloc((size_t)grp->k, sizeof *g);
+    if (!g) return TRANSCRIBE_ERR_OOM;
+    for (int j = 0; j < grp->k; j++) g[j].idx = grp->idx[j];
+    const transcribe_status st =
+        run_group(b->s, grp->pcm, grp->n_samples, g, grp->k, b->prompt_id, grp->ctxs, grp->done);
+    free_group(g, grp->k);
+    free(g);
+    return st;
+}
+
+/* Utterances outside the batched path first, one by one; the rest in
+ * groups of at most group_frames() encoder frames, in order;
+ * docs/formats/parakeet.md §11: every utterance that did not complete
+ * reports ABORTED. */
 transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     const pk_model *m = s->m;
@@ -149,53 +191,13 @@ transcribe_status tr_pk_run_batch(pk_session *s, const float *const *pcm, const 
         prompt_id = tr_pk_prompt_id(&m->prompt, ctxs[0].params->language);
         if (prompt_id < 0) return tr_pk_validate_run(m, ctxs[0].params);
     }
-    item *g = calloc((size_t)n, sizeof *g);
-    bool *done = calloc((size_t)n, sizeof *done);
-    if (!g || !done) {
-        free(g);
-        free(done);
-        return TRANSCRIBE_ERR_OOM;
-    }
-    transcribe_status st = TRANSCRIBE_OK;
-    /* utterances outside the batched path first, one by one */
-    for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
-        if (!tr_run_batch_input_ok("parakeet", pcm, n_samples, i, ctxs, done)) continue;
-        if (n_samples[i] < 2 * m->mel.hop_length ||
-            frames_of(m, n_samples[i]) > s->win.max_frames) {
-            if (tr_run_should_abort(&ctxs[i])) {
-                st = TRANSCRIBE_ERR_ABORTED;
-                break;
-            }
-            transcribe_status u = tr_pk_run(s, pcm[i], n_samples[i], &ctxs[i]);
-            if (u == TRANSCRIBE_ERR_OOM || u == TRANSCRIBE_ERR_BACKEND)
-                st = u;
-            else
-                tr_run_batch_finish(ctxs, done, i, u);
-            if (u == TRANSCRIBE_ERR_ABORTED) st = u;
-        }
-    }
-    /* the rest in groups of at most group_frames() encoder frames, in order */
-    int i = 0;
-    while (st == TRANSCRIBE_OK && i < n) {
-        int k = 0, frames = 0;
-        for (; i < n; i++) {
-            if (done[i]) continue;
-            int f = frames_of(m, n_samples[i]);
-            if (k > 0 && frames + f > group_frames(s)) break;
-            g[k++] = (item){.idx = i};
-            frames += f;
-        }
-        if (k == 0) break;
-        if (tr_run_should_abort(&ctxs[g[0].idx])) {
-            st = TRANSCRIBE_ERR_ABORTED;
-            break;
-        }
-        st = run_group(s, pcm, n_samples, g, k, prompt_id, ctxs, done);
-        free_group(g, k);
-    }
-    /* docs/formats/parakeet.md §11: every utterance that did not complete reports ABORTED */
-    if (st == TRANSCRIBE_ERR_ABORTED) tr_run_batch_abort_rest(ctxs, done, n);
-    free(g);
-    free(done);
-    return st;
+    job b = {s, prompt_id};
+    const tr_run_groups groups = {.max_n = INT_MAX,
+                                  .max_frames = group_frames(s),
+                                  .gate = batch_gate,
+                                  .frames = batch_frames,
+                                  .run = batch_group,
+                                  .alone = batch_alone,
+                                  .run_alone = batch_run_alone};
+    return tr_run_batch_groups(&groups, &b, pcm, n_samples, n, ctxs);
 }

@@ -7,23 +7,7 @@
 #include "transcribe/parakeet.h"
 
 TR_FAMILY_ADAPTERS(pk)
-
-static transcribe_status fam_stream_begin(void *session, tr_stream_ctx *ctx) {
-    return tr_pk_stream_begin(session, ctx);
-}
-
-static transcribe_status fam_stream_feed(void *session, const float *pcm, int n_samples,
-                                         tr_stream_ctx *ctx) {
-    return tr_pk_stream_feed(session, pcm, n_samples, ctx);
-}
-
-static transcribe_status fam_stream_finalize(void *session, tr_stream_ctx *ctx) {
-    return tr_pk_stream_finalize(session, ctx);
-}
-
-static void fam_stream_reset(void *session) {
-    tr_pk_stream_reset(session);
-}
+TR_FAMILY_STREAM_ADAPTERS(pk)
 
 /* Cache-aware files and unified-en's buffered menu stream natively; every
  * other Parakeet file through the dispatcher's generic driver. */
@@ -102,10 +86,7 @@ const tr_family tr_family_parakeet = {
     .arch = "parakeet",
     TR_FAMILY_ADAPTED_HOOKS,
     .get_limits = tr_family_no_limits, /* docs/formats/parakeet.md §10.1: n_ctx has no effect */
-    .stream_begin = fam_stream_begin,
-    .stream_feed = fam_stream_feed,
-    .stream_finalize = fam_stream_finalize,
-    .stream_reset = fam_stream_reset,
+    TR_FAMILY_STREAM_HOOKS,
     .stream_native = fam_stream_native,
     .model_accepts_ext_kind = fam_model_accepts_ext_kind,
     .validate_stream = fam_validate_stream,

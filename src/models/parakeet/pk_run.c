@@ -84,10 +84,6 @@ typedef struct run_state {
     int layer, n_layers;
 } run_state;
 
-static bool abort_cb(void *user) {
-    return tr_run_should_abort((const tr_run_ctx *)user);
-}
-
 /* The encoder polls before each layer: also the progress tick (the layers
  * take ~90% of a window's time, the decoder the rest). */
 static bool enc_abort_cb(void *user) {
@@ -137,7 +133,7 @@ static transcribe_status run_window(run_state *r, int64_t a, int64_t b, pk_toks 
         tr_pk_prompt_apply(&m->prompt, s->pool, r->prompt_id, s->enc_out, T, s->prompt_hid,
                            s->prompt_hid + (size_t)T * h);
     }
-    st = tr_pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, abort_cb, r->ctx);
+    st = tr_pk_decode(&m->head, s->pool, &s->dec, s->enc_out, T, out, tr_run_abort_poll, r->ctx);
     r->dec_ms += tr_time_ms() - t2;
     if (st == TRANSCRIBE_OK) tr_run_report_progress(r->ctx, r->f1);
     return st;

@@ -161,11 +161,6 @@ void tr_pk_stream_reset(pk_session *s) {
     if (s->stream) stream_clear(s->stream);
 }
 
-static bool abort_cb(void *user) {
-    const tr_stream_ctx *ctx = user;
-    return ctx->abort_cb && ctx->abort_cb(ctx->abort_user_data);
-}
-
 /* Encoder rows → prompt MLP → decoder. */
 static transcribe_status decode_rows(pk_session *s, tr_stream_ctx *ctx, const float *rows, int n,
                                      int f0) {
@@ -188,7 +183,7 @@ static transcribe_status decode_rows(pk_session *s, tr_stream_ctx *ctx, const fl
         if (st != TRANSCRIBE_OK) return st;
     }
     return tr_pk_decode_resume(&m->head, s->pool, &ps->dec, rows, f0, n, &ps->toks, &ps->carry,
-                               abort_cb, ctx);
+                               tr_stream_abort_poll, ctx);
 }
 
 /* Computes the mel frames now complete (all of them at the end), pushes

@@ -5,36 +5,7 @@
 #include "gguf/gguf.h"
 #include "nn/enc_cost.h"
 
-static transcribe_status fam_load(const tr_load_ctx *lc, void **out_model, tr_model_desc *desc) {
-    sv_model *m = NULL;
-    transcribe_status st = tr_sv_model_load(lc, &m);
-    *out_model = m;
-    if (st == TRANSCRIBE_OK) tr_sv_model_describe(m, desc);
-    return st;
-}
-
-static void fam_free_model(void *model) {
-    tr_sv_model_free(model);
-}
-
-static transcribe_status fam_session_init(void *model, const tr_session_cfg *cfg, void **out) {
-    sv_session *s = NULL;
-    transcribe_status st = tr_sv_session_create(model, cfg, &s);
-    *out = s;
-    return st;
-}
-
-static void fam_session_free(void *session) {
-    tr_sv_session_free(session);
-}
-
-static transcribe_status fam_validate_run(void *model, const struct transcribe_run_params *p) {
-    return tr_sv_validate_run(model, p);
-}
-
-static transcribe_status fam_run(void *session, const float *pcm, int n_samples, tr_run_ctx *ctx) {
-    return tr_sv_run(session, pcm, n_samples, ctx);
-}
+TR_FAMILY_SERIAL_ADAPTERS(sv)
 
 /* Tool hook (transcribe-bench): one encoder pass over T = T_lfr + 4 rows
  * (docs/formats/sensevoice.md §4–§5; nn/enc_cost.h counts the SAN-M stack),
@@ -62,12 +33,7 @@ static bool fam_enc_cost(const struct gguf_file *g, int64_t n, tr_enc_cost *out,
 
 const tr_family tr_family_sensevoice = {
     .arch = "sensevoice",
-    .load = fam_load,
-    .free_model = fam_free_model,
-    .session_init = fam_session_init,
-    .session_free = fam_session_free,
-    .validate_run = fam_validate_run,
-    .run = fam_run,
+    TR_FAMILY_SERIAL_HOOKS,
     .get_limits = tr_family_no_limits, /* docs/formats/sensevoice.md §7: n_ctx has no effect */
     .enc_cost = fam_enc_cost,
 };

@@ -91,31 +91,20 @@ transcribe_status tr_sv_validate_run(const sv_model *m, const struct transcribe_
     return tr_family_check_transcribe_only("sensevoice", p);
 }
 
-static bool abort_poll(void *ctx) {
-    return tr_run_should_abort(ctx);
-}
-
 transcribe_status tr_sv_run(sv_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
     const sv_model *m = s->m;
     const struct transcribe_run_params *p = ctx->params;
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
-    if (!pcm || n_samples < m->mel.win_length) {
-        TR_ERROR("sensevoice: %d samples is shorter than one %d-sample frame", n_samples,
-                 m->mel.win_length);
-        return TRANSCRIBE_ERR_INVALID_ARG;
-    }
-    int64_t ms = (int64_t)n_samples * 1000 / m->mel.sample_rate;
-    if (ms > SV_MAX_AUDIO_MS)
-        TR_WARN("sensevoice: %.1f s is longer than the model's %d s window; running it whole "
-                "(attention cost grows with the square of the length)",
-                (double)ms / 1000.0, SV_MAX_AUDIO_MS / 1000);
+    transcribe_status st = tr_family_gate_whole("sensevoice", pcm, n_samples, m->mel.win_length,
+                                                m->mel.sample_rate, SV_MAX_AUDIO_MS);
+    if (st != TRANSCRIBE_OK) return st;
     float *owned = NULL, *feats = NULL, *logits = NULL;
     int32_t *ids = NULL;
     const float *x = tr_pcm_sanitized(pcm, n_samples, "sensevoice", &owned);
     if (!x) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
     int T_lfr = 0;
-    transcribe_status st = tr_sv_features(m, s->pool, x, n_samples, &feats, &T_lfr);
+    st = tr_sv_features(m, s->pool, x, n_samples, &feats, &T_lfr);
     double t1 = tr_time_ms();
     ctx->result->mel_ms = (float)(t1 - t0);
     if (st) goto done;
@@ -129,7 +118,8 @@ transcribe_status tr_sv_run(sv_session *s, const float *pcm, int n_samples, tr_r
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    st = tr_sv_encode(m, s->pool, feats, T_lfr, lid, textnorm, logits, NULL, abort_poll, ctx);
+    st =
+        tr_sv_encode(m, s->pool, feats, T_lfr, lid, textnorm, logits, NULL, tr_run_abort_poll, ctx);
     double t2 = tr_time_ms();
     ctx->result->encode_ms = (float)(t2 - t1);
     if (st) goto done;
@@ -145,13 +135,6 @@ done:
     return st;
 }
 
-static transcribe_status session_setup(sv_session *s, const tr_session_cfg *cfg) {
-    s->pool = cfg->pool; /* n_ctx and kv_type mean nothing here (docs/formats/sensevoice.md §7) */
-    return TRANSCRIBE_OK;
-}
-
-static void session_release(sv_session *s) {
-    (void)s;
-}
-
-TR_FAMILY_SESSION(sv, session_setup, session_release)
+/* the session keeps only the pool: n_ctx and kv_type mean nothing here (docs/formats/sensevoice.md
+ * §7) */
+TR_FAMILY_POOL_SESSION(sv)

@@ -360,23 +360,7 @@ static transcribe_status prepare(vx_session *s, const float *pcm, int n_samples,
 }
 
 static void set_guard(const vx_session *s, tr_clm_greedy_cfg *cfg) {
-    if (!s->repeat_guard) return;
-    const tr_repeat_guard g = TR_REPEAT_GUARD_DEFAULT;
-    cfg->repeat_max_period = g.max_period;
-    cfg->repeat_min_repeats = g.min_repeats;
-    cfg->repeat_min_tokens = g.min_tokens;
-}
-
-/* Steps the loop took (on_step also sees the tokens of a speculative call). */
-typedef struct step_count {
-    tr_run_span *span;
-    int n;
-} step_count;
-
-static void count_step(void *user, int n_gen, int n_most) {
-    step_count *c = user;
-    c->n = n_gen - 1; /* the prefill token is not a step */
-    tr_run_span_step(c->span, n_gen, n_most);
+    if (s->repeat_guard) tr_clm_greedy_cfg_guard(cfg, TR_REPEAT_GUARD_DEFAULT);
 }
 
 transcribe_status tr_vx_run(vx_session *s, const float *pcm, int n_samples, tr_run_ctx *ctx) {
@@ -404,16 +388,8 @@ transcribe_status tr_vx_run(vx_session *s, const float *pcm, int n_samples, tr_r
     if (st == TRANSCRIBE_OK && tr_run_should_abort(ctx)) st = TRANSCRIBE_ERR_ABORTED;
     const int budget = gen_budget(s, n_ids, n_audio);
     const int n_ctx = tr_clm_ctx_pow2((int64_t)n_ids + budget, s->dec.ceiling);
-    if (st == TRANSCRIBE_OK) st = tr_clm_reserve(s->dec.lm, 1, n_ctx);
-    if (st == TRANSCRIBE_OK && budget > s->cap_last) {
-        int32_t *p = realloc(s->last_ids, (size_t)budget * sizeof *p);
-        if (!p)
-            st = TRANSCRIBE_ERR_OOM;
-        else {
-            s->last_ids = p;
-            s->cap_last = budget;
-        }
-    }
+    if (st == TRANSCRIBE_OK)
+        st = tr_clm_session_reserve(&s->dec, n_ctx, &s->last_ids, &s->cap_last, budget);
     int first = -1;
     s->dec.prefill_ms = s->dec.steps_ms = 0;
     s->dec.n_steps = 0;
@@ -429,13 +405,13 @@ transcribe_status tr_vx_run(vx_session *s, const float *pcm, int n_samples, tr_r
     s->dec.last_T_prompt = n_ids;
     if (st == TRANSCRIBE_OK) {
         tr_run_span dec = TR_RUN_DECODE_SPAN(ctx);
-        step_count steps = {&dec, 0};
+        tr_run_step_count steps = {&dec, 0};
         tr_clm_greedy_cfg cfg = {.eos = m->sp.eos,
                                  .max_new = budget,
                                  .max_n_kv = n_ctx,
                                  .should_abort = tr_run_abort_poll,
                                  .abort_user = ctx,
-                                 .on_step = count_step,
+                                 .on_step = tr_run_span_count,
                                  .step_user = &steps,
                                  .spec_k = tr_run_spec_k(ctx)};
         set_guard(s, &cfg);

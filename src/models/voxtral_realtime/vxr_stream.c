@@ -114,16 +114,6 @@ transcribe_status tr_vxr_stream_begin(vxr_session *s, tr_stream_ctx *ctx) {
     return TRANSCRIBE_OK;
 }
 
-typedef struct abort_ctx {
-    transcribe_abort_callback cb;
-    void *user;
-} abort_ctx;
-
-static bool poll_abort(void *user) {
-    const abort_ctx *a = user;
-    return a->cb && a->cb(a->user);
-}
-
 /* Appends a generated id; false when the repetition guard stops decoding (ids trimmed as the
  * offline loop trims them). */
 static bool take(vxr_session *s, int32_t tok) {
@@ -139,7 +129,7 @@ static bool take(vxr_session *s, int32_t tok) {
 }
 
 /* Steps the decoder over every audio row the encoder has (up to `limit` positions). */
-static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *ac) {
+static transcribe_status decode_ready(vxr_session *s, int64_t limit, tr_stream_ctx *ctx) {
     struct vxr_stream *st = s->stream;
     const vxr_model *m = s->m;
     vxr_enc *e = &s->enc;
@@ -167,7 +157,7 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, abort_ctx *
     }
     const int64_t end = limit >= 0 && limit < avail ? limit : avail;
     while (!st->done && st->p < end) {
-        if (poll_abort(ac)) return TRANSCRIBE_ERR_ABORTED;
+        if (tr_stream_abort_poll(ctx)) return TRANSCRIBE_ERR_ABORTED;
         if (st->p + 1 > m->hp.max_pos) { /* docs/formats/voxtral_realtime.md §8: the position cap */
             st->done = st->truncated = true;
             break;
@@ -223,8 +213,7 @@ transcribe_status tr_vxr_stream_feed(vxr_session *s, const float *pcm, int n, tr
     struct vxr_stream *st = s->stream;
     if (!st) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ctx->pool) s->dec.pool = ctx->pool;
-    abort_ctx ac = {ctx->abort_cb, ctx->abort_user_data};
-    if (poll_abort(&ac)) return TRANSCRIBE_ERR_ABORTED;
+    if (tr_stream_abort_poll(ctx)) return TRANSCRIBE_ERR_ABORTED;
     if (n <= 0) {
         report(s, ctx, false);
         return TRANSCRIBE_OK;
@@ -246,12 +235,12 @@ transcribe_status tr_vxr_stream_feed(vxr_session *s, const float *pcm, int n, tr
     if ((st->n_fed - st->last_dec) * 1000 >= (int64_t)st->interval_ms * sr) {
         st->last_dec = st->n_fed;
         const double t0 = tr_time_ms();
-        r = tr_vxr_enc_run(&s->enc, s->dec.pool, poll_abort, &ac);
+        r = tr_vxr_enc_run(&s->enc, s->dec.pool, tr_stream_abort_poll, ctx);
         const double t1 = tr_time_ms();
         ctx->result->encode_ms += (float)(t1 - t0);
         if (r != TRANSCRIBE_OK) return r;
         const int before = s->n_ids;
-        r = decode_ready(s, -1, &ac);
+        r = decode_ready(s, -1, ctx);
         ctx->result->decode_ms += (float)(tr_time_ms() - t1);
         if (r != TRANSCRIBE_OK) return r;
         if (s->n_ids != before || ctx->result->n_segs == 0)
@@ -265,14 +254,14 @@ transcribe_status tr_vxr_stream_finalize(vxr_session *s, tr_stream_ctx *ctx) {
     struct vxr_stream *st = s->stream;
     if (!st) return TRANSCRIBE_ERR_INVALID_ARG;
     if (ctx->pool) s->dec.pool = ctx->pool;
-    abort_ctx ac = {ctx->abort_cb, ctx->abort_user_data};
-    if (poll_abort(&ac)) return TRANSCRIBE_ERR_ABORTED;
+    if (tr_stream_abort_poll(ctx)) return TRANSCRIBE_ERR_ABORTED;
     transcribe_status r = TRANSCRIBE_OK;
     if (st->n_fed > 0) {
         const int64_t na = tr_vxr_n_audio(s->m, st->n_fed, st->delay);
         if (na + 1 > s->m->hp.max_pos) st->truncated = true;
-        r = tr_vxr_enc_finish(&s->enc, s->dec.pool, st->n_fed, st->delay, poll_abort, &ac);
-        if (r == TRANSCRIBE_OK) r = decode_ready(s, na, &ac);
+        r = tr_vxr_enc_finish(&s->enc, s->dec.pool, st->n_fed, st->delay, tr_stream_abort_poll,
+                              ctx);
+        if (r == TRANSCRIBE_OK) r = decode_ready(s, na, ctx);
         if (r != TRANSCRIBE_OK) return r;
     }
     if ((r = build_result(s, ctx->result)) != TRANSCRIBE_OK) return r;
