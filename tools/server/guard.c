@@ -49,6 +49,7 @@ struct srv_guard {
     double header_s, keepalive_s, body_s;
     atomic_llong cut_slow, cut_evicted;
     atomic_llong opened; /* connections ever registered */
+    atomic_llong closed; /* ... and of those, closed */
 };
 
 static void unlist(srv_guard *g, srv_conn *c) {
@@ -184,7 +185,9 @@ void srv_guard_phase(srv_guard *g, srv_conn *c, srv_conn_phase phase) {
 }
 
 void srv_guard_close(srv_guard *g, srv_conn *c) {
-    if (!g || !c) return;
+    if (!g) return;
+    atomic_fetch_add(&g->closed, 1);
+    if (!c) return;
     pthread_mutex_lock(&g->mu);
     unlist(g, c);
     c->fd = -1;
@@ -194,6 +197,10 @@ void srv_guard_close(srv_guard *g, srv_conn *c) {
 
 long long srv_guard_opened(srv_guard *g) {
     return g ? atomic_load(&g->opened) : 0;
+}
+
+long long srv_guard_live(srv_guard *g) {
+    return g ? atomic_load(&g->opened) - atomic_load(&g->closed) : 0;
 }
 
 int srv_guard_arriving(srv_guard *g, double settle_s) {

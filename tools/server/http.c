@@ -713,6 +713,15 @@ static int close_listener(srv_server *s, MHD_socket lsock) {
     return adopted;
 }
 
+/* Connections the daemon holds that the guard has not been told of yet: a
+ * connection's thread reports itself a moment after the accept. */
+static bool unreported_connections(srv_server *s) {
+    if (!s->guard) return false;
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return di && (long long)di->num_connections > srv_guard_live(s->guard);
+}
+
 void srv_http_stop(srv_server *s, int grace_s) {
     if (!s->daemon) return;
     atomic_store(&s->closing, 1);
@@ -726,13 +735,15 @@ void srv_http_stop(srv_server *s, int grace_s) {
      * line and headers in flight (a balancer sends them at once), and the
      * daemon starts its thread a moment later. Stopping under them would
      * close the connection while an upload streams in, which a balancer
-     * cannot retry. So: a settling moment, the taken-over connections
-     * known to the guard, then until no request runs and none arrives. */
+     * cannot retry. So: a settling moment, every connection the daemon
+     * holds (the taken-over ones too) known to the guard, then until no
+     * request runs and none arrives. */
     const double settle = srv_now() + (grace_s > 0 ? 0.25 : 0.0);
     const double until = srv_now() + grace_s;
     while (srv_now() < until &&
            (srv_now() < settle || (s->guard && srv_guard_opened(s->guard) < seen + adopted) ||
-            atomic_load(&s->in_flight) > 0 || srv_guard_arriving(s->guard, 0.25) > 0))
+            unreported_connections(s) || atomic_load(&s->in_flight) > 0 ||
+            srv_guard_arriving(s->guard, 0.25) > 0))
         usleep(20 * 1000);
     atomic_store(&s->closing, 2); /* what still runs is aborted */
     MHD_stop_daemon(s->daemon);

@@ -173,6 +173,8 @@ int srv_guard_arriving(srv_guard *g, double settle_s);
 /* How many connections the guard has ever been told of (srv_guard_open,
  * also those it could not watch for want of memory). */
 long long srv_guard_opened(srv_guard *g);
+/* Those not closed yet. */
+long long srv_guard_live(srv_guard *g);
 /* Connections closed for a passed deadline, or to make room (evicted). */
 long long srv_guard_cut(const srv_guard *g, bool evicted);
 
