@@ -4,7 +4,8 @@
  * on demand, so repeated runs of similar length allocate nothing.
  *
  * Buffers per block (T frames, d = d_model): h, q, k, v [T][d] and mid
- * [T][max(d_ff, 2d)]. The attention output lands in h (free once q/k/v
+ * [min(T, FC_TILE)][max(d_ff, 2d)] (the wide stages run a tile of rows at
+ * a time). The attention output lands in h (free once q/k/v
  * exist) and its projection in q (free once attention ran). */
 #include <math.h>
 #include <stdint.h>
@@ -80,13 +81,33 @@ size_t tr_fc_work_bytes(const tr_fc_work *w) {
     return n * sizeof(float);
 }
 
-/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2 */
+/* Rows per pass of the wide (d_ff or 2d) stages: T splits into equal tiles
+ * of at most FC_TILE rows, so mid (and the GEMM's packed input) holds
+ * FC_TILE wide rows rather than T of them. */
+#define FC_TILE 128
+
+static int n_tiles(int T) {
+    return (T + FC_TILE - 1) / FC_TILE;
+}
+
+/* Rows [r0, r1) of tile i of n over T rows. */
+static void tile_rows(int T, int n, int i, int *r0, int *r1) {
+    *r0 = (int)((long)T * i / n);
+    *r1 = (int)((long)T * (i + 1) / n);
+}
+
+/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2, a tile of rows at a time */
 static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *w1,
                     const tr_nn_linear *w2, int d, int d_ff, float *x, int T, tr_fc_work *w) {
     tr_layer_norm(pool, x, w->h.p, T, d, ln->w, ln->b, FC_LN_EPS);
-    tr_nn_linear_fwd(pool, w1, w->h.p, T, w->mid.p);
-    tr_ew_silu(pool, w->mid.p, (long)T * d_ff);
-    tr_nn_linear_fwd(pool, w2, w->mid.p, T, w->q.p);
+    const int n = n_tiles(T);
+    for (int i = 0; i < n; i++) {
+        int r0, r1;
+        tile_rows(T, n, i, &r0, &r1);
+        tr_nn_linear_fwd(pool, w1, w->h.p + (size_t)r0 * d, r1 - r0, w->mid.p);
+        tr_ew_silu(pool, w->mid.p, (long)(r1 - r0) * d_ff);
+        tr_nn_linear_fwd(pool, w2, w->mid.p, r1 - r0, w->q.p + (size_t)r0 * d);
+    }
     tr_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
 }
 
@@ -130,8 +151,15 @@ static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
     const tr_fc_hparams *hp = &enc->hp;
     const int d = hp->d_model, T = sg->rows;
     tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
-    tr_nn_linear_fwd(pool, &blk->pw1, w->h.p, T, w->mid.p); /* [T][2d] */
-    tr_ew_glu(pool, w->mid.p, w->h.p, T, d);
+    /* pointwise conv 1 ([rows][2d] in mid) and GLU back into h, a tile at a time */
+    const int n = n_tiles(T);
+    for (int i = 0; i < n; i++) {
+        int r0, r1;
+        tile_rows(T, n, i, &r0, &r1);
+        float *hr = w->h.p + (size_t)r0 * d;
+        tr_nn_linear_fwd(pool, &blk->pw1, hr, r1 - r0, w->mid.p);
+        tr_ew_glu(pool, w->mid.p, hr, r1 - r0, d);
+    }
     for (int i = 0; i < sg->n; i++) {
         const size_t o = (size_t)sg->off[i] * (size_t)d;
         tr_nn_depthwise(pool, &blk->dw, d, hp->conv_kernel, hp->conv_pad_left, w->h.p + o,
@@ -159,7 +187,7 @@ static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
     const size_t wide = (size_t)(hp->d_ff > 2 * hp->d_model ? hp->d_ff : 2 * hp->d_model);
     return tr_fc_buf_reserve(&w->h, Td) && tr_fc_buf_reserve(&w->q, Td) &&
            tr_fc_buf_reserve(&w->k, Td) && tr_fc_buf_reserve(&w->v, Td) &&
-           tr_fc_buf_reserve(&w->mid, (size_t)T * wide) &&
+           tr_fc_buf_reserve(&w->mid, (size_t)(T < FC_TILE ? T : FC_TILE) * wide) &&
            tr_fc_buf_reserve(&w->pe, (size_t)P * hp->d_model) &&
            tr_fc_buf_reserve(&w->p, (size_t)P * hp->d_model);
 }
