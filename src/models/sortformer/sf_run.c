@@ -10,6 +10,7 @@
 #include "audio/audio.h"
 #include "core/abi.h"
 #include "models/sortformer/sortformer.h"
+#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "transcribe/sortformer.h"
@@ -21,11 +22,20 @@
 
 /* ---- session ---- */
 
-/* Rows of the head's feed-forward per pass: h holds SF_FF_TILE rows of tf_ff. */
-#define SF_FF_TILE 128
+/* Hidden columns per pass of a Transformer feed-forward: tf_ff in n equal
+ * blocks of at most tf_d that fall on ff_out's quantization blocks (else
+ * one block), so h is [T][tf_d] rather than [T][tf_ff] and every weight is
+ * still read once (as the FastConformer's feed-forward, src/nn/README.md). */
+static int ff_blocks(const sf_hparams *hp, const tr_tensor *ff_out) {
+    const int ff = hp->tf_ff, qb = tr_type_block(ff_out->type);
+    for (int n = (ff + hp->tf_d - 1) / hp->tf_d; n > 1 && n <= ff; n++)
+        if (ff % n == 0 && qb >= 1 && (ff / n) % qb == 0) return n;
+    return 1;
+}
 
-/* X .. pr for rows frames (h for min(rows, SF_FF_TILE)), E for e_rows
- * (the chunk's own frames): exact sizes, regrown when a chunk needs more. */
+/* X .. pr for rows frames (h for the widest feed-forward block), E for
+ * e_rows (the chunk's own frames): exact sizes, regrown when a chunk needs
+ * more. */
 static bool reserve(sf_session *s, int rows, int e_rows) {
     const sf_model *m = s->m;
     const size_t d = (size_t)m->enc_hp.d_model, D = (size_t)m->hp.tf_d;
@@ -36,16 +46,15 @@ static bool reserve(sf_session *s, int rows, int e_rows) {
         if (!s->E) return false;
     }
     if ((size_t)rows <= s->cap_rows) return true;
-    const size_t n = (size_t)rows, nt = n < SF_FF_TILE ? n : SF_FF_TILE;
+    const size_t n = (size_t)rows;
+    size_t wide = 1;
+    for (int i = 0; i < m->hp.tf_layers; i++) {
+        const size_t b = (size_t)(m->hp.tf_ff / ff_blocks(&m->hp, m->tf[i].ff_out.w));
+        if (b > wide) wide = b;
+    }
     float **bufs[] = {&s->X, &s->G, &s->q, &s->k, &s->v, &s->a, &s->h, &s->pr};
-    const size_t size[] = {n * d,
-                           n * D,
-                           n * D,
-                           n * D,
-                           n * D,
-                           n * D,
-                           nt * (size_t)(m->hp.tf_ff > m->hp.tf_d ? m->hp.tf_ff : m->hp.tf_d),
-                           n * (size_t)m->hp.max_spk};
+    const size_t size[] = {n * d, n * D, n * D,    n * D,
+                           n * D, n * D, n * wide, n * (size_t)m->hp.max_spk};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(*bufs[i]);
         *bufs[i] = malloc(sizeof(float) * size[i]);
@@ -103,11 +112,19 @@ static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
     tr_nn_linear_fwd(pool, &b->o, s->a, T, s->q);
     tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
     tr_layer_norm(pool, s->q, s->G, T, D, b->norm1.w, b->norm1.b, SF_LN_EPS);
-    for (int r0 = 0; r0 < T; r0 += SF_FF_TILE) { /* a tile of rows at a time through h */
-        const int n = T - r0 < SF_FF_TILE ? T - r0 : SF_FF_TILE;
-        tr_nn_linear_fwd(pool, &b->ff_in, s->G + (size_t)r0 * D, n, s->h);
-        tr_ew_relu(pool, s->h, (long)n * hp->tf_ff);
-        tr_nn_linear_fwd(pool, &b->ff_out, s->h, n, s->q + (size_t)r0 * D);
+    /* hidden columns in blocks through h; partial products in k, summed into q */
+    const int n = ff_blocks(hp, b->ff_out.w), blk = hp->tf_ff / n;
+    for (int j = 0; j < n; j++) {
+        tr_tensor v1 = *b->ff_in.w, v2 = *b->ff_out.w;
+        v1.ne[1] = blk;
+        v1.data = (const uint8_t *)b->ff_in.w->data + (size_t)j * blk * b->ff_in.w->nb1;
+        v2.ne[0] = blk;
+        v2.data = (const uint8_t *)b->ff_out.w->data + tr_row_bytes(v2.type, (int64_t)j * blk);
+        tr_matmul(pool, &v1, b->ff_in.b ? b->ff_in.b + (size_t)j * blk : NULL, s->G, T, D, s->h,
+                  blk);
+        tr_ew_relu(pool, s->h, (long)T * blk);
+        tr_matmul(pool, &v2, j == 0 ? b->ff_out.b : NULL, s->h, T, blk, j == 0 ? s->q : s->k, D);
+        if (j > 0) tr_ew_add(pool, s->q, s->k, (long)T * D);
     }
     tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
     tr_layer_norm(pool, s->q, s->G, T, D, b->norm2.w, b->norm2.b, SF_LN_EPS);
