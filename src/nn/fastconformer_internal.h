@@ -71,7 +71,7 @@ typedef struct tr_fc_pre_scratch {
     int chunk; /* encoder frames per chunk; 0 = TR_FC_PRE_CHUNK */
 } tr_fc_pre_scratch;
 
-#define TR_FC_PRE_CHUNK 8
+#define TR_FC_PRE_CHUNK 4
 #define TR_FC_PRE_PROJ  64
 
 /* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling). */
@@ -90,11 +90,11 @@ typedef struct tr_fc_attn_scratch {
     size_t bias_budget; /* bytes of [heads][T][T] bias built at once (>= one head) */
 } tr_fc_attn_scratch;
 
-/* Default bias budget: 2 MiB holds about three heads of a 400-frame input
- * (Sortformer's cache + FIFO + chunk) and one head of anything longer than
- * 724 frames; the heads' passes do the same work as one pass of all heads
- * (the bias of a head is the same bits either way), with a smaller peak. */
-#define TR_FC_BIAS_BUDGET ((size_t)2 << 20)
+/* Default bias budget: 1 MiB, one head of a 512-frame input (Sortformer's
+ * cache + FIFO + chunk is under 400); the per-head passes do the same work
+ * as one pass of all heads (tr_attention spreads (head, query block) units,
+ * and a head's bias is the same bits either way), with a smaller peak. */
+#define TR_FC_BIAS_BUDGET ((size_t)1 << 20)
 
 /* Tests: shrink the bias budget to exercise the head-group path. */
 void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes);

@@ -9,9 +9,10 @@
  * Time chunks: the whole-input conv0 output alone is C * T_mel/2 * n_mels/2
  * floats (346 MB for a 102 s window at 128 mels), so the stack runs on
  * chunks of encoder frames instead, each stage computing just the rows the
- * next one reads (plus one or two rows of overlap). An 8-frame chunk keeps
- * the conv0 output at C * 35 rows * n_mels/2 (2.3 MB at 128 mels, where 32
- * frames took 8.7 MB) for a few percent of recomputed rows. The chunks'
+ * next one reads (plus one or two rows of overlap). A 4-frame chunk keeps
+ * the conv0 output at C * 19 rows * n_mels/2 (1.3 MB at 128 mels, where 32
+ * frames took 8.7 MB) for 12 % more rows in the second stage's pointwise
+ * conv, the pre-encode's largest product (well under 1 % of a run). The chunks'
  * flattened frames are projected to d_model every TR_FC_PRE_PROJ frames,
  * so the flat buffer does not grow with the input either.
  * Zero padding along time is made explicit: every stride-2 conv runs with
