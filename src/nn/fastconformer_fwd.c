@@ -4,14 +4,15 @@
  * on demand, so repeated runs of similar length allocate nothing.
  *
  * Buffers per block (T frames, d = d_model): h, q, k, v [T][d] and mid
- * [T][max(d_ff, 2d)]. The attention output lands in h (free once q/k/v
- * exist) and its projection in q (free once attention ran). */
+ * [T][2d] (the feed-forward's d_ff hidden columns go in blocks of <= 2d). The attention output
+ * lands in h (free once q/k/v exist) and its projection in q (free once attention ran). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/fastconformer_internal.h"
+#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
@@ -80,13 +81,39 @@ size_t tr_fc_work_bytes(const tr_fc_work *w) {
     return n * sizeof(float);
 }
 
-/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2 */
-static void ff_half(tr_pool *pool, const tr_nn_norm *ln, const tr_nn_linear *w1,
-                    const tr_nn_linear *w2, int d, int d_ff, float *x, int T, tr_fc_work *w) {
+/* Hidden columns per pass of the feed-forward: d_ff in n equal blocks of at
+ * most 2d (the width mid has for the conv module anyway), so mid is [T][2d]
+ * and not [T][d_ff]. Block j: mid = SiLU(LN(x) W1[j]^T + b1[j]) (rows j of W1),
+ * then its share mid W2[:, j]^T of the output (columns j of W2, a strided
+ * view), summed over j. Each weight element is read once, as unsplit (row
+ * tiles read every weight once per tile, and dequantized it again: +10-15 %
+ * CPU at Sortformer's 378 rows). One block (no split) where the blocks
+ * would not fall on W2's quantization blocks. */
+static int ff_blocks(const tr_fc_hparams *hp, const tr_tensor *w2) {
+    const int wide = 2 * hp->d_model, qb = tr_type_block(w2->type);
+    for (int n = (hp->d_ff + wide - 1) / wide; n > 1 && n <= hp->d_ff; n++)
+        if (hp->d_ff % n == 0 && qb >= 1 && (hp->d_ff / n) % qb == 0) return n;
+    return 1;
+}
+
+/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2, hidden columns in blocks (ff_blocks);
+ * the partial products land in k (free outside attention) and add into q */
+static void ff_half(tr_pool *pool, const tr_fc_hparams *hp, const tr_nn_norm *ln,
+                    const tr_nn_linear *w1, const tr_nn_linear *w2, float *x, int T,
+                    tr_fc_work *w) {
+    const int d = hp->d_model, d_ff = hp->d_ff, n = ff_blocks(hp, w2->w), blk = d_ff / n;
     tr_layer_norm(pool, x, w->h.p, T, d, ln->w, ln->b, FC_LN_EPS);
-    tr_nn_linear_fwd(pool, w1, w->h.p, T, w->mid.p);
-    tr_ew_silu(pool, w->mid.p, (long)T * d_ff);
-    tr_nn_linear_fwd(pool, w2, w->mid.p, T, w->q.p);
+    for (int j = 0; j < n; j++) {
+        tr_tensor v1 = *w1->w, v2 = *w2->w;
+        v1.ne[1] = blk;
+        v1.data = (const uint8_t *)w1->w->data + (size_t)j * blk * w1->w->nb1;
+        v2.ne[0] = blk;
+        v2.data = (const uint8_t *)w2->w->data + tr_row_bytes(v2.type, (int64_t)j * blk);
+        tr_matmul(pool, &v1, w1->b ? w1->b + (size_t)j * blk : NULL, w->h.p, T, d, w->mid.p, blk);
+        tr_ew_silu(pool, w->mid.p, (long)T * blk);
+        tr_matmul(pool, &v2, j == 0 ? w2->b : NULL, w->mid.p, T, blk, j == 0 ? w->q.p : w->k.p, d);
+        if (j > 0) tr_ew_add(pool, w->q.p, w->k.p, (long)T * d);
+    }
     tr_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
 }
 
@@ -154,9 +181,17 @@ static void speaker_kernel(const tr_fc_encoder *enc, tr_pool *pool, float *x, in
     if (enc->spk_bg) tr_add_bias(x, T, d, enc->spk_bg);
 }
 
-static bool reserve_all(const tr_fc_hparams *hp, int T, int P, tr_fc_work *w) {
+static bool reserve_all(const tr_fc_encoder *enc, int T, int P, tr_fc_work *w) {
+    const tr_fc_hparams *hp = &enc->hp;
     const size_t Td = (size_t)T * (size_t)hp->d_model;
-    const size_t wide = (size_t)(hp->d_ff > 2 * hp->d_model ? hp->d_ff : 2 * hp->d_model);
+    size_t wide = (size_t)2 * hp->d_model;
+    for (int i = 0; i < hp->n_layers; i++) {
+        const tr_fc_block *b = &enc->blocks[i];
+        const size_t b1 = (size_t)(hp->d_ff / ff_blocks(hp, b->ff1_w2.w)),
+                     b2 = (size_t)(hp->d_ff / ff_blocks(hp, b->ff2_w2.w));
+        if (b1 > wide) wide = b1;
+        if (b2 > wide) wide = b2;
+    }
     return tr_fc_buf_reserve(&w->h, Td) && tr_fc_buf_reserve(&w->q, Td) &&
            tr_fc_buf_reserve(&w->k, Td) && tr_fc_buf_reserve(&w->v, Td) &&
            tr_fc_buf_reserve(&w->mid, (size_t)T * wide) &&
@@ -181,7 +216,7 @@ static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, t
     const tr_fc_hparams *hp = &enc->hp;
     const int d = hp->d_model, T = sg->rows;
     const int P = tr_fc_pos_rows(hp, sg->T_max);
-    if (!reserve_all(hp, T, P, w)) {
+    if (!reserve_all(enc, T, P, w)) {
         TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
         return TRANSCRIBE_ERR_OOM;
     }
@@ -206,10 +241,10 @@ static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_
     for (int i = 0; i < hp->n_layers; i++) {
         if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
         const tr_fc_block *blk = &enc->blocks[i];
-        ff_half(pool, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, d, hp->d_ff, out, T, w);
+        ff_half(pool, hp, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, out, T, w);
         if (!attn_residual(enc, blk, pool, out, sg, P, w)) return TRANSCRIBE_ERR_OOM;
         conv_residual(enc, blk, pool, out, sg, w);
-        ff_half(pool, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, d, hp->d_ff, out, T, w);
+        ff_half(pool, hp, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, out, T, w);
         tr_layer_norm(pool, out, out, T, d, blk->norm_out.w, blk->norm_out.b, FC_LN_EPS);
     }
     return TRANSCRIBE_OK;
@@ -293,7 +328,7 @@ transcribe_status tr_fc_forward_rows(const tr_fc_encoder *enc, tr_pool *pool, tr
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
     const int P = tr_fc_pos_rows(&enc->hp, T);
-    if (!reserve_all(&enc->hp, T, P, w)) {
+    if (!reserve_all(enc, T, P, w)) {
         TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
         return TRANSCRIBE_ERR_OOM;
     }

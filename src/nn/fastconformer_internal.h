@@ -64,13 +64,15 @@ bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n);
 /* ---- stages (each logs and returns false on failure) ---- */
 
 /* Pre-encode scratch: stage buffers for one time chunk and the flattened
- * frames [T_enc][C*F'] fed to the output projection. */
+ * frames [TR_FC_PRE_PROJ rounded up to whole chunks][C*F'] fed to the
+ * output projection. */
 typedef struct tr_fc_pre_scratch {
     tr_fc_buf a, b, flat;
     int chunk; /* encoder frames per chunk; 0 = TR_FC_PRE_CHUNK */
 } tr_fc_pre_scratch;
 
-#define TR_FC_PRE_CHUNK 32
+#define TR_FC_PRE_CHUNK 4
+#define TR_FC_PRE_PROJ  64
 
 /* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling). */
 bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
@@ -88,9 +90,11 @@ typedef struct tr_fc_attn_scratch {
     size_t bias_budget; /* bytes of [heads][T][T] bias built at once (>= one head) */
 } tr_fc_attn_scratch;
 
-/* Default bias budget: all heads of a 1024-frame input at H = 8 fit in it;
- * longer inputs run the attention a few heads at a time. */
-#define TR_FC_BIAS_BUDGET ((size_t)64 << 20)
+/* Default bias budget: 1 MiB, one head of a 512-frame input (Sortformer's
+ * cache + FIFO + chunk is under 400); the per-head passes do the same work
+ * as one pass of all heads (tr_attention spreads (head, query block) units,
+ * and a head's bias is the same bits either way), with a smaller peak. */
+#define TR_FC_BIAS_BUDGET ((size_t)1 << 20)
 
 /* Tests: shrink the bias budget to exercise the head-group path. */
 void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes);

@@ -9,8 +9,12 @@
  * Time chunks: the whole-input conv0 output alone is C * T_mel/2 * n_mels/2
  * floats (346 MB for a 102 s window at 128 mels), so the stack runs on
  * chunks of encoder frames instead, each stage computing just the rows the
- * next one reads (plus one or two rows of overlap; a 32-frame chunk
- * recomputes ~3% of the work and keeps the stage buffers cache-sized).
+ * next one reads (plus one or two rows of overlap). A 4-frame chunk keeps
+ * the conv0 output at C * 19 rows * n_mels/2 (1.3 MB at 128 mels, where 32
+ * frames took 8.7 MB) for 12 % more rows in the second stage's pointwise
+ * conv, the pre-encode's largest product (well under 1 % of a run). The chunks'
+ * flattened frames are projected to d_model every TR_FC_PRE_PROJ frames,
+ * so the flat buffer does not grow with the input either.
  * Zero padding along time is made explicit: every stride-2 conv runs with
  * no time padding on a row range that extends past the input, and the rows
  * that lie outside the input are set to zero first, which is exactly what
@@ -138,12 +142,11 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
                   0, 1, b, NULL, NULL);
         tr_ew_relu(pool, b, (long)C * n[s] * g->F[s]);
     }
-    /* flatten: frame t gets feature c*F' + f from plane c */
+    /* flatten: frame t gets feature c*F' + f from plane c (flat row 0 is frame t0) */
     const size_t FS = (size_t)g->F[S], plane = (size_t)n[S] * FS, row = (size_t)C * FS;
     for (size_t t = 0; t < (size_t)n[S]; t++)
         for (size_t c = 0; c < (size_t)C; c++)
-            memcpy(flat + ((size_t)t0 + t) * row + c * FS, b + c * plane + t * FS,
-                   sizeof(float) * FS);
+            memcpy(flat + t * row + c * FS, b + c * plane + t * FS, sizeof(float) * FS);
     return true;
 }
 
@@ -166,18 +169,27 @@ bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel,
     }
     const int chunk = s->chunk > 0 ? s->chunk : TR_FC_PRE_CHUNK;
     const int n_max = T_enc < chunk ? T_enc : chunk;
+    /* frames flattened before one projection: whole chunks, at least TR_FC_PRE_PROJ */
+    const int group = (TR_FC_PRE_PROJ + chunk - 1) / chunk * chunk;
+    const int n_proj = T_enc < group ? T_enc : group;
     size_t na, nb;
     chunk_sizes(&g, n_max, &na, &nb);
-    const size_t nflat = (size_t)T_enc * (size_t)hp->sub_channels * (size_t)enc->f_out;
+    const size_t nflat = (size_t)n_proj * (size_t)hp->sub_channels * (size_t)enc->f_out;
     if (!tr_fc_buf_reserve(&s->a, na) || !tr_fc_buf_reserve(&s->b, nb) ||
         !tr_fc_buf_reserve(&s->flat, nflat)) {
         TR_ERROR("fastconformer: out of memory for the pre-encode of %d mel frames", T_mel);
         return false;
     }
-    for (int t0 = 0; t0 < T_enc; t0 += chunk) {
-        const int t1 = t0 + chunk < T_enc ? t0 + chunk : T_enc;
-        if (!run_chunk(&g, pool, mel, t0, t1, s->a.p, s->b.p, s->flat.p)) return false;
+    const size_t row = (size_t)hp->sub_channels * (size_t)enc->f_out;
+    for (int g0 = 0; g0 < T_enc; g0 += group) {
+        const int g1 = g0 + group < T_enc ? g0 + group : T_enc;
+        for (int t0 = g0; t0 < g1; t0 += chunk) {
+            const int t1 = t0 + chunk < g1 ? t0 + chunk : g1;
+            if (!run_chunk(&g, pool, mel, t0, t1, s->a.p, s->b.p,
+                           s->flat.p + (size_t)(t0 - g0) * row))
+                return false;
+        }
+        tr_nn_linear_fwd(pool, &enc->pre_out, s->flat.p, g1 - g0, x + (size_t)g0 * hp->d_model);
     }
-    tr_nn_linear_fwd(pool, &enc->pre_out, s->flat.p, T_enc, x);
     return true;
 }

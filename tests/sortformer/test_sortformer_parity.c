@@ -186,6 +186,14 @@ static void streamed(fam *f, const char *tag, bool q8) {
         }
         snprintf(name, sizeof name, "mix.segments.%s%s.txt", presets[pz], q8 ? ".q8_0" : "");
         if (probs) check_segments(probs, nf, name);
+        /* from the PCM, one mel window per chunk: the same bits as from the whole mel */
+        float *wprobs = NULL;
+        int wnf = 0;
+        CHECK(tr_sf_diarize_pcm(f->s, pcm, n, &cfg, NULL, &wprobs, &wnf, NULL) == TRANSCRIBE_OK);
+        CHECK_MSG(probs && wprobs && wnf == nf &&
+                      memcmp(probs, wprobs, sizeof(float) * (size_t)nf * 4) == 0,
+                  "%s %s: windowed mel differs (%d frames vs %d)", tag, presets[pz], wnf, nf);
+        free(wprobs);
         free(probs);
     }
     free(mel);

@@ -10,6 +10,7 @@
 #include "audio/audio.h"
 #include "core/abi.h"
 #include "models/sortformer/sortformer.h"
+#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "transcribe/sortformer.h"
@@ -21,17 +22,42 @@
 
 /* ---- session ---- */
 
-static bool reserve(sf_session *s, int rows) {
-    if ((size_t)rows <= s->cap_rows) return true;
+/* Hidden columns per pass of a Transformer feed-forward: tf_ff in n equal
+ * blocks of at most tf_d that fall on ff_out's quantization blocks (else
+ * one block), so h is [T][tf_d] rather than [T][tf_ff] and every weight is
+ * still read once (as the FastConformer's feed-forward, src/nn/README.md). */
+static int ff_blocks(const sf_hparams *hp, const tr_tensor *ff_out) {
+    const int ff = hp->tf_ff, qb = tr_type_block(ff_out->type);
+    for (int n = (ff + hp->tf_d - 1) / hp->tf_d; n > 1 && n <= ff; n++)
+        if (ff % n == 0 && qb >= 1 && (ff / n) % qb == 0) return n;
+    return 1;
+}
+
+/* X .. pr for rows frames (h for the widest feed-forward block), E for
+ * e_rows (the chunk's own frames): exact sizes, regrown when a chunk needs
+ * more. */
+static bool reserve(sf_session *s, int rows, int e_rows) {
     const sf_model *m = s->m;
     const size_t d = (size_t)m->enc_hp.d_model, D = (size_t)m->hp.tf_d;
-    const size_t wide = (size_t)(m->hp.tf_ff > m->hp.tf_d ? m->hp.tf_ff : m->hp.tf_d);
-    size_t n = (size_t)rows + 64;
-    float **bufs[] = {&s->E, &s->X, &s->G, &s->q, &s->k, &s->v, &s->a, &s->h, &s->pr};
-    const size_t width[] = {d, d, D, D, D, D, D, wide, (size_t)m->hp.max_spk};
+    if ((size_t)e_rows > s->cap_e) {
+        free(s->E);
+        s->E = malloc(sizeof(float) * (size_t)e_rows * d);
+        s->cap_e = s->E ? (size_t)e_rows : 0;
+        if (!s->E) return false;
+    }
+    if ((size_t)rows <= s->cap_rows) return true;
+    const size_t n = (size_t)rows;
+    size_t wide = 1;
+    for (int i = 0; i < m->hp.tf_layers; i++) {
+        const size_t b = (size_t)(m->hp.tf_ff / ff_blocks(&m->hp, m->tf[i].ff_out.w));
+        if (b > wide) wide = b;
+    }
+    float **bufs[] = {&s->X, &s->G, &s->q, &s->k, &s->v, &s->a, &s->h, &s->pr};
+    const size_t size[] = {n * d, n * D, n * D,    n * D,
+                           n * D, n * D, n * wide, n * (size_t)m->hp.max_spk};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
         free(*bufs[i]);
-        *bufs[i] = malloc(sizeof(float) * n * width[i]);
+        *bufs[i] = malloc(sizeof(float) * size[i]);
         if (!*bufs[i]) {
             s->cap_rows = 0;
             return false;
@@ -86,9 +112,20 @@ static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
     tr_nn_linear_fwd(pool, &b->o, s->a, T, s->q);
     tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
     tr_layer_norm(pool, s->q, s->G, T, D, b->norm1.w, b->norm1.b, SF_LN_EPS);
-    tr_nn_linear_fwd(pool, &b->ff_in, s->G, T, s->h);
-    tr_ew_relu(pool, s->h, (long)T * hp->tf_ff);
-    tr_nn_linear_fwd(pool, &b->ff_out, s->h, T, s->q);
+    /* hidden columns in blocks through h; partial products in k, summed into q */
+    const int n = ff_blocks(hp, b->ff_out.w), blk = hp->tf_ff / n;
+    for (int j = 0; j < n; j++) {
+        tr_tensor v1 = *b->ff_in.w, v2 = *b->ff_out.w;
+        v1.ne[1] = blk;
+        v1.data = (const uint8_t *)b->ff_in.w->data + (size_t)j * blk * b->ff_in.w->nb1;
+        v2.ne[0] = blk;
+        v2.data = (const uint8_t *)b->ff_out.w->data + tr_row_bytes(v2.type, (int64_t)j * blk);
+        tr_matmul(pool, &v1, b->ff_in.b ? b->ff_in.b + (size_t)j * blk : NULL, s->G, T, D, s->h,
+                  blk);
+        tr_ew_relu(pool, s->h, (long)T * blk);
+        tr_matmul(pool, &v2, j == 0 ? b->ff_out.b : NULL, s->h, T, blk, j == 0 ? s->q : s->k, D);
+        if (j > 0) tr_ew_add(pool, s->q, s->k, (long)T * D);
+    }
     tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
     tr_layer_norm(pool, s->q, s->G, T, D, b->norm2.w, b->norm2.b, SF_LN_EPS);
 }
@@ -96,7 +133,7 @@ static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
 transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr) {
     const sf_model *m = s->m;
     const int D = m->hp.tf_d, S = m->hp.max_spk;
-    if (!reserve(s, T)) return TRANSCRIBE_ERR_OOM;
+    if (!reserve(s, T, 0)) return TRANSCRIBE_ERR_OOM;
     tr_nn_linear_fwd(s->pool, &m->proj, X, T, s->G);
     for (int i = 0; i < m->hp.tf_layers; i++) tf_block(s, &m->tf[i], T);
     tr_ew_relu(s->pool, s->G, (long)T * D);
@@ -118,9 +155,51 @@ static bool poll_abort(void *user) {
     return p->ctx && tr_run_should_abort(p->ctx);
 }
 
-transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
-                                const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
-                                int *n_frames) {
+/* Where a chunk's mel window comes from: the whole mel [n_mels][T_mel], or
+ * (mel NULL) the PCM, one window at a time. */
+typedef struct mel_src {
+    const float *mel;
+    const float *pcm;
+    int64_t n;
+    double ms; /* time spent computing windows */
+} mel_src;
+
+/* Mel frames [lo, hi) of the whole input's mel into win [nm][hi - lo], from
+ * the PCM alone: with a margin of mg frames (mg·hop > n_fft/2), the mel of
+ * the slice of samples [a, b), a = hop·max(0, lo - mg), b = min(n, hop·(hi +
+ * mg)), has at frame j exactly frame a/hop + j of the whole signal for
+ * every frame kept. Frame t reads samples hop·t - n_fft/2 .. hop·t +
+ * n_fft/2 - 1 and one before for the pre-emphasis, all inside the slice
+ * for lo <= t < hi; the zero padding and the zeroed frames t >= floor(n/hop)
+ * of docs/formats/sortformer.md §4 only matter where the slice ends the
+ * signal, and there they coincide. Needs ceil framing, zero padding and
+ * normalize = none (no statistic over the whole input): tr_sf_run checks. */
+static transcribe_status mel_window(const sf_model *m, tr_pool *pool, mel_src *src, int lo, int hi,
+                                    float *win) {
+    const int hop = m->mel.hop_length, nm = m->mel.n_mels, M = hi - lo;
+    const int mg = (m->mel.n_fft / 2 + hop) / hop + 1; /* frames of margin: 3 */
+    const int af = lo - mg > 0 ? lo - mg : 0;
+    const int64_t a = (int64_t)af * hop, b_max = (int64_t)(hi + mg) * hop;
+    const int64_t b = b_max < src->n ? b_max : src->n;
+    const double t0 = tr_time_ms();
+    float *w = NULL;
+    int T_w = 0;
+    transcribe_status st = tr_mel_compute(&m->mel, src->pcm + a, b - a, pool, &w, &T_w);
+    if (st == TRANSCRIBE_OK && T_w < hi - af) {
+        TR_ERROR("sortformer: mel window %d..%d gave %d frames", lo, hi, T_w);
+        st = TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    if (st == TRANSCRIBE_OK)
+        for (int f = 0; f < nm; f++)
+            memcpy(win + (size_t)f * M, w + (size_t)f * T_w + (lo - af), sizeof(float) * (size_t)M);
+    free(w);
+    src->ms += tr_time_ms() - t0;
+    return st;
+}
+
+static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const sf_stream_cfg *cfg,
+                                 tr_run_ctx *ctx, float **probs, int *n_frames) {
+    const float *mel = src->mel;
     const sf_model *m = s->m;
     const int nm = m->mel.n_mels, d = m->enc_hp.d_model, S = m->hp.max_spk;
     *probs = NULL;
@@ -144,11 +223,14 @@ transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
         const int ro_off = rc * SF_SUB < L - end ? rc * SF_SUB : L - end;
         const int lo = stt - lo_off, hi = end + ro_off, M = hi - lo;
         const int lcf = (lo_off + SF_SUB / 2) / SF_SUB, rcf = (ro_off + SF_SUB - 1) / SF_SUB;
-        for (int b = 0; b < nm; b++)
-            memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
+        if (mel)
+            for (int b = 0; b < nm; b++)
+                memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
+        else if ((rs = mel_window(m, s->pool, src, lo, hi, win)))
+            break;
         const int T_diar = tr_fc_out_frames(m->enc, M);
         const int T_cat = st->sc_n + st->ff_n + T_diar;
-        if (!reserve(s, T_cat)) {
+        if (!reserve(s, T_cat, T_diar)) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
@@ -180,6 +262,40 @@ transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
     memcpy(*probs, st->out_p, sizeof(float) * (size_t)n * S);
     *n_frames = n;
     return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
+                                const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
+                                int *n_frames) {
+    mel_src src = {.mel = mel};
+    return diarize(s, &src, T_mel, cfg, ctx, probs, n_frames);
+}
+
+transcribe_status tr_sf_diarize_pcm(sf_session *s, const float *pcm, int64_t n,
+                                    const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
+                                    int *n_frames, double *mel_ms) {
+    const sf_model *m = s->m;
+    mel_src src = {.pcm = pcm, .n = n};
+    float *mel = NULL;
+    int T_mel = 0;
+    *probs = NULL;
+    *n_frames = 0;
+    const double t0 = tr_time_ms();
+    if (m->mel.normalize == TR_NORM_NONE && m->mel.ceil_frames &&
+        m->mel.pad_mode == TR_PAD_CONSTANT && n > m->mel.hop_length && n <= INT32_MAX) {
+        /* each chunk computes its own mel window: memory bounded by the chunk, not the input */
+        T_mel = (int)((n + m->mel.hop_length - 1) / m->mel.hop_length);
+    } else {
+        transcribe_status st = tr_mel_compute(&m->mel, pcm, n, s->pool, &mel, &T_mel);
+        if (st) return st;
+        src.mel = mel;
+        src.ms = tr_time_ms() - t0;
+    }
+    if (ctx) tr_run_report_progress(ctx, 0.05);
+    transcribe_status st = diarize(s, &src, T_mel, cfg, ctx, probs, n_frames);
+    free(mel);
+    if (mel_ms) *mel_ms = src.ms;
+    return st;
 }
 
 /* ---- docs/formats/sortformer.md §6.5 segments ---- */
@@ -293,24 +409,20 @@ transcribe_status tr_sf_run(sf_session *s, const float *pcm, int n_samples, tr_r
     }
     sf_stream_cfg cfg;
     tr_sf_stream_cfg(m, preset_of(ctx->params), &cfg);
-    float *owned = NULL, *mel = NULL, *probs = NULL;
+    float *owned = NULL, *probs = NULL;
     const float *x = tr_pcm_sanitized(pcm, n_samples, "sortformer", &owned);
     if (!x) return TRANSCRIBE_ERR_OOM;
-    double t0 = tr_time_ms();
-    int T_mel = 0, n = 0;
-    st = tr_mel_compute(&m->mel, x, n_samples, s->pool, &mel, &T_mel);
-    double t1 = tr_time_ms();
-    ctx->result->mel_ms = (float)(t1 - t0);
-    if (st) goto done;
-    tr_run_report_progress(ctx, 0.05);
-    st = tr_sf_diarize(s, mel, T_mel, &cfg, ctx, &probs, &n);
-    ctx->result->encode_ms = (float)(tr_time_ms() - t1);
+    const double t0 = tr_time_ms();
+    double mel_ms = 0;
+    int n = 0;
+    st = tr_sf_diarize_pcm(s, x, n_samples, &cfg, ctx, &probs, &n, &mel_ms);
+    ctx->result->mel_ms = (float)mel_ms;
+    ctx->result->encode_ms = (float)(tr_time_ms() - t0 - mel_ms);
     if (st) goto done;
     st = fill_result(m, probs, n, ctx->result);
     if (st == TRANSCRIBE_OK) tr_run_report_progress(ctx, 1.0);
 done:
     free(owned);
-    free(mel);
     free(probs);
     return st;
 }

@@ -83,7 +83,7 @@ typedef struct sf_session {
     sf_state st;
     /* per-chunk buffers, grown on demand */
     float *E, *X, *G, *q, *k, *v, *a, *h, *pr;
-    size_t cap_rows;
+    size_t cap_rows, cap_e; /* rows of X .. pr; rows of E */
 } sf_session;
 
 TR_FAMILY_DECLARE(sf);
@@ -117,6 +117,14 @@ transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr);
 transcribe_status tr_sf_diarize(sf_session *s, const float *mel, int T_mel,
                                 const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
                                 int *n_frames);
+
+/* tr_sf_diarize from the PCM (n samples): where the front end allows it (no normalisation, ceil
+ * framing, zero padding: docs/formats/sortformer.md §4) each chunk computes just its own mel
+ * window, the same bits as the whole mel's; otherwise the whole mel first. *mel_ms (may be NULL)
+ * gets the front end's time. */
+transcribe_status tr_sf_diarize_pcm(sf_session *s, const float *pcm, int64_t n,
+                                    const sf_stream_cfg *cfg, tr_run_ctx *ctx, float **probs,
+                                    int *n_frames, double *mel_ms);
 
 /* docs/formats/sortformer.md §6.5: runs of probability > 0.5 per speaker, as rows (t0, t1 in ms,
  * speaker 1-based); *rows malloc'ed, 3 int64 each, sorted by start time,
