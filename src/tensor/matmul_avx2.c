@@ -485,6 +485,20 @@ static inline void prefetch_first(const tr_mm_w *w, long n0, long n1, size_t byt
         _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
 }
 
+void tr_mm_rows_int8_x_avx2(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                            const float *bias) {
+    /* The integer dots fetch their rows ahead as they go (fetch_on): they
+     * leave too little slack for the hardware prefetcher alone to keep the
+     * stream from DRAM busy. */
+    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, PF_DIST);
+    for (long n = n0; n < n1; n++) {
+        float s;
+        dot_rows_m(w->type, w->data + (size_t)n * w->stride, x, (long)w->K, 1, end, &s);
+        y[n - n0] = s + (bias ? bias[n] : 0.0f);
+    }
+}
+
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                      long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
@@ -494,25 +508,21 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     int8_t *xq = (int8_t *)scratch;
     float *xs = scratch + (K + 3) / 4;
     int16_t *bsum = (int16_t *)(xs + K / 256);
-    bool kquant = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-    if (w->type == TR_Q8_0) quantize_x_q8(x, K, xq, xs);
-    if (kquant) quantize_x_q8k(x, K, xq, xs, bsum);
-    /* The integer dots fetch their rows ahead as they go (fetch_on): they
-     * leave too little slack for the hardware prefetcher alone to keep the
-     * stream from DRAM busy. F16 and F32 lost 2-5 % to a software fetch on
-     * the Zen 3 host (AMD: they take only the first 4 KiB at once); on an
-     * Intel Xeon (Sapphire Rapids class) F16 without it reached only 0.58-0.68
-     * of the copy bandwidth, so there they fetch ahead too. */
-    const uint8_t *end = w->data + (size_t)n1 * w->stride;
-    const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : end;
-    const tr_mm_xq xv = {xq, xs, bsum};
+    tr_mm_xq xv = {xq, xs, bsum};
+    if (tr_mm_quant_x_rows_avx2(w->type, x, K, 1, K, &xv)) {
+        tr_mm_rows_int8_x_avx2(w, &xv, y, n0, n1, bias);
+        return 1;
+    }
+    /* F16 and F32 lost 2-5 % to a software fetch on the Zen 3 host (AMD:
+     * they take only the first 4 KiB at once); on an Intel Xeon (Sapphire
+     * Rapids class) F16 without it reached only 0.58-0.68 of the copy
+     * bandwidth, so there they fetch ahead too. */
+    const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : w->data + (size_t)n1 * w->stride;
     prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
-        if (w->type == TR_Q8_0 || kquant) {
-            dot_rows_m(w->type, row, &xv, K, 1, end, &s);
-        } else if (w->type == TR_F32 || w->type == TR_F16) {
+        if (w->type == TR_F32 || w->type == TR_F16) {
             s = float_end ? dot_avx2_at(w->type, row, x, K, float_end)
                           : dot_avx2(w->type, row, x, K);
         } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
@@ -617,4 +627,5 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .deq = deq_avx2,
                                   .transpose16 = transpose16_avx2,
                                   .quant_x_rows = tr_mm_quant_x_rows_avx2,
-                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2};
+                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2,
+                                  .rows_int8 = tr_mm_rows_int8_x_avx2};

@@ -456,63 +456,78 @@ static inline __attribute__((always_inline)) void dot_rows_m(int type, const uin
     }
 }
 
-int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
-                           long n1, const float *bias, float *scratch) {
+void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                              const float *bias) {
     const long K = (long)w->K;
     const uint8_t *end = w->data + (size_t)n1 * w->stride;
-    /* scratch (K floats): xq (K bytes), then Q8_0's xs (K / 32 floats), the
-     * Q4_K / Q5_K xs and xsx (K / 32 + K / 16 floats), or Q6_K's xd
-     * (K / 256 floats) and bsum (K / 16 int16) */
-    int8_t *xq = (int8_t *)scratch;
-    float *xs = scratch + (K + 3) / 4;
     switch (w->type) {
     case TR_Q8_0: {
-        quantize_x_q8(x, K, xq, xs, false);
-        const tr_mm_xq xv = {xq, xs, NULL};
         const uint8_t *q8_end = q8_fetch_end(end);
         if (q8_end) prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
             const uint8_t *row = w->data + (size_t)n * w->stride;
             if (!q8_end && n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
             float s;
-            dot_rows_m(TR_Q8_0, row, &xv, K, 1, q8_end, &s);
+            dot_rows_m(TR_Q8_0, row, x, K, 1, q8_end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
     case TR_Q4_K:
     case TR_Q5_K: {
-        float *xsx = xs + K / 32;
-        quantize_x_q8(x, K, xq, xs, true);
-        kquant_xsx(w->type, xs, xsum, K, xsx);
         const int five = w->type == TR_Q5_K;
         long n = n0;
         for (; n + 4 <= n1; n += 4) {
             float s[4];
-            dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, xq, xsx, K, five, s);
+            dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, x->q, x->s, K, five, s);
             for (int r = 0; r < 4; r++) y[n + r - n0] = s[r] + (bias ? bias[n + r] : 0.0f);
         }
         for (; n < n1; n++) {
             float s;
-            dot_q45_k_1(w->data + (size_t)n * w->stride, xq, xsx, K, five, &s);
+            dot_q45_k_1(w->data + (size_t)n * w->stride, x->q, x->s, K, five, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
-    case TR_Q6_K: {
-        tr_mm_xq xv = {xq, xs, (int16_t *)(xs + K / 256)};
-        tr_mm_quant_x_rows_avx2(TR_Q6_K, x, K, 1, K, &xv);
+    default: /* TR_Q6_K */
         prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
             float s;
-            dot_rows_m(TR_Q6_K, w->data + (size_t)n * w->stride, &xv, K, 1, end, &s);
+            dot_rows_m(TR_Q6_K, w->data + (size_t)n * w->stride, x, K, 1, end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
+}
+
+int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
+                           long n1, const float *bias, float *scratch) {
+    const long K = (long)w->K;
+    /* scratch (K floats): xq (K bytes), then Q8_0's xs (K / 32 floats), the
+     * Q4_K / Q5_K xs and xsx (K / 32 + K / 16 floats), or Q6_K's xd
+     * (K / 256 floats) and bsum (K / 16 int16) */
+    int8_t *xq = (int8_t *)scratch;
+    float *xs = scratch + (K + 3) / 4;
+    tr_mm_xq xv = {xq, xs, NULL};
+    switch (w->type) {
+    case TR_Q8_0:
+        quantize_x_q8(x, K, xq, xs, false);
+        break;
+    case TR_Q4_K:
+    case TR_Q5_K:
+        quantize_x_q8(x, K, xq, xs, true);
+        xv.s = xs + K / 32;
+        kquant_xsx(w->type, xs, xsum, K, xv.s);
+        break;
+    case TR_Q6_K:
+        xv.bsum = (int16_t *)(xs + K / 256);
+        tr_mm_quant_x_rows_avx2(TR_Q6_K, x, K, 1, K, &xv);
+        break;
     default:
         return 0;
     }
+    tr_mm_rows_int8_x_avx512(w, &xv, y, n0, n1, bias);
+    return 1;
 }
 
 bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {
