@@ -252,16 +252,22 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
 }
 
-/* The lines of [p, p + len) moved PF_DIST on, those before end (the end
+/* The lines of [p, p + len) moved PF_DIST on, at most up to end (the end
  * of the caller's rows: a fetch past it would read what another thread
- * reads). A dot that fetches as it goes keeps the DRAM stream evenly busy:
- * fetching a whole row at a time instead, rows of K >= 2048 Q8_0 values
- * read ~20 % below a plain read of the same bytes on the 2-core Zen 3
- * host (Q6_K likewise), and matched it fetched this way. */
-static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
-    const uintptr_t a = (uintptr_t)(p + PF_DIST), stop = (uintptr_t)end;
-    for (uintptr_t l = a & ~(uintptr_t)63; l < a + len && l < stop; l += 64)
-        _mm_prefetch((const char *)l, _MM_HINT_T0);
+ * reads; past it here only by the lines of one step), for a dot step that
+ * reads len bytes at p: unrolled, no test per line. A line of the step's
+ * last bytes that the next step begins in is that step's first fetch. A
+ * dot that fetches as it goes keeps the DRAM stream evenly busy: fetching
+ * a whole row at a time instead, rows of K >= 2048 Q8_0 values read ~20 %
+ * below a plain read of the same bytes on the 2-core Zen 3 host (Q6_K
+ * likewise), and matched it fetched this way. */
+static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
+                                                           const uint8_t *end) {
+    uintptr_t a = (uintptr_t)p + PF_DIST;
+    const uintptr_t stop = (uintptr_t)end - 1;
+    if (a > stop) a = stop;
+#pragma GCC unroll 4
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 /* Q8_0 row w against m (1..4) rows of the int8 x (row i: xq + i*K,
@@ -269,16 +275,49 @@ static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
  * x (maddubs multiplies unsigned by signed bytes); even blocks sum in one
  * chain, odd in the other. Each weight block is loaded once for all rows,
  * and a row's value does not depend on m: a batched decode step gives each
- * row the bits of its one-row step. Fetches ahead up to end. */
+ * row the bits of its one-row step. Four blocks a step: their d converted
+ * and multiplied by xs at once (the same products), one fetch ahead up to
+ * end (fetch_at). */
 static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
                                                                 const float *xs, long K, int m,
                                                                 const uint8_t *end, float *out) {
     __m256 acc0[4], acc1[4];
     for (int i = 0; i < m; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
     long nb = K / 32, b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        const uint8_t *p = w + b * 34;
+        fetch_at(p, 136, end);
+        __m256i q[4], u[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            q[j] = _mm256_loadu_si256((const __m256i *)(p + 34 * j + 2));
+            u[j] = _mm256_abs_epi8(q[j]);
+        }
+        uint16_t h[4];
+        memcpy(&h[0], p, 2);
+        memcpy(&h[1], p + 34, 2);
+        memcpy(&h[2], p + 68, 2);
+        memcpy(&h[3], p + 102, 2);
+        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
+        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
+        const __m128 d4 = _mm_cvtph_ps(hv);
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(d4, _mm_loadu_ps(xs + i * nb + b)));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(xi + 32 * j));
+                __m256i e = dot_u8s8(u[j], _mm256_sign_epi8(x, q[j]));
+                __m256 sj = _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(j));
+                if (j & 1)
+                    acc1[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), sj, acc1[i]);
+                else
+                    acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), sj, acc0[i]);
+            }
+        }
+    }
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *p = w + b * 34;
-        fetch_on(p, 68, end);
         __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
         __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
         __m256i u0 = _mm256_abs_epi8(q0), u1 = _mm256_abs_epi8(q1);
@@ -329,7 +368,7 @@ dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        fetch_on(p, bsz, end);
+        fetch_at(p, bsz, end);
         __m256i qh = _mm256_setzero_si256();
         if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
         /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all 8
@@ -406,7 +445,7 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
     const __m256i step = _mm256_set1_epi8(4);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        fetch_on(p, 210, end);
+        fetch_at(p, 210, end);
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         __m256i sumi[4];
         for (int i = 0; i < m; i++) sumi[i] = _mm256_setzero_si256();
@@ -487,7 +526,7 @@ static inline void prefetch_first(const tr_mm_w *w, long n0, long n1, size_t byt
 
 void tr_mm_rows_int8_x_avx2(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                             const float *bias) {
-    /* The integer dots fetch their rows ahead as they go (fetch_on): they
+    /* The integer dots fetch their rows ahead as they go (fetch_at): they
      * leave too little slack for the hardware prefetcher alone to keep the
      * stream from DRAM busy. */
     const uint8_t *end = w->data + (size_t)n1 * w->stride;

@@ -18,16 +18,22 @@ static inline float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* How far ahead of itself a dot fetches its weights, and the lines it
- * fetches: [p, p + len) moved PF_DIST on, those before end (the end of the
- * caller's rows). As on AVX2 (matmul_avx2.c), the integer dots leave the
- * hardware prefetcher too little slack to keep the DRAM stream busy. */
+/* How far ahead of itself a dot fetches its weights (fetch_at). As on
+ * AVX2 (matmul_avx2.c), the integer dots leave the hardware prefetcher too
+ * little slack to keep the DRAM stream busy. */
 #define PF_DIST 2048
 
-static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
-    const uintptr_t a = (uintptr_t)(p + PF_DIST), stop = (uintptr_t)end;
-    for (uintptr_t l = a & ~(uintptr_t)63; l < a + len && l < stop; l += 64)
-        _mm_prefetch((const char *)l, _MM_HINT_T0);
+/* The same as one step of a dot that reads len bytes at p: the lines
+ * PF_DIST on, but at most up to end (past it only by the lines of one
+ * step), with no loop or test per line. A line of the step's last bytes
+ * that the next step begins in is that step's first fetch. */
+static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
+                                                           const uint8_t *end) {
+    uintptr_t a = (uintptr_t)p + PF_DIST;
+    const uintptr_t stop = (uintptr_t)end - 1;
+    if (a > stop) a = stop;
+#pragma GCC unroll 4
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 /* The first bytes of rows [n0, n1) at once: a range of a few dozen rows
@@ -234,7 +240,7 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
                               _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        fetch_on(p, bsz, end);
+        fetch_at(p, bsz, end);
         __m128i v4 = _mm_loadu_si128((const __m128i *)p);
         __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1));
         __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1));
@@ -291,7 +297,9 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
  * i*(K/32)): per block d_w * xs_g * <q, xq>, two blocks per 64-byte VNNI
  * dot (signs moved onto x, since VNNI multiplies unsigned by signed bytes),
  * pairs of blocks alternating between two chains. Cheaper than widening
- * every code to float. */
+ * every code to float. Four blocks a step: their four d_w converted at
+ * once, and one fetch of the lines PF_DIST on (fetch_at) instead of a loop
+ * per pair; the float operations per chain are those of two at a time. */
 static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
                                                                 const float *xs, long K, int m,
                                                                 const uint8_t *end, float *out) {
@@ -300,11 +308,46 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
     const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx23 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
     const long nb = K / 32;
     long b = 0;
-    for (; b + 2 <= nb; b += 2) {
+    for (; b + 4 <= nb; b += 4) {
         const uint8_t *p = w + b * 34;
-        if (end) fetch_on(p, 68, end); /* NULL: leave it to the hardware (q8_fetch_end) */
+        if (end) fetch_at(p, 136, end); /* NULL: leave it to the hardware (q8_fetch_end) */
+        __m512i qa =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
+                               _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
+        __m512i qb = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 70))),
+            _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
+        const __mmask64 na = _mm512_movepi8_mask(qa), nb2 = _mm512_movepi8_mask(qb);
+        const __m512i ua = _mm512_abs_epi8(qa), ub = _mm512_abs_epi8(qb);
+        uint16_t h[4];
+        memcpy(&h[0], p, 2);
+        memcpy(&h[1], p + 34, 2);
+        memcpy(&h[2], p + 68, 2);
+        memcpy(&h[3], p + 102, 2);
+        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
+        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
+        const __m128 dd = _mm_cvtph_ps(hv);
+#pragma GCC unroll 4
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            __m512i xa = _mm512_loadu_si512((const void *)xi);
+            __m512i xb = _mm512_loadu_si512((const void *)(xi + 64));
+            __m512i sa = _mm512_mask_sub_epi8(xa, na, _mm512_setzero_si512(), xa);
+            __m512i sb = _mm512_mask_sub_epi8(xb, nb2, _mm512_setzero_si512(), xb);
+            __m512i da = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ua, sa);
+            __m512i db = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ub, sb);
+            __m512 sc = _mm512_castps128_ps512(_mm_mul_ps(dd, _mm_loadu_ps(xs + i * nb + b)));
+            acc0[i] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_permutexvar_ps(idx, sc), acc0[i]);
+            acc1[i] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(idx23, sc), acc1[i]);
+        }
+    }
+    for (; b + 2 <= nb; b += 2) { /* a last pair: b % 4 == 0, the first chain's */
+        const uint8_t *p = w + b * 34;
         __m512i q =
             _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
                                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
@@ -322,10 +365,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
             __m128 sc =
                 _mm_mul_ps(dd, _mm_castpd_ps(_mm_load_sd((const double *)(xs + i * nb + b))));
             __m512 s16 = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(sc));
-            if (b & 2)
-                acc1[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc1[i]);
-            else
-                acc0[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc0[i]);
+            acc0[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc0[i]);
         }
     }
     for (; b < nb; b++) { /* odd last block */
@@ -382,7 +422,7 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
         }
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        fetch_on(p, 210, end);
+        fetch_at(p, 210, end);
         const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         const __m512i sc5 = _mm512_castsi256_si512(sc);
         __m512i sumi[4];
