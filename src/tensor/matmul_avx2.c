@@ -347,6 +347,16 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
     for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
+/* Bit `bit` (0..7) of every byte of v, as 16 in that byte (0 where the
+ * bit is clear): a 16-bit shift then a byte mask, since a shift by at most
+ * 4 moves no byte's bit into another's bit 4. */
+static inline __attribute__((always_inline)) __m256i bit_to4(__m256i v, int bit) {
+    const __m256i b4 = _mm256_set1_epi8(16);
+    if (bit == 4) return _mm256_and_si256(v, b4);
+    return _mm256_and_si256(bit < 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4),
+                            b4);
+}
+
 /* Q4_K / Q5_K against m (1..4) rows of the q8_K-like x (row i: xq + i*K,
  * xd + i*(K/256), bsum + i*(K/16)): per 256-block
  *   xd * (d * sum_j sc_j <q_j, xq_j> - dmin * sum_j mn_j * bsum32_j)
@@ -361,7 +371,7 @@ dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_
     const size_t bsz = five ? 176 : 144;
     __m256 acc[4];
     for (int i = 0; i < m; i++) acc[i] = _mm256_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i pick0 = _mm256_set1_epi16(0x0100), step = _mm256_set1_epi8(2);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
@@ -391,11 +401,9 @@ dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if (five) {
-                __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-                __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+            if (five) { /* bits 2c and 2c+1 of qh moved to bit 4 (per byte, see bit_to4) */
+                lo = _mm256_or_si256(lo, bit_to4(qh, 2 * c));
+                hi = _mm256_or_si256(hi, bit_to4(qh, 2 * c + 1));
             }
             __m256i s_lo = _mm256_shuffle_epi8(scw, pick);
             pick = _mm256_add_epi8(pick, step);

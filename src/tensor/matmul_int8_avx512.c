@@ -120,15 +120,19 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
     __m512 acc[4][2];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
-    /* Q5_K fifth bits: bit 2c (words 0-15) and 2c+2 (words 16-31) of qh[l] */
-    const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                              _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+    /* Q5_K fifth bits: of step h, bit 2h (bytes 0-31) and 2h+2 (bytes 32-63)
+     * of qh[l] for the low nibbles, the next bit up for the high ones */
+    const __m512i bit_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(4), 1),
+                               _mm512_inserti64x4(_mm512_set1_epi8(16), _mm256_set1_epi8(64), 1)};
+    const __m512i bit_hi[2] = {_mm512_add_epi8(bit_lo[0], bit_lo[0]),
+                               _mm512_add_epi8(bit_lo[1], bit_lo[1])};
+    const __m512i b4 = _mm512_set1_epi8(16);
     for (long b = 0; b < K / 256; b++) {
         const int8_t *xb = xq + b * 256;
         const __m512 xsb = _mm512_loadu_ps(xsx + b * 16);
@@ -171,14 +175,10 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
                 __m512i q = _mm512_loadu_si512((const void *)(qs + 64 * h));
                 __m512i lo = _mm512_and_si512(q, low4);
                 __m512i hi;
-                if (five) {
+                if (five) { /* + 16 where the code's fifth bit (bit_lo / bit_hi) is set */
                     hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-                    __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
-                    __m512i b1 = _mm512_and_si512(
-                        _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))),
-                        one);
-                    lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
-                    hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit_lo[h]), lo, b4);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit_hi[h]), hi, b4);
                 } else {
                     hi = _mm512_andnot_si512(low4, q);
                 }
@@ -230,14 +230,17 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
     __m512 acc[4][2];
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
-    const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                              _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+    const __m512i bit_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(4), 1),
+                               _mm512_inserti64x4(_mm512_set1_epi8(16), _mm256_set1_epi8(64), 1)};
+    const __m512i bit_hi[2] = {_mm512_add_epi8(bit_lo[0], bit_lo[0]),
+                               _mm512_add_epi8(bit_lo[1], bit_lo[1])};
+    const __m512i b4 = _mm512_set1_epi8(16);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
         fetch_at(p, bsz, end);
@@ -259,11 +262,8 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
             __m512i lo = _mm512_and_si512(q, low4), hi;
             if (five) {
                 hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-                __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
-                __m512i b1 = _mm512_and_si512(
-                    _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))), one);
-                lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
-                hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit_lo[h]), lo, b4);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit_hi[h]), hi, b4);
             } else {
                 hi = _mm512_andnot_si512(low4, q);
             }
