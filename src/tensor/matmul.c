@@ -680,6 +680,7 @@ typedef struct {
     long chunk[TR_LINEAR_GROUP_MAX], first[TR_LINEAR_GROUP_MAX + 1]; /* chunk ids per weight */
     int n;
     const float *x, *xsum;
+    const tr_mm_xq *xq[TR_LINEAR_GROUP_MAX]; /* x prepared once per weight type, or NULL */
     atomic_int failed;
     atomic_long next; /* next unclaimed chunk id over all weights */
 } group_ctx;
@@ -697,6 +698,10 @@ static void group_task(void *arg, int ith, int nth) {
         const tr_mm_w *w = &c->w[i];
         long n0 = (id - c->first[i]) * c->chunk[i], n1 = n0 + c->chunk[i];
         if (n1 > (long)w->N) n1 = (long)w->N;
+        if (c->xq[i]) {
+            c->isa->rows_int8(w, c->xq[i], c->y[i] + n0, n0, n1, NULL);
+            continue;
+        }
         if (!scratch && !(scratch = alloc_floats((size_t)w->K))) {
             atomic_store(&c->failed, 1);
             return;
@@ -719,7 +724,6 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
         return;
     }
     group_ctx c = {.isa = select_isa(), .n = n, .x = X};
-    bool kquant = false;
     const int nth = tr_pool_n_threads(pool);
     c.first[0] = 0;
     for (int i = 0; i < n; i++) {
@@ -731,15 +735,31 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
             tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
             return;
         }
-        kquant |= c.w[i].type == TR_Q4_K || c.w[i].type == TR_Q5_K;
         c.y[i] = Y[i];
         c.chunk[i] = row_chunk((long)c.w[i].N, nth);
         c.first[i + 1] = c.first[i] + ((long)c.w[i].N + c.chunk[i] - 1) / c.chunk[i];
     }
+    /* the integer-dot types: x quantized once per type for the call, as
+     * tr_matmul's M == 1 path does (the same rows, the same bits) */
+    tr_mm_xq xqv[TR_LINEAR_GROUP_MAX];
+    void *xbuf[TR_LINEAR_GROUP_MAX] = {NULL};
+    bool kquant = false; /* group sums for K-quant rows that take the float x */
+    for (int i = 0; i < n && c.isa->rows_int8; i++) {
+        for (int j = 0; j < i && !c.xq[i]; j++)
+            if (c.xq[j] && c.w[j].type == c.w[i].type) c.xq[i] = c.xq[j];
+        if (!c.xq[i] && prepare_xq(c.isa, &c.w[i], X, (long)c.w[i].K, 1, &xqv[i], &xbuf[i]))
+            c.xq[i] = &xqv[i];
+    }
+    for (int i = 0; i < n; i++)
+        kquant |= !c.xq[i] && (c.w[i].type == TR_Q4_K || c.w[i].type == TR_Q5_K);
     float *xsum = NULL;
-    if (!x_group_sums(pool, X, 1, (long)c.w[0].K, (long)c.w[0].K, kquant, &xsum)) return;
+    if (kquant && !x_group_sums(pool, X, 1, (long)c.w[0].K, (long)c.w[0].K, true, &xsum)) {
+        for (int i = 0; i < n; i++) free(xbuf[i]);
+        return;
+    }
     c.xsum = xsum;
     tr_pool_run(pool, group_task, &c);
+    for (int i = 0; i < n; i++) free(xbuf[i]);
     free(xsum);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
