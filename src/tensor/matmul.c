@@ -389,10 +389,12 @@ typedef struct {
 /* Row chunks are claimed dynamically, so a thread that the OS deschedules
  * (the cores are often shared) does not hold up the others; each row's
  * result does not depend on which thread computes it. A few chunks per
- * thread keep the per-chunk setup (x quantization for K-quants) small. */
+ * thread keep the per-chunk setup small. A multiple of 16 rows: two
+ * threads never write one cache line of y, and the AVX-512 K-quant dots
+ * (four rows at a time) get no short tail inside the matrix. */
 static long row_chunk(long N, int nth) {
     long c = N / ((long)nth * 4);
-    return c < 64 ? 64 : c;
+    return c < 64 ? 64 : (c + 15) / 16 * 16;
 }
 
 /* Portable fallback row dot, used for types a kernel table does not fuse. */
