@@ -83,6 +83,21 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs, bool kq
     }
 }
 
+/* 128-bit lane r (0..3) of v; literal lane numbers, as the intrinsic
+ * needs an immediate even where the compiler does not fold r. */
+static inline __attribute__((always_inline)) __m128i lane128(__m512i v, int r) {
+    switch (r) {
+    case 0:
+        return _mm512_castsi512_si128(v);
+    case 1:
+        return _mm512_extracti32x4_epi32(v, 1);
+    case 2:
+        return _mm512_extracti32x4_epi32(v, 2);
+    default:
+        return _mm512_extracti32x4_epi32(v, 3);
+    }
+}
+
 /* Four pairs of partial-sum vectors to four sums through one transposed
  * reduction (cheaper than four; at whisper sizes, 4-5 blocks per row, the
  * reductions cost as much as the blocks). Each vector takes the same tree
@@ -125,6 +140,7 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx_hdr = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
@@ -148,6 +164,26 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
             const char *pf = (const char *)((uintptr_t)w + 8 * stride + (size_t)b * 4 * bsz);
             for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
         }
+        /* four rows: their headers decoded at once as below, one 128-bit
+         * lane each (the same bytes and values, in a quarter of the
+         * operations), and their d, dmin converted together */
+        __m512i scmn4 = _mm512_setzero_si512();
+        __m256 dm8 = _mm256_setzero_ps();
+        if (NR_ == 4) {
+            const uint8_t *p0 = w + b * bsz;
+            __m512i v16 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p0));
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + stride)), 1);
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + 2 * stride)), 2);
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + 3 * stride)), 3);
+            __m512i pw = _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)_MM_SHUFFLE(3, 2, 3, 1));
+            __m512i qw = _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)_MM_SHUFFLE(2, 2, 1, 1));
+            __m512i lo6 = _mm512_and_si512(_mm512_srlv_epi32(pw, _mm512_broadcast_i32x4(sh_w)),
+                                           _mm512_broadcast_i32x4(mask_w));
+            __m512i hi2 = _mm512_and_si512(_mm512_srli_epi32(qw, 2), _mm512_broadcast_i32x4(top_w));
+            scmn4 = _mm512_or_si512(lo6, hi2);
+            dm8 = _mm256_cvtph_ps(
+                _mm512_castsi512_si128(_mm512_permutexvar_epi32(idx_hdr, v16))); /* d, dmin x4 */
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < NR_; r++) {
             const uint8_t *p = w + r * stride + b * bsz, *qs = p + (five ? 48 : 16);
@@ -157,15 +193,23 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
              *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
              *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
              * computed here on all four words at once. */
-            __m128i v4 = _mm_loadu_si128((const __m128i *)p);
-            __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
-            __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
-            __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
-            __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
-            __m128i scmn = _mm_or_si128(lo6, hi2); /* bytes: sc0..7, mn0..7 */
+            __m128i scmn; /* bytes: sc0..7, mn0..7 */
+            __m512 dm16;  /* d (8), dmin (8) */
+            if (NR_ == 4) {
+                scmn = lane128(scmn4, r);
+                dm16 = _mm512_permutexvar_ps(_mm512_add_epi32(idx_dm, _mm512_set1_epi32(2 * r)),
+                                             _mm512_castps256_ps512(dm8));
+            } else {
+                __m128i v4 = _mm_loadu_si128((const __m128i *)p);
+                __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+                __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+                __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
+                __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
+                scmn = _mm_or_si128(lo6, hi2);
+                __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+                dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
+            }
             /* one vector [sc_j * d * xs_j (8) | -mn_j * dmin * xsum_j (8)] */
-            __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
-            __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
             __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scmn));
             __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), xsb);
             acc[r][0] = _mm512_mask_add_ps(acc[r][0], 0xFF00, acc[r][0], s16);
