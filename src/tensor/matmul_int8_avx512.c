@@ -563,6 +563,7 @@ void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, lon
     case TR_Q5_K: {
         const int five = w->type == TR_Q5_K;
         long n = n0;
+        prefetch_first(w, n0, n1); /* the dots fetch 8 rows on: the first 8 at once */
         for (; n + 4 <= n1; n += 4) {
             float s[4];
             dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, x->q, x->s, K, five, s);
