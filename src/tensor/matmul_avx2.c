@@ -104,15 +104,14 @@ static inline float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* How far ahead of itself a matrix-vector dot fetches its weights: the
- * integer dots (PF_DIST), F16 / F32 rows (PF_DIST_FLOAT). On the 2-core
- * Xeon (Sapphire Rapids class, a busy shared host) 4096 against 2048 for
- * the integer dots at 1x1280x51866, 2 threads, ratio to the copy
- * bandwidth averaged over alternating runs: Q8_0 0.87 -> 0.98, Q4_K 0.85
- * -> 0.92, Q5_K 0.69 -> 0.78, Q6_K 0.73 -> 0.84 (a sweep of 2048-8192:
- * 4096 and 6144 best); F16 showed no clear gain and stays at 2048. */
-#define PF_DIST       4096
-#define PF_DIST_FLOAT 2048
+/* How far ahead of itself a matrix-vector dot fetches its weights. On the
+ * 2-core Xeon (Sapphire Rapids class), 4096 against 2048, 2 threads,
+ * ratio to the copy bandwidth averaged over alternating runs: at
+ * 1x1280x51866 Q8_0 0.87 -> 0.98, Q4_K 0.85 -> 0.92, Q5_K 0.69 -> 0.78,
+ * Q6_K 0.73 -> 0.84 (a busy host; a sweep of 2048-8192 had 4096 and 6144
+ * best); F16 at 1x1024x4096 0.84 -> 0.89, at 1x1280x51866 0.90 -> 0.91
+ * (quiet host, 6 alternations). */
+#define PF_DIST 4096
 
 /* end: where the dot fetches its row ahead (PF_DIST on), up to end; NULL
  * leaves it to the hardware (float_fetch_end). */
@@ -132,7 +131,7 @@ dot_avx2_at(int type, const uint8_t *w, const float *x, long K, const uint8_t *e
     __m256 a4 = _mm256_setzero_ps(), a5 = a4, a6 = a4, a7 = a4;
     for (; k + 64 <= K; k += 64) {
         if (end) { /* 64 values: 128 (F16) or 256 (F32) bytes */
-            const uint8_t *p = w + (h ? 2 : 4) * k + PF_DIST_FLOAT;
+            const uint8_t *p = w + (h ? 2 : 4) * k + PF_DIST;
             for (int l = 0; l < (h ? 2 : 4); l++)
                 if (p + 64 * l < end) _mm_prefetch((const char *)(p + 64 * l), _MM_HINT_T0);
         }
