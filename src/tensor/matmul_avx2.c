@@ -571,7 +571,7 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
      * Rapids class) F16 without it reached only 0.58-0.68 of the copy
      * bandwidth, so there they fetch ahead too. */
     const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : w->data + (size_t)n1 * w->stride;
-    prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
+    prefetch_first(w, n0, n1, PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
