@@ -383,15 +383,18 @@ typedef struct {
     atomic_int failed;
     atomic_long next; /* first row of the next unclaimed chunk */
     long chunk;
+    const tr_mm_xq *xq; /* x prepared once for the level's integer rows (else NULL) */
 } gemv_ctx;
 
 /* Row chunks are claimed dynamically, so a thread that the OS deschedules
  * (the cores are often shared) does not hold up the others; each row's
  * result does not depend on which thread computes it. A few chunks per
- * thread keep the per-chunk setup (x quantization for K-quants) small. */
+ * thread keep the per-chunk setup small. A multiple of 16 rows: two
+ * threads never write one cache line of y, and the AVX-512 K-quant dots
+ * (four rows at a time) get no short tail inside the matrix. */
 static long row_chunk(long N, int nth) {
     long c = N / ((long)nth * 4);
-    return c < 64 ? 64 : c;
+    return c < 64 ? 64 : (c + 15) / 16 * 16;
 }
 
 /* Portable fallback row dot, used for types a kernel table does not fuse. */
@@ -491,6 +494,10 @@ static void gemv_task(void *arg, int ith, int nth) {
         long n0 = atomic_fetch_add(&c->next, c->chunk);
         if (n0 >= N) break;
         long n1 = n0 + c->chunk < N ? n0 + c->chunk : N;
+        if (c->xq) {
+            c->isa->rows_int8(c->w, c->xq, c->y + n0, n0, n1, c->bias);
+            continue;
+        }
         if (!scratch && !(scratch = alloc_floats((size_t)c->w->K))) {
             atomic_store(&c->failed, 1);
             return;
@@ -528,6 +535,31 @@ static bool x_group_sums(tr_pool *pool, const float *X, long M, long ldx, long K
     return true;
 }
 
+/* The M rows of X quantized once for the level's integer dots
+ * (tr_mm_isa.quant_x_rows) into one allocation that *buf takes (free it);
+ * false where the type or level has none, or on OOM (the caller then takes
+ * its float path, which quantizes per chunk if at all). */
+static bool prepare_xq(const tr_mm_isa *isa, const tr_mm_w *w, const float *X, long ldx, long M,
+                       tr_mm_xq *xq, void **buf) {
+    const bool int8 =
+        w->type == TR_Q8_0 || w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
+    *buf = NULL;
+    if (!int8 || !isa->quant_x_rows) return false;
+    const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
+    /* scales: up to K / 16 floats per row (tr_mm_xq) */
+    void *p = malloc(sizeof(float) * m * (K / 16) + m * K + sizeof(int16_t) * m * (K / 16));
+    if (!p) return false;
+    xq->s = (float *)p;
+    xq->q = (int8_t *)(xq->s + m * (K / 16));
+    xq->bsum = (int16_t *)(xq->q + m * K);
+    if (!isa->quant_x_rows(w->type, X, ldx, M, (long)K, xq)) {
+        free(p);
+        return false;
+    }
+    *buf = p;
+    return true;
+}
+
 /* X of a GEMM packed once for several calls (tr_matmul_lhs_pack). */
 struct tr_mm_lhs {
     const tr_mm_isa *isa; /* the table it was packed for */
@@ -547,13 +579,21 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         return;
     }
     if (M == 1) {
-        float *xsum = NULL;
-        if (!x_group_sums(pool, X, 1, ldx, (long)w->K, w->type == TR_Q4_K || w->type == TR_Q5_K,
-                          &xsum))
-            return;
         gemv_ctx c = {
-            isa, w, bias, X, xsum, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool))};
+            isa, w, bias, X, NULL, Y, 0, 0, row_chunk((long)w->N, tr_pool_n_threads(pool)), NULL};
+        /* the integer-dot types: x quantized once for the call (by the
+         * caller, before the dispatch) rather than once per claimed chunk */
+        tr_mm_xq xqv;
+        void *xq = NULL;
+        float *xsum = NULL;
+        if (isa->rows_int8 && prepare_xq(isa, w, X, ldx, 1, &xqv, &xq))
+            c.xq = &xqv;
+        else if (!x_group_sums(pool, X, 1, ldx, (long)w->K,
+                               w->type == TR_Q4_K || w->type == TR_Q5_K, &xsum))
+            return;
+        c.xsum = xsum;
         tr_pool_run(pool, gemv_task, &c);
+        free(xq);
         free(xsum);
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
@@ -569,18 +609,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
          * row once for all of them (the one-row path per row of X made a
          * batched LLM step compute-bound: no faster than one row at a time) */
         tr_mm_xq xqv;
-        const bool kq = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-        if ((kq || w->type == TR_Q8_0) && isa->quant_x_rows && M > 1) {
-            const size_t K = (size_t)w->K, m = (size_t)M; /* K: a multiple of the type block */
-            /* scales: up to K / 16 floats per row (tr_mm_xq) */
-            xq = malloc(sizeof(float) * m * (K / 16) + m * K + sizeof(int16_t) * m * (K / 16));
-            if (xq) {
-                xqv.s = (float *)xq;
-                xqv.q = (int8_t *)(xqv.s + m * (K / 16));
-                xqv.bsum = (int16_t *)(xqv.q + m * K);
-                if (isa->quant_x_rows(w->type, X, ldx, M, (long)K, &xqv)) c.xq = &xqv;
-            }
-        }
+        if (prepare_xq(isa, w, X, ldx, M, &xqv, &xq)) c.xq = &xqv;
         if (!c.xq && !x_group_sums(pool, X, M, ldx, (long)w->K,
                                    w->type == TR_Q4_K || w->type == TR_Q5_K, &xsum)) {
             free(xq);
@@ -653,6 +682,7 @@ typedef struct {
     long chunk[TR_LINEAR_GROUP_MAX], first[TR_LINEAR_GROUP_MAX + 1]; /* chunk ids per weight */
     int n;
     const float *x, *xsum;
+    const tr_mm_xq *xq[TR_LINEAR_GROUP_MAX]; /* x prepared once per weight type, or NULL */
     atomic_int failed;
     atomic_long next; /* next unclaimed chunk id over all weights */
 } group_ctx;
@@ -670,6 +700,10 @@ static void group_task(void *arg, int ith, int nth) {
         const tr_mm_w *w = &c->w[i];
         long n0 = (id - c->first[i]) * c->chunk[i], n1 = n0 + c->chunk[i];
         if (n1 > (long)w->N) n1 = (long)w->N;
+        if (c->xq[i]) {
+            c->isa->rows_int8(w, c->xq[i], c->y[i] + n0, n0, n1, NULL);
+            continue;
+        }
         if (!scratch && !(scratch = alloc_floats((size_t)w->K))) {
             atomic_store(&c->failed, 1);
             return;
@@ -692,7 +726,6 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
         return;
     }
     group_ctx c = {.isa = select_isa(), .n = n, .x = X};
-    bool kquant = false;
     const int nth = tr_pool_n_threads(pool);
     c.first[0] = 0;
     for (int i = 0; i < n; i++) {
@@ -704,15 +737,31 @@ void tr_linear_group(tr_pool *pool, const tr_tensor *const *W, int n, const floa
             tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
             return;
         }
-        kquant |= c.w[i].type == TR_Q4_K || c.w[i].type == TR_Q5_K;
         c.y[i] = Y[i];
         c.chunk[i] = row_chunk((long)c.w[i].N, nth);
         c.first[i + 1] = c.first[i] + ((long)c.w[i].N + c.chunk[i] - 1) / c.chunk[i];
     }
+    /* the integer-dot types: x quantized once per type for the call, as
+     * tr_matmul's M == 1 path does (the same rows, the same bits) */
+    tr_mm_xq xqv[TR_LINEAR_GROUP_MAX];
+    void *xbuf[TR_LINEAR_GROUP_MAX] = {NULL};
+    bool kquant = false; /* group sums for K-quant rows that take the float x */
+    for (int i = 0; i < n && c.isa->rows_int8; i++) {
+        for (int j = 0; j < i && !c.xq[i]; j++)
+            if (c.xq[j] && c.w[j].type == c.w[i].type) c.xq[i] = c.xq[j];
+        if (!c.xq[i] && prepare_xq(c.isa, &c.w[i], X, (long)c.w[i].K, 1, &xqv[i], &xbuf[i]))
+            c.xq[i] = &xqv[i];
+    }
+    for (int i = 0; i < n; i++)
+        kquant |= !c.xq[i] && (c.w[i].type == TR_Q4_K || c.w[i].type == TR_Q5_K);
     float *xsum = NULL;
-    if (!x_group_sums(pool, X, 1, (long)c.w[0].K, (long)c.w[0].K, kquant, &xsum)) return;
+    if (kquant && !x_group_sums(pool, X, 1, (long)c.w[0].K, (long)c.w[0].K, true, &xsum)) {
+        for (int i = 0; i < n; i++) free(xbuf[i]);
+        return;
+    }
     c.xsum = xsum;
     tr_pool_run(pool, group_task, &c);
+    for (int i = 0; i < n; i++) free(xbuf[i]);
     free(xsum);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }

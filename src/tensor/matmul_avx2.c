@@ -104,8 +104,14 @@ static inline float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* How far ahead of itself a matrix-vector dot fetches its weights. */
-#define PF_DIST 2048
+/* How far ahead of itself a matrix-vector dot fetches its weights. On the
+ * 2-core Xeon (Sapphire Rapids class), 4096 against 2048, 2 threads,
+ * ratio to the copy bandwidth averaged over alternating runs: at
+ * 1x1280x51866 Q8_0 0.87 -> 0.98, Q4_K 0.85 -> 0.92, Q5_K 0.69 -> 0.78,
+ * Q6_K 0.73 -> 0.84 (a busy host; a sweep of 2048-8192 had 4096 and 6144
+ * best); F16 at 1x1024x4096 0.84 -> 0.89, at 1x1280x51866 0.90 -> 0.91
+ * (quiet host, 6 alternations). */
+#define PF_DIST 4096
 
 /* end: where the dot fetches its row ahead (PF_DIST on), up to end; NULL
  * leaves it to the hardware (float_fetch_end). */
@@ -252,16 +258,22 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xq), _mm256_set1_epi16(1));
 }
 
-/* The lines of [p, p + len) moved PF_DIST on, those before end (the end
+/* The lines of [p, p + len) moved PF_DIST on, at most up to end (the end
  * of the caller's rows: a fetch past it would read what another thread
- * reads). A dot that fetches as it goes keeps the DRAM stream evenly busy:
- * fetching a whole row at a time instead, rows of K >= 2048 Q8_0 values
- * read ~20 % below a plain read of the same bytes on the 2-core Zen 3
- * host (Q6_K likewise), and matched it fetched this way. */
-static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
-    const uintptr_t a = (uintptr_t)(p + PF_DIST), stop = (uintptr_t)end;
-    for (uintptr_t l = a & ~(uintptr_t)63; l < a + len && l < stop; l += 64)
-        _mm_prefetch((const char *)l, _MM_HINT_T0);
+ * reads; past it here only by the lines of one step), for a dot step that
+ * reads len bytes at p: unrolled, no test per line. A line of the step's
+ * last bytes that the next step begins in is that step's first fetch. A
+ * dot that fetches as it goes keeps the DRAM stream evenly busy: fetching
+ * a whole row at a time instead, rows of K >= 2048 Q8_0 values read ~20 %
+ * below a plain read of the same bytes on the 2-core Zen 3 host (Q6_K
+ * likewise), and matched it fetched this way. */
+static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
+                                                           const uint8_t *end) {
+    uintptr_t a = (uintptr_t)p + PF_DIST;
+    const uintptr_t stop = (uintptr_t)end - 1;
+    if (a > stop) a = stop;
+#pragma GCC unroll 4
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 /* Q8_0 row w against m (1..4) rows of the int8 x (row i: xq + i*K,
@@ -269,16 +281,49 @@ static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
  * x (maddubs multiplies unsigned by signed bytes); even blocks sum in one
  * chain, odd in the other. Each weight block is loaded once for all rows,
  * and a row's value does not depend on m: a batched decode step gives each
- * row the bits of its one-row step. Fetches ahead up to end. */
+ * row the bits of its one-row step. Four blocks a step: their d converted
+ * and multiplied by xs at once (the same products), one fetch ahead up to
+ * end (fetch_at). */
 static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
                                                                 const float *xs, long K, int m,
                                                                 const uint8_t *end, float *out) {
     __m256 acc0[4], acc1[4];
     for (int i = 0; i < m; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
     long nb = K / 32, b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        const uint8_t *p = w + b * 34;
+        fetch_at(p, 136, end);
+        __m256i q[4], u[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; j++) {
+            q[j] = _mm256_loadu_si256((const __m256i *)(p + 34 * j + 2));
+            u[j] = _mm256_abs_epi8(q[j]);
+        }
+        uint16_t h[4];
+        memcpy(&h[0], p, 2);
+        memcpy(&h[1], p + 34, 2);
+        memcpy(&h[2], p + 68, 2);
+        memcpy(&h[3], p + 102, 2);
+        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
+        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
+        const __m128 d4 = _mm_cvtph_ps(hv);
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(d4, _mm_loadu_ps(xs + i * nb + b)));
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; j++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(xi + 32 * j));
+                __m256i e = dot_u8s8(u[j], _mm256_sign_epi8(x, q[j]));
+                __m256 sj = _mm256_permutevar8x32_ps(sc, _mm256_set1_epi32(j));
+                if (j & 1)
+                    acc1[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), sj, acc1[i]);
+                else
+                    acc0[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e), sj, acc0[i]);
+            }
+        }
+    }
     for (; b + 2 <= nb; b += 2) {
         const uint8_t *p = w + b * 34;
-        fetch_on(p, 68, end);
         __m256i q0 = _mm256_loadu_si256((const __m256i *)(p + 2));
         __m256i q1 = _mm256_loadu_si256((const __m256i *)(p + 36));
         __m256i u0 = _mm256_abs_epi8(q0), u1 = _mm256_abs_epi8(q1);
@@ -308,6 +353,16 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
     for (int i = 0; i < m; i++) out[i] = hsum256(_mm256_add_ps(acc0[i], acc1[i]));
 }
 
+/* Bit `bit` (0..7) of every byte of v, as 16 in that byte (0 where the
+ * bit is clear): a 16-bit shift then a byte mask, since a shift by at most
+ * 4 moves no byte's bit into another's bit 4. */
+static inline __attribute__((always_inline)) __m256i bit_to4(__m256i v, int bit) {
+    const __m256i b4 = _mm256_set1_epi8(16);
+    if (bit == 4) return _mm256_and_si256(v, b4);
+    return _mm256_and_si256(bit < 4 ? _mm256_slli_epi16(v, 4 - bit) : _mm256_srli_epi16(v, bit - 4),
+                            b4);
+}
+
 /* Q4_K / Q5_K against m (1..4) rows of the q8_K-like x (row i: xq + i*K,
  * xd + i*(K/256), bsum + i*(K/16)): per 256-block
  *   xd * (d * sum_j sc_j <q_j, xq_j> - dmin * sum_j mn_j * bsum32_j)
@@ -322,14 +377,14 @@ dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_
     const size_t bsz = five ? 176 : 144;
     __m256 acc[4];
     for (int i = 0; i < m; i++) acc[i] = _mm256_setzero_ps();
-    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     const __m256i pick0 = _mm256_set1_epi16(0x0100), step = _mm256_set1_epi8(2);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        fetch_on(p, bsz, end);
+        fetch_at(p, bsz, end);
         __m256i qh = _mm256_setzero_si256();
         if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
         /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all 8
@@ -352,11 +407,9 @@ dot_q45_k_rows(const uint8_t *w, const int8_t *xq, const float *xd, const int16_
             __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
             __m256i lo = _mm256_and_si256(q, low4);
             __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-            if (five) {
-                __m256i b0 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), one);
-                __m256i b1 = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c + 1), one);
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(b0, 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(b1, 4));
+            if (five) { /* bits 2c and 2c+1 of qh moved to bit 4 (per byte, see bit_to4) */
+                lo = _mm256_or_si256(lo, bit_to4(qh, 2 * c));
+                hi = _mm256_or_si256(hi, bit_to4(qh, 2 * c + 1));
             }
             __m256i s_lo = _mm256_shuffle_epi8(scw, pick);
             pick = _mm256_add_epi8(pick, step);
@@ -406,7 +459,7 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
     const __m256i step = _mm256_set1_epi8(4);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        fetch_on(p, 210, end);
+        fetch_at(p, 210, end);
         __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         __m256i sumi[4];
         for (int i = 0; i < m; i++) sumi[i] = _mm256_setzero_si256();
@@ -485,6 +538,20 @@ static inline void prefetch_first(const tr_mm_w *w, long n0, long n1, size_t byt
         _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
 }
 
+void tr_mm_rows_int8_x_avx2(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                            const float *bias) {
+    /* The integer dots fetch their rows ahead as they go (fetch_at): they
+     * leave too little slack for the hardware prefetcher alone to keep the
+     * stream from DRAM busy. */
+    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, PF_DIST);
+    for (long n = n0; n < n1; n++) {
+        float s;
+        dot_rows_m(w->type, w->data + (size_t)n * w->stride, x, (long)w->K, 1, end, &s);
+        y[n - n0] = s + (bias ? bias[n] : 0.0f);
+    }
+}
+
 static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
                      long n1, const float *bias, float *scratch) {
     long K = (long)w->K;
@@ -494,25 +561,21 @@ static int rows_avx2(const tr_mm_w *w, const float *x, const float *xsum, float 
     int8_t *xq = (int8_t *)scratch;
     float *xs = scratch + (K + 3) / 4;
     int16_t *bsum = (int16_t *)(xs + K / 256);
-    bool kquant = w->type == TR_Q4_K || w->type == TR_Q5_K || w->type == TR_Q6_K;
-    if (w->type == TR_Q8_0) quantize_x_q8(x, K, xq, xs);
-    if (kquant) quantize_x_q8k(x, K, xq, xs, bsum);
-    /* The integer dots fetch their rows ahead as they go (fetch_on): they
-     * leave too little slack for the hardware prefetcher alone to keep the
-     * stream from DRAM busy. F16 and F32 lost 2-5 % to a software fetch on
-     * the Zen 3 host (AMD: they take only the first 4 KiB at once); on an
-     * Intel Xeon (Sapphire Rapids class) F16 without it reached only 0.58-0.68
-     * of the copy bandwidth, so there they fetch ahead too. */
-    const uint8_t *end = w->data + (size_t)n1 * w->stride;
-    const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : end;
-    const tr_mm_xq xv = {xq, xs, bsum};
-    prefetch_first(w, n0, n1, w->type == TR_F32 || w->type == TR_F16 ? 4096 : PF_DIST);
+    tr_mm_xq xv = {xq, xs, bsum};
+    if (tr_mm_quant_x_rows_avx2(w->type, x, K, 1, K, &xv)) {
+        tr_mm_rows_int8_x_avx2(w, &xv, y, n0, n1, bias);
+        return 1;
+    }
+    /* F16 and F32 lost 2-5 % to a software fetch on the Zen 3 host (AMD:
+     * they take only the first 4 KiB at once); on an Intel Xeon (Sapphire
+     * Rapids class) F16 without it reached only 0.58-0.68 of the copy
+     * bandwidth, so there they fetch ahead too. */
+    const uint8_t *float_end = tr_cpu_get_features()->amd ? NULL : w->data + (size_t)n1 * w->stride;
+    prefetch_first(w, n0, n1, PF_DIST);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
         float s;
-        if (w->type == TR_Q8_0 || kquant) {
-            dot_rows_m(w->type, row, &xv, K, 1, end, &s);
-        } else if (w->type == TR_F32 || w->type == TR_F16) {
+        if (w->type == TR_F32 || w->type == TR_F16) {
             s = float_end ? dot_avx2_at(w->type, row, x, K, float_end)
                           : dot_avx2(w->type, row, x, K);
         } else { /* dequantize into L1 scratch (x is not quantized), then an F32 dot */
@@ -617,4 +680,5 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .deq = deq_avx2,
                                   .transpose16 = transpose16_avx2,
                                   .quant_x_rows = tr_mm_quant_x_rows_avx2,
-                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2};
+                                  .rows_int8_multi = tr_mm_rows_int8_multi_avx2,
+                                  .rows_int8 = tr_mm_rows_int8_x_avx2};

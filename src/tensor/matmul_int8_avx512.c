@@ -18,16 +18,24 @@ static inline float half_at(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* How far ahead of itself a dot fetches its weights, and the lines it
- * fetches: [p, p + len) moved PF_DIST on, those before end (the end of the
- * caller's rows). As on AVX2 (matmul_avx2.c), the integer dots leave the
- * hardware prefetcher too little slack to keep the DRAM stream busy. */
-#define PF_DIST 2048
+/* How far ahead of itself a dot fetches its weights (fetch_at). As on
+ * AVX2 (matmul_avx2.c), the integer dots leave the hardware prefetcher too
+ * little slack to keep the DRAM stream busy; 4096 rather than 2048 as
+ * there (Q6_K at 1x1280x51866: 0.89 -> 1.1 of a contended copy bandwidth,
+ * Q8_0 about even). */
+#define PF_DIST 4096
 
-static inline void fetch_on(const uint8_t *p, size_t len, const uint8_t *end) {
-    const uintptr_t a = (uintptr_t)(p + PF_DIST), stop = (uintptr_t)end;
-    for (uintptr_t l = a & ~(uintptr_t)63; l < a + len && l < stop; l += 64)
-        _mm_prefetch((const char *)l, _MM_HINT_T0);
+/* The same as one step of a dot that reads len bytes at p: the lines
+ * PF_DIST on, but at most up to end (past it only by the lines of one
+ * step), with no loop or test per line. A line of the step's last bytes
+ * that the next step begins in is that step's first fetch. */
+static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
+                                                           const uint8_t *end) {
+    uintptr_t a = (uintptr_t)p + PF_DIST;
+    const uintptr_t stop = (uintptr_t)end - 1;
+    if (a > stop) a = stop;
+#pragma GCC unroll 4
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 /* The first bytes of rows [n0, n1) at once: a range of a few dozen rows
@@ -75,6 +83,21 @@ static void quantize_x_q8(const float *x, long K, int8_t *xq, float *xs, bool kq
     }
 }
 
+/* 128-bit lane r (0..3) of v; literal lane numbers, as the intrinsic
+ * needs an immediate even where the compiler does not fold r. */
+static inline __attribute__((always_inline)) __m128i lane128(__m512i v, int r) {
+    switch (r) {
+    case 0:
+        return _mm512_castsi512_si128(v);
+    case 1:
+        return _mm512_extracti32x4_epi32(v, 1);
+    case 2:
+        return _mm512_extracti32x4_epi32(v, 2);
+    default:
+        return _mm512_extracti32x4_epi32(v, 3);
+    }
+}
+
 /* Four pairs of partial-sum vectors to four sums through one transposed
  * reduction (cheaper than four; at whisper sizes, 4-5 blocks per row, the
  * reductions cost as much as the blocks). Each vector takes the same tree
@@ -114,15 +137,20 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
     __m512 acc[4][2];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx_hdr = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
-    /* Q5_K fifth bits: bit 2c (words 0-15) and 2c+2 (words 16-31) of qh[l] */
-    const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                              _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+    /* Q5_K fifth bits: of step h, bit 2h (bytes 0-31) and 2h+2 (bytes 32-63)
+     * of qh[l] for the low nibbles, the next bit up for the high ones */
+    const __m512i bit_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(4), 1),
+                               _mm512_inserti64x4(_mm512_set1_epi8(16), _mm256_set1_epi8(64), 1)};
+    const __m512i bit_hi[2] = {_mm512_add_epi8(bit_lo[0], bit_lo[0]),
+                               _mm512_add_epi8(bit_lo[1], bit_lo[1])};
+    const __m512i b4 = _mm512_set1_epi8(16);
     for (long b = 0; b < K / 256; b++) {
         const int8_t *xb = xq + b * 256;
         const __m512 xsb = _mm512_loadu_ps(xsx + b * 16);
@@ -136,6 +164,26 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
             const char *pf = (const char *)((uintptr_t)w + 8 * stride + (size_t)b * 4 * bsz);
             for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
         }
+        /* four rows: their headers decoded at once as below, one 128-bit
+         * lane each (the same bytes and values, in a quarter of the
+         * operations), and their d, dmin converted together */
+        __m512i scmn4 = _mm512_setzero_si512();
+        __m256 dm8 = _mm256_setzero_ps();
+        if (NR_ == 4) {
+            const uint8_t *p0 = w + b * bsz;
+            __m512i v16 = _mm512_castsi128_si512(_mm_loadu_si128((const __m128i *)p0));
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + stride)), 1);
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + 2 * stride)), 2);
+            v16 = _mm512_inserti32x4(v16, _mm_loadu_si128((const __m128i *)(p0 + 3 * stride)), 3);
+            __m512i pw = _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)_MM_SHUFFLE(3, 2, 3, 1));
+            __m512i qw = _mm512_shuffle_epi32(v16, (_MM_PERM_ENUM)_MM_SHUFFLE(2, 2, 1, 1));
+            __m512i lo6 = _mm512_and_si512(_mm512_srlv_epi32(pw, _mm512_broadcast_i32x4(sh_w)),
+                                           _mm512_broadcast_i32x4(mask_w));
+            __m512i hi2 = _mm512_and_si512(_mm512_srli_epi32(qw, 2), _mm512_broadcast_i32x4(top_w));
+            scmn4 = _mm512_or_si512(lo6, hi2);
+            dm8 = _mm256_cvtph_ps(
+                _mm512_castsi512_si128(_mm512_permutexvar_epi32(idx_hdr, v16))); /* d, dmin x4 */
+        }
 #pragma GCC unroll 4
         for (int r = 0; r < NR_; r++) {
             const uint8_t *p = w + r * stride + b * bsz, *qs = p + (five ? 48 : 16);
@@ -145,15 +193,23 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
              *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
              *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
              * computed here on all four words at once. */
-            __m128i v4 = _mm_loadu_si128((const __m128i *)p);
-            __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
-            __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
-            __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
-            __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
-            __m128i scmn = _mm_or_si128(lo6, hi2); /* bytes: sc0..7, mn0..7 */
+            __m128i scmn; /* bytes: sc0..7, mn0..7 */
+            __m512 dm16;  /* d (8), dmin (8) */
+            if (NR_ == 4) {
+                scmn = lane128(scmn4, r);
+                dm16 = _mm512_permutexvar_ps(_mm512_add_epi32(idx_dm, _mm512_set1_epi32(2 * r)),
+                                             _mm512_castps256_ps512(dm8));
+            } else {
+                __m128i v4 = _mm_loadu_si128((const __m128i *)p);
+                __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+                __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+                __m128i lo6 = _mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w);
+                __m128i hi2 = _mm_and_si128(_mm_srli_epi32(qw, 2), top_w);
+                scmn = _mm_or_si128(lo6, hi2);
+                __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+                dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
+            }
             /* one vector [sc_j * d * xs_j (8) | -mn_j * dmin * xsum_j (8)] */
-            __m128 dmf = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
-            __m512 dm16 = _mm512_permutexvar_ps(idx_dm, _mm512_castps128_ps512(dmf));
             __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(scmn));
             __m512 s16 = _mm512_mul_ps(_mm512_mul_ps(v, dm16), xsb);
             acc[r][0] = _mm512_mask_add_ps(acc[r][0], 0xFF00, acc[r][0], s16);
@@ -165,14 +221,10 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
                 __m512i q = _mm512_loadu_si512((const void *)(qs + 64 * h));
                 __m512i lo = _mm512_and_si512(q, low4);
                 __m512i hi;
-                if (five) {
+                if (five) { /* + 16 where the code's fifth bit (bit_lo / bit_hi) is set */
                     hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-                    __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
-                    __m512i b1 = _mm512_and_si512(
-                        _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))),
-                        one);
-                    lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
-                    hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+                    lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit_lo[h]), lo, b4);
+                    hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit_hi[h]), hi, b4);
                 } else {
                     hi = _mm512_andnot_si512(low4, q);
                 }
@@ -224,17 +276,20 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
     __m512 acc[4][2];
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i idx_sb = _mm512_set_epi32(7, 6, 3, 2, 7, 6, 3, 2, 5, 4, 1, 0, 5, 4, 1, 0);
     const __m512i idx_dm = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
     const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
     const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
     const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
-    const __m512i sh_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi16(0), _mm256_set1_epi16(2), 1),
-                              _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1)};
+    const __m512i bit_lo[2] = {_mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(4), 1),
+                               _mm512_inserti64x4(_mm512_set1_epi8(16), _mm256_set1_epi8(64), 1)};
+    const __m512i bit_hi[2] = {_mm512_add_epi8(bit_lo[0], bit_lo[0]),
+                               _mm512_add_epi8(bit_lo[1], bit_lo[1])};
+    const __m512i b4 = _mm512_set1_epi8(16);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        fetch_on(p, bsz, end);
+        fetch_at(p, bsz, end);
         __m128i v4 = _mm_loadu_si128((const __m128i *)p);
         __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1));
         __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1));
@@ -253,11 +308,8 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
             __m512i lo = _mm512_and_si512(q, low4), hi;
             if (five) {
                 hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), low4);
-                __m512i b0 = _mm512_and_si512(_mm512_srlv_epi16(qh, sh_lo[h]), one);
-                __m512i b1 = _mm512_and_si512(
-                    _mm512_srlv_epi16(qh, _mm512_add_epi16(sh_lo[h], _mm512_set1_epi16(1))), one);
-                lo = _mm512_or_si512(lo, _mm512_slli_epi16(b0, 4));
-                hi = _mm512_or_si512(hi, _mm512_slli_epi16(b1, 4));
+                lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(qh, bit_lo[h]), lo, b4);
+                hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(qh, bit_hi[h]), hi, b4);
             } else {
                 hi = _mm512_andnot_si512(low4, q);
             }
@@ -291,7 +343,9 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
  * i*(K/32)): per block d_w * xs_g * <q, xq>, two blocks per 64-byte VNNI
  * dot (signs moved onto x, since VNNI multiplies unsigned by signed bytes),
  * pairs of blocks alternating between two chains. Cheaper than widening
- * every code to float. */
+ * every code to float. Four blocks a step: their four d_w converted at
+ * once, and one fetch of the lines PF_DIST on (fetch_at) instead of a loop
+ * per pair; the float operations per chain are those of two at a time. */
 static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w, const int8_t *xq,
                                                                 const float *xs, long K, int m,
                                                                 const uint8_t *end, float *out) {
@@ -300,11 +354,46 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
     const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i idx23 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2);
     const long nb = K / 32;
     long b = 0;
-    for (; b + 2 <= nb; b += 2) {
+    for (; b + 4 <= nb; b += 4) {
         const uint8_t *p = w + b * 34;
-        if (end) fetch_on(p, 68, end); /* NULL: leave it to the hardware (q8_fetch_end) */
+        if (end) fetch_at(p, 136, end); /* NULL: leave it to the hardware (q8_fetch_end) */
+        __m512i qa =
+            _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
+                               _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
+        __m512i qb = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 70))),
+            _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
+        const __mmask64 na = _mm512_movepi8_mask(qa), nb2 = _mm512_movepi8_mask(qb);
+        const __m512i ua = _mm512_abs_epi8(qa), ub = _mm512_abs_epi8(qb);
+        uint16_t h[4];
+        memcpy(&h[0], p, 2);
+        memcpy(&h[1], p + 34, 2);
+        memcpy(&h[2], p + 68, 2);
+        memcpy(&h[3], p + 102, 2);
+        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
+        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
+        const __m128 dd = _mm_cvtph_ps(hv);
+#pragma GCC unroll 4
+        for (int i = 0; i < m; i++) {
+            const int8_t *xi = xq + i * K + 32 * b;
+            __m512i xa = _mm512_loadu_si512((const void *)xi);
+            __m512i xb = _mm512_loadu_si512((const void *)(xi + 64));
+            __m512i sa = _mm512_mask_sub_epi8(xa, na, _mm512_setzero_si512(), xa);
+            __m512i sb = _mm512_mask_sub_epi8(xb, nb2, _mm512_setzero_si512(), xb);
+            __m512i da = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ua, sa);
+            __m512i db = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ub, sb);
+            __m512 sc = _mm512_castps128_ps512(_mm_mul_ps(dd, _mm_loadu_ps(xs + i * nb + b)));
+            acc0[i] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(da), _mm512_permutexvar_ps(idx, sc), acc0[i]);
+            acc1[i] =
+                _mm512_fmadd_ps(_mm512_cvtepi32_ps(db), _mm512_permutexvar_ps(idx23, sc), acc1[i]);
+        }
+    }
+    for (; b + 2 <= nb; b += 2) { /* a last pair: b % 4 == 0, the first chain's */
+        const uint8_t *p = w + b * 34;
         __m512i q =
             _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
                                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
@@ -322,10 +411,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
             __m128 sc =
                 _mm_mul_ps(dd, _mm_castpd_ps(_mm_load_sd((const double *)(xs + i * nb + b))));
             __m512 s16 = _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(sc));
-            if (b & 2)
-                acc1[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc1[i]);
-            else
-                acc0[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc0[i]);
+            acc0[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dp), s16, acc0[i]);
         }
     }
     for (; b < nb; b++) { /* odd last block */
@@ -382,7 +468,7 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
         }
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        fetch_on(p, 210, end);
+        fetch_at(p, 210, end);
         const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         const __m512i sc5 = _mm512_castsi256_si512(sc);
         __m512i sumi[4];
@@ -456,63 +542,79 @@ static inline __attribute__((always_inline)) void dot_rows_m(int type, const uin
     }
 }
 
-int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
-                           long n1, const float *bias, float *scratch) {
+void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                              const float *bias) {
     const long K = (long)w->K;
     const uint8_t *end = w->data + (size_t)n1 * w->stride;
-    /* scratch (K floats): xq (K bytes), then Q8_0's xs (K / 32 floats), the
-     * Q4_K / Q5_K xs and xsx (K / 32 + K / 16 floats), or Q6_K's xd
-     * (K / 256 floats) and bsum (K / 16 int16) */
-    int8_t *xq = (int8_t *)scratch;
-    float *xs = scratch + (K + 3) / 4;
     switch (w->type) {
     case TR_Q8_0: {
-        quantize_x_q8(x, K, xq, xs, false);
-        const tr_mm_xq xv = {xq, xs, NULL};
         const uint8_t *q8_end = q8_fetch_end(end);
         if (q8_end) prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
             const uint8_t *row = w->data + (size_t)n * w->stride;
             if (!q8_end && n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
             float s;
-            dot_rows_m(TR_Q8_0, row, &xv, K, 1, q8_end, &s);
+            dot_rows_m(TR_Q8_0, row, x, K, 1, q8_end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
     case TR_Q4_K:
     case TR_Q5_K: {
-        float *xsx = xs + K / 32;
-        quantize_x_q8(x, K, xq, xs, true);
-        kquant_xsx(w->type, xs, xsum, K, xsx);
         const int five = w->type == TR_Q5_K;
         long n = n0;
+        prefetch_first(w, n0, n1); /* the dots fetch 8 rows on: the first 8 at once */
         for (; n + 4 <= n1; n += 4) {
             float s[4];
-            dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, xq, xsx, K, five, s);
+            dot_q45_k_4(w->data + (size_t)n * w->stride, w->stride, x->q, x->s, K, five, s);
             for (int r = 0; r < 4; r++) y[n + r - n0] = s[r] + (bias ? bias[n + r] : 0.0f);
         }
         for (; n < n1; n++) {
             float s;
-            dot_q45_k_1(w->data + (size_t)n * w->stride, xq, xsx, K, five, &s);
+            dot_q45_k_1(w->data + (size_t)n * w->stride, x->q, x->s, K, five, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
-    case TR_Q6_K: {
-        tr_mm_xq xv = {xq, xs, (int16_t *)(xs + K / 256)};
-        tr_mm_quant_x_rows_avx2(TR_Q6_K, x, K, 1, K, &xv);
+    default: /* TR_Q6_K */
         prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
             float s;
-            dot_rows_m(TR_Q6_K, w->data + (size_t)n * w->stride, &xv, K, 1, end, &s);
+            dot_rows_m(TR_Q6_K, w->data + (size_t)n * w->stride, x, K, 1, end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
-        return 1;
+        return;
     }
+}
+
+int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, float *y, long n0,
+                           long n1, const float *bias, float *scratch) {
+    const long K = (long)w->K;
+    /* scratch (K floats): xq (K bytes), then Q8_0's xs (K / 32 floats), the
+     * Q4_K / Q5_K xs and xsx (K / 32 + K / 16 floats), or Q6_K's xd
+     * (K / 256 floats) and bsum (K / 16 int16) */
+    int8_t *xq = (int8_t *)scratch;
+    float *xs = scratch + (K + 3) / 4;
+    tr_mm_xq xv = {xq, xs, NULL};
+    switch (w->type) {
+    case TR_Q8_0:
+        quantize_x_q8(x, K, xq, xs, false);
+        break;
+    case TR_Q4_K:
+    case TR_Q5_K:
+        quantize_x_q8(x, K, xq, xs, true);
+        xv.s = xs + K / 32;
+        kquant_xsx(w->type, xs, xsum, K, xv.s);
+        break;
+    case TR_Q6_K:
+        xv.bsum = (int16_t *)(xs + K / 256);
+        tr_mm_quant_x_rows_avx2(TR_Q6_K, x, K, 1, K, &xv);
+        break;
     default:
         return 0;
     }
+    tr_mm_rows_int8_x_avx512(w, &xv, y, n0, n1, bias);
+    return 1;
 }
 
 bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x) {

@@ -64,6 +64,12 @@ typedef struct {
     bool (*quant_x_rows)(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
     void (*rows_int8_multi)(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy, long n0,
                             long n1, const float *bias);
+    /* Optional: the matrix-vector rows of the integer-dot types on one row
+     * of x that quant_x_rows prepared (M = 1) once for the whole call
+     * instead of per claimed chunk: y[n - n0] for weight rows [n0, n1),
+     * the bits rows() gives. */
+    void (*rows_int8)(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                      const float *bias);
 } tr_mm_isa;
 
 /* M at or below which tr_matmul takes the few-row path (each row exact to
@@ -80,6 +86,8 @@ void tr_mm_rows_q8_avx2(const tr_mm_w *w, const int8_t *xq, const float *xs, flo
 bool tr_mm_quant_x_rows_avx2(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
 void tr_mm_rows_int8_multi_avx2(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                 long n0, long n1, const float *bias);
+void tr_mm_rows_int8_x_avx2(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                            const float *bias);
 /* AVX-512 (x86-64 only): the same for its own layouts; rows_int8 is the
  * one-row matrix-vector path of Q8_0 and the K-quants (as tr_mm_rows_fn;
  * returns 0 for other types). */
@@ -88,6 +96,8 @@ int tr_mm_rows_int8_avx512(const tr_mm_w *w, const float *x, const float *xsum, 
 bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long K, tr_mm_xq *x);
 void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                   long n0, long n1, const float *bias);
+void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
+                              const float *bias);
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

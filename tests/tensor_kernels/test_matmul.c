@@ -396,6 +396,52 @@ static void test_rows_match_single(tr_pool *pools[3], int type) {
     }
 }
 
+/* The matrix-vector product (M == 1) of the integer-dot types, whose x a
+ * level may quantize once per call, has the bits of the same rows computed
+ * in chunks through tr_matvec_rows (x prepared per chunk), on every level,
+ * at 1-3 threads, with and without bias. */
+static void test_matvec_chunks(tr_pool *pools[3]) {
+    const int types[4] = {TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
+    const long N = 301;
+    for (int ti = 0; ti < 4; ti++) {
+        const long K = types[ti] == TR_Q8_0 ? 544 : 768;
+        wmat w = make_w(types[ti], K, N);
+        tr_tensor t = {"v",   types[ti], 2, {K, N, 1, 1}, w.row_bytes, w.row_bytes * (size_t)N,
+                       w.data};
+        float *x = malloc(sizeof(float) * (size_t)K), *bias = malloc(sizeof(float) * N);
+        float *Y = malloc(sizeof(float) * N), *R = malloc(sizeof(float) * N);
+        float *buf = malloc(sizeof(float) * (size_t)tr_matvec_scratch_floats(&t));
+        float *scratch = malloc(sizeof(float) * (size_t)tr_matvec_scratch_floats(&t));
+        for (long i = 0; i < K; i++) x[i] = kref_uniform();
+        for (long n = 0; n < N; n++) bias[n] = kref_uniform();
+        for (int ii = 0; ii < k_n_levels; ii++) {
+            CHECK(tr_cpu_force(k_levels[ii]));
+            const float *prep = tr_matvec_prepare(&t, x, buf);
+            for (long n0 = 0; n0 < N; n0 += 37) /* odd chunks: Q4_K/Q5_K rows in fours */
+                tr_matvec_rows(&t, x, prep, R + n0, n0, n0 + 37 < N ? n0 + 37 : N, scratch);
+            for (int p = 0; p < 3; p++) {
+                tr_linear(pools[p], &t, NULL, x, 1, Y);
+                CHECK_MSG(memcmp(Y, R, sizeof(float) * (size_t)N) == 0,
+                          "%s %s, %d threads: matrix-vector differs from its rows in chunks",
+                          tr_type_name(types[ti]), tr_cpu_level_name(k_levels[ii]), p + 1);
+                tr_linear(pools[p], &t, bias, x, 1, Y);
+                for (long n = 0; n < N; n++)
+                    CHECK_MSG(Y[n] == R[n] + bias[n], "%s %s, %d threads, bias: row %ld",
+                              tr_type_name(types[ti]), tr_cpu_level_name(k_levels[ii]), p + 1, n);
+            }
+        }
+        CHECK(tr_cpu_force(k_levels[k_n_levels - 1]));
+        free(w.data);
+        free(w.ref);
+        free(x);
+        free(bias);
+        free(Y);
+        free(R);
+        free(buf);
+        free(scratch);
+    }
+}
+
 /* tr_linear_group: each output equals tr_linear's bit for bit, for a group
  * of mixed weight types sharing one dispatch (M == 1) and for M > 1; bad
  * groups are refused without touching the outputs. */
@@ -471,6 +517,7 @@ int main(void) {
     test_nt_lhs(pools);
     test_x_scales(pools[1]);
     test_group(pools);
+    test_matvec_chunks(pools);
     CHECK(tr_matmul_force_isa(NULL));
     printf("auto isa: %s; tested:", tr_matmul_isa());
     for (int i = 0; i < k_n_levels; i++) printf(" %s", tr_cpu_level_name(k_levels[i]));
