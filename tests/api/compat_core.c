@@ -168,7 +168,7 @@ int main(void) {
     const char *dir = TR_SOURCE_DIR "/tests/data/whisper/tiny";
     snprintf(model, sizeof model, "%s/whisper-tiny-ref-F16.gguf", dir);
     snprintf(golden_path, sizeof golden_path, "%s/jfk.auto.text.txt", dir);
-    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
+    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_CORPUS_DIR);
     read_text(golden_path, golden, sizeof golden);
     FILE *f = fopen(model, "rb");
     if (f) {

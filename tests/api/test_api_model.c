@@ -161,7 +161,7 @@ static void test_runs(struct transcribe_model *m, const float *pcm, int n) {
 int main(void) {
     const char *path = DIR "/whisper-tiny-ref-F16.gguf";
     char wav[1024];
-    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
+    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_CORPUS_DIR);
     if (access(path, R_OK) != 0 || access(wav, R_OK) != 0) {
         printf("SKIP: no reference model or sample\n");
         return 0;

@@ -59,7 +59,7 @@ typedef struct {
 
 static tr_audio load(const char *wav) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/samples/%s", TR_SHARED_DIR, wav);
+    snprintf(path, sizeof path, "%s/samples/%s", TR_CORPUS_DIR, wav);
     tr_audio a = {0};
     CHECK(tr_audio_load_file(path, 0, &a) == TRANSCRIBE_OK);
     return a;

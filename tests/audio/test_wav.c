@@ -233,16 +233,16 @@ static void test_files(void) {
           TRANSCRIBE_ERR_FILE_NOT_FOUND);
     CHECK(pcm == NULL && n == 0);
     CHECK(transcribe_audio_load_file(NULL, 0, &pcm, &n) == TRANSCRIBE_ERR_INVALID_ARG);
-    CHECK(transcribe_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 0, &pcm, &n) ==
+    CHECK(transcribe_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 0, &pcm, &n) ==
           TRANSCRIBE_OK);
     CHECK(n == 176000);
     transcribe_audio_free(pcm);
-    CHECK(transcribe_audio_load_file(TR_SHARED_DIR "/samples/ja.wav", 16000, &pcm, &n) ==
+    CHECK(transcribe_audio_load_file(TR_CORPUS_DIR "/samples/ja.wav", 16000, &pcm, &n) ==
           TRANSCRIBE_OK);
     CHECK(n > 100000);
     transcribe_audio_free(pcm);
     /* resampled on load: 11 s at 8 kHz */
-    CHECK(transcribe_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 8000, &pcm, &n) ==
+    CHECK(transcribe_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 8000, &pcm, &n) ==
           TRANSCRIBE_OK);
     CHECK(n == 88000);
     transcribe_audio_free(pcm);

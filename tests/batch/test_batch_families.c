@@ -17,7 +17,7 @@
 
 static float *load_wav(const char *name, int *n) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/samples/%s.wav", TR_SHARED_DIR, name);
+    snprintf(path, sizeof path, "%s/samples/%s.wav", TR_CORPUS_DIR, name);
     tr_audio a;
     if (tr_audio_load_file(path, 16000, &a) != TRANSCRIBE_OK) return NULL;
     *n = (int)a.n;

@@ -30,7 +30,7 @@ static void expect_text(const char *config, const char *flags, const char *stem)
     char *want = cn_read_text(gold);
     CHECK(want != NULL);
     snprintf(args, sizeof args, "-q -m '%s' %s '%s'", model, flags,
-             TR_SHARED_DIR "/samples/jfk.wav");
+             TR_CORPUS_DIR "/samples/jfk.wav");
     int rc = run(args);
     /* a decode that hit its cap still prints its text (exit status per docs/cli.md) */
     size_t n = strlen(g_out);
@@ -44,7 +44,7 @@ static void expect_error(const char *config, const char *flags, const char *need
     char model[512], args[2048];
     cn_model_path(model, sizeof model, config, "F32");
     snprintf(args, sizeof args, "-q -m '%s' %s '%s'", model, flags,
-             TR_SHARED_DIR "/samples/jfk.wav");
+             TR_CORPUS_DIR "/samples/jfk.wav");
     int rc = run(args);
     CHECK_MSG(rc != 0 && strstr(g_err, needle), "%s `%s`: exit %d, stderr: %s", config, flags, rc,
               g_err);

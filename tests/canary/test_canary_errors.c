@@ -485,7 +485,7 @@ static void mutations(const char *path, const float *pcm, int n) {
 
 int main(void) {
     tr_audio jfk = {0};
-    CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
+    CHECK(tr_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
     char p2[512], p1[512];
     cn_model_path(p2, sizeof p2, "tiny-canary2", "F32");
     cn_model_path(p1, sizeof p1, "tiny-canary", "F32");

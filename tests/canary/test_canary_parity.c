@@ -267,7 +267,7 @@ static void public_api(const char *config, const char *dt, const float *pcm, int
 
 int main(void) {
     tr_audio jfk = {0};
-    CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
+    CHECK(tr_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
     for (int c = 0; c < CN_N_CONFIGS && jfk.pcm; c++) {
         char path[512];
         cn_model_path(path, sizeof path, cn_configs[c], "F32");

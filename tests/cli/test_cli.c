@@ -201,7 +201,7 @@ static void outputs(const char *model, const char *wav) {
     /* Several inputs, on the command line or in a --batch list: one set of
      * files per input, named by its stem. */
     char list[700], wav2[1024];
-    snprintf(wav2, sizeof wav2, "%s/samples/ja.wav", TR_SHARED_DIR);
+    snprintf(wav2, sizeof wav2, "%s/samples/ja.wav", TR_CORPUS_DIR);
     snprintf(list, sizeof list, "%s/inputs.list", dir);
     FILE *lf = fopen(list, "w");
     CHECK(lf != NULL);
@@ -563,7 +563,7 @@ int main(int argc, char **argv) {
     char model[1024], wav[1024];
     snprintf(model, sizeof model, "%s/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf",
              TR_SOURCE_DIR);
-    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
+    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_CORPUS_DIR);
     const char *env = getenv("TR_TEST_WHISPER_MODEL"); /* local runs with another model */
     if (env && *env) snprintf(model, sizeof model, "%s", env);
     if (access(model, R_OK) == 0) input_rule(model);
@@ -571,7 +571,7 @@ int main(int argc, char **argv) {
         with_model(model, wav);
         detect_language(model, wav);
         char long_wav[1024];
-        snprintf(long_wav, sizeof long_wav, "%s/samples/whole-earth.wav", TR_SHARED_DIR);
+        snprintf(long_wav, sizeof long_wav, "%s/samples/whole-earth.wav", TR_CORPUS_DIR);
         progress_lines(model, wav, long_wav);
         canary(wav);
         shaping(wav);

@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
     snprintf(bash, sizeof bash,
              "bash -c '\"%s\" -q -f json \"%s/samples/whole-earth.wav\" "
              "\"%s/samples/whole-earth.wav\" | head -c 10 >/dev/null; exit ${PIPESTATUS[0]}'",
-             g_bin, TR_SHARED_DIR, TR_SHARED_DIR);
+             g_bin, TR_CORPUS_DIR, TR_CORPUS_DIR);
     int rc = tr_cli_run(bash, g_out, sizeof g_out, g_err, sizeof g_err);
     CHECK_MSG(rc == 1 && strstr(g_err, "cannot write to standard output"), "rc %d: %s", rc, g_err);
 

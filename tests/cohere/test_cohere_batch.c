@@ -116,7 +116,7 @@ static void one_config(const char *what, const ch_synth_cfg *cfg, transcribe_kv_
 int main(void) {
     float *pcm = NULL;
     int n = 0;
-    if (transcribe_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &pcm, &n) !=
+    if (transcribe_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &pcm, &n) !=
         TRANSCRIBE_OK) {
         printf("jfk.wav unreadable: skipped\n");
         return 0;

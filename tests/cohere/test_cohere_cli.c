@@ -15,7 +15,7 @@
 
 static const char *g_bin;
 static char g_out[1 << 16], g_err[1 << 16];
-#define JFK TR_SHARED_DIR "/samples/jfk.wav"
+#define JFK TR_CORPUS_DIR "/samples/jfk.wav"
 
 static int run(const char *model, const char *flags) {
     char cmd[8192];

@@ -353,7 +353,7 @@ int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", TR_BINARY_DIR);
     float *pcm = NULL;
     int n = 0;
-    if (transcribe_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &pcm, &n) !=
+    if (transcribe_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &pcm, &n) !=
         TRANSCRIBE_OK) {
         printf("jfk.wav unreadable: skipped\n");
         return 0;

@@ -43,16 +43,16 @@ MODEL=$SRC/models/parakeet-ctc-synth-en.gguf
 WAV=$SRC/samples/synth-heldout-klatt3.wav
 SIZE=$(stat -c %s "$MODEL")
 # the hub's layout: <repository>/resolve/main/<file>
-mkdir -p "$WORK/root/test-org/synth-ctc-gguf/resolve/main"
-cp "$MODEL" "$WORK/root/test-org/synth-ctc-gguf/resolve/main/synth-ctc-Q8_0.gguf"
+mkdir -p "$WORK/hub/test-org/synth-ctc-gguf/resolve/main"
+cp "$MODEL" "$WORK/hub/test-org/synth-ctc-gguf/resolve/main/synth-ctc-Q8_0.gguf"
 printf '# test catalogue\n' >"$WORK/catalogue.tsv"
 printf 'synth-ctc\tparakeet\tsynth\ttest-org/synth-ctc-gguf\tsynth-ctc-{QUANT}.gguf\tF32,Q8_0\tQ8_0=6.2MiB\tmit\n' >>"$WORK/catalogue.tsv"
 printf 'gone-model\tparakeet\tgone\ttest-org/gone-model-gguf\tgone-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
 printf 'loop-model\tparakeet\tloop\ttest-org/loop-model-gguf\tloop-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
 printf 'html-model\tparakeet\thtml\ttest-org/html-model-gguf\thtml-model-{QUANT}.gguf\tQ8_0\t?\t?\n' >>"$WORK/catalogue.tsv"
-mkdir -p "$WORK/root/test-org/html-model-gguf/resolve/main"
+mkdir -p "$WORK/hub/test-org/html-model-gguf/resolve/main"
 printf '<!DOCTYPE html><html><body>Sign in to continue</body></html>\n' \
-    >"$WORK/root/test-org/html-model-gguf/resolve/main/html-model-Q8_0.gguf"
+    >"$WORK/hub/test-org/html-model-gguf/resolve/main/html-model-Q8_0.gguf"
 export TRANSCRIBE_CATALOGUE=$WORK/catalogue.tsv
 unset TRANSCRIBE_MODEL_DIR TRANSCRIBE_MODEL_BASE_URL HF_TOKEN
 
@@ -61,7 +61,7 @@ start_hub() {
     stop_hub
     HUB_LOG=$WORK/hub.$RANDOM.log
     rm -f "$WORK/port"
-    "$PY" "$SRC/tests/download/hub_server.py" --root "$WORK/root" --port-file "$WORK/port" \
+    "$PY" "$SRC/tests/download/hub_server.py" --root "$WORK/hub" --port-file "$WORK/port" \
         --log "$HUB_LOG" --idle 60 --lifetime 240 "$@" &
     HUB_PID=$!
     for _ in $(seq 1 100); do [ -s "$WORK/port" ] && break; sleep 0.05; done

@@ -52,7 +52,7 @@ static float *frontend_mel(const gguf_file *g, tr_pool *pool, int *n_mels, int *
     if (tr_mel_config_from_gguf(&mc, g) != TRANSCRIBE_OK) return NULL;
     mc.pad_mode = TR_PAD_CONSTANT;
     tr_audio a = {0};
-    if (tr_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &a) != TRANSCRIBE_OK)
+    if (tr_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &a) != TRANSCRIBE_OK)
         return NULL;
     float *mel = NULL;
     if (tr_mel_compute(&mc, a.pcm, a.n, pool, &mel, T_mel) != TRANSCRIBE_OK) mel = NULL;

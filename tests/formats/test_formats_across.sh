@@ -17,7 +17,7 @@ MOSS="$SRC/tests/data/moss/tiny/moss-tiny-ref-F16.gguf"
 QW="$SRC/tests/data/qwen3_asr/tiny/qwen3-asr-tiny-ref-F16.gguf"
 JFK="$SRC/samples/jfk.wav"
 MIX="$SRC/tests/data/moss/mix.wav"
-LONG="$SRC/tests/data/shared/samples/whole-earth.wav" # 84 s: Qwen3-ASR splits it
+LONG="$SRC/tests/data/corpus/samples/whole-earth.wav" # 84 s: Qwen3-ASR splits it
 T=/v1/audio/transcriptions
 
 have_py=1

@@ -33,7 +33,7 @@ static double slaney(int m, int k, int n_mels) {
 
 static void test_vocab_file(const char *name, int32_t n_vocab) {
     char path[512];
-    snprintf(path, sizeof path, "%s/vocab/%s", TR_SHARED_DIR, name);
+    snprintf(path, sizeof path, "%s/vocab/%s", TR_CORPUS_DIR, name);
     tr_ggml_bin *b = NULL;
     CHECK_MSG(tr_ggml_bin_open(path, &b) == TRANSCRIBE_OK, "%s", path);
     if (!b) return;
@@ -393,7 +393,7 @@ static void test_malformed(void) {
     /* trailing garbage shorter than a record header */
     bin_header(&b, 51865, 80, 4), bin_vocab(&b), gb_u32(&b, 1);
     expect_status(&b, TRANSCRIBE_ERR_GGUF, "trailing bytes");
-    CHECK(tr_ggml_bin_open(TR_SHARED_DIR "/vocab/absent.bin", &(tr_ggml_bin *){NULL}) ==
+    CHECK(tr_ggml_bin_open(TR_CORPUS_DIR "/vocab/absent.bin", &(tr_ggml_bin *){NULL}) ==
           TRANSCRIBE_ERR_FILE_NOT_FOUND);
     CHECK(tr_ggml_bin_sniff("lmgg", 4) && !tr_ggml_bin_sniff("GGUF", 4) &&
           !tr_ggml_bin_sniff("lmg", 3));

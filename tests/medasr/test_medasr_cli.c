@@ -12,7 +12,7 @@
 #include "test_util.h"
 #include "transcribe.h"
 
-#define MA_CLIP TR_SHARED_DIR "/samples/jfk.wav"
+#define MA_CLIP TR_CORPUS_DIR "/samples/jfk.wav"
 
 static const char *g_bin;
 static char g_model[512];

@@ -58,7 +58,7 @@ static inline void pk_chomp(char *s) {
 
 static inline float *pk_load_wav(const char *name, int *n) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/samples/%s.wav", TR_SHARED_DIR, name);
+    snprintf(path, sizeof path, "%s/samples/%s.wav", TR_CORPUS_DIR, name);
     tr_audio a;
     if (tr_audio_load_file(path, 16000, &a) != TRANSCRIBE_OK) return NULL;
     *n = (int)a.n;

@@ -18,7 +18,7 @@ static char g_out[1 << 18], g_err[1 << 16];
 static int run(const char *model, const char *flags) {
     char cmd[8192];
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' %s '%s'", g_bin, model, flags,
-             TR_SHARED_DIR "/samples/jfk.wav");
+             TR_CORPUS_DIR "/samples/jfk.wav");
     return tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err);
 }
 
@@ -127,7 +127,7 @@ static void check_long_cues(const char *cfg) {
     CHECK_MSG(have, "%s: no model file", cfg);
     if (!have) return;
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' -f srt '%s'", g_bin, model,
-             TR_SHARED_DIR "/samples/whole-earth.wav");
+             TR_CORPUS_DIR "/samples/whole-earth.wav");
     CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
     int cues = 0;
     long prev_end = -1;

@@ -322,8 +322,8 @@ int main(void) {
         {"tiny-ctc", "parakeet-tiny-ctc-F16.gguf", 9, 16, 80, 64, 4, 3, 1},
     };
     int n = 0;
-    /* PK_STREAM_SYNTH=1 forces the synthetic signal a clone without
-     * ../shared uses */
+    /* PK_STREAM_SYNTH=1 forces the synthetic signal (the fallback when the
+     * recording cannot be read) */
     const char *force = getenv("PK_STREAM_SYNTH");
     float *pcm = force && *force == '1' ? NULL : pk_load_wav("jfk", &n);
     const char *audio = "jfk.wav";

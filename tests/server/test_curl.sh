@@ -9,7 +9,7 @@ PK="$SRC/models/parakeet-ctc-synth-en.gguf"
 WH="$SRC/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
 WAV="$SRC/samples/synth-heldout-klatt3.wav"
 JFK="$SRC/samples/jfk.wav"
-LONG="$SRC/tests/data/shared/samples/whole-earth.wav" # 84 s
+LONG="$SRC/tests/data/corpus/samples/whole-earth.wav" # 84 s
 T=/v1/audio/transcriptions
 
 # what the CLI says for the same file and model

@@ -21,7 +21,7 @@
 #include "test_util.h"
 #include "transcribe.h"
 
-#define CLIP TR_SHARED_DIR "/samples/multitalker-2spk-mix.wav"
+#define CLIP TR_CORPUS_DIR "/samples/multitalker-2spk-mix.wav"
 #define ASR  TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
 
 static char g_diar[512];

@@ -208,7 +208,7 @@ int main(void) {
     transcribe_log_set(NULL, NULL);
     float *jfk = NULL;
     int n = 0;
-    if (transcribe_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &jfk, &n) !=
+    if (transcribe_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &jfk, &n) !=
         TRANSCRIBE_OK) {
         printf("SKIP: jfk.wav not readable\n");
         return 0;

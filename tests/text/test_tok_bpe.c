@@ -41,7 +41,7 @@ static tr_tokenizer *load_small(tr_pretok pre) {
 /* Whisper vocabulary from the shared folder (docs/formats/gguf.md §11 layout). */
 static tr_tokenizer *load_whisper(const char *file) {
     char path[1024];
-    snprintf(path, sizeof(path), "%s/vocab/%s", TR_SHARED_DIR, file);
+    snprintf(path, sizeof(path), "%s/vocab/%s", TR_CORPUS_DIR, file);
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     fseek(f, 0, SEEK_END);
@@ -364,7 +364,7 @@ int main(void) {
         bench(w, "whisper vocab (50257 pieces), gpt2 pre");
         tr_tokenizer_free(w);
     } else {
-        printf("whisper vocabulary not found under %s: skipped\n", TR_SHARED_DIR);
+        printf("whisper vocabulary not found under %s: skipped\n", TR_CORPUS_DIR);
     }
     return TEST_DONE();
 }

@@ -123,7 +123,7 @@ static bool make_bin(const char *src_path, const char *dst_path) {
     gguf_file *g = NULL;
     tr_ggml_bin *voc = NULL;
     if (tr_gguf_open(src_path, &g) != TRANSCRIBE_OK) return false;
-    if (tr_ggml_bin_open(TR_SHARED_DIR "/vocab/whisper-multilingual-vocab.ggml.bin", &voc) !=
+    if (tr_ggml_bin_open(TR_CORPUS_DIR "/vocab/whisper-multilingual-vocab.ggml.bin", &voc) !=
         TRANSCRIBE_OK) {
         tr_gguf_close(g);
         return false;
@@ -408,8 +408,8 @@ int main(void) {
     CHECK(make_copy(f16, q8, TR_Q8_0));
     CHECK(make_bin(f16, mybin));
     tr_audio jfk = {0}, earth = {0};
-    CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
-    CHECK(tr_audio_load_file(TR_SHARED_DIR "/samples/whole-earth.wav", 16000, &earth) ==
+    CHECK(tr_audio_load_file(TR_CORPUS_DIR "/samples/jfk.wav", 16000, &jfk) == TRANSCRIBE_OK);
+    CHECK(tr_audio_load_file(TR_CORPUS_DIR "/samples/whole-earth.wav", 16000, &earth) ==
           TRANSCRIBE_OK);
     if (jfk.pcm && earth.pcm) {
         tensors(f32, "F32", jfk.pcm, (int)jfk.n, 1e-3f, 3e-6f);

@@ -430,7 +430,7 @@ static void test_english_only(ws_model *wm, const float *pcm, int n) {
 int main(void) {
     snprintf(g_dir, sizeof g_dir, "%s", TR_BINARY_DIR);
     ws_model wm;
-    if (!ws_build(&wm, TR_SHARED_DIR)) {
+    if (!ws_build(&wm, TR_CORPUS_DIR)) {
         printf("shared vocabulary missing: skipped\n");
         return 0;
     }
@@ -452,7 +452,7 @@ int main(void) {
 
     tr_audio au = {0};
     char wav[1200];
-    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_SHARED_DIR);
+    snprintf(wav, sizeof wav, "%s/samples/jfk.wav", TR_CORPUS_DIR);
     CHECK(tr_audio_load_file(wav, 16000, &au) == TRANSCRIBE_OK);
     if (au.pcm) {
         test_dtypes(p32, p16, pq8, au.pcm, (int)au.n);
