@@ -15,19 +15,10 @@
  *   gu    matching rows of gate and up, then silu(gate) * up
  *   down  rows of down; x += residual_mult * row
  *
- * then the head's rows. Every phase is split into chunks that any thread
- * claims from the phase's counter (guided: each claim takes a share of what
- * is left, between 64 KiB and 1 MiB of weights, so a thread streams long
- * runs while much is left and the phase still ends on small claims; a run
- * of 64 KiB claims read ~8 % below one long stream at 25 GB/s, each claim
- * restarting the hardware prefetcher); a thread that finds no chunk left waits
- * until all of the phase's chunks are done (a barrier on work, not on
- * threads: a descheduled thread holds up only the chunk it has claimed, and
- * a thread that starts late finds the early phases finished and catches
- * up, so parts never wait for one another's arrival as tr_pool_run
- * requires). The norms feeding qkv, gu and the head are computed by each
- * thread for itself on entering the phase (a few microseconds) rather than
- * in a phase of their own.
+ * then the head's rows, claimed and awaited as nn/step_phase.h describes.
+ * The norms feeding qkv, gu and the head are computed by each thread for
+ * itself on entering the phase (a few microseconds) rather than in a phase
+ * of their own.
  *
  * Every value is computed by the same code as the general path (the
  * matrix-vector rows, tr_rms_norm, tr_silu, the attention row kernel), so
@@ -42,39 +33,17 @@
  * steps would give: a speculative step accepts exactly what plain greedy
  * decoding would produce. */
 #include <math.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nn/causal_lm_internal.h"
+#include "nn/step_phase.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
 
-/* Claims are whole units of UNIT_ROWS rows, of at least CHUNK_MIN_BYTES
- * of weights (the tail a phase can end on) and at most CHUNK_MAX_BYTES. */
-#define UNIT_ROWS       16
-#define CHUNK_MIN_BYTES (64 << 10)
-#define CHUNK_MAX_BYTES (1 << 20)
-/* With several rows, a claim is swept in blocks of about this many bytes
- * of weights (whole units), each block for every row before the next. */
-#define ROWS_BLOCK_BYTES (256 << 10)
-
 enum { PH_QKV, PH_ATTN, PH_O, PH_GU, PH_DOWN, PH_PER_LAYER };
-
-typedef struct {
-    _Alignas(64) atomic_int claim; /* next unclaimed unit */
-    atomic_int done;               /* units finished */
-    int n;                         /* units */
-    int min_u, max_u;              /* bounds of one claim, in units */
-} phase;
-
-/* The units of one weight: UNIT_ROWS rows each (the last may be short). */
-typedef struct {
-    long n_units, unit_bytes; /* unit_bytes: of all the weights read per unit */
-} split;
 
 /* Per-part buffers (a part runs on one thread at a time). */
 typedef struct {
@@ -87,35 +56,17 @@ typedef struct {
 struct clm_step1 {
     int n_parts, r_cap; /* parts, rows the buffers hold */
     long h_stride, mv_stride;
-    phase *ph; /* [n_layer * PH_PER_LAYER + 1] */
+    tr_sp_phase *ph; /* [n_layer * PH_PER_LAYER + 1] */
     int n_ph;
     part_buf *parts;
     float *part_mem;
     double *freq;       /* [head_dim / 2] RoPE frequencies */
     float *cosv, *sinv; /* [r_cap][head_dim / 2] of each row's position */
-    split q, k, v, o, gu, down, head;
+    tr_sp_split q, k, v, o, gu, down, head;
     bool checked, ok;
 };
 
 /* ---- plan ---- */
-
-static split split_of(const tr_tensor *w, int n_weights) {
-    long row_bytes = (long)tr_row_bytes(w->type, w->ne[0]) * n_weights, n = (long)w->ne[1];
-    return (split){(n + UNIT_ROWS - 1) / UNIT_ROWS, row_bytes * UNIT_ROWS};
-}
-
-/* A phase of n units of sp's size (claims bounded by the chunk sizes). */
-static void phase_set(phase *p, long n, split sp) {
-    long lo = sp.unit_bytes > 0 ? CHUNK_MIN_BYTES / sp.unit_bytes : 1,
-         hi = sp.unit_bytes > 0 ? CHUNK_MAX_BYTES / sp.unit_bytes : 1;
-    if (lo < 1) lo = 1;
-    if (hi < lo) hi = lo;
-    atomic_store_explicit(&p->claim, 0, memory_order_relaxed);
-    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    p->n = (int)n;
-    p->min_u = (int)lo;
-    p->max_u = (int)hi;
-}
 
 void tr_clm_step1_free(clm_step1 *s) {
     if (!s) return;
@@ -155,7 +106,7 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     s->h_stride = hs;
     s->mv_stride = mv;
     s->n_ph = hp->n_layer * PH_PER_LAYER + 1;
-    s->ph = aligned_alloc(64, sizeof(phase) * (size_t)s->n_ph);
+    s->ph = aligned_alloc(64, sizeof(tr_sp_phase) * (size_t)s->n_ph);
     s->parts = calloc((size_t)n_parts, sizeof *s->parts);
     s->part_mem = aligned_alloc(64, sizeof(float) * (size_t)(per_part * n_parts));
     s->freq = malloc(sizeof(double) * (size_t)half);
@@ -177,13 +128,13 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     for (int i = 0; i < half; i++)
         s->freq[i] = pow((double)hp->rope_theta, -2.0 * i / hp->head_dim);
     const tr_clm_block *b = &w->blocks[0];
-    s->q = split_of(b->wq, 1);
-    s->k = split_of(b->wk, 1);
-    s->v = split_of(b->wv, 1);
-    s->o = split_of(b->wo, 1);
-    s->gu = split_of(b->gate, 2);
-    s->down = split_of(b->down, 1);
-    s->head = split_of(w->head, 1);
+    s->q = tr_sp_split_of(b->wq, 1);
+    s->k = tr_sp_split_of(b->wk, 1);
+    s->v = tr_sp_split_of(b->wv, 1);
+    s->o = tr_sp_split_of(b->wo, 1);
+    s->gu = tr_sp_split_of(b->gate, 2);
+    s->down = tr_sp_split_of(b->down, 1);
+    s->head = tr_sp_split_of(w->head, 1);
     return s;
 }
 
@@ -200,84 +151,15 @@ typedef struct {
     float attn_scale;
 } step_ctx;
 
-static void wait_phase(phase *p) {
-    for (int i = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n; i++)
-        tr_cpu_relax(i);
-}
-
-/* The next units [*u0, *u1) of phase p for one of nth threads: a
- * 2·nth-th of what is left, within the phase's bounds. false when none is
- * left. */
-static inline bool claim(phase *p, int nth, int *u0, int *u1) {
-    int cur = atomic_load_explicit(&p->claim, memory_order_relaxed);
-    while (cur < p->n) {
-        int size = (p->n - cur) / (2 * nth);
-        size = size < p->min_u ? p->min_u : size > p->max_u ? p->max_u : size;
-        int end = size < p->n - cur ? cur + size : p->n;
-        if (atomic_compare_exchange_weak_explicit(&p->claim, &cur, end, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *u0 = cur;
-            *u1 = end;
-            return true;
-        }
-    }
-    return false;
-}
-
-static inline void finish(phase *p, int u0, int u1) {
-    atomic_fetch_add_explicit(&p->done, u1 - u0, memory_order_release);
-}
-
-static inline bool has_work(phase *p) {
-    return atomic_load_explicit(&p->claim, memory_order_relaxed) < p->n;
-}
-
-/* Rows of units [u0, u1) of W (clipped to its rows): [*n0, *n1). */
-static void unit_rows(const tr_tensor *W, long u0, long u1, long *n0, long *n1) {
-    *n0 = u0 * UNIT_ROWS;
-    *n1 = u1 * UNIT_ROWS < W->ne[1] ? u1 * UNIT_ROWS : W->ne[1];
-}
-
-/* Units per block of a several-row sweep (at least one). */
-static long block_units(const tr_tensor *W) {
-    long b = ROWS_BLOCK_BYTES / ((long)tr_row_bytes(W->type, W->ne[0]) * UNIT_ROWS);
-    return b < 1 ? 1 : b;
-}
-
-/* Rows [n0, n1) of W for each of the c->R inputs (row r: x + r * xs,
- * prepared as prep[r], into y + r * ys), block after block. */
-static void rows_multi(const step_ctx *c, const tr_tensor *W, long u0, long u1, const float *x,
-                       long xs, const float *const *prep, float *y, long ys, float *mv) {
-    if (c->R == 1) {
-        long n0, n1;
-        unit_rows(W, u0, u1, &n0, &n1);
-        if (n0 < n1) tr_matvec_rows(W, x, prep[0], y + n0, n0, n1, mv);
-        return;
-    }
-    const long bu = block_units(W);
-    for (long b0 = u0; b0 < u1; b0 += bu) {
-        long n0, n1;
-        unit_rows(W, b0, b0 + bu < u1 ? b0 + bu : u1, &n0, &n1);
-        if (n0 >= n1) break;
-        for (int r = 0; r < c->R; r++)
-            tr_matvec_rows(W, x + r * xs, prep[r], y + r * ys + n0, n0, n1, mv);
-    }
-}
-
 /* Per-row prepared inputs: pp[r][i] for weight i of row r. */
 typedef const float *prep_set[3];
 
-/* Row r's phase input prepared for the n weights W (once per weight type;
- * the int8 x of Q8_0 rows, the group sums of K-quants) into prep[i]. */
+/* Row r's phase input prepared for the n weights W into its buffers. */
 static void prepare(const clm_step1 *s, part_buf *pb, int r, const tr_tensor *const *W, int n,
                     const float *x, const float **prep) {
-    for (int i = 0; i < n; i++) {
-        int same = -1;
-        for (int j = 0; j < i && same < 0; j++)
-            if (W[j]->type == W[i]->type) same = j;
-        prep[i] = same >= 0 ? prep[same]
-                            : tr_matvec_prepare(W[i], x, pb->prep[i] + (size_t)r * s->mv_stride);
-    }
+    float *buf[3];
+    for (int i = 0; i < n; i++) buf[i] = pb->prep[i] + (size_t)r * s->mv_stride;
+    tr_sp_prepare(W, n, x, buf, prep);
 }
 
 /* Each row's input norm (each thread its own copy), prepared for W. */
@@ -298,12 +180,7 @@ static void prep_col(const step_ctx *c, prep_set *pp, int i, const float **col) 
 
 static void rope_head(const clm_step1 *s, int r, float *p, int head_dim) {
     const int half = head_dim / 2;
-    const float *cv = s->cosv + (size_t)r * half, *sv = s->sinv + (size_t)r * half;
-    for (int i = 0; i < half; i++) { /* tr_rope's NeoX rotation */
-        float a = p[i], b = p[i + half];
-        p[i] = a * cv[i] - b * sv[i];
-        p[i + half] = a * sv[i] + b * cv[i];
-    }
+    tr_rope_head(p, s->cosv + (size_t)r * half, s->sinv + (size_t)r * half, half, true);
 }
 
 /* Row r's attention for KV head g of layer l over positions [0, pos] (the last window ones under a
@@ -372,9 +249,9 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
 static void residual_units(const step_ctx *c, const tr_tensor *W, long u0, long u1, const float *in,
                            long in_stride, const float *const *prep, float *mv) {
     long n0, n1;
-    unit_rows(W, u0, u1, &n0, &n1);
+    tr_sp_unit_rows(W, u0, u1, &n0, &n1);
     const float rm = c->st->hp.residual_mult;
-    rows_multi(c, W, u0, u1, in, in_stride, prep, c->t, c->D, mv);
+    tr_sp_rows(c->R, W, u0, u1, in, in_stride, prep, c->t, c->D, mv);
     for (int r = 0; r < c->R; r++) {
         float *x = c->x + r * c->D, *t = c->t + r * c->D;
         for (long n = n0; n < n1; n++) x[n] = x[n] + rm * t[n]; /* tr_add_scaled's form */
@@ -395,7 +272,8 @@ static void qkv_units(const step_ctx *c, const tr_clm_block *b, int u0, int u1, 
         long a = u0 > base ? u0 : base, e = u1 < base + nu[m] ? u1 : base + nu[m];
         if (a < e) {
             prep_col(c, pp, m, col);
-            rows_multi(c, W[m], a - base, e - base, pb->h, s->h_stride, col, y[m], ys[m], pb->mv);
+            tr_sp_rows(c->R, W[m], a - base, e - base, pb->h, s->h_stride, col, y[m], ys[m],
+                       pb->mv);
         }
         base += nu[m];
     }
@@ -405,73 +283,73 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     tr_clm_state *st = c->st;
     const tr_clm_block *b = &st->w.blocks[l];
     clm_step1 *s = c->s;
-    phase *ph = s->ph + (size_t)l * PH_PER_LAYER;
+    tr_sp_phase *ph = s->ph + (size_t)l * PH_PER_LAYER;
     const int nth = s->n_parts;
     int u0, u1;
 
     prep_set pp[TR_CLM_SPEC_ROWS];
     const float *col[TR_CLM_SPEC_ROWS];
-    phase *p = &ph[PH_QKV];
-    if (has_work(p)) {
+    tr_sp_phase *p = &ph[PH_QKV];
+    if (tr_sp_has_work(p)) {
         const tr_tensor *qkv[3] = {b->wq, b->wk, b->wv};
         prep_input(c, pb, b->norm_attn, qkv, 3, pp);
-        while (claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, nth, &u0, &u1)) {
             qkv_units(c, b, u0, u1, pb, pp);
-            finish(p, u0, u1);
+            tr_sp_finish(p, u0, u1);
         }
     }
-    wait_phase(p);
+    tr_sp_wait(p);
 
     p = &ph[PH_ATTN];
-    while (claim(p, nth, &u0, &u1)) {
+    while (tr_sp_claim(p, nth, &u0, &u1)) {
         for (int g = u0; g < u1; g++) attn_chunk(c, l, g, pb);
-        finish(p, u0, u1);
+        tr_sp_finish(p, u0, u1);
     }
-    wait_phase(p);
+    tr_sp_wait(p);
 
     p = &ph[PH_O];
-    if (has_work(p)) {
+    if (tr_sp_has_work(p)) {
         for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->wo, 1, c->o + r * c->Q, pp[r]);
         prep_col(c, pp, 0, col);
-        while (claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, nth, &u0, &u1)) {
             residual_units(c, b->wo, u0, u1, c->o, c->Q, col, pb->mv);
-            finish(p, u0, u1);
+            tr_sp_finish(p, u0, u1);
         }
     }
-    wait_phase(p);
+    tr_sp_wait(p);
 
     p = &ph[PH_GU];
-    if (has_work(p)) {
+    if (tr_sp_has_work(p)) {
         const tr_tensor *gu[2] = {b->gate, b->up};
         prep_input(c, pb, b->norm_ffn, gu, 2, pp);
         const float *col_u[TR_CLM_SPEC_ROWS];
         prep_col(c, pp, 0, col);
         prep_col(c, pp, 1, col_u);
-        while (claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, nth, &u0, &u1)) {
             long n0, n1;
-            unit_rows(b->gate, u0, u1, &n0, &n1);
-            rows_multi(c, b->gate, u0, u1, pb->h, s->h_stride, col, c->g, c->F, pb->mv);
-            rows_multi(c, b->up, u0, u1, pb->h, s->h_stride, col_u, c->u, c->F, pb->mv);
+            tr_sp_unit_rows(b->gate, u0, u1, &n0, &n1);
+            tr_sp_rows(c->R, b->gate, u0, u1, pb->h, s->h_stride, col, c->g, c->F, pb->mv);
+            tr_sp_rows(c->R, b->up, u0, u1, pb->h, s->h_stride, col_u, c->u, c->F, pb->mv);
             for (int r = 0; r < c->R; r++) {
                 float *g = c->g + r * c->F, *u = c->u + r * c->F;
                 tr_silu(g + n0, n1 - n0);
                 for (long n = n0; n < n1; n++) g[n] *= u[n];
             }
-            finish(p, u0, u1);
+            tr_sp_finish(p, u0, u1);
         }
     }
-    wait_phase(p);
+    tr_sp_wait(p);
 
     p = &ph[PH_DOWN];
-    if (has_work(p)) {
+    if (tr_sp_has_work(p)) {
         for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->down, 1, c->g + r * c->F, pp[r]);
         prep_col(c, pp, 0, col);
-        while (claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, nth, &u0, &u1)) {
             residual_units(c, b->down, u0, u1, c->g, c->F, col, pb->mv);
-            finish(p, u0, u1);
+            tr_sp_finish(p, u0, u1);
         }
     }
-    wait_phase(p);
+    tr_sp_wait(p);
 }
 
 static void step_task(void *arg, int ith, int nth) {
@@ -481,17 +359,17 @@ static void step_task(void *arg, int ith, int nth) {
     part_buf *pb = &s->parts[ith];
     (void)nth;
     for (int l = 0; l < st->hp.n_layer; l++) layer(c, l, pb);
-    phase *p = &s->ph[s->n_ph - 1];
-    if (has_work(p)) {
+    tr_sp_phase *p = &s->ph[s->n_ph - 1];
+    if (tr_sp_has_work(p)) {
         prep_set pp[TR_CLM_SPEC_ROWS];
         const float *col[TR_CLM_SPEC_ROWS];
         prep_input(c, pb, st->w.out_norm, &st->w.head, 1, pp);
         prep_col(c, pp, 0, col);
         int u0, u1;
-        while (claim(p, s->n_parts, &u0, &u1)) {
-            rows_multi(c, st->w.head, u0, u1, pb->h, s->h_stride, col, st->logits, st->hp.n_vocab,
-                       pb->mv);
-            finish(p, u0, u1);
+        while (tr_sp_claim(p, s->n_parts, &u0, &u1)) {
+            tr_sp_rows(c->R, st->w.head, u0, u1, pb->h, s->h_stride, col, st->logits,
+                       st->hp.n_vocab, pb->mv);
+            tr_sp_finish(p, u0, u1);
         }
     }
     /* the pool returns once every part is done: no wait needed here */
@@ -524,25 +402,25 @@ bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int p0, int R, int slot) {
             s->sinv[(size_t)r * half + i] = (float)sin(ang);
         }
     for (int p = 0; p < s->n_ph; p++) {
-        phase *ph = &s->ph[p];
+        tr_sp_phase *ph = &s->ph[p];
         switch (p == s->n_ph - 1 ? -1 : p % PH_PER_LAYER) {
         case PH_QKV:
-            phase_set(ph, s->q.n_units + s->k.n_units + s->v.n_units, s->q);
+            tr_sp_phase_set(ph, s->q.n_units + s->k.n_units + s->v.n_units, s->q);
             break;
         case PH_ATTN: /* one KV head per claim */
-            phase_set(ph, hp->n_head_kv, (split){0, 0});
+            tr_sp_phase_set(ph, hp->n_head_kv, (tr_sp_split){0, 0});
             break;
         case PH_O:
-            phase_set(ph, s->o.n_units, s->o);
+            tr_sp_phase_set(ph, s->o.n_units, s->o);
             break;
         case PH_GU:
-            phase_set(ph, s->gu.n_units, s->gu);
+            tr_sp_phase_set(ph, s->gu.n_units, s->gu);
             break;
         case PH_DOWN:
-            phase_set(ph, s->down.n_units, s->down);
+            tr_sp_phase_set(ph, s->down.n_units, s->down);
             break;
         default:
-            phase_set(ph, s->head.n_units, s->head);
+            tr_sp_phase_set(ph, s->head.n_units, s->head);
             break;
         }
     }

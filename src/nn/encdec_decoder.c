@@ -3,6 +3,7 @@
 
 #include "nn/dec_pass.h"
 #include "nn/encdec_decoder.h"
+#include "nn/encdec_step1.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
 
@@ -49,6 +50,10 @@ static void pass(tr_pool *pool, const tr_ed_decoder *dec, int n_seq, const tr_ed
     int rows = 0;
     for (int q = 0; q < n_seq; q++) rows += seqs[q].rows;
     embed(pool, dec, n_seq, seqs, x);
+    bool one_row = n_seq <= TR_ED_STEP1_MAX;
+    for (int q = 0; q < n_seq && one_row; q++) one_row = seqs[q].rows == 1;
+    /* a decode step: one pool run (encdec_step1.h) */
+    if (one_row && tr_ed_step1(pool, dec, n_seq, seqs, x, scratch, logits)) return;
     for (int l = 0; l < dec->n_layers; l++)
         tr_nn_dec_block_fwd_segs(pool, &dec->blocks[l], &dec->dims, x, n_seq, seqs, l, scratch);
     if (dec->out_norm.w)

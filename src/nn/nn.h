@@ -35,6 +35,9 @@ typedef enum {
     TR_NN_ACT_SILU = 2, /* x·sigmoid(x), also called swish */
 } tr_nn_act;
 
+/* The activation's serial kernel on x[0, n), in place (tensor/ops.h). */
+void tr_nn_act_apply(tr_nn_act act, float *x, long n);
+
 /* Gated FFN (GLU family): the activation goes on the gate and multiplies
  * the value, fc2(value ⊙ act(gate)); with TR_NN_ACT_SILU that is SwiGLU,
  * with TR_NN_ACT_GELU GEGLU. */

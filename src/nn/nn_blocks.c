@@ -85,8 +85,7 @@ static void add_inplace(tr_pool *pool, float *x, const float *y, size_t n) {
     tr_ew_add(pool, x, y, (long)n);
 }
 
-/* The serial kernel of an activation. */
-static void act_serial(tr_nn_act act, float *x, long n) {
+void tr_nn_act_apply(tr_nn_act act, float *x, long n) {
     switch (act) {
     case TR_NN_ACT_RELU:
         tr_relu(x, n);
@@ -116,7 +115,7 @@ static void glu_task(void *vctx, int ith, int nth) {
     for (long r = r0; r < r1; r++) {
         const float *v = c->u + r * 2 * c->F;
         float *g = c->u + r * 2 * c->F + c->F;
-        act_serial(c->act, g, c->F);
+        tr_nn_act_apply(c->act, g, c->F);
         for (long i = 0; i < c->F; i++) g[i] *= v[i];
     }
 }

@@ -103,6 +103,11 @@ void tr_conv_weight_free(tr_conv_weight *cw);
  * otherwise adjacent pairs (2i, 2i+1). */
 void tr_rope(float *x, int n_tok, int n_head, int head_dim, int stride, const int32_t *pos,
              int n_rot, float theta_base, bool neox);
+/* One head's rotation with a token's precomputed angles (cosv / sinv [half],
+ * half = n_rot / 2, each the float of the double cos / sin that tr_rope
+ * computes): what tr_rope does to each head, for a caller that rotates heads
+ * in its own parallel region. */
+void tr_rope_head(float *p, const float *cosv, const float *sinv, int half, bool neox);
 
 /* ---- embeddings ---- */
 /* out[i][:] = row ids[i] of emb (ne = {d, vocab}), dequantized. Ids out of

@@ -7,6 +7,22 @@
 
 #include "util/log.h"
 
+void tr_rope_head(float *p, const float *cosv, const float *sinv, int half, bool neox) {
+    if (neox) {
+        for (int i = 0; i < half; i++) {
+            float a = p[i], b = p[i + half];
+            p[i] = a * cosv[i] - b * sinv[i];
+            p[i + half] = a * sinv[i] + b * cosv[i];
+        }
+    } else {
+        for (int i = 0; i < half; i++) {
+            float a = p[2 * i], b = p[2 * i + 1];
+            p[2 * i] = a * cosv[i] - b * sinv[i];
+            p[2 * i + 1] = a * sinv[i] + b * cosv[i];
+        }
+    }
+}
+
 void tr_rope(float *x, int n_tok, int n_head, int head_dim, int stride, const int32_t *pos,
              int n_rot, float theta_base, bool neox) {
     if (n_tok <= 0 || n_head <= 0) return;
@@ -30,22 +46,8 @@ void tr_rope(float *x, int n_tok, int n_head, int head_dim, int stride, const in
             sinv[i] = (float)sin(ang);
         }
         float *row = x + (long)t * stride;
-        for (int h = 0; h < n_head; h++) {
-            float *p = row + (long)h * head_dim;
-            if (neox) {
-                for (int i = 0; i < half; i++) {
-                    float a = p[i], b = p[i + half];
-                    p[i] = a * cosv[i] - b * sinv[i];
-                    p[i + half] = a * sinv[i] + b * cosv[i];
-                }
-            } else {
-                for (int i = 0; i < half; i++) {
-                    float a = p[2 * i], b = p[2 * i + 1];
-                    p[2 * i] = a * cosv[i] - b * sinv[i];
-                    p[2 * i + 1] = a * sinv[i] + b * cosv[i];
-                }
-            }
-        }
+        for (int h = 0; h < n_head; h++)
+            tr_rope_head(row + (long)h * head_dim, cosv, sinv, half, neox);
     }
     free(cs);
     free(freq);

@@ -14,6 +14,7 @@
 #include "nn/encdec_decoder.h"
 #include "nn/encdec_greedy.h"
 #include "nn/nn.h"
+#include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_util.h"
 
@@ -242,9 +243,9 @@ typedef struct dec {
     tr_ed_decoder cfg;
 } dec;
 
-static void dec_init(dec *m, tr_nn_rope rope) {
+static void dec_init_ffn(dec *m, tr_nn_rope rope, tr_nn_act act, tr_nn_glu glu) {
     for (int l = 0; l < L; l++) {
-        blk_init(&m->b[l], TR_NN_ACT_SILU, TR_NN_GLU_FUSED);
+        blk_init(&m->b[l], act, glu);
         m->db[l] = dec_view(&m->b[l]);
     }
     norm_init(&m->out);
@@ -259,11 +260,15 @@ static void dec_init(dec *m, tr_nn_rope rope) {
                                       .d_ffn = F,
                                       .ln_eps = 1e-5f,
                                       .rope = rope,
-                                      .glu = true},
+                                      .glu = glu != TR_NN_GLU_NONE},
                              .out_norm = {m->out.g, m->out.b},
                              .norm_eps = 1e-5f,
                              .head = {&m->emb.t, NULL},
                              .n_vocab = V};
+}
+
+static void dec_init(dec *m, tr_nn_rope rope) {
+    dec_init_ffn(m, rope, TR_NN_ACT_SILU, TR_NN_GLU_FUSED);
 }
 
 /* Reference logits of the last of n tokens (no cache: the whole prefix). */
@@ -575,6 +580,65 @@ static void check_greedy_batch(tr_pool *pool) {
     lin_free(&m.emb);
 }
 
+/* A decode step of one row for each of R sequences (the one-pool-run step,
+ * nn/encdec_step1.h) gives the bits of the general path: the embedded rows
+ * through tr_nn_dec_block_fwd_segs, the final LayerNorm and the head as
+ * one product, for the logits, the final rows and the K/V left in each
+ * cache; every FFN kind, rotary pairing, cache type and thread count. */
+static void check_step1_exact(tr_pool *pool, tr_nn_rope rope, tr_nn_act act, tr_nn_glu glu,
+                              bool f16_cache) {
+    enum { R = 3, P = 2 };
+    dec m;
+    dec_init_ffn(&m, rope, act, glu);
+    const tr_ed_decoder *cfg = &m.cfg;
+    float src[R][NSRC * D], ck[R][L * NSRC * D], cv[R][L * NSRC * D];
+    const int32_t pre[R][P] = {{3, 7}, {10, 2}, {6, 6}}, next[R] = {1, 9, 4};
+    tr_nn_kv kv[2][R];
+    tr_ed_seq sq[2][R];
+    float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(cfg, R * P, R));
+    float x[R * P * D], logits[2][R * V], rows[2][R * D];
+    for (int r = 0; r < R; r++) {
+        for (int i = 0; i < NSRC * D; i++) src[r][i] = frand();
+        tr_ed_cross_kv(pool, cfg, src[r], NSRC, ck[r], cv[r], NSRC * D);
+    }
+    for (int c = 0; c < 2; c++) {
+        for (int r = 0; r < R; r++) { /* a prefix of P rows, then one row */
+            CHECK(tr_nn_kv_init(&kv[c][r], L, CTX, D, f16_cache));
+            sq[c][r] = (tr_ed_seq){.rows = P,
+                                   .n_past = 0,
+                                   .n_src = NSRC,
+                                   .kv = &kv[c][r],
+                                   .ck = ck[r],
+                                   .cv = cv[r],
+                                   .cross_stride = NSRC * D,
+                                   .ids = pre[r]};
+        }
+        tr_ed_step(pool, cfg, R, sq[c], x, scratch, NULL);
+        for (int r = 0; r < R; r++) sq[c][r].rows = 1, sq[c][r].n_past = P, sq[c][r].ids = &next[r];
+    }
+    tr_ed_step(pool, cfg, R, sq[0], rows[0], scratch, logits[0]);
+    /* the general path by hand: embedding (no positions), blocks, norm, head */
+    tr_get_rows(cfg->tok_emb, next, R, rows[1]);
+    for (int l = 0; l < L; l++)
+        tr_nn_dec_block_fwd_segs(pool, &cfg->blocks[l], &cfg->dims, rows[1], R, sq[1], l, scratch);
+    tr_layer_norm(pool, rows[1], rows[1], R, D, cfg->out_norm.w, cfg->out_norm.b, cfg->norm_eps);
+    tr_ed_head(pool, cfg, rows[1], R, logits[1]);
+    CHECK_MSG(memcmp(logits[0], logits[1], sizeof logits[0]) == 0 &&
+                  memcmp(rows[0], rows[1], sizeof rows[0]) == 0,
+              "one-run step (glu %d, act %d, rot %d/%d, f16 %d): logits or rows differ", (int)glu,
+              (int)act, rope.n_rot, (int)rope.neox, (int)f16_cache);
+    const size_t kv_bytes = (f16_cache ? 2 : 4) * (size_t)L * CTX * D;
+    for (int r = 0; r < R; r++) {
+        CHECK(memcmp(kv[0][r].k, kv[1][r].k, kv_bytes) == 0);
+        CHECK(memcmp(kv[0][r].v, kv[1][r].v, kv_bytes) == 0);
+        tr_nn_kv_free(&kv[0][r]);
+        tr_nn_kv_free(&kv[1][r]);
+    }
+    free(scratch);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
+}
+
 int main(void) {
     tr_pool *pools[2] = {NULL, tr_pool_create(3)};
     const tr_nn_rope none = {0, 0, false}, neox = {6, 10000.0f, true}, gptj = {6, 500.0f, false},
@@ -590,6 +654,10 @@ int main(void) {
         check_dec_rows_exact(pools[p], neox, false);
         check_dec_rows_exact(pools[p], none, true);
         check_greedy_batch(pools[p]);
+        check_step1_exact(pools[p], none, TR_NN_ACT_GELU, TR_NN_GLU_NONE, false);
+        check_step1_exact(pools[p], gptj, TR_NN_ACT_RELU, TR_NN_GLU_NONE, true);
+        check_step1_exact(pools[p], neox, TR_NN_ACT_SILU, TR_NN_GLU_FUSED, true);
+        check_step1_exact(pools[p], full, TR_NN_ACT_GELU, TR_NN_GLU_SPLIT, false);
     }
     check_step_bytes();
     tr_pool_free(pools[1]);
