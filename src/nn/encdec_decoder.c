@@ -20,6 +20,15 @@ void tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, i
         tr_nn_cross_kv(pool, &dec->blocks[l], src, n_src, ck + l * stride, cv + l * stride);
 }
 
+bool tr_ed_cross_kv16(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src,
+                      uint16_t *ck16, uint16_t *cv16, size_t stride) {
+    for (int l = 0; l < dec->n_layers; l++)
+        if (!tr_nn_cross_kv16(pool, &dec->blocks[l], src, n_src, dec->dims.d_model,
+                              ck16 + l * stride, cv16 + l * stride))
+            return false;
+    return true;
+}
+
 size_t tr_ed_step_scratch(const tr_ed_decoder *dec, int rows, int n_seq) {
     /* the blocks' scratch, reused after them for the gathered last rows */
     size_t blocks = tr_nn_dec_block_scratch(&dec->dims, rows, 0);

@@ -56,6 +56,12 @@ bool tr_ed_seq_ok(const tr_ed_decoder *dec, const int32_t *ids, int rows, int n_
 void tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
                     float *cv, size_t stride);
 
+/* The same rounded to half floats (a session with an F16 cache: the step
+ * reads half the bytes); false on OOM (logged). A sequence over them sets
+ * ck16 / cv16. */
+bool tr_ed_cross_kv16(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src,
+                      uint16_t *ck16, uint16_t *cv16, size_t stride);
+
 /* Scratch floats tr_ed_step needs for `rows` rows in all over n_seq
  * sequences. */
 size_t tr_ed_step_scratch(const tr_ed_decoder *dec, int rows, int n_seq);

@@ -31,6 +31,8 @@ static void set_seq(work *w, int k, int j, tr_ed_greedy_row *r, const int32_t *i
                              .kv = r->kv,
                              .ck = r->ck,
                              .cv = r->cv,
+                             .ck16 = r->ck16,
+                             .cv16 = r->cv16,
                              .cross_stride = r->cross_stride,
                              .ids = ids};
 }

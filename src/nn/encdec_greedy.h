@@ -23,6 +23,7 @@
 typedef struct tr_ed_greedy_row {
     tr_nn_kv *kv; /* empty cache of at least max_n_kv positions */
     const float *ck, *cv;
+    const uint16_t *ck16, *cv16; /* half-float cross K/V: replace ck / cv when set */
     size_t cross_stride;
     int n_src;
     int32_t *out; /* capacity max_new: generated ids, EOS excluded */

@@ -165,9 +165,13 @@ static void cross_head(const step_ctx *c, int l, int r, int g, part_buf *pb) {
     const tr_ed_seq *sg = &c->seqs[r];
     const size_t off = (size_t)l * sg->cross_stride;
     tr_attn_args a = attn_args(c, r);
+    a.n_kv = a.kv_valid = sg->n_src;
+    if (sg->ck16) {
+        tr_attention_kv_head(&a, sg->ck16 + off, sg->cv16 + off, g, pb->att);
+        return;
+    }
     a.k = sg->ck + off;
     a.v = sg->cv + off;
-    a.n_kv = a.kv_valid = sg->n_src;
     tr_attention_kv_head(&a, NULL, NULL, g, pb->att);
 }
 

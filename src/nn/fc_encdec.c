@@ -60,7 +60,10 @@ void tr_fced_bufs_free(tr_fced_bufs *b) {
     free(b->enc_out);
     free(b->cross_k);
     free(b->cross_v);
+    free(b->ck16);
+    free(b->cv16);
     b->enc_out = b->enc_dec = b->cross_k = b->cross_v = NULL;
+    b->ck16 = b->cv16 = NULL;
     b->cap = 0;
 }
 
@@ -71,9 +74,13 @@ bool tr_fced_bufs_reserve(tr_fced_bufs *b, const tr_fced *e, size_t T) {
                  L = (size_t)e->dec->n_layers;
     b->enc_out = malloc(T * De * sizeof(float));
     b->enc_dec = e->proj ? malloc(T * Dd * sizeof(float)) : b->enc_out;
-    b->cross_k = malloc(L * T * Dd * sizeof(float));
-    b->cross_v = malloc(L * T * Dd * sizeof(float));
-    if (!b->enc_out || !b->enc_dec || !b->cross_k || !b->cross_v) {
+    const size_t el = b->f16 ? sizeof(uint16_t) : sizeof(float);
+    void *ck = malloc(L * T * Dd * el), *cv = malloc(L * T * Dd * el);
+    if (b->f16)
+        b->ck16 = ck, b->cv16 = cv;
+    else
+        b->cross_k = ck, b->cross_v = cv;
+    if (!b->enc_out || !b->enc_dec || !ck || !cv) {
         tr_fced_bufs_free(b);
         return false;
     }
@@ -82,11 +89,17 @@ bool tr_fced_bufs_reserve(tr_fced_bufs *b, const tr_fced *e, size_t T) {
 }
 
 /* The projection (when there is one) and every layer's cross K/V of T
- * encoder rows already in b->enc_out. */
-static void project_cross(const tr_fced *e, tr_pool *pool, tr_fced_bufs *b, int T) {
+ * encoder rows already in b->enc_out: OK or OOM (logged). */
+static transcribe_status project_cross(const tr_fced *e, tr_pool *pool, tr_fced_bufs *b, int T) {
     if (e->proj) tr_nn_linear_fwd(pool, e->proj, b->enc_out, T, b->enc_dec);
-    tr_ed_cross_kv(pool, e->dec, b->enc_dec, T, b->cross_k, b->cross_v,
-                   (size_t)T * (size_t)e->dec->dims.d_model);
+    const size_t stride = (size_t)T * (size_t)e->dec->dims.d_model;
+    if (!b->f16) {
+        tr_ed_cross_kv(pool, e->dec, b->enc_dec, T, b->cross_k, b->cross_v, stride);
+        return TRANSCRIBE_OK;
+    }
+    return tr_ed_cross_kv16(pool, e->dec, b->enc_dec, T, b->ck16, b->cv16, stride)
+               ? TRANSCRIBE_OK
+               : TRANSCRIBE_ERR_OOM;
 }
 
 transcribe_status tr_fced_encode(const tr_fced *e, tr_pool *pool, tr_fc_work *work,
@@ -104,8 +117,8 @@ transcribe_status tr_fced_encode(const tr_fced *e, tr_pool *pool, tr_fc_work *wo
     }
     transcribe_status st =
         tr_fc_forward(e->enc, pool, work, mel, T_mel, b->enc_out, NULL, abort_fn, abort_user);
+    if (st == TRANSCRIBE_OK) st = project_cross(e, pool, b, T);
     if (st != TRANSCRIBE_OK) return st;
-    project_cross(e, pool, b, T);
     *T_enc = T;
     return TRANSCRIBE_OK;
 }
@@ -118,6 +131,8 @@ tr_ed_seq tr_fced_seq(const tr_fced *e, const tr_fced_bufs *b, tr_nn_kv *kv, con
                        .kv = kv,
                        .ck = b->cross_k,
                        .cv = b->cross_v,
+                       .ck16 = b->ck16,
+                       .cv16 = b->cv16,
                        .cross_stride = (size_t)T_enc * (size_t)e->dec->dims.d_model,
                        .ids = ids};
 }
@@ -161,6 +176,7 @@ bool tr_fced_group_alloc(tr_fced_group *g, const tr_fced *e, int n_ctx, int max_
         g->rows += g->it[j].T;
     }
     const tr_ed_decoder *dec = e->dec;
+    g->b.f16 = kv_f16;
     bool ok = tr_fced_bufs_reserve(&g->b, e, (size_t)g->rows);
     for (int j = 0; ok && j < g->n; j++) {
         tr_fced_utt *it = &g->it[j];
@@ -189,7 +205,7 @@ transcribe_status tr_fced_group_encode(tr_fced_group *g, const tr_fced *e, tr_po
     }
     free(mels);
     free(T_mel);
-    if (st == TRANSCRIBE_OK) project_cross(e, pool, &g->b, g->rows);
+    if (st == TRANSCRIBE_OK) st = project_cross(e, pool, &g->b, g->rows);
     return st;
 }
 
@@ -200,9 +216,12 @@ transcribe_status tr_fced_group_decode(tr_fced_group *g, const tr_fced *e, tr_po
     if (!rows) return TRANSCRIBE_ERR_OOM;
     for (int j = 0; j < g->n; j++) {
         tr_fced_utt *it = &g->it[j];
+        const size_t off = (size_t)it->off * D;
         rows[j] = (tr_ed_greedy_row){.kv = &it->kv,
-                                     .ck = g->b.cross_k + (size_t)it->off * D,
-                                     .cv = g->b.cross_v + (size_t)it->off * D,
+                                     .ck = g->b.cross_k ? g->b.cross_k + off : NULL,
+                                     .cv = g->b.cross_v ? g->b.cross_v + off : NULL,
+                                     .ck16 = g->b.ck16 ? g->b.ck16 + off : NULL,
+                                     .cv16 = g->b.cv16 ? g->b.cv16 + off : NULL,
                                      .cross_stride = (size_t)g->rows * D,
                                      .n_src = it->T,
                                      .out = it->out};

@@ -63,8 +63,11 @@ transcribe_status tr_fced_load_dec_blocks(const tr_nn_wsrc *src, const tr_nn_dec
 typedef struct tr_fced_bufs {
     float *enc_out;           /* [T][d_enc] */
     float *enc_dec;           /* [T][d_dec] after the projection (== enc_out without one) */
-    float *cross_k, *cross_v; /* [L][T][d_dec] */
+    float *cross_k, *cross_v; /* [L][T][d_dec] (f16: NULL) */
+    uint16_t *ck16, *cv16;    /* the same as half floats when f16 (else NULL) */
     size_t cap;               /* frames they hold */
+    bool f16;                 /* the owner's choice, before the first reserve: half-float
+                               * cross K/V (with an F16 self cache: half the step's bytes) */
 } tr_fced_bufs;
 
 /* Buffers for at least T frames (the old ones freed first when too small);
@@ -120,7 +123,8 @@ tr_fced_group_mels(tr_fced_group *g, const tr_fced *e,
                    void *drop_user);
 
 /* Packed offsets, the encoder buffers, and per utterance a cache of n_ctx
- * positions and max_gen ids; false on OOM (logged). */
+ * positions and max_gen ids; kv_f16 also makes the cross K/V half floats;
+ * false on OOM (logged). */
 bool tr_fced_group_alloc(tr_fced_group *g, const tr_fced *e, int n_ctx, int max_gen, bool kv_f16);
 
 /* Encoder, projection and cross K/V of every decoder layer for the whole

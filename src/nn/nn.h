@@ -124,6 +124,11 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
  * src [n_src][d_model] → ck, cv [n_src][d_model]. */
 void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
                     float *ck, float *cv);
+/* The same rounded to half floats: ck16, cv16 [n_src][d_model], computed in
+ * blocks of rows through a buffer of its own; false (logged, nothing
+ * promised about ck16 / cv16) when that buffer cannot be had. */
+bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
+                      int d_model, uint16_t *ck16, uint16_t *cv16);
 
 /* Pre-LN decoder block on x [rows][d_model] at positions n_past .. n_past+rows-1:
  * writes this layer's self K/V into the cache, attends causally over
@@ -144,6 +149,9 @@ typedef struct tr_nn_dec_seg {
     const float *ck, *cv;
     size_t cross_stride;
     const int32_t *ids;
+    /* cross K/V held as half floats (an F16 cache's sessions: half the
+     * bytes a step reads): non-NULL, these replace ck / cv, same layout */
+    const uint16_t *ck16, *cv16;
 } tr_nn_dec_seg;
 
 /* tr_nn_dec_block_fwd for n_seg independent sequences packed in x

@@ -8,6 +8,7 @@
 #include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "tensor/ops.h"
+#include "util/log.h"
 
 bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16) {
     memset(kv, 0, sizeof *kv);
@@ -221,6 +222,28 @@ void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src,
     tr_nn_linear_fwd(pool, &blk->cross.v, src, n_src, cv);
 }
 
+bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
+                      int d_model, uint16_t *ck16, uint16_t *cv16) {
+    enum { BLOCK = 256 }; /* rows a product takes: the blocked GEMM's rate */
+    const size_t D = (size_t)d_model;
+    float *tmp = malloc(sizeof(float) * (size_t)(n_src < BLOCK ? n_src : BLOCK) * D);
+    if (!tmp) {
+        TR_ERROR("decoder: out of memory for the cross K/V (%d rows)", n_src);
+        return false;
+    }
+    const tr_nn_linear *lin[2] = {&blk->cross.k, &blk->cross.v};
+    uint16_t *out[2] = {ck16, cv16};
+    for (int r0 = 0; r0 < n_src; r0 += BLOCK) {
+        const int n = n_src - r0 < BLOCK ? n_src - r0 : BLOCK;
+        for (int i = 0; i < 2; i++) {
+            tr_nn_linear_fwd(pool, lin[i], src + (size_t)r0 * D, n, tmp);
+            tr_f32_to_f16_row(tmp, out[i] + (size_t)r0 * D, (int64_t)n * (int64_t)D);
+        }
+    }
+    free(tmp);
+    return true;
+}
+
 /* Appends rows [n_past, n_past + rows) of K and V (from tk, tv) to the
  * cache of this layer and returns views of the whole [0, n_past + rows)
  * prefix: F32 (kc / vc) or, for an F16 cache, its half floats (k16 / v16,
@@ -319,8 +342,8 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
         tr_attn_args c = {
             .q = q + off,
             .q_stride = D,
-            .k = sg->ck + cross_off,
-            .v = sg->cv + cross_off,
+            .k = sg->ck16 ? NULL : sg->ck + cross_off,
+            .v = sg->ck16 ? NULL : sg->cv + cross_off,
             .kv_stride = D,
             .out = o + off,
             .out_stride = D,
@@ -333,7 +356,10 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
             .scale = scale,
             .causal = false,
         };
-        tr_attention(pool, &c);
+        if (sg->ck16)
+            tr_attention_f16kv(pool, &c, sg->ck16 + cross_off, sg->cv16 + cross_off);
+        else
+            tr_attention(pool, &c);
     }
     tr_nn_linear_fwd(pool, &blk->cross.o, o, rows, q);
     add_inplace(pool, x, q, n);
@@ -344,6 +370,6 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
                          int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
                          const float *cv, int n_src, float *scratch) {
-    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL};
+    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL, NULL, NULL};
     tr_nn_dec_block_fwd_segs(pool, blk, d, x, 1, &one, layer, scratch);
 }

@@ -339,6 +339,16 @@ void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n) {
     for (int64_t i = 0; i < n / bs; i++) fn(p + (size_t)i * bb, dst + i * bs);
 }
 
+void tr_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n) {
+#if defined(TR_CPU_X86)
+    if (tr_cpu_has(TR_CPU_AVX2)) { /* F16C: the same round to nearest even */
+        tr_f32_to_f16_row_avx2(src, dst, n);
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) dst[i] = tr_f32_to_f16(src[i]);
+}
+
 void tr_dequantize_row(int type, const void *src, float *dst, int64_t n) {
 #if defined(TR_CPU_X86)
     if (tr_cpu_has(TR_CPU_AVX512) && tr_dequantize_row_avx512(type, src, dst, n)) return;

@@ -39,6 +39,9 @@ size_t tr_row_bytes(int type, int64_t n);
 
 float tr_f16_to_f32(uint16_t h);
 uint16_t tr_f32_to_f16(float f); /* round to nearest even */
+/* n floats to half floats, each as tr_f32_to_f16 rounds it (vectorised
+ * where the CPU converts). */
+void tr_f32_to_f16_row(const float *src, uint16_t *dst, int64_t n);
 float tr_bf16_to_f32(uint16_t h);
 uint16_t tr_f32_to_bf16(float f); /* round to nearest even, NaN kept */
 

@@ -241,6 +241,12 @@ static void tensors(const char *path, const char *tag, const float *pcm, int n, 
 }
 
 /* Public-API decode compared with the golden segments / text / traces. */
+/* avg_logprob tolerance of the session decode_case runs: F32 caches 2e-3;
+ * an F16 cache also holds the cross K/V as half floats (as whisper.cpp
+ * does), which moves the random model's near-zero log-probabilities by up
+ * to ~4e-3 on whole-earth (the tokens stay identical). */
+static float lp_tol = 2e-3f;
+
 static void decode_case(struct transcribe_session *s, const char *tag, const char *stem,
                         const float *pcm, int n, const char *lang, transcribe_task task) {
     struct transcribe_run_params rp;
@@ -301,7 +307,7 @@ static void decode_case(struct transcribe_session *s, const char *tag, const cha
                   "%s %s window %d: [%lld %lld] want seek %d n_real %d", tag, stem, w,
                   (long long)tr.t0_ms, (long long)tr.t1_ms, seek, n_real);
         CHECK(fabsf(tr.temperature_used - temp) < 1e-3f);
-        CHECK_MSG(fabsf(tr.avg_logprob - alp) < 2e-3f, "%s %s avg_logprob %g want %g", tag, stem,
+        CHECK_MSG(fabsf(tr.avg_logprob - alp) < lp_tol, "%s %s avg_logprob %g want %g", tag, stem,
                   tr.avg_logprob, alp);
         CHECK_MSG(fabsf(tr.compression_ratio - cr) < 0.05f * cr + 0.02f,
                   "%s %s compression %g want %g", tag, stem, tr.compression_ratio, cr);
@@ -318,6 +324,7 @@ static void decodes(const char *path, const char *tag, transcribe_kv_type kv, co
     transcribe_session_params_init(&sp);
     sp.kv_type = kv;
     sp.n_threads = 2;
+    lp_tol = kv == TRANSCRIBE_KV_TYPE_F32 ? 2e-3f : 8e-3f;
     struct transcribe_session *s = NULL;
     transcribe_status st = transcribe_open(path, NULL, &sp, &s);
     CHECK_MSG(st == TRANSCRIBE_OK, "%s: open %s", tag, transcribe_status_string(st));

@@ -495,11 +495,11 @@ int bench_model(int argc, char **argv) {
          * generated token (prefill included) and the probe's step, one row
          * at the last run's final position, against its weight bytes */
         const size_t bytes = tr_ed_step_weight_bytes(ed.dec);
-        /* what the step also has to read: every layer's cross K/V (F32)
-         * and its self K/V up to the probe's position */
+        /* what the step also has to read: every layer's cross K/V (F32,
+         * or half floats) and its self K/V up to the probe's position */
         const size_t L = (size_t)ed.dec->n_layers, D = (size_t)ed.dec->dims.d_model;
         const size_t kv = L * D * 2 *
-                          ((size_t)ed.seq.n_src * sizeof(float) +
+                          ((size_t)ed.seq.n_src * (ed.seq.ck16 ? 2 : sizeof(float)) +
                            (size_t)(ed.seq.n_past + 1) * (ed.seq.kv->f16 ? 2 : sizeof(float)));
         bench_step_probe sp;
         printf(",\"step_weight_mb\":%.1f,\"step_kv_mb\":%.1f,\"probe_pos\":%d",

@@ -22,6 +22,7 @@ transcribe_status tr_cn_session_create(const cn_model *m, const tr_session_cfg *
     if (cfg && cfg->n_ctx > 0 && cfg->n_ctx < s->n_ctx) s->n_ctx = cfg->n_ctx;
     /* decoder KV: AUTO and F16 mean F16, only F32 means F32 (docs/c-api.md §6.2) */
     s->kv_f16 = !(cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F32);
+    s->enc.f16 = s->kv_f16; /* the cross K/V follow the cache's type */
     const size_t D = (size_t)hp->d_dec;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
     s->fc_work = tr_fc_work_new();

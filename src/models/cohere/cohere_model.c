@@ -18,6 +18,7 @@ static transcribe_status session_setup(ch_session *s, const tr_session_cfg *cfg)
     if (cfg->n_ctx > 0 && cfg->n_ctx < s->n_ctx) s->n_ctx = cfg->n_ctx;
     /* AUTO and F16 store F16 (upstream's default), F32 only when asked */
     s->kv_f16 = cfg->kv_type != TRANSCRIBE_KV_TYPE_F32;
+    s->enc.f16 = s->kv_f16; /* the cross K/V follow the cache's type */
     const size_t D = (size_t)hp->d_dec;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
     s->fc_work = tr_fc_work_new();

@@ -77,7 +77,8 @@ typedef struct wh_session {
     tr_nn_kv kv;
     float *enc_x; /* [S][D] encoder activations / output */
     tr_whenc_work enc_work;
-    float *cross_k, *cross_v; /* [L_dec][S][D] */
+    float *cross_k, *cross_v; /* [L_dec][S][D]; NULL with an F16 cache: */
+    uint16_t *ck16, *cv16;    /* the same as half floats (the step reads half) */
     float *dec_x;             /* [n_text_ctx][D] */
     float *dec_scratch;
     float *logits; /* [2][V] */
@@ -122,7 +123,11 @@ void tr_wh_mel_stream_free(wh_mel_stream *ms);
 /* Encodes one window: mel [n_mels][n_frames_window] → s->enc_x [S][D]. */
 void tr_wh_encode(wh_session *s, const float *mel_window);
 /* Computes cross K/V of every decoder layer from s->enc_x. */
-void tr_wh_cross_kv(wh_session *s);
+bool tr_wh_cross_kv(wh_session *s); /* false: out of memory (logged) */
+/* s's cross K/V buffers, half floats when its cache is F16; false on OOM. */
+bool tr_wh_cross_alloc(wh_session *s);
+/* s's cross K/V from the encoder output enc_x [S][D]; false on OOM (logged). */
+bool tr_wh_cross_fill(wh_session *s, tr_pool *pool, const float *enc_x);
 /* Decoder pass over ids at positions n_past.. ; leaves final-LN hidden rows
  * in s->dec_x. Returns false when the positions exceed n_text_ctx. */
 bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);

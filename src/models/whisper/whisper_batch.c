@@ -122,14 +122,13 @@ static bool grow_f(float **p, size_t *cap, size_t n) {
     return true;
 }
 
-static void serve_encode(wh_hub *h, slot *sl) {
+static bool serve_encode(wh_hub *h, slot *sl) {
     wh_session *m = h->main, *s = sl->s;
     /* the shared encoder output is consumed at once: cross K/V into the
      * member's own buffers (its tr_wh_cross_kv is then a no-op) */
     tr_whenc_forward(m->pool, &m->m->enc, &m->enc_work, sl->req.window, m->m->hp.n_frames_window,
                      m->enc_x);
-    const size_t S = (size_t)m->m->hp.n_frames_window / 2, D = (size_t)m->m->hp.d_model;
-    tr_ed_cross_kv(m->pool, &m->m->decoder, m->enc_x, (int)S, s->cross_k, s->cross_v, S * D);
+    return tr_wh_cross_fill(s, m->pool, m->enc_x);
 }
 
 /* Every decoder request of the round as one tr_ed_step; each member's
@@ -188,21 +187,20 @@ static bool serve_logits(wh_hub *h) {
 static wh_session *member_new(const wh_session *main, wh_hub *h, int slot_idx) {
     const wh_model *m = main->m;
     const wh_hparams *hp = &m->hp;
-    const size_t D = (size_t)hp->d_model, Tm = (size_t)hp->n_frames_window, S = Tm / 2,
-                 L = (size_t)hp->n_dec_layers, Tt = (size_t)hp->n_text_ctx, V = (size_t)hp->n_vocab;
+    const size_t D = (size_t)hp->d_model, Tm = (size_t)hp->n_frames_window,
+                 Tt = (size_t)hp->n_text_ctx, V = (size_t)hp->n_vocab;
     wh_session *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->m = m;
     s->hub = h;
     s->hub_slot = slot_idx;
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, main->kv.f16);
-    s->cross_k = malloc(L * S * D * sizeof(float));
-    s->cross_v = malloc(L * S * D * sizeof(float));
+    if (!tr_wh_cross_alloc(s)) ok = false;
     s->dec_x = malloc(Tt * D * sizeof(float));
     s->logits = malloc(2 * V * sizeof(float));
     s->work = malloc(V * sizeof(float));
     s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
-    if (!ok || !s->cross_k || !s->cross_v || !s->dec_x || !s->logits || !s->work || !s->window) {
+    if (!ok || !s->dec_x || !s->logits || !s->work || !s->window) {
         tr_wh_session_free(s);
         return NULL;
     }
@@ -283,10 +281,12 @@ static transcribe_status hub_run(wh_hub *h, const float *const *pcm, const int *
         const tr_run_ctx *any = &ctxs[0];
         if (any->abort_cb && any->abort_cb(any->abort_user_data)) atomic_store(&h->abort, true);
         if (st == TRANSCRIBE_OK) {
+            bool ok = true;
             for (int k = 0; k < h->n_slots; k++)
-                if (h->slots[k].req.kind == REQ_ENCODE) serve_encode(h, &h->slots[k]);
-            if (!serve_decode(h) || !serve_logits(h)) {
-                TR_ERROR("whisper: out of memory for a batched decoder step");
+                if (h->slots[k].req.kind == REQ_ENCODE && !serve_encode(h, &h->slots[k]))
+                    ok = false;
+            if (!ok || !serve_decode(h) || !serve_logits(h)) {
+                TR_ERROR("whisper: out of memory for a batched encoder or decoder step");
                 st = TRANSCRIBE_ERR_OOM;
                 atomic_store(&h->abort, true); /* members stop at their next check */
             }

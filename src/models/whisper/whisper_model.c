@@ -15,7 +15,7 @@ transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *
     if (!s) return TRANSCRIBE_ERR_OOM;
     const wh_hparams *hp = &m->hp;
     const size_t D = (size_t)hp->d_model, Tm = (size_t)hp->n_frames_window, S = Tm / 2,
-                 L = (size_t)hp->n_dec_layers, Tt = (size_t)hp->n_text_ctx, V = (size_t)hp->n_vocab;
+                 Tt = (size_t)hp->n_text_ctx, V = (size_t)hp->n_vocab;
     s->m = m;
     s->pool = cfg ? cfg->pool : NULL;
     bool f16 = false;
@@ -24,15 +24,13 @@ transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *
     bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, f16);
     if (!tr_whenc_work_init(&s->enc_work, &m->enc, (int)Tm)) ok = false;
     s->enc_x = malloc(S * D * sizeof(float));
-    s->cross_k = malloc(L * S * D * sizeof(float));
-    s->cross_v = malloc(L * S * D * sizeof(float));
+    if (!tr_wh_cross_alloc(s)) ok = false;
     s->dec_x = malloc(Tt * D * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, (int)Tt, 1) * sizeof(float));
     s->logits = malloc(2 * V * sizeof(float));
     s->work = malloc(V * sizeof(float));
     s->window = malloc((size_t)hp->n_mels * Tm * sizeof(float));
-    if (!ok || !s->enc_x || !s->cross_k || !s->cross_v || !s->dec_x || !s->dec_scratch ||
-        !s->logits || !s->work || !s->window) {
+    if (!ok || !s->enc_x || !s->dec_x || !s->dec_scratch || !s->logits || !s->work || !s->window) {
         TR_ERROR("whisper: out of memory allocating session buffers");
         tr_wh_session_free(s);
         return TRANSCRIBE_ERR_OOM;
@@ -48,6 +46,8 @@ void tr_wh_session_free(wh_session *s) {
     free(s->enc_x);
     free(s->cross_k);
     free(s->cross_v);
+    free(s->ck16);
+    free(s->cv16);
     free(s->dec_x);
     free(s->dec_scratch);
     free(s->logits);
@@ -66,11 +66,31 @@ void tr_wh_encode(wh_session *s, const float *mel_window) {
                      s->enc_x);
 }
 
-void tr_wh_cross_kv(wh_session *s) {
-    if (s->hub) return; /* done with the hub's encode */
+bool tr_wh_cross_alloc(wh_session *s) {
+    const wh_hparams *hp = &s->m->hp;
+    const size_t n =
+        (size_t)hp->n_dec_layers * (size_t)(hp->n_frames_window / 2) * (size_t)hp->d_model;
+    if (s->kv.f16) {
+        s->ck16 = malloc(n * sizeof(uint16_t));
+        s->cv16 = malloc(n * sizeof(uint16_t));
+        return s->ck16 && s->cv16;
+    }
+    s->cross_k = malloc(n * sizeof(float));
+    s->cross_v = malloc(n * sizeof(float));
+    return s->cross_k && s->cross_v;
+}
+
+bool tr_wh_cross_fill(wh_session *s, tr_pool *pool, const float *enc_x) {
     const wh_model *m = s->m;
     const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
-    tr_ed_cross_kv(s->pool, &m->decoder, s->enc_x, (int)S, s->cross_k, s->cross_v, S * D);
+    if (s->ck16) return tr_ed_cross_kv16(pool, &m->decoder, enc_x, (int)S, s->ck16, s->cv16, S * D);
+    tr_ed_cross_kv(pool, &m->decoder, enc_x, (int)S, s->cross_k, s->cross_v, S * D);
+    return true;
+}
+
+bool tr_wh_cross_kv(wh_session *s) {
+    if (s->hub) return true; /* done with the hub's encode */
+    return tr_wh_cross_fill(s, s->pool, s->enc_x);
 }
 
 /* The decoder step of one sequence over this session's cache and window. */
@@ -82,6 +102,8 @@ tr_ed_seq tr_wh_seq(wh_session *s, const int32_t *ids, int n, int n_past) {
                        .kv = &s->kv,
                        .ck = s->cross_k,
                        .cv = s->cross_v,
+                       .ck16 = s->ck16,
+                       .cv16 = s->cv16,
                        .cross_stride = (size_t)S * (size_t)s->m->hp.d_model,
                        .ids = ids};
 }

@@ -711,8 +711,12 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         int64_t offset_ms = (int64_t)seek * 10;
         double t0 = tr_time_ms();
         tr_wh_encode(s, s->window);
-        tr_wh_cross_kv(s);
+        const bool cross_ok = tr_wh_cross_kv(s);
         r->enc_ms += tr_time_ms() - t0;
+        if (!cross_ok) {
+            st = TRANSCRIBE_ERR_OOM;
+            break;
+        }
 
         if (first && r->detect) {
             double td = tr_time_ms();
