@@ -532,8 +532,8 @@ static void with_model(const char *model, const char *wav) {
     /* word times (estimated, docs/formats/whisper.md §13): JSON words with their times */
     snprintf(args, sizeof args, "-q -m '%s' --timestamps word -f json '%s'", model, wav);
     EXPECT_RUN(NULL, args, 0, g_out, "{\"file\":");
-    CHECK_MSG(strstr(g_out, "\"timestamps\":\"word\"") &&
-                  strstr(g_out, "\"words\":[{\"t0_ms\":") && strstr(g_out, "\"t1_ms\":"),
+    CHECK_MSG(strstr(g_out, "\"timestamps\":\"word\"") && strstr(g_out, "\"words\":[{\"t0_ms\":") &&
+                  strstr(g_out, "\"t1_ms\":"),
               "%s", g_out);
 
     char list[512];
