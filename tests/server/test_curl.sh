@@ -76,6 +76,16 @@ check "whisper verbose_json 200" [ "$(code -F file=@"$JFK" -F model=whisper-tiny
     -F response_format=verbose_json "$URL$T")" = 200 ]
 check "whisper verbose_json no_speech_prob" contains "$WORK/body" '"no_speech_prob":'
 check "whisper verbose_json language" contains "$WORK/body" '"language":"en"'
+# whisper word times (estimated, docs/formats/whisper.md §13): words like the CLI's
+"$CLI" -q -m "$WH" -l en --timestamps word -f json "$JFK" >"$WORK/cli-wh.json" 2>/dev/null
+ww=$(grep -o '"words":\[{"t0_ms":[0-9]*,"t1_ms":[0-9]*,"text":"[^"]*"' "$WORK/cli-wh.json" | head -1)
+ww_t1=$(echo "$ww" | sed 's/.*"t1_ms":\([0-9]*\).*/\1/')
+ww_s=$(awk "BEGIN{printf \"%.3f\", ${ww_t1:-0}/1000}")
+check "whisper CLI words" [ -n "$ww" ]
+check "whisper verbose_json word granularity 200" [ "$(code -F file=@"$JFK" -F model=whisper-tiny \
+    -F language=en -F response_format=verbose_json -F 'timestamp_granularities[]=word' "$URL$T")" = 200 ]
+check "whisper verbose_json words like the CLI's (first ends at $ww_s)" \
+    contains "$WORK/body" "\"words\":\[{\"word\":\"[^\"]*\",\"start\":[0-9.]*,\"end\":$ww_s}"
 
 # errors in OpenAI's shape
 check "unknown model 404" [ "$(code -F file=@"$WAV" -F model=gpt-9 "$URL$T")" = 404 ]

@@ -7,8 +7,12 @@
  * a diarizer, long audio split into pieces is labelled over the whole input,
  * a batch labels each utterance, VAD keeps the labels on the input's clock,
  * a model without diarization is refused before anything changes, and an
- * abort during the diarization ends the run ABORTED. Then the `transcribe`
- * binary (argv[1]) with --diarizer: JSON words carry speaker ids. */
+ * abort during the diarization ends the run ABORTED. Whisper (the committed
+ * random-weight reference model of tests/data/whisper/tiny) with estimated
+ * word times (docs/formats/whisper.md §13): every word carries a speaker id
+ * and its own times on the file's clock, inside its segment. Then the
+ * `transcribe` binary (argv[1]) with --diarizer: JSON words carry speaker
+ * ids (Parakeet and Whisper). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +25,9 @@
 #include "test_util.h"
 #include "transcribe.h"
 
-#define CLIP TR_CORPUS_DIR "/samples/multitalker-2spk-mix.wav"
-#define ASR  TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
+#define CLIP    TR_CORPUS_DIR "/samples/multitalker-2spk-mix.wav"
+#define ASR     TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf"
+#define WHISPER TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
 
 static char g_diar[512];
 static float *g_pcm;
@@ -189,27 +194,90 @@ done:
     transcribe_model_free(diar);
 }
 
+/* Whisper's words: each with a speaker (as speaker_label.h gives it) and its own times,
+ * monotonic inside its segment, not just the segment's span. */
+static void whisper(void) {
+    struct transcribe_model *diar = NULL, *asr = NULL;
+    CHECK(transcribe_model_load_file(g_diar, NULL, &diar) == TRANSCRIBE_OK);
+    CHECK(transcribe_model_load_file(WHISPER, NULL, &asr) == TRANSCRIBE_OK);
+    struct transcribe_session *s = NULL;
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = 2;
+    CHECK(asr && transcribe_session_init(asr, &sp, &s) == TRANSCRIBE_OK);
+    if (s && diar) {
+        struct transcribe_run_params p;
+        transcribe_run_params_init(&p);
+        p.language = "en";
+        p.timestamps = TRANSCRIBE_TIMESTAMPS_WORD;
+        p.diarizer = diar;
+        CHECK(transcribe_run(s, g_pcm, g_n, &p) == TRANSCRIBE_OK);
+        CHECK(transcribe_returned_timestamp_kind(s) == TRANSCRIBE_TIMESTAMPS_WORD);
+        check_labels(s, false, 0, "whisper");
+        const int64_t end_ms = (int64_t)g_n * 1000 / 16000;
+        /* (random weights: the decoded segments may run past the audio's end, as
+         * upstream keeps them; outputs clamp them) */
+        int bad = 0, inner = 0, speakers = 0, last_spk = 0, in_audio = 0;
+        int64_t prev = 0;
+        for (int i = 0; i < transcribe_n_words(s); i++) {
+            struct transcribe_word w;
+            transcribe_word_init(&w);
+            struct transcribe_segment g;
+            transcribe_segment_init(&g);
+            CHECK(transcribe_get_word(s, i, &w) == TRANSCRIBE_OK);
+            CHECK(transcribe_get_segment(s, w.seg_index, &g) == TRANSCRIBE_OK);
+            if (w.t0_ms < prev || w.t1_ms < w.t0_ms || w.t0_ms < g.t0_ms || w.t1_ms > g.t1_ms)
+                bad++;
+            if (w.t0_ms < end_ms) in_audio++;
+            if (w.t0_ms > g.t0_ms && w.t1_ms < g.t1_ms) inner++;
+            if (w.speaker_id != last_spk) speakers++;
+            last_spk = w.speaker_id;
+            prev = w.t0_ms;
+        }
+        CHECK_MSG(bad == 0, "whisper: %d words out of order or outside their segment", bad);
+        CHECK_MSG(inner > 0, "whisper: every word carries its segment's span");
+        CHECK(in_audio > 1);
+        printf("whisper: %d words strictly inside their segment, %d start inside the audio, %d "
+               "speaker changes\n",
+               inner, in_audio, speakers - 1);
+    }
+    transcribe_session_free(s);
+    transcribe_model_free(asr);
+    transcribe_model_free(diar);
+}
+
+/* Every word object of the JSON names its speaker (and has times); the count of words. */
+static int json_words_with_speakers(const char *out) {
+    const char *words = strstr(out, "\"words\":[");
+    CHECK_MSG(words != NULL, "json: %.200s", out);
+    int n_words = 0, n_spk = 0;
+    for (const char *p = words ? strstr(words, "{\"t0_ms\"") : NULL; p;
+         p = strstr(p + 1, "{\"t0_ms\"")) {
+        const char *end = strchr(p, '}');
+        if (!end) break;
+        n_words++;
+        const char *k = strstr(p, "\"speaker_id\":"), *t1 = strstr(p, "\"t1_ms\":");
+        if (k && k < end && t1 && t1 < end) n_spk++;
+        if (end[1] == ']') break;
+    }
+    CHECK_MSG(n_words > 0 && n_spk == n_words, "%d of %d words with a speaker", n_spk, n_words);
+    return n_words;
+}
+
 static void cli(const char *bin) {
     static char out[1 << 17], err[1 << 16];
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' -f json --timestamps word '%s'", bin,
              ASR, g_diar, CLIP);
     CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
-    const char *words = strstr(out, "\"words\":[");
-    CHECK_MSG(words != NULL, "json: %.200s", out);
-    if (words) {
-        /* every word object names its speaker */
-        int n_words = 0, n_spk = 0;
-        for (const char *p = strstr(words, "{\"t0_ms\""); p; p = strstr(p + 1, "{\"t0_ms\"")) {
-            const char *end = strchr(p, '}');
-            if (!end) break;
-            n_words++;
-            const char *k = strstr(p, "\"speaker_id\":");
-            if (k && k < end) n_spk++;
-            if (end[1] == ']') break;
-        }
-        CHECK_MSG(n_words > 0 && n_spk == n_words, "%d of %d words with a speaker", n_spk, n_words);
-    }
+    json_words_with_speakers(out);
+    /* whisper's estimated word times, diarized */
+    snprintf(cmd, sizeof cmd,
+             "'%s' -q -m '%s' -l en --diarizer '%s' -f json --timestamps word '%s'", bin, WHISPER,
+             g_diar, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
+    CHECK_MSG(strstr(out, "\"timestamps\":\"word\""), "%.300s", out);
+    json_words_with_speakers(out);
     /* a non-diarizer is refused */
     snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, ASR, ASR, CLIP);
     CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) != 0);
@@ -228,6 +296,7 @@ int main(int argc, char **argv) {
     CHECK(sf_synth_write(&c, g_diar));
     CHECK(transcribe_audio_load_file(CLIP, 16000, &g_pcm, &g_n) == TRANSCRIBE_OK);
     if (g_pcm) library();
+    if (g_pcm) whisper();
     if (argc > 1 && g_pcm) cli(argv[1]);
     transcribe_audio_free(g_pcm);
     remove(g_diar);

@@ -1,5 +1,6 @@
 /* Whisper decoding rules without a model: docs/formats/whisper.md §8.5 logit processing, §8.6
- * selection, §8.8 segment retrieval / seek advance, compression ratio. */
+ * selection, §8.8 segment retrieval / seek advance, compression ratio, and the estimated token
+ * times of §13 (timestamp evidence, voicing weights, anchors and the proportional split). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,10 +147,128 @@ static void test_compression(void) {
     CHECK(one > 0.15 && one < 0.25);
 }
 
+/* docs/formats/whisper.md §13.1: the evidence comes from the selection's own softmax. */
+static void test_ts_evidence(void) {
+    float *l = malloc(V * sizeof(float));
+    for (int i = 0; i < V; i++) l[i] = -INFINITY;
+    l[1000] = 2.0f;   /* the text token selected */
+    l[TB + 7] = 1.0f; /* the best timestamp */
+    l[TB + 9] = 0.0f; /* another one */
+    l[TB + 3] = -INFINITY;
+    wh_rng rng;
+    tr_wh_rng_seed(&rng, 1);
+    float lp = 0, p = 0, lp2 = 0, p2 = 0;
+    wh_tsp ts;
+    int id = tr_wh_select_ts(l, V, TB, 0.0f, &rng, &lp, &p, &ts);
+    CHECK(id == 1000 && tr_wh_select(l, V, 0.0f, &rng, &lp2, &p2) == 1000);
+    CHECK(lp == lp2 && p == p2); /* the evidence does not change the selection */
+    double z = exp(2.0) + exp(1.0) + exp(0.0);
+    CHECK(ts.tid == TB + 7);
+    CHECK(fabs(ts.ptsum - (exp(1.0) + 1.0) / z) < 1e-6);
+    CHECK(fabs(ts.pt - exp(1.0) / (exp(1.0) + 1.0)) < 1e-6);
+    /* every timestamp masked: no evidence */
+    l[TB + 7] = l[TB + 9] = -INFINITY;
+    tr_wh_select_ts(l, V, TB, 0.0f, &rng, &lp, &p, &ts);
+    CHECK(ts.tid == -1 && ts.pt == 0.0f && ts.ptsum == 0.0f);
+    free(l);
+}
+
+static void test_weights(void) {
+    CHECK(tr_wh_token_weight(" the", 4) == 3.0f);
+    CHECK(tr_wh_token_weight("42", 2) == 6.0f);
+    CHECK(tr_wh_token_weight(",", 1) == 2.0f);
+    CHECK(tr_wh_token_weight(" ", 1) > 0.0f && tr_wh_token_weight(" ", 1) < 1.0f);
+    CHECK(tr_wh_token_weight("\xc3\xa9t\xc3\xa9", 5) == 3.0f); /* "été": three characters */
+    CHECK(tr_wh_token_weight("\x80", 1) > 0.0f);               /* a lone continuation byte */
+}
+
+/* Every text position's span: consecutive, non-decreasing, inside [a, b]. */
+static bool spans_ok(const float *w, int n, const int64_t *t0, const int64_t *t1, int64_t a,
+                     int64_t b) {
+    int64_t at = a;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        if (t0[i] > t1[i] || t0[i] < a || t1[i] > b) return false;
+        if (!(w[i] > 0.0f)) continue;
+        if (t0[i] != at) return false;
+        at = t1[i];
+        any = true;
+    }
+    return !any || at == b;
+}
+
+static void test_token_times(void) {
+    /* <|0.00|> " A" "BC" " D" "," <|2.00|> at a window offset of 30 s: times from 30000 */
+    const float w[6] = {0.0f, 1.0f, 2.0f, 1.0f, 2.0f, 0.0f};
+    wh_tsp ts[6] = {{-1, 0, 0},
+                    {TB, 1.0f, 0.5f},
+                    {TB + 20, 0.9f, 0.3f},
+                    {TB + 80, 0.9f, 0.3f},
+                    {TB + 90, 0.5f, 0.005f},
+                    {-1, 0, 0}};
+    int64_t t0[6], t1[6];
+    /* "BC" anchored at 30 400, " D" at 31 600; "," not (ptsum 0.005 too small) */
+    tr_wh_token_times(TB, ts, w, 6, 30000, 30000, 32000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 30000, 32000));
+    CHECK(t0[1] == 30000 && t1[1] == 30400 && t0[2] == 30400 && t1[2] == 31600);
+    /* " D" and "," split 31 600..32 000 as 1 : 2 */
+    CHECK(t0[3] == 31600 && t1[3] == 31733 && t0[4] == 31733 && t1[4] == 32000);
+    CHECK(t0[0] == 30000 && t1[0] == 30000 && t0[5] == 32000 && t1[5] == 32000);
+    /* an unsure timestamp (pt 0.005) anchors nothing either */
+    ts[2].pt = 0.005f;
+    tr_wh_token_times(TB, ts, w, 6, 30000, 30000, 32000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 30000, 32000) && t0[2] == 30533 && t0[3] == 31600);
+    /* no evidence: the whole segment split by weight (1 : 2 : 1 : 2) */
+    tr_wh_token_times(TB, NULL, w, 6, 30000, 30000, 32000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 30000, 32000));
+    CHECK(t1[1] == 30333 && t1[2] == 31000 && t1[3] == 31333 && t1[4] == 32000);
+    /* an anchor on the first text token, one going backwards and one at the end are ignored */
+    wh_tsp bad[6] = {{-1, 0, 0},
+                     {TB + 50, 1.0f, 1.0f},
+                     {TB + 40, 1.0f, 1.0f},
+                     {TB + 5, 0.005f, 1.0f},
+                     {TB + 100, 1.0f, 1.0f},
+                     {-1, 0, 0}};
+    tr_wh_token_times(TB, bad, w, 6, 30000, 30000, 32000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 30000, 32000));
+    CHECK(t0[2] == 30800); /* TB + 40 is the only anchor kept */
+    CHECK(t1[4] == 32000 && t0[4] > t0[3]);
+    /* an empty segment: every span collapses onto it; t1 < t0 is treated as t1 = t0 */
+    tr_wh_token_times(TB, ts, w, 6, 0, 5000, 5000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 5000, 5000));
+    tr_wh_token_times(TB, ts, w, 6, 0, 5000, 4000, t0, t1);
+    CHECK(spans_ok(w, 6, t0, t1, 5000, 5000));
+    /* random evidence and weights: always consecutive and inside */
+    uint32_t x = 12345;
+    for (int trial = 0; trial < 2000; trial++) {
+        float rw[40];
+        wh_tsp rt[40];
+        int64_t r0[40], r1[40];
+        int n = 1 + (int)((x = x * 1664525u + 1013904223u) % 40u);
+        int64_t a = (x >> 8) % 100000, b = a + (int64_t)((x = x * 1664525u + 1013904223u) % 8000u);
+        for (int i = 0; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            rw[i] = (x % 5u == 0) ? 0.0f : tr_wh_token_weight(" ab,", 1 + (x >> 9) % 4);
+            rt[i].tid = TB + (int)((x >> 12) % 1501u);
+            rt[i].pt = (float)((x >> 4) % 100u) / 100.0f;
+            rt[i].ptsum = (float)((x >> 16) % 100u) / 100.0f;
+        }
+        tr_wh_token_times(TB, rt, rw, n, a - (a % 30000), a, b, r0, r1);
+        if (!spans_ok(rw, n, r0, r1, a, b)) {
+            CHECK_MSG(false, "trial %d: spans not consecutive inside [%lld, %lld]", trial,
+                      (long long)a, (long long)b);
+            break;
+        }
+    }
+}
+
 int main(void) {
     init_model();
     test_process();
     test_segments();
+    test_ts_evidence();
+    test_weights();
+    test_token_times();
     test_compression();
     return TEST_DONE();
 }

@@ -219,6 +219,11 @@ static void map_run_params(srv_request *rq, job *j) {
      * are cut at word times, and a model may decode differently without
      * timestamps (whisper), while the text should be the CLI's */
     rp->timestamps = TRANSCRIBE_TIMESTAMPS_AUTO;
+    /* word granularity asked: the finest kind, where AUTO may stop at
+     * segments (whisper's estimated word times, docs/formats/whisper.md §13,
+     * come only when asked; the decode is the same) */
+    if (j->words && j->model->caps.max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_TOKEN)
+        rp->timestamps = TRANSCRIBE_TIMESTAMPS_TOKEN;
     if (fm->language && *fm->language && strcmp(fm->language, "auto")) rp->language = fm->language;
     if (rq->translate) {
         /* OpenAI's translations are into English */

@@ -2,6 +2,8 @@
  * suppression and timestamp constraints, greedy / temperature selection,
  * segment retrieval and the seek advance. Pure functions of their inputs. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "models/whisper/whisper_decode.h"
@@ -122,6 +124,12 @@ void tr_wh_process_logits(const wh_proc *pc, float *l, const int32_t *G, int n_g
 /* ---- docs/formats/whisper.md §8.6 ---- */
 
 int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, float *p) {
+    return tr_wh_select_ts(l, V, V, T, rng, logprob, p, NULL);
+}
+
+int tr_wh_select_ts(const float *l, int V, int ts_begin, float T, wh_rng *rng, float *logprob,
+                    float *p, wh_tsp *ts) {
+    if (ts) *ts = (wh_tsp){-1, 0.0f, 0.0f};
     int best = -1;
     float mx = -INFINITY;
     for (int i = 0; i < V; i++) {
@@ -139,6 +147,20 @@ int tr_wh_select(const float *l, int V, float T, wh_rng *rng, float *logprob, fl
     double s = 0.0;
     for (int i = 0; i < V; i++) s += (double)expf(l[i] - mx); /* expf(-inf) = 0 */
     double lse = mx + log(s);
+    if (ts && ts_begin >= 0) { /* docs/formats/whisper.md §13.1 */
+        double sum = 0.0, top = 0.0;
+        for (int i = ts_begin; i < V; i++) {
+            if (l[i] == -INFINITY) continue;
+            double q = (double)expf(l[i] - mx) / s;
+            sum += q;
+            if (q > top) {
+                top = q;
+                ts->tid = i;
+            }
+        }
+        ts->ptsum = (float)sum;
+        ts->pt = sum > 0.0 ? (float)(top / sum) : 0.0f;
+    }
     int id = best;
     if (T > 0.0f) {
         double tot = 0.0;
@@ -237,4 +259,88 @@ int tr_wh_retrieve_segments(const wh_model *m, const int32_t *G, int n_g, int64_
     if (*advance <= 0) *advance = n_real;
     return n_seg;
 #undef IS_TS
+}
+
+/* ---- docs/formats/whisper.md §13 (our addition: word and token times) ---- */
+
+#define WH_TS_MIN_PT    0.01f /* a timestamp must stand out among the timestamps */
+#define WH_TS_MIN_PTSUM 0.01f /* and the timestamps together must be plausible */
+#define WH_MIN_WEIGHT   0.25f
+
+float tr_wh_token_weight(const char *b, size_t n) {
+    float w = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)b[i];
+        if ((c & 0xC0u) == 0x80u) continue; /* one character per UTF-8 lead byte */
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
+            continue;
+        else if (c >= '0' && c <= '9')
+            w += 3.0f; /* a digit is said as a word */
+        else if (c == '.' || c == ',' || c == '!' || c == '?' || c == ';' || c == ':')
+            w += 2.0f; /* a pause follows */
+        else
+            w += 1.0f;
+    }
+    return w > WH_MIN_WEIGHT ? w : WH_MIN_WEIGHT;
+}
+
+void tr_wh_token_times(int ts_begin, const wh_tsp *ts, const float *w, int n, int64_t offset_ms,
+                       int64_t seg_t0, int64_t seg_t1, int64_t *t0, int64_t *t1) {
+    if (seg_t1 < seg_t0) seg_t1 = seg_t0;
+    /* Pass 1: the start of each text token where the evidence is confident; INT64_MIN where
+     * it is not. The first text token starts the segment; an anchor must move forward and
+     * stay strictly inside the segment. */
+    int64_t last = seg_t0;
+    bool first = true;
+    for (int i = 0; i < n; i++) {
+        t0[i] = t1[i] = INT64_MIN;
+        if (!(w[i] > 0.0f)) continue;
+        if (first) {
+            t0[i] = seg_t0;
+            first = false;
+            continue;
+        }
+        if (!ts || ts[i].tid < ts_begin || !(ts[i].pt > WH_TS_MIN_PT) ||
+            !(ts[i].ptsum > WH_TS_MIN_PTSUM))
+            continue;
+        int64_t a = offset_ms + 20 * (int64_t)(ts[i].tid - ts_begin);
+        if (a > last && a < seg_t1) {
+            t0[i] = a;
+            last = a;
+        }
+    }
+    /* Pass 2: between two known starts (the segment's end closes the last run), the
+     * unknown starts split the span in proportion to the weights of the tokens before
+     * them. */
+    int p = -1; /* the last text position with a known start */
+    for (int i = 0; i <= n; i++) {
+        bool text = i < n && w[i] > 0.0f;
+        if (i < n && (!text || t0[i] == INT64_MIN)) continue;
+        if (p >= 0) {
+            int64_t a = t0[p], b = i < n ? t0[i] : seg_t1;
+            double tot = 0.0, acc = 0.0;
+            for (int k = p; k < i; k++)
+                if (w[k] > 0.0f) tot += w[k];
+            int prev = p;
+            for (int k = p + 1; k < i; k++) {
+                if (!(w[k] > 0.0f)) continue;
+                acc += w[prev];
+                int64_t t = a + (int64_t)llround((double)(b - a) * (acc / tot));
+                t0[k] = t < a ? a : t > b ? b : t;
+                prev = k;
+            }
+        }
+        if (i < n) p = i;
+    }
+    /* Ends: each text token ends where the next one starts, the last at the segment's end;
+     * a non-text position sits at the start of the text token after it. */
+    int64_t next = seg_t1;
+    for (int i = n - 1; i >= 0; i--) {
+        if (w[i] > 0.0f) {
+            t1[i] = next;
+            next = t0[i];
+        } else {
+            t0[i] = t1[i] = next;
+        }
+    }
 }

@@ -48,6 +48,31 @@ void tr_wh_process_logits(const wh_proc *pc, float *logits, const int32_t *G, in
  * log-probability used for avg_logprob and p (softmax probability at T = 1). */
 int tr_wh_select(const float *logits, int V, float T, wh_rng *rng, float *logprob, float *p);
 
+/* Timestamp evidence of one selected token (docs/formats/whisper.md §13.1), from the same
+ * processed logits at T = 1: the most probable timestamp id (-1 when every timestamp is
+ * masked), its probability relative to all timestamps, and their total probability. */
+typedef struct wh_tsp {
+    int tid;
+    float pt, ptsum;
+} wh_tsp;
+/* tr_wh_select that also fills *ts (when not NULL) over the timestamp ids [ts_begin, V):
+ * one pass over the timestamp range reusing the selection's normaliser. */
+int tr_wh_select_ts(const float *logits, int V, int ts_begin, float T, wh_rng *rng, float *logprob,
+                    float *p, wh_tsp *ts);
+
+/* Voicing weight of one token's bytes (docs/formats/whisper.md §13.2): how long its text
+ * takes to say, roughly; always > 0. */
+float tr_wh_token_weight(const char *bytes, size_t n);
+
+/* Token times inside one segment [seg_t0, seg_t1] (docs/formats/whisper.md §13.2). w[i] is
+ * the weight of ids' position i (0 for a position that is not a text token), ts[i] its
+ * evidence; offset_ms the window's start (timestamp ids count from it). Writes the
+ * [t0[i], t1[i]] of every text position: consecutive, non-decreasing, inside the segment,
+ * the first starting at seg_t0 and the last ending at seg_t1. Other positions get
+ * t0 = t1 = the boundary they sit at. */
+void tr_wh_token_times(int ts_begin, const wh_tsp *ts, const float *w, int n, int64_t offset_ms,
+                       int64_t seg_t0, int64_t seg_t1, int64_t *t0, int64_t *t1);
+
 /* One retrieved segment of docs/formats/whisper.md §8.8: token range [start, end) of G and
  * times. */
 typedef struct wh_seg {

@@ -403,10 +403,11 @@ static const char *const k_en_target[] = {"en"};
 
 void tr_wh_model_describe(const wh_model *m, tr_model_desc *desc) {
     /* no streaming; speculative decoding on greedy (T = 0) tiers of single
-     * runs (whisper_run.c); max_audio_ms 0 (long-form) */
+     * runs (whisper_run.c); max_audio_ms 0 (long-form); word and token times
+     * are our estimate (docs/formats/whisper.md §13), so TOKEN */
     struct transcribe_capabilities *c =
         tr_model_desc_begin(desc, m->mel.sample_rate > 0 ? m->mel.sample_rate : 16000, m->n_lang,
-                            m->lang, m->variant ? m->variant : "", TRANSCRIBE_TIMESTAMPS_SEGMENT);
+                            m->lang, m->variant ? m->variant : "", TRANSCRIBE_TIMESTAMPS_TOKEN);
     c->supports_language_detect = m->multilingual;
     c->supports_translate = m->can_translate;
     c->supports_spec_decode = true;

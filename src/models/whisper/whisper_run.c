@@ -87,8 +87,6 @@ transcribe_status tr_wh_validate_run(const wh_model *m, const struct transcribe_
             return TRANSCRIBE_ERR_INVALID_ARG;
         }
     }
-    if (p->timestamps == TRANSCRIBE_TIMESTAMPS_WORD || p->timestamps == TRANSCRIBE_TIMESTAMPS_TOKEN)
-        return TRANSCRIBE_ERR_UNSUPPORTED_TIMESTAMPS;
     return TRANSCRIBE_OK;
 }
 
@@ -148,6 +146,7 @@ typedef struct wh_runstate {
     tr_run_ctx *ctx;
     wh_opts o;
     bool want_ts;
+    bool want_words; /* WORD / TOKEN: estimated times (docs/formats/whisper.md §13) */
     int task_tok, lang_tok;
     int lang_idx; /* detected/hinted language index, -1 none yet */
     bool detect;
@@ -163,6 +162,7 @@ typedef struct wh_runstate {
     ivec raw;      /* every accepted id (raw text) */
     int32_t G[WH_MAX_GEN + 8];
     float Gp[WH_MAX_GEN + 8];
+    wh_tsp Gts[WH_MAX_GEN + 8]; /* timestamp evidence per id of G (want_words) */
     int n_g;
     double dec_ms, enc_ms;
 } wh_runstate;
@@ -383,6 +383,8 @@ static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_pref
     float *lg = malloc(sizeof(float) * (size_t)(k + 1) * (size_t)V);
     if (!lg) return false;
     wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+    wh_tsp ts = {-1, 0.0f, 0.0f};
+    wh_tsp *tsp = r->want_words ? &ts : NULL; /* the timestamp pass only when words are timed */
     double sum_lp = 0.0;
     int n_lp = 0;
     r->n_g = 0;
@@ -392,7 +394,7 @@ static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_pref
     memcpy(s->work, prefix_logits, (size_t)V * sizeof(float));
     tr_wh_process_logits(&pc, s->work, r->G, 0);
     float lp, p;
-    int tok = tr_wh_select(s->work, V, 0.0f, &r->rng, &lp, &p);
+    int tok = tr_wh_select_ts(s->work, V, m->ts_begin, 0.0f, &r->rng, &lp, &p, tsp);
     sum_lp += lp;
     n_lp++;
     int n_past = n_prefix, it = 0, k_now = k, pause = 0, pause_len = 0;
@@ -408,6 +410,7 @@ static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_pref
         }
         r->G[r->n_g] = tok;
         r->Gp[r->n_g] = p;
+        r->Gts[r->n_g] = ts;
         r->n_g++;
         if (n_past + 1 > m->hp.n_text_ctx) break;
         /* drafts never past the budget or the context */
@@ -429,7 +432,7 @@ static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_pref
         for (int i = 0; i <= nd; i++) {
             memcpy(s->work, lg + (size_t)i * V, (size_t)V * sizeof(float));
             tr_wh_process_logits(&pc, s->work, r->G, r->n_g);
-            tok = tr_wh_select(s->work, V, 0.0f, &r->rng, &lp, &p);
+            tok = tr_wh_select_ts(s->work, V, m->ts_begin, 0.0f, &r->rng, &lp, &p, tsp);
             sum_lp += lp;
             n_lp++;
             if (tr_run_should_abort(r->ctx)) {
@@ -465,6 +468,7 @@ static bool run_tier_spec(wh_runstate *r, const float *prefix_logits, int n_pref
             }
             r->G[r->n_g] = tok;
             r->Gp[r->n_g] = p;
+            r->Gts[r->n_g] = ts;
             r->n_g++;
             n_accepted++;
             if (n_past + 1 > m->hp.n_text_ctx) {
@@ -495,6 +499,8 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
     if (T == 0.0f && k > 0 && !s->hub && run_tier_spec(r, prefix_logits, n_prefix, k, out))
         return !out->aborted;
     wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+    wh_tsp ts = {-1, 0.0f, 0.0f};
+    wh_tsp *tsp = r->want_words ? &ts : NULL; /* the timestamp pass only when words are timed */
     double sum_lp = 0.0;
     int n_lp = 0;
     r->n_g = 0;
@@ -504,7 +510,7 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
     memcpy(s->work, prefix_logits, (size_t)V * sizeof(float));
     tr_wh_process_logits(&pc, s->work, r->G, 0);
     float lp, p;
-    int tok = tr_wh_select(s->work, V, T, &r->rng, &lp, &p);
+    int tok = tr_wh_select_ts(s->work, V, m->ts_begin, T, &r->rng, &lp, &p, tsp);
     sum_lp += lp;
     n_lp++;
     int n_past = n_prefix;
@@ -516,6 +522,7 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
         }
         r->G[r->n_g] = tok;
         r->Gp[r->n_g] = p;
+        r->Gts[r->n_g] = ts;
         r->n_g++;
         if (n_past + 1 > m->hp.n_text_ctx) break;
         int32_t t32 = tok;
@@ -523,7 +530,7 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
         n_past++;
         tr_wh_logits_row(s, 0, s->work);
         tr_wh_process_logits(&pc, s->work, r->G, r->n_g);
-        tok = tr_wh_select(s->work, V, T, &r->rng, &lp, &p);
+        tok = tr_wh_select_ts(s->work, V, m->ts_begin, T, &r->rng, &lp, &p, tsp);
         sum_lp += lp;
         n_lp++;
         if (tr_run_should_abort(r->ctx)) {
@@ -543,42 +550,69 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
 
 /* Word and token rows of one segment. A word starts at a text token whose
  * bytes begin with a space (or the segment's first text token); its text is
- * the trimmed decode of its tokens. Whisper has no word/token timing (the
- * returned kind is at most SEGMENT), so rows carry the segment's times. */
+ * the trimmed decode of its tokens. With ts (WORD / TOKEN runs) every token
+ * gets its estimated span inside the segment (docs/formats/whisper.md §13)
+ * and a word runs from its first token's start to its last token's end;
+ * without, rows carry the segment's times (upstream has no finer timing). */
 static bool emit_rows(wh_runstate *r, int seg, int64_t t0, int64_t t1, const int32_t *ids,
-                      const float *ps, int n) {
+                      const float *ps, const wh_tsp *ts, int64_t offset_ms, int n) {
     tr_result *res = r->ctx->result;
     const wh_model *m = r->m;
+    int64_t *tt = NULL;
+    float *w = NULL;
+    if (ts && n > 0) {
+        tt = malloc((size_t)n * 2 * sizeof *tt);
+        w = malloc((size_t)n * sizeof *w);
+        if (!tt || !w) {
+            free(tt);
+            free(w);
+            return false;
+        }
+        for (int k = 0; k < n; k++) {
+            w[k] = 0.0f;
+            if (!is_text_id(m, ids[k])) continue;
+            char buf[256];
+            size_t nb = tr_tokenizer_token_bytes(m->tok, ids[k], buf, sizeof buf);
+            w[k] = tr_wh_token_weight(buf, nb < sizeof buf ? nb : sizeof buf);
+        }
+        tr_wh_token_times(m->ts_begin, ts, w, n, offset_ms, t0, t1, tt, tt + n);
+    }
+    bool ok = true;
     int i = 0;
-    while (i < n) {
+    while (ok && i < n) {
         if (!is_text_id(m, ids[i])) {
             i++;
             continue;
         }
-        int j = i + 1;
+        int j = i + 1, last = i;
         for (; j < n; j++) {
             if (!is_text_id(m, ids[j])) continue;
             char c = 0;
             if (tr_tokenizer_token_bytes(m->tok, ids[j], &c, 1) > 0 && c == ' ') break;
+            last = j;
         }
         char *wt = decode_text(m, ids + i, j - i);
-        if (!wt) return false;
-        int word = tr_result_add_word(res, t0, t1, seg, wt);
+        int word =
+            wt ? tr_result_add_word(res, tt ? tt[i] : t0, tt ? tt[n + last] : t1, seg, wt) : -1;
         free(wt);
-        if (word < 0) return false;
-        for (int k = i; k < j; k++) {
+        ok = word >= 0;
+        for (int k = i; ok && k < j; k++) {
             if (!is_text_id(m, ids[k])) continue;
             char buf[256];
             size_t nb = tr_tokenizer_token_bytes(m->tok, ids[k], buf, sizeof buf);
             if (nb > sizeof buf) nb = sizeof buf;
-            char *tt = tr_utf8_sanitize(buf, nb);
-            int ti = tt ? tr_result_add_token(res, ids[k], ps[k], t0, t1, seg, word, tt) : -1;
-            free(tt);
-            if (ti < 0) return false;
+            char *txt = tr_utf8_sanitize(buf, nb);
+            int ti = txt ? tr_result_add_token(res, ids[k], ps[k], tt ? tt[k] : t0,
+                                               tt ? tt[n + k] : t1, seg, word, txt)
+                         : -1;
+            free(txt);
+            ok = ti >= 0;
         }
         i = j;
     }
-    return true;
+    free(tt);
+    free(w);
+    return ok;
 }
 
 /* ---- main loop ---- */
@@ -634,7 +668,8 @@ static transcribe_status finish_text(wh_runstate *r) {
     if (!r->want_ts) {
         /* docs/formats/whisper.md §9.1: exactly one segment {0, 0, full text} */
         int seg = tr_result_add_segment(res, 0, 0, full);
-        if (seg < 0 || !emit_rows(r, seg, 0, 0, r->all_text.v, r->all_text.p, r->all_text.n)) {
+        if (seg < 0 ||
+            !emit_rows(r, seg, 0, 0, r->all_text.v, r->all_text.p, NULL, 0, r->all_text.n)) {
             free(full);
             return TRANSCRIBE_ERR_OOM;
         }
@@ -659,8 +694,10 @@ static transcribe_status finish_text(wh_runstate *r) {
     free(raw);
     if (!ok) return TRANSCRIBE_ERR_OOM;
     if (r->detect && r->lang_idx >= 0) tr_result_set_language(res, m->lang[r->lang_idx]);
-    tr_result_set_timestamp_kind(res, r->want_ts ? TRANSCRIBE_TIMESTAMPS_SEGMENT
-                                                 : TRANSCRIBE_TIMESTAMPS_NONE);
+    transcribe_timestamp_kind asked = r->ctx->params->timestamps;
+    tr_result_set_timestamp_kind(res, !r->want_ts     ? TRANSCRIBE_TIMESTAMPS_NONE
+                                      : r->want_words ? asked
+                                                      : TRANSCRIBE_TIMESTAMPS_SEGMENT);
     return res->oom ? TRANSCRIBE_ERR_OOM : TRANSCRIBE_OK;
 }
 
@@ -798,8 +835,10 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
             }
             if (txt[0]) {
                 int si = tr_result_add_segment(res, sg->t0_ms, sg->t1_ms, txt);
-                if (si < 0 || !emit_rows(r, si, sg->t0_ms, sg->t1_ms, r->G + sg->start,
-                                         r->Gp + sg->start, sg->end - sg->start))
+                if (si < 0 ||
+                    !emit_rows(r, si, sg->t0_ms, sg->t1_ms, r->G + sg->start, r->Gp + sg->start,
+                               r->want_words ? r->Gts + sg->start : NULL, offset_ms,
+                               sg->end - sg->start))
                     st = TRANSCRIBE_ERR_OOM;
             }
             free(txt);
@@ -846,7 +885,9 @@ transcribe_status tr_wh_run(wh_session *s, const float *pcm, int n_samples, tr_r
     s->pool = ctx->pool ? ctx->pool : s->pool;
     tr_wh_opts_from_params(ctx->params, &r.o);
     transcribe_timestamp_kind tk = ctx->params->timestamps;
-    r.want_ts = tk == TRANSCRIBE_TIMESTAMPS_AUTO || tk == TRANSCRIBE_TIMESTAMPS_SEGMENT;
+    r.want_words = tk == TRANSCRIBE_TIMESTAMPS_WORD || tk == TRANSCRIBE_TIMESTAMPS_TOKEN;
+    r.want_ts =
+        r.want_words || tk == TRANSCRIBE_TIMESTAMPS_AUTO || tk == TRANSCRIBE_TIMESTAMPS_SEGMENT;
     build_temps(&r);
     float mit = r.o.max_initial_ts;
     r.max_init_idx = (isfinite(mit) && mit >= 0.0f) ? (int)floor((double)mit / 0.02 + 1e-6) : -1;
