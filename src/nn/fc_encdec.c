@@ -7,6 +7,7 @@
 
 #include "gguf/gguf.h"
 #include "gguf/gguf_keys.h"
+#include "util/argmax.h"
 #include "util/log.h"
 
 tr_ed_decoder tr_fced_decoder(const tr_fced_dec_parts *p) {
@@ -140,6 +141,21 @@ tr_ed_seq tr_fced_seq(const tr_fced *e, const tr_fced_bufs *b, tr_nn_kv *kv, con
 bool tr_fced_seq_ok(const tr_fced *e, const tr_fced_bufs *b, const int32_t *ids, int rows,
                     int n_past, int T_enc, int n_ctx) {
     return T_enc >= 1 && (size_t)T_enc <= b->cap && tr_ed_seq_ok(e->dec, ids, rows, n_past, n_ctx);
+}
+
+bool tr_fced_verify(const tr_fced *e, tr_pool *pool, const tr_fced_bufs *b, tr_nn_kv *kv,
+                    const int32_t *ids, int n, int n_past, int T_enc, int n_ctx, float *x,
+                    float *scratch, float *logits, int32_t *next) {
+    const int V = e->dec->n_vocab;
+    if (n < 1 || !tr_fced_seq_ok(e, b, ids, n, n_past, T_enc, n_ctx)) return false;
+    for (int i = 0; i < n; i += TR_FCED_VERIFY_ROWS) {
+        const int rows = n - i < TR_FCED_VERIFY_ROWS ? n - i : TR_FCED_VERIFY_ROWS;
+        const tr_ed_seq seq = tr_fced_seq(e, b, kv, ids + i, rows, n_past + i, T_enc);
+        tr_ed_step(pool, e->dec, 1, &seq, x, scratch, NULL);
+        tr_ed_head(pool, e->dec, x, rows, logits);
+        for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(logits + (size_t)r * V, V);
+    }
+    return true;
 }
 
 transcribe_status

@@ -92,6 +92,18 @@ tr_ed_seq tr_fced_seq(const tr_fced *e, const tr_fced_bufs *b, tr_nn_kv *kv, con
 bool tr_fced_seq_ok(const tr_fced *e, const tr_fced_bufs *b, const int32_t *ids, int rows,
                     int n_past, int T_enc, int n_ctx);
 
+/* Speculative verification (nn/greedy.h tr_greedy_verify_fn) over the
+ * single-utterance pass in b: ids[0..n) at positions n_past.. in passes of
+ * TR_FCED_VERIFY_ROWS rows (dec_pass.h's small pass, whose rows carry the
+ * bits of one-row steps); next[i] gets the argmax after ids[i], what n
+ * single steps would give. x and scratch hold TR_FCED_VERIFY_ROWS rows
+ * (tr_ed_step_scratch), logits [TR_FCED_VERIFY_ROWS][V]. false when the
+ * sequence may not run (tr_fced_seq_ok). */
+#define TR_FCED_VERIFY_ROWS 4
+bool tr_fced_verify(const tr_fced *e, tr_pool *pool, const tr_fced_bufs *b, tr_nn_kv *kv,
+                    const int32_t *ids, int n, int n_past, int T_enc, int n_ctx, float *x,
+                    float *scratch, float *logits, int32_t *next);
+
 /* One utterance of a packed group. */
 typedef struct tr_fced_utt {
     int idx; /* batch index */

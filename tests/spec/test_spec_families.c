@@ -92,6 +92,8 @@ int main(void) {
     check_family(DATA "/moss/tiny/moss-tiny-loop-nosplit-F16.gguf", DATA "/moss/mix.wav", true);
     check_family(DATA "/whisper/tiny/whisper-tiny-ref-F16.gguf", JFK, true);
     check_family(DATA "/canary/tiny-canary2/tiny-canary2-ref-F16.gguf", JFK, true);
+    check_family(DATA "/cohere/tiny/cohere-tiny-ref-F16.gguf", DATA "/cohere/clip.wav", true);
+    check_family(DATA "/cohere/tiny/cohere-tiny-ref-Q8_0.gguf", JFK, true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-F16.gguf", JFK, true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-Q8_0.gguf", JFK, true);
     check_family(DATA "/voxtral/voxtral-tiny-ref-F16.gguf", DATA "/voxtral/clip.wav", true);

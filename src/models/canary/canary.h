@@ -24,7 +24,7 @@ struct tr_tokenizer;
 #define CN_MAX_PROMPT 10  /* longest prompt (canary2 single-SP) */
 /* Rows of one speculative verify pass: the few-row matmul path, whose rows
  * are exact to one-row products (a longer verify runs as several passes). */
-#define CN_VERIFY_ROWS 4
+#define CN_VERIFY_ROWS TR_FCED_VERIFY_ROWS
 
 typedef enum { CN_PROMPT_CANARY = 0, CN_PROMPT_CANARY2 = 1 } cn_prompt_format;
 

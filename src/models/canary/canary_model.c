@@ -81,16 +81,6 @@ bool tr_cn_decode(cn_session *s, const int32_t *ids, int n, int n_past, int T_en
 }
 
 bool tr_cn_verify(cn_session *s, const int32_t *ids, int n, int n_past, int T_enc, int32_t *next) {
-    const cn_model *m = s->m;
-    const int V = m->hp.n_vocab;
-    if (n < 1 || !tr_fced_seq_ok(&m->fced, &s->enc, ids, n, n_past, T_enc, s->n_ctx)) return false;
-    for (int i = 0; i < n; i += CN_VERIFY_ROWS) {
-        const int rows = n - i < CN_VERIFY_ROWS ? n - i : CN_VERIFY_ROWS;
-        const tr_ed_seq seq =
-            tr_fced_seq(&m->fced, &s->enc, &s->kv, ids + i, rows, n_past + i, T_enc);
-        tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, NULL);
-        tr_ed_head(s->pool, &m->decoder, s->dec_x, rows, s->spec_logits);
-        for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(s->spec_logits + (size_t)r * V, V);
-    }
-    return true;
+    return tr_fced_verify(&s->m->fced, s->pool, &s->enc, &s->kv, ids, n, n_past, T_enc, s->n_ctx,
+                          s->dec_x, s->dec_scratch, s->spec_logits, next);
 }

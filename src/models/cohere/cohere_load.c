@@ -281,6 +281,7 @@ void tr_ch_model_describe(const ch_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, m->mel.sample_rate, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_NONE);
     c->max_audio_ms = m->max_audio_ms;
+    c->supports_spec_decode = true; /* single runs: tr_fced_verify passes (cohere_run.c) */
     /* a fixed output budget (512 tokens) and no long-form mode of its own:
      * the library splits long audio at pauses and batches the pieces */
     desc->bounded_output = true;

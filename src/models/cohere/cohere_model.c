@@ -25,7 +25,8 @@ static transcribe_status session_setup(ch_session *s, const tr_session_cfg *cfg)
     s->dec_x = malloc(CH_PROMPT * D * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, CH_PROMPT, 1) * sizeof(float));
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));
-    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits) {
+    s->spec_logits = malloc((size_t)TR_FCED_VERIFY_ROWS * (size_t)hp->n_vocab * sizeof(float));
+    if (!ok || !s->fc_work || !s->dec_x || !s->dec_scratch || !s->logits || !s->spec_logits) {
         TR_ERROR("cohere: out of memory allocating session buffers");
         return TRANSCRIBE_ERR_OOM;
     }
@@ -39,6 +40,7 @@ static void session_release(ch_session *s) {
     free(s->dec_x);
     free(s->dec_scratch);
     free(s->logits);
+    free(s->spec_logits);
 }
 
 TR_FAMILY_SESSION(ch, session_setup, session_release)

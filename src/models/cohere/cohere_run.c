@@ -123,6 +123,18 @@ static transcribe_status decode_step(void *user, int32_t tok, int pos, int32_t *
     return TRANSCRIBE_OK;
 }
 
+static transcribe_status verify_step(void *user, const int32_t *toks, int n, int pos,
+                                     int32_t *next) {
+    step_ctx *c = user;
+    ch_session *s = c->s;
+    if (!tr_fced_verify(&s->m->fced, s->pool, &s->enc, &s->kv, toks, n, pos, c->T_enc, s->n_ctx,
+                        s->dec_x, s->dec_scratch, s->spec_logits, next)) {
+        TR_ERROR("cohere: verify step of %d rows at position %d failed", n, pos);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return TRANSCRIBE_OK;
+}
+
 /* docs/formats/cohere.md §6.3 on the shared loop (nn/greedy.h): prefill the prompt, budget
  * min(512, n_ctx - 10) counting the prefill token, window n_ctx, abort
  * before every step. */
@@ -143,8 +155,11 @@ static transcribe_status greedy(ch_session *s, const ch_prompt *pr, int T_enc, t
                                .abort_user = ctx,
                                .on_step = tr_run_span_step,
                                .step_user = &dec};
-    transcribe_status st = tr_greedy_loop(
-        &cfg, decode_step, &c, tr_argmax(s->logits, m->hp.n_vocab), CH_PROMPT, out, n_out);
+    /* speculative drafts verified in passes of the small-pass rows, whose
+     * bits equal single steps': the ids equal plain greedy decoding's */
+    transcribe_status st =
+        tr_greedy_loop_spec(&cfg, decode_step, verify_step, tr_run_spec_k(ctx), &c,
+                            tr_argmax(s->logits, m->hp.n_vocab), CH_PROMPT, out, n_out);
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
         TR_WARN("cohere: decoding stopped after %d tokens without end-of-text (context %d); the "
                 "text is truncated",
