@@ -113,6 +113,48 @@ static transcribe_status loop_step(void *user, int32_t tok, int pos, int32_t *ne
     return step_rows(a, &tok, 1, pos, a->x, a->scratch, next);
 }
 
+/* A verify step's buffers for passes of VERIFY_ROWS rows (the small pass
+ * of dec_pass.h: its rows carry the bits of one-row steps). */
+enum { VERIFY_ROWS = 4 };
+typedef struct verify_ctx {
+    const tr_msd_greedy_args *a;
+    float *x, *scratch, *logits;
+} verify_ctx;
+
+static transcribe_status verify_step_fn(void *user, int32_t tok, int pos, int32_t *next) {
+    const verify_ctx *v = user;
+    return loop_step((void *)v->a, tok, pos, next);
+}
+
+static transcribe_status verify_rows(void *user, const int32_t *toks, int n, int pos,
+                                     int32_t *next) {
+    const verify_ctx *v = user;
+    const tr_msd_greedy_args *a = v->a;
+    const int V = a->dec->n_vocab;
+    if (!tr_ed_seq_ok(a->dec, toks, n, pos, a->kv->n_ctx)) {
+        TR_ERROR("moonshine decoder: %d draft row(s) at position %d do not fit the decoder", n,
+                 pos);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    for (int i = 0; i < n; i += VERIFY_ROWS) {
+        const int rows = n - i < VERIFY_ROWS ? n - i : VERIFY_ROWS;
+        const tr_ed_seq seq = {.rows = rows,
+                               .n_past = pos + i,
+                               .n_src = a->n_src,
+                               .kv = a->kv,
+                               .ck = a->ck,
+                               .cv = a->cv,
+                               .cross_stride = a->cross_stride ? a->cross_stride
+                                                               : (size_t)a->n_src *
+                                                                     (size_t)a->dec->dims.d_model,
+                               .ids = toks + i};
+        tr_ed_step(a->pool, a->dec, 1, &seq, v->x, v->scratch, NULL);
+        tr_ed_head(a->pool, a->dec, v->x, rows, v->logits);
+        for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(v->logits + (size_t)r * V, V);
+    }
+    return TRANSCRIBE_OK;
+}
+
 /* The start token and the prefix as one prefill step. */
 static transcribe_status prefill(const tr_msd_greedy_args *a, int32_t *next) {
     const int n = a->n_prefix > 0 ? a->n_prefix : 0;
@@ -152,7 +194,21 @@ transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *
                                .abort_user = a->abort_user,
                                .on_step = a->on_step,
                                .step_user = a->step_user};
-    return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1 + n_pre, out, n_out);
+    if (a->spec_k <= 0)
+        return tr_greedy_loop(&cfg, loop_step, (void *)a, first, 1 + n_pre, out, n_out);
+    const size_t D = (size_t)a->dec->dims.d_model, V = (size_t)a->dec->n_vocab;
+    verify_ctx v = {a, malloc(VERIFY_ROWS * D * sizeof(float)),
+                    malloc(tr_ed_step_scratch(a->dec, VERIFY_ROWS, 1) * sizeof(float)),
+                    malloc(VERIFY_ROWS * V * sizeof(float))};
+    if (v.x && v.scratch && v.logits)
+        st = tr_greedy_loop_spec(&cfg, verify_step_fn, verify_rows, a->spec_k, &v, first, 1 + n_pre,
+                                 out, n_out);
+    else
+        st = TRANSCRIBE_ERR_OOM;
+    free(v.x);
+    free(v.scratch);
+    free(v.logits);
+    return st;
 }
 
 /* ---- batches ---- */

@@ -70,6 +70,10 @@ typedef struct tr_msd_greedy_args {
     void *abort_user;
     void (*on_step)(void *user, int n_gen, int n_most); /* may be NULL */
     void *step_user;
+    /* Speculative drafts per verify step (nn/greedy.h tr_greedy_loop_spec;
+     * 0: plain steps): verified in passes of 4 rows, whose bits are one-row
+     * steps', so the ids never change. */
+    int spec_k;
 } tr_msd_greedy_args;
 
 /* out (capacity gen_cap) gets the ids after the prefix without EOS: OK

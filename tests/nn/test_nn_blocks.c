@@ -13,6 +13,7 @@
 
 #include "nn/encdec_decoder.h"
 #include "nn/encdec_greedy.h"
+#include "nn/moonshine_decoder.h"
 #include "nn/nn.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
@@ -639,6 +640,56 @@ static void check_step1_exact(tr_pool *pool, tr_nn_rope rope, tr_nn_act act, tr_
     lin_free(&m.emb);
 }
 
+/* The Moonshine decoder's greedy loop (nn/moonshine_decoder.h) with
+ * speculative drafts gives the ids of plain steps; the random decoder over
+ * an 11-id vocabulary falls into a cycle, so the n-gram drafts are taken
+ * (a repeated trigram in the output proves they were offered). */
+static void check_msd_spec(tr_pool *pool) {
+    enum { N_CTX = 48 };
+    dec m;
+    dec_init(&m, (tr_nn_rope){6, 10000.0f, true});
+    float src[NSRC * D], ck[L * NSRC * D], cv[L * NSRC * D], x[D], logits[V];
+    for (int i = 0; i < NSRC * D; i++) src[i] = frand();
+    tr_ed_cross_kv(pool, &m.cfg, src, NSRC, ck, cv, NSRC * D);
+    float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(&m.cfg, 1, 1));
+    int32_t out[2][N_CTX];
+    int n_out[2] = {0, 0};
+    for (int c = 0; c < 2; c++) {
+        tr_nn_kv kv;
+        CHECK(tr_nn_kv_init(&kv, L, N_CTX, D, c == 1));
+        const tr_msd_greedy_args a = {.pool = pool,
+                                      .dec = &m.cfg,
+                                      .kv = &kv,
+                                      .ck = ck,
+                                      .cv = cv,
+                                      .n_src = NSRC,
+                                      .x = x,
+                                      .scratch = scratch,
+                                      .logits = logits,
+                                      .start = 1,
+                                      .eos = V, /* never produced: runs to the cap */
+                                      .gen_cap = N_CTX,
+                                      .spec_k = 0};
+        tr_msd_greedy_args sa = a;
+        sa.spec_k = 4;
+        CHECK(tr_msd_greedy(&a, out[0], &n_out[0]) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        tr_nn_kv_free(&kv);
+        CHECK(tr_nn_kv_init(&kv, L, N_CTX, D, c == 1));
+        CHECK(tr_msd_greedy(&sa, out[1], &n_out[1]) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        tr_nn_kv_free(&kv);
+        CHECK_MSG(n_out[0] == n_out[1] && !memcmp(out[0], out[1], sizeof(int32_t) * n_out[0]),
+                  "spec drafts changed the ids (%d vs %d)", n_out[0], n_out[1]);
+        bool repeat = false;
+        for (int i = 3; i + 3 <= n_out[0] && !repeat; i++)
+            for (int j = 0; j < i && !repeat; j++)
+                repeat = !memcmp(out[0] + j, out[0] + i, 3 * sizeof(int32_t));
+        CHECK_MSG(repeat, "no repeated trigram: no draft was offered");
+    }
+    free(scratch);
+    for (int l = 0; l < L; l++) blk_free(&m.b[l]);
+    lin_free(&m.emb);
+}
+
 int main(void) {
     tr_pool *pools[2] = {NULL, tr_pool_create(3)};
     const tr_nn_rope none = {0, 0, false}, neox = {6, 10000.0f, true}, gptj = {6, 500.0f, false},
@@ -658,6 +709,7 @@ int main(void) {
         check_step1_exact(pools[p], gptj, TR_NN_ACT_RELU, TR_NN_GLU_NONE, true);
         check_step1_exact(pools[p], neox, TR_NN_ACT_SILU, TR_NN_GLU_FUSED, true);
         check_step1_exact(pools[p], full, TR_NN_ACT_GELU, TR_NN_GLU_SPLIT, false);
+        check_msd_spec(pools[p]);
     }
     check_step_bytes();
     tr_pool_free(pools[1]);

@@ -94,6 +94,13 @@ int main(void) {
     check_family(DATA "/canary/tiny-canary2/tiny-canary2-ref-F16.gguf", JFK, true);
     check_family(DATA "/cohere/tiny/cohere-tiny-ref-F16.gguf", DATA "/cohere/clip.wav", true);
     check_family(DATA "/cohere/tiny/cohere-tiny-ref-Q8_0.gguf", JFK, true);
+    check_family(DATA "/moonshine/tiny/moonshine-tiny-ref-F16.gguf", DATA "/moonshine/clip.wav",
+                 true);
+    check_family(DATA "/moonshine/tiny/moonshine-tiny-ref-Q8_0.gguf", JFK, true);
+    check_family(DATA "/moonshine_streaming/tiny/moonshine-streaming-tiny-ref-F16.gguf",
+                 DATA "/moonshine_streaming/clip.wav", true);
+    check_family(DATA "/moonshine_streaming/tiny/moonshine-streaming-tiny-ref-Q8_0.gguf", JFK,
+                 true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-F16.gguf", JFK, true);
     check_family(DATA "/canary_qwen/canary-qwen-tiny-ref-Q8_0.gguf", JFK, true);
     check_family(DATA "/voxtral/voxtral-tiny-ref-F16.gguf", DATA "/voxtral/clip.wav", true);

@@ -273,6 +273,7 @@ void tr_mn_model_describe(const mn_model *m, tr_model_desc *desc) {
     struct transcribe_capabilities *c = tr_model_desc_begin(
         desc, MN_SAMPLE_RATE, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_NONE);
     c->max_audio_ms = m->max_audio_ms;
+    c->supports_spec_decode = true; /* single runs: tr_msd_greedy's verify passes */
     desc->tokenizer = m->tok;
     desc->bounded_output = true;
 }

@@ -125,7 +125,8 @@ transcribe_status tr_mn_run(mn_session *s, const float *pcm, int n_samples, tr_r
                                    .should_abort = tr_run_abort_poll,
                                    .abort_user = ctx,
                                    .on_step = tr_run_span_step,
-                                   .step_user = &dec};
+                                   .step_user = &dec,
+                                   .spec_k = tr_run_spec_k(ctx)};
     st = tr_msd_greedy(&ga, s->last_ids, &n_out);
     s->n_last = n_out;
     tr_run_report_decoded(ctx, st);

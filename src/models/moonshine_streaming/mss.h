@@ -155,9 +155,11 @@ transcribe_status tr_mss_cross_rows(mss_session *s, int64_t seg0, int64_t g0, in
 transcribe_status tr_mss_encode(mss_session *s, const float *pcm, int n, int *T,
                                 bool (*should_abort)(void *), void *abort_user);
 /* Greedy decode over the session's first T cross rows (forced prefix as
- * nn/moonshine_decoder.h says); ids into s->ids. */
+ * nn/moonshine_decoder.h says; spec_k drafts per verify step, 0 = none);
+ * ids into s->ids. */
 transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, int n_prefix,
-                                bool (*should_abort)(void *), void *abort_user, int *n_out);
+                                bool (*should_abort)(void *), void *abort_user, int spec_k,
+                                int *n_out);
 
 /* Input gates (docs/formats/moonshine_streaming.md §9 and the family README). */
 transcribe_status tr_mss_gate(const mss_model *m, const float *pcm, int n);

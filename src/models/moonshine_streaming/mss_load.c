@@ -318,5 +318,6 @@ void tr_mss_model_describe(const mss_model *m, tr_model_desc *desc) {
         desc, MSS_SAMPLE_RATE, m->n_lang, m->lang, m->variant, TRANSCRIBE_TIMESTAMPS_NONE);
     c->max_audio_ms = m->max_audio_ms;
     c->supports_streaming = true;
+    c->supports_spec_decode = true; /* offline runs: tr_msd_greedy's verify passes */
     desc->tokenizer = m->tok;
 }

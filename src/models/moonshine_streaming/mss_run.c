@@ -121,7 +121,8 @@ transcribe_status tr_mss_encode(mss_session *s, const float *pcm, int n, int *T,
 }
 
 transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, int n_prefix,
-                                bool (*should_abort)(void *), void *abort_user, int *n_out) {
+                                bool (*should_abort)(void *), void *abort_user, int spec_k,
+                                int *n_out) {
     const mss_model *m = s->m;
     const tr_msd_greedy_args ga = {.pool = s->pool,
                                    .dec = &m->msd.dec,
@@ -139,7 +140,8 @@ transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, in
                                    .prefix = prefix,
                                    .n_prefix = n_prefix,
                                    .should_abort = should_abort,
-                                   .abort_user = abort_user};
+                                   .abort_user = abort_user,
+                                   .spec_k = spec_k};
     return tr_msd_greedy(&ga, s->ids, n_out);
 }
 
@@ -245,7 +247,7 @@ transcribe_status tr_mss_run(mss_session *s, const float *pcm, int n_samples, tr
     if (st != TRANSCRIBE_OK) return st;
     tr_run_report_progress(ctx, 0.5);
     int n_out = 0;
-    st = tr_mss_decode(s, T, NULL, 0, tr_run_abort_poll, ctx, &n_out);
+    st = tr_mss_decode(s, T, NULL, 0, tr_run_abort_poll, ctx, tr_run_spec_k(ctx), &n_out);
     s->n_ids = n_out;
     tr_run_report_decoded(ctx, st);
     ctx->result->decode_ms = (float)(tr_time_ms() - t1);

@@ -210,7 +210,7 @@ static transcribe_status decode_segment(mss_session *s, int64_t n_frames, tr_str
     int n_out = 0;
     transcribe_status r = TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
     if (n_pre < cap)
-        r = tr_mss_decode(s, (int)n_frames, pre, n_pre, tr_stream_abort_poll, ctx, &n_out);
+        r = tr_mss_decode(s, (int)n_frames, pre, n_pre, tr_stream_abort_poll, ctx, 0, &n_out);
     if (r != TRANSCRIBE_OK && r != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return r;
     /* a partial decode stops at its (smaller) budget as a matter of course;
      * only a segment's last decode can truncate the text */
