@@ -276,54 +276,60 @@ static void residual_phase(const step_ctx *c, tr_sp_phase *p, const tr_nn_linear
     }
 }
 
-static void layer(const step_ctx *c, int l, part_buf *pb) {
-    const tr_ed_decoder *dec = c->dec;
-    const tr_nn_dec_block *b = &dec->blocks[l];
-    const float eps = dec->dims.ln_eps;
-    tr_sp_phase *ph = c->ph + (size_t)l * P_PER_LAYER;
-    const float *pp[TR_ED_STEP1_MAX][3];
-    int u0, u1;
+/* A phase on a LayerNorm of x: the inputs normed and prepared for the n
+ * weights W by this thread when work is left, then every claimed unit
+ * range through fn(c, b, u0, u1, pb, pp). */
+typedef void (*normed_fn)(const step_ctx *c, const tr_nn_dec_block *b, int u0, int u1, part_buf *pb,
+                          const float *(*pp)[3]);
 
-    tr_sp_phase *p = &ph[P_QKV];
+static void normed_phase(const step_ctx *c, tr_sp_phase *p, const tr_nn_dec_block *b,
+                         const tr_nn_norm *ln, const tr_tensor *const *W, int n, part_buf *pb,
+                         normed_fn fn) {
     if (tr_sp_has_work(p)) {
-        const tr_tensor *W[3] = {b->self.q.w, b->self.k.w, b->self.v.w};
-        norm_input(c, pb, &b->ln_self, eps, W, 3, pp);
+        const float *pp[TR_ED_STEP1_MAX][3];
+        norm_input(c, pb, ln, c->dec->dims.ln_eps, W, n, pp);
+        int u0, u1;
         while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
-            qkv_units(c, &b->self, u0, u1, pb, pp);
+            fn(c, b, u0, u1, pb, pp);
             tr_sp_finish(p, u0, u1);
         }
     }
     tr_sp_wait(p);
+}
+
+static void qkv_fn(const step_ctx *c, const tr_nn_dec_block *b, int u0, int u1, part_buf *pb,
+                   const float *(*pp)[3]) {
+    qkv_units(c, &b->self, u0, u1, pb, pp);
+}
+
+static void cq_fn(const step_ctx *c, const tr_nn_dec_block *b, int u0, int u1, part_buf *pb,
+                  const float *(*pp)[3]) {
+    const float *col[TR_ED_STEP1_MAX];
+    for (int r = 0; r < c->R; r++) col[r] = pp[r][0];
+    long n0, n1;
+    tr_sp_unit_rows(b->cross.q.w, u0, u1, &n0, &n1);
+    lin_rows(c, &b->cross.q, n0, n1, pb->h, c->hs, col, c->q, c->D, pb);
+}
+
+static void fc1_fn(const step_ctx *c, const tr_nn_dec_block *b, int u0, int u1, part_buf *pb,
+                   const float *(*pp)[3]) {
+    fc1_units(c, &b->ffn, u0, u1, pb, pp);
+}
+
+static void layer(const step_ctx *c, int l, part_buf *pb) {
+    const tr_nn_dec_block *b = &c->dec->blocks[l];
+    tr_sp_phase *ph = c->ph + (size_t)l * P_PER_LAYER;
+    const tr_tensor *qkv[3] = {b->self.q.w, b->self.k.w, b->self.v.w},
+                    *ffn[2] = {b->ffn.fc1.w, b->ffn.gate.w};
+    normed_phase(c, &ph[P_QKV], b, &b->ln_self, qkv, 3, pb, qkv_fn);
     run_phase(c, &ph[P_ATTN], l, pb, heads_self, NULL);
     residual_phase(c, &ph[P_O], &b->self.o, c->o, c->D, pb);
-
-    p = &ph[P_CQ];
-    if (tr_sp_has_work(p)) {
-        norm_input(c, pb, &b->ln_cross, eps, &b->cross.q.w, 1, pp);
-        const float *col[TR_ED_STEP1_MAX];
-        for (int r = 0; r < c->R; r++) col[r] = pp[r][0];
-        while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
-            long n0, n1;
-            tr_sp_unit_rows(b->cross.q.w, u0, u1, &n0, &n1);
-            lin_rows(c, &b->cross.q, n0, n1, pb->h, c->hs, col, c->q, c->D, pb);
-            tr_sp_finish(p, u0, u1);
-        }
-    }
-    tr_sp_wait(p);
+    normed_phase(c, &ph[P_CQ], b, &b->ln_cross, &b->cross.q.w, 1, pb, cq_fn);
     run_phase(c, &ph[P_CATTN], l, pb, heads_cross, NULL);
     residual_phase(c, &ph[P_CO], &b->cross.o, c->o, c->D, pb);
-
-    p = &ph[P_FC1];
-    if (tr_sp_has_work(p)) {
-        const tr_tensor *W[2] = {b->ffn.fc1.w, b->ffn.gate.w};
-        norm_input(c, pb, &b->ln_ffn, eps, W, b->ffn.glu == TR_NN_GLU_SPLIT ? 2 : 1, pp);
-        while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
-            fc1_units(c, &b->ffn, u0, u1, pb, pp);
-            tr_sp_finish(p, u0, u1);
-        }
-    }
-    tr_sp_wait(p);
-    const long F = dec->dims.d_ffn;
+    normed_phase(c, &ph[P_FC1], b, &b->ln_ffn, ffn, b->ffn.glu == TR_NN_GLU_SPLIT ? 2 : 1, pb,
+                 fc1_fn);
+    const long F = c->dec->dims.d_ffn;
     residual_phase(c, &ph[P_FC2], &b->ffn.fc2, c->mid + (b->ffn.glu ? F : 0), c->Wm, pb);
 }
 
