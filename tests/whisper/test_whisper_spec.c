@@ -15,11 +15,12 @@
 #include "tensor/dtype.h"
 #include "test_util.h"
 #include "transcribe.h"
+#include "transcribe/whisper.h"
 
 #define MODEL TR_SOURCE_DIR "/tests/data/whisper/tiny/whisper-tiny-ref-F16.gguf"
 #define JFK   TR_SOURCE_DIR "/samples/jfk.wav"
 
-static int g_accepted, g_tiers;
+static int g_accepted, g_tiers, g_side_tiers;
 
 static void on_log(transcribe_log_level level, const char *msg, void *user) {
     (void)level, (void)user;
@@ -30,6 +31,11 @@ static void on_log(transcribe_log_level level, const char *msg, void *user) {
         g_accepted += acc;
         g_tiers++;
     }
+    int tiers, steps;
+    p = strstr(msg, "fallback tiers side by side: ");
+    if (p && sscanf(p, "fallback tiers side by side: %d tiers in %d lockstep steps", &tiers,
+                    &steps) == 2)
+        g_side_tiers += tiers;
 }
 
 /* A copy of MODEL with dec.final_norm.bias = gain * E[tok] / |E[tok]|. */
@@ -121,6 +127,77 @@ static void check_model(const char *path, const float *pcm, int n, bool loops) {
     transcribe_session_free(s);
 }
 
+/* The fallback tiers after a failed greedy tier: with a fixed seed they run
+ * one after another on the run's one generator; with seed 0 side by side in
+ * lockstep, each on its own generator. On the loop model the sampled tiers
+ * are as peaked as the greedy one, so both give the same ids, text, status
+ * and per-window trace (temperature, tiers tried, log-probability,
+ * compression). */
+static run_out run_seed(struct transcribe_session *s, const float *pcm, int n, uint32_t seed,
+                        struct transcribe_whisper_chunk_trace *tr, int *n_tr) {
+    struct transcribe_run_params rp;
+    transcribe_run_params_init(&rp);
+    rp.language = "en";
+    struct transcribe_whisper_run_ext ext;
+    transcribe_whisper_run_ext_init(&ext);
+    ext.seed = seed;
+    rp.family = &ext.ext;
+    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
+    const char *t = transcribe_full_text(s);
+    o.text = strdup(t ? t : "");
+    o.n_tok = transcribe_n_tokens(s);
+    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
+    for (int i = 0; i < o.n_tok; i++) {
+        struct transcribe_token tk;
+        transcribe_token_init(&tk);
+        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
+    }
+    *n_tr = transcribe_get_whisper_chunk_count(s);
+    for (int i = 0; i < *n_tr && i < 8; i++) {
+        transcribe_whisper_chunk_trace_init(&tr[i]);
+        CHECK(transcribe_get_whisper_chunk_trace(s, i, &tr[i]) == TRANSCRIBE_OK);
+    }
+    return o;
+}
+
+static void check_side_by_side(const char *path, const float *pcm, int n) {
+    struct transcribe_session *s = NULL;
+    struct transcribe_session_params sp;
+    transcribe_session_params_init(&sp);
+    sp.n_threads = 2;
+    if (transcribe_open(path, NULL, &sp, &s) != TRANSCRIBE_OK) {
+        CHECK_MSG(false, "cannot open %s", path);
+        return;
+    }
+    struct transcribe_whisper_chunk_trace a[8], b[8];
+    int na = 0, nb = 0;
+    g_side_tiers = 0;
+    run_out seq = run_seed(s, pcm, n, 1234u, a, &na);
+    CHECK_MSG(g_side_tiers == 0, "a fixed seed ran %d tiers side by side", g_side_tiers);
+    run_out par = run_seed(s, pcm, n, 0u, b, &nb);
+    CHECK_MSG(g_side_tiers == 5, "seed 0: %d tiers side by side, want 5", g_side_tiers);
+    CHECK_MSG(par.st == seq.st && strcmp(par.text, seq.text) == 0 && par.n_tok == seq.n_tok &&
+                  !memcmp(par.ids, seq.ids, sizeof(int) * (size_t)seq.n_tok),
+              "side by side: status %d/%d, %d/%d tokens", par.st, seq.st, par.n_tok, seq.n_tok);
+    CHECK(na == nb && na > 0);
+    for (int i = 0; i < na && i < nb && i < 8; i++) {
+        CHECK_MSG(a[i].n_fallbacks == b[i].n_fallbacks &&
+                      a[i].temperature_used == b[i].temperature_used &&
+                      fabsf(a[i].avg_logprob - b[i].avg_logprob) < 1e-4f &&
+                      fabsf(a[i].compression_ratio - b[i].compression_ratio) < 1e-4f,
+                  "window %d: tiers %d/%d, T %g/%g, logprob %g/%g", i, a[i].n_fallbacks,
+                  b[i].n_fallbacks, a[i].temperature_used, b[i].temperature_used, a[i].avg_logprob,
+                  b[i].avg_logprob);
+        printf("window %d: %d fallbacks, T %.1f (sequential and side by side)\n", i,
+               a[i].n_fallbacks, a[i].temperature_used);
+    }
+    free(seq.text);
+    free(seq.ids);
+    free(par.text);
+    free(par.ids);
+    transcribe_session_free(s);
+}
+
 int main(void) {
     transcribe_log_set(on_log, NULL);
     float *pcm = NULL;
@@ -133,6 +210,7 @@ int main(void) {
     if (pcm) {
         check_model(MODEL, pcm, n, false);
         check_model(loop, pcm, 5 * 16000, true);
+        check_side_by_side(loop, pcm, 5 * 16000);
     }
     remove(loop);
     transcribe_audio_free(pcm);

@@ -546,6 +546,199 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
     return !out->aborted;
 }
 
+/* Whether the fallback loop stops at a tier with result o (the no-speech
+ * gate, or both quality thresholds met): docs/formats/whisper.md §8.7. */
+static bool tier_stops(const wh_runstate *r, float ns_prob, const tier_out *o) {
+    if (ns_prob > r->o.ns_thold && o->avg_logprob < r->o.lp_thold) return true;
+    return o->compression_ratio <= r->o.cr_thold && o->avg_logprob >= r->o.lp_thold;
+}
+
+/* ---- fallback tiers side by side ----
+ * After a failed greedy tier the remaining temperature tiers are independent
+ * decodes of the same window from the same prefix. With a nondeterministic
+ * sampler (seed 0: no run can be reproduced, upstream's included) they run
+ * in lockstep, one decoder step for all live tiers (nn/encdec_decoder.h:
+ * every weight read once per pass), each with its own cache (the prefix
+ * rows copied), its own generator seeded from the run's, its own ids; the
+ * acceptance loop then takes them in tier order exactly as it takes
+ * sequential tiers. As soon as the first tiers in order have all ended and
+ * one of them stops the loop, the later ones are dropped. A fixed seed
+ * keeps the sequential tiers and their single generator (upstream's draws). */
+#define WH_PAR_KV_BYTES ((size_t)64 << 20) /* extra caches the lockstep tiers may take */
+
+typedef struct par_tier {
+    tr_nn_kv kv;
+    wh_rng rng;
+    int32_t tok32;
+    int tok, n_past, n_g, n_lp, it;
+    double sum_lp;
+    float p;
+    wh_tsp ts;
+    bool live, done;
+    tier_out out;
+    int32_t G[WH_MAX_GEN + 8];
+    float Gp[WH_MAX_GEN + 8];
+    wh_tsp Gts[WH_MAX_GEN + 8];
+} par_tier;
+
+typedef struct par_set {
+    par_tier *t;
+    int n, k0;
+    bool tried;
+} par_set;
+
+static void par_free(par_set *ps) {
+    for (int i = 0; i < ps->n; i++) tr_nn_kv_free(&ps->t[i].kv);
+    free(ps->t);
+    ps->t = NULL;
+    ps->n = 0;
+}
+
+/* The tier's summary once it has ended (run_tier's). */
+static void par_finish(const wh_model *m, par_tier *t, float T) {
+    t->live = false;
+    t->done = true;
+    t->out.temperature = T;
+    t->out.avg_logprob = (float)(t->sum_lp / t->n_lp);
+    t->G[t->n_g] = m->eot;
+    t->out.compression_ratio = (float)tr_wh_compression_ratio(t->G, t->n_g + (t->out.eos ? 1 : 0));
+}
+
+/* One selection for tier t from processed logits (run_tier's loop body
+ * after the step). */
+static void par_select(wh_runstate *r, const wh_proc *pc, par_tier *t, float T, float *work) {
+    const wh_model *m = r->m;
+    float lp;
+    tr_wh_process_logits(pc, work, t->G, t->n_g);
+    t->tok = tr_wh_select_ts(work, m->hp.n_vocab, m->ts_begin, T, &t->rng, &lp, &t->p,
+                             r->want_words ? &t->ts : NULL);
+    t->sum_lp += lp;
+    t->n_lp++;
+}
+
+/* Tier t's turn at the top of run_tier's loop: false when it ends here. */
+static bool par_advance(const wh_model *m, par_tier *t, float T) {
+    if (t->it >= WH_MAX_GEN) {
+        par_finish(m, t, T);
+        return false;
+    }
+    t->it++;
+    if (t->tok == m->eot) {
+        t->out.eos = true;
+        par_finish(m, t, T);
+        return false;
+    }
+    t->G[t->n_g] = t->tok;
+    t->Gp[t->n_g] = t->p;
+    t->Gts[t->n_g] = t->ts;
+    t->n_g++;
+    if (t->n_past + 1 > m->hp.n_text_ctx) {
+        par_finish(m, t, T);
+        return false;
+    }
+    return true;
+}
+
+/* Tiers k0.. in lockstep into ps (ps->n 0: not taken; the caller runs them
+ * one by one). false on OOM. */
+static bool par_run(wh_runstate *r, const float *prefix_logits, int np, int k0, float ns_prob,
+                    par_set *ps) {
+    wh_session *s = r->s;
+    const wh_model *m = r->m;
+    const wh_hparams *hp = &m->hp;
+    const size_t D = (size_t)hp->d_model, V = (size_t)hp->n_vocab, L = (size_t)hp->n_dec_layers,
+                 el = s->kv.f16 ? 2 : sizeof(float),
+                 kv_bytes = 2 * L * (size_t)hp->n_text_ctx * D * el;
+    int n = r->n_temps - k0;
+    if (s->hub || r->o.seed != 0 || n < 2) return true;
+    if ((size_t)n * kv_bytes > WH_PAR_KV_BYTES) n = (int)(WH_PAR_KV_BYTES / kv_bytes);
+    if (n < 2) return true;
+    ps->t = calloc((size_t)n, sizeof *ps->t);
+    float *logits = malloc((size_t)n * V * sizeof(float));
+    tr_ed_seq *seqs = malloc((size_t)n * sizeof *seqs);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    bool ok = ps->t && logits && seqs && idx;
+    for (int i = 0; ok && i < n; i++) {
+        par_tier *t = &ps->t[i];
+        ok = tr_nn_kv_init(&t->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, s->kv.f16);
+        ps->n = i + 1;
+        if (!ok) break;
+        /* the prefix rows of every layer, as the shared prefix pass left them */
+        const size_t layer = (size_t)hp->n_text_ctx * D * el, pre = (size_t)np * D * el;
+        for (size_t l = 0; l < L; l++) {
+            memcpy((char *)t->kv.k + l * layer, (const char *)s->kv.k + l * layer, pre);
+            memcpy((char *)t->kv.v + l * layer, (const char *)s->kv.v + l * layer, pre);
+        }
+        tr_wh_rng_seed(&t->rng, (uint32_t)(tr_wh_rng_uniform(&r->rng) * 4294967296.0));
+        t->ts = (wh_tsp){-1, 0.0f, 0.0f};
+        t->n_past = np;
+        t->live = true;
+        memcpy(s->work, prefix_logits, V * sizeof(float));
+        const wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+        par_select(r, &pc, t, r->temps[k0 + i], s->work);
+    }
+    ps->k0 = k0;
+    const wh_proc pc = {.m = m, .want_ts = r->want_ts, .max_init_idx = r->max_init_idx};
+    const double t0 = tr_time_ms();
+    bool aborted = false;
+    int n_steps = 0;
+    while (ok) {
+        int live = 0;
+        for (int i = 0; i < ps->n; i++) {
+            par_tier *t = &ps->t[i];
+            if (!t->live || !par_advance(m, t, r->temps[k0 + i])) continue;
+            t->tok32 = t->tok;
+            seqs[live] = tr_wh_seq(s, &t->tok32, 1, t->n_past);
+            seqs[live].kv = &t->kv;
+            idx[live++] = i;
+        }
+        /* the first tiers in order, all ended, and one of them stops the loop:
+         * the later tiers are never looked at */
+        bool settled = false;
+        for (int i = 0; i < ps->n && !ps->t[i].live; i++)
+            if (tier_stops(r, ns_prob, &ps->t[i].out)) settled = true;
+        if (live == 0 || settled) break;
+        tr_ed_step(s->pool, &m->decoder, live, seqs, s->dec_x, s->dec_scratch, logits);
+        n_steps++;
+        for (int j = 0; j < live; j++) {
+            par_tier *t = &ps->t[idx[j]];
+            t->n_past++;
+            memcpy(s->work, logits + (size_t)j * V, V * sizeof(float));
+            par_select(r, &pc, t, r->temps[k0 + idx[j]], s->work);
+        }
+        if (tr_run_should_abort(r->ctx)) {
+            aborted = true;
+            break;
+        }
+    }
+    for (int i = 0; i < ps->n; i++) {
+        par_tier *t = &ps->t[i];
+        if (t->live) par_finish(m, t, r->temps[k0 + i]);
+        if (aborted) t->out.aborted = true;
+    }
+    r->dec_ms += tr_time_ms() - t0;
+    if (ok)
+        TR_DEBUG("whisper: fallback tiers side by side: %d tiers in %d lockstep steps", ps->n,
+                 n_steps);
+    free(logits);
+    free(seqs);
+    free(idx);
+    if (!ok) par_free(ps);
+    return ok;
+}
+
+/* Tier k0 + i of a lockstep set as run_tier would have left it: its ids in
+ * r->G and its summary in *out. */
+static bool par_take(wh_runstate *r, const par_set *ps, int i, tier_out *out) {
+    const par_tier *t = &ps->t[i];
+    r->n_g = t->n_g;
+    memcpy(r->G, t->G, sizeof(int32_t) * (size_t)(t->n_g + 1));
+    memcpy(r->Gp, t->Gp, sizeof(float) * (size_t)t->n_g);
+    memcpy(r->Gts, t->Gts, sizeof(wh_tsp) * (size_t)t->n_g);
+    *out = t->out;
+    return !out->aborted;
+}
+
 /* ---- result rows ---- */
 
 /* Word and token rows of one segment. A word starts at a text token whose
@@ -792,8 +985,19 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
         tier_out to = {0};
         bool no_speech = false;
         int accepted_tier = 0;
+        par_set ps = {0};
         for (int k = 0; k < r->n_temps; k++) {
-            if (!run_tier(r, prefix_logits, np, r->temps[k], &to)) break;
+            if (k == 1 && !ps.tried) { /* the greedy tier failed: the rest side by side */
+                ps.tried = true;
+                if (!par_run(r, prefix_logits, np, 1, ns_prob, &ps)) {
+                    st = TRANSCRIBE_ERR_OOM;
+                    break;
+                }
+            }
+            const bool ran = k >= ps.k0 && k < ps.k0 + ps.n
+                                 ? par_take(r, &ps, k - ps.k0, &to)
+                                 : run_tier(r, prefix_logits, np, r->temps[k], &to);
+            if (!ran) break;
             accepted_tier = k;
             if (ns_prob > r->o.ns_thold && to.avg_logprob < r->o.lp_thold) {
                 no_speech = true;
@@ -801,6 +1005,8 @@ static transcribe_status run_windows(wh_runstate *r, mel_src *src) {
             }
             if (to.compression_ratio <= r->o.cr_thold && to.avg_logprob >= r->o.lp_thold) break;
         }
+        par_free(&ps);
+        if (st != TRANSCRIBE_OK) break;
         if (to.aborted) {
             st = TRANSCRIBE_ERR_ABORTED;
             break;
