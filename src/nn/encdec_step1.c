@@ -52,6 +52,7 @@ typedef struct {
     float *x, *q, *k, *v, *o, *t, *mid, *logits;
     float *cosv, *sinv; /* [R][half] each row's rotation angles */
     int half;
+    bool shared_src; /* every row attends over the same cross K/V: one unit per head */
     float scale;
     tr_sp_phase *ph; /* [n_layers * P_PER_LAYER + 1] */
     part_buf *parts;
@@ -160,11 +161,14 @@ static void self_head(const step_ctx *c, int l, int r, int g, part_buf *pb) {
     }
 }
 
-/* Cross-attention of row r, head g in layer l over its sequence's source. */
-static void cross_head(const step_ctx *c, int l, int r, int g, part_buf *pb) {
+/* Cross-attention of rows [r, r + n) (one source), head g in layer l over
+ * their sequence's source: the source's rows are read once for the n
+ * queries (the row kernel takes each query on its own). */
+static void cross_head(const step_ctx *c, int l, int r, int n, int g, part_buf *pb) {
     const tr_ed_seq *sg = &c->seqs[r];
     const size_t off = (size_t)l * sg->cross_stride;
     tr_attn_args a = attn_args(c, r);
+    a.n_q = n;
     a.n_kv = a.kv_valid = sg->n_src;
     if (sg->ck16) {
         tr_attention_kv_head(&a, sg->ck16 + off, sg->cv16 + off, g, pb->att);
@@ -246,7 +250,12 @@ static void heads_self(const step_ctx *c, int l, int u0, int u1, part_buf *pb, v
 static void heads_cross(const step_ctx *c, int l, int u0, int u1, part_buf *pb, void *arg) {
     (void)arg;
     const int H = c->dec->dims.n_head;
-    for (int u = u0; u < u1; u++) cross_head(c, l, u / H, u % H, pb);
+    for (int u = u0; u < u1; u++) {
+        if (c->shared_src)
+            cross_head(c, l, 0, c->R, u, pb);
+        else
+            cross_head(c, l, u / H, 1, u % H, pb);
+    }
 }
 
 /* A residual product's claims: arg is {the linear, its input, row stride,
@@ -374,8 +383,8 @@ static bool weights_ok(tr_pool *pool, const tr_ed_decoder *dec) {
 }
 
 /* The phases of layer l (ph[0, P_PER_LAYER)) for R rows. */
-static void set_layer_phases(tr_sp_phase *ph, const tr_nn_dec_block *b, const tr_nn_dims *d,
-                             int R) {
+static void set_layer_phases(tr_sp_phase *ph, const tr_nn_dec_block *b, const tr_nn_dims *d, int R,
+                             bool shared_src) {
     const tr_sp_split q = tr_sp_split_of(b->self.q.w, 1), k = tr_sp_split_of(b->self.k.w, 1),
                       v = tr_sp_split_of(b->self.v.w, 1), heads = {0, 0};
     tr_sp_phase_set(&ph[P_QKV], q.n_units + k.n_units + v.n_units, q);
@@ -384,7 +393,7 @@ static void set_layer_phases(tr_sp_phase *ph, const tr_nn_dec_block *b, const tr
                     tr_sp_split_of(b->self.o.w, 1));
     tr_sp_phase_set(&ph[P_CQ], tr_sp_split_of(b->cross.q.w, 1).n_units,
                     tr_sp_split_of(b->cross.q.w, 1));
-    tr_sp_phase_set(&ph[P_CATTN], (long)R * d->n_head, heads);
+    tr_sp_phase_set(&ph[P_CATTN], (shared_src ? 1L : (long)R) * d->n_head, heads);
     tr_sp_phase_set(&ph[P_CO], tr_sp_split_of(b->cross.o.w, 1).n_units,
                     tr_sp_split_of(b->cross.o.w, 1));
     /* fc1: units over the F value rows, each also reading its gate row */
@@ -454,8 +463,15 @@ bool tr_ed_step1(tr_pool *pool, const tr_ed_decoder *dec, int R, const tr_ed_seq
             c.cosv[(size_t)r * half + i] = (float)cos(ang);
             c.sinv[(size_t)r * half + i] = (float)sin(ang);
         }
+    c.shared_src = true; /* the lockstep rows of one utterance (Whisper's fallback tiers) */
+    for (int r = 1; r < R; r++) {
+        const tr_ed_seq *a = &seqs[0], *b = &seqs[r];
+        if (a->ck != b->ck || a->cv != b->cv || a->ck16 != b->ck16 || a->cv16 != b->cv16 ||
+            a->n_src != b->n_src || a->cross_stride != b->cross_stride)
+            c.shared_src = false;
+    }
     for (int l = 0; l < dec->n_layers; l++)
-        set_layer_phases(c.ph + (size_t)l * P_PER_LAYER, &dec->blocks[l], d, R);
+        set_layer_phases(c.ph + (size_t)l * P_PER_LAYER, &dec->blocks[l], d, R, c.shared_src);
     tr_sp_phase_set(&c.ph[n_ph - 1], logits ? tr_sp_split_of(dec->head.w, 1).n_units : 0,
                     tr_sp_split_of(dec->head.w, 1));
     tr_pool_run(pool, step_task, &c);

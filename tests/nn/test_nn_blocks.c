@@ -585,9 +585,11 @@ static void check_greedy_batch(tr_pool *pool) {
  * nn/encdec_step1.h) gives the bits of the general path: the embedded rows
  * through tr_nn_dec_block_fwd_segs, the final LayerNorm and the head as
  * one product, for the logits, the final rows and the K/V left in each
- * cache; every FFN kind, rotary pairing, cache type and thread count. */
+ * cache; every FFN kind, rotary pairing, cache type and thread count, with
+ * a source per sequence and one source for all (the cross-attention then
+ * takes all rows of a head in one call). */
 static void check_step1_exact(tr_pool *pool, tr_nn_rope rope, tr_nn_act act, tr_nn_glu glu,
-                              bool f16_cache) {
+                              bool f16_cache, bool shared_src) {
     enum { R = 3, P = 2 };
     dec m;
     dec_init_ffn(&m, rope, act, glu);
@@ -609,8 +611,8 @@ static void check_step1_exact(tr_pool *pool, tr_nn_rope rope, tr_nn_act act, tr_
                                    .n_past = 0,
                                    .n_src = NSRC,
                                    .kv = &kv[c][r],
-                                   .ck = ck[r],
-                                   .cv = cv[r],
+                                   .ck = ck[shared_src ? 0 : r],
+                                   .cv = cv[shared_src ? 0 : r],
                                    .cross_stride = NSRC * D,
                                    .ids = pre[r]};
         }
@@ -705,10 +707,10 @@ int main(void) {
         check_dec_rows_exact(pools[p], neox, false);
         check_dec_rows_exact(pools[p], none, true);
         check_greedy_batch(pools[p]);
-        check_step1_exact(pools[p], none, TR_NN_ACT_GELU, TR_NN_GLU_NONE, false);
-        check_step1_exact(pools[p], gptj, TR_NN_ACT_RELU, TR_NN_GLU_NONE, true);
-        check_step1_exact(pools[p], neox, TR_NN_ACT_SILU, TR_NN_GLU_FUSED, true);
-        check_step1_exact(pools[p], full, TR_NN_ACT_GELU, TR_NN_GLU_SPLIT, false);
+        check_step1_exact(pools[p], none, TR_NN_ACT_GELU, TR_NN_GLU_NONE, false, false);
+        check_step1_exact(pools[p], gptj, TR_NN_ACT_RELU, TR_NN_GLU_NONE, true, false);
+        check_step1_exact(pools[p], neox, TR_NN_ACT_SILU, TR_NN_GLU_FUSED, true, true);
+        check_step1_exact(pools[p], full, TR_NN_ACT_GELU, TR_NN_GLU_SPLIT, false, true);
         check_msd_spec(pools[p]);
     }
     check_step_bytes();

@@ -16,6 +16,7 @@ int bench_batch(int argc, char **argv);     /* bench_batch.c: batched vs serial 
 int bench_server(int argc, char **argv);    /* bench_server.c: load on transcribe-server */
 int bench_vad(int argc, char **argv);
 int bench_stream(int argc, char **argv);
+int bench_fallback(int argc, char **argv); /* bench_fallback.c: Whisper's fallback tiers */
 
 /* ---- command-line options (bench_opts.c) ---- */
 

@@ -26,6 +26,7 @@ static const char k_overview[] =
     "  stream    live transcription: commit delay (median, p90), compute per audio second\n"
     "  vad       Silero VAD real-time factor, and a half-silent file with and without it\n"
     "  server    loopback load on a transcribe-server it starts: latency, throughput, RSS\n"
+    "  fallback  Whisper's temperature fallback: sequential tiers against side by side\n"
     "\n"
     "  -h, --help  this text\n";
 
@@ -85,6 +86,13 @@ static const char k_stream[] =
     "default context (70, R) (R of 13, 6, 1, 0), for measuring at real dimensions.\n"
     "--buffered picks a unified-en file's buffered window in ms (PKBS; -1 = default);\n"
     "--make-unified rewrites an offline Parakeet file into unified-en-0.6b's schema.\n";
+
+static const char k_fallback[] =
+    "usage: transcribe-bench fallback -m WHISPER_MODEL AUDIO [--threads N] [--repeat R]\n"
+    "\n"
+    "Whisper's temperature fallback with every tier failing (compression_ratio_thold 0):\n"
+    "a fixed seed (tiers one after another) against seed 0 (the tiers after the greedy\n"
+    "one side by side in lockstep), alternated; fastest decode ms of each, their ratio.\n";
 
 static const char k_vad[] =
     "usage: transcribe-bench vad [--vad-model F] [--threads N] [--reps N]\n"
@@ -154,7 +162,8 @@ int main(int argc, char **argv) {
                  {"llm-batch", k_llm_batch, bench_llm_batch},
                  {"stream", k_stream, bench_stream},
                  {"vad", k_vad, bench_vad},
-                 {"server", k_server, bench_server}};
+                 {"server", k_server, bench_server},
+                 {"fallback", k_fallback, bench_fallback}};
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
         if (strcmp(cmd, modes[i].name) != 0) continue;
         if (wants_help(argc - 1, argv + 1)) {
