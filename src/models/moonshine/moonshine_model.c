@@ -148,12 +148,15 @@ static bool alloc_ws(mn_session *s, int64_t T) {
     return s->enc_ws != NULL;
 }
 
-/* The workspace is dead once the blocks are done: freed and handed back to
- * the system before the decoder runs, so the decode (when every weight page
- * is resident) does not also hold it. */
+/* The workspace and the pool's scratch (the GEMM's packed X, attention's
+ * packed K/V: sized by the encoder, unused by the one-row decoder steps)
+ * are dead once the blocks are done: freed and handed back to the system
+ * before the decoder runs, so the decode (when every weight page is
+ * resident) does not also hold them. */
 static void release_ws(mn_session *s) {
     free(s->enc_ws);
     s->enc_ws = NULL;
+    tr_pool_scratch_release(s->pool);
     tr_mem_release_free();
 }
 
