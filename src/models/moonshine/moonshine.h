@@ -105,6 +105,10 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T, f
  * at the session buffer holding it, *T gets its frame count. */
 transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int stage, const float **out,
                              int *T);
+/* Frees the encoder rows and the session's cross K/V (the next encode
+ * allocates them again) and hands the memory back: a finished run's are
+ * dead, and held they would add to the next encoder's peak. */
+void tr_mn_release_run_bufs(mn_session *s);
 /* One decoder step of the single run over the session's cache and its own
  * cross K/V: one id (rows == 1) at position n_past, logits into s->logits.
  * false when the id or position is out of range. */

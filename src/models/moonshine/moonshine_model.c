@@ -139,6 +139,11 @@ static bool grow_enc_bufs(mn_session *s, int64_t T) {
     return true;
 }
 
+void tr_mn_release_run_bufs(mn_session *s) {
+    free_enc_bufs(s);
+    tr_mem_release_free();
+}
+
 static bool alloc_ws(mn_session *s, int64_t T) {
     size_t stage;
     const size_t stem = stem_ws_floats(&s->m->hp, T, s->stem_chunk, &stage);
