@@ -78,9 +78,9 @@ int64_t tr_mn_enc_frames(const mn_hparams *hp, int64_t n, int64_t *t1, int64_t *
 /* ---- the conv stem, chunk by chunk (docs/formats/moonshine.md §5.1) ----
  *
  * The stem runs frame-major: each convolution is an im2col product against
- * the kernel seen as a [c_out][c_in·k] matrix (tr_matmul takes it in its
- * stored F32 or F16, so nothing is widened or packed per call), and the
- * last one writes the blocks' [T][d] input directly. The encoder frames go
+ * the kernel seen as a [c_out][c_in·k] matrix (tr_matmul reads it as
+ * stored, F32 or F16: no widened copy of a whole kernel), and the last one
+ * writes the blocks' [T][d] input directly (no transpose). The encoder frames go
  * MN_STEM_CHUNK at a time, each chunk recomputing the few conv 0 / conv 1
  * frames its receptive field shares with the previous one, so the stages
  * and the im2col never grow with the input: they live in the encoder's
