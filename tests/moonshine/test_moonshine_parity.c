@@ -148,6 +148,19 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
         snprintf(name, sizeof name, "%s_stem_out", clip);
         if (out) compare(name, out, T, d, false, 1e-4);
         s->stem_chunk = MN_STEM_CHUNK;
+        /* the same bits on one thread (no pool) as on the test's pool */
+        float *two = out && T > 0 ? malloc(sizeof(float) * (size_t)T * d) : NULL;
+        if (two) {
+            CHECK(tr_mn_stem(s, pcm, n, 3, &out, &T) == TRANSCRIBE_OK);
+            memcpy(two, out, sizeof(float) * (size_t)T * d);
+            tr_pool *pool = s->pool;
+            s->pool = NULL;
+            CHECK(tr_mn_stem(s, pcm, n, 3, &out, &T) == TRANSCRIBE_OK);
+            s->pool = pool;
+            CHECK_MSG(!memcmp(two, out, sizeof(float) * (size_t)T * d),
+                      "%s: the stem differs between 1 and 2 threads", clip);
+            free(two);
+        }
     }
     /* Q8_0 weights against a single row (the matrix-vector path: every
      * decode step, and the encoder of a one-frame clip) multiply int8
