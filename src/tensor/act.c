@@ -47,10 +47,8 @@ void tr_relu(float *x, long n) {
     for (long i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-/* libm tanhf keeps relative accuracy near 0, which 1 - 2/(e^2x + 1) would not;
- * tanh only appears in small recurrent cells, so speed does not matter. */
 void tr_tanh(float *x, long n) {
-    for (long i = 0; i < n; i++) x[i] = tanhf(x[i]);
+    if (n > 0) DISPATCH(tr_act_tanh, x, n);
 }
 
 void tr_glu(const float *x, float *y, int rows, int half) {

@@ -56,6 +56,25 @@ static inline vf gelu_tanh_v(vf x) {
     return vdiv(x, vadd(vset1(1.0f), e));
 }
 
+/* tanh keeping relative accuracy near 0 (1 - 2/(e^2x + 1) alone would lose
+ * it to cancellation): |x| < 0.625 an odd polynomial x + x^3 P(x^2) (the
+ * classic Cephes tanhf fit, ~1 ulp), beyond it sign(x)(1 - 2/(e^2|x| + 1))
+ * with |x| capped at 9, where tanh is 1 in float. */
+static inline vf tanh_v(vf x) {
+    vf z = vmul(x, x);
+    vf p = vset1(-5.70498872745e-3f);
+    p = vfmadd(p, z, vset1(2.06390887954e-2f));
+    p = vfmadd(p, z, vset1(-5.37397155531e-2f));
+    p = vfmadd(p, z, vset1(1.33314422036e-1f));
+    p = vfmadd(p, z, vset1(-3.33332819422e-1f));
+    vf small = vfmadd(vmul(p, z), x, x);
+    vf a = vabs(x);
+    vf e = vexp(vmul(vmin(a, vset1(9.0f)), vset1(2.0f)));
+    vf big = vsub(vset1(1.0f), vdiv(vset1(2.0f), vadd(e, vset1(1.0f))));
+    big = vsel_neg(x, vsub(vzero(), big), big);
+    return vsel_neg(vsub(a, vset1(0.625f)), small, big);
+}
+
 static inline vf silu_v(vf x) {
     return vdiv(x, vadd(vset1(1.0f), vexp(vsub(vzero(), x))));
 }
@@ -109,6 +128,10 @@ void TR_VSUF(tr_act_gelu)(float *x, long n) {
 
 void TR_VSUF(tr_act_gelu_tanh)(float *x, long n) {
     TR_MAP_INPLACE(x, n, gelu_tanh_v);
+}
+
+void TR_VSUF(tr_act_tanh)(float *x, long n) {
+    TR_MAP_INPLACE(x, n, tanh_v);
 }
 
 void TR_VSUF(tr_act_silu)(float *x, long n) {

@@ -104,7 +104,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
     tr_attn_job job = {&a, k16, v16, NULL, NULL, 0, 1};
-    float *packed = NULL;
+    float *packed = NULL, *own_packed = NULL;
     /* worth it when each head's K/V is re-read by several query tiles;
      * for a few tiles over a short K/V (Parakeet on short audio: 3 tiles,
      * 138 keys) the copy costs more than the strided reads */
@@ -112,8 +112,13 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
         const long rows = (a.kv_valid > 0 && a.kv_valid < a.n_kv) ? a.kv_valid : a.n_kv;
         const long dp = tr_attn_dpad(a.head_dim);
         const size_t n = (size_t)a.n_head_kv * (size_t)rows * (size_t)dp;
-        /* no packed copy (the slower in-place reads) when it does not fit */
-        packed = rows > 0 ? aligned_alloc(64, sizeof(float) * 2 * ((n + 15) / 16 * 16)) : NULL;
+        /* the pool's slot, reused by every call (an encoder attends once a
+         * block: a fresh copy per call was faulted in each time, and freed
+         * copies fragmented the heap); no packed copy (the slower in-place
+         * reads) when none fits */
+        const size_t floats = 2 * ((n + 15) / 16 * 16);
+        packed = rows > 0 ? tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, floats) : NULL;
+        if (rows > 0 && !packed) packed = own_packed = aligned_alloc(64, sizeof(float) * floats);
         if (packed) {
             pack_ctx pc = {&a, packed, packed + (n + 15) / 16 * 16, rows, dp};
             if (tr_pool_n_threads(pool) > 1 && n >= 65536)
@@ -149,7 +154,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     if (!c.scratch) {
         TR_ERROR("attention: out of memory for scratch");
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
-        free(packed);
+        free(own_packed);
         for (int i = 0; i < a.n_q; i++)
             memset(a.out + (long)i * a.out_stride, 0,
                    sizeof(float) * (size_t)a.n_head * (size_t)a.head_dim);
@@ -173,7 +178,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     else
         attn_worker(&c, 0, 1);
     free(own);
-    free(packed);
+    free(own_packed);
 }
 
 void tr_attention(tr_pool *pool, const tr_attn_args *a) {

@@ -16,6 +16,7 @@ tr_ops_isa_t tr_ops_isa(void);
 #define TR_DECLARE_ACT_KERNELS(suf)                                                                \
     void tr_act_gelu_##suf(float *x, long n);                                                      \
     void tr_act_gelu_tanh_##suf(float *x, long n);                                                 \
+    void tr_act_tanh_##suf(float *x, long n);                                                      \
     void tr_act_silu_##suf(float *x, long n);                                                      \
     void tr_act_sigmoid_##suf(float *x, long n);                                                   \
     float tr_act_max_##suf(const float *x, long n);                                                \

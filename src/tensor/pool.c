@@ -184,6 +184,15 @@ float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats) {
     return pool->scratch[slot];
 }
 
+void tr_pool_scratch_release(tr_pool *pool) {
+    if (!pool) return;
+    for (int i = 0; i < TR_POOL_SCRATCH_SLOTS; i++) {
+        free(pool->scratch[i]);
+        pool->scratch[i] = NULL;
+        pool->scratch_floats[i] = 0;
+    }
+}
+
 float *tr_pool_scratch(tr_pool *pool, size_t floats) {
     return tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTENTION, floats);
 }

@@ -40,9 +40,18 @@ int tr_pool_take_failures(tr_pool *pool);
 float *tr_pool_scratch(tr_pool *pool, size_t floats);
 /* The same with a slot per kernel that keeps scratch between calls, so
  * kernels that run one after another never hand each other's buffers
- * around (attention and the GEMM's packed X). */
-enum { TR_POOL_SCRATCH_ATTENTION = 0, TR_POOL_SCRATCH_GEMM_X = 1, TR_POOL_SCRATCH_SLOTS = 2 };
+ * around (attention, the GEMM's packed X, attention's packed K/V). */
+enum {
+    TR_POOL_SCRATCH_ATTENTION = 0,
+    TR_POOL_SCRATCH_GEMM_X = 1,
+    TR_POOL_SCRATCH_ATTN_KV = 2,
+    TR_POOL_SCRATCH_SLOTS = 3
+};
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
+/* Frees every slot's scratch (the next request allocates again): for a
+ * model whose encoder needed large scratch that its decoder does not. Only
+ * the thread that submits runs, between runs. */
+void tr_pool_scratch_release(tr_pool *pool);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
 int tr_default_n_threads(void);

@@ -104,7 +104,7 @@ bool tr_u64map_get(const tr_u64map *m, uint64_t key, int64_t *val) {
 bool tr_piecemap_init(tr_piecemap *m, int expected) {
     memset(m, 0, sizeof(*m));
     if (expected < 16) expected = 16;
-    size_t cap = pow2_at_least((size_t)expected * 2 + 1);
+    size_t cap = pow2_at_least((size_t)expected * 2); /* load <= 1/2 */
     m->slots = calloc(cap, sizeof(*m->slots));
     m->cap = expected;
     m->off = malloc((size_t)m->cap * sizeof(*m->off));
@@ -142,14 +142,14 @@ static void piecemap_index(tr_piecemap *m, int32_t id) {
 }
 
 int32_t tr_piecemap_add(tr_piecemap *m, const char *key, size_t n) {
-    if (n > UINT32_MAX || m->n == INT32_MAX - 1) return -1;
+    if (n >= UINT32_MAX - m->arena_len || m->n == INT32_MAX - 1) return -1; /* 32-bit offsets */
     if (m->n == m->cap) {
         int32_t cap = m->cap > INT32_MAX / 2 ? INT32_MAX - 1 : m->cap * 2;
-        size_t *off = realloc(m->off, (size_t)cap * sizeof(*off));
+        uint32_t *off = realloc(m->off, (size_t)cap * sizeof(*off));
         if (off) m->off = off;
         uint32_t *len = realloc(m->len, (size_t)cap * sizeof(*len));
         if (len) m->len = len;
-        uint64_t *hash = realloc(m->hash, (size_t)cap * sizeof(*hash));
+        uint32_t *hash = realloc(m->hash, (size_t)cap * sizeof(*hash));
         if (hash) m->hash = hash;
         if (!off || !len || !hash) return -1;
         m->cap = cap;
@@ -169,9 +169,9 @@ int32_t tr_piecemap_add(tr_piecemap *m, const char *key, size_t n) {
     int32_t id = m->n++;
     memcpy(m->arena + m->arena_len, key, n);
     m->arena[m->arena_len + n] = '\0'; /* pieces double as C strings */
-    m->off[id] = m->arena_len;
+    m->off[id] = (uint32_t)m->arena_len;
     m->len[id] = (uint32_t)n;
-    m->hash[id] = tr_tok_hash_bytes(key, n);
+    m->hash[id] = (uint32_t)tr_tok_hash_bytes(key, n);
     m->arena_len += n + 1;
     piecemap_index(m, id);
     return id;
@@ -183,7 +183,8 @@ int32_t tr_piecemap_find(const tr_piecemap *m, const char *s, size_t n) {
     size_t i = h & m->mask;
     while (m->slots[i]) {
         int32_t o = (int32_t)m->slots[i] - 1;
-        if (m->hash[o] == h && m->len[o] == n && memcmp(m->arena + m->off[o], s, n) == 0) return o;
+        if (m->hash[o] == (uint32_t)h && m->len[o] == n && memcmp(m->arena + m->off[o], s, n) == 0)
+            return o;
         i = (i + 1) & m->mask;
     }
     return -1;

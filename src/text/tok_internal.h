@@ -56,9 +56,9 @@ typedef struct {
     size_t mask;
     char *arena;
     size_t arena_len, arena_cap;
-    size_t *off; /* per id: arena offset */
+    uint32_t *off; /* per id: arena offset (the arena stays below 4 GiB) */
     uint32_t *len;
-    uint64_t *hash;
+    uint32_t *hash; /* per id: the key's hash, low 32 bits (the slot index never needs more) */
     int32_t n, cap;
 } tr_piecemap;
 
@@ -112,7 +112,7 @@ struct tr_tokenizer {
 
     /* Decoded bytes of each token (after the kind's decode rule). */
     char *dec;
-    size_t *dec_off;
+    uint32_t *dec_off; /* no longer than the piece arena: below 4 GiB */
     uint32_t *dec_len;
 
     /* gpt2: BPE symbols are vocab ids, plus merge strings that are not vocab
@@ -122,7 +122,7 @@ struct tr_tokenizer {
     int32_t byte_sym[256]; /* initial symbol of each raw byte, -1 unknown */
 
     /* SentencePiece */
-    tr_trie trie;    /* unigram: NORMAL/USER_DEFINED/UNUSED pieces */
+    tr_trie trie;    /* unigram only: NORMAL/USER_DEFINED/UNUSED pieces */
     tr_trie ud_trie; /* user-defined pieces (matched as whole units) */
     bool has_ud;
     int32_t byte_id[256]; /* <0xHH> pieces, -1 absent */

@@ -124,7 +124,7 @@ transcribe_status tr_tok_new(tr_tok_kind kind, tr_pretok pre, const char *const 
     for (int i = 0; i < n; i++) {
         size_t len;
         const char *p = tr_piecemap_key(&t->pieces, i, &len);
-        t->dec_off[i] = o;
+        t->dec_off[i] = (uint32_t)o;
         t->dec_len[i] = (uint32_t)decode_piece(kind, p, len, t->dec + o);
         o += t->dec_len[i];
     }

@@ -1,5 +1,6 @@
 /* Thread pool: every part runs exactly once per run, across many runs
- * (exercising both the spin and the sleep paths), for several sizes. */
+ * (exercising both the spin and the sleep paths), for several sizes; the
+ * scratch slots and their release. */
 #include <stdatomic.h>
 #include <time.h>
 
@@ -40,6 +41,25 @@ int main(void) {
         CHECK(atomic_load(&c.calls) == runs * nn);
         for (int i = 0; i < nn; i++) CHECK(atomic_load(&c.hits[i]) == runs);
         CHECK(atomic_load(&c.nth_seen) == nn);
+        tr_pool_free(pool);
+    }
+    /* scratch slots: kept while requests fit, grown past them, and
+     * released (then allocated again) */
+    {
+        tr_pool *pool = tr_pool_create(2);
+        float *a = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 1000);
+        CHECK(a != NULL);
+        a[999] = 1.0f;
+        CHECK(tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 500) == a);
+        float *g = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, 10);
+        CHECK(g != NULL && g != a);
+        tr_pool_scratch_release(pool);
+        float *b2 = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 2000);
+        CHECK(b2 != NULL);
+        b2[1999] = 2.0f;
+        tr_pool_scratch_release(pool);
+        tr_pool_scratch_release(NULL);
+        CHECK(tr_pool_scratch_slot(NULL, TR_POOL_SCRATCH_GEMM_X, 10) == NULL);
         tr_pool_free(pool);
     }
     ctx_t c = {0};

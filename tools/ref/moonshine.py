@@ -10,6 +10,7 @@ every file back, and writes float64 goldens for committed clips.
 
     /usr/bin/python3 tools/ref/moonshine.py --config tiny --out tests/data/moonshine/tiny
     /usr/bin/python3 tools/ref/moonshine.py --config real --out build-ref/moonshine-tiny
+    /usr/bin/python3 tools/ref/moonshine.py --config base --out build-ref/moonshine-base
 
 Weight design (why the random model decodes varied text that stops):
 the decoder is a "successor machine". Dimension 0 of the residual stream is
@@ -61,10 +62,13 @@ CONFIGS = {
     # moonshine-tiny geometry (docs/formats/moonshine.md §1): 160 tensors, 27 092 736 params.
     "real": dict(d=288, enc_layers=6, dec_layers=6, heads=8, ffn=1152, vocab=32768, prf=0.9,
                  pad=8, max_pos=194, name="Moonshine Tiny (random-weight reference, real dims)"),
+    # moonshine-base geometry (docs/formats/moonshine.md §1): d 416, 8 + 8 layers, hd 52, rot 32.
+    "base": dict(d=416, enc_layers=8, dec_layers=8, heads=8, ffn=1664, vocab=32768, prf=0.62,
+                 pad=8, max_pos=194, name="Moonshine Base (random-weight reference, real dims)"),
 }
 KERNELS, STRIDES = [127, 7, 3], [64, 3, 2]
 UNK, BOS, EOS = 0, 1, 2
-N_ST = {"tiny": 16, "real": 768}
+N_ST = {"tiny": 16, "real": 768, "base": 768}
 
 # the decoded texts: branch +1 ends with </s>; branch -1 cycles (truncation case)
 CHAIN_A = ["▁And", "▁so", "▁my", "▁fellow", "▁Americans", "<0x2C>", "▁ask", "▁not", "▁what",

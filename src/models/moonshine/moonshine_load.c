@@ -15,6 +15,7 @@
 #include "gguf/gguf_keys.h"
 #include "models/moonshine/moonshine.h"
 #include "nn/weights.h"
+#include "tensor/dtype.h"
 #include "text/tokenizer.h"
 #include "util/log.h"
 #include "util/vec.h"
@@ -234,6 +235,16 @@ static void configure(mn_model *m) {
                                .d_ffn = hp->enc_ffn,
                                .ln_eps = 1e-5f,
                                .rope = {hp->enc_rot, hp->rope_theta, false}};
+    const tr_tensor *conv[3] = {m->conv0, m->conv1, m->conv2};
+    for (int i = 0; i < 3; i++) {
+        tr_tensor *v = &m->conv_mat[i];
+        *v = *conv[i];
+        v->n_dims = 2;
+        v->ne[0] = conv[i]->ne[0] * conv[i]->ne[1];
+        v->ne[1] = conv[i]->ne[2];
+        v->ne[2] = v->ne[3] = 1;
+        v->nb1 = tr_row_bytes(v->type, v->ne[0]);
+    }
 }
 
 static transcribe_status load_all(const gguf_file *f, void *model) {

@@ -129,6 +129,7 @@ transcribe_status tr_mn_run(mn_session *s, const float *pcm, int n_samples, tr_r
                                    .spec_k = tr_run_spec_k(ctx)};
     st = tr_msd_greedy(&ga, s->last_ids, &n_out);
     s->n_last = n_out;
+    tr_mn_release_run_bufs(s);
     tr_run_report_decoded(ctx, st);
     ctx->result->decode_ms = (float)(tr_time_ms() - t1);
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
