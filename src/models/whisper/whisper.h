@@ -135,6 +135,11 @@ bool tr_wh_decode_tokens(wh_session *s, const int32_t *ids, int n, int n_past);
 tr_ed_seq tr_wh_seq(wh_session *s, const int32_t *ids, int n, int n_past);
 /* logits = dec_x[row] · E^T into out [V]. */
 void tr_wh_logits_row(wh_session *s, int row, float *out);
+/* One token at n_past and the logits after it into out [V]: the decoder
+ * pass and the head in one step (the one-run step of nn/encdec_step1.h;
+ * the bits of tr_wh_decode_tokens then tr_wh_logits_row). false as
+ * tr_wh_decode_tokens. */
+bool tr_wh_step_logits(wh_session *s, int32_t id, int n_past, float *out);
 /* Speculative verify (single runs, not a batch member): ids[0..n) at
  * n_past.. in passes of up to 4 rows (the few-row matmul path, exact to
  * one-row products), the head of every row into logits [n][V]: the bits n

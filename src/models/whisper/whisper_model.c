@@ -134,6 +134,19 @@ bool tr_wh_verify_rows(wh_session *s, const int32_t *ids, int n, int n_past, flo
     return true;
 }
 
+bool tr_wh_step_logits(wh_session *s, int32_t id, int n_past, float *out) {
+    const wh_model *m = s->m;
+    if (s->hub) {
+        if (!tr_wh_decode_tokens(s, &id, 1, n_past)) return false;
+        tr_wh_logits_row(s, 0, out);
+        return true;
+    }
+    if (!tr_ed_seq_ok(&m->decoder, &id, 1, n_past, m->hp.n_text_ctx)) return false;
+    const tr_ed_seq seq = tr_wh_seq(s, &id, 1, n_past);
+    tr_ed_step(s->pool, &m->decoder, 1, &seq, s->dec_x, s->dec_scratch, out);
+    return true;
+}
+
 void tr_wh_logits_row(wh_session *s, int row, float *out) {
     if (s->hub) {
         tr_wh_hub_logits(s, row, out);

@@ -328,8 +328,7 @@ static transcribe_status detect_language(wh_runstate *r) {
     wh_session *s = r->s;
     const wh_model *m = r->m;
     int32_t sot = m->sot;
-    if (!tr_wh_decode_tokens(s, &sot, 1, 0)) return TRANSCRIBE_ERR_INVALID_ARG;
-    tr_wh_logits_row(s, 0, s->work);
+    if (!tr_wh_step_logits(s, sot, 0, s->work)) return TRANSCRIBE_ERR_INVALID_ARG;
     int best = -1;
     float bv = -INFINITY;
     for (int i = 0; i < m->n_lang; i++) {
@@ -525,10 +524,8 @@ static bool run_tier(wh_runstate *r, const float *prefix_logits, int n_prefix, f
         r->Gts[r->n_g] = ts;
         r->n_g++;
         if (n_past + 1 > m->hp.n_text_ctx) break;
-        int32_t t32 = tok;
-        tr_wh_decode_tokens(s, &t32, 1, n_past);
+        tr_wh_step_logits(s, tok, n_past, s->work);
         n_past++;
-        tr_wh_logits_row(s, 0, s->work);
         tr_wh_process_logits(&pc, s->work, r->G, r->n_g);
         tok = tr_wh_select_ts(s->work, V, m->ts_begin, T, &r->rng, &lp, &p, tsp);
         sum_lp += lp;
