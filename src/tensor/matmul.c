@@ -137,6 +137,8 @@ typedef struct {
     mm_blocking blk;
     const float *xpre; /* X packed once for the call (prepack_x), or NULL */
     long mpad;         /* rows of xpre: M rounded up to MR */
+    float *panels;     /* per-part scratch kept by the pool (panel_floats each), or NULL */
+    size_t panel_floats;
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -327,6 +329,22 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
     }
 }
 
+/* Scratch of one part over `rows` rows of X, in floats (each a multiple of
+ * 16, so carved pieces stay 64-byte aligned): the W panels, X's tiles
+ * (none when X is packed for the call) and the pack staging rows. Sized to
+ * the problem: small products stay small. */
+static void panel_sizes(const gemm_ctx *c, long rows, size_t *nw, size_t *nx, size_t *nrow) {
+    const tr_mm_isa *isa = c->isa;
+    long panels = ((long)c->w->N + isa->nr - 1) / isa->nr;
+    long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
+    long nc_max = panels * isa->nr < c->blk.nc ? panels * isa->nr : c->blk.nc;
+    long m_pad = (rows + isa->mr - 1) / isa->mr * isa->mr;
+    long mc_max = c->blk.mc <= 0 ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
+    *nw = (size_t)(nc_max * kc_max + 15) / 16 * 16;
+    *nx = c->xpre ? 0 : (size_t)(mc_max * kc_max + 15) / 16 * 16;
+    *nrow = ((size_t)isa->nr * TMP_PITCH + 15) / 16 * 16;
+}
+
 /* Columns are handed out in chunks of whole panels (at most one N block)
  * claimed from an atomic counter, so a descheduled thread does not stall
  * the call; with few panels and many rows the rows are split statically
@@ -345,15 +363,19 @@ static void gemm_task(void *arg, int ith, int nth) {
         me = t1 * isa->mr < M ? t1 * isa->mr : M;
         if (mb >= me) return;
     }
-    /* scratch sized to the problem: small products stay small */
     bool blis = c->blk.mc > 0;
-    long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
-    long nc_max = panels * isa->nr < c->blk.nc ? panels * isa->nr : c->blk.nc;
-    long m_pad = (me - mb + isa->mr - 1) / isa->mr * isa->mr;
-    long mc_max = !blis ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
-    float *wp = alloc_floats((size_t)(nc_max * kc_max));
-    float *xp = c->xpre ? NULL : alloc_floats((size_t)(mc_max * kc_max)); /* X packed already */
-    float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
+    size_t nw, nx, nrow;
+    panel_sizes(c, me - mb, &nw, &nx, &nrow);
+    float *wp, *xp, *row;
+    if (c->panels) { /* the pool's, carved per part */
+        wp = c->panels + (size_t)ith * c->panel_floats;
+        xp = nx ? wp + nw : NULL;
+        row = wp + nw + nx;
+    } else {
+        wp = alloc_floats(nw);
+        xp = nx ? alloc_floats(nx) : NULL;
+        row = alloc_floats(nrow);
+    }
     void (*range)(const gemm_ctx *, long, long, long, long, float *, float *, float *) =
         blis ? gemm_range_blis : gemm_range;
     if (!wp || (!xp && !c->xpre) || !row) {
@@ -368,9 +390,11 @@ static void gemm_task(void *arg, int ith, int nth) {
             range(c, 0, M, p0 * isa->nr, p1 * isa->nr < N ? p1 * isa->nr : N, wp, xp, row);
         }
     }
-    free(wp);
-    free(xp);
-    free(row);
+    if (!c->panels) {
+        free(wp);
+        free(xp);
+        free(row);
+    }
 }
 
 /* ---- matrix-vector ---- */
@@ -627,7 +651,8 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     mm_blocking blk = blocking_for(isa, nth, w);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
-    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk, NULL, 0};
+    gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk,
+                  blk, NULL, 0,    NULL, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
     if (pre && !split_rows && pre->isa == isa && pre->kc == blk.kc && pre->M == M &&
         pre->K == (long)w->K) { /* packed by the caller, in this call's layout */
@@ -642,6 +667,13 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
             c.xpre = dst;
         }
     }
+    /* every part's panels from the pool's slot (sized for all M rows, the
+     * most a part takes); else each part allocates its own */
+    size_t nw, nx, nrow;
+    panel_sizes(&c, M, &nw, &nx, &nrow);
+    c.panel_floats = nw + nx + nrow;
+    c.panels =
+        tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS, c.panel_floats * (size_t)nth);
     tr_pool_run(pool, gemm_task, &c);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }

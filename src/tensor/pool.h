@@ -40,8 +40,16 @@ int tr_pool_take_failures(tr_pool *pool);
 float *tr_pool_scratch(tr_pool *pool, size_t floats);
 /* The same with a slot per kernel that keeps scratch between calls, so
  * kernels that run one after another never hand each other's buffers
- * around (attention and the GEMM's packed X). */
-enum { TR_POOL_SCRATCH_ATTENTION = 0, TR_POOL_SCRATCH_GEMM_X = 1, TR_POOL_SCRATCH_SLOTS = 2 };
+ * around (attention, the GEMM's packed X, the GEMM's per-part panels). The
+ * panels slot is split by part index (a part's share, not a thread's: parts
+ * never overlap in time on one index); the submitting thread allocates it,
+ * so workers do not fill per-thread malloc arenas with freed panels. */
+enum {
+    TR_POOL_SCRATCH_ATTENTION = 0,
+    TR_POOL_SCRATCH_GEMM_X = 1,
+    TR_POOL_SCRATCH_GEMM_PANELS = 2,
+    TR_POOL_SCRATCH_SLOTS = 3
+};
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
