@@ -333,11 +333,15 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
  * 16, so carved pieces stay 64-byte aligned): the W panels, X's tiles
  * (none when X is packed for the call) and the pack staging rows. Sized to
  * the problem: small products stay small. */
-static void panel_sizes(const gemm_ctx *c, long rows, size_t *nw, size_t *nx, size_t *nrow) {
+static void panel_sizes(const gemm_ctx *c, bool split_rows, long rows, size_t *nw, size_t *nx,
+                        size_t *nrow) {
     const tr_mm_isa *isa = c->isa;
+    /* a part packs at most one claimed chunk of panels at a time (all of
+     * them where rows are split), never more than one N block */
     long panels = ((long)c->w->N + isa->nr - 1) / isa->nr;
+    long cols = (split_rows || c->chunk > panels ? panels : c->chunk) * isa->nr;
     long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
-    long nc_max = panels * isa->nr < c->blk.nc ? panels * isa->nr : c->blk.nc;
+    long nc_max = cols < c->blk.nc ? cols : c->blk.nc;
     long m_pad = (rows + isa->mr - 1) / isa->mr * isa->mr;
     long mc_max = c->blk.mc <= 0 ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
     *nw = (size_t)(nc_max * kc_max + 15) / 16 * 16;
@@ -365,7 +369,7 @@ static void gemm_task(void *arg, int ith, int nth) {
     }
     bool blis = c->blk.mc > 0;
     size_t nw, nx, nrow;
-    panel_sizes(c, me - mb, &nw, &nx, &nrow);
+    panel_sizes(c, split_rows, me - mb, &nw, &nx, &nrow);
     float *wp, *xp, *row;
     if (c->panels) { /* the pool's, carved per part */
         wp = c->panels + (size_t)ith * c->panel_floats;
@@ -587,10 +591,11 @@ static bool prepare_xq(const tr_mm_isa *isa, const tr_mm_w *w, const float *X, l
 /* X of a GEMM packed once for several calls (tr_matmul_lhs_pack). */
 struct tr_mm_lhs {
     const tr_mm_isa *isa; /* the table it was packed for */
-    const float *A;       /* unpacked, for calls that split rows */
+    const float *A;       /* unpacked, for calls that split rows (NULL: the packed copy) */
     long M, K, lda, mpad;
     int kc;      /* K block of the layout */
     float *data; /* [K block][tile][kc][MR], as prepack_task writes */
+    bool owned;  /* data is freed with the handle */
 };
 
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
@@ -654,8 +659,16 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk,
                   blk, NULL, 0,    NULL, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
-    if (pre && !split_rows && pre->isa == isa && pre->kc == blk.kc && pre->M == M &&
-        pre->K == (long)w->K) { /* packed by the caller, in this call's layout */
+    /* packed by the caller, in this call's layout (rows split at whole MR
+     * tiles read it as well, where the caller no longer keeps A) */
+    const bool use_pre = pre && (!split_rows || !pre->A) && pre->isa == isa && pre->kc == blk.kc &&
+                         pre->M == M && pre->K == (long)w->K;
+    if (!X && !use_pre) { /* packed for another layout, and nothing else to read */
+        TR_ERROR("matmul: packed rows do not fit this product (K %lld)", (long long)w->K);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
+    if (use_pre) {
         c.mpad = pre->mpad;
         c.xpre = pre->data;
     } else if (!split_rows && panels > c.chunk) { /* more than one chunk packs X */
@@ -670,7 +683,7 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     /* every part's panels from the pool's slot (sized for all M rows, the
      * most a part takes); else each part allocates its own */
     size_t nw, nx, nrow;
-    panel_sizes(&c, M, &nw, &nx, &nrow);
+    panel_sizes(&c, split_rows, M, &nw, &nx, &nrow);
     c.panel_floats = nw + nx + nrow;
     c.panels =
         tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS, c.panel_floats * (size_t)nth);
@@ -860,7 +873,7 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
         free(h);
         return NULL; /* the caller keeps A unpacked */
     }
-    *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data};
+    *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data, true};
     gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
     prepack_ctx p = {&c, data, blk.kc};
     tr_pool_run(pool, prepack_task, &p);
@@ -875,6 +888,41 @@ void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int
 
 void tr_matmul_lhs_free(tr_mm_lhs *A) {
     if (!A) return;
-    free(A->data);
+    if (A->owned) free(A->data);
     free(A);
+}
+
+size_t tr_matmul_lhs_floats(int M, int K) {
+    if (M <= TR_MM_SMALL_M || K < 1) return 0;
+    const long mr = select_isa()->mr;
+    return (size_t)(((long)M + mr - 1) / mr * mr) * (size_t)K;
+}
+
+tr_mm_lhs *tr_matmul_lhs_pack_into(tr_pool *pool, const float *A, int lda, int M, int K, int type,
+                                   float *data) {
+    const tr_mm_isa *isa = select_isa();
+    if (!data || !tr_matmul_lhs_floats(M, K) || !tr_type_valid(type)) return NULL;
+    tr_mm_w w = {type, NULL, 0, K, 1}; /* blocking reads only K and the type */
+    mm_blocking blk = blocking_for(isa, tr_pool_n_threads(pool), &w);
+    tr_mm_lhs *h = malloc(sizeof *h);
+    if (!h) return NULL;
+    long mpad = ((long)M + isa->mr - 1) / isa->mr * isa->mr;
+    *h = (tr_mm_lhs){isa, NULL, M, K, lda, mpad, blk.kc, data, false};
+    gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
+    prepack_ctx p = {&c, data, blk.kc};
+    tr_pool_run(pool, prepack_task, &p);
+    return h;
+}
+
+void tr_matmul_lhs(tr_pool *pool, const tr_tensor *W, const float *bias, const tr_mm_lhs *A,
+                   float *Y, int ldy) {
+    tr_mm_w w;
+    if (!weight_view(pool, W, &w)) return;
+    if (w.K != A->K || A->A || A->M <= TR_MM_SMALL_M) {
+        TR_ERROR("matmul: packed rows of %ld columns for weight %s of %lld", A->K,
+                 W->name ? W->name : "?", (long long)w.K);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
+    run_matmul(pool, &w, bias, NULL, A->M, A->lda, Y, ldy, A);
 }

@@ -71,6 +71,21 @@ void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int
                           int ldc, int N);
 void tr_matmul_lhs_free(tr_mm_lhs *A);
 
+/* The same packed into the caller's memory, for weights of one type:
+ * tr_matmul_lhs_floats(M, K) floats (0 where M rows go through the few-row
+ * paths, which read X unpacked: then keep A and call tr_linear), 64-byte
+ * aligned. Every call through the handle reads only the packed copy, so
+ * the caller may overwrite A once this returns; tr_matmul_lhs_free frees
+ * the handle, not `data`. NULL when M or K is out of range, or memory for
+ * the handle runs out. tr_matmul_lhs gives Y = A W^T + bias for any W of
+ * `type` (a tr_type) with K columns, tr_linear's bits; the pool must be the one the
+ * pack used. */
+size_t tr_matmul_lhs_floats(int M, int K);
+tr_mm_lhs *tr_matmul_lhs_pack_into(tr_pool *pool, const float *A, int lda, int M, int K, int type,
+                                   float *data);
+void tr_matmul_lhs(tr_pool *pool, const tr_tensor *W, const float *bias, const tr_mm_lhs *A,
+                   float *Y, int ldy);
+
 /* Selected kernel family, for logs and benchmarks: a tensor/cpu.h level
  * name ("avx512", "avx2", "neon_dotprod", "neon", "scalar"). */
 const char *tr_matmul_isa(void);
