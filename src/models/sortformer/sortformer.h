@@ -81,9 +81,11 @@ typedef struct sf_session {
     tr_pool *pool;
     tr_fc_work *work;
     sf_state st;
-    /* per-chunk buffers, grown on demand */
-    float *E, *X, *G, *q, *k, *v, *a, *h, *pr;
-    size_t cap_rows, cap_e; /* rows of X .. pr; rows of E */
+    /* per-chunk buffers, grown on demand: E the chunk's pre-encoded rows, X
+     * the mel window and then cache ++ FIFO ++ chunk, pr the probabilities
+     * (the head's buffers are borrowed from the encoder's work arena) */
+    float *E, *X, *pr;
+    size_t cap_e, cap_x, cap_pr; /* floats */
 } sf_session;
 
 TR_FAMILY_DECLARE(sf);
