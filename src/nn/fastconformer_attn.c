@@ -94,6 +94,8 @@ typedef struct {
     float scale;
     float *bias, *scratch;
     size_t scratch_per;
+    float *mm; /* each thread's GEMM panels (mm_floats), or NULL */
+    size_t mm_floats;
 } bias_ctx;
 
 /* Keys outside the chunked_limited window of query a get -inf: b is
@@ -117,7 +119,7 @@ static void chunk_rc_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
         if (b < lo || b > hi) row[b] = -INFINITY;
 }
 
-static void bias_block(const bias_ctx *c, int u, float *scr) {
+static void bias_block(const bias_ctx *c, int u, float *scr, float *mm) {
     const tr_fc_hparams *hp = c->hp;
     const int dh = hp->d_model / hp->n_heads, T = c->T, ld = c->ld;
     const int hg = u / c->nb, a0 = (u % c->nb) * FC_QB;
@@ -127,7 +129,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
     if (is_local(hp)) {
         /* row a needs table row b - a + W_L for keys in the window */
         const int wl = tr_fc_pos_first(hp, T);
-        tr_matmul_f32_nt(NULL, qv, ld, c->p + (size_t)hg * dh, ld, scr, c->P, a1 - a0, c->P, dh);
+        tr_matmul_f32_nt_buf(qv, ld, c->p + (size_t)hg * dh, ld, scr, c->P, a1 - a0, c->P, dh, mm,
+                             c->mm_floats);
         for (int a = a0; a < a1; a++) {
             const float *restrict src = scr + (size_t)(a - a0) * c->P;
             float *restrict dst = bias + (size_t)a * T;
@@ -139,8 +142,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
         return;
     }
     const int n = T + (a1 - a0) - 1;
-    tr_matmul_f32_nt(NULL, qv, ld, c->p + (size_t)(T - a1) * ld + (size_t)hg * dh, ld, scr, n,
-                     a1 - a0, n, dh);
+    tr_matmul_f32_nt_buf(qv, ld, c->p + (size_t)(T - a1) * ld + (size_t)hg * dh, ld, scr, n,
+                         a1 - a0, n, dh, mm, c->mm_floats);
     tr_fc_shift_rows(scr, n, a0, a1, T, c->scale, bias);
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED)
         for (int a = a0; a < a1; a++) chunk_mask(hp, a, T, bias + (size_t)a * T);
@@ -151,7 +154,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
 static void bias_task(void *vctx, int ith, int nth) {
     const bias_ctx *c = vctx;
     float *scr = c->scratch + (size_t)ith * c->scratch_per;
-    for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr);
+    float *mm = c->mm ? c->mm + (size_t)ith * c->mm_floats : NULL;
+    for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr, mm);
 }
 
 /* qv = q + pos_bias_v; q += pos_bias_u (the group's columns of both, per
@@ -183,24 +187,31 @@ size_t tr_fc_bd_floats(const tr_fc_hparams *hp, int T, int P) {
 void tr_fc_rel_attention_group(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool,
                                int h0, int g, float *qg, const float *kg, const float *vg,
                                const float *pg, int P, int T, float *att, float *qv, float *bias,
-                               float *bd) {
+                               float *bd, float *pack, size_t pack_floats) {
     const int d = hp->d_model, dh = d / hp->n_heads, ld = g * dh;
     qbias_ctx qc = {qg, qv, blk->pos_bias_u + (size_t)h0 * dh, blk->pos_bias_v + (size_t)h0 * dh,
                     T,  ld};
     tr_pool_run((long)T * ld >= 32768 ? pool : NULL, qbias_task, &qc);
     const float scale = 1.0f / sqrtf((float)dh);
-    bias_ctx c = {hp,
-                  qv,
-                  pg,
-                  T,
-                  P,
-                  g,
-                  (T + FC_QB - 1) / FC_QB,
-                  ld,
-                  scale,
-                  bias,
-                  bd,
-                  tr_fc_bd_floats(hp, T, P)};
+    bias_ctx c = {.hp = hp,
+                  .qv = qv,
+                  .p = pg,
+                  .T = T,
+                  .P = P,
+                  .G = g,
+                  .nb = (T + FC_QB - 1) / FC_QB,
+                  .ld = ld,
+                  .scale = scale,
+                  .bias = bias,
+                  .scratch = bd,
+                  .scratch_per = tr_fc_bd_floats(hp, T, P)};
+    /* the blocks' single-thread products take their panels from the pool's
+     * GEMM panel slot (idle outside a GEMM), so they allocate nothing */
+    const int m = T < FC_QB ? T : FC_QB, n = is_local(hp) ? P : T + m - 1;
+    c.mm_floats = (tr_matmul_f32_nt_scratch_floats(m, n, dh) + 15) / 16 * 16;
+    if (c.mm_floats)
+        c.mm = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS,
+                                    c.mm_floats * (size_t)tr_pool_n_threads(pool));
     tr_pool_run(pool, bias_task, &c);
     tr_attn_args a = {
         .q = qg,
@@ -219,6 +230,8 @@ void tr_fc_rel_attention_group(const tr_fc_hparams *hp, const tr_fc_block *blk, 
         .scale = scale,
         .causal = false,
         .pos_bias = bias,
+        .pack = pack,
+        .pack_floats = pack_floats,
     };
     tr_attention(pool, &a);
 }

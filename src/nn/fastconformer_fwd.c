@@ -126,9 +126,9 @@ static size_t r16(size_t n) {
  * T_max), P positional rows; sizes in floats, each a multiple of 16. */
 typedef struct blk_plan {
     size_t pe, h, rest;
-    size_t mid, q, k;            /* feed-forward / conv / speaker kernel: rest */
-    size_t hp, qg, pg, bias, bd; /* attention: rest (qg: one of q, k, v, qv) */
-    size_t att;                  /* a separate output where h cannot be packed */
+    size_t mid, q, k;                  /* feed-forward / conv / speaker kernel: rest */
+    size_t hp, qg, pg, bias, bd, pack; /* attention: rest (qg: one of q, k, v, qv) */
+    size_t att;                        /* a separate output where h cannot be packed */
     bool pe_packed, h_packed;
     int G, wide, nff;
 } blk_plan;
@@ -176,8 +176,10 @@ static blk_plan plan_blocks(const tr_fc_encoder *enc, size_t budget, int nth, in
     b.pg = r16((size_t)P * (size_t)b.G * dh);
     b.bias = r16((size_t)b.G * (size_t)T_max * (size_t)T_max);
     b.bd = r16(tr_fc_bd_floats(hp, T_max, P));
+    const tr_attn_args pa = {.n_q = T_max, .n_kv = T_max, .n_head = b.G, .head_dim = (int)dh};
+    b.pack = r16(tr_attention_pack_floats(&pa));
     const size_t ff = b.mid + b.q + b.k;
-    const size_t attn = b.hp + b.att + 4 * b.qg + b.pg + b.bias + b.bd * (size_t)nth;
+    const size_t attn = b.hp + b.att + 4 * b.qg + b.pg + b.bias + b.bd * (size_t)nth + b.pack;
     const size_t table = r16((size_t)P * d); /* the raw table, before it is packed */
     b.rest = ff > attn ? ff : attn;
     if (table > b.rest) b.rest = table;
@@ -263,6 +265,7 @@ static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
     float *att = hl ? B->h : r + pl->hp; /* h is free once packed */
     float *qg = r + pl->hp + pl->att, *kg = qg + pl->qg, *vg = kg + pl->qg, *qv = vg + pl->qg;
     float *pg = qv + pl->qg, *bias = pg + pl->pg, *bd = bias + pl->bias;
+    float *pack = bd + pl->bd * (size_t)tr_pool_n_threads(pool);
     const int first_max = tr_fc_pos_first(hp, sg->T_max);
     for (int h0 = 0; h0 < H; h0 += pl->G) {
         const int g = H - h0 < pl->G ? H - h0 : pl->G, ld = g * dh, c0 = h0 * dh;
@@ -278,9 +281,9 @@ static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_p
             const int Ti = sg->T[i], Pi = tr_fc_pos_rows(hp, Ti);
             const int r0 = first_max - tr_fc_pos_first(hp, Ti);
             const size_t o = (size_t)sg->off[i] * (size_t)ld;
-            tr_fc_rel_attention_group(hp, blk, pool, h0, g, qg + o, kg + o, vg + o,
-                                      pg + (size_t)r0 * ld, Pi, Ti,
-                                      att + (size_t)sg->off[i] * (size_t)d, qv + o, bias, bd);
+            tr_fc_rel_attention_group(
+                hp, blk, pool, h0, g, qg + o, kg + o, vg + o, pg + (size_t)r0 * ld, Pi, Ti,
+                att + (size_t)sg->off[i] * (size_t)d, qv + o, bias, bd, pack, pl->pack);
         }
     }
     tr_matmul_lhs_free(hl);

@@ -105,12 +105,13 @@ void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes);
 /* One group of heads [h0, h0 + g) of the rel-pos MHSA over T frames: qg,
  * kg, vg [T][ld] (ld = g * dh: the group's columns; qg biased in place by
  * pos_bias_u), pg [P][ld] the group's projected positional rows, qv [T][ld]
- * and bias [g][T][T], bd (bd_floats each thread) scratch -> att columns
+ * and bias [g][T][T], bd (bd_floats each thread) and pack (pack_floats,
+ * tr_attention's K/V copy; NULL: allocated) scratch -> att columns
  * [h0 * dh, (h0 + g) * dh) of att [T][d] (before linear_out). */
 void tr_fc_rel_attention_group(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool,
                                int h0, int g, float *qg, const float *kg, const float *vg,
                                const float *pg, int P, int T, float *att, float *qv, float *bias,
-                               float *bd);
+                               float *bd, float *pack, size_t pack_floats);
 /* Scratch floats per thread that tr_fc_rel_attention_group needs (bd) for
  * T frames and P positional rows. */
 size_t tr_fc_bd_floats(const tr_fc_hparams *hp, int T, int P);

@@ -139,6 +139,8 @@ typedef struct {
     long mpad;         /* rows of xpre: M rounded up to MR */
     float *panels;     /* per-part scratch kept by the pool (panel_floats each), or NULL */
     size_t panel_floats;
+    long kb, ke; /* the K range of this pass (all of K, or one K block: see run_matmul) */
+    long kx;     /* first K column xpre holds */
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -228,27 +230,31 @@ static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *x
  * [kc][MR], the K blocks of the range functions (kstep deep), so the tiles
  * of one block are contiguous exactly as pack_x leaves them in xp. */
 static const float *xpre_block(const gemm_ctx *c, long m0, long k0, int kc) {
-    return c->xpre + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / c->isa->mr) * kc * c->isa->mr;
+    return c->xpre + (size_t)(k0 - c->kx) * (size_t)c->mpad +
+           (size_t)(m0 / c->isa->mr) * kc * c->isa->mr;
 }
 
 typedef struct {
     const gemm_ctx *c;
     float *dst;
     long kstep;
+    long kb, ke; /* columns packed (ke 0: to K) */
 } prepack_ctx;
 
+/* Packs X's columns [kb, ke) (whole K blocks from kb) into dst. */
 static void prepack_task(void *arg, int ith, int nth) {
     const prepack_ctx *p = (const prepack_ctx *)arg;
     const gemm_ctx *c = p->c;
     long K = (long)c->w->K, MR = c->isa->mr, tiles = c->mpad / MR;
-    long kblocks = (K + p->kstep - 1) / p->kstep, u0, u1;
+    long ke = p->ke > 0 ? p->ke : K;
+    long kblocks = (ke - p->kb + p->kstep - 1) / p->kstep, u0, u1;
     tr_split_range(kblocks * tiles, ith, nth, &u0, &u1);
     for (long u = u0; u < u1; u++) {
-        long k0 = u / tiles * p->kstep, m0 = u % tiles * MR;
-        int kc = (int)(K - k0 < p->kstep ? K - k0 : p->kstep);
+        long k0 = p->kb + u / tiles * p->kstep, m0 = u % tiles * MR;
+        int kc = (int)(ke - k0 < p->kstep ? ke - k0 : p->kstep);
         int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
         pack_x(c, m0, mr, k0, kc,
-               p->dst + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / MR) * kc * MR);
+               p->dst + (size_t)(k0 - p->kb) * (size_t)c->mpad + (size_t)(m0 / MR) * kc * MR);
     }
 }
 
@@ -261,7 +267,7 @@ static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long n
     long K = c->w->K;
     for (long n0 = nb; n0 < ne; n0 += NC) {
         long n1 = n0 + NC < ne ? n0 + NC : ne;
-        for (long k0 = 0; k0 < K; k0 += KC) {
+        for (long k0 = c->kb; k0 < c->ke; k0 += KC) {
             int kc = (int)(K - k0 < KC ? K - k0 : KC);
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
@@ -304,7 +310,7 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
     long K = c->w->K;
     for (long n0 = nb; n0 < ne; n0 += isa->nc) {
         long n1 = n0 + isa->nc < ne ? n0 + isa->nc : ne;
-        for (long k0 = 0; k0 < K; k0 += TR_MM_KC) {
+        for (long k0 = c->kb; k0 < c->ke; k0 += TR_MM_KC) {
             int kc = (int)(K - k0 < TR_MM_KC ? K - k0 : TR_MM_KC);
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
@@ -588,6 +594,13 @@ static bool prepare_xq(const tr_mm_isa *isa, const tr_mm_w *w, const float *X, l
     return true;
 }
 
+/* A single-threaded GEMM's scratch from its caller (tr_matmul_f32_nt_buf):
+ * buf of n floats, or (buf NULL) a query: need gets the floats it takes. */
+typedef struct {
+    float *buf;
+    size_t n, need;
+} mm_scratch;
+
 /* X of a GEMM packed once for several calls (tr_matmul_lhs_pack). */
 struct tr_mm_lhs {
     const tr_mm_isa *isa; /* the table it was packed for */
@@ -599,7 +612,7 @@ struct tr_mm_lhs {
 };
 
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
-                       long ldx, float *Y, long ldy, const tr_mm_lhs *pre) {
+                       long ldx, float *Y, long ldy, const tr_mm_lhs *pre, mm_scratch *scr) {
     if (M <= 0 || w->N <= 0) return;
     const tr_mm_isa *isa = select_isa();
     if (w->K == 0) {
@@ -656,38 +669,58 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
     mm_blocking blk = blocking_for(isa, nth, w);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
-    gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk,
-                  blk, NULL, 0,    NULL, 0};
+    gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy,        Y, 0, 0, chunk < 1 ? 1 : chunk,
+                  blk, NULL, 0,    NULL, 0, 0,   (long)w->K, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
     /* packed by the caller, in this call's layout (rows split at whole MR
      * tiles read it as well, where the caller no longer keeps A) */
     const bool use_pre = pre && (!split_rows || !pre->A) && pre->isa == isa && pre->kc == blk.kc &&
                          pre->M == M && pre->K == (long)w->K;
-    if (!X && !use_pre) { /* packed for another layout, and nothing else to read */
+    if (!X && !use_pre && !(scr && !scr->buf)) { /* packed for another layout, nothing to read */
         TR_ERROR("matmul: packed rows do not fit this product (K %lld)", (long long)w->K);
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
+    /* more than one chunk packs X: pack it once per K block instead, and
+     * run the block's products before packing the next (each output sees
+     * the same K blocks in the same order, so the same bits; the pool's
+     * copy is M x KC, not M x K) */
+    float *kblock = NULL;
+    const long K = (long)w->K, kstep = blk.kc;
     if (use_pre) {
         c.mpad = pre->mpad;
         c.xpre = pre->data;
-    } else if (!split_rows && panels > c.chunk) { /* more than one chunk packs X */
+    } else if (!split_rows && panels > c.chunk) {
         c.mpad = (M + isa->mr - 1) / isa->mr * isa->mr;
-        float *dst = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (size_t)c.mpad * w->K);
-        if (dst) { /* else each chunk packs its own, as before */
-            prepack_ctx p = {&c, dst, blk.kc};
-            tr_pool_run(pool, prepack_task, &p);
-            c.xpre = dst;
-        }
+        kblock = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X,
+                                      (size_t)c.mpad * (size_t)(K < kstep ? K : kstep));
+        c.xpre = kblock; /* else each chunk packs its own, as before */
     }
     /* every part's panels from the pool's slot (sized for all M rows, the
      * most a part takes); else each part allocates its own */
     size_t nw, nx, nrow;
     panel_sizes(&c, split_rows, M, &nw, &nx, &nrow);
     c.panel_floats = nw + nx + nrow;
-    c.panels =
-        tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS, c.panel_floats * (size_t)nth);
-    tr_pool_run(pool, gemm_task, &c);
+    if (scr) { /* the caller's (one part: no pool), or just the size asked */
+        scr->need = c.panel_floats;
+        if (!scr->buf) return;
+        if (!pool && scr->n >= c.panel_floats) c.panels = scr->buf;
+    } else {
+        c.panels =
+            tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS, c.panel_floats * (size_t)nth);
+    }
+    if (!kblock) {
+        tr_pool_run(pool, gemm_task, &c);
+    } else {
+        for (long kb = 0; kb < K; kb += kstep) {
+            c.kb = c.kx = kb;
+            c.ke = kb + kstep < K ? kb + kstep : K;
+            prepack_ctx p = {&c, kblock, kstep, kb, c.ke};
+            tr_pool_run(pool, prepack_task, &p);
+            atomic_store(&c.next, 0);
+            tr_pool_run(pool, gemm_task, &c);
+        }
+    }
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
@@ -715,7 +748,7 @@ static bool weight_view(tr_pool *pool, const tr_tensor *W, tr_mm_w *w) {
 void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
                float *Y, int ldy) {
     tr_mm_w w;
-    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy, NULL);
+    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy, NULL, NULL);
 }
 
 /* ---- grouped matrix-vector ---- */
@@ -858,7 +891,22 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
-    run_matmul(pool, &w, NULL, A, M, lda, C, ldc, NULL);
+    run_matmul(pool, &w, NULL, A, M, lda, C, ldc, NULL, NULL);
+}
+
+size_t tr_matmul_f32_nt_scratch_floats(int M, int N, int K) {
+    if (M <= TR_MM_SMALL_M || N < 1 || K < 1) return 0; /* the few-row paths: K floats, allocated */
+    tr_mm_w w = {TR_F32, NULL, (size_t)K * sizeof(float), K, N};
+    mm_scratch q = {NULL, 0, 0};
+    run_matmul(NULL, &w, NULL, NULL, M, K, NULL, N, NULL, &q);
+    return q.need;
+}
+
+void tr_matmul_f32_nt_buf(const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                          int M, int N, int K, float *scratch, size_t floats) {
+    tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
+    mm_scratch q = {scratch, floats, 0};
+    run_matmul(NULL, &w, NULL, A, M, lda, C, ldc, NULL, scratch ? &q : NULL);
 }
 
 tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int K) {
@@ -875,7 +923,7 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
     }
     *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data, true};
     gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
-    prepack_ctx p = {&c, data, blk.kc};
+    prepack_ctx p = {&c, data, blk.kc, 0, 0};
     tr_pool_run(pool, prepack_task, &p);
     return h;
 }
@@ -883,7 +931,7 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
 void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int ldb, float *C,
                           int ldc, int N) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), A->K, N};
-    run_matmul(pool, &w, NULL, A->A, A->M, A->lda, C, ldc, A);
+    run_matmul(pool, &w, NULL, A->A, A->M, A->lda, C, ldc, A, NULL);
 }
 
 void tr_matmul_lhs_free(tr_mm_lhs *A) {
@@ -909,7 +957,7 @@ tr_mm_lhs *tr_matmul_lhs_pack_into(tr_pool *pool, const float *A, int lda, int M
     long mpad = ((long)M + isa->mr - 1) / isa->mr * isa->mr;
     *h = (tr_mm_lhs){isa, NULL, M, K, lda, mpad, blk.kc, data, false};
     gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
-    prepack_ctx p = {&c, data, blk.kc};
+    prepack_ctx p = {&c, data, blk.kc, 0, 0};
     tr_pool_run(pool, prepack_task, &p);
     return h;
 }
@@ -924,5 +972,5 @@ void tr_matmul_lhs(tr_pool *pool, const tr_tensor *W, const float *bias, const t
         tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
         return;
     }
-    run_matmul(pool, &w, bias, NULL, A->M, A->lda, Y, ldy, A);
+    run_matmul(pool, &w, bias, NULL, A->M, A->lda, Y, ldy, A, NULL);
 }

@@ -59,6 +59,15 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K);
 
+/* tr_matmul_f32_nt on the calling thread (no pool) with the packing
+ * scratch from the caller, so a product inside a pool task allocates
+ * nothing: tr_matmul_f32_nt_scratch_floats(M, N, K) floats, 64-byte
+ * aligned (0: the shape needs none of the caller's; scratch NULL or
+ * smaller: allocated as tr_matmul_f32_nt does). Same bits. */
+size_t tr_matmul_f32_nt_scratch_floats(int M, int N, int K);
+void tr_matmul_f32_nt_buf(const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                          int M, int N, int K, float *scratch, size_t floats);
+
 /* A of tr_matmul_f32_nt packed once for several products that share it (a
  * convolution's weight against successive im2col chunks), so each call
  * skips that pass. A itself stays the caller's and must outlive the handle

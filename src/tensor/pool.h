@@ -43,7 +43,9 @@ float *tr_pool_scratch(tr_pool *pool, size_t floats);
  * around (attention, the GEMM's packed X, the GEMM's per-part panels). The
  * panels slot is split by part index (a part's share, not a thread's: parts
  * never overlap in time on one index); the submitting thread allocates it,
- * so workers do not fill per-thread malloc arenas with freed panels. */
+ * so workers do not fill per-thread malloc arenas with freed panels; the
+ * slot is idle outside a GEMM, so a pool task's own single-thread products
+ * may take their panels from it (tr_matmul_f32_nt_buf). */
 enum {
     TR_POOL_SCRATCH_ATTENTION = 0,
     TR_POOL_SCRATCH_GEMM_X = 1,

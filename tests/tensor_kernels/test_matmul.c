@@ -305,7 +305,22 @@ static void test_nt(tr_pool *pool) {
             for (int n = N; n < ldc; n++) bad += C[m * ldc + n] != SENTINEL;
         }
         CHECK_MSG(bad == 0, "f32_nt %s: %d bad", tr_cpu_level_name(k_levels[ii]), bad);
+        /* on the calling thread with the caller's scratch: the same bits */
+        const size_t nf = tr_matmul_f32_nt_scratch_floats(M, N, K);
+        CHECK(nf > 0);
+        float *scr = aligned_alloc(64, (nf * sizeof(float) + 63) / 64 * 64);
+        float *C2 = malloc(sizeof(float) * M * ldc);
+        for (int i = 0; i < M * ldc; i++) C2[i] = SENTINEL;
+        tr_matmul_f32_nt_buf(A, lda, B, ldb, C2, ldc, M, N, K, scr, nf);
+        CHECK_MSG(memcmp(C, C2, sizeof(float) * (size_t)(M * ldc)) == 0, "f32_nt_buf %s differs",
+                  tr_cpu_level_name(k_levels[ii]));
+        for (int i = 0; i < M * ldc; i++) C2[i] = SENTINEL;
+        tr_matmul_f32_nt_buf(A, lda, B, ldb, C2, ldc, M, N, K, NULL, 0); /* allocates */
+        CHECK(memcmp(C, C2, sizeof(float) * (size_t)(M * ldc)) == 0);
+        free(scr);
+        free(C2);
     }
+    CHECK(tr_matmul_f32_nt_scratch_floats(4, N, K) == 0);
     free(A);
     free(B);
     free(C);

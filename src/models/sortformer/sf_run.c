@@ -57,24 +57,55 @@ static bool reserve(sf_session *s, int rows, int e_rows, size_t win) {
  * while the head runs): G, q, k, v, a [T][tf_d] and h [T][widest
  * feed-forward block]. */
 typedef struct head_bufs {
-    float *G, *q, *k, *v, *a, *h;
+    float *G, *q, *k, *v, *a, *h, *pack; /* pack: the attention's K/V copy */
+    size_t pack_floats;
 } head_bufs;
 
-static size_t head_floats(const sf_model *m, int T) {
-    size_t wide = 1;
+/* The attention of T frames (its K/V copy's size is asked with it). */
+static tr_attn_args head_attn(const sf_hparams *hp, const head_bufs *b, int T) {
+    const int D = hp->tf_d, H = hp->tf_heads, dh = D / H;
+    /* q and k each scaled by dh^(-1/4) upstream: one 1/sqrt(dh) on the scores */
+    return (tr_attn_args){.q = b ? b->q : NULL,
+                          .q_stride = D,
+                          .k = b ? b->k : NULL,
+                          .v = b ? b->v : NULL,
+                          .kv_stride = D,
+                          .out = b ? b->a : NULL,
+                          .out_stride = D,
+                          .n_q = T,
+                          .n_kv = T,
+                          .kv_valid = T,
+                          .n_head = H,
+                          .n_head_kv = H,
+                          .head_dim = dh,
+                          .scale = 1.0f / sqrtf((float)dh),
+                          .pack = b ? b->pack : NULL,
+                          .pack_floats = b ? b->pack_floats : 0};
+}
+
+static size_t r16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+static size_t head_floats(const sf_model *m, int T, size_t *row, size_t *wide, size_t *pack) {
+    size_t w = 1;
     for (int i = 0; i < m->hp.tf_layers; i++) {
         const size_t b = (size_t)(m->hp.tf_ff / ff_blocks(&m->hp, m->tf[i].ff_out.w));
-        if (b > wide) wide = b;
+        if (b > w) w = b;
     }
-    const size_t row = ((size_t)T * (size_t)m->hp.tf_d + 15) / 16 * 16;
-    return 5 * row + ((size_t)T * wide + 15) / 16 * 16;
+    const tr_attn_args a = head_attn(&m->hp, NULL, T);
+    *row = r16((size_t)T * (size_t)m->hp.tf_d);
+    *wide = r16((size_t)T * w);
+    *pack = r16(tr_attention_pack_floats(&a));
+    return 5 * *row + *wide + *pack;
 }
 
 static bool head_borrow(sf_session *s, int T, head_bufs *b) {
-    float *p = tr_fc_work_borrow(s->work, head_floats(s->m, T));
+    size_t row, wide, pack;
+    float *p = tr_fc_work_borrow(s->work, head_floats(s->m, T, &row, &wide, &pack));
     if (!p) return false;
-    const size_t row = ((size_t)T * (size_t)s->m->hp.tf_d + 15) / 16 * 16;
-    *b = (head_bufs){p, p + row, p + 2 * row, p + 3 * row, p + 4 * row, p + 5 * row};
+    *b = (head_bufs){p,           p + row,     p + 2 * row,        p + 3 * row,
+                     p + 4 * row, p + 5 * row, p + 5 * row + wide, pack};
     return true;
 }
 
@@ -100,26 +131,12 @@ TR_FAMILY_SESSION(sf, session_setup, session_release)
 
 static void tf_block(sf_session *s, const sf_tf_block *b, int T, const head_bufs *hb) {
     const sf_hparams *hp = &s->m->hp;
-    const int D = hp->tf_d, H = hp->tf_heads, dh = D / H;
+    const int D = hp->tf_d;
     tr_pool *pool = s->pool;
     tr_nn_linear_fwd(pool, &b->q, hb->G, T, hb->q);
     tr_nn_linear_fwd(pool, &b->k, hb->G, T, hb->k);
     tr_nn_linear_fwd(pool, &b->v, hb->G, T, hb->v);
-    /* q and k each scaled by dh^(-1/4) upstream: one 1/sqrt(dh) on the scores */
-    tr_attn_args a = {.q = hb->q,
-                      .q_stride = D,
-                      .k = hb->k,
-                      .v = hb->v,
-                      .kv_stride = D,
-                      .out = hb->a,
-                      .out_stride = D,
-                      .n_q = T,
-                      .n_kv = T,
-                      .kv_valid = T,
-                      .n_head = H,
-                      .n_head_kv = H,
-                      .head_dim = dh,
-                      .scale = 1.0f / sqrtf((float)dh)};
+    const tr_attn_args a = head_attn(hp, hb, T);
     tr_attention(pool, &a);
     tr_nn_linear_fwd(pool, &b->o, hb->a, T, hb->q);
     tr_ew_axpy(pool, hb->q, hb->G, 1.0f, (long)T * D);
@@ -178,6 +195,16 @@ typedef struct mel_src {
     double ms; /* time spent computing windows */
 } mel_src;
 
+static int mel_margin(const sf_model *m) {
+    return (m->mel.n_fft / 2 + m->mel.hop_length) / m->mel.hop_length + 1; /* frames: 3 */
+}
+
+/* Floats of a window of M frames (its margins included, as mel_window
+ * computes it before cropping). */
+static size_t win_floats(const sf_model *m, int M) {
+    return (size_t)m->mel.n_mels * (size_t)(M + 2 * mel_margin(m) + 1);
+}
+
 /* Mel frames [lo, hi) of the whole input's mel into win [nm][hi - lo], from
  * the PCM alone: with a margin of mg frames (mg·hop > n_fft/2), the mel of
  * the slice of samples [a, b), a = hop·max(0, lo - mg), b = min(n, hop·(hi +
@@ -189,24 +216,25 @@ typedef struct mel_src {
  * signal, and there they coincide. Needs ceil framing, zero padding and
  * normalize = none (no statistic over the whole input): tr_sf_run checks. */
 static transcribe_status mel_window(const sf_model *m, tr_pool *pool, mel_src *src, int lo, int hi,
-                                    float *win) {
+                                    float *win, size_t cap) {
     const int hop = m->mel.hop_length, nm = m->mel.n_mels, M = hi - lo;
-    const int mg = (m->mel.n_fft / 2 + hop) / hop + 1; /* frames of margin: 3 */
+    const int mg = mel_margin(m);
     const int af = lo - mg > 0 ? lo - mg : 0;
     const int64_t a = (int64_t)af * hop, b_max = (int64_t)(hi + mg) * hop;
     const int64_t b = b_max < src->n ? b_max : src->n;
     const double t0 = tr_time_ms();
-    float *w = NULL;
     int T_w = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, src->pcm + a, b - a, pool, &w, &T_w);
+    /* computed in place, then each bin's row moved down to the window's M
+     * frames (a row never lands on a later row's source) */
+    transcribe_status st = tr_mel_compute_into(&m->mel, src->pcm + a, b - a, pool, win, cap, &T_w);
     if (st == TRANSCRIBE_OK && T_w < hi - af) {
         TR_ERROR("sortformer: mel window %d..%d gave %d frames", lo, hi, T_w);
         st = TRANSCRIBE_ERR_INVALID_ARG;
     }
     if (st == TRANSCRIBE_OK)
         for (int f = 0; f < nm; f++)
-            memcpy(win + (size_t)f * M, w + (size_t)f * T_w + (lo - af), sizeof(float) * (size_t)M);
-    free(w);
+            memmove(win + (size_t)f * M, win + (size_t)f * T_w + (lo - af),
+                    sizeof(float) * (size_t)M);
     src->ms += tr_time_ms() - t0;
     return st;
 }
@@ -228,9 +256,11 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
      * chunk's rows are pre-encoded */
     const int T_dmax = tr_fc_out_frames(m->enc, max_win);
     const int T_max = cfg->spkcache_len + cfg->fifo_len + T_dmax;
-    const size_t win_max = (size_t)nm * (size_t)max_win;
+    const size_t win_max = win_floats(m, max_win);
+    size_t row, wide, pack;
     if (!reserve(s, T_max, T_dmax, win_max) ||
-        !tr_fc_work_reserve(m->enc, s->pool, s->work, T_max, head_floats(m, T_max)))
+        !tr_fc_work_reserve(m->enc, s->pool, s->work, T_max,
+                            head_floats(m, T_max, &row, &wide, &pack)))
         return TRANSCRIBE_ERR_OOM;
     transcribe_status rs = TRANSCRIBE_OK;
     poll_ctx poll = {ctx};
@@ -247,7 +277,7 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         const int lcf = (lo_off + SF_SUB / 2) / SF_SUB, rcf = (ro_off + SF_SUB - 1) / SF_SUB;
         const int T_diar = tr_fc_out_frames(m->enc, M);
         const int T_cat = st->sc_n + st->ff_n + T_diar;
-        if (!reserve(s, T_cat, T_diar, (size_t)nm * (size_t)M)) {
+        if (!reserve(s, T_cat, T_diar, win_floats(m, M))) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
@@ -255,7 +285,7 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         if (mel)
             for (int b = 0; b < nm; b++)
                 memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
-        else if ((rs = mel_window(m, s->pool, src, lo, hi, win)))
+        else if ((rs = mel_window(m, s->pool, src, lo, hi, win, s->cap_x)))
             break;
         rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, s->E);
         if (rs) break;
