@@ -145,10 +145,27 @@ static bool same_types(const tr_fc_encoder *enc, bool pos) {
     return true;
 }
 
+/* The attention's share of rest for groups of G heads. */
+static void plan_attention(const tr_fc_hparams *hp, blk_plan *b, size_t T, int T_max, int P,
+                           int G) {
+    const size_t dh = (size_t)(hp->d_model / hp->n_heads);
+    b->G = G;
+    b->qg = r16(T * (size_t)G * dh);
+    b->pg = r16((size_t)P * (size_t)G * dh);
+    b->bias = r16((size_t)G * (size_t)T_max * (size_t)T_max);
+    b->bd = r16(tr_fc_bd_floats(hp, T_max, P));
+    const tr_attn_args pa = {.n_q = T_max, .n_kv = T_max, .n_head = G, .head_dim = (int)dh};
+    b->pack = r16(tr_attention_pack_floats(&pa));
+}
+
+static size_t attention_floats(const blk_plan *b, int nth) {
+    return b->hp + b->att + 4 * b->qg + b->pg + b->bias + b->bd * (size_t)nth + b->pack;
+}
+
 static blk_plan plan_blocks(const tr_fc_encoder *enc, size_t budget, int nth, int rows, int T_max,
                             int P) {
     const tr_fc_hparams *hp = &enc->hp;
-    const size_t d = (size_t)hp->d_model, T = (size_t)rows, dh = d / (size_t)hp->n_heads;
+    const size_t d = (size_t)hp->d_model, T = (size_t)rows;
     blk_plan b = {0};
     b.wide = 2 * hp->d_model;
     b.nff = 1;
@@ -166,23 +183,25 @@ static blk_plan plan_blocks(const tr_fc_encoder *enc, size_t budget, int nth, in
     b.h_packed = h_lhs > 0 && same_types(enc, false);
     b.pe = r16(b.pe_packed ? pe_lhs : (size_t)P * d);
     b.h = r16(T * d);
-    b.G = head_group(hp, budget, T_max);
     b.mid = r16(T * (size_t)b.wide);
     b.q = r16(T * d);
     b.k = b.nff > 2 ? b.q : 0;
     b.hp = b.h_packed ? r16(h_lhs) : 0;
     b.att = b.h_packed ? 0 : r16(T * d);
-    b.qg = r16(T * (size_t)b.G * dh);
-    b.pg = r16((size_t)P * (size_t)b.G * dh);
-    b.bias = r16((size_t)b.G * (size_t)T_max * (size_t)T_max);
-    b.bd = r16(tr_fc_bd_floats(hp, T_max, P));
-    const tr_attn_args pa = {.n_q = T_max, .n_kv = T_max, .n_head = b.G, .head_dim = (int)dh};
-    b.pack = r16(tr_attention_pack_floats(&pa));
     const size_t ff = b.mid + b.q + b.k;
-    const size_t attn = b.hp + b.att + 4 * b.qg + b.pg + b.bias + b.bd * (size_t)nth + b.pack;
+    /* as many heads per group as the bias budget takes, but no more than
+     * keep the attention within the feed-forward's share or one head's: the
+     * arena then grows with T alone, so sizing it for the longest pass
+     * (tr_fc_work_reserve) covers every shorter one */
+    plan_attention(hp, &b, T, T_max, P, 1);
+    const size_t one = attention_floats(&b, nth), cap = ff > one ? ff : one;
+    for (int G = head_group(hp, budget, T_max); G > 1; G--) {
+        plan_attention(hp, &b, T, T_max, P, G);
+        if (attention_floats(&b, nth) <= cap) break;
+    }
+    if (attention_floats(&b, nth) > cap) plan_attention(hp, &b, T, T_max, P, 1);
     const size_t table = r16((size_t)P * d); /* the raw table, before it is packed */
-    b.rest = ff > attn ? ff : attn;
-    if (table > b.rest) b.rest = table;
+    b.rest = cap > table ? cap : table;
     return b;
 }
 

@@ -42,14 +42,12 @@ static bool grow_buf(float **p, size_t *cap, size_t n) {
     return *p != NULL;
 }
 
-/* E for e_rows (the chunk's own frames), X for rows frames or a mel window
- * of win floats, pr for rows frames: exact sizes, regrown when a chunk
- * needs more. */
-static bool reserve(sf_session *s, int rows, int e_rows, size_t win) {
+/* X for rows frames or a mel window of win floats, pr for rows frames:
+ * exact sizes, regrown when a chunk needs more. */
+static bool reserve(sf_session *s, int rows, size_t win) {
     const sf_model *m = s->m;
     const size_t d = (size_t)m->enc_hp.d_model, x = (size_t)rows * d;
-    return grow_buf(&s->E, &s->cap_e, (size_t)e_rows * d) &&
-           grow_buf(&s->X, &s->cap_x, x > win ? x : win) &&
+    return grow_buf(&s->X, &s->cap_x, x > win ? x : win) &&
            grow_buf(&s->pr, &s->cap_pr, (size_t)rows * (size_t)m->hp.max_spk);
 }
 
@@ -112,7 +110,6 @@ static bool head_borrow(sf_session *s, int T, head_bufs *b) {
 static void session_release(sf_session *s) {
     tr_fc_work_free(s->work);
     tr_sf_state_free(&s->st);
-    free(s->E);
     free(s->X);
     free(s->pr);
 }
@@ -258,9 +255,13 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
     const int T_max = cfg->spkcache_len + cfg->fifo_len + T_dmax;
     const size_t win_max = win_floats(m, max_win);
     size_t row, wide, pack;
-    if (!reserve(s, T_max, T_dmax, win_max) ||
+    /* the cache holds at most its length plus one update's pops (the whole
+     * FIFO and chunk), the FIFO its length plus a chunk */
+    const int ff_max = cfg->fifo_len + T_dmax;
+    if (!reserve(s, T_max, win_max) ||
         !tr_fc_work_reserve(m->enc, s->pool, s->work, T_max,
-                            head_floats(m, T_max, &row, &wide, &pack)))
+                            head_floats(m, T_max, &row, &wide, &pack)) ||
+        !tr_sf_state_reserve(st, cfg->spkcache_len + ff_max, ff_max))
         return TRANSCRIBE_ERR_OOM;
     transcribe_status rs = TRANSCRIBE_OK;
     poll_ctx poll = {ctx};
@@ -277,7 +278,10 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         const int lcf = (lo_off + SF_SUB / 2) / SF_SUB, rcf = (ro_off + SF_SUB - 1) / SF_SUB;
         const int T_diar = tr_fc_out_frames(m->enc, M);
         const int T_cat = st->sc_n + st->ff_n + T_diar;
-        if (!reserve(s, T_cat, T_diar, win_floats(m, M))) {
+        /* the chunk's pre-encoded rows go right after the FIFO's (its
+         * spare rows), where the update appends them */
+        if (!reserve(s, T_cat, win_floats(m, M)) ||
+            !tr_sf_state_reserve(st, st->sc_n, st->ff_n + T_diar)) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
@@ -287,7 +291,8 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
                 memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
         else if ((rs = mel_window(m, s->pool, src, lo, hi, win, s->cap_x)))
             break;
-        rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, s->E);
+        float *E = st->ff + (size_t)st->ff_n * d;
+        rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, E);
         if (rs) break;
         /* docs/formats/sortformer.md §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
         float *X = s->X;
@@ -295,11 +300,17 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         if (st->sc_n) memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
         if (st->ff_n)
             memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
-        memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, s->E, sizeof(float) * (size_t)T_diar * d);
+        memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, E, sizeof(float) * (size_t)T_diar * d);
         rs = tr_fc_forward_rows(m->enc, s->pool, s->work, X, T_cat, poll_abort, &poll);
         if (rs) break;
         if ((rs = tr_sf_head(s, X, T_cat, s->pr))) break;
-        if (!tr_sf_state_update(st, cfg, s->E, T_diar, s->pr, lcf, rcf)) {
+        /* a compression builds the new cache in the encoder's arena (idle now) */
+        st->lend = tr_fc_work_borrow(s->work, (size_t)cfg->spkcache_len * (size_t)d);
+        st->lend_floats = st->lend ? (size_t)cfg->spkcache_len * (size_t)d : 0;
+        const bool up = tr_sf_state_update(st, cfg, E, T_diar, s->pr, lcf, rcf);
+        st->lend = NULL;
+        st->lend_floats = 0;
+        if (!up) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
