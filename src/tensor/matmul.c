@@ -125,6 +125,10 @@ static mm_blocking blocking_for(const tr_mm_isa *isa, int nth, const tr_mm_w *w)
 
 /* ---- GEMM ---- */
 
+/* Packed W a part holds at once (256 KiB: half an L2): bounds a chunk's
+ * panels (run_matmul). */
+#define GEMM_PANEL_FLOATS (64L * 1024)
+
 typedef struct {
     const tr_mm_isa *isa;
     const tr_mm_w *w;
@@ -664,11 +668,15 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
-    /* about two chunks per thread, at most one N block each */
+    /* about two chunks per thread, at most one N block each, and at most
+     * GEMM_PANEL_FLOATS of packed W (a part's panels: more chunks for a
+     * wide W cost one more pass over X's packed tiles each, from cache) */
     int nth = tr_pool_n_threads(pool);
     mm_blocking blk = blocking_for(isa, nth, w);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
+    const long cap = GEMM_PANEL_FLOATS / ((long)isa->nr * blk.kc);
+    if (chunk > cap) chunk = cap;
     gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy,        Y, 0, 0, chunk < 1 ? 1 : chunk,
                   blk, NULL, 0,    NULL, 0, 0,   (long)w->K, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
