@@ -201,7 +201,9 @@ static blk_plan plan_blocks(const tr_fc_encoder *enc, size_t budget, int nth, in
     }
     if (attention_floats(&b, nth) > cap) plan_attention(hp, &b, T, T_max, P, 1);
     const size_t table = r16((size_t)P * d); /* the raw table, before it is packed */
+    const size_t proj = b.hp + b.att + b.q;  /* linear_out's product, after the packed h */
     b.rest = cap > table ? cap : table;
+    if (proj > b.rest) b.rest = proj;
     return b;
 }
 
