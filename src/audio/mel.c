@@ -198,12 +198,36 @@ static void normalise(const tr_mel_config *c, float *L, int row, int n_frames, i
     }
 }
 
+/* The mel front end of tr_mel_compute (type MEL only) into `dst` when it
+ * holds the output (cap floats; else TRANSCRIBE_ERR_INVALID_ARG), or into
+ * a malloc'ed *out when dst is NULL. */
+static transcribe_status mel_compute(const tr_mel_config *c, const float *pcm, int64_t n,
+                                     tr_pool *pool, float *dst, size_t cap, float **out,
+                                     int *n_frames);
+
 transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
                                  float **out, int *n_frames) {
     *out = NULL;
     *n_frames = 0;
     if (c->type == TR_FRONTEND_KALDI_FBANK_LFR)
         return tr_kaldi_fbank_compute(c, pcm, n, pool, out, n_frames);
+    return mel_compute(c, pcm, n, pool, NULL, 0, out, n_frames);
+}
+
+transcribe_status tr_mel_compute_into(const tr_mel_config *c, const float *pcm, int64_t n,
+                                      tr_pool *pool, float *out, size_t cap, int *n_frames) {
+    float *unused = NULL;
+    *n_frames = 0;
+    if (!out) {
+        TR_ERROR("mel: no output buffer");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
+    return mel_compute(c, pcm, n, pool, out, cap, &unused, n_frames);
+}
+
+static transcribe_status mel_compute(const tr_mel_config *c, const float *pcm, int64_t n,
+                                     tr_pool *pool, float *dst, size_t cap, float **out,
+                                     int *n_frames) {
     if (c->type != TR_FRONTEND_MEL) {
         TR_ERROR("mel: front-end type %d has no features to compute", (int)c->type);
         return TRANSCRIBE_ERR_INVALID_ARG;
@@ -243,6 +267,10 @@ transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64
     }
 
     int n_fft = c->n_fft, n_bins = n_fft / 2 + 1, M = c->n_mels;
+    if (dst && (size_t)M * (size_t)n_out > cap) {
+        TR_ERROR("mel: %lld frames do not fit the %zu floats given", (long long)n_out, cap);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     int nth = tr_pool_n_threads(pool);
     mel_job j = {.c = c,
                  .pcm = pcm,
@@ -255,7 +283,7 @@ transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64
     double *win = calloc((size_t)n_fft, sizeof(double));
     double *fb = malloc(sizeof(double) * (size_t)M * n_bins);
     int *lo = malloc(sizeof(int) * (size_t)M), *hi = malloc(sizeof(int) * (size_t)M);
-    float *L = malloc(sizeof(float) * (size_t)M * (size_t)n_out);
+    float *L = dst ? dst : malloc(sizeof(float) * (size_t)M * (size_t)n_out);
     j.scratch_per = fft ? (size_t)2 * n_fft + 2 + n_bins + tr_fft_scratch_len(fft) : 0;
     double *scratch = malloc(sizeof(double) * j.scratch_per * (size_t)nth);
     if (!fft || !win || !fb || !lo || !hi || !L || !scratch) {
@@ -286,7 +314,7 @@ transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64
     j.out = L;
     tr_pool_run(pool, mel_frames, &j);
     normalise(c, L, (int)n_out, (int)n_out, n);
-    *out = L;
+    *out = dst ? NULL : L;
     *n_frames = (int)n_out;
     L = NULL;
 done:
@@ -295,7 +323,7 @@ done:
     free(fb);
     free(lo);
     free(hi);
-    free(L);
+    if (L != dst) free(L);
     free(scratch);
     return st;
 }

@@ -118,6 +118,12 @@ transcribe_status tr_mel_check_reflect_len(const tr_mel_config *c, const char *w
  * pool's threads. Errors: INVALID_ARG (too short, bad config), OOM. */
 transcribe_status tr_mel_compute(const tr_mel_config *c, const float *pcm, int64_t n, tr_pool *pool,
                                  float **out, int *n_frames);
+/* tr_mel_compute into the caller's `out` of cap floats (the mel front end
+ * only, not LFR): INVALID_ARG (logged) when the features do not fit, and
+ * the same errors otherwise. For callers that compute many windows in a
+ * buffer they keep. */
+transcribe_status tr_mel_compute_into(const tr_mel_config *c, const float *pcm, int64_t n,
+                                      tr_pool *pool, float *out, size_t cap, int *n_frames);
 /* tr_mel_compute that also refuses fewer than min_frames frames
  * (INVALID_ARG, logged with who; nothing returned): the NeMo front ends of
  * Canary, Cohere and Canary-Qwen need 2, as the unbiased per-feature

@@ -80,20 +80,34 @@ const tr_fc_hparams *tr_fc_get_hparams(const tr_fc_encoder *enc);
  * non-causal stack, the causal recurrence for chunked_limited). 0 if T_mel < 1. */
 int tr_fc_out_frames(const tr_fc_encoder *enc, int T_mel);
 
-/* Per-session working memory; grows on demand, reused across runs. */
+/* Per-session working memory: one arena that every stage carves; grows on
+ * demand, reused across runs. */
 typedef struct tr_fc_work tr_fc_work;
 tr_fc_work *tr_fc_work_new(void);
 void tr_fc_work_free(tr_fc_work *w);
 size_t tr_fc_work_bytes(const tr_fc_work *w);
+/* Sizes the arena up front for passes over at most T_max encoder frames
+ * (one utterance; the pool the passes use) and the pre-encode of any
+ * window, and for at least `floats` floats a borrower needs, so the passes
+ * allocate nothing. false on OOM or bad arguments. */
+bool tr_fc_work_reserve(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int T_max,
+                        size_t floats);
+/* The arena lent to the caller between encoder calls: at least `floats`
+ * floats, 64-byte aligned, whose contents any tr_fc_* call on w (and the
+ * next borrow) overwrites. NULL on OOM. */
+float *tr_fc_work_borrow(tr_fc_work *w, size_t floats);
 
 typedef bool (*tr_fc_abort_fn)(void *user);
 
 /* Memory and length limits (T = tr_fc_out_frames(), d = d_model, H heads):
- * the work area holds about (9 + max(d_ff, 2d) / d) * T * d floats of block
- * activations and positional rows, the pre-encode's flattened frames
- * (T * C * F' floats) and cache-sized chunk buffers, and the attention's
- * position bias for as many heads at a time as fit in 64 MiB (never less
- * than one head: 4 * T^2 bytes, i.e. 400 MB at T = 10 000 frames / 800 s).
+ * the work area (one arena) holds the positional table (about 2T * d
+ * floats, packed once per pass), h [T][d] and the largest stage: the
+ * feed-forward's hidden block and sum ((max(d_ff block, 2d) + d) * T
+ * floats) or one group of heads' attention (h packed, T * d; their q, k, v
+ * and biased q, 4 * T * g * dh; positional rows 2T * g * dh; the [g][T][T]
+ * position bias, with as many heads g as fit in 1 MiB, never less than
+ * one: 4 * T^2 bytes, i.e. 400 MB at T = 10 000 frames / 800 s); the
+ * pre-encode's chunk buffers share it.
  * Inputs over 40 000 encoder frames return TRANSCRIBE_ERR_INPUT_TOO_LONG;
  * a failed allocation returns TRANSCRIBE_ERR_OOM (the work area stays
  * usable). Families window long audio well below these limits.

@@ -11,9 +11,9 @@
  * thread takes whole blocks with a single-threaded GEMM and the result does
  * not depend on the thread count.
  *
- * Memory: the bias is built for as many heads at a time as fit in
- * s->bias_budget bytes (at least one head, 4*T^2 bytes), so long inputs cost
- * T^2 floats rather than H*T^2. */
+ * Memory: the caller passes one group of heads at a time (their own q, k,
+ * v and positional columns, and a [g][T][T] bias), so long inputs cost
+ * one head's T^2 floats rather than H*T^2. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -89,11 +89,13 @@ void tr_fc_shift_rows(const float *c, int ldc, int a0, int a1, int T, float scal
 
 typedef struct {
     const tr_fc_hparams *hp;
-    const float *qv, *p;
-    int T, P, h0, G, nb, ldc;
+    const float *qv, *p; /* the group's columns, rows ld floats apart */
+    int T, P, G, nb, ld;
     float scale;
     float *bias, *scratch;
     size_t scratch_per;
+    float *mm; /* each thread's GEMM panels (mm_floats), or NULL */
+    size_t mm_floats;
 } bias_ctx;
 
 /* Keys outside the chunked_limited window of query a get -inf: b is
@@ -117,18 +119,18 @@ static void chunk_rc_mask(const tr_fc_hparams *hp, int a, int T, float *row) {
         if (b < lo || b > hi) row[b] = -INFINITY;
 }
 
-static void bias_block(const bias_ctx *c, int u, float *scr) {
+static void bias_block(const bias_ctx *c, int u, float *scr, float *mm) {
     const tr_fc_hparams *hp = c->hp;
-    const int d = hp->d_model, dh = d / hp->n_heads, T = c->T;
+    const int dh = hp->d_model / hp->n_heads, T = c->T, ld = c->ld;
     const int hg = u / c->nb, a0 = (u % c->nb) * FC_QB;
     const int a1 = a0 + FC_QB < T ? a0 + FC_QB : T;
-    const int h = c->h0 + hg;
     float *bias = c->bias + (size_t)hg * T * T;
-    const float *qv = c->qv + (size_t)a0 * d + (size_t)h * dh;
+    const float *qv = c->qv + (size_t)a0 * ld + (size_t)hg * dh;
     if (is_local(hp)) {
         /* row a needs table row b - a + W_L for keys in the window */
         const int wl = tr_fc_pos_first(hp, T);
-        tr_matmul_f32_nt(NULL, qv, d, c->p + (size_t)h * dh, d, scr, c->P, a1 - a0, c->P, dh);
+        tr_matmul_f32_nt_buf(qv, ld, c->p + (size_t)hg * dh, ld, scr, c->P, a1 - a0, c->P, dh, mm,
+                             c->mm_floats);
         for (int a = a0; a < a1; a++) {
             const float *restrict src = scr + (size_t)(a - a0) * c->P;
             float *restrict dst = bias + (size_t)a * T;
@@ -140,8 +142,8 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
         return;
     }
     const int n = T + (a1 - a0) - 1;
-    tr_matmul_f32_nt(NULL, qv, d, c->p + (size_t)(T - a1) * d + (size_t)h * dh, d, scr, n, a1 - a0,
-                     n, dh);
+    tr_matmul_f32_nt_buf(qv, ld, c->p + (size_t)(T - a1) * ld + (size_t)hg * dh, ld, scr, n,
+                         a1 - a0, n, dh, mm, c->mm_floats);
     tr_fc_shift_rows(scr, n, a0, a1, T, c->scale, bias);
     if (hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED)
         for (int a = a0; a < a1; a++) chunk_mask(hp, a, T, bias + (size_t)a * T);
@@ -152,14 +154,16 @@ static void bias_block(const bias_ctx *c, int u, float *scr) {
 static void bias_task(void *vctx, int ith, int nth) {
     const bias_ctx *c = vctx;
     float *scr = c->scratch + (size_t)ith * c->scratch_per;
-    for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr);
+    float *mm = c->mm ? c->mm + (size_t)ith * c->mm_floats : NULL;
+    for (int u = ith; u < c->G * c->nb; u += nth) bias_block(c, u, scr, mm);
 }
 
-/* qv = q + pos_bias_v; q += pos_bias_u (both per head, broadcast over frames) */
+/* qv = q + pos_bias_v; q += pos_bias_u (the group's columns of both, per
+ * head, broadcast over frames) */
 typedef struct {
     float *q, *qv;
     const float *u, *v;
-    int T, d;
+    int T, ld;
 } qbias_ctx;
 
 static void qbias_task(void *vctx, int ith, int nth) {
@@ -167,56 +171,67 @@ static void qbias_task(void *vctx, int ith, int nth) {
     long t0, t1;
     tr_split_range(c->T, ith, nth, &t0, &t1);
     for (long t = t0; t < t1; t++) {
-        float *qr = c->q + t * c->d, *vr = c->qv + t * c->d;
-        for (int i = 0; i < c->d; i++) {
+        float *qr = c->q + t * c->ld, *vr = c->qv + t * c->ld;
+        for (int i = 0; i < c->ld; i++) {
             vr[i] = qr[i] + c->v[i];
             qr[i] += c->u[i];
         }
     }
 }
 
-bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool, float *q,
-                         const float *k, const float *v, const float *p, int P, int T, float *att,
-                         tr_fc_attn_scratch *s) {
-    const int d = hp->d_model, H = hp->n_heads, dh = d / H;
-    const size_t tt = (size_t)T * (size_t)T;
-    const size_t fit = s->bias_budget / (tt * sizeof(float)); /* heads per pass */
-    const int G = fit < 1 ? 1 : fit > (size_t)H ? H : (int)fit;
-    const int nth = tr_pool_n_threads(pool);
-    const size_t per = (size_t)FC_QB * (size_t)(P > T + FC_QB - 1 ? P : T + FC_QB - 1);
-    if (!tr_fc_buf_reserve(&s->qv, (size_t)T * d) || !tr_fc_buf_reserve(&s->bias, tt * G) ||
-        !tr_fc_buf_reserve(&s->bd, per * (size_t)nth)) {
-        TR_ERROR("fastconformer: out of memory for attention over %d frames (%zu MiB bias)", T,
-                 tt * (size_t)G * sizeof(float) >> 20);
-        return false;
-    }
-    qbias_ctx qc = {q, s->qv.p, blk->pos_bias_u, blk->pos_bias_v, T, d};
-    tr_pool_run((long)T * d >= 32768 ? pool : NULL, qbias_task, &qc);
+size_t tr_fc_bd_floats(const tr_fc_hparams *hp, int T, int P) {
+    /* a block's GEMM writes FC_QB rows of P (local) or T + FC_QB - 1 columns */
+    return (size_t)FC_QB * (size_t)(is_local(hp) ? P : T + FC_QB - 1);
+}
+
+void tr_fc_rel_attention_group(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool,
+                               int h0, int g, float *qg, const float *kg, const float *vg,
+                               const float *pg, int P, int T, float *att, float *qv, float *bias,
+                               float *bd, float *pack, size_t pack_floats) {
+    const int d = hp->d_model, dh = d / hp->n_heads, ld = g * dh;
+    qbias_ctx qc = {qg, qv, blk->pos_bias_u + (size_t)h0 * dh, blk->pos_bias_v + (size_t)h0 * dh,
+                    T,  ld};
+    tr_pool_run((long)T * ld >= 32768 ? pool : NULL, qbias_task, &qc);
     const float scale = 1.0f / sqrtf((float)dh);
-    for (int h0 = 0; h0 < H; h0 += G) {
-        const int g = H - h0 < G ? H - h0 : G;
-        bias_ctx c = {hp, s->qv.p, p,         T,       P,  h0, g, (T + FC_QB - 1) / FC_QB,
-                      0,  scale,   s->bias.p, s->bd.p, per};
-        tr_pool_run(pool, bias_task, &c);
-        tr_attn_args a = {
-            .q = q + (size_t)h0 * dh,
-            .q_stride = d,
-            .k = k + (size_t)h0 * dh,
-            .v = v + (size_t)h0 * dh,
-            .kv_stride = d,
-            .out = att + (size_t)h0 * dh,
-            .out_stride = d,
-            .n_q = T,
-            .n_kv = T,
-            .kv_valid = T,
-            .n_head = g,
-            .n_head_kv = g,
-            .head_dim = dh,
-            .scale = scale,
-            .causal = false,
-            .pos_bias = s->bias.p,
-        };
-        tr_attention(pool, &a);
-    }
-    return true;
+    bias_ctx c = {.hp = hp,
+                  .qv = qv,
+                  .p = pg,
+                  .T = T,
+                  .P = P,
+                  .G = g,
+                  .nb = (T + FC_QB - 1) / FC_QB,
+                  .ld = ld,
+                  .scale = scale,
+                  .bias = bias,
+                  .scratch = bd,
+                  .scratch_per = tr_fc_bd_floats(hp, T, P)};
+    /* the blocks' single-thread products take their panels from the pool's
+     * GEMM panel slot (idle outside a GEMM), so they allocate nothing */
+    const int m = T < FC_QB ? T : FC_QB, n = is_local(hp) ? P : T + m - 1;
+    c.mm_floats = (tr_matmul_f32_nt_scratch_floats(m, n, dh) + 15) / 16 * 16;
+    if (c.mm_floats)
+        c.mm = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS,
+                                    c.mm_floats * (size_t)tr_pool_n_threads(pool));
+    tr_pool_run(pool, bias_task, &c);
+    tr_attn_args a = {
+        .q = qg,
+        .q_stride = ld,
+        .k = kg,
+        .v = vg,
+        .kv_stride = ld,
+        .out = att + (size_t)h0 * dh,
+        .out_stride = d,
+        .n_q = T,
+        .n_kv = T,
+        .kv_valid = T,
+        .n_head = g,
+        .n_head_kv = g,
+        .head_dim = dh,
+        .scale = scale,
+        .causal = false,
+        .pos_bias = bias,
+        .pack = pack,
+        .pack_floats = pack_floats,
+    };
+    tr_attention(pool, &a);
 }

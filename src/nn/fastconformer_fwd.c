@@ -1,11 +1,21 @@
 /* FastConformer forward pass (docs/formats/parakeet.md §7): pre-encode, optional
  * x-scaling, the positional table for this T, then n_layers Conformer blocks
- * in place on the output buffer. All scratch lives in tr_fc_work and grows
- * on demand, so repeated runs of similar length allocate nothing.
+ * in place on the output buffer. All scratch is one arena in tr_fc_work,
+ * grown on demand (or sized up front, tr_fc_work_reserve) and carved per
+ * pass, so repeated runs of similar length allocate nothing and the stages
+ * share memory: the pre-encode's buffers are the blocks', and between
+ * calls the caller may borrow all of it (tr_fc_work_borrow).
  *
- * Buffers per block (T frames, d = d_model): h, q, k, v [T][d] and mid
- * [T][2d] (the feed-forward's d_ff hidden columns go in blocks of <= 2d). The attention output
- * lands in h (free once q/k/v exist) and its projection in q (free once attention ran). */
+ * The blocks' layout (T rows, d = d_model, P positional rows):
+ *   pe   the positional table, packed once per pass for the linear_pos
+ *        products (tr_matmul_lhs_pack_into), read by every block
+ *   h    [T][d]: a LayerNorm's output, then what the stage computes from it
+ *   rest one region each stage reuses: the feed-forward's hidden columns
+ *        mid [T][<= 2d] (d_ff in blocks) and its sum q [T][d]; the conv's
+ *        mid [T][2d] and q; the attention's packed h, one group of heads'
+ *        q, k, v, qv [T][g*dh], positional rows [P][g*dh], [g][T][T] bias
+ *        and the per-thread BD scratch (the attention output lands in h,
+ *        free once h is packed). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,9 +30,10 @@
 #define FC_LN_EPS 1e-5f
 
 struct tr_fc_work {
-    tr_fc_pre_scratch pre;
-    tr_fc_buf h, mid, q, k, v, pe, p;
-    tr_fc_attn_scratch att;
+    float *arena; /* 64-byte aligned */
+    size_t n;     /* floats */
+    int pre_chunk;
+    size_t bias_budget;
 };
 
 bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n) {
@@ -38,10 +49,18 @@ bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n) {
     return true;
 }
 
-static void buf_free(tr_fc_buf *b) {
-    free(b->p);
-    b->p = NULL;
-    b->n = 0;
+/* The arena holds at least n floats afterwards (contents not kept). */
+static bool arena_reserve(tr_fc_work *w, size_t n) {
+    if (n <= w->n) return true;
+    free(w->arena);
+    w->arena = NULL;
+    w->n = 0;
+    n = (n + 15) / 16 * 16;
+    if (n > SIZE_MAX / sizeof(float) / 2) return false;
+    w->arena = aligned_alloc(64, n * sizeof(float));
+    if (!w->arena) return false;
+    w->n = n;
+    return true;
 }
 
 tr_fc_work *tr_fc_work_new(void) {
@@ -50,35 +69,31 @@ tr_fc_work *tr_fc_work_new(void) {
         TR_ERROR("fastconformer: out of memory for the work area");
         return NULL;
     }
-    w->att.bias_budget = TR_FC_BIAS_BUDGET;
+    w->bias_budget = TR_FC_BIAS_BUDGET;
     return w;
 }
 
 void tr_fc_work_set_pre_chunk(tr_fc_work *w, int frames) {
-    if (w) w->pre.chunk = frames;
+    if (w) w->pre_chunk = frames;
 }
 
 void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes) {
-    if (w) w->att.bias_budget = bytes;
+    if (w) w->bias_budget = bytes;
 }
 
 void tr_fc_work_free(tr_fc_work *w) {
     if (!w) return;
-    tr_fc_buf *all[] = {&w->pre.a,  &w->pre.b,    &w->pre.flat, &w->h,  &w->mid,
-                        &w->q,      &w->k,        &w->v,        &w->pe, &w->p,
-                        &w->att.qv, &w->att.bias, &w->att.bd};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) buf_free(all[i]);
+    free(w->arena);
     free(w);
 }
 
 size_t tr_fc_work_bytes(const tr_fc_work *w) {
-    if (!w) return 0;
-    const tr_fc_buf *all[] = {&w->pre.a,  &w->pre.b,    &w->pre.flat, &w->h,  &w->mid,
-                              &w->q,      &w->k,        &w->v,        &w->pe, &w->p,
-                              &w->att.qv, &w->att.bias, &w->att.bd};
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) n += all[i]->n;
-    return n * sizeof(float);
+    return w ? w->n * sizeof(float) : 0;
+}
+
+float *tr_fc_work_borrow(tr_fc_work *w, size_t floats) {
+    if (!w || !arena_reserve(w, floats)) return NULL;
+    return w->arena;
 }
 
 /* Hidden columns per pass of the feed-forward: d_ff in n equal blocks of at
@@ -96,25 +111,130 @@ static int ff_blocks(const tr_fc_hparams *hp, const tr_tensor *w2) {
     return 1;
 }
 
-/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2, hidden columns in blocks (ff_blocks);
- * the partial products land in k (free outside attention) and add into q */
+/* Heads per attention group for segments of at most T frames: as many
+ * [T][T] biases as fit in the budget, at least one. */
+static int head_group(const tr_fc_hparams *hp, size_t budget, int T) {
+    const size_t fit = budget / ((size_t)T * (size_t)T * sizeof(float));
+    return fit < 1 ? 1 : fit > (size_t)hp->n_heads ? hp->n_heads : (int)fit;
+}
+
+static size_t r16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+/* The blocks' carving of the arena for rows frames (segments of at most
+ * T_max), P positional rows; sizes in floats, each a multiple of 16. */
+typedef struct blk_plan {
+    size_t pe, h, rest;
+    size_t mid, q, k;                  /* feed-forward / conv / speaker kernel: rest */
+    size_t hp, qg, pg, bias, bd, pack; /* attention: rest (qg: one of q, k, v, qv) */
+    size_t att;                        /* a separate output where h cannot be packed */
+    bool pe_packed, h_packed;
+    int G, wide, nff;
+} blk_plan;
+
+static bool same_types(const tr_fc_encoder *enc, bool pos) {
+    const tr_fc_block *b0 = &enc->blocks[0];
+    for (int i = 0; i < enc->hp.n_layers; i++) {
+        const tr_fc_block *b = &enc->blocks[i];
+        if (pos ? b->pos.type != b0->pos.type
+                : b->q.w->type != b0->q.w->type || b->k.w->type != b0->q.w->type ||
+                      b->v.w->type != b0->q.w->type)
+            return false;
+    }
+    return true;
+}
+
+/* The attention's share of rest for groups of G heads. */
+static void plan_attention(const tr_fc_hparams *hp, blk_plan *b, size_t T, int T_max, int P,
+                           int G) {
+    const size_t dh = (size_t)(hp->d_model / hp->n_heads);
+    b->G = G;
+    b->qg = r16(T * (size_t)G * dh);
+    b->pg = r16((size_t)P * (size_t)G * dh);
+    b->bias = r16((size_t)G * (size_t)T_max * (size_t)T_max);
+    b->bd = r16(tr_fc_bd_floats(hp, T_max, P));
+    const tr_attn_args pa = {.n_q = T_max, .n_kv = T_max, .n_head = G, .head_dim = (int)dh};
+    b->pack = r16(tr_attention_pack_floats(&pa));
+}
+
+static size_t attention_floats(const blk_plan *b, int nth) {
+    return b->hp + b->att + 4 * b->qg + b->pg + b->bias + b->bd * (size_t)nth + b->pack;
+}
+
+static blk_plan plan_blocks(const tr_fc_encoder *enc, size_t budget, int nth, int rows, int T_max,
+                            int P) {
+    const tr_fc_hparams *hp = &enc->hp;
+    const size_t d = (size_t)hp->d_model, T = (size_t)rows;
+    blk_plan b = {0};
+    b.wide = 2 * hp->d_model;
+    b.nff = 1;
+    for (int i = 0; i < hp->n_layers; i++) {
+        const tr_fc_block *k = &enc->blocks[i];
+        const int n1 = ff_blocks(hp, k->ff1_w2.w), n2 = ff_blocks(hp, k->ff2_w2.w);
+        const int n = n1 > n2 ? n1 : n2;
+        if (hp->d_ff / n1 > b.wide) b.wide = hp->d_ff / n1;
+        if (hp->d_ff / n2 > b.wide) b.wide = hp->d_ff / n2;
+        if (n > b.nff) b.nff = n;
+    }
+    const size_t pe_lhs = tr_matmul_lhs_floats(P, (int)d),
+                 h_lhs = tr_matmul_lhs_floats(rows, (int)d);
+    b.pe_packed = pe_lhs > 0 && same_types(enc, true);
+    b.h_packed = h_lhs > 0 && same_types(enc, false);
+    b.pe = r16(b.pe_packed ? pe_lhs : (size_t)P * d);
+    b.h = r16(T * d);
+    b.mid = r16(T * (size_t)b.wide);
+    b.q = r16(T * d);
+    b.k = b.nff > 2 ? b.q : 0;
+    b.hp = b.h_packed ? r16(h_lhs) : 0;
+    b.att = b.h_packed ? 0 : r16(T * d);
+    const size_t ff = b.mid + b.q + b.k;
+    /* as many heads per group as the bias budget takes, but no more than
+     * keep the attention within the feed-forward's share or one head's: the
+     * arena then grows with T alone, so sizing it for the longest pass
+     * (tr_fc_work_reserve) covers every shorter one */
+    plan_attention(hp, &b, T, T_max, P, 1);
+    const size_t one = attention_floats(&b, nth), cap = ff > one ? ff : one;
+    for (int G = head_group(hp, budget, T_max); G > 1; G--) {
+        plan_attention(hp, &b, T, T_max, P, G);
+        if (attention_floats(&b, nth) <= cap) break;
+    }
+    if (attention_floats(&b, nth) > cap) plan_attention(hp, &b, T, T_max, P, 1);
+    const size_t table = r16((size_t)P * d); /* the raw table, before it is packed */
+    const size_t proj = b.hp + b.att + b.q;  /* linear_out's product, after the packed h */
+    b.rest = cap > table ? cap : table;
+    if (proj > b.rest) b.rest = proj;
+    return b;
+}
+
+typedef struct blk_bufs {
+    float *pe, *h, *rest;
+    tr_mm_lhs *pe_lhs; /* pe packed, or NULL (pe raw) */
+    const blk_plan *pl;
+} blk_bufs;
+
+/* x += 0.5 * W2 SiLU(W1 LN(x) + b1) + b2, hidden columns in blocks (ff_blocks):
+ * block 0's product lands in q, the middle blocks' in k and the last one's
+ * in h (free once its W1 product is made), each added into q */
 static void ff_half(tr_pool *pool, const tr_fc_hparams *hp, const tr_nn_norm *ln,
                     const tr_nn_linear *w1, const tr_nn_linear *w2, float *x, int T,
-                    tr_fc_work *w) {
+                    const blk_bufs *B) {
     const int d = hp->d_model, d_ff = hp->d_ff, n = ff_blocks(hp, w2->w), blk = d_ff / n;
-    tr_layer_norm(pool, x, w->h.p, T, d, ln->w, ln->b, FC_LN_EPS);
+    float *h = B->h, *mid = B->rest, *q = mid + B->pl->mid, *k = q + B->pl->q;
+    tr_layer_norm(pool, x, h, T, d, ln->w, ln->b, FC_LN_EPS);
     for (int j = 0; j < n; j++) {
         tr_tensor v1 = *w1->w, v2 = *w2->w;
         v1.ne[1] = blk;
         v1.data = (const uint8_t *)w1->w->data + (size_t)j * blk * w1->w->nb1;
         v2.ne[0] = blk;
         v2.data = (const uint8_t *)w2->w->data + tr_row_bytes(v2.type, (int64_t)j * blk);
-        tr_matmul(pool, &v1, w1->b ? w1->b + (size_t)j * blk : NULL, w->h.p, T, d, w->mid.p, blk);
-        tr_ew_silu(pool, w->mid.p, (long)T * blk);
-        tr_matmul(pool, &v2, j == 0 ? w2->b : NULL, w->mid.p, T, blk, j == 0 ? w->q.p : w->k.p, d);
-        if (j > 0) tr_ew_add(pool, w->q.p, w->k.p, (long)T * d);
+        tr_matmul(pool, &v1, w1->b ? w1->b + (size_t)j * blk : NULL, h, T, d, mid, blk);
+        tr_ew_silu(pool, mid, (long)T * blk);
+        float *y = j == 0 ? q : j == n - 1 ? h : k;
+        tr_matmul(pool, &v2, j == 0 ? w2->b : NULL, mid, T, blk, y, d);
+        if (j > 0) tr_ew_add(pool, q, y, (long)T * d);
     }
-    tr_ew_axpy(pool, x, w->q.p, 0.5f, (long)T * d);
+    tr_ew_axpy(pool, x, q, 0.5f, (long)T * d);
 }
 
 /* Utterances of one forward: n segments of T[i] frames, segment i at rows
@@ -128,75 +248,107 @@ typedef struct segs {
     int T_max; /* longest segment: its positional rows cover every shorter one */
 } segs;
 
+/* A weight's rows [r0, r0 + n) (output columns), a view of the same bytes. */
+static tr_tensor rows_view(const tr_tensor *w, int r0, int n) {
+    tr_tensor v = *w;
+    v.ne[1] = n;
+    v.data = (const uint8_t *)w->data + (size_t)r0 * w->nb1;
+    return v;
+}
+
+/* Y = X W^T + b from X packed (lhs) or, lhs NULL, X itself. */
+static void lin(tr_pool *pool, const tr_tensor *W, const float *b, const tr_mm_lhs *lhs,
+                const float *X, int rows, float *Y, int ldy) {
+    if (lhs)
+        tr_matmul_lhs(pool, W, b, lhs, Y, ldy);
+    else
+        tr_matmul(pool, W, b, X, rows, (int)W->ne[0], Y, ldy);
+}
+
+/* The attention residual, one group of heads at a time: h = LN(x) packed
+ * once, then per group its q, k, v and positional columns (rows of the
+ * weights), the BD bias and the attention into h's columns of the group. */
 static bool attn_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
-                          const segs *sg, int P, tr_fc_work *w) {
-    const int d = enc->hp.d_model, T = sg->rows;
-    tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_attn.w, blk->norm_attn.b, FC_LN_EPS);
-    tr_nn_linear_fwd(pool, &blk->q, w->h.p, T, w->q.p);
-    tr_nn_linear_fwd(pool, &blk->k, w->h.p, T, w->k.p);
-    tr_nn_linear_fwd(pool, &blk->v, w->h.p, T, w->v.p);
-    tr_linear(pool, &blk->pos, NULL, w->pe.p, P, w->p.p);
-    const int first_max = tr_fc_pos_first(&enc->hp, sg->T_max);
-    for (int i = 0; i < sg->n; i++) {
-        /* the table row of position pos0 is first_max - pos0 (rows are
-         * positions counting down), so a shorter segment reads a sub-range */
-        const int Ti = sg->T[i], Pi = tr_fc_pos_rows(&enc->hp, Ti);
-        const int r0 = first_max - tr_fc_pos_first(&enc->hp, Ti);
-        const size_t o = (size_t)sg->off[i] * (size_t)d;
-        if (!tr_fc_rel_attention(&enc->hp, blk, pool, w->q.p + o, w->k.p + o, w->v.p + o,
-                                 w->p.p + (size_t)r0 * d, Pi, Ti, w->h.p + o, &w->att))
+                          const segs *sg, int P, const blk_bufs *B) {
+    const tr_fc_hparams *hp = &enc->hp;
+    const blk_plan *pl = B->pl;
+    const int d = hp->d_model, T = sg->rows, H = hp->n_heads, dh = d / H;
+    tr_layer_norm(pool, x, B->h, T, d, blk->norm_attn.w, blk->norm_attn.b, FC_LN_EPS);
+    float *r = B->rest;
+    tr_mm_lhs *hl = NULL;
+    if (pl->h_packed) {
+        hl = tr_matmul_lhs_pack_into(pool, B->h, d, T, d, blk->q.w->type, r);
+        if (!hl) {
+            TR_ERROR("fastconformer: out of memory for the attention over %d frames", T);
             return false;
+        }
     }
-    tr_nn_linear_fwd(pool, &blk->o, w->h.p, T, w->q.p);
-    tr_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
+    float *att = hl ? B->h : r + pl->hp; /* h is free once packed */
+    float *qg = r + pl->hp + pl->att, *kg = qg + pl->qg, *vg = kg + pl->qg, *qv = vg + pl->qg;
+    float *pg = qv + pl->qg, *bias = pg + pl->pg, *bd = bias + pl->bias;
+    float *pack = bd + pl->bd * (size_t)tr_pool_n_threads(pool);
+    const int first_max = tr_fc_pos_first(hp, sg->T_max);
+    for (int h0 = 0; h0 < H; h0 += pl->G) {
+        const int g = H - h0 < pl->G ? H - h0 : pl->G, ld = g * dh, c0 = h0 * dh;
+        const tr_tensor wq = rows_view(blk->q.w, c0, ld), wk = rows_view(blk->k.w, c0, ld),
+                        wv = rows_view(blk->v.w, c0, ld), wp = rows_view(&blk->pos, c0, ld);
+        lin(pool, &wq, blk->q.b ? blk->q.b + c0 : NULL, hl, B->h, T, qg, ld);
+        lin(pool, &wk, blk->k.b ? blk->k.b + c0 : NULL, hl, B->h, T, kg, ld);
+        lin(pool, &wv, blk->v.b ? blk->v.b + c0 : NULL, hl, B->h, T, vg, ld);
+        lin(pool, &wp, NULL, B->pe_lhs, B->pe, P, pg, ld);
+        for (int i = 0; i < sg->n; i++) {
+            /* the table row of position pos0 is first_max - pos0 (rows are
+             * positions counting down), so a shorter segment reads a sub-range */
+            const int Ti = sg->T[i], Pi = tr_fc_pos_rows(hp, Ti);
+            const int r0 = first_max - tr_fc_pos_first(hp, Ti);
+            const size_t o = (size_t)sg->off[i] * (size_t)ld;
+            tr_fc_rel_attention_group(
+                hp, blk, pool, h0, g, qg + o, kg + o, vg + o, pg + (size_t)r0 * ld, Pi, Ti,
+                att + (size_t)sg->off[i] * (size_t)d, qv + o, bias, bd, pack, pl->pack);
+        }
+    }
+    tr_matmul_lhs_free(hl);
+    /* the packed h and the groups' rows are dead: the projection goes to rest */
+    tr_nn_linear_fwd(pool, &blk->o, att, T, r + pl->hp + pl->att);
+    tr_ew_axpy(pool, x, r + pl->hp + pl->att, 1.0f, (long)T * d);
     return true;
 }
 
 static void conv_residual(const tr_fc_encoder *enc, const tr_fc_block *blk, tr_pool *pool, float *x,
-                          const segs *sg, tr_fc_work *w) {
+                          const segs *sg, const blk_bufs *B) {
     const tr_fc_hparams *hp = &enc->hp;
     const int d = hp->d_model, T = sg->rows;
-    tr_layer_norm(pool, x, w->h.p, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
-    tr_nn_linear_fwd(pool, &blk->pw1, w->h.p, T, w->mid.p); /* [T][2d] */
-    tr_ew_glu(pool, w->mid.p, w->h.p, T, d);
+    float *h = B->h, *mid = B->rest, *q = mid + B->pl->mid;
+    tr_layer_norm(pool, x, h, T, d, blk->norm_conv.w, blk->norm_conv.b, FC_LN_EPS);
+    tr_nn_linear_fwd(pool, &blk->pw1, h, T, mid); /* [T][2d] */
+    tr_ew_glu(pool, mid, h, T, d);
     for (int i = 0; i < sg->n; i++) {
         const size_t o = (size_t)sg->off[i] * (size_t)d;
-        tr_nn_depthwise(pool, &blk->dw, d, hp->conv_kernel, hp->conv_pad_left, w->h.p + o,
-                        w->q.p + o, sg->T[i]);
+        tr_nn_depthwise(pool, &blk->dw, d, hp->conv_kernel, hp->conv_pad_left, h + o, q + o,
+                        sg->T[i]);
     }
-    if (hp->conv_layer_norm)
-        tr_layer_norm(pool, w->q.p, w->q.p, T, d, blk->cln_w, blk->cln_b, FC_LN_EPS);
-    tr_ew_silu(pool, w->q.p, (long)T * d);
-    tr_nn_linear_fwd(pool, &blk->pw2, w->q.p, T, w->h.p);
-    tr_ew_axpy(pool, x, w->h.p, 1.0f, (long)T * d);
+    if (hp->conv_layer_norm) tr_layer_norm(pool, q, q, T, d, blk->cln_w, blk->cln_b, FC_LN_EPS);
+    tr_ew_silu(pool, q, (long)T * d);
+    tr_nn_linear_fwd(pool, &blk->pw2, q, T, h);
+    tr_ew_axpy(pool, x, h, 1.0f, (long)T * d);
 }
 
 static void speaker_kernel(const tr_fc_encoder *enc, tr_pool *pool, float *x, int T,
-                           tr_fc_work *w) {
+                           const blk_bufs *B) {
     const int d = enc->hp.d_model;
-    tr_nn_linear_fwd(pool, &enc->spk0, x, T, w->h.p);
-    tr_ew_relu(pool, w->h.p, (long)T * d);
-    tr_nn_linear_fwd(pool, &enc->spk3, w->h.p, T, w->q.p);
-    tr_ew_axpy(pool, x, w->q.p, 1.0f, (long)T * d);
+    float *q = B->rest + B->pl->mid;
+    tr_nn_linear_fwd(pool, &enc->spk0, x, T, B->h);
+    tr_ew_relu(pool, B->h, (long)T * d);
+    tr_nn_linear_fwd(pool, &enc->spk3, B->h, T, q);
+    tr_ew_axpy(pool, x, q, 1.0f, (long)T * d);
     if (enc->spk_bg) tr_add_bias(x, T, d, enc->spk_bg);
 }
 
-static bool reserve_all(const tr_fc_encoder *enc, int T, int P, tr_fc_work *w) {
-    const tr_fc_hparams *hp = &enc->hp;
-    const size_t Td = (size_t)T * (size_t)hp->d_model;
-    size_t wide = (size_t)2 * hp->d_model;
-    for (int i = 0; i < hp->n_layers; i++) {
-        const tr_fc_block *b = &enc->blocks[i];
-        const size_t b1 = (size_t)(hp->d_ff / ff_blocks(hp, b->ff1_w2.w)),
-                     b2 = (size_t)(hp->d_ff / ff_blocks(hp, b->ff2_w2.w));
-        if (b1 > wide) wide = b1;
-        if (b2 > wide) wide = b2;
-    }
-    return tr_fc_buf_reserve(&w->h, Td) && tr_fc_buf_reserve(&w->q, Td) &&
-           tr_fc_buf_reserve(&w->k, Td) && tr_fc_buf_reserve(&w->v, Td) &&
-           tr_fc_buf_reserve(&w->mid, (size_t)T * wide) &&
-           tr_fc_buf_reserve(&w->pe, (size_t)P * hp->d_model) &&
-           tr_fc_buf_reserve(&w->p, (size_t)P * hp->d_model);
+/* Floats the blocks need for sg (rows, T_max) and P. */
+static size_t blocks_floats(const tr_fc_encoder *enc, const tr_fc_work *w, tr_pool *pool, int rows,
+                            int T_max, int P) {
+    const blk_plan pl = plan_blocks(enc, w->bias_budget, tr_pool_n_threads(pool), rows, T_max, P);
+    return pl.pe + pl.h + pl.rest;
 }
 
 /* Longest encoder sequence accepted: one head's T x T bias must stay
@@ -204,7 +356,7 @@ static bool reserve_all(const tr_fc_encoder *enc, int T, int P, tr_fc_work *w) {
 #define FC_MAX_T_ENC 40000
 
 static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
-                                    const segs *sg, int P, float *out, float *pre_out,
+                                    const segs *sg, float *out, float *pre_out,
                                     tr_fc_abort_fn should_abort, void *abort_user);
 
 /* The forward over segments: mel[i] [n_mels][T_mel[i]] -> out rows of
@@ -212,42 +364,76 @@ static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_
 static transcribe_status forward_segs(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
                                       const float *const *mel, const int *T_mel, const segs *sg,
                                       float *out, float *pre_out, tr_fc_abort_fn should_abort,
-                                      void *abort_user) {
+                                      void *abort_user, bool blocks) {
+    const int d = enc->hp.d_model;
+    for (int i = 0; i < sg->n; i++) {
+        const size_t n = tr_fc_pre_floats(enc, T_mel[i], sg->T[i], w->pre_chunk);
+        if (!n) return TRANSCRIBE_ERR_INVALID_ARG;
+        if (!arena_reserve(w, n)) {
+            TR_ERROR("fastconformer: out of memory for the pre-encode of %d mel frames", T_mel[i]);
+            return TRANSCRIBE_ERR_OOM;
+        }
+        if (!tr_fc_pre_encode_into(enc, pool, mel[i], T_mel[i], out + (size_t)sg->off[i] * d,
+                                   sg->T[i], w->pre_chunk, w->arena))
+            return TRANSCRIBE_ERR_OOM;
+    }
+    return blocks ? run_blocks(enc, pool, w, sg, out, pre_out, should_abort, abort_user)
+                  : TRANSCRIBE_OK;
+}
+
+/* x-scaling, the speaker kernel and every block over pre-encoded rows (out
+ * holds them). */
+static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
+                                    const segs *sg, float *out, float *pre_out,
+                                    tr_fc_abort_fn should_abort, void *abort_user) {
     const tr_fc_hparams *hp = &enc->hp;
-    const int d = hp->d_model, T = sg->rows;
-    const int P = tr_fc_pos_rows(hp, sg->T_max);
-    if (!reserve_all(enc, T, P, w)) {
+    const int d = hp->d_model, T = sg->rows, P = tr_fc_pos_rows(hp, sg->T_max);
+    const blk_plan pl = plan_blocks(enc, w->bias_budget, tr_pool_n_threads(pool), T, sg->T_max, P);
+    if (!arena_reserve(w, pl.pe + pl.h + pl.rest)) {
         TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
         return TRANSCRIBE_ERR_OOM;
     }
-    for (int i = 0; i < sg->n; i++)
-        if (!tr_fc_pre_encode(enc, pool, mel[i], T_mel[i], out + (size_t)sg->off[i] * d, sg->T[i],
-                              &w->pre))
-            return TRANSCRIBE_ERR_OOM;
-    return run_blocks(enc, pool, w, sg, P, out, pre_out, should_abort, abort_user);
-}
-
-/* x-scaling, the speaker kernel and every block over pre-encoded rows
- * (out holds them; buffers reserved for sg and P). */
-static transcribe_status run_blocks(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
-                                    const segs *sg, int P, float *out, float *pre_out,
-                                    tr_fc_abort_fn should_abort, void *abort_user) {
-    const tr_fc_hparams *hp = &enc->hp;
-    const int d = hp->d_model, T = sg->rows;
+    blk_bufs B = {w->arena, w->arena + pl.pe, w->arena + pl.pe + pl.h, NULL, &pl};
     if (hp->xscaling) tr_ew_scale(pool, out, (float)sqrt((double)d), (long)T * d);
     if (pre_out) memcpy(pre_out, out, sizeof(float) * (size_t)T * d);
-    if (enc->spk) speaker_kernel(enc, pool, out, T, w);
-    tr_fc_pos_table(pool, w->pe.p, P, d, tr_fc_pos_first(hp, sg->T_max));
-    for (int i = 0; i < hp->n_layers; i++) {
-        if (should_abort && should_abort(abort_user)) return TRANSCRIBE_ERR_ABORTED;
+    if (enc->spk) speaker_kernel(enc, pool, out, T, &B);
+    /* the table is made in rest (free now) and packed into pe for every block's linear_pos */
+    float *table = pl.pe_packed ? B.rest : B.pe;
+    tr_fc_pos_table(pool, table, P, d, tr_fc_pos_first(hp, sg->T_max));
+    if (pl.pe_packed && !(B.pe_lhs = tr_matmul_lhs_pack_into(pool, table, d, P, d,
+                                                             enc->blocks[0].pos.type, B.pe))) {
+        TR_ERROR("fastconformer: out of memory for the positional table of %d rows", P);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    transcribe_status st = TRANSCRIBE_OK;
+    for (int i = 0; i < hp->n_layers && st == TRANSCRIBE_OK; i++) {
+        if (should_abort && should_abort(abort_user)) {
+            st = TRANSCRIBE_ERR_ABORTED;
+            break;
+        }
         const tr_fc_block *blk = &enc->blocks[i];
-        ff_half(pool, hp, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, out, T, w);
-        if (!attn_residual(enc, blk, pool, out, sg, P, w)) return TRANSCRIBE_ERR_OOM;
-        conv_residual(enc, blk, pool, out, sg, w);
-        ff_half(pool, hp, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, out, T, w);
+        ff_half(pool, hp, &blk->norm_ff1, &blk->ff1_w1, &blk->ff1_w2, out, T, &B);
+        if (!attn_residual(enc, blk, pool, out, sg, P, &B)) {
+            st = TRANSCRIBE_ERR_OOM;
+            break;
+        }
+        conv_residual(enc, blk, pool, out, sg, &B);
+        ff_half(pool, hp, &blk->norm_ff2, &blk->ff2_w1, &blk->ff2_w2, out, T, &B);
         tr_layer_norm(pool, out, out, T, d, blk->norm_out.w, blk->norm_out.b, FC_LN_EPS);
     }
-    return TRANSCRIBE_OK;
+    tr_matmul_lhs_free(B.pe_lhs);
+    return st;
+}
+
+bool tr_fc_work_reserve(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int T_max,
+                        size_t floats) {
+    if (!enc || !w || T_max < 1) return false;
+    const int P = tr_fc_pos_rows(&enc->hp, T_max);
+    size_t n = blocks_floats(enc, w, pool, T_max, T_max, P);
+    const size_t pre = tr_fc_pre_floats(enc, 0, 0, w->pre_chunk); /* any window */
+    if (pre > n) n = pre;
+    if (floats > n) n = floats;
+    return arena_reserve(w, n);
 }
 
 transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
@@ -264,7 +450,8 @@ transcribe_status tr_fc_forward(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_w
     }
     const int off = 0;
     const segs sg = {1, &T, &off, T, T};
-    return forward_segs(enc, pool, w, &mel, &T_mel, &sg, out, pre_out, should_abort, abort_user);
+    return forward_segs(enc, pool, w, &mel, &T_mel, &sg, out, pre_out, should_abort, abort_user,
+                        true);
 }
 
 transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w, int n,
@@ -295,7 +482,7 @@ transcribe_status tr_fc_forward_batch(const tr_fc_encoder *enc, tr_pool *pool, t
     }
     if (st == TRANSCRIBE_OK) {
         const segs sg = {n, T, off, (int)rows, T_max};
-        st = forward_segs(enc, pool, w, mel, T_mel, &sg, out, NULL, should_abort, abort_user);
+        st = forward_segs(enc, pool, w, mel, T_mel, &sg, out, NULL, should_abort, abort_user, true);
     }
     free(T);
     return st;
@@ -312,8 +499,9 @@ transcribe_status tr_fc_pre_encode_rows(const tr_fc_encoder *enc, tr_pool *pool,
         TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    return tr_fc_pre_encode(enc, pool, mel, T_mel, out, T, &w->pre) ? TRANSCRIBE_OK
-                                                                    : TRANSCRIBE_ERR_OOM;
+    const int off = 0;
+    const segs sg = {1, &T, &off, T, T};
+    return forward_segs(enc, pool, w, &mel, &T_mel, &sg, out, NULL, NULL, NULL, false);
 }
 
 transcribe_status tr_fc_forward_rows(const tr_fc_encoder *enc, tr_pool *pool, tr_fc_work *w,
@@ -327,12 +515,7 @@ transcribe_status tr_fc_forward_rows(const tr_fc_encoder *enc, tr_pool *pool, tr
         TR_ERROR("fastconformer: %d encoder frames exceed the limit of %d", T, FC_MAX_T_ENC);
         return TRANSCRIBE_ERR_INPUT_TOO_LONG;
     }
-    const int P = tr_fc_pos_rows(&enc->hp, T);
-    if (!reserve_all(enc, T, P, w)) {
-        TR_ERROR("fastconformer: out of memory for %d encoder frames", T);
-        return TRANSCRIBE_ERR_OOM;
-    }
     const int off = 0;
     const segs sg = {1, &T, &off, T, T};
-    return run_blocks(enc, pool, w, &sg, P, x, NULL, should_abort, abort_user);
+    return run_blocks(enc, pool, w, &sg, x, NULL, should_abort, abort_user);
 }

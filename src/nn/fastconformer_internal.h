@@ -63,11 +63,11 @@ bool tr_fc_buf_reserve(tr_fc_buf *b, size_t n);
 
 /* ---- stages (each logs and returns false on failure) ---- */
 
-/* Pre-encode scratch: stage buffers for one time chunk and the flattened
- * frames [TR_FC_PRE_PROJ rounded up to whole chunks][C*F'] fed to the
- * output projection. */
+/* Pre-encode scratch (one buffer: the stage buffers of one time chunk and
+ * the flattened frames [TR_FC_PRE_PROJ rounded up to whole chunks][C*F']
+ * fed to the output projection). */
 typedef struct tr_fc_pre_scratch {
-    tr_fc_buf a, b, flat;
+    tr_fc_buf a;
     int chunk; /* encoder frames per chunk; 0 = TR_FC_PRE_CHUNK */
 } tr_fc_pre_scratch;
 
@@ -77,6 +77,12 @@ typedef struct tr_fc_pre_scratch {
 /* Pre-encode: mel [n_mels][T_mel] -> x [T_enc][d] (before x-scaling). */
 bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
                       float *x, int T_enc, tr_fc_pre_scratch *s);
+/* The same in the caller's scratch of tr_fc_pre_floats() floats (0: the
+ * geometry does not give T_enc frames, logged; T_mel 0: the most any input
+ * needs); chunk 0 = TR_FC_PRE_CHUNK. */
+size_t tr_fc_pre_floats(const tr_fc_encoder *enc, int T_mel, int T_enc, int chunk);
+bool tr_fc_pre_encode_into(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
+                           float *x, int T_enc, int chunk, float *scratch);
 
 /* Tests: encoder frames per pre-encode chunk (0 = default). */
 void tr_fc_work_set_pre_chunk(tr_fc_work *w, int frames);
@@ -84,26 +90,31 @@ void tr_fc_work_set_pre_chunk(tr_fc_work *w, int frames);
 /* Sinusoidal relative-position table [P][d]: row i holds position pos0 - i. */
 void tr_fc_pos_table(tr_pool *pool, float *pe, int P, int d, int pos0);
 
-/* Scratch for the rel-pos attention of T frames. */
-typedef struct tr_fc_attn_scratch {
-    tr_fc_buf qv, bias, bd;
-    size_t bias_budget; /* bytes of [heads][T][T] bias built at once (>= one head) */
-} tr_fc_attn_scratch;
-
 /* Default bias budget: 1 MiB, one head of a 512-frame input (Sortformer's
- * cache + FIFO + chunk is under 400); the per-head passes do the same work
- * as one pass of all heads (tr_attention spreads (head, query block) units,
- * and a head's bias is the same bits either way), with a smaller peak. */
+ * cache + FIFO + chunk is under 400). Heads go through the attention in
+ * groups of as many as fit (at least one): their q, k, v and positional
+ * rows are projected per group, so a long input holds one head's
+ * [T][dh] rows and [T][T] bias, not every head's; per group the work is
+ * the same as for all heads at once, and a head's outputs are the same
+ * bits either way. */
 #define TR_FC_BIAS_BUDGET ((size_t)1 << 20)
 
 /* Tests: shrink the bias budget to exercise the head-group path. */
 void tr_fc_work_set_bias_budget(tr_fc_work *w, size_t bytes);
 
-/* Rel-pos MHSA core: q (biased in place by pos_bias_u), k, v [T][d] and the
- * projected positional rows p [P][d] -> att [T][d] (before linear_out). */
-bool tr_fc_rel_attention(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool, float *q,
-                         const float *k, const float *v, const float *p, int P, int T, float *att,
-                         tr_fc_attn_scratch *s);
+/* One group of heads [h0, h0 + g) of the rel-pos MHSA over T frames: qg,
+ * kg, vg [T][ld] (ld = g * dh: the group's columns; qg biased in place by
+ * pos_bias_u), pg [P][ld] the group's projected positional rows, qv [T][ld]
+ * and bias [g][T][T], bd (bd_floats each thread) and pack (pack_floats,
+ * tr_attention's K/V copy; NULL: allocated) scratch -> att columns
+ * [h0 * dh, (h0 + g) * dh) of att [T][d] (before linear_out). */
+void tr_fc_rel_attention_group(const tr_fc_hparams *hp, const tr_fc_block *blk, tr_pool *pool,
+                               int h0, int g, float *qg, const float *kg, const float *vg,
+                               const float *pg, int P, int T, float *att, float *qv, float *bias,
+                               float *bd, float *pack, size_t pack_floats);
+/* Scratch floats per thread that tr_fc_rel_attention_group needs (bd) for
+ * T frames and P positional rows. */
+size_t tr_fc_bd_floats(const tr_fc_hparams *hp, int T, int P);
 
 /* Rows of the positional table for T frames under the configured attention. */
 int tr_fc_pos_rows(const tr_fc_hparams *hp, int T);

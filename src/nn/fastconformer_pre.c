@@ -26,6 +26,7 @@
  * tr_conv2d pads symmetrically, so it pads 2 and the extra trailing column
  * (present when the width is odd) is cropped: the kept outputs read exactly
  * the taps of the asymmetric padding. */
+#include <limits.h>
 #include <string.h>
 
 #include "nn/fastconformer_internal.h"
@@ -150,46 +151,87 @@ static bool run_chunk(const pre_geom *g, tr_pool *pool, const float *mel, int t0
     return true;
 }
 
-bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
-                      float *x, int T_enc, tr_fc_pre_scratch *s) {
+/* The stage geometry of T_mel mel frames; false (logged) unless it ends in
+ * T_enc frames of F' bins. */
+static bool pre_geometry(const tr_fc_encoder *enc, int T_mel, int T_enc, pre_geom *g) {
     const tr_fc_hparams *hp = &enc->hp;
-    pre_geom g = {.enc = enc, .causal = hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED};
-    g.pb = g.causal ? 2 : 1;
-    g.S = hp->sub_stages;
-    g.T[0] = T_mel;
-    g.F[0] = hp->n_mels;
-    for (int st = 1; st <= g.S; st++) {
-        g.T[st] = tr_fc_stage_len(g.T[st - 1], g.causal);
-        g.F[st] = tr_fc_stage_len(g.F[st - 1], g.causal);
+    *g = (pre_geom){.enc = enc, .causal = hp->att_style == TR_FC_STYLE_CHUNKED_LIMITED};
+    g->pb = g->causal ? 2 : 1;
+    g->S = hp->sub_stages;
+    g->T[0] = T_mel;
+    g->F[0] = hp->n_mels;
+    for (int st = 1; st <= g->S; st++) {
+        g->T[st] = tr_fc_stage_len(g->T[st - 1], g->causal);
+        g->F[st] = tr_fc_stage_len(g->F[st - 1], g->causal);
     }
-    if (g.T[g.S] != T_enc || g.F[g.S] != enc->f_out) {
-        TR_ERROR("fastconformer: pre-encode geometry %d x %d, expected %d x %d", g.T[g.S], g.F[g.S],
-                 T_enc, enc->f_out);
+    if (T_enc < 0) return true; /* sizes only */
+    if (g->T[g->S] != T_enc || g->F[g->S] != enc->f_out) {
+        TR_ERROR("fastconformer: pre-encode geometry %d x %d, expected %d x %d", g->T[g->S],
+                 g->F[g->S], T_enc, enc->f_out);
         return false;
     }
-    const int chunk = s->chunk > 0 ? s->chunk : TR_FC_PRE_CHUNK;
-    const int n_max = T_enc < chunk ? T_enc : chunk;
+    return true;
+}
+
+/* Scratch floats of one pass: the two stage buffers of a chunk and the
+ * flattened frames of one projection group (each rounded to 16 floats). */
+typedef struct {
+    int chunk, group;
+    size_t na, nb, nflat;
+} pre_plan;
+
+static pre_plan plan_of(const pre_geom *g, int T_enc, int chunk) {
+    pre_plan p = {.chunk = chunk > 0 ? chunk : TR_FC_PRE_CHUNK};
+    const int n_max = T_enc < p.chunk ? T_enc : p.chunk;
     /* frames flattened before one projection: whole chunks, at least TR_FC_PRE_PROJ */
-    const int group = (TR_FC_PRE_PROJ + chunk - 1) / chunk * chunk;
-    const int n_proj = T_enc < group ? T_enc : group;
-    size_t na, nb;
-    chunk_sizes(&g, n_max, &na, &nb);
-    const size_t nflat = (size_t)n_proj * (size_t)hp->sub_channels * (size_t)enc->f_out;
-    if (!tr_fc_buf_reserve(&s->a, na) || !tr_fc_buf_reserve(&s->b, nb) ||
-        !tr_fc_buf_reserve(&s->flat, nflat)) {
+    p.group = (TR_FC_PRE_PROJ + p.chunk - 1) / p.chunk * p.chunk;
+    const int n_proj = T_enc < p.group ? T_enc : p.group;
+    chunk_sizes(g, n_max, &p.na, &p.nb);
+    p.nflat = (size_t)n_proj * (size_t)g->enc->hp.sub_channels * (size_t)g->enc->f_out;
+    p.na = (p.na + 15) / 16 * 16;
+    p.nb = (p.nb + 15) / 16 * 16;
+    return p;
+}
+
+size_t tr_fc_pre_floats(const tr_fc_encoder *enc, int T_mel, int T_enc, int chunk) {
+    pre_geom g;
+    if (T_mel < 1) { /* the most any input needs: the buffers stop growing at one group */
+        pre_geometry(enc, 1, -1, &g);
+        const pre_plan p = plan_of(&g, INT_MAX / 2, chunk);
+        return p.na + p.nb + p.nflat;
+    }
+    if (!pre_geometry(enc, T_mel, T_enc, &g)) return 0;
+    const pre_plan p = plan_of(&g, T_enc, chunk);
+    return p.na + p.nb + p.nflat;
+}
+
+bool tr_fc_pre_encode_into(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
+                           float *x, int T_enc, int chunk, float *scratch) {
+    const tr_fc_hparams *hp = &enc->hp;
+    pre_geom g;
+    if (!pre_geometry(enc, T_mel, T_enc, &g)) return false;
+    const pre_plan p = plan_of(&g, T_enc, chunk);
+    float *a = scratch, *b = scratch + p.na, *flat = b + p.nb;
+    const size_t row = (size_t)hp->sub_channels * (size_t)enc->f_out;
+    for (int g0 = 0; g0 < T_enc; g0 += p.group) {
+        const int g1 = g0 + p.group < T_enc ? g0 + p.group : T_enc;
+        for (int t0 = g0; t0 < g1; t0 += p.chunk) {
+            const int t1 = t0 + p.chunk < g1 ? t0 + p.chunk : g1;
+            if (!run_chunk(&g, pool, mel, t0, t1, a, b, flat + (size_t)(t0 - g0) * row))
+                return false;
+        }
+        tr_nn_linear_fwd(pool, &enc->pre_out, flat, g1 - g0, x + (size_t)g0 * hp->d_model);
+    }
+    return true;
+}
+
+bool tr_fc_pre_encode(const tr_fc_encoder *enc, tr_pool *pool, const float *mel, int T_mel,
+                      float *x, int T_enc, tr_fc_pre_scratch *s) {
+    const size_t n = tr_fc_pre_floats(enc, T_mel, T_enc, s->chunk);
+    if (!n) return false;
+    if (!tr_fc_buf_reserve(&s->a, n)) {
         TR_ERROR("fastconformer: out of memory for the pre-encode of %d mel frames", T_mel);
         return false;
     }
-    const size_t row = (size_t)hp->sub_channels * (size_t)enc->f_out;
-    for (int g0 = 0; g0 < T_enc; g0 += group) {
-        const int g1 = g0 + group < T_enc ? g0 + group : T_enc;
-        for (int t0 = g0; t0 < g1; t0 += chunk) {
-            const int t1 = t0 + chunk < g1 ? t0 + chunk : g1;
-            if (!run_chunk(&g, pool, mel, t0, t1, s->a.p, s->b.p,
-                           s->flat.p + (size_t)(t0 - g0) * row))
-                return false;
-        }
-        tr_nn_linear_fwd(pool, &enc->pre_out, s->flat.p, g1 - g0, x + (size_t)g0 * hp->d_model);
-    }
-    return true;
+    return tr_fc_pre_encode_into(enc, pool, mel, T_mel, x, T_enc, s->chunk, s->a.p);
 }

@@ -64,8 +64,8 @@ void tr_fc_stream_free(tr_fc_stream *s) {
         }
     free(s->layers);
     free(s->mel);
-    tr_fc_buf *all[] = {&s->pre.a, &s->pre.b, &s->pre.flat, &s->win, &s->x,    &s->h,
-                        &s->q,     &s->mid,   &s->att,      &s->sc,  &s->cbuf, &s->out};
+    tr_fc_buf *all[] = {&s->pre.a, &s->win, &s->x,  &s->h,    &s->q,
+                        &s->mid,   &s->att, &s->sc, &s->cbuf, &s->out};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) buf_free(all[i]);
     free(s);
 }

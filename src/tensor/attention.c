@@ -77,6 +77,25 @@ static void attn_worker(void *vctx, int ith, int nth) {
     }
 }
 
+/* Floats of the packed K/V copy (0: none): worth it when each head's K/V
+ * is re-read by several query tiles; for a few tiles over a short K/V
+ * (Parakeet on short audio: 3 tiles, 138 keys) the copy costs more than
+ * the strided reads. */
+static size_t pack_floats(const tr_attn_args *a, bool f16) {
+    if (f16 || a->n_q < ATTN_TILE_MIN_Q || a->n_q <= PACK_MIN_TILES * TR_ATTN_BQ ||
+        a->n_kv < PACK_MIN_KEYS || a->head_dim <= 0)
+        return 0;
+    const long rows = (a->kv_valid > 0 && a->kv_valid < a->n_kv) ? a->kv_valid : a->n_kv;
+    const int n_kv_heads = a->n_head_kv > 0 ? a->n_head_kv : a->n_head;
+    if (rows <= 0 || n_kv_heads <= 0) return 0;
+    const size_t n = (size_t)n_kv_heads * (size_t)rows * (size_t)tr_attn_dpad(a->head_dim);
+    return 2 * ((n + 15) / 16 * 16);
+}
+
+size_t tr_attention_pack_floats(const tr_attn_args *a) {
+    return a ? pack_floats(a, false) : 0;
+}
+
 static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16,
                       const uint16_t *v16) {
     if (!in || in->n_q <= 0 || in->n_head <= 0 || in->head_dim <= 0) return;
@@ -104,23 +123,24 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     }
     const bool tile = a.n_q >= ATTN_TILE_MIN_Q;
     tr_attn_job job = {&a, k16, v16, NULL, NULL, 0, 1};
-    float *packed = NULL, *own_packed = NULL;
-    /* worth it when each head's K/V is re-read by several query tiles;
-     * for a few tiles over a short K/V (Parakeet on short audio: 3 tiles,
-     * 138 keys) the copy costs more than the strided reads */
-    if (tile && !k16 && a.n_q > PACK_MIN_TILES * TR_ATTN_BQ && a.n_kv >= PACK_MIN_KEYS) {
+    float *packed = NULL, *kvbuf = NULL;
+    const size_t pack_n = pack_floats(&a, k16 != NULL);
+    if (pack_n) {
         const long rows = (a.kv_valid > 0 && a.kv_valid < a.n_kv) ? a.kv_valid : a.n_kv;
         const long dp = tr_attn_dpad(a.head_dim);
         const size_t n = (size_t)a.n_head_kv * (size_t)rows * (size_t)dp;
-        /* the pool's slot, reused by every call (an encoder attends once a
-         * block: a fresh copy per call was faulted in each time, and freed
-         * copies fragmented the heap); no packed copy (the slower in-place
-         * reads) when none fits */
-        const size_t floats = 2 * ((n + 15) / 16 * 16);
-        packed = rows > 0 ? tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, floats) : NULL;
-        if (rows > 0 && !packed) packed = own_packed = aligned_alloc(64, sizeof(float) * floats);
-        if (packed) {
-            pack_ctx pc = {&a, packed, packed + (n + 15) / 16 * 16, rows, dp};
+        /* the caller's memory; else the pool's slot, reused by every call (an
+         * encoder attends once a block: a fresh copy per call was faulted in
+         * each time, and freed copies fragmented the heap); else an
+         * allocation; no packed copy (the slower in-place reads) when none
+         * is there */
+        if (a.pack && a.pack_floats >= pack_n)
+            kvbuf = a.pack;
+        else
+            kvbuf = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, pack_n);
+        if (!kvbuf) kvbuf = packed = aligned_alloc(64, sizeof(float) * pack_n);
+        if (kvbuf) {
+            pack_ctx pc = {&a, kvbuf, kvbuf + (n + 15) / 16 * 16, rows, dp};
             if (tr_pool_n_threads(pool) > 1 && n >= 65536)
                 tr_pool_run(pool, pack_worker, &pc);
             else
@@ -154,7 +174,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     if (!c.scratch) {
         TR_ERROR("attention: out of memory for scratch");
         tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
-        free(own_packed);
+        free(packed);
         for (int i = 0; i < a.n_q; i++)
             memset(a.out + (long)i * a.out_stride, 0,
                    sizeof(float) * (size_t)a.n_head * (size_t)a.head_dim);
@@ -178,7 +198,7 @@ static void attention(tr_pool *pool, const tr_attn_args *in, const uint16_t *k16
     else
         attn_worker(&c, 0, 1);
     free(own);
-    free(own_packed);
+    free(packed);
 }
 
 void tr_attention(tr_pool *pool, const tr_attn_args *a) {

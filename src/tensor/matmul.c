@@ -125,6 +125,10 @@ static mm_blocking blocking_for(const tr_mm_isa *isa, int nth, const tr_mm_w *w)
 
 /* ---- GEMM ---- */
 
+/* Packed W a part holds at once (256 KiB: half an L2): bounds a chunk's
+ * panels (run_matmul). */
+#define GEMM_PANEL_FLOATS (64L * 1024)
+
 typedef struct {
     const tr_mm_isa *isa;
     const tr_mm_w *w;
@@ -137,6 +141,10 @@ typedef struct {
     mm_blocking blk;
     const float *xpre; /* X packed once for the call (prepack_x), or NULL */
     long mpad;         /* rows of xpre: M rounded up to MR */
+    float *panels;     /* per-part scratch kept by the pool (panel_floats each), or NULL */
+    size_t panel_floats;
+    long kb, ke; /* the K range of this pass (all of K, or one K block: see run_matmul) */
+    long kx;     /* first K column xpre holds */
 } gemm_ctx;
 
 static void *alloc_floats(size_t n) {
@@ -226,27 +234,31 @@ static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *x
  * [kc][MR], the K blocks of the range functions (kstep deep), so the tiles
  * of one block are contiguous exactly as pack_x leaves them in xp. */
 static const float *xpre_block(const gemm_ctx *c, long m0, long k0, int kc) {
-    return c->xpre + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / c->isa->mr) * kc * c->isa->mr;
+    return c->xpre + (size_t)(k0 - c->kx) * (size_t)c->mpad +
+           (size_t)(m0 / c->isa->mr) * kc * c->isa->mr;
 }
 
 typedef struct {
     const gemm_ctx *c;
     float *dst;
     long kstep;
+    long kb, ke; /* columns packed (ke 0: to K) */
 } prepack_ctx;
 
+/* Packs X's columns [kb, ke) (whole K blocks from kb) into dst. */
 static void prepack_task(void *arg, int ith, int nth) {
     const prepack_ctx *p = (const prepack_ctx *)arg;
     const gemm_ctx *c = p->c;
     long K = (long)c->w->K, MR = c->isa->mr, tiles = c->mpad / MR;
-    long kblocks = (K + p->kstep - 1) / p->kstep, u0, u1;
+    long ke = p->ke > 0 ? p->ke : K;
+    long kblocks = (ke - p->kb + p->kstep - 1) / p->kstep, u0, u1;
     tr_split_range(kblocks * tiles, ith, nth, &u0, &u1);
     for (long u = u0; u < u1; u++) {
-        long k0 = u / tiles * p->kstep, m0 = u % tiles * MR;
-        int kc = (int)(K - k0 < p->kstep ? K - k0 : p->kstep);
+        long k0 = p->kb + u / tiles * p->kstep, m0 = u % tiles * MR;
+        int kc = (int)(ke - k0 < p->kstep ? ke - k0 : p->kstep);
         int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
         pack_x(c, m0, mr, k0, kc,
-               p->dst + (size_t)k0 * (size_t)c->mpad + (size_t)(m0 / MR) * kc * MR);
+               p->dst + (size_t)(k0 - p->kb) * (size_t)c->mpad + (size_t)(m0 / MR) * kc * MR);
     }
 }
 
@@ -259,7 +271,7 @@ static void gemm_range_blis(const gemm_ctx *c, long mb, long me, long nb, long n
     long K = c->w->K;
     for (long n0 = nb; n0 < ne; n0 += NC) {
         long n1 = n0 + NC < ne ? n0 + NC : ne;
-        for (long k0 = 0; k0 < K; k0 += KC) {
+        for (long k0 = c->kb; k0 < c->ke; k0 += KC) {
             int kc = (int)(K - k0 < KC ? K - k0 : KC);
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
@@ -302,7 +314,7 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
     long K = c->w->K;
     for (long n0 = nb; n0 < ne; n0 += isa->nc) {
         long n1 = n0 + isa->nc < ne ? n0 + isa->nc : ne;
-        for (long k0 = 0; k0 < K; k0 += TR_MM_KC) {
+        for (long k0 = c->kb; k0 < c->ke; k0 += TR_MM_KC) {
             int kc = (int)(K - k0 < TR_MM_KC ? K - k0 : TR_MM_KC);
             int np = 0;
             for (long p = n0; p < n1; p += NR, np++) {
@@ -327,6 +339,26 @@ static void gemm_range(const gemm_ctx *c, long mb, long me, long nb, long ne, fl
     }
 }
 
+/* Scratch of one part over `rows` rows of X, in floats (each a multiple of
+ * 16, so carved pieces stay 64-byte aligned): the W panels, X's tiles
+ * (none when X is packed for the call) and the pack staging rows. Sized to
+ * the problem: small products stay small. */
+static void panel_sizes(const gemm_ctx *c, bool split_rows, long rows, size_t *nw, size_t *nx,
+                        size_t *nrow) {
+    const tr_mm_isa *isa = c->isa;
+    /* a part packs at most one claimed chunk of panels at a time (all of
+     * them where rows are split), never more than one N block */
+    long panels = ((long)c->w->N + isa->nr - 1) / isa->nr;
+    long cols = (split_rows || c->chunk > panels ? panels : c->chunk) * isa->nr;
+    long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
+    long nc_max = cols < c->blk.nc ? cols : c->blk.nc;
+    long m_pad = (rows + isa->mr - 1) / isa->mr * isa->mr;
+    long mc_max = c->blk.mc <= 0 ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
+    *nw = (size_t)(nc_max * kc_max + 15) / 16 * 16;
+    *nx = c->xpre ? 0 : (size_t)(mc_max * kc_max + 15) / 16 * 16;
+    *nrow = ((size_t)isa->nr * TMP_PITCH + 15) / 16 * 16;
+}
+
 /* Columns are handed out in chunks of whole panels (at most one N block)
  * claimed from an atomic counter, so a descheduled thread does not stall
  * the call; with few panels and many rows the rows are split statically
@@ -345,15 +377,19 @@ static void gemm_task(void *arg, int ith, int nth) {
         me = t1 * isa->mr < M ? t1 * isa->mr : M;
         if (mb >= me) return;
     }
-    /* scratch sized to the problem: small products stay small */
     bool blis = c->blk.mc > 0;
-    long kc_max = c->w->K < c->blk.kc ? (long)c->w->K : c->blk.kc;
-    long nc_max = panels * isa->nr < c->blk.nc ? panels * isa->nr : c->blk.nc;
-    long m_pad = (me - mb + isa->mr - 1) / isa->mr * isa->mr;
-    long mc_max = !blis ? isa->mr : m_pad < c->blk.mc ? m_pad : c->blk.mc;
-    float *wp = alloc_floats((size_t)(nc_max * kc_max));
-    float *xp = c->xpre ? NULL : alloc_floats((size_t)(mc_max * kc_max)); /* X packed already */
-    float *row = alloc_floats((size_t)isa->nr * TMP_PITCH);
+    size_t nw, nx, nrow;
+    panel_sizes(c, split_rows, me - mb, &nw, &nx, &nrow);
+    float *wp, *xp, *row;
+    if (c->panels) { /* the pool's, carved per part */
+        wp = c->panels + (size_t)ith * c->panel_floats;
+        xp = nx ? wp + nw : NULL;
+        row = wp + nw + nx;
+    } else {
+        wp = alloc_floats(nw);
+        xp = nx ? alloc_floats(nx) : NULL;
+        row = alloc_floats(nrow);
+    }
     void (*range)(const gemm_ctx *, long, long, long, long, float *, float *, float *) =
         blis ? gemm_range_blis : gemm_range;
     if (!wp || (!xp && !c->xpre) || !row) {
@@ -368,9 +404,11 @@ static void gemm_task(void *arg, int ith, int nth) {
             range(c, 0, M, p0 * isa->nr, p1 * isa->nr < N ? p1 * isa->nr : N, wp, xp, row);
         }
     }
-    free(wp);
-    free(xp);
-    free(row);
+    if (!c->panels) {
+        free(wp);
+        free(xp);
+        free(row);
+    }
 }
 
 /* ---- matrix-vector ---- */
@@ -560,17 +598,25 @@ static bool prepare_xq(const tr_mm_isa *isa, const tr_mm_w *w, const float *X, l
     return true;
 }
 
+/* A single-threaded GEMM's scratch from its caller (tr_matmul_f32_nt_buf):
+ * buf of n floats, or (buf NULL) a query: need gets the floats it takes. */
+typedef struct {
+    float *buf;
+    size_t n, need;
+} mm_scratch;
+
 /* X of a GEMM packed once for several calls (tr_matmul_lhs_pack). */
 struct tr_mm_lhs {
     const tr_mm_isa *isa; /* the table it was packed for */
-    const float *A;       /* unpacked, for calls that split rows */
+    const float *A;       /* unpacked, for calls that split rows (NULL: the packed copy) */
     long M, K, lda, mpad;
     int kc;      /* K block of the layout */
     float *data; /* [K block][tile][kc][MR], as prepack_task writes */
+    bool owned;  /* data is freed with the handle */
 };
 
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
-                       long ldx, float *Y, long ldy, const tr_mm_lhs *pre) {
+                       long ldx, float *Y, long ldy, const tr_mm_lhs *pre, mm_scratch *scr) {
     if (M <= 0 || w->N <= 0) return;
     const tr_mm_isa *isa = select_isa();
     if (w->K == 0) {
@@ -622,27 +668,67 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
     }
-    /* about two chunks per thread, at most one N block each */
+    /* about two chunks per thread, at most one N block each, and at most
+     * GEMM_PANEL_FLOATS of packed W (a part's panels: more chunks for a
+     * wide W cost one more pass over X's packed tiles each, from cache) */
     int nth = tr_pool_n_threads(pool);
     mm_blocking blk = blocking_for(isa, nth, w);
     long panels = (w->N + isa->nr - 1) / isa->nr, per = (panels + 2L * nth - 1) / (2L * nth);
     long chunk = per < blk.nc / isa->nr ? per : blk.nc / isa->nr;
-    gemm_ctx c = {isa, w, bias, X, M, ldx, ldy, Y, 0, 0, chunk < 1 ? 1 : chunk, blk, NULL, 0};
+    const long cap = GEMM_PANEL_FLOATS / ((long)isa->nr * blk.kc);
+    if (chunk > cap) chunk = cap;
+    gemm_ctx c = {isa, w,    bias, X,    M, ldx, ldy,        Y, 0, 0, chunk < 1 ? 1 : chunk,
+                  blk, NULL, 0,    NULL, 0, 0,   (long)w->K, 0};
     bool split_rows = panels < nth && M > isa->mr; /* as gemm_task decides */
-    if (pre && !split_rows && pre->isa == isa && pre->kc == blk.kc && pre->M == M &&
-        pre->K == (long)w->K) { /* packed by the caller, in this call's layout */
+    /* packed by the caller, in this call's layout (rows split at whole MR
+     * tiles read it as well, where the caller no longer keeps A) */
+    const bool use_pre = pre && (!split_rows || !pre->A) && pre->isa == isa && pre->kc == blk.kc &&
+                         pre->M == M && pre->K == (long)w->K;
+    if (!X && !use_pre && !(scr && !scr->buf)) { /* packed for another layout, nothing to read */
+        TR_ERROR("matmul: packed rows do not fit this product (K %lld)", (long long)w->K);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
+    /* more than one chunk packs X: pack it once per K block instead, and
+     * run the block's products before packing the next (each output sees
+     * the same K blocks in the same order, so the same bits; the pool's
+     * copy is M x KC, not M x K) */
+    float *kblock = NULL;
+    const long K = (long)w->K, kstep = blk.kc;
+    if (use_pre) {
         c.mpad = pre->mpad;
         c.xpre = pre->data;
-    } else if (!split_rows && panels > c.chunk) { /* more than one chunk packs X */
+    } else if (!split_rows && panels > c.chunk) {
         c.mpad = (M + isa->mr - 1) / isa->mr * isa->mr;
-        float *dst = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (size_t)c.mpad * w->K);
-        if (dst) { /* else each chunk packs its own, as before */
-            prepack_ctx p = {&c, dst, blk.kc};
+        kblock = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X,
+                                      (size_t)c.mpad * (size_t)(K < kstep ? K : kstep));
+        c.xpre = kblock; /* else each chunk packs its own, as before */
+    }
+    /* every part's panels from the pool's slot (sized for all M rows, the
+     * most a part takes); else each part allocates its own */
+    size_t nw, nx, nrow;
+    panel_sizes(&c, split_rows, M, &nw, &nx, &nrow);
+    c.panel_floats = nw + nx + nrow;
+    if (scr) { /* the caller's (one part: no pool), or just the size asked */
+        scr->need = c.panel_floats;
+        if (!scr->buf) return;
+        if (!pool && scr->n >= c.panel_floats) c.panels = scr->buf;
+    } else {
+        c.panels =
+            tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS, c.panel_floats * (size_t)nth);
+    }
+    if (!kblock) {
+        tr_pool_run(pool, gemm_task, &c);
+    } else {
+        for (long kb = 0; kb < K; kb += kstep) {
+            c.kb = c.kx = kb;
+            c.ke = kb + kstep < K ? kb + kstep : K;
+            prepack_ctx p = {&c, kblock, kstep, kb, c.ke};
             tr_pool_run(pool, prepack_task, &p);
-            c.xpre = dst;
+            atomic_store(&c.next, 0);
+            tr_pool_run(pool, gemm_task, &c);
         }
     }
-    tr_pool_run(pool, gemm_task, &c);
     if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
 }
 
@@ -670,7 +756,7 @@ static bool weight_view(tr_pool *pool, const tr_tensor *W, tr_mm_w *w) {
 void tr_matmul(tr_pool *pool, const tr_tensor *W, const float *bias, const float *X, int M, int ldx,
                float *Y, int ldy) {
     tr_mm_w w;
-    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy, NULL);
+    if (weight_view(pool, W, &w)) run_matmul(pool, &w, bias, X, M, ldx, Y, ldy, NULL, NULL);
 }
 
 /* ---- grouped matrix-vector ---- */
@@ -813,7 +899,22 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
-    run_matmul(pool, &w, NULL, A, M, lda, C, ldc, NULL);
+    run_matmul(pool, &w, NULL, A, M, lda, C, ldc, NULL, NULL);
+}
+
+size_t tr_matmul_f32_nt_scratch_floats(int M, int N, int K) {
+    if (M <= TR_MM_SMALL_M || N < 1 || K < 1) return 0; /* the few-row paths: K floats, allocated */
+    tr_mm_w w = {TR_F32, NULL, (size_t)K * sizeof(float), K, N};
+    mm_scratch q = {NULL, 0, 0};
+    run_matmul(NULL, &w, NULL, NULL, M, K, NULL, N, NULL, &q);
+    return q.need;
+}
+
+void tr_matmul_f32_nt_buf(const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                          int M, int N, int K, float *scratch, size_t floats) {
+    tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), K, N};
+    mm_scratch q = {scratch, floats, 0};
+    run_matmul(NULL, &w, NULL, A, M, lda, C, ldc, NULL, scratch ? &q : NULL);
 }
 
 tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int K) {
@@ -828,9 +929,9 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
         free(h);
         return NULL; /* the caller keeps A unpacked */
     }
-    *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data};
+    *h = (tr_mm_lhs){isa, A, M, K, lda, mpad, blk.kc, data, true};
     gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
-    prepack_ctx p = {&c, data, blk.kc};
+    prepack_ctx p = {&c, data, blk.kc, 0, 0};
     tr_pool_run(pool, prepack_task, &p);
     return h;
 }
@@ -838,11 +939,46 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
 void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int ldb, float *C,
                           int ldc, int N) {
     tr_mm_w w = {TR_F32, (const uint8_t *)B, (size_t)ldb * sizeof(float), A->K, N};
-    run_matmul(pool, &w, NULL, A->A, A->M, A->lda, C, ldc, A);
+    run_matmul(pool, &w, NULL, A->A, A->M, A->lda, C, ldc, A, NULL);
 }
 
 void tr_matmul_lhs_free(tr_mm_lhs *A) {
     if (!A) return;
-    free(A->data);
+    if (A->owned) free(A->data);
     free(A);
+}
+
+size_t tr_matmul_lhs_floats(int M, int K) {
+    if (M <= TR_MM_SMALL_M || K < 1) return 0;
+    const long mr = select_isa()->mr;
+    return (size_t)(((long)M + mr - 1) / mr * mr) * (size_t)K;
+}
+
+tr_mm_lhs *tr_matmul_lhs_pack_into(tr_pool *pool, const float *A, int lda, int M, int K, int type,
+                                   float *data) {
+    const tr_mm_isa *isa = select_isa();
+    if (!data || !tr_matmul_lhs_floats(M, K) || !tr_type_valid(type)) return NULL;
+    tr_mm_w w = {type, NULL, 0, K, 1}; /* blocking reads only K and the type */
+    mm_blocking blk = blocking_for(isa, tr_pool_n_threads(pool), &w);
+    tr_mm_lhs *h = malloc(sizeof *h);
+    if (!h) return NULL;
+    long mpad = ((long)M + isa->mr - 1) / isa->mr * isa->mr;
+    *h = (tr_mm_lhs){isa, NULL, M, K, lda, mpad, blk.kc, data, false};
+    gemm_ctx c = {.isa = isa, .w = &w, .X = A, .M = M, .ldx = lda, .blk = blk, .mpad = mpad};
+    prepack_ctx p = {&c, data, blk.kc, 0, 0};
+    tr_pool_run(pool, prepack_task, &p);
+    return h;
+}
+
+void tr_matmul_lhs(tr_pool *pool, const tr_tensor *W, const float *bias, const tr_mm_lhs *A,
+                   float *Y, int ldy) {
+    tr_mm_w w;
+    if (!weight_view(pool, W, &w)) return;
+    if (w.K != A->K || A->A || A->M <= TR_MM_SMALL_M) {
+        TR_ERROR("matmul: packed rows of %ld columns for weight %s of %lld", A->K,
+                 W->name ? W->name : "?", (long long)w.K);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_INVALID);
+        return;
+    }
+    run_matmul(pool, &w, bias, NULL, A->M, A->lda, Y, ldy, A, NULL);
 }

@@ -59,6 +59,15 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
 void tr_matmul_f32_nt(tr_pool *pool, const float *A, int lda, const float *B, int ldb, float *C,
                       int ldc, int M, int N, int K);
 
+/* tr_matmul_f32_nt on the calling thread (no pool) with the packing
+ * scratch from the caller, so a product inside a pool task allocates
+ * nothing: tr_matmul_f32_nt_scratch_floats(M, N, K) floats, 64-byte
+ * aligned (0: the shape needs none of the caller's; scratch NULL or
+ * smaller: allocated as tr_matmul_f32_nt does). Same bits. */
+size_t tr_matmul_f32_nt_scratch_floats(int M, int N, int K);
+void tr_matmul_f32_nt_buf(const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                          int M, int N, int K, float *scratch, size_t floats);
+
 /* A of tr_matmul_f32_nt packed once for several products that share it (a
  * convolution's weight against successive im2col chunks), so each call
  * skips that pass. A itself stays the caller's and must outlive the handle
@@ -70,6 +79,21 @@ tr_mm_lhs *tr_matmul_lhs_pack(tr_pool *pool, const float *A, int lda, int M, int
 void tr_matmul_f32_nt_lhs(tr_pool *pool, const tr_mm_lhs *A, const float *B, int ldb, float *C,
                           int ldc, int N);
 void tr_matmul_lhs_free(tr_mm_lhs *A);
+
+/* The same packed into the caller's memory, for weights of one type:
+ * tr_matmul_lhs_floats(M, K) floats (0 where M rows go through the few-row
+ * paths, which read X unpacked: then keep A and call tr_linear), 64-byte
+ * aligned. Every call through the handle reads only the packed copy, so
+ * the caller may overwrite A once this returns; tr_matmul_lhs_free frees
+ * the handle, not `data`. NULL when M or K is out of range, or memory for
+ * the handle runs out. tr_matmul_lhs gives Y = A W^T + bias for any W of
+ * `type` (a tr_type) with K columns, tr_linear's bits; the pool must be the one the
+ * pack used. */
+size_t tr_matmul_lhs_floats(int M, int K);
+tr_mm_lhs *tr_matmul_lhs_pack_into(tr_pool *pool, const float *A, int lda, int M, int K, int type,
+                                   float *data);
+void tr_matmul_lhs(tr_pool *pool, const tr_tensor *W, const float *bias, const tr_mm_lhs *A,
+                   float *Y, int ldy);
 
 /* Selected kernel family, for logs and benchmarks: a tensor/cpu.h level
  * name ("avx512", "avx2", "neon_dotprod", "neon", "scalar"). */

@@ -149,8 +149,15 @@ typedef struct tr_attn_args {
     bool causal;
     int causal_offset;
     const float *pos_bias;
+    /* optional: the caller's memory for the K/V copy the tile path makes
+     * (tr_attention_pack_floats(a) floats, 64-byte aligned) instead of an
+     * allocation per call; NULL or too small: allocated */
+    float *pack;
+    size_t pack_floats;
 } tr_attn_args;
 void tr_attention(tr_pool *pool, const tr_attn_args *a);
+/* Floats of the K/V copy tr_attention makes for a (0: none). */
+size_t tr_attention_pack_floats(const tr_attn_args *a);
 /* Same, with K and V held as IEEE half floats (an F16 KV cache, half the
  * memory traffic): k16/v16 replace a->k/a->v, which are ignored; kv_stride
  * counts elements. Results match tr_attention on the F16-rounded values. */

@@ -40,12 +40,19 @@ int tr_pool_take_failures(tr_pool *pool);
 float *tr_pool_scratch(tr_pool *pool, size_t floats);
 /* The same with a slot per kernel that keeps scratch between calls, so
  * kernels that run one after another never hand each other's buffers
- * around (attention, the GEMM's packed X, attention's packed K/V). */
+ * around (attention, the GEMM's packed X, attention's packed K/V, the
+ * GEMM's per-part panels). The panels slot is split by part index (a
+ * part's share, not a thread's: parts never overlap in time on one index);
+ * the submitting thread allocates it, so workers do not fill per-thread
+ * malloc arenas with freed panels; the slot is idle outside a GEMM, so a
+ * pool task's own single-thread products may take their panels from it
+ * (tr_matmul_f32_nt_buf). */
 enum {
     TR_POOL_SCRATCH_ATTENTION = 0,
     TR_POOL_SCRATCH_GEMM_X = 1,
     TR_POOL_SCRATCH_ATTN_KV = 2,
-    TR_POOL_SCRATCH_SLOTS = 3
+    TR_POOL_SCRATCH_GEMM_PANELS = 3,
+    TR_POOL_SCRATCH_SLOTS = 4
 };
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 /* Frees every slot's scratch (the next request allocates again): for a

@@ -150,6 +150,18 @@ static void test_threads_and_baked(tr_pool *pool) {
         CHECK(n1 == n2 && o1 && o2 &&
               !memcmp(o1, o2, sizeof(float) * (size_t)n1 * tr_mel_n_features(&c)));
         free(o2);
+        if (c.type == TR_FRONTEND_MEL) { /* into the caller's buffer: the same bits */
+            const size_t cap = (size_t)n1 * (size_t)tr_mel_n_features(&c);
+            float *o3 = malloc(sizeof(float) * cap);
+            int n3 = 0;
+            CHECK(tr_mel_compute_into(&c, a.pcm, a.n, pool, o3, cap, &n3) == TRANSCRIBE_OK);
+            CHECK(n3 == n1 && !memcmp(o1, o3, sizeof(float) * cap));
+            CHECK(tr_mel_compute_into(&c, a.pcm, a.n, pool, o3, cap - 1, &n3) ==
+                  TRANSCRIBE_ERR_INVALID_ARG);
+            CHECK(tr_mel_compute_into(&c, a.pcm, a.n, pool, NULL, cap, &n3) ==
+                  TRANSCRIBE_ERR_INVALID_ARG);
+            free(o3);
+        }
         if (variants[v] != 3) {
             /* bake the same filterbank and window as float tensors would */
             int nb = c.n_fft / 2 + 1;

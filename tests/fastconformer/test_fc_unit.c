@@ -4,6 +4,7 @@
  * against the naive reference in fc_ref.h, thread-count bit-identity, work
  * reuse, abort, and the loader's error paths. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,6 +240,18 @@ static void parity_case(const char *label, const fc_synth_cfg *cfg, int T_mel, d
     CHECK(st == TRANSCRIBE_OK);
     CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: head groups differ", label);
     tr_fc_work_free(w1);
+    /* sized up front for T frames: the pass allocates nothing more, and the
+     * arena is lent between passes */
+    tr_fc_work *wr = tr_fc_work_new();
+    CHECK(tr_fc_work_reserve(L.enc, pool, wr, T, 0));
+    const size_t reserved = tr_fc_work_bytes(wr);
+    CHECK(tr_fc_forward(L.enc, pool, wr, mel, T_mel, out2, NULL, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK_MSG(tr_fc_work_bytes(wr) == reserved, "%s: the arena grew after reserve", label);
+    CHECK_MSG(memcmp(out, out2, sizeof(float) * T * d) == 0, "%s: reserved arena differs", label);
+    float *lent = tr_fc_work_borrow(wr, reserved / sizeof(float));
+    CHECK(lent != NULL && ((uintptr_t)lent & 63) == 0 && tr_fc_work_bytes(wr) == reserved);
+    CHECK(!tr_fc_work_reserve(L.enc, pool, wr, 0, 0));
+    tr_fc_work_free(wr);
     /* pre-encode in chunks of 1 and 3 frames: same values (GEMM shapes
      * differ, so within rounding rather than bitwise) */
     for (int ch = 1; ch <= 3; ch += 2) {

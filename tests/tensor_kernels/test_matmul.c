@@ -305,7 +305,22 @@ static void test_nt(tr_pool *pool) {
             for (int n = N; n < ldc; n++) bad += C[m * ldc + n] != SENTINEL;
         }
         CHECK_MSG(bad == 0, "f32_nt %s: %d bad", tr_cpu_level_name(k_levels[ii]), bad);
+        /* on the calling thread with the caller's scratch: the same bits */
+        const size_t nf = tr_matmul_f32_nt_scratch_floats(M, N, K);
+        CHECK(nf > 0);
+        float *scr = aligned_alloc(64, (nf * sizeof(float) + 63) / 64 * 64);
+        float *C2 = malloc(sizeof(float) * M * ldc);
+        for (int i = 0; i < M * ldc; i++) C2[i] = SENTINEL;
+        tr_matmul_f32_nt_buf(A, lda, B, ldb, C2, ldc, M, N, K, scr, nf);
+        CHECK_MSG(memcmp(C, C2, sizeof(float) * (size_t)(M * ldc)) == 0, "f32_nt_buf %s differs",
+                  tr_cpu_level_name(k_levels[ii]));
+        for (int i = 0; i < M * ldc; i++) C2[i] = SENTINEL;
+        tr_matmul_f32_nt_buf(A, lda, B, ldb, C2, ldc, M, N, K, NULL, 0); /* allocates */
+        CHECK(memcmp(C, C2, sizeof(float) * (size_t)(M * ldc)) == 0);
+        free(scr);
+        free(C2);
     }
+    CHECK(tr_matmul_f32_nt_scratch_floats(4, N, K) == 0);
     free(A);
     free(B);
     free(C);
@@ -345,6 +360,71 @@ static void test_nt_lhs(tr_pool *pools[3]) {
     free(B);
     free(C0);
     free(C1);
+}
+
+/* tr_matmul_lhs_pack_into / tr_matmul_lhs: X packed into the caller's
+ * memory for one weight type, then overwritten, gives tr_matmul's outputs
+ * (bias included) bit for bit at every level and 1-3 threads, for column
+ * counts that split rows (fewer panels than threads) or not; too few rows
+ * to pack and a weight of another K are refused. */
+static void test_lhs_into(tr_pool *pools[3]) {
+    const int M = 45, K = 256, ldx = 270, ldy = 300;
+    const int types[3] = {TR_F32, TR_F16, TR_Q8_0};
+    const int Ns[3] = {290, 64, 16};
+    float *X = malloc(sizeof(float) * M * ldx), *bias = malloc(sizeof(float) * 290);
+    for (int i = 0; i < M * ldx; i++) X[i] = kref_uniform();
+    for (int i = 0; i < 290; i++) bias[i] = kref_uniform();
+    const size_t nf = tr_matmul_lhs_floats(M, K);
+    CHECK(nf >= (size_t)M * K);
+    CHECK(tr_matmul_lhs_floats(4, K) == 0);
+    float *data = aligned_alloc(64, (nf * sizeof(float) + 63) / 64 * 64);
+    float *Xc = malloc(sizeof(float) * M * ldx);
+    for (int ty = 0; ty < 3; ty++) {
+        for (int t = 0; t < 3; t++) {
+            wmat w = make_w(types[ty], K, Ns[t]);
+            tr_tensor wt = {"w",   w.type, 2, {w.K, w.N, 1, 1}, w.row_bytes, w.row_bytes * w.N,
+                            w.data};
+            for (int ii = 0; ii < k_n_levels; ii++) {
+                CHECK(tr_cpu_force(k_levels[ii]));
+                for (int p = 0; p < 3; p++) {
+                    float *Y0 = run(pools[p], &w, bias, X, M, ldx, ldy);
+                    memcpy(Xc, X, sizeof(float) * M * ldx);
+                    tr_mm_lhs *h = tr_matmul_lhs_pack_into(pools[p], Xc, ldx, M, K, w.type, data);
+                    CHECK(h != NULL);
+                    for (int i = 0; i < M * ldx; i++) Xc[i] = NAN; /* not read again */
+                    float *Y1 = malloc(sizeof(float) * (size_t)(M * ldy + 1));
+                    for (int i = 0; i < M * ldy + 1; i++) Y1[i] = SENTINEL;
+                    if (h) tr_matmul_lhs(pools[p], &wt, bias, h, Y1, ldy);
+                    CHECK_MSG(memcmp(Y0, Y1, sizeof(float) * (size_t)(M * ldy + 1)) == 0,
+                              "lhs_into %s %s N=%d %d threads differ", tr_type_name(w.type),
+                              tr_cpu_level_name(k_levels[ii]), Ns[t], p + 1);
+                    tr_matmul_lhs_free(h);
+                    free(Y0);
+                    free(Y1);
+                }
+            }
+            tr_cpu_unforce();
+            free(w.data);
+            free(w.ref);
+        }
+    }
+    CHECK(tr_matmul_lhs_pack_into(pools[0], X, ldx, 4, K, TR_F32, data) == NULL);
+    wmat w2 = make_w(TR_F32, 128, 8);
+    tr_tensor wt2 = {"w2",   w2.type, 2, {w2.K, w2.N, 1, 1}, w2.row_bytes, w2.row_bytes * w2.N,
+                     w2.data};
+    tr_mm_lhs *h = tr_matmul_lhs_pack_into(pools[1], X, ldx, M, K, TR_F32, data);
+    float *Y = malloc(sizeof(float) * M * 8);
+    tr_pool_take_failures(pools[1]);
+    tr_matmul_lhs(pools[1], &wt2, NULL, h, Y, 8);
+    CHECK(tr_pool_take_failures(pools[1]) == TR_POOL_FAIL_INVALID);
+    tr_matmul_lhs_free(h);
+    free(Y);
+    free(w2.data);
+    free(w2.ref);
+    free(data);
+    free(Xc);
+    free(X);
+    free(bias);
 }
 
 /* A few rows of X (a batched decode step, or the verify step of
@@ -515,6 +595,7 @@ int main(void) {
     test_blocking(pools);
     test_nt(pools[1]);
     test_nt_lhs(pools);
+    test_lhs_into(pools);
     test_x_scales(pools[1]);
     test_group(pools);
     test_matvec_chunks(pools);

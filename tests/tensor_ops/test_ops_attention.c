@@ -174,6 +174,18 @@ static void run_case(const attn_case *c, tr_pool *pools[3]) {
         CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0 &&
                       memcmp(out[0], out[2], sizeof(float) * (size_t)out_n) == 0,
                   "thread count changes bits (n_q %d d %d)", c->n_q, c->d);
+        /* the K/V copy in the caller's memory: the same bits */
+        const size_t np = tr_attention_pack_floats(&a);
+        if (np) {
+            tr_attn_args b = a;
+            b.pack = aligned_alloc(64, (np * sizeof(float) + 63) / 64 * 64);
+            b.pack_floats = np;
+            b.out = out[1];
+            tr_attention(pools[1], &b);
+            CHECK_MSG(memcmp(out[0], out[1], sizeof(float) * (size_t)out_n) == 0,
+                      "caller's K/V copy changes bits (n_q %d d %d)", c->n_q, c->d);
+            free(b.pack);
+        }
     }
     /* F16 KV cache: identical bits to F32 K/V holding the same rounded values */
     const long kv_n = (long)c->n_kv * ks;

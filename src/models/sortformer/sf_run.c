@@ -33,45 +33,85 @@ static int ff_blocks(const sf_hparams *hp, const tr_tensor *ff_out) {
     return 1;
 }
 
-/* X .. pr for rows frames (h for the widest feed-forward block), E for
- * e_rows (the chunk's own frames): exact sizes, regrown when a chunk needs
- * more. */
-static bool reserve(sf_session *s, int rows, int e_rows) {
+/* *p holds at least n floats afterwards (contents not kept). */
+static bool grow_buf(float **p, size_t *cap, size_t n) {
+    if (n <= *cap) return true;
+    free(*p);
+    *p = malloc(sizeof(float) * n);
+    *cap = *p ? n : 0;
+    return *p != NULL;
+}
+
+/* X for rows frames or a mel window of win floats, pr for rows frames:
+ * exact sizes, regrown when a chunk needs more. */
+static bool reserve(sf_session *s, int rows, size_t win) {
     const sf_model *m = s->m;
-    const size_t d = (size_t)m->enc_hp.d_model, D = (size_t)m->hp.tf_d;
-    if ((size_t)e_rows > s->cap_e) {
-        free(s->E);
-        s->E = malloc(sizeof(float) * (size_t)e_rows * d);
-        s->cap_e = s->E ? (size_t)e_rows : 0;
-        if (!s->E) return false;
-    }
-    if ((size_t)rows <= s->cap_rows) return true;
-    const size_t n = (size_t)rows;
-    size_t wide = 1;
+    const size_t d = (size_t)m->enc_hp.d_model, x = (size_t)rows * d;
+    return grow_buf(&s->X, &s->cap_x, x > win ? x : win) &&
+           grow_buf(&s->pr, &s->cap_pr, (size_t)rows * (size_t)m->hp.max_spk);
+}
+
+/* The head's buffers for T frames, carved from the encoder's arena (idle
+ * while the head runs): G, q, k, v, a [T][tf_d] and h [T][widest
+ * feed-forward block]. */
+typedef struct head_bufs {
+    float *G, *q, *k, *v, *a, *h, *pack; /* pack: the attention's K/V copy */
+    size_t pack_floats;
+} head_bufs;
+
+/* The attention of T frames (its K/V copy's size is asked with it). */
+static tr_attn_args head_attn(const sf_hparams *hp, const head_bufs *b, int T) {
+    const int D = hp->tf_d, H = hp->tf_heads, dh = D / H;
+    /* q and k each scaled by dh^(-1/4) upstream: one 1/sqrt(dh) on the scores */
+    return (tr_attn_args){.q = b ? b->q : NULL,
+                          .q_stride = D,
+                          .k = b ? b->k : NULL,
+                          .v = b ? b->v : NULL,
+                          .kv_stride = D,
+                          .out = b ? b->a : NULL,
+                          .out_stride = D,
+                          .n_q = T,
+                          .n_kv = T,
+                          .kv_valid = T,
+                          .n_head = H,
+                          .n_head_kv = H,
+                          .head_dim = dh,
+                          .scale = 1.0f / sqrtf((float)dh),
+                          .pack = b ? b->pack : NULL,
+                          .pack_floats = b ? b->pack_floats : 0};
+}
+
+static size_t r16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+static size_t head_floats(const sf_model *m, int T, size_t *row, size_t *wide, size_t *pack) {
+    size_t w = 1;
     for (int i = 0; i < m->hp.tf_layers; i++) {
         const size_t b = (size_t)(m->hp.tf_ff / ff_blocks(&m->hp, m->tf[i].ff_out.w));
-        if (b > wide) wide = b;
+        if (b > w) w = b;
     }
-    float **bufs[] = {&s->X, &s->G, &s->q, &s->k, &s->v, &s->a, &s->h, &s->pr};
-    const size_t size[] = {n * d, n * D, n * D,    n * D,
-                           n * D, n * D, n * wide, n * (size_t)m->hp.max_spk};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-        free(*bufs[i]);
-        *bufs[i] = malloc(sizeof(float) * size[i]);
-        if (!*bufs[i]) {
-            s->cap_rows = 0;
-            return false;
-        }
-    }
-    s->cap_rows = n;
+    const tr_attn_args a = head_attn(&m->hp, NULL, T);
+    *row = r16((size_t)T * (size_t)m->hp.tf_d);
+    *wide = r16((size_t)T * w);
+    *pack = r16(tr_attention_pack_floats(&a));
+    return 5 * *row + *wide + *pack;
+}
+
+static bool head_borrow(sf_session *s, int T, head_bufs *b) {
+    size_t row, wide, pack;
+    float *p = tr_fc_work_borrow(s->work, head_floats(s->m, T, &row, &wide, &pack));
+    if (!p) return false;
+    *b = (head_bufs){p,           p + row,     p + 2 * row,        p + 3 * row,
+                     p + 4 * row, p + 5 * row, p + 5 * row + wide, pack};
     return true;
 }
 
 static void session_release(sf_session *s) {
     tr_fc_work_free(s->work);
     tr_sf_state_free(&s->st);
-    float *bufs[] = {s->E, s->X, s->G, s->q, s->k, s->v, s->a, s->h, s->pr};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(s->X);
+    free(s->pr);
 }
 
 static transcribe_status session_setup(sf_session *s, const tr_session_cfg *cfg) {
@@ -86,32 +126,18 @@ TR_FAMILY_SESSION(sf, session_setup, session_release)
 
 /* ---- docs/formats/sortformer.md §5.2 after the Conformer, docs/formats/sortformer.md §5.3 ---- */
 
-static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
+static void tf_block(sf_session *s, const sf_tf_block *b, int T, const head_bufs *hb) {
     const sf_hparams *hp = &s->m->hp;
-    const int D = hp->tf_d, H = hp->tf_heads, dh = D / H;
+    const int D = hp->tf_d;
     tr_pool *pool = s->pool;
-    tr_nn_linear_fwd(pool, &b->q, s->G, T, s->q);
-    tr_nn_linear_fwd(pool, &b->k, s->G, T, s->k);
-    tr_nn_linear_fwd(pool, &b->v, s->G, T, s->v);
-    /* q and k each scaled by dh^(-1/4) upstream: one 1/sqrt(dh) on the scores */
-    tr_attn_args a = {.q = s->q,
-                      .q_stride = D,
-                      .k = s->k,
-                      .v = s->v,
-                      .kv_stride = D,
-                      .out = s->a,
-                      .out_stride = D,
-                      .n_q = T,
-                      .n_kv = T,
-                      .kv_valid = T,
-                      .n_head = H,
-                      .n_head_kv = H,
-                      .head_dim = dh,
-                      .scale = 1.0f / sqrtf((float)dh)};
+    tr_nn_linear_fwd(pool, &b->q, hb->G, T, hb->q);
+    tr_nn_linear_fwd(pool, &b->k, hb->G, T, hb->k);
+    tr_nn_linear_fwd(pool, &b->v, hb->G, T, hb->v);
+    const tr_attn_args a = head_attn(hp, hb, T);
     tr_attention(pool, &a);
-    tr_nn_linear_fwd(pool, &b->o, s->a, T, s->q);
-    tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
-    tr_layer_norm(pool, s->q, s->G, T, D, b->norm1.w, b->norm1.b, SF_LN_EPS);
+    tr_nn_linear_fwd(pool, &b->o, hb->a, T, hb->q);
+    tr_ew_axpy(pool, hb->q, hb->G, 1.0f, (long)T * D);
+    tr_layer_norm(pool, hb->q, hb->G, T, D, b->norm1.w, b->norm1.b, SF_LN_EPS);
     /* hidden columns in blocks through h; partial products in k, summed into q */
     const int n = ff_blocks(hp, b->ff_out.w), blk = hp->tf_ff / n;
     for (int j = 0; j < n; j++) {
@@ -120,26 +146,28 @@ static void tf_block(sf_session *s, const sf_tf_block *b, int T) {
         v1.data = (const uint8_t *)b->ff_in.w->data + (size_t)j * blk * b->ff_in.w->nb1;
         v2.ne[0] = blk;
         v2.data = (const uint8_t *)b->ff_out.w->data + tr_row_bytes(v2.type, (int64_t)j * blk);
-        tr_matmul(pool, &v1, b->ff_in.b ? b->ff_in.b + (size_t)j * blk : NULL, s->G, T, D, s->h,
+        tr_matmul(pool, &v1, b->ff_in.b ? b->ff_in.b + (size_t)j * blk : NULL, hb->G, T, D, hb->h,
                   blk);
-        tr_ew_relu(pool, s->h, (long)T * blk);
-        tr_matmul(pool, &v2, j == 0 ? b->ff_out.b : NULL, s->h, T, blk, j == 0 ? s->q : s->k, D);
-        if (j > 0) tr_ew_add(pool, s->q, s->k, (long)T * D);
+        tr_ew_relu(pool, hb->h, (long)T * blk);
+        tr_matmul(pool, &v2, j == 0 ? b->ff_out.b : NULL, hb->h, T, blk, j == 0 ? hb->q : hb->k, D);
+        if (j > 0) tr_ew_add(pool, hb->q, hb->k, (long)T * D);
     }
-    tr_ew_axpy(pool, s->q, s->G, 1.0f, (long)T * D);
-    tr_layer_norm(pool, s->q, s->G, T, D, b->norm2.w, b->norm2.b, SF_LN_EPS);
+    tr_ew_axpy(pool, hb->q, hb->G, 1.0f, (long)T * D);
+    tr_layer_norm(pool, hb->q, hb->G, T, D, b->norm2.w, b->norm2.b, SF_LN_EPS);
 }
 
 transcribe_status tr_sf_head(sf_session *s, const float *X, int T, float *pr) {
     const sf_model *m = s->m;
     const int D = m->hp.tf_d, S = m->hp.max_spk;
-    if (!reserve(s, T, 0)) return TRANSCRIBE_ERR_OOM;
-    tr_nn_linear_fwd(s->pool, &m->proj, X, T, s->G);
-    for (int i = 0; i < m->hp.tf_layers; i++) tf_block(s, &m->tf[i], T);
-    tr_ew_relu(s->pool, s->G, (long)T * D);
-    tr_nn_linear_fwd(s->pool, &m->fc1, s->G, T, s->q);
-    tr_ew_relu(s->pool, s->q, (long)T * D);
-    tr_nn_linear_fwd(s->pool, &m->single, s->q, T, pr);
+    head_bufs b;
+    if (!head_borrow(s, T, &b)) return TRANSCRIBE_ERR_OOM;
+    const head_bufs *hb = &b;
+    tr_nn_linear_fwd(s->pool, &m->proj, X, T, hb->G);
+    for (int i = 0; i < m->hp.tf_layers; i++) tf_block(s, &m->tf[i], T, hb);
+    tr_ew_relu(s->pool, hb->G, (long)T * D);
+    tr_nn_linear_fwd(s->pool, &m->fc1, hb->G, T, hb->q);
+    tr_ew_relu(s->pool, hb->q, (long)T * D);
+    tr_nn_linear_fwd(s->pool, &m->single, hb->q, T, pr);
     for (long i = 0; i < (long)T * S; i++) pr[i] = 1.0f / (1.0f + expf(-pr[i]));
     return TRANSCRIBE_OK;
 }
@@ -164,6 +192,16 @@ typedef struct mel_src {
     double ms; /* time spent computing windows */
 } mel_src;
 
+static int mel_margin(const sf_model *m) {
+    return (m->mel.n_fft / 2 + m->mel.hop_length) / m->mel.hop_length + 1; /* frames: 3 */
+}
+
+/* Floats of a window of M frames (its margins included, as mel_window
+ * computes it before cropping). */
+static size_t win_floats(const sf_model *m, int M) {
+    return (size_t)m->mel.n_mels * (size_t)(M + 2 * mel_margin(m) + 1);
+}
+
 /* Mel frames [lo, hi) of the whole input's mel into win [nm][hi - lo], from
  * the PCM alone: with a margin of mg frames (mg·hop > n_fft/2), the mel of
  * the slice of samples [a, b), a = hop·max(0, lo - mg), b = min(n, hop·(hi +
@@ -175,24 +213,25 @@ typedef struct mel_src {
  * signal, and there they coincide. Needs ceil framing, zero padding and
  * normalize = none (no statistic over the whole input): tr_sf_run checks. */
 static transcribe_status mel_window(const sf_model *m, tr_pool *pool, mel_src *src, int lo, int hi,
-                                    float *win) {
+                                    float *win, size_t cap) {
     const int hop = m->mel.hop_length, nm = m->mel.n_mels, M = hi - lo;
-    const int mg = (m->mel.n_fft / 2 + hop) / hop + 1; /* frames of margin: 3 */
+    const int mg = mel_margin(m);
     const int af = lo - mg > 0 ? lo - mg : 0;
     const int64_t a = (int64_t)af * hop, b_max = (int64_t)(hi + mg) * hop;
     const int64_t b = b_max < src->n ? b_max : src->n;
     const double t0 = tr_time_ms();
-    float *w = NULL;
     int T_w = 0;
-    transcribe_status st = tr_mel_compute(&m->mel, src->pcm + a, b - a, pool, &w, &T_w);
+    /* computed in place, then each bin's row moved down to the window's M
+     * frames (a row never lands on a later row's source) */
+    transcribe_status st = tr_mel_compute_into(&m->mel, src->pcm + a, b - a, pool, win, cap, &T_w);
     if (st == TRANSCRIBE_OK && T_w < hi - af) {
         TR_ERROR("sortformer: mel window %d..%d gave %d frames", lo, hi, T_w);
         st = TRANSCRIBE_ERR_INVALID_ARG;
     }
     if (st == TRANSCRIBE_OK)
         for (int f = 0; f < nm; f++)
-            memcpy(win + (size_t)f * M, w + (size_t)f * T_w + (lo - af), sizeof(float) * (size_t)M);
-    free(w);
+            memmove(win + (size_t)f * M, win + (size_t)f * T_w + (lo - af),
+                    sizeof(float) * (size_t)M);
     src->ms += tr_time_ms() - t0;
     return st;
 }
@@ -208,8 +247,22 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
     tr_sf_state_reset(st);
     const int L = T_mel, lc = cfg->lc, rc = cfg->rc;
     const int max_win = (cfg->chunk_len + lc + rc) * SF_SUB;
-    float *win = malloc(sizeof(float) * (size_t)nm * (size_t)max_win);
-    if (!win) return TRANSCRIBE_ERR_OOM;
+    /* every buffer at its largest before the first chunk (cache ++ FIFO ++
+     * the longest chunk), so the chunks allocate nothing and no freed
+     * smaller buffer is left behind; the mel window lives in X until the
+     * chunk's rows are pre-encoded */
+    const int T_dmax = tr_fc_out_frames(m->enc, max_win);
+    const int T_max = cfg->spkcache_len + cfg->fifo_len + T_dmax;
+    const size_t win_max = win_floats(m, max_win);
+    size_t row, wide, pack;
+    /* the cache holds at most its length plus one update's pops (the whole
+     * FIFO and chunk), the FIFO its length plus a chunk */
+    const int ff_max = cfg->fifo_len + T_dmax;
+    if (!reserve(s, T_max, win_max) ||
+        !tr_fc_work_reserve(m->enc, s->pool, s->work, T_max,
+                            head_floats(m, T_max, &row, &wide, &pack)) ||
+        !tr_sf_state_reserve(st, cfg->spkcache_len + ff_max, ff_max))
+        return TRANSCRIBE_ERR_OOM;
     transcribe_status rs = TRANSCRIBE_OK;
     poll_ctx poll = {ctx};
     int stt = 0, end = 0;
@@ -223,18 +276,23 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         const int ro_off = rc * SF_SUB < L - end ? rc * SF_SUB : L - end;
         const int lo = stt - lo_off, hi = end + ro_off, M = hi - lo;
         const int lcf = (lo_off + SF_SUB / 2) / SF_SUB, rcf = (ro_off + SF_SUB - 1) / SF_SUB;
-        if (mel)
-            for (int b = 0; b < nm; b++)
-                memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
-        else if ((rs = mel_window(m, s->pool, src, lo, hi, win)))
-            break;
         const int T_diar = tr_fc_out_frames(m->enc, M);
         const int T_cat = st->sc_n + st->ff_n + T_diar;
-        if (!reserve(s, T_cat, T_diar)) {
+        /* the chunk's pre-encoded rows go right after the FIFO's (its
+         * spare rows), where the update appends them */
+        if (!reserve(s, T_cat, win_floats(m, M)) ||
+            !tr_sf_state_reserve(st, st->sc_n, st->ff_n + T_diar)) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
-        rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, s->E);
+        float *win = s->X;
+        if (mel)
+            for (int b = 0; b < nm; b++)
+                memcpy(win + (size_t)b * M, mel + (size_t)b * L + lo, sizeof(float) * (size_t)M);
+        else if ((rs = mel_window(m, s->pool, src, lo, hi, win, s->cap_x)))
+            break;
+        float *E = st->ff + (size_t)st->ff_n * d;
+        rs = tr_fc_pre_encode_rows(m->enc, s->pool, s->work, win, M, E);
         if (rs) break;
         /* docs/formats/sortformer.md §5.2: X = spkcache ++ fifo ++ chunk (raw pre-encode rows) */
         float *X = s->X;
@@ -242,18 +300,23 @@ static transcribe_status diarize(sf_session *s, mel_src *src, int T_mel, const s
         if (st->sc_n) memcpy(X, st->sc, sizeof(float) * (size_t)st->sc_n * d);
         if (st->ff_n)
             memcpy(X + (size_t)st->sc_n * d, st->ff, sizeof(float) * (size_t)st->ff_n * d);
-        memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, s->E, sizeof(float) * (size_t)T_diar * d);
+        memcpy(X + (size_t)(st->sc_n + st->ff_n) * d, E, sizeof(float) * (size_t)T_diar * d);
         rs = tr_fc_forward_rows(m->enc, s->pool, s->work, X, T_cat, poll_abort, &poll);
         if (rs) break;
         if ((rs = tr_sf_head(s, X, T_cat, s->pr))) break;
-        if (!tr_sf_state_update(st, cfg, s->E, T_diar, s->pr, lcf, rcf)) {
+        /* a compression builds the new cache in the encoder's arena (idle now) */
+        st->lend = tr_fc_work_borrow(s->work, (size_t)cfg->spkcache_len * (size_t)d);
+        st->lend_floats = st->lend ? (size_t)cfg->spkcache_len * (size_t)d : 0;
+        const bool up = tr_sf_state_update(st, cfg, E, T_diar, s->pr, lcf, rcf);
+        st->lend = NULL;
+        st->lend_floats = 0;
+        if (!up) {
             rs = TRANSCRIBE_ERR_OOM;
             break;
         }
         stt = end;
         if (ctx) tr_run_report_progress(ctx, 0.05 + 0.95 * (double)end / L);
     }
-    free(win);
     if (rs) return rs;
     const int n_out = (L + SF_SUB - 1) / SF_SUB;
     const int n = st->out_n < n_out ? st->out_n : n_out;

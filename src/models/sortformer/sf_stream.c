@@ -4,6 +4,7 @@
  * (docs/formats/sortformer.md §6.4). Pure arithmetic on float32 arrays, in the order the spec
  * gives, so the frames a compression keeps (and therefore the speaker slots) match upstream. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,8 +40,8 @@ bool tr_sf_stream_cfg(const sf_model *m, int preset, sf_stream_cfg *out) {
 
 static bool grow(float **p, int *cap, int need, int width) {
     if (need <= *cap) return true;
-    int n = *cap > 0 ? *cap : 64;
-    while (n < need) n *= 2;
+    int n = *cap > 0 ? *cap : need; /* exact at first (tr_sf_state_reserve), then doubling */
+    while (n < need) n = n > INT32_MAX / 2 ? need : 2 * n;
     float *q = realloc(*p, sizeof(float) * (size_t)n * (size_t)width);
     if (!q) return false;
     *p = q;
@@ -60,6 +61,13 @@ void tr_sf_state_reset(sf_state *st) {
     st->sc_n = st->ff_n = st->out_n = st->n_sil = 0;
     st->sc_p_init = false;
     if (st->msil) memset(st->msil, 0, sizeof(float) * (size_t)st->d);
+}
+
+bool tr_sf_state_reserve(sf_state *st, int sc_rows, int ff_rows) {
+    return grow(&st->sc, &st->sc_cap, sc_rows, st->d) &&
+           grow(&st->sc_p, &st->scp_cap, sc_rows, st->S) &&
+           grow(&st->ff, &st->ff_cap, ff_rows, st->d) &&
+           grow(&st->ff_p, &st->ffp_cap, ff_rows, st->S);
 }
 
 void tr_sf_state_free(sf_state *st) {
@@ -108,7 +116,7 @@ bool tr_sf_state_update(sf_state *st, const sf_stream_cfg *cfg, const float *E, 
         return false;
     memcpy(st->ff_p, pr + (size_t)Sn * S, rows * (size_t)F);
     const float *c_p = pr + (size_t)(Sn + F + lcf) * S;
-    memcpy(st->ff + (size_t)F * d, E + (size_t)lcf * d, rowd * (size_t)C);
+    memmove(st->ff + (size_t)F * d, E + (size_t)lcf * d, rowd * (size_t)C); /* E may be ff's */
     memcpy(st->ff_p + (size_t)F * S, c_p, rows * (size_t)C);
     st->ff_n = F + C;
     if (!grow(&st->out_p, &st->out_cap, st->out_n + C, S)) return false;
@@ -179,7 +187,8 @@ bool tr_sf_compress(sf_state *st, int L) {
     float *score = malloc(sizeof(float) * (size_t)N * S);
     cand *c = malloc(sizeof(cand) * (size_t)(n_c > N ? n_c : N));
     int *pick = malloc(sizeof(int) * (size_t)L);
-    float *nsc = malloc(sizeof(float) * (size_t)L * d),
+    const bool lent = st->lend && st->lend_floats >= (size_t)L * d;
+    float *nsc = lent ? st->lend : malloc(sizeof(float) * (size_t)L * d),
           *nsp = malloc(sizeof(float) * (size_t)L * S);
     bool ok = score && c && pick && nsc && nsp;
     if (ok) {
@@ -231,7 +240,7 @@ bool tr_sf_compress(sf_state *st, int L) {
     free(score);
     free(c);
     free(pick);
-    free(nsc);
+    if (!lent) free(nsc);
     free(nsp);
     if (!ok) TR_ERROR("sortformer: out of memory compressing the speaker cache");
     return ok;

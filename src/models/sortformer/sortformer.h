@@ -74,6 +74,10 @@ typedef struct sf_state {
     int n_sil;
     float *out_p; /* [out_n][S] */
     int out_n, out_cap;
+    /* memory lent by the caller for a compression's new cache (lend_floats
+     * floats; NULL or too small: allocated), valid during one update */
+    float *lend;
+    size_t lend_floats;
 } sf_state;
 
 typedef struct sf_session {
@@ -81,9 +85,12 @@ typedef struct sf_session {
     tr_pool *pool;
     tr_fc_work *work;
     sf_state st;
-    /* per-chunk buffers, grown on demand */
-    float *E, *X, *G, *q, *k, *v, *a, *h, *pr;
-    size_t cap_rows, cap_e; /* rows of X .. pr; rows of E */
+    /* per-chunk buffers, grown on demand: X the mel window and then cache ++
+     * FIFO ++ chunk, pr the probabilities (the chunk's pre-encoded rows wait
+     * in the FIFO's spare rows, the head's buffers are borrowed from the
+     * encoder's work arena) */
+    float *X, *pr;
+    size_t cap_x, cap_pr; /* floats */
 } sf_session;
 
 TR_FAMILY_DECLARE(sf);
@@ -97,10 +104,13 @@ bool tr_sf_stream_cfg(const sf_model *m, int preset, sf_stream_cfg *out);
 bool tr_sf_state_init(sf_state *st, int d, int S);
 void tr_sf_state_reset(sf_state *st);
 void tr_sf_state_free(sf_state *st);
+/* Room for sc_rows cache and ff_rows FIFO rows up front (the most a run
+ * holds), so the updates allocate nothing. false on OOM. */
+bool tr_sf_state_reserve(sf_state *st, int sc_rows, int ff_rows);
 
 /* docs/formats/sortformer.md §6.3: folds one chunk into the state: E [T_diar][d] its pre-encoded
- * rows, pr [sc_n + ff_n + T_diar][S] the chunk's probabilities, lcf / rcf the context frames. false
- * on OOM. */
+ * rows (may be the FIFO's own spare rows, st->ff + ff_n * d), pr [sc_n + ff_n + T_diar][S] the
+ * chunk's probabilities, lcf / rcf the context frames. false on OOM. */
 bool tr_sf_state_update(sf_state *st, const sf_stream_cfg *cfg, const float *E, int T_diar,
                         const float *pr, int lcf, int rcf);
 
