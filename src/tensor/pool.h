@@ -41,7 +41,14 @@ float *tr_pool_scratch(tr_pool *pool, size_t floats);
 /* The same with a slot per kernel that keeps scratch between calls, so
  * kernels that run one after another never hand each other's buffers
  * around (attention and the GEMM's packed X). */
-enum { TR_POOL_SCRATCH_ATTENTION = 0, TR_POOL_SCRATCH_GEMM_X = 1, TR_POOL_SCRATCH_SLOTS = 2 };
+/* TR_POOL_SCRATCH_MODEL: a model's own activations across the kernel calls
+ * of one forward pass (an encoder's block scratch), which no kernel touches. */
+enum {
+    TR_POOL_SCRATCH_ATTENTION = 0,
+    TR_POOL_SCRATCH_GEMM_X = 1,
+    TR_POOL_SCRATCH_MODEL = 2,
+    TR_POOL_SCRATCH_SLOTS = 3
+};
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */
