@@ -213,6 +213,19 @@ static void pack_x(const gemm_ctx *c, long m0, int mr, long k0, int kc, float *x
         }
         return;
     }
+    /* the AVX-512 tile: 16-deep k blocks transposed in registers (rows past
+     * mr come out zero), then 12 floats per k (a fixed-size copy) */
+    if (c->isa->transpose16 && MR == 12) {
+        _Alignas(64) float t[16 * 16];
+        const float *x0 = c->X + m0 * c->ldx + k0;
+        for (int kb = 0; kb < kc; kb += 16) {
+            int kn = kc - kb < 16 ? kc - kb : 16;
+            c->isa->transpose16(x0 + kb, c->ldx, mr, kn, t, 16);
+            for (int k = 0; k < kn; k++)
+                memcpy(xp + (size_t)(kb + k) * 12, t + k * 16, sizeof(float) * 12);
+        }
+        return;
+    }
     for (int i = 0; i < mr; i++) {
         const float *x = c->X + (m0 + i) * c->ldx + k0;
         for (int k = 0; k < kc; k++) xp[(size_t)k * MR + i] = x[k];

@@ -10,16 +10,20 @@
 #define NR 32
 
 /* 12 rows × 32 columns: 24 zmm accumulators, 2 weight vectors and one
- * broadcast per k step. */
-static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, long ldy, int mr,
-                          int nr, const float *bias, int accumulate) {
+ * broadcast per k step. A short last tile (mr <= 4 or 8, e.g. 183 rows = 15
+ * tiles + 3) runs only as many rows as it has, each output summed exactly as
+ * in the full tile. */
+static inline __attribute__((always_inline)) void kernel_rows(const float *xp, const float *wp,
+                                                              int kc, float *y, long ldy, int mr,
+                                                              int nr, const float *bias,
+                                                              int accumulate, const int R) {
     __m512 c[MR][2];
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < R; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
         __m512 w0 = _mm512_load_ps(wp), w1 = _mm512_load_ps(wp + 16);
 #pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             __m512 xb = _mm512_set1_ps(xp[i]);
             c[i][0] = _mm512_fmadd_ps(xb, w0, c[i][0]);
             c[i][1] = _mm512_fmadd_ps(xb, w1, c[i][1]);
@@ -35,7 +39,7 @@ static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, lo
         b1 = _mm512_maskz_loadu_ps(m1, bias + 16);
     }
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         if (i >= mr) break;
         float *yi = y + i * ldy;
         __m512 y0 = b0, y1 = b1;
@@ -46,6 +50,16 @@ static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, lo
         _mm512_mask_storeu_ps(yi, m0, _mm512_add_ps(y0, c[i][0]));
         _mm512_mask_storeu_ps(yi + 16, m1, _mm512_add_ps(y1, c[i][1]));
     }
+}
+
+static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, long ldy, int mr,
+                          int nr, const float *bias, int accumulate) {
+    if (mr <= 4)
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, 4);
+    else if (mr <= 8)
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, 8);
+    else
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, MR);
 }
 
 static inline __mmask16 tail_mask(long n) {
