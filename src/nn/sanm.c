@@ -86,7 +86,7 @@ size_t tr_sanm_scratch(const tr_sanm_dims *d, int din_max, int T) {
  * tr_ew_add, so the same bits, without the copy of v or a second pass. The
  * channels go in blocks of FSMN_CB, each summed over every tap in
  * registers. */
-#define FSMN_CB 64
+#define FSMN_CB 32
 
 typedef struct {
     const float *v, *w; /* v: qkv + 2d, row stride 3d; w: [k][d] taps */
