@@ -1,9 +1,10 @@
 /* The SAN-M block (docs/formats/sensevoice.md §5.2–§5.3). Where the time
  * goes is the four projections (tr_matmul, any weight type) and the
  * attention (tr_attention's online softmax: no T×T matrix, so long inputs
- * cost O(T) memory); the FSMN memory is nn/depthwise.h on a contiguous copy
- * of v. Everything accumulates in F32: SenseVoice has no norm between the
- * blocks of a tier and its residuals reach ~4.5e4 (docs/formats/sensevoice.md §5.3). */
+ * cost O(T) memory); the FSMN memory reads v in place from the qkv rows,
+ * and each residual add runs in one pass with the LayerNorm after it. Everything accumulates in
+ * F32: SenseVoice has no norm between the blocks of a tier and its residuals reach ~4.5e4
+ * (docs/formats/sensevoice.md §5.3). */
 #include "nn/sanm.h"
 
 #include <math.h>
@@ -73,29 +74,75 @@ void tr_sanm_block_free(tr_sanm_block *b) {
     b->fsmn.w = b->fsmn.b = NULL;
 }
 
-/* y: LN rows (max(din, d) wide), qkv: 3d, v / f / o: d each, h: F */
+/* y: LN rows (max(din, d) wide), qkv: 3d, f / o / p: d each, h: F */
 size_t tr_sanm_scratch(const tr_sanm_dims *d, int din_max, int T) {
     size_t D = (size_t)d->d_model, wide = (size_t)din_max > D ? (size_t)din_max : D;
     return (size_t)T * (wide + 3 * D + 3 * D + (size_t)d->d_ff);
 }
 
-void tr_sanm_block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_dims *d,
-                       const float *in, float *x, int T, float *scratch) {
+/* The FSMN memory straight from the v columns of qkv (row stride 3d):
+ * f[t] = sum_j w[j] · v[t + j - pad] (zero outside [0, T)), then f[t] += v[t]
+ * — per element the sums of tr_nn_depthwise with its zero bias followed by
+ * tr_ew_add, so the same bits, without the copy of v or a second pass. The
+ * channels go in blocks of FSMN_CB, each summed over every tap in
+ * registers. */
+#define FSMN_CB 32
+
+typedef struct {
+    const float *v, *w; /* v: qkv + 2d, row stride 3d; w: [k][d] taps */
+    float *f;
+    int d, k, pad, T;
+} fsmn_ctx;
+
+static void fsmn_task(void *vctx, int ith, int nth) {
+    const fsmn_ctx *c = vctx;
+    const int d = c->d, k = c->k;
+    const long ld = 3L * d;
+    long t0, t1;
+    tr_split_range(c->T, ith, nth, &t0, &t1);
+    for (long t = t0; t < t1; t++) {
+        const int j0 = t - c->pad < 0 ? (int)(c->pad - t) : 0;
+        const int j1 = t - c->pad + k > c->T ? (int)(c->T - t + c->pad) : k;
+        float *restrict f = c->f + t * d;
+        const float *restrict vt = c->v + t * ld;
+        int i0 = 0;
+        for (; i0 + FSMN_CB <= d; i0 += FSMN_CB) {
+            float acc[FSMN_CB] = {0};
+            for (int j = j0; j < j1; j++) {
+                const float *restrict g = c->v + (t + j - c->pad) * ld + i0;
+                const float *restrict w = c->w + (long)j * d + i0;
+                for (int i = 0; i < FSMN_CB; i++) acc[i] += w[i] * g[i];
+            }
+            for (int i = 0; i < FSMN_CB; i++) f[i0 + i] = acc[i] + vt[i0 + i];
+        }
+        for (int i = i0; i < d; i++) {
+            float a = 0.0f;
+            for (int j = j0; j < j1; j++)
+                a += c->w[(long)j * d + i] * c->v[(t + j - c->pad) * ld + i];
+            f[i] = a + vt[i];
+        }
+    }
+}
+
+/* One block. When ln_done, y already holds LN_attn(in) (the previous
+ * block's tail computed it with its residual add). With next_ln the tail
+ * is x += FFN, then next_y = LN_next(x) in the same pass; otherwise x += FFN
+ * alone. */
+static void block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_dims *d,
+                      const float *in, float *x, int T, float *scratch, bool ln_done,
+                      const tr_nn_norm *next_ln, float *next_y) {
     const int D = d->d_model, H = d->n_head, hd = D / H, F = d->d_ff, din = blk->din;
     const size_t wide = (size_t)(din > D ? din : D);
-    float *y = scratch, *qkv = y + (size_t)T * wide, *v = qkv + (size_t)T * 3 * D;
-    float *f = v + (size_t)T * D, *o = f + (size_t)T * D, *h = o + (size_t)T * D;
-    const long n = (long)T * D;
+    float *y = scratch, *qkv = y + (size_t)T * wide, *f = qkv + (size_t)T * 3 * D;
+    float *o = f + (size_t)T * D, *p = o + (size_t)T * D, *h = p + (size_t)T * D;
 
     /* attention half: qkv = LN(in)·Wqkv + b */
-    tr_layer_norm(pool, in, y, T, din, blk->ln_attn.w, blk->ln_attn.b, d->ln_eps);
+    if (!ln_done) tr_layer_norm(pool, in, y, T, din, blk->ln_attn.w, blk->ln_attn.b, d->ln_eps);
     tr_nn_linear_fwd(pool, &blk->qkv, y, T, qkv);
     /* FSMN memory on v (before the head split): f = dwconv(v) + v, zero padded
      * (k-1)/2 each side */
-    for (int t = 0; t < T; t++)
-        memcpy(v + (size_t)t * D, qkv + (size_t)t * 3 * D + 2 * D, sizeof(float) * (size_t)D);
-    tr_nn_depthwise(pool, &blk->fsmn, D, d->kernel, (d->kernel - 1) / 2, v, f, T);
-    tr_ew_add(pool, f, v, n);
+    fsmn_ctx fc = {qkv + 2 * D, blk->fsmn.w, f, D, d->kernel, (d->kernel - 1) / 2, T};
+    tr_pool_run(T > 1 ? pool : NULL, fsmn_task, &fc);
     tr_attn_args a = {
         .q = qkv,
         .q_stride = 3 * D,
@@ -114,21 +161,29 @@ void tr_sanm_block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_di
         .scale = (float)(1.0 / sqrt((double)hd)),
     };
     tr_attention(pool, &a);
+    /* x = (x + out(o)) + f, or out(o) + f for the projection block; then
+     * y = LN_ffn(x), all in one pass */
     if (blk->attn_residual) {
-        tr_nn_linear_fwd(pool, &blk->out, o, T, v); /* v is dead: reuse */
-        tr_ew_add(pool, x, v, n);
-        tr_ew_add(pool, x, f, n);
+        tr_nn_linear_fwd(pool, &blk->out, o, T, p);
+        tr_add_layer_norm(pool, x, p, f, y, T, D, blk->ln_ffn.w, blk->ln_ffn.b, d->ln_eps);
     } else {
         tr_nn_linear_fwd(pool, &blk->out, o, T, x);
-        tr_ew_add(pool, x, f, n);
+        tr_add_layer_norm(pool, x, f, NULL, y, T, D, blk->ln_ffn.w, blk->ln_ffn.b, d->ln_eps);
     }
 
     /* FFN half: x += fc2(relu(fc1(LN(x)))) */
-    tr_layer_norm(pool, x, y, T, D, blk->ln_ffn.w, blk->ln_ffn.b, d->ln_eps);
     tr_nn_linear_fwd(pool, &blk->fc1, y, T, h);
     tr_ew_relu(pool, h, (long)T * F);
     tr_nn_linear_fwd(pool, &blk->fc2, h, T, o);
-    tr_ew_add(pool, x, o, n);
+    if (next_ln)
+        tr_add_layer_norm(pool, x, o, NULL, next_y, T, D, next_ln->w, next_ln->b, d->ln_eps);
+    else
+        tr_ew_add(pool, x, o, (long)T * D);
+}
+
+void tr_sanm_block_fwd(tr_pool *pool, const tr_sanm_block *blk, const tr_sanm_dims *d,
+                       const float *in, float *x, int T, float *scratch) {
+    block_fwd(pool, blk, d, in, x, T, scratch, false, NULL, NULL);
 }
 
 void tr_sanm_add_positions(float *x, int T, int D) {
@@ -243,34 +298,59 @@ transcribe_status tr_sanm_encoder_fwd(tr_pool *pool, const tr_sanm_encoder *enc,
     static const tr_sanm_taps none = {0};
     if (!taps) taps = &none;
     const int D = enc->dims.d_model, di = enc->d_input;
-    float *scratch = malloc(sizeof(float) * tr_sanm_scratch(&enc->dims, di > D ? di : D, T));
+    const size_t need = tr_sanm_scratch(&enc->dims, di > D ? di : D, T);
+    /* the pool's model slot: kept between runs, so a run does not fault in
+     * fresh pages for its activations */
+    float *own = NULL, *scratch = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_MODEL, need);
+    if (!scratch) scratch = own = malloc(sizeof(float) * need);
     if (!scratch) {
         TR_ERROR("sanm: out of memory for %d encoder rows", T);
         return TRANSCRIBE_ERR_OOM;
     }
     transcribe_status st = TRANSCRIBE_OK;
     const size_t n = (size_t)T * (size_t)D;
+    const tr_sanm_dims *dm = &enc->dims;
+    /* each block's tail adds its FFN and computes the next LayerNorm in one
+     * pass (into the scratch's LN rows, where the next block reads them);
+     * the last block's tail computes after_norm in place unless the
+     * pre-norm rows are tapped */
+    bool ln_done = false;
     for (int i = 0; i < enc->n_blocks; i++) {
         if (abort && abort(abort_user)) {
             st = TRANSCRIBE_ERR_ABORTED;
             goto done;
         }
-        tr_sanm_block_fwd(pool, &enc->blocks[i], &enc->dims, i == 0 ? in : x, x, T, scratch);
+        const bool last = i + 1 == enc->n_blocks;
+        const tr_nn_norm *next = NULL;
+        float *next_y = scratch;
+        if (!last && !(i == 0 && taps->encoders0_out)) {
+            next = &enc->blocks[i + 1].ln_attn;
+        } else if (last && !taps->encoders_out) {
+            next = &enc->after_norm;
+            next_y = x;
+        }
+        block_fwd(pool, &enc->blocks[i], dm, i == 0 ? in : x, x, T, scratch, ln_done, next, next_y);
+        ln_done = next && !last;
         if (i == 0) tap(taps->encoders0_out, x, n);
     }
-    tap(taps->encoders_out, x, n);
-    tr_layer_norm(pool, x, x, T, D, enc->after_norm.w, enc->after_norm.b, enc->dims.ln_eps);
+    if (taps->encoders_out) {
+        tap(taps->encoders_out, x, n);
+        tr_layer_norm(pool, x, x, T, D, enc->after_norm.w, enc->after_norm.b, dm->ln_eps);
+    }
     tap(taps->after_norm_out, x, n);
     for (int i = 0; i < enc->tp_blocks; i++) {
         if (abort && abort(abort_user)) {
             st = TRANSCRIBE_ERR_ABORTED;
             goto done;
         }
-        tr_sanm_block_fwd(pool, &enc->tp[i], &enc->dims, x, x, T, scratch);
+        const bool last = i + 1 == enc->tp_blocks;
+        block_fwd(pool, &enc->tp[i], dm, x, x, T, scratch, i > 0,
+                  last ? &enc->tp_norm : &enc->tp[i + 1].ln_attn, last ? x : scratch);
     }
-    tr_layer_norm(pool, x, x, T, D, enc->tp_norm.w, enc->tp_norm.b, enc->dims.ln_eps);
+    if (enc->tp_blocks == 0)
+        tr_layer_norm(pool, x, x, T, D, enc->tp_norm.w, enc->tp_norm.b, dm->ln_eps);
     tap(taps->tp_norm_out, x, n);
 done:
-    free(scratch);
+    free(own);
     return st;
 }

@@ -1,5 +1,6 @@
 /* AVX-512 kernel table (compiled with -mavx512f/bw/vl/dq/vnni). */
 #include <immintrin.h>
+#include <string.h>
 
 #include "tensor/cpu.h"
 #include "tensor/dtype.h"
@@ -10,16 +11,20 @@
 #define NR 32
 
 /* 12 rows × 32 columns: 24 zmm accumulators, 2 weight vectors and one
- * broadcast per k step. */
-static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, long ldy, int mr,
-                          int nr, const float *bias, int accumulate) {
+ * broadcast per k step. A short last tile (mr <= 4 or 8, e.g. 183 rows = 15
+ * tiles + 3) runs only as many rows as it has, each output summed exactly as
+ * in the full tile. */
+static inline __attribute__((always_inline)) void kernel_rows(const float *xp, const float *wp,
+                                                              int kc, float *y, long ldy, int mr,
+                                                              int nr, const float *bias,
+                                                              int accumulate, const int R) {
     __m512 c[MR][2];
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
+    for (int i = 0; i < R; i++) c[i][0] = c[i][1] = _mm512_setzero_ps();
     for (int k = 0; k < kc; k++) {
         __m512 w0 = _mm512_load_ps(wp), w1 = _mm512_load_ps(wp + 16);
 #pragma GCC unroll 12
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < R; i++) {
             __m512 xb = _mm512_set1_ps(xp[i]);
             c[i][0] = _mm512_fmadd_ps(xb, w0, c[i][0]);
             c[i][1] = _mm512_fmadd_ps(xb, w1, c[i][1]);
@@ -35,7 +40,7 @@ static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, lo
         b1 = _mm512_maskz_loadu_ps(m1, bias + 16);
     }
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < R; i++) {
         if (i >= mr) break;
         float *yi = y + i * ldy;
         __m512 y0 = b0, y1 = b1;
@@ -46,6 +51,16 @@ static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, lo
         _mm512_mask_storeu_ps(yi, m0, _mm512_add_ps(y0, c[i][0]));
         _mm512_mask_storeu_ps(yi + 16, m1, _mm512_add_ps(y1, c[i][1]));
     }
+}
+
+static void kernel_avx512(const float *xp, const float *wp, int kc, float *y, long ldy, int mr,
+                          int nr, const float *bias, int accumulate) {
+    if (mr <= 4)
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, 4);
+    else if (mr <= 8)
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, 8);
+    else
+        kernel_rows(xp, wp, kc, y, ldy, mr, nr, bias, accumulate, MR);
 }
 
 static inline __mmask16 tail_mask(long n) {
@@ -142,11 +157,10 @@ static int rows_avx512(const tr_mm_w *w, const float *x, const float *xsum, floa
 
 /* Transposes a 16×16 tile: rows r < nr of src (pitch floats apart), k <
  * kn, into dst[k*ld + r] for k < kn and all 16 r (missing rows are 0). */
-static void transpose16_avx512(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
-    __mmask16 km = tail_mask(kn);
-    __m512 r[16], t[16], u[16];
-    for (int i = 0; i < 16; i++)
-        r[i] = i < nr ? _mm512_maskz_loadu_ps(km, src + i * pitch) : _mm512_setzero_ps();
+/* r[i] (row i, k in its lanes) to dst[k*ld + i] for k < kn. */
+static inline __attribute__((always_inline)) void transpose_store(__m512 r[16], int kn, float *dst,
+                                                                  long ld) {
+    __m512 t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
         t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -171,6 +185,49 @@ static void transpose16_avx512(const float *src, long pitch, int nr, int kn, flo
     }
 }
 
+static void transpose16_avx512(const float *src, long pitch, int nr, int kn, float *dst, long ld) {
+    __mmask16 km = tail_mask(kn);
+    __m512 r[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = i < nr ? _mm512_maskz_loadu_ps(km, src + i * pitch) : _mm512_setzero_ps();
+    transpose_store(r, kn, dst, ld);
+}
+
+/* F16 and Q8_0 rows widened straight into the transpose (no staging row):
+ * each value exactly as deq_avx512 gives it (F16 widened, Q8_0 code × the
+ * block's scale as one product). k0 is a multiple of 16. */
+static bool pack16_avx512(int type, const uint8_t *src, size_t stride, long k0, int nr, int kn,
+                          float *dst, long ld) {
+    __mmask16 km = tail_mask(kn);
+    __m512 r[16];
+    if (type == TR_F16) {
+        for (int i = 0; i < 16; i++)
+            r[i] = i < nr ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(km, src + (size_t)i * stride +
+                                                                             (size_t)k0 * 2))
+                          : _mm512_setzero_ps();
+    } else if (type == TR_Q8_0) {
+        const size_t off = (size_t)(k0 / 32) * 34;
+        const int o = (int)(k0 % 32);
+        for (int i = 0; i < 16; i++) {
+            if (i >= nr) {
+                r[i] = _mm512_setzero_ps();
+                continue;
+            }
+            const uint8_t *b = src + (size_t)i * stride + off;
+            uint16_t h;
+            memcpy(&h, b, 2);
+            __m512 vd = _mm512_set1_ps(_cvtsh_ss(h));
+            __m512 q =
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(km, b + 2 + o)));
+            r[i] = _mm512_mul_ps(q, vd);
+        }
+    } else {
+        return false;
+    }
+    transpose_store(r, kn, dst, ld);
+    return true;
+}
+
 const tr_mm_isa tr_mm_isa_avx512 = {.name = "avx512",
                                     .mr = MR,
                                     .nr = NR,
@@ -180,6 +237,7 @@ const tr_mm_isa tr_mm_isa_avx512 = {.name = "avx512",
                                     .f16_widen = true,
                                     .deq = deq_avx512,
                                     .transpose16 = transpose16_avx512,
+                                    .pack16 = pack16_avx512,
                                     .quant_x_rows = tr_mm_quant_x_rows_avx512,
                                     .rows_int8_multi = tr_mm_rows_int8_multi_avx512,
                                     .rows_int8 = tr_mm_rows_int8_x_avx512};

@@ -57,6 +57,12 @@ typedef struct {
      * apart), k < kn, to dst[k*ld + r] for all 16 r (missing rows 0); dst is
      * 64-byte aligned and ld a multiple of 16. */
     void (*transpose16)(const float *src, long pitch, int nr, int kn, float *dst, long ld);
+    /* Optional: the same transpose straight from a quantized weight's rows
+     * (row i at src + i*stride, elements k0..k0+kn of each, k0 a multiple
+     * of 16), each value the bits deq gives; false for a type it does not
+     * take (then deq and transpose16). */
+    bool (*pack16)(int type, const uint8_t *src, size_t stride, long k0, int nr, int kn, float *dst,
+                   long ld);
     /* Optional (NULL: the level has none): a few rows of X for the
      * integer-dot types, quantized once per call, then each weight row read
      * once for all of them (see tr_mm_xq); quant_x_rows returns false for a

@@ -41,6 +41,8 @@ typedef struct {
     const float *g, *b;
     float eps;
     bool rms;
+    float *xw;            /* tr_add_layer_norm: the residual stream (x), else NULL */
+    const float *a1, *a2; /* its addends (a2 may be NULL) */
 } norm_ctx;
 
 static void norm_rows(void *vctx, int ith, int nth) {
@@ -51,6 +53,15 @@ static void norm_rows(void *vctx, int ith, int nth) {
     for (long r = r0; r < r1; r++) {
         const float *x = c->x + r * (long)n;
         float *y = c->y + r * (long)n;
+        if (c->xw) { /* the residual adds first, element by element as tr_ew_add */
+            float *restrict xw = c->xw + r * (long)n;
+            const float *restrict a1 = c->a1 + r * (long)n;
+            for (int i = 0; i < n; i++) xw[i] += a1[i];
+            if (c->a2) {
+                const float *restrict a2 = c->a2 + r * (long)n;
+                for (int i = 0; i < n; i++) xw[i] += a2[i];
+            }
+        }
         /* Two-pass mean/variance: robust when |mean| >> std. */
         float mean = c->rms ? 0.0f : sum_row(x, n) / (float)n;
         float var = sumsq_row(x, n, mean) / (float)n;
@@ -76,13 +87,19 @@ static void run_norm(tr_pool *pool, norm_ctx *c) {
 
 void tr_layer_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                    const float *b, float eps) {
-    norm_ctx c = {x, y, rows, dim, g, b, eps, false};
+    norm_ctx c = {x, y, rows, dim, g, b, eps, false, NULL, NULL, NULL};
+    run_norm(pool, &c);
+}
+
+void tr_add_layer_norm(tr_pool *pool, float *x, const float *a1, const float *a2, float *y,
+                       int rows, int dim, const float *g, const float *b, float eps) {
+    norm_ctx c = {x, y, rows, dim, g, b, eps, false, x, a1, a2};
     run_norm(pool, &c);
 }
 
 void tr_rms_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                  float eps) {
-    norm_ctx c = {x, y, rows, dim, g, NULL, eps, true};
+    norm_ctx c = {x, y, rows, dim, g, NULL, eps, true, NULL, NULL, NULL};
     run_norm(pool, &c);
 }
 

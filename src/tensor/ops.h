@@ -18,6 +18,11 @@
 /* y = (x - mean) / sqrt(var + eps) * g + b   (biased variance; g/b may be NULL) */
 void tr_layer_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                    const float *b, float eps);
+/* A residual add and the norm that follows it in one pass over the rows:
+ * x += a1, then x += a2 (a2 may be NULL), then y = tr_layer_norm(x); the
+ * same bits as tr_ew_add, tr_ew_add, tr_layer_norm in turn. y may be x. */
+void tr_add_layer_norm(tr_pool *pool, float *x, const float *a1, const float *a2, float *y,
+                       int rows, int dim, const float *g, const float *b, float eps);
 /* y = x / sqrt(mean(x^2) + eps) * g   (g may be NULL) */
 void tr_rms_norm(tr_pool *pool, const float *x, float *y, int rows, int dim, const float *g,
                  float eps);

@@ -46,13 +46,16 @@ float *tr_pool_scratch(tr_pool *pool, size_t floats);
  * the submitting thread allocates it, so workers do not fill per-thread
  * malloc arenas with freed panels; the slot is idle outside a GEMM, so a
  * pool task's own single-thread products may take their panels from it
- * (tr_matmul_f32_nt_buf). */
+ * (tr_matmul_f32_nt_buf). TR_POOL_SCRATCH_MODEL: a model's own activations
+ * across the kernel calls of one forward pass (an encoder's block
+ * scratch), which no kernel touches. */
 enum {
     TR_POOL_SCRATCH_ATTENTION = 0,
     TR_POOL_SCRATCH_GEMM_X = 1,
     TR_POOL_SCRATCH_ATTN_KV = 2,
     TR_POOL_SCRATCH_GEMM_PANELS = 3,
-    TR_POOL_SCRATCH_SLOTS = 4
+    TR_POOL_SCRATCH_MODEL = 4,
+    TR_POOL_SCRATCH_SLOTS = 5
 };
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
 /* Frees every slot's scratch (the next request allocates again): for a

@@ -41,6 +41,28 @@ static void test_norms(tr_pool *pool) {
             memcpy(yi, x, sizeof(float) * (size_t)n);
             tr_layer_norm(pool, yi, yi, rows, dim, gg, bb, 1e-5f);
             CHECK(n == 0 || memcmp(yi, y, sizeof(float) * (size_t)n) == 0);
+            /* tr_add_layer_norm: the bits of tr_ew_add (twice, or once) then
+             * tr_layer_norm, into y or in place */
+            for (int two = 0; two < 2; two++)
+                for (int inplace = 0; inplace < 2; inplace++) {
+                    float *xa = malloc(sizeof(float) * (size_t)(n + 1)),
+                          *xb = malloc(sizeof(float) * (size_t)(n + 1)),
+                          *ya = malloc(sizeof(float) * (size_t)(n + 1));
+                    memcpy(xa, x, sizeof(float) * (size_t)n);
+                    memcpy(xb, x, sizeof(float) * (size_t)n);
+                    const float *a2 = two ? yi : NULL;
+                    tr_ew_add(pool, xa, y, n);
+                    if (a2) tr_ew_add(pool, xa, a2, n);
+                    tr_layer_norm(pool, xa, ya, rows, dim, gg, bb, 1e-5f);
+                    float *out = malloc(sizeof(float) * (size_t)(n + 1));
+                    float *dst = inplace ? xb : out;
+                    tr_add_layer_norm(pool, xb, y, a2, dst, rows, dim, gg, bb, 1e-5f);
+                    CHECK_MSG(n == 0 || memcmp(dst, ya, sizeof(float) * (size_t)n) == 0,
+                              "add_layer_norm %dx%d v%d two %d in place %d", rows, dim, variant,
+                              two, inplace);
+                    if (!inplace) CHECK(n == 0 || memcmp(xb, xa, sizeof(float) * (size_t)n) == 0);
+                    free(xa), free(xb), free(ya), free(out);
+                }
 
             for (int r = 0; r < rows; r++) {
                 const float *xr = x + (long)r * dim;
