@@ -117,7 +117,7 @@ transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const fl
     }
     if (st == TRANSCRIBE_OK && taps->sub_out) memcpy(taps->sub_out, out, sizeof(float) * rows * d);
     float *scratch =
-        st == TRANSCRIBE_OK ? malloc(sizeof(float) * tr_cf_scratch(&m->dims, (int)rows)) : NULL;
+        st == TRANSCRIBE_OK ? malloc(sizeof(float) * tr_cf_scratch(&m->dims, n, seg)) : NULL;
     if (st == TRANSCRIBE_OK && !scratch) {
         TR_ERROR("gigaam: out of memory for %zu encoder rows", rows);
         st = TRANSCRIBE_ERR_OOM;

@@ -104,7 +104,7 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
                    (size_t)MA_CONV_CHUNK * hp->sub_kernel * d;
         if (w > work_n) work_n = w;
     }
-    const size_t cf = tr_cf_scratch(&m->dims, (int)R);
+    const size_t cf = tr_cf_scratch(&m->dims, n_seg, seg_T);
     float *x = malloc(sizeof(float) * R * (size_t)d);
     float *work = malloc(sizeof(float) * (work_n > cf ? work_n : cf));
     transcribe_status st = TRANSCRIBE_OK;
