@@ -1,9 +1,9 @@
 /* The rotary Conformer block of nn/conformer.h. Working memory per call
  * (d = d_model, T = the longest segment, B = min(row block, R packed rows)):
- * kv [2·T][d] (the keys and values of one segment; the conv module's GLU
- * output and depthwise output later), h and q [B][d], mid [B][wide]. Every
- * row-wise stage runs in row blocks of at most B rows, so nothing but kv
- * grows with the input. */
+ * k, v [T][d] (the keys and values of one segment; the conv module's GLU
+ * output and depthwise output later), h and q [B][d], mid [B][max(d, ff
+ * column block)]. Every row-wise stage runs in row blocks of at most B rows,
+ * so nothing but k and v grows with the input. */
 #include "nn/conformer.h"
 
 #include <math.h>
@@ -136,22 +136,24 @@ void tr_cf_block_free(tr_cf_block *b) {
 }
 
 /* Hidden columns per pass of a feed-forward: d_ff in n equal blocks of at
- * most 2d (the width mid has for the conv module anyway), so mid is [B][2d]
- * and not [B][d_ff]. Block j: mid = SiLU(h W1[j]^T + b1[j]) (rows j of W1),
- * then its share mid W2[:, j]^T of the output (columns j of W2, a strided
- * view) is added into x. Each weight element is read once per row block, as
- * unsplit. Block widths are multiples of 256 so that they fall on the
- * quantization blocks of every weight type; one block where none fits. */
+ * most d, so mid is [B][d] and not [B][d_ff]. Block j: mid = SiLU(h W1[j]^T +
+ * b1[j]) (rows j of W1), then its share mid W2[:, j]^T of the output (columns
+ * j of W2, a strided view) is added into x. Each weight element is read once
+ * per row block, as unsplit. Block widths are multiples of 256 so that they
+ * fall on the quantization blocks of every weight type; one block where none
+ * fits. */
 static int ff_cols(const tr_cf_dims *d) {
-    const int w = 2 * d->d_model;
+    const int w = d->d_model;
     for (int n = (d->d_ff + w - 1) / w; n > 1 && n <= d->d_ff; n++)
         if (d->d_ff % n == 0 && (d->d_ff / n) % 256 == 0) return n;
     return 1;
 }
 
-static size_t wide(const tr_cf_dims *d) {
+/* mid's width: the feed-forward's column block, at least d (q and mid,
+ * adjacent, hold the conv module's [B][2d] pointwise output) */
+static size_t mid_width(const tr_cf_dims *d) {
     const int ff = d->d_ff / ff_cols(d);
-    return (size_t)(ff > 2 * d->d_model ? ff : 2 * d->d_model);
+    return (size_t)(ff > d->d_model ? ff : d->d_model);
 }
 
 static int block_rows(const tr_cf_dims *d) {
@@ -172,7 +174,7 @@ static void block_at(int rows, int nb, int i, int *r0, int *n) {
 typedef struct cf_buf {
     float *k, *v; /* [T_max][d] each */
     float *h, *q; /* [B][d] */
-    float *mid;   /* [B][wide] */
+    float *mid;   /* [B][mid_width], right after q */
     int B;        /* rows per block (at most) */
 } cf_buf;
 
@@ -191,7 +193,7 @@ size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
     int T_max, B;
     sizes(d, n_seg, seg_T, &T_max, &B);
     const size_t D = (size_t)d->d_model;
-    return 2 * (size_t)T_max * D + (size_t)B * (2 * D + wide(d));
+    return 2 * (size_t)T_max * D + (size_t)B * (2 * D + mid_width(d));
 }
 
 static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scratch) {
@@ -333,8 +335,8 @@ static void conv_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
         block_at(T, nb, i, &r0, &n);
         const size_t o = (size_t)r0 * D;
         tr_layer_norm(pool, x + o, b->h, n, D, blk->norm_conv.w, blk->norm_conv.b, d->ln_eps);
-        tr_nn_linear_fwd(pool, &blk->pw1, b->h, n, b->mid); /* [n][2d] */
-        tr_ew_glu(pool, b->mid, b->k + o, n, D);
+        tr_nn_linear_fwd(pool, &blk->pw1, b->h, n, b->q); /* [n][2d] over q and mid */
+        tr_ew_glu(pool, b->q, b->k + o, n, D);
     }
     tr_nn_depthwise(pool, &blk->dw, D, d->kernel, (d->kernel - 1) / 2, b->k, b->v, T);
     const long TD = (long)T * D;

@@ -121,15 +121,19 @@ static void tap(float *dst, const float *src, size_t n) {
     if (dst) memcpy(dst, src, n * sizeof(float));
 }
 
-transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
-                               const int *seg_T_mel, float *logits, const ma_taps *taps,
-                               bool (*abort)(void *), void *abort_user) {
+/* tr_ma_encode; own (feats, or NULL) is freed once the subsampler has read it */
+static transcribe_status encode(const ma_model *m, tr_pool *pool, const float *feats, float *own,
+                                int n_seg, const int *seg_T_mel, float *logits, const ma_taps *taps,
+                                bool (*abort)(void *), void *abort_user) {
     static const ma_taps none = {.block_idx = {-1, -1, -1, -1}};
     if (!taps || n_seg != 1) taps = &none;
     const ma_hparams *hp = &m->hp;
     const int d = hp->d_model;
     int *seg_T = malloc(sizeof(int) * (size_t)(n_seg > 0 ? n_seg : 1));
-    if (!seg_T) return TRANSCRIBE_ERR_OOM;
+    if (!seg_T) {
+        free(own);
+        return TRANSCRIBE_ERR_OOM;
+    }
     size_t R = 0;
     for (int i = 0; i < n_seg; i++) {
         seg_T[i] = tr_ma_enc_frames(m, seg_T_mel[i]);
@@ -155,6 +159,8 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
         off_mel += (size_t)seg_T_mel[i];
         off += (size_t)seg_T[i];
     }
+    free(own);
+    own = NULL;
     tap(taps->sub_out, x, R * d);
     for (int l = 0; l < hp->n_layers; l++) {
         if (abort && abort(abort_user)) {
@@ -165,12 +171,27 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
         for (int t = 0; t < 4; t++)
             if (taps->block_idx[t] == l) tap(taps->block_out[t], x, R * d);
     }
+    free(work); /* before the logits are written */
+    work = NULL;
     tr_layer_norm(pool, x, x, (int)R, d, m->out_norm.w, NULL, hp->ln_eps);
     tap(taps->norm_out, x, R * d);
     tr_nn_linear_fwd(pool, &m->ctc, x, (int)R, logits);
 done:
+    free(own);
     free(seg_T);
     free(x);
     free(work);
     return st;
+}
+
+transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
+                               const int *seg_T_mel, float *logits, const ma_taps *taps,
+                               bool (*abort)(void *), void *abort_user) {
+    return encode(m, pool, feats, NULL, n_seg, seg_T_mel, logits, taps, abort, abort_user);
+}
+
+transcribe_status tr_ma_encode_take(const ma_model *m, tr_pool *pool, float *feats, int n_seg,
+                                    const int *seg_T_mel, float *logits, bool (*abort)(void *),
+                                    void *abort_user) {
+    return encode(m, pool, feats, feats, n_seg, seg_T_mel, logits, NULL, abort, abort_user);
 }
