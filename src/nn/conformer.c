@@ -136,14 +136,14 @@ void tr_cf_block_free(tr_cf_block *b) {
 }
 
 /* Hidden columns per pass of a feed-forward: d_ff in n equal blocks of at
- * most d, so mid is [B][d] and not [B][d_ff]. Block j: mid = SiLU(h W1[j]^T +
+ * most 2d, so mid is [B][2d] and not [B][d_ff]. Block j: mid = SiLU(h W1[j]^T +
  * b1[j]) (rows j of W1), then its share mid W2[:, j]^T of the output (columns
- * j of W2, a strided view) is added into x. Each weight element is read once
+ * j of W2, a strided view) is summed in k, then added into x. Each weight element is read once
  * per row block, as unsplit. Block widths are multiples of 256 so that they
  * fall on the quantization blocks of every weight type; one block where none
  * fits. */
 static int ff_cols(const tr_cf_dims *d) {
-    const int w = d->d_model;
+    const int w = 2 * d->d_model;
     for (int n = (d->d_ff + w - 1) / w; n > 1 && n <= d->d_ff; n++)
         if (d->d_ff % n == 0 && (d->d_ff / n) % 256 == 0) return n;
     return 1;
@@ -172,7 +172,7 @@ static void block_at(int rows, int nb, int i, int *r0, int *n) {
 }
 
 typedef struct cf_buf {
-    float *k, *v; /* [T_max][d] each */
+    float *k, *v; /* [T_max][d] each (k: at least [B][d]) */
     float *h, *q; /* [B][d] */
     float *mid;   /* [B][mid_width], right after q */
     int B;        /* rows per block (at most) */
@@ -189,20 +189,26 @@ static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, 
     *B = R < b ? R : b;
 }
 
+/* rows of the k, v region: the keys and values of the longest segment, and
+ * at least B rows (the feed-forward sums its column blocks in k: many short
+ * packed segments can have B > 2·T_max) */
+static size_t kv_rows(int T_max, int B) {
+    return 2 * (size_t)T_max > (size_t)B ? 2 * (size_t)T_max : (size_t)B;
+}
+
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
     int T_max, B;
     sizes(d, n_seg, seg_T, &T_max, &B);
     const size_t D = (size_t)d->d_model;
-    return 2 * (size_t)T_max * D + (size_t)B * (2 * D + mid_width(d));
+    return kv_rows(T_max, B) * D + (size_t)B * (2 * D + mid_width(d));
 }
 
 static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scratch) {
     int T_max, B;
     sizes(d, n_seg, seg_T, &T_max, &B);
-    const size_t D = (size_t)d->d_model, TD = (size_t)T_max * D, BD = (size_t)B * D;
-    cf_buf b = {
-        scratch, scratch + TD, scratch + 2 * TD, scratch + 2 * TD + BD, scratch + 2 * TD + 2 * BD,
-        B};
+    const size_t D = (size_t)d->d_model, KV = kv_rows(T_max, B) * D, BD = (size_t)B * D;
+    cf_buf b = {scratch,           scratch + (size_t)T_max * D, scratch + KV,
+                scratch + KV + BD, scratch + KV + 2 * BD,       B};
     return b;
 }
 
@@ -243,7 +249,7 @@ static void residual(tr_pool *pool, float *x, const float *y, float w0, float w1
 }
 
 /* x = w0·x + s · down(silu(up(LN(x)))), in row blocks; the hidden columns in
- * ff_cols blocks, each block's share of down() added into x in turn */
+ * ff_cols blocks, their shares of down() summed in k before the residual */
 static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
                     const tr_nn_linear *up, const tr_nn_linear *down, float *x, int R,
                     const cf_buf *b) {
@@ -270,9 +276,11 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
             v2.data = (const uint8_t *)down->w->data + tr_row_bytes(v2.type, (int64_t)j * cw);
             tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->mid, cw);
             tr_ew_silu(pool, b->mid, (long)n * cw);
-            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->mid, n, cw, b->q, D);
-            residual(pool, xb, b->q, j == 0 ? w0 : 1.0f, d->ff_scale, nD);
+            /* the blocks' shares summed in k (as the GEMM sums its K panels), then one residual */
+            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->mid, n, cw, j == 0 ? b->k : b->q, D);
+            if (j > 0) tr_ew_add(pool, b->k, b->q, nD);
         }
+        residual(pool, xb, b->k, w0, d->ff_scale, nD);
     }
 }
 

@@ -26,7 +26,7 @@
  *
  * Working memory is bounded: every row-wise stage runs in row blocks of at
  * most block_rows rows (TR_CF_BLOCK_ROWS by default; the feed-forward's
- * hidden columns in blocks of at most d_model, each weight read once per
+ * hidden columns in blocks of at most 2·d_model, each weight read once per
  * row block), attention per query block and one head at a time, so only the
  * keys and values of the longest segment ([2·T][d_model]) grow with the
  * input (tr_cf_scratch). */
@@ -102,7 +102,7 @@ bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *d);
 void tr_cf_block_free(tr_cf_block *b);
 
 /* Scratch floats the block needs for the packed segments seg_T[0 .. n_seg):
- * 2·T_max·d_model + B·(2·d_model + max(d_model, ff column block)), with
+ * max(2·T_max, B)·d_model + B·(2·d_model + max(d_model, ff column block)), with
  * T_max the longest segment and B = min(block rows, the sum of seg_T). */
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T);
 
