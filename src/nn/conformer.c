@@ -1,8 +1,8 @@
 /* The rotary Conformer block of nn/conformer.h. Working memory per call
  * (d = d_model, T = the longest segment, B = min(row block, R packed rows)):
  * k, v [T][d] (the keys and values of one segment; the conv module's GLU
- * output and depthwise output later), h and q [B][d], mid [B][max(d, ff
- * column block)]. Every row-wise stage runs in row blocks of at most B rows,
+ * output and depthwise output later; the feed-forward's hidden columns), h,
+ * q and mid [B][d]. Every row-wise stage runs in row blocks of at most B rows,
  * so nothing but k and v grows with the input. */
 #include "nn/conformer.h"
 
@@ -136,24 +136,17 @@ void tr_cf_block_free(tr_cf_block *b) {
 }
 
 /* Hidden columns per pass of a feed-forward: d_ff in n equal blocks of at
- * most 2d, so mid is [B][2d] and not [B][d_ff]. Block j: mid = SiLU(h W1[j]^T +
- * b1[j]) (rows j of W1), then its share mid W2[:, j]^T of the output (columns
- * j of W2, a strided view) is summed in k, then added into x. Each weight element is read once
- * per row block, as unsplit. Block widths are multiples of 256 so that they
- * fall on the quantization blocks of every weight type; one block where none
- * fits. */
+ * most 2d, so the hidden activations are [B][2d] and not [B][d_ff]. Block j:
+ * SiLU(h W1[j]^T + b1[j]) (rows j of W1), then its share of the output
+ * through columns j of W2 (a strided view); the shares are summed, then added
+ * into x. Each weight element is read once per row block, as unsplit. Block
+ * widths are multiples of 256 so that they fall on the quantization blocks of
+ * every weight type; one block where none fits. */
 static int ff_cols(const tr_cf_dims *d) {
     const int w = 2 * d->d_model;
     for (int n = (d->d_ff + w - 1) / w; n > 1 && n <= d->d_ff; n++)
         if (d->d_ff % n == 0 && (d->d_ff / n) % 256 == 0) return n;
     return 1;
-}
-
-/* mid's width: the feed-forward's column block, at least d (q and mid,
- * adjacent, hold the conv module's [B][2d] pointwise output) */
-static size_t mid_width(const tr_cf_dims *d) {
-    const int ff = d->d_ff / ff_cols(d);
-    return (size_t)(ff > d->d_model ? ff : d->d_model);
 }
 
 static int block_rows(const tr_cf_dims *d) {
@@ -172,9 +165,9 @@ static void block_at(int rows, int nb, int i, int *r0, int *n) {
 }
 
 typedef struct cf_buf {
-    float *k, *v; /* [T_max][d] each (k: at least [B][d]) */
+    float *k, *v; /* [T_max][d] each (k: also [B][ff column block]) */
     float *h, *q; /* [B][d] */
-    float *mid;   /* [B][mid_width], right after q */
+    float *mid;   /* [B][d], right after q */
     int B;        /* rows per block (at most) */
 } cf_buf;
 
@@ -189,24 +182,27 @@ static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, 
     *B = R < b ? R : b;
 }
 
-/* rows of the k, v region: the keys and values of the longest segment, and
- * at least B rows (the feed-forward sums its column blocks in k: many short
- * packed segments can have B > 2·T_max) */
-static size_t kv_rows(int T_max, int B) {
-    return 2 * (size_t)T_max > (size_t)B ? 2 * (size_t)T_max : (size_t)B;
+/* rows of d floats in the k, v region: the keys and values of the longest
+ * segment, and a block of the feed-forward's hidden columns (B rows of the
+ * column block: more than 2·T_max rows of d only where many short segments
+ * are packed) */
+static size_t kv_rows(const tr_cf_dims *d, int T_max, int B) {
+    const size_t ff =
+        ((size_t)B * (size_t)(d->d_ff / ff_cols(d)) + (size_t)d->d_model - 1) / (size_t)d->d_model;
+    return 2 * (size_t)T_max > ff ? 2 * (size_t)T_max : ff;
 }
 
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
     int T_max, B;
     sizes(d, n_seg, seg_T, &T_max, &B);
     const size_t D = (size_t)d->d_model;
-    return kv_rows(T_max, B) * D + (size_t)B * (2 * D + mid_width(d));
+    return (kv_rows(d, T_max, B) + 3 * (size_t)B) * D;
 }
 
 static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scratch) {
     int T_max, B;
     sizes(d, n_seg, seg_T, &T_max, &B);
-    const size_t D = (size_t)d->d_model, KV = kv_rows(T_max, B) * D, BD = (size_t)B * D;
+    const size_t D = (size_t)d->d_model, KV = kv_rows(d, T_max, B) * D, BD = (size_t)B * D;
     cf_buf b = {scratch,           scratch + (size_t)T_max * D, scratch + KV,
                 scratch + KV + BD, scratch + KV + 2 * BD,       B};
     return b;
@@ -248,8 +244,9 @@ static void residual(tr_pool *pool, float *x, const float *y, float w0, float w1
         tr_ew_axpy(pool, x, y, w1, n);
 }
 
-/* x = w0·x + s · down(silu(up(LN(x)))), in row blocks; the hidden columns in
- * ff_cols blocks, their shares of down() summed in k before the residual */
+/* x = w0·x + s · down(silu(up(LN(x)))), in row blocks: LN in h, the hidden
+ * columns (ff_cols blocks) in k, free outside attention and the conv module,
+ * their shares of down() in q, summed in mid before the residual */
 static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
                     const tr_nn_linear *up, const tr_nn_linear *down, float *x, int R,
                     const cf_buf *b) {
@@ -262,9 +259,9 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
         const long nD = (long)n * D;
         tr_layer_norm(pool, xb, b->h, n, D, ln->w, ln->b, d->ln_eps);
         if (nc == 1) {
-            tr_nn_linear_fwd(pool, up, b->h, n, b->mid);
-            tr_ew_silu(pool, b->mid, (long)n * d->d_ff);
-            tr_nn_linear_fwd(pool, down, b->mid, n, b->q);
+            tr_nn_linear_fwd(pool, up, b->h, n, b->k);
+            tr_ew_silu(pool, b->k, (long)n * d->d_ff);
+            tr_nn_linear_fwd(pool, down, b->k, n, b->q);
             residual(pool, xb, b->q, w0, d->ff_scale, nD);
             continue;
         }
@@ -274,13 +271,14 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
             v1.data = (const uint8_t *)up->w->data + (size_t)j * cw * up->w->nb1;
             v2.ne[0] = cw;
             v2.data = (const uint8_t *)down->w->data + tr_row_bytes(v2.type, (int64_t)j * cw);
-            tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->mid, cw);
-            tr_ew_silu(pool, b->mid, (long)n * cw);
-            /* the blocks' shares summed in k (as the GEMM sums its K panels), then one residual */
-            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->mid, n, cw, j == 0 ? b->k : b->q, D);
-            if (j > 0) tr_ew_add(pool, b->k, b->q, nD);
+            tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->k, cw);
+            tr_ew_silu(pool, b->k, (long)n * cw);
+            /* the blocks' shares summed in mid (as the GEMM sums its K panels), then one
+             * residual */
+            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->k, n, cw, j == 0 ? b->mid : b->q, D);
+            if (j > 0) tr_ew_add(pool, b->mid, b->q, nD);
         }
-        residual(pool, xb, b->k, w0, d->ff_scale, nD);
+        residual(pool, xb, b->mid, w0, d->ff_scale, nD);
     }
 }
 

@@ -102,7 +102,7 @@ bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *d);
 void tr_cf_block_free(tr_cf_block *b);
 
 /* Scratch floats the block needs for the packed segments seg_T[0 .. n_seg):
- * max(2·T_max, B)·d_model + B·(2·d_model + max(d_model, ff column block)), with
+ * max(2·T_max·d_model, B·ff column block) + 3·B·d_model, with
  * T_max the longest segment and B = min(block rows, the sum of seg_T). */
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T);
 
