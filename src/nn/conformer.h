@@ -62,9 +62,11 @@ typedef struct tr_cf_dims {
     int block_rows; /* rows per block of the row-wise stages; 0 = TR_CF_BLOCK_ROWS */
 } tr_cf_dims;
 
-/* Default row block: one block up to 41 s at 25 frames/s, so short and
- * medium inputs read each weight once per stage. */
-#define TR_CF_BLOCK_ROWS 1024
+/* Default row block: one block up to 20 s at 25 frames/s (each weight read
+ * once per stage); above that each weight is widened once per block. 512
+ * against 1024 rows: MedASR Q8_0 at 84 s (T = 2106) peaks 5 MiB lower, its
+ * encoder time within this shared host's noise. */
+#define TR_CF_BLOCK_ROWS 512
 
 typedef struct tr_cf_block {
     tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_out;
