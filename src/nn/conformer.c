@@ -1,5 +1,5 @@
 /* The rotary Conformer block of nn/conformer.h. Working memory per call
- * (d = d_model, T = the longest segment, B = min(row block, R packed rows)):
+ * (d = d_model, T = the longest segment, B = the largest row block):
  * k, v [T][d] (the keys and values of one segment; the conv module's GLU
  * output and depthwise output later; the feed-forward's hidden columns), h,
  * q and mid [B][d]. Every row-wise stage runs in row blocks of at most B rows,
@@ -168,7 +168,7 @@ typedef struct cf_buf {
     float *k, *v; /* [T_max][d] each (k: also [B][ff column block]) */
     float *h, *q; /* [B][d] */
     float *mid;   /* [B][d], right after q */
-    int B;        /* rows per block (at most) */
+    int B;        /* the row block limit (block_rows); buffers hold sizes()'s B rows */
 } cf_buf;
 
 static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, int *B) {
@@ -177,9 +177,17 @@ static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, 
         R += seg_T[i];
         if (seg_T[i] > Tm) Tm = seg_T[i];
     }
+    /* the largest block any split makes: 625 rows in blocks of at most 512
+     * are 313 + 312, so the buffers hold 313 rows, not 512 */
     const int b = block_rows(d);
+    int most = R > 0 ? (R + n_blocks(R, b) - 1) / n_blocks(R, b) : 0;
+    for (int i = 0; i < n_seg; i++) {
+        const int n =
+            seg_T[i] > 0 ? (seg_T[i] + n_blocks(seg_T[i], b) - 1) / n_blocks(seg_T[i], b) : 0;
+        if (n > most) most = n;
+    }
     *T_max = Tm;
-    *B = R < b ? R : b;
+    *B = most;
 }
 
 /* rows of d floats in the k, v region: the keys and values of the longest
@@ -204,7 +212,7 @@ static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scr
     sizes(d, n_seg, seg_T, &T_max, &B);
     const size_t D = (size_t)d->d_model, KV = kv_rows(d, T_max, B) * D, BD = (size_t)B * D;
     cf_buf b = {scratch,           scratch + (size_t)T_max * D, scratch + KV,
-                scratch + KV + BD, scratch + KV + 2 * BD,       B};
+                scratch + KV + BD, scratch + KV + 2 * BD,       block_rows(d)};
     return b;
 }
 

@@ -105,7 +105,8 @@ void tr_cf_block_free(tr_cf_block *b);
 
 /* Scratch floats the block needs for the packed segments seg_T[0 .. n_seg):
  * max(2·T_max·d_model, B·ff column block) + 3·B·d_model, with
- * T_max the longest segment and B = min(block rows, the sum of seg_T). */
+ * T_max the longest segment and B the largest row block the splits make
+ * (at most block_rows: 625 rows in blocks of at most 512 are 313 + 312). */
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T);
 
 /* One block in place on x [rows][d_model], rows = sum of seg_T[0 .. n_seg). */
