@@ -290,9 +290,20 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
     }
 }
 
+/* Heads per attention call: the kernel packs the keys and values of the
+ * call's heads (2·T·head_dim floats each), so as many as keep that copy
+ * within CF_ATTN_PACK bytes, at least one; all of them for short inputs (one
+ * call, its units spread evenly over the threads). */
+#define CF_ATTN_PACK (2u << 20)
+static int attn_heads(int T, int H, int dh) {
+    const size_t per = 2 * (size_t)T * (size_t)dh * sizeof(float);
+    const size_t g = per > 0 ? CF_ATTN_PACK / per : (size_t)H;
+    return g < 1 ? 1 : g > (size_t)H ? H : (int)g;
+}
+
 /* Rotary attention of one segment (x: its T rows): the keys and values of
- * every row first, then per query block its queries, the attention one head
- * at a time (the kernel's packed K/V copy is one head's) and the output
+ * every row first, then per query block its queries, the attention a few
+ * heads at a time (attn_heads: the kernel's packed K/V copy stays small) and the output
  * projection added into the block's rows, which no later key reads. */
 static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
                      const cf_buf *b) {
@@ -307,6 +318,7 @@ static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
         tr_nn_linear_fwd(pool, &blk->attn.k, b->h, n, b->k + o);
         if (d->rot == TR_CF_ROT_QK) rotate_from(b->k + o, r0, n, H, dh, d->rot_theta);
     }
+    const int g = attn_heads(T, H, dh);
     for (int i = 0; i < nb; i++) {
         int r0, n;
         block_at(T, nb, i, &r0, &n);
@@ -315,8 +327,8 @@ static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
         if (d->rot == TR_CF_ROT_INPUT) rotate_from(b->h, r0, n, H, dh, d->rot_theta);
         tr_nn_linear_fwd(pool, &blk->attn.q, b->h, n, b->q);
         if (d->rot == TR_CF_ROT_QK) rotate_from(b->q, r0, n, H, dh, d->rot_theta);
-        for (int h = 0; h < H; h++) {
-            const size_t c = (size_t)h * dh;
+        for (int h0 = 0; h0 < H; h0 += g) {
+            const size_t c = (size_t)h0 * dh;
             const tr_attn_args a = {.q = b->q + c,
                                     .q_stride = D,
                                     .k = b->k + c,
@@ -327,8 +339,8 @@ static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
                                     .n_q = n,
                                     .n_kv = T,
                                     .kv_valid = T,
-                                    .n_head = 1,
-                                    .n_head_kv = 1,
+                                    .n_head = H - h0 < g ? H - h0 : g,
+                                    .n_head_kv = H - h0 < g ? H - h0 : g,
                                     .head_dim = dh,
                                     .scale = (float)(1.0 / sqrt((double)dh))};
             tr_attention(pool, &a);
