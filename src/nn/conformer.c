@@ -292,9 +292,10 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
 
 /* Heads per attention call: the kernel packs the keys and values of the
  * call's heads (2·T·head_dim floats each), so as many as keep that copy
- * within CF_ATTN_PACK bytes, at least one; all of them for short inputs (one
- * call, its units spread evenly over the threads). */
-#define CF_ATTN_PACK (2u << 20)
+ * within CF_ATTN_PACK bytes, at least one (11 s of MedASR: 3 of its 8 heads
+ * per call; 84 s: one); fewer calls than one per head keep the pool's
+ * dispatches few and its units many. */
+#define CF_ATTN_PACK (512u << 10)
 static int attn_heads(int T, int H, int dh) {
     const size_t per = 2 * (size_t)T * (size_t)dh * sizeof(float);
     const size_t g = per > 0 ? CF_ATTN_PACK / per : (size_t)H;

@@ -28,7 +28,7 @@
  * most block_rows rows (TR_CF_BLOCK_ROWS by default; the feed-forward's
  * hidden columns in blocks of at most 2·d_model, each weight read once per
  * row block), attention per query block and over as many heads as keep the
- * kernel's packed K/V copy within 2 MiB, so only the
+ * kernel's packed K/V copy within 512 KiB, so only the
  * keys and values of the longest segment ([2·T][d_model]) grow with the
  * input (tr_cf_scratch). */
 #ifndef TR_NN_CONFORMER_H

@@ -282,7 +282,7 @@ int main(void) {
         if (ok) {
             against_ref(files[f].tag, &L, p3, pcm, n, files[f].tol);
             if (f == 0) {
-                /* 6 s: 147 encoder rows, so the subsampler runs in two passes (74 + 73 rows) and,
+                /* 6 s: 147 encoder rows, so the subsampler runs in three passes (49 rows each) and,
                  * with blocks of 48 rows, every block stage in row blocks (4 of 36-37 rows) */
                 const int n_long = 6 * 16000;
                 float *lp = signal(n_long, 13);

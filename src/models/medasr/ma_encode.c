@@ -45,10 +45,10 @@ transcribe_status tr_ma_features(const ma_model *m, tr_pool *pool, const float *
 }
 
 /* Output rows of one im2col product (at most). */
-#define MA_CONV_CHUNK 128
+#define MA_CONV_CHUNK 64
 /* Encoder rows the subsampler makes per pass: its buffers are a fixed size, whatever the
  * input's length. */
-#define MA_SUB_ROWS 128
+#define MA_SUB_ROWS 64
 
 /* rows split into the fewest pieces of at most `most` rows, as even as possible (so no piece is
  * a sliver that would take the GEMM's few-row path): piece i is [*r0, *r0 + *n) */
