@@ -1,5 +1,9 @@
-/* The rotary Conformer block of nn/conformer.h. Scratch per call (R packed
- * rows, d = d_model): h, r, q, k, v [R][d] and mid [R][max(d_ff, 2d)]. */
+/* The rotary Conformer block of nn/conformer.h. Working memory per call
+ * (d = d_model, T = the longest segment, B = the largest row block):
+ * k, v [T][d] (the keys and values of one segment; the conv module's GLU
+ * output and depthwise output later; the feed-forward's hidden columns), h,
+ * q and mid [B][d]. Every row-wise stage runs in row blocks of at most B rows,
+ * so nothing but k and v grows with the input. */
 #include "nn/conformer.h"
 
 #include <math.h>
@@ -8,6 +12,7 @@
 #include <string.h>
 
 #include "tensor/dtype.h"
+#include "tensor/matmul.h"
 #include "tensor/ops.h"
 #include "util/log.h"
 
@@ -130,21 +135,95 @@ void tr_cf_block_free(tr_cf_block *b) {
     b->dw.w = b->dw.b = NULL;
 }
 
-static size_t wide(const tr_cf_dims *d) {
-    return (size_t)(d->d_ff > 2 * d->d_model ? d->d_ff : 2 * d->d_model);
+/* Hidden columns per pass of a feed-forward: d_ff in n equal blocks of at
+ * most 2d, so the hidden activations are [B][2d] and not [B][d_ff]. Block j:
+ * SiLU(h W1[j]^T + b1[j]) (rows j of W1), then its share of the output
+ * through columns j of W2 (a strided view); the shares are summed, then added
+ * into x. Each weight element is read once per row block, as unsplit. Block
+ * widths are multiples of 256 so that they fall on the quantization blocks of
+ * every weight type; one block where none fits. */
+static int ff_cols(const tr_cf_dims *d) {
+    const int w = 2 * d->d_model;
+    for (int n = (d->d_ff + w - 1) / w; n > 1 && n <= d->d_ff; n++)
+        if (d->d_ff % n == 0 && (d->d_ff / n) % 256 == 0) return n;
+    return 1;
 }
 
-size_t tr_cf_scratch(const tr_cf_dims *d, int rows) {
-    return (size_t)rows * (5 * (size_t)d->d_model + wide(d));
+static int block_rows(const tr_cf_dims *d) {
+    return d->block_rows > 0 ? d->block_rows : TR_CF_BLOCK_ROWS;
 }
 
-void tr_cf_rotate(float *x, int T, int n_head, int head_dim, float theta) {
+/* rows split into the fewest blocks of at most B rows, as even as possible */
+static int n_blocks(int rows, int B) {
+    return (rows + B - 1) / B;
+}
+
+static void block_at(int rows, int nb, int i, int *r0, int *n) {
+    const int base = rows / nb, extra = rows % nb;
+    *r0 = i * base + (i < extra ? i : extra);
+    *n = base + (i < extra ? 1 : 0);
+}
+
+typedef struct cf_buf {
+    float *k, *v; /* [T_max][d] each (k: also [B][ff column block]) */
+    float *h, *q; /* [B][d] */
+    float *mid;   /* [B][d], right after q */
+    int B;        /* the row block limit (block_rows); buffers hold sizes()'s B rows */
+} cf_buf;
+
+static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, int *B) {
+    int R = 0, Tm = 0;
+    for (int i = 0; i < n_seg; i++) {
+        R += seg_T[i];
+        if (seg_T[i] > Tm) Tm = seg_T[i];
+    }
+    /* the largest block any split makes: 625 rows in blocks of at most 512
+     * are 313 + 312, so the buffers hold 313 rows, not 512 */
+    const int b = block_rows(d);
+    int most = R > 0 ? (R + n_blocks(R, b) - 1) / n_blocks(R, b) : 0;
+    for (int i = 0; i < n_seg; i++) {
+        const int n =
+            seg_T[i] > 0 ? (seg_T[i] + n_blocks(seg_T[i], b) - 1) / n_blocks(seg_T[i], b) : 0;
+        if (n > most) most = n;
+    }
+    *T_max = Tm;
+    *B = most;
+}
+
+/* rows of d floats in the k, v region: the keys and values of the longest
+ * segment, and a block of the feed-forward's hidden columns (B rows of the
+ * column block: more than 2·T_max rows of d only where many short segments
+ * are packed) */
+static size_t kv_rows(const tr_cf_dims *d, int T_max, int B) {
+    const size_t ff =
+        ((size_t)B * (size_t)(d->d_ff / ff_cols(d)) + (size_t)d->d_model - 1) / (size_t)d->d_model;
+    return 2 * (size_t)T_max > ff ? 2 * (size_t)T_max : ff;
+}
+
+size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
+    int T_max, B;
+    sizes(d, n_seg, seg_T, &T_max, &B);
+    const size_t D = (size_t)d->d_model;
+    return (kv_rows(d, T_max, B) + 3 * (size_t)B) * D;
+}
+
+static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scratch) {
+    int T_max, B;
+    sizes(d, n_seg, seg_T, &T_max, &B);
+    const size_t D = (size_t)d->d_model, KV = kv_rows(d, T_max, B) * D, BD = (size_t)B * D;
+    cf_buf b = {scratch,           scratch + (size_t)T_max * D, scratch + KV,
+                scratch + KV + BD, scratch + KV + 2 * BD,       block_rows(d)};
+    return b;
+}
+
+/* the rotation of rows at positions p0 .. p0 + n - 1 */
+static void rotate_from(float *x, int p0, int n, int n_head, int head_dim, float theta) {
     const int half = head_dim / 2;
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < n; t++) {
         float *row = x + (size_t)t * n_head * head_dim;
         for (int i = 0; i < half; i++) {
             /* angle in double, then rounded once: position-exact for long inputs */
-            double ang = (double)t * pow((double)theta, -2.0 * i / head_dim);
+            double ang = (double)(p0 + t) * pow((double)theta, -2.0 * i / head_dim);
             float c = (float)cos(ang), s = (float)sin(ang);
             for (int h = 0; h < n_head; h++) {
                 float *p = row + (size_t)h * head_dim;
@@ -156,15 +235,8 @@ void tr_cf_rotate(float *x, int T, int n_head, int head_dim, float theta) {
     }
 }
 
-typedef struct cf_buf {
-    float *h, *r, *q, *k, *v, *mid;
-} cf_buf;
-
-static cf_buf split(const tr_cf_dims *d, int rows, float *scratch) {
-    const size_t Td = (size_t)rows * (size_t)d->d_model;
-    cf_buf b = {scratch,          scratch + Td,     scratch + 2 * Td,
-                scratch + 3 * Td, scratch + 4 * Td, scratch + 5 * Td};
-    return b;
+void tr_cf_rotate(float *x, int T, int n_head, int head_dim, float theta) {
+    rotate_from(x, 0, T, n_head, head_dim, theta);
 }
 
 static float one_if_zero(float w) {
@@ -180,85 +252,132 @@ static void residual(tr_pool *pool, float *x, const float *y, float w0, float w1
         tr_ew_axpy(pool, x, y, w1, n);
 }
 
-/* x = w0·x + s · down(silu(up(LN(x)))) */
+/* x = w0·x + s · down(silu(up(LN(x)))), in row blocks: LN in h, the hidden
+ * columns (ff_cols blocks) in k, free outside attention and the conv module,
+ * their shares of down() in q, summed in mid before the residual */
 static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
                     const tr_nn_linear *up, const tr_nn_linear *down, float *x, int R,
                     const cf_buf *b) {
-    tr_layer_norm(pool, x, b->h, R, d->d_model, ln->w, ln->b, d->ln_eps);
-    tr_nn_linear_fwd(pool, up, b->h, R, b->mid);
-    tr_ew_silu(pool, b->mid, (long)R * d->d_ff);
-    tr_nn_linear_fwd(pool, down, b->mid, R, b->q);
-    residual(pool, x, b->q, one_if_zero(d->ff_w0), d->ff_scale, (long)R * d->d_model);
-}
-
-static void rotate_segs(const tr_cf_dims *d, float *x, int n_seg, const int *seg_T) {
-    const int dh = d->d_model / d->n_head;
-    size_t off = 0;
-    for (int i = 0; i < n_seg; i++) {
-        tr_cf_rotate(x + off * d->d_model, seg_T[i], d->n_head, dh, d->rot_theta);
-        off += (size_t)seg_T[i];
+    const int D = d->d_model, nc = ff_cols(d), cw = d->d_ff / nc, nb = n_blocks(R, b->B);
+    const float w0 = one_if_zero(d->ff_w0);
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(R, nb, i, &r0, &n);
+        float *xb = x + (size_t)r0 * D;
+        const long nD = (long)n * D;
+        tr_layer_norm(pool, xb, b->h, n, D, ln->w, ln->b, d->ln_eps);
+        if (nc == 1) {
+            tr_nn_linear_fwd(pool, up, b->h, n, b->k);
+            tr_ew_silu(pool, b->k, (long)n * d->d_ff);
+            tr_nn_linear_fwd(pool, down, b->k, n, b->q);
+            residual(pool, xb, b->q, w0, d->ff_scale, nD);
+            continue;
+        }
+        for (int j = 0; j < nc; j++) {
+            tr_tensor v1 = *up->w, v2 = *down->w;
+            v1.ne[1] = cw;
+            v1.data = (const uint8_t *)up->w->data + (size_t)j * cw * up->w->nb1;
+            v2.ne[0] = cw;
+            v2.data = (const uint8_t *)down->w->data + tr_row_bytes(v2.type, (int64_t)j * cw);
+            tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->k, cw);
+            tr_ew_silu(pool, b->k, (long)n * cw);
+            /* the blocks' shares summed in mid (as the GEMM sums its K panels), then one
+             * residual */
+            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->k, n, cw, j == 0 ? b->mid : b->q, D);
+            if (j > 0) tr_ew_add(pool, b->mid, b->q, nD);
+        }
+        residual(pool, xb, b->mid, w0, d->ff_scale, nD);
     }
 }
 
-static void attn(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int R,
-                 int n_seg, const int *seg_T, const cf_buf *b) {
-    const int D = d->d_model, dh = D / d->n_head;
-    tr_layer_norm(pool, x, b->h, R, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
-    const float *qk_in = b->h;
-    if (d->rot == TR_CF_ROT_INPUT) {
-        memcpy(b->r, b->h, sizeof(float) * (size_t)R * D);
-        rotate_segs(d, b->r, n_seg, seg_T);
-        qk_in = b->r;
-    }
-    tr_nn_linear_fwd(pool, &blk->attn.q, qk_in, R, b->q);
-    tr_nn_linear_fwd(pool, &blk->attn.k, qk_in, R, b->k);
-    tr_nn_linear_fwd(pool, &blk->attn.v, b->h, R, b->v);
-    if (d->rot == TR_CF_ROT_QK) {
-        rotate_segs(d, b->q, n_seg, seg_T);
-        rotate_segs(d, b->k, n_seg, seg_T);
-    }
-    size_t off = 0;
-    for (int i = 0; i < n_seg; i++) {
-        const size_t o = off * D;
-        const tr_attn_args a = {.q = b->q + o,
-                                .q_stride = D,
-                                .k = b->k + o,
-                                .v = b->v + o,
-                                .kv_stride = D,
-                                .out = b->r + o,
-                                .out_stride = D,
-                                .n_q = seg_T[i],
-                                .n_kv = seg_T[i],
-                                .kv_valid = seg_T[i],
-                                .n_head = d->n_head,
-                                .n_head_kv = d->n_head,
-                                .head_dim = dh,
-                                .scale = (float)(1.0 / sqrt((double)dh))};
-        tr_attention(pool, &a);
-        off += (size_t)seg_T[i];
-    }
-    tr_nn_linear_fwd(pool, &blk->attn.o, b->r, R, b->q);
-    tr_ew_add(pool, x, b->q, (long)R * D);
+/* Heads per attention call: the kernel packs the keys and values of the
+ * call's heads (2·T·head_dim floats each), so as many as keep that copy
+ * within CF_ATTN_PACK bytes, at least one (11 s of MedASR: 3 of its 8 heads
+ * per call; 84 s: one); fewer calls than one per head keep the pool's
+ * dispatches few and its units many. */
+#define CF_ATTN_PACK (512u << 10)
+static int attn_heads(int T, int H, int dh) {
+    const size_t per = 2 * (size_t)T * (size_t)dh * sizeof(float);
+    const size_t g = per > 0 ? CF_ATTN_PACK / per : (size_t)H;
+    return g < 1 ? 1 : g > (size_t)H ? H : (int)g;
 }
 
-static void conv(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int R,
-                 int n_seg, const int *seg_T, const cf_buf *b) {
-    const int D = d->d_model;
-    tr_layer_norm(pool, x, b->h, R, D, blk->norm_conv.w, blk->norm_conv.b, d->ln_eps);
-    tr_nn_linear_fwd(pool, &blk->pw1, b->h, R, b->mid); /* [R][2d] */
-    tr_ew_glu(pool, b->mid, b->h, R, D);
-    size_t off = 0;
-    for (int i = 0; i < n_seg; i++) {
-        const size_t o = off * D;
-        tr_nn_depthwise(pool, &blk->dw, D, d->kernel, (d->kernel - 1) / 2, b->h + o, b->q + o,
-                        seg_T[i]);
-        off += (size_t)seg_T[i];
+/* Rotary attention of one segment (x: its T rows): the keys and values of
+ * every row first, then per query block its queries, the attention a few
+ * heads at a time (attn_heads: the kernel's packed K/V copy stays small) and the output
+ * projection added into the block's rows, which no later key reads. */
+static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
+                     const cf_buf *b) {
+    const int D = d->d_model, H = d->n_head, dh = D / H, nb = n_blocks(T, b->B);
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(T, nb, i, &r0, &n);
+        const size_t o = (size_t)r0 * D;
+        tr_layer_norm(pool, x + o, b->h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
+        tr_nn_linear_fwd(pool, &blk->attn.v, b->h, n, b->v + o);
+        if (d->rot == TR_CF_ROT_INPUT) rotate_from(b->h, r0, n, H, dh, d->rot_theta);
+        tr_nn_linear_fwd(pool, &blk->attn.k, b->h, n, b->k + o);
+        if (d->rot == TR_CF_ROT_QK) rotate_from(b->k + o, r0, n, H, dh, d->rot_theta);
     }
+    const int g = attn_heads(T, H, dh);
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(T, nb, i, &r0, &n);
+        float *xb = x + (size_t)r0 * D;
+        tr_layer_norm(pool, xb, b->h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
+        if (d->rot == TR_CF_ROT_INPUT) rotate_from(b->h, r0, n, H, dh, d->rot_theta);
+        tr_nn_linear_fwd(pool, &blk->attn.q, b->h, n, b->q);
+        if (d->rot == TR_CF_ROT_QK) rotate_from(b->q, r0, n, H, dh, d->rot_theta);
+        for (int h0 = 0; h0 < H; h0 += g) {
+            const size_t c = (size_t)h0 * dh;
+            const tr_attn_args a = {.q = b->q + c,
+                                    .q_stride = D,
+                                    .k = b->k + c,
+                                    .v = b->v + c,
+                                    .kv_stride = D,
+                                    .out = b->h + c,
+                                    .out_stride = D,
+                                    .n_q = n,
+                                    .n_kv = T,
+                                    .kv_valid = T,
+                                    .n_head = H - h0 < g ? H - h0 : g,
+                                    .n_head_kv = H - h0 < g ? H - h0 : g,
+                                    .head_dim = dh,
+                                    .scale = (float)(1.0 / sqrt((double)dh))};
+            tr_attention(pool, &a);
+        }
+        tr_nn_linear_fwd(pool, &blk->attn.o, b->h, n, b->q);
+        tr_ew_add(pool, xb, b->q, (long)n * D);
+    }
+}
+
+/* The conv module of one segment: GLU(pw1(LN(x))) into k in row blocks, the
+ * depthwise conv over the whole segment into v, then its norm, SiLU, pw2 and
+ * the residual in row blocks. */
+static void conv_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
+                     const cf_buf *b) {
+    const int D = d->d_model, nb = n_blocks(T, b->B);
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(T, nb, i, &r0, &n);
+        const size_t o = (size_t)r0 * D;
+        tr_layer_norm(pool, x + o, b->h, n, D, blk->norm_conv.w, blk->norm_conv.b, d->ln_eps);
+        tr_nn_linear_fwd(pool, &blk->pw1, b->h, n, b->q); /* [n][2d] over q and mid */
+        tr_ew_glu(pool, b->q, b->k + o, n, D);
+    }
+    tr_nn_depthwise(pool, &blk->dw, D, d->kernel, (d->kernel - 1) / 2, b->k, b->v, T);
+    const long TD = (long)T * D;
     if (!d->conv_bn)
-        tr_layer_norm(pool, b->q, b->q, R, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
-    tr_ew_silu(pool, b->q, (long)R * D);
-    tr_nn_linear_fwd(pool, &blk->pw2, b->q, R, b->h);
-    residual(pool, x, b->h, one_if_zero(d->conv_w0), one_if_zero(d->conv_w1), (long)R * D);
+        tr_layer_norm(pool, b->v, b->v, T, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
+    tr_ew_silu(pool, b->v, TD);
+    const float w0 = one_if_zero(d->conv_w0), w1 = one_if_zero(d->conv_w1);
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(T, nb, i, &r0, &n);
+        const size_t o = (size_t)r0 * D;
+        tr_nn_linear_fwd(pool, &blk->pw2, b->v + o, n, b->q);
+        residual(pool, x + o, b->q, w0, w1, (long)n * D);
+    }
 }
 
 void tr_cf_block_fwd(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x,
@@ -266,10 +385,19 @@ void tr_cf_block_fwd(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
     int R = 0;
     for (int i = 0; i < n_seg; i++) R += seg_T[i];
     if (R <= 0) return;
-    const cf_buf b = split(d, R, scratch);
+    const cf_buf b = split(d, n_seg, seg_T, scratch);
+    const size_t D = (size_t)d->d_model;
     ff_half(pool, d, &blk->norm_ff1, &blk->ff1_up, &blk->ff1_down, x, R, &b);
-    attn(pool, blk, d, x, R, n_seg, seg_T, &b);
-    conv(pool, blk, d, x, R, n_seg, seg_T, &b);
+    size_t off = 0;
+    for (int i = 0; i < n_seg; i++) {
+        if (seg_T[i] > 0) attn_seg(pool, blk, d, x + off * D, seg_T[i], &b);
+        off += (size_t)seg_T[i];
+    }
+    off = 0;
+    for (int i = 0; i < n_seg; i++) {
+        if (seg_T[i] > 0) conv_seg(pool, blk, d, x + off * D, seg_T[i], &b);
+        off += (size_t)seg_T[i];
+    }
     ff_half(pool, d, &blk->norm_ff2, &blk->ff2_up, &blk->ff2_down, x, R, &b);
     tr_layer_norm(pool, x, x, R, d->d_model, blk->norm_out.w, blk->norm_out.b, d->ln_eps);
 }

@@ -22,7 +22,15 @@
  * rows, attention and the depthwise conv per segment, so a segment's rows
  * equal its single run's. Weights are borrowed views (any tr_matmul type
  * for projections); only the depthwise taps are owned (tr_cf_block_prepare).
- * Results do not depend on the thread count. */
+ * Results do not depend on the thread count.
+ *
+ * Working memory is bounded: every row-wise stage runs in row blocks of at
+ * most block_rows rows (TR_CF_BLOCK_ROWS by default; the feed-forward's
+ * hidden columns in blocks of at most 2·d_model, each weight read once per
+ * row block), attention per query block and over as many heads as keep the
+ * kernel's packed K/V copy within 512 KiB, so only the
+ * keys and values of the longest segment ([2·T][d_model]) grow with the
+ * input (tr_cf_scratch). */
 #ifndef TR_NN_CONFORMER_H
 #define TR_NN_CONFORMER_H
 
@@ -51,8 +59,16 @@ typedef struct tr_cf_dims {
      * w0 and the conv module's w0 / w1, where 0 means 1 (the plain residual); the FFN's w1 is
      * ff_scale. */
     float ff_w0, conv_w0, conv_w1;
-    bool conv_bn; /* batch norm folded into the depthwise taps instead of conv.ln */
+    bool conv_bn;   /* batch norm folded into the depthwise taps instead of conv.ln */
+    int block_rows; /* rows per block of the row-wise stages; 0 = TR_CF_BLOCK_ROWS */
 } tr_cf_dims;
+
+/* Default row block: one block up to 20 s at 25 frames/s (each weight read
+ * once per stage); above that each weight is widened once per block.
+ * MedASR Q8_0 at 84 s in one pass (T = 2106), 2 threads: one block peaks at
+ * 173 MiB and encodes in 4.9 s, blocks of 512 rows at 157 MiB in 5.1-5.3 s
+ * (+4-5 %). */
+#define TR_CF_BLOCK_ROWS 512
 
 typedef struct tr_cf_block {
     tr_nn_norm norm_ff1, norm_attn, norm_conv, norm_ff2, norm_out;
@@ -89,8 +105,11 @@ size_t tr_cf_block_specs(const char *prefix, tr_nn_wspec *specs, char (*names)[9
 bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *d);
 void tr_cf_block_free(tr_cf_block *b);
 
-/* Scratch floats the block needs for `rows` packed rows. */
-size_t tr_cf_scratch(const tr_cf_dims *d, int rows);
+/* Scratch floats the block needs for the packed segments seg_T[0 .. n_seg):
+ * max(2·T_max·d_model, B·ff column block) + 3·B·d_model, with
+ * T_max the longest segment and B the largest row block the splits make
+ * (at most block_rows: 625 rows in blocks of at most 512 are 313 + 312). */
+size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T);
 
 /* One block in place on x [rows][d_model], rows = sum of seg_T[0 .. n_seg). */
 void tr_cf_block_fwd(tr_pool *pool, const tr_cf_block *b, const tr_cf_dims *d, float *x, int n_seg,

@@ -243,12 +243,12 @@ static void block_vs_reference(tr_cf_rot rot) {
     make_block(&w, &b, &dm);
     enum { T1 = 9, T2 = 6, R = T1 + T2 };
     float x[R * D], x1[T1 * D], x2[T2 * D], x3[R * D];
-    double ref[R * D];
-    for (int i = 0; i < R * D; i++) ref[i] = x[i] = rnd(1.5f);
+    double ref[R * D], ref_in[R * D];
+    for (int i = 0; i < R * D; i++) ref_in[i] = ref[i] = x[i] = rnd(1.5f);
     memcpy(x1, x, sizeof x1);
     memcpy(x2, x + T1 * D, sizeof x2);
     memcpy(x3, x, sizeof x3);
-    float *scratch = malloc(sizeof(float) * tr_cf_scratch(&dm, R));
+    float *scratch = malloc(sizeof(float) * tr_cf_scratch(&dm, 2, (const int[]){T1, T2}));
     tr_pool *p1 = tr_pool_create(1), *p3 = tr_pool_create(3);
     int seg1 = T1, seg2 = T2, segs[2] = {T1, T2};
     tr_cf_block_fwd(p1, &b, &dm, x1, 1, &seg1, scratch);
@@ -263,6 +263,19 @@ static void block_vs_reference(tr_cf_rot rot) {
     CHECK_MSG(!memcmp(x, x3, sizeof x), "rot %d: 1 vs 3 threads differ", (int)rot);
     CHECK_MSG(!memcmp(x, x1, sizeof x1) && !memcmp(x + T1 * D, x2, sizeof x2),
               "rot %d: packed segments differ from single runs", (int)rot);
+    /* row blocks of at most 4 rows (3 + 3 + 3, 3 + 3 and 5 + 5 + 5 packed):
+     * keys of every row before any row's residual, rotations at the block's
+     * positions; the same values up to the GEMM's rounding per block */
+    tr_cf_dims small = dm;
+    small.block_rows = 4;
+    float *sc4 = malloc(sizeof(float) * tr_cf_scratch(&small, 2, (const int[]){T1, T2}));
+    float x4[R * D];
+    for (int i = 0; i < R * D; i++) x4[i] = (float)ref_in[i];
+    tr_cf_block_fwd(p3, &b, &small, x4, 2, segs, sc4);
+    double e4 = max_rel(x4, ref, R * D);
+    printf("rot %d: row blocks of 4 vs double reference: %.3g\n", (int)rot, e4);
+    CHECK_MSG(e4 < 2e-5, "rot %d: row-block err %g", (int)rot, e4);
+    free(sc4);
     tr_pool_free(p1);
     tr_pool_free(p3);
     free(scratch);

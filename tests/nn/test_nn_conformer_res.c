@@ -228,7 +228,7 @@ int main(void) {
         for (int i = 0; i < seg[s] * D; i++) ref[s][i] = x[off * D + i];
         ref_block(&w, ref[s], seg[s]);
     }
-    float *scratch = malloc(sizeof(float) * tr_cf_scratch(&dm, R));
+    float *scratch = malloc(sizeof(float) * tr_cf_scratch(&dm, 2, seg));
     tr_cf_block_fwd(pool, &b, &dm, x, 2, seg, scratch);
     double err = 0;
     for (int s = 0, off = 0; s < 2; off += seg[s], s++)

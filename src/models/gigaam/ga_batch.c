@@ -69,7 +69,7 @@ static transcribe_status run_group(ga_session *s, const float *const *pcm, const
         g[j].T = tr_ga_enc_frames(g[j].T_mel);
         rows += (size_t)g[j].T;
     }
-    const float **mels = malloc(sizeof *mels * (size_t)k);
+    float **mels = malloc(sizeof *mels * (size_t)k);
     int *T_mel = malloc(sizeof *T_mel * (size_t)k);
     float *enc = malloc(sizeof(float) * rows * (size_t)m->hp.d_model);
     transcribe_status st = TRANSCRIBE_ERR_OOM;
@@ -79,8 +79,8 @@ static transcribe_status run_group(ga_session *s, const float *const *pcm, const
             T_mel[j] = g[j].T_mel;
         }
         double t0 = tr_time_ms();
-        st =
-            tr_ga_encode(m, s->pool, k, mels, T_mel, enc, NULL, tr_run_abort_poll, &ctxs[g[0].idx]);
+        for (int j = 0; j < k; j++) g[j].mel = NULL; /* the encoder frees them */
+        st = tr_ga_encode_take(m, s->pool, k, mels, T_mel, enc, tr_run_abort_poll, &ctxs[g[0].idx]);
         const double enc_ms = tr_time_ms() - t0;
         size_t off = 0;
         for (int j = 0; st == TRANSCRIBE_OK && j < k; j++) {

@@ -100,14 +100,26 @@ static transcribe_status subsample(const ga_model *m, tr_pool *pool, const float
     return TRANSCRIBE_OK;
 }
 
-transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const float *const *mel,
-                               const int *T_mel, float *out, const ga_taps *taps,
-                               bool (*abort)(void *), void *abort_user) {
+/* frees own[0 .. n) (the mels, or NULL: borrowed) and clears them */
+static void drop(float **own, int n) {
+    for (int i = 0; own && i < n; i++) {
+        free(own[i]);
+        own[i] = NULL;
+    }
+}
+
+/* tr_ga_encode; own (the same mels, or NULL) is freed once subsampled */
+static transcribe_status encode(const ga_model *m, tr_pool *pool, int n, const float *const *mel,
+                                float **own, const int *T_mel, float *out, const ga_taps *taps,
+                                bool (*abort)(void *), void *abort_user) {
     static const ga_taps none = {0};
     if (!taps) taps = &none;
     const int d = m->hp.d_model;
     int *seg = malloc(sizeof(int) * (size_t)n);
-    if (!seg) return TRANSCRIBE_ERR_OOM;
+    if (!seg) {
+        drop(own, n);
+        return TRANSCRIBE_ERR_OOM;
+    }
     size_t rows = 0;
     transcribe_status st = TRANSCRIBE_OK;
     for (int i = 0; i < n && st == TRANSCRIBE_OK; i++) {
@@ -115,9 +127,10 @@ transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const fl
         st = subsample(m, pool, mel[i], T_mel[i], out + rows * d);
         rows += (size_t)seg[i];
     }
+    drop(own, n); /* not resident beside the blocks' working memory */
     if (st == TRANSCRIBE_OK && taps->sub_out) memcpy(taps->sub_out, out, sizeof(float) * rows * d);
     float *scratch =
-        st == TRANSCRIBE_OK ? malloc(sizeof(float) * tr_cf_scratch(&m->dims, (int)rows)) : NULL;
+        st == TRANSCRIBE_OK ? malloc(sizeof(float) * tr_cf_scratch(&m->dims, n, seg)) : NULL;
     if (st == TRANSCRIBE_OK && !scratch) {
         TR_ERROR("gigaam: out of memory for %zu encoder rows", rows);
         st = TRANSCRIBE_ERR_OOM;
@@ -134,6 +147,18 @@ transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const fl
     free(scratch);
     free(seg);
     return st;
+}
+
+transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const float *const *mel,
+                               const int *T_mel, float *out, const ga_taps *taps,
+                               bool (*abort)(void *), void *abort_user) {
+    return encode(m, pool, n, mel, NULL, T_mel, out, taps, abort, abort_user);
+}
+
+transcribe_status tr_ga_encode_take(const ga_model *m, tr_pool *pool, int n, float **mel,
+                                    const int *T_mel, float *out, bool (*abort)(void *),
+                                    void *abort_user) {
+    return encode(m, pool, n, (const float *const *)mel, mel, T_mel, out, NULL, abort, abort_user);
 }
 
 transcribe_status tr_ga_validate_run(const ga_model *m, const struct transcribe_run_params *p) {
@@ -188,8 +213,8 @@ transcribe_status tr_ga_run(ga_session *s, const float *pcm, int n_samples, tr_r
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
-    const float *mels[1] = {mel};
-    st = tr_ga_encode(m, s->pool, 1, mels, &T_mel, enc, NULL, tr_run_abort_poll, ctx);
+    st =
+        tr_ga_encode_take(m, s->pool, 1, &mel, &T_mel, enc, tr_run_abort_poll, ctx); /* frees mel */
     double t2 = tr_time_ms();
     ctx->result->encode_ms = (float)(t2 - t1);
     if (st) goto done;

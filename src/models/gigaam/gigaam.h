@@ -102,6 +102,11 @@ transcribe_status tr_ga_mel(const ga_model *m, tr_pool *pool, const float *pcm, 
 transcribe_status tr_ga_encode(const ga_model *m, tr_pool *pool, int n, const float *const *mel,
                                const int *T_mel, float *out, const ga_taps *taps,
                                bool (*abort)(void *), void *abort_user);
+/* The same without taps, taking the mels (malloc'ed): each freed and cleared once subsampled
+ * (so they are not resident beside the blocks' working memory), whatever the outcome. */
+transcribe_status tr_ga_encode_take(const ga_model *m, tr_pool *pool, int n, float **mel,
+                                    const int *T_mel, float *out, bool (*abort)(void *),
+                                    void *abort_user);
 
 /* CTC head (docs/formats/gigaam.md §6.2): log-probs [T][C] of enc [T][d]. */
 transcribe_status tr_ga_ctc_logprobs(const ga_model *m, tr_pool *pool, const float *enc, int T,

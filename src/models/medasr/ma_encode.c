@@ -44,17 +44,33 @@ transcribe_status tr_ma_features(const ma_model *m, tr_pool *pool, const float *
     return TRANSCRIBE_OK;
 }
 
-/* Output rows of one im2col chunk. */
-#define MA_CONV_CHUNK 128
+/* Output rows of one im2col product (at most). */
+#define MA_CONV_CHUNK 64
+/* Encoder rows the subsampler makes per pass: its buffers are a fixed size, whatever the
+ * input's length. */
+#define MA_SUB_ROWS 64
+
+/* rows split into the fewest pieces of at most `most` rows, as even as possible (so no piece is
+ * a sliver that would take the GEMM's few-row path): piece i is [*r0, *r0 + *n) */
+static int n_pieces(int rows, int most) {
+    return (rows + most - 1) / most;
+}
+
+static void piece_at(int rows, int np, int i, int *r0, int *n) {
+    const int base = rows / np, extra = rows % np;
+    *r0 = i * base + (i < extra ? i : extra);
+    *n = base + (i < extra ? 1 : 0);
+}
 
 /* y[t][o] = relu(b[o] + sum_{i,j} W[o][i][j] · x[2t + j][i]) for t < T_out: a stride-2,
- * unpadded Conv1d over time on time-major rows, as im2col chunks times the kernel viewed as a
+ * unpadded Conv1d over time on time-major rows, as im2col pieces times the kernel viewed as a
  * {k·c_in, c_out} matrix (row o holds W[o][i][j] at i·k + j). X: MA_CONV_CHUNK·k·c_in floats. */
 static void conv_s2(tr_pool *pool, const tr_tensor *w, const float *b, int k, int c_in,
                     const float *x, int T_out, float *y, float *X) {
-    const int c_out = (int)w->ne[1], K = k * c_in;
-    for (int t0 = 0; t0 < T_out; t0 += MA_CONV_CHUNK) {
-        const int rows = T_out - t0 < MA_CONV_CHUNK ? T_out - t0 : MA_CONV_CHUNK;
+    const int c_out = (int)w->ne[1], K = k * c_in, np = n_pieces(T_out, MA_CONV_CHUNK);
+    for (int p = 0; p < np; p++) {
+        int t0, rows;
+        piece_at(T_out, np, p, &t0, &rows);
         for (int r = 0; r < rows; r++) {
             const float *src = x + (size_t)(2 * (t0 + r)) * c_in;
             float *dst = X + (size_t)r * K;
@@ -66,45 +82,65 @@ static void conv_s2(tr_pool *pool, const tr_tensor *w, const float *b, int k, in
     tr_ew_relu(pool, y, (long)T_out * c_out);
 }
 
-/* docs/formats/medasr.md §5.1 for one utterance: T_mel frames → T_enc rows of x. work holds
- * T_mel·d + T1·d + T_enc·C + MA_CONV_CHUNK·k·d floats. */
+/* Input rows a stride-2 unpadded conv of width k reads for n output rows. */
+static int s2_in(int n, int k) {
+    return 2 * (n - 1) + k;
+}
+
+/* Floats of subsample's work: for MA_SUB_ROWS encoder rows, the dense_0 rows, the first conv's
+ * rows, the second conv's and the im2col buffer. */
+static size_t sub_work(const ma_hparams *hp) {
+    const int k = hp->sub_kernel, n1 = s2_in(MA_SUB_ROWS, k), na = s2_in(n1, k);
+    return (size_t)na * hp->d_model + (size_t)n1 * hp->d_model + (size_t)MA_SUB_ROWS * hp->sub_c +
+           (size_t)MA_CONV_CHUNK * k * hp->d_model;
+}
+
+/* docs/formats/medasr.md §5.1 for one utterance: T_mel frames → T_enc rows of x, in passes of at
+ * most MA_SUB_ROWS encoder rows, each from the mel rows it reads (a few rows of overlap are
+ * computed twice), so work is sub_work floats. */
 static void subsample(tr_pool *pool, const ma_model *m, const float *mel, int T_mel, float *x,
                       float *work) {
-    const int d = m->hp.d_model, C = m->hp.sub_c, k = m->hp.sub_kernel;
-    const int T1 = (T_mel - k) / 2 + 1, T_enc = tr_ma_enc_frames(m, T_mel);
-    float *a = work, *c0 = a + (size_t)T_mel * d, *c1 = c0 + (size_t)T1 * d;
-    float *X = c1 + (size_t)T_enc * C;
-    tr_nn_linear_fwd(pool, &m->dense0, mel, T_mel, a);
-    tr_ew_relu(pool, a, (long)T_mel * d);
-    conv_s2(pool, &m->conv0_view, m->conv0_b, k, d, a, T1, c0, X);
-    conv_s2(pool, &m->conv1_view, m->conv1_b, k, d, c0, T_enc, c1, X);
-    tr_nn_linear_fwd(pool, &m->dense1, c1, T_enc, x); /* no activation */
+    const int d = m->hp.d_model, C = m->hp.sub_c, k = m->hp.sub_kernel, M = m->hp.n_mels;
+    const int T_enc = tr_ma_enc_frames(m, T_mel), np = n_pieces(T_enc, MA_SUB_ROWS);
+    const int n1_max = s2_in(MA_SUB_ROWS, k), na_max = s2_in(n1_max, k);
+    float *a = work, *c0 = a + (size_t)na_max * d, *c1 = c0 + (size_t)n1_max * d;
+    float *X = c1 + (size_t)MA_SUB_ROWS * C;
+    for (int p = 0; p < np; p++) {
+        int e0, ne;
+        piece_at(T_enc, np, p, &e0, &ne);
+        const int n1 = s2_in(ne, k), na = s2_in(n1, k); /* c0 rows from 2·e0, a rows from 4·e0 */
+        tr_nn_linear_fwd(pool, &m->dense0, mel + (size_t)4 * e0 * M, na, a);
+        tr_ew_relu(pool, a, (long)na * d);
+        conv_s2(pool, &m->conv0_view, m->conv0_b, k, d, a, n1, c0, X);
+        conv_s2(pool, &m->conv1_view, m->conv1_b, k, d, c0, ne, c1, X);
+        tr_nn_linear_fwd(pool, &m->dense1, c1, ne, x + (size_t)e0 * d); /* no activation */
+    }
 }
 
 static void tap(float *dst, const float *src, size_t n) {
     if (dst) memcpy(dst, src, n * sizeof(float));
 }
 
-transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
-                               const int *seg_T_mel, float *logits, const ma_taps *taps,
-                               bool (*abort)(void *), void *abort_user) {
+/* tr_ma_encode; own (feats, or NULL) is freed once the subsampler has read it */
+static transcribe_status encode(const ma_model *m, tr_pool *pool, const float *feats, float *own,
+                                int n_seg, const int *seg_T_mel, float *logits, const ma_taps *taps,
+                                bool (*abort)(void *), void *abort_user) {
     static const ma_taps none = {.block_idx = {-1, -1, -1, -1}};
     if (!taps || n_seg != 1) taps = &none;
     const ma_hparams *hp = &m->hp;
     const int d = hp->d_model;
     int *seg_T = malloc(sizeof(int) * (size_t)(n_seg > 0 ? n_seg : 1));
-    if (!seg_T) return TRANSCRIBE_ERR_OOM;
-    size_t R = 0, work_n = 0;
-    for (int i = 0; i < n_seg; i++) {
-        const int T_mel = seg_T_mel[i], T_enc = tr_ma_enc_frames(m, T_mel);
-        seg_T[i] = T_enc;
-        R += (size_t)T_enc;
-        const size_t T1 = (size_t)(T_mel - hp->sub_kernel) / 2 + 1;
-        size_t w = (size_t)T_mel * d + T1 * d + (size_t)T_enc * hp->sub_c +
-                   (size_t)MA_CONV_CHUNK * hp->sub_kernel * d;
-        if (w > work_n) work_n = w;
+    if (!seg_T) {
+        free(own);
+        return TRANSCRIBE_ERR_OOM;
     }
-    const size_t cf = tr_cf_scratch(&m->dims, (int)R);
+    size_t R = 0;
+    for (int i = 0; i < n_seg; i++) {
+        seg_T[i] = tr_ma_enc_frames(m, seg_T_mel[i]);
+        R += (size_t)seg_T[i];
+    }
+    const size_t work_n = sub_work(hp);
+    const size_t cf = tr_cf_scratch(&m->dims, n_seg, seg_T);
     float *x = malloc(sizeof(float) * R * (size_t)d);
     float *work = malloc(sizeof(float) * (work_n > cf ? work_n : cf));
     transcribe_status st = TRANSCRIBE_OK;
@@ -123,6 +159,8 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
         off_mel += (size_t)seg_T_mel[i];
         off += (size_t)seg_T[i];
     }
+    free(own);
+    own = NULL;
     tap(taps->sub_out, x, R * d);
     for (int l = 0; l < hp->n_layers; l++) {
         if (abort && abort(abort_user)) {
@@ -133,12 +171,27 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
         for (int t = 0; t < 4; t++)
             if (taps->block_idx[t] == l) tap(taps->block_out[t], x, R * d);
     }
+    free(work); /* before the logits are written */
+    work = NULL;
     tr_layer_norm(pool, x, x, (int)R, d, m->out_norm.w, NULL, hp->ln_eps);
     tap(taps->norm_out, x, R * d);
     tr_nn_linear_fwd(pool, &m->ctc, x, (int)R, logits);
 done:
+    free(own);
     free(seg_T);
     free(x);
     free(work);
     return st;
+}
+
+transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
+                               const int *seg_T_mel, float *logits, const ma_taps *taps,
+                               bool (*abort)(void *), void *abort_user) {
+    return encode(m, pool, feats, NULL, n_seg, seg_T_mel, logits, taps, abort, abort_user);
+}
+
+transcribe_status tr_ma_encode_take(const ma_model *m, tr_pool *pool, float *feats, int n_seg,
+                                    const int *seg_T_mel, float *logits, bool (*abort)(void *),
+                                    void *abort_user) {
+    return encode(m, pool, feats, feats, n_seg, seg_T_mel, logits, NULL, abort, abort_user);
 }

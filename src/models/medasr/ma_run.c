@@ -113,7 +113,8 @@ transcribe_status tr_ma_run(ma_session *s, const float *pcm, int n_samples, tr_r
         goto done;
     }
     poll_ctx poll = {ctx, 0, m->hp.n_layers + 1};
-    st = tr_ma_encode(m, s->pool, feats, 1, &T_mel, logits, NULL, poll_progress, &poll);
+    st = tr_ma_encode_take(m, s->pool, feats, 1, &T_mel, logits, poll_progress, &poll);
+    feats = NULL;
     ctx->result->encode_ms = (float)(tr_time_ms() - t1);
     if (st) goto done;
     st = decode_into(m, logits, T_enc, ctx);
@@ -187,11 +188,14 @@ transcribe_status tr_ma_run_batch(ma_session *s, const float *const *pcm, const 
     for (int j = 0; j < live; j++) {
         const int i = idx[j];
         memcpy(feats + off * M, mel[i], sizeof(float) * (size_t)T_mel[i] * M);
+        free(mel[i]); /* one copy of the features, not two */
+        mel[i] = NULL;
         off += (size_t)T_mel[i];
         seg[j] = T_mel[i];
     }
     double t0 = tr_time_ms();
-    st = tr_ma_encode(m, s->pool, feats, live, seg, logits, NULL, tr_run_abort_poll, &ctxs[idx[0]]);
+    st = tr_ma_encode_take(m, s->pool, feats, live, seg, logits, tr_run_abort_poll, &ctxs[idx[0]]);
+    feats = NULL;
     const double enc_ms = tr_time_ms() - t0;
     free(seg);
     if (st) goto done;

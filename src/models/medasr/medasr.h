@@ -90,6 +90,11 @@ transcribe_status tr_ma_features(const ma_model *m, tr_pool *pool, const float *
 transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
                                const int *seg_T_mel, float *logits, const ma_taps *taps,
                                bool (*abort)(void *), void *abort_user);
+/* The same without taps, taking feats (malloc'ed): freed once the subsampler has read them (so
+ * they are not resident beside the blocks' working memory), whatever the outcome. */
+transcribe_status tr_ma_encode_take(const ma_model *m, tr_pool *pool, float *feats, int n_seg,
+                                    const int *seg_T_mel, float *logits, bool (*abort)(void *),
+                                    void *abort_user);
 
 /* Greedy CTC (docs/formats/medasr.md §6.2): ids and their frames (capacity T) and the count. */
 int tr_ma_greedy(const float *logits, int T, int V, int blank, int32_t *ids, int32_t *frames);
