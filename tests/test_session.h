@@ -5,6 +5,8 @@
 #define TR_TESTS_TEST_SESSION_H
 
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 #include "transcribe.h"
@@ -31,6 +33,42 @@ static inline transcribe_status tr_test_run_lang(struct transcribe_session *s, c
     transcribe_run_params_init(&p);
     p.language = lang;
     return transcribe_run(s, pcm, n, &p);
+}
+
+/* What a run left in its session: the status it returned, the full text
+ * and the token ids (for comparing runs bit for bit). */
+typedef struct tr_test_run_out {
+    transcribe_status st;
+    char *text;
+    int n_tok, *ids;
+} tr_test_run_out;
+
+static inline tr_test_run_out tr_test_run_take(struct transcribe_session *s, transcribe_status st) {
+    tr_test_run_out o = {st, NULL, 0, NULL};
+    const char *t = transcribe_full_text(s);
+    o.text = strdup(t ? t : "");
+    o.n_tok = transcribe_n_tokens(s);
+    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
+    for (int i = 0; o.ids && i < o.n_tok; i++) {
+        struct transcribe_token tk;
+        transcribe_token_init(&tk);
+        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
+    }
+    return o;
+}
+
+/* Whether two runs gave the same status, text and ids. */
+static inline bool tr_test_run_same(const tr_test_run_out *a, const tr_test_run_out *b) {
+    return a->st == b->st && a->text && b->text && strcmp(a->text, b->text) == 0 &&
+           a->n_tok == b->n_tok && a->ids && b->ids &&
+           !memcmp(a->ids, b->ids, sizeof(int) * (size_t)a->n_tok);
+}
+
+static inline void tr_test_run_out_free(tr_test_run_out *o) {
+    free(o->text);
+    free(o->ids);
+    o->text = NULL;
+    o->ids = NULL;
 }
 
 #endif

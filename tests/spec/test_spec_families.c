@@ -8,39 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 
 #define DATA TR_SOURCE_DIR "/tests/data"
 #define JFK  TR_SOURCE_DIR "/samples/jfk.wav"
 
-typedef struct run_out {
-    transcribe_status st;
-    char *text;
-    int n_tok;
-    int *ids;
-} run_out;
+typedef tr_test_run_out run_out;
 
 static run_out run(struct transcribe_session *s, const float *pcm, int n, int k) {
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     rp.spec_k_drafts = k;
-    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
-    const char *t = transcribe_full_text(s);
-    o.text = strdup(t ? t : "");
-    o.n_tok = transcribe_n_tokens(s);
-    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
-    for (int i = 0; i < o.n_tok; i++) {
-        struct transcribe_token tk;
-        transcribe_token_init(&tk);
-        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
-    }
-    return o;
+    return tr_test_run_take(s, transcribe_run(s, pcm, n, &rp));
 }
 
 static void run_free(run_out *o) {
-    free(o->text);
-    free(o->ids);
+    tr_test_run_out_free(o);
 }
 
 static void check_family(const char *model, const char *wav, bool spec) {
@@ -68,8 +53,7 @@ static void check_family(const char *model, const char *wav, bool spec) {
     const int ks[4] = {0, 1, 4, 8};
     for (int i = 0; i < 4; i++) {
         run_out o = run(s, pcm, n, ks[i]);
-        CHECK_MSG(o.st == ref.st && strcmp(o.text, ref.text) == 0 && o.n_tok == ref.n_tok &&
-                      !memcmp(o.ids, ref.ids, sizeof(int) * (size_t)ref.n_tok),
+        CHECK_MSG(tr_test_run_same(&o, &ref),
                   "%s k %d: status %d/%d, %d/%d tokens, text '%s' vs '%s'", model, ks[i], o.st,
                   ref.st, o.n_tok, ref.n_tok, o.text, ref.text);
         run_free(&o);

@@ -13,6 +13,7 @@
 
 #include "gguf/gguf.h"
 #include "tensor/dtype.h"
+#include "test_session.h"
 #include "test_util.h"
 #include "transcribe.h"
 #include "transcribe/whisper.h"
@@ -72,28 +73,14 @@ static bool write_loop_model(const char *path, int tok, float gain) {
     return ok;
 }
 
-typedef struct run_out {
-    transcribe_status st;
-    char *text;
-    int n_tok, *ids;
-} run_out;
+typedef tr_test_run_out run_out;
 
 static run_out run(struct transcribe_session *s, const float *pcm, int n, int k) {
     struct transcribe_run_params rp;
     transcribe_run_params_init(&rp);
     rp.spec_k_drafts = k;
     rp.language = "en";
-    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
-    const char *t = transcribe_full_text(s);
-    o.text = strdup(t ? t : "");
-    o.n_tok = transcribe_n_tokens(s);
-    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
-    for (int i = 0; i < o.n_tok; i++) {
-        struct transcribe_token tk;
-        transcribe_token_init(&tk);
-        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
-    }
-    return o;
+    return tr_test_run_take(s, transcribe_run(s, pcm, n, &rp));
 }
 
 static void check_model(const char *path, const float *pcm, int n, bool loops) {
@@ -111,19 +98,16 @@ static void check_model(const char *path, const float *pcm, int n, bool loops) {
     for (int i = 0; i < 3; i++) {
         g_accepted = g_tiers = 0;
         run_out o = run(s, pcm, n, ks[i]);
-        CHECK_MSG(o.st == ref.st && strcmp(o.text, ref.text) == 0 && o.n_tok == ref.n_tok &&
-                      !memcmp(o.ids, ref.ids, sizeof(int) * (size_t)ref.n_tok),
+        CHECK_MSG(tr_test_run_same(&o, &ref),
                   "%s k %d: status %d/%d, %d/%d tokens, text '%s' vs '%s'", path, ks[i], o.st,
                   ref.st, o.n_tok, ref.n_tok, o.text, ref.text);
         CHECK_MSG(g_tiers > 0, "k %d: no speculative tier ran", ks[i]);
         if (loops) CHECK_MSG(g_accepted > 100, "k %d: %d drafts accepted", ks[i], g_accepted);
         printf("%s k %d: %d greedy tiers, %d drafts accepted\n", loops ? "loop" : "plain", ks[i],
                g_tiers, g_accepted);
-        free(o.text);
-        free(o.ids);
+        tr_test_run_out_free(&o);
     }
-    free(ref.text);
-    free(ref.ids);
+    tr_test_run_out_free(&ref);
     transcribe_session_free(s);
 }
 
@@ -142,16 +126,7 @@ static run_out run_seed(struct transcribe_session *s, const float *pcm, int n, u
     transcribe_whisper_run_ext_init(&ext);
     ext.seed = seed;
     rp.family = &ext.ext;
-    run_out o = {transcribe_run(s, pcm, n, &rp), NULL, 0, NULL};
-    const char *t = transcribe_full_text(s);
-    o.text = strdup(t ? t : "");
-    o.n_tok = transcribe_n_tokens(s);
-    o.ids = calloc((size_t)(o.n_tok > 0 ? o.n_tok : 1), sizeof(int));
-    for (int i = 0; i < o.n_tok; i++) {
-        struct transcribe_token tk;
-        transcribe_token_init(&tk);
-        if (transcribe_get_token(s, i, &tk) == TRANSCRIBE_OK) o.ids[i] = tk.id;
-    }
+    run_out o = tr_test_run_take(s, transcribe_run(s, pcm, n, &rp));
     *n_tr = transcribe_get_whisper_chunk_count(s);
     for (int i = 0; i < *n_tr && i < 8; i++) {
         transcribe_whisper_chunk_trace_init(&tr[i]);
@@ -176,9 +151,8 @@ static void check_side_by_side(const char *path, const float *pcm, int n) {
     CHECK_MSG(g_side_tiers == 0, "a fixed seed ran %d tiers side by side", g_side_tiers);
     run_out par = run_seed(s, pcm, n, 0u, b, &nb);
     CHECK_MSG(g_side_tiers == 5, "seed 0: %d tiers side by side, want 5", g_side_tiers);
-    CHECK_MSG(par.st == seq.st && strcmp(par.text, seq.text) == 0 && par.n_tok == seq.n_tok &&
-                  !memcmp(par.ids, seq.ids, sizeof(int) * (size_t)seq.n_tok),
-              "side by side: status %d/%d, %d/%d tokens", par.st, seq.st, par.n_tok, seq.n_tok);
+    CHECK_MSG(tr_test_run_same(&par, &seq), "side by side: status %d/%d, %d/%d tokens", par.st,
+              seq.st, par.n_tok, seq.n_tok);
     CHECK(na == nb && na > 0);
     for (int i = 0; i < na && i < nb && i < 8; i++) {
         CHECK_MSG(a[i].n_fallbacks == b[i].n_fallbacks &&
@@ -191,10 +165,8 @@ static void check_side_by_side(const char *path, const float *pcm, int n) {
         printf("window %d: %d fallbacks, T %.1f (sequential and side by side)\n", i,
                a[i].n_fallbacks, a[i].temperature_used);
     }
-    free(seq.text);
-    free(seq.ids);
-    free(par.text);
-    free(par.ids);
+    tr_test_run_out_free(&seq);
+    tr_test_run_out_free(&par);
     transcribe_session_free(s);
 }
 
