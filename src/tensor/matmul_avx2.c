@@ -380,36 +380,55 @@ dot_q45_k_rows(const uint8_t *const *wr, int nw, const int8_t *xq, const float *
     __m256 acc[4];
     for (int i = 0; i < nw * m; i++) acc[i] = _mm256_setzero_ps();
     const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m128i pair_lo = _mm_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1);
-    const __m128i pair_hi = _mm_setr_epi8(4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
-    _Alignas(16) int32_t sp[2][8];
-    const __m128i sh_w = _mm_set_epi32(4, 0, 0, 0);
-    const __m128i mask_w = _mm_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
-    const __m128i top_w = _mm_set_epi32(0x30303030, 0, 0x30303030, 0);
+    /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all 8
+     * sub-blocks at once, from the first 16 bytes as words [dm, a, b, c]:
+     *   sc0-3 = a & 63            sc4-7 = (c & 15) | ((a >> 2) & 0x30)
+     *   mn0-3 = b & 63            mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30)
+     * (the two rows' headers in one 128-bit lane each when nw = 2) */
+    const __m256i sh_w = _mm256_set_epi32(4, 0, 0, 0, 4, 0, 0, 0);
+    const __m256i mask_w = _mm256_set_epi32(0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f,
+                                            0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f);
+    const __m256i top_w =
+        _mm256_set_epi32(0x30303030, 0, 0x30303030, 0, 0x30303030, 0, 0x30303030, 0);
+    /* sub-block j's scale as the word pair (sc_j, sc_j) in spl[4r + j]
+     * (j < 4) or sph[4r + j - 4], read back as a broadcast load (a load
+     * port, where a shuffle per sub-block took a vector ALU slot) */
+    const __m256i pair_lo =
+        _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 0, -1, 0, -1, 1,
+                         -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1);
+    const __m256i pair_hi =
+        _mm256_setr_epi8(4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1, 4, -1, 4, -1, 5,
+                         -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    _Alignas(32) int32_t spl[8], sph[8];
     for (long b = 0; b < K / 256; b++) {
+        const uint8_t *pr[2];
         for (int r = 0; r < nw; r++) {
-            const uint8_t *p = wr[r] + b * bsz, *qs = p + (five ? 48 : 16);
-            fetch_at(p, bsz, end);
+            pr[r] = wr[r] + b * bsz;
+            fetch_at(pr[r], bsz, end);
+        }
+        __m256i v = _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)pr[0]));
+        if (nw == 2) v = _mm256_inserti128_si256(v, _mm_loadu_si128((const __m128i *)pr[1]), 1);
+        __m256i pw = _mm256_shuffle_epi32(v, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
+        __m256i qw = _mm256_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
+        __m256i scmn = _mm256_or_si256(_mm256_and_si256(_mm256_srlv_epi32(pw, sh_w), mask_w),
+                                       _mm256_and_si256(_mm256_srli_epi32(qw, 2), top_w));
+        /* the mins doubled, one per 16-element x sum */
+        __m256i mn2 = _mm256_unpackhi_epi8(scmn, scmn), mnw[2];
+        if (nw == 2) {
+            _mm256_store_si256((__m256i *)spl, _mm256_shuffle_epi8(scmn, pair_lo));
+            _mm256_store_si256((__m256i *)sph, _mm256_shuffle_epi8(scmn, pair_hi));
+            mnw[1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(mn2, 1));
+        } else {
+            const __m128i s1 = _mm256_castsi256_si128(scmn);
+            _mm_store_si128((__m128i *)spl, _mm_shuffle_epi8(s1, _mm256_castsi256_si128(pair_lo)));
+            _mm_store_si128((__m128i *)sph, _mm_shuffle_epi8(s1, _mm256_castsi256_si128(pair_hi)));
+        }
+        mnw[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(mn2));
+        __asm__("" : "+m"(spl), "+m"(sph)); /* or GCC forwards the stores in registers */
+        for (int r = 0; r < nw; r++) {
+            const uint8_t *p = pr[r], *qs = p + (five ? 48 : 16);
             __m256i qh = _mm256_setzero_si256();
             if (five) qh = _mm256_loadu_si256((const __m256i *)(p + 16));
-            /* d, dmin and the 6-bit scales and mins (tr_kq_scale_min) of all
-             * 8 sub-blocks at once, from the first 16 bytes as words
-             * [dm, a, b, c]:
-             *   sc0-3 = a & 63         sc4-7 = (c & 15) | ((a >> 2) & 0x30)
-             *   mn0-3 = b & 63         mn4-7 = (c >> 4 & 15) | ((b >> 2) & 0x30) */
-            __m128i v4 = _mm_loadu_si128((const __m128i *)p);
-            __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1)); /* a c b c */
-            __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1)); /* a a b b */
-            __m128i scmn = _mm_or_si128(_mm_and_si128(_mm_srlv_epi32(pw, sh_w), mask_w),
-                                        _mm_and_si128(_mm_srli_epi32(qw, 2), top_w));
-            /* sub-block j's scale as the word pair (sc_j, sc_j) in sp[r][j],
-             * read back as a broadcast load (a load port, where a shuffle
-             * per sub-block took a vector ALU slot); the mins doubled, one
-             * per 16-element x sum */
-            _mm_store_si128((__m128i *)sp[r], _mm_shuffle_epi8(scmn, pair_lo));
-            _mm_store_si128((__m128i *)(sp[r] + 4), _mm_shuffle_epi8(scmn, pair_hi));
-            __asm__("" : "+m"(sp[r])); /* or GCC forwards the stores in registers */
-            __m256i mnw = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(scmn, scmn));
             __m256i sumi[4];
             for (int i = 0; i < m; i++) sumi[i] = _mm256_setzero_si256();
 #pragma GCC unroll 4
@@ -421,8 +440,10 @@ dot_q45_k_rows(const uint8_t *const *wr, int nw, const int8_t *xq, const float *
                     lo = _mm256_or_si256(lo, bit_to4(qh, 2 * c));
                     hi = _mm256_or_si256(hi, bit_to4(qh, 2 * c + 1));
                 }
-                __m256i s_lo = _mm256_set1_epi32(sp[r][2 * c]);
-                __m256i s_hi = _mm256_set1_epi32(sp[r][2 * c + 1]);
+                __m256i s_lo =
+                    _mm256_set1_epi32(c < 2 ? spl[4 * r + 2 * c] : sph[4 * r + 2 * c - 4]);
+                __m256i s_hi =
+                    _mm256_set1_epi32(c < 2 ? spl[4 * r + 2 * c + 1] : sph[4 * r + 2 * c - 3]);
                 for (int i = 0; i < m; i++) {
                     const int8_t *xb = xq + i * K + 256 * b;
                     __m256i x0 = _mm256_loadu_si256((const __m256i *)(xb + 64 * c));
@@ -432,10 +453,10 @@ dot_q45_k_rows(const uint8_t *const *wr, int nw, const int8_t *xq, const float *
                     sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(d0, d1));
                 }
             }
-            const __m128 dm0 = _mm_cvtph_ps(v4); /* lanes 0, 1: d, dmin */
+            const __m128 dm0 = _mm_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); /* d, dmin */
             for (int i = 0; i < m; i++) {
                 const int16_t *bs = bsum + i * (K / 16) + 16 * b;
-                __m256i mins = _mm256_madd_epi16(mnw, _mm256_loadu_si256((const __m256i *)bs));
+                __m256i mins = _mm256_madd_epi16(mnw[r], _mm256_loadu_si256((const __m256i *)bs));
                 __m128 dm = _mm_mul_ps(dm0, _mm_set1_ps(xd[i * (K / 256) + b]));
                 /* one add on the loop-carried chain */
                 __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi[i]), _mm256_broadcastss_ps(dm));
