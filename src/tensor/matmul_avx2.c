@@ -425,6 +425,15 @@ dot_q45_k_rows(const uint8_t *const *wr, int nw, const int8_t *xq, const float *
         }
         mnw[0] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(mn2));
         __asm__("" : "+m"(spl), "+m"(sph)); /* or GCC forwards the stores in registers */
+        /* two rows against one x: both rows' d, dmin converted and scaled
+         * by xd at once (lanes dA, dminA, dB, dminB; the same products) */
+        __m128 dm2 = _mm_setzero_ps();
+        if (nw == 2 && m == 1) {
+            const __m256i at04 = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+            dm2 = _mm_mul_ps(
+                _mm_cvtph_ps(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, at04))),
+                _mm_set1_ps(xd[b]));
+        }
         for (int r = 0; r < nw; r++) {
             const uint8_t *p = pr[r], *qs = p + (five ? 48 : 16);
             __m256i qh = _mm256_setzero_si256();
@@ -453,15 +462,23 @@ dot_q45_k_rows(const uint8_t *const *wr, int nw, const int8_t *xq, const float *
                     sumi[i] = _mm256_add_epi32(sumi[i], _mm256_add_epi32(d0, d1));
                 }
             }
-            const __m128 dm0 = _mm_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); /* d, dmin */
             for (int i = 0; i < m; i++) {
                 const int16_t *bs = bsum + i * (K / 16) + 16 * b;
                 __m256i mins = _mm256_madd_epi16(mnw[r], _mm256_loadu_si256((const __m256i *)bs));
-                __m128 dm = _mm_mul_ps(dm0, _mm_set1_ps(xd[i * (K / 256) + b]));
+                __m256 dv, mv; /* d * xd and dmin * xd in every lane */
+                if (nw == 2 && m == 1) {
+                    const __m256 q = _mm256_castps128_ps256(dm2);
+                    dv = _mm256_permutevar8x32_ps(q, _mm256_set1_epi32(2 * r));
+                    mv = _mm256_permutevar8x32_ps(q, _mm256_set1_epi32(2 * r + 1));
+                } else {
+                    const __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_loadu_si128((const __m128i *)p)),
+                                                 _mm_set1_ps(xd[i * (K / 256) + b]));
+                    dv = _mm256_broadcastss_ps(dm);
+                    mv = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+                }
                 /* one add on the loop-carried chain */
-                __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi[i]), _mm256_broadcastss_ps(dm));
-                t = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins),
-                                     _mm256_broadcastss_ps(_mm_movehdup_ps(dm)), t);
+                __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(sumi[i]), dv);
+                t = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mins), mv, t);
                 acc[r * m + i] = _mm256_add_ps(acc[r * m + i], t);
             }
         }
