@@ -266,14 +266,18 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
  * dot that fetches as it goes keeps the DRAM stream evenly busy: fetching
  * a whole row at a time instead, rows of K >= 2048 Q8_0 values read ~20 %
  * below a plain read of the same bytes on the 2-core Zen 3 host (Q6_K
- * likewise), and matched it fetched this way. */
+ * likewise), and matched it fetched this way. Into L2 (T1), not L1: on
+ * the 2-core Xeon (Sapphire Rapids class), 2 threads, alternating call by
+ * call with T0, Q8_0 and Q6_K read 5-6 % more and Q4_K 2 % (a fetch into
+ * L1 holds one of its few fill buffers until the line arrives; the dot's
+ * own loads then hit L2). */
 static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
                                                            const uint8_t *end) {
     uintptr_t a = (uintptr_t)p + PF_DIST;
     const uintptr_t stop = (uintptr_t)end - 1;
     if (a > stop) a = stop;
 #pragma GCC unroll 4
-    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T1);
 }
 
 /* Q8_0 row w against m (1..4) rows of the int8 x (row i: xq + i*K,

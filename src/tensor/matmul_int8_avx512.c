@@ -28,14 +28,15 @@ static inline float half_at(const uint8_t *p) {
 /* The same as one step of a dot that reads len bytes at p: the lines
  * PF_DIST on, but at most up to end (past it only by the lines of one
  * step), with no loop or test per line. A line of the step's last bytes
- * that the next step begins in is that step's first fetch. */
+ * that the next step begins in is that step's first fetch. Into L2 (T1),
+ * as the AVX2 table's fetch_at (why there). */
 static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
                                                            const uint8_t *end) {
     uintptr_t a = (uintptr_t)p + PF_DIST;
     const uintptr_t stop = (uintptr_t)end - 1;
     if (a > stop) a = stop;
 #pragma GCC unroll 4
-    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T1);
 }
 
 /* The first bytes of rows [n0, n1) at once: a range of a few dozen rows
@@ -162,7 +163,7 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
              * contiguous; prefetches past the end are harmless, hence the
              * integer arithmetic (no out-of-object pointer). */
             const char *pf = (const char *)((uintptr_t)w + 8 * stride + (size_t)b * 4 * bsz);
-            for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch(pf + o, _MM_HINT_T0);
+            for (size_t o = 0; o < 4 * bsz; o += 64) _mm_prefetch(pf + o, _MM_HINT_T1);
         }
         /* four rows: their headers decoded at once as below, one 128-bit
          * lane each (the same bytes and values, in a quarter of the
