@@ -266,18 +266,16 @@ static inline __m256i dot_u8s8(__m256i codes, __m256i xq) {
  * dot that fetches as it goes keeps the DRAM stream evenly busy: fetching
  * a whole row at a time instead, rows of K >= 2048 Q8_0 values read ~20 %
  * below a plain read of the same bytes on the 2-core Zen 3 host (Q6_K
- * likewise), and matched it fetched this way. Into L2 (T1), not L1: on
- * the 2-core Xeon (Sapphire Rapids class), 2 threads, alternating call by
- * call with T0, Q8_0 and Q6_K read 5-6 % more and Q4_K 2 % (a fetch into
- * L1 holds one of its few fill buffers until the line arrives; the dot's
- * own loads then hit L2). */
+ * likewise), and matched it fetched this way. Into L1 (T0): with the
+ * K-quants' two streams (rows_int8_type) T0 read 1-3 % more than T1 (into
+ * L2) on the 2-core Xeon, and Q8_0 was 6 % faster with its rows in L2. */
 static inline __attribute__((always_inline)) void fetch_at(const uint8_t *p, size_t len,
                                                            const uint8_t *end) {
     uintptr_t a = (uintptr_t)p + PF_DIST;
     const uintptr_t stop = (uintptr_t)end - 1;
     if (a > stop) a = stop;
 #pragma GCC unroll 4
-    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T1);
+    for (size_t o = 0; o < len; o += 64) _mm_prefetch((const char *)(a + o), _MM_HINT_T0);
 }
 
 /* Q8_0 row w against m (1..4) rows of the int8 x (row i: xq + i*K,
@@ -596,7 +594,8 @@ static inline void prefetch_first(const tr_mm_w *w, long n0, long n1, size_t byt
 /* The matrix-vector rows [n0, n1) of one integer-dot type (a constant at
  * each call below: a function of its own per type, so one type's loop does
  * not change the registers and code layout of another's); the K-quants two
- * weight rows at a time (nw = 2). */
+ * weight rows at a time (nw = 2). Every row has the bits of its one-row
+ * dot, whichever rows it is paired with. */
 static inline __attribute__((always_inline)) void rows_int8_type(int type, const tr_mm_w *w,
                                                                  const tr_mm_xq *x, float *y,
                                                                  long n0, long n1,
@@ -608,18 +607,29 @@ static inline __attribute__((always_inline)) void rows_int8_type(int type, const
     prefetch_first(w, n0, n1, PF_DIST);
     const long K = (long)w->K;
     long n = n0;
-    if (type != TR_Q8_0)
-        for (; n + 2 <= n1; n += 2) {
-            const uint8_t *wr[2] = {w->data + (size_t)n * w->stride,
-                                    w->data + (size_t)(n + 1) * w->stride};
+    if (type != TR_Q8_0) {
+        /* the pairs: row i of each half of the range, so the dot reads two
+         * streams in different pages (a row and the next one share the
+         * pages, which the hardware fetches as one stream): alternating call
+         * by call with adjacent pairs on the 2-core Xeon (Sapphire Rapids
+         * class, a loaded host), 1 and 2 threads, Q4_K / Q5_K / Q6_K read
+         * 3-13 % more */
+        const long h = (n1 - n0) / 2;
+        prefetch_first(w, n0 + h, n1, PF_DIST);
+        for (long i = 0; i < h; i++) {
+            const long na = n0 + i, nb = n0 + h + i;
+            const uint8_t *wr[2] = {w->data + (size_t)na * w->stride,
+                                    w->data + (size_t)nb * w->stride};
             float s[2];
             if (type == TR_Q6_K)
                 dot_q6_k_rows(wr, 2, x->q, x->s, x->bsum, K, 1, end, s);
             else
                 dot_q45_k_rows(wr, 2, x->q, x->s, x->bsum, K, type == TR_Q5_K, 1, end, s);
-            y[n - n0] = s[0] + (bias ? bias[n] : 0.0f);
-            y[n + 1 - n0] = s[1] + (bias ? bias[n + 1] : 0.0f);
+            y[na - n0] = s[0] + (bias ? bias[na] : 0.0f);
+            y[nb - n0] = s[1] + (bias ? bias[nb] : 0.0f);
         }
+        n = n0 + 2 * h;
+    }
     for (; n < n1; n++) {
         float s;
         dot_rows_m(type, w->data + (size_t)n * w->stride, x, K, 1, end, &s);
