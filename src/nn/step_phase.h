@@ -81,12 +81,15 @@ static inline void tr_sp_wait(tr_sp_phase *p) {
 }
 
 /* The next units [*u0, *u1) of phase p for one of nth threads; false when
- * none is left. */
+ * none is left. A phase of fewer than 2·nth minimal claims (a small
+ * model's matrices) is claimed in 2·nth-th shares of the whole, so one
+ * thread does not take most of it while the others wait. */
 static inline bool tr_sp_claim(tr_sp_phase *p, int nth, int *u0, int *u1) {
     int cur = atomic_load_explicit(&p->claim, memory_order_relaxed);
+    const int fair = (p->n + 2 * nth - 1) / (2 * nth), lo = p->min_u < fair ? p->min_u : fair;
     while (cur < p->n) {
         int size = (p->n - cur) / (2 * nth);
-        size = size < p->min_u ? p->min_u : size > p->max_u ? p->max_u : size;
+        size = size < lo ? lo : size > p->max_u ? p->max_u : size;
         int end = size < p->n - cur ? cur + size : p->n;
         if (atomic_compare_exchange_weak_explicit(&p->claim, &cur, end, memory_order_relaxed,
                                                   memory_order_relaxed)) {

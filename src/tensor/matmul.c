@@ -889,8 +889,37 @@ bool tr_matvec_check(tr_pool *pool, const tr_tensor *W) {
     return weight_view(pool, W, &w);
 }
 
+/* x quantized once for the level's one-row integer dots (rows_int8), laid
+ * out in buf as prepare_xq lays out one row: K / 16 scale floats, K codes,
+ * K / 16 group sums (well within tr_matvec_scratch_floats); the view of
+ * it in *xq. */
+static void xq_view(float *buf, long K, tr_mm_xq *xq) {
+    xq->s = buf;
+    xq->q = (int8_t *)(buf + K / 16);
+    xq->bsum = (int16_t *)(xq->q + K);
+}
+
+static bool int8_type(int type) {
+    return type == TR_Q8_0 || type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K;
+}
+
+/* Whether tr_matvec_prepare gives W's rows the level's pre-quantized x
+ * (everywhere the level has rows_int8 but the AVX2 Q8_0 path below). */
+static bool prep_int8(const tr_mm_isa *isa, const tr_tensor *W) {
+#if defined(TR_CPU_X86)
+    if (W->type == TR_Q8_0 && tr_cpu_level_active() == TR_CPU_AVX2) return false;
+#endif
+    return int8_type(W->type) && isa->rows_int8 && isa->quant_x_rows;
+}
+
 const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf) {
     const long K = (long)W->ne[0];
+    const tr_mm_isa *isa = select_isa();
+    if (prep_int8(isa, W)) { /* as run_matmul's M == 1 path: quantized once */
+        tr_mm_xq xq;
+        xq_view(buf, K, &xq);
+        if (isa->quant_x_rows(W->type, x, K, 1, K, &xq)) return buf;
+    }
     if (W->type == TR_Q4_K || W->type == TR_Q5_K) { /* group sums, as x_group_sums */
         for (long g = 0; g < K / 32; g++) {
             float s = 0.0f;
@@ -921,6 +950,12 @@ void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float
         return;
     }
 #endif
+    if (prep && prep_int8(isa, W)) {
+        tr_mm_xq xq;
+        xq_view((float *)(uintptr_t)prep, (long)W->ne[0], &xq);
+        isa->rows_int8(&w, &xq, y, n0, n1, NULL);
+        return;
+    }
     const float *xsum = W->type == TR_Q4_K || W->type == TR_Q5_K ? prep : NULL;
     if (!isa->rows(&w, x, xsum, y, n0, n1, NULL, scratch))
         rows_generic(isa, &w, x, y, n0, n1, NULL, scratch);
