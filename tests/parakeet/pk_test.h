@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "audio/audio.h"
 #include "gguf/gguf.h"
@@ -189,7 +191,11 @@ static inline bool pk_convert_file(const char *src, const char *dst, bool to_f16
 }
 
 /* The model file of `cfg` in `dtype` ("F32" / "F16"): the committed one, or
- * a conversion of the other dtype written under TR_BINARY_DIR. */
+ * a conversion of the other dtype written under TR_BINARY_DIR. Tests run in
+ * parallel share that conversion: it is written to a file of this process's
+ * own and renamed into place (atomic), so a test never maps a file another
+ * is still writing (which ended in SIGBUS), and one already there and not
+ * older than its source is used. */
 static inline bool pk_model_file(const char *cfg, const char *dtype, char *out, size_t n) {
     char name[256], other[2048];
     snprintf(name, sizeof name, "parakeet-%s-%s.gguf", cfg, dtype);
@@ -200,7 +206,16 @@ static inline bool pk_model_file(const char *cfg, const char *dtype, char *out, 
     pk_path(other, sizeof other, cfg, name);
     if (!pk_exists(other)) return false;
     snprintf(out, n, "%s/parakeet-%s-%s.gguf", TR_BINARY_DIR, cfg, dtype);
-    return pk_convert_file(other, out, want16);
+    struct stat so, sc;
+    if (stat(out, &sc) == 0 && stat(other, &so) == 0 && sc.st_mtime >= so.st_mtime)
+        return true; /* converted (whole: renamed into place) since the source changed */
+    char tmp[2300];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", out, (long)getpid());
+    if (!pk_convert_file(other, tmp, want16)) {
+        remove(tmp);
+        return false;
+    }
+    return rename(tmp, out) == 0;
 }
 
 /* The first `keep` bytes of src. */
