@@ -84,14 +84,8 @@ static run_out run(struct transcribe_session *s, const float *pcm, int n, int k)
 }
 
 static void check_model(const char *path, const float *pcm, int n, bool loops) {
-    struct transcribe_session *s = NULL;
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    if (transcribe_open(path, NULL, &sp, &s) != TRANSCRIBE_OK) {
-        CHECK_MSG(false, "cannot open %s", path);
-        return;
-    }
+    struct transcribe_session *s = tr_test_open(path, 2, 0, TRANSCRIBE_KV_TYPE_AUTO);
+    if (!s) return;
     run_out ref = run(s, pcm, n, 0);
     CHECK_MSG(ref.st == TRANSCRIBE_OK, "%s: status %d", path, ref.st);
     const int ks[3] = {1, 4, 15};
@@ -136,14 +130,8 @@ static run_out run_seed(struct transcribe_session *s, const float *pcm, int n, u
 }
 
 static void check_side_by_side(const char *path, const float *pcm, int n) {
-    struct transcribe_session *s = NULL;
-    struct transcribe_session_params sp;
-    transcribe_session_params_init(&sp);
-    sp.n_threads = 2;
-    if (transcribe_open(path, NULL, &sp, &s) != TRANSCRIBE_OK) {
-        CHECK_MSG(false, "cannot open %s", path);
-        return;
-    }
+    struct transcribe_session *s = tr_test_open(path, 2, 0, TRANSCRIBE_KV_TYPE_AUTO);
+    if (!s) return;
     struct transcribe_whisper_chunk_trace a[8], b[8];
     int na = 0, nb = 0;
     g_side_tiers = 0;
