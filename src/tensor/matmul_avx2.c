@@ -5,6 +5,7 @@
 #include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/q8_scales_x86.h"
 #include "tensor/quant_internal.h"
 
 #define MR 6
@@ -301,14 +302,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
             q[j] = _mm256_loadu_si256((const __m256i *)(p + 34 * j + 2));
             u[j] = _mm256_abs_epi8(q[j]);
         }
-        uint16_t h[4];
-        memcpy(&h[0], p, 2);
-        memcpy(&h[1], p + 34, 2);
-        memcpy(&h[2], p + 68, 2);
-        memcpy(&h[3], p + 102, 2);
-        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
-        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
-        const __m128 d4 = _mm_cvtph_ps(hv);
+        const __m128 d4 = tr_q8_scales4(p);
         for (int i = 0; i < m; i++) {
             const int8_t *xi = xq + i * K + 32 * b;
             const __m256 sc = _mm256_castps128_ps256(_mm_mul_ps(d4, _mm_loadu_ps(xs + i * nb + b)));

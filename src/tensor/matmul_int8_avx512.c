@@ -11,6 +11,7 @@
 #include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/q8_scales_x86.h"
 
 static inline float half_at(const uint8_t *p) {
     uint16_t h;
@@ -375,14 +376,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
             _mm256_loadu_si256((const __m256i *)(p + 104)), 1);
         const __mmask64 na = _mm512_movepi8_mask(qa), nb2 = _mm512_movepi8_mask(qb);
         const __m512i ua = _mm512_abs_epi8(qa), ub = _mm512_abs_epi8(qb);
-        uint16_t h[4];
-        memcpy(&h[0], p, 2);
-        memcpy(&h[1], p + 34, 2);
-        memcpy(&h[2], p + 68, 2);
-        memcpy(&h[3], p + 102, 2);
-        __m128i hv = _mm_cvtsi32_si128((int)((uint32_t)h[0] | ((uint32_t)h[1] << 16)));
-        hv = _mm_insert_epi32(hv, (int)((uint32_t)h[2] | ((uint32_t)h[3] << 16)), 1);
-        const __m128 dd = _mm_cvtph_ps(hv);
+        const __m128 dd = tr_q8_scales4(p);
 #pragma GCC unroll 4
         for (int i = 0; i < m; i++) {
             const int8_t *xi = xq + i * K + 32 * b;
