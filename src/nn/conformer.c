@@ -1,9 +1,11 @@
 /* The rotary Conformer block of nn/conformer.h. Working memory per call
  * (d = d_model, T = the longest segment, B = the largest row block):
- * k, v [T][d] (the keys and values of one segment; the conv module's GLU
- * output and depthwise output later; the feed-forward's hidden columns), h,
- * q and mid [B][d]. Every row-wise stage runs in row blocks of at most B rows,
- * so nothing but k and v grows with the input. */
+ * wide [T][d] (attention's context rows, then the conv module's GLU rows;
+ * the feed-forward's hidden columns), one head group's keys and values
+ * [T][g·dh] each, h, q and mid [B][d], the folded depthwise taps. Every
+ * row-wise stage runs in row blocks of at most B rows, so only wide and the
+ * group's keys and values grow with the input (before: keys and values of
+ * every head, [2·T][d], beside a GLU and a depthwise output of [T][d]). */
 #include "nn/conformer.h"
 
 #include <math.h>
@@ -98,41 +100,38 @@ static void pointwise_view(const tr_tensor *t, tr_tensor *view, int64_t in, int6
 }
 
 bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *dm) {
-    const int d = dm->d_model, k = dm->kernel;
+    const int d = dm->d_model;
     pointwise_view(b->pw1_w, &b->pw1_view, d, 2 * (int64_t)d);
     pointwise_view(b->pw2_w, &b->pw2_view, d, d);
     b->pw1 = (tr_nn_linear){&b->pw1_view, b->pw1_b};
     b->pw2 = (tr_nn_linear){&b->pw2_view, b->pw2_b};
-    float *raw = malloc(sizeof(float) * (size_t)(2 * k + 1) * (size_t)d);
-    if (!raw) {
-        TR_ERROR("conformer: out of memory for the depthwise taps");
-        return false;
-    }
-    float *taps = raw + (size_t)(k + 1) * d; /* the file's [d][k] order, widened */
-    tr_dequantize_row(b->dw_w->type, b->dw_w->data, taps, (int64_t)k * d);
-    b->dw.w = raw;
-    b->dw.b = raw + (size_t)k * d;
+    return true;
+}
+
+void tr_cf_block_free(tr_cf_block *b) {
+    (void)b;
+}
+
+/* The depthwise taps tap-major with the batch norm folded in (conv_bn), and the bias, into
+ * taps ((k + 1)·d floats, then k more as the widening's temporary), from the file's [d][k]
+ * kernel: once per block call, so no widened copy stays resident beside the mapped one (at
+ * load this was 1.1 MB for MedASR's 17 blocks). */
+static tr_nn_dw fold_taps(const tr_cf_block *b, const tr_cf_dims *dm, float *taps) {
+    const int d = dm->d_model, k = dm->kernel;
+    const tr_nn_dw dw = {taps, taps + (size_t)k * d};
+    float *row = taps + (size_t)(k + 1) * d;
     for (int c = 0; c < d; c++) {
         float s = 1.0f, sh = 0.0f;
         if (dm->conv_bn)
             tr_nn_bn_fold(&b->bn_w[c], &b->bn_b[c], &b->bn_mean[c], &b->bn_var[c], 1, 1e-5f, &s,
                           &sh);
-        for (int j = 0; j < k; j++) b->dw.w[(size_t)j * d + c] = taps[(size_t)c * k + j] * s;
-        b->dw.b[c] = (b->dw_b ? b->dw_b[c] : 0.0f) * s + sh;
+        tr_dequantize_row(
+            b->dw_w->type,
+            (const uint8_t *)b->dw_w->data + tr_row_bytes(b->dw_w->type, (int64_t)c * k), row, k);
+        for (int j = 0; j < k; j++) dw.w[(size_t)j * d + c] = row[j] * s;
+        dw.b[c] = (b->dw_b ? b->dw_b[c] : 0.0f) * s + sh;
     }
-    /* the widened copy was a temporary at the end of the same block */
-    float *shrunk = realloc(raw, sizeof(float) * (size_t)(k + 1) * (size_t)d);
-    if (shrunk) {
-        b->dw.w = shrunk;
-        b->dw.b = shrunk + (size_t)k * d;
-    }
-    return true;
-}
-
-void tr_cf_block_free(tr_cf_block *b) {
-    if (!b) return;
-    free(b->dw.w);
-    b->dw.w = b->dw.b = NULL;
+    return dw;
 }
 
 /* Hidden columns per pass of a feed-forward: d_ff in n equal blocks of at
@@ -165,17 +164,37 @@ static void block_at(int rows, int nb, int i, int *r0, int *n) {
 }
 
 typedef struct cf_buf {
-    float *k, *v; /* [T_max][d] each (k: also [B][ff column block]) */
-    float *h, *q; /* [B][d] */
-    float *mid;   /* [B][d], right after q */
-    int B;        /* the row block limit (block_rows); buffers hold sizes()'s B rows */
+    float *wide;        /* [T_max][d]: attention's context rows, then the conv module's GLU rows;
+                           the feed-forward's hidden column block */
+    float *kg, *vg;     /* one head group's keys and values over a segment, [T][g·dh] each */
+    float *h, *q, *mid; /* [B][d] each, q and mid adjacent (the first pointwise's [B][2d]) */
+    float *taps;        /* the depthwise taps, folded per call (fold_taps) */
+    float *rot;         /* [T_max][dh]: the rotation's cos and sin per position (rot_table) */
+    int B;              /* the row block limit (block_rows); buffers hold sizes()'s B rows */
 } cf_buf;
 
-static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, int *B) {
+/* Heads per attention group: each group's keys and values over the whole segment are
+ * computed, then its attention for every query block, into the context rows; the kernel
+ * packs them again (2·T·head_dim floats per head), so as many heads as keep one group within
+ * CF_ATTN_PACK bytes, at least one (11 s of MedASR: 3 of its 8 heads; 84 s: one): the
+ * keys and values of all heads ([2·T][d]) are never resident at once. */
+#define CF_ATTN_PACK (512u << 10)
+static int attn_heads(int T, int H, int dh) {
+    const size_t per = 2 * (size_t)T * (size_t)dh * sizeof(float);
+    const size_t g = per > 0 ? CF_ATTN_PACK / per : (size_t)H;
+    return g < 1 ? 1 : g > (size_t)H ? H : (int)g;
+}
+
+static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, int *B,
+                  size_t *kv) {
     int R = 0, Tm = 0;
+    size_t kvm = 0;
+    const int H = d->n_head, dh = d->d_model / d->n_head;
     for (int i = 0; i < n_seg; i++) {
         R += seg_T[i];
         if (seg_T[i] > Tm) Tm = seg_T[i];
+        const size_t f = 2 * (size_t)seg_T[i] * (size_t)dh * (size_t)attn_heads(seg_T[i], H, dh);
+        if (f > kvm) kvm = f;
     }
     /* the largest block any split makes: 625 rows in blocks of at most 512
      * are 313 + 312, so the buffers hold 313 rows, not 512 */
@@ -188,43 +207,69 @@ static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, 
     }
     *T_max = Tm;
     *B = most;
+    *kv = kvm;
 }
 
-/* rows of d floats in the k, v region: the keys and values of the longest
- * segment, and a block of the feed-forward's hidden columns (B rows of the
- * column block: more than 2·T_max rows of d only where many short segments
- * are packed) */
-static size_t kv_rows(const tr_cf_dims *d, int T_max, int B) {
+/* rows of d floats in the wide region: the context / GLU rows of the longest segment, and a
+ * block of the feed-forward's hidden columns (B rows of the column block: more than T_max
+ * rows of d only where short segments are packed) */
+static size_t wide_rows(const tr_cf_dims *d, int T_max, int B) {
     const size_t ff =
         ((size_t)B * (size_t)(d->d_ff / ff_cols(d)) + (size_t)d->d_model - 1) / (size_t)d->d_model;
-    return 2 * (size_t)T_max > ff ? 2 * (size_t)T_max : ff;
+    return (size_t)T_max > ff ? (size_t)T_max : ff;
 }
 
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
     int T_max, B;
-    sizes(d, n_seg, seg_T, &T_max, &B);
+    size_t kv;
+    sizes(d, n_seg, seg_T, &T_max, &B, &kv);
     const size_t D = (size_t)d->d_model;
-    return (kv_rows(d, T_max, B) + 3 * (size_t)B) * D;
+    return (wide_rows(d, T_max, B) + 3 * (size_t)B) * D + kv + (2 * (size_t)d->kernel + 1) * D +
+           (size_t)T_max * (size_t)(d->d_model / d->n_head);
 }
 
 static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scratch) {
     int T_max, B;
-    sizes(d, n_seg, seg_T, &T_max, &B);
-    const size_t D = (size_t)d->d_model, KV = kv_rows(d, T_max, B) * D, BD = (size_t)B * D;
-    cf_buf b = {scratch,           scratch + (size_t)T_max * D, scratch + KV,
-                scratch + KV + BD, scratch + KV + 2 * BD,       block_rows(d)};
+    size_t kv;
+    sizes(d, n_seg, seg_T, &T_max, &B, &kv);
+    const size_t D = (size_t)d->d_model, W = wide_rows(d, T_max, B) * D, BD = (size_t)B * D;
+    cf_buf b;
+    b.wide = scratch;
+    b.kg = scratch + W;
+    b.vg = b.kg + kv / 2;
+    b.h = b.kg + kv;
+    b.q = b.h + BD;
+    b.mid = b.q + BD;
+    b.taps = b.mid + BD;
+    b.rot = b.taps + (2 * (size_t)d->kernel + 1) * D;
+    b.B = block_rows(d);
     return b;
 }
 
-/* the rotation of rows at positions p0 .. p0 + n - 1 */
-static void rotate_from(float *x, int p0, int n, int n_head, int head_dim, float theta) {
+/* cos and sin of the rotation at position p for pair i: the angle in double,
+ * then rounded once (position-exact for long inputs) */
+static void rot_angle(int p, int i, int head_dim, float theta, float *c, float *s) {
+    const double ang = (double)p * pow((double)theta, -2.0 * i / head_dim);
+    *c = (float)cos(ang);
+    *s = (float)sin(ang);
+}
+
+/* the rotation of rows at positions p0 .. p0 + n - 1; tab: NULL, or the cos and sin of every
+ * position (rot_table), so that a head group's rows do not recompute them */
+static void rotate_from(float *x, int p0, int n, int n_head, int head_dim, float theta,
+                        const float *tab) {
     const int half = head_dim / 2;
     for (int t = 0; t < n; t++) {
         float *row = x + (size_t)t * n_head * head_dim;
+        const float *ct = tab ? tab + (size_t)(p0 + t) * head_dim : NULL;
         for (int i = 0; i < half; i++) {
-            /* angle in double, then rounded once: position-exact for long inputs */
-            double ang = (double)(p0 + t) * pow((double)theta, -2.0 * i / head_dim);
-            float c = (float)cos(ang), s = (float)sin(ang);
+            float c, s;
+            if (ct) {
+                c = ct[i];
+                s = ct[half + i];
+            } else {
+                rot_angle(p0 + t, i, head_dim, theta, &c, &s);
+            }
             for (int h = 0; h < n_head; h++) {
                 float *p = row + (size_t)h * head_dim;
                 float a = p[i], b = p[i + half];
@@ -235,8 +280,17 @@ static void rotate_from(float *x, int p0, int n, int n_head, int head_dim, float
     }
 }
 
+/* tab [T][head_dim]: position p's cos for pairs 0 .. half - 1, then its sin */
+static void rot_table(float *tab, int T, int head_dim, float theta) {
+    const int half = head_dim / 2;
+    for (int p = 0; p < T; p++)
+        for (int i = 0; i < half; i++)
+            rot_angle(p, i, head_dim, theta, &tab[(size_t)p * head_dim + i],
+                      &tab[(size_t)p * head_dim + half + i]);
+}
+
 void tr_cf_rotate(float *x, int T, int n_head, int head_dim, float theta) {
-    rotate_from(x, 0, T, n_head, head_dim, theta);
+    rotate_from(x, 0, T, n_head, head_dim, theta, NULL);
 }
 
 static float one_if_zero(float w) {
@@ -267,9 +321,9 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
         const long nD = (long)n * D;
         tr_layer_norm(pool, xb, b->h, n, D, ln->w, ln->b, d->ln_eps);
         if (nc == 1) {
-            tr_nn_linear_fwd(pool, up, b->h, n, b->k);
-            tr_ew_silu(pool, b->k, (long)n * d->d_ff);
-            tr_nn_linear_fwd(pool, down, b->k, n, b->q);
+            tr_nn_linear_fwd(pool, up, b->h, n, b->wide);
+            tr_ew_silu(pool, b->wide, (long)n * d->d_ff);
+            tr_nn_linear_fwd(pool, down, b->wide, n, b->q);
             residual(pool, xb, b->q, w0, d->ff_scale, nD);
             continue;
         }
@@ -279,83 +333,105 @@ static void ff_half(tr_pool *pool, const tr_cf_dims *d, const tr_nn_norm *ln,
             v1.data = (const uint8_t *)up->w->data + (size_t)j * cw * up->w->nb1;
             v2.ne[0] = cw;
             v2.data = (const uint8_t *)down->w->data + tr_row_bytes(v2.type, (int64_t)j * cw);
-            tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->k, cw);
-            tr_ew_silu(pool, b->k, (long)n * cw);
+            tr_matmul(pool, &v1, up->b ? up->b + (size_t)j * cw : NULL, b->h, n, D, b->wide, cw);
+            tr_ew_silu(pool, b->wide, (long)n * cw);
             /* the blocks' shares summed in mid (as the GEMM sums its K panels), then one
              * residual */
-            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->k, n, cw, j == 0 ? b->mid : b->q, D);
+            tr_matmul(pool, &v2, j == 0 ? down->b : NULL, b->wide, n, cw, j == 0 ? b->mid : b->q,
+                      D);
             if (j > 0) tr_ew_add(pool, b->mid, b->q, nD);
         }
         residual(pool, xb, b->mid, w0, d->ff_scale, nD);
     }
 }
 
-/* Heads per attention call: the kernel packs the keys and values of the
- * call's heads (2·T·head_dim floats each), so as many as keep that copy
- * within CF_ATTN_PACK bytes, at least one (11 s of MedASR: 3 of its 8 heads
- * per call; 84 s: one); fewer calls than one per head keep the pool's
- * dispatches few and its units many. */
-#define CF_ATTN_PACK (512u << 10)
-static int attn_heads(int T, int H, int dh) {
-    const size_t per = 2 * (size_t)T * (size_t)dh * sizeof(float);
-    const size_t g = per > 0 ? CF_ATTN_PACK / per : (size_t)H;
-    return g < 1 ? 1 : g > (size_t)H ? H : (int)g;
+/* Output columns [c0, c0 + n) of a linear (rows c0 .. of its weight): each column's bits
+ * are the whole product's. */
+static tr_nn_linear cols(const tr_nn_linear *l, int c0, int n, tr_tensor *view) {
+    *view = *l->w;
+    view->ne[1] = n;
+    view->data = (const uint8_t *)l->w->data + (size_t)c0 * l->w->nb1;
+    return (tr_nn_linear){view, l->b ? l->b + c0 : NULL};
 }
 
-/* Rotary attention of one segment (x: its T rows): the keys and values of
- * every row first, then per query block its queries, the attention a few
- * heads at a time (attn_heads: the kernel's packed K/V copy stays small) and the output
- * projection added into the block's rows, which no later key reads. */
+/* LN(x) of rows [r0, r0 + n) into h, rotated when the block rotates its input */
+static void attn_input(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, const float *x,
+                       int r0, int n, const float *rot, float *h) {
+    const int D = d->d_model, H = d->n_head;
+    tr_layer_norm(pool, x + (size_t)r0 * D, h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
+    if (d->rot == TR_CF_ROT_INPUT) rotate_from(h, r0, n, H, D / H, d->rot_theta, rot);
+}
+
+/* Rotary attention of one segment (x: its T rows), a group of heads at a time (attn_heads):
+ * the group's keys and values of every row, then per query block its queries and the
+ * attention into the group's columns of the context rows (wide); x is read, not written, until
+ * every group is done, then the output projection is added in row blocks. The projections'
+ * column blocks and the kernel see what they saw over all heads at once, so the bits do not
+ * change; the block input's norm is recomputed per group (O(T·d), against the projections'
+ * O(T·d²)). */
 static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
                      const cf_buf *b) {
     const int D = d->d_model, H = d->n_head, dh = D / H, nb = n_blocks(T, b->B);
-    for (int i = 0; i < nb; i++) {
-        int r0, n;
-        block_at(T, nb, i, &r0, &n);
-        const size_t o = (size_t)r0 * D;
-        tr_layer_norm(pool, x + o, b->h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
-        tr_nn_linear_fwd(pool, &blk->attn.v, b->h, n, b->v + o);
-        if (d->rot == TR_CF_ROT_INPUT) rotate_from(b->h, r0, n, H, dh, d->rot_theta);
-        tr_nn_linear_fwd(pool, &blk->attn.k, b->h, n, b->k + o);
-        if (d->rot == TR_CF_ROT_QK) rotate_from(b->k + o, r0, n, H, dh, d->rot_theta);
-    }
     const int g = attn_heads(T, H, dh);
-    for (int i = 0; i < nb; i++) {
-        int r0, n;
-        block_at(T, nb, i, &r0, &n);
-        float *xb = x + (size_t)r0 * D;
-        tr_layer_norm(pool, xb, b->h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
-        if (d->rot == TR_CF_ROT_INPUT) rotate_from(b->h, r0, n, H, dh, d->rot_theta);
-        tr_nn_linear_fwd(pool, &blk->attn.q, b->h, n, b->q);
-        if (d->rot == TR_CF_ROT_QK) rotate_from(b->q, r0, n, H, dh, d->rot_theta);
-        for (int h0 = 0; h0 < H; h0 += g) {
-            const size_t c = (size_t)h0 * dh;
-            const tr_attn_args a = {.q = b->q + c,
-                                    .q_stride = D,
-                                    .k = b->k + c,
-                                    .v = b->v + c,
-                                    .kv_stride = D,
-                                    .out = b->h + c,
+    for (int h0 = 0; h0 < H; h0 += g) {
+        const int gh = H - h0 < g ? H - h0 : g, G = gh * dh;
+        tr_tensor tq, tk, tv;
+        const tr_nn_linear wq = cols(&blk->attn.q, h0 * dh, G, &tq),
+                           wk = cols(&blk->attn.k, h0 * dh, G, &tk),
+                           wv = cols(&blk->attn.v, h0 * dh, G, &tv);
+        for (int i = 0; i < nb; i++) {
+            int r0, n;
+            block_at(T, nb, i, &r0, &n);
+            const size_t o = (size_t)r0 * G;
+            if (d->rot == TR_CF_ROT_INPUT) {
+                /* the values read the unrotated input */
+                tr_layer_norm(pool, x + (size_t)r0 * D, b->h, n, D, blk->norm_attn.w,
+                              blk->norm_attn.b, d->ln_eps);
+                tr_nn_linear_fwd(pool, &wv, b->h, n, b->vg + o);
+                rotate_from(b->h, r0, n, H, dh, d->rot_theta, b->rot);
+            } else {
+                attn_input(pool, blk, d, x, r0, n, b->rot, b->h);
+                tr_nn_linear_fwd(pool, &wv, b->h, n, b->vg + o);
+            }
+            tr_nn_linear_fwd(pool, &wk, b->h, n, b->kg + o);
+            if (d->rot == TR_CF_ROT_QK) rotate_from(b->kg + o, r0, n, gh, dh, d->rot_theta, b->rot);
+        }
+        for (int i = 0; i < nb; i++) {
+            int r0, n;
+            block_at(T, nb, i, &r0, &n);
+            attn_input(pool, blk, d, x, r0, n, b->rot, b->h);
+            tr_nn_linear_fwd(pool, &wq, b->h, n, b->q);
+            if (d->rot == TR_CF_ROT_QK) rotate_from(b->q, r0, n, gh, dh, d->rot_theta, b->rot);
+            const tr_attn_args a = {.q = b->q,
+                                    .q_stride = G,
+                                    .k = b->kg,
+                                    .v = b->vg,
+                                    .kv_stride = G,
+                                    .out = b->wide + (size_t)r0 * D + (size_t)h0 * dh,
                                     .out_stride = D,
                                     .n_q = n,
                                     .n_kv = T,
                                     .kv_valid = T,
-                                    .n_head = H - h0 < g ? H - h0 : g,
-                                    .n_head_kv = H - h0 < g ? H - h0 : g,
+                                    .n_head = gh,
+                                    .n_head_kv = gh,
                                     .head_dim = dh,
                                     .scale = (float)(1.0 / sqrt((double)dh))};
             tr_attention(pool, &a);
         }
-        tr_nn_linear_fwd(pool, &blk->attn.o, b->h, n, b->q);
-        tr_ew_add(pool, xb, b->q, (long)n * D);
+    }
+    for (int i = 0; i < nb; i++) {
+        int r0, n;
+        block_at(T, nb, i, &r0, &n);
+        tr_nn_linear_fwd(pool, &blk->attn.o, b->wide + (size_t)r0 * D, n, b->q);
+        tr_ew_add(pool, x + (size_t)r0 * D, b->q, (long)n * D);
     }
 }
 
-/* The conv module of one segment: GLU(pw1(LN(x))) into k in row blocks, the
- * depthwise conv over the whole segment into v, then its norm, SiLU, pw2 and
- * the residual in row blocks. */
-static void conv_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
-                     const cf_buf *b) {
+/* The conv module of one segment: GLU(pw1(LN(x))) into the wide rows in row
+ * blocks, then per row block the depthwise conv of its rows (reading the GLU
+ * rows around them), its norm, SiLU, pw2 and the residual. */
+static void conv_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, const tr_nn_dw *dw,
+                     float *x, int T, const cf_buf *b) {
     const int D = d->d_model, nb = n_blocks(T, b->B);
     for (int i = 0; i < nb; i++) {
         int r0, n;
@@ -363,20 +439,18 @@ static void conv_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
         const size_t o = (size_t)r0 * D;
         tr_layer_norm(pool, x + o, b->h, n, D, blk->norm_conv.w, blk->norm_conv.b, d->ln_eps);
         tr_nn_linear_fwd(pool, &blk->pw1, b->h, n, b->q); /* [n][2d] over q and mid */
-        tr_ew_glu(pool, b->q, b->k + o, n, D);
+        tr_ew_glu(pool, b->q, b->wide + o, n, D);
     }
-    tr_nn_depthwise(pool, &blk->dw, D, d->kernel, (d->kernel - 1) / 2, b->k, b->v, T);
-    const long TD = (long)T * D;
-    if (!d->conv_bn)
-        tr_layer_norm(pool, b->v, b->v, T, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
-    tr_ew_silu(pool, b->v, TD);
     const float w0 = one_if_zero(d->conv_w0), w1 = one_if_zero(d->conv_w1);
     for (int i = 0; i < nb; i++) {
         int r0, n;
         block_at(T, nb, i, &r0, &n);
-        const size_t o = (size_t)r0 * D;
-        tr_nn_linear_fwd(pool, &blk->pw2, b->v + o, n, b->q);
-        residual(pool, x + o, b->q, w0, w1, (long)n * D);
+        tr_nn_depthwise_rows(pool, dw, D, d->kernel, (d->kernel - 1) / 2, b->wide, T, r0, n, b->h);
+        if (!d->conv_bn)
+            tr_layer_norm(pool, b->h, b->h, n, D, blk->conv_ln.w, blk->conv_ln.b, d->ln_eps);
+        tr_ew_silu(pool, b->h, (long)n * D);
+        tr_nn_linear_fwd(pool, &blk->pw2, b->h, n, b->q);
+        residual(pool, x + (size_t)r0 * D, b->q, w0, w1, (long)n * D);
     }
 }
 
@@ -387,15 +461,22 @@ void tr_cf_block_fwd(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d,
     if (R <= 0) return;
     const cf_buf b = split(d, n_seg, seg_T, scratch);
     const size_t D = (size_t)d->d_model;
+    if (d->rot != TR_CF_ROT_NONE) {
+        int T_max = 0;
+        for (int i = 0; i < n_seg; i++)
+            if (seg_T[i] > T_max) T_max = seg_T[i];
+        rot_table(b.rot, T_max, d->d_model / d->n_head, d->rot_theta);
+    }
     ff_half(pool, d, &blk->norm_ff1, &blk->ff1_up, &blk->ff1_down, x, R, &b);
     size_t off = 0;
     for (int i = 0; i < n_seg; i++) {
         if (seg_T[i] > 0) attn_seg(pool, blk, d, x + off * D, seg_T[i], &b);
         off += (size_t)seg_T[i];
     }
+    const tr_nn_dw dw = fold_taps(blk, d, b.taps);
     off = 0;
     for (int i = 0; i < n_seg; i++) {
-        if (seg_T[i] > 0) conv_seg(pool, blk, d, x + off * D, seg_T[i], &b);
+        if (seg_T[i] > 0) conv_seg(pool, blk, d, &dw, x + off * D, seg_T[i], &b);
         off += (size_t)seg_T[i];
     }
     ff_half(pool, d, &blk->norm_ff2, &blk->ff2_up, &blk->ff2_down, x, R, &b);

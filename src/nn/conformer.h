@@ -21,16 +21,19 @@
  * padding): norms, projections and element-wise passes run once over all
  * rows, attention and the depthwise conv per segment, so a segment's rows
  * equal its single run's. Weights are borrowed views (any tr_matmul type
- * for projections); only the depthwise taps are owned (tr_cf_block_prepare).
+ * for projections); the depthwise taps (batch norm folded in) are made from
+ * the file's kernel in the scratch at every call, so a block owns nothing.
  * Results do not depend on the thread count.
  *
  * Working memory is bounded: every row-wise stage runs in row blocks of at
  * most block_rows rows (TR_CF_BLOCK_ROWS by default; the feed-forward's
  * hidden columns in blocks of at most 2·d_model, each weight read once per
- * row block), attention per query block and over as many heads as keep the
- * kernel's packed K/V copy within 512 KiB, so only the
- * keys and values of the longest segment ([2·T][d_model]) grow with the
- * input (tr_cf_scratch). */
+ * row block), attention a group of heads at a time (as many as keep the
+ * group's keys and values within 512 KiB: their rows for the whole segment,
+ * then every query block into the group's columns of the context rows), the
+ * depthwise conv per row block, so only the context (then GLU) rows of the
+ * longest segment ([T][d_model]) and one group's keys and values grow with
+ * the input (tr_cf_scratch). */
 #ifndef TR_NN_CONFORMER_H
 #define TR_NN_CONFORMER_H
 
@@ -83,9 +86,8 @@ typedef struct tr_cf_block {
     const float *dw_b;     /* [d] or NULL (no conv bias) */
     /* conv_bn: the batch norm's gamma, beta, running mean and variance [d] (eps 1e-5) */
     const float *bn_w, *bn_b, *bn_mean, *bn_var;
-    /* owned after prepare */
+    /* set by prepare */
     tr_tensor pw1_view, pw2_view;
-    tr_nn_dw dw;
 } tr_cf_block;
 
 /* The loader table of one block for tr_nn_load_layers: names relative to a
@@ -98,17 +100,19 @@ typedef struct tr_cf_block {
 #define TR_CF_NSPECS 20
 size_t tr_cf_block_specs(const char *prefix, tr_nn_wspec *specs, char (*names)[96]);
 
-/* Builds the owned depthwise taps (tap-major F32; with conv_bn the batch norm
- * folded in, the caller having checked var + 1e-5 > 0) and the pointwise views
- * of a loaded block. Pointwise and depthwise biases may be NULL. False
- * (logged) on OOM. */
+/* Sets the pointwise views of a loaded block (pointwise and depthwise biases
+ * may be NULL; with conv_bn the caller has checked var + 1e-5 > 0). Always
+ * true: nothing is allocated (the depthwise taps are folded per call); kept,
+ * with tr_cf_block_free, so that a block may own something again. */
 bool tr_cf_block_prepare(tr_cf_block *b, const tr_cf_dims *d);
 void tr_cf_block_free(tr_cf_block *b);
 
 /* Scratch floats the block needs for the packed segments seg_T[0 .. n_seg):
- * max(2·T_max·d_model, B·ff column block) + 3·B·d_model, with
- * T_max the longest segment and B the largest row block the splits make
- * (at most block_rows: 625 rows in blocks of at most 512 are 313 + 312). */
+ * max(T_max·d_model, B·ff column block) + 3·B·d_model + one head group's
+ * keys and values (at most max(2·T·head_dim, 128 Ki floats)) + the
+ * depthwise taps ((2k + 1)·d_model), with T_max the longest segment and B
+ * the largest row block the splits make (at most block_rows: 625 rows in
+ * blocks of at most 512 are 313 + 312). */
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T);
 
 /* One block in place on x [rows][d_model], rows = sum of seg_T[0 .. n_seg). */

@@ -11,17 +11,18 @@
 typedef struct {
     const tr_nn_dw *dw;
     int d, k, pad_l, T;
+    long t_first, n; /* the output frames [t_first, t_first + n) */
     const float *g;
-    float *u;
+    float *u; /* their rows */
 } dw_ctx;
 
 static void dw_task(void *vctx, int ith, int nth) {
     const dw_ctx *c = vctx;
     const int d = c->d;
     long t0, t1;
-    tr_split_range(c->T, ith, nth, &t0, &t1);
-    for (long t = t0; t < t1; t++) {
-        float *restrict u = c->u + t * d;
+    tr_split_range(c->n, ith, nth, &t0, &t1);
+    for (long t = c->t_first + t0; t < c->t_first + t1; t++) {
+        float *restrict u = c->u + (t - c->t_first) * d;
         const float *restrict bias = c->dw->b;
         for (int i = 0; i < d; i++) u[i] = bias[i];
         for (int j = 0; j < c->k; j++) {
@@ -44,6 +45,11 @@ void tr_nn_bn_fold(const float *gamma, const float *beta, const float *mean, con
 
 void tr_nn_depthwise(tr_pool *pool, const tr_nn_dw *dw, int d, int k, int pad_l, const float *g,
                      float *u, int T) {
-    dw_ctx c = {dw, d, k, pad_l, T, g, u};
-    tr_pool_run(T > 1 ? pool : NULL, dw_task, &c);
+    tr_nn_depthwise_rows(pool, dw, d, k, pad_l, g, T, 0, T, u);
+}
+
+void tr_nn_depthwise_rows(tr_pool *pool, const tr_nn_dw *dw, int d, int k, int pad_l,
+                          const float *g, int T, int t0, int n, float *u) {
+    dw_ctx c = {dw, d, k, pad_l, T, t0, n, g, u};
+    tr_pool_run(n > 1 ? pool : NULL, dw_task, &c);
 }

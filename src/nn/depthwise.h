@@ -33,4 +33,10 @@ void tr_nn_bn_fold(const float *gamma, const float *beta, const float *mean, con
 void tr_nn_depthwise(tr_pool *pool, const tr_nn_dw *dw, int d, int k, int pad_l, const float *g,
                      float *u, int T);
 
+/* The same for the output frames [t0, t0 + n) alone, into u [n][d] (g still
+ * the whole [T][d]): each row's bits are tr_nn_depthwise's, so a caller can
+ * run the conv in row blocks without a second [T][d] buffer. */
+void tr_nn_depthwise_rows(tr_pool *pool, const tr_nn_dw *dw, int d, int k, int pad_l,
+                          const float *g, int T, int t0, int n, float *u);
+
 #endif
