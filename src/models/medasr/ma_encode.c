@@ -121,10 +121,36 @@ static void tap(float *dst, const float *src, size_t n) {
     if (dst) memcpy(dst, src, n * sizeof(float));
 }
 
-/* tr_ma_encode; own (feats, or NULL) is freed once the subsampler has read it */
+/* Rows of logits per pass of head_best. */
+#define MA_HEAD_ROWS 512
+
+/* The output norm and the CTC head over x [R][d] (the norm in place) in passes of at most
+ * MA_HEAD_ROWS rows, keeping each frame's argmax: the rows' bits are one pass's. */
+static transcribe_status head_best(const ma_model *m, tr_pool *pool, float *x, int R,
+                                   int32_t *best) {
+    const int d = m->hp.d_model, V = m->hp.n_vocab, np = n_pieces(R, MA_HEAD_ROWS);
+    float *lg = malloc(sizeof(float) * (size_t)(R < MA_HEAD_ROWS ? R : MA_HEAD_ROWS) * V);
+    if (!lg) {
+        TR_ERROR("medasr: out of memory for the head over %d rows", R);
+        return TRANSCRIBE_ERR_OOM;
+    }
+    for (int p = 0; p < np; p++) {
+        int r0, n;
+        piece_at(R, np, p, &r0, &n);
+        float *xb = x + (size_t)r0 * d;
+        tr_layer_norm(pool, xb, xb, n, d, m->out_norm.w, NULL, m->hp.ln_eps);
+        tr_nn_linear_fwd(pool, &m->ctc, xb, n, lg);
+        for (int r = 0; r < n; r++) best[r0 + r] = tr_ma_argmax(lg + (size_t)r * V, V);
+    }
+    free(lg);
+    return TRANSCRIBE_OK;
+}
+
+/* tr_ma_encode; own (feats, or NULL) is freed once the subsampler has read it; logits, or
+ * (logits NULL) each frame's argmax into best */
 static transcribe_status encode(const ma_model *m, tr_pool *pool, const float *feats, float *own,
-                                int n_seg, const int *seg_T_mel, float *logits, const ma_taps *taps,
-                                bool (*abort)(void *), void *abort_user) {
+                                int n_seg, const int *seg_T_mel, float *logits, int32_t *best,
+                                const ma_taps *taps, bool (*abort)(void *), void *abort_user) {
     static const ma_taps none = {.block_idx = {-1, -1, -1, -1}};
     if (!taps || n_seg != 1) taps = &none;
     const ma_hparams *hp = &m->hp;
@@ -173,6 +199,10 @@ static transcribe_status encode(const ma_model *m, tr_pool *pool, const float *f
     }
     free(work); /* before the logits are written */
     work = NULL;
+    if (!logits) {
+        st = head_best(m, pool, x, (int)R, best);
+        goto done;
+    }
     tr_layer_norm(pool, x, x, (int)R, d, m->out_norm.w, NULL, hp->ln_eps);
     tap(taps->norm_out, x, R * d);
     tr_nn_linear_fwd(pool, &m->ctc, x, (int)R, logits);
@@ -187,11 +217,11 @@ done:
 transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *feats, int n_seg,
                                const int *seg_T_mel, float *logits, const ma_taps *taps,
                                bool (*abort)(void *), void *abort_user) {
-    return encode(m, pool, feats, NULL, n_seg, seg_T_mel, logits, taps, abort, abort_user);
+    return encode(m, pool, feats, NULL, n_seg, seg_T_mel, logits, NULL, taps, abort, abort_user);
 }
 
 transcribe_status tr_ma_encode_take(const ma_model *m, tr_pool *pool, float *feats, int n_seg,
-                                    const int *seg_T_mel, float *logits, bool (*abort)(void *),
+                                    const int *seg_T_mel, int32_t *best, bool (*abort)(void *),
                                     void *abort_user) {
-    return encode(m, pool, feats, feats, n_seg, seg_T_mel, logits, NULL, abort, abort_user);
+    return encode(m, pool, feats, feats, n_seg, seg_T_mel, NULL, best, NULL, abort, abort_user);
 }

@@ -8,25 +8,38 @@
 #include "util/log.h"
 #include "util/timer.h"
 
+int tr_ma_argmax(const float *row, int V) {
+    int a = 0;
+    for (int j = 1; j < V; j++)
+        if (row[j] > row[a]) a = j; /* strict: ties go to the lowest id */
+    return a;
+}
+
+/* one frame of the collapse: a is its argmax, prev the repeat memory */
+static void ctc_frame(int a, int t, int blank, int *prev, int32_t *ids, int32_t *frames, int *n) {
+    if (a == blank) {
+        *prev = -1; /* a blank ends the run: X blank X is two X */
+        return;
+    }
+    if (a == *prev) return;
+    *prev = a;
+    /* <s>, </s>, <unk>: dropped by id whatever the tokenizer keys say
+     * (docs/formats/medasr.md §6.2) */
+    if (a >= 1 && a <= 3) return;
+    ids[*n] = a;
+    frames[(*n)++] = t;
+}
+
 int tr_ma_greedy(const float *logits, int T, int V, int blank, int32_t *ids, int32_t *frames) {
     int n = 0, prev = -1;
-    for (int t = 0; t < T; t++) {
-        const float *r = logits + (size_t)t * V;
-        int a = 0;
-        for (int j = 1; j < V; j++)
-            if (r[j] > r[a]) a = j; /* strict: ties go to the lowest id */
-        if (a == blank) {
-            prev = -1; /* a blank ends the run: X blank X is two X */
-            continue;
-        }
-        if (a == prev) continue;
-        prev = a;
-        /* <s>, </s>, <unk>: dropped by id whatever the tokenizer keys say
-         * (docs/formats/medasr.md §6.2) */
-        if (a >= 1 && a <= 3) continue;
-        ids[n] = a;
-        frames[n++] = t;
-    }
+    for (int t = 0; t < T; t++)
+        ctc_frame(tr_ma_argmax(logits + (size_t)t * V, V), t, blank, &prev, ids, frames, &n);
+    return n;
+}
+
+int tr_ma_greedy_best(const int32_t *best, int T, int blank, int32_t *ids, int32_t *frames) {
+    int n = 0, prev = -1;
+    for (int t = 0; t < T; t++) ctc_frame(best[t], t, blank, &prev, ids, frames, &n);
     return n;
 }
 
@@ -64,13 +77,13 @@ static transcribe_status check_input(const ma_model *m, const float *pcm, int n)
     return TRANSCRIBE_OK;
 }
 
-/* Greedy decode of T_enc rows of logits into ctx's result. */
-static transcribe_status decode_into(const ma_model *m, const float *logits, int T_enc,
+/* Greedy decode of T_enc frames' argmax into ctx's result. */
+static transcribe_status decode_into(const ma_model *m, const int32_t *best, int T_enc,
                                      tr_run_ctx *ctx) {
     double t0 = tr_time_ms();
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)T_enc * 2);
     if (!ids) return TRANSCRIBE_ERR_OOM;
-    int n = tr_ma_greedy(logits, T_enc, m->hp.n_vocab, m->hp.blank, ids, ids + T_enc);
+    int n = tr_ma_greedy_best(best, T_enc, m->hp.blank, ids, ids + T_enc);
     transcribe_status st = tr_ma_build_result(m, ids, ids + T_enc, n, ctx->params, ctx->result);
     free(ids);
     tr_run_end_decode(ctx, st, t0);
@@ -96,7 +109,8 @@ transcribe_status tr_ma_run(ma_session *s, const float *pcm, int n_samples, tr_r
     if (tr_run_should_abort(ctx)) return TRANSCRIBE_ERR_ABORTED;
     transcribe_status st = check_input(m, pcm, n_samples);
     if (st) return st;
-    float *owned = NULL, *feats = NULL, *logits = NULL;
+    float *owned = NULL, *feats = NULL;
+    int32_t *best = NULL;
     const float *x = tr_pcm_sanitized(pcm, n_samples, "medasr", &owned);
     if (!x) return TRANSCRIBE_ERR_OOM;
     double t0 = tr_time_ms();
@@ -107,22 +121,22 @@ transcribe_status tr_ma_run(ma_session *s, const float *pcm, int n_samples, tr_r
     if (st) goto done;
     tr_run_report_progress(ctx, 0.05);
     const int T_enc = tr_ma_enc_frames(m, T_mel);
-    logits = malloc(sizeof(float) * (size_t)T_enc * (size_t)m->hp.n_vocab);
-    if (!logits) {
+    best = malloc(sizeof(int32_t) * (size_t)T_enc);
+    if (!best) {
         st = TRANSCRIBE_ERR_OOM;
         goto done;
     }
     poll_ctx poll = {ctx, 0, m->hp.n_layers + 1};
-    st = tr_ma_encode_take(m, s->pool, feats, 1, &T_mel, logits, poll_progress, &poll);
+    st = tr_ma_encode_take(m, s->pool, feats, 1, &T_mel, best, poll_progress, &poll);
     feats = NULL;
     ctx->result->encode_ms = (float)(tr_time_ms() - t1);
     if (st) goto done;
-    st = decode_into(m, logits, T_enc, ctx);
+    st = decode_into(m, best, T_enc, ctx);
     if (st == TRANSCRIBE_OK) tr_run_report_progress(ctx, 1.0);
 done:
     free(owned);
     free(feats);
-    free(logits);
+    free(best);
     return st;
 }
 
@@ -133,11 +147,12 @@ done:
 transcribe_status tr_ma_run_batch(ma_session *s, const float *const *pcm, const int *n_samples,
                                   int n, tr_run_ctx *ctxs) {
     const ma_model *m = s->m;
-    const int M = m->hp.n_mels, V = m->hp.n_vocab;
+    const int M = m->hp.n_mels;
     bool *done = calloc((size_t)n, sizeof *done);
     float **mel = calloc((size_t)n, sizeof *mel);
     int *T_mel = calloc((size_t)n, sizeof *T_mel), *idx = calloc((size_t)n, sizeof *idx);
-    float *feats = NULL, *logits = NULL;
+    float *feats = NULL;
+    int32_t *best = NULL;
     transcribe_status st = TRANSCRIBE_OK;
     if (!done || !mel || !T_mel || !idx) {
         st = TRANSCRIBE_ERR_OOM;
@@ -178,8 +193,8 @@ transcribe_status tr_ma_run_batch(ma_session *s, const float *const *pcm, const 
     if (live == 0) goto done;
     int *seg = malloc(sizeof(int) * (size_t)live);
     feats = malloc(sizeof(float) * rows_mel * (size_t)M);
-    logits = malloc(sizeof(float) * rows_enc * (size_t)V);
-    if (!seg || !feats || !logits) {
+    best = malloc(sizeof(int32_t) * rows_enc);
+    if (!seg || !feats || !best) {
         free(seg);
         st = TRANSCRIBE_ERR_OOM;
         goto done;
@@ -194,7 +209,7 @@ transcribe_status tr_ma_run_batch(ma_session *s, const float *const *pcm, const 
         seg[j] = T_mel[i];
     }
     double t0 = tr_time_ms();
-    st = tr_ma_encode_take(m, s->pool, feats, live, seg, logits, tr_run_abort_poll, &ctxs[idx[0]]);
+    st = tr_ma_encode_take(m, s->pool, feats, live, seg, best, tr_run_abort_poll, &ctxs[idx[0]]);
     feats = NULL;
     const double enc_ms = tr_time_ms() - t0;
     free(seg);
@@ -203,7 +218,7 @@ transcribe_status tr_ma_run_batch(ma_session *s, const float *const *pcm, const 
     for (int j = 0; j < live; j++) {
         const int i = idx[j], T_enc = tr_ma_enc_frames(m, T_mel[i]);
         ctxs[i].result->encode_ms = (float)(enc_ms / live); /* docs/c-api.md §17: shared */
-        transcribe_status u = decode_into(m, logits + off * V, T_enc, &ctxs[i]);
+        transcribe_status u = decode_into(m, best + off, T_enc, &ctxs[i]);
         off += (size_t)T_enc;
         if (u == TRANSCRIBE_ERR_OOM) {
             st = u;
@@ -219,7 +234,7 @@ done:
     free(idx);
     free(done);
     free(feats);
-    free(logits);
+    free(best);
     return st;
 }
 

@@ -91,13 +91,21 @@ transcribe_status tr_ma_encode(const ma_model *m, tr_pool *pool, const float *fe
                                const int *seg_T_mel, float *logits, const ma_taps *taps,
                                bool (*abort)(void *), void *abort_user);
 /* The same without taps, taking feats (malloc'ed): freed once the subsampler has read them (so
- * they are not resident beside the blocks' working memory), whatever the outcome. */
+ * they are not resident beside the blocks' working memory), whatever the outcome; and instead
+ * of the logits each frame's argmax (tr_ma_argmax) into best, the head run in row blocks, so
+ * the logits of the whole input ([T][V], 4.3 MB at 84 s) are never resident beside the
+ * encoder rows. */
 transcribe_status tr_ma_encode_take(const ma_model *m, tr_pool *pool, float *feats, int n_seg,
-                                    const int *seg_T_mel, float *logits, bool (*abort)(void *),
+                                    const int *seg_T_mel, int32_t *best, bool (*abort)(void *),
                                     void *abort_user);
 
-/* Greedy CTC (docs/formats/medasr.md §6.2): ids and their frames (capacity T) and the count. */
+/* The argmax of one row of logits, ties to the lowest id. */
+int tr_ma_argmax(const float *row, int V);
+
+/* Greedy CTC (docs/formats/medasr.md §6.2): ids and their frames (capacity T) and the count;
+ * from the logits, or from each frame's argmax. */
 int tr_ma_greedy(const float *logits, int T, int V, int blank, int32_t *ids, int32_t *frames);
+int tr_ma_greedy_best(const int32_t *best, int T, int blank, int32_t *ids, int32_t *frames);
 
 /* Result rows (docs/formats/medasr.md §6.3, §7). */
 transcribe_status tr_ma_build_result(const ma_model *m, const int32_t *ids, const int32_t *frames,
