@@ -354,60 +354,77 @@ static tr_nn_linear cols(const tr_nn_linear *l, int c0, int n, tr_tensor *view) 
     return (tr_nn_linear){view, l->b ? l->b + c0 : NULL};
 }
 
-/* LN(x) of rows [r0, r0 + n) into h, rotated when the block rotates its input */
-static void attn_input(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, const float *x,
-                       int r0, int n, const float *rot, float *h) {
-    const int D = d->d_model, H = d->n_head;
-    tr_layer_norm(pool, x + (size_t)r0 * D, h, n, D, blk->norm_attn.w, blk->norm_attn.b, d->ln_eps);
-    if (d->rot == TR_CF_ROT_INPUT) rotate_from(h, r0, n, H, D / H, d->rot_theta, rot);
+/* Y[i] = X W[i]^T + b[i] (leading dimension ldy[i]) for the n linears that read the same
+ * X [rows][d]: X packed once into pk (2·B·d floats of block scratch that is free here) where
+ * the weights share a type and the rows are many, else one tr_matmul each; the bits are
+ * tr_linear's either way (tr_matmul_lhs). */
+static void proj_same_x(tr_pool *pool, const tr_nn_linear *l, float *const *y, const int *ldy,
+                        int n, const float *X, int rows, int D, float *pk, size_t pk_floats) {
+    bool one_type = true;
+    for (int i = 1; i < n; i++) one_type = one_type && l[i].w->type == l[0].w->type;
+    const size_t need = tr_matmul_lhs_floats(rows, D);
+    tr_mm_lhs *A = one_type && n > 1 && need > 0 && need <= pk_floats
+                       ? tr_matmul_lhs_pack_into(pool, X, D, rows, D, l[0].w->type, pk)
+                       : NULL;
+    for (int i = 0; i < n; i++) {
+        if (A)
+            tr_matmul_lhs(pool, l[i].w, l[i].b, A, y[i], ldy[i]);
+        else
+            tr_matmul(pool, l[i].w, l[i].b, X, rows, D, y[i], ldy[i]);
+    }
+    tr_matmul_lhs_free(A);
 }
 
 /* Rotary attention of one segment (x: its T rows), a group of heads at a time (attn_heads):
- * the group's keys and values of every row, then per query block its queries and the
- * attention into the group's columns of the context rows (wide); x is read, not written, until
- * every group is done, then the output projection is added in row blocks. The projections'
- * column blocks and the kernel see what they saw over all heads at once, so the bits do not
- * change; the block input's norm is recomputed per group (O(T·d), against the projections'
- * O(T·d²)). */
+ * per row block the block input's norm once, the group's values, keys and queries from it
+ * (the queries parked in the group's columns of the context rows, wide, which the group's
+ * attention writes last), then per query block its queries and the attention into those
+ * columns; x is read, not written, until every group is done, then the output projection is
+ * added in row blocks. The projections' column blocks and the kernel see what they saw over
+ * all heads at once, so the bits do not change; the norm runs once per group (O(T·d), against
+ * the projections' O(T·d²)). */
 static void attn_seg(tr_pool *pool, const tr_cf_block *blk, const tr_cf_dims *d, float *x, int T,
                      const cf_buf *b) {
     const int D = d->d_model, H = d->n_head, dh = D / H, nb = n_blocks(T, b->B);
     const int g = attn_heads(T, H, dh);
+    const size_t pk_floats = 2 * (size_t)b->B * (size_t)D; /* q and mid */
     for (int h0 = 0; h0 < H; h0 += g) {
         const int gh = H - h0 < g ? H - h0 : g, G = gh * dh;
+        float *qcol = b->wide + (size_t)h0 * dh; /* the group's columns of the context rows */
         tr_tensor tq, tk, tv;
-        const tr_nn_linear wq = cols(&blk->attn.q, h0 * dh, G, &tq),
-                           wk = cols(&blk->attn.k, h0 * dh, G, &tk),
-                           wv = cols(&blk->attn.v, h0 * dh, G, &tv);
+        const tr_nn_linear w[3] = {cols(&blk->attn.v, h0 * dh, G, &tv),
+                                   cols(&blk->attn.k, h0 * dh, G, &tk),
+                                   cols(&blk->attn.q, h0 * dh, G, &tq)};
         for (int i = 0; i < nb; i++) {
             int r0, n;
             block_at(T, nb, i, &r0, &n);
             const size_t o = (size_t)r0 * G;
+            tr_layer_norm(pool, x + (size_t)r0 * D, b->h, n, D, blk->norm_attn.w, blk->norm_attn.b,
+                          d->ln_eps);
+            float *y[3] = {b->vg + o, b->kg + o, qcol + (size_t)r0 * D};
+            const int ldy[3] = {G, G, D};
             if (d->rot == TR_CF_ROT_INPUT) {
-                /* the values read the unrotated input */
-                tr_layer_norm(pool, x + (size_t)r0 * D, b->h, n, D, blk->norm_attn.w,
-                              blk->norm_attn.b, d->ln_eps);
-                tr_nn_linear_fwd(pool, &wv, b->h, n, b->vg + o);
+                /* the values read the unrotated input, the keys and queries the rotated */
+                tr_nn_linear_fwd(pool, &w[0], b->h, n, y[0]);
                 rotate_from(b->h, r0, n, H, dh, d->rot_theta, b->rot);
+                proj_same_x(pool, w + 1, y + 1, ldy + 1, 2, b->h, n, D, b->q, pk_floats);
             } else {
-                attn_input(pool, blk, d, x, r0, n, b->rot, b->h);
-                tr_nn_linear_fwd(pool, &wv, b->h, n, b->vg + o);
+                proj_same_x(pool, w, y, ldy, 3, b->h, n, D, b->q, pk_floats);
             }
-            tr_nn_linear_fwd(pool, &wk, b->h, n, b->kg + o);
             if (d->rot == TR_CF_ROT_QK) rotate_from(b->kg + o, r0, n, gh, dh, d->rot_theta, b->rot);
         }
         for (int i = 0; i < nb; i++) {
             int r0, n;
             block_at(T, nb, i, &r0, &n);
-            attn_input(pool, blk, d, x, r0, n, b->rot, b->h);
-            tr_nn_linear_fwd(pool, &wq, b->h, n, b->q);
+            for (int r = 0; r < n; r++)
+                memcpy(b->q + (size_t)r * G, qcol + (size_t)(r0 + r) * D, sizeof(float) * G);
             if (d->rot == TR_CF_ROT_QK) rotate_from(b->q, r0, n, gh, dh, d->rot_theta, b->rot);
             const tr_attn_args a = {.q = b->q,
                                     .q_stride = G,
                                     .k = b->kg,
                                     .v = b->vg,
                                     .kv_stride = G,
-                                    .out = b->wide + (size_t)r0 * D + (size_t)h0 * dh,
+                                    .out = qcol + (size_t)r0 * D,
                                     .out_stride = D,
                                     .n_q = n,
                                     .n_kv = T,
