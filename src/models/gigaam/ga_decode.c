@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "models/gigaam/gigaam.h"
+#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "util/log.h"
 
@@ -20,7 +21,13 @@ static int argmax(const float *x, int n) {
 transcribe_status tr_ga_ctc_logprobs(const ga_model *m, tr_pool *pool, const float *enc, int T,
                                      float *logits, float *logp) {
     const int C = m->hp.n_classes;
-    tr_linear(pool, &m->ctc_w.t, m->ctc_b, enc, T, logp);
+    ga_mat w; /* widened for this call only (3.1 MB at GigaAM-v3's size) */
+    if (!tr_ga_widen(m->ctc_w.src, m->ctc_w.in, m->ctc_w.out, &w)) {
+        TR_ERROR("gigaam: out of memory for the CTC head");
+        return TRANSCRIBE_ERR_OOM;
+    }
+    tr_linear(pool, &w.t, m->ctc_b, enc, T, logp);
+    free(w.data);
     if (logits) memcpy(logits, logp, sizeof(float) * (size_t)T * (size_t)C);
     for (int t = 0; t < T; t++) {
         float *z = logp + (size_t)t * C;
@@ -51,8 +58,17 @@ int tr_ga_ctc_greedy(const ga_model *m, const float *logp, int T, ga_tok *toks) 
 typedef struct rnnt {
     const ga_model *m;
     ga_rnnt_trace *tr;
-    float *g, *c, *pred, *z, *logits, *x, *scratch;
+    float *g, *c, *pred, *z, *logits, *x, *emb, *scratch;
 } rnnt;
+
+/* row k of the embedding, widened from the file's tensor into r->emb */
+static const float *embed_row(rnnt *r, int k) {
+    const tr_tensor *e = r->m->embed.src;
+    const int64_t h = r->m->embed.in;
+    tr_dequantize_row(e->type, (const char *)e->data + (size_t)k * tr_row_bytes(e->type, h), r->emb,
+                      h);
+    return r->emb;
+}
 
 /* (g, c) = LSTM(x, (g, c)); pred = W_pred g + b_pred. */
 static void predict(rnnt *r, const float *x) {
@@ -96,7 +112,7 @@ transcribe_status tr_ga_rnnt_greedy(const ga_model *m, tr_pool *pool, const floa
     *toks = NULL;
     *n = 0;
     float *E = malloc(sizeof(float) * (size_t)(T > 0 ? T : 1) * (size_t)hj);
-    const size_t nf = (size_t)3 * h + hj + hj + C + (size_t)tr_nn_lstm_scratch(&m->lstm);
+    const size_t nf = (size_t)4 * h + hj + hj + C + (size_t)tr_nn_lstm_scratch(&m->lstm);
     float *buf = calloc(nf, sizeof(float));
     size_t cap = (size_t)(T > 0 ? T : 1);
     ga_tok *out = malloc(sizeof(ga_tok) * cap);
@@ -114,9 +130,20 @@ transcribe_status tr_ga_rnnt_greedy(const ga_model *m, tr_pool *pool, const floa
     r.pred = r.x + h;
     r.z = r.pred + hj;
     r.logits = r.z + hj;
-    r.scratch = r.logits + C;
-    /* docs/formats/gigaam.md §6.1: e_t for every frame at once */
-    tr_linear(pool, &m->j_enc.t, m->j_enc_b, enc, T, E);
+    r.emb = r.logits + C;
+    r.scratch = r.emb + h;
+    /* docs/formats/gigaam.md §6.1: e_t for every frame at once, the projection widened for
+     * this call only */
+    ga_mat je;
+    if (!tr_ga_widen(m->j_enc.src, m->j_enc.in, m->j_enc.out, &je)) {
+        free(E);
+        free(buf);
+        free(out);
+        TR_ERROR("gigaam: out of memory for the joint's encoder projection");
+        return TRANSCRIBE_ERR_OOM;
+    }
+    tr_linear(pool, &je.t, m->j_enc_b, enc, T, E);
+    free(je.data);
     if (trace && trace->enc_proj) memcpy(trace->enc_proj, E, sizeof(float) * (size_t)T * hj);
     predict(&r, r.x); /* zero input, zero state */
     transcribe_status st = TRANSCRIBE_OK;
@@ -140,7 +167,7 @@ transcribe_status tr_ga_rnnt_greedy(const ga_model *m, tr_pool *pool, const floa
                 cap *= 2;
             }
             out[cnt++] = (ga_tok){k, t};
-            predict(&r, m->embed.data + (size_t)k * h); /* row k of the embedding */
+            predict(&r, embed_row(&r, k));
         }
     }
     free(E);

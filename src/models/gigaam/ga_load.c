@@ -185,8 +185,10 @@ static transcribe_status load_tokenizer(const gguf_file *g, ga_model *m) {
 }
 
 /* Widens a loaded weight to an owned F32 matrix (docs/formats/gigaam.md §3: the host
- * decoder dequantizes its weights at load). */
-static bool widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
+ * decoder dequantizes its weights, at load for the predictor and joint matrices read every
+ * step, at use for the others: lazy). */
+bool tr_ga_widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
+    *dst = (ga_mat){.src = t, .in = in, .out = out};
     dst->data = malloc(sizeof(float) * (size_t)in * (size_t)out);
     if (!dst->data) return false;
     /* rows of `in` elements (the CTC kernel {1, d, C} has rows along ne[1]) */
@@ -201,6 +203,16 @@ static bool widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
                          .nb1 = sizeof(float) * (size_t)in,
                          .nbytes = sizeof(float) * (size_t)in * (size_t)out,
                          .data = dst->data};
+    return true;
+}
+
+static bool widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
+    return tr_ga_widen(t, in, out, dst);
+}
+
+/* the file's tensor, widened at use (tr_ga_widen) */
+static bool lazy(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
+    *dst = (ga_mat){.src = t, .in = in, .out = out};
     return true;
 }
 
@@ -228,7 +240,7 @@ static transcribe_status load_head(const tr_nn_wsrc *src, ga_model *m) {
             {"head.ctc.bias", TR_NN_W_VEC, {C}, 1, 0, RH(ctc_b)},
         };
         if (!tr_nn_load_weights(src, s, 2, NULL, 0, true, &r)) return ERR_GGUF;
-        if (!widen(r.ctc_w, d, C, &m->ctc_w) || !(m->ctc_b = copy_vec(r.ctc_b, C)))
+        if (!lazy(r.ctc_w, d, C, &m->ctc_w) || !(m->ctc_b = copy_vec(r.ctc_b, C)))
             return TRANSCRIBE_ERR_OOM;
         return TRANSCRIBE_OK;
     }
@@ -246,8 +258,8 @@ static transcribe_status load_head(const tr_nn_wsrc *src, ga_model *m) {
     };
     ok = tr_nn_load_weights(src, s, sizeof s / sizeof s[0], NULL, 0, true, &r);
     if (!ok) return ERR_GGUF;
-    if (!widen(r.embed, h, C, &m->embed) || !widen(r.wx, h, 4 * h, &m->lstm_wx) ||
-        !widen(r.wh, h, 4 * h, &m->lstm_wh) || !widen(r.je, d, hj, &m->j_enc) ||
+    if (!lazy(r.embed, h, C, &m->embed) || !widen(r.wx, h, 4 * h, &m->lstm_wx) ||
+        !widen(r.wh, h, 4 * h, &m->lstm_wh) || !lazy(r.je, d, hj, &m->j_enc) ||
         !widen(r.jp, h, hj, &m->j_pred) || !widen(r.jo, hj, C, &m->j_out) ||
         !(m->lstm_b = copy_vec(r.lstm_b, 4 * h)) || !(m->j_enc_b = copy_vec(r.je_b, hj)) ||
         !(m->j_pred_b = copy_vec(r.jp_b, hj)) || !(m->j_out_b = copy_vec(r.jo_b, C)))

@@ -35,11 +35,19 @@ typedef struct ga_hparams {
     int pred_hidden, joint_hidden;
 } ga_hparams;
 
-/* An owned F32 matrix with its tensor view (ne {in, out}). */
+/* An owned F32 matrix with its tensor view (ne {in, out}); or, where data is NULL, the
+ * file's tensor src to widen at use (tr_ga_widen), so that a matrix read once per run (the
+ * CTC kernel, the joint's encoder projection) or a row at a time (the embedding) is not kept
+ * widened beside its mapped copy. */
 typedef struct ga_mat {
     float *data;
     tr_tensor t;
+    const tr_tensor *src;
+    int64_t in, out;
 } ga_mat;
+
+/* src's out rows of in elements widened into dst (owned; free dst->data): false on OOM. */
+bool tr_ga_widen(const tr_tensor *src, int64_t in, int64_t out, ga_mat *dst);
 
 typedef struct ga_model {
     ga_hparams hp;
