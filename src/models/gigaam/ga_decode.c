@@ -18,16 +18,39 @@ static int argmax(const float *x, int n) {
     return a;
 }
 
+/* Output columns per widened piece of lazy_linear: a multiple of every GEMM's panel width. */
+#define GA_LAZY_COLS 128
+
+/* Y [M][out] = X W^T + b for a matrix kept as the file's tensor (ga_mat.src): GA_LAZY_COLS
+ * rows of W widened at a time and their columns of Y computed (each column's bits are the
+ * whole product's), so at most 128 widened rows are resident. False on OOM. */
+static bool lazy_linear(tr_pool *pool, const ga_mat *w, const float *b, const float *X, int M,
+                        float *Y) {
+    const int out = (int)w->out;
+    ga_mat piece;
+    const int rows = out < GA_LAZY_COLS ? out : GA_LAZY_COLS;
+    if (!tr_ga_widen(w->src, w->in, rows, &piece)) return false;
+    const size_t rb = tr_row_bytes(w->src->type, w->in);
+    for (int c0 = 0; c0 < out; c0 += rows) {
+        const int n = out - c0 < rows ? out - c0 : rows;
+        for (int r = 0; r < n; r++)
+            tr_dequantize_row(w->src->type, (const char *)w->src->data + (size_t)(c0 + r) * rb,
+                              piece.data + (size_t)r * w->in, w->in);
+        tr_tensor v = piece.t;
+        v.ne[1] = n;
+        tr_matmul(pool, &v, b ? b + c0 : NULL, X, M, (int)w->in, Y + c0, out);
+    }
+    free(piece.data);
+    return true;
+}
+
 transcribe_status tr_ga_ctc_logprobs(const ga_model *m, tr_pool *pool, const float *enc, int T,
                                      float *logits, float *logp) {
     const int C = m->hp.n_classes;
-    ga_mat w; /* widened for this call only (3.1 MB at GigaAM-v3's size) */
-    if (!tr_ga_widen(m->ctc_w.src, m->ctc_w.in, m->ctc_w.out, &w)) {
+    if (!lazy_linear(pool, &m->ctc_w, m->ctc_b, enc, T, logp)) {
         TR_ERROR("gigaam: out of memory for the CTC head");
         return TRANSCRIBE_ERR_OOM;
     }
-    tr_linear(pool, &w.t, m->ctc_b, enc, T, logp);
-    free(w.data);
     if (logits) memcpy(logits, logp, sizeof(float) * (size_t)T * (size_t)C);
     for (int t = 0; t < T; t++) {
         float *z = logp + (size_t)t * C;
@@ -132,18 +155,15 @@ transcribe_status tr_ga_rnnt_greedy(const ga_model *m, tr_pool *pool, const floa
     r.logits = r.z + hj;
     r.emb = r.logits + C;
     r.scratch = r.emb + h;
-    /* docs/formats/gigaam.md §6.1: e_t for every frame at once, the projection widened for
-     * this call only */
-    ga_mat je;
-    if (!tr_ga_widen(m->j_enc.src, m->j_enc.in, m->j_enc.out, &je)) {
+    /* docs/formats/gigaam.md §6.1: e_t for every frame at once, the projection widened a
+     * piece at a time */
+    if (!lazy_linear(pool, &m->j_enc, m->j_enc_b, enc, T, E)) {
         free(E);
         free(buf);
         free(out);
         TR_ERROR("gigaam: out of memory for the joint's encoder projection");
         return TRANSCRIBE_ERR_OOM;
     }
-    tr_linear(pool, &je.t, m->j_enc_b, enc, T, E);
-    free(je.data);
     if (trace && trace->enc_proj) memcpy(trace->enc_proj, E, sizeof(float) * (size_t)T * hj);
     predict(&r, r.x); /* zero input, zero state */
     transcribe_status st = TRANSCRIBE_OK;

@@ -46,7 +46,8 @@ typedef struct ga_mat {
     int64_t in, out;
 } ga_mat;
 
-/* src's out rows of in elements widened into dst (owned; free dst->data): false on OOM. */
+/* src's first out rows of in elements widened into dst (owned; free dst->data): false on
+ * OOM. */
 bool tr_ga_widen(const tr_tensor *src, int64_t in, int64_t out, ga_mat *dst);
 
 typedef struct ga_model {
