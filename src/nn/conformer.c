@@ -165,7 +165,7 @@ static void block_at(int rows, int nb, int i, int *r0, int *n) {
 
 typedef struct cf_buf {
     float *wide;        /* [T_max][d]: attention's context rows, then the conv module's GLU rows;
-                           the feed-forward's hidden column block */
+                           the feed-forward's hidden column block (over kg and vg too: front) */
     float *kg, *vg;     /* one head group's keys and values over a segment, [T][g·dh] each */
     float *h, *q, *mid; /* [B][d] each, q and mid adjacent (the first pointwise's [B][2d]) */
     float *taps;        /* the depthwise taps, folded per call (fold_taps) */
@@ -210,13 +210,14 @@ static void sizes(const tr_cf_dims *d, int n_seg, const int *seg_T, int *T_max, 
     *kv = kvm;
 }
 
-/* rows of d floats in the wide region: the context / GLU rows of the longest segment, and a
- * block of the feed-forward's hidden columns (B rows of the column block: more than T_max
- * rows of d only where short segments are packed) */
-static size_t wide_rows(const tr_cf_dims *d, int T_max, int B) {
-    const size_t ff =
-        ((size_t)B * (size_t)(d->d_ff / ff_cols(d)) + (size_t)d->d_model - 1) / (size_t)d->d_model;
-    return (size_t)T_max > ff ? (size_t)T_max : ff;
+/* floats of the front region: the context / GLU rows of the longest segment and one head
+ * group's keys and values after them, or (outside attention and the conv module) a block of
+ * the feed-forward's hidden columns over both: B rows of the column block, which at short
+ * inputs is the larger */
+static size_t front(const tr_cf_dims *d, int T_max, int B, size_t kv) {
+    const size_t ff = (size_t)B * (size_t)(d->d_ff / ff_cols(d));
+    const size_t att = (size_t)T_max * (size_t)d->d_model + kv;
+    return att > ff ? att : ff;
 }
 
 size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
@@ -224,7 +225,7 @@ size_t tr_cf_scratch(const tr_cf_dims *d, int n_seg, const int *seg_T) {
     size_t kv;
     sizes(d, n_seg, seg_T, &T_max, &B, &kv);
     const size_t D = (size_t)d->d_model;
-    return (wide_rows(d, T_max, B) + 3 * (size_t)B) * D + kv + (2 * (size_t)d->kernel + 1) * D +
+    return front(d, T_max, B, kv) + 3 * (size_t)B * D + (2 * (size_t)d->kernel + 1) * D +
            (size_t)T_max * (size_t)(d->d_model / d->n_head);
 }
 
@@ -232,12 +233,12 @@ static cf_buf split(const tr_cf_dims *d, int n_seg, const int *seg_T, float *scr
     int T_max, B;
     size_t kv;
     sizes(d, n_seg, seg_T, &T_max, &B, &kv);
-    const size_t D = (size_t)d->d_model, W = wide_rows(d, T_max, B) * D, BD = (size_t)B * D;
+    const size_t D = (size_t)d->d_model, BD = (size_t)B * D;
     cf_buf b;
     b.wide = scratch;
-    b.kg = scratch + W;
+    b.kg = scratch + (size_t)T_max * D;
     b.vg = b.kg + kv / 2;
-    b.h = b.kg + kv;
+    b.h = scratch + front(d, T_max, B, kv);
     b.q = b.h + BD;
     b.mid = b.q + BD;
     b.taps = b.mid + BD;
