@@ -2,9 +2,11 @@
  * mel front end with the file's filterbank and window, two stride-2 Conv1d,
  * rotary Conformer blocks from nn/conformer.h, a CTC head or an LSTM
  * transducer), the session, and the entry points the vtable and the tests
- * use. Encoder weights are borrowed views of the mapped file; the head's
- * weights are widened to F32 at load (owned), as the spec's host decoder
- * does. */
+ * use. Encoder weights are borrowed views of the mapped file; the head runs
+ * in F32 as the spec's host decoder does: the predictor's LSTM and the
+ * joint's predictor and output matrices (read every step) widened at load
+ * (owned), the CTC kernel, the joint's encoder projection and the
+ * embedding widened at use from the file's tensors. */
 #ifndef TR_MODELS_GIGAAM_H
 #define TR_MODELS_GIGAAM_H
 
