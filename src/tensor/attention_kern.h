@@ -408,6 +408,23 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
             prefetch_kv(job, hk, f0, f0 + 4 < lim ? f0 + 4 : lim, FETCH_K);
             prefetch_kv(job, hk, kb + j, kb + j + 4, FETCH_V);
         }
+        /* one head (a KV head per query head: Cohere, Whisper, Canary): its
+         * four chains alone; the two-head block below would also run a
+         * second set for the same head and drop it. The same FMAs per key,
+         * so the same bits. */
+        if (G == 1) {
+            const float *qa = rs[0].qp;
+            vf ac[4] = {vzero(), vzero(), vzero(), vzero()};
+            for (int dd = 0; dd < d; dd += VW) {
+                const vf qv = vload(qa + dd);
+                ac[0] = vfmadd(qv, vload_f16(k0 + dd), ac[0]);
+                ac[1] = vfmadd(qv, vload_f16(k0 + st + dd), ac[1]);
+                ac[2] = vfmadd(qv, vload_f16(k0 + 2 * st + dd), ac[2]);
+                ac[3] = vfmadd(qv, vload_f16(k0 + 3 * st + dd), ac[3]);
+            }
+            for (int r = 0; r < 4; r++) rs[0].s[j + r] = vhsum(ac[r]);
+            continue;
+        }
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
             const float *qa = rs[g0].qp, *qb = rs[g0 + two].qp;
@@ -452,6 +469,24 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
     const uint16_t *vr = job->v16 + (long)kb * st + tr_attn_head_off(a, hk);
     for (int j0 = 0; j0 < nk; j0 += PV_JB) {
         const int j1 = nk - j0 < PV_JB ? nk : j0 + PV_JB;
+        /* one head: eight output vectors at a time (a 128-value head in
+         * one sweep, twice the independent chains of four), no second
+         * head's; per element the same FMAs in the same key order */
+        if (G == 1 && d % (8 * VW) == 0) {
+            float *oa = rs[0].o;
+            const float *pa = rs[0].s;
+            for (int dd = 0; dd < d; dd += 8 * VW) {
+                vf ac[8];
+                for (int i = 0; i < 8; i++) ac[i] = vload(oa + dd + i * VW);
+                for (int j = j0; j < j1; j++) {
+                    const uint16_t *v = vr + (long)j * st + dd;
+                    const vf p = vset1(pa[j]);
+                    for (int i = 0; i < 8; i++) ac[i] = vfmadd(p, vload_f16(v + i * VW), ac[i]);
+                }
+                for (int i = 0; i < 8; i++) vstore(oa + dd + i * VW, ac[i]);
+            }
+            continue;
+        }
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
             float *oa = rs[g0].o, *ob = rs[g0 + two].o;
