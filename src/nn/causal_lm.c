@@ -160,6 +160,7 @@ static void kv_release(tr_clm_kv *kv) {
 void tr_clm_state_trim(tr_clm_state *st) {
     if (!st) return;
     kv_release(&st->kv);
+    tr_clm_undo_drop(st);
     TR_FREE_ALL(st->scratch, st->x, st->logits, st->pos32, st->segs);
     st->scratch = st->x = st->logits = NULL;
     st->pos32 = NULL;
@@ -173,6 +174,7 @@ void tr_clm_state_free(tr_clm_state *st) {
     tr_clm_state_trim(st);
     free(st->add);
     tr_clm_step1_free(st->step1);
+    tr_clm_undo_free(st);
     free(st);
 }
 
@@ -182,6 +184,7 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
     const size_t es = st->kv_f16 ? 2 : 4;
     if (n_slot < 1 || n_ctx < 1) return TRANSCRIBE_ERR_INVALID_ARG;
     if (n_ctx < st->window) n_ctx = st->window; /* a window's ring needs its rows */
+    tr_clm_undo_drop(st);
     /* Reuse without clearing: a pass only reads rows [0, pos] it has
      * written itself, so stale rows of an earlier run are never seen. */
     if (kv->k && kv->n_slot == n_slot && kv->n_ctx >= n_ctx) {
@@ -212,6 +215,7 @@ transcribe_status tr_clm_reserve(tr_clm_state *st, int n_slot, int n_ctx) {
 bool tr_clm_set_window(tr_clm_state *st, int window) {
     if (window < 0) return false;
     st->window = window;
+    tr_clm_undo_drop(st);
     st->kv.window = st->kv.k && window <= st->kv.n_ctx ? window : 0;
     return true;
 }
@@ -432,6 +436,7 @@ int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, f
                  st->kv.n_slot, st->kv.n_ctx);
         return -1;
     }
+    tr_clm_undo_drop(st); /* the slot starts again */
     int chunk = n < CLM_CHUNK ? n : CLM_CHUNK;
     if (!grow_rows(st, chunk)) return -1;
     for (int p0 = 0; p0 < n; p0 += chunk) {
@@ -444,6 +449,9 @@ int tr_clm_prefill(tr_clm_state *st, tr_pool *pool, float *x, int n, int slot, f
     if (logits) memcpy(logits, st->logits, (size_t)hp->n_vocab * sizeof(float));
     return tr_argmax(st->logits, hp->n_vocab);
 }
+
+static bool step_rows(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                      const int *slots, int B, int32_t *next, bool one_run);
 
 bool tr_clm_step(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
                  const int *slots, int B, int32_t *next) {
@@ -463,6 +471,14 @@ bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const
             return false;
         }
     }
+    for (int b = 0; b < B; b++) tr_clm_undo_resolve(st, slots[b], pos[b]);
+    return step_rows(st, pool, ids, pos, slots, B, next, one_run);
+}
+
+/* tr_clm_step_path's rows once checked (and the ring rows of rejected drafts put back). */
+static bool step_rows(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
+                      const int *slots, int B, int32_t *next, bool one_run) {
+    const tr_clm_hparams *hp = &st->hp;
     if (!grow_rows(st, B)) return false;
     tr_clm_embed(hp, &st->w, ids, B, NULL, 0, 0, st->x);
     for (int b = 0; b < B; b++)
@@ -496,6 +512,8 @@ bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n,
             TR_ERROR("causal_lm: verify row %d has id %d outside the vocabulary", i, (int)ids[i]);
             return false;
         }
+    tr_clm_undo_resolve(st, slot, p0);
+    if (!tr_clm_undo_save(st, slot, p0, n)) return false;
     if (n > 1) {
         if (!grow_rows(st, n)) return false;
         tr_clm_embed(hp, &st->w, ids, n, NULL, 0, 0, st->x);
@@ -512,7 +530,7 @@ bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n,
      * one after another (the same bits, without the shared weight reads) */
     for (int i = 0; i < n; i++) {
         int pos = p0 + i;
-        if (!tr_clm_step(st, pool, ids + i, &pos, &slot, 1, next + i)) return false;
+        if (!step_rows(st, pool, ids + i, &pos, &slot, 1, next + i, true)) return false;
     }
     return true;
 }
@@ -538,6 +556,7 @@ bool tr_clm_prefill_batch(tr_clm_state *st, tr_pool *pool, float *const *x, cons
         }
         if (T[b] > T_max) T_max = T[b];
     }
+    tr_clm_undo_drop(st);
     /* positions per pass: CLM_BATCH_ROWS rows shared by the prompts */
     const int C = CLM_BATCH_ROWS / B > 0 ? CLM_BATCH_ROWS / B : 1;
     int rows = 0;

@@ -166,8 +166,13 @@ const float *tr_clm_step_logits(const tr_clm_state *st, int b);
  * the argmax after row i. Each row's K/V and logits are the bits n one-row
  * tr_clm_step calls would give (the one-run step for several rows), so the
  * accepted tokens are exactly plain greedy's; positions past the accepted
- * ones are simply overwritten later (a step reads only [0, pos]). false on
- * bad arguments / OOM. */
+ * ones are simply overwritten later (a step reads only [0, pos]). Under a
+ * window (tr_clm_set_window) a draft row may replace a ring row the later
+ * steps still attend to: the state keeps those rows and the slot's next
+ * step or verify (the one that feeds the first unaccepted position) puts
+ * back the rows of the positions after its own, so the cache is plain
+ * greedy's there too. Drafts of one slot at a time. false on bad arguments
+ * / OOM. */
 bool tr_clm_step_seq(tr_clm_state *st, tr_pool *pool, const int32_t *ids, int n, int p0, int slot,
                      int32_t *next);
 

@@ -60,6 +60,15 @@ struct tr_clm_state {
     } * add;
     int n_add;
     int window; /* tr_clm_set_window: applied to the cache by every tr_clm_reserve */
+    /* Under a window, a verify step's draft rows at positions q >= window overwrite the ring rows
+     * of positions q - window, which the steps after a rejected draft still attend to: those ring
+     * rows as they were before the verify (causal_lm_ring.c), until the slot's next step says how
+     * many rows were accepted. n 0 = nothing kept. */
+    struct clm_undo {
+        int slot, p0, n; /* the ring rows of positions p0 .. p0 + n - 1 (their old contents) */
+        void *k, *v;     /* [layer][kv head][n][head_dim] in the cache's type */
+        size_t cap;      /* bytes each of k and v hold */
+    } undo;
 };
 
 /* Cache offset (elements) of (layer, slot): head 0, position 0. */
@@ -110,5 +119,20 @@ bool tr_clm_step1(tr_clm_state *st, tr_pool *pool, int p0, int R, int slot);
 bool tr_clm_step_path(tr_clm_state *st, tr_pool *pool, const int32_t *ids, const int *pos,
                       const int *slots, int B, int32_t *next, bool one_run);
 void tr_clm_step1_free(clm_step1 *s);
+
+/* Before a verify of n rows at p0 in slot: keeps the ring rows its rows p0 + 1 .. p0 + n - 1 will
+ * overwrite while they still hold live positions (none without a window or below it). false on
+ * OOM (nothing kept). */
+bool tr_clm_undo_save(tr_clm_state *st, int slot, int p0, int n);
+/* Before a step that feeds position pos of slot: the kept ring rows of the positions after pos
+ * (the rejected drafts' rows) are put back, so the cache is what plain one-row steps would have
+ * left; then nothing is kept. Another slot's step leaves them. */
+void tr_clm_undo_resolve(tr_clm_state *st, int slot, int pos);
+/* Drops what is kept (a prefill, a new cache, a new window: the rows no longer belong to it). */
+static inline void tr_clm_undo_drop(tr_clm_state *st) {
+    st->undo.n = 0;
+}
+/* Frees the kept rows' buffers. */
+void tr_clm_undo_free(tr_clm_state *st);
 
 #endif

@@ -258,8 +258,10 @@ static void test_prefill(int type, bool kv16, int n, double tol) {
 /* Additive input rows (tr_clm_set_input_rows) and the sliding window (tr_clm_set_window): the
  * sequence whose input at position p is E[id_p] + R[p], decoded as a prefill of the first NP rows
  * (R added by hand) and then one-row steps, one verify step (tr_clm_step_seq) or batched steps of
- * the same rows in two slots, against the reference's last-row logits; with a window of W < the
- * positions, the cache holds W rows (a ring) and the reference attends to the last W positions.
+ * the same rows in two slots, or verify steps of the row and three rejected drafts each (their
+ * rows overwrite live ring rows, which the next step must find as they were), against the
+ * reference's last-row logits; with a window of W < the positions, the cache holds W rows (a ring)
+ * and the reference attends to the last W positions.
  * The table is given from position NP (offset arithmetic); cleared, the step differs. */
 static void test_input_rows(int type, bool kv16, int window, double tol) {
     enum { NP = 12, NS = 8 };
@@ -275,7 +277,7 @@ static void test_input_rows(int type, bool kv16, int window, double tol) {
     g_ref_window = window;
     ref_forward(&m, xr, NP + NS, lr);
     g_ref_window = 0;
-    for (int path = 0; path < 3; path++) {
+    for (int path = 0; path < 4; path++) {
         tr_clm_state *st = tr_clm_state_new(&m.hp, &m.w, kv16);
         CHECK(tr_clm_set_window(st, window));
         const int slots = path == 2 ? 2 : 1;
@@ -300,7 +302,7 @@ static void test_input_rows(int type, bool kv16, int window, double tol) {
             int32_t next[NS];
             CHECK(tr_clm_step_seq(st, NULL, ids + NP, NS, NP, 0, next));
             got = tr_clm_step_logits(st, NS - 1);
-        } else {
+        } else if (path == 2) {
             int32_t next[2];
             for (int k = 0; k < NS; k++) {
                 const int32_t two[2] = {ids[NP + k], ids[NP + k]};
@@ -308,6 +310,14 @@ static void test_input_rows(int type, bool kv16, int window, double tol) {
                 CHECK(tr_clm_step(st, NULL, two, pos, sl, 2, next));
             }
             got = tr_clm_step_logits(st, 1); /* slot 0 */
+        } else {
+            int32_t next[4];
+            for (int k = 0; k < NS; k++) {
+                const int32_t four[4] = {ids[NP + k], (ids[NP + k] + 1) % V, 2, 5};
+                const int n = k + 4 <= NS ? 4 : NS - k; /* inside the cache without a window */
+                CHECK(tr_clm_step_seq(st, NULL, four, n, NP + k, 0, next));
+            }
+            got = tr_clm_step_logits(st, 0);
         }
         double err = 0;
         for (int i = 0; got && i < V; i++) {
