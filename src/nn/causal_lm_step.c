@@ -151,31 +151,78 @@ typedef struct {
     float attn_scale;
 } step_ctx;
 
-/* Per-row prepared inputs: pp[r][i] for weight i of row r. */
-typedef const float *prep_set[3];
+/* The R rows' inputs prepared for up to three weights: where the level has multi-row integer
+ * dots for weight i and R > 1, grp[i] holds the rows in groups of TR_MATVEC_MULTI_MAX (group g at
+ * grp[i] + g * TR_MATVEC_MULTI_MAX * mv_stride), so each weight row is unpacked once for a group
+ * instead of once per row; else col[i][r] is row r's tr_matvec_prepare. Both give every row the
+ * bits of its one-row step. */
+typedef struct {
+    const float *col[3][TR_CLM_SPEC_ROWS];
+    const float *grp[3];
+} prep_in;
 
-/* Row r's phase input prepared for the n weights W into its buffers. */
-static void prepare(const clm_step1 *s, part_buf *pb, int r, const tr_tensor *const *W, int n,
-                    const float *x, const float **prep) {
-    float *buf[3];
-    for (int i = 0; i < n; i++) buf[i] = pb->prep[i] + (size_t)r * s->mv_stride;
-    tr_sp_prepare(W, n, x, buf, prep);
+/* Rows r of x + r * xs prepared for the n weights W into the part's buffers (once per weight type
+ * and width: q / k / v and gate / up share theirs). */
+static void prep_rows(const step_ctx *c, part_buf *pb, const tr_tensor *const *W, int n,
+                      const float *x, long xs, prep_in *pi) {
+    const clm_step1 *s = c->s;
+    const long gs = TR_MATVEC_MULTI_MAX * s->mv_stride;
+    for (int i = 0; i < n; i++) {
+        int same = -1;
+        for (int j = 0; j < i && same < 0; j++)
+            if (W[j]->type == W[i]->type && W[j]->ne[0] == W[i]->ne[0]) same = j;
+        if (same >= 0) {
+            pi->grp[i] = pi->grp[same];
+            memcpy(pi->col[i], pi->col[same], sizeof pi->col[i]);
+            continue;
+        }
+        bool multi = c->R > 1;
+        for (int r0 = 0; multi && r0 < c->R; r0 += TR_MATVEC_MULTI_MAX) {
+            const int m = c->R - r0 < TR_MATVEC_MULTI_MAX ? c->R - r0 : TR_MATVEC_MULTI_MAX;
+            multi = tr_matvec_prepare_multi(W[i], x + r0 * xs, xs, m,
+                                            pb->prep[i] + (r0 / TR_MATVEC_MULTI_MAX) * gs);
+        }
+        pi->grp[i] = multi ? pb->prep[i] : NULL;
+        if (!multi)
+            for (int r = 0; r < c->R; r++)
+                pi->col[i][r] =
+                    tr_matvec_prepare(W[i], x + r * xs, pb->prep[i] + (size_t)r * s->mv_stride);
+    }
 }
 
 /* Each row's input norm (each thread its own copy), prepared for W. */
 static void prep_input(const step_ctx *c, part_buf *pb, const float *norm_w,
-                       const tr_tensor *const *W, int n, prep_set *pp) {
+                       const tr_tensor *const *W, int n, prep_in *pi) {
     const tr_clm_hparams *hp = &c->st->hp;
-    for (int r = 0; r < c->R; r++) {
-        float *h = pb->h + (size_t)r * c->s->h_stride;
-        tr_rms_norm(NULL, c->x + r * c->D, h, 1, hp->d_model, norm_w, hp->eps);
-        prepare(c->s, pb, r, W, n, h, pp[r]);
-    }
+    for (int r = 0; r < c->R; r++)
+        tr_rms_norm(NULL, c->x + r * c->D, pb->h + (size_t)r * c->s->h_stride, 1, hp->d_model,
+                    norm_w, hp->eps);
+    prep_rows(c, pb, W, n, pb->h, c->s->h_stride, pi);
 }
 
-/* Row r's prepared input for weight i, for rows_multi. */
-static void prep_col(const step_ctx *c, prep_set *pp, int i, const float **col) {
-    for (int r = 0; r < c->R; r++) col[r] = pp[r][i];
+/* y + r * ys [n] = W row n · row r of the input, for the rows [n0, n1) of W and every row r,
+ * prepared as weight i of pi (row r's input at x + r * xs). */
+static void rows_of(const step_ctx *c, const prep_in *pi, int i, const tr_tensor *W, long n0,
+                    long n1, const float *x, long xs, float *y, long ys, float *mv) {
+    if (!pi->grp[i]) {
+        tr_sp_rows_range(c->R, W, n0, n1, x, xs, pi->col[i], y, ys, mv);
+        return;
+    }
+    const long gs = TR_MATVEC_MULTI_MAX * c->s->mv_stride;
+    if (c->R <= TR_MATVEC_MULTI_MAX) { /* one group: every weight row once */
+        tr_matvec_rows_multi(W, pi->grp[i], c->R, y, ys, n0, n1);
+        return;
+    }
+    long bu = TR_SP_ROWS_BLOCK / ((long)tr_row_bytes(W->type, W->ne[0]) * TR_SP_UNIT_ROWS);
+    const long block = (bu < 1 ? 1 : bu) * TR_SP_UNIT_ROWS;
+    for (long b0 = n0; b0 < n1; b0 += block) {
+        const long b1 = b0 + block < n1 ? b0 + block : n1;
+        for (int r0 = 0; r0 < c->R; r0 += TR_MATVEC_MULTI_MAX) {
+            const int m = c->R - r0 < TR_MATVEC_MULTI_MAX ? c->R - r0 : TR_MATVEC_MULTI_MAX;
+            tr_matvec_rows_multi(W, pi->grp[i] + (r0 / TR_MATVEC_MULTI_MAX) * gs, m, y + r0 * ys,
+                                 ys, b0, b1);
+        }
+    }
 }
 
 static void rope_head(const clm_step1 *s, int r, float *p, int head_dim) {
@@ -245,13 +292,13 @@ static void attn_chunk(const step_ctx *c, int l, int g, part_buf *pb) {
 }
 
 /* x[n] += residual_mult * (W row n · in) over the rows of units [u0, u1),
- * for every row (row r's input at in + r * in_stride). */
+ * for every row (row r's input at in + r * in_stride, prepared as pi's weight 0). */
 static void residual_units(const step_ctx *c, const tr_tensor *W, long u0, long u1, const float *in,
-                           long in_stride, const float *const *prep, float *mv) {
+                           long in_stride, const prep_in *pi, float *mv) {
     long n0, n1;
     tr_sp_unit_rows(W, u0, u1, &n0, &n1);
     const float rm = c->st->hp.residual_mult;
-    tr_sp_rows(c->R, W, u0, u1, in, in_stride, prep, c->t, c->D, mv);
+    rows_of(c, pi, 0, W, n0, n1, in, in_stride, c->t, c->D, mv);
     for (int r = 0; r < c->R; r++) {
         float *x = c->x + r * c->D, *t = c->t + r * c->D;
         for (long n = n0; n < n1; n++) x[n] = x[n] + rm * t[n]; /* tr_add_scaled's form */
@@ -260,20 +307,19 @@ static void residual_units(const step_ctx *c, const tr_tensor *W, long u0, long 
 
 /* The units [u0, u1) of the qkv phase: q's units, then k's, then v's. */
 static void qkv_units(const step_ctx *c, const tr_clm_block *b, int u0, int u1, part_buf *pb,
-                      prep_set *pp) {
+                      const prep_in *pi) {
     const clm_step1 *s = c->s;
     const tr_tensor *W[3] = {b->wq, b->wk, b->wv};
     float *y[3] = {c->q, c->k, c->v};
     const long ys[3] = {c->Q, c->K, c->K};
     const long nu[3] = {s->q.n_units, s->k.n_units, s->v.n_units};
-    const float *col[TR_CLM_SPEC_ROWS];
     long base = 0;
     for (int m = 0; m < 3; m++) {
         long a = u0 > base ? u0 : base, e = u1 < base + nu[m] ? u1 : base + nu[m];
         if (a < e) {
-            prep_col(c, pp, m, col);
-            tr_sp_rows(c->R, W[m], a - base, e - base, pb->h, s->h_stride, col, y[m], ys[m],
-                       pb->mv);
+            long n0, n1;
+            tr_sp_unit_rows(W[m], a - base, e - base, &n0, &n1);
+            rows_of(c, pi, m, W[m], n0, n1, pb->h, s->h_stride, y[m], ys[m], pb->mv);
         }
         base += nu[m];
     }
@@ -287,14 +333,13 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     const int nth = s->n_parts;
     int u0, u1;
 
-    prep_set pp[TR_CLM_SPEC_ROWS];
-    const float *col[TR_CLM_SPEC_ROWS];
+    prep_in pi;
     tr_sp_phase *p = &ph[PH_QKV];
     if (tr_sp_has_work(p)) {
         const tr_tensor *qkv[3] = {b->wq, b->wk, b->wv};
-        prep_input(c, pb, b->norm_attn, qkv, 3, pp);
+        prep_input(c, pb, b->norm_attn, qkv, 3, &pi);
         while (tr_sp_claim(p, nth, &u0, &u1)) {
-            qkv_units(c, b, u0, u1, pb, pp);
+            qkv_units(c, b, u0, u1, pb, &pi);
             tr_sp_finish(p, u0, u1);
         }
     }
@@ -309,10 +354,9 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_O];
     if (tr_sp_has_work(p)) {
-        for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->wo, 1, c->o + r * c->Q, pp[r]);
-        prep_col(c, pp, 0, col);
+        prep_rows(c, pb, &b->wo, 1, c->o, c->Q, &pi);
         while (tr_sp_claim(p, nth, &u0, &u1)) {
-            residual_units(c, b->wo, u0, u1, c->o, c->Q, col, pb->mv);
+            residual_units(c, b->wo, u0, u1, c->o, c->Q, &pi, pb->mv);
             tr_sp_finish(p, u0, u1);
         }
     }
@@ -321,15 +365,12 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     p = &ph[PH_GU];
     if (tr_sp_has_work(p)) {
         const tr_tensor *gu[2] = {b->gate, b->up};
-        prep_input(c, pb, b->norm_ffn, gu, 2, pp);
-        const float *col_u[TR_CLM_SPEC_ROWS];
-        prep_col(c, pp, 0, col);
-        prep_col(c, pp, 1, col_u);
+        prep_input(c, pb, b->norm_ffn, gu, 2, &pi);
         while (tr_sp_claim(p, nth, &u0, &u1)) {
             long n0, n1;
             tr_sp_unit_rows(b->gate, u0, u1, &n0, &n1);
-            tr_sp_rows(c->R, b->gate, u0, u1, pb->h, s->h_stride, col, c->g, c->F, pb->mv);
-            tr_sp_rows(c->R, b->up, u0, u1, pb->h, s->h_stride, col_u, c->u, c->F, pb->mv);
+            rows_of(c, &pi, 0, b->gate, n0, n1, pb->h, s->h_stride, c->g, c->F, pb->mv);
+            rows_of(c, &pi, 1, b->up, n0, n1, pb->h, s->h_stride, c->u, c->F, pb->mv);
             for (int r = 0; r < c->R; r++) {
                 float *g = c->g + r * c->F, *u = c->u + r * c->F;
                 tr_silu(g + n0, n1 - n0);
@@ -342,10 +383,9 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
 
     p = &ph[PH_DOWN];
     if (tr_sp_has_work(p)) {
-        for (int r = 0; r < c->R; r++) prepare(s, pb, r, &b->down, 1, c->g + r * c->F, pp[r]);
-        prep_col(c, pp, 0, col);
+        prep_rows(c, pb, &b->down, 1, c->g, c->F, &pi);
         while (tr_sp_claim(p, nth, &u0, &u1)) {
-            residual_units(c, b->down, u0, u1, c->g, c->F, col, pb->mv);
+            residual_units(c, b->down, u0, u1, c->g, c->F, &pi, pb->mv);
             tr_sp_finish(p, u0, u1);
         }
     }
@@ -361,14 +401,14 @@ static void step_task(void *arg, int ith, int nth) {
     for (int l = 0; l < st->hp.n_layer; l++) layer(c, l, pb);
     tr_sp_phase *p = &s->ph[s->n_ph - 1];
     if (tr_sp_has_work(p)) {
-        prep_set pp[TR_CLM_SPEC_ROWS];
-        const float *col[TR_CLM_SPEC_ROWS];
-        prep_input(c, pb, st->w.out_norm, &st->w.head, 1, pp);
-        prep_col(c, pp, 0, col);
+        prep_in pi;
+        prep_input(c, pb, st->w.out_norm, &st->w.head, 1, &pi);
         int u0, u1;
         while (tr_sp_claim(p, s->n_parts, &u0, &u1)) {
-            tr_sp_rows(c->R, st->w.head, u0, u1, pb->h, s->h_stride, col, st->logits,
-                       st->hp.n_vocab, pb->mv);
+            long n0, n1;
+            tr_sp_unit_rows(st->w.head, u0, u1, &n0, &n1);
+            rows_of(c, &pi, 0, st->w.head, n0, n1, pb->h, s->h_stride, st->logits, st->hp.n_vocab,
+                    pb->mv);
             tr_sp_finish(p, u0, u1);
         }
     }

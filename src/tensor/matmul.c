@@ -937,6 +937,35 @@ const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf) {
     return NULL;
 }
 
+/* m rows of x quantized once, laid out as prepare_xq lays them out (row i's scales at s + i *
+ * (K / 16), codes at q + i * K, group sums at bsum + i * (K / 16)); m = 1 is xq_view's layout. */
+static void xq_multi_view(float *buf, long K, int m, tr_mm_xq *xq) {
+    xq->s = buf;
+    xq->q = (int8_t *)(buf + (size_t)m * (K / 16));
+    xq->bsum = (int16_t *)(xq->q + (size_t)m * K);
+}
+
+bool tr_matvec_prepare_multi(const tr_tensor *W, const float *X, long ldx, int m, float *buf) {
+    const long K = (long)W->ne[0];
+    const tr_mm_isa *isa = select_isa();
+    if (m < 1 || m > TR_MATVEC_MULTI_MAX || m > TR_MM_SMALL_M || !prep_int8(isa, W) ||
+        !isa->rows_int8_multi)
+        return false;
+    tr_mm_xq xq;
+    xq_multi_view(buf, K, m, &xq);
+    return isa->quant_x_rows(W->type, X, ldx, m, K, &xq);
+}
+
+void tr_matvec_rows_multi(const tr_tensor *W, const float *buf, int m, float *Y, long ldy, long n0,
+                          long n1) {
+    size_t rb = tr_row_bytes(W->type, W->ne[0]);
+    tr_mm_w w = {W->type, (const uint8_t *)W->data, W->nb1 ? W->nb1 : rb, W->ne[0], W->ne[1]};
+    if (n0 >= n1) return;
+    tr_mm_xq xq;
+    xq_multi_view((float *)(uintptr_t)buf, (long)W->ne[0], m, &xq);
+    select_isa()->rows_int8_multi(&w, &xq, m, Y, ldy, n0, n1, NULL);
+}
+
 void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
                     long n1, float *scratch) {
     size_t rb = tr_row_bytes(W->type, W->ne[0]);

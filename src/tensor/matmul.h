@@ -53,6 +53,18 @@ static inline long tr_matvec_scratch_floats(const tr_tensor *W) {
 const float *tr_matvec_prepare(const tr_tensor *W, const float *x, float *buf);
 void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
                     long n1, float *scratch);
+/* Rows of x a multi-row matrix-vector call takes at most. */
+#define TR_MATVEC_MULTI_MAX 4
+/* The few-row form, for the verify step of speculative decoding: m (1..TR_MATVEC_MULTI_MAX) rows
+ * of X (row i at X + i * ldx) prepared at once for the level's multi-row integer dots of W's type
+ * into buf (m * tr_matvec_scratch_floats(W) floats). false where the level has none for W (nothing
+ * to use: prepare each row with tr_matvec_prepare and call tr_matvec_rows per row). */
+bool tr_matvec_prepare_multi(const tr_tensor *W, const float *X, long ldx, int m, float *buf);
+/* Y[i * ldy + n] = W row n · row i of X for n in [n0, n1) and i < m, from what
+ * tr_matvec_prepare_multi prepared: each weight row is unpacked and read once for all m rows, and
+ * every output has the bits tr_matvec_rows gives that row alone. */
+void tr_matvec_rows_multi(const tr_tensor *W, const float *buf, int m, float *Y, long ldy, long n0,
+                          long n1);
 
 /* Activation × activation: C[m][n] = sum_k A[m][k] * B[n][k] (both F32,
  * row-major, given strides). Used where both operands are computed. */

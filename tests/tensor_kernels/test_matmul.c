@@ -499,6 +499,28 @@ static void test_matvec_chunks(tr_pool *pools[3]) {
             const float *prep = tr_matvec_prepare(&t, x, buf);
             for (long n0 = 0; n0 < N; n0 += 37) /* odd chunks: Q4_K/Q5_K rows in fours */
                 tr_matvec_rows(&t, x, prep, R + n0, n0, n0 + 37 < N ? n0 + 37 : N, scratch);
+            /* the multi-row form (where the level has it): row i of m is x's rows' bits when
+             * x is row i, here every row x scaled by i + 1 against its own one-row product */
+            for (int m = 1; m <= TR_MATVEC_MULTI_MAX; m++) {
+                float X4[TR_MATVEC_MULTI_MAX][768], Y4[TR_MATVEC_MULTI_MAX][301], R1[301];
+                float *mb = malloc(sizeof(float) * (size_t)m * tr_matvec_scratch_floats(&t));
+                for (int i = 0; i < m; i++)
+                    for (long k = 0; k < K; k++) X4[i][k] = x[k] * (float)(i + 1) - 0.01f * i;
+                if (!tr_matvec_prepare_multi(&t, X4[0], 768, m, mb)) {
+                    free(mb);
+                    continue;
+                }
+                for (long n0 = 0; n0 < N; n0 += 37)
+                    tr_matvec_rows_multi(&t, mb, m, Y4[0], 301, n0, n0 + 37 < N ? n0 + 37 : N);
+                for (int i = 0; i < m; i++) {
+                    const float *pr = tr_matvec_prepare(&t, X4[i], buf);
+                    tr_matvec_rows(&t, X4[i], pr, R1, 0, N, scratch);
+                    CHECK_MSG(memcmp(Y4[i], R1, sizeof(float) * (size_t)N) == 0,
+                              "%s %s: multi-row %d of %d differs from its one-row product",
+                              tr_type_name(types[ti]), tr_cpu_level_name(k_levels[ii]), i, m);
+                }
+                free(mb);
+            }
             for (int p = 0; p < 3; p++) {
                 tr_linear(pools[p], &t, NULL, x, 1, Y);
                 CHECK_MSG(memcmp(Y, R, sizeof(float) * (size_t)N) == 0,
