@@ -26,13 +26,20 @@
 
 #define WHO                  "voxtral_realtime"
 #define VXR_DEFAULT_INTERVAL 1000 /* ms (docs/formats/voxtral_realtime.md §8) */
+/* Drafts per decoder pass (the family README, "Speculative rows"): 1 + 3 rows stay on the
+ * few-row integer path of the verify step, so four rows cost about one weight read. */
+#define VXR_DRAFTS 3
+/* Longest pause of drafting after a verify whose first draft was rejected (steps). */
+#define VXR_DRAFT_PAUSE_MAX 32
 
 struct vxr_stream {
     int delay, interval_ms;
     int64_t n_fed, last_dec; /* samples */
     bool prefilled, done, truncated;
-    int p;        /* next decoder position */
-    int32_t next; /* token fed at p */
+    int p;              /* next decoder position */
+    int32_t next;       /* token fed at p */
+    int pause, backoff; /* plain steps left before drafting again; the next pause's length */
+    int32_t draft;      /* the latest draft id (a new one resumes drafting at once) */
     float *clean;
     size_t clean_cap;
 };
@@ -49,6 +56,8 @@ static void stream_clear(vxr_session *s) {
     st->prefilled = st->done = st->truncated = false;
     st->p = 0;
     st->next = -1;
+    st->pause = st->backoff = 0;
+    st->draft = -1;
     s->n_ids = 0;
     tr_vxr_enc_reset(&s->enc);
     tr_clm_clear_input_rows(s->dec.lm);
@@ -128,6 +137,45 @@ static bool take(vxr_session *s, int32_t tok) {
     return true;
 }
 
+/* The draft for the rows after the current one: a trained model emits [STREAMING_PAD] for every
+ * 80 ms row without a new word and control ids come in runs, so the id the last two emitted
+ * ids repeat, else the streaming pad. */
+static int32_t draft_id(const vxr_session *s) {
+    if (s->n_ids >= 2 && s->ids[s->n_ids - 1] == s->ids[s->n_ids - 2]) return s->ids[s->n_ids - 1];
+    return s->m->hp.pad;
+}
+
+/* One decoder pass at position p over the fed token and up to `room` drafts whose audio rows are
+ * in (the family README, "Speculative rows"): got[i] is greedy's token after row i, and the rows
+ * past the first wrong draft are not used; returns the rows whose tokens are greedy's (>= 1), or
+ * 0 on OOM. */
+static int decode_rows(vxr_session *s, int room, int32_t *got) {
+    struct vxr_stream *st = s->stream;
+    const int32_t d = draft_id(s);
+    if (d != st->draft) st->pause = st->backoff = 0; /* a run of another id begins */
+    st->draft = d;
+    int k = st->pause > 0 ? 0 : (room < VXR_DRAFTS ? room : VXR_DRAFTS);
+    if (st->pause > 0) st->pause--;
+    int32_t toks[1 + VXR_DRAFTS];
+    toks[0] = st->next;
+    for (int i = 1; i <= k; i++) toks[i] = d;
+    if (k == 0) {
+        int pos = st->p, slot = 0;
+        return tr_clm_step(s->dec.lm, s->dec.pool, toks, &pos, &slot, 1, got) ? 1 : 0;
+    }
+    if (!tr_clm_step_seq(s->dec.lm, s->dec.pool, toks, 1 + k, st->p, 0, got)) return 0;
+    int n = 1;
+    while (n <= k && got[n - 1] == toks[n]) n++;
+    if (n == 1) { /* the first draft was wrong: plain steps for a while (1, 2, 4 .. 32) */
+        st->backoff = st->backoff ? 2 * st->backoff : 1;
+        if (st->backoff > VXR_DRAFT_PAUSE_MAX) st->backoff = VXR_DRAFT_PAUSE_MAX;
+        st->pause = st->backoff;
+    } else {
+        st->backoff = 0;
+    }
+    return n;
+}
+
 /* Steps the decoder over every audio row the encoder has (up to `limit` positions). */
 static transcribe_status decode_ready(vxr_session *s, int64_t limit, tr_stream_ctx *ctx) {
     struct vxr_stream *st = s->stream;
@@ -162,19 +210,25 @@ static transcribe_status decode_ready(vxr_session *s, int64_t limit, tr_stream_c
             st->done = st->truncated = true;
             break;
         }
-        if (!tr_vxr_ids_reserve(s, s->n_ids + 1) ||
+        if (!tr_vxr_ids_reserve(s, s->n_ids + 1 + VXR_DRAFTS) ||
             !tr_clm_set_input_rows(s->dec.lm, 0, e->audio, e->audio0, e->n_audio))
             return TRANSCRIBE_ERR_OOM;
-        int32_t tok = -1;
-        int pos = st->p, slot = 0;
-        if (!tr_clm_step(s->dec.lm, s->dec.pool, &st->next, &pos, &slot, 1, &tok))
-            return TRANSCRIBE_ERR_OOM;
-        st->p++;
-        st->next = tok;
-        if (tok == m->hp.eos) {
-            st->done = true;
-        } else if (!take(s, tok)) {
-            st->done = st->truncated = true;
+        /* drafts only where their audio rows are in and their positions below the cap */
+        int64_t room = end - st->p - 1;
+        if (room > m->hp.max_pos - st->p - 1) room = m->hp.max_pos - st->p - 1;
+        int32_t got[1 + VXR_DRAFTS];
+        const int n = decode_rows(s, room < VXR_DRAFTS ? (int)room : VXR_DRAFTS, got);
+        if (n == 0) return TRANSCRIBE_ERR_OOM;
+        /* each row's token as a plain step's: EOS and the guard end the stream where they would */
+        for (int i = 0; i < n && !st->done; i++) {
+            const int32_t tok = got[i];
+            st->p++;
+            st->next = tok;
+            if (tok == m->hp.eos) {
+                st->done = true;
+            } else if (!take(s, tok)) {
+                st->done = st->truncated = true;
+            }
         }
     }
     /* rows before p are consumed (the prompt's at the prefill); after the end, every row */
