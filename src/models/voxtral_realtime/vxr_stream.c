@@ -26,8 +26,9 @@
 
 #define WHO                  "voxtral_realtime"
 #define VXR_DEFAULT_INTERVAL 1000 /* ms (docs/formats/voxtral_realtime.md §8) */
-/* Drafts per decoder pass (the family README, "Speculative rows"): 1 + 3 rows stay on the
- * few-row integer path of the verify step, so four rows cost about one weight read. */
+/* Drafts per decoder pass (the family README, "Speculative rows"): 1 + 3 rows are one group of
+ * the verify step's multi-row integer dots, each weight read and unpacked once for the four (about
+ * two one-row steps of time on Q4_K_M at 2 threads); more rows would cost per row as much. */
 #define VXR_DRAFTS 3
 /* Longest pause of drafting after a verify whose first draft was rejected (steps). */
 #define VXR_DRAFT_PAUSE_MAX 32
