@@ -223,6 +223,10 @@ static void pause_is_no_loop(const float *clip, int n_clip) {
         CHECK(!transcribe_was_truncated(s));
         const char *t = transcribe_full_text(s);
         CHECK_MSG(t && !strcmp(t, g.text), "offline: [%s]", t ? t : "");
+        /* the raw text keeps the control ids: the stream's speculative rows (drafts of the
+         * repeated id, rejected ones on the chain's words) must give every id of the offline run */
+        char *raw = transcribe_raw_text(s) ? strdup(transcribe_raw_text(s)) : NULL;
+        CHECK(raw && strlen(raw) > strlen(g.text));
         const float *b[2] = {pcm, clip};
         int nb[2] = {n, n_clip};
         CHECK(transcribe_run_batch(s, b, nb, 2, NULL) == TRANSCRIBE_OK);
@@ -242,6 +246,9 @@ static void pause_is_no_loop(const float *clip, int n_clip) {
         CHECK(transcribe_stream_get_text(s, &st) == TRANSCRIBE_OK);
         CHECK_MSG(st.committed_text && !strcmp(st.committed_text, g.text), "stream: [%s]",
                   st.committed_text ? st.committed_text : "");
+        const char *sr = transcribe_raw_text(s);
+        CHECK_MSG(raw && sr && !strcmp(sr, raw), "stream raw text differs: [%s]", sr ? sr : "");
+        free(raw);
     }
     free(pcm);
     transcribe_session_free(s);
