@@ -963,7 +963,10 @@ void tr_matvec_rows_multi(const tr_tensor *W, const float *buf, int m, float *Y,
     if (n0 >= n1) return;
     tr_mm_xq xq;
     xq_multi_view((float *)(uintptr_t)buf, (long)W->ne[0], m, &xq);
-    select_isa()->rows_int8_multi(&w, &xq, m, Y, ldy, n0, n1, NULL);
+    if (m == 1) /* the levels' multi-row dots take 2..4 rows; one is xq_view's one-row layout */
+        select_isa()->rows_int8(&w, &xq, Y + n0, n0, n1, NULL);
+    else
+        select_isa()->rows_int8_multi(&w, &xq, m, Y, ldy, n0, n1, NULL);
 }
 
 void tr_matvec_rows(const tr_tensor *W, const float *x, const float *prep, float *y, long n0,
