@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "models/gigaam/gigaam.h"
-#include "tensor/dtype.h"
 #include "tensor/matmul.h"
 #include "util/log.h"
 
@@ -29,13 +28,10 @@ static bool lazy_linear(tr_pool *pool, const ga_mat *w, const float *b, const fl
     const int out = (int)w->out;
     ga_mat piece;
     const int rows = out < GA_LAZY_COLS ? out : GA_LAZY_COLS;
-    if (!tr_ga_widen(w->src, w->in, rows, &piece)) return false;
-    const size_t rb = tr_row_bytes(w->src->type, w->in);
+    if (!tr_ga_widen(w->src, w->in, rows, false, &piece)) return false;
     for (int c0 = 0; c0 < out; c0 += rows) {
         const int n = out - c0 < rows ? out - c0 : rows;
-        for (int r = 0; r < n; r++)
-            tr_dequantize_row(w->src->type, (const char *)w->src->data + (size_t)(c0 + r) * rb,
-                              piece.data + (size_t)r * w->in, w->in);
+        tr_ga_widen_rows(&piece, c0, n);
         tr_tensor v = piece.t;
         v.ne[1] = n;
         tr_matmul(pool, &v, b ? b + c0 : NULL, X, M, (int)w->in, Y + c0, out);
@@ -86,10 +82,9 @@ typedef struct rnnt {
 
 /* row k of the embedding, widened from the file's tensor into r->emb */
 static const float *embed_row(rnnt *r, int k) {
-    const tr_tensor *e = r->m->embed.src;
-    const int64_t h = r->m->embed.in;
-    tr_dequantize_row(e->type, (const char *)e->data + (size_t)k * tr_row_bytes(e->type, h), r->emb,
-                      h);
+    ga_mat row = r->m->embed;
+    row.data = r->emb;
+    tr_ga_widen_rows(&row, k, 1);
     return r->emb;
 }
 

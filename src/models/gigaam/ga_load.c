@@ -187,15 +187,10 @@ static transcribe_status load_tokenizer(const gguf_file *g, ga_model *m) {
 /* Widens a loaded weight to an owned F32 matrix (docs/formats/gigaam.md §3: the host
  * decoder dequantizes its weights, at load for the predictor and joint matrices read every
  * step, at use for the others: lazy). */
-bool tr_ga_widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
+bool tr_ga_widen(const tr_tensor *t, int64_t in, int64_t out, bool fill, ga_mat *dst) {
     *dst = (ga_mat){.src = t, .in = in, .out = out};
     dst->data = malloc(sizeof(float) * (size_t)in * (size_t)out);
     if (!dst->data) return false;
-    /* rows of `in` elements (the CTC kernel {1, d, C} has rows along ne[1]) */
-    const size_t rb = tr_row_bytes(t->type, in);
-    for (int64_t r = 0; r < out; r++)
-        tr_dequantize_row(t->type, (const char *)t->data + (size_t)r * rb,
-                          dst->data + (size_t)r * in, in);
     dst->t = (tr_tensor){.name = t->name,
                          .type = TR_F32,
                          .n_dims = 2,
@@ -203,11 +198,22 @@ bool tr_ga_widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
                          .nb1 = sizeof(float) * (size_t)in,
                          .nbytes = sizeof(float) * (size_t)in * (size_t)out,
                          .data = dst->data};
+    if (fill) tr_ga_widen_rows(dst, 0, out);
     return true;
 }
 
+void tr_ga_widen_rows(ga_mat *dst, int64_t r0, int64_t n) {
+    const tr_tensor *t = dst->src;
+    const int64_t in = dst->in;
+    /* rows of `in` elements (the CTC kernel {1, d, C} has rows along ne[1]) */
+    const size_t rb = tr_row_bytes(t->type, in);
+    for (int64_t r = 0; r < n; r++)
+        tr_dequantize_row(t->type, (const char *)t->data + (size_t)(r0 + r) * rb,
+                          dst->data + (size_t)r * in, in);
+}
+
 static bool widen(const tr_tensor *t, int64_t in, int64_t out, ga_mat *dst) {
-    return tr_ga_widen(t, in, out, dst);
+    return tr_ga_widen(t, in, out, true, dst);
 }
 
 /* the file's tensor, widened at use (tr_ga_widen) */

@@ -49,8 +49,10 @@ typedef struct ga_mat {
 } ga_mat;
 
 /* src's first out rows of in elements widened into dst (owned; free dst->data): false on
- * OOM. */
-bool tr_ga_widen(const tr_tensor *src, int64_t in, int64_t out, ga_mat *dst);
+ * OOM. With fill false, dst only gets the room and its view, for tr_ga_widen_rows. */
+bool tr_ga_widen(const tr_tensor *src, int64_t in, int64_t out, bool fill, ga_mat *dst);
+/* dst's rows 0 .. n - 1 = rows r0 .. r0 + n - 1 of dst->src, widened (n <= dst->out). */
+void tr_ga_widen_rows(ga_mat *dst, int64_t r0, int64_t n);
 
 typedef struct ga_model {
     ga_hparams hp;
