@@ -137,28 +137,14 @@ static void self_head(const step_ctx *c, int l, int r, int g, part_buf *pb) {
         tr_rope_head(qh, cv, sv, c->half, d->rope.neox);
         tr_rope_head(kh, cv, sv, c->half, d->rope.neox);
     }
-    tr_nn_kv *kv = sg->kv;
-    const size_t base = (size_t)l * (size_t)kv->n_ctx * (size_t)c->D,
-                 at = base + (size_t)sg->n_past * (size_t)c->D + (size_t)off;
+    tr_nn_kv_put(sg->kv, l, g, sg->n_past, kh, vh);
     tr_attn_args a = attn_args(c, r);
     a.n_kv = a.kv_valid = sg->n_past + 1;
     a.causal = true;
     a.causal_offset = sg->n_past;
-    if (kv->f16) {
-        uint16_t *k16 = (uint16_t *)kv->k, *v16 = (uint16_t *)kv->v;
-        for (long i = 0; i < hd; i++) {
-            k16[at + i] = tr_f32_to_f16(kh[i]);
-            v16[at + i] = tr_f32_to_f16(vh[i]);
-        }
-        tr_attention_kv_head(&a, k16 + base, v16 + base, g, pb->att);
-    } else {
-        float *kf = (float *)kv->k, *vf = (float *)kv->v;
-        memcpy(kf + at, kh, sizeof(float) * (size_t)hd);
-        memcpy(vf + at, vh, sizeof(float) * (size_t)hd);
-        a.k = kf + base;
-        a.v = vf + base;
-        tr_attention_kv_head(&a, NULL, NULL, g, pb->att);
-    }
+    const uint16_t *k16, *v16;
+    tr_nn_kv_view(sg->kv, l, &a, &k16, &v16);
+    tr_attention_kv_head(&a, k16, v16, g, pb->att);
 }
 
 /* Cross-attention of rows [r, r + n) (one source), head g in layer l over

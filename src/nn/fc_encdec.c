@@ -197,7 +197,8 @@ bool tr_fced_group_alloc(tr_fced_group *g, const tr_fced *e, int n_ctx, int max_
     for (int j = 0; ok && j < g->n; j++) {
         tr_fced_utt *it = &g->it[j];
         it->out = malloc((size_t)max_gen * sizeof *it->out);
-        ok = it->out && tr_nn_kv_init(&it->kv, dec->n_layers, n_ctx, dec->dims.d_model, kv_f16);
+        ok = it->out && tr_nn_kv_init(&it->kv, dec->n_layers, n_ctx, dec->dims.n_head,
+                                      dec->dims.head_dim, kv_f16);
     }
     if (!ok)
         TR_ERROR("%s: out of memory for a batch of %d utterances (%d encoder frames)", e->who, g->n,

@@ -219,7 +219,8 @@ bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16) 
     u->cv = malloc(L * (size_t)u->T * D * sizeof(float));
     u->out = malloc((size_t)max_pos * sizeof(int32_t));
     return u->ck && u->cv && u->out &&
-           tr_nn_kv_init(&u->kv, d->dec.n_layers, max_pos, d->dec.dims.d_model, kv_f16);
+           tr_nn_kv_init(&u->kv, d->dec.n_layers, max_pos, d->dec.dims.n_head, d->dec.dims.head_dim,
+                         kv_f16);
 }
 
 void tr_msd_utts_free(tr_msd_utt *u, int n) {

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "tensor/tensor.h"
 
@@ -88,17 +89,36 @@ typedef struct tr_nn_dims {
     bool glu; /* the blocks' FFNs are gated (tr_nn_ffn.glu): scratch holds 2F per row */
 } tr_nn_dims;
 
-/* Self-attention cache: per layer K and V of n_ctx rows × dim, stored F32 or
- * F16. n_past is managed by the caller (positions already written). */
+/* Self-attention cache, F32 or F16, head-major: per layer, per head, n_ctx
+ * rows of head_dim values, so one head's keys (and values) over the
+ * positions are one sequential run. A decode step's attention reads them
+ * cold, after the step's weights have streamed through the caches: with
+ * the heads side by side in a row, each head read head_dim values out of
+ * every dim-wide row, a pattern the hardware prefetchers do not follow (a
+ * Cohere-size step's self-attention took ~2x as long, one thread). n_past
+ * is managed by the caller (positions already written). */
 typedef struct tr_nn_kv {
-    int n_layers, n_ctx, dim;
+    int n_layers, n_ctx, n_head, head_dim, dim; /* dim = n_head · head_dim */
     bool f16;
-    void *k, *v; /* n_layers × n_ctx × dim elements each */
+    void *k, *v; /* n_layers × n_head × n_ctx × head_dim elements each */
 } tr_nn_kv;
 
-bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16);
+bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int n_head, int head_dim, bool f16);
 void tr_nn_kv_free(tr_nn_kv *kv);
 size_t tr_nn_kv_bytes(const tr_nn_kv *kv);
+/* Head h's K and V at position pos of layer l from k, v (head_dim floats
+ * each), rounded to half floats in an F16 cache. */
+void tr_nn_kv_put(tr_nn_kv *kv, int layer, int head, int pos, const float *k, const float *v);
+/* Rows [pos, pos + rows) of layer l, every head, from tk, tv (row r at
+ * + r · dim: [rows][n_head · head_dim] as the projections write them). */
+void tr_nn_kv_write(tr_nn_kv *kv, int layer, int pos, int rows, const float *tk, const float *tv);
+/* Layer l's cache as attention K/V: sets a's k, v (F32 cache; NULL for F16),
+ * kv_stride and kv_head_stride, and *k16 / *v16 (F16 cache; else NULL). */
+void tr_nn_kv_view(const tr_nn_kv *kv, int layer, tr_attn_args *a, const uint16_t **k16,
+                   const uint16_t **v16);
+/* Positions [0, rows) of every layer and head of src into dst (the same
+ * shape): a shared prefix handed to another sequence. */
+void tr_nn_kv_copy_prefix(tr_nn_kv *dst, const tr_nn_kv *src, int rows);
 
 /* Multi-head attention of nb independent windows, every matrix [rows][d]
  * contiguous: window b's nq query rows (q + b·nq·d) over its nk key and

@@ -10,13 +10,15 @@
 #include "tensor/ops.h"
 #include "util/log.h"
 
-bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int dim, bool f16) {
+bool tr_nn_kv_init(tr_nn_kv *kv, int n_layers, int n_ctx, int n_head, int head_dim, bool f16) {
     memset(kv, 0, sizeof *kv);
-    size_t n = (size_t)n_layers * (size_t)n_ctx * (size_t)dim;
+    size_t n = (size_t)n_layers * (size_t)n_ctx * (size_t)n_head * (size_t)head_dim;
     size_t es = f16 ? sizeof(uint16_t) : sizeof(float);
     kv->n_layers = n_layers;
     kv->n_ctx = n_ctx;
-    kv->dim = dim;
+    kv->n_head = n_head;
+    kv->head_dim = head_dim;
+    kv->dim = n_head * head_dim;
     kv->f16 = f16;
     kv->k = calloc(n, es);
     kv->v = calloc(n, es);
@@ -37,6 +39,60 @@ void tr_nn_kv_free(tr_nn_kv *kv) {
 size_t tr_nn_kv_bytes(const tr_nn_kv *kv) {
     size_t es = kv->f16 ? 2 : 4;
     return 2 * (size_t)kv->n_layers * (size_t)kv->n_ctx * (size_t)kv->dim * es;
+}
+
+/* Elements from the start of the cache to (layer, head, pos). */
+static size_t kv_at(const tr_nn_kv *kv, int layer, int head, int pos) {
+    return (((size_t)layer * (size_t)kv->n_head + (size_t)head) * (size_t)kv->n_ctx + (size_t)pos) *
+           (size_t)kv->head_dim;
+}
+
+void tr_nn_kv_put(tr_nn_kv *kv, int layer, int head, int pos, const float *k, const float *v) {
+    const size_t at = kv_at(kv, layer, head, pos), hd = (size_t)kv->head_dim;
+    if (!kv->f16) {
+        memcpy((float *)kv->k + at, k, hd * sizeof(float));
+        memcpy((float *)kv->v + at, v, hd * sizeof(float));
+        return;
+    }
+    uint16_t *k16 = (uint16_t *)kv->k + at, *v16 = (uint16_t *)kv->v + at;
+    for (size_t i = 0; i < hd; i++) {
+        k16[i] = tr_f32_to_f16(k[i]);
+        v16[i] = tr_f32_to_f16(v[i]);
+    }
+}
+
+void tr_nn_kv_write(tr_nn_kv *kv, int layer, int pos, int rows, const float *tk, const float *tv) {
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < kv->n_head; h++) {
+            const size_t o = (size_t)r * (size_t)kv->dim + (size_t)h * (size_t)kv->head_dim;
+            tr_nn_kv_put(kv, layer, h, pos + r, tk + o, tv + o);
+        }
+}
+
+void tr_nn_kv_view(const tr_nn_kv *kv, int layer, tr_attn_args *a, const uint16_t **k16,
+                   const uint16_t **v16) {
+    const size_t at = kv_at(kv, layer, 0, 0);
+    a->kv_stride = kv->head_dim;
+    a->kv_head_stride = (long)kv->n_ctx * kv->head_dim;
+    a->k = a->v = NULL;
+    *k16 = *v16 = NULL;
+    if (kv->f16) {
+        *k16 = (const uint16_t *)kv->k + at;
+        *v16 = (const uint16_t *)kv->v + at;
+    } else {
+        a->k = (const float *)kv->k + at;
+        a->v = (const float *)kv->v + at;
+    }
+}
+
+void tr_nn_kv_copy_prefix(tr_nn_kv *dst, const tr_nn_kv *src, int rows) {
+    const size_t es = src->f16 ? 2 : 4, run = (size_t)rows * (size_t)src->head_dim * es;
+    for (int l = 0; l < src->n_layers; l++)
+        for (int h = 0; h < src->n_head; h++) {
+            const size_t at = kv_at(src, l, h, 0) * es;
+            memcpy((char *)dst->k + at, (const char *)src->k + at, run);
+            memcpy((char *)dst->v + at, (const char *)src->v + at, run);
+        }
 }
 
 void tr_nn_window_attn(tr_pool *pool, const float *q, const float *k, const float *v, int nb,
@@ -244,34 +300,6 @@ bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const float *sr
     return true;
 }
 
-/* Appends rows [n_past, n_past + rows) of K and V (from tk, tv) to the
- * cache of this layer and returns views of the whole [0, n_past + rows)
- * prefix: F32 (kc / vc) or, for an F16 cache, its half floats (k16 / v16,
- * read by tr_attention_f16kv in place: no widened copy per step). */
-static void cache_append(tr_nn_kv *kv, int layer, int n_past, int rows, const float *tk,
-                         const float *tv, const float **kc, const float **vc, const uint16_t **k16,
-                         const uint16_t **v16) {
-    const size_t D = (size_t)kv->dim, n = (size_t)rows * D;
-    size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * D;
-    *kc = *vc = NULL;
-    *k16 = *v16 = NULL;
-    if (!kv->f16) {
-        float *kl = (float *)kv->k + layer_off, *vl = (float *)kv->v + layer_off;
-        memcpy(kl + (size_t)n_past * D, tk, n * sizeof(float));
-        memcpy(vl + (size_t)n_past * D, tv, n * sizeof(float));
-        *kc = kl;
-        *vc = vl;
-        return;
-    }
-    uint16_t *kl = (uint16_t *)kv->k + layer_off, *vl = (uint16_t *)kv->v + layer_off;
-    for (size_t i = 0; i < n; i++) {
-        kl[(size_t)n_past * D + i] = tr_f32_to_f16(tk[i]);
-        vl[(size_t)n_past * D + i] = tr_f32_to_f16(tv[i]);
-    }
-    *k16 = kl;
-    *v16 = vl;
-}
-
 void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
                               float *x, int n_seg, const tr_nn_dec_seg *segs, int layer,
                               float *scratch) {
@@ -298,20 +326,16 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
-        const float *kc, *vc;
         const uint16_t *k16, *v16;
         if (d->rope.n_rot > 0) {
             rope_rows(d, q + off, sg->rows, sg->n_past);
             rope_rows(d, tk + off, sg->rows, sg->n_past);
         }
-        cache_append(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off, &kc, &vc, &k16, &v16);
+        tr_nn_kv_write(sg->kv, layer, sg->n_past, sg->rows, tk + off, tv + off);
         const int n_kv = sg->n_past + sg->rows;
         tr_attn_args a = {
             .q = q + off,
             .q_stride = D,
-            .k = kc,
-            .v = vc,
-            .kv_stride = D,
             .out = o + off,
             .out_stride = D,
             .n_q = sg->rows,
@@ -324,6 +348,7 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
             .causal = true,
             .causal_offset = sg->n_past,
         };
+        tr_nn_kv_view(sg->kv, layer, &a, &k16, &v16);
         if (k16)
             tr_attention_f16kv(pool, &a, k16, v16);
         else

@@ -330,7 +330,7 @@ static void check_dec(tr_pool *pool, tr_nn_rope rope) {
     tr_nn_kv kv[2];
     for (int s = 0; s < 2; s++) {
         tr_ed_cross_kv(pool, cfg, src[s], NSRC, ck[s], cv[s], NSRC * D);
-        CHECK(tr_nn_kv_init(&kv[s], L, CTX, D, false));
+        CHECK(tr_nn_kv_init(&kv[s], L, CTX, H, HD, false));
     }
     const int32_t ids[2][5] = {{3, 7, 1, 9, 4}, {10, 2, 5, 0, 8}};
     float x[2 * CTX * D], logits[2 * V];
@@ -403,7 +403,7 @@ static void check_dec_rows_exact(tr_pool *pool, tr_nn_rope rope, bool f16_cache)
     float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(cfg, CTX, 1));
     tr_nn_kv kv[2];
     for (int c = 0; c < 2; c++) {
-        CHECK(tr_nn_kv_init(&kv[c], L, CTX, D, f16_cache));
+        CHECK(tr_nn_kv_init(&kv[c], L, CTX, H, HD, f16_cache));
         tr_ed_seq sq = {.rows = P,
                         .n_past = 0,
                         .n_src = NSRC,
@@ -441,7 +441,7 @@ static void check_dec_rows_exact(tr_pool *pool, tr_nn_rope rope, bool f16_cache)
 static int single_greedy(tr_pool *pool, const tr_ed_decoder *cfg, const tr_ed_greedy_cfg *gc,
                          const float *ck, const float *cv, int32_t *out, int32_t *last) {
     tr_nn_kv kv;
-    CHECK(tr_nn_kv_init(&kv, L, CTX, D, false));
+    CHECK(tr_nn_kv_init(&kv, L, CTX, H, HD, false));
     float x[CTX * D], logits[V];
     float *scratch = malloc(sizeof(float) * tr_ed_step_scratch(cfg, CTX, 1));
     tr_ed_seq sq = {.rows = gc->n_prompt,
@@ -522,7 +522,7 @@ static void check_greedy_batch(tr_pool *pool) {
         int32_t out[R][CTX];
         tr_ed_greedy_row rows[R];
         for (int r = 0; r < R; r++) {
-            CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+            CHECK(tr_nn_kv_init(&kv[r], L, CTX, H, HD, false));
             rows[r] = (tr_ed_greedy_row){.kv = &kv[r],
                                          .ck = ck[r],
                                          .cv = cv[r],
@@ -540,7 +540,7 @@ static void check_greedy_batch(tr_pool *pool) {
         CHECK(rows[0].last == gc.eos);
         /* an abort before the second lockstep step: rows still going are live */
         for (int r = 0; r < R; r++) tr_nn_kv_free(&kv[r]);
-        for (int r = 0; r < R; r++) CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+        for (int r = 0; r < R; r++) CHECK(tr_nn_kv_init(&kv[r], L, CTX, H, HD, false));
         abort_after = 1;
         gc.should_abort = abort_countdown;
         const transcribe_status st = tr_ed_greedy_batch(pool, cfg, &gc, rows, R);
@@ -564,7 +564,7 @@ static void check_greedy_batch(tr_pool *pool) {
     int32_t out[R][CTX];
     tr_ed_greedy_row rows[R];
     for (int r = 0; r < R; r++) {
-        CHECK(tr_nn_kv_init(&kv[r], L, CTX, D, false));
+        CHECK(tr_nn_kv_init(&kv[r], L, CTX, H, HD, false));
         rows[r] = (tr_ed_greedy_row){.kv = &kv[r],
                                      .ck = ck[r],
                                      .cv = cv[r],
@@ -606,7 +606,7 @@ static void check_step1_exact(tr_pool *pool, tr_nn_rope rope, tr_nn_act act, tr_
     }
     for (int c = 0; c < 2; c++) {
         for (int r = 0; r < R; r++) { /* a prefix of P rows, then one row */
-            CHECK(tr_nn_kv_init(&kv[c][r], L, CTX, D, f16_cache));
+            CHECK(tr_nn_kv_init(&kv[c][r], L, CTX, H, HD, f16_cache));
             sq[c][r] = (tr_ed_seq){.rows = P,
                                    .n_past = 0,
                                    .n_src = NSRC,
@@ -658,7 +658,7 @@ static void check_msd_spec(tr_pool *pool) {
     int n_out[2] = {0, 0};
     for (int c = 0; c < 2; c++) {
         tr_nn_kv kv;
-        CHECK(tr_nn_kv_init(&kv, L, N_CTX, D, c == 1));
+        CHECK(tr_nn_kv_init(&kv, L, N_CTX, H, HD, c == 1));
         const tr_msd_greedy_args a = {.pool = pool,
                                       .dec = &m.cfg,
                                       .kv = &kv,
@@ -676,7 +676,7 @@ static void check_msd_spec(tr_pool *pool) {
         sa.spec_k = 4;
         CHECK(tr_msd_greedy(&a, out[0], &n_out[0]) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
         tr_nn_kv_free(&kv);
-        CHECK(tr_nn_kv_init(&kv, L, N_CTX, D, c == 1));
+        CHECK(tr_nn_kv_init(&kv, L, N_CTX, H, HD, c == 1));
         CHECK(tr_msd_greedy(&sa, out[1], &n_out[1]) == TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
         tr_nn_kv_free(&kv);
         CHECK_MSG(n_out[0] == n_out[1] && !memcmp(out[0], out[1], sizeof(int32_t) * n_out[0]),

@@ -20,7 +20,8 @@ static transcribe_status session_setup(ch_session *s, const tr_session_cfg *cfg)
     s->kv_f16 = cfg->kv_type != TRANSCRIBE_KV_TYPE_F32;
     s->enc.f16 = s->kv_f16; /* the cross K/V follow the cache's type */
     const size_t D = (size_t)hp->d_dec;
-    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, hp->d_dec, s->kv_f16);
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, s->n_ctx, m->decoder.dims.n_head,
+                            m->decoder.dims.head_dim, s->kv_f16);
     s->fc_work = tr_fc_work_new();
     s->dec_x = malloc(CH_PROMPT * D * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->decoder, CH_PROMPT, 1) * sizeof(float));

@@ -26,7 +26,8 @@ transcribe_status tr_mn_session_create(const mn_model *m, const tr_session_cfg *
     s->kv_f16 = cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F16;
     s->stem_chunk = MN_STEM_CHUNK;
     const size_t D = (size_t)hp->d_model;
-    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, hp->d_model, s->kv_f16);
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, m->msd.dec.dims.n_head,
+                            m->msd.dec.dims.head_dim, s->kv_f16);
     s->dec_x = malloc(D * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->msd.dec, 1, 1) * sizeof(float));
     s->logits = malloc((size_t)hp->n_vocab * sizeof(float));

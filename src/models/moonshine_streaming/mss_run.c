@@ -23,7 +23,8 @@ static transcribe_status setup(mss_session *s, const tr_session_cfg *cfg) {
     s->pool = cfg->pool;
     /* docs/formats/moonshine_streaming.md §6: the self-KV is F32 unless the session asks for F16 */
     s->kv_f16 = cfg->kv_type == TRANSCRIBE_KV_TYPE_F16;
-    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, hp->dec_d, s->kv_f16) &&
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->max_pos, m->msd.dec.dims.n_head,
+                            m->msd.dec.dims.head_dim, s->kv_f16) &&
               tr_mss_enc_init(&s->enc, m);
     s->dec_x = malloc((size_t)hp->dec_d * sizeof(float));
     s->dec_scratch = malloc(tr_ed_step_scratch(&m->msd.dec, 1, 1) * sizeof(float));

@@ -194,7 +194,8 @@ static wh_session *member_new(const wh_session *main, wh_hub *h, int slot_idx) {
     s->m = m;
     s->hub = h;
     s->hub_slot = slot_idx;
-    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, main->kv.f16);
+    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->n_head, hp->head_dim,
+                            main->kv.f16);
     if (!tr_wh_cross_alloc(s)) ok = false;
     s->dec_x = malloc(Tt * D * sizeof(float));
     s->logits = malloc(2 * V * sizeof(float));

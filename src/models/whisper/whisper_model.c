@@ -21,7 +21,8 @@ transcribe_status tr_wh_session_create(const wh_model *m, const tr_session_cfg *
     bool f16 = false;
     if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_F16) f16 = true;
     if (cfg && cfg->kv_type == TRANSCRIBE_KV_TYPE_AUTO) f16 = !m->weights_f32;
-    bool ok = tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, f16);
+    bool ok =
+        tr_nn_kv_init(&s->kv, hp->n_dec_layers, hp->n_text_ctx, hp->n_head, hp->head_dim, f16);
     if (!tr_whenc_work_init(&s->enc_work, &m->enc, (int)Tm)) ok = false;
     s->enc_x = malloc(S * D * sizeof(float));
     if (!tr_wh_cross_alloc(s)) ok = false;

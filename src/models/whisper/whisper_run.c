@@ -643,9 +643,7 @@ static bool par_run(wh_runstate *r, const float *prefix_logits, int np, int k0, 
     wh_session *s = r->s;
     const wh_model *m = r->m;
     const wh_hparams *hp = &m->hp;
-    const size_t D = (size_t)hp->d_model, V = (size_t)hp->n_vocab, L = (size_t)hp->n_dec_layers,
-                 el = s->kv.f16 ? 2 : sizeof(float),
-                 kv_bytes = 2 * L * (size_t)hp->n_text_ctx * D * el;
+    const size_t V = (size_t)hp->n_vocab, kv_bytes = tr_nn_kv_bytes(&s->kv);
     int n = r->n_temps - k0;
     if (s->hub || r->o.seed != 0 || n < 2) return true;
     if ((size_t)n * kv_bytes > WH_PAR_KV_BYTES) n = (int)(WH_PAR_KV_BYTES / kv_bytes);
@@ -657,15 +655,12 @@ static bool par_run(wh_runstate *r, const float *prefix_logits, int np, int k0, 
     bool ok = ps->t && logits && seqs && idx;
     for (int i = 0; ok && i < n; i++) {
         par_tier *t = &ps->t[i];
-        ok = tr_nn_kv_init(&t->kv, hp->n_dec_layers, hp->n_text_ctx, hp->d_model, s->kv.f16);
+        ok = tr_nn_kv_init(&t->kv, hp->n_dec_layers, hp->n_text_ctx, hp->n_head, hp->head_dim,
+                           s->kv.f16);
         ps->n = i + 1;
         if (!ok) break;
         /* the prefix rows of every layer, as the shared prefix pass left them */
-        const size_t layer = (size_t)hp->n_text_ctx * D * el, pre = (size_t)np * D * el;
-        for (size_t l = 0; l < L; l++) {
-            memcpy((char *)t->kv.k + l * layer, (const char *)s->kv.k + l * layer, pre);
-            memcpy((char *)t->kv.v + l * layer, (const char *)s->kv.v + l * layer, pre);
-        }
+        tr_nn_kv_copy_prefix(&t->kv, &s->kv, np);
         tr_wh_rng_seed(&t->rng, (uint32_t)(tr_wh_rng_uniform(&r->rng) * 4294967296.0));
         t->ts = (wh_tsp){-1, 0.0f, 0.0f};
         t->n_past = np;
