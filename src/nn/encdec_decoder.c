@@ -14,16 +14,19 @@ bool tr_ed_seq_ok(const tr_ed_decoder *dec, const int32_t *ids, int rows, int n_
     return true;
 }
 
-void tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
+bool tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
                     float *cv, size_t stride) {
     for (int l = 0; l < dec->n_layers; l++)
-        tr_nn_cross_kv(pool, &dec->blocks[l], src, n_src, ck + l * stride, cv + l * stride);
+        if (!tr_nn_cross_kv(pool, &dec->blocks[l], &dec->dims, src, n_src, (size_t)n_src, 0,
+                            ck + l * stride, cv + l * stride))
+            return false;
+    return true;
 }
 
 bool tr_ed_cross_kv16(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src,
                       uint16_t *ck16, uint16_t *cv16, size_t stride) {
     for (int l = 0; l < dec->n_layers; l++)
-        if (!tr_nn_cross_kv16(pool, &dec->blocks[l], src, n_src, dec->dims.d_model,
+        if (!tr_nn_cross_kv16(pool, &dec->blocks[l], &dec->dims, src, n_src, (size_t)n_src, 0,
                               ck16 + l * stride, cv16 + l * stride))
             return false;
     return true;

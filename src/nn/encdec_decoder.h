@@ -43,8 +43,8 @@ typedef struct tr_ed_decoder {
 
 /* One sequence of a step (nn.h's tr_nn_dec_seg): `rows` tokens `ids` at
  * positions n_past.. with its own self-attention cache `kv` and its own
- * encoder output's cross K/V (layer l's [n_src][D] rows at ck / cv +
- * l * cross_stride floats, as tr_ed_cross_kv lays them out). */
+ * encoder output's cross K/V (layer l's head-major block of n_src rows at
+ * ck / cv + l * cross_stride values, as tr_ed_cross_kv lays them out). */
 typedef tr_nn_dec_seg tr_ed_seq;
 
 /* True when `rows` ids lie in the vocabulary and positions n_past..
@@ -52,8 +52,9 @@ typedef tr_nn_dec_seg tr_ed_seq;
 bool tr_ed_seq_ok(const tr_ed_decoder *dec, const int32_t *ids, int rows, int n_past, int n_ctx);
 
 /* Cross K/V of every layer from one encoder output src [n_src][D]: layer
- * l's into ck / cv + l * stride floats ([n_src][D] each). */
-void tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
+ * l's into ck / cv + l * stride floats (a head-major block of n_src rows,
+ * nn.h's tr_nn_cross_kv); false on OOM (logged). */
+bool tr_ed_cross_kv(tr_pool *pool, const tr_ed_decoder *dec, const float *src, int n_src, float *ck,
                     float *cv, size_t stride);
 
 /* The same rounded to half floats (a session with an F16 cache: the step

@@ -34,6 +34,7 @@ static void set_seq(work *w, int k, int j, tr_ed_greedy_row *r, const int32_t *i
                              .ck16 = r->ck16,
                              .cv16 = r->cv16,
                              .cross_stride = r->cross_stride,
+                             .cross_rows = r->cross_rows,
                              .ids = ids};
 }
 

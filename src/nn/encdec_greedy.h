@@ -25,6 +25,7 @@ typedef struct tr_ed_greedy_row {
     const float *ck, *cv;
     const uint16_t *ck16, *cv16; /* half-float cross K/V: replace ck / cv when set */
     size_t cross_stride;
+    size_t cross_rows; /* the cross blocks' row capacity (nn.h); 0 = n_src */
     int n_src;
     int32_t *out; /* capacity max_new: generated ids, EOS excluded */
     int max_new;  /* this row's budget when > 0 (Moonshine Streaming's grows with the

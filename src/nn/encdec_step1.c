@@ -151,18 +151,12 @@ static void self_head(const step_ctx *c, int l, int r, int g, part_buf *pb) {
  * their sequence's source: the source's rows are read once for the n
  * queries (the row kernel takes each query on its own). */
 static void cross_head(const step_ctx *c, int l, int r, int n, int g, part_buf *pb) {
-    const tr_ed_seq *sg = &c->seqs[r];
-    const size_t off = (size_t)l * sg->cross_stride;
     tr_attn_args a = attn_args(c, r);
     a.n_q = n;
-    a.n_kv = a.kv_valid = sg->n_src;
-    if (sg->ck16) {
-        tr_attention_kv_head(&a, sg->ck16 + off, sg->cv16 + off, g, pb->att);
-        return;
-    }
-    a.k = sg->ck + off;
-    a.v = sg->cv + off;
-    tr_attention_kv_head(&a, NULL, NULL, g, pb->att);
+    a.n_kv = a.kv_valid = c->seqs[r].n_src;
+    const uint16_t *k16, *v16;
+    tr_nn_cross_view(&c->seqs[r], l, c->dec->dims.head_dim, &a, &k16, &v16);
+    tr_attention_kv_head(&a, k16, v16, g, pb->att);
 }
 
 /* Units [u0, u1) of the qkv phase: q's units, then k's, then v's. */
@@ -453,7 +447,8 @@ bool tr_ed_step1(tr_pool *pool, const tr_ed_decoder *dec, int R, const tr_ed_seq
     for (int r = 1; r < R; r++) {
         const tr_ed_seq *a = &seqs[0], *b = &seqs[r];
         if (a->ck != b->ck || a->cv != b->cv || a->ck16 != b->ck16 || a->cv16 != b->cv16 ||
-            a->n_src != b->n_src || a->cross_stride != b->cross_stride)
+            a->n_src != b->n_src || a->cross_stride != b->cross_stride ||
+            a->cross_rows != b->cross_rows)
             c.shared_src = false;
     }
     for (int l = 0; l < dec->n_layers; l++)

@@ -94,10 +94,10 @@ bool tr_fced_bufs_reserve(tr_fced_bufs *b, const tr_fced *e, size_t T) {
 static transcribe_status project_cross(const tr_fced *e, tr_pool *pool, tr_fced_bufs *b, int T) {
     if (e->proj) tr_nn_linear_fwd(pool, e->proj, b->enc_out, T, b->enc_dec);
     const size_t stride = (size_t)T * (size_t)e->dec->dims.d_model;
-    if (!b->f16) {
-        tr_ed_cross_kv(pool, e->dec, b->enc_dec, T, b->cross_k, b->cross_v, stride);
-        return TRANSCRIBE_OK;
-    }
+    if (!b->f16)
+        return tr_ed_cross_kv(pool, e->dec, b->enc_dec, T, b->cross_k, b->cross_v, stride)
+                   ? TRANSCRIBE_OK
+                   : TRANSCRIBE_ERR_OOM;
     return tr_ed_cross_kv16(pool, e->dec, b->enc_dec, T, b->ck16, b->cv16, stride)
                ? TRANSCRIBE_OK
                : TRANSCRIBE_ERR_OOM;
@@ -228,18 +228,21 @@ transcribe_status tr_fced_group_encode(tr_fced_group *g, const tr_fced *e, tr_po
 
 transcribe_status tr_fced_group_decode(tr_fced_group *g, const tr_fced *e, tr_pool *pool,
                                        const tr_ed_greedy_cfg *cfg) {
-    const size_t D = (size_t)e->dec->dims.d_model;
+    const size_t D = (size_t)e->dec->dims.d_model, hd = (size_t)e->dec->dims.head_dim;
     tr_ed_greedy_row *rows = calloc((size_t)g->n, sizeof *rows);
     if (!rows) return TRANSCRIBE_ERR_OOM;
     for (int j = 0; j < g->n; j++) {
         tr_fced_utt *it = &g->it[j];
-        const size_t off = (size_t)it->off * D;
+        /* the group's cross blocks hold every utterance's rows (g->rows, nn.h):
+         * this one's first row of head 0 */
+        const size_t off = (size_t)it->off * hd;
         rows[j] = (tr_ed_greedy_row){.kv = &it->kv,
                                      .ck = g->b.cross_k ? g->b.cross_k + off : NULL,
                                      .cv = g->b.cross_v ? g->b.cross_v + off : NULL,
                                      .ck16 = g->b.ck16 ? g->b.ck16 + off : NULL,
                                      .cv16 = g->b.cv16 ? g->b.cv16 + off : NULL,
                                      .cross_stride = (size_t)g->rows * D,
+                                     .cross_rows = (size_t)g->rows,
                                      .n_src = it->T,
                                      .out = it->out};
     }

@@ -102,7 +102,8 @@ static transcribe_status step_rows(const tr_msd_greedy_args *a, const int32_t *i
                            .cross_stride = a->cross_stride
                                                ? a->cross_stride
                                                : (size_t)a->n_src * (size_t)a->dec->dims.d_model,
-                           .ids = ids};
+                           .ids = ids,
+                           .cross_rows = a->cross_rows};
     tr_ed_step(a->pool, a->dec, 1, &seq, x, scratch, a->logits);
     *next = tr_argmax(a->logits, a->dec->n_vocab);
     return TRANSCRIBE_OK;
@@ -147,7 +148,8 @@ static transcribe_status verify_rows(void *user, const int32_t *toks, int n, int
                                .cross_stride = a->cross_stride ? a->cross_stride
                                                                : (size_t)a->n_src *
                                                                      (size_t)a->dec->dims.d_model,
-                               .ids = toks + i};
+                               .ids = toks + i,
+                               .cross_rows = a->cross_rows};
         tr_ed_step(a->pool, a->dec, 1, &seq, v->x, v->scratch, NULL);
         tr_ed_head(a->pool, a->dec, v->x, rows, v->logits);
         for (int r = 0; r < rows; r++) next[i + r] = tr_argmax(v->logits + (size_t)r * V, V);

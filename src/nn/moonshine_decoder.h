@@ -55,9 +55,10 @@ typedef struct tr_msd_greedy_args {
     tr_pool *pool;
     const tr_ed_decoder *dec;
     tr_nn_kv *kv;
-    const float *ck, *cv; /* cross K/V: layer l's [n_src][D] at + l·cross_stride */
+    const float *ck, *cv; /* cross K/V: layer l's block at + l·cross_stride (nn.h) */
     int n_src;
     size_t cross_stride;         /* floats; 0 = n_src·D */
+    size_t cross_rows;           /* the blocks' row capacity; 0 = n_src */
     float *x, *scratch, *logits; /* one row: [D], tr_ed_step_scratch(dec, 1, 1), [V] */
     int32_t start, eos;
     int gen_cap;

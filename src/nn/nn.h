@@ -140,15 +140,26 @@ size_t tr_nn_dec_block_scratch(const tr_nn_dims *d, int rows, int n_ctx);
 void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_dims *d, float *x,
                          int rows, float *scratch);
 
-/* Cross-attention K/V for one decoder block from a source sequence
- * src [n_src][d_model] → ck, cv [n_src][d_model]. */
-void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
-                    float *ck, float *cv);
-/* The same rounded to half floats: ck16, cv16 [n_src][d_model], computed in
- * blocks of rows through a buffer of its own; false (logged, nothing
- * promised about ck16 / cv16) when that buffer cannot be had. */
-bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
-                      int d_model, uint16_t *ck16, uint16_t *cv16);
+/* Cross-attention K/V of one decoder block, head-major as the
+ * self-attention cache and for the same reason (a step reads each head's
+ * keys as one run): a block of capacity `rows` source rows holds n_head
+ * runs of rows × head_dim, head h's row j at (h · rows + j) · head_dim.
+ * tr_nn_cross_kv writes source rows src [n][d_model] as rows [row0,
+ * row0 + n) of the blocks ck and cv, computed in blocks of rows through a
+ * buffer of its own; false (logged, nothing promised about ck / cv) when
+ * that buffer cannot be had. tr_nn_cross_kv16 rounds them to half floats. */
+bool tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                    const float *src, int n, size_t rows, size_t row0, float *ck, float *cv);
+bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                      const float *src, int n, size_t rows, size_t row0, uint16_t *ck16,
+                      uint16_t *cv16);
+/* Rows [0, n) of every head of one layer's cross block (capacity src_rows)
+ * into another of capacity dst_rows; es: bytes per value. */
+void tr_nn_cross_copy(void *dst, size_t dst_rows, const void *src, size_t src_rows, size_t n,
+                      const tr_nn_dims *d, size_t es);
+/* Rows [0, n) of one layer's F32 cross block (capacity rows) as out
+ * [n][n_head · head_dim], the projections' own layout (tests compare it). */
+void tr_nn_cross_rows(const float *blk, size_t rows, size_t n, const tr_nn_dims *d, float *out);
 
 /* Pre-LN decoder block on x [rows][d_model] at positions n_past .. n_past+rows-1:
  * writes this layer's self K/V into the cache, attends causally over
@@ -160,9 +171,12 @@ void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_
 
 /* One sequence of a batched decoder step: `rows` consecutive rows of x at
  * positions n_past.., with its own self-attention cache and cross K/V
- * (layer l's [n_src][d_model] rows at ck / cv + l * cross_stride floats;
- * stride 0 when the caller passes one layer's). ids: the rows' tokens, for
- * the embedding of encdec_decoder.h (the blocks do not read them). */
+ * (layer l's block at ck / cv + l * cross_stride values, head-major as
+ * tr_nn_cross_kv writes it, with a capacity of cross_rows source rows (0:
+ * n_src); ck / cv point at the sequence's first row of head 0, its n_src
+ * rows following; stride 0 when the caller passes one layer's). ids: the
+ * rows' tokens, for the embedding of encdec_decoder.h (the blocks do not
+ * read them). */
 typedef struct tr_nn_dec_seg {
     int rows, n_past, n_src;
     tr_nn_kv *kv;
@@ -172,7 +186,13 @@ typedef struct tr_nn_dec_seg {
     /* cross K/V held as half floats (an F16 cache's sessions: half the
      * bytes a step reads): non-NULL, these replace ck / cv, same layout */
     const uint16_t *ck16, *cv16;
+    size_t cross_rows;
 } tr_nn_dec_seg;
+
+/* Sets a's K/V to layer l of sg's cross K/V (a->k / a->v for F32; *k16 /
+ * *v16 for half floats, else NULL), with its row and head strides. */
+void tr_nn_cross_view(const tr_nn_dec_seg *sg, int layer, int head_dim, tr_attn_args *a,
+                      const uint16_t **k16, const uint16_t **v16);
 
 /* tr_nn_dec_block_fwd for n_seg independent sequences packed in x
  * (segment i's rows follow segment i-1's): every projection runs once over

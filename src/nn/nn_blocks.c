@@ -272,32 +272,83 @@ void tr_nn_enc_block_fwd(tr_pool *pool, const tr_nn_enc_block *blk, const tr_nn_
     ffn_residual(pool, &blk->ln_ffn, &blk->ffn, d, x, rows, h, mid, out);
 }
 
-void tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
-                    float *ck, float *cv) {
-    tr_nn_linear_fwd(pool, &blk->cross.k, src, n_src, ck);
-    tr_nn_linear_fwd(pool, &blk->cross.v, src, n_src, cv);
+/* Rows y [n][n_head · hd] as rows [row0, row0 + n) of a head-major block of
+ * capacity rows (F32 or, with f16, half floats). */
+static void to_heads(const float *y, int n, const tr_nn_dims *d, size_t rows, size_t row0,
+                     void *dst, bool f16) {
+    const size_t hd = (size_t)d->head_dim, D = (size_t)d->n_head * hd;
+    for (int h = 0; h < d->n_head; h++) {
+        const size_t at = ((size_t)h * rows + row0) * hd;
+        for (int j = 0; j < n; j++) {
+            const float *src = y + (size_t)j * D + (size_t)h * hd;
+            if (f16)
+                tr_f32_to_f16_row(src, (uint16_t *)dst + at + (size_t)j * hd, (int64_t)hd);
+            else
+                memcpy((float *)dst + at + (size_t)j * hd, src, hd * sizeof(float));
+        }
+    }
 }
 
-bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const float *src, int n_src,
-                      int d_model, uint16_t *ck16, uint16_t *cv16) {
+static bool cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                     const float *src, int n_src, size_t rows, size_t row0, void *ck, void *cv,
+                     bool f16) {
     enum { BLOCK = 256 }; /* rows a product takes: the blocked GEMM's rate */
-    const size_t D = (size_t)d_model;
+    const size_t D = (size_t)d->n_head * (size_t)d->head_dim, in = (size_t)d->d_model;
     float *tmp = malloc(sizeof(float) * (size_t)(n_src < BLOCK ? n_src : BLOCK) * D);
     if (!tmp) {
         TR_ERROR("decoder: out of memory for the cross K/V (%d rows)", n_src);
         return false;
     }
     const tr_nn_linear *lin[2] = {&blk->cross.k, &blk->cross.v};
-    uint16_t *out[2] = {ck16, cv16};
+    void *out[2] = {ck, cv};
     for (int r0 = 0; r0 < n_src; r0 += BLOCK) {
         const int n = n_src - r0 < BLOCK ? n_src - r0 : BLOCK;
         for (int i = 0; i < 2; i++) {
-            tr_nn_linear_fwd(pool, lin[i], src + (size_t)r0 * D, n, tmp);
-            tr_f32_to_f16_row(tmp, out[i] + (size_t)r0 * D, (int64_t)n * (int64_t)D);
+            tr_nn_linear_fwd(pool, lin[i], src + (size_t)r0 * in, n, tmp);
+            to_heads(tmp, n, d, rows, row0 + (size_t)r0, out[i], f16);
         }
     }
     free(tmp);
     return true;
+}
+
+bool tr_nn_cross_kv(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                    const float *src, int n, size_t rows, size_t row0, float *ck, float *cv) {
+    return cross_kv(pool, blk, d, src, n, rows, row0, ck, cv, false);
+}
+
+bool tr_nn_cross_kv16(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
+                      const float *src, int n, size_t rows, size_t row0, uint16_t *ck16,
+                      uint16_t *cv16) {
+    return cross_kv(pool, blk, d, src, n, rows, row0, ck16, cv16, true);
+}
+
+void tr_nn_cross_copy(void *dst, size_t dst_rows, const void *src, size_t src_rows, size_t n,
+                      const tr_nn_dims *d, size_t es) {
+    const size_t hd = (size_t)d->head_dim * es;
+    for (int h = 0; h < d->n_head; h++)
+        memcpy((char *)dst + (size_t)h * dst_rows * hd,
+               (const char *)src + (size_t)h * src_rows * hd, n * hd);
+}
+
+void tr_nn_cross_rows(const float *blk, size_t rows, size_t n, const tr_nn_dims *d, float *out) {
+    const size_t hd = (size_t)d->head_dim, D = (size_t)d->n_head * hd;
+    for (int h = 0; h < d->n_head; h++)
+        for (size_t j = 0; j < n; j++)
+            memcpy(out + j * D + (size_t)h * hd, blk + ((size_t)h * rows + j) * hd,
+                   hd * sizeof(float));
+}
+
+void tr_nn_cross_view(const tr_nn_dec_seg *sg, int layer, int head_dim, tr_attn_args *a,
+                      const uint16_t **k16, const uint16_t **v16) {
+    const size_t off = (size_t)layer * sg->cross_stride;
+    const size_t rows = sg->cross_rows ? sg->cross_rows : (size_t)sg->n_src;
+    a->kv_stride = head_dim;
+    a->kv_head_stride = (long)(rows * (size_t)head_dim);
+    a->k = sg->ck16 ? NULL : sg->ck + off;
+    a->v = sg->ck16 ? NULL : sg->cv + off;
+    *k16 = sg->ck16 ? sg->ck16 + off : NULL;
+    *v16 = sg->ck16 ? sg->cv16 + off : NULL;
 }
 
 void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d,
@@ -363,13 +414,9 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
     for (int i = 0, r0 = 0; i < n_seg; r0 += segs[i++].rows) {
         const tr_nn_dec_seg *sg = &segs[i];
         const size_t off = (size_t)r0 * (size_t)D;
-        const size_t cross_off = (size_t)layer * sg->cross_stride;
         tr_attn_args c = {
             .q = q + off,
             .q_stride = D,
-            .k = sg->ck16 ? NULL : sg->ck + cross_off,
-            .v = sg->ck16 ? NULL : sg->cv + cross_off,
-            .kv_stride = D,
             .out = o + off,
             .out_stride = D,
             .n_q = sg->rows,
@@ -381,8 +428,10 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
             .scale = scale,
             .causal = false,
         };
-        if (sg->ck16)
-            tr_attention_f16kv(pool, &c, sg->ck16 + cross_off, sg->cv16 + cross_off);
+        const uint16_t *ck16, *cv16;
+        tr_nn_cross_view(sg, layer, d->head_dim, &c, &ck16, &cv16);
+        if (ck16)
+            tr_attention_f16kv(pool, &c, ck16, cv16);
         else
             tr_attention(pool, &c);
     }
@@ -395,6 +444,6 @@ void tr_nn_dec_block_fwd_segs(tr_pool *pool, const tr_nn_dec_block *blk, const t
 void tr_nn_dec_block_fwd(tr_pool *pool, const tr_nn_dec_block *blk, const tr_nn_dims *d, float *x,
                          int rows, tr_nn_kv *kv, int layer, int n_past, const float *ck,
                          const float *cv, int n_src, float *scratch) {
-    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL, NULL, NULL};
+    const tr_nn_dec_seg one = {rows, n_past, n_src, kv, ck, cv, 0, NULL, NULL, NULL, 0};
     tr_nn_dec_block_fwd_segs(pool, blk, d, x, 1, &one, layer, scratch);
 }

@@ -167,12 +167,17 @@ static void check_encoder(const char *dt, loaded *L, const char *clip, bool chec
     }
     int T_enc = 0;
     CHECK(tr_ch_encode(L->s, mel, T_mel, &T_enc, NULL, NULL) == TRANSCRIBE_OK && T_enc == T);
+    /* layer 0's cross K/V in the projections' row layout (nn.h) */
+    const tr_nn_dims *dd = &L->m->decoder.dims;
+    float *ck0 = malloc(sizeof(float) * (size_t)T * H),
+          *cv0 = malloc(sizeof(float) * (size_t)T * H);
+    CHECK(ck0 && cv0);
+    tr_nn_cross_rows(L->s->enc.cross_k, (size_t)T, (size_t)T, dd, ck0);
+    tr_nn_cross_rows(L->s->enc.cross_v, (size_t)T, (size_t)T, dd, cv0);
     const struct {
         const char *stage;
         const float *got;
-    } st2[3] = {{"proj_out", L->s->enc.enc_dec},
-                {"cross_k0", L->s->enc.cross_k},
-                {"cross_v0", L->s->enc.cross_v}};
+    } st2[3] = {{"proj_out", L->s->enc.enc_dec}, {"cross_k0", ck0}, {"cross_v0", cv0}};
     for (int i = 0; i < 3; i++) {
         snprintf(name, sizeof name, "%s_%s_%s", dt, clip, st2[i].stage);
         snprintf(what, sizeof what, "%s %s %s", dt, clip, st2[i].stage);
@@ -181,6 +186,8 @@ static void check_encoder(const char *dt, loaded *L, const char *clip, bool chec
             npy_free(&a);
         }
     }
+    free(ck0);
+    free(cv0);
     tr_fc_work_free(w);
     free(pre);
     free(out);

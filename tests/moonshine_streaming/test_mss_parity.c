@@ -112,8 +112,8 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
     compare(name, s->adapt + (size_t)Te * e, Te, D, tol);
     float *k0 = malloc(sizeof(float) * (size_t)Te * D),
           *v0 = malloc(sizeof(float) * (size_t)Te * D);
-    memcpy(k0, s->ck, sizeof(float) * (size_t)Te * D);
-    memcpy(v0, s->cv, sizeof(float) * (size_t)Te * D);
+    tr_nn_cross_rows(s->ck, s->cap_frames, (size_t)Te, &s->m->msd.dec.dims, k0);
+    tr_nn_cross_rows(s->cv, s->cap_frames, (size_t)Te, &s->m->msd.dec.dims, v0);
     snprintf(name, sizeof name, "%s_%s_cross_k0", dtype, clip);
     compare(name, k0, Te, D, tol);
     snprintf(name, sizeof name, "%s_%s_cross_v0", dtype, clip);
@@ -145,6 +145,7 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
                                    .ck = s->ck,
                                    .cv = s->cv,
                                    .cross_stride = s->cap_frames * (size_t)D,
+                                   .cross_rows = s->cap_frames,
                                    .ids = &ids[j]};
             tr_ed_step(g_pool, &m->msd.dec, 1, &seq, s->dec_x, s->dec_scratch, s->logits);
             err = fmax(err, tr_max_abs_err(s->logits, (const float *)a.data + (size_t)j * V, V));

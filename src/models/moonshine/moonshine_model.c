@@ -355,7 +355,8 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
     const int d = m->hp.d_model;
     tr_layer_norm(s->pool, s->enc_x, s->enc_x, T, d, m->enc_norm, NULL, 1e-5f);
     if (!cross_k) cross_k = s->cross_k, cross_v = s->cross_v;
-    tr_ed_cross_kv(s->pool, &m->msd.dec, s->enc_x, T, cross_k, cross_v, (size_t)T * d);
+    if (!tr_ed_cross_kv(s->pool, &m->msd.dec, s->enc_x, T, cross_k, cross_v, (size_t)T * d))
+        return TRANSCRIBE_ERR_OOM;
     *T_out = T;
     return TRANSCRIBE_OK;
 }

@@ -119,10 +119,10 @@ int tr_mss_gen_cap(const mss_hparams *hp, int64_t T);
 
 /* Adapter and cross K/V (docs/formats/moonshine_streaming.md §5.3,
  * docs/formats/moonshine_streaming.md §6) of n encoder rows at segment positions pos0..: into layer
- * l's rows [row0, row0 + n) of ck / cv (layer stride `stride` floats). Uses `scratch` of n·(e + D)
- * floats. */
-void tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
-                  float *cv, size_t stride, int row0, float *scratch);
+ * l's rows [row0, row0 + n) of ck / cv, head-major blocks of cap rows each (nn.h's tr_nn_cross_kv,
+ * layer stride cap · D floats). Uses `scratch` of n·(e + D) floats; false on OOM (logged). */
+bool tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
+                  float *cv, size_t cap, int row0, float *scr);
 
 /* ---- the session ---- */
 struct mss_stream;

@@ -383,8 +383,8 @@ transcribe_status tr_mss_enc_push(mss_enc *e, tr_pool *pool, const float *pcm, i
 /* ---- adapter and cross K/V (docs/formats/moonshine_streaming.md §5.3,
  * docs/formats/moonshine_streaming.md §6) ---- */
 
-void tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
-                  float *cv, size_t stride, int row0, float *scr) {
+bool tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, int pos0, float *ck,
+                  float *cv, size_t cap, int row0, float *scr) {
     const mss_hparams *hp = &m->hp;
     const int e = hp->enc_d, D = hp->dec_d;
     float *x = scr, *ad = scr + (size_t)n * e;
@@ -399,7 +399,10 @@ void tr_mss_cross(tr_pool *pool, const mss_model *m, const float *enc, int n, in
         tr_linear(pool, m->proj, NULL, x, n, ad);
     else
         ad = x;
+    const size_t stride = cap * (size_t)D;
     for (int l = 0; l < hp->n_dec_layers; l++)
-        tr_nn_cross_kv(pool, &m->msd.blocks[l], ad, n, ck + l * stride + (size_t)row0 * D,
-                       cv + l * stride + (size_t)row0 * D);
+        if (!tr_nn_cross_kv(pool, &m->msd.blocks[l], &m->msd.dec.dims, ad, n, cap, (size_t)row0,
+                            ck + l * stride, cv + l * stride))
+            return false;
+    return true;
 }

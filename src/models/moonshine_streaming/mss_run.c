@@ -63,9 +63,12 @@ bool tr_mss_grow_cross(mss_session *s, size_t frames, size_t keep) {
         free(cv);
         return false;
     }
+    const tr_nn_dims *d = &s->m->msd.dec.dims;
     for (size_t l = 0; l < L && keep > 0; l++) {
-        memcpy(ck + l * cap * D, s->ck + l * s->cap_frames * D, keep * D * sizeof(float));
-        memcpy(cv + l * cap * D, s->cv + l * s->cap_frames * D, keep * D * sizeof(float));
+        tr_nn_cross_copy(ck + l * cap * D, cap, s->ck + l * s->cap_frames * D, s->cap_frames, keep,
+                         d, sizeof(float));
+        tr_nn_cross_copy(cv + l * cap * D, cap, s->cv + l * s->cap_frames * D, s->cap_frames, keep,
+                         d, sizeof(float));
     }
     free(s->ck);
     free(s->cv);
@@ -89,9 +92,10 @@ transcribe_status tr_mss_cross_rows(mss_session *s, int64_t seg0, int64_t g0, in
         s->adapt = a;
         s->adapt_cap = need;
     }
-    tr_mss_cross(s->pool, m, out->v + (size_t)(g0 - out->base) * (size_t)out->width, n, (int)r0,
-                 s->ck, s->cv, s->cap_frames * (size_t)m->hp.dec_d, (int)r0, s->adapt);
-    return TRANSCRIBE_OK;
+    return tr_mss_cross(s->pool, m, out->v + (size_t)(g0 - out->base) * (size_t)out->width, n,
+                        (int)r0, s->ck, s->cv, s->cap_frames, (int)r0, s->adapt)
+               ? TRANSCRIBE_OK
+               : TRANSCRIBE_ERR_OOM;
 }
 
 /* The rows waiting in s->enc.out through the adapter (an utterance: segment
@@ -132,6 +136,7 @@ transcribe_status tr_mss_decode(mss_session *s, int T, const int32_t *prefix, in
                                    .cv = s->cv,
                                    .n_src = T,
                                    .cross_stride = s->cap_frames * (size_t)m->hp.dec_d,
+                                   .cross_rows = s->cap_frames,
                                    .x = s->dec_x,
                                    .scratch = s->dec_scratch,
                                    .logits = s->logits,
@@ -297,9 +302,12 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
             TR_ERROR("moonshine_streaming: out of memory for utterance %d of a batch", i);
             return TRANSCRIBE_ERR_OOM;
         }
+        const tr_nn_dims *d = &s->m->msd.dec.dims;
         for (size_t l = 0; l < L; l++) {
-            memcpy(u->ck + l * T * D, s->ck + l * s->cap_frames * D, (size_t)T * D * sizeof(float));
-            memcpy(u->cv + l * T * D, s->cv + l * s->cap_frames * D, (size_t)T * D * sizeof(float));
+            tr_nn_cross_copy(u->ck + l * T * D, (size_t)T, s->ck + l * s->cap_frames * D,
+                             s->cap_frames, (size_t)T, d, sizeof(float));
+            tr_nn_cross_copy(u->cv + l * T * D, (size_t)T, s->cv + l * s->cap_frames * D,
+                             s->cap_frames, (size_t)T, d, sizeof(float));
         }
     }
     b->g->ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);

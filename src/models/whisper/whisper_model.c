@@ -85,8 +85,7 @@ bool tr_wh_cross_fill(wh_session *s, tr_pool *pool, const float *enc_x) {
     const wh_model *m = s->m;
     const size_t S = (size_t)m->hp.n_frames_window / 2, D = (size_t)m->hp.d_model;
     if (s->ck16) return tr_ed_cross_kv16(pool, &m->decoder, enc_x, (int)S, s->ck16, s->cv16, S * D);
-    tr_ed_cross_kv(pool, &m->decoder, enc_x, (int)S, s->cross_k, s->cross_v, S * D);
-    return true;
+    return tr_ed_cross_kv(pool, &m->decoder, enc_x, (int)S, s->cross_k, s->cross_v, S * D);
 }
 
 bool tr_wh_cross_kv(wh_session *s) {
