@@ -51,12 +51,15 @@ static inline void prefetch_first(const tr_mm_w *w, long n0, long n1) {
         _mm_prefetch((const char *)(w->data + (size_t)n0 * w->stride + o), _MM_HINT_T0);
 }
 
-/* The end a Q8_0 dot fetches ahead up to, or NULL where it should not: on
- * Zen 5 the hardware prefetcher keeps up with a Q8_0 row and fetching ahead
- * made 1x1280x51866 about 1.5x slower (2.0-2.3 ms against 1.35-1.55 ms);
- * on Intel Xeon (Sapphire Rapids class) leaving it to the hardware got
- * only 0.49 of the copy bandwidth, fetching ahead 0.81. */
-static inline const uint8_t *q8_fetch_end(const uint8_t *end) {
+/* The end an integer dot fetches ahead up to, or NULL where it should
+ * not: on Zen 5 the hardware prefetcher keeps up with these rows and the
+ * software fetch only takes load slots and fill buffers from it (Q8_0
+ * 1x1280x51866: 2.0-2.3 ms fetching ahead against 1.35-1.55 ms without;
+ * Q4_K 1x3072x48k on 2 threads, alternating call by call: 0.78-0.86 of the
+ * time without); on Intel Xeon (Sapphire Rapids class) leaving it to the
+ * hardware got only 0.49 of the copy bandwidth for Q8_0, fetching ahead
+ * 0.81, and the K-quants' fetch distance and hint were tuned there. */
+static inline const uint8_t *int8_fetch_end(const uint8_t *end) {
     return tr_cpu_get_features()->amd ? NULL : end;
 }
 
@@ -137,7 +140,7 @@ static inline __attribute__((always_inline)) void reduce4(__m512 acc[4][2], int 
 static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *w, size_t stride,
                                                                  const int8_t *xq, const float *xsx,
                                                                  long K, int five, int NR_,
-                                                                 float *out) {
+                                                                 bool fetch, float *out) {
     const size_t bsz = five ? 176 : 144;
     __m512 acc[4][2];
 #pragma GCC unroll 4
@@ -161,7 +164,7 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
         const __m512 xsb = _mm512_loadu_ps(xsx + b * 16);
         __m512i xv[4];
         for (int i = 0; i < 4; i++) xv[i] = _mm512_loadu_si512((const void *)(xb + 64 * i));
-        if (NR_ == 4) {
+        if (NR_ == 4 && fetch) {
             /* four row streams (a quarter of the caller's range apart): each
              * fetched PF_DIST ahead of itself, in step; past the end of the
              * range by at most PF_DIST, which is harmless, hence the integer
@@ -257,19 +260,19 @@ static inline __attribute__((always_inline)) void dot_q45_k_rows(const uint8_t *
 }
 
 static void dot_q45_k_4(const uint8_t *w, size_t stride, const int8_t *xq, const float *xsx, long K,
-                        int five, float *out) {
+                        int five, bool fetch, float *out) {
     if (five)
-        dot_q45_k_rows(w, stride, xq, xsx, K, 1, 4, out);
+        dot_q45_k_rows(w, stride, xq, xsx, K, 1, 4, fetch, out);
     else
-        dot_q45_k_rows(w, stride, xq, xsx, K, 0, 4, out);
+        dot_q45_k_rows(w, stride, xq, xsx, K, 0, 4, fetch, out);
 }
 
 static void dot_q45_k_1(const uint8_t *w, const int8_t *xq, const float *xsx, long K, int five,
                         float *out) {
     if (five)
-        dot_q45_k_rows(w, 0, xq, xsx, K, 1, 1, out);
+        dot_q45_k_rows(w, 0, xq, xsx, K, 1, 1, false, out);
     else
-        dot_q45_k_rows(w, 0, xq, xsx, K, 0, 1, out);
+        dot_q45_k_rows(w, 0, xq, xsx, K, 0, 1, false, out);
 }
 
 /* Q4_K / Q5_K, one weight row against m (1..4) rows of x prepared as for
@@ -297,7 +300,7 @@ dot_q45_k_xrows(const uint8_t *w, const int8_t *xq, const float *xsx, long K, in
     const __m512i b4 = _mm512_set1_epi8(16);
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * bsz, *qs = p + (five ? 48 : 16);
-        fetch_at(p, bsz, end);
+        if (end) fetch_at(p, bsz, end); /* NULL: leave it to the hardware */
         __m128i v4 = _mm_loadu_si128((const __m128i *)p);
         __m128i pw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(3, 2, 3, 1));
         __m128i qw = _mm_shuffle_epi32(v4, _MM_SHUFFLE(2, 2, 1, 1));
@@ -367,7 +370,7 @@ static inline __attribute__((always_inline)) void dot_q8_0_rows(const uint8_t *w
     long b = 0;
     for (; b + 4 <= nb; b += 4) {
         const uint8_t *p = w + b * 34;
-        if (end) fetch_at(p, 136, end); /* NULL: leave it to the hardware (q8_fetch_end) */
+        if (end) fetch_at(p, 136, end); /* NULL: leave it to the hardware (int8_fetch_end) */
         __m512i qa =
             _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)(p + 2))),
                                _mm256_loadu_si256((const __m256i *)(p + 36)), 1);
@@ -469,7 +472,7 @@ static inline __attribute__((always_inline)) void dot_q6_k_rows(const uint8_t *w
         }
     for (long b = 0; b < K / 256; b++) {
         const uint8_t *p = w + b * 210;
-        fetch_at(p, 210, end);
+        if (end) fetch_at(p, 210, end);
         const __m256i sc = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(p + 192)));
         const __m512i sc5 = _mm512_castsi256_si512(sc);
         __m512i sumi[4];
@@ -546,16 +549,16 @@ static inline __attribute__((always_inline)) void dot_rows_m(int type, const uin
 void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                               const float *bias) {
     const long K = (long)w->K;
-    const uint8_t *end = w->data + (size_t)n1 * w->stride;
+    /* NULL where the hardware fetches these rows alone (int8_fetch_end) */
+    const uint8_t *end = int8_fetch_end(w->data + (size_t)n1 * w->stride);
     switch (w->type) {
     case TR_Q8_0: {
-        const uint8_t *q8_end = q8_fetch_end(end);
-        if (q8_end) prefetch_first(w, n0, n1);
+        if (end) prefetch_first(w, n0, n1);
         for (long n = n0; n < n1; n++) {
             const uint8_t *row = w->data + (size_t)n * w->stride;
-            if (!q8_end && n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
+            if (!end && n + 1 < n1) _mm_prefetch((const char *)(row + w->stride), _MM_HINT_T0);
             float s;
-            dot_rows_m(TR_Q8_0, row, x, K, 1, q8_end, &s);
+            dot_rows_m(TR_Q8_0, row, x, K, 1, end, &s);
             y[n - n0] = s + (bias ? bias[n] : 0.0f);
         }
         return;
@@ -573,7 +576,7 @@ void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, lon
         for (long i = 0; i < q; i++) {
             float s[4];
             dot_q45_k_4(w->data + (size_t)(n0 + i) * w->stride, (size_t)q * w->stride, x->q, x->s,
-                        K, five, s);
+                        K, five, end != NULL, s);
             for (int r = 0; r < 4; r++) y[i + r * q] = s[r] + (bias ? bias[n0 + i + r * q] : 0.0f);
         }
         n = n0 + 4 * q;
@@ -655,8 +658,7 @@ bool tr_mm_quant_x_rows_avx512(int type, const float *X, long ldx, long M, long 
 void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, float *Y, long ldy,
                                   long n0, long n1, const float *bias) {
     const long K = (long)w->K;
-    const uint8_t *end = w->data + (size_t)n1 * w->stride;
-    if (w->type == TR_Q8_0) end = q8_fetch_end(end);
+    const uint8_t *end = int8_fetch_end(w->data + (size_t)n1 * w->stride);
     prefetch_first(w, n0, n1);
     for (long n = n0; n < n1; n++) {
         const uint8_t *row = w->data + (size_t)n * w->stride;
