@@ -46,12 +46,19 @@ static const int k_types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
 /* decode: Q6_K too (the output and FFN-down type of ggml's Q4_K_M files), and Q5_K (Q5_K_M) */
 static const int k_gemv_types[] = {TR_F16, TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
 
+/* The GEMM weight type named `name` ("Q4_K"), or -1. */
+static int type_by_name(const char *name) {
+    for (size_t i = 0; i < sizeof(k_types) / sizeof(k_types[0]); i++)
+        if (strcmp(tr_type_name(k_types[i]), name) == 0) return k_types[i];
+    return -1;
+}
+
 /* OpenBLAS and tr_matmul alternate call by call and the ratio is the
  * median of the per-pair ratios: on a shared host the load drifts within
  * seconds, so a baseline timed once before all dtypes can be measured under
  * other conditions than the case it divides. */
 static void bench_gemm(tr_pool *pool, bench_sgemm_fn sgemm, int M, int K, int N, int reps,
-                       int threads) {
+                       int threads, int only_type) {
     float *X = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)N * K);
     float *Y = malloc(sizeof(float) * (size_t)M * N);
     if (!X || !W || !Y) goto done;
@@ -62,6 +69,7 @@ static void bench_gemm(tr_pool *pool, bench_sgemm_fn sgemm, int M, int K, int N,
               W, K, 0.0f, Y, N);
     for (size_t ti = 0; ti < sizeof(k_types) / sizeof(k_types[0]); ti++) {
         int type = k_types[ti];
+        if (only_type >= 0 && type != only_type) continue;
         if (K % tr_type_block(type) != 0) { /* models store such tensors in another type */
             printf("{\"bench\":\"kernels\",\"case\":\"gemm %dx%dx%d\",\"dtype\":\"%s\","
                    "\"skipped\":\"K is not a multiple of the block size\"}\n",
@@ -162,7 +170,8 @@ done:
 }
 
 int bench_kernels(int argc, char **argv) {
-    int threads = 2, reps = 5, only_gemv = 0, only_gemm = 0;
+    int threads = 2, reps = 5, only_gemv = 0, only_gemm = 0, only_type = -1, ncase = 0;
+    int user_cases[8][3];
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -177,10 +186,26 @@ int bench_kernels(int argc, char **argv) {
             only_gemv = 1;
         else if (strcmp(argv[i], "--gemm") == 0)
             only_gemm = 1;
-        else {
+        else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) {
+            only_type = type_by_name(argv[++i]);
+            if (only_type < 0) {
+                fprintf(stderr, "kernels: unknown dtype %s\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && ncase < 8) {
+            int *c = user_cases[ncase];
+            if (sscanf(argv[++i], "%dx%dx%d", &c[0], &c[1], &c[2]) != 3 || c[0] < 1 || c[1] < 1 ||
+                c[2] < 1) {
+                fprintf(stderr, "kernels: --shape takes MxKxN, got %s\n", argv[i]);
+                return 2;
+            }
+            ncase++;
+        } else {
             fprintf(stderr,
                     "kernels: unknown option %s\n"
-                    "options: --threads N --reps N --isa scalar|avx2|avx512 --gemm --gemv\n",
+                    "options: --threads N --reps N --isa scalar|avx2|avx512 --gemm --gemv\n"
+                    "         --dtype NAME (GEMM cases of one weight type) --shape MxKxN (GEMM\n"
+                    "         cases instead of the default ones, up to 8)\n",
                     argv[i]);
             return 2;
         }
@@ -194,9 +219,17 @@ int bench_kernels(int argc, char **argv) {
     tr_pool *pool = tr_pool_create(threads);
     if (!pool) return 1;
     if (!only_gemv) {
-        static const int cases[][3] = {{1500, 512, 2048}, {1500, 1024, 4096}, {3000, 384, 1536}};
-        for (int c = 0; c < 3; c++)
-            bench_gemm(pool, sgemm, cases[c][0], cases[c][1], cases[c][2], reps, threads);
+        /* whisper-base / -small encoder shapes, then Voxtral Realtime's encoder FFN (K a
+         * multiple of 256, so the K-quants run: the shapes of its Q4_K_M file) */
+        static const int cases[][3] = {{1500, 512, 2048},
+                                       {1500, 1024, 4096},
+                                       {3000, 384, 1536},
+                                       {748, 1280, 5120},
+                                       {748, 5120, 1280}};
+        const int(*run)[3] = ncase ? (const int(*)[3])user_cases : cases;
+        int nrun = ncase ? ncase : (int)(sizeof(cases) / sizeof(cases[0]));
+        for (int c = 0; c < nrun; c++)
+            bench_gemm(pool, sgemm, run[c][0], run[c][1], run[c][2], reps, threads, only_type);
     }
     bench_copy stream;
     if (!only_gemm && bench_copy_init(&stream)) {
