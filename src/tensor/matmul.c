@@ -16,6 +16,11 @@
  * The k order per output is still fixed. (AVX-512 and scalar keep the
  * order above with their fixed TR_MM_KC × nc blocks.)
  *
+ * Q4_K / Q5_K weights on a level with an integer GEMM (AVX-512: VNNI) take
+ * that instead (matmul_qgemm.c): X quantized to int8 once per call, the
+ * codes packed as bytes, several times the F32 GEMM's multiply-adds per
+ * instruction.
+ *
  * Matrix-vector (M == 1): threads claim chunks of weight rows and stream
  * each row once through a fused dequantize+dot kernel. Small M (up to
  * TR_MM_SMALL_M): the level's few-row integer dots, or blocks of weight
@@ -645,6 +650,31 @@ struct tr_mm_lhs {
     bool owned;  /* data is freed with the handle */
 };
 
+/* Rows of X for the integer GEMM (tr_mm_qgemm_run): in place, or gathered
+ * from a packed copy ([K block][tile][kc][MR], as prepack_task writes). */
+typedef struct {
+    const float *X;
+    long ldx;
+} x_plain;
+
+static const float *x_row_plain(const void *ctx, long m, float *tmp) {
+    const x_plain *x = (const x_plain *)ctx;
+    (void)tmp;
+    return x->X + m * x->ldx;
+}
+
+static const float *x_row_packed(const void *ctx, long m, float *tmp) {
+    const tr_mm_lhs *A = (const tr_mm_lhs *)ctx;
+    const long MR = A->isa->mr;
+    for (long k0 = 0; k0 < A->K; k0 += A->kc) {
+        const long kc = A->K - k0 < A->kc ? A->K - k0 : A->kc;
+        const float *src =
+            A->data + (size_t)k0 * (size_t)A->mpad + (size_t)(m / MR * kc * MR) + (size_t)(m % MR);
+        for (long k = 0; k < kc; k++) tmp[k0 + k] = src[k * MR];
+    }
+    return tmp;
+}
+
 static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const float *X, long M,
                        long ldx, float *Y, long ldy, const tr_mm_lhs *pre, mm_scratch *scr) {
     if (M <= 0 || w->N <= 0) return;
@@ -697,6 +727,21 @@ static void run_matmul(tr_pool *pool, const tr_mm_w *w, const float *bias, const
         free(xsum);
         if (atomic_load(&c.failed)) oom(pool, "matmul: out of memory for scratch");
         return;
+    }
+    /* the K-quants where the level has an integer GEMM: X's rows read
+     * where they are, or gathered from the caller's packed copy (the same
+     * values, so tr_matmul_lhs gives tr_matmul's bits) */
+    if (tr_mm_qgemm_takes(isa, w->type) && !scr) {
+        const bool packed = !X && pre && pre->isa == isa && pre->M == M && pre->K == (long)w->K;
+        if (X || (packed && pre->A)) {
+            const x_plain xp = {X ? X : pre->A, X ? ldx : pre->lda};
+            tr_mm_qgemm_run(pool, isa, w, bias, x_row_plain, &xp, M, Y, ldy);
+            return;
+        }
+        if (packed) {
+            tr_mm_qgemm_run(pool, isa, w, bias, x_row_packed, pre, M, Y, ldy);
+            return;
+        }
     }
     /* about two chunks per thread, at most one N block each, and at most
      * GEMM_PANEL_FLOATS of packed W (a part's panels: more chunks for a

@@ -240,4 +240,5 @@ const tr_mm_isa tr_mm_isa_avx512 = {.name = "avx512",
                                     .pack16 = pack16_avx512,
                                     .quant_x_rows = tr_mm_quant_x_rows_avx512,
                                     .rows_int8_multi = tr_mm_rows_int8_multi_avx512,
-                                    .rows_int8 = tr_mm_rows_int8_x_avx512};
+                                    .rows_int8 = tr_mm_rows_int8_x_avx512,
+                                    .qgemm = &tr_mm_qgemm_avx512};

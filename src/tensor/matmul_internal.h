@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensor/pool.h"
+
 #define TR_MM_KC 512 /* K block: a multiple of every block size */
 
 /* A weight matrix: N rows of K elements of `type`, row r at data + r*stride. */
@@ -45,6 +47,39 @@ typedef struct {
     int16_t *bsum;
 } tr_mm_xq;
 
+/* A level's integer GEMM for K-quant weights (matmul_qgemm.c drives it):
+ * X quantized once per call, per 32-element group, W packed per panel of nr
+ * weight rows and K block, and a register-blocked kernel on VNNI byte
+ * products. For every output (i, j) the arithmetic is fixed (the scalar
+ * test reference repeats it bit for bit), over the 32-groups g in order:
+ *   acc = bias[j] or 0
+ *   acc = fmaf((float)sum_t wq[j][32g+t] * xq[i][32g+t], wsc[j][g] * xs[i][g], acc)
+ *   acc = fmaf(wmin[j][g], -xsum[i][g], acc)
+ * where xq = round(x * 127 / amax) per group, xs = amax / 127, xsum the
+ * group's float sum in order, wq the unsigned codes, wsc = d * sc and
+ * wmin = dmin * m (both exact in float). */
+typedef struct {
+    int mr, nr; /* kernel tile: rows of X, weight rows (a panel) */
+    /* K quantized: the row's codes q[K], per group (xs, -xsum) at sc[2g] */
+    void (*quant_row)(const float *x, long K, int8_t *q, float *sc);
+    /* Weight rows [0, nr) of src (row r at src + r * stride, nr <= the
+     * panel width; rows past nr packed as zero) over k [k0, k0 + kc), k0 and
+     * kc multiples of 256, into dst: TR_MM_QG_GROUP_BYTES(nr) per group.
+     * False for a type it does not take. */
+    bool (*pack_w)(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
+                   uint8_t *dst);
+    /* Y[i][j] for i < mr rows (X row i's codes at xq + i * ldq, its group
+     * pairs at xsc + i * ldsc, both at the block's first group), j < nr:
+     * ng groups of the packed panel wp, onto Y (accumulate), else onto
+     * bias[j] (or 0). */
+    void (*kernel)(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
+                   int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate);
+} tr_mm_qgemm;
+
+/* Bytes of one packed 32-group of a panel nr wide: codes [8][nr][4], then
+ * nr floats of wsc, nr of wmin. */
+#define TR_MM_QG_GROUP_BYTES(nr) ((size_t)(nr) * (32 + 8))
+
 typedef struct {
     const char *name;
     int mr, nr, nc; /* microkernel tile and N block (a multiple of nr) */
@@ -76,6 +111,8 @@ typedef struct {
      * the bits rows() gives. */
     void (*rows_int8)(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                       const float *bias);
+    /* Optional: the integer GEMM of the K-quants at M > TR_MM_SMALL_M */
+    const tr_mm_qgemm *qgemm;
 } tr_mm_isa;
 
 /* M at or below which tr_matmul takes the few-row path (each row exact to
@@ -104,6 +141,16 @@ void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, fl
                                   long n0, long n1, const float *bias);
 void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                               const float *bias);
+
+/* The integer GEMM (matmul_qgemm.c): takes says whether the level has one
+ * for W's type (else the F32 GEMM runs); run computes Y = X W^T (+ bias)
+ * with it, row m of X from x_row(xctx, m, tmp) (tmp: K floats of the
+ * calling part's own); a failure is logged and noted on the pool. */
+bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type);
+void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, const float *bias,
+                     const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
+                     long M, float *Y, long ldy);
+extern const tr_mm_qgemm tr_mm_qgemm_avx512; /* x86-64 only */
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

@@ -65,8 +65,10 @@ static float *run(tr_pool *pool, const wmat *w, const float *bias, const float *
 
 /* Whether a path may quantize x to 8 bits (~1/254 of each group's max per
  * element): the Q8_0 and K-quant rows of one or a few rows of X
- * (TR_MM_SMALL_M); everything else is float-exact. */
+ * (TR_MM_SMALL_M), and the integer GEMM of Q4_K / Q5_K on the AVX-512
+ * level at any M; everything else is float-exact. */
 static bool x_quantized(int type, int M) {
+    if ((type == TR_Q4_K || type == TR_Q5_K) && tr_cpu_level_active() == TR_CPU_AVX512) return true;
     return (type == TR_Q8_0 || type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K) && M <= 4;
 }
 
@@ -369,7 +371,7 @@ static void test_nt_lhs(tr_pool *pools[3]) {
  * to pack and a weight of another K are refused. */
 static void test_lhs_into(tr_pool *pools[3]) {
     const int M = 45, K = 256, ldx = 270, ldy = 300;
-    const int types[3] = {TR_F32, TR_F16, TR_Q8_0};
+    const int types[4] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K}; /* Q4_K: the integer GEMM's gather */
     const int Ns[3] = {290, 64, 16};
     float *X = malloc(sizeof(float) * M * ldx), *bias = malloc(sizeof(float) * 290);
     for (int i = 0; i < M * ldx; i++) X[i] = kref_uniform();
@@ -379,7 +381,7 @@ static void test_lhs_into(tr_pool *pools[3]) {
     CHECK(tr_matmul_lhs_floats(4, K) == 0);
     float *data = aligned_alloc(64, (nf * sizeof(float) + 63) / 64 * 64);
     float *Xc = malloc(sizeof(float) * M * ldx);
-    for (int ty = 0; ty < 3; ty++) {
+    for (int ty = 0; ty < 4; ty++) {
         for (int t = 0; t < 3; t++) {
             wmat w = make_w(types[ty], K, Ns[t]);
             tr_tensor wt = {"w",   w.type, 2, {w.K, w.N, 1, 1}, w.row_bytes, w.row_bytes * w.N,

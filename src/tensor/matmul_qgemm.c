@@ -1,0 +1,139 @@
+/* The integer GEMM of the K-quants (Q4_K, Q5_K) at M > TR_MM_SMALL_M, on a
+ * level that has one (tr_mm_isa.qgemm): the F32 GEMM widens every weight
+ * to float and runs FMAs (16 multiply-adds an instruction); VNNI byte
+ * products do 64, on codes that stay 4-5 bits wide plus one scale and min
+ * per 32 (the arithmetic: tr_mm_qgemm in matmul_internal.h).
+ *
+ * X is quantized once per call, its rows split over the pool. Threads then
+ * claim chunks of QG_CHUNK panels (nr weight rows each) from an atomic
+ * counter; per K block of QG_KC a thread packs the chunk's panels (about
+ * 20 KiB each: one stays in L1 while every MR tile of X passes it, the
+ * block of X stays in L2) and runs all of X's tiles past each panel. An
+ * output's groups are summed in K order by one thread whatever the thread
+ * count, so the bits do not depend on it. */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "tensor/dtype.h"
+#include "tensor/matmul_internal.h"
+#include "util/log.h"
+
+#define QG_KC    512 /* K block: a multiple of 256 (the K-quant block) */
+#define QG_CHUNK 4   /* panels per claim: ~80 KiB of packed W, reused by every tile */
+
+bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type) {
+    return isa->qgemm && (type == TR_Q4_K || type == TR_Q5_K);
+}
+
+typedef struct {
+    const tr_mm_qgemm *qg;
+    const tr_mm_w *w;
+    const float *bias;
+    const float *(*x_row)(const void *xctx, long m, float *tmp);
+    const void *xctx;
+    long M, ldy;
+    float *Y;
+    int8_t *xq;    /* [M][K] codes */
+    float *xsc;    /* [M][K / 32][2]: xs, -xsum */
+    uint8_t *pack; /* per part: part_bytes, or NULL (each part allocates) */
+    size_t part_bytes;
+    atomic_int failed;
+    atomic_long next; /* first panel of the next unclaimed chunk */
+} qg_ctx;
+
+static void quant_task(void *arg, int ith, int nth) {
+    qg_ctx *c = (qg_ctx *)arg;
+    const long K = (long)c->w->K;
+    long m0, m1;
+    tr_split_range(c->M, ith, nth, &m0, &m1);
+    if (m0 >= m1) return;
+    float *tmp = malloc(sizeof(float) * (size_t)K);
+    if (!tmp) {
+        atomic_store(&c->failed, 1);
+        return;
+    }
+    for (long m = m0; m < m1; m++)
+        c->qg->quant_row(c->x_row(c->xctx, m, tmp), K, c->xq + (size_t)m * (size_t)K,
+                         c->xsc + (size_t)m * (size_t)(K / 16));
+    free(tmp);
+}
+
+static void gemm_task(void *arg, int ith, int nth) {
+    qg_ctx *c = (qg_ctx *)arg;
+    const tr_mm_qgemm *qg = c->qg;
+    const tr_mm_w *w = c->w;
+    const long K = (long)w->K, N = (long)w->N, NR = qg->nr, MR = qg->mr;
+    const long panels = (N + NR - 1) / NR;
+    const size_t pbytes = TR_MM_QG_GROUP_BYTES(NR) * (QG_KC / 32);
+    (void)nth;
+    uint8_t *pack =
+        c->pack ? c->pack + (size_t)ith * c->part_bytes : aligned_alloc(64, c->part_bytes);
+    if (!pack) {
+        atomic_store(&c->failed, 1);
+        return;
+    }
+    for (;;) {
+        const long p0 = atomic_fetch_add(&c->next, QG_CHUNK);
+        if (p0 >= panels) break;
+        const long p1 = p0 + QG_CHUNK < panels ? p0 + QG_CHUNK : panels;
+        for (long k0 = 0; k0 < K; k0 += QG_KC) {
+            const int kc = (int)(K - k0 < QG_KC ? K - k0 : QG_KC);
+            for (long p = p0; p < p1; p++) {
+                const long n0 = p * NR;
+                const int nr = (int)(N - n0 < NR ? N - n0 : NR);
+                qg->pack_w(w->type, w->data + (size_t)n0 * w->stride, w->stride, nr, k0, kc,
+                           pack + (size_t)(p - p0) * pbytes);
+            }
+            for (long p = p0; p < p1; p++) {
+                const long n0 = p * NR;
+                const int nr = (int)(N - n0 < NR ? N - n0 : NR);
+                const uint8_t *wp = pack + (size_t)(p - p0) * pbytes;
+                for (long m0 = 0; m0 < c->M; m0 += MR) {
+                    const int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
+                    qg->kernel(c->xq + (size_t)m0 * (size_t)K + (size_t)k0, K,
+                               c->xsc + (size_t)m0 * (size_t)(K / 16) + (size_t)(k0 / 16), K / 16,
+                               wp, kc / 32, c->Y + m0 * c->ldy + n0, c->ldy, mr, nr,
+                               c->bias ? c->bias + n0 : NULL, k0 != 0);
+                }
+            }
+        }
+    }
+    if (!c->pack) free(pack);
+}
+
+void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, const float *bias,
+                     const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
+                     long M, float *Y, long ldy) {
+    const size_t K = (size_t)w->K, m = (size_t)M;
+    qg_ctx c = {.qg = isa->qgemm,
+                .w = w,
+                .bias = bias,
+                .x_row = x_row,
+                .xctx = xctx,
+                .M = M,
+                .ldy = ldy,
+                .Y = Y};
+    const int nth = tr_pool_n_threads(pool);
+    c.part_bytes = TR_MM_QG_GROUP_BYTES(c.qg->nr) * (QG_KC / 32) * QG_CHUNK;
+    /* X's codes and group pairs: the pool's GEMM_X slot (idle here), else
+     * an allocation of our own; the panels from the GEMM_PANELS slot */
+    const size_t xbytes = m * K + sizeof(float) * m * (K / 16);
+    float *own = NULL, *xs = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (xbytes + 3) / 4);
+    if (!xs) xs = own = malloc(xbytes);
+    c.pack = (uint8_t *)tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS,
+                                             c.part_bytes / 4 * (size_t)nth);
+    if (!xs) {
+        TR_ERROR("matmul: out of memory for the quantized rows (%ld x %zu)", M, K);
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+        return;
+    }
+    c.xsc = xs; /* the floats first: the slot is 64-byte aligned */
+    c.xq = (int8_t *)(xs + m * (K / 16));
+    tr_pool_run(pool, quant_task, &c);
+    if (!atomic_load(&c.failed)) tr_pool_run(pool, gemm_task, &c);
+    free(own);
+    if (atomic_load(&c.failed)) {
+        TR_ERROR("matmul: out of memory for scratch");
+        tr_pool_note_failure(pool, TR_POOL_FAIL_OOM);
+    }
+}
