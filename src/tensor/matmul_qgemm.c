@@ -58,6 +58,24 @@ static void quant_task(void *arg, int ith, int nth) {
     free(tmp);
 }
 
+/* W's bytes of panels [p0, p1) over the K block at k0 fetched into L2
+ * ahead of their packing: a block's segment of a row is a few cache lines
+ * far from the next row's, which the hardware prefetcher does not follow,
+ * and the packing otherwise waits on each row's first line in turn (perf:
+ * most of its time at the first scale byte). */
+static void prefetch_block(const qg_ctx *c, long p0, long p1, long k0) {
+    const tr_mm_w *w = c->w;
+    const long N = (long)w->N, K = (long)w->K;
+    if (p0 >= p1 || k0 >= K) return;
+    const long n1 = p1 * c->qg->nr < N ? p1 * c->qg->nr : N;
+    const size_t off = tr_row_bytes(w->type, k0);
+    const size_t seg = tr_row_bytes(w->type, K - k0 < QG_KC ? K - k0 : QG_KC);
+    for (long n = p0 * c->qg->nr; n < n1; n++) {
+        const uint8_t *r = w->data + (size_t)n * w->stride + off;
+        for (size_t o = 0; o < seg; o += 64) __builtin_prefetch(r + o, 0, 2);
+    }
+}
+
 static void gemm_task(void *arg, int ith, int nth) {
     qg_ctx *c = (qg_ctx *)arg;
     const tr_mm_qgemm *qg = c->qg;
@@ -72,10 +90,12 @@ static void gemm_task(void *arg, int ith, int nth) {
         atomic_store(&c->failed, 1);
         return;
     }
+    long first = -1; /* the chunk whose first block was fetched ahead, if any */
     for (;;) {
         const long p0 = atomic_fetch_add(&c->next, QG_CHUNK);
         if (p0 >= panels) break;
         const long p1 = p0 + QG_CHUNK < panels ? p0 + QG_CHUNK : panels;
+        if (p0 != first) prefetch_block(c, p0, p1, 0); /* else fetched during the last chunk */
         for (long k0 = 0; k0 < K; k0 += QG_KC) {
             const int kc = (int)(K - k0 < QG_KC ? K - k0 : QG_KC);
             for (long p = p0; p < p1; p++) {
@@ -83,6 +103,16 @@ static void gemm_task(void *arg, int ith, int nth) {
                 const int nr = (int)(N - n0 < NR ? N - n0 : NR);
                 qg->pack_w(w->type, w->data + (size_t)n0 * w->stride, w->stride, nr, k0, kc,
                            pack + (size_t)(p - p0) * pbytes);
+            }
+            /* the next block's W arrives while the kernels run: this chunk's
+             * next K block, else the chunk this thread will probably claim
+             * next (a guess: the counter may move on first; harmless) */
+            if (k0 + QG_KC < K) {
+                prefetch_block(c, p0, p1, k0 + QG_KC);
+            } else {
+                const long q0 = atomic_load(&c->next);
+                prefetch_block(c, q0, q0 + QG_CHUNK < panels ? q0 + QG_CHUNK : panels, 0);
+                first = q0;
             }
             for (long p = p0; p < p1; p++) {
                 const long n0 = p * NR;
