@@ -60,6 +60,7 @@ typedef struct {
  * wmin = dmin * m (both exact in float). */
 typedef struct {
     int mr, nr; /* kernel tile: rows of X, weight rows (a panel) */
+    bool q5k;   /* takes Q5_K too (Q4_K always) */
     /* K quantized: the row's codes q[K], per group (xs, -xsum) at sc[2g] */
     void (*quant_row)(const float *x, long K, int8_t *q, float *sc);
     /* Weight rows [0, nr) of src (row r at src + r * stride, nr <= the
@@ -151,6 +152,7 @@ void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, cons
                      const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
                      long M, float *Y, long ldy);
 extern const tr_mm_qgemm tr_mm_qgemm_avx512; /* x86-64 only */
+extern const tr_mm_qgemm tr_mm_qgemm_avx2;   /* x86-64 only */
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

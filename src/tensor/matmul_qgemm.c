@@ -22,7 +22,7 @@
 #define QG_CHUNK 4   /* panels per claim: ~80 KiB of packed W, reused by every tile */
 
 bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type) {
-    return isa->qgemm && (type == TR_Q4_K || type == TR_Q5_K);
+    return isa->qgemm && (type == TR_Q4_K || (type == TR_Q5_K && isa->qgemm->q5k));
 }
 
 typedef struct {

@@ -246,4 +246,4 @@ static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, cons
 }
 
 const tr_mm_qgemm tr_mm_qgemm_avx512 = {
-    .mr = MR, .nr = NR, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};
+    .mr = MR, .nr = NR, .q5k = true, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};

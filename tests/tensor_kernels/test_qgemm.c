@@ -1,12 +1,12 @@
-/* The integer GEMM of Q4_K / Q5_K weights (AVX-512 level, M above the
- * few-row path): every output bit for bit against a scalar reference of
+/* The integer GEMM of Q4_K / Q5_K weights (AVX-512 and AVX2 levels, M above
+ * the few-row path): every output bit for bit against a scalar reference of
  * the arithmetic tr_mm_qgemm documents (x quantized per 32 with even
  * ties, exact integer group dots, then per group one FMA for the scale and
  * one for the min, in K order), on odd M / N / K edges (partial tiles and
  * panels, several K blocks and claimed chunks, strided X and Y, bias or
  * none, weights quantized from floats or random bytes), at 1, 2 and 3
  * threads; tr_matmul_lhs (X gathered from its packed copy) gives the same
- * bits. A host without the level has nothing to test here. */
+ * bits. A level the host lacks is skipped with a note. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -133,19 +133,28 @@ static void test_shape(tr_pool *pools[3], int type, int M, long K, long N, bool 
 
 int main(void) {
     tr_pool *pools[3] = {tr_pool_create(1), tr_pool_create(2), tr_pool_create(3)};
-    if (!tr_cpu_force(TR_CPU_AVX512)) {
-        printf("no AVX-512 level on this host: nothing to test\n");
-    } else {
-        /* M: one partial tile, whole 6-row tiles and a tail; N: one row,
-         * partial panels of 32, more than one 4-panel chunk (161); K: one
-         * block, exactly the 512 K block, 512 + 256, and 5 blocks */
-        static const struct {
-            int M;
-            long K, N;
-        } shapes[] = {{5, 256, 1},    {6, 512, 17},  {7, 768, 33},  {13, 256, 161},
-                      {31, 1280, 40}, {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}};
-        const int types[2] = {TR_Q4_K, TR_Q5_K};
-        for (int ty = 0; ty < 2; ty++)
+    /* M: one partial tile, whole tiles and a tail; N: one row, partial
+     * panels, more than one 4-panel chunk (161); K: one block, exactly the
+     * 512 K block, 512 + 256, and 5 blocks */
+    static const struct {
+        int M;
+        long K, N;
+    } shapes[] = {{5, 256, 1},    {6, 512, 17},  {7, 768, 33},  {13, 256, 161},
+                  {31, 1280, 40}, {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}};
+    /* AVX-512 (VNNI) takes Q4_K and Q5_K; AVX2 (byte products summed in
+     * int16) only Q4_K, whose codes cannot saturate there */
+    static const struct {
+        tr_cpu_level level;
+        const char *name;
+        int n_types;
+    } levels[] = {{TR_CPU_AVX512, "AVX-512", 2}, {TR_CPU_AVX2, "AVX2", 1}};
+    const int types[2] = {TR_Q4_K, TR_Q5_K};
+    for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+        if (!tr_cpu_force(levels[l].level)) {
+            printf("no %s level on this host: its integer GEMM is not tested\n", levels[l].name);
+            continue;
+        }
+        for (int ty = 0; ty < levels[l].n_types; ty++)
             for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
                 test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N, s % 2 == 1,
                            s % 3 != 0);
