@@ -81,6 +81,13 @@ typedef struct {
  * nr floats of wsc, nr of wmin. */
 #define TR_MM_QG_GROUP_BYTES(nr) ((size_t)(nr) * (32 + 8))
 
+/* The float scale and min of each of the 8 groups of one 256-element
+ * K-quant block, for a panel of nr columns (column c's block at blk[c]):
+ * group j's d * sc at gd + j * TR_MM_QG_GROUP_BYTES(nr) + 32 * nr, [0, nr),
+ * and dmin * m right after, [nr, 2 nr) (both exact in float). Every level's
+ * pack_w takes them from here; only the codes' layout is its own. */
+void tr_mm_qgemm_pack_scales(const uint8_t *const *blk, int nr, uint8_t *gd);
+
 typedef struct {
     const char *name;
     int mr, nr, nc; /* microkernel tile and N block (a multiple of nr) */

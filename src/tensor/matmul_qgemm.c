@@ -13,13 +13,31 @@
  * count, so the bits do not depend on it. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
+#include "tensor/quant_internal.h"
 #include "util/log.h"
 
 #define QG_KC    512 /* K block: a multiple of 256 (the K-quant block) */
 #define QG_CHUNK 4   /* panels per claim: ~80 KiB of packed W, reused by every tile */
+
+void tr_mm_qgemm_pack_scales(const uint8_t *const *blk, int nr, uint8_t *gd) {
+    for (int c = 0; c < nr; c++) {
+        uint16_t hd, hm;
+        memcpy(&hd, blk[c], 2);
+        memcpy(&hm, blk[c] + 2, 2);
+        const float d = tr_f16_to_f32(hd), dmin = tr_f16_to_f32(hm);
+        for (int j = 0; j < 8; j++) {
+            int sc, mn;
+            tr_kq_scale_min(j, blk[c] + 4, &sc, &mn);
+            float *f = (float *)(gd + (size_t)j * TR_MM_QG_GROUP_BYTES(nr) + 32 * (size_t)nr);
+            f[c] = d * (float)sc;
+            f[nr + c] = dmin * (float)mn;
+        }
+    }
+}
 
 bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type) {
     return isa->qgemm && (type == TR_Q4_K || (type == TR_Q5_K && isa->qgemm->q5k));

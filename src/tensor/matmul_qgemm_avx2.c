@@ -74,12 +74,6 @@ static inline void transpose8x8(const uint8_t *const r[8], __m256i out[8]) {
     }
 }
 
-static inline float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
 static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst) {
     if (type != TR_Q4_K) return false;
@@ -90,23 +84,7 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB;
         const uint8_t *blk[NR];
         for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
-        for (int c = 0; c < NR; c++) {
-            const uint8_t *p = blk[c], *s = p + 4;
-            const float d = half_at(p), dmin = half_at(p + 2);
-            for (int j = 0; j < 8; j++) {
-                int sc, mn;
-                if (j < 4) {
-                    sc = s[j] & 63;
-                    mn = s[j + 4] & 63;
-                } else {
-                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-                    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-                }
-                float *f = (float *)(gd + (size_t)j * GB + 32 * NR);
-                f[c] = d * (float)sc;
-                f[NR + c] = dmin * (float)mn;
-            }
-        }
+        tr_mm_qgemm_pack_scales(blk, NR, gd);
         for (int h = 0; h < NR / 8; h++) {
             const uint8_t *r[8];
             __m256i t[8];

@@ -73,12 +73,6 @@ static inline void transpose16x8(const uint8_t *const r[16], __m512i out[8]) {
     }
 }
 
-static inline float half_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return _cvtsh_ss(h);
-}
-
 /* Bits 2c (low nibbles) and 2c + 1 (high) of each byte of qh moved to bit
  * 4, for chunk c of a Q5_K block: 16-bit shifts, each kept byte's bit from
  * within the same byte. */
@@ -115,24 +109,7 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB; /* its 8 groups */
         const uint8_t *blk[NR];
         for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
-        /* scales and mins per group: d * sc, dmin * m (exact in float) */
-        for (int c = 0; c < NR; c++) {
-            const uint8_t *p = blk[c], *s = p + 4;
-            const float d = half_at(p), dmin = half_at(p + 2);
-            for (int j = 0; j < 8; j++) {
-                int sc, mn;
-                if (j < 4) {
-                    sc = s[j] & 63;
-                    mn = s[j + 4] & 63;
-                } else {
-                    sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-                    mn = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-                }
-                float *f = (float *)(gd + (size_t)j * GB + 32 * NR);
-                f[c] = d * (float)sc;
-                f[NR + c] = dmin * (float)mn;
-            }
-        }
+        tr_mm_qgemm_pack_scales(blk, NR, gd);
         for (int h = 0; h < NR / 16; h++) { /* 16 weight rows at a time */
             const uint8_t *r[16];
             __m512i qh[8], t[8];
