@@ -75,6 +75,10 @@ typedef struct {
      * bias[j] (or 0). */
     void (*kernel)(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
                    int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate);
+    /* the same for Q5_K's codes (up to 31) where the level needs another
+     * kernel for them (AVX2: shorter int16 runs); NULL: kernel takes them */
+    void (*kernel5)(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
+                    int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate);
 } tr_mm_qgemm;
 
 /* Bytes of one packed 32-group of a panel nr wide: codes [8][nr][4], then

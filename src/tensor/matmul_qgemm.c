@@ -101,6 +101,9 @@ static void gemm_task(void *arg, int ith, int nth) {
     const long K = (long)w->K, N = (long)w->N, NR = qg->nr, MR = qg->mr;
     const long panels = (N + NR - 1) / NR;
     const size_t pbytes = TR_MM_QG_GROUP_BYTES(NR) * (QG_KC / 32);
+    void (*const kernel)(const int8_t *, long, const float *, long, const uint8_t *, int, float *,
+                         long, int, int, const float *, int) =
+        w->type == TR_Q5_K && qg->kernel5 ? qg->kernel5 : qg->kernel;
     (void)nth;
     uint8_t *pack =
         c->pack ? c->pack + (size_t)ith * c->part_bytes : aligned_alloc(64, c->part_bytes);
@@ -138,10 +141,10 @@ static void gemm_task(void *arg, int ith, int nth) {
                 const uint8_t *wp = pack + (size_t)(p - p0) * pbytes;
                 for (long m0 = 0; m0 < c->M; m0 += MR) {
                     const int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
-                    qg->kernel(c->xq + (size_t)m0 * (size_t)K + (size_t)k0, K,
-                               c->xsc + (size_t)m0 * (size_t)(K / 16) + (size_t)(k0 / 16), K / 16,
-                               wp, kc / 32, c->Y + m0 * c->ldy + n0, c->ldy, mr, nr,
-                               c->bias ? c->bias + n0 : NULL, k0 != 0);
+                    kernel(c->xq + (size_t)m0 * (size_t)K + (size_t)k0, K,
+                           c->xsc + (size_t)m0 * (size_t)(K / 16) + (size_t)(k0 / 16), K / 16, wp,
+                           kc / 32, c->Y + m0 * c->ldy + n0, c->ldy, mr, nr,
+                           c->bias ? c->bias + n0 : NULL, k0 != 0);
                 }
             }
         }

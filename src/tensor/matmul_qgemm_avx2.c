@@ -1,10 +1,11 @@
-/* The AVX2 level's integer GEMM of Q4_K (tr_mm_qgemm, driven by
+/* The AVX2 level's integer GEMM of Q4_K and Q5_K (tr_mm_qgemm, driven by
  * matmul_qgemm.c): the AVX-512 level's arithmetic (matmul_qgemm_avx512.c),
  * so the same bits, on byte products without VNNI: vpmaddubsw multiplies
- * the unsigned codes by the signed x bytes and adds pairs into int16 lanes;
- * a group's 8 steps add up there without saturating (16 products of at most
- * 15 * 127: 30480 < 32767), then one vpmaddwd makes the 32-bit sums. Q5_K's
- * codes (up to 31) would overflow that, so it keeps the F32 GEMM here. */
+ * the unsigned codes by the signed x bytes and adds pairs into int16 lanes,
+ * and vpmaddwd makes the 32-bit sums. The int16 lanes must not saturate:
+ * a Q4_K group's 8 steps add up there (16 products of at most 15 * 127:
+ * 30480 < 32767); Q5_K's codes reach 31, so its kernel widens after every
+ * 4 steps (8 products: 31496). */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -74,28 +75,47 @@ static inline void transpose8x8(const uint8_t *const r[8], __m256i out[8]) {
     }
 }
 
+/* Bits 2c (low nibbles) and 2c + 1 (high) of each byte of qh moved to bit
+ * 4, for chunk c of a Q5_K block: 16-bit shifts, each kept byte's bit from
+ * within the same byte. */
+static inline __m256i fifth_bit(__m256i qh, int bit) {
+    const __m256i b4 = _mm256_set1_epi8(0x10);
+    if (bit < 4) return _mm256_and_si256(_mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - bit)), b4);
+    return _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(bit - 4)), b4);
+}
+
 static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst) {
-    if (type != TR_Q4_K) return false;
-    const size_t bsz = 144;
-    static const uint8_t zero[144]; /* the block of a missing row: all codes and scales 0 */
+    if (type != TR_Q4_K && type != TR_Q5_K) return false;
+    const int five = type == TR_Q5_K;
+    const size_t bsz = five ? 176 : 144;
+    static const uint8_t zero[176]; /* the block of a missing row: all codes and scales 0 */
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     for (long b = k0 / 256; b < (k0 + kc) / 256; b++) {
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB;
         const uint8_t *blk[NR];
         for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
         tr_mm_qgemm_pack_scales(blk, NR, gd);
-        for (int h = 0; h < NR / 8; h++) {
+        for (int h = 0; h < NR / 8; h++) { /* 8 weight rows at a time */
             const uint8_t *r[8];
-            __m256i t[8];
-            for (int ch = 0; ch < 4; ch++) {
-                for (int j = 0; j < 8; j++) r[j] = blk[8 * h + j] + 16 + 32 * ch;
+            __m256i qh[8], t[8];
+            if (five) {
+                for (int j = 0; j < 8; j++) r[j] = blk[8 * h + j] + 16;
+                transpose8x8(r, qh);
+            }
+            for (int ch = 0; ch < 4; ch++) { /* 32 code bytes: groups 2ch (low), 2ch + 1 (high) */
+                for (int j = 0; j < 8; j++) r[j] = blk[8 * h + j] + (five ? 48 : 16) + 32 * ch;
                 transpose8x8(r, t);
                 uint8_t *glo = gd + (size_t)(2 * ch) * GB + 32 * h, *ghi = glo + GB;
                 for (int s = 0; s < 8; s++) {
-                    _mm256_storeu_si256((__m256i *)(glo + 64 * s), _mm256_and_si256(t[s], low4));
-                    _mm256_storeu_si256((__m256i *)(ghi + 64 * s),
-                                        _mm256_and_si256(_mm256_srli_epi16(t[s], 4), low4));
+                    __m256i lo = _mm256_and_si256(t[s], low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(t[s], 4), low4);
+                    if (five) {
+                        lo = _mm256_or_si256(lo, fifth_bit(qh[s], 2 * ch));
+                        hi = _mm256_or_si256(hi, fifth_bit(qh[s], 2 * ch + 1));
+                    }
+                    _mm256_storeu_si256((__m256i *)(glo + 64 * s), lo);
+                    _mm256_storeu_si256((__m256i *)(ghi + 64 * s), hi);
                 }
             }
         }
@@ -104,12 +124,13 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
 }
 
 /* MR_ rows of X against a 16-row panel: per group 8 steps of vpmaddubsw per
- * row and half panel, summed in int16, then vpmaddwd to int32 and the
+ * row and half panel, summed in int16 over runs of RUN steps (8 for Q4_K, 4
+ * for Q5_K), each run widened by vpmaddwd into the int32 sums, then the
  * group's scale and min in float (tr_mm_qgemm's order); the float sums
  * live in f (16 registers hold only the integer ones). */
 static inline __attribute__((always_inline)) void
 kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
-            float *y, long ldy, int MR_, int nr, const float *bias, int accumulate) {
+            float *y, long ldy, int MR_, int nr, const float *bias, int accumulate, int RUN) {
     float f[MR][NR];
     for (int i = 0; i < MR_; i++)
         for (int j = 0; j < NR; j++)
@@ -117,9 +138,10 @@ kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8
     const __m256i ones = _mm256_set1_epi16(1);
     for (int g = 0; g < ng; g++) {
         const uint8_t *gp = wp + (size_t)g * GB;
-        __m256i s[MR][2];
+        __m256i s[MR][2], d[MR][2];
 #pragma GCC unroll 4
-        for (int i = 0; i < MR_; i++) s[i][0] = s[i][1] = _mm256_setzero_si256();
+        for (int i = 0; i < MR_; i++)
+            s[i][0] = s[i][1] = d[i][0] = d[i][1] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int t = 0; t < 8; t++) {
             const __m256i w0 = _mm256_load_si256((const __m256i *)(gp + 64 * t));
@@ -131,6 +153,11 @@ kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8
                 const __m256i xb = _mm256_set1_epi32(v);
                 s[i][0] = _mm256_add_epi16(s[i][0], _mm256_maddubs_epi16(w0, xb));
                 s[i][1] = _mm256_add_epi16(s[i][1], _mm256_maddubs_epi16(w1, xb));
+                if (t % RUN == RUN - 1) { /* the run ends: widen it before it could saturate */
+                    d[i][0] = _mm256_add_epi32(d[i][0], _mm256_madd_epi16(s[i][0], ones));
+                    d[i][1] = _mm256_add_epi32(d[i][1], _mm256_madd_epi16(s[i][1], ones));
+                    s[i][0] = s[i][1] = _mm256_setzero_si256();
+                }
             }
         }
         const float *gs = (const float *)(gp + 32 * NR);
@@ -141,7 +168,7 @@ kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8
 #pragma GCC unroll 2
             for (int v = 0; v < 2; v++) {
                 __m256 a = _mm256_loadu_ps(&f[i][8 * v]);
-                const __m256 si = _mm256_cvtepi32_ps(_mm256_madd_epi16(s[i][v], ones));
+                const __m256 si = _mm256_cvtepi32_ps(d[i][v]);
                 a = _mm256_fmadd_ps(si, _mm256_mul_ps(_mm256_load_ps(gs + 8 * v), xs), a);
                 a = _mm256_fmadd_ps(_mm256_load_ps(gs + NR + 8 * v), nx, a);
                 _mm256_storeu_ps(&f[i][8 * v], a);
@@ -151,23 +178,39 @@ kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8
     for (int i = 0; i < MR_; i++) memcpy(y + i * ldy, f[i], sizeof(float) * (size_t)nr);
 }
 
-static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
-                   int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate) {
+static inline __attribute__((always_inline)) void
+kernel_run(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
+           float *y, long ldy, int mr, int nr, const float *bias, int accumulate, int RUN) {
     switch (mr) {
     case 4:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, nr, bias, accumulate);
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, nr, bias, accumulate, RUN);
         break;
     case 3:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, nr, bias, accumulate);
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, nr, bias, accumulate, RUN);
         break;
     case 2:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, nr, bias, accumulate);
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, nr, bias, accumulate, RUN);
         break;
     default:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, nr, bias, accumulate);
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, nr, bias, accumulate, RUN);
         break;
     }
 }
 
-const tr_mm_qgemm tr_mm_qgemm_avx2 = {
-    .mr = MR, .nr = NR, .q5k = false, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};
+static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
+                   int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate) {
+    kernel_run(xq, ldq, xsc, ldsc, wp, ng, y, ldy, mr, nr, bias, accumulate, 8);
+}
+
+static void kernel5(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
+                    int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate) {
+    kernel_run(xq, ldq, xsc, ldsc, wp, ng, y, ldy, mr, nr, bias, accumulate, 4);
+}
+
+const tr_mm_qgemm tr_mm_qgemm_avx2 = {.mr = MR,
+                                      .nr = NR,
+                                      .q5k = true,
+                                      .quant_row = quant_row,
+                                      .pack_w = pack_w,
+                                      .kernel = kernel,
+                                      .kernel5 = kernel5};

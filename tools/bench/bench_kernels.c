@@ -42,7 +42,8 @@ static void *make_weights(int type, const float *W, long K, long N, size_t *byte
     return q;
 }
 
-static const int k_types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K};
+/* GEMM: Q5_K beside Q4_K (the K-quants the integer GEMM takes) */
+static const int k_types[] = {TR_F32, TR_F16, TR_Q8_0, TR_Q4_K, TR_Q5_K};
 /* decode: Q6_K too (the output and FFN-down type of ggml's Q4_K_M files), and Q5_K (Q5_K_M) */
 static const int k_gemv_types[] = {TR_F16, TR_Q8_0, TR_Q4_K, TR_Q5_K, TR_Q6_K};
 
