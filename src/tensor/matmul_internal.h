@@ -162,8 +162,9 @@ bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type);
 void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, const float *bias,
                      const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
                      long M, float *Y, long ldy);
-extern const tr_mm_qgemm tr_mm_qgemm_avx512; /* x86-64 only */
-extern const tr_mm_qgemm tr_mm_qgemm_avx2;   /* x86-64 only */
+extern const tr_mm_qgemm tr_mm_qgemm_avx512;       /* x86-64 only */
+extern const tr_mm_qgemm tr_mm_qgemm_avx2;         /* x86-64 only */
+extern const tr_mm_qgemm tr_mm_qgemm_neon_dotprod; /* aarch64 only, needs SDOT */
 
 extern const tr_mm_isa tr_mm_isa_scalar;
 extern const tr_mm_isa tr_mm_isa_avx2;         /* x86-64 only */

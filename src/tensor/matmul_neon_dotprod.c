@@ -264,4 +264,5 @@ const tr_mm_isa tr_mm_isa_neon_dotprod = {.name = "neon_dotprod",
                                           .rows = rows_dotprod,
                                           .deq = tr_mm_deq_neon,
                                           .quant_x_rows = tr_mm_quant_x_rows_dotprod,
-                                          .rows_int8_multi = tr_mm_rows_int8_multi_dotprod};
+                                          .rows_int8_multi = tr_mm_rows_int8_multi_dotprod,
+                                          .qgemm = &tr_mm_qgemm_neon_dotprod};

@@ -1,12 +1,12 @@
-/* The integer GEMM of Q4_K / Q5_K weights (AVX-512 and AVX2 levels, M above
- * the few-row path): every output bit for bit against a scalar reference of
- * the arithmetic tr_mm_qgemm documents (x quantized per 32 with even
- * ties, exact integer group dots, then per group one FMA for the scale and
- * one for the min, in K order), on odd M / N / K edges (partial tiles and
- * panels, several K blocks and claimed chunks, strided X and Y, bias or
- * none, weights quantized from floats or random bytes), at 1, 2 and 3
- * threads; tr_matmul_lhs (X gathered from its packed copy) gives the same
- * bits. A level the host lacks is skipped with a note. */
+/* The integer GEMM of Q4_K / Q5_K weights (AVX-512, AVX2 and NEON
+ * dot-product levels, M above the few-row path): every output bit for bit
+ * against a scalar reference of the arithmetic tr_mm_qgemm documents (x
+ * quantized per 32 with even ties, exact integer group dots, then per group
+ * one FMA for the scale and one for the min, in K order), on odd M / N / K
+ * edges (partial tiles and panels, several K blocks and claimed chunks,
+ * strided X and Y, bias or none, weights quantized from floats or random
+ * bytes), at 1, 2 and 3 threads; tr_matmul_lhs (X gathered from its packed
+ * copy) gives the same bits. A level the host lacks is skipped with a note. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -142,12 +142,15 @@ int main(void) {
     } shapes[] = {{5, 256, 1},    {6, 512, 17},  {7, 768, 33},  {13, 256, 161},
                   {31, 1280, 40}, {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}};
     /* AVX-512 (VNNI) and AVX2 (byte products summed in int16, Q5_K in
-     * shorter runs so that its codes cannot saturate there) take both */
+     * shorter runs so that its codes cannot saturate there) take both; NEON
+     * dot product (SDOT) only Q4_K so far */
     static const struct {
         tr_cpu_level level;
         const char *name;
         int n_types;
-    } levels[] = {{TR_CPU_AVX512, "AVX-512", 2}, {TR_CPU_AVX2, "AVX2", 2}};
+    } levels[] = {{TR_CPU_AVX512, "AVX-512", 2},
+                  {TR_CPU_AVX2, "AVX2", 2},
+                  {TR_CPU_NEON_DOTPROD, "NEON dot product", 1}};
     const int types[2] = {TR_Q4_K, TR_Q5_K};
     for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
         if (!tr_cpu_force(levels[l].level)) {

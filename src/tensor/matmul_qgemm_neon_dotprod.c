@@ -1,0 +1,180 @@
+/* The NEON dot-product level's integer GEMM of Q4_K (tr_mm_qgemm, driven by
+ * matmul_qgemm.c): the AVX-512 level's arithmetic (matmul_qgemm_avx512.c),
+ * so the same bits, on SDOT: vdotq_laneq_s32 multiplies 4 signed bytes of
+ * each of 4 weight rows by the same 4 bytes of x and adds them into that
+ * row's 32-bit lane. SDOT is signed on both sides; Q4_K's codes (0..15) fit
+ * a signed byte as they are, so the group dots are exact with no bias
+ * correction. Q5_K's codes (0..31) would too, but it keeps the F32 GEMM
+ * here for now (only Q4_K is packed and tested). The panel layout is the
+ * AVX2 level's: 16 weight rows, per 32-group 8 steps of [16 rows][4 bytes]
+ * of codes, then the 16 scales and 16 mins. */
+#include <arm_neon.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "tensor/dtype.h"
+#include "tensor/matmul_internal.h"
+
+#define MR 4
+#define NR 16
+#define GB TR_MM_QG_GROUP_BYTES(NR) /* one packed group: codes [8][16][4], wsc[16], wmin[16] */
+
+/* As the AVX-512 level's quant_row: the same codes, scales and sums
+ * (vcvtnq rounds to nearest with even ties; the narrowing moves saturate). */
+static void quant_row(const float *x, long K, int8_t *q, float *sc) {
+    for (long g = 0; g < K / 32; g++) {
+        const float *xg = x + 32 * g;
+        float32x4_t v[8];
+        for (int j = 0; j < 8; j++) v[j] = vld1q_f32(xg + 4 * j);
+        float32x4_t m = vabsq_f32(v[0]);
+        for (int j = 1; j < 8; j++) m = vmaxq_f32(m, vabsq_f32(v[j]));
+        float amax = vmaxvq_f32(m);
+        const float d = amax / 127.0f;
+        if (amax < 0x1p-100f) { /* 127 / amax would overflow: scale up by 2^64 (exact) */
+            for (int j = 0; j < 8; j++) v[j] = vmulq_n_f32(v[j], 0x1p64f);
+            amax *= 0x1p64f;
+        }
+        const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int16x8_t h[4];
+        for (int j = 0; j < 4; j++)
+            h[j] = vcombine_s16(vqmovn_s32(vcvtnq_s32_f32(vmulq_n_f32(v[2 * j], id))),
+                                vqmovn_s32(vcvtnq_s32_f32(vmulq_n_f32(v[2 * j + 1], id))));
+        vst1q_s8(q + 32 * g, vcombine_s8(vqmovn_s16(h[0]), vqmovn_s16(h[1])));
+        vst1q_s8(q + 32 * g + 16, vcombine_s8(vqmovn_s16(h[2]), vqmovn_s16(h[3])));
+        float s = 0.0f; /* in order, as the reference sums */
+        for (int j = 0; j < 32; j++) s += xg[j];
+        sc[2 * g] = d;
+        sc[2 * g + 1] = -s;
+    }
+}
+
+/* 4 rows of 4 dwords (a[j]) to out[s], lane j = dword s of row j: the
+ * bytes of 4 consecutive k of each weight row side by side, as SDOT with a
+ * broadcast x lane wants them. */
+static inline void transpose4x4(const uint8x16_t a[4], uint8x16_t out[4]) {
+    const uint32x4_t t0 = vtrn1q_u32(vreinterpretq_u32_u8(a[0]), vreinterpretq_u32_u8(a[1]));
+    const uint32x4_t t1 = vtrn2q_u32(vreinterpretq_u32_u8(a[0]), vreinterpretq_u32_u8(a[1]));
+    const uint32x4_t t2 = vtrn1q_u32(vreinterpretq_u32_u8(a[2]), vreinterpretq_u32_u8(a[3]));
+    const uint32x4_t t3 = vtrn2q_u32(vreinterpretq_u32_u8(a[2]), vreinterpretq_u32_u8(a[3]));
+    out[0] = vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2)));
+    out[1] = vreinterpretq_u8_u64(vtrn1q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
+    out[2] = vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2)));
+    out[3] = vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
+}
+
+static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
+                   uint8_t *dst) {
+    if (type != TR_Q4_K) return false;
+    const size_t bsz = 144;
+    static const uint8_t zero[144]; /* the block of a missing row: all codes and scales 0 */
+    const uint8x16_t low4 = vdupq_n_u8(0x0F);
+    for (long b = k0 / 256; b < (k0 + kc) / 256; b++) {
+        uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB;
+        const uint8_t *blk[NR];
+        for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
+        tr_mm_qgemm_pack_scales(blk, NR, gd);
+        /* 32 code bytes per 64 elements (ch): low nibbles group 2ch, high
+         * nibbles group 2ch + 1; each 16 bytes are 4 steps of 4 k */
+        for (int h = 0; h < NR / 4; h++) {
+            for (int ch = 0; ch < 4; ch++) {
+                for (int half = 0; half < 2; half++) {
+                    uint8x16_t a[4], t[4];
+                    for (int j = 0; j < 4; j++)
+                        a[j] = vld1q_u8(blk[4 * h + j] + 16 + 32 * ch + 16 * half);
+                    transpose4x4(a, t);
+                    uint8_t *glo = gd + (size_t)(2 * ch) * GB + 64 * (4 * half) + 16 * h;
+                    uint8_t *ghi = glo + GB;
+                    for (int s = 0; s < 4; s++) {
+                        vst1q_u8(glo + 64 * s, vandq_u8(t[s], low4));
+                        vst1q_u8(ghi + 64 * s, vshrq_n_u8(t[s], 4));
+                    }
+                }
+            }
+        }
+    }
+    return true;
+}
+
+/* MR_ rows of X against a 16-row panel: per group 8 steps of SDOT per row
+ * and 4 weight rows into 16 int32 accumulators, then the group's scale and
+ * min in float (tr_mm_qgemm's order; vfmaq_f32 is fused, as fmaf). The
+ * float sums live in f: the integer ones, the step's weights and x take
+ * most of the 32 registers. */
+static inline __attribute__((always_inline)) void
+kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
+            float *y, long ldy, int MR_, int nr, const float *bias, int accumulate) {
+    float f[MR][NR];
+    for (int i = 0; i < MR_; i++)
+        for (int j = 0; j < NR; j++)
+            f[i][j] = j >= nr ? 0.0f : accumulate ? y[i * ldy + j] : bias ? bias[j] : 0.0f;
+    for (int g = 0; g < ng; g++) {
+        const uint8_t *gp = wp + (size_t)g * GB;
+        int32x4_t s[MR][4];
+        int8x16_t xv[MR][2];
+#pragma GCC unroll 4
+        for (int i = 0; i < MR_; i++) {
+            s[i][0] = s[i][1] = s[i][2] = s[i][3] = vdupq_n_s32(0);
+            xv[i][0] = vld1q_s8(xq + i * ldq + 32 * g);
+            xv[i][1] = vld1q_s8(xq + i * ldq + 32 * g + 16);
+        }
+        /* the lane index of vdotq_laneq_s32 must be a constant: 4 steps per
+         * 16 bytes of x, spelled out */
+#define QG_STEP(t, lane)                                                                           \
+    do {                                                                                           \
+        const int8x16_t w0 = vld1q_s8((const int8_t *)(gp + 64 * (t)));                            \
+        const int8x16_t w1 = vld1q_s8((const int8_t *)(gp + 64 * (t) + 16));                       \
+        const int8x16_t w2 = vld1q_s8((const int8_t *)(gp + 64 * (t) + 32));                       \
+        const int8x16_t w3 = vld1q_s8((const int8_t *)(gp + 64 * (t) + 48));                       \
+        _Pragma("GCC unroll 4") for (int i = 0; i < MR_; i++) {                                    \
+            s[i][0] = vdotq_laneq_s32(s[i][0], w0, xv[i][(t) / 4], lane);                          \
+            s[i][1] = vdotq_laneq_s32(s[i][1], w1, xv[i][(t) / 4], lane);                          \
+            s[i][2] = vdotq_laneq_s32(s[i][2], w2, xv[i][(t) / 4], lane);                          \
+            s[i][3] = vdotq_laneq_s32(s[i][3], w3, xv[i][(t) / 4], lane);                          \
+        }                                                                                          \
+    } while (0)
+        QG_STEP(0, 0);
+        QG_STEP(1, 1);
+        QG_STEP(2, 2);
+        QG_STEP(3, 3);
+        QG_STEP(4, 0);
+        QG_STEP(5, 1);
+        QG_STEP(6, 2);
+        QG_STEP(7, 3);
+#undef QG_STEP
+        const float *gs = (const float *)(gp + 32 * NR);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR_; i++) {
+            const float xs = xsc[i * ldsc + 2 * g], nx = xsc[i * ldsc + 2 * g + 1];
+#pragma GCC unroll 4
+            for (int v = 0; v < 4; v++) {
+                float32x4_t a = vld1q_f32(&f[i][4 * v]);
+                const float32x4_t si = vcvtq_f32_s32(s[i][v]);
+                a = vfmaq_f32(a, si, vmulq_n_f32(vld1q_f32(gs + 4 * v), xs));
+                a = vfmaq_n_f32(a, vld1q_f32(gs + NR + 4 * v), nx);
+                vst1q_f32(&f[i][4 * v], a);
+            }
+        }
+    }
+    for (int i = 0; i < MR_; i++) memcpy(y + i * ldy, f[i], sizeof(float) * (size_t)nr);
+}
+
+static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
+                   int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate) {
+    switch (mr) {
+    case 4:
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, nr, bias, accumulate);
+        break;
+    case 3:
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, nr, bias, accumulate);
+        break;
+    case 2:
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, nr, bias, accumulate);
+        break;
+    default:
+        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, nr, bias, accumulate);
+        break;
+    }
+}
+
+const tr_mm_qgemm tr_mm_qgemm_neon_dotprod = {
+    .mr = MR, .nr = NR, .q5k = false, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};
