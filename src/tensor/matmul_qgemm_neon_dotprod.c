@@ -1,13 +1,14 @@
-/* The NEON dot-product level's integer GEMM of Q4_K (tr_mm_qgemm, driven by
- * matmul_qgemm.c): the AVX-512 level's arithmetic (matmul_qgemm_avx512.c),
- * so the same bits, on SDOT: vdotq_laneq_s32 multiplies 4 signed bytes of
- * each of 4 weight rows by the same 4 bytes of x and adds them into that
- * row's 32-bit lane. SDOT is signed on both sides; Q4_K's codes (0..15) fit
- * a signed byte as they are, so the group dots are exact with no bias
- * correction. Q5_K's codes (0..31) would too, but it keeps the F32 GEMM
- * here for now (only Q4_K is packed and tested). The panel layout is the
- * AVX2 level's: 16 weight rows, per 32-group 8 steps of [16 rows][4 bytes]
- * of codes, then the 16 scales and 16 mins. */
+/* The NEON dot-product level's integer GEMM of Q4_K and Q5_K (tr_mm_qgemm,
+ * driven by matmul_qgemm.c): the AVX-512 level's arithmetic
+ * (matmul_qgemm_avx512.c), so the same bits, on SDOT: vdotq_laneq_s32
+ * multiplies 4 signed bytes of each of 4 weight rows by the same 4 bytes of
+ * x and adds them into that row's 32-bit lane. SDOT is signed on both
+ * sides; the codes (0..15 for Q4_K, 0..31 for Q5_K) fit a signed byte as
+ * they are, so the group dots are exact in int32 with no bias correction,
+ * and one kernel takes both types (only pack_w tells them apart: Q5_K adds
+ * the fifth bit from qh). The panel layout is the AVX2 level's: 16 weight
+ * rows, per 32-group 8 steps of [16 rows][4 bytes] of codes, then the 16
+ * scales and 16 mins. */
 #include <arm_neon.h>
 #include <stdbool.h>
 #include <string.h>
@@ -62,11 +63,19 @@ static inline void transpose4x4(const uint8x16_t a[4], uint8x16_t out[4]) {
     out[3] = vreinterpretq_u8_u64(vtrn2q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3)));
 }
 
+/* Bit `bit` of each byte of qh moved to bit 4 (value 16): the fifth bit of
+ * Q5_K's codes in group `bit` of the block (vshlq_u8 shifts right for a
+ * negative count). */
+static inline uint8x16_t fifth_bit(uint8x16_t qh, int bit) {
+    return vandq_u8(vshlq_u8(qh, vdupq_n_s8((int8_t)(4 - bit))), vdupq_n_u8(0x10));
+}
+
 static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst) {
-    if (type != TR_Q4_K) return false;
-    const size_t bsz = 144;
-    static const uint8_t zero[144]; /* the block of a missing row: all codes and scales 0 */
+    if (type != TR_Q4_K && type != TR_Q5_K) return false;
+    const int five = type == TR_Q5_K;
+    const size_t bsz = five ? 176 : 144;
+    static const uint8_t zero[176]; /* the block of a missing row: all codes and scales 0 */
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
     for (long b = k0 / 256; b < (k0 + kc) / 256; b++) {
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB;
@@ -74,19 +83,30 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
         for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
         tr_mm_qgemm_pack_scales(blk, NR, gd);
         /* 32 code bytes per 64 elements (ch): low nibbles group 2ch, high
-         * nibbles group 2ch + 1; each 16 bytes are 4 steps of 4 k */
+         * nibbles group 2ch + 1; each 16 bytes are 4 steps of 4 k. Q5_K's
+         * 32 bytes of qh (byte l: bit g is the fifth bit of element l of
+         * group g) are transposed as the code bytes are, so lane for lane. */
         for (int h = 0; h < NR / 4; h++) {
-            for (int ch = 0; ch < 4; ch++) {
-                for (int half = 0; half < 2; half++) {
-                    uint8x16_t a[4], t[4];
+            for (int half = 0; half < 2; half++) {
+                uint8x16_t a[4], t[4], qh[4];
+                if (five) {
+                    for (int j = 0; j < 4; j++) a[j] = vld1q_u8(blk[4 * h + j] + 16 + 16 * half);
+                    transpose4x4(a, qh);
+                }
+                for (int ch = 0; ch < 4; ch++) {
                     for (int j = 0; j < 4; j++)
-                        a[j] = vld1q_u8(blk[4 * h + j] + 16 + 32 * ch + 16 * half);
+                        a[j] = vld1q_u8(blk[4 * h + j] + (five ? 48 : 16) + 32 * ch + 16 * half);
                     transpose4x4(a, t);
                     uint8_t *glo = gd + (size_t)(2 * ch) * GB + 64 * (4 * half) + 16 * h;
                     uint8_t *ghi = glo + GB;
                     for (int s = 0; s < 4; s++) {
-                        vst1q_u8(glo + 64 * s, vandq_u8(t[s], low4));
-                        vst1q_u8(ghi + 64 * s, vshrq_n_u8(t[s], 4));
+                        uint8x16_t lo = vandq_u8(t[s], low4), hi = vshrq_n_u8(t[s], 4);
+                        if (five) {
+                            lo = vorrq_u8(lo, fifth_bit(qh[s], 2 * ch));
+                            hi = vorrq_u8(hi, fifth_bit(qh[s], 2 * ch + 1));
+                        }
+                        vst1q_u8(glo + 64 * s, lo);
+                        vst1q_u8(ghi + 64 * s, hi);
                     }
                 }
             }
@@ -177,4 +197,4 @@ static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, cons
 }
 
 const tr_mm_qgemm tr_mm_qgemm_neon_dotprod = {
-    .mr = MR, .nr = NR, .q5k = false, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};
+    .mr = MR, .nr = NR, .q5k = true, .quant_row = quant_row, .pack_w = pack_w, .kernel = kernel};

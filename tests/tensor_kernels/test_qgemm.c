@@ -141,16 +141,16 @@ int main(void) {
         long K, N;
     } shapes[] = {{5, 256, 1},    {6, 512, 17},  {7, 768, 33},  {13, 256, 161},
                   {31, 1280, 40}, {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}};
-    /* AVX-512 (VNNI) and AVX2 (byte products summed in int16, Q5_K in
-     * shorter runs so that its codes cannot saturate there) take both; NEON
-     * dot product (SDOT) only Q4_K so far */
+    /* every level takes both: AVX-512 (VNNI), AVX2 (byte products summed in
+     * int16, Q5_K in shorter runs so that its codes cannot saturate there)
+     * and NEON dot product (SDOT into int32) */
     static const struct {
         tr_cpu_level level;
         const char *name;
         int n_types;
     } levels[] = {{TR_CPU_AVX512, "AVX-512", 2},
                   {TR_CPU_AVX2, "AVX2", 2},
-                  {TR_CPU_NEON_DOTPROD, "NEON dot product", 1}};
+                  {TR_CPU_NEON_DOTPROD, "NEON dot product", 2}};
     const int types[2] = {TR_Q4_K, TR_Q5_K};
     for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
         if (!tr_cpu_force(levels[l].level)) {
