@@ -85,12 +85,15 @@ typedef struct {
  * nr floats of wsc, nr of wmin. */
 #define TR_MM_QG_GROUP_BYTES(nr) ((size_t)(nr) * (32 + 8))
 
-/* The float scale and min of each of the 8 groups of one 256-element
- * K-quant block, for a panel of nr columns (column c's block at blk[c]):
- * group j's d * sc at gd + j * TR_MM_QG_GROUP_BYTES(nr) + 32 * nr, [0, nr),
- * and dmin * m right after, [nr, 2 nr) (both exact in float). Every level's
- * pack_w takes them from here; only the codes' layout is its own. */
-void tr_mm_qgemm_pack_scales(const uint8_t *const *blk, int nr, uint8_t *gd);
+/* The start of every level's pack_w for 256-element block b of a Q4_K /
+ * Q5_K panel nr_panel rows wide: blk[c] = row c's block (row c at src +
+ * c * stride; rows from nr on get an all-zero block), and the float scale
+ * and min of each of its 8 groups written into the packed groups at gd
+ * (group j's d * sc at gd + j * TR_MM_QG_GROUP_BYTES(nr_panel) + 32 *
+ * nr_panel, [0, nr_panel), dmin * m right after; both exact in float).
+ * Only the codes' layout is the level's own. */
+void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr, int nr_panel,
+                            long b, const uint8_t **blk, uint8_t *gd);
 
 typedef struct {
     const char *name;

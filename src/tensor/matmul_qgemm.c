@@ -23,8 +23,12 @@
 #define QG_KC    512 /* K block: a multiple of 256 (the K-quant block) */
 #define QG_CHUNK 4   /* panels per claim: ~80 KiB of packed W, reused by every tile */
 
-void tr_mm_qgemm_pack_scales(const uint8_t *const *blk, int nr, uint8_t *gd) {
-    for (int c = 0; c < nr; c++) {
+void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr, int nr_panel,
+                            long b, const uint8_t **blk, uint8_t *gd) {
+    static const uint8_t zero[176]; /* a missing row's block: codes, scales and mins 0 */
+    const size_t bsz = type == TR_Q5_K ? 176 : 144;
+    for (int c = 0; c < nr_panel; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
+    for (int c = 0; c < nr_panel; c++) {
         uint16_t hd, hm;
         memcpy(&hd, blk[c], 2);
         memcpy(&hm, blk[c] + 2, 2);
@@ -32,9 +36,10 @@ void tr_mm_qgemm_pack_scales(const uint8_t *const *blk, int nr, uint8_t *gd) {
         for (int j = 0; j < 8; j++) {
             int sc, mn;
             tr_kq_scale_min(j, blk[c] + 4, &sc, &mn);
-            float *f = (float *)(gd + (size_t)j * TR_MM_QG_GROUP_BYTES(nr) + 32 * (size_t)nr);
+            float *f =
+                (float *)(gd + (size_t)j * TR_MM_QG_GROUP_BYTES(nr_panel) + 32 * (size_t)nr_panel);
             f[c] = d * (float)sc;
-            f[nr + c] = dmin * (float)mn;
+            f[nr_panel + c] = dmin * (float)mn;
         }
     }
 }

@@ -102,14 +102,11 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
                    uint8_t *dst) {
     if (type != TR_Q4_K && type != TR_Q5_K) return false;
     const int five = type == TR_Q5_K;
-    const size_t bsz = five ? 176 : 144;
-    static const uint8_t zero[176]; /* the block of a missing row: all codes and scales 0 */
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (long b = k0 / 256; b < (k0 + kc) / 256; b++) {
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB; /* its 8 groups */
         const uint8_t *blk[NR];
-        for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
-        tr_mm_qgemm_pack_scales(blk, NR, gd);
+        tr_mm_qgemm_pack_block(type, src, stride, nr, NR, b, blk, gd);
         for (int h = 0; h < NR / 16; h++) { /* 16 weight rows at a time */
             const uint8_t *r[16];
             __m512i qh[8], t[8];

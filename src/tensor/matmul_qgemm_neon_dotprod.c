@@ -74,14 +74,11 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
                    uint8_t *dst) {
     if (type != TR_Q4_K && type != TR_Q5_K) return false;
     const int five = type == TR_Q5_K;
-    const size_t bsz = five ? 176 : 144;
-    static const uint8_t zero[176]; /* the block of a missing row: all codes and scales 0 */
     const uint8x16_t low4 = vdupq_n_u8(0x0F);
     for (long b = k0 / 256; b < (k0 + kc) / 256; b++) {
         uint8_t *gd = dst + (size_t)(b - k0 / 256) * 8 * GB;
         const uint8_t *blk[NR];
-        for (int c = 0; c < NR; c++) blk[c] = c < nr ? src + (size_t)c * stride + b * bsz : zero;
-        tr_mm_qgemm_pack_scales(blk, NR, gd);
+        tr_mm_qgemm_pack_block(type, src, stride, nr, NR, b, blk, gd);
         /* 32 code bytes per 64 elements (ch): low nibbles group 2ch, high
          * nibbles group 2ch + 1; each 16 bytes are 4 steps of 4 k. Q5_K's
          * 32 bytes of qh (byte l: bit g is the fifth bit of element l of
