@@ -16,10 +16,10 @@
  * The k order per output is still fixed. (AVX-512 and scalar keep the
  * order above with their fixed TR_MM_KC × nc blocks.)
  *
- * Q4_K / Q5_K weights on a level with an integer GEMM (AVX-512: VNNI) take
- * that instead (matmul_qgemm.c): X quantized to int8 once per call, the
- * codes packed as bytes, several times the F32 GEMM's multiply-adds per
- * instruction.
+ * Q4_K / Q5_K weights on a level with an integer GEMM (AVX-512, AVX2, NEON
+ * dot product) take that instead (matmul_qgemm.c): X quantized to int8 once
+ * per call, the codes packed as bytes, several times the F32 GEMM's
+ * multiply-adds per instruction.
  *
  * Matrix-vector (M == 1): threads claim chunks of weight rows and stream
  * each row once through a fused dequantize+dot kernel. Small M (up to

@@ -47,17 +47,22 @@ typedef struct {
     int16_t *bsum;
 } tr_mm_xq;
 
+/* Y[i][j] for i < mr rows (X row i's codes at xq + i * ldq, its group pairs
+ * at xsc + i * ldsc, both at the block's first group), j < nr: ng groups of
+ * the packed panel wp, onto Y (accumulate), else onto bias[j] (or 0). */
+typedef void (*tr_mm_qgemm_kernel_fn)(const int8_t *xq, long ldq, const float *xsc, long ldsc,
+                                      const uint8_t *wp, int ng, float *y, long ldy, int mr, int nr,
+                                      const float *bias, int accumulate);
+
 /* A level's integer GEMM for K-quant weights (matmul_qgemm.c drives it):
  * X quantized once per call, per 32-element group, W packed per panel of nr
- * weight rows and K block, and a register-blocked kernel on VNNI byte
- * products. For every output (i, j) the arithmetic is fixed (the scalar
- * test reference repeats it bit for bit), over the 32-groups g in order:
- *   acc = bias[j] or 0
- *   acc = fmaf((float)sum_t wq[j][32g+t] * xq[i][32g+t], wsc[j][g] * xs[i][g], acc)
- *   acc = fmaf(wmin[j][g], -xsum[i][g], acc)
- * where xq = round(x * 127 / amax) per group, xs = amax / 127, xsum the
- * group's float sum in order, wq the unsigned codes, wsc = d * sc and
- * wmin = dmin * m (both exact in float). */
+ * weight rows and K block, and a register-blocked kernel on byte products
+ * (VNNI on AVX-512, vpmaddubsw on AVX2, SDOT on NEON). For every output (i, j) the arithmetic is
+ * fixed (the scalar test reference repeats it bit for bit), over the 32-groups g in order: acc =
+ * bias[j] or 0 acc = fmaf((float)sum_t wq[j][32g+t] * xq[i][32g+t], wsc[j][g] * xs[i][g], acc) acc
+ * = fmaf(wmin[j][g], -xsum[i][g], acc) where xq = round(x * 127 / amax) per group, xs = amax / 127,
+ * xsum the group's float sum in order, wq the unsigned codes, wsc = d * sc and wmin = dmin * m
+ * (both exact in float). */
 typedef struct {
     int mr, nr; /* kernel tile: rows of X, weight rows (a panel) */
     bool q5k;   /* takes Q5_K too (Q4_K always) */
@@ -69,16 +74,10 @@ typedef struct {
      * False for a type it does not take. */
     bool (*pack_w)(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst);
-    /* Y[i][j] for i < mr rows (X row i's codes at xq + i * ldq, its group
-     * pairs at xsc + i * ldsc, both at the block's first group), j < nr:
-     * ng groups of the packed panel wp, onto Y (accumulate), else onto
-     * bias[j] (or 0). */
-    void (*kernel)(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
-                   int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate);
-    /* the same for Q5_K's codes (up to 31) where the level needs another
-     * kernel for them (AVX2: shorter int16 runs); NULL: kernel takes them */
-    void (*kernel5)(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
-                    int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate);
+    tr_mm_qgemm_kernel_fn kernel;
+    /* for Q5_K's codes (up to 31) where the level needs another kernel
+     * (AVX2: shorter int16 runs); NULL: kernel takes them */
+    tr_mm_qgemm_kernel_fn kernel5;
 } tr_mm_qgemm;
 
 /* Bytes of one packed 32-group of a panel nr wide: codes [8][nr][4], then

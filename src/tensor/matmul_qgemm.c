@@ -1,8 +1,9 @@
 /* The integer GEMM of the K-quants (Q4_K, Q5_K) at M > TR_MM_SMALL_M, on a
- * level that has one (tr_mm_isa.qgemm): the F32 GEMM widens every weight
- * to float and runs FMAs (16 multiply-adds an instruction); VNNI byte
- * products do 64, on codes that stay 4-5 bits wide plus one scale and min
- * per 32 (the arithmetic: tr_mm_qgemm in matmul_internal.h).
+ * level that has one (tr_mm_isa.qgemm: AVX-512, AVX2, NEON dot product):
+ * the F32 GEMM widens every weight to float and runs FMAs (16 multiply-adds
+ * an AVX-512 instruction); VNNI byte products do 64, on codes that stay 4-5
+ * bits wide plus one scale and min per 32 (the arithmetic: tr_mm_qgemm in
+ * matmul_internal.h).
  *
  * X is quantized once per call, its rows split over the pool. Threads then
  * claim chunks of QG_CHUNK panels (nr weight rows each) from an atomic
@@ -106,8 +107,7 @@ static void gemm_task(void *arg, int ith, int nth) {
     const long K = (long)w->K, N = (long)w->N, NR = qg->nr, MR = qg->mr;
     const long panels = (N + NR - 1) / NR;
     const size_t pbytes = TR_MM_QG_GROUP_BYTES(NR) * (QG_KC / 32);
-    void (*const kernel)(const int8_t *, long, const float *, long, const uint8_t *, int, float *,
-                         long, int, int, const float *, int) =
+    const tr_mm_qgemm_kernel_fn kernel =
         w->type == TR_Q5_K && qg->kernel5 ? qg->kernel5 : qg->kernel;
     (void)nth;
     uint8_t *pack =
