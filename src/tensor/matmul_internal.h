@@ -48,36 +48,56 @@ typedef struct {
 } tr_mm_xq;
 
 /* Y[i][j] for i < mr rows (X row i's codes at xq + i * ldq, its group pairs
- * at xsc + i * ldsc, both at the block's first group), j < nr: ng groups of
- * the packed panel wp, onto Y (accumulate), else onto bias[j] (or 0). */
+ * at xsc + i * ldsc, both at the block's first group; Q8_0's 64 codes a
+ * group, the 32 high then the 32 low), j < nr: ng groups of the packed
+ * panel wp, onto Y (accumulate), else onto bias[j] (or 0). */
 typedef void (*tr_mm_qgemm_kernel_fn)(const int8_t *xq, long ldq, const float *xsc, long ldsc,
                                       const uint8_t *wp, int ng, float *y, long ldy, int mr, int nr,
                                       const float *bias, int accumulate);
 
-/* A level's integer GEMM for K-quant weights (matmul_qgemm.c drives it):
+/* A level's integer GEMM for quantized weights (matmul_qgemm.c drives it):
  * X quantized once per call, per 32-element group, W packed per panel of nr
  * weight rows and K block, and a register-blocked kernel on byte products
- * (VNNI on AVX-512, vpmaddubsw on AVX2, SDOT on NEON). For every output (i, j) the arithmetic is
- * fixed (the scalar test reference repeats it bit for bit), over the 32-groups g in order: acc =
- * bias[j] or 0 acc = fmaf((float)sum_t wq[j][32g+t] * xq[i][32g+t], wsc[j][g] * xs[i][g], acc) acc
- * = fmaf(wmin[j][g], -xsum[i][g], acc) where xq = round(x * 127 / amax) per group, xs = amax / 127,
- * xsum the group's float sum in order, wq the unsigned codes, wsc = d * sc and wmin = dmin * m
- * (both exact in float). */
+ * (VNNI on AVX-512, vpmaddubsw on AVX2, SDOT on NEON). For every output
+ * (i, j) the arithmetic is fixed (the scalar test reference repeats it bit
+ * for bit). acc starts at bias[j] or 0; then, over the 32-groups g in
+ * order,
+ *
+ *   acc = fmaf((float)isum, wsc[j][g] * xs[i][g], acc)
+ *   acc = fmaf(wmin[j][g], -xsum[i][g], acc)      (Q4_K and Q5_K only)
+ *
+ * with isum = sum_t wq[j][32g+t] * xq[i][32g+t] exact in int32, xq =
+ * round(x * 127 / amax) per group (even ties), xs = amax / 127, xsum the
+ * group's float sum in order; wq the codes (Q4_K / Q5_K: unsigned 0..31),
+ * wsc = d * sc and wmin = dmin * m (exact in float). Q8_0 weights have
+ * 8-bit codes, as precise as x's, so x takes two codes per element there
+ * (one pass of int8 x would add its error on top of the weights' and
+ * roughly double a Q8_0 encoder's distance from the float model): h =
+ * round(u), u = x * 127 / amax as above, and l = round((u - h) * 254)
+ * (u - h is exact); isum = 254 * sum_t wq * h + sum_t wq * l (int32,
+ * exact), xs = amax / 32258 and wsc = the block's d. */
 typedef struct {
     int mr, nr; /* kernel tile: rows of X, weight rows (a panel) */
     bool q5k;   /* takes Q5_K too (Q4_K always) */
     /* K quantized: the row's codes q[K], per group (xs, -xsum) at sc[2g] */
     void (*quant_row)(const float *x, long K, int8_t *q, float *sc);
+    /* for Q8_0 weights: the two codes per element, q[2K] (group g's high
+     * codes at 64g, its low ones at 64g + 32), and per group (xs, the
+     * level's own second value) at sc[2g] (AVX-512: 128 * (254 * sum(h) +
+     * sum(l)), what its offset weight codes add) */
+    void (*quant_row8)(const float *x, long K, int8_t *q, float *sc);
     /* Weight rows [0, nr) of src (row r at src + r * stride, nr <= the
      * panel width; rows past nr packed as zero) over k [k0, k0 + kc), k0 and
-     * kc multiples of 256, into dst: TR_MM_QG_GROUP_BYTES(nr) per group.
-     * False for a type it does not take. */
+     * kc multiples of the type's block (256, or 32 for Q8_0), into dst:
+     * TR_MM_QG_GROUP_BYTES(nr) per group. False for a type it does not take. */
     bool (*pack_w)(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst);
     tr_mm_qgemm_kernel_fn kernel;
     /* for Q5_K's codes (up to 31) where the level needs another kernel
      * (AVX2: shorter int16 runs); NULL: kernel takes them */
     tr_mm_qgemm_kernel_fn kernel5;
+    /* Q8_0 (two x codes, no min term); NULL: the level does not take Q8_0 */
+    tr_mm_qgemm_kernel_fn kernel8;
 } tr_mm_qgemm;
 
 /* Bytes of one packed 32-group of a panel nr wide: codes [8][nr][4], then
@@ -125,7 +145,7 @@ typedef struct {
      * the bits rows() gives. */
     void (*rows_int8)(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                       const float *bias);
-    /* Optional: the integer GEMM of the K-quants at M > TR_MM_SMALL_M */
+    /* Optional: the integer GEMM of the K-quants and Q8_0 at M > TR_MM_SMALL_M */
     const tr_mm_qgemm *qgemm;
 } tr_mm_isa;
 

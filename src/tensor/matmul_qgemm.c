@@ -1,8 +1,9 @@
-/* The integer GEMM of the K-quants (Q4_K, Q5_K) at M > TR_MM_SMALL_M, on a
- * level that has one (tr_mm_isa.qgemm: AVX-512, AVX2, NEON dot product):
- * the F32 GEMM widens every weight to float and runs FMAs (16 multiply-adds
- * an AVX-512 instruction); VNNI byte products do 64, on codes that stay 4-5
- * bits wide plus one scale and min per 32 (the arithmetic: tr_mm_qgemm in
+/* The integer GEMM of quantized weights (Q4_K, Q5_K; Q8_0 where the level
+ * has kernel8) at M > TR_MM_SMALL_M, on a level that has one
+ * (tr_mm_isa.qgemm: AVX-512, AVX2, NEON dot product): the F32 GEMM widens
+ * every weight to float and runs FMAs (16 multiply-adds an AVX-512
+ * instruction); VNNI byte products do 64, on codes that stay 4-8 bits wide
+ * plus a scale (and a min) per 32 (the arithmetic: tr_mm_qgemm in
  * matmul_internal.h).
  *
  * X is quantized once per call, its rows split over the pool. Threads then
@@ -21,7 +22,7 @@
 #include "tensor/quant_internal.h"
 #include "util/log.h"
 
-#define QG_KC    512 /* K block: a multiple of 256 (the K-quant block) */
+#define QG_KC    512 /* K block: a multiple of 256 (the K-quant block; Q8_0 K: of 32) */
 #define QG_CHUNK 4   /* panels per claim: ~80 KiB of packed W, reused by every tile */
 
 void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr, int nr_panel,
@@ -46,7 +47,8 @@ void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr,
 }
 
 bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type) {
-    return isa->qgemm && (type == TR_Q4_K || (type == TR_Q5_K && isa->qgemm->q5k));
+    return isa->qgemm && (type == TR_Q4_K || (type == TR_Q5_K && isa->qgemm->q5k) ||
+                          (type == TR_Q8_0 && isa->qgemm->kernel8 && isa->qgemm->quant_row8));
 }
 
 typedef struct {
@@ -57,7 +59,7 @@ typedef struct {
     const void *xctx;
     long M, ldy;
     float *Y;
-    int8_t *xq;    /* [M][K] codes */
+    int8_t *xq;    /* [M][K] codes ([M][2K] for Q8_0: two per element) */
     float *xsc;    /* [M][K / 32][2]: xs, -xsum */
     uint8_t *pack; /* per part: part_bytes, or NULL (each part allocates) */
     size_t part_bytes;
@@ -76,9 +78,12 @@ static void quant_task(void *arg, int ith, int nth) {
         atomic_store(&c->failed, 1);
         return;
     }
+    const bool q8 = c->w->type == TR_Q8_0;
+    void (*quant_row)(const float *, long, int8_t *, float *) =
+        q8 ? c->qg->quant_row8 : c->qg->quant_row;
     for (long m = m0; m < m1; m++)
-        c->qg->quant_row(c->x_row(c->xctx, m, tmp), K, c->xq + (size_t)m * (size_t)K,
-                         c->xsc + (size_t)m * (size_t)(K / 16));
+        quant_row(c->x_row(c->xctx, m, tmp), K, c->xq + (size_t)m * (size_t)K * (q8 ? 2 : 1),
+                  c->xsc + (size_t)m * (size_t)(K / 16));
     free(tmp);
 }
 
@@ -107,8 +112,10 @@ static void gemm_task(void *arg, int ith, int nth) {
     const long K = (long)w->K, N = (long)w->N, NR = qg->nr, MR = qg->mr;
     const long panels = (N + NR - 1) / NR;
     const size_t pbytes = TR_MM_QG_GROUP_BYTES(NR) * (QG_KC / 32);
-    const tr_mm_qgemm_kernel_fn kernel =
-        w->type == TR_Q5_K && qg->kernel5 ? qg->kernel5 : qg->kernel;
+    const long qw = w->type == TR_Q8_0 ? 2 : 1; /* x codes per element */
+    const tr_mm_qgemm_kernel_fn kernel = w->type == TR_Q8_0                  ? qg->kernel8
+                                         : w->type == TR_Q5_K && qg->kernel5 ? qg->kernel5
+                                                                             : qg->kernel;
     (void)nth;
     uint8_t *pack =
         c->pack ? c->pack + (size_t)ith * c->part_bytes : aligned_alloc(64, c->part_bytes);
@@ -146,7 +153,7 @@ static void gemm_task(void *arg, int ith, int nth) {
                 const uint8_t *wp = pack + (size_t)(p - p0) * pbytes;
                 for (long m0 = 0; m0 < c->M; m0 += MR) {
                     const int mr = (int)(c->M - m0 < MR ? c->M - m0 : MR);
-                    kernel(c->xq + (size_t)m0 * (size_t)K + (size_t)k0, K,
+                    kernel(c->xq + (size_t)(m0 * K + k0) * (size_t)qw, K * qw,
                            c->xsc + (size_t)m0 * (size_t)(K / 16) + (size_t)(k0 / 16), K / 16, wp,
                            kc / 32, c->Y + m0 * c->ldy + n0, c->ldy, mr, nr,
                            c->bias ? c->bias + n0 : NULL, k0 != 0);
@@ -160,7 +167,7 @@ static void gemm_task(void *arg, int ith, int nth) {
 void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, const float *bias,
                      const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
                      long M, float *Y, long ldy) {
-    const size_t K = (size_t)w->K, m = (size_t)M;
+    const size_t K = (size_t)w->K, m = (size_t)M, qw = w->type == TR_Q8_0 ? 2 : 1;
     qg_ctx c = {.qg = isa->qgemm,
                 .w = w,
                 .bias = bias,
@@ -173,7 +180,7 @@ void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, cons
     c.part_bytes = TR_MM_QG_GROUP_BYTES(c.qg->nr) * (QG_KC / 32) * QG_CHUNK;
     /* X's codes and group pairs: the pool's GEMM_X slot (idle here), else
      * an allocation of our own; the panels from the GEMM_PANELS slot */
-    const size_t xbytes = m * K + sizeof(float) * m * (K / 16);
+    const size_t xbytes = m * K * qw + sizeof(float) * m * (K / 16);
     float *own = NULL, *xs = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_X, (xbytes + 3) / 4);
     if (!xs) xs = own = malloc(xbytes);
     c.pack = (uint8_t *)tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_GEMM_PANELS,

@@ -120,9 +120,14 @@ static void run_case(const char *config, const ga_case *c, const float *pcm, int
     ga_taps taps = {sub, blk};
     const float *mels[1] = {mel};
     CHECK(tr_ga_encode(m, g_pool, 1, mels, &T_mel, enc, &taps, NULL, NULL) == TRANSCRIBE_OK);
+    /* Q8_0: the GEMMs take x as two int8 codes per element (tr_mm_qgemm:
+     * within amax / 64516 of each group of 32), measured at d_model 64 up to
+     * 1.1e-4 on enc, 8e-4 on enc_proj and 1.5e-4 on logits; F32 / F16 are
+     * float-exact in x */
+    const double q = strcmp(c->dtype, "Q8_0") == 0 ? 50.0 : 1.0;
     compare(stem, "subsample", sub, T, d, 1e-5);
-    compare(stem, "block0", blk0, T, d, 1e-5);
-    compare(stem, "enc", enc, T, d, 1e-5);
+    compare(stem, "block0", blk0, T, d, 1e-5 * q);
+    compare(stem, "enc", enc, T, d, 1e-5 * q);
     ga_tok *toks = NULL;
     int nt = 0;
     if (m->head == GA_HEAD_CTC) {
@@ -130,7 +135,7 @@ static void run_case(const char *config, const ga_case *c, const float *pcm, int
         float *logp = malloc(sizeof(float) * (size_t)T * C);
         toks = malloc(sizeof(ga_tok) * (size_t)T);
         CHECK(tr_ga_ctc_logprobs(m, g_pool, enc, T, logits, logp) == TRANSCRIBE_OK);
-        compare(stem, "logits", logits, T, C, 1e-4);
+        compare(stem, "logits", logits, T, C, 1e-4 * q);
         nt = tr_ga_ctc_greedy(m, logp, T, toks);
         free(logits);
         free(logp);
@@ -143,9 +148,9 @@ static void run_case(const char *config, const ga_case *c, const float *pcm, int
                             .steps = malloc(sizeof(int32_t) * 2 * (size_t)cap),
                             .step_cap = cap};
         CHECK(tr_ga_rnnt_greedy(m, g_pool, enc, T, &toks, &nt, &tr, NULL, NULL) == TRANSCRIBE_OK);
-        compare(stem, "enc_proj", tr.enc_proj, T, hj, 5e-5);
+        compare(stem, "enc_proj", tr.enc_proj, T, hj, 5e-5 * q);
         compare(stem, "pred", tr.pred, tr.n_pred, h, 1e-4);
-        compare(stem, "logits", tr.logits, tr.n_steps, C, 1e-4);
+        compare(stem, "logits", tr.logits, tr.n_steps, C, 1e-4 * q);
         char name[96];
         snprintf(name, sizeof name, "%s_steps", stem);
         npy_array a;

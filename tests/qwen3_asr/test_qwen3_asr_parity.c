@@ -32,7 +32,9 @@
  * Q8_0 dot, quantize the activation row to int8 per 32 values first, which
  * moves logits of |x| <= 16 by up to ~0.05 (the greedy margins are >= 6.8,
  * so the tokens below stay exact) */
-#define TOL_ENC_Q8    1e-4
+/* the encoder's GEMMs take x as two int8 codes per element (tr_mm_qgemm:
+ * within amax / 64516 of each group), measured 1.4-1.7e-4 */
+#define TOL_ENC_Q8    5e-4
 #define TOL_LOGITS_Q8 1e-1
 
 static double g_worst_mel, g_worst_enc, g_worst_logits[2], g_worst_enc_q8, g_worst_logits_q8;

@@ -5,7 +5,8 @@
  * them, detected language) for three prompts. The F16 file holds the F32
  * file's values (the reference rounds its matrices to F16), so it is held
  * to the F32 goldens; the Q8_0 goldens were computed on the dequantized
- * weights, so every dtype meets the same tolerances. */
+ * weights, so every dtype meets the same tolerances but Q8_0's logits (x
+ * quantized in its GEMMs). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,7 @@ static void run_case(const char *dtype, const sv_model *m, const float *pcm, int
 
     /* encoder rows: the residual stream grows through the un-normalised
      * tier, so errors are relative to each row's magnitude */
-    const double row_tol = 2e-3; /* measured ~1e-6 on every dtype */
+    const double row_tol = 2e-3; /* measured ~1e-6 on F32 / F16, 4e-5 on Q8_0 */
     char name[128];
     npy_array a;
     for (int i = 0; i < 5; i++) {
@@ -99,7 +100,10 @@ static void run_case(const char *dtype, const sv_model *m, const float *pcm, int
     }
     snprintf(name, sizeof name, "%s_%s_logits", gdt, pc->tag);
     if (load_npy(name, &a, T, V)) {
-        const double tol = 1e-3; /* measured ~1.5e-5 */
+        /* measured ~1.5e-5 on F32 / F16; Q8_0's GEMMs take x as two int8
+         * codes per element (tr_mm_qgemm: within amax / 64516 of each
+         * group of 32), measured 0.9-1.1e-3 */
+        const double tol = strcmp(dtype, "Q8_0") == 0 ? 5e-3 : 1e-3;
         double e = tr_max_abs_err(logits, a.data, a.n);
         printf("%s %s logits max abs err %.3g\n", dtype, pc->tag, e);
         CHECK_MSG(e <= tol, "%s %s logits: %g", dtype, pc->tag, e);

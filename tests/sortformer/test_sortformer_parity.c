@@ -181,7 +181,11 @@ static void streamed(fam *f, const char *tag, bool q8) {
         if (probs && load_npy(name, &g)) {
             double e = g.n == (long)nf * 4 ? max_diff(probs, g.data, g.n) : 1e9;
             printf("  %s %s: %d frames, max |d| %.3g\n", tag, name, nf, e);
-            CHECK(nf == 150 && e < 2e-4);
+            /* Q8_0: its GEMMs take x as two int8 codes per element
+             * (tr_mm_qgemm: within amax / 64516 of each group of 32),
+             * measured 4.2e-4; still far inside the 3.5e-3 score gaps */
+            CHECK_MSG(nf == 150 && e < (q8 ? 1.5e-3 : 2e-4), "%s: %d frames, max |d| %g", name, nf,
+                      e);
             npy_free(&g);
         }
         snprintf(name, sizeof name, "mix.segments.%s%s.txt", presets[pz], q8 ? ".q8_0" : "");

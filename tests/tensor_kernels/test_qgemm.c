@@ -1,8 +1,10 @@
 /* The integer GEMM of Q4_K / Q5_K weights (AVX-512, AVX2 and NEON
- * dot-product levels, M above the few-row path): every output bit for bit
- * against a scalar reference of the arithmetic tr_mm_qgemm documents (x
- * quantized per 32 with even ties, exact integer group dots, then per group
- * one FMA for the scale and one for the min, in K order), on odd M / N / K
+ * dot-product levels) and Q8_0 weights (AVX-512 and NEON dot product), M
+ * above the few-row path: every output bit for bit against a scalar
+ * reference of the arithmetic tr_mm_qgemm documents (x quantized per 32
+ * with even ties, for Q8_0 as two codes per element, exact integer group
+ * dots, then per group one FMA for the scale and, K-quants only, one for
+ * the min, in K order), on odd M / N / K
  * edges (partial tiles and panels, several K blocks and claimed chunks,
  * strided X and Y, bias or none, weights quantized from floats or random
  * bytes), at 1, 2 and 3 threads; tr_matmul_lhs (X gathered from its packed
@@ -20,8 +22,16 @@
 
 #define SENTINEL 12345.0f
 
-/* Code (0..15 or 0..31), d * sc and dmin * m of element i of a Q4_K / Q5_K row. */
+/* Code (0..15 or 0..31), d * sc and dmin * m of element i of a Q4_K / Q5_K
+ * row; of a Q8_0 row, the signed code and d (min 0). */
 static void elem(int type, const uint8_t *row, long i, int *q, float *wsc, float *wmin) {
+    if (type == TR_Q8_0) {
+        const uint8_t *b = row + (size_t)(i / 32) * 34;
+        *q = (int8_t)b[2 + i % 32];
+        *wsc = (float)kref_half(b);
+        *wmin = 0.0f;
+        return;
+    }
     const uint8_t *b = row + (size_t)(i / 256) * kref_block_bytes(type);
     int e = (int)(i % 256), sub = e / 32, c = e / 64, l = e % 32, sc, mn;
     kref_k_scale_min(b + 4, sub, &sc, &mn);
@@ -51,21 +61,45 @@ static void quant_group(const float *x, int8_t *q, float *xs, float *nsum) {
     *nsum = -s;
 }
 
+/* Q8_0's two codes per element: high round(u), u = x * 127 / amax; low
+ * round((u - high) * 254); xs = amax / 32258. */
+static void quant_group2(const float *x, int8_t *h, int8_t *l, float *xs) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    *xs = amax / 32258.0f;
+    float up = 1.0f;
+    if (amax < 0x1p-100f) {
+        up = 0x1p64f;
+        amax *= up;
+    }
+    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int j = 0; j < 32; j++) {
+        const float u = x[j] * up * id, v = nearbyintf(u);
+        h[j] = (int8_t)v;
+        l[j] = (int8_t)nearbyintf((u - v) * 254.0f);
+    }
+}
+
 static float ref_out(int type, const uint8_t *row, const float *x, long K, const float *bias,
                      long n) {
     float acc = bias ? bias[n] : 0.0f;
     for (long g = 0; g < K / 32; g++) {
-        int8_t xq[32];
-        float xs, nsum, wsc = 0.0f, wmin = 0.0f;
-        quant_group(x + 32 * g, xq, &xs, &nsum);
-        int32_t isum = 0;
+        int8_t xq[32], xl[32];
+        float xs, nsum = 0.0f, wsc = 0.0f, wmin = 0.0f;
+        if (type == TR_Q8_0)
+            quant_group2(x + 32 * g, xq, xl, &xs);
+        else
+            quant_group(x + 32 * g, xq, &xs, &nsum);
+        int32_t isum = 0, lsum = 0;
         for (int t = 0; t < 32; t++) {
             int q;
             elem(type, row, 32 * g + t, &q, &wsc, &wmin);
             isum += q * xq[t];
+            if (type == TR_Q8_0) lsum += q * xl[t];
         }
+        if (type == TR_Q8_0) isum = 254 * isum + lsum;
         acc = fmaf((float)isum, wsc * xs, acc);
-        acc = fmaf(wmin, nsum, acc);
+        if (type != TR_Q8_0) acc = fmaf(wmin, nsum, acc);
     }
     return acc;
 }
@@ -135,23 +169,27 @@ int main(void) {
     tr_pool *pools[3] = {tr_pool_create(1), tr_pool_create(2), tr_pool_create(3)};
     /* M: one partial tile, whole tiles and a tail; N: one row, partial
      * panels, more than one 4-panel chunk (161); K: one block, exactly the
-     * 512 K block, 512 + 256, and 5 blocks */
+     * 512 K block, 512 + 256, and 5 blocks; Q8_0 also K of 3 groups, and
+     * one 512 block with a 96 tail (its K is a multiple of 32 only) */
     static const struct {
         int M;
         long K, N;
-    } shapes[] = {{5, 256, 1},    {6, 512, 17},  {7, 768, 33},  {13, 256, 161},
-                  {31, 1280, 40}, {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}};
-    /* every level takes both: AVX-512 (VNNI), AVX2 (byte products summed in
-     * int16, Q5_K in shorter runs so that its codes cannot saturate there)
-     * and NEON dot product (SDOT into int32) */
+    } shapes[] = {{5, 256, 1},   {6, 512, 17},  {7, 768, 33},  {13, 256, 161}, {31, 1280, 40},
+                  {5, 2560, 32}, {19, 768, 16}, {8, 512, 129}, {9, 96, 40},    {7, 608, 33}};
+    const size_t n_kquant_shapes = 8;
+    /* every level takes the K-quants: AVX-512 (VNNI), AVX2 (byte products
+     * summed in int16, Q5_K in shorter runs so that its codes cannot
+     * saturate there) and NEON dot product (SDOT into int32); Q8_0 all but
+     * AVX2 (its byte products take one unsigned side, and full-range
+     * signed codes on both would saturate the int16 pair sums) */
     static const struct {
         tr_cpu_level level;
         const char *name;
         int n_types;
-    } levels[] = {{TR_CPU_AVX512, "AVX-512", 2},
+    } levels[] = {{TR_CPU_AVX512, "AVX-512", 3},
                   {TR_CPU_AVX2, "AVX2", 2},
-                  {TR_CPU_NEON_DOTPROD, "NEON dot product", 2}};
-    const int types[2] = {TR_Q4_K, TR_Q5_K};
+                  {TR_CPU_NEON_DOTPROD, "NEON dot product", 3}};
+    const int types[3] = {TR_Q4_K, TR_Q5_K, TR_Q8_0};
     for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
         if (!tr_cpu_force(levels[l].level)) {
             printf("no %s level on this host: its integer GEMM is not tested\n", levels[l].name);
@@ -159,8 +197,9 @@ int main(void) {
         }
         for (int ty = 0; ty < levels[l].n_types; ty++)
             for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-                test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N, s % 2 == 1,
-                           s % 3 != 0);
+                if (types[ty] == TR_Q8_0 || s < n_kquant_shapes)
+                    test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N, s % 2 == 1,
+                               s % 3 != 0);
         tr_cpu_unforce();
     }
     for (int p = 0; p < 3; p++) tr_pool_free(pools[p]);
