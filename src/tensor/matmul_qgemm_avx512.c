@@ -158,11 +158,14 @@ static void pack_q8(const uint8_t *src, size_t stride, int nr, long k0, int kc, 
             for (int s = 0; s < 8; s++)
                 _mm512_storeu_si512((void *)(gd + 128 * s + 64 * h), _mm512_xor_si512(t[s], off));
         }
+        /* the 32 scales widened two vectors at a time (F16C), not one call each */
+        _Alignas(32) uint16_t hd[NR];
         for (int c = 0; c < NR; c++) {
-            uint16_t hd = 0;
-            if (c < nr) memcpy(&hd, src + (size_t)c * stride + (size_t)b * 34, 2);
-            ws[c] = tr_f16_to_f32(hd);
+            hd[c] = 0;
+            if (c < nr) memcpy(&hd[c], src + (size_t)c * stride + (size_t)b * 34, 2);
         }
+        _mm512_store_ps(ws, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)hd)));
+        _mm512_store_ps(ws + 16, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)(hd + 16))));
     }
 }
 
