@@ -796,4 +796,5 @@ const tr_mm_isa tr_mm_isa_avx2 = {.name = "avx2",
                                   .quant_x_rows = tr_mm_quant_x_rows_avx2,
                                   .rows_int8_multi = tr_mm_rows_int8_multi_avx2,
                                   .rows_int8 = tr_mm_rows_int8_x_avx2,
-                                  .qgemm = &tr_mm_qgemm_avx2};
+                                  .qgemm = &tr_mm_qgemm_avx2,
+                                  .qgemm_vnni = &tr_mm_qgemm_avx_vnni};

@@ -147,6 +147,9 @@ typedef struct {
                       const float *bias);
     /* Optional: the integer GEMM of the K-quants and Q8_0 at M > TR_MM_SMALL_M */
     const tr_mm_qgemm *qgemm;
+    /* Optional: the one to take instead where the CPU has AVX-VNNI (the AVX2
+     * level: tr_mm_qgemm_avx_vnni) */
+    const tr_mm_qgemm *qgemm_vnni;
 } tr_mm_isa;
 
 /* M at or below which tr_matmul takes the few-row path (each row exact to
@@ -176,16 +179,20 @@ void tr_mm_rows_int8_multi_avx512(const tr_mm_w *w, const tr_mm_xq *x, int m, fl
 void tr_mm_rows_int8_x_avx512(const tr_mm_w *w, const tr_mm_xq *x, float *y, long n0, long n1,
                               const float *bias);
 
-/* The integer GEMM (matmul_qgemm.c): takes says whether the level has one
- * for W's type (else the F32 GEMM runs); run computes Y = X W^T (+ bias)
+/* The integer GEMM (matmul_qgemm.c): the level's table for this CPU
+ * (qgemm_vnni where the CPU has AVX-VNNI, else qgemm; NULL: none); takes
+ * says whether the level has one for W's type (else the F32 GEMM runs);
+ * run computes Y = X W^T (+ bias)
  * with it, row m of X from x_row(xctx, m, tmp) (tmp: K floats of the
  * calling part's own); a failure is logged and noted on the pool. */
+const tr_mm_qgemm *tr_mm_qgemm_of(const tr_mm_isa *isa);
 bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type);
 void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, const float *bias,
                      const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
                      long M, float *Y, long ldy);
 extern const tr_mm_qgemm tr_mm_qgemm_avx512;       /* x86-64 only */
 extern const tr_mm_qgemm tr_mm_qgemm_avx2;         /* x86-64 only */
+extern const tr_mm_qgemm tr_mm_qgemm_avx_vnni;     /* x86-64 only, needs AVX-VNNI */
 extern const tr_mm_qgemm tr_mm_qgemm_neon_dotprod; /* aarch64 only, needs SDOT */
 
 extern const tr_mm_isa tr_mm_isa_scalar;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul_internal.h"
 #include "tensor/quant_internal.h"
@@ -46,9 +47,15 @@ void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr,
     }
 }
 
+const tr_mm_qgemm *tr_mm_qgemm_of(const tr_mm_isa *isa) {
+    if (isa->qgemm_vnni && tr_cpu_get_features()->avx_vnni) return isa->qgemm_vnni;
+    return isa->qgemm;
+}
+
 bool tr_mm_qgemm_takes(const tr_mm_isa *isa, int type) {
-    return isa->qgemm && (type == TR_Q4_K || (type == TR_Q5_K && isa->qgemm->q5k) ||
-                          (type == TR_Q8_0 && isa->qgemm->kernel8 && isa->qgemm->quant_row8));
+    const tr_mm_qgemm *qg = tr_mm_qgemm_of(isa);
+    return qg && (type == TR_Q4_K || (type == TR_Q5_K && qg->q5k) ||
+                  (type == TR_Q8_0 && qg->kernel8 && qg->quant_row8));
 }
 
 typedef struct {
@@ -168,7 +175,7 @@ void tr_mm_qgemm_run(tr_pool *pool, const tr_mm_isa *isa, const tr_mm_w *w, cons
                      const float *(*x_row)(const void *xctx, long m, float *tmp), const void *xctx,
                      long M, float *Y, long ldy) {
     const size_t K = (size_t)w->K, m = (size_t)M, qw = w->type == TR_Q8_0 ? 2 : 1;
-    qg_ctx c = {.qg = isa->qgemm,
+    qg_ctx c = {.qg = tr_mm_qgemm_of(isa),
                 .w = w,
                 .bias = bias,
                 .x_row = x_row,

@@ -5,7 +5,16 @@
  * and vpmaddwd makes the 32-bit sums. The int16 lanes must not saturate:
  * a Q4_K group's 8 steps add up there (16 products of at most 15 * 127:
  * 30480 < 32767); Q5_K's codes reach 31, so its kernel widens after every
- * 4 steps (8 products: 31496). */
+ * 4 steps (8 products: 31496). Signed 8-bit codes on both sides (Q8_0)
+ * would saturate those pair sums, so this table leaves Q8_0 to the F32 GEMM.
+ *
+ * Where the CPU has AVX-VNNI (Intel Alder Lake and later client cores, Zen
+ * 5), tr_mm_qgemm_avx_vnni takes over with the same packing: vpdpbusd on
+ * 256-bit vectors sums the byte products straight into int32, so one kernel
+ * takes Q4_K and Q5_K, and Q8_0 comes in as on AVX-512 (codes offset by
+ * 128, x as two codes per element, the offset taken off in int32). The
+ * VNNI functions carry their own target attribute, so nothing else in this
+ * file may use those instructions. */
 #include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
@@ -55,6 +64,59 @@ static void quant_row(const float *x, long K, int8_t *q, float *sc) {
     }
 }
 
+/* 32 codes of 4 vectors of 8 int32 to bytes in order (saturating packs). */
+static inline void store_codes(int8_t *q, const __m256i i[4]) {
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
+    _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(p, order));
+}
+
+/* The sum of 32 signed bytes at q. */
+static inline int sum_codes(const int8_t *q) {
+    const __m256i v = _mm256_loadu_si256((const __m256i *)q);
+    const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), v);
+    const __m256i s32 = _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(s32), _mm256_extracti128_si256(s32, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(t);
+}
+
+/* As the AVX-512 level's quant_row8: per group the 32 high codes round(u),
+ * u = x * 127 / amax, then the 32 low codes round((u - high) * 254), xs =
+ * amax / 32258 and 128 * (254 * sum(high) + sum(low)) (for the VNNI
+ * kernel, whose weight codes are offset by 128). */
+static void quant_row8(const float *x, long K, int8_t *q, float *sc) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (long g = 0; g < K / 32; g++) {
+        const float *xg = x + 32 * g;
+        int8_t *qg = q + 64 * g;
+        __m256 v[4];
+        for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(xg + 8 * j);
+        __m256 m = _mm256_max_ps(
+            _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+            _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+        float amax = hmax8(m);
+        const float d = amax / 32258.0f;
+        if (amax < 0x1p-100f) {
+            for (int j = 0; j < 4; j++) v[j] = _mm256_mul_ps(v[j], _mm256_set1_ps(0x1p64f));
+            amax *= 0x1p64f;
+        }
+        const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        __m256i hi[4], lo[4];
+        for (int j = 0; j < 4; j++) {
+            const __m256 u = _mm256_mul_ps(v[j], id);
+            hi[j] = _mm256_cvtps_epi32(u);
+            lo[j] = _mm256_cvtps_epi32(
+                _mm256_mul_ps(_mm256_sub_ps(u, _mm256_cvtepi32_ps(hi[j])), _mm256_set1_ps(254.0f)));
+        }
+        store_codes(qg, hi);
+        store_codes(qg + 32, lo);
+        sc[2 * g] = d;
+        sc[2 * g + 1] = 128.0f * (float)(254 * sum_codes(qg) + sum_codes(qg + 32));
+    }
+}
+
 /* 8 rows of 8 dwords (r[j]: 32 bytes) to out[s], lane j = dword s of row j. */
 static inline void transpose8x8(const uint8_t *const r[8], __m256i out[8]) {
     __m256i a[8], t[8], u[8];
@@ -84,8 +146,43 @@ static inline __m256i fifth_bit(__m256i qh, int bit) {
     return _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(bit - 4)), b4);
 }
 
+/* Q8_0 groups [k0 / 32, (k0 + kc) / 32): each a 34-byte block (d, then 32
+ * signed codes) per row; codes offset by 128 (for vpdpbusd's unsigned side),
+ * scales as floats (the min slots are not read). */
+static void pack_q8(const uint8_t *src, size_t stride, int nr, long k0, int kc, uint8_t *dst) {
+    static const uint8_t zero[34];
+    const __m256i off = _mm256_set1_epi8((char)0x80);
+    for (long b = k0 / 32; b < (k0 + kc) / 32; b++) {
+        uint8_t *gd = dst + (size_t)(b - k0 / 32) * GB;
+        for (int h = 0; h < NR / 8; h++) {
+            const uint8_t *r[8];
+            __m256i t[8];
+            for (int j = 0; j < 8; j++) {
+                const int c = 8 * h + j;
+                r[j] = (c < nr ? src + (size_t)c * stride + (size_t)b * 34 : zero) + 2;
+            }
+            transpose8x8(r, t);
+            for (int st = 0; st < 8; st++)
+                _mm256_storeu_si256((__m256i *)(gd + 64 * st + 32 * h),
+                                    _mm256_xor_si256(t[st], off));
+        }
+        _Alignas(16) uint16_t hd[NR];
+        for (int c = 0; c < NR; c++) {
+            hd[c] = 0;
+            if (c < nr) memcpy(&hd[c], src + (size_t)c * stride + (size_t)b * 34, 2);
+        }
+        float *ws = (float *)(gd + 32 * NR);
+        _mm256_store_ps(ws, _mm256_cvtph_ps(_mm_load_si128((const __m128i *)hd)));
+        _mm256_store_ps(ws + 8, _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(hd + 8))));
+    }
+}
+
 static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0, int kc,
                    uint8_t *dst) {
+    if (type == TR_Q8_0) {
+        pack_q8(src, stride, nr, k0, kc, dst);
+        return true;
+    }
     if (type != TR_Q4_K && type != TR_Q5_K) return false;
     const int five = type == TR_Q5_K;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
@@ -203,6 +300,108 @@ static void kernel5(const int8_t *xq, long ldq, const float *xsc, long ldsc, con
                     int ng, float *y, long ldy, int mr, int nr, const float *bias, int accumulate) {
     kernel_run(xq, ldq, xsc, ldsc, wp, ng, y, ldy, mr, nr, bias, accumulate, 4);
 }
+
+/* AVX-VNNI: MR_ rows of X against a 16-row panel, per group 8 steps of
+ * vpdpbusd per row and half panel into int32 (q8: the high codes, the sums
+ * times 254, the low codes, the offset taken off), then tr_mm_qgemm's
+ * float steps as kernel_rows. */
+#define VNNI __attribute__((target("avxvnni")))
+static inline __attribute__((always_inline)) VNNI void
+vnni_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
+          float *y, long ldy, int MR_, int nr, const float *bias, int accumulate, int q8) {
+    float f[MR][NR];
+    for (int i = 0; i < MR_; i++)
+        for (int j = 0; j < NR; j++)
+            f[i][j] = j >= nr ? 0.0f : accumulate ? y[i * ldy + j] : bias ? bias[j] : 0.0f;
+    for (int g = 0; g < ng; g++) {
+        const uint8_t *gp = wp + (size_t)g * GB;
+        __m256i s[MR][2];
+#pragma GCC unroll 4
+        for (int i = 0; i < MR_; i++) s[i][0] = s[i][1] = _mm256_setzero_si256();
+        for (int pass = 0; pass < (q8 ? 2 : 1); pass++) {
+            const int8_t *xp = xq + (q8 ? 64 * g + 32 * pass : 32 * g);
+            if (pass) {
+                const __m256i k254 = _mm256_set1_epi32(254);
+#pragma GCC unroll 4
+                for (int i = 0; i < MR_; i++) {
+                    s[i][0] = _mm256_mullo_epi32(s[i][0], k254);
+                    s[i][1] = _mm256_mullo_epi32(s[i][1], k254);
+                }
+            }
+#pragma GCC unroll 8
+            for (int t = 0; t < 8; t++) {
+                const __m256i w0 = _mm256_load_si256((const __m256i *)(gp + 64 * t));
+                const __m256i w1 = _mm256_load_si256((const __m256i *)(gp + 64 * t + 32));
+#pragma GCC unroll 4
+                for (int i = 0; i < MR_; i++) {
+                    int32_t v;
+                    memcpy(&v, xp + i * ldq + 4 * t, 4);
+                    const __m256i xb = _mm256_set1_epi32(v);
+                    s[i][0] = _mm256_dpbusd_avx_epi32(s[i][0], w0, xb);
+                    s[i][1] = _mm256_dpbusd_avx_epi32(s[i][1], w1, xb);
+                }
+            }
+        }
+        const float *gs = (const float *)(gp + 32 * NR);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR_; i++) {
+            const __m256 xs = _mm256_set1_ps(xsc[i * ldsc + 2 * g]);
+            const float second = xsc[i * ldsc + 2 * g + 1];
+#pragma GCC unroll 2
+            for (int v = 0; v < 2; v++) {
+                __m256 a = _mm256_loadu_ps(&f[i][8 * v]);
+                const __m256i si =
+                    q8 ? _mm256_sub_epi32(s[i][v], _mm256_set1_epi32((int32_t)second)) : s[i][v];
+                a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(si),
+                                    _mm256_mul_ps(_mm256_load_ps(gs + 8 * v), xs), a);
+                if (!q8)
+                    a = _mm256_fmadd_ps(_mm256_load_ps(gs + NR + 8 * v), _mm256_set1_ps(second), a);
+                _mm256_storeu_ps(&f[i][8 * v], a);
+            }
+        }
+    }
+    for (int i = 0; i < MR_; i++) memcpy(y + i * ldy, f[i], sizeof(float) * (size_t)nr);
+}
+
+static inline __attribute__((always_inline)) VNNI void
+vnni_any(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
+         float *y, long ldy, int mr, int nr, const float *bias, int accumulate, int q8) {
+    switch (mr) {
+    case 4:
+        vnni_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, nr, bias, accumulate, q8);
+        break;
+    case 3:
+        vnni_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, nr, bias, accumulate, q8);
+        break;
+    case 2:
+        vnni_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, nr, bias, accumulate, q8);
+        break;
+    default:
+        vnni_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, nr, bias, accumulate, q8);
+        break;
+    }
+}
+
+static VNNI void kernel_vnni(const int8_t *xq, long ldq, const float *xsc, long ldsc,
+                             const uint8_t *wp, int ng, float *y, long ldy, int mr, int nr,
+                             const float *bias, int accumulate) {
+    vnni_any(xq, ldq, xsc, ldsc, wp, ng, y, ldy, mr, nr, bias, accumulate, 0);
+}
+
+static VNNI void kernel8_vnni(const int8_t *xq, long ldq, const float *xsc, long ldsc,
+                              const uint8_t *wp, int ng, float *y, long ldy, int mr, int nr,
+                              const float *bias, int accumulate) {
+    vnni_any(xq, ldq, xsc, ldsc, wp, ng, y, ldy, mr, nr, bias, accumulate, 1);
+}
+
+const tr_mm_qgemm tr_mm_qgemm_avx_vnni = {.mr = MR,
+                                          .nr = NR,
+                                          .q5k = true,
+                                          .quant_row = quant_row,
+                                          .quant_row8 = quant_row8,
+                                          .pack_w = pack_w,
+                                          .kernel = kernel_vnni,
+                                          .kernel8 = kernel8_vnni};
 
 const tr_mm_qgemm tr_mm_qgemm_avx2 = {.mr = MR,
                                       .nr = NR,

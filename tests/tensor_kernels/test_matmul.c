@@ -66,14 +66,17 @@ static float *run(tr_pool *pool, const wmat *w, const float *bias, const float *
 /* Whether a path may quantize x to 8 bits (~1/254 of each group's max per
  * element): the Q8_0 and K-quant rows of one or a few rows of X
  * (TR_MM_SMALL_M), and the integer GEMM (Q4_K and Q5_K on AVX-512, AVX2
- * and NEON dot product, Q8_0 on AVX-512 and NEON dot product) at any M;
+ * and NEON dot product, Q8_0 on AVX-512, NEON dot product and AVX2 with
+ * AVX-VNNI) at any M;
  * everything else is float-exact. */
 static bool x_quantized(int type, int M) {
     const tr_cpu_level lv = tr_cpu_level_active();
     if ((type == TR_Q4_K || type == TR_Q5_K) &&
         (lv == TR_CPU_AVX512 || lv == TR_CPU_AVX2 || lv == TR_CPU_NEON_DOTPROD))
         return true;
-    if (type == TR_Q8_0 && (lv == TR_CPU_AVX512 || lv == TR_CPU_NEON_DOTPROD)) return true;
+    if (type == TR_Q8_0 && (lv == TR_CPU_AVX512 || lv == TR_CPU_NEON_DOTPROD ||
+                            (lv == TR_CPU_AVX2 && tr_cpu_get_features()->avx_vnni)))
+        return true;
     return (type == TR_Q8_0 || type == TR_Q4_K || type == TR_Q5_K || type == TR_Q6_K) && M <= 4;
 }
 

@@ -18,6 +18,7 @@
 #include "tensor/cpu.h"
 #include "tensor/dtype.h"
 #include "tensor/matmul.h"
+#include "tensor/matmul_internal.h"
 #include "test_util.h"
 
 #define SENTINEL 12345.0f
@@ -104,7 +105,20 @@ static float ref_out(int type, const uint8_t *row, const float *x, long K, const
     return acc;
 }
 
-static void test_shape(tr_pool *pools[3], int type, int M, long K, long N, bool raw, bool biased) {
+typedef struct {
+    const float *X;
+    long ldx;
+} x_rows;
+
+static const float *x_row(const void *ctx, long m, float *tmp) {
+    (void)tmp;
+    return ((const x_rows *)ctx)->X + m * ((const x_rows *)ctx)->ldx;
+}
+
+/* direct: run that level table's integer GEMM itself (tr_mm_qgemm_run)
+ * instead of tr_matmul, which picks the table for this CPU */
+static void test_shape(tr_pool *pools[3], int type, int M, long K, long N, bool raw, bool biased,
+                       const tr_mm_isa *direct) {
     const size_t rb = tr_row_bytes(type, K);
     const int ldx = (int)K + 5, ldy = (int)N + 3;
     uint8_t *W = malloc(rb * (size_t)N);
@@ -129,9 +143,13 @@ static void test_shape(tr_pool *pools[3], int type, int M, long K, long N, bool 
     float *pk = aligned_alloc(64, (lf * sizeof(float) + 63) / 64 * 64);
     float *Y = malloc(sizeof(float) * (size_t)(M * ldy + 1));
     for (int p = 0; p < 3; p++) {
-        for (int via_lhs = 0; via_lhs < 2; via_lhs++) {
+        for (int via_lhs = 0; via_lhs < (direct ? 1 : 2); via_lhs++) {
             for (int i = 0; i < M * ldy + 1; i++) Y[i] = SENTINEL;
-            if (via_lhs) {
+            if (direct) {
+                const tr_mm_w w = {type, W, rb, K, N};
+                const x_rows xr = {X, ldx};
+                tr_mm_qgemm_run(pools[p], direct, &w, biased ? bias : NULL, x_row, &xr, M, Y, ldy);
+            } else if (via_lhs) {
                 tr_mm_lhs *h = tr_matmul_lhs_pack_into(pools[p], X, ldx, M, (int)K, type, pk);
                 CHECK(h != NULL);
                 if (h) tr_matmul_lhs(pools[p], &t, biased ? bias : NULL, h, Y, ldy);
@@ -179,9 +197,13 @@ int main(void) {
     const size_t n_kquant_shapes = 8;
     /* every level takes the K-quants: AVX-512 (VNNI), AVX2 (byte products
      * summed in int16, Q5_K in shorter runs so that its codes cannot
-     * saturate there) and NEON dot product (SDOT into int32); Q8_0 all but
-     * AVX2 (its byte products take one unsigned side, and full-range
-     * signed codes on both would saturate the int16 pair sums) */
+     * saturate there; with AVX-VNNI, vpdpbusd) and NEON dot product (SDOT
+     * into int32); Q8_0 all but plain AVX2 (its byte products take one
+     * unsigned side, and full-range signed codes on both would saturate the
+     * int16 pair sums). tr_matmul takes the table for the CPU (on AVX2, the
+     * AVX-VNNI one where the CPU has it); the plain AVX2 table is also run
+     * directly, so both are tested on a host with AVX-VNNI */
+    const bool vnni = tr_cpu_get_features()->avx_vnni;
     static const struct {
         tr_cpu_level level;
         const char *name;
@@ -195,11 +217,32 @@ int main(void) {
             printf("no %s level on this host: its integer GEMM is not tested\n", levels[l].name);
             continue;
         }
-        for (int ty = 0; ty < levels[l].n_types; ty++)
+        const bool avx2 = levels[l].level == TR_CPU_AVX2;
+        int n_types = levels[l].n_types + (avx2 && vnni);
+        if (avx2) printf("AVX2 with%s AVX-VNNI through tr_matmul\n", vnni ? "" : "out");
+        for (int ty = 0; ty < n_types; ty++)
             for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
                 if (types[ty] == TR_Q8_0 || s < n_kquant_shapes)
                     test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N, s % 2 == 1,
-                               s % 3 != 0);
+                               s % 3 != 0, NULL);
+#if defined(TR_CPU_X86)
+        if (avx2) { /* the plain table, and the AVX-VNNI one, each run directly */
+            tr_mm_isa plain = tr_mm_isa_avx2, with = tr_mm_isa_avx2;
+            plain.qgemm_vnni = NULL;
+            with.qgemm = &tr_mm_qgemm_avx_vnni;
+            with.qgemm_vnni = NULL;
+            for (int ty = 0; ty < 2; ty++)
+                for (size_t s = 0; s < n_kquant_shapes; s++)
+                    test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N, s % 2 == 1,
+                               s % 3 != 0, &plain);
+            if (!vnni) printf("no AVX-VNNI on this host: its integer GEMM is not tested\n");
+            for (int ty = 0; vnni && ty < 3; ty++)
+                for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+                    if (types[ty] == TR_Q8_0 || s < n_kquant_shapes)
+                        test_shape(pools, types[ty], shapes[s].M, shapes[s].K, shapes[s].N,
+                                   s % 2 == 0, s % 3 != 1, &with);
+        }
+#endif
         tr_cpu_unforce();
     }
     for (int p = 0; p < 3; p++) tr_pool_free(pools[p]);
