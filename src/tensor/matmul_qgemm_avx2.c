@@ -217,6 +217,16 @@ static bool pack_w(int type, const uint8_t *src, size_t stride, int nr, long k0,
     return true;
 }
 
+/* A tile's float sums to start from: Y (accumulate), else the bias, else
+ * 0; columns from nr on 0. */
+static inline __attribute__((always_inline)) void init_sums(float f[MR][NR], int MR_, int nr,
+                                                            const float *y, long ldy,
+                                                            const float *bias, int accumulate) {
+    for (int i = 0; i < MR_; i++)
+        for (int j = 0; j < NR; j++)
+            f[i][j] = j >= nr ? 0.0f : accumulate ? y[i * ldy + j] : bias ? bias[j] : 0.0f;
+}
+
 /* MR_ rows of X against a 16-row panel: per group 8 steps of vpmaddubsw per
  * row and half panel, summed in int16 over runs of RUN steps (8 for Q4_K, 4
  * for Q5_K), each run widened by vpmaddwd into the int32 sums, then the
@@ -226,9 +236,7 @@ static inline __attribute__((always_inline)) void
 kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
             float *y, long ldy, int MR_, int nr, const float *bias, int accumulate, int RUN) {
     float f[MR][NR];
-    for (int i = 0; i < MR_; i++)
-        for (int j = 0; j < NR; j++)
-            f[i][j] = j >= nr ? 0.0f : accumulate ? y[i * ldy + j] : bias ? bias[j] : 0.0f;
+    init_sums(f, MR_, nr, y, ldy, bias, accumulate);
     const __m256i ones = _mm256_set1_epi16(1);
     for (int g = 0; g < ng; g++) {
         const uint8_t *gp = wp + (size_t)g * GB;
@@ -310,9 +318,7 @@ static inline __attribute__((always_inline)) VNNI void
 vnni_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
           float *y, long ldy, int MR_, int nr, const float *bias, int accumulate, int q8) {
     float f[MR][NR];
-    for (int i = 0; i < MR_; i++)
-        for (int j = 0; j < NR; j++)
-            f[i][j] = j >= nr ? 0.0f : accumulate ? y[i * ldy + j] : bias ? bias[j] : 0.0f;
+    init_sums(f, MR_, nr, y, ldy, bias, accumulate);
     for (int g = 0; g < ng; g++) {
         const uint8_t *gp = wp + (size_t)g * GB;
         __m256i s[MR][2];

@@ -43,19 +43,27 @@ static void elem(int type, const uint8_t *row, long i, int *q, float *wsc, float
     *wmin = (float)kref_half(b + 2) * (float)mn;
 }
 
+/* x * 127 / amax per element of a group (scaled up by 2^64 first where
+ * amax < 2^-100, as the kernels do); returns amax. */
+static float group_u(const float *x, float u[32]) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
+    float up = 1.0f, a = amax;
+    if (a < 0x1p-100f) {
+        up = 0x1p64f;
+        a *= up;
+    }
+    const float id = a > 0.0f ? 127.0f / a : 0.0f;
+    for (int j = 0; j < 32; j++) u[j] = x[j] * up * id;
+    return amax;
+}
+
 /* One group of x: codes, scale and -sum as the kernels make them. */
 static void quant_group(const float *x, int8_t *q, float *xs, float *nsum) {
-    float amax = 0.0f, s = 0.0f;
-    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
-    *xs = amax / 127.0f;
-    float up = 1.0f;
-    if (amax < 0x1p-100f) {
-        up = 0x1p64f;
-        amax *= up;
-    }
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    float u[32], s = 0.0f;
+    *xs = group_u(x, u) / 127.0f;
     for (int j = 0; j < 32; j++) {
-        float v = nearbyintf(x[j] * up * id);
+        float v = nearbyintf(u[j]);
         q[j] = (int8_t)(v > 127.0f ? 127.0f : v < -128.0f ? -128.0f : v);
         s += x[j];
     }
@@ -65,19 +73,12 @@ static void quant_group(const float *x, int8_t *q, float *xs, float *nsum) {
 /* Q8_0's two codes per element: high round(u), u = x * 127 / amax; low
  * round((u - high) * 254); xs = amax / 32258. */
 static void quant_group2(const float *x, int8_t *h, int8_t *l, float *xs) {
-    float amax = 0.0f;
-    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
-    *xs = amax / 32258.0f;
-    float up = 1.0f;
-    if (amax < 0x1p-100f) {
-        up = 0x1p64f;
-        amax *= up;
-    }
-    const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+    float u[32];
+    *xs = group_u(x, u) / 32258.0f;
     for (int j = 0; j < 32; j++) {
-        const float u = x[j] * up * id, v = nearbyintf(u);
+        const float v = nearbyintf(u[j]);
         h[j] = (int8_t)v;
-        l[j] = (int8_t)nearbyintf((u - v) * 254.0f);
+        l[j] = (int8_t)nearbyintf((u[j] - v) * 254.0f);
     }
 }
 
