@@ -55,6 +55,36 @@ typedef void (*tr_mm_qgemm_kernel_fn)(const int8_t *xq, long ldq, const float *x
                                       const uint8_t *wp, int ng, float *y, long ldy, int mr, int nr,
                                       const float *bias, int accumulate);
 
+/* A level's kernel dispatch by tile height: ROWS(n) with n the literal for
+ * mr = 1..4 (or 1..6), so each always_inline instantiation of its kernel
+ * gets a constant row count. */
+#define TR_MM_QG_TILES4(mr, ROWS)                                                                  \
+    do {                                                                                           \
+        switch (mr) {                                                                              \
+        case 4:                                                                                    \
+            ROWS(4);                                                                               \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            ROWS(3);                                                                               \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            ROWS(2);                                                                               \
+            break;                                                                                 \
+        default:                                                                                   \
+            ROWS(1);                                                                               \
+            break;                                                                                 \
+        }                                                                                          \
+    } while (0)
+#define TR_MM_QG_TILES6(mr, ROWS)                                                                  \
+    do {                                                                                           \
+        if ((mr) == 6)                                                                             \
+            ROWS(6);                                                                               \
+        else if ((mr) == 5)                                                                        \
+            ROWS(5);                                                                               \
+        else                                                                                       \
+            TR_MM_QG_TILES4(mr, ROWS);                                                             \
+    } while (0)
+
 /* A level's integer GEMM for quantized weights (matmul_qgemm.c drives it):
  * X quantized once per call, per 32-element group, W packed per panel of nr
  * weight rows and K block, and a register-blocked kernel on byte products

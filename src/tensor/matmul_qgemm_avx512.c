@@ -298,26 +298,9 @@ kernel_any(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_
            float *y, long ldy, int mr, int nr, const float *bias, int accumulate, int q8) {
     const __mmask16 k0m = nr >= 16 ? 0xFFFF : (__mmask16)((1u << nr) - 1);
     const __mmask16 k1m = nr >= 32 ? 0xFFFF : nr > 16 ? (__mmask16)((1u << (nr - 16)) - 1) : 0;
-    switch (mr) {
-    case 6:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 6, k0m, k1m, bias, accumulate, q8);
-        break;
-    case 5:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 5, k0m, k1m, bias, accumulate, q8);
-        break;
-    case 4:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, k0m, k1m, bias, accumulate, q8);
-        break;
-    case 3:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, k0m, k1m, bias, accumulate, q8);
-        break;
-    case 2:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, k0m, k1m, bias, accumulate, q8);
-        break;
-    default:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, k0m, k1m, bias, accumulate, q8);
-        break;
-    }
+#define ROWS(n) kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, n, k0m, k1m, bias, accumulate, q8)
+    TR_MM_QG_TILES6(mr, ROWS);
+#undef ROWS
 }
 
 static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,

@@ -242,20 +242,9 @@ kernel_rows(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8
 static inline __attribute__((always_inline)) void
 kernel_any(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp, int ng,
            float *y, long ldy, int mr, int nr, const float *bias, int accumulate, int q8) {
-    switch (mr) {
-    case 4:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 4, nr, bias, accumulate, q8);
-        break;
-    case 3:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 3, nr, bias, accumulate, q8);
-        break;
-    case 2:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 2, nr, bias, accumulate, q8);
-        break;
-    default:
-        kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, 1, nr, bias, accumulate, q8);
-        break;
-    }
+#define ROWS(n) kernel_rows(xq, ldq, xsc, ldsc, wp, ng, y, ldy, n, nr, bias, accumulate, q8)
+    TR_MM_QG_TILES4(mr, ROWS);
+#undef ROWS
 }
 
 static void kernel(const int8_t *xq, long ldq, const float *xsc, long ldsc, const uint8_t *wp,
