@@ -33,35 +33,22 @@ static inline float hmax8(__m256 v) {
     return _mm_cvtss_f32(m);
 }
 
-/* As the AVX-512 level's quant_row: the same codes, scales and sums. */
-static void quant_row(const float *x, long K, int8_t *q, float *sc) {
+/* A group's 32 values into v, scaled up by 2^64 (exact) where their max
+ * is below 2^-100, as 127 / amax would overflow; *amax gets the max before
+ * that, the return 127 / the max after it (0 for an all-zero group). */
+static inline float group_load(const float *xg, __m256 v[4], float *amax) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for (long g = 0; g < K / 32; g++) {
-        const float *xg = x + 32 * g;
-        __m256 v[4];
-        for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(xg + 8 * j);
-        __m256 m = _mm256_max_ps(
-            _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-            _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-        float amax = hmax8(m);
-        const float d = amax / 127.0f;
-        if (amax < 0x1p-100f) {
-            for (int j = 0; j < 4; j++) v[j] = _mm256_mul_ps(v[j], _mm256_set1_ps(0x1p64f));
-            amax *= 0x1p64f;
-        }
-        const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
-        __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v[0], id));
-        __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v[1], id));
-        __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v[2], id));
-        __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v[3], id));
-        __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
-        _mm256_storeu_si256((__m256i *)(q + 32 * g), _mm256_permutevar8x32_epi32(p, order));
-        float s = 0.0f;
-        for (int j = 0; j < 32; j++) s += xg[j];
-        sc[2 * g] = d;
-        sc[2 * g + 1] = -s;
+    for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(xg + 8 * j);
+    const __m256 m =
+        _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+                      _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
+    float a = hmax8(m);
+    *amax = a;
+    if (a < 0x1p-100f) {
+        for (int j = 0; j < 4; j++) v[j] = _mm256_mul_ps(v[j], _mm256_set1_ps(0x1p64f));
+        a *= 0x1p64f;
     }
+    return a > 0.0f ? 127.0f / a : 0.0f;
 }
 
 /* 32 codes of 4 vectors of 8 int32 to bytes in order (saturating packs). */
@@ -69,6 +56,23 @@ static inline void store_codes(int8_t *q, const __m256i i[4]) {
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
     _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(p, order));
+}
+
+/* As the AVX-512 level's quant_row: the same codes, scales and sums. */
+static void quant_row(const float *x, long K, int8_t *q, float *sc) {
+    for (long g = 0; g < K / 32; g++) {
+        const float *xg = x + 32 * g;
+        __m256 v[4];
+        float amax;
+        const __m256 id = _mm256_set1_ps(group_load(xg, v, &amax));
+        __m256i c[4];
+        for (int j = 0; j < 4; j++) c[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], id));
+        store_codes(q + 32 * g, c);
+        float s = 0.0f;
+        for (int j = 0; j < 32; j++) s += xg[j];
+        sc[2 * g] = amax / 127.0f;
+        sc[2 * g + 1] = -s;
+    }
 }
 
 /* The sum of 32 signed bytes at q. */
@@ -87,22 +91,11 @@ static inline int sum_codes(const int8_t *q) {
  * amax / 32258 and 128 * (254 * sum(high) + sum(low)) (for the VNNI
  * kernel, whose weight codes are offset by 128). */
 static void quant_row8(const float *x, long K, int8_t *q, float *sc) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
     for (long g = 0; g < K / 32; g++) {
-        const float *xg = x + 32 * g;
         int8_t *qg = q + 64 * g;
         __m256 v[4];
-        for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(xg + 8 * j);
-        __m256 m = _mm256_max_ps(
-            _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
-            _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])));
-        float amax = hmax8(m);
-        const float d = amax / 32258.0f;
-        if (amax < 0x1p-100f) {
-            for (int j = 0; j < 4; j++) v[j] = _mm256_mul_ps(v[j], _mm256_set1_ps(0x1p64f));
-            amax *= 0x1p64f;
-        }
-        const __m256 id = _mm256_set1_ps(amax > 0.0f ? 127.0f / amax : 0.0f);
+        float amax;
+        const __m256 id = _mm256_set1_ps(group_load(x + 32 * g, v, &amax));
         __m256i hi[4], lo[4];
         for (int j = 0; j < 4; j++) {
             const __m256 u = _mm256_mul_ps(v[j], id);
@@ -112,7 +105,7 @@ static void quant_row8(const float *x, long K, int8_t *q, float *sc) {
         }
         store_codes(qg, hi);
         store_codes(qg + 32, lo);
-        sc[2 * g] = d;
+        sc[2 * g] = amax / 32258.0f;
         sc[2 * g + 1] = 128.0f * (float)(254 * sum_codes(qg) + sum_codes(qg + 32));
     }
 }
