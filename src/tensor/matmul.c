@@ -17,7 +17,8 @@
  * order above with their fixed TR_MM_KC × nc blocks.)
  *
  * Q4_K / Q5_K weights on a level with an integer GEMM (AVX-512, AVX2, NEON
- * dot product), and Q8_0 on AVX-512 and NEON dot product, take that instead
+ * dot product), and Q8_0 on AVX-512, NEON dot product and AVX2 with
+ * AVX-VNNI, take that instead
  * (matmul_qgemm.c): X quantized to int8 once per call (two codes per
  * element for Q8_0), the codes packed as bytes, several times the F32
  * GEMM's multiply-adds per instruction.

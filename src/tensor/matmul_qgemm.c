@@ -36,17 +36,11 @@ void tr_mm_qgemm_pack_block(int type, const uint8_t *src, size_t stride, int nr,
         memcpy(&hd, blk[c], 2);
         memcpy(&hm, blk[c] + 2, 2);
         const float d = tr_f16_to_f32(hd), dmin = tr_f16_to_f32(hm);
-        /* the 8 six-bit scales and mins (tr_kq_scale_min's layout), decoded
-         * here in one pass rather than one call per group: at prefill
-         * sizes (39 rows) the packing is a large share of the product */
-        const uint8_t *q = blk[c] + 4;
-        int sc[8], mn[8];
-        for (int j = 0; j < 4; j++) {
-            sc[j] = q[j] & 63;
-            mn[j] = q[j + 4] & 63;
-            sc[j + 4] = (q[j + 8] & 0x0F) | ((q[j] >> 6) << 4);
-            mn[j + 4] = (q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4);
-        }
+        /* all 8 scales and mins in one pass rather than one call per
+         * group: at prefill sizes (39 rows) the packing is a large share of
+         * the product */
+        uint8_t sc[8], mn[8];
+        tr_kq_scales_mins(blk[c] + 4, sc, mn);
         for (int j = 0; j < 8; j++) {
             float *f =
                 (float *)(gd + (size_t)j * TR_MM_QG_GROUP_BYTES(nr_panel) + 32 * (size_t)nr_panel);
@@ -76,7 +70,7 @@ typedef struct {
     long M, ldy;
     float *Y;
     int8_t *xq;    /* [M][K] codes ([M][2K] for Q8_0: two per element) */
-    float *xsc;    /* [M][K / 32][2]: xs, -xsum */
+    float *xsc;    /* [M][K / 32][2]: xs, -xsum (Q8_0: xs, the level's second value) */
     uint8_t *pack; /* per part: part_bytes, or NULL (each part allocates) */
     size_t part_bytes;
     atomic_int failed;

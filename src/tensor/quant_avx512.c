@@ -94,13 +94,7 @@ static void q45_k(const uint8_t *b, float *y, int five) {
     const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(b + 16)) : _mm256_setzero_si256();
     uint8_t sc[8], mn[8];
-    for (int j = 0; j < 4; j++) { /* 6-bit scales/mins, as tr_kq_scale_min */
-        const uint8_t *s = b + 4;
-        sc[j] = s[j] & 63;
-        mn[j] = s[j + 4] & 63;
-        sc[j + 4] = (uint8_t)((s[j + 8] & 0x0F) | ((s[j] >> 6) << 4));
-        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
-    }
+    tr_kq_scales_mins(b + 4, sc, mn);
     for (int c = 0; c < 4; c++) {
         int sc0 = sc[2 * c], mn0 = mn[2 * c], sc1 = sc[2 * c + 1], mn1 = mn[2 * c + 1];
         __m256i q = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));

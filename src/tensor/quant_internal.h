@@ -9,6 +9,15 @@
 
 /* 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K block. */
 void tr_kq_scale_min(int j, const uint8_t *scales, int *sc, int *mn);
+/* All 8 at once (the same layout), for the paths that want every one. */
+static inline void tr_kq_scales_mins(const uint8_t *s, uint8_t sc[8], uint8_t mn[8]) {
+    for (int j = 0; j < 4; j++) {
+        sc[j] = s[j] & 63;
+        mn[j] = s[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((s[j + 8] & 0x0F) | ((s[j] >> 6) << 4));
+        mn[j + 4] = (uint8_t)((s[j + 8] >> 4) | ((s[j + 4] >> 6) << 4));
+    }
+}
 /* Portable dequantizer (the reference the SIMD paths are tested against). */
 void tr_dequantize_row_ref(int type, const void *src, float *dst, int64_t n);
 
