@@ -51,6 +51,7 @@ typedef struct {
     float *prep[3]; /* [r_cap][mv_stride] tr_matvec_prepare of the phase inputs, per weight */
     float *mv;      /* matrix-vector scratch */
     float *att;     /* attention scratch */
+    int ith;        /* the thread's share of every phase */
 } part_buf;
 
 struct clm_step1 {
@@ -106,7 +107,9 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
     s->h_stride = hs;
     s->mv_stride = mv;
     s->n_ph = hp->n_layer * PH_PER_LAYER + 1;
-    s->ph = aligned_alloc(64, sizeof(tr_sp_phase) * (size_t)s->n_ph);
+    /* the phases, then their shares */
+    s->ph = aligned_alloc(64, sizeof(tr_sp_phase) * (size_t)s->n_ph +
+                                  tr_sp_shares_size(s->n_ph, n_parts));
     s->parts = calloc((size_t)n_parts, sizeof *s->parts);
     s->part_mem = aligned_alloc(64, sizeof(float) * (size_t)(per_part * n_parts));
     s->freq = malloc(sizeof(double) * (size_t)half);
@@ -123,7 +126,10 @@ static clm_step1 *plan_new(const tr_clm_hparams *hp, const tr_clm_weights *w, in
         for (int i = 0; i < 3; i++, m += mv * r_cap) s->parts[p].prep[i] = m;
         s->parts[p].mv = m;
         s->parts[p].att = m + mv;
+        s->parts[p].ith = p;
     }
+    for (int i = 0; i < s->n_ph; i++)
+        tr_sp_phase_bind(&s->ph[i], s->ph + s->n_ph, s->n_ph, i, n_parts);
     /* tr_rope's frequencies, computed the same way */
     for (int i = 0; i < half; i++)
         s->freq[i] = pow((double)hp->rope_theta, -2.0 * i / hp->head_dim);
@@ -330,7 +336,6 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     const tr_clm_block *b = &st->w.blocks[l];
     clm_step1 *s = c->s;
     tr_sp_phase *ph = s->ph + (size_t)l * PH_PER_LAYER;
-    const int nth = s->n_parts;
     int u0, u1;
 
     prep_in pi;
@@ -338,7 +343,7 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     if (tr_sp_has_work(p)) {
         const tr_tensor *qkv[3] = {b->wq, b->wk, b->wv};
         prep_input(c, pb, b->norm_attn, qkv, 3, &pi);
-        while (tr_sp_claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             qkv_units(c, b, u0, u1, pb, &pi);
             tr_sp_finish(p, u0, u1);
         }
@@ -346,7 +351,7 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     tr_sp_wait(p);
 
     p = &ph[PH_ATTN];
-    while (tr_sp_claim(p, nth, &u0, &u1)) {
+    while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
         for (int g = u0; g < u1; g++) attn_chunk(c, l, g, pb);
         tr_sp_finish(p, u0, u1);
     }
@@ -355,7 +360,7 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     p = &ph[PH_O];
     if (tr_sp_has_work(p)) {
         prep_rows(c, pb, &b->wo, 1, c->o, c->Q, &pi);
-        while (tr_sp_claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             residual_units(c, b->wo, u0, u1, c->o, c->Q, &pi, pb->mv);
             tr_sp_finish(p, u0, u1);
         }
@@ -366,7 +371,7 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     if (tr_sp_has_work(p)) {
         const tr_tensor *gu[2] = {b->gate, b->up};
         prep_input(c, pb, b->norm_ffn, gu, 2, &pi);
-        while (tr_sp_claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             long n0, n1;
             tr_sp_unit_rows(b->gate, u0, u1, &n0, &n1);
             rows_of(c, &pi, 0, b->gate, n0, n1, pb->h, s->h_stride, c->g, c->F, pb->mv);
@@ -384,7 +389,7 @@ static void layer(const step_ctx *c, int l, part_buf *pb) {
     p = &ph[PH_DOWN];
     if (tr_sp_has_work(p)) {
         prep_rows(c, pb, &b->down, 1, c->g, c->F, &pi);
-        while (tr_sp_claim(p, nth, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             residual_units(c, b->down, u0, u1, c->g, c->F, &pi, pb->mv);
             tr_sp_finish(p, u0, u1);
         }
@@ -404,7 +409,7 @@ static void step_task(void *arg, int ith, int nth) {
         prep_in pi;
         prep_input(c, pb, st->w.out_norm, &st->w.head, 1, &pi);
         int u0, u1;
-        while (tr_sp_claim(p, s->n_parts, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             long n0, n1;
             tr_sp_unit_rows(st->w.head, u0, u1, &n0, &n1);
             rows_of(c, &pi, 0, st->w.head, n0, n1, pb->h, s->h_stride, st->logits, st->hp.n_vocab,

@@ -41,6 +41,7 @@ typedef struct {
     float *prep[3]; /* [R][ms] tr_matvec_prepare of the inputs, per weight */
     float *mv;      /* matrix-vector scratch */
     float *att;     /* attention scratch */
+    int ith;        /* the thread's share of every phase */
 } part_buf;
 
 typedef struct {
@@ -214,7 +215,7 @@ typedef void (*unit_fn)(const step_ctx *c, int l, int u0, int u1, part_buf *pb, 
 static void run_phase(const step_ctx *c, tr_sp_phase *p, int l, part_buf *pb, unit_fn fn,
                       void *arg) {
     int u0, u1;
-    while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
+    while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
         fn(c, l, u0, u1, pb, arg);
         tr_sp_finish(p, u0, u1);
     }
@@ -278,7 +279,7 @@ static void normed_phase(const step_ctx *c, tr_sp_phase *p, const tr_nn_dec_bloc
         const float *pp[TR_ED_STEP1_MAX][3];
         norm_input(c, pb, ln, c->dec->dims.ln_eps, W, n, pp);
         int u0, u1;
-        while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
+        while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
             fn(c, b, u0, u1, pb, pp);
             tr_sp_finish(p, u0, u1);
         }
@@ -334,7 +335,7 @@ static void step_task(void *arg, int ith, int nth) {
     norm_input(c, pb, &dec->out_norm, dec->norm_eps, &dec->head.w, 1, pp);
     for (int r = 0; r < c->R; r++) col[r] = pp[r][0];
     int u0, u1;
-    while (tr_sp_claim(p, c->n_parts, &u0, &u1)) {
+    while (tr_sp_claim(p, pb->ith, &u0, &u1)) {
         long n0, n1;
         tr_sp_unit_rows(dec->head.w, u0, u1, &n0, &n1);
         lin_rows(c, &dec->head, n0, n1, pb->h, c->hs, col, c->logits, dec->n_vocab, pb);
@@ -395,8 +396,8 @@ bool tr_ed_step1(tr_pool *pool, const tr_ed_decoder *dec, int R, const tr_ed_seq
     const long per_part = R * (hs + 3 * ms) + ms + att;
     const int n_rot = d->rope.n_rot < d->head_dim ? d->rope.n_rot : d->head_dim,
               half = n_rot > 0 ? n_rot / 2 : 0;
-    /* one block: phases, then the parts' floats, then the angles */
-    const size_t ph_bytes = sizeof(tr_sp_phase) * (size_t)n_ph,
+    /* one block: phases, their shares, then the parts' floats, then the angles */
+    const size_t ph_bytes = sizeof(tr_sp_phase) * (size_t)n_ph + tr_sp_shares_size(n_ph, n_parts),
                  fl = (size_t)(per_part * n_parts) + 2 * (size_t)half * (size_t)R,
                  total = (ph_bytes + sizeof(float) * fl + 63) / 64 * 64;
     void *mem = aligned_alloc(64, total);
@@ -434,6 +435,7 @@ bool tr_ed_step1(tr_pool *pool, const tr_ed_decoder *dec, int R, const tr_ed_seq
         for (int i = 0; i < 3; i++) parts[p].prep[i] = fm + R * hs + i * R * ms;
         parts[p].mv = fm + R * (hs + 3 * ms);
         parts[p].att = parts[p].mv + ms;
+        parts[p].ith = p;
     }
     c.cosv = fm;
     c.sinv = fm + (size_t)half * R;
@@ -451,6 +453,8 @@ bool tr_ed_step1(tr_pool *pool, const tr_ed_decoder *dec, int R, const tr_ed_seq
             a->cross_rows != b->cross_rows)
             c.shared_src = false;
     }
+    void *shares = (char *)mem + sizeof(tr_sp_phase) * (size_t)n_ph;
+    for (int i = 0; i < n_ph; i++) tr_sp_phase_bind(&c.ph[i], shares, n_ph, i, n_parts);
     for (int l = 0; l < dec->n_layers; l++)
         set_layer_phases(c.ph + (size_t)l * P_PER_LAYER, &dec->blocks[l], d, R, c.shared_src);
     tr_sp_phase_set(&c.ph[n_ph - 1], logits ? tr_sp_split_of(dec->head.w, 1).n_units : 0,
