@@ -39,6 +39,13 @@ static void bench_help(const char *bench) {
     EXPECT_RUN(bench, "model --help", 0, g_out, "usage: transcribe-bench model -m MODEL AUDIO");
     EXPECT_RUN(bench, "", 2, g_err, "usage: transcribe-bench MODE");
     EXPECT_RUN(bench, "bogus", 2, g_err, "unknown mode 'bogus'");
+    /* the model bench's OpenBLAS probe runs as a process of its own: the
+     * fastest call's ms (-1 without OpenBLAS) and the call count */
+    EXPECT_RUN(bench, "sgemm-probe 0 32 32 1", 2, g_out, "");
+    EXPECT_RUN(bench, "sgemm-probe 64 32 32 1", 0, g_out, " ");
+    double ms = 0, calls = 0;
+    CHECK_MSG(sscanf(g_out, "%lf %lf", &ms, &calls) == 2 && (ms < 0 ? calls == 0 : calls >= 3),
+              "sgemm-probe printed: %s", g_out);
 }
 
 /* The model mode on the tiny Qwen3-ASR file: one JSON line with the

@@ -11,6 +11,10 @@
 int bench_kernels(int argc, char **argv);
 int bench_frontend(int argc, char **argv);
 int bench_model(int argc, char **argv);
+/* The hidden mode `sgemm-probe M K N THREADS` (bench_model.c): the model
+ * bench's OpenBLAS probe in a process of its own; prints the fastest
+ * call's ms and the call count. */
+int bench_sgemm_probe_main(int argc, char **argv);
 int bench_llm_batch(int argc, char **argv); /* bench_llm_batch.c */
 int bench_batch(int argc, char **argv);     /* bench_batch.c: batched vs serial throughput */
 int bench_server(int argc, char **argv);    /* bench_server.c: load on transcribe-server */

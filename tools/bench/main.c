@@ -152,6 +152,9 @@ int main(int argc, char **argv) {
         fputs(k_overview, stdout);
         return 0;
     }
+    /* not a mode for users: the model bench runs its OpenBLAS probe in a
+     * process of its own through it */
+    if (strcmp(cmd, "sgemm-probe") == 0) return bench_sgemm_probe_main(argc - 1, argv + 1);
     static const struct {
         const char *name, *help;
         int (*run)(int argc, char **argv);
