@@ -520,6 +520,58 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
     }
 }
 
+/* o[0, d) += sum over keys j < nk of p[j] * V row j (rows kst floats
+ * apart), each o[dd] summed over j in order as one row at a time would.
+ * The vector columns are held in registers across the keys, up to four
+ * at a time, and the scalar tail's columns likewise: updated key by key
+ * in memory instead, each column waited on a store and a reload per key
+ * (a decoder step's cross-attention over F32 keys spent a quarter of its
+ * time there). */
+AINLINE void pv_cols(const float *p, const float *v, long kst, int nk, float *o, int nv) {
+    vf ac[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        if (i < nv) ac[i] = vload(o + i * VW);
+    for (int j = 0; j < nk; j++) {
+        const vf pj = vset1(p[j]);
+        const float *vr = v + (long)j * kst;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            if (i < nv) ac[i] = vfmadd(pj, vload(vr + i * VW), ac[i]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        if (i < nv) vstore(o + i * VW, ac[i]);
+}
+
+AINLINE void pv_f32(const float *p, const float *v, long kst, int nk, int d, float *o) {
+    int dd = 0;
+    for (; dd + 4 * VW <= d; dd += 4 * VW) pv_cols(p, v + dd, kst, nk, o + dd, 4);
+    switch ((d - dd) / VW) {
+    case 3:
+        pv_cols(p, v + dd, kst, nk, o + dd, 3);
+        break;
+    case 2:
+        pv_cols(p, v + dd, kst, nk, o + dd, 2);
+        break;
+    case 1:
+        pv_cols(p, v + dd, kst, nk, o + dd, 1);
+        break;
+    default:
+        break;
+    }
+    dd += (d - dd) / VW * VW;
+    if (dd == d) return;
+    float t[VW];
+    const int nt = d - dd;
+    for (int c = 0; c < nt; c++) t[c] = o[dd + c];
+    for (int j = 0; j < nk; j++) {
+        const float *vr = v + (long)j * kst + dd;
+        for (int c = 0; c < nt; c++) t[c] += p[j] * vr[c];
+    }
+    for (int c = 0; c < nt; c++) o[dd + c] = t[c];
+}
+
 void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
     const tr_attn_args *a = job->a;
     const int d = a->head_dim, G = job->heads > 0 ? job->heads : 1;
@@ -600,14 +652,7 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
                 float corr = softmax_update(s, &r->m_run, &r->l_run);
                 if (corr != 1.0f)
                     for (int dd = 0; dd < d; dd++) o[dd] *= corr;
-                for (int jj = 0; jj < nk; jj++) {
-                    const float *vr = vbase + (long)jj * kst;
-                    vf pv = vset1(s[jj]);
-                    int dd = 0;
-                    for (; dd + VW <= d; dd += VW)
-                        vstore(o + dd, vfmadd(pv, vload(vr + dd), vload(o + dd)));
-                    for (; dd < d; dd++) o[dd] += s[jj] * vr[dd];
-                }
+                pv_f32(s, vbase, kst, nk, d, o);
             }
         }
         for (int g = 0; g < G; g++) write_out(a, h + g, i, rs[g].o, rs[g].l_run);
