@@ -590,6 +590,12 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
      * registers (converting each block into kbuf/vbuf first and reading it
      * back cost a decoder step's attention several times more) */
     const bool f16_direct = job->k16 && !a->pos_bias && d % VW == 0;
+    /* F32 K/V are read in place and fetched as the scores go, as F16 ones
+     * are (Moonshine base's cross-attention over 457 F32 keys of head_dim
+     * 52, a decode step: ~0.86 of the time of fetching each next block of
+     * 64 keys' K and V at once, which held the loop until the block's
+     * lines were in flight) */
+    const bool f32_inplace = !job->k16;
     for (int i = q0; i < q1; i++) {
         for (int g = 0; g < G; g++) {
             row_state *r = &rs[g];
@@ -601,9 +607,10 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
             r->br = a->pos_bias ? a->pos_bias + ((long)(h + g) * a->n_q + i) * a->n_kv : NULL;
         }
         const int end = row_end(&lim, i);
-        /* F16 in place: the first KV_AHEAD keys, then scores_f16 fetches as
-         * it goes; else a block of both at a time */
-        if (i == q0 && f16_direct)
+        /* K/V read in place (F16, or F32): the first KV_AHEAD keys, then the
+         * score loops fetch as they go; converted F16 rows: a block of both
+         * at a time */
+        if (i == q0 && (f16_direct || f32_inplace))
             prefetch_kv(job, hk, 0, end < KV_AHEAD ? end : KV_AHEAD, FETCH_K);
         else if (i == q0)
             prefetch_kv(job, hk, 0, end < TR_ATTN_BK ? end : TR_ATTN_BK, FETCH_K | FETCH_V);
@@ -611,7 +618,7 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
             const int nk = end - kb < TR_ATTN_BK ? end - kb : TR_ATTN_BK;
             /* the next block's rows arrive while this one is computed */
             const int nx = kb + TR_ATTN_BK, nx_end = nx + TR_ATTN_BK < end ? nx + TR_ATTN_BK : end;
-            if (i == q0 && nx < end && !f16_direct)
+            if (i == q0 && nx < end && !f16_direct && !f32_inplace)
                 prefetch_kv(job, hk, nx, nx_end, FETCH_K | FETCH_V);
             /* F32 rows are read in place (stride kv_stride); F16 rows are
              * converted block-wise into kbuf/vbuf (stride dp), once for
@@ -644,7 +651,19 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
                 row_state *r = &rs[g];
                 float *s = r->s, *o = r->o;
                 int j = 0;
-                for (; j + 4 <= nk; j += 4) dot_rows4(r->qp, kbase + (long)j * kst, kst, d, s + j);
+                /* in place: K KV_AHEAD keys on, and the block's V (read
+                 * after its softmax), as scores_f16 fetches them */
+                const bool fetch = f32_inplace && i == q0 && g == 0;
+                for (; j + 4 <= nk; j += 4) {
+                    if (fetch) {
+                        const int f0 = kb + j + KV_AHEAD;
+                        if (f0 < end)
+                            prefetch_kv(job, hk, f0, f0 + 4 < end ? f0 + 4 : end, FETCH_K);
+                        prefetch_kv(job, hk, kb + j, kb + j + 4, FETCH_V);
+                    }
+                    dot_rows4(r->qp, kbase + (long)j * kst, kst, d, s + j);
+                }
+                if (fetch && j < nk) prefetch_kv(job, hk, kb + j, kb + nk, FETCH_V);
                 for (; j < nk; j++) s[j] = dot_row(r->qp, kbase + (long)j * kst, d);
                 if (r->br)
                     for (int jj = 0; jj < nk; jj++) s[jj] += r->br[kb + jj];
