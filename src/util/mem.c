@@ -1,7 +1,12 @@
 /* util/mem.h */
+#include <stdint.h>
 #include <stdlib.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define TR_MEM_MMAP 1
 #endif
 
 #include "util/mem.h"
@@ -15,3 +20,43 @@ void tr_mem_release_free(void) {
     malloc_trim(0);
 #endif
 }
+
+#if defined(TR_MEM_MMAP)
+#define HUGE_ALIGN ((uintptr_t)2 << 20)
+
+void *tr_mem_big_alloc(size_t n) {
+    if (n < TR_MEM_BIG_MIN) return malloc(n ? n : 1);
+    const size_t len = (n + 4095) / 4096 * 4096;
+    if (len > SIZE_MAX - HUGE_ALIGN) return NULL;
+    char *raw =
+        mmap(NULL, len + HUGE_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    /* keep the 2 MiB-aligned len bytes, unmap the rest */
+    char *p = (char *)(((uintptr_t)raw + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1));
+    if (p > raw) munmap(raw, (size_t)(p - raw));
+    const size_t tail = (size_t)(raw + len + HUGE_ALIGN - (p + len));
+    if (tail) munmap(p + len, tail);
+#if defined(MADV_HUGEPAGE)
+    madvise(p, len, MADV_HUGEPAGE); /* advice only: small pages where refused */
+#endif
+    return p;
+}
+
+void tr_mem_big_free(void *p, size_t n) {
+    if (!p) return;
+    if (n < TR_MEM_BIG_MIN) {
+        free(p);
+        return;
+    }
+    munmap(p, (n + 4095) / 4096 * 4096);
+}
+#else
+void *tr_mem_big_alloc(size_t n) {
+    return malloc(n ? n : 1);
+}
+
+void tr_mem_big_free(void *p, size_t n) {
+    (void)n;
+    free(p);
+}
+#endif

@@ -19,4 +19,17 @@ void tr_free_each(void *const *ps, size_t n);
  * would otherwise still be resident when the next run allocates its own. */
 void tr_mem_release_free(void);
 
+/* A buffer of n bytes that is written whole soon after it is made (an
+ * encoder's cross K/V): n >= TR_MEM_BIG_MIN takes a mapping of its own at
+ * a 2 MiB boundary with transparent huge pages asked for (Linux's
+ * MADV_HUGEPAGE, honoured where THP is "madvise" or "always"), so writing
+ * it faults once per 2 MiB instead of once per 4 KiB page; the last
+ * partial 2 MiB keeps small pages, so nothing beyond n becomes resident.
+ * Smaller buffers, and systems without mmap, use malloc. NULL on OOM.
+ * Free with tr_mem_big_free and the same n; the memory goes back to the
+ * system at once. */
+#define TR_MEM_BIG_MIN ((size_t)2 << 20)
+void *tr_mem_big_alloc(size_t n);
+void tr_mem_big_free(void *p, size_t n);
+
 #endif

@@ -1,11 +1,14 @@
 /* util/vec.h growth (doubling, exact, overflow refusal, failure leaves the
- * array owned) and util/argmax.h (ties → lowest index). */
+ * array owned), util/argmax.h (ties → lowest index) and util/mem.h's big
+ * buffers (either side of TR_MEM_BIG_MIN: writable whole, 2 MiB-aligned
+ * when mapped, freed by size). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "test_util.h"
 #include "util/argmax.h"
+#include "util/mem.h"
 #include "util/vec.h"
 
 static void check_grow(void) {
@@ -64,7 +67,30 @@ static void check_argmax(void) {
     CHECK(tr_argmax(b, 2) == 0);
 }
 
+static void check_big(void) {
+    const size_t sizes[] = {
+        0, 1000, TR_MEM_BIG_MIN - 1, TR_MEM_BIG_MIN, TR_MEM_BIG_MIN + 4097, (size_t)5 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        const size_t n = sizes[i];
+        unsigned char *p = tr_mem_big_alloc(n);
+        CHECK_MSG(p != NULL, "tr_mem_big_alloc(%zu) failed", n);
+        if (!p) continue;
+        for (size_t k = 0; k < n; k++) p[k] = (unsigned char)k;
+        size_t bad = 0;
+        for (size_t k = 0; k < n; k++) bad += p[k] != (unsigned char)k;
+        CHECK_MSG(bad == 0, "%zu of %zu bytes changed", bad, n);
+#if defined(__linux__)
+        if (n >= TR_MEM_BIG_MIN)
+            CHECK_MSG(((uintptr_t)p & (((uintptr_t)2 << 20) - 1)) == 0, "%zu bytes at %p", n,
+                      (void *)p);
+#endif
+        tr_mem_big_free(p, n);
+    }
+    tr_mem_big_free(NULL, (size_t)8 << 20);
+}
+
 int main(void) {
+    check_big();
     check_grow();
     check_strv();
     check_argmax();

@@ -43,12 +43,18 @@ transcribe_status tr_mn_session_create(const mn_model *m, const tr_session_cfg *
     return TRANSCRIBE_OK;
 }
 
+/* Bytes of each of the cross K/V buffers for T frames. */
+static size_t cross_bytes(const mn_session *s, size_t T) {
+    const mn_hparams *hp = &s->m->hp;
+    return (size_t)hp->n_dec_layers * T * (size_t)hp->d_model * sizeof(float);
+}
+
 static void free_enc_bufs(mn_session *s) {
     free(s->stem_out);
     free(s->enc_x);
     free(s->enc_ws);
-    free(s->cross_k);
-    free(s->cross_v);
+    tr_mem_big_free(s->cross_k, cross_bytes(s, s->cap_frames));
+    tr_mem_big_free(s->cross_v, cross_bytes(s, s->cap_frames));
     s->stem_out = s->enc_x = s->enc_ws = s->cross_k = s->cross_v = NULL;
     s->cap_frames = 0;
 }
@@ -128,15 +134,18 @@ static bool grow_enc_bufs(mn_session *s, int64_t T) {
     if ((size_t)T <= s->cap_frames) return true;
     const mn_hparams *hp = &s->m->hp;
     free_enc_bufs(s);
-    const size_t D = (size_t)hp->d_model, L = (size_t)hp->n_dec_layers;
+    const size_t D = (size_t)hp->d_model;
     s->enc_x = malloc(D * (size_t)T * sizeof(float));
-    s->cross_k = malloc(L * (size_t)T * D * sizeof(float));
-    s->cross_v = malloc(L * (size_t)T * D * sizeof(float));
+    /* written whole by every encode, and freed after every run: taken in
+     * huge pages where the system gives them (util/mem.h), so each run's
+     * write of them does not fault once per 4 KiB page */
+    s->cross_k = tr_mem_big_alloc(cross_bytes(s, (size_t)T));
+    s->cross_v = tr_mem_big_alloc(cross_bytes(s, (size_t)T));
+    s->cap_frames = (size_t)T; /* the size free_enc_bufs frees them by */
     if (!s->enc_x || !s->cross_k || !s->cross_v) {
         free_enc_bufs(s);
         return false;
     }
-    s->cap_frames = (size_t)T;
     return true;
 }
 
