@@ -52,7 +52,7 @@ static size_t cross_bytes(const mn_session *s, size_t T) {
 static void free_enc_bufs(mn_session *s) {
     free(s->stem_out);
     free(s->enc_x);
-    free(s->enc_ws);
+    tr_mem_big_free(s->enc_ws, s->ws_bytes);
     tr_mem_big_free(s->cross_k, cross_bytes(s, s->cap_frames));
     tr_mem_big_free(s->cross_v, cross_bytes(s, s->cap_frames));
     s->stem_out = s->enc_x = s->enc_ws = s->cross_k = s->cross_v = NULL;
@@ -158,8 +158,11 @@ static bool alloc_ws(mn_session *s, int64_t T) {
     size_t stage;
     const size_t stem = stem_ws_floats(&s->m->hp, T, s->stem_chunk, &stage);
     const size_t blocks = tr_nn_enc_block_scratch(&s->m->enc_dims, (int)T);
-    free(s->enc_ws);
-    s->enc_ws = malloc((stem > blocks ? stem : blocks) * sizeof(float));
+    tr_mem_big_free(s->enc_ws, s->ws_bytes);
+    /* allocated per encode and freed after its blocks (release_ws): in huge
+     * pages where given, as the cross K/V (grow_enc_bufs) */
+    s->ws_bytes = (stem > blocks ? stem : blocks) * sizeof(float);
+    s->enc_ws = tr_mem_big_alloc(s->ws_bytes);
     return s->enc_ws != NULL;
 }
 
@@ -169,7 +172,7 @@ static bool alloc_ws(mn_session *s, int64_t T) {
  * before the decoder runs, so the decode (when every weight page is
  * resident) does not also hold them. */
 static void release_ws(mn_session *s) {
-    free(s->enc_ws);
+    tr_mem_big_free(s->enc_ws, s->ws_bytes);
     s->enc_ws = NULL;
     tr_pool_scratch_release(s->pool);
     tr_mem_release_free();
