@@ -1,15 +1,14 @@
 /* util/mem.h */
+#include "util/mem.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
-#if defined(__unix__) || defined(__APPLE__)
+#if TR_MEM_BIG_MAPS
 #include <sys/mman.h>
-#define TR_MEM_MMAP 1
 #endif
-
-#include "util/mem.h"
 
 void tr_free_each(void *const *ps, size_t n) {
     for (size_t i = 0; i < n; i++) free(ps[i]);
@@ -21,7 +20,7 @@ void tr_mem_release_free(void) {
 #endif
 }
 
-#if defined(TR_MEM_MMAP)
+#if TR_MEM_BIG_MAPS
 #define HUGE_ALIGN ((uintptr_t)2 << 20)
 
 void *tr_mem_big_alloc(size_t n) {

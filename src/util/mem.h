@@ -25,10 +25,27 @@ void tr_mem_release_free(void);
  * MADV_HUGEPAGE, honoured where THP is "madvise" or "always"), so writing
  * it faults once per 2 MiB instead of once per 4 KiB page; the last
  * partial 2 MiB keeps small pages, so nothing beyond n becomes resident.
- * Smaller buffers, and systems without mmap, use malloc. NULL on OOM.
+ * Smaller buffers, systems without mmap and sanitizer builds
+ * (TR_MEM_BIG_MAPS 0) use malloc. NULL on OOM.
  * Free with tr_mem_big_free and the same n; the memory goes back to the
  * system at once. */
 #define TR_MEM_BIG_MIN ((size_t)2 << 20)
+/* 1 where big buffers are mapped as above; 0 where they are malloc'ed:
+ * no mmap, or an AddressSanitizer build, which checks the bounds of
+ * malloc'ed buffers only (a mapping of our own would go unchecked). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TR_MEM_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(TR_MEM_ASAN)
+#define TR_MEM_ASAN 1
+#endif
+#if (defined(__unix__) || defined(__APPLE__)) && !defined(TR_MEM_ASAN)
+#define TR_MEM_BIG_MAPS 1
+#else
+#define TR_MEM_BIG_MAPS 0
+#endif
 void *tr_mem_big_alloc(size_t n);
 void tr_mem_big_free(void *p, size_t n);
 

@@ -80,7 +80,7 @@ static void check_big(void) {
         for (size_t k = 0; k < n; k++) bad += p[k] != (unsigned char)k;
         CHECK_MSG(bad == 0, "%zu of %zu bytes changed", bad, n);
 #if defined(__linux__)
-        if (n >= TR_MEM_BIG_MIN)
+        if (TR_MEM_BIG_MAPS && n >= TR_MEM_BIG_MIN)
             CHECK_MSG(((uintptr_t)p & (((uintptr_t)2 << 20) - 1)) == 0, "%zu bytes at %p", n,
                       (void *)p);
 #endif
