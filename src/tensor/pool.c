@@ -11,9 +11,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "util/log.h"
+#include "util/mem.h"
 
 #define SPIN_ITERS 384 /* ~0.1 ms of pause/yield before sleeping */
 
@@ -39,6 +41,11 @@ struct tr_pool {
     void *ctx;
     float *scratch[TR_POOL_SCRATCH_SLOTS]; /* tr_pool_scratch_slot */
     size_t scratch_floats[TR_POOL_SCRATCH_SLOTS];
+    /* the most each slot held before its last release: a released slot
+     * comes back at that size at once instead of growing through the same
+     * steps again, each a fresh buffer faulted in anew (pages it does not
+     * write are never resident) */
+    size_t scratch_high[TR_POOL_SCRATCH_SLOTS];
 };
 
 /* Claims and runs parts until none is left; true if this thread finished
@@ -132,7 +139,7 @@ void tr_pool_free(tr_pool *pool) {
     pthread_cond_destroy(&pool->done_cv);
     free(pool->threads);
     free(pool->args);
-    for (int i = 0; i < TR_POOL_SCRATCH_SLOTS; i++) free(pool->scratch[i]);
+    tr_pool_scratch_release(pool);
     free(pool);
 }
 
@@ -174,12 +181,17 @@ void tr_pool_run(tr_pool *pool, tr_pool_fn fn, void *ctx) {
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats) {
     if (!pool || slot < 0 || slot >= TR_POOL_SCRATCH_SLOTS) return NULL;
     if (floats > pool->scratch_floats[slot]) {
-        size_t n = (floats + 15) / 16 * 16; /* aligned_alloc: a multiple of the alignment */
-        float *p = aligned_alloc(64, n * sizeof(float));
+        if (floats > SIZE_MAX / sizeof(float)) return NULL;
+        if (floats < pool->scratch_high[slot]) floats = pool->scratch_high[slot];
+        /* a slot is written whole soon after it grows (packed X, packed
+         * K/V, panels): in huge pages from 2 MiB up (util/mem.h), so a model
+         * that hands its slots back after every encode (Moonshine) does not
+         * fault them in again 4 KiB at a time */
+        float *p = tr_mem_big_alloc(floats * sizeof(float));
         if (!p) return NULL;
-        free(pool->scratch[slot]);
+        tr_mem_big_free(pool->scratch[slot], pool->scratch_floats[slot] * sizeof(float));
         pool->scratch[slot] = p;
-        pool->scratch_floats[slot] = n;
+        pool->scratch_floats[slot] = floats;
     }
     return pool->scratch[slot];
 }
@@ -187,7 +199,9 @@ float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats) {
 void tr_pool_scratch_release(tr_pool *pool) {
     if (!pool) return;
     for (int i = 0; i < TR_POOL_SCRATCH_SLOTS; i++) {
-        free(pool->scratch[i]);
+        if (pool->scratch_floats[i] > pool->scratch_high[i])
+            pool->scratch_high[i] = pool->scratch_floats[i];
+        tr_mem_big_free(pool->scratch[i], pool->scratch_floats[i] * sizeof(float));
         pool->scratch[i] = NULL;
         pool->scratch_floats[i] = 0;
     }

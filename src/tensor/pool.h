@@ -58,9 +58,10 @@ enum {
     TR_POOL_SCRATCH_SLOTS = 5
 };
 float *tr_pool_scratch_slot(tr_pool *pool, int slot, size_t floats);
-/* Frees every slot's scratch (the next request allocates again): for a
- * model whose encoder needed large scratch that its decoder does not. Only
- * the thread that submits runs, between runs. */
+/* Frees every slot's scratch (the next request allocates again, at once
+ * the most the slot held so far): for a model whose encoder needed large
+ * scratch that its decoder does not. Only the thread that submits runs,
+ * between runs. */
 void tr_pool_scratch_release(tr_pool *pool);
 
 /* Default thread count: CPUs in the affinity mask, capped at 8. */

@@ -20,11 +20,18 @@ void tr_mem_release_free(void) {
 #endif
 }
 
+/* Below the mapping threshold (or without mappings): 64-byte aligned, as
+ * a mapping is (aligned_alloc wants a multiple of the alignment). */
+static void *small_alloc(size_t n) {
+    if (n > SIZE_MAX - 63) return NULL;
+    return aligned_alloc(64, n ? (n + 63) / 64 * 64 : 64);
+}
+
 #if TR_MEM_BIG_MAPS
 #define HUGE_ALIGN ((uintptr_t)2 << 20)
 
 void *tr_mem_big_alloc(size_t n) {
-    if (n < TR_MEM_BIG_MIN) return malloc(n ? n : 1);
+    if (n < TR_MEM_BIG_MIN) return small_alloc(n);
     const size_t len = (n + 4095) / 4096 * 4096;
     if (len > SIZE_MAX - HUGE_ALIGN) return NULL;
     char *raw =
@@ -51,7 +58,7 @@ void tr_mem_big_free(void *p, size_t n) {
 }
 #else
 void *tr_mem_big_alloc(size_t n) {
-    return malloc(n ? n : 1);
+    return small_alloc(n);
 }
 
 void tr_mem_big_free(void *p, size_t n) {

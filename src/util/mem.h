@@ -26,7 +26,8 @@ void tr_mem_release_free(void);
  * it faults once per 2 MiB instead of once per 4 KiB page; the last
  * partial 2 MiB keeps small pages, so nothing beyond n becomes resident.
  * Smaller buffers, systems without mmap and sanitizer builds
- * (TR_MEM_BIG_MAPS 0) use malloc. NULL on OOM.
+ * (TR_MEM_BIG_MAPS 0) use aligned_alloc. Always 64-byte aligned. NULL on
+ * OOM.
  * Free with tr_mem_big_free and the same n; the memory goes back to the
  * system at once. */
 #define TR_MEM_BIG_MIN ((size_t)2 << 20)

@@ -2,6 +2,7 @@
  * (exercising both the spin and the sleep paths), for several sizes; the
  * scratch slots and their release. */
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "tensor/pool.h"
@@ -57,6 +58,18 @@ int main(void) {
         float *b2 = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 2000);
         CHECK(b2 != NULL);
         b2[1999] = 2.0f;
+        tr_pool_scratch_release(pool);
+        /* a released slot comes back at the most it held (2000 floats): a
+         * smaller request, then the old size again, take one buffer */
+        float *b3 = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 10);
+        CHECK(b3 != NULL);
+        if (b3) b3[1999] = 3.0f;
+        CHECK(tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_ATTN_KV, 2000) == b3);
+        /* 64-byte aligned on either side of the huge-page threshold */
+        const size_t big = ((size_t)3 << 20) / sizeof(float);
+        float *h = tr_pool_scratch_slot(pool, TR_POOL_SCRATCH_MODEL, big);
+        CHECK(h != NULL && ((uintptr_t)h & 63) == 0 && ((uintptr_t)b3 & 63) == 0);
+        if (h) h[big - 1] = 4.0f;
         tr_pool_scratch_release(pool);
         tr_pool_scratch_release(NULL);
         CHECK(tr_pool_scratch_slot(NULL, TR_POOL_SCRATCH_GEMM_X, 10) == NULL);

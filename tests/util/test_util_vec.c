@@ -1,7 +1,7 @@
 /* util/vec.h growth (doubling, exact, overflow refusal, failure leaves the
  * array owned), util/argmax.h (ties → lowest index) and util/mem.h's big
- * buffers (either side of TR_MEM_BIG_MIN: writable whole, 2 MiB-aligned
- * when mapped, freed by size). */
+ * buffers (either side of TR_MEM_BIG_MIN: writable whole, 64-byte aligned,
+ * 2 MiB-aligned when mapped, freed by size). */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -79,6 +79,7 @@ static void check_big(void) {
         size_t bad = 0;
         for (size_t k = 0; k < n; k++) bad += p[k] != (unsigned char)k;
         CHECK_MSG(bad == 0, "%zu of %zu bytes changed", bad, n);
+        CHECK_MSG(((uintptr_t)p & 63) == 0, "%zu bytes at %p: not 64-byte aligned", n, (void *)p);
 #if defined(__linux__)
         if (TR_MEM_BIG_MAPS && n >= TR_MEM_BIG_MIN)
             CHECK_MSG(((uintptr_t)p & (((uintptr_t)2 << 20) - 1)) == 0, "%zu bytes at %p", n,
