@@ -73,7 +73,8 @@ typedef struct mn_session {
     /* encoder buffers: the rows and cross K/V grow with the longest input
      * seen; the workspace lives only while the encoder runs */
     float *enc_x;               /* [T_enc][d] */
-    float *enc_ws;              /* the stem's chunks, then tr_nn_enc_block_scratch */
+    float *enc_ws;              /* the stem's chunks, then tr_nn_enc_block_scratch: its own
+                                 * buffer or cross_k's (alloc_ws) */
     size_t ws_bytes;            /* enc_ws's size (tr_mem_big_alloc: freed by size) */
     float *cross_k, *cross_v;   /* [L][T_enc][d] */
     size_t cap_frames;          /* encoder frames enc_x and the cross K/V fit */
