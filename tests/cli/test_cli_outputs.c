@@ -1,6 +1,7 @@
 /* Where the CLI's output goes, run as a user runs it (the bundled model):
- * -o leaves an existing file alone when the run fails before any output
- * (issue 31 item 8); --output-dir is created when missing and two inputs
+ * -o leaves an existing file alone when the run fails (issue 31 item 8),
+ * refuses to be an input (the audio, the model) and leaves no temporary
+ * file; --output-dir is created when missing and two inputs
  * that would write the same files are refused before anything runs (item
  * 7); a reader that closes the pipe gets a message and exit 1, not a
  * silent SIGPIPE (item 17); --stream writes -o and --output-dir (item 3);
@@ -11,6 +12,7 @@
  * words, never a word cut in two (item 4); --batch-size gives each file
  * the group's timings shared out by length, not zeros (item 14). */
 #include <ctype.h>
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -97,6 +99,57 @@ int main(int argc, char **argv) {
     CHECK(run("-q -o keep.txt '%s'", jfk) == 0);
     CHECK_MSG(file_is("keep.txt", g_out) && g_out[0], "-o holds: %s", g_out);
 
+    /* -o that names an input (the audio, the model) is refused and the
+     * input kept whole; a run that fails after the model loaded leaves -o
+     * as it was; no temporary file is left beside it */
+    {
+        char src[2048], dst[2048];
+        const char *const copies[2][2] = {
+            {TR_SOURCE_DIR "/samples/jfk.wav", "in.wav"},
+            {TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf", "m.gguf"}};
+        long sizes[2] = {0, 0};
+        for (int i = 0; i < 2; i++) {
+            snprintf(src, sizeof src, "%s", copies[i][0]);
+            snprintf(dst, sizeof dst, "%s/%s", g_dir, copies[i][1]);
+            FILE *fi = fopen(src, "rb"), *fo = fopen(dst, "wb");
+            CHECK(fi && fo);
+            char buf[1 << 16];
+            size_t n;
+            while (fi && fo && (n = fread(buf, 1, sizeof buf, fi)) > 0) {
+                fwrite(buf, 1, n, fo);
+                sizes[i] += (long)n;
+            }
+            if (fi) fclose(fi);
+            if (fo) fclose(fo);
+        }
+        struct stat st;
+        CHECK(run("-q -o in.wav in.wav") == 1);
+        CHECK_MSG(strstr(g_err, "is an input audio file") != NULL, "%s", g_err);
+        snprintf(dst, sizeof dst, "%s/in.wav", g_dir);
+        CHECK(stat(dst, &st) == 0 && st.st_size == sizes[0]);
+        CHECK(run("-q -m m.gguf -o ./m.gguf in.wav") == 1);
+        CHECK_MSG(strstr(g_err, "is the model file") != NULL, "%s", g_err);
+        snprintf(dst, sizeof dst, "%s/m.gguf", g_dir);
+        CHECK(stat(dst, &st) == 0 && st.st_size == sizes[1]);
+        CHECK(run("-q -o keep.txt '%s'", jfk) == 0);
+        static char kept[sizeof g_out];
+        snprintf(kept, sizeof kept, "%s", g_out);
+        CHECK(run("-q -m m.gguf -o keep.txt missing.wav") == 1);
+        CHECK_MSG(file_is("keep.txt", kept), "a failed run changed -o");
+        /* a new -o gets the mode fopen would give it */
+        CHECK(run("-q -m m.gguf -o fresh.txt in.wav") == 0);
+        snprintf(dst, sizeof dst, "%s/fresh.txt", g_dir);
+        const mode_t mask = umask(0);
+        umask(mask);
+        CHECK(stat(dst, &st) == 0 && (st.st_mode & 0777) == (0666 & ~mask));
+        CHECK(file_is("fresh.txt", kept));
+        DIR *d = opendir(g_dir);
+        CHECK(d != NULL);
+        for (struct dirent *e; d && (e = readdir(d));)
+            CHECK_MSG(!strstr(e->d_name, ".partial-"), "left behind: %s", e->d_name);
+        if (d) closedir(d);
+    }
+
     /* --stream: -o and --output-dir get the stream's text (item 3) */
     CHECK(run("-q --stream -o st.txt --output-dir stdir '%s'", jfk) == 0);
     {
@@ -125,6 +178,13 @@ int main(int argc, char **argv) {
         CHECK(file_is("batch.json", single));
         CHECK(run("-q --batch list.txt --batch-size 2 -f json") == 0);
         CHECK_MSG(!strcmp(g_out, single), "batch-size 2 json: %s", g_out);
+        /* subtitles of several inputs on one stream would restart their
+         * numbering: refused for a list of two, as on the command line */
+        CHECK(run("-q --batch list.txt -f srt") == 1);
+        CHECK_MSG(strstr(g_err, "--output-format srt") != NULL, "%s", g_err);
+        f = fopen(list, "w");
+        CHECK(f != NULL);
+        if (f) fprintf(f, "# a comment\n  # another\n\n%s\n", jfk), fclose(f);
         CHECK(run("-q --batch list.txt -f srt") == 0);
         CHECK_MSG(!strncmp(g_out, "1\n00:00:0", 9) && !strstr(g_out, "[1/2]"), "%s", g_out);
     }

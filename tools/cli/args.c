@@ -526,8 +526,11 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
      * stream would restart the numbering mid-file. */
     if ((o->format == CLI_FMT_SRT || o->format == CLI_FMT_VTT) && o->n_audio > 1) {
         return fail(o,
-                    "-f %s prints one input's cues; for several inputs use --output-dir DIR "
-                    "(one DIR/<name>.srt/.vtt per input)",
+                    o->format == CLI_FMT_SRT
+                        ? "-f %s prints one input's cues; for several inputs use --output-dir DIR "
+                          "--output-format srt (one DIR/<name>.srt per input)"
+                        : "-f %s prints one input's cues; for several inputs use --output-dir DIR "
+                          "--output-format vtt (one DIR/<name>.vtt per input)",
                     o->format == CLI_FMT_SRT ? "srt" : "vtt");
     }
     if (o->n_audio == 0 && !o->batch_file) return fail(o, "missing audio file or --batch%s", "");

@@ -1,6 +1,7 @@
 /* --batch mode (docs/cli.md §4.4 human output, §4.5 JSON Lines): one model, one
  * session, many files; serial transcribe_run per file, or groups of
  * --batch-size utterances per transcribe_run_batch. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,11 +17,12 @@ static void free_list(path_list *l) {
     free(l->paths);
 }
 
-/* One path per line; trailing blanks/CR stripped, empty lines skipped. */
+/* One path per line; trailing blanks/CR stripped, empty lines and lines
+ * whose first non-blank character is '#' (comments) skipped. */
 static int read_list(const char *file, path_list *l) {
     FILE *f = fopen(file, "r");
     if (!f) {
-        fprintf(stderr, "error: cannot open batch file %s\n", file);
+        fprintf(stderr, "error: cannot open batch file %s: %s\n", file, strerror(errno));
         return 1;
     }
     char line[4096];
@@ -30,7 +32,8 @@ static int read_list(const char *file, path_list *l) {
                          line[n - 1] == '\t')) {
             line[--n] = '\0';
         }
-        if (n == 0) continue;
+        const char *first = line + strspn(line, " \t");
+        if (n == 0 || *first == '#') continue;
         if (l->n == l->cap) {
             int nc = l->cap ? l->cap * 2 : 16;
             char **p = realloc(l->paths, (size_t)nc * sizeof *p);
@@ -200,6 +203,17 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
     const char *model = model_path ? model_path : ""; /* JSON's "model", as a single run */
     path_list l = {0};
     if (read_list(o->batch_file, &l) != 0) {
+        free_list(&l);
+        return 1;
+    }
+    /* as for several inputs on the command line (args.c): one stream of
+     * subtitles would restart its cue numbers at every input */
+    if ((o->format == CLI_FMT_SRT || o->format == CLI_FMT_VTT) && l.n > 1) {
+        fprintf(stderr,
+                "error: -f %s prints one input's cues; the --batch list has %d inputs: use "
+                "--output-dir DIR --output-format %s (one DIR/<name>.%s per input)\n",
+                o->format == CLI_FMT_SRT ? "srt" : "vtt", l.n,
+                o->format == CLI_FMT_SRT ? "srt" : "vtt", o->format == CLI_FMT_SRT ? "srt" : "vtt");
         free_list(&l);
         return 1;
     }

@@ -235,6 +235,97 @@ static char *model_by_name(const char *arg, bool quiet) {
 
 /* -m, else $TRANSCRIBE_MODEL, else the first (by name) .gguf file in models/ of the
  * source tree this binary was built from. */
+/* Whether a and b name one existing file (device and inode). */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+/* -o names none of the audio inputs, the diarizer or the VAD model (an
+ * error line when it does: writing there would destroy an input). */
+static bool output_not_input(const cli_opts *o) {
+    const char *what = NULL, *path = NULL;
+    for (int i = 0; i < o->n_audio && !what; i++)
+        if (same_file(o->output, o->audio[i])) what = "an input audio file", path = o->audio[i];
+    if (!what && o->diarizer && same_file(o->output, o->diarizer)) what = "the --diarizer model";
+    if (!what && o->vad_model && same_file(o->output, o->vad_model)) what = "the --vad model";
+    if (!what && o->batch_file && same_file(o->output, o->batch_file)) what = "the --batch list";
+    if (!what) return true;
+    fprintf(stderr, "error: -o %s is %s%s%s; choose another output file\n", o->output, what,
+            path ? " " : "", path ? path : "");
+    return false;
+}
+
+/* Where -o goes: a temporary file beside a regular (or new) file, renamed
+ * over it by out_target_finish when keep is set; else the path itself. */
+typedef struct {
+    char *tmp; /* the temporary file's path, or NULL: write o->output in place */
+    int fd;    /* the temporary file, open until out_target_stream takes it */
+    bool keep;
+} out_target;
+
+static bool out_target_open(out_target *t, const char *path) {
+    t->fd = -1;
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* /dev/stdout, a FIFO: in place */
+        FILE *f = fopen(path, "a");
+        if (!f) {
+            fprintf(stderr, "error: cannot open %s for writing: %s\n", path, strerror(errno));
+            return false;
+        }
+        fclose(f);
+        return true;
+    }
+    const size_t n = strlen(path) + sizeof ".partial-XXXXXX";
+    t->tmp = malloc(n);
+    if (!t->tmp) return false;
+    snprintf(t->tmp, n, "%s.partial-XXXXXX", path);
+    t->fd = mkstemp(t->tmp);
+    if (t->fd < 0) {
+        fprintf(stderr, "error: cannot open %s for writing: %s\n", path, strerror(errno));
+        free(t->tmp);
+        t->tmp = NULL;
+        return false;
+    }
+    /* the mode a plain fopen would give (mkstemp's is 0600), or the old file's */
+    mode_t mask = umask(0);
+    umask(mask);
+    mode_t mode = (mode_t)(0666 & ~mask);
+    if (stat(path, &st) == 0) mode = st.st_mode & 07777;
+    (void)fchmod(t->fd, mode); /* a failure leaves 0600: the file is still the user's */
+    return true;
+}
+
+/* The stream the output goes to: the temporary file, or path itself. */
+static FILE *out_target_stream(out_target *t, const char *path) {
+    if (!t->tmp) return fopen(path, "w");
+    FILE *f = fdopen(t->fd, "w");
+    if (f) t->fd = -1;
+    return f;
+}
+
+/* Renames the temporary file over path (keep) or removes it; false when
+ * the rename fails (reported). */
+static bool out_target_finish(out_target *t, const char *path) {
+    if (t->fd >= 0) close(t->fd);
+    t->fd = -1;
+    if (!t->tmp) return true;
+    bool ok = true;
+    if (t->keep) {
+        if (rename(t->tmp, path) != 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", path, strerror(errno));
+            ok = false;
+            remove(t->tmp);
+        }
+    } else {
+        remove(t->tmp);
+    }
+    free(t->tmp);
+    t->tmp = NULL;
+    return ok;
+}
+
 static char *resolve_model(const cli_opts *o) {
     if (o->model) return model_by_name(o->model, o->quiet);
     const char *env = getenv("TRANSCRIBE_MODEL");
@@ -1012,21 +1103,16 @@ int main(int argc, char **argv) {
     log_filter lf = {o.quiet, dbg && *dbg && *dbg != '0'};
     transcribe_log_set(log_cb, &lf);
     g_log_filter = &lf;
-    /* -o: checked now (opened to append, so nothing it holds is lost),
-     * emptied only once the model is loaded and there is output to come:
-     * a run that fails before leaves the file as it was. */
+    /* -o: never one of the inputs; a regular file (or a new one) is written
+     * as a temporary file beside it and renamed over it at the end, so a
+     * run that fails leaves it as it was and a file being read (an input,
+     * the mapped model) is never truncated under the reader; a device or
+     * FIFO is written in place. */
     FILE *out_file = NULL;
-    if (o.output) {
-        bool existed = access(o.output, F_OK) == 0;
-        out_file = fopen(o.output, "a");
-        if (!out_file) {
-            fprintf(stderr, "error: cannot open %s for writing\n", o.output);
-            free(o.audio);
-            return 1;
-        }
-        fclose(out_file);
-        out_file = NULL;
-        if (!existed) remove(o.output); /* made again when there is output */
+    out_target ot = {0};
+    if (o.output && (!output_not_input(&o) || !out_target_open(&ot, o.output))) {
+        free(o.audio);
+        return 1;
     }
     if (o.list_devices) {
         rc = list_devices();
@@ -1038,6 +1124,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
+    if (model_path && o.output && same_file(o.output, model_path)) {
+        fprintf(stderr, "error: -o %s is the model file; choose another output file\n", o.output);
+        free(model_path);
+        model_path = NULL;
+    }
     struct transcribe_model *model = NULL;
     struct transcribe_vad_model *vad_model = NULL;
     struct transcribe_model *diarizer = NULL;
@@ -1114,8 +1205,8 @@ int main(int argc, char **argv) {
         }
         rp.diarizer = diarizer;
     }
-    if (o.output && !(out_file = fopen(o.output, "w"))) {
-        fprintf(stderr, "error: cannot open %s for writing\n", o.output);
+    if (o.output && !(out_file = out_target_stream(&ot, o.output))) {
+        fprintf(stderr, "error: cannot open %s for writing: %s\n", o.output, strerror(errno));
         goto done;
     }
 
@@ -1168,10 +1259,17 @@ done:
     transcribe_model_free(diarizer);
     transcribe_model_free(model);
     free(model_path);
-    if (out_file && fclose(out_file) != 0) {
-        fprintf(stderr, "error: cannot write %s\n", o.output);
-        rc = 1;
+    if (out_file) {
+        const bool wrote = ftell(out_file) > 0;
+        if (fclose(out_file) != 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", o.output, strerror(errno));
+            rc = 1;
+            ot.keep = false;
+        } else {
+            ot.keep = rc == 0 || wrote; /* a partly failed run keeps what it wrote */
+        }
     }
+    if (o.output && !out_target_finish(&ot, o.output)) rc = 1;
     free(o.audio);
     cli_vocab_free(&o);
     return check_stdout(rc);

@@ -184,3 +184,36 @@ def test_a_cut_wav_is_refused_like_the_cli_and_the_server(lib, cli, tmp_path):
         with pytest.raises(transcribe.InvalidArgumentError, match="cut short"):
             model.transcribe(cut.read_bytes())
         assert model.transcribe(str(need(SAMPLE))).text  # the whole file still reads
+
+
+def test_output_that_names_an_input_is_refused_like_the_cli(lib, cli, tmp_path):
+    """-o naming the input audio or the model is refused and the input kept
+    whole; a failed run leaves -o as it was; no temporary file is left."""
+    wav = tmp_path / "in.wav"
+    wav.write_bytes(need(SAMPLE).read_bytes())
+    model = tmp_path / "m.gguf"
+    model.write_bytes(need(BUNDLED).read_bytes())
+    sizes = (wav.stat().st_size, model.stat().st_size)
+    for run in (py_main, lambda a, c, **kw: c_cli(cli, a, c, **kw)):
+        got = run(["-q", "-m", "m.gguf", "-o", "in.wav", "in.wav"], tmp_path, text=True)
+        assert got.returncode == 1 and "in.wav" in got.stderr, got.stderr
+        got = run(["-q", "-m", "m.gguf", "-o", "./m.gguf", "in.wav"], tmp_path, text=True)
+        assert got.returncode == 1 and "m.gguf" in got.stderr, got.stderr
+        assert (wav.stat().st_size, model.stat().st_size) == sizes
+        (tmp_path / "keep.txt").write_text("keep\n")
+        got = run(["-q", "-m", "m.gguf", "-o", "keep.txt", "missing.wav"], tmp_path, text=True)
+        assert got.returncode == 1
+        assert (tmp_path / "keep.txt").read_text() == "keep\n"
+        got = run(["-q", "-m", "m.gguf", "-o", "keep.txt", "in.wav"], tmp_path, text=True)
+        assert got.returncode == 0, got.stderr
+        assert (tmp_path / "keep.txt").read_text() == got.stdout
+    assert not [p for p in os.listdir(tmp_path) if ".partial-" in p]
+
+
+def test_subtitles_of_several_inputs_are_refused_like_the_cli(lib, cli, tmp_path):
+    wav = str(need(SAMPLE))
+    for fmt in ("srt", "vtt"):
+        want = c_cli(cli, ["-q", "-f", fmt, wav, wav], tmp_path, text=True)
+        got = py_main(["-q", "-f", fmt, wav, wav], tmp_path, text=True)
+        assert want.returncode == got.returncode == 1, (want.stderr, got.stderr)
+        assert got.stdout == "" and f"-f {fmt} prints one input's cues" in got.stderr

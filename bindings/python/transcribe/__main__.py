@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -174,6 +175,35 @@ class _Interrupt:
         return self.event.is_set()
 
 
+def _output_not_input(output: str, inputs: list) -> bool:
+    """-o must not name an input (audio, model, diarizer, VAD model): writing there destroys it."""
+    for path in inputs:
+        if not path or path == "-":
+            continue
+        try:
+            if os.path.samefile(output, path):
+                sys.stderr.write(f"error: -o {output} is an input ({path}); choose another output file\n")
+                return False
+        except OSError:
+            pass
+    return True
+
+
+def _open_output(path: str):
+    """A regular (or new) file is written as a temporary file beside it and renamed over it at
+    the end, so a failed run leaves it as it was; a device or FIFO is written in place."""
+    if os.path.exists(path) and not os.path.isfile(path):
+        return open(path, "w", encoding="utf-8"), None
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".partial-", dir=os.path.dirname(path) or ".")
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777 if os.path.exists(path) else 0o666 & ~mask)
+    except OSError:
+        pass
+    return os.fdopen(fd, "w", encoding="utf-8"), tmp
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return _main(argv)
@@ -192,6 +222,10 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     )
     if not o.audio:
         sys.stderr.write("error: no audio file given\nrun 'python -m transcribe --help' for the options\n")
+        return 1
+    if o.format in ("srt", "vtt") and len(o.audio) > 1:  # cue numbers would restart mid-stream
+        sys.stderr.write(f"error: -f {o.format} prints one input's cues; run one input at a time\n"
+                         "run 'python -m transcribe --help' for the options\n")
         return 1
     if o.threads is not None and o.threads < 0:
         sys.stderr.write(f"error: --threads must be 0 or more (got {o.threads})\n")
@@ -230,8 +264,11 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                 "header": o.format == "txt" and len(o.audio) > 1,
                 "max_line_chars": o.max_line_chars, "max_cue_ms": o.max_cue_ms}
 
+    if o.output and not _output_not_input(o.output, list(o.audio) + [model_path, o.diarizer, o.vad_model]):
+        return 1
     rc = 0
     out_file = None
+    out_tmp: Optional[str] = None
     diarizer: Optional[Model] = None
     stop = _Interrupt()
     try:
@@ -247,7 +284,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
                     sys.stderr.write(f"error: --diarizer {o.diarizer} is not a diarization model\n")
                     return 1
             if o.output:
-                out_file = open(o.output, "w", encoding="utf-8")
+                out_file, out_tmp = _open_output(o.output)
             stop.install()
             for path in o.audio:
                 if stop.pending:
@@ -326,7 +363,13 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         stop.uninstall()
         if out_file:
+            wrote = out_file.tell() > 0
             out_file.close()
+            if out_tmp:  # renamed over -o when the run succeeded or wrote something
+                if rc == 0 or wrote:
+                    os.replace(out_tmp, o.output)
+                else:
+                    os.remove(out_tmp)
         if diarizer is not None:
             diarizer.close()
     return rc
