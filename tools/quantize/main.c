@@ -2,9 +2,11 @@
  * a preset (docs/cli.md §7). Metadata is copied unchanged except
  * general.file_type; the bulky tokenizer arrays go to the end of the KV list. */
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "gguf/ggml_bin.h"
@@ -190,7 +192,7 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     printf("input: %lld tensors\n", (long long)n);
     gguf_writer *w = tr_gguf_writer_create();
     type_stats sin = {{0}, {0}}, sout = {{0}, {0}};
-    int requantized = 0, copied = 0, rc = 1;
+    int requantized = 0, copied = 0, requant_q = 0, rc = 1;
     fallbacks fb = {0};
     if (!w || !copy_metadata(w, in, p)) {
         fprintf(stderr, "transcribe-quantize: out of memory copying metadata\n");
@@ -215,6 +217,7 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
         if (type == t->type) {
             copied++;
         } else {
+            if (t->type != TR_F32 && t->type != TR_F16 && t->type != TR_BF16) requant_q++;
             if (!tr_type_valid(t->type)) {
                 fprintf(stderr, "transcribe-quantize: tensor '%s' has unsupported type %s\n",
                         t->name, tr_type_name(t->type));
@@ -242,6 +245,13 @@ static int quantize(const char *in_path, const char *out_path, const qp_preset *
     print_stats("input tensor types:", "total (input)", &sin);
     print_stats("output tensor types:", "total (output)", &sout);
     printf("processed: %d requantized, %d copied\n", requantized, copied);
+    if (requant_q > 0) {
+        fprintf(stderr,
+                "transcribe-quantize: warning: %d of the requantized tensors were already "
+                "quantized in %s; their rounding adds to the new one (start from the F16 or F32 "
+                "file where there is one)\n",
+                requant_q, in_path);
+    }
     print_fallbacks(&fb, p);
     if (tr_gguf_writer_write(w, out_path) != TRANSCRIBE_OK) {
         fprintf(stderr, "transcribe-quantize: cannot write %s\n", out_path);
@@ -296,6 +306,21 @@ int main(int argc, char **argv) {
                 "overwrite the model it reads\n",
                 pos[0], pos[1]);
         return 2;
+    }
+    /* the output's folder: checked before the work, not after it */
+    char dir[4096];
+    const char *slash = strrchr(pos[1], '/');
+    if (slash && (size_t)(slash - pos[1]) < sizeof dir) {
+        size_t n = slash == pos[1] ? 1 : (size_t)(slash - pos[1]);
+        memcpy(dir, pos[1], n);
+        dir[n] = 0;
+    } else {
+        snprintf(dir, sizeof dir, ".");
+    }
+    if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "transcribe-quantize: cannot write %s: folder %s: %s\n", pos[1], dir,
+                strerror(errno));
+        return 1;
     }
     return quantize(pos[0], pos[1], p);
 }

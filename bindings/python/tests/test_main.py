@@ -217,3 +217,12 @@ def test_subtitles_of_several_inputs_are_refused_like_the_cli(lib, cli, tmp_path
         got = py_main(["-q", "-f", fmt, wav, wav], tmp_path, text=True)
         assert want.returncode == got.returncode == 1, (want.stderr, got.stderr)
         assert got.stdout == "" and f"-f {fmt} prints one input's cues" in got.stderr
+
+
+def test_threads_range_like_the_cli(lib, cli, tmp_path):
+    wav = str(need(SAMPLE))
+    for bad in ("0", "1025"):
+        want = c_cli(cli, ["-q", "--threads", bad, wav], tmp_path, text=True)
+        got = py_main(["-q", "--threads", bad, wav], tmp_path, text=True)
+        assert want.returncode == got.returncode == 1, (want.stderr, got.stderr)
+        assert "--threads must be an integer from 1 to 1024" in got.stderr

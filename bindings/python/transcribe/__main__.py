@@ -227,9 +227,16 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         sys.stderr.write(f"error: -f {o.format} prints one input's cues; run one input at a time\n"
                          "run 'python -m transcribe --help' for the options\n")
         return 1
-    if o.threads is not None and o.threads < 0:
-        sys.stderr.write(f"error: --threads must be 0 or more (got {o.threads})\n")
-        return 1
+    if o.threads is not None:  # the C CLI's range and cap
+        if not 1 <= o.threads <= 1024:
+            sys.stderr.write(f"error: --threads must be an integer from 1 to 1024 (got '{o.threads}')\n"
+                             "run 'python -m transcribe --help' for the options\n")
+            return 1
+        cores = os.cpu_count() or 1
+        if o.threads > 4 * cores:
+            sys.stderr.write(f"warning: --threads {o.threads} is more than 4x the {cores} cores; "
+                             f"using {4 * cores}\n")
+            o.threads = 4 * cores
     device = o.device if o.device is not None else o.backend
     task = "translate" if (o.translate or o.target_language) else "transcribe"
     vocab = [t.strip() for t in o.vocabulary.split(",") if t.strip()] if o.vocabulary else None
