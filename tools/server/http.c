@@ -417,6 +417,12 @@ static void on_headers(srv_request *rq, const char *url, const char *method) {
     struct MHD_Connection *c = rq->conn;
     int route = route_of(url);
     rq->route = route;
+    snprintf(rq->method, sizeof rq->method, "%s", method);
+    /* printable bytes only: the path is the client's */
+    size_t n = 0;
+    for (const char *u = url; *u && n + 1 < sizeof rq->path; u++)
+        rq->path[n++] = (*u >= 0x20 && *u < 0x7f) ? *u : '?';
+    rq->path[n] = 0;
     int metric = route == R_TRANSCRIBE ? 0 : route == R_TRANSLATE ? 1 : is_api(route) ? 2 : 3;
     atomic_fetch_add(&s->metrics.requests[metric], 1);
     if (route == R_NONE) {
@@ -602,7 +608,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     if (rq->file_fd >= 0) close(rq->file_fd);
     if (rq->file_path[0]) unlink(rq->file_path);
     if (!s->opts->quiet && rq->route != R_HEALTH && rq->route != R_METRICS) {
-        fprintf(stderr, "[http] %d %.3f s%s\n", rq->reply.status, srv_now() - rq->t_start,
+        fprintf(stderr, "[http] %s %s %d %.3f s%s\n", rq->method[0] ? rq->method : "-",
+                rq->path[0] ? rq->path : "-", rq->reply.status, srv_now() - rq->t_start,
                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection closed)");
     }
     form_free(&rq->form);

@@ -237,7 +237,9 @@ typedef struct srv_request {
     struct MHD_PostProcessor *pp;
     struct srv_multipart *mp; /* instead of pp: a valid form pp refuses (multipart.h) */
     int route;                /* enum in http.c */
-    bool translate;           /* /v1/audio/translations */
+    char method[8];           /* for the log line: the method and path, cut short */
+    char path[96];
+    bool translate; /* /v1/audio/translations */
     srv_form form;
     char field_key[64]; /* the field being received (values come in pieces) */
     uint64_t last_end;  /* where its last piece ended */
