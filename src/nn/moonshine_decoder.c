@@ -99,6 +99,8 @@ static transcribe_status step_rows(const tr_msd_greedy_args *a, const int32_t *i
                            .kv = a->kv,
                            .ck = a->ck,
                            .cv = a->cv,
+                           .ck16 = a->ck16,
+                           .cv16 = a->cv16,
                            .cross_stride = a->cross_stride
                                                ? a->cross_stride
                                                : (size_t)a->n_src * (size_t)a->dec->dims.d_model,
@@ -145,6 +147,8 @@ static transcribe_status verify_rows(void *user, const int32_t *toks, int n, int
                                .kv = a->kv,
                                .ck = a->ck,
                                .cv = a->cv,
+                               .ck16 = a->ck16,
+                               .cv16 = a->cv16,
                                .cross_stride = a->cross_stride ? a->cross_stride
                                                                : (size_t)a->n_src *
                                                                      (size_t)a->dec->dims.d_model,
@@ -215,12 +219,18 @@ transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *
 
 /* ---- batches ---- */
 
-bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16) {
+bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16, bool cross_f16) {
     const size_t D = (size_t)d->dec.dims.d_model, L = (size_t)d->dec.n_layers;
-    u->ck = malloc(L * (size_t)u->T * D * sizeof(float));
-    u->cv = malloc(L * (size_t)u->T * D * sizeof(float));
+    const size_t n = L * (size_t)u->T * D;
+    if (cross_f16) {
+        u->ck16 = malloc(n * sizeof(uint16_t));
+        u->cv16 = malloc(n * sizeof(uint16_t));
+    } else {
+        u->ck = malloc(n * sizeof(float));
+        u->cv = malloc(n * sizeof(float));
+    }
     u->out = malloc((size_t)max_pos * sizeof(int32_t));
-    return u->ck && u->cv && u->out &&
+    return (cross_f16 ? u->ck16 && u->cv16 : u->ck && u->cv) && u->out &&
            tr_nn_kv_init(&u->kv, d->dec.n_layers, max_pos, d->dec.dims.n_head, d->dec.dims.head_dim,
                          kv_f16);
 }
@@ -229,6 +239,8 @@ void tr_msd_utts_free(tr_msd_utt *u, int n) {
     for (int j = 0; j < n; j++) {
         free(u[j].ck);
         free(u[j].cv);
+        free(u[j].ck16);
+        free(u[j].cv16);
         free(u[j].out);
         tr_nn_kv_free(&u[j].kv);
     }
@@ -271,6 +283,8 @@ transcribe_status tr_msd_greedy_group(tr_pool *pool, const tr_msd *d, int32_t st
         rows[j] = (tr_ed_greedy_row){.kv = &u[j].kv,
                                      .ck = u[j].ck,
                                      .cv = u[j].cv,
+                                     .ck16 = u[j].ck16,
+                                     .cv16 = u[j].cv16,
                                      .cross_stride = (size_t)u[j].T * D,
                                      .n_src = u[j].T,
                                      .out = u[j].out,

@@ -55,7 +55,8 @@ typedef struct tr_msd_greedy_args {
     tr_pool *pool;
     const tr_ed_decoder *dec;
     tr_nn_kv *kv;
-    const float *ck, *cv; /* cross K/V: layer l's block at + l·cross_stride (nn.h) */
+    const float *ck, *cv;        /* cross K/V: layer l's block at + l·cross_stride (nn.h) */
+    const uint16_t *ck16, *cv16; /* half-float cross K/V: replace ck / cv when set */
     int n_src;
     size_t cross_stride;         /* floats; 0 = n_src·D */
     size_t cross_rows;           /* the blocks' row capacity; 0 = n_src */
@@ -94,10 +95,11 @@ transcribe_status tr_msd_greedy(const tr_msd_greedy_args *a, int32_t *out, int *
 
 /* One utterance of a batch group. */
 typedef struct tr_msd_utt {
-    int idx;        /* batch index */
-    int T;          /* encoder frames */
-    int max_new;    /* its token cap (counting the first and a final EOS); 0: max_pos */
-    float *ck, *cv; /* cross K/V: layer l's [T][D] at + l·T·D */
+    int idx;               /* batch index */
+    int T;                 /* encoder frames */
+    int max_new;           /* its token cap (counting the first and a final EOS); 0: max_pos */
+    float *ck, *cv;        /* cross K/V: layer l's [T][D] at + l·T·D */
+    uint16_t *ck16, *cv16; /* the same as half floats (tr_msd_utt_alloc's cross_f16) */
     tr_nn_kv kv;
     int32_t *out; /* [max_pos]: ids after the start token, EOS excluded */
     /* results of tr_msd_greedy_group */
@@ -106,10 +108,10 @@ typedef struct tr_msd_utt {
     bool live; /* still decoding when an abort stopped the group */
 } tr_msd_utt;
 
-/* u's buffers for u->T frames: cross K/V, a cache of max_pos positions
- * (F16 when kv_f16) and max_pos ids; false on OOM (free with
- * tr_msd_utts_free either way). */
-bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16);
+/* u's buffers for u->T frames: cross K/V (ck / cv, or ck16 / cv16 when
+ * cross_f16), a cache of max_pos positions (F16 when kv_f16) and max_pos
+ * ids; false on OOM (free with tr_msd_utts_free either way). */
+bool tr_msd_utt_alloc(tr_msd_utt *u, const tr_msd *d, int max_pos, bool kv_f16, bool cross_f16);
 /* Frees and zeroes u[0, n). */
 void tr_msd_utts_free(tr_msd_utt *u, int n);
 

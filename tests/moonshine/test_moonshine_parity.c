@@ -19,6 +19,7 @@
 #include "models/moonshine/moonshine.h"
 #include "npy.h"
 #include "parity.h"
+#include "tensor/dtype.h"
 #include "tensor/ops.h"
 #include "tensor/pool.h"
 #include "test_files.h"
@@ -185,7 +186,7 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
     }
     /* encoder output and layer 0's cross K / V */
     int T = 0;
-    CHECK(tr_mn_encode(s, pcm, n, &T, NULL, NULL, NULL, NULL) == TRANSCRIBE_OK);
+    CHECK(tr_mn_encode(s, pcm, n, &T, NULL, NULL, NULL) == TRANSCRIBE_OK);
     snprintf(name, sizeof name, "%s_%s_enc_out", dtype, clip);
     const double tol_enc = T == 1 ? tol_one_row : 1e-3;
     compare(name, s->enc_x, T, d, false, tol_enc);
@@ -201,6 +202,29 @@ static void tensors(const char *dtype, const char *clip, const float *pcm, int n
     compare(name, v0, T, d, false, tol_enc);
     free(k0);
     free(v0);
+    /* an F16 cache takes the cross K/V as half floats too (the spec's
+     * "explicit F16 honoured"): the F32 values, each rounded once */
+    {
+        tr_session_cfg c16 = cfg;
+        c16.kv_type = TRANSCRIBE_KV_TYPE_F16;
+        mn_session *h = NULL;
+        int T16 = 0;
+        CHECK(tr_mn_session_create(m, &c16, &h) == TRANSCRIBE_OK);
+        if (h) CHECK(tr_mn_encode(h, pcm, n, &T16, NULL, NULL, NULL) == TRANSCRIBE_OK);
+        CHECK(h && T16 == T && h->cross_k16 && h->cross_v16 && !h->cross_k && !h->cross_v);
+        if (h && h->cross_k16 && T16 == T) {
+            const size_t all = (size_t)m->hp.n_dec_layers * (size_t)T * (size_t)d;
+            size_t bad = 0;
+            for (size_t i = 0; i < all; i++) {
+                const float k = s->cross_k[i], v = s->cross_v[i];
+                bad += fabsf(tr_f16_to_f32(h->cross_k16[i]) - k) > 0x1p-10f * fabsf(k) + 1e-6f;
+                bad += fabsf(tr_f16_to_f32(h->cross_v16[i]) - v) > 0x1p-10f * fabsf(v) + 1e-6f;
+            }
+            CHECK_MSG(bad == 0, "%s %s: %zu F16 cross K/V values off their F32 ones", dtype, clip,
+                      bad);
+        }
+        tr_mn_session_free(h);
+    }
 
     /* logits of every step over the reference's prefix [start] + ids */
     golden gd;

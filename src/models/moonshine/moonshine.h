@@ -72,11 +72,16 @@ typedef struct mn_session {
     tr_nn_kv kv;
     /* encoder buffers: the rows and cross K/V grow with the longest input
      * seen; the workspace lives only while the encoder runs */
-    float *enc_x;               /* [T_enc][d] */
-    float *enc_ws;              /* the stem's chunks, then tr_nn_enc_block_scratch: its own
-                                 * buffer or cross_k's (alloc_ws) */
-    size_t ws_bytes;            /* enc_ws's size (tr_mem_big_alloc: freed by size) */
-    float *cross_k, *cross_v;   /* [L][T_enc][d] */
+    float *enc_x;    /* [T_enc][d] */
+    float *enc_ws;   /* the stem's chunks, then tr_nn_enc_block_scratch: its own
+                      * buffer or cross_k's (alloc_ws) */
+    size_t ws_bytes; /* enc_ws's size (tr_mem_big_alloc: freed by size) */
+    /* the cross K/V, [L][T_enc][d] each, V after K in one buffer: F32
+     * (cross_k / cross_v), or half floats with an F16 cache (cross_k16 /
+     * cross_v16; the spec's "explicit F16 honoured"); the others NULL */
+    void *cross_buf;
+    float *cross_k, *cross_v;
+    uint16_t *cross_k16, *cross_v16;
     size_t cap_frames;          /* encoder frames enc_x and the cross K/V fit */
     float *gn_scale, *gn_shift; /* [d]: the stem's GroupNorm as an affine map */
     float *stem_out;            /* tr_mn_stem's stages 1-2 (tests) */
@@ -95,13 +100,19 @@ TR_FAMILY_DECLARE(mn);
 /* Frames of the three convolutions for n samples (0 when too short;
  * docs/formats/moonshine.md §5.1); t1 / t2 (may be NULL) get the first two. */
 int64_t tr_mn_enc_frames(const mn_hparams *hp, int64_t n, int64_t *t1, int64_t *t2);
+/* Where an encode writes the decoder's cross K/V ([L][T][d] each, layer
+ * stride T·d): F32 (k, v) or half floats (k16, v16, when set). */
+typedef struct mn_cross {
+    float *k, *v;
+    uint16_t *k16, *v16;
+} mn_cross;
+
 /* Encoder over pcm (n >= hp.min_samples): stem, blocks, final norm into
- * s->enc_x [T][d], then the decoder's cross K/V of every layer into
- * cross_k / cross_v ([L][T][d], layer stride T·d; NULL: the session's own
- * s->cross_k / s->cross_v). Abort is polled before every block (ABORTED).
- * *T gets the frame count. */
-transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T, float *cross_k,
-                               float *cross_v, bool (*should_abort)(void *), void *abort_user);
+ * s->enc_x [T][d], then the decoder's cross K/V of every layer into dst
+ * (NULL: the session's own, half floats with an F16 cache). Abort is
+ * polled before every block (ABORTED). *T gets the frame count. */
+transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T, const mn_cross *dst,
+                               bool (*should_abort)(void *), void *abort_user);
 /* The stem up to a stage (tests): 1 tanh(conv0), 2 the GroupNorm (both
  * frame-major [T1][d]), 3 the whole stem ([T][d], s->enc_x); *out points
  * at the session buffer holding it, *T gets its frame count. */

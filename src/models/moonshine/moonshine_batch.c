@@ -35,16 +35,17 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
     const int i = u->idx;
     const double t0 = tr_time_ms();
     u->T = (int)tr_mn_enc_frames(&s->m->hp, b->g->n_samples[i], NULL, NULL);
-    if (!tr_msd_utt_alloc(u, &s->m->msd, s->m->hp.max_pos, s->kv_f16)) {
+    if (!tr_msd_utt_alloc(u, &s->m->msd, s->m->hp.max_pos, s->kv_f16, s->kv_f16)) {
         TR_ERROR("moonshine: out of memory for utterance %d of a batch", i);
         return TRANSCRIBE_ERR_OOM;
     }
     float *clean = NULL;
     const float *in = tr_pcm_sanitized(b->g->pcm[i], b->g->n_samples[i], "moonshine", &clean);
     int T = 0;
-    const transcribe_status st = in ? tr_mn_encode(s, in, b->g->n_samples[i], &T, u->ck, u->cv,
-                                                   tr_run_abort_poll, &b->g->ctxs[i])
-                                    : TRANSCRIBE_ERR_OOM;
+    const mn_cross dst = {u->ck, u->cv, u->ck16, u->cv16};
+    const transcribe_status st =
+        in ? tr_mn_encode(s, in, b->g->n_samples[i], &T, &dst, tr_run_abort_poll, &b->g->ctxs[i])
+           : TRANSCRIBE_ERR_OOM;
     free(clean);
     b->g->ctxs[i].result->encode_ms = (float)(tr_time_ms() - t0);
     return st;

@@ -43,15 +43,17 @@ transcribe_status tr_mn_session_create(const mn_model *m, const tr_session_cfg *
     return TRANSCRIBE_OK;
 }
 
-/* Bytes of each of the cross K/V buffers for T frames. */
+/* Bytes of each of the cross K / V for T frames (half floats with an F16
+ * cache). */
 static size_t cross_bytes(const mn_session *s, size_t T) {
     const mn_hparams *hp = &s->m->hp;
-    return (size_t)hp->n_dec_layers * T * (size_t)hp->d_model * sizeof(float);
+    return (size_t)hp->n_dec_layers * T * (size_t)hp->d_model *
+           (s->kv_f16 ? sizeof(uint16_t) : sizeof(float));
 }
 
 /* The workspace, unless it is the cross K/V's buffer (alloc_ws). */
 static void free_ws(mn_session *s) {
-    if (s->enc_ws != s->cross_k) tr_mem_big_free(s->enc_ws, s->ws_bytes);
+    if ((void *)s->enc_ws != s->cross_buf) tr_mem_big_free(s->enc_ws, s->ws_bytes);
     s->enc_ws = NULL;
 }
 
@@ -59,8 +61,10 @@ static void free_enc_bufs(mn_session *s) {
     free(s->stem_out);
     free(s->enc_x);
     free_ws(s);
-    tr_mem_big_free(s->cross_k, 2 * cross_bytes(s, s->cap_frames)); /* V shares K's buffer */
+    tr_mem_big_free(s->cross_buf, 2 * cross_bytes(s, s->cap_frames)); /* K, then V */
     s->stem_out = s->enc_x = s->enc_ws = s->cross_k = s->cross_v = NULL;
+    s->cross_buf = NULL;
+    s->cross_k16 = s->cross_v16 = NULL;
     s->cap_frames = 0;
 }
 
@@ -146,10 +150,17 @@ static bool grow_enc_bufs(mn_session *s, int64_t T) {
      * write of them does not fault once per 4 KiB page; K and V in one
      * buffer (V after K), so only one partial 2 MiB keeps small pages
      * (tiny at 11 s: 2 x 3.2 MB faulted 566 small pages a run, 6.3 MB 78) */
-    s->cross_k = tr_mem_big_alloc(2 * cross_bytes(s, (size_t)T));
-    s->cross_v = s->cross_k ? s->cross_k + cross_bytes(s, (size_t)T) / sizeof(float) : NULL;
+    const size_t cb = cross_bytes(s, (size_t)T);
+    s->cross_buf = tr_mem_big_alloc(2 * cb);
     s->cap_frames = (size_t)T; /* the size free_enc_bufs frees them by */
-    if (!s->enc_x || !s->cross_k || !s->cross_v) {
+    if (s->cross_buf && s->kv_f16) {
+        s->cross_k16 = s->cross_buf;
+        s->cross_v16 = (uint16_t *)((char *)s->cross_buf + cb);
+    } else if (s->cross_buf) {
+        s->cross_k = s->cross_buf;
+        s->cross_v = (float *)((char *)s->cross_buf + cb);
+    }
+    if (!s->enc_x || !s->cross_buf) {
         free_enc_bufs(s);
         return false;
     }
@@ -173,8 +184,8 @@ static bool alloc_ws(mn_session *s, int64_t T) {
      * of workspace, ~300 small pages a run less); else allocated per
      * encode and freed after the blocks (release_ws), in huge pages where
      * given */
-    if (s->cross_k && s->ws_bytes <= 2 * cross_bytes(s, s->cap_frames))
-        s->enc_ws = s->cross_k;
+    if (s->cross_buf && s->ws_bytes <= 2 * cross_bytes(s, s->cap_frames))
+        s->enc_ws = s->cross_buf;
     else
         s->enc_ws = tr_mem_big_alloc(s->ws_bytes);
     return s->enc_ws != NULL;
@@ -352,8 +363,9 @@ transcribe_status tr_mn_stem(mn_session *s, const float *pcm, int n, int stage, 
     return st;
 }
 
-transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_out, float *cross_k,
-                               float *cross_v, bool (*should_abort)(void *), void *abort_user) {
+transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_out,
+                               const mn_cross *dst, bool (*should_abort)(void *),
+                               void *abort_user) {
     const mn_model *m = s->m;
     *T_out = 0;
     if (n < m->hp.min_samples) return TRANSCRIBE_ERR_INVALID_ARG;
@@ -379,9 +391,13 @@ transcribe_status tr_mn_encode(mn_session *s, const float *pcm, int n, int *T_ou
     release_ws(s);
     const int d = m->hp.d_model;
     tr_layer_norm(s->pool, s->enc_x, s->enc_x, T, d, m->enc_norm, NULL, 1e-5f);
-    if (!cross_k) cross_k = s->cross_k, cross_v = s->cross_v;
-    if (!tr_ed_cross_kv(s->pool, &m->msd.dec, s->enc_x, T, cross_k, cross_v, (size_t)T * d))
-        return TRANSCRIBE_ERR_OOM;
+    const mn_cross own = {s->cross_k, s->cross_v, s->cross_k16, s->cross_v16};
+    if (!dst) dst = &own;
+    const bool ok =
+        dst->k16
+            ? tr_ed_cross_kv16(s->pool, &m->msd.dec, s->enc_x, T, dst->k16, dst->v16, (size_t)T * d)
+            : tr_ed_cross_kv(s->pool, &m->msd.dec, s->enc_x, T, dst->k, dst->v, (size_t)T * d);
+    if (!ok) return TRANSCRIBE_ERR_OOM;
     *T_out = T;
     return TRANSCRIBE_OK;
 }
@@ -397,6 +413,8 @@ bool tr_mn_decode(mn_session *s, const int32_t *ids, int rows, int n_past, int T
                            .kv = &s->kv,
                            .ck = s->cross_k,
                            .cv = s->cross_v,
+                           .ck16 = s->cross_k16,
+                           .cv16 = s->cross_v16,
                            .cross_stride = (size_t)T_enc * (size_t)m->hp.d_model,
                            .ids = ids};
     tr_ed_step(s->pool, &m->msd.dec, 1, &seq, s->dec_x, s->dec_scratch, s->logits);

@@ -99,7 +99,7 @@ transcribe_status tr_mn_run(mn_session *s, const float *pcm, int n_samples, tr_r
     if (!in) return TRANSCRIBE_ERR_OOM;
     const double t0 = tr_time_ms();
     step_ctx c = {s, 0, ctx, 0};
-    st = tr_mn_encode(s, in, n_samples, &c.T_enc, NULL, NULL, enc_should_abort, &c);
+    st = tr_mn_encode(s, in, n_samples, &c.T_enc, NULL, enc_should_abort, &c);
     free(clean);
     const double t1 = tr_time_ms();
     ctx->result->encode_ms = (float)(t1 - t0);
@@ -115,6 +115,8 @@ transcribe_status tr_mn_run(mn_session *s, const float *pcm, int n_samples, tr_r
                                    .kv = &s->kv,
                                    .ck = s->cross_k,
                                    .cv = s->cross_v,
+                                   .ck16 = s->cross_k16,
+                                   .cv16 = s->cross_v16,
                                    .n_src = c.T_enc,
                                    .x = s->dec_x,
                                    .scratch = s->dec_scratch,

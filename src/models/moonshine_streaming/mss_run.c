@@ -298,7 +298,7 @@ static transcribe_status utt_encode(void *user, tr_msd_utt *u) {
     if (st == TRANSCRIBE_OK) {
         u->T = T;
         u->max_new = tr_mss_gen_cap(hp, T);
-        if (!tr_msd_utt_alloc(u, &s->m->msd, hp->max_pos, s->kv_f16)) {
+        if (!tr_msd_utt_alloc(u, &s->m->msd, hp->max_pos, s->kv_f16, false)) {
             TR_ERROR("moonshine_streaming: out of memory for utterance %d of a batch", i);
             return TRANSCRIBE_ERR_OOM;
         }
