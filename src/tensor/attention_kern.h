@@ -389,6 +389,14 @@ AINLINE void fma_2x4(vf p, vf q, const vf x[4], vf a[4], vf b[4]) {
  * 2-core Zen 3 host; 4 to 32 rows ahead all measured alike. */
 #define KV_AHEAD 16
 
+/* s plus q[dd] * k[dd - dv] for dd in [dv, d), in order: the scalar tail
+ * of dot_row / dot_rows4 over a row whose last d - dv values were widened
+ * into k, so the same bits. */
+AINLINE float tail_dot(float s, const float *q, const float *k, int dv, int d) {
+    for (int dd = dv; dd < d; dd++) s += q[dd] * k[dd - dv];
+    return s;
+}
+
 /* Scores of the G heads of rs against F16 key rows [kb, kb + nk) of KV
  * head hk, converted in registers (each K vector once for all heads):
  * per key the operations of dot_rows4, so the same bits. With fetch, asks
@@ -397,7 +405,7 @@ AINLINE void fma_2x4(vf p, vf q, const vf x[4], vf a[4], vf b[4]) {
 AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G,
                         bool fetch, int lim) {
     const tr_attn_args *a = job->a;
-    const int d = a->head_dim;
+    const int d = a->head_dim, dv = d / VW * VW; /* the vector part */
     const uint16_t *kr = job->k16 + (long)kb * a->kv_stride + tr_attn_head_off(a, hk);
     const long st = a->kv_stride;
     int j = 0;
@@ -412,42 +420,49 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
          * four chains alone; the two-head block below would also run a
          * second set for the same head and drop it. The same FMAs per key,
          * so the same bits. */
+        /* the last d % VW values of the four rows, widened once for every
+         * head (dot_rows4's scalar tail) */
+        float kt[4][VW];
+        if (dv < d)
+            for (int r = 0; r < 4; r++) vcvt_f16(k0 + r * st + dv, kt[r], d - dv);
         if (G == 1) {
             const float *qa = rs[0].qp;
             vf ac[4] = {vzero(), vzero(), vzero(), vzero()};
-            for (int dd = 0; dd < d; dd += VW) {
+            for (int dd = 0; dd < dv; dd += VW) {
                 const vf qv = vload(qa + dd);
                 ac[0] = vfmadd(qv, vload_f16(k0 + dd), ac[0]);
                 ac[1] = vfmadd(qv, vload_f16(k0 + st + dd), ac[1]);
                 ac[2] = vfmadd(qv, vload_f16(k0 + 2 * st + dd), ac[2]);
                 ac[3] = vfmadd(qv, vload_f16(k0 + 3 * st + dd), ac[3]);
             }
-            for (int r = 0; r < 4; r++) rs[0].s[j + r] = vhsum(ac[r]);
+            for (int r = 0; r < 4; r++) rs[0].s[j + r] = tail_dot(vhsum(ac[r]), qa, kt[r], dv, d);
             continue;
         }
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
             const float *qa = rs[g0].qp, *qb = rs[g0 + two].qp;
             vf ac[4] = {vzero(), vzero(), vzero(), vzero()}, bc[4] = {ac[0], ac[1], ac[2], ac[3]};
-            for (int dd = 0; dd < d; dd += VW) {
+            for (int dd = 0; dd < dv; dd += VW) {
                 const vf x[4] = {vload_f16(k0 + dd), vload_f16(k0 + st + dd),
                                  vload_f16(k0 + 2 * st + dd), vload_f16(k0 + 3 * st + dd)};
                 fma_2x4(vload(qa + dd), vload(qb + dd), x, ac, bc);
             }
             float *sa = rs[g0].s + j, *sb = rs[g0 + two].s + j;
-            for (int r = 0; r < 4; r++) sa[r] = vhsum(ac[r]);
+            for (int r = 0; r < 4; r++) sa[r] = tail_dot(vhsum(ac[r]), qa, kt[r], dv, d);
             if (two)
-                for (int r = 0; r < 4; r++) sb[r] = vhsum(bc[r]);
+                for (int r = 0; r < 4; r++) sb[r] = tail_dot(vhsum(bc[r]), qb, kt[r], dv, d);
         }
     }
     if (fetch) prefetch_kv(job, hk, kb + j, kb + nk, FETCH_V);
     for (; j < nk; j++) {
         const uint16_t *k0 = kr + (long)j * st;
+        float kt[VW];
+        if (dv < d) vcvt_f16(k0 + dv, kt, d - dv);
         for (int g = 0; g < G; g++) {
             vf acc = vzero();
-            for (int dd = 0; dd < d; dd += VW)
+            for (int dd = 0; dd < dv; dd += VW)
                 acc = vfmadd(vload(rs[g].qp + dd), vload_f16(k0 + dd), acc);
-            rs[g].s[j] = vhsum(acc);
+            rs[g].s[j] = tail_dot(vhsum(acc), rs[g].qp, kt, dv, d); /* dot_row's tail */
         }
     }
 }
@@ -462,6 +477,41 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
  * the same fused multiply-adds in the same key order as the converted-block
  * loop, so the same bits. */
 #define PV_JB 8
+
+/* o[0, nv·VW) += p[j] · V row j over keys [j0, j1) (F16 rows st apart),
+ * the nv (1..4) output vectors held in registers across the keys. */
+AINLINE void pv16_cols(const float *p, const uint16_t *v, long st, int j0, int j1, float *o,
+                       int nv) {
+    vf ac[4];
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        if (i < nv) ac[i] = vload(o + i * VW);
+    for (int j = j0; j < j1; j++) {
+        const vf pj = vset1(p[j]);
+        const uint16_t *vr = v + (long)j * st;
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; i++)
+            if (i < nv) ac[i] = vfmadd(pj, vload_f16(vr + i * VW), ac[i]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++)
+        if (i < nv) vstore(o + i * VW, ac[i]);
+}
+
+/* The last d - dd columns (fewer than a vector) of o += p · V over keys
+ * [j0, j1): pv_f32's scalar tail, key by key. */
+AINLINE void pv16_tail(const float *p, const uint16_t *v, long st, int j0, int j1, float *o, int dd,
+                       int d) {
+    const int nt = d - dd;
+    float t[VW], x[VW];
+    for (int c = 0; c < nt; c++) t[c] = o[dd + c];
+    for (int j = j0; j < j1; j++) {
+        vcvt_f16(v + (long)j * st + dd, x, nt);
+        for (int c = 0; c < nt; c++) t[c] += p[j] * x[c];
+    }
+    for (int c = 0; c < nt; c++) o[dd + c] = t[c];
+}
+
 AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
     const tr_attn_args *a = job->a;
     const int d = a->head_dim;
@@ -487,6 +537,31 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
             }
             continue;
         }
+        /* one head, any width: up to four output vectors at a time (the
+         * two-head block below would run a second set for the same head),
+         * then the scalar tail */
+        if (G == 1) {
+            float *oa = rs[0].o;
+            const float *pa = rs[0].s;
+            int dd = 0;
+            for (; dd + 4 * VW <= d; dd += 4 * VW) pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 4);
+            switch ((d - dd) / VW) {
+            case 3:
+                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 3);
+                break;
+            case 2:
+                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 2);
+                break;
+            case 1:
+                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 1);
+                break;
+            default:
+                break;
+            }
+            dd += (d - dd) / VW * VW;
+            if (dd < d) pv16_tail(pa, vr, st, j0, j1, oa, dd, d);
+            continue;
+        }
         for (int g0 = 0; g0 < G; g0 += 2) {
             const int two = G - g0 >= 2;
             float *oa = rs[g0].o, *ob = rs[g0 + two].o;
@@ -506,7 +581,7 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
                 if (two)
                     for (int i = 0; i < 4; i++) vstore(ob + dd + i * VW, bc[i]);
             }
-            for (; dd < d; dd += VW) {
+            for (; dd + VW <= d; dd += VW) {
                 vf a0 = vload(oa + dd), b0 = vload(ob + dd);
                 for (int j = j0; j < j1; j++) {
                     const vf x0 = vload_f16(vr + (long)j * st + dd);
@@ -516,6 +591,20 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
                 vstore(oa + dd, a0);
                 if (two) vstore(ob + dd, b0);
             }
+            if (dd == d) continue;
+            /* the last d % VW columns: pv_f32's scalar tail, key by key */
+            const int nt = d - dd;
+            float ta[VW], tb[VW], x[VW];
+            for (int c = 0; c < nt; c++) ta[c] = oa[dd + c], tb[c] = ob[dd + c];
+            for (int j = j0; j < j1; j++) {
+                vcvt_f16(vr + (long)j * st + dd, x, nt);
+                for (int c = 0; c < nt; c++) ta[c] += pa[j] * x[c];
+                if (two)
+                    for (int c = 0; c < nt; c++) tb[c] += pb[j] * x[c];
+            }
+            for (int c = 0; c < nt; c++) oa[dd + c] = ta[c];
+            if (two)
+                for (int c = 0; c < nt; c++) ob[dd + c] = tb[c];
         }
     }
 }
@@ -588,8 +677,10 @@ void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float 
     }
     /* F16 K/V without a position bias: read in place, converted in
      * registers (converting each block into kbuf/vbuf first and reading it
-     * back cost a decoder step's attention several times more) */
-    const bool f16_direct = job->k16 && !a->pos_bias && d % VW == 0;
+     * back cost a decoder step's attention several times more); a head dim
+     * that is not a multiple of the vector (Moonshine's 36 and 52) takes
+     * the F32 loops' scalar tails, on its last values widened once per row */
+    const bool f16_direct = job->k16 && !a->pos_bias;
     /* F32 K/V are read in place and fetched as the scores go, as F16 ones
      * are (Moonshine base's cross-attention over 457 F32 keys of head_dim
      * 52, a decode step: ~0.86 of the time of fetching each next block of

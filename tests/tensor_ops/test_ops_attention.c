@@ -252,6 +252,11 @@ int main(void) {
          * vectors over), head dims past and short of four vectors */
         {1, 150, 6, 2, 40, true, 149, 0, false, 0},
         {2, 70, 3, 1, 24, true, 68, 0, false, 1},
+        /* Moonshine's head dims (not multiples of a vector): base's
+         * cross-attention over 457 frames (52), tiny's cache (36); F16
+         * K/V read in place with scalar tails */
+        {1, 457, 8, 8, 52, false, 0, 0, false, 0},
+        {1, 60, 8, 8, 36, true, 59, 0, false, 0},
         /* a few prompt rows on the row path, causal, kv_valid, bias */
         {5, 40, 2, 1, 48, true, 35, 38, true, 3},
         /* encoder-style tiles, several blocks, tails in both directions */
