@@ -424,7 +424,7 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
          * head (dot_rows4's scalar tail) */
         float kt[4][VW];
         if (dv < d)
-            for (int r = 0; r < 4; r++) vcvt_f16(k0 + r * st + dv, kt[r], d - dv);
+            for (int r = 0; r < 4; r++) vcvt_f16_short(k0 + r * st + dv, kt[r], d - dv);
         if (G == 1) {
             const float *qa = rs[0].qp;
             vf ac[4] = {vzero(), vzero(), vzero(), vzero()};
@@ -457,7 +457,7 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
     for (; j < nk; j++) {
         const uint16_t *k0 = kr + (long)j * st;
         float kt[VW];
-        if (dv < d) vcvt_f16(k0 + dv, kt, d - dv);
+        if (dv < d) vcvt_f16_short(k0 + dv, kt, d - dv);
         for (int g = 0; g < G; g++) {
             vf acc = vzero();
             for (int dd = 0; dd < dv; dd += VW)
@@ -506,7 +506,7 @@ AINLINE void pv16_tail(const float *p, const uint16_t *v, long st, int j0, int j
     float t[VW], x[VW];
     for (int c = 0; c < nt; c++) t[c] = o[dd + c];
     for (int j = j0; j < j1; j++) {
-        vcvt_f16(v + (long)j * st + dd, x, nt);
+        vcvt_f16_short(v + (long)j * st + dd, x, nt);
         for (int c = 0; c < nt; c++) t[c] += p[j] * x[c];
     }
     for (int c = 0; c < nt; c++) o[dd + c] = t[c];
@@ -597,7 +597,7 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
             float ta[VW], tb[VW], x[VW];
             for (int c = 0; c < nt; c++) ta[c] = oa[dd + c], tb[c] = ob[dd + c];
             for (int j = j0; j < j1; j++) {
-                vcvt_f16(vr + (long)j * st + dd, x, nt);
+                vcvt_f16_short(vr + (long)j * st + dd, x, nt);
                 for (int c = 0; c < nt; c++) ta[c] += pa[j] * x[c];
                 if (two)
                     for (int c = 0; c < nt; c++) tb[c] += pb[j] * x[c];

@@ -235,6 +235,21 @@ static inline void vcvt_f16(const uint16_t *src, float *dst, long n) {
     for (; i < n; i++) dst[i] = tr_f16_to_f32(src[i]);
 }
 
+/* dst[0..n) = F16 src[0..n) as float for n < VW, through one vector
+ * conversion (dst holds VW floats; the values past n are zeros) */
+static inline void vcvt_f16_short(const uint16_t *src, float *dst, int n) {
+#if defined(TR_VEC_AVX512)
+    const __m256i h = _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), src);
+    _mm512_storeu_ps(dst, _mm512_cvtph_ps(h));
+#elif defined(TR_VEC_AVX2)
+    uint16_t t[8] = {0};
+    memcpy(t, src, sizeof(uint16_t) * (size_t)n);
+    _mm256_storeu_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t)));
+#else
+    for (int i = 0; i < n; i++) dst[i] = tr_f16_to_f32(src[i]);
+#endif
+}
+
 /* VW F16 values at src as a vector */
 static inline vf vload_f16(const uint16_t *src) {
 #if defined(TR_VEC_AVX512)
