@@ -1103,6 +1103,15 @@ int main(int argc, char **argv) {
     log_filter lf = {o.quiet, dbg && *dbg && *dbg != '0'};
     transcribe_log_set(log_cb, &lf);
     g_log_filter = &lf;
+    if (o.list_devices) {
+        rc = list_devices();
+        free(o.audio);
+        return rc;
+    }
+    if (!prepare_output_dir(&o)) {
+        free(o.audio);
+        return 1;
+    }
     /* -o: never one of the inputs; a regular file (or a new one) is written
      * as a temporary file beside it and renamed over it at the end, so a
      * run that fails leaves it as it was and a file being read (an input,
@@ -1111,15 +1120,6 @@ int main(int argc, char **argv) {
     FILE *out_file = NULL;
     out_target ot = {0};
     if (o.output && (!output_not_input(&o) || !out_target_open(&ot, o.output))) {
-        free(o.audio);
-        return 1;
-    }
-    if (o.list_devices) {
-        rc = list_devices();
-        free(o.audio);
-        return rc;
-    }
-    if (!prepare_output_dir(&o)) {
         free(o.audio);
         return 1;
     }
