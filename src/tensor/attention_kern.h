@@ -419,9 +419,8 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
         /* one head (a KV head per query head: Cohere, Whisper, Canary): its
          * four chains alone; the two-head block below would also run a
          * second set for the same head and drop it. The same FMAs per key,
-         * so the same bits. */
-        /* the last d % VW values of the four rows, widened once for every
-         * head (dot_rows4's scalar tail) */
+         * so the same bits. The last d % VW values of the four rows are
+         * widened once for every head (dot_rows4's scalar tail). */
         float kt[4][VW];
         if (dv < d)
             for (int r = 0; r < 4; r++) vcvt_f16_short(k0 + r * st + dv, kt[r], d - dv);
@@ -592,19 +591,8 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
                 if (two) vstore(ob + dd, b0);
             }
             if (dd == d) continue;
-            /* the last d % VW columns: pv_f32's scalar tail, key by key */
-            const int nt = d - dd;
-            float ta[VW], tb[VW], x[VW];
-            for (int c = 0; c < nt; c++) ta[c] = oa[dd + c], tb[c] = ob[dd + c];
-            for (int j = j0; j < j1; j++) {
-                vcvt_f16_short(vr + (long)j * st + dd, x, nt);
-                for (int c = 0; c < nt; c++) ta[c] += pa[j] * x[c];
-                if (two)
-                    for (int c = 0; c < nt; c++) tb[c] += pb[j] * x[c];
-            }
-            for (int c = 0; c < nt; c++) oa[dd + c] = ta[c];
-            if (two)
-                for (int c = 0; c < nt; c++) ob[dd + c] = tb[c];
+            pv16_tail(pa, vr, st, j0, j1, oa, dd, d); /* the last d % VW columns */
+            if (two) pv16_tail(pb, vr, st, j0, j1, ob, dd, d);
         }
     }
 }
