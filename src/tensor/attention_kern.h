@@ -477,38 +477,77 @@ AINLINE void scores_f16(const tr_attn_job *job, int hk, int kb, int nk, row_stat
  * loop, so the same bits. */
 #define PV_JB 8
 
-/* o[0, nv·VW) += p[j] · V row j over keys [j0, j1) (F16 rows st apart),
- * the nv (1..4) output vectors held in registers across the keys. */
-AINLINE void pv16_cols(const float *p, const uint16_t *v, long st, int j0, int j1, float *o,
-                       int nv) {
+/* o[0, d) += sum over keys j in [j0, j1) of p[j] * V row j (rows st
+ * values apart: floats, or half floats when f16), each o[dd] summed over j
+ * in order as one row at a time would. The vector columns are held in
+ * registers across the keys, up to four at a time (pv_cols), and the
+ * scalar tail's columns likewise (pv_tail): updated key by key in memory
+ * instead, each column waited on a store and a reload per key (a decoder
+ * step's cross-attention over F32 keys spent a quarter of its time there).
+ * f16 is a constant at every call, so each form compiles on its own. */
+AINLINE vf pv_load(const void *v, bool f16, long at) {
+    return f16 ? vload_f16((const uint16_t *)v + at) : vload((const float *)v + at);
+}
+
+AINLINE void pv_cols(const float *p, const void *v, bool f16, long st, int j0, int j1, float *o,
+                     int nv) {
     vf ac[4];
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
         if (i < nv) ac[i] = vload(o + i * VW);
     for (int j = j0; j < j1; j++) {
         const vf pj = vset1(p[j]);
-        const uint16_t *vr = v + (long)j * st;
 #pragma GCC unroll 4
         for (int i = 0; i < 4; i++)
-            if (i < nv) ac[i] = vfmadd(pj, vload_f16(vr + i * VW), ac[i]);
+            if (i < nv) ac[i] = vfmadd(pj, pv_load(v, f16, (long)j * st + i * VW), ac[i]);
     }
 #pragma GCC unroll 4
     for (int i = 0; i < 4; i++)
         if (i < nv) vstore(o + i * VW, ac[i]);
 }
 
-/* The last d - dd columns (fewer than a vector) of o += p · V over keys
- * [j0, j1): pv_f32's scalar tail, key by key. */
-AINLINE void pv16_tail(const float *p, const uint16_t *v, long st, int j0, int j1, float *o, int dd,
-                       int d) {
+/* The columns [dd, d) (fewer than a vector) of the same, key by key. */
+AINLINE void pv_tail(const float *p, const void *v, bool f16, long st, int j0, int j1, float *o,
+                     int dd, int d) {
     const int nt = d - dd;
     float t[VW], x[VW];
     for (int c = 0; c < nt; c++) t[c] = o[dd + c];
     for (int j = j0; j < j1; j++) {
-        vcvt_f16_short(v + (long)j * st + dd, x, nt);
-        for (int c = 0; c < nt; c++) t[c] += p[j] * x[c];
+        const float *vr = x;
+        if (f16)
+            vcvt_f16_short((const uint16_t *)v + (long)j * st + dd, x, nt);
+        else
+            vr = (const float *)v + (long)j * st + dd;
+        for (int c = 0; c < nt; c++) t[c] += p[j] * vr[c];
     }
     for (int c = 0; c < nt; c++) o[dd + c] = t[c];
+}
+
+AINLINE void pv_rows(const float *p, const void *v, bool f16, long st, int j0, int j1, int d,
+                     float *o) {
+    const long esz = f16 ? 2 : 4; /* bytes a value */
+    int dd = 0;
+    for (; dd + 4 * VW <= d; dd += 4 * VW)
+        pv_cols(p, (const char *)v + dd * esz, f16, st, j0, j1, o + dd, 4);
+    switch ((d - dd) / VW) {
+    case 3:
+        pv_cols(p, (const char *)v + dd * esz, f16, st, j0, j1, o + dd, 3);
+        break;
+    case 2:
+        pv_cols(p, (const char *)v + dd * esz, f16, st, j0, j1, o + dd, 2);
+        break;
+    case 1:
+        pv_cols(p, (const char *)v + dd * esz, f16, st, j0, j1, o + dd, 1);
+        break;
+    default:
+        break;
+    }
+    dd += (d - dd) / VW * VW;
+    if (dd < d) pv_tail(p, v, f16, st, j0, j1, o, dd, d);
+}
+
+AINLINE void pv_f32(const float *p, const float *v, long kst, int nk, int d, float *o) {
+    pv_rows(p, v, false, kst, 0, nk, d, o);
 }
 
 AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *rs, int G) {
@@ -540,25 +579,7 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
          * two-head block below would run a second set for the same head),
          * then the scalar tail */
         if (G == 1) {
-            float *oa = rs[0].o;
-            const float *pa = rs[0].s;
-            int dd = 0;
-            for (; dd + 4 * VW <= d; dd += 4 * VW) pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 4);
-            switch ((d - dd) / VW) {
-            case 3:
-                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 3);
-                break;
-            case 2:
-                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 2);
-                break;
-            case 1:
-                pv16_cols(pa, vr + dd, st, j0, j1, oa + dd, 1);
-                break;
-            default:
-                break;
-            }
-            dd += (d - dd) / VW * VW;
-            if (dd < d) pv16_tail(pa, vr, st, j0, j1, oa, dd, d);
+            pv_rows(rs[0].s, vr, true, st, j0, j1, d, rs[0].o);
             continue;
         }
         for (int g0 = 0; g0 < G; g0 += 2) {
@@ -591,62 +612,10 @@ AINLINE void pv_f16(const tr_attn_job *job, int hk, int kb, int nk, row_state *r
                 if (two) vstore(ob + dd, b0);
             }
             if (dd == d) continue;
-            pv16_tail(pa, vr, st, j0, j1, oa, dd, d); /* the last d % VW columns */
-            if (two) pv16_tail(pb, vr, st, j0, j1, ob, dd, d);
+            pv_tail(pa, vr, true, st, j0, j1, oa, dd, d); /* the last d % VW columns */
+            if (two) pv_tail(pb, vr, true, st, j0, j1, ob, dd, d);
         }
     }
-}
-
-/* o[0, d) += sum over keys j < nk of p[j] * V row j (rows kst floats
- * apart), each o[dd] summed over j in order as one row at a time would.
- * The vector columns are held in registers across the keys, up to four
- * at a time, and the scalar tail's columns likewise: updated key by key
- * in memory instead, each column waited on a store and a reload per key
- * (a decoder step's cross-attention over F32 keys spent a quarter of its
- * time there). */
-AINLINE void pv_cols(const float *p, const float *v, long kst, int nk, float *o, int nv) {
-    vf ac[4];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++)
-        if (i < nv) ac[i] = vload(o + i * VW);
-    for (int j = 0; j < nk; j++) {
-        const vf pj = vset1(p[j]);
-        const float *vr = v + (long)j * kst;
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; i++)
-            if (i < nv) ac[i] = vfmadd(pj, vload(vr + i * VW), ac[i]);
-    }
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++)
-        if (i < nv) vstore(o + i * VW, ac[i]);
-}
-
-AINLINE void pv_f32(const float *p, const float *v, long kst, int nk, int d, float *o) {
-    int dd = 0;
-    for (; dd + 4 * VW <= d; dd += 4 * VW) pv_cols(p, v + dd, kst, nk, o + dd, 4);
-    switch ((d - dd) / VW) {
-    case 3:
-        pv_cols(p, v + dd, kst, nk, o + dd, 3);
-        break;
-    case 2:
-        pv_cols(p, v + dd, kst, nk, o + dd, 2);
-        break;
-    case 1:
-        pv_cols(p, v + dd, kst, nk, o + dd, 1);
-        break;
-    default:
-        break;
-    }
-    dd += (d - dd) / VW * VW;
-    if (dd == d) return;
-    float t[VW];
-    const int nt = d - dd;
-    for (int c = 0; c < nt; c++) t[c] = o[dd + c];
-    for (int j = 0; j < nk; j++) {
-        const float *vr = v + (long)j * kst + dd;
-        for (int c = 0; c < nt; c++) t[c] += p[j] * vr[c];
-    }
-    for (int c = 0; c < nt; c++) o[dd + c] = t[c];
 }
 
 void TR_VSUF(tr_attn_rows)(const tr_attn_job *job, int h, int q0, int q1, float *scratch) {
