@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "cli.h"
+#include "same_file.h"
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT, read by the abort callback */
 
@@ -235,22 +236,18 @@ static char *model_by_name(const char *arg, bool quiet) {
 
 /* -m, else $TRANSCRIBE_MODEL, else the first (by name) .gguf file in models/ of the
  * source tree this binary was built from. */
-/* Whether a and b name one existing file (device and inode). */
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
-}
-
 /* -o names none of the audio inputs, the diarizer or the VAD model (an
  * error line when it does: writing there would destroy an input). */
 static bool output_not_input(const cli_opts *o) {
     const char *what = NULL, *path = NULL;
     for (int i = 0; i < o->n_audio && !what; i++)
-        if (same_file(o->output, o->audio[i])) what = "an input audio file", path = o->audio[i];
-    if (!what && o->diarizer && same_file(o->output, o->diarizer)) what = "the --diarizer model";
-    if (!what && o->vad_model && same_file(o->output, o->vad_model)) what = "the --vad model";
-    if (!what && o->batch_file && same_file(o->output, o->batch_file)) what = "the --batch list";
+        if (tool_same_file(o->output, o->audio[i]))
+            what = "an input audio file", path = o->audio[i];
+    if (!what && o->diarizer && tool_same_file(o->output, o->diarizer))
+        what = "the --diarizer model";
+    if (!what && o->vad_model && tool_same_file(o->output, o->vad_model)) what = "the --vad model";
+    if (!what && o->batch_file && tool_same_file(o->output, o->batch_file))
+        what = "the --batch list";
     if (!what) return true;
     fprintf(stderr, "error: -o %s is %s%s%s; choose another output file\n", o->output, what,
             path ? " " : "", path ? path : "");
@@ -1124,7 +1121,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
-    if (model_path && o.output && same_file(o.output, model_path)) {
+    if (model_path && o.output && tool_same_file(o.output, model_path)) {
         fprintf(stderr, "error: -o %s is the model file; choose another output file\n", o.output);
         free(model_path);
         model_path = NULL;

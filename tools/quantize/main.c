@@ -13,6 +13,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_writer.h"
 #include "policy.h"
+#include "same_file.h"
 #include "tensor/dtype.h"
 
 static const char *const k_bulk_keys[] = {
@@ -25,15 +26,6 @@ enum { N_BULK = sizeof k_bulk_keys / sizeof k_bulk_keys[0] };
 static void usage(FILE *f, const char *argv0) {
     fprintf(f, "usage: %s INPUT.gguf OUTPUT.gguf --quant PRESET\n\n", argv0);
     fprintf(f, "  --quant PRESET   one of: %s\n", qp_preset_names());
-}
-
-/* The input is read through a mapping while the output is written: writing
- * over the input (the same path, or another name of the same file) would
- * destroy the model being read, so that is refused before anything opens. */
-static bool same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return false; /* b absent: new file */
-    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 typedef struct type_stats {
@@ -300,7 +292,10 @@ int main(int argc, char **argv) {
         usage(stderr, argv[0]);
         return 2;
     }
-    if (same_file(pos[0], pos[1])) {
+    /* the input is read through a mapping while the output is written:
+     * writing over it (the same path or another name of the same file)
+     * would destroy the model being read, so that is refused first */
+    if (tool_same_file(pos[0], pos[1])) {
         fprintf(stderr,
                 "transcribe-quantize: %s and %s are the same file; the output must not "
                 "overwrite the model it reads\n",
