@@ -120,8 +120,11 @@ static void bad_inputs(void) {
                "using model /nonexistent/env.gguf (from TRANSCRIBE_MODEL)");
     EXPECT_RUN(NULL, "-m /nonexistent/model.gguf -o /nonexistent-dir/out.txt x.wav", 1, g_err,
                "error: cannot open /nonexistent-dir/out.txt for writing");
-    EXPECT_RUN(NULL, "-m /nonexistent/model.gguf --batch /nonexistent/list.txt", 1, g_err,
-               "model load");
+    EXPECT_RUN(
+        NULL, "-m /nonexistent/model.gguf --batch /nonexistent/list.txt", 1, g_err,
+        "error: cannot load model: '/nonexistent/model.gguf' does not exist (file not found)");
+    /* one line per failed load: the library's reason on the CLI's line, not both */
+    CHECK(strstr(g_err, "[error]") == NULL);
 
     char model[512], args[1200];
     snprintf(model, sizeof model, "%s/cli_test_voxtral_realtime.gguf", TR_BINARY_DIR);
@@ -129,6 +132,7 @@ static void bad_inputs(void) {
     /* every published architecture has a loader: one without its keys is a load error */
     snprintf(args, sizeof args, "-m '%s' x.wav", model);
     EXPECT_RUN(NULL, args, 1, g_err, "gguf load error");
+    CHECK(strstr(g_err, "[error]") == NULL && strstr(g_err, "error: cannot load model") != NULL);
     snprintf(args, sizeof args, "-m '%s' -f report x.wav", model);
     EXPECT_RUN(NULL, args, 1, g_out, "-> gguf load error");
     remove(model);

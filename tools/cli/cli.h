@@ -123,9 +123,15 @@ void cli_log(transcribe_log_level level, const char *fmt, ...)
 #endif
     ;
 bool cli_write_text_file(FILE *f, const char *path, const char *text);
-/* transcribe_audio_load_file; a failure leaves its reason in why (cap
- * bytes): the first error the library logged (as the bindings report it),
- * without the module's tag or a trailing path, else the status text. */
+/* A file load's reason: between cli_load_capture and cli_load_reason the
+ * library's error lines are held back, and why (cap bytes) gets the first
+ * (as the bindings report it), without the module's tag or a trailing path,
+ * else the status text. cli_load_error prints the one line of a failed
+ * load: "error: cannot load WHAT PATH: WHY (status)". */
+void cli_load_capture(char *why, size_t cap);
+void cli_load_reason(char *why, size_t cap, const char *path, transcribe_status st);
+void cli_load_error(const char *what, const char *path, const char *why, transcribe_status st);
+/* transcribe_audio_load_file, its reason in why as above. */
 transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
                                  size_t cap);
 /* Ctrl-C was pressed (SIGINT). */

@@ -70,15 +70,19 @@ typedef struct log_filter {
     bool debug;       /* TRANSCRIBE_DEBUG set */
 } log_filter;
 
-/* cli_audio_load's capture: the first error message the library logs
- * while it loads (the CLI loads audio on one thread). */
+/* The capture of cli_load_capture: the first error message the library
+ * logs while a file loads (the CLI loads on one thread). The caller prints
+ * it on its own error line, so captured errors are not printed here: one
+ * line per failure, with or without -q. */
 static char *g_capture;
 static size_t g_capture_cap;
 
 static void log_cb(transcribe_log_level level, const char *msg, void *ud) {
     const log_filter *lf = ud;
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && g_capture && g_capture_cap && !g_capture[0])
-        snprintf(g_capture, g_capture_cap, "%s", msg);
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && g_capture && g_capture_cap) {
+        if (!g_capture[0]) snprintf(g_capture, g_capture_cap, "%s", msg);
+        return;
+    }
     if (lf->errors_only && level != TRANSCRIBE_LOG_LEVEL_ERROR) return;
     if (level == TRANSCRIBE_LOG_LEVEL_DEBUG && !lf->debug) return;
     const char *prefix;
@@ -118,18 +122,20 @@ void cli_log(transcribe_log_level level, const char *fmt, ...) {
     log_cb(level, msg, (void *)(g_log_filter ? g_log_filter : &none));
 }
 
-transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
-                                 size_t cap) {
+void cli_load_capture(char *why, size_t cap) {
     if (cap) why[0] = '\0';
     g_capture = why;
     g_capture_cap = cap;
-    transcribe_status st = transcribe_audio_load_file(path, rate, pcm, n);
+}
+
+void cli_load_reason(char *why, size_t cap, const char *path, transcribe_status st) {
     g_capture = NULL;
-    if (st == TRANSCRIBE_OK || !cap) return st;
+    if (!cap) return;
     size_t len = strlen(why);
     while (len && why[len - 1] == '\n') why[--len] = '\0';
     /* the module's tag says nothing to a reader; the path is on the line already */
-    static const char *const tags[] = {"audio: ", "wav: "};
+    static const char *const tags[] = {
+        "audio: ", "wav: ", "model load: ", "gguf: ", "silero-vad: "};
     for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++) {
         size_t t = strlen(tags[i]);
         if (strncmp(why, tags[i], t) == 0) memmove(why, why + t, strlen(why + t) + 1);
@@ -139,6 +145,28 @@ transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n
     if (len > pl + 2 && strcmp(why + len - pl, path) == 0 && why[len - pl - 2] == ':')
         why[len - pl - 2] = '\0';
     if (!why[0]) snprintf(why, cap, "%s", transcribe_status_string(st));
+}
+
+void cli_load_error(const char *what, const char *path, const char *why, transcribe_status st) {
+    const char *status = transcribe_status_string(st);
+    const char *sep = strcmp(why, status) ? " (" : "";
+    const char *end = *sep ? ")" : "";
+    if (!*sep) status = "";
+    if (strstr(why, path)) /* the reason names the file already */
+        fprintf(stderr, "error: cannot load %s: %s%s%s%s\n", what, why, sep, status, end);
+    else
+        fprintf(stderr, "error: cannot load %s %s: %s%s%s%s\n", what, path, why, sep, status, end);
+}
+
+transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
+                                 size_t cap) {
+    cli_load_capture(why, cap);
+    transcribe_status st = transcribe_audio_load_file(path, rate, pcm, n);
+    if (st == TRANSCRIBE_OK) {
+        g_capture = NULL;
+        return st;
+    }
+    cli_load_reason(why, cap, path, st);
     return st;
 }
 
@@ -1148,17 +1176,15 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
+    char why[512];
+    cli_load_capture(why, sizeof why);
     transcribe_status st = transcribe_model_load_file(model_path, &lp, &model);
+    cli_load_reason(why, sizeof why, model_path, st);
     if (st != TRANSCRIBE_OK) {
         if (o.format == CLI_FMT_REPORT && !o.batch_file) {
             printf("model: %s -> %s\n", model_path, transcribe_status_string(st));
         }
-        if (o.batch_file) {
-            fprintf(stderr, "model load: %s\n", transcribe_status_string(st));
-        } else {
-            fprintf(stderr, "error: cannot load model %s: %s\n", model_path,
-                    transcribe_status_string(st));
-        }
+        cli_load_error("model", model_path, why, st);
         goto done;
     }
     struct transcribe_capabilities caps;
@@ -1190,10 +1216,11 @@ int main(int argc, char **argv) {
                 "--diarizer: a streamed run (--stream, --stream-chunk-ms) has no speaker "
                 "labels; the flag is ignored");
     } else if (o.diarizer) {
+        cli_load_capture(why, sizeof why);
         st = transcribe_model_load_file(o.diarizer, &lp, &diarizer);
+        cli_load_reason(why, sizeof why, o.diarizer, st);
         if (st != TRANSCRIBE_OK) {
-            fprintf(stderr, "error: cannot load diarizer %s: %s\n", o.diarizer,
-                    transcribe_status_string(st));
+            cli_load_error("diarizer", o.diarizer, why, st);
             goto done;
         }
         if (!transcribe_model_supports(diarizer, TRANSCRIBE_FEATURE_DIARIZATION)) {

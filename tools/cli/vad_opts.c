@@ -93,10 +93,12 @@ int cli_vad_load(const cli_opts *o, struct transcribe_vad_model **out) {
         snprintf(path, sizeof path, "%s", o->vad_model);
     else
         snprintf(path, sizeof path, "%s/%s", TR_BUNDLED_MODEL_DIR, CLI_VAD_FILE);
+    char why[512];
+    cli_load_capture(why, sizeof why);
     transcribe_status st = transcribe_vad_model_load(path, out);
+    cli_load_reason(why, sizeof why, path, st);
     if (st != TRANSCRIBE_OK) {
-        fprintf(stderr, "error: cannot load the VAD model %s: %s\n", path,
-                transcribe_status_string(st));
+        cli_load_error("the VAD model", path, why, st);
         return 1;
     }
     /* threshold order and window size against the model's rate, before any audio */

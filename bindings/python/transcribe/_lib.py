@@ -305,7 +305,8 @@ def get() -> Lib:
 # Python logger "transcribe" (configure it with the logging module; without
 # configuration warnings and errors reach stderr) and keeps the first error
 # message of the call in progress on this thread, for the exception text of
-# failures whose handle cannot carry it (a failed model load).
+# failures whose handle cannot carry it (a failed model load). Errors so
+# captured are logged at DEBUG: the exception says them.
 
 _LOG_LEVELS = {
     S.LOG_LEVEL_INFO: logging.INFO,
@@ -325,10 +326,14 @@ def _on_log(level: int, msg: Optional[bytes], _ud: Optional[int]) -> None:
         rename = getattr(_capture, "rename", None)
         if rename:
             message = message.replace(*rename)
+        py_level = _LOG_LEVELS.get(level, logging.INFO)
         if level == S.LOG_LEVEL_ERROR and getattr(_capture, "active", False):
             if not _capture.first:
                 _capture.first = message
-        logger.log(_LOG_LEVELS.get(level, logging.INFO), "%s", message)
+            # The exception of the failed load carries it: logged as an
+            # error too, it would reach stderr twice.
+            py_level = logging.DEBUG
+        logger.log(py_level, "%s", message)
     except BaseException:  # noqa: BLE001 - nothing may unwind into C
         pass
 
