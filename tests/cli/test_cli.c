@@ -93,6 +93,10 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "--output-dir . --output-format srt,doc a.wav", 1, g_err,
                "--output-format takes a comma list");
     EXPECT_RUN(NULL, "- -", 1, g_err, "standard input ('-') can be read only once");
+    /* flags of one mode, refused outside it */
+    EXPECT_RUN(NULL, "--realtime x.wav", 1, g_err, "--realtime paces a --stream input");
+    EXPECT_RUN(NULL, "--batch-jsonl x.wav", 1, g_err, "--batch-jsonl prints a --batch list");
+    EXPECT_RUN(NULL, "--stream -f report x.wav", 1, g_err, "-f report describes a whole-file run");
     EXPECT_RUN(NULL, "-q --backend cuda x.wav", 1, g_err,
                "--backend cuda is not available in this build");
     EXPECT_RUN(NULL, "x.wav -m", 1, g_err, "error: -m requires an argument");

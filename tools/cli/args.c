@@ -543,6 +543,15 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
     if ((o->raw_format || o->raw_rate) && !o->live) {
         return fail(o, "--raw-format / --rate describe a --stream input%s", "");
     }
+    /* flags of one mode, refused outside it rather than ignored */
+    if (o->realtime && !o->live) return fail(o, "--realtime paces a --stream input%s", "");
+    if (o->batch_jsonl && !o->batch_file) {
+        return fail(o, "--batch-jsonl prints a --batch list's results; add --batch FILE%s", "");
+    }
+    if (o->live && o->format == CLI_FMT_REPORT) {
+        return fail(
+            o, "-f report describes a whole-file run; --stream prints txt, json, srt or vtt%s", "");
+    }
     if (o->detect_language && (o->batch_file || o->output_dir || o->output || o->live ||
                                o->stream_chunk_ms > 0 || o->translate || o->target_language)) {
         return fail(o,
