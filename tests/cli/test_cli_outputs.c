@@ -251,6 +251,13 @@ int main(int argc, char **argv) {
     CHECK(run("-q --output-dir out2 a/x.wav b/x.wav") == 1);
     CHECK_MSG(strstr(g_err, "would write the same files") != NULL, "%s", g_err);
     CHECK(file_is("out2/x.txt", NULL));
+    /* so are two such lines of a --batch list */
+    static const char list[] = "a/x.wav\n# b/x.wav is the clash\nb/x.wav\n";
+    write_file("clash.list", list, sizeof list - 1);
+    CHECK(run("-q --output-dir out2 --batch clash.list") == 1);
+    CHECK_MSG(strstr(g_err, "'a/x.wav' and 'b/x.wav' would write the same files") != NULL, "%s",
+              g_err);
+    CHECK(file_is("out2/x.txt", NULL));
 
     /* a closed pipe: a message and exit 1 (the JSON of a long file is
      * more than the pipe holds) */

@@ -217,6 +217,10 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         free_list(&l);
         return 1;
     }
+    if (cli_output_names_clash(o->output_dir, (const char *const *)l.paths, l.n)) {
+        free_list(&l);
+        return 1;
+    }
     if (!o->batch_jsonl && !o->quiet) fprintf(stderr, "batch: %d files\n", l.n);
     if (o->batch_jsonl) {
         struct transcribe_timings tm;

@@ -574,25 +574,60 @@ static bool output_path(const char *dir, const char *input, cli_format fmt, char
     return n > 0 && (size_t)n < cap;
 }
 
+typedef struct named_input {
+    char *file; /* DIR/<stem>.txt */
+    int index;  /* in the caller's list */
+} named_input;
+
+static int by_file_then_index(const void *a, const void *b) {
+    const named_input *x = a, *y = b;
+    int c = strcmp(x->file, y->file);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+bool cli_output_names_clash(const char *dir, const char *const *inputs, int n) {
+    if (!dir || n < 2) return false;
+    named_input *v = calloc((size_t)n, sizeof *v);
+    if (!v) {
+        fprintf(stderr, "error: out of memory\n");
+        return true;
+    }
+    char file[4096];
+    int m = 0;
+    bool clash = false;
+    for (int i = 0; i < n && !clash; i++) {
+        if (!output_path(dir, inputs[i], CLI_FMT_TXT, file, sizeof file)) continue;
+        if (!(v[m].file = strdup(file))) {
+            fprintf(stderr, "error: out of memory\n");
+            clash = true;
+            break;
+        }
+        v[m++].index = i;
+    }
+    /* sorted, any two inputs with one name are neighbours: n log n for a
+     * batch list of thousands */
+    if (!clash) qsort(v, (size_t)m, sizeof *v, by_file_then_index);
+    for (int k = 1; k < m && !clash; k++) {
+        if (strcmp(v[k - 1].file, v[k].file) != 0) continue;
+        fprintf(stderr,
+                "error: --output-dir: '%s' and '%s' would write the same files (%.*s.*); "
+                "rename one or run them separately\n",
+                inputs[v[k - 1].index], inputs[v[k].index], (int)(strlen(v[k].file) - 4),
+                v[k].file);
+        clash = true;
+    }
+    for (int k = 0; k < m; k++) free(v[k].file);
+    free(v);
+    return clash;
+}
+
 /* --output-dir before anything runs: the folder is made (with its parents)
  * when missing, and two inputs whose files would take the same names
  * (a/x.wav, b/x.flac) are refused: no run's files overwrite another's. */
 static bool prepare_output_dir(const cli_opts *o) {
     if (!o->output_dir) return true;
-    char file[4096], other[4096];
-    for (int i = 0; i < o->n_audio; i++) {
-        if (!output_path(o->output_dir, o->audio[i], CLI_FMT_TXT, file, sizeof file)) continue;
-        for (int j = 0; j < i; j++) {
-            if (output_path(o->output_dir, o->audio[j], CLI_FMT_TXT, other, sizeof other) &&
-                strcmp(file, other) == 0) {
-                fprintf(stderr,
-                        "error: --output-dir: '%s' and '%s' would write the same files (%.*s.*); "
-                        "rename one or run them separately\n",
-                        o->audio[j], o->audio[i], (int)(strlen(file) - 4), file);
-                return false;
-            }
-        }
-    }
+    if (cli_output_names_clash(o->output_dir, (const char *const *)o->audio, o->n_audio))
+        return false;
     char path[4096];
     int n = snprintf(path, sizeof path, "%s", o->output_dir);
     if (n <= 0 || (size_t)n >= sizeof path) {
