@@ -24,10 +24,31 @@
 #include "same_file.h"
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT, read by the abort callback */
+static volatile sig_atomic_t g_abortable;   /* a run is under way: Ctrl-C aborts it */
+static char *volatile g_partial;            /* -o's temporary file, while it exists */
 
-static void on_sigint(int sig) {
-    (void)sig;
-    g_interrupted = 1;
+/* The first Ctrl-C of a run aborts it (the run ends and says so); a second
+ * one, Ctrl-C before the run, SIGTERM and SIGHUP end the process at once,
+ * and -o's temporary file goes with it (unlink is async-signal-safe). */
+static void on_signal(int sig) {
+    if (sig == SIGINT && g_abortable && !g_interrupted) {
+        g_interrupted = 1;
+        return;
+    }
+    char *partial = g_partial;
+    if (partial) unlink(partial);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 bool cli_interrupted(void) {
@@ -336,6 +357,7 @@ static bool out_target_finish(out_target *t, const char *path) {
     if (t->fd >= 0) close(t->fd);
     t->fd = -1;
     if (!t->tmp) return true;
+    g_partial = NULL;
     bool ok = true;
     if (t->keep) {
         if (rename(t->tmp, path) != 0) {
@@ -818,6 +840,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
     fflush(stdout);
     cli_result res;
     cli_result_init(&res);
+    int runs = 1;
     if (c->batch_row >= 0) {
         st = transcribe_batch_status(c->s, c->batch_row);
     } else if (split) {
@@ -825,13 +848,14 @@ static int do_file(const ctx *c, const char *path, bool several) {
     } else if (o->stream_chunk_ms > 0) {
         st = run_stream(c, pcm, n, report);
     } else {
-        for (int r = 0; r < o->repeat; r++) {
+        for (runs = 0; runs < o->repeat;) {
             st = transcribe_run(c->s, pcm, n, c->rp);
+            runs++;
             if (st != TRANSCRIBE_OK) break;
         }
     }
-    double run_ms = (now_s() - prog.t0) * 1000.0;
-    if (!split && o->stream_chunk_ms <= 0 && o->repeat > 1) run_ms /= o->repeat; /* per run */
+    /* per run: over the runs made (Ctrl-C may have ended -r N early) */
+    double run_ms = (now_s() - prog.t0) * 1000.0 / runs;
     if (st == TRANSCRIBE_OK) show_progress(&prog, true);
     clear_progress();
     g_progress_line = NULL;
@@ -1183,6 +1207,8 @@ int main(int argc, char **argv) {
         free(o.audio);
         return 1;
     }
+    g_partial = ot.tmp;
+    catch_signals();
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
     if (model_path && o.output && tool_same_file(o.output, model_path)) {
         fprintf(stderr, "error: -o %s is the model file; choose another output file\n", o.output);
@@ -1269,11 +1295,7 @@ int main(int argc, char **argv) {
         goto done;
     }
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills the process */
-    sigaction(SIGINT, &sa, NULL);
+    g_abortable = 1; /* from here the first Ctrl-C aborts the run (on_signal) */
 
     if (o.batch_file) {
         rc = cli_run_batch(&o, s, &rp, out_file, model_path);
