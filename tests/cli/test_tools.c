@@ -100,6 +100,17 @@ static void inspect(const char *insp, const char *model) {
     EXPECT_RUN(insp, args, 2, g_err, "'12x' is not a token id");
     snprintf(args, sizeof args, "detokenize '%s' 50 51", model);
     EXPECT_RUN(insp, args, 0, g_out, "ST");
+    /* tokenize, then detokenize: the same text, no leading space (the
+     * bundled model's SentencePiece vocabulary encodes; the Whisper
+     * reference's has no merges) */
+    const char *spm = TR_SOURCE_DIR "/models/parakeet-ctc-synth-en.gguf";
+    snprintf(args, sizeof args, "tokenize '%s' 'hello world'", spm);
+    EXPECT_RUN(insp, args, 0, g_out, " ");
+    char ids[256];
+    snprintf(ids, sizeof ids, "%.*s", (int)strcspn(g_out, "\n"), g_out);
+    snprintf(args, sizeof args, "detokenize '%s' %s", spm, ids);
+    EXPECT_RUN(insp, args, 0, g_out, "hello world");
+    CHECK_MSG(strcmp(g_out, "hello world\n") == 0, "'%s'", g_out);
 }
 
 static void quantize(const char *quant, const char *model, const char *bin) {

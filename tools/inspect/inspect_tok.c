@@ -93,7 +93,11 @@ int inspect_detokenize(int argc, char **argv) {
     }
     char *s = tr_tokenizer_decode(t, ids, argc - 1, false);
     int rc = s ? 0 : 1;
-    if (s) printf("%s\n", s);
+    /* A word-initial piece decodes with its space; the text starts after
+     * it, as a transcript does (so tokenize and detokenize round-trip). */
+    const char *text = s;
+    while (text && *text == ' ') text++;
+    if (s) printf("%s\n", text);
     free(s);
     free(ids);
     tr_tokenizer_free(t);
