@@ -100,6 +100,14 @@ static void inspect(const char *insp, const char *model) {
     EXPECT_RUN(insp, args, 2, g_err, "'12x' is not a token id");
     snprintf(args, sizeof args, "detokenize '%s' 50 51", model);
     EXPECT_RUN(insp, args, 0, g_out, "ST");
+    /* -o naming the file it reads: refused, the file kept */
+    snprintf(args, sizeof args, "tensor '%s' enc.conv1.weight -o '%s'", model, model);
+    EXPECT_RUN(insp, args, 2, g_err, "is the model it reads");
+    const char *wav = TR_SOURCE_DIR "/samples/jfk.wav";
+    snprintf(args, sizeof args, "mel --kind whisper '%s' -o '%s'", wav, wav);
+    EXPECT_RUN(insp, args, 2, g_err, "is the file it reads");
+    snprintf(args, sizeof args, "mel --kind bogus '%s' -o x.npy", wav);
+    EXPECT_RUN(insp, args, 2, g_err, "--kind is whisper, nemo or kaldi, not 'bogus'");
     /* tokenize, then detokenize: the same text, no leading space (the
      * bundled model's SentencePiece vocabulary encodes; the Whisper
      * reference's has no merges) */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "inspect.h"
+#include "same_file.h"
 
 #ifdef TR_INSPECT_WITH_AUDIO
 #include "audio/audio.h"
@@ -11,7 +12,8 @@
 #include "gguf/gguf.h"
 #include "tensor/pool.h"
 
-static int usage(void) {
+static int usage(const char *why, const char *arg) {
+    if (why) fprintf(stderr, "transcribe-inspect mel: %s'%s'\n", why, arg);
     fprintf(stderr, "usage: transcribe-inspect mel --kind whisper|nemo|kaldi [--n-mels N] "
                     "[--model MODEL.gguf] AUDIO -o OUT.npy\n");
     return 2;
@@ -20,25 +22,32 @@ static int usage(void) {
 int inspect_mel(int argc, char **argv) {
     const char *kind = NULL, *model = NULL, *audio = NULL, *out = NULL;
     int n_mels = 0;
+    const char *n_mels_arg = "";
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
         if (!strcmp(a, "--kind") && has)
             kind = argv[++i];
         else if (!strcmp(a, "--n-mels") && has)
-            n_mels = atoi(argv[++i]);
+            n_mels = atoi(n_mels_arg = argv[++i]);
         else if (!strcmp(a, "--model") && has)
             model = argv[++i];
         else if (!strcmp(a, "-o") && has)
             out = argv[++i];
         else if (a[0] == '-' && a[1])
-            return usage();
+            return usage(has ? "unknown option " : "unknown option, or one without its value: ", a);
         else if (!audio)
             audio = a;
         else
-            return usage();
+            return usage("one audio file only; also got ", a);
     }
-    if (!kind || !audio || !out || n_mels < 0 || n_mels > 1024) return usage();
+    if (n_mels < 0 || n_mels > 1024)
+        return usage("--n-mels must be from 1 to 1024, not ", n_mels_arg);
+    if (!kind || !audio || !out) return usage(NULL, NULL);
+    if (tool_same_file(out, audio) || (model && tool_same_file(out, model))) {
+        fprintf(stderr, "transcribe-inspect: -o %s is the file it reads; give another path\n", out);
+        return 2;
+    }
     tr_mel_config c;
     if (!strcmp(kind, "whisper"))
         tr_mel_config_whisper(&c, n_mels ? n_mels : 80);
@@ -47,7 +56,7 @@ int inspect_mel(int argc, char **argv) {
     else if (!strcmp(kind, "kaldi"))
         tr_mel_config_kaldi(&c, n_mels ? n_mels : 80);
     else
-        return usage();
+        return usage("--kind is whisper, nemo or kaldi, not ", kind);
 
     gguf_file *f = NULL;
     if (model) {

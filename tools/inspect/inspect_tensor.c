@@ -6,6 +6,7 @@
 
 #include "inspect.h"
 #include "inspect_model.h"
+#include "same_file.h"
 #include "tensor/dtype.h"
 
 int inspect_tensor(int argc, char **argv) {
@@ -22,6 +23,11 @@ int inspect_tensor(int argc, char **argv) {
     }
     if (!model || !name || !out) {
         fprintf(stderr, "usage: transcribe-inspect tensor MODEL NAME -o OUT.npy\n");
+        return 2;
+    }
+    if (tool_same_file(out, model)) {
+        fprintf(stderr, "transcribe-inspect: -o %s is the model it reads; give another path\n",
+                out);
         return 2;
     }
     inspect_model m;
