@@ -251,6 +251,17 @@ int main(int argc, char **argv) {
     CHECK(run("-q --output-dir out2 a/x.wav b/x.wav") == 1);
     CHECK_MSG(strstr(g_err, "would write the same files") != NULL, "%s", g_err);
     CHECK(file_is("out2/x.txt", NULL));
+    /* an output that is an input (the audio file a/x.json): refused, kept */
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/x.json'", jfk, a);
+    CHECK(system(cmd) == 0);
+    CHECK(run("-q --output-dir a --output-format json a/x.json") == 1);
+    CHECK_MSG(strstr(g_err, "is the input 'a/x.json', which the run reads") != NULL, "%s", g_err);
+    char xj[2100];
+    snprintf(xj, sizeof xj, "%s/x.json", a);
+    struct stat sj, sw;
+    CHECK(stat(xj, &sj) == 0 && stat(jfk, &sw) == 0 && sj.st_size == sw.st_size);
+    CHECK(run("-q --stream --output-dir a --output-format json a/x.json") == 1);
+    CHECK(stat(xj, &sj) == 0 && sj.st_size == sw.st_size);
     /* so are two such lines of a --batch list */
     static const char list[] = "a/x.wav\n# b/x.wav is the clash\nb/x.wav\n";
     write_file("clash.list", list, sizeof list - 1);

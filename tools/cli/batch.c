@@ -217,7 +217,7 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         free_list(&l);
         return 1;
     }
-    if (cli_output_names_clash(o->output_dir, (const char *const *)l.paths, l.n)) {
+    if (cli_output_dir_refused(o, (const char *const *)l.paths, l.n)) {
         free_list(&l);
         return 1;
     }

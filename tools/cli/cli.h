@@ -135,8 +135,10 @@ void cli_load_error(const char *what, const char *path, const char *why, transcr
 transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
                                  size_t cap);
 /* --output-dir: true (said on stderr) when two of the n inputs would
- * write the same DIR/<stem>.* files; false without a dir. */
-bool cli_output_names_clash(const char *dir, const char *const *inputs, int n);
+ * write the same DIR/<stem>.* files, or an output file is one the run
+ * reads (an input, -m, --diarizer, --vad-model, --batch); false without
+ * --output-dir. */
+bool cli_output_dir_refused(const cli_opts *o, const char *const *inputs, int n);
 /* Ctrl-C was pressed (SIGINT). */
 bool cli_interrupted(void);
 /* --output-dir: writes DIR/<input stem>.<ext> in each --output-format

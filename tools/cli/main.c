@@ -607,8 +607,22 @@ static int by_file_then_index(const void *a, const void *b) {
     return c ? c : (x->index > y->index) - (x->index < y->index);
 }
 
-bool cli_output_names_clash(const char *dir, const char *const *inputs, int n) {
-    if (!dir || n < 2) return false;
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+    int index; /* in the inputs, or -1: a file the run reads besides them */
+} file_id;
+
+static int by_id(const void *a, const void *b) {
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return 0;
+}
+
+/* Two inputs with one output name (neighbours once sorted: n log n for a
+ * batch list of thousands). */
+static bool names_clash(const char *dir, const char *const *inputs, int n) {
     named_input *v = calloc((size_t)n, sizeof *v);
     if (!v) {
         fprintf(stderr, "error: out of memory\n");
@@ -626,8 +640,6 @@ bool cli_output_names_clash(const char *dir, const char *const *inputs, int n) {
         }
         v[m++].index = i;
     }
-    /* sorted, any two inputs with one name are neighbours: n log n for a
-     * batch list of thousands */
     if (!clash) qsort(v, (size_t)m, sizeof *v, by_file_then_index);
     for (int k = 1; k < m && !clash; k++) {
         if (strcmp(v[k - 1].file, v[k].file) != 0) continue;
@@ -643,13 +655,63 @@ bool cli_output_names_clash(const char *dir, const char *const *inputs, int n) {
     return clash;
 }
 
+/* An output file that already exists and is a file the run reads (an
+ * input, the model, the batch list...): DIR/x.json for the input x.json. */
+static bool output_is_input(const cli_opts *o, const char *const *inputs, int n) {
+    const char *others[] = {o->model, o->diarizer, o->vad_model, o->batch_file};
+    const int n_others = (int)(sizeof others / sizeof others[0]);
+    file_id *ids = calloc((size_t)n + (size_t)n_others, sizeof *ids);
+    if (!ids) {
+        fprintf(stderr, "error: out of memory\n");
+        return true;
+    }
+    int m = 0;
+    struct stat st;
+    for (int i = 0; i < n + n_others; i++) {
+        const char *p = i < n ? inputs[i] : others[i - n];
+        if (p && stat(p, &st) == 0) ids[m++] = (file_id){st.st_dev, st.st_ino, i < n ? i : -1};
+    }
+    qsort(ids, (size_t)m, sizeof *ids, by_id);
+    bool bad = false;
+    char file[4096];
+    for (int i = 0; i < n && !bad; i++) {
+        for (int k = CLI_FMT_TXT; k <= CLI_FMT_VTT && !bad; k++) {
+            if (!(o->output_formats & (1u << k)) ||
+                !output_path(o->output_dir, inputs[i], (cli_format)k, file, sizeof file) ||
+                stat(file, &st) != 0)
+                continue;
+            const file_id key = {st.st_dev, st.st_ino, 0};
+            const file_id *hit = bsearch(&key, ids, (size_t)m, sizeof *ids, by_id);
+            if (!hit) continue;
+            fprintf(stderr,
+                    "error: --output-dir: %s (the output of '%s') is %s%s%s, which the run reads; "
+                    "choose another folder\n",
+                    file, inputs[i],
+                    hit->index >= 0 ? "the input '"
+                                    : "a file given with -m, "
+                                      "--diarizer, --vad-model or "
+                                      "--batch",
+                    hit->index >= 0 ? inputs[hit->index] : "", hit->index >= 0 ? "'" : "");
+            bad = true;
+        }
+    }
+    free(ids);
+    return bad;
+}
+
+bool cli_output_dir_refused(const cli_opts *o, const char *const *inputs, int n) {
+    if (!o->output_dir || n < 1) return false;
+    return (n > 1 && names_clash(o->output_dir, inputs, n)) || output_is_input(o, inputs, n);
+}
+
 /* --output-dir before anything runs: the folder is made (with its parents)
- * when missing, and two inputs whose files would take the same names
- * (a/x.wav, b/x.flac) are refused: no run's files overwrite another's. */
+ * when missing; two inputs whose files would take the same names
+ * (a/x.wav, b/x.flac), and an output file that is a file the run reads
+ * (the input x.json), are refused: no output overwrites an input or
+ * another run's output. */
 static bool prepare_output_dir(const cli_opts *o) {
     if (!o->output_dir) return true;
-    if (cli_output_names_clash(o->output_dir, (const char *const *)o->audio, o->n_audio))
-        return false;
+    if (cli_output_dir_refused(o, (const char *const *)o->audio, o->n_audio)) return false;
     char path[4096];
     int n = snprintf(path, sizeof path, "%s", o->output_dir);
     if (n <= 0 || (size_t)n >= sizeof path) {
