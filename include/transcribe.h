@@ -941,12 +941,13 @@ TRANSCRIBE_API void transcribe_resampler_free(struct transcribe_resampler *r);
  *    cues), segments (with speaker_id / speaker), words, tokens (with
  *    json_tokens).
  *  - srt / vtt: one cue per timed segment ("[S1] " / "<v S1>" on a
- *    diarized one); a segment longer than 15 s (or max_cue_ms, or with more
- *    text than max_line_chars) whose words carry their own times is cut at
- *    word boundaries: after a pause of 800 ms, after a sentence's end once
- *    the cue is 1.5 s long, or before it would pass 7 s (max_cue_ms) or 84
- *    characters (max_line_chars). An untimed result is one cue over the
- *    audio (duration_s).
+ *    diarized one); a segment longer than 7 s (max_cue_ms) or with more
+ *    than 84 characters (max_line_chars) whose words carry their own times
+ *    is cut at word boundaries: after a pause of 800 ms, after a sentence's
+ *    end once the cue is 1.5 s long, or before it would pass 7 s or 84
+ *    characters. An untimed result is one cue over the audio (duration_s).
+ *    A cue starts where the one before ended at the earliest (segments
+ *    stitched from overlapping windows may overlap).
  * Every row's times are clamped into [0, duration_s]. */
 typedef enum {
     TRANSCRIBE_FORMAT_TXT = 0,
@@ -959,12 +960,12 @@ struct transcribe_format_params {
     uint64_t struct_size;
     int32_t format;         /* transcribe_output_format; default TXT */
     int32_t max_line_chars; /* default 0 = 84; else 1..1000 */
-    int32_t max_cue_ms; /* default 0 = 7000 (segments up to 15 s kept whole); else 100..3600000 */
-    bool json_tokens;   /* default false: json without token rows */
-    bool txt_header;    /* default false: txt starts with "# <file>" when true */
-    double duration_s;  /* the audio's length in seconds (>= 0, finite); default 0 */
-    const char *file;   /* json "file", the txt header (NULL = "") */
-    const char *model;  /* json "model" (NULL = "") */
+    int32_t max_cue_ms;     /* default 0 = 7000; else 100..3600000 */
+    bool json_tokens;       /* default false: json without token rows */
+    bool txt_header;        /* default false: txt starts with "# <file>" when true */
+    double duration_s;      /* the audio's length in seconds (>= 0, finite); default 0 */
+    const char *file;       /* json "file", the txt header (NULL = "") */
+    const char *model;      /* json "model" (NULL = "") */
     /* The status the run returned. After OK, OUTPUT_TRUNCATED or ABORTED
      * the session's result is printed; after any other status an empty one
      * (json still names the file and carries the error; the other formats

@@ -1,8 +1,9 @@
 /* Subtitle cues (SubRip, WebVTT and JSON's "cues"): the segments when they
  * carry times, else one cue over the whole file. A segment longer than
- * CUE_SPLIT_MS (or max_cue_ms, or with more text than max_line_chars) whose
- * word rows carry their own times (Parakeet: one segment per utterance,
- * even for an hour of audio) is cut into readable cues at word boundaries:
+ * CUE_MAX_MS (or max_cue_ms) or with more text than CUE_MAX_CHARS (or
+ * max_line_chars) whose word rows carry their own times (Parakeet: one
+ * segment per utterance, even for an hour of audio) is cut into readable
+ * cues at word boundaries:
  * a cue ends after a pause of CUE_GAP_MS, after sentence punctuation once it
  * is CUE_MIN_MS long, or before it would pass CUE_MAX_MS or CUE_MAX_CHARS
  * (or the options' values); a single word longer than that is a cue of its
@@ -13,7 +14,6 @@
 
 #include "output/output_internal.h"
 
-#define CUE_SPLIT_MS  15000
 #define CUE_MAX_MS    7000
 #define CUE_MIN_MS    1500
 #define CUE_GAP_MS    800
@@ -25,10 +25,27 @@ static bool ends_sentence(const char *w) {
     return n > 0 && (w[n - 1] == '.' || w[n - 1] == '?' || w[n - 1] == '!');
 }
 
+/* The cues in order, each from where the last one ended at the earliest:
+ * segments stitched from overlapping windows (a stream's) may overlap by
+ * a few tens of ms, and subtitle players show overlapping cues stacked. */
+typedef struct cue_seq {
+    tr_out_cue_fn fn;
+    int idx;     /* the next cue's number, from 1 */
+    int64_t end; /* where the last cue ended */
+} cue_seq;
+
+static void emit(tr_out_view *v, cue_seq *q, int64_t t0, int64_t t1, const char *text,
+                 int32_t speaker) {
+    if (t0 < q->end) t0 = q->end;
+    if (t1 < t0) t1 = t0;
+    q->fn(v, q->idx++, t0, t1, text, speaker);
+    q->end = t1;
+}
+
 /* Segment seg's words as cues; false when they do not carry their own
  * times (Whisper's word rows repeat the segment's) or the segment is short
  * enough to be one cue. */
-static bool word_cues(tr_out_view *v, int seg, int *idx, tr_out_cue_fn fn, tr_strbuf *text) {
+static bool word_cues(tr_out_view *v, int seg, cue_seq *q, tr_strbuf *text) {
     const tr_output_opts *o = v->o;
     const tr_result_segment *s = &v->r->segs[seg];
     int64_t s0, s1;
@@ -37,10 +54,9 @@ static bool word_cues(tr_out_view *v, int seg, int *idx, tr_out_cue_fn fn, tr_st
     /* max_cue_ms / max_line_chars replace the defaults and split every
      * segment that passes them. */
     int64_t max_ms = o->max_cue_ms > 0 ? o->max_cue_ms : CUE_MAX_MS;
-    int64_t split_ms = o->max_cue_ms > 0 ? o->max_cue_ms : CUE_SPLIT_MS;
     size_t max_chars = o->max_line_chars > 0 ? (size_t)o->max_line_chars : CUE_MAX_CHARS;
-    bool long_text = o->max_line_chars > 0 && strlen(stext) > max_chars;
-    if (s->n_words < 2 || (s1 - s0 <= split_ms && !long_text)) return false;
+    bool long_text = strlen(stext) > max_chars;
+    if (s->n_words < 2 || (s1 - s0 <= max_ms && !long_text)) return false;
     if (s->first_word < 0 || s->first_word + s->n_words > tr_out_n_words(v)) return false;
     int64_t w0, w1;
     const char *t;
@@ -56,7 +72,7 @@ static bool word_cues(tr_out_view *v, int seg, int *idx, tr_out_cue_fn fn, tr_st
         if (!wl) continue;
         if (open && (w0 - c1 >= CUE_GAP_MS || w1 - c0 > max_ms || text->len + 1 + wl > max_chars ||
                      (sentence && c1 - c0 >= CUE_MIN_MS))) {
-            fn(v, (*idx)++, c0, c1, tr_strbuf_cstr(text), spk);
+            emit(v, q, c0, c1, tr_strbuf_cstr(text), spk);
             open = false;
         }
         if (!open) {
@@ -69,7 +85,7 @@ static bool word_cues(tr_out_view *v, int seg, int *idx, tr_out_cue_fn fn, tr_st
         c1 = w1 > c1 ? w1 : c1;
         sentence = ends_sentence(t);
     }
-    if (open) fn(v, (*idx)++, c0, c1, tr_strbuf_cstr(text), spk);
+    if (open) emit(v, q, c0, c1, tr_strbuf_cstr(text), spk);
     return true;
 }
 
@@ -82,7 +98,7 @@ void tr_out_for_each_cue(tr_out_view *v, tr_out_cue_fn fn) {
     }
     tr_strbuf text;
     tr_strbuf_init(&text);
-    int idx = 1;
+    cue_seq q = {fn, 1, 0};
     for (int i = 0; i < tr_out_n_segs(v); i++) {
         int64_t t0, t1;
         const char *t;
@@ -90,8 +106,8 @@ void tr_out_for_each_cue(tr_out_view *v, tr_out_cue_fn fn) {
         size_t n;
         tr_out_trim(t, &n);
         if (!n) continue;
-        if (word_cues(v, i, &idx, fn, &text)) continue;
-        fn(v, idx++, t0, t1, t, tr_out_speaker(v, i));
+        if (word_cues(v, i, &q, &text)) continue;
+        emit(v, &q, t0, t1, t, tr_out_speaker(v, i));
     }
     if (text.oom) v->out->oom = true;
     tr_strbuf_free(&text);
