@@ -64,9 +64,9 @@ def _parser() -> argparse.ArgumentParser:
                    "demo model (an English number/phrase model, not for real speech)")
     p.add_argument("-f", "--format", default="txt", choices=["txt", "json", "srt", "vtt"])
     p.add_argument("--tokens", action="store_true", help="json: include per-token rows")
-    p.add_argument("--max-line-chars", type=int, default=0,
+    p.add_argument("--max-line-chars", type=int, default=None,
                    help="srt/vtt: most characters in a cue (1..1000; default 84)")
-    p.add_argument("--max-cue-ms", type=int, default=0,
+    p.add_argument("--max-cue-ms", type=int, default=None,
                    help="srt/vtt: longest cue in ms (100..3600000; default 7000)")
     p.add_argument("-o", "--output", help="also write the output to this file")
     p.add_argument("-l", "--language", help="language hint (default or 'auto': detect)")
@@ -250,7 +250,7 @@ def _main(argv: Optional[Sequence[str]] = None) -> int:
         vad_options["window_samples"] = o.vad_window
     for flag, v, lo, hi in (("--max-line-chars", o.max_line_chars, 1, 1000),
                             ("--max-cue-ms", o.max_cue_ms, 100, 3600000)):
-        if v and not lo <= v <= hi:
+        if v is not None and not lo <= v <= hi:  # 0 too: the C CLI's ranges
             sys.stderr.write(f"error: {flag} must be an integer in {lo}..{hi} (got {v})\n")
             return 1
     model_path = _resolve_model(o)
