@@ -47,6 +47,14 @@ try {
         v.words.every((w, i) => w.word === refWords[i].text.trim() && near(w.start, refWords[i].t0_ms / 1000) &&
                                 near(w.end, refWords[i].t1_ms / 1000)), [v.words.slice(0, 3), refWords.slice(0, 3)]);
 
+  check("verbose_json: cues = CLI cues (what srt prints)", JSON.stringify(v.cues) === JSON.stringify(ref.cues),
+        [v.cues, ref.cues]);
+  // an 11 s segment: cut into cues at words, as the CLI's SRT
+  const refJfk = cliJson(cli, ["-m", pk, jfk]);
+  const vj = await client.audio.transcriptions.create({ file: fs.createReadStream(jfk), model, response_format: "verbose_json" });
+  check("verbose_json: a long segment's cues = CLI cues", vj.cues.length > vj.segments.length &&
+        JSON.stringify(vj.cues) === JSON.stringify(refJfk.cues), [vj.cues, refJfk.cues]);
+
   const srt = await client.audio.transcriptions.create({ file: fs.createReadStream(wav), model, response_format: "srt" });
   const cue = ref.cues[0];
   const ts = (ms) => new Date(ms).toISOString().slice(11, 23).replace(".", ",");

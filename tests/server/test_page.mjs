@@ -74,6 +74,10 @@ try {
   const t2 = await page.$eval("#player", (a) => a.currentTime);
   check("clicking a segment seeks to its start", near(t2, ref.segments[0].t0_ms / 1000, 0.3), t2);
   check("download buttons", (await page.$$("#dl-srt, #dl-vtt, #dl-json")).length === 3);
+  // the SRT the page saves is the server's (and the CLI's) cues, not one cue per segment
+  const pageCues = await page.evaluate(() => cues(","));
+  check("page SRT cues = CLI cues", pageCues.length === ref.cues.length &&
+        pageCues.every((c, i) => c.endsWith("\n" + ref.cues[i].text.trim())), [pageCues, ref.cues]);
   check("no errors in the page", errors.length === 0, errors);
   await page.$eval("#player", (a) => a.pause());
   fs.mkdirSync(path.dirname(shot), { recursive: true });

@@ -356,14 +356,15 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
                         : j->rp.language                   ? j->rp.language
                         : c->n_languages == 1 && r.text[0] ? c->languages[0]
                                                            : NULL;
-        if (!j->stream &&
-            (j->fmt == SRV_FMT_TEXT || j->fmt == SRV_FMT_SRT || j->fmt == SRV_FMT_VTT)) {
-            /* rendered now: the session goes back to the pool below */
+        if (!j->stream && j->fmt != SRV_FMT_JSON) {
+            /* rendered now: the session goes back to the pool below
+             * (verbose_json: the library's JSON, for its subtitle cues) */
             struct transcribe_format_params fp;
             transcribe_format_params_init(&fp);
-            fp.format = j->fmt == SRV_FMT_SRT   ? TRANSCRIBE_FORMAT_SRT
-                        : j->fmt == SRV_FMT_VTT ? TRANSCRIBE_FORMAT_VTT
-                                                : TRANSCRIBE_FORMAT_TXT;
+            fp.format = j->fmt == SRV_FMT_SRT            ? TRANSCRIBE_FORMAT_SRT
+                        : j->fmt == SRV_FMT_VTT          ? TRANSCRIBE_FORMAT_VTT
+                        : j->fmt == SRV_FMT_VERBOSE_JSON ? TRANSCRIBE_FORMAT_JSON
+                                                         : TRANSCRIBE_FORMAT_TXT;
             fp.duration_s = info.duration_s;
             fp.run_status = st;
             if (transcribe_format_result(s, -1, &fp, &info.rendered, &info.rendered_len) !=

@@ -159,6 +159,39 @@ static void verbose_words(FILE *f, const cli_result *r) {
     fputc(']', f);
 }
 
+/* The array value of "key" in the JSON text s (n bytes): [*b, *e) spans
+ * it, brackets included. The text is the library's own output: strings are
+ * skipped (a ']' in a cue's text ends nothing), escapes honoured. */
+static bool json_array_of(const char *s, size_t n, const char *key, size_t *b, size_t *e) {
+    char pat[64];
+    int pl = snprintf(pat, sizeof pat, "\"%s\":[", key);
+    if (pl <= 0 || (size_t)pl >= sizeof pat) return false;
+    const char *hit = NULL;
+    for (size_t i = 0; i + (size_t)pl <= n && !hit; i++)
+        if (memcmp(s + i, pat, (size_t)pl) == 0) hit = s + i;
+    if (!hit) return false;
+    size_t i = (size_t)(hit - s) + (size_t)pl - 1, depth = 0;
+    *b = i;
+    bool in_str = false;
+    for (; i < n; i++) {
+        const char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            depth++;
+        } else if ((c == ']' || c == '}') && --depth == 0) {
+            *e = i + 1;
+            return true;
+        }
+    }
+    return false;
+}
+
 bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *info,
                      srv_reply *out) {
     srv_buf b;
@@ -204,6 +237,14 @@ bool srv_format_body(srv_format fmt, const cli_result *r, const srv_run_info *in
         cli_json_str(b.f, r->text);
         verbose_segments(b.f, r, info);
         if (info->words) verbose_words(b.f, r);
+        /* beside OpenAI's fields: the subtitle cues that srt / vtt print
+         * (the library's, as the CLI JSON's: t0_ms, t1_ms, text, speaker),
+         * so that a client (the page) saves the same SRT without a rerun */
+        size_t cb, ce;
+        if (info->rendered && json_array_of(info->rendered, info->rendered_len, "cues", &cb, &ce)) {
+            fputs(",\"cues\":", b.f);
+            fwrite(info->rendered + cb, 1, ce - cb, b.f);
+        }
         fprintf(b.f, ",\"usage\":{\"type\":\"duration\",\"seconds\":%d}}\n",
                 (int)ceil(info->duration_s));
         break;

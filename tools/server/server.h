@@ -299,7 +299,8 @@ typedef struct srv_run_info {
      * gave text; NULL: unknown (verbose_json says null) */
     const char *language;
     /* text / srt / vtt: the body as the library renders the result
-     * (transcribe_format_result, the CLI's bytes); malloc'ed, or NULL */
+     * (transcribe_format_result, the CLI's bytes); verbose_json: the
+     * library's JSON, whose cues it carries; malloc'ed, or NULL */
     char *rendered;
     size_t rendered_len;
 } srv_run_info;
