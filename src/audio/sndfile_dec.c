@@ -123,6 +123,32 @@ transcribe_status tr_audio_decode_sndfile_max(const void *data, size_t size, tr_
         st = TRANSCRIBE_ERR_INVALID_ARG;
         goto done;
     }
+    /* A file that stopped (a download or an upload cut off) is not
+     * transcribed in part without a word. FLAC's STREAMINFO gives the exact
+     * length and its decoder loses sync at the cut: refused, as the tools
+     * refuse a cut WAV. An MP3's length is the Xing header's or an
+     * estimate from the bitrate: a shortfall is only said. Ogg streams
+     * give no length up front. */
+    const double have_s = (double)n / info.samplerate;
+    const bool known = info.frames > 0 && info.frames != SF_COUNT_MAX;
+    if (sf_error(sf) != SF_ERR_NO_ERROR ||
+        (fmt == TR_AUDIO_FMT_FLAC && known && (sf_count_t)n < info.frames)) {
+        if (known)
+            TR_ERROR(
+                "audio: the %s file is cut short or damaged: it decodes to %.2f s of the %.2f s "
+                "its header gives (libsndfile: %s)",
+                tr_audio_format_name(fmt), have_s, (double)info.frames / info.samplerate,
+                sf_strerror(sf));
+        else
+            TR_ERROR("audio: the %s file is damaged after %.2f s (libsndfile: %s)",
+                     tr_audio_format_name(fmt), have_s, sf_strerror(sf));
+        st = TRANSCRIBE_ERR_INVALID_ARG;
+        goto done;
+    }
+    if (known && (sf_count_t)n + info.frames / 100 + 4608 < info.frames)
+        TR_WARN("audio: the %s file decodes to %.2f s of the %.2f s its header gives; it may be "
+                "cut short",
+                tr_audio_format_name(fmt), have_s, (double)info.frames / info.samplerate);
     out->pcm = pcm;
     out->n = (int64_t)n;
     out->rate = info.samplerate;
