@@ -53,8 +53,8 @@ TRANSCRIBE_API transcribe_status transcribe_wav_read_header(const void *data, si
     w.format_tag = h.tag;
     w.block_align = h.block_align;
     w.data_offset = (int64_t)h.data_off;
-    bool open = h.data_field == 0 || (h.data_field >= 0x7FFFF000u && h.data_len == h.data_field);
-    w.data_bytes = open || h.data_len > (uint64_t)INT64_MAX ? -1 : (int64_t)h.data_len;
+    w.data_bytes =
+        tr_wav_length_open(&h) || h.data_len > (uint64_t)INT64_MAX ? -1 : (int64_t)h.data_len;
     tr_copy_out(info, &w, sizeof w);
     return TRANSCRIBE_OK;
 }

@@ -36,6 +36,12 @@ typedef struct tr_wav_header {
     uint32_t data_field; /* the raw 32-bit size field of the data chunk */
 } tr_wav_header;
 #define TR_WAV_MAX_HEADER ((size_t)16 << 20) /* a live stream's header bytes */
+/* The data chunk's length is not known: its size field is 0 or from
+ * 0x7FFFF000 up (what writers that cannot seek back leave there), so the
+ * samples run to the end of the file or stream. */
+static inline bool tr_wav_length_open(const tr_wav_header *h) {
+    return h->data_field == 0 || (h->data_field >= 0x7FFFF000u && h->data_len == h->data_field);
+}
 /* Reads the header from the first size bytes of a WAV. complete: that is
  * the whole file (a missing chunk is an error); else OK with *need > 0 asks
  * for at least *need bytes in all before it can tell. A header that cannot

@@ -244,11 +244,13 @@ transcribe_status tr_audio_decode_wav_max(const void *data, size_t size, double 
     transcribe_status st = tr_wav_read_header(data, size, true, &h, &need);
     if (st != TRANSCRIBE_OK) return st;
     size_t avail = size - h.data_off, data_len;
-    if (h.data_len > avail) {
-        /* 0xFFFFFFFF is the streaming writers' "unknown length". */
-        if (h.data_field != 0xFFFFFFFFu)
-            TR_WARN("wav: data chunk claims %llu bytes but only %zu remain; clamping",
-                    (unsigned long long)h.data_len, avail);
+    if (tr_wav_length_open(&h)) {
+        /* a writer that could not seek back (a pipe): the samples run to
+         * the end, as a live stream of the same bytes reads them */
+        data_len = avail;
+    } else if (h.data_len > avail) {
+        TR_WARN("wav: data chunk claims %llu bytes but only %zu remain; clamping",
+                (unsigned long long)h.data_len, avail);
         data_len = avail;
     } else {
         data_len = (size_t)h.data_len;

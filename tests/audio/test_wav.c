@@ -89,6 +89,10 @@ static void test_layouts(void) {
     CHECK(roundtrip(&s, FRAMES, FRAMES) >= 0);
     s.data_size_override = 0xFFFFFFFF; /* streaming writers */
     CHECK(roundtrip(&s, FRAMES, FRAMES) >= 0);
+    s.data_size_override = 0; /* the other "unknown": the rest of the file, as a stream reads it */
+    CHECK(roundtrip(&s, FRAMES, FRAMES) >= 0);
+    s.data_size_override = 0x7FFFF000;
+    CHECK(roundtrip(&s, FRAMES, FRAMES) >= 0);
     s.data_size_override = 2 * 500 + 1; /* not a multiple of block_align */
     CHECK(roundtrip(&s, FRAMES, 500) >= 0);
 }
