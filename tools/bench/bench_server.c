@@ -345,7 +345,19 @@ int bench_server(int argc, char **argv) {
     pid_t pid = start_server(server, model, parallel, queue, log_path, &port);
     int rc = 1;
     if (pid < 0) {
-        fprintf(stderr, "bench server: the server did not start (log: %s)\n", log_path);
+        /* the log is removed on the way out: its last lines, here */
+        fprintf(stderr, "bench server: the server did not start; the end of its log:\n");
+        FILE *lf = fopen(log_path, "r");
+        if (lf) {
+            char tail[4096];
+            long size = fseek(lf, 0, SEEK_END) == 0 ? ftell(lf) : 0;
+            long from = size > (long)sizeof tail - 1 ? size - ((long)sizeof tail - 1) : 0;
+            size_t got = fseek(lf, from, SEEK_SET) == 0 ? fread(tail, 1, sizeof tail - 1, lf) : 0;
+            tail[got] = '\0';
+            fputs(tail, stderr);
+            if (got && tail[got - 1] != '\n') fputc('\n', stderr);
+            fclose(lf);
+        }
         goto out;
     }
     load L = {.port = port, .kinds = kinds, .n_kinds = 10, .n_requests = requests};
