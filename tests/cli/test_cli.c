@@ -326,6 +326,11 @@ static void input_rule(const char *model) {
     EXPECT_RUN(NULL, args, 1, g_err,
                "error: -l xx: unsupported language; this model's languages are: ");
     CHECK(strstr(g_err, " en, ") != NULL);
+    /* a code in another case is the model's code (the library's match is exact) */
+    snprintf(args, sizeof args, "-q -m '%s' -l EN --target-language DE x.wav", model);
+    EXPECT_RUN(NULL, args, 1, g_err,
+               "--target-language DE: unsupported language; this model translates into: en");
+    CHECK(strstr(g_err, "-l EN") == NULL); /* EN passed as en */
     snprintf(args, sizeof args, "-q -m '%s' -l en --target-language de x.wav", model);
     EXPECT_RUN(NULL, args, 1, g_err,
                "--target-language de: unsupported language; this model translates into: en");

@@ -37,5 +37,7 @@ check "whisper, nothing asked: the detected language ($got)" \
     bash -c "[[ '$got' =~ ^\\\"[a-z]{2,3}\\\"\$ ]]"
 got=$(lang wh -F language=de)
 check "whisper, language=de: the one asked for ($got)" [ "$got" = '"de"' ]
+got=$(lang wh -F language=DE)
+check "whisper, language=DE: the model's spelling of it ($got)" [ "$got" = '"de"' ]
 srv_stop
 finish

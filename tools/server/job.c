@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -224,7 +225,21 @@ static void map_run_params(srv_request *rq, job *j) {
      * come only when asked; the decode is the same) */
     if (j->words && j->model->caps.max_timestamp_kind == TRANSCRIBE_TIMESTAMPS_TOKEN)
         rp->timestamps = TRANSCRIBE_TIMESTAMPS_TOKEN;
-    if (fm->language && *fm->language && strcmp(fm->language, "auto")) rp->language = fm->language;
+    if (fm->language && *fm->language && strcmp(fm->language, "auto")) {
+        /* the model's spelling of a code given in another case ("EN"): the
+         * library matches codes exactly, as transcribe.cpp's does */
+        const struct transcribe_capabilities *c = &j->model->caps;
+        rp->language = fm->language;
+        bool exact = false;
+        for (int i = 0; i < c->n_languages && !exact; i++)
+            exact = c->languages[i] && !strcmp(c->languages[i], fm->language);
+        for (int i = 0; i < c->n_languages && !exact; i++) {
+            if (c->languages[i] && !strcasecmp(c->languages[i], fm->language)) {
+                rp->language = c->languages[i];
+                break;
+            }
+        }
+    }
     if (rq->translate) {
         /* OpenAI's translations are into English */
         const struct transcribe_capabilities *c = &j->model->caps;
