@@ -102,6 +102,9 @@ check "vad=true on noise: no text" [ "$(code -F file=@"$SRC/tests/data/vad/noise
 check "vad=true on noise: empty body" [ -z "$(tr -d '\n' <"$WORK/body")" ]
 check "bad vad value 400" [ "$(code -F file=@"$WAV" -F vad=maybe "$URL$T")" = 400 ]
 check "GET on the audio endpoint 405" [ "$(code "$URL$T")" = 405 ]
+check "405 says the methods: Allow: POST" grep -qi '^Allow: POST' "$WORK/headers"
+check "POST on /health 405" [ "$(code -X POST "$URL/health")" = 405 ]
+check "405 says the methods: Allow: GET, HEAD" grep -qi '^Allow: GET, HEAD' "$WORK/headers"
 check "unknown endpoint 404" [ "$(code "$URL/v2/nothing")" = 404 ]
 
 # metrics

@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "cli.h"
+#include "reason.h"
 #include "same_file.h"
 
 static volatile sig_atomic_t g_interrupted; /* set by SIGINT, read by the abort callback */
@@ -955,7 +956,7 @@ static int do_file(const ctx *c, const char *path, bool several) {
     else if (st != TRANSCRIBE_OK) {
         /* the run's own reason on the last line too (it was logged above, but
          * the last line is what a user reads and a script greps) */
-        const char *why = c->s ? transcribe_session_last_error(c->s) : NULL;
+        const char *why = c->s ? tool_reason(transcribe_session_last_error(c->s)) : NULL;
         const char *what = transcribe_status_string(st);
         /* a run that logged no error of its own (a long file whose pieces
          * kept partial text) holds the status text itself: say it once */

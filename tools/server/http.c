@@ -306,6 +306,10 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, srv_request *rq) {
         MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, v);
     }
     if (rp->status == 401) MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (rp->status == 405) /* RFC 9110 15.5.6: the methods the resource takes */
+        MHD_add_response_header(
+            r, MHD_HTTP_HEADER_ALLOW,
+            rq->route == R_TRANSCRIBE || rq->route == R_TRANSLATE ? "POST" : "GET, HEAD");
     if (rq->route == R_PAGE && rp->status == 200) {
         MHD_add_response_header(r, "Content-Security-Policy",
                                 "default-src 'self'; script-src 'unsafe-inline'; "

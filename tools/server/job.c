@@ -14,6 +14,7 @@
 
 #include <microhttpd.h>
 
+#include "reason.h"
 #include "server.h"
 
 bool srv_request_should_stop(srv_request *rq) {
@@ -388,7 +389,7 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
             }
         }
     } else {
-        snprintf(why, sizeof why, "%s", transcribe_session_last_error(s));
+        snprintf(why, sizeof why, "%s", tool_reason(transcribe_session_last_error(s)));
     }
     srv_model_release(j->model, s);
 
