@@ -64,6 +64,8 @@ check "stream has a delta" contains "$WORK/body" '^data: {"type":"transcript.tex
 check "stream ends with done = CLI text" contains "$WORK/body" "^data: {\"type\":\"transcript.text.done\",\"text\":\"$cli_text\"}"
 deltas=$(sed -n 's/^data: {"type":"transcript.text.delta","delta":"\(.*\)"}$/\1/p' "$WORK/body" | tr -d '\n')
 check "deltas add up to the text" [ "$deltas" = "$cli_text" ]
+check "stream=true with srt: 400 (events are text)" \
+    [ "$(code -F file=@"$WAV" -F stream=true -F response_format=srt "$URL$T")" = 400 ]
 
 # whisper: translation, language, per-window no-speech probability
 "$CLI" -q -m "$WH" -t -f json "$JFK" >"$WORK/cli-tr.json" 2>/dev/null

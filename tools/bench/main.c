@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
     }
     fprintf(stderr,
             "transcribe-bench: unknown mode '%s' (kernels, frontend, model, batch, llm-batch, "
-            "stream, vad or server); run "
+            "stream, vad, server or fallback); run "
             "'transcribe-bench --help'\n",
             cmd);
     return 2;

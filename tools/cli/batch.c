@@ -245,7 +245,7 @@ int cli_run_batch(const cli_opts *o, struct transcribe_session *s,
         for (int i = start; i < l.n && i < start + group; i++) {
             float *p = NULL;
             int n = 0;
-            if (cli_wav_cut_short(l.paths[i])) { /* the server's rule too (wav_cut.h) */
+            if (cli_input_cut_short(l.paths[i])) { /* the server's rule too (wav_cut.h) */
                 wav_failure(o, l.paths[i], CLI_WAV_CUT_SHORT_MSG, &t);
                 continue;
             }

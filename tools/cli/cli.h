@@ -131,6 +131,9 @@ bool cli_write_text_file(FILE *f, const char *path, const char *text);
 void cli_load_capture(char *why, size_t cap);
 void cli_load_reason(char *why, size_t cap, const char *path, transcribe_status st);
 void cli_load_error(const char *what, const char *path, const char *why, transcribe_status st);
+/* cli_wav_cut_short (wav_cut.h), the library's messages about a header
+ * it refuses held back: the load that follows reports them. */
+bool cli_input_cut_short(const char *path);
 /* transcribe_audio_load_file, its reason in why as above. */
 transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
                                  size_t cap);

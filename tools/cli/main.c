@@ -170,6 +170,13 @@ void cli_load_reason(char *why, size_t cap, const char *path, transcribe_status 
 }
 
 void cli_load_error(const char *what, const char *path, const char *why, transcribe_status st) {
+    if (st == TRANSCRIBE_ERR_UNSUPPORTED_ARCH && strstr(why, "'silero-vad'")) {
+        fprintf(stderr,
+                "error: cannot load %s %s: it is a voice-activity model; give it with "
+                "--vad --vad-model %s\n",
+                what, path, path);
+        return;
+    }
     const char *status = transcribe_status_string(st);
     const char *sep = strcmp(why, status) ? " (" : "";
     const char *end = *sep ? ")" : "";
@@ -178,6 +185,16 @@ void cli_load_error(const char *what, const char *path, const char *why, transcr
         fprintf(stderr, "error: cannot load %s: %s%s%s%s\n", what, why, sep, status, end);
     else
         fprintf(stderr, "error: cannot load %s %s: %s%s%s%s\n", what, path, why, sep, status, end);
+}
+
+bool cli_input_cut_short(const char *path) {
+    /* a header the parser refuses is logged here, and again by the load
+     * that follows, which reports it: held back once */
+    char ignored[8];
+    cli_load_capture(ignored, sizeof ignored);
+    const bool cut = cli_wav_cut_short(path);
+    cli_load_reason(ignored, sizeof ignored, path, TRANSCRIBE_OK);
+    return cut;
 }
 
 transcribe_status cli_audio_load(const char *path, int rate, float **pcm, int *n, char *why,
@@ -767,7 +784,7 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
             fprintf(stderr, "error: cannot read audio '%s': the file is empty (0 bytes)\n", path);
             return false;
         }
-        if (cli_wav_cut_short(path)) { /* the server's rule too (wav_cut.h) */
+        if (cli_input_cut_short(path)) { /* the server's rule too (wav_cut.h) */
             fprintf(stderr, "error: cannot read audio '%s': %s\n", path, CLI_WAV_CUT_SHORT_MSG);
             return false;
         }
@@ -1029,7 +1046,7 @@ static bool run_group(ctx *c, const char *const *paths, int k, int *rc) {
     int *n = calloc((size_t)k, sizeof *n);
     bool ok = pcm && n;
     for (int i = 0; ok && i < k; i++) {
-        ok = strcmp(paths[i], "-") != 0 && !cli_wav_cut_short(paths[i]) &&
+        ok = strcmp(paths[i], "-") != 0 && !cli_input_cut_short(paths[i]) &&
              transcribe_audio_load_file(paths[i], c->rate, &pcm[i], &n[i]) == TRANSCRIBE_OK &&
              n[i] > 0 && !transcribe_run_would_chunk(c->s, n[i], c->rp);
     }

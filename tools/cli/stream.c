@@ -46,16 +46,26 @@ typedef struct live_in {
 } live_in;
 
 /* Reads exactly n bytes (blocking on a FIFO); false at EOF or error. */
-static bool read_exact(int fd, void *dst, size_t n) {
+/* n bytes, or false; *got (may be NULL) says how many came before the end */
+static bool read_some(int fd, void *dst, size_t n, size_t *got_out) {
     unsigned char *p = dst;
-    while (n > 0) {
-        ssize_t got = read(fd, p, n);
+    size_t total = 0;
+    bool ok = true;
+    while (total < n) {
+        ssize_t got = read(fd, p + total, n - total);
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return false;
-        p += got;
-        n -= (size_t)got;
+        if (got <= 0) {
+            ok = false;
+            break;
+        }
+        total += (size_t)got;
     }
-    return true;
+    if (got_out) *got_out = total;
+    return ok;
+}
+
+static bool read_exact(int fd, void *dst, size_t n) {
+    return read_some(fd, dst, n, NULL);
 }
 
 static bool reserve(live_in *in, size_t n) {
@@ -142,8 +152,13 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
         in->rate = model_rate;
         return true;
     }
-    if (!reserve(in, 4) || !read_exact(in->fd, in->buf, 4) ||
-        (memcmp(in->buf, "RIFF", 4) != 0 && memcmp(in->buf, "RF64", 4) != 0)) {
+    size_t got = 0;
+    if (reserve(in, 4) && !read_some(in->fd, in->buf, 4, &got) && got == 0) {
+        fprintf(stderr, "error: cannot read audio '%s': %s is empty (0 bytes)\n",
+                is_stdin ? "-" : path, is_stdin ? "standard input" : "the input");
+        return false;
+    }
+    if (got < 4 || (memcmp(in->buf, "RIFF", 4) != 0 && memcmp(in->buf, "RF64", 4) != 0)) {
         fprintf(stderr,
                 "error: %s is not WAV; for raw PCM pass --raw-format s16le|f32le --rate N\n",
                 is_stdin ? "standard input" : path);

@@ -269,11 +269,17 @@ int main(int argc, char **argv) {
         }
         if (strcmp(a, "--quant") == 0 || strcmp(a, "-q") == 0) {
             if (i + 1 >= argc) {
+                fprintf(stderr, "transcribe-quantize: %s needs a preset\n", a);
                 usage(stderr, argv[0]);
                 return 2;
             }
             preset = argv[++i];
             continue;
+        }
+        if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "transcribe-quantize: unknown option %s\n", a);
+            usage(stderr, argv[0]);
+            return 2;
         }
         if (n_pos >= 2) {
             fprintf(stderr, "transcribe-quantize: unexpected argument %s\n", a);
@@ -283,6 +289,8 @@ int main(int argc, char **argv) {
         pos[n_pos++] = a;
     }
     if (n_pos < 2 || !preset) {
+        fprintf(stderr, "transcribe-quantize: %s\n",
+                n_pos < 2 ? "give an input and an output file" : "give --quant PRESET");
         usage(stderr, argv[0]);
         return 2;
     }

@@ -145,6 +145,13 @@ static bool check_form(srv_request *rq, job *j) {
                         "stream must be true or false");
         return false;
     }
+    if (j->stream && j->fmt != SRV_FMT_JSON && j->fmt != SRV_FMT_TEXT) {
+        /* the events carry text deltas: a subtitle or verbose body has no
+         * stream form, and a client asking for one should hear so */
+        srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "stream", "unsupported_value",
+                        "stream=true sends text events: response_format must be json or text");
+        return false;
+    }
     if (!parse_bool(fm->vad, &j->vad)) {
         srv_reply_error(rq, 400, SRV_ERR_BAD_REQUEST, "vad", "invalid_value",
                         "vad must be true or false");

@@ -258,6 +258,13 @@ static int parse(int argc, char **argv, srv_opts *o) {
         usage(stderr, argv[0]);
         return 1;
     }
+    struct in6_addr any;
+    if (inet_pton(AF_INET, o->host, &any) != 1 && inet_pton(AF_INET6, o->host, &any) != 1) {
+        fprintf(stderr,
+                "error: --host takes an IP address (127.0.0.1, ::1, 0.0.0.0), not '%s'\n",
+                o->host);
+        return 1;
+    }
     if (!is_loopback(o->host) && !o->api_key && !o->insecure_no_auth) {
         fprintf(stderr,
                 "error: refusing to listen on %s without --api-key (anyone who can "
