@@ -112,8 +112,8 @@ transcribe_status tr_validate_run_params(const struct transcribe_model *m,
         TR_WARN("%s: model %s/%s has no diarization; diarize ignored", where, m->arch, variant);
     }
     if (p->n_vocabulary > 0 && !m->desc.features[TRANSCRIBE_FEATURE_VOCABULARY]) {
-        TR_WARN("%s: model %s/%s takes no vocabulary hints; %d terms ignored", where, m->arch,
-                variant, (int)p->n_vocabulary);
+        TR_WARN("%s: model %s/%s takes no vocabulary hints; %d term%s ignored", where, m->arch,
+                variant, (int)p->n_vocabulary, p->n_vocabulary == 1 ? "" : "s");
     }
     if (!streaming && p->task == TRANSCRIBE_TASK_TRANSLATE && !c->supports_translate) {
         TR_ERROR("%s: this %s model cannot translate", where, m->arch);

@@ -319,7 +319,7 @@ static void input_rule(const char *model) {
     snprintf(args, sizeof args, "-q -m '%s' '%s'", model, path);
     write_wav(path, 1);
     snprintf(args, sizeof args, "-m '%s' '%s'", model, path);
-    EXPECT_RUN(NULL, args, 0, g_err, "only 1 samples");
+    EXPECT_RUN(NULL, args, 0, g_err, "only 1 sample (");
     remove(path);
 
     snprintf(args, sizeof args, "-q -m '%s' -l xx x.wav", model);

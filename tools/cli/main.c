@@ -800,8 +800,8 @@ static bool load_input(const ctx *c, const char *path, float **out_pcm, int *out
         return false;
     }
     if (n < c->rate / 10) {
-        cli_log(TRANSCRIBE_LOG_LEVEL_WARN, "%s: only %d samples (%.3f s) of audio", path, n,
-                (double)n / (double)c->rate);
+        cli_log(TRANSCRIBE_LOG_LEVEL_WARN, "%s: only %d sample%s (%.3f s) of audio", path, n,
+                n == 1 ? "" : "s", (double)n / (double)c->rate);
     }
     *out_pcm = pcm;
     *out_n = n;
@@ -1165,8 +1165,8 @@ static bool check_model_options(const cli_opts *o, const struct transcribe_model
     }
     if (o->n_vocab > 0 && !transcribe_model_supports(m, TRANSCRIBE_FEATURE_VOCABULARY)) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,
-                "--vocabulary: this model takes no vocabulary hints; the %d terms are ignored",
-                o->n_vocab);
+                "--vocabulary: this model takes no vocabulary hints; the %d term%s ignored",
+                o->n_vocab, o->n_vocab == 1 ? " is" : "s are");
     }
     if (o->spec_k_drafts > 0 && !caps->supports_spec_decode) {
         cli_log(TRANSCRIBE_LOG_LEVEL_WARN,

@@ -329,8 +329,11 @@ static void run_job(srv_request *rq, job *j, const float *pcm, int n) {
         break;
     case SRV_ACQ_FULL:
         srv_reply_error(rq, 503, SRV_ERR_OVERLOADED, NULL, "queue_full",
-                        "all %d sessions of '%s' are busy and %d requests wait; retry later",
-                        j->model->n_sessions, j->model->id, j->model->queue_cap);
+                        "%s %d session%s of '%s' %s busy and %d request%s wait%s; retry later",
+                        j->model->n_sessions == 1 ? "the" : "all", j->model->n_sessions,
+                        j->model->n_sessions == 1 ? "" : "s", j->model->id,
+                        j->model->n_sessions == 1 ? "is" : "are", j->model->queue_cap,
+                        j->model->queue_cap == 1 ? "" : "s", j->model->queue_cap == 1 ? "s" : "");
         rq->reply.retry_after_s = 1;
         return;
     case SRV_ACQ_CLOSING:

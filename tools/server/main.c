@@ -260,8 +260,7 @@ static int parse(int argc, char **argv, srv_opts *o) {
     }
     struct in6_addr any;
     if (inet_pton(AF_INET, o->host, &any) != 1 && inet_pton(AF_INET6, o->host, &any) != 1) {
-        fprintf(stderr,
-                "error: --host takes an IP address (127.0.0.1, ::1, 0.0.0.0), not '%s'\n",
+        fprintf(stderr, "error: --host takes an IP address (127.0.0.1, ::1, 0.0.0.0), not '%s'\n",
                 o->host);
         return 1;
     }
@@ -335,8 +334,9 @@ int main(int argc, char **argv) {
     if (!srv_pool_open(&s.pool, &o)) goto done;
     if (!srv_http_start(&s)) goto done;
     for (int i = 0; i < s.pool.n; i++) {
-        fprintf(stderr, "model %s: %s (%s), %d sessions\n", s.pool.models[i].id,
-                transcribe_model_arch_string(s.pool.models[i].model), o.model_path[i], o.parallel);
+        fprintf(stderr, "model %s: %s (%s), %d session%s\n", s.pool.models[i].id,
+                transcribe_model_arch_string(s.pool.models[i].model), o.model_path[i], o.parallel,
+                o.parallel == 1 ? "" : "s");
     }
     if (s.pool.diarizer) {
         fprintf(stderr, "diarizer: %s (%s), for diarize=true\n",
