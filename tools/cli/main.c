@@ -1264,13 +1264,10 @@ int main(int argc, char **argv) {
                     o.threads, cores, 4 * cores);
         o.threads = (int)(4 * cores);
     }
-    if (o.target_language && !o.translate) {
-        o.translate = true; /* a target language only means something for translation */
-        if (!o.quiet) {
-            fprintf(stderr, "[info] --target-language %s: translating (as with -t)\n",
-                    o.target_language);
-        }
-    }
+    /* a target language only means something for translation; said once
+     * the model has taken the target (check_model_options) */
+    const bool translate_implied = o.target_language && !o.translate;
+    if (translate_implied) o.translate = true;
     /* Unlike transcribe-cli, -q keeps only error lines: our formats are meant
      * to be piped, so the library's info lines should not interleave. */
     const char *dbg = getenv("TRANSCRIBE_DEBUG");
@@ -1346,6 +1343,9 @@ int main(int argc, char **argv) {
         o.target_language = model_code(o.target_language, caps.translate_target_languages,
                                        caps.n_translate_target_languages);
     if (!check_model_options(&o, model, &caps)) goto done;
+    if (translate_implied && !o.quiet)
+        fprintf(stderr, "[info] --target-language %s: translating (as with -t)\n",
+                o.target_language);
     struct transcribe_session_params sp;
     transcribe_session_params_init(&sp);
     sp.n_threads = o.threads;
