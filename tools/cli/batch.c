@@ -32,18 +32,20 @@ static int read_list(const char *file, path_list *l) {
                          line[n - 1] == '\t')) {
             line[--n] = '\0';
         }
+        /* blanks around a path are the list's layout, not the name's */
         const char *first = line + strspn(line, " \t");
+        n -= (size_t)(first - line);
         if (n == 0 || *first == '#') continue;
         if (l->n == l->cap) {
             int nc = l->cap ? l->cap * 2 : 16;
             char **p = realloc(l->paths, (size_t)nc * sizeof *p);
-            if (!p) break;
+            if (!p) goto oom;
             l->paths = p;
             l->cap = nc;
         }
         l->paths[l->n] = malloc(n + 1);
-        if (!l->paths[l->n]) break;
-        memcpy(l->paths[l->n++], line, n + 1);
+        if (!l->paths[l->n]) goto oom;
+        memcpy(l->paths[l->n++], first, n + 1);
     }
     fclose(f);
     if (l->n == 0) {
@@ -51,6 +53,10 @@ static int read_list(const char *file, path_list *l) {
         return 1;
     }
     return 0;
+oom:
+    fclose(f);
+    fprintf(stderr, "error: out of memory reading the batch list %s\n", file);
+    return 1;
 }
 
 typedef struct {
@@ -143,8 +149,13 @@ static void report(const cli_opts *o, const struct transcribe_session *s, int i,
                 struct transcribe_segment seg;
                 transcribe_segment_init(&seg);
                 transcribe_batch_get_segment(s, i, j, &seg);
-                fprintf(stdout, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", j ? "," : "",
-                        (long long)seg.t0_ms, (long long)seg.t1_ms);
+                /* on the audio's clock, as every other output (a CTC
+                 * model's last frame may end past the audio) */
+                const int64_t end = (int64_t)(duration_s * 1000.0 + 0.5);
+                const int64_t t0 = seg.t0_ms < end ? seg.t0_ms : end;
+                const int64_t t1 = seg.t1_ms < end ? seg.t1_ms : end;
+                fprintf(stdout, "%s{\"t0_ms\":%lld,\"t1_ms\":%lld,", j ? "," : "", (long long)t0,
+                        (long long)(t1 > t0 ? t1 : t0));
                 if (seg.speaker_id > 0) fprintf(stdout, "\"speaker_id\":%d,", (int)seg.speaker_id);
                 fputs("\"text\":", stdout);
                 cli_json_str(stdout, seg.text ? seg.text : "");
