@@ -63,13 +63,16 @@ transcribe_status tr_audio_decode_sndfile_max(const void *data, size_t size, tr_
     memset(&info, 0, sizeof info);
     SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &m);
     if (!sf) {
+        /* libsndfile's text for a stream it could not start from memory
+         * speaks of a missing file; the bytes are here, just not enough */
+        const char *why = sf_strerror(NULL);
+        if (strstr(why, "File does not exist")) why = "too short or damaged to decode";
         if (fmt == TR_AUDIO_FMT_UNKNOWN)
             TR_ERROR("audio: not audio this build reads (WAV, FLAC, MP3, Ogg Vorbis/Opus; "
                      "libsndfile: %s)",
-                     sf_strerror(NULL));
+                     why);
         else
-            TR_ERROR("audio: cannot decode %s data: %s", tr_audio_format_name(fmt),
-                     sf_strerror(NULL));
+            TR_ERROR("audio: cannot decode %s data: %s", tr_audio_format_name(fmt), why);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     transcribe_status st = TRANSCRIBE_OK;
