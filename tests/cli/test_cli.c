@@ -93,6 +93,13 @@ static void bad_inputs(void) {
     EXPECT_RUN(NULL, "--output-dir . --output-format srt,doc a.wav", 1, g_err,
                "--output-format takes a comma list");
     EXPECT_RUN(NULL, "- -", 1, g_err, "standard input ('-') can be read only once");
+    /* --flag=VALUE is --flag VALUE; a flag without a value takes none */
+    EXPECT_RUN(NULL, "--threads=0 x.wav", 1, g_err, "--threads must be an integer from 1");
+    EXPECT_RUN(NULL, "--quiet=1 x.wav", 1, g_err, "error: --quiet takes no value (got '1')");
+    EXPECT_RUN(NULL, "--format=docx x.wav", 1, g_err, "unknown --format 'docx'");
+    /* after --, words are audio files, whatever they look like */
+    EXPECT_RUN(NULL, "-m /nonexistent/model.gguf -- --bogus", 1, g_err, "file not found");
+    CHECK(strstr(g_err, "unknown option") == NULL);
     /* flags of one mode, refused outside it */
     EXPECT_RUN(NULL, "--realtime x.wav", 1, g_err, "--realtime paces a --stream input");
     EXPECT_RUN(NULL, "--batch-jsonl x.wav", 1, g_err, "--batch-jsonl prints a --batch list");

@@ -1,10 +1,12 @@
-/* Command-line parsing. Flags follow transcribe-cli (docs/cli.md §1–§2): only
- * the `--flag VALUE` form, left to right, later flags override earlier
- * ones; our additions are several audio files, '-' for standard input,
- * -f/--format, --tokens, --output-dir/--output-format and --version.
+/* Command-line parsing. Flags follow transcribe-cli (docs/cli.md §1–§2):
+ * `--flag VALUE`, left to right, later flags override earlier ones; our
+ * additions are several audio files, '-' for standard input, `--flag=VALUE`
+ * and `--` (the words after it are audio files), -f/--format, --tokens,
+ * --output-dir/--output-format and --version.
  * Unlike transcribe-cli, numbers are checked (junk and out-of-range values
  * are errors) and a bad option prints one line and a --help hint. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -244,67 +246,79 @@ static bool parse_format_list(const char *val, unsigned *out) {
     } while (0)
 #define IS1(a) (strcmp(arg, a) == 0)
 
-int cli_parse(int argc, char **argv, cli_opts *o) {
-    defaults(o, argc > 0 ? argv[0] : "transcribe");
-    o->audio = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->audio);
-    if (!o->audio) {
-        fprintf(stderr, "error: out of memory\n");
-        return 1;
-    }
-    static const char *const with_value[] = {"-m",
-                                             "--model",
-                                             "-l",
-                                             "--language",
-                                             "--target-language",
-                                             "-o",
-                                             "--output",
-                                             "-r",
-                                             "--repeat",
-                                             "--threads",
-                                             "--n-ctx",
-                                             "--kv-type",
-                                             "--backend",
-                                             "--device",
-                                             "--timestamps",
-                                             "--batch",
-                                             "--batch-size",
-                                             "--initial-prompt",
-                                             "--vocabulary",
-                                             "--vocabulary-file",
-                                             "--diarizer",
-                                             "--temperature",
-                                             "--prompt-condition",
-                                             "--stream-chunk-ms",
-                                             "--stream-att-right",
-                                             "--stream-buf-left-ms",
-                                             "--stream-buf-chunk-ms",
-                                             "--stream-buf-right-ms",
-                                             "--stream-voxtral-delay",
-                                             "--raw-format",
-                                             "--rate",
-                                             "--spec-k-drafts",
-                                             "--chunk",
-                                             "--chunk-max-s",
-                                             "-f",
-                                             "--format",
-                                             "--output-dir",
-                                             "--output-format",
-                                             "--max-line-chars",
-                                             "--max-cue-ms"};
+static const char *const with_value[] = {"-m",
+                                         "--model",
+                                         "-l",
+                                         "--language",
+                                         "--target-language",
+                                         "-o",
+                                         "--output",
+                                         "-r",
+                                         "--repeat",
+                                         "--threads",
+                                         "--n-ctx",
+                                         "--kv-type",
+                                         "--backend",
+                                         "--device",
+                                         "--timestamps",
+                                         "--batch",
+                                         "--batch-size",
+                                         "--initial-prompt",
+                                         "--vocabulary",
+                                         "--vocabulary-file",
+                                         "--diarizer",
+                                         "--temperature",
+                                         "--prompt-condition",
+                                         "--stream-chunk-ms",
+                                         "--stream-att-right",
+                                         "--stream-buf-left-ms",
+                                         "--stream-buf-chunk-ms",
+                                         "--stream-buf-right-ms",
+                                         "--stream-voxtral-delay",
+                                         "--raw-format",
+                                         "--rate",
+                                         "--spec-k-drafts",
+                                         "--chunk",
+                                         "--chunk-max-s",
+                                         "-f",
+                                         "--format",
+                                         "--output-dir",
+                                         "--output-format",
+                                         "--max-line-chars",
+                                         "--max-cue-ms",
+                                         "--vad-model",
+                                         "--vad-threshold",
+                                         "--vad-neg-threshold",
+                                         "--vad-min-speech-ms",
+                                         "--vad-min-silence-ms",
+                                         "--vad-speech-pad-ms",
+                                         "--vad-max-speech-s",
+                                         "--vad-window"};
+
+static bool takes_value(const char *arg) {
+    for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+        if (strcmp(arg, with_value[k]) == 0) return true;
+    return false;
+}
+
+/* argv[1..argc) with "--" ended (*first_positional: where the words that
+ * follow it are) and "--name=value" cut at '=' into two words. */
+static int parse_words(int argc, char **argv, cli_opts *o, int first_positional) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = NULL;
+        if (i >= first_positional) { /* after "--": audio, whatever it looks like */
+            o->audio[o->n_audio++] = arg;
+            continue;
+        }
         int vad_rc = cli_vad_parse(o, argc, argv, &i);
         if (vad_rc != -2) {
             if (vad_rc >= 0) return vad_rc;
             continue;
         }
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) {
-            if (strcmp(arg, with_value[k]) == 0) {
-                if (i + 1 >= argc) return fail(o, "%s requires an argument", arg);
-                val = argv[++i];
-                break;
-            }
+        if (takes_value(arg)) {
+            if (i + 1 >= argc) return fail(o, "%s requires an argument", arg);
+            val = argv[++i];
         }
         if (IS("-h", "--help")) {
             cli_usage(o->argv0, stdout); /* asked for: stdout, so it pipes into a pager */
@@ -566,4 +580,49 @@ int cli_parse(int argc, char **argv, cli_opts *o) {
         return fail(o, "--stream-chunk-ms cannot be combined with --repeat%s", "");
     }
     return -1;
+}
+
+int cli_parse(int argc, char **argv, cli_opts *o) {
+    defaults(o, argc > 0 ? argv[0] : "transcribe");
+    o->audio = calloc((size_t)(argc > 0 ? argc : 1), sizeof *o->audio);
+    char **words = malloc(sizeof *words * (2 * (size_t)(argc > 0 ? argc : 1) + 1));
+    if (!o->audio || !words) {
+        free(words);
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
+    /* "--name=value" (as argparse and GNU tools take it) is "--name value";
+     * "--" ends the options. The words point into argv's strings, which
+     * C lets a program write: '=' becomes the name's end. */
+    int n = 0, first_positional = INT_MAX;
+    if (argc > 0) words[n++] = argv[0];
+    bool value_next = false; /* the word before was an option that takes the next one */
+    for (int i = 1; i < argc; i++) {
+        char *a = argv[i];
+        char *eq = strncmp(a, "--", 2) == 0 ? strchr(a, '=') : NULL;
+        const bool is_value = value_next;
+        value_next = false;
+        if (is_value || first_positional != INT_MAX) {
+            words[n++] = a; /* a value, whatever it looks like (--initial-prompt "--x=y") */
+        } else if (strcmp(a, "--") == 0) {
+            first_positional = n;
+        } else if (eq && eq > a + 2) {
+            *eq = '\0';
+            if (!takes_value(a)) {
+                fprintf(stderr, "error: %s takes no value (got '%s')\n", a, eq + 1);
+                fprintf(stderr, "run '%s --help' for the options\n", o->argv0);
+                free(words);
+                return 1;
+            }
+            words[n++] = a;
+            words[n++] = eq + 1;
+        } else {
+            words[n++] = a;
+            value_next = takes_value(a);
+        }
+    }
+    words[n] = NULL;
+    int rc = parse_words(n, words, o, first_positional);
+    free(words);
+    return rc;
 }
