@@ -270,6 +270,29 @@ int main(int argc, char **argv) {
               g_err);
     CHECK(file_is("out2/x.txt", NULL));
 
+    /* a streamed file's subtitles: its stitched segments overlapped by up to
+     * 76 ms and were not cut at 7 s; now every cue starts where the last one
+     * ended at the earliest, and none passes 7 s where word times allow */
+    CHECK(run("-q --stream -f srt '%s/samples/whole-earth.wav'", TR_CORPUS_DIR) == 0);
+    {
+        long prev_end = 0, longest = 0;
+        int cues = 0;
+        for (const char *q = strstr(g_out, " --> "); q; q = strstr(q + 5, " --> ")) {
+            int h0, m0, s0, ms0, h1, m1, s1, ms1;
+            if (sscanf(q - 12, "%d:%d:%d,%d --> %d:%d:%d,%d", &h0, &m0, &s0, &ms0, &h1, &m1, &s1,
+                       &ms1) != 8)
+                break;
+            long t0 = ((h0 * 60L + m0) * 60 + s0) * 1000 + ms0;
+            long t1 = ((h1 * 60L + m1) * 60 + s1) * 1000 + ms1;
+            CHECK_MSG(t0 >= prev_end && t1 >= t0, "cue %d: %ld-%ld after %ld", cues + 1, t0, t1,
+                      prev_end);
+            if (t1 - t0 > longest) longest = t1 - t0;
+            prev_end = t1;
+            cues++;
+        }
+        CHECK_MSG(cues >= 12 && longest <= 7000, "%d cues, longest %ld ms", cues, longest);
+    }
+
     /* a closed pipe: a message and exit 1 (the JSON of a long file is
      * more than the pipe holds) */
     char bash[9000];
