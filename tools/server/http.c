@@ -270,8 +270,10 @@ static void reply_get(srv_request *rq, int route, const char *url) {
     case R_METRICS: {
         size_t len = 0;
         int state = atomic_load(&s->closing) ? 2 : atomic_load(&s->draining) ? 1 : 0;
+        /* the scrape itself is not one of the requests it reports */
+        const int in_flight = atomic_load(&s->in_flight) - (rq->counted ? 1 : 0);
         char *body = srv_metrics_text(&s->metrics, srv_pool_waiting(&s->pool),
-                                      atomic_load(&s->in_flight), state, &len);
+                                      in_flight > 0 ? in_flight : 0, state, &len);
         if (body) {
             reply_json(rq, 200, body, len);
             rq->reply.content_type = "text/plain; version=0.0.4; charset=utf-8";
