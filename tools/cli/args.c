@@ -301,8 +301,9 @@ static bool takes_value(const char *arg) {
     return false;
 }
 
-/* argv[1..argc) with "--" ended (*first_positional: where the words that
- * follow it are) and "--name=value" cut at '=' into two words. */
+/* The options and audio files of argv[1..argc), the words cli_parse made:
+ * "--name=value" already cut in two, and from index first_positional on
+ * (INT_MAX: none) the words that followed "--", all audio files. */
 static int parse_words(int argc, char **argv, cli_opts *o, int first_positional) {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
