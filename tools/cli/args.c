@@ -473,7 +473,7 @@ static int parse_words(int argc, char **argv, cli_opts *o, int first_positional)
             }
             o->raw_format = val;
         } else if (IS1("--rate")) {
-            INT_FLAG(1000, 384000, o->raw_rate);
+            INT_FLAG(1000, 1536000, o->raw_rate); /* the rates a WAV header may give */
         } else if (IS1("--spec-k-drafts")) {
             int v = 0;
             INT_FLAG(-1, 1024, v);
