@@ -137,6 +137,15 @@ def test_results_equal_cli_json(model, cli):
         assert_same_as_cli(got, cli_json(cli, BUNDLED, wav))
 
 
+def test_to_dict_cues_when_json_rendered(model, cli):
+    # with formats=["json"] the dict carries the library's cues, the CLI's
+    got = model.transcribe(need(SAMPLE), formats=["json"]).to_dict()
+    p = subprocess.run([cli, "-m", str(BUNDLED), "-f", "json", "-q", str(need(SAMPLE))],
+                       capture_output=True, text=True, check=True)
+    assert got["cues"] == json.loads(p.stdout)["cues"] and got["cues"]
+    assert list(got)[:5] == ["text", "language", "duration", "timestamps", "cues"]
+
+
 def test_tdt_words_equal_cli_json(cli):
     with transcribe.Model(need(TINY_TDT)) as m:
         for ts in ("auto", "word", "segment", "none"):

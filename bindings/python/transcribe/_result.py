@@ -9,6 +9,7 @@ corresponding fields of ``transcribe -f json --tokens``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -173,8 +174,9 @@ class Result:
         return self.text
 
     def to_dict(self, tokens: bool = True) -> Dict[str, Any]:
-        """The result in the layout of the CLI's ``-f json`` output (without
-        ``file``, ``model`` and the subtitle ``cues``)."""
+        """The result in the layout of the CLI's ``-f json`` output, without
+        ``file`` and ``model``; the subtitle ``cues`` are there when the run
+        rendered json (``transcribe(..., formats=["json"])``)."""
         out: Dict[str, Any] = {
             "text": self.text,
             "language": self.language,
@@ -192,6 +194,9 @@ class Result:
                 {"t0_ms": c.start_ms, "t1_ms": c.end_ms, "end": c.end, "status": c.status}
                 for c in self.chunks
             ]
+        rendered = self.formatted.get("json")
+        if rendered:  # the library's cues (what srt / vtt print), as the CLI's JSON
+            out["cues"] = json.loads(rendered).get("cues", [])
         segs: List[Dict[str, Any]] = []
         for s in self.segments:
             d: Dict[str, Any] = {"t0_ms": s.start_ms, "t1_ms": s.end_ms}
