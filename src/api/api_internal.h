@@ -126,8 +126,9 @@ struct transcribe_session {
     float mel_ms, encode_ms, decode_ms;
     tr_stream_state stream;
     char last_error[TR_LAST_ERROR_CAP]; /* transcribe_session_last_error */
-    /* run_params.diarizer (diarize.c): the family session of the diarizer
-     * last used, kept for the next run */
+    /* run_params.diarizer (diarize.c): the diarizer's family session while
+     * a call runs it (released before the call returns: the caller may free
+     * the diarizer model right after) */
     const struct transcribe_model *diar_model;
     void *diar_fsession;
 };
@@ -139,7 +140,8 @@ struct transcribe_session {
  * status on failure: ABORTED, OOM, ...). batch: the same for every
  * utterance that ended OK or truncated (an abort marks the rest ABORTED and
  * is returned; OOM is returned; other failures are the utterance's status).
- * release: frees the kept diarizer session. */
+ * Both release the diarizer's session before they return. release: frees
+ * it (also at session free, for a call cut short). */
 transcribe_status tr_diarize_check(const struct transcribe_session *s,
                                    const struct transcribe_run_params *p, const char *where);
 transcribe_status tr_diarize_result(struct transcribe_session *s,

@@ -1,8 +1,10 @@
 /* Speaker attribution by a separate diarization model
  * (transcribe_run_params.diarizer, docs/c-api.md §16.4): after a
  * transcription, the diarizer runs over the same audio (the whole input,
- * on the caller's session pool, in a family session kept on the session
- * for the next run), its speaker rows become the result's, and every word
+ * on the caller's session pool, in a family session that lives for that
+ * one call: the caller may free the diarizer model as soon as the call
+ * returns, so nothing of it is kept), its speaker rows become the result's,
+ * and every word
  * and segment takes the speaker whose activity overlaps it most
  * (core/speaker_label.h). */
 #include <math.h>
@@ -62,9 +64,9 @@ static transcribe_status diar_session(struct transcribe_session *s,
     return TRANSCRIBE_OK;
 }
 
-transcribe_status tr_diarize_result(struct transcribe_session *s,
-                                    const struct transcribe_run_params *p, const float *pcm, int n,
-                                    tr_result *r, const char *where) {
+static transcribe_status diarize_one(struct transcribe_session *s,
+                                     const struct transcribe_run_params *p, const float *pcm, int n,
+                                     tr_result *r, const char *where) {
     const struct transcribe_model *d = p->diarizer;
     if (!d) return TRANSCRIBE_OK;
     transcribe_status st = diar_session(s, d);
@@ -109,15 +111,21 @@ transcribe_status tr_diarize_result(struct transcribe_session *s,
     return st;
 }
 
-transcribe_status tr_diarize_batch(struct transcribe_session *s,
-                                   const struct transcribe_run_params *p, const float *const *pcm,
-                                   const int *n_samples, int n) {
-    if (!p->diarizer) return TRANSCRIBE_OK;
+transcribe_status tr_diarize_result(struct transcribe_session *s,
+                                    const struct transcribe_run_params *p, const float *pcm, int n,
+                                    tr_result *r, const char *where) {
+    const transcribe_status st = diarize_one(s, p, pcm, n, r, where);
+    tr_diarize_release(s);
+    return st;
+}
+
+static transcribe_status diarize_batch(struct transcribe_session *s,
+                                       const struct transcribe_run_params *p,
+                                       const float *const *pcm, const int *n_samples, int n) {
     for (int i = 0; i < n; i++) {
         tr_result *r = &s->results[i];
         if (r->status != TRANSCRIBE_OK && r->status != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) continue;
-        transcribe_status st =
-            tr_diarize_result(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch");
+        transcribe_status st = diarize_one(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch");
         if (st == TRANSCRIBE_OK) continue;
         r->status = st;
         if (st == TRANSCRIBE_ERR_ABORTED) {
@@ -128,4 +136,14 @@ transcribe_status tr_diarize_batch(struct transcribe_session *s,
         if (st == TRANSCRIBE_ERR_OOM) return st;
     }
     return TRANSCRIBE_OK;
+}
+
+transcribe_status tr_diarize_batch(struct transcribe_session *s,
+                                   const struct transcribe_run_params *p, const float *const *pcm,
+                                   const int *n_samples, int n) {
+    if (!p->diarizer) return TRANSCRIBE_OK;
+    /* one diarizer session for the whole batch, gone when the call ends */
+    const transcribe_status st = diarize_batch(s, p, pcm, n_samples, n);
+    tr_diarize_release(s);
+    return st;
 }

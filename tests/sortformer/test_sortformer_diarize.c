@@ -128,6 +128,25 @@ static void library(void) {
     check_labels(s, true, 0, "batch 0");
     check_labels(s, true, 1, "batch 1");
 
+    /* a diarizer freed as soon as its call returns (the contract: it must
+     * outlive the call, no more), then another one loaded, maybe at the
+     * same address: the session kept nothing of the first (it freed the
+     * first's family session through the freed model; ASan saw it) */
+    for (int k = 0; k < 2; k++) {
+        struct transcribe_model *once = NULL;
+        CHECK(transcribe_model_load_file(g_diar, NULL, &once) == TRANSCRIBE_OK);
+        struct transcribe_run_params po = p;
+        po.diarizer = once;
+        if (k == 0) {
+            CHECK(transcribe_run(s, g_pcm, g_n, &po) == TRANSCRIBE_OK);
+            check_labels(s, false, 0, "a diarizer freed after its run");
+        } else {
+            CHECK(transcribe_run_batch(s, bp, bn, 2, &po) == TRANSCRIBE_OK);
+            check_labels(s, true, 1, "a diarizer freed after its batch");
+        }
+        transcribe_model_free(once);
+    }
+
     /* a model without diarization: refused before anything changes */
     const int words = transcribe_batch_n_words(s, 1);
     struct transcribe_run_params pb = p;
