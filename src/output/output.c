@@ -65,6 +65,11 @@ int32_t tr_out_speaker(const tr_out_view *v, int seg) {
     return id > 0 ? id : 0;
 }
 
+int32_t tr_out_word_speaker(const tr_out_view *v, int i) {
+    int32_t id = v->r->words[i].speaker_id;
+    return id > 0 ? id : 0;
+}
+
 /* true when some segment is attributed to a speaker (diarized runs). */
 bool tr_out_has_speakers(const tr_out_view *v) {
     for (int i = 0; i < tr_out_n_segs(v); i++)
@@ -72,8 +77,48 @@ bool tr_out_has_speakers(const tr_out_view *v) {
     return false;
 }
 
+/* Segment seg as one line per run of words of one speaker, when its
+ * diarized words change speaker inside it (a diarizer labels words, and a
+ * segment takes its main speaker); false when they do not. */
+static bool txt_word_turns(tr_out_view *v, int seg) {
+    const tr_result_segment *s = &v->r->segs[seg];
+    if (s->n_words < 2 || s->first_word < 0 || s->first_word + s->n_words > tr_out_n_words(v))
+        return false;
+    const int32_t seg_spk = tr_out_speaker(v, seg);
+    int32_t first = 0;
+    bool mixed = false;
+    for (int i = s->first_word; i < s->first_word + s->n_words; i++) {
+        const int32_t w = tr_out_word_speaker(v, i) ? tr_out_word_speaker(v, i) : seg_spk;
+        if (i == s->first_word) first = w;
+        mixed |= w != first;
+    }
+    if (!mixed) return false;
+    tr_strbuf *b = v->out;
+    int32_t spk = -1;
+    for (int i = s->first_word; i < s->first_word + s->n_words; i++) {
+        int64_t t0, t1;
+        const char *t;
+        tr_out_word(v, i, &t0, &t1, &t);
+        size_t n;
+        t = tr_out_trim(t, &n);
+        if (!n) continue;
+        const int32_t w = tr_out_word_speaker(v, i) ? tr_out_word_speaker(v, i) : seg_spk;
+        if (w != spk) {
+            if (spk >= 0) tr_strbuf_append(b, "\n", 1);
+            if (w > 0) tr_strbuf_appendf(b, "[S%d] ", (int)w);
+            spk = w;
+        } else {
+            tr_strbuf_append(b, " ", 1);
+        }
+        tr_strbuf_append(b, t, n);
+    }
+    if (spk >= 0) tr_strbuf_append(b, "\n", 1);
+    return true;
+}
+
 /* Plain text: the transcript on one line; a diarized result one line per
- * speaker turn, "[S1] text" (turns without a speaker unlabelled). */
+ * speaker turn, "[S1] text" (turns without a speaker unlabelled): the
+ * segments, cut where their words change speaker. */
 void tr_out_txt(tr_out_view *v) {
     tr_strbuf *b = v->out;
     if (v->o->header) tr_strbuf_appendf(b, "# %s\n", v->o->file ? v->o->file : "");
@@ -85,6 +130,7 @@ void tr_out_txt(tr_out_view *v) {
         return;
     }
     for (int i = 0; i < tr_out_n_segs(v); i++) {
+        if (txt_word_turns(v, i)) continue;
         const char *text;
         int64_t t0, t1;
         tr_out_seg(v, i, &t0, &t1, &text);

@@ -30,16 +30,20 @@ static bool ends_sentence(const char *w) {
  * a few tens of ms, and subtitle players show overlapping cues stacked. */
 typedef struct cue_seq {
     tr_out_cue_fn fn;
-    int idx;     /* the next cue's number, from 1 */
-    int64_t end; /* where the last cue ended */
+    int idx;         /* the next cue's number, from 1 */
+    int64_t end;     /* where the last cue ended */
+    int32_t speaker; /* the last cue's */
 } cue_seq;
 
 static void emit(tr_out_view *v, cue_seq *q, int64_t t0, int64_t t1, const char *text,
                  int32_t speaker) {
-    if (t0 < q->end) t0 = q->end;
+    /* two speakers may talk at once (a diarizer's overlapping turns):
+     * only one voice's cues are kept from overlapping */
+    if (speaker == q->speaker && t0 < q->end) t0 = q->end;
     if (t1 < t0) t1 = t0;
     q->fn(v, q->idx++, t0, t1, text, speaker);
     q->end = t1;
+    q->speaker = speaker;
 }
 
 /* Segment seg's words as cues; false when they do not carry their own
@@ -56,13 +60,20 @@ static bool word_cues(tr_out_view *v, int seg, cue_seq *q, tr_strbuf *text) {
     int64_t max_ms = o->max_cue_ms > 0 ? o->max_cue_ms : CUE_MAX_MS;
     size_t max_chars = o->max_line_chars > 0 ? (size_t)o->max_line_chars : CUE_MAX_CHARS;
     bool long_text = strlen(stext) > max_chars;
-    if (s->n_words < 2 || (s1 - s0 <= max_ms && !long_text)) return false;
-    if (s->first_word < 0 || s->first_word + s->n_words > tr_out_n_words(v)) return false;
+    if (s->n_words < 2 || s->first_word < 0 || s->first_word + s->n_words > tr_out_n_words(v))
+        return false;
+    /* a word's own speaker (diarized words), else the segment's */
+    const int32_t seg_spk = tr_out_speaker(v, seg);
+#define WORD_SPK(i) (tr_out_word_speaker(v, (i)) ? tr_out_word_speaker(v, (i)) : seg_spk)
+    bool mixed = false; /* words of more than one speaker: cut where it changes */
+    for (int i = s->first_word + 1; i < s->first_word + s->n_words && !mixed; i++)
+        mixed = WORD_SPK(i) != WORD_SPK(s->first_word);
+    if (s1 - s0 <= max_ms && !long_text && !mixed) return false;
     int64_t w0, w1;
     const char *t;
     tr_out_word(v, s->first_word, &w0, &w1, &t);
     if (w0 == s0 && w1 == s1) return false;
-    int32_t spk = tr_out_speaker(v, seg);
+    int32_t spk = 0;
     int64_t c0 = 0, c1 = 0;
     bool open = false, sentence = false;
     for (int i = s->first_word; i < s->first_word + s->n_words; i++) {
@@ -70,14 +81,16 @@ static bool word_cues(tr_out_view *v, int seg, cue_seq *q, tr_strbuf *text) {
         while (tr_out_is_space(*t)) t++;
         size_t wl = strlen(t);
         if (!wl) continue;
-        if (open && (w0 - c1 >= CUE_GAP_MS || w1 - c0 > max_ms || text->len + 1 + wl > max_chars ||
-                     (sentence && c1 - c0 >= CUE_MIN_MS))) {
+        const int32_t ws = WORD_SPK(i);
+        if (open && (ws != spk || w0 - c1 >= CUE_GAP_MS || w1 - c0 > max_ms ||
+                     text->len + 1 + wl > max_chars || (sentence && c1 - c0 >= CUE_MIN_MS))) {
             emit(v, q, c0, c1, tr_strbuf_cstr(text), spk);
             open = false;
         }
         if (!open) {
             tr_strbuf_clear(text);
             c0 = w0;
+            spk = ws;
             open = true;
         }
         if (text->len) tr_strbuf_append(text, " ", 1);
@@ -86,6 +99,7 @@ static bool word_cues(tr_out_view *v, int seg, cue_seq *q, tr_strbuf *text) {
         sentence = ends_sentence(t);
     }
     if (open) emit(v, q, c0, c1, tr_strbuf_cstr(text), spk);
+#undef WORD_SPK
     return true;
 }
 
@@ -98,7 +112,7 @@ void tr_out_for_each_cue(tr_out_view *v, tr_out_cue_fn fn) {
     }
     tr_strbuf text;
     tr_strbuf_init(&text);
-    cue_seq q = {fn, 1, 0};
+    cue_seq q = {fn, 1, 0, 0};
     for (int i = 0; i < tr_out_n_segs(v); i++) {
         int64_t t0, t1;
         const char *t;

@@ -31,14 +31,15 @@ void tr_out_seg(const tr_out_view *v, int i, int64_t *t0, int64_t *t1, const cha
 void tr_out_word(const tr_out_view *v, int i, int64_t *t0, int64_t *t1, const char **text);
 const char *tr_out_full_text(const tr_out_view *v, size_t *n); /* trimmed */
 transcribe_timestamp_kind tr_out_kind(const tr_out_view *v);
-int32_t tr_out_speaker(const tr_out_view *v, int seg); /* 0: none */
+int32_t tr_out_speaker(const tr_out_view *v, int seg);    /* 0: none */
+int32_t tr_out_word_speaker(const tr_out_view *v, int i); /* 0: none */
 bool tr_out_has_speakers(const tr_out_view *v);
 
 /* The JSON string of s[0..n) (quotes included), escaped as output_json.c says. */
 void tr_out_json_str(tr_strbuf *b, const char *s, size_t n);
 
-/* One subtitle cue: index from 1, times, the text (not trimmed) and the
- * speaker of its segment (0: none). */
+/* One subtitle cue: index from 1, times, the text (not trimmed) and its
+ * speaker (its words', else its segment's; 0: none). */
 typedef void (*tr_out_cue_fn)(tr_out_view *v, int index, int64_t t0, int64_t t1, const char *text,
                               int32_t speaker);
 /* Calls fn for every cue of the result in order (output_cues.c). */

@@ -290,6 +290,52 @@ static void cli(const char *bin) {
              ASR, g_diar, CLIP);
     CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
     json_words_with_speakers(out);
+    /* one word a cue: each cue has its own word's speaker (they had the
+     * segment's main speaker), and text lines change at word turns */
+    /* (the reference tiny model: its speakers alternate on this clip) */
+    const char *ref = TR_SOURCE_DIR "/tests/data/sortformer/sortformer-tiny-ref-F32.gguf";
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' -f json --max-line-chars 1 '%s'",
+             bin, ASR, ref, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
+    {
+        char *cues = strstr(out, "\"cues\":["), *words = strstr(out, "\"words\":[");
+        char *segs = strstr(out, "\"segments\":[");
+        int nc = 0, nw = 0, cue_spk[512], word_spk[512];
+        for (char *q = cues; q && segs && nc < 512;) {
+            q = strstr(q, "\"speaker_id\":");
+            if (!q || q > segs) break;
+            cue_spk[nc++] = atoi(q += 13);
+        }
+        for (char *q = words; q && nw < 512;) {
+            q = strstr(q, "\"speaker_id\":");
+            if (!q) break;
+            word_spk[nw++] = atoi(q += 13);
+        }
+        int turns = 0;
+        for (int i = 1; i < nw; i++) turns += word_spk[i] != word_spk[i - 1];
+        CHECK_MSG(cues && words && nc == nw && nw > 4 && turns > 0, "%d cues, %d words, %d turns",
+                  nc, nw, turns);
+        for (int i = 0; i < nc && i < nw; i++)
+            CHECK_MSG(cue_spk[i] == word_spk[i], "cue %d: S%d, its word S%d", i + 1, cue_spk[i],
+                      word_spk[i]);
+        snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' --diarizer '%s' '%s'", bin, ASR, ref, CLIP);
+        CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
+        int lines = 0;
+        for (char *q = out; (q = strchr(q, '\n')); q++) lines++;
+        CHECK_MSG(lines == turns + 1, "%d txt lines for %d word turns: %s", lines, turns, out);
+    }
+    /* the diarizer run as the model: overlapping turns of two speakers keep
+     * their times in the cues (none squashed to zero length) */
+    snprintf(cmd, sizeof cmd, "'%s' -q -m '%s' -f srt '%s'", bin, ref, CLIP);
+    CHECK(tr_cli_run(cmd, out, sizeof out, err, sizeof err) == 0);
+    {
+        int zero = 0, n = 0;
+        for (char *q = strstr(out, " --> "); q; q = strstr(q + 5, " --> ")) {
+            n++;
+            zero += strncmp(q - 12, q + 5, 12) == 0;
+        }
+        CHECK_MSG(n > 0 && zero == 0, "%d of %d cues of zero length", zero, n);
+    }
     /* whisper's estimated word times, diarized */
     snprintf(cmd, sizeof cmd,
              "'%s' -q -m '%s' -l en --diarizer '%s' -f json --timestamps word '%s'", bin, WHISPER,
