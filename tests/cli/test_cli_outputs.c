@@ -270,6 +270,30 @@ int main(int argc, char **argv) {
               g_err);
     CHECK(file_is("out2/x.txt", NULL));
 
+    /* Ctrl-C during a run with -o over an existing file: the file is kept
+     * whole; an interrupted run's partial output, if any, stays beside it
+     * (a signal before the run, which ends the process, leaves nothing) */
+    write_file("kept.txt", "OLD\n", 4);
+    {
+        char bash[4096];
+        snprintf(
+            bash, sizeof bash,
+            "cd '%s' && python3 -c \"import wave; w = wave.open('%s/samples/whole-earth.wav'); "
+            "o = wave.open('long.wav', 'wb'); o.setparams(w.getparams()); "
+            "o.writeframes(w.readframes(w.getnframes()) * 20); o.close()\" && "
+            "{ TRANSCRIBE_CPU=scalar '%s' -q --threads 1 -f srt -o kept.txt long.wav "
+            ">/dev/null 2>&1 & p=$!; sleep 2; kill -INT $p; wait $p; echo \"rc=$?\"; ls "
+            "kept.txt.partial-* "
+            "2>/dev/null | wc -l; }",
+            g_dir, TR_CORPUS_DIR, g_bin);
+        CHECK(tr_cli_run(bash, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        CHECK_MSG(file_is("kept.txt", "OLD\n"), "kept.txt replaced; %s", g_out);
+        /* aborted: the partial (if it printed any) beside; killed: nothing.
+         * (28 min of audio on the scalar kernels, one thread: far from done
+         * after 2 s on any machine) */
+        CHECK_MSG(!strncmp(g_out, "rc=1\n", 5) || !strncmp(g_out, "rc=130\n0", 8), "%s", g_out);
+    }
+
     /* a streamed file's subtitles: its stitched segments overlapped by up to
      * 76 ms and were not cut at 7 s; now every cue starts where the last one
      * ended at the earliest, and none passes 7 s where word times allow */

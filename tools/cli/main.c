@@ -327,6 +327,7 @@ typedef struct {
     char *tmp; /* the temporary file's path, or NULL: write o->output in place */
     int fd;    /* the temporary file, open until out_target_stream takes it */
     bool keep;
+    bool existed; /* the path named a file before the run */
 } out_target;
 
 static bool out_target_open(out_target *t, const char *path) {
@@ -356,7 +357,10 @@ static bool out_target_open(out_target *t, const char *path) {
     mode_t mask = umask(0);
     umask(mask);
     mode_t mode = (mode_t)(0666 & ~mask);
-    if (stat(path, &st) == 0) mode = st.st_mode & 07777;
+    if (stat(path, &st) == 0) {
+        mode = st.st_mode & 07777;
+        t->existed = true;
+    }
     (void)fchmod(t->fd, mode); /* a failure leaves 0600: the file is still the user's */
     return true;
 }
@@ -377,7 +381,12 @@ static bool out_target_finish(out_target *t, const char *path) {
     if (!t->tmp) return true;
     g_partial = NULL;
     bool ok = true;
-    if (t->keep) {
+    if (t->keep && g_interrupted && t->existed) {
+        /* Ctrl-C: the run's partial text does not replace a whole file;
+         * it stays beside it */
+        fprintf(stderr, "interrupted: %s is kept as it was; the partial output is in %s\n", path,
+                t->tmp);
+    } else if (t->keep) {
         if (rename(t->tmp, path) != 0) {
             fprintf(stderr, "error: cannot write %s: %s\n", path, strerror(errno));
             ok = false;
