@@ -277,8 +277,9 @@ def test_spec_k_drafts_gives_the_plain_text():
         for k in (0, 1, 4, 8):
             r = m.transcribe(need(MOSS_WAV), spec_k_drafts=k)
             assert r.text == plain.text and r.truncated == plain.truncated
-        with pytest.raises(transcribe.InvalidArgumentError):
-            m.transcribe(need(MOSS_WAV), spec_k_drafts=-2)
+        for bad in (-2, 1025, 2**32 + 3, 3.9, "3", True):  # the CLI's -1..1024, ints only
+            with pytest.raises(transcribe.InvalidArgumentError):
+                m.transcribe(need(MOSS_WAV), spec_k_drafts=bad)
 
 
 # ---- timestamps ----
@@ -309,8 +310,17 @@ def test_batch_equals_singles(model):
     for a, b in zip(batch, singles):
         assert a == b  # every field but the timings
     assert model.transcribe_batch([]) == []
-    with pytest.raises(transcribe.InvalidArgumentError):
+    with pytest.raises(transcribe.InvalidArgumentError) as e:
         model.transcribe_batch([wavs[0], np.zeros(0, dtype=np.float32)])
+    assert e.value.index == 1
+    # an input that cannot be read takes its error's place; the others run
+    got = model.transcribe_batch([wavs[0], "/nonexistent.wav", wavs[2]], return_exceptions=True)
+    assert got[0] == singles[0] and got[2] == singles[2]
+    assert isinstance(got[1], transcribe.MissingFileError) and got[1].index == 1
+    # one input is not a batch of its characters or samples
+    for one in (str(wavs[0]), wavs[0], np.zeros(16000, dtype=np.float32)):
+        with pytest.raises(TypeError):
+            model.transcribe_batch(one)
 
 
 # ---- abort ----

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import numbers
 import os
 import threading
 import time
@@ -452,6 +453,12 @@ class Model:
         p.diarize = _mode("diarize", diarize)
         p.keep_special_tags = bool(keep_special_tags)
         if spec_k_drafts is not None:
+            # the CLI's range; an int only (3.9, "3" and True are mistakes)
+            ok = isinstance(spec_k_drafts, numbers.Integral) and not isinstance(spec_k_drafts, bool)
+            if not ok or not -1 <= spec_k_drafts <= 1024:
+                raise InvalidArgumentError(
+                    f"spec_k_drafts must be an integer from -1 to 1024, not {spec_k_drafts!r}"
+                )
             p.spec_k_drafts = int(spec_k_drafts)
         if language and language != "auto":
             b = language.encode("utf-8")
@@ -594,7 +601,7 @@ class Model:
                 max_cue_ms (subtitle cue shaping, as the CLI's flags).
             spec_k_drafts: speculative decoding, as the CLI's
                 --spec-k-drafts: N > 0 drafts up to N tokens a step where
-                ``model.capabilities.spec_decode`` is true (the text is
+                ``model.info.capabilities.spec_decode`` is true (the text is
                 exactly the plain run's, only faster where the output
                 repeats itself); None or -1 the default (off), 0 off.
             diarizer: a loaded diarization Model (Sortformer): the library
@@ -675,6 +682,15 @@ class Model:
         split at its pauses by itself.
         ``formats`` / ``format_options``: as in :meth:`transcribe`.
         """
+        if isinstance(audios, (str, bytes, bytearray, memoryview, os.PathLike)) or (
+            getattr(audios, "ndim", 2) < 2
+        ):
+            # one input, not a sequence of them: iterating it would make
+            # "inputs" of its characters or samples
+            raise TypeError(
+                "transcribe_batch takes a sequence of inputs (paths, bytes or arrays); "
+                f"got one {type(audios).__name__}: use transcribe() for a single input"
+            )
         audios = list(audios)
         render = _Render(formats, format_options)
         if not audios:
@@ -688,32 +704,44 @@ class Model:
         lib = self._lib
         t_start = time.perf_counter()
         self._check_open()
-        n = len(audios)
-        out: List[Any] = []
+        out: List[Any] = [None] * len(audios)
         with ExitStack() as stack:
-            pcms = [stack.enter_context(to_pcm(lib, a, self.sample_rate)) for a in audios]
-            ptrs = (ctypes.c_void_p * n)(*[p.address for p in pcms])
-            counts = (ctypes.c_int * n)(*[p.n for p in pcms])
-            sess = stack.enter_context(self._use())
-            with _Aborter(lib, sess, abort) as ab, self._compute():
-                st = lib.run_batch(sess, ptrs, counts, n, ctypes.byref(params))
-            if st not in (S.OK, S.ERR_ABORTED) or ab.error is not None:
-                msg = self._session_error(sess, st)
-            else:
-                got = lib.batch_n_results(sess)
-                for i in range(n):
-                    si = lib.batch_status(sess, i) if i < got else S.ERR_ABORTED
-                    if si in (S.OK, S.ERR_OUTPUT_TRUNCATED):
-                        r = self._collect(sess, i, pcms[i].n, t_start, render, si)
-                        if si == S.ERR_OUTPUT_TRUNCATED:
-                            r = _replace(r, truncated=True)
-                        out.append(r)
-                    else:
-                        e = error_for(si, f"input {i}: {lib.status_text(si)}")
-                        e.index = i  # type: ignore[attr-defined]
-                        out.append(e)
-                msg = self._session_error(sess, st) if st != S.OK else ""
-        if ab.error is not None:
+            # an input that cannot be read takes its error's place, as a
+            # failed utterance does; the others run
+            pcms = []
+            for i, a in enumerate(audios):
+                try:
+                    pcms.append((i, stack.enter_context(to_pcm(lib, a, self.sample_rate))))
+                except TranscribeError as e:
+                    e.index = i  # type: ignore[attr-defined]
+                    out[i] = e
+            n = len(pcms)
+            st = S.OK
+            ab = None
+            msg = ""
+            if n:
+                ptrs = (ctypes.c_void_p * n)(*[p.address for _, p in pcms])
+                counts = (ctypes.c_int * n)(*[p.n for _, p in pcms])
+                sess = stack.enter_context(self._use())
+                with _Aborter(lib, sess, abort) as ab, self._compute():
+                    st = lib.run_batch(sess, ptrs, counts, n, ctypes.byref(params))
+                if st not in (S.OK, S.ERR_ABORTED) or ab.error is not None:
+                    msg = self._session_error(sess, st)
+                else:
+                    got = lib.batch_n_results(sess)
+                    for k, (i, pcm) in enumerate(pcms):
+                        si = lib.batch_status(sess, k) if k < got else S.ERR_ABORTED
+                        if si in (S.OK, S.ERR_OUTPUT_TRUNCATED):
+                            r = self._collect(sess, k, pcm.n, t_start, render, si)
+                            if si == S.ERR_OUTPUT_TRUNCATED:
+                                r = _replace(r, truncated=True)
+                            out[i] = r
+                        else:
+                            e = error_for(si, f"input {i}: {lib.status_text(si)}")
+                            e.index = i  # type: ignore[attr-defined]
+                            out[i] = e
+                    msg = self._session_error(sess, st) if st != S.OK else ""
+        if ab is not None and ab.error is not None:
             raise ab.error
         if st == S.ERR_ABORTED:
             e = AbortedError(msg, st, S.STATUS_NAMES[st])
