@@ -1314,6 +1314,7 @@ int main(int argc, char **argv) {
     struct transcribe_model *model = NULL;
     struct transcribe_vad_model *vad_model = NULL;
     struct transcribe_model *diarizer = NULL;
+    char *diarizer_path = NULL; /* --diarizer resolved: a file, or a cached catalogue name */
     struct transcribe_session *s = NULL;
     rc = 1;
     if (!model_path) goto done;
@@ -1380,11 +1381,13 @@ int main(int argc, char **argv) {
                 "--diarizer: a streamed run (--stream, --stream-chunk-ms) has no speaker "
                 "labels; the flag is ignored");
     } else if (o.diarizer) {
+        /* a file, or a catalogue name in the model cache, as -m takes */
+        if (!(diarizer_path = model_by_name(o.diarizer, o.quiet))) goto done;
         cli_load_capture(why, sizeof why);
-        st = transcribe_model_load_file(o.diarizer, &lp, &diarizer);
-        cli_load_reason(why, sizeof why, o.diarizer, st);
+        st = transcribe_model_load_file(diarizer_path, &lp, &diarizer);
+        cli_load_reason(why, sizeof why, diarizer_path, st);
         if (st != TRANSCRIBE_OK) {
-            cli_load_error("diarizer", o.diarizer, why, st);
+            cli_load_error("diarizer", diarizer_path, why, st);
             goto done;
         }
         if (!transcribe_model_supports(diarizer, TRANSCRIBE_FEATURE_DIARIZATION)) {
@@ -1443,6 +1446,7 @@ done:
     transcribe_model_free(diarizer);
     transcribe_model_free(model);
     free(model_path);
+    free(diarizer_path);
     if (out_file) {
         const bool wrote = ftell(out_file) > 0;
         if (fclose(out_file) != 0) {
