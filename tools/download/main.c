@@ -61,7 +61,14 @@ static bool mkdirs(const char *path) {
 static int list(const tdl_catalog *c, const char *dir) {
     printf("catalogue: %s, %d models; cache: %s (* = cached, + = partly downloaded)\n", c->source,
            c->n, dir);
-    printf("%-40s %-15s %-46s %-9s %s\n", "NAME", "FAMILY", "QUANTIZATIONS", "SIZE Q8_0",
+    /* columns as wide as their longest entry (moonshine_streaming, ...) */
+    int wn = 4, wf = 6;
+    for (int i = 0; i < c->n; i++) {
+        int a = (int)strlen(c->rows[i].name), b = (int)strlen(c->rows[i].family);
+        wn = a > wn ? a : wn;
+        wf = b > wf ? b : wf;
+    }
+    printf("%-*s %-*s %-46s %-9s %s\n", wn, "NAME", wf, "FAMILY", "QUANTIZATIONS", "SIZE Q8_0",
            "LICENCE");
     for (int i = 0; i < c->n; i++) {
         const tdl_model *m = &c->rows[i];
@@ -83,7 +90,7 @@ static int list(const tdl_catalog *c, const char *dir) {
             len += (size_t)w;
         }
         tdl_model_size(m, TDL_DEFAULT_QUANT, size, sizeof size);
-        printf("%-40s %-15s %-46s %-9s %s\n", m->name, m->family, qs, size, m->licence);
+        printf("%-*s %-*s %-46s %-9s %s\n", wn, m->name, wf, m->family, qs, size, m->licence);
     }
     printf("sizes (of Q8_0) from the specs, in MB / GB of 10^6 / 10^9 bytes (? = not stated); "
            "the download checks the size the server sends\n");
