@@ -176,6 +176,27 @@ int main(int argc, char **argv) {
     char q[32];
     const tdl_model *m = tdl_catalog_parse_ref(&cat, name, q, sizeof q);
     if (!m) {
+        /* NAME-QUANT / NAME:QUANT whose NAME is known: the quantization is
+         * what is wrong, so say that */
+        char base[512];
+        snprintf(base, sizeof base, "%s", name);
+        const tdl_model *known = NULL;
+        const char *bad_q = NULL;
+        for (char *p = base + strlen(base); p > base && !known; p--) {
+            if (*p != '-' && *p != ':') continue;
+            const char keep = *p;
+            *p = '\0';
+            const tdl_model *k = tdl_catalog_parse_ref(&cat, base, q, sizeof q);
+            if (k && !*q)
+                known = k, bad_q = p + 1;
+            else
+                *p = keep;
+        }
+        if (known) {
+            fprintf(stderr, "transcribe-download: error: %s is not published as %s; it is: %s\n",
+                    known->name, bad_q, known->quants);
+            goto done;
+        }
         const tdl_model *near[3];
         int k = tdl_catalog_closest(&cat, name, near, 3);
         fprintf(stderr, "transcribe-download: error: no model named '%s' in the catalogue", name);
@@ -191,6 +212,13 @@ int main(int argc, char **argv) {
     }
     if (!*q) {
         const char *want = quant ? quant : TDL_DEFAULT_QUANT;
+        /* no --quant: Q8_0, else F16, else the first published */
+        char first[32];
+        if (!quant && !tdl_model_has_quant(m, want, q, sizeof q)) {
+            want = tdl_model_has_quant(m, "F16", q, sizeof q)      ? "F16"
+                   : tdl_model_quant_at(m, 0, first, sizeof first) ? first
+                                                                   : want;
+        }
         if (!tdl_model_has_quant(m, want, q, sizeof q)) {
             fprintf(stderr, "transcribe-download: error: %s is not published as %s; it is: %s\n",
                     m->name, want, m->quants);
