@@ -27,7 +27,8 @@ static void usage(FILE *f) {
             "\n"
             "  NAME                  a catalogue name (--list), also NAME-QUANT or the file name\n"
             "  --quant Q             quantization (default " TDL_DEFAULT_QUANT
-            "; --list shows those published)\n"
+            ", else F16, else the first\n"
+            "                        published; --list shows those published)\n"
             "  --dir DIR             cache folder (default $TRANSCRIBE_MODEL_DIR, else\n"
             "                        $XDG_CACHE_HOME/transcribe, else ~/.cache/transcribe)\n"
             "  --base-url URL        where files are, as <URL>/<repository>/resolve/main/<file>\n"
