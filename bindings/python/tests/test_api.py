@@ -477,7 +477,12 @@ def test_run_errors(model):
     with pytest.raises(transcribe.UnsupportedLanguageError) as e:
         model.transcribe(wav, language="de")
     assert e.value.status == 10 and isinstance(e.value, transcribe.UnsupportedError)
+    assert not str(e.value).startswith("transcribe_run:")  # the reason, not our C function
     assert model.transcribe(wav, language="en").text
+    # the model's code in another case, as the CLI and the server take it
+    assert model.transcribe(wav, language="EN").text == model.transcribe(wav, language="en").text
+    with pytest.raises(TypeError):
+        model.transcribe(wav, language=5)
     with pytest.raises(transcribe.UnsupportedError) as e:
         model.transcribe(wav, task="translate")
     assert e.value.status == 11

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import numbers
 import os
+import re
 import threading
 import time
 import weakref
@@ -63,6 +64,16 @@ class Capabilities:
     max_audio_ms: int
     features: FrozenSet[str]
     native_streaming: bool = False  # the family streams natively (the C caps.supports_streaming)
+
+
+def _model_code(code: str, codes: Sequence[str]) -> str:
+    """code, or the one of codes that differs from it only in case."""
+    if code in codes:
+        return code
+    for c in codes:
+        if c.lower() == code.lower():
+            return c
+    return code
 
 
 @dataclass(frozen=True)
@@ -437,6 +448,9 @@ class Model:
         spec_k_drafts: Optional[int] = None,
     ) -> S.RunParams:
         lib = self._lib
+        for name, v in (("language", language), ("target_language", target_language)):
+            if v is not None and not isinstance(v, str):
+                raise TypeError(f"{name} must be a language code string or None, not {v!r}")
         p = lib.new(S.RunParams, lib.run_params_init)
         if target_language and task == "transcribe":
             task = "translate"  # as the CLI: a target implies translation
@@ -460,6 +474,13 @@ class Model:
                     f"spec_k_drafts must be an integer from -1 to 1024, not {spec_k_drafts!r}"
                 )
             p.spec_k_drafts = int(spec_k_drafts)
+        info = getattr(self, "_info", None)
+        if language and info is not None:
+            # the model's spelling of a code in another case ("EN"), as the
+            # CLI and the server; the library matches exactly
+            language = _model_code(language, info.languages)
+        if target_language and info is not None:
+            target_language = _model_code(target_language, info.translate_targets)
         if language and language != "auto":
             b = language.encode("utf-8")
             keep.append(b)
@@ -536,7 +557,9 @@ class Model:
     def _session_error(self, sess: int, st: int) -> str:
         lib = self._lib
         msg = _lib.text(lib.session_last_error(sess)) if lib.session_last_error else ""
-        return msg or lib.status_text(st)
+        # without the C entry point that logged it ("transcribe_run: "), as the CLI says it
+        m = re.match(r"transcribe_[a-z_]+: (.+)", msg, re.S)
+        return (m.group(1) if m else msg) or lib.status_text(st)
 
     # ---- transcription ----
 
