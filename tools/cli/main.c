@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "cli.h"
+#include "lang_code.h"
 #include "reason.h"
 #include "same_file.h"
 
@@ -1100,16 +1101,6 @@ static bool in_list(const char *code, const char *const *list, int n) {
     return false;
 }
 
-/* The model's spelling of a code given in another case (-l EN for en):
- * the library matches codes exactly, as transcribe.cpp's does. */
-static const char *model_code(const char *code, const char *const *list, int n) {
-    for (int i = 0; i < n; i++)
-        if (list[i] && strcmp(list[i], code) == 0) return code;
-    for (int i = 0; i < n; i++)
-        if (list[i] && strcasecmp(list[i], code) == 0) return list[i];
-    return code;
-}
-
 /* "en, de, fr, ..." on stderr: the codes a flag could have named. */
 static void print_codes(const char *const *list, int n) {
     for (int i = 0; i < n; i++) fprintf(stderr, "%s%s", i ? ", " : "", list[i] ? list[i] : "");
@@ -1348,10 +1339,10 @@ int main(int argc, char **argv) {
     struct transcribe_capabilities caps;
     transcribe_capabilities_init(&caps);
     transcribe_model_get_capabilities(model, &caps);
-    if (o.language) o.language = model_code(o.language, caps.languages, caps.n_languages);
+    if (o.language) o.language = tool_lang_code(o.language, caps.languages, caps.n_languages);
     if (o.target_language)
-        o.target_language = model_code(o.target_language, caps.translate_target_languages,
-                                       caps.n_translate_target_languages);
+        o.target_language = tool_lang_code(o.target_language, caps.translate_target_languages,
+                                           caps.n_translate_target_languages);
     if (!check_model_options(&o, model, &caps)) goto done;
     if (translate_implied && !o.quiet)
         fprintf(stderr, "[info] --target-language %s: translating (as with -t)\n",

@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
 
+#include "lang_code.h"
 #include "reason.h"
 #include "server.h"
 
@@ -237,16 +237,7 @@ static void map_run_params(srv_request *rq, job *j) {
         /* the model's spelling of a code given in another case ("EN"): the
          * library matches codes exactly, as transcribe.cpp's does */
         const struct transcribe_capabilities *c = &j->model->caps;
-        rp->language = fm->language;
-        bool exact = false;
-        for (int i = 0; i < c->n_languages && !exact; i++)
-            exact = c->languages[i] && !strcmp(c->languages[i], fm->language);
-        for (int i = 0; i < c->n_languages && !exact; i++) {
-            if (c->languages[i] && !strcasecmp(c->languages[i], fm->language)) {
-                rp->language = c->languages[i];
-                break;
-            }
-        }
+        rp->language = tool_lang_code(fm->language, c->languages, c->n_languages);
     }
     if (rq->translate) {
         /* OpenAI's translations are into English */

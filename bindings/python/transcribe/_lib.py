@@ -19,6 +19,7 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import re
 import sys
 import threading
 from ctypes import (
@@ -354,6 +355,14 @@ def _install_log_sink(lib: Lib) -> None:
     atexit.register(_detach)
 
 
+def reason(msg: str) -> str:
+    """A library message without the C entry point that logged it
+    ("transcribe_run: language 'xx' ..." -> "language 'xx' ..."), as the
+    CLI shows it (tools/common/reason.h)."""
+    m = re.match(r"transcribe_[a-z_]+: (.+)", msg, re.S)
+    return m.group(1) if m else msg
+
+
 class capture_errors:
     """Context manager: collects the first ERROR message logged on this thread."""
 
@@ -395,6 +404,7 @@ __all__ = [
     "Lib",
     "capture_errors",
     "get",
+    "reason",
     "renamed_in_log",
     "text",
     "c_float",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import numbers
 import os
-import re
 import threading
 import time
 import weakref
@@ -557,9 +556,7 @@ class Model:
     def _session_error(self, sess: int, st: int) -> str:
         lib = self._lib
         msg = _lib.text(lib.session_last_error(sess)) if lib.session_last_error else ""
-        # without the C entry point that logged it ("transcribe_run: "), as the CLI says it
-        m = re.match(r"transcribe_[a-z_]+: (.+)", msg, re.S)
-        return (m.group(1) if m else msg) or lib.status_text(st)
+        return _lib.reason(msg) or lib.status_text(st)
 
     # ---- transcription ----
 

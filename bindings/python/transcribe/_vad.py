@@ -120,8 +120,8 @@ class VadModel:
         with _lib.capture_errors() as cap:
             st = lib.vad_init(handle, c_int("rate", rate), ctypes.byref(params), ctypes.byref(det))
         if st != 0:  # the library's reason (which option, which range), as transcribe(vad=...)
-            why = cap.message.split(": ", 1)[-1] if cap.message.startswith("transcribe_") else cap.message
-            raise error_for(st, f"cannot start the VAD: {why or lib.status_text(st)}")
+            why = _lib.reason(cap.message) or lib.status_text(st)
+            raise error_for(st, f"cannot start the VAD: {why}")
         try:
             with to_pcm(lib, audio, rate) as pcm:
                 st = lib.vad_run(det, pcm.address, pcm.n)
