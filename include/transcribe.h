@@ -850,8 +850,10 @@ TRANSCRIBE_API const char *transcribe_model_last_error(const struct transcribe_m
  * each 30 s window, Parakeet per encoder layer and window; Canary, Qwen3-ASR,
  * Granite Speech and MOSS per encoder layer (MOSS: per encoder chunk) up to
  * about half, then per decoder step as the share of the step budget used,
- * 1 at the end. NULL turns it off. Set it between runs, like the abort
- * callback. */
+ * 1 at the end. With a diarizer (transcribe_run_params.diarizer) the
+ * transcription fills 0..0.9 and the diarizer's pass the rest, so 1 comes
+ * once the speakers are in. NULL turns it off. Set it between runs, like
+ * the abort callback. */
 typedef void (*transcribe_progress_callback)(float fraction, void *user_data);
 TRANSCRIBE_API void transcribe_set_progress_callback(struct transcribe_session *session,
                                                      transcribe_progress_callback cb,

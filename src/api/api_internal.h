@@ -151,6 +151,19 @@ transcribe_status tr_diarize_batch(struct transcribe_session *s,
                                    const struct transcribe_run_params *p, const float *const *pcm,
                                    const int *n_samples, int n);
 void tr_diarize_release(struct transcribe_session *s);
+/* Progress of a run with a diarizer: between begin and end the session's
+ * progress callback (if any) sees the transcription's fractions scaled into
+ * [0, TR_DIAR_PROGRESS_AT]; tr_diarize_result then fills the rest, so 1 is
+ * reported once the speakers are in, not before the diarizer's pass. */
+#define TR_DIAR_PROGRESS_AT 0.9f
+typedef struct tr_progress_span {
+    transcribe_progress_callback cb; /* the caller's */
+    void *user_data;
+    float base, span;
+    bool hold_end; /* the scaled pass's own 1 is not passed on: the caller reports the end */
+} tr_progress_span;
+void tr_diarize_progress_begin(struct transcribe_session *s, tr_progress_span *ps);
+void tr_diarize_progress_end(struct transcribe_session *s, const tr_progress_span *ps);
 
 /* Per-handle errors (last_error.c): after a failed call on the handle, keep
  * the first error message the call logged (captured through

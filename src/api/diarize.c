@@ -64,9 +64,30 @@ static transcribe_status diar_session(struct transcribe_session *s,
     return TRANSCRIBE_OK;
 }
 
+static void progress_scaled(float f, void *user_data) {
+    const tr_progress_span *ps = user_data;
+    if (ps->hold_end && f >= 1.0f) return;
+    ps->cb(ps->base + ps->span * f, ps->user_data);
+}
+
+void tr_diarize_progress_begin(struct transcribe_session *s, tr_progress_span *ps) {
+    *ps =
+        (tr_progress_span){s->progress_cb, s->progress_user_data, 0.0f, TR_DIAR_PROGRESS_AT, false};
+    if (!ps->cb) return;
+    s->progress_cb = progress_scaled;
+    s->progress_user_data = ps;
+}
+
+void tr_diarize_progress_end(struct transcribe_session *s, const tr_progress_span *ps) {
+    s->progress_cb = ps->cb;
+    s->progress_user_data = ps->user_data;
+}
+
+/* progress: whether the diarizer's pass reports the run's last share
+ * (a single run; a batch reports none) */
 static transcribe_status diarize_one(struct transcribe_session *s,
                                      const struct transcribe_run_params *p, const float *pcm, int n,
-                                     tr_result *r, const char *where) {
+                                     tr_result *r, const char *where, bool progress) {
     const struct transcribe_model *d = p->diarizer;
     if (!d) return TRANSCRIBE_OK;
     transcribe_status st = diar_session(s, d);
@@ -86,6 +107,12 @@ static transcribe_status diarize_one(struct transcribe_session *s,
     ctx.abort_user_data = s->abort_user_data;
     ctx.result = &dr;
     ctx.language_prob = NAN;
+    tr_progress_span ps = {s->progress_cb, s->progress_user_data, TR_DIAR_PROGRESS_AT,
+                           1.0f - TR_DIAR_PROGRESS_AT, true};
+    if (progress && ps.cb) {
+        ctx.progress_cb = progress_scaled;
+        ctx.progress_user_data = &ps;
+    }
     tr_pool_take_failures(s->pool);
     st = d->family->run(s->diar_fsession, pcm, n, &ctx);
     st = tr_session_kernel_status(s, st, where);
@@ -103,6 +130,7 @@ static transcribe_status diarize_one(struct transcribe_session *s,
                                   dr.spk[i].p);
         if (r->oom) st = TRANSCRIBE_ERR_OOM;
         r->encode_ms += dr.mel_ms + dr.encode_ms;
+        if (progress && ps.cb && st == TRANSCRIBE_OK) ps.cb(1.0f, ps.user_data);
     } else {
         TR_ERROR("%s: the diarizer failed: %s", where, transcribe_status_string(st));
     }
@@ -114,7 +142,7 @@ static transcribe_status diarize_one(struct transcribe_session *s,
 transcribe_status tr_diarize_result(struct transcribe_session *s,
                                     const struct transcribe_run_params *p, const float *pcm, int n,
                                     tr_result *r, const char *where) {
-    const transcribe_status st = diarize_one(s, p, pcm, n, r, where);
+    const transcribe_status st = diarize_one(s, p, pcm, n, r, where, true);
     tr_diarize_release(s);
     return st;
 }
@@ -125,7 +153,8 @@ static transcribe_status diarize_batch(struct transcribe_session *s,
     for (int i = 0; i < n; i++) {
         tr_result *r = &s->results[i];
         if (r->status != TRANSCRIBE_OK && r->status != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) continue;
-        transcribe_status st = diarize_one(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch");
+        transcribe_status st =
+            diarize_one(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch", false);
         if (st == TRANSCRIBE_OK) continue;
         r->status = st;
         if (st == TRANSCRIBE_ERR_ABORTED) {

@@ -39,7 +39,10 @@ static transcribe_status run_chunked(struct transcribe_session *s, const float *
     commit_run(s);
     tr_result *r = &s->results[0];
     s->n_results = 1;
+    tr_progress_span ps;
+    if (p->diarizer) tr_diarize_progress_begin(s, &ps);
     st = tr_chunk_run(s, pcm, n, p, plan, spans, ns, r);
+    if (p->diarizer) tr_diarize_progress_end(s, &ps);
     if (p->diarizer && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)) {
         transcribe_status ds = tr_diarize_result(s, p, pcm, n, r, "transcribe_run");
         if (ds != TRANSCRIBE_OK) st = ds;
@@ -105,13 +108,16 @@ static transcribe_status transcribe_run_impl(struct transcribe_session *session,
     /* The result under construction is readable from the abort callback
      * (same thread, between decode steps), e.g. to show progress. */
     session->n_results = 1;
+    const bool diarized = p.diarizer && !detect_prob;
+    tr_progress_span ps;
+    if (diarized) tr_diarize_progress_begin(session, &ps);
     if (p.vad_model)
         st = tr_run_family_joined(session, &vj, &p, r, detect_prob, "transcribe_run");
     else
         st = tr_run_family(session, pcm, n_samples, &p, r, detect_prob, "transcribe_run");
+    if (diarized) tr_diarize_progress_end(session, &ps);
     tr_vad_join_free(&vj);
-    if (p.diarizer && !detect_prob &&
-        (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)) {
+    if (diarized && (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)) {
         /* on the input's clock: the rows are already mapped back from VAD */
         transcribe_status ds = tr_diarize_result(session, &p, pcm, n_samples, r, "transcribe_run");
         if (ds != TRANSCRIBE_OK) st = ds;

@@ -88,6 +88,31 @@ static bool abort_at(void *user) {
     return ++p->calls == p->limit;
 }
 
+/* The progress a diarized run reports: never backwards, 1 only as the
+ * last call (after the diarizer's pass, which fills the part above
+ * TR_DIAR_PROGRESS_AT's 0.9), some of it from that pass. */
+typedef struct {
+    float v[4096];
+    int n;
+} fractions;
+
+static void on_progress(float f, void *user) {
+    fractions *fr = user;
+    if (fr->n < 4096) fr->v[fr->n++] = f;
+}
+
+static void check_progress(const fractions *fr, const char *what) {
+    int back = 0, ones = 0, diar = 0;
+    for (int i = 0; i < fr->n; i++) {
+        back += i > 0 && fr->v[i] < fr->v[i - 1];
+        ones += fr->v[i] >= 1.0f;
+        diar += fr->v[i] > 0.9f + 1e-6f && fr->v[i] < 1.0f;
+    }
+    CHECK_MSG(fr->n > 2 && back == 0 && ones == 1 && fr->v[fr->n - 1] == 1.0f && diar > 0,
+              "%s: %d progress calls, %d backwards, %d at 1 (last %.3f), %d from the diarizer",
+              what, fr->n, back, ones, fr->n ? fr->v[fr->n - 1] : 0.0f, diar);
+}
+
 static void library(void) {
     struct transcribe_model *diar = NULL, *asr = NULL;
     CHECK(transcribe_model_load_file(g_diar, NULL, &diar) == TRANSCRIBE_OK);
@@ -109,7 +134,11 @@ static void library(void) {
     CHECK(transcribe_n_speaker_segments(s) == 0);
 
     p.diarizer = diar;
+    static fractions fr;
+    fr.n = 0;
+    transcribe_set_progress_callback(s, on_progress, &fr);
     CHECK(transcribe_run(s, g_pcm, g_n, &p) == TRANSCRIBE_OK);
+    check_progress(&fr, "run");
     CHECK(plain && !strcmp(transcribe_full_text(s), plain));
     check_labels(s, false, 0, "run");
 
@@ -117,7 +146,10 @@ static void library(void) {
     struct transcribe_run_params pc = p;
     pc.chunking = TRANSCRIBE_CHUNKING_ON;
     pc.chunk_max_ms = 4000;
+    fr.n = 0;
     CHECK(transcribe_run(s, g_pcm, g_n, &pc) == TRANSCRIBE_OK);
+    check_progress(&fr, "pieces");
+    transcribe_set_progress_callback(s, NULL, NULL);
     CHECK(transcribe_n_pieces(s) >= 2);
     check_labels(s, false, 0, "pieces");
 
