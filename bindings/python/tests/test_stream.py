@@ -61,6 +61,24 @@ def test_committed_text_only_grows(streaming_model):
         s.feed(pcm[:1600])
 
 
+def test_an_empty_feed_changes_nothing(streaming_model):
+    """A capture callback may deliver no frames: feeding them returns the
+    current texts unchanged; once finalized, any feed says so."""
+    pcm = transcribe.load_audio(need(SAMPLE))
+    with streaming_model.stream() as s:
+        first = s.feed(pcm[:0])
+        assert not first.changed and first.input_ms == 0 and first.text == ""
+        u = s.feed(pcm[:32000])
+        again = s.feed(np.zeros(0, dtype=np.float32))
+        assert not again.changed and again.new_committed == ""
+        assert (again.committed, again.text, again.input_ms) == (u.committed, u.text, u.input_ms)
+        assert s.feed([]).input_ms == u.input_ms
+        s.finalize()
+        for audio in (pcm[:0], pcm[:1600]):
+            with pytest.raises(transcribe.InvalidArgumentError, match="finalized"):
+                s.feed(audio)
+
+
 def test_commit_on_finalize_commits_nothing_before(streaming_model):
     pcm = transcribe.load_audio(need(SAMPLE))
     with streaming_model.stream(commit="finalize") as s:

@@ -14,7 +14,7 @@ messages go to the ``logging`` logger named "transcribe".
 
 from __future__ import annotations
 
-from typing import Dict, List
+import typing as _typing  # not `from typing import ...`: the package's names are its own
 
 from . import _lib
 from ._audio import AudioInput, load_audio
@@ -50,7 +50,7 @@ def library_path() -> str:
     return _lib.get().path
 
 
-def devices() -> List[Dict[str, object]]:
+def devices() -> _typing.List[_typing.Dict[str, object]]:
     """The compute devices the library registered, as dicts (name, kind, type, memory)."""
     import ctypes
 
@@ -62,7 +62,7 @@ def devices() -> List[Dict[str, object]]:
         info = lib.new(S.DeviceInfo, lib.device_info_init)
         if lib.device_get_info(lib.device_get(i), ctypes.byref(info)) != 0:
             continue
-        d: Dict[str, object] = {
+        d: _typing.Dict[str, object] = {
             "index": i,
             "name": _lib.text(info.name),
             "description": _lib.text(info.description),

@@ -855,6 +855,18 @@ def _replace(r: Result, **kw: Any) -> Result:
     return replace(r, **kw)
 
 
+def _no_samples(audio: AudioInput) -> bool:
+    """Whether audio is PCM with no samples (not a path or encoded bytes)."""
+    if isinstance(audio, (str, os.PathLike, bytes, bytearray)):
+        return False
+    if isinstance(audio, memoryview):
+        return audio.nbytes == 0 and audio.format not in ("B", "b", "c")
+    try:
+        return len(audio) == 0  # type: ignore[arg-type]
+    except TypeError:
+        return False
+
+
 class Stream:
     """A live transcription: feed() audio as it arrives, then finalize().
 
@@ -893,6 +905,7 @@ class Stream:
         self._samples = 0
         self._committed = ""
         self._final = False
+        self._last: Optional[S.StreamUpdate] = None  # the last feed's or finalize's update
         self._gate = CallGate("stream")  # close() waits for feeds in progress
         with model._use(session=False):
             with model._state:  # a session of its own for the stream's life
@@ -915,8 +928,9 @@ class Stream:
             raise InvalidArgumentError("the stream is closed")
         return int(self._holder[0])
 
-    def _snapshot(self, upd: S.StreamUpdate) -> StreamUpdate:
+    def _snapshot(self, upd: S.StreamUpdate, changed: Optional[bool] = None) -> StreamUpdate:
         lib = self._lib
+        self._last = upd
         t = lib.new(S.StreamText, lib.stream_text_init)
         lib.stream_get_text(self._session(), ctypes.byref(t))
 
@@ -931,13 +945,20 @@ class Stream:
             tentative=view(t.tentative_text, t.tentative_text_bytes),
             text=view(t.full_text, t.full_text_bytes),
             new_committed=new,
-            changed=bool(upd.result_changed),
+            changed=bool(upd.result_changed) if changed is None else changed,
             is_final=bool(upd.is_final),
             revision=int(upd.revision),
             input_ms=int(upd.input_received_ms),
             committed_ms=int(upd.audio_committed_ms),
             buffered_ms=int(upd.buffered_ms),
         )
+
+    def _feedable(self) -> int:
+        """The session, where the stream still takes audio."""
+        sess = self._session()
+        if self._final:
+            raise InvalidArgumentError("the stream is finalized: start another with model.stream()")
+        return sess
 
     def _fail(self, st: int) -> TranscribeError:
         if self._aborter.error is not None:
@@ -946,10 +967,17 @@ class Stream:
 
     def feed(self, audio: AudioInput) -> StreamUpdate:
         """Adds audio (float32 PCM at the model's rate, or any input
-        transcribe() takes) and returns the texts after it."""
+        transcribe() takes) and returns the texts after it. Empty PCM (a
+        capture callback that delivered no frames) changes nothing: the
+        current texts come back with ``changed`` False."""
         lib = self._lib
+        if _no_samples(audio):
+            with self._gate.call(), self._model._use(False):
+                self._feedable()
+                last = self._last or lib.new(S.StreamUpdate, lib.stream_update_init)
+                return self._snapshot(last, changed=False)
         with self._gate.call(), to_pcm(lib, audio, self._model.sample_rate) as pcm, self._model._use(False):
-            sess = self._session()
+            sess = self._feedable()
             upd = lib.new(S.StreamUpdate, lib.stream_update_init)
             with self._aborter.sigint, self._model._compute():
                 st = lib.stream_feed(sess, pcm.address, pcm.n, ctypes.byref(upd))
