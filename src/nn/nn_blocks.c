@@ -54,11 +54,8 @@ void tr_nn_kv_put(tr_nn_kv *kv, int layer, int head, int pos, const float *k, co
         memcpy((float *)kv->v + at, v, hd * sizeof(float));
         return;
     }
-    uint16_t *k16 = (uint16_t *)kv->k + at, *v16 = (uint16_t *)kv->v + at;
-    for (size_t i = 0; i < hd; i++) {
-        k16[i] = tr_f32_to_f16(k[i]);
-        v16[i] = tr_f32_to_f16(v[i]);
-    }
+    tr_f32_to_f16_row(k, (uint16_t *)kv->k + at, (int64_t)hd);
+    tr_f32_to_f16_row(v, (uint16_t *)kv->v + at, (int64_t)hd);
 }
 
 void tr_nn_kv_write(tr_nn_kv *kv, int layer, int pos, int rows, const float *tk, const float *tv) {
