@@ -645,6 +645,12 @@ TRANSCRIBE_API bool transcribe_run_would_chunk(const struct transcribe_session *
 TRANSCRIBE_API int transcribe_batch_n_results(const struct transcribe_session *session);
 TRANSCRIBE_API transcribe_status transcribe_batch_status(const struct transcribe_session *session,
                                                          int i);
+/* Why utterance i of the last batch failed (an addition): the error the
+ * library logged for it (for example "moonshine: input too short: 800
+ * samples ..."), else its status's name; "" for an utterance that ended OK
+ * or OUTPUT_TRUNCATED, or an index out of range. Valid until the next run
+ * on the session. */
+TRANSCRIBE_API const char *transcribe_batch_error(const struct transcribe_session *session, int i);
 TRANSCRIBE_API const char *transcribe_batch_full_text(const struct transcribe_session *session,
                                                       int i);
 TRANSCRIBE_API const char *transcribe_batch_raw_text(const struct transcribe_session *session,

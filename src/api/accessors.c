@@ -228,6 +228,12 @@ TRANSCRIBE_API transcribe_status transcribe_batch_status(const struct transcribe
     return r ? r->status : TRANSCRIBE_ERR_INVALID_ARG;
 }
 
+TRANSCRIBE_API const char *transcribe_batch_error(const struct transcribe_session *session, int i) {
+    const tr_result *r = tr_session_batch_result(session, i);
+    if (!r || r->status == TRANSCRIBE_OK || r->status == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) return "";
+    return r->error[0] ? r->error : transcribe_status_string(r->status);
+}
+
 TRANSCRIBE_API const char *transcribe_batch_full_text(const struct transcribe_session *session,
                                                       int i) {
     return tr_result_full_text(tr_session_batch_result(session, i));

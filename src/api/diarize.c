@@ -157,6 +157,7 @@ static transcribe_status diarize_batch(struct transcribe_session *s,
             diarize_one(s, p, pcm[i], n_samples[i], r, "transcribe_run_batch", false);
         if (st == TRANSCRIBE_OK) continue;
         r->status = st;
+        tr_result_take_error(r);
         if (st == TRANSCRIBE_ERR_ABORTED) {
             for (int j = i + 1; j < n; j++)
                 if (s->results[j].status == TRANSCRIBE_OK) s->results[j].status = st;

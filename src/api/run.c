@@ -289,6 +289,7 @@ static transcribe_status run_batch_mixed(struct transcribe_session *s, const flo
         transcribe_status cs = tr_chunk_cut(s, pcm[i], n_samples[i], p, &plan, &spans, &ns);
         if (cs == TRANSCRIBE_OK) cs = tr_chunk_run(s, pcm[i], n_samples[i], p, &plan, spans, ns, r);
         r->status = cs;
+        if (cs != TRANSCRIBE_OK && cs != TRANSCRIBE_ERR_OUTPUT_TRUNCATED) tr_result_take_error(r);
         if (cs == TRANSCRIBE_ERR_ABORTED) st = cs;
     }
     if (st == TRANSCRIBE_ERR_ABORTED) {
@@ -385,9 +386,12 @@ TRANSCRIBE_API transcribe_status transcribe_run_batch(struct transcribe_session 
     struct transcribe_run_params p;
     transcribe_status st = run_batch_args(session, pcm, n_samples, n, params, &p);
     if (st != TRANSCRIBE_OK) return st;
-    char msg[TR_LAST_ERROR_CAP];
+    char msg[TR_LAST_ERROR_CAP], latest[TR_RESULT_ERROR_CAP];
     tr_log_capture enclosing = tr_log_capture_begin(msg, sizeof msg);
+    /* each failed utterance's own reason (transcribe_batch_error) */
+    tr_log_capture enclosing_latest = tr_log_latest_begin(latest, sizeof latest);
     st = transcribe_run_batch_impl(session, pcm, n_samples, n, params);
+    tr_log_latest_end(enclosing_latest);
     tr_log_capture_end(enclosing);
     tr_api_note_session_error(session, st, msg);
     return st;

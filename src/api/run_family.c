@@ -77,6 +77,7 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
                                         const struct transcribe_run_params *p, tr_result *rs) {
     for (int i = 0; i < n; i++) {
         tr_result *r = &rs[i];
+        tr_log_latest_take(NULL, 0); /* nothing before this utterance is its reason */
         if (abort_requested(s)) {
             for (int j = i; j < n; j++) rs[j].status = TRANSCRIBE_ERR_ABORTED;
             return TRANSCRIBE_ERR_ABORTED;
@@ -85,6 +86,7 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
             TR_ERROR("transcribe_run_batch: utterance %d has %s", i,
                      pcm[i] ? "n_samples <= 0" : "NULL pcm");
             r->status = TRANSCRIBE_ERR_INVALID_ARG;
+            tr_result_take_error(r);
             continue;
         }
         transcribe_status st =
@@ -94,8 +96,17 @@ static transcribe_status run_sequential(struct transcribe_session *s, const floa
             TR_ERROR("transcribe_run_batch: utterance %d: %s", i, transcribe_status_string(st));
             return st;
         }
-        if (st != TRANSCRIBE_OK) tr_result_clear(r);
+        if (st != TRANSCRIBE_OK) {
+            char why[TR_RESULT_ERROR_CAP]; /* the run's own settle may have kept it */
+            memcpy(why, r->error, sizeof why);
+            tr_result_clear(r);
+            memcpy(r->error, why, sizeof why);
+        }
         r->status = st;
+        if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+            r->error[0] = '\0';
+        else if (st != TRANSCRIBE_OK)
+            tr_result_take_error(r);
         r->mel_ms = mel;
         r->encode_ms = enc;
         r->decode_ms = dec;

@@ -18,6 +18,7 @@
 #include "core/result.h"
 #include "tensor/pool.h"
 #include "transcribe.h"
+#include "util/log.h"
 #include "util/timer.h"
 
 struct gguf_file;
@@ -233,6 +234,13 @@ static inline void tr_run_end_decode(tr_run_ctx *ctx, transcribe_status st, doub
 static inline void tr_run_settle(tr_run_ctx *ctx, transcribe_status st) {
     ctx->result->status = st;
     if (st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ctx->truncated = true;
+    /* a failed utterance keeps the first error logged since the one before
+     * finished as its reason (a batch's, util/log.h); a finished one drops
+     * it, so it is never another utterance's */
+    if (st != TRANSCRIBE_OK && st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED)
+        tr_result_take_error(ctx->result);
+    else
+        tr_log_latest_take(NULL, 0);
 }
 
 /* Batch bookkeeping of run_batch hooks that finish utterances one at a

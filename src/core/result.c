@@ -25,6 +25,12 @@ void tr_result_free(tr_result *r) {
     tr_result_init(r);
 }
 
+void tr_result_take_error(tr_result *r) {
+    char why[TR_RESULT_ERROR_CAP];
+    tr_log_latest_take(why, sizeof why);
+    if (!r->error[0]) memcpy(r->error, why, sizeof why);
+}
+
 void tr_result_clear(tr_result *r) {
     if (!r) return;
     r->status = TRANSCRIBE_OK;
@@ -38,6 +44,7 @@ void tr_result_clear(tr_result *r) {
     r->chunked = false;
     r->mel_ms = r->encode_ms = r->decode_ms = 0.0f;
     r->oom = false;
+    r->error[0] = '\0';
 }
 
 /* Grows a row array to hold at least need elements (doubling). */

@@ -53,6 +53,8 @@ typedef struct tr_result_piece {
     transcribe_status status;
 } tr_result_piece;
 
+#define TR_RESULT_ERROR_CAP 256
+
 typedef struct tr_result {
     transcribe_status status; /* per-utterance status (batch) */
     char *arena;              /* NUL-separated strings */
@@ -77,11 +79,18 @@ typedef struct tr_result {
     int n_pieces, cap_pieces;
     float mel_ms, encode_ms, decode_ms; /* this utterance's timings */
     bool oom; /* an append failed; the run should return TRANSCRIBE_ERR_OOM */
+    /* why a batch utterance failed: the first error the library logged
+     * for it (tr_run_settle), "" when none was */
+    char error[TR_RESULT_ERROR_CAP];
 } tr_result;
 
 void tr_result_init(tr_result *r);
 void tr_result_free(tr_result *r);  /* frees storage, leaves an empty result */
 void tr_result_clear(tr_result *r); /* empties, keeps capacity */
+/* A failed batch utterance's reason: the first error logged since the
+ * last take (util/log.h's tr_log_latest_take), where r has none yet; the
+ * log's copy is emptied either way. */
+void tr_result_take_error(tr_result *r);
 
 /* Appends a segment; later words/tokens attach to the last segment. Returns
  * the index or -1 on OOM. */

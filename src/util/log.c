@@ -47,12 +47,41 @@ void tr_log_capture_end(tr_log_capture enclosing) {
     t_capture = enclosing;
 }
 
+/* The first error message since the last take, of the batch running on
+ * this thread. */
+static _Thread_local tr_log_capture t_latest;
+
+tr_log_capture tr_log_latest_begin(char *buf, size_t cap) {
+    tr_log_capture enclosing = t_latest;
+    if (buf && cap > 0) buf[0] = '\0';
+    t_latest = (tr_log_capture){buf, cap};
+    return enclosing;
+}
+
+void tr_log_latest_end(tr_log_capture enclosing) {
+    t_latest = enclosing;
+}
+
+void tr_log_latest_take(char *out, size_t cap) {
+    if (out && cap > 0) out[0] = '\0';
+    if (!t_latest.buf || t_latest.cap == 0) return;
+    if (out && cap > 0) snprintf(out, cap, "%s", t_latest.buf);
+    t_latest.buf[0] = '\0';
+}
+
 void tr_log(transcribe_log_level level, const char *fmt, ...) {
     if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_capture.buf && t_capture.cap > 0 &&
         !t_capture.buf[0]) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(t_capture.buf, t_capture.cap, fmt, ap);
+        va_end(ap);
+    }
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_latest.buf && t_latest.cap > 0 &&
+        !t_latest.buf[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t_latest.buf, t_latest.cap, fmt, ap);
         va_end(ap);
     }
     int state = atomic_load(&g_state);

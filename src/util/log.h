@@ -30,6 +30,19 @@ typedef struct tr_log_capture {
 tr_log_capture tr_log_capture_begin(char *buf, size_t cap);
 void tr_log_capture_end(tr_log_capture enclosing);
 
+/* Per-utterance errors of a batch (transcribe_batch_error): between
+ * tr_log_latest_begin and tr_log_latest_end, the first error-level message
+ * this thread logs after buf was last emptied goes into buf (alongside any
+ * capture above); tr_log_latest_take copies it out (or "" when none; out
+ * may be NULL) and empties buf. Each utterance takes it as it finishes
+ * (core/family.h's tr_run_settle), so a failed one's reason is the first
+ * error logged since the one before it finished: the specific message,
+ * not a caller's summary after it. Returns and restores the enclosing one
+ * as the capture does. */
+tr_log_capture tr_log_latest_begin(char *buf, size_t cap);
+void tr_log_latest_end(tr_log_capture enclosing);
+void tr_log_latest_take(char *out, size_t cap);
+
 /* Debug messages are printed to stderr only when TRANSCRIBE_DEBUG is set in
  * the environment (they always reach a configured callback). */
 #define TR_ERROR(...) tr_log(TRANSCRIBE_LOG_LEVEL_ERROR, __VA_ARGS__)

@@ -644,6 +644,11 @@ static void test_run(struct transcribe_model *m) {
     CHECK(transcribe_batch_status(s, 0) == TRANSCRIBE_OK);
     CHECK(transcribe_batch_status(s, 1) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(transcribe_batch_status(s, 2) == TRANSCRIBE_OK);
+    /* the failed utterance says why; the others, and indices out of range, say nothing */
+    CHECK(strstr(transcribe_batch_error(s, 1), "utterance 1 has NULL pcm") != NULL);
+    CHECK(!strcmp(transcribe_batch_error(s, 0), "") && !strcmp(transcribe_batch_error(s, 2), ""));
+    CHECK(!strcmp(transcribe_batch_error(s, 3), "") &&
+          !strcmp(transcribe_batch_error(NULL, 0), ""));
     CHECK(strcmp(transcribe_batch_full_text(s, 2), "hello world") == 0);
     CHECK(strcmp(transcribe_batch_full_text(s, 1), "") == 0);
     CHECK(transcribe_batch_n_segments(s, 2) == 2);

@@ -27,6 +27,7 @@ static float *load_wav(const char *name, int *n) {
 /* One utterance's outcome, read through the single or batch accessors. */
 typedef struct outcome {
     transcribe_status st;
+    char err[256]; /* a failed utterance's reason: last_error, or transcribe_batch_error */
     char *text;
     int n_tok, n_word, n_seg;
     struct transcribe_token tok[512];
@@ -37,8 +38,10 @@ typedef struct outcome {
 static void read_outcome(struct transcribe_session *s, int i, transcribe_status st, outcome *o) {
     memset(o, 0, sizeof *o);
     o->st = st;
-    if (st != TRANSCRIBE_OK) return;
     bool batch = i >= 0;
+    const char *why = batch ? transcribe_batch_error(s, i) : transcribe_session_last_error(s);
+    snprintf(o->err, sizeof o->err, "%s", why ? why : "");
+    if (st != TRANSCRIBE_OK) return;
     const char *t = batch ? transcribe_batch_full_text(s, i) : transcribe_full_text(s);
     o->text = strdup(t ? t : "");
     o->n_tok = batch ? transcribe_batch_n_tokens(s, i) : transcribe_n_tokens(s);
@@ -114,9 +117,11 @@ static void check_model_with(const char *what, const char *path, const audio_set
     outcome *single = calloc(N_UTT, sizeof *single), *batch = calloc(N_UTT, sizeof *batch);
     CHECK(single && batch);
     for (int i = 0; i < N_UTT; i++) {
-        transcribe_status u = a->pcm[i] && a->n[i] > 0 ? transcribe_run(s, a->pcm[i], a->n[i], rp)
-                                                       : TRANSCRIBE_ERR_INVALID_ARG;
+        const bool runs = a->pcm[i] && a->n[i] > 0;
+        transcribe_status u =
+            runs ? transcribe_run(s, a->pcm[i], a->n[i], rp) : TRANSCRIBE_ERR_INVALID_ARG;
         read_outcome(s, -1, u, &single[i]);
+        if (!runs) single[i].err[0] = '\0'; /* no run: no message of its own */
     }
     st = transcribe_run_batch(s, a->pcm, a->n, N_UTT, rp);
     CHECK_MSG(st == TRANSCRIBE_OK, "%s: batch: %s", what, transcribe_status_string(st));
@@ -129,6 +134,21 @@ static void check_model_with(const char *what, const char *path, const audio_set
             CHECK_MSG(batch[i].st == want[i], "%s utt %d: status %s, want %s", what, i,
                       transcribe_status_string(batch[i].st), transcribe_status_string(want[i]));
         n_ok += batch[i].st == TRANSCRIBE_OK && batch[i].text[0] != 0;
+        /* a failed utterance says why, in the words its single run used */
+        const bool failed =
+            batch[i].st != TRANSCRIBE_OK && batch[i].st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED;
+        if (!failed) {
+            CHECK_MSG(batch[i].err[0] == 0, "%s utt %d: an error (%s) for a finished utterance",
+                      what, i, batch[i].err);
+            continue;
+        }
+        CHECK_MSG(batch[i].err[0] && strcmp(batch[i].err, transcribe_status_string(batch[i].st)),
+                  "%s utt %d: no reason beyond its status (%s)", what, i, batch[i].err);
+        if (single[i].err[0])
+            CHECK_MSG(!strcmp(batch[i].err, single[i].err),
+                      "%s utt %d: batch says [%s], its run [%s]", what, i, batch[i].err,
+                      single[i].err);
+        printf("%s utt %d: %s: %s\n", what, i, transcribe_status_string(batch[i].st), batch[i].err);
     }
     /* the reference models say something for every real slice */
     CHECK_MSG(n_ok >= 4, "%s: only %d utterances produced text", what, n_ok);

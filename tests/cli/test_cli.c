@@ -343,6 +343,41 @@ static void input_rule(const char *model) {
                "--target-language de: unsupported language; this model translates into: en");
 }
 
+/* A --batch input the library refuses says why (transcribe_batch_error),
+ * in a batched group as after a single run: Moonshine's gate on 50 samples. */
+static void batch_reason(const char *wav) {
+    char model[1024], tiny[512], list[600], args[2048];
+    snprintf(model, sizeof model, "%s/tests/data/moonshine/tiny/moonshine-tiny-ref-F16.gguf",
+             TR_SOURCE_DIR);
+    if (access(model, R_OK) != 0) {
+        printf("SKIP batch reasons: no %s\n", model);
+        return;
+    }
+    snprintf(tiny, sizeof tiny, "%s/cli_test_short_%d.wav", TR_BINARY_DIR, (int)getpid());
+    write_wav(tiny, 50);
+    snprintf(list, sizeof list, "%s.list", tiny);
+    FILE *f = fopen(list, "w");
+    CHECK(f != NULL);
+    if (!f) return;
+    fprintf(f, "%s\n%s\n%s\n", wav, tiny, wav);
+    fclose(f);
+    const char *why = "moonshine: input too short: 50 samples (3.12 ms); the conv stem needs";
+    for (int size = 1; size <= 3; size += 2) {
+        snprintf(args, sizeof args, "-q -m '%s' --batch '%s' --batch-size %d", model, list, size);
+        EXPECT_RUN(NULL, args, 1, g_err, "batch: 2 ok, 0 truncated, 1 failed out of 3");
+        char line[1024];
+        snprintf(line, sizeof line, "[2/3] %s  ERROR: invalid argument: %s", tiny, why);
+        CHECK_MSG(strstr(g_out, line) != NULL, "--batch-size %d: %s", size, g_out);
+        snprintf(args, sizeof args, "-q -m '%s' --batch '%s' --batch-size %d --batch-jsonl", model,
+                 list, size);
+        EXPECT_RUN(NULL, args, 1, g_out, "\"error\":\"invalid argument\",\"reason\":\"");
+        const char *r = strstr(g_out, "\"reason\""); /* on the failed line only */
+        CHECK_MSG(strstr(g_out, why) != NULL && r && !strstr(r + 1, "\"reason\""), "%s", g_out);
+    }
+    remove(list);
+    remove(tiny);
+}
+
 /* --detect-language: code and probability where the family scores its
  * detection (Whisper), the code alone where it only names it (Qwen3-ASR),
  * a clear error where the model cannot detect (the bundled English-only
@@ -595,6 +630,7 @@ int main(int argc, char **argv) {
         progress_lines(model, wav, long_wav);
         canary(wav);
         shaping(wav);
+        batch_reason(wav);
     } else {
         printf("SKIP output-format checks: no %s\n", model);
     }

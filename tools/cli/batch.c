@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "reason.h"
 
 typedef struct {
     char **paths;
@@ -121,6 +122,16 @@ static bool emit_format(const cli_opts *o, const struct transcribe_session *s, i
     return true;
 }
 
+/* Why utterance i failed in words beyond its status (row: i, or -1 for a
+ * single run), as the tools show a library reason; NULL when the library
+ * gave none. */
+static const char *fail_reason(const struct transcribe_session *s, int i, int row,
+                               transcribe_status st) {
+    const char *why =
+        tool_reason(row >= 0 ? transcribe_batch_error(s, i) : transcribe_session_last_error(s));
+    return why && why[0] && strcmp(why, transcribe_status_string(st)) != 0 ? why : NULL;
+}
+
 /* Prints utterance i of the latest run/batch (row: i, or -1 for a single
  * run; duration_s: its audio's length). */
 static void report(const cli_opts *o, const struct transcribe_session *s, int i, int row,
@@ -180,13 +191,21 @@ static void report(const cli_opts *o, const struct transcribe_session *s, int i,
         if (st != TRANSCRIBE_OK) {
             fputs(",\"error\":", stdout);
             cli_json_str(stdout, transcribe_status_string(st));
+            const char *why =
+                st != TRANSCRIBE_ERR_OUTPUT_TRUNCATED ? fail_reason(s, i, row, st) : NULL;
+            if (why) {
+                fputs(",\"reason\":", stdout);
+                cli_json_str(stdout, why);
+            }
         }
         fputs("}\n", stdout);
     } else if (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
         printf("[%d/%d] %s%s\n  text: %s\n", k, n, path, st == TRANSCRIBE_OK ? "" : "  (truncated)",
                text);
     } else {
-        printf("[%d/%d] %s  ERROR: %s\n", k, n, path, transcribe_status_string(st));
+        const char *why = fail_reason(s, i, row, st);
+        printf("[%d/%d] %s  ERROR: %s%s%s\n", k, n, path, transcribe_status_string(st),
+               why ? ": " : "", why ? why : "");
     }
     if (out_file) {
         const char *w = (st == TRANSCRIBE_OK || st == TRANSCRIBE_ERR_OUTPUT_TRUNCATED) ? text : "";

@@ -514,6 +514,10 @@ def test_input_too_long_and_timestamp_limits():
         out = m.transcribe_batch([short, long], chunk="off", return_exceptions=True)
         assert isinstance(out[0], transcribe.Result)
         assert isinstance(out[1], transcribe.InputTooLongError) and out[1].index == 1
+        # the reason the library gave for that input, as its single run gives it
+        with pytest.raises(transcribe.InputTooLongError) as single:
+            m.transcribe(long, chunk="off")
+        assert out[1].message == f"input 1: {single.value.message}", (out[1].message, single.value.message)
         with pytest.raises(transcribe.InputTooLongError) as e:
             m.transcribe_batch([short, long], chunk="off")
         assert e.value.index == 1

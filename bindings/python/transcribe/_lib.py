@@ -146,6 +146,7 @@ _OPTIONAL: _Table = {
     # audio tags (SenseVoice's emotion and audio event)
     "transcribe_detected_emotion": (c_char_p, [vp]),
     "transcribe_detected_audio_event": (c_char_p, [vp]),
+    "transcribe_batch_error": (c_char_p, [vp, c_int]),
     "transcribe_batch_detected_emotion": (c_char_p, [vp, c_int]),
     "transcribe_batch_detected_audio_event": (c_char_p, [vp, c_int]),
     # long audio split by the library (run params chunking)

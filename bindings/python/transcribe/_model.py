@@ -757,7 +757,9 @@ class Model:
                                 r = _replace(r, truncated=True)
                             out[i] = r
                         else:
-                            e = error_for(si, f"input {i}: {lib.status_text(si)}")
+                            why = lib.batch_error(sess, k) if lib.batch_error else None
+                            text = _lib.reason(why.decode("utf-8", "replace")) if why else ""
+                            e = error_for(si, f"input {i}: {text or lib.status_text(si)}")
                             e.index = i  # type: ignore[attr-defined]
                             out[i] = e
                     msg = self._session_error(sess, st) if st != S.OK else ""

@@ -123,7 +123,10 @@ static transcribe_status run_group(void *user, tr_fced_group *g) {
 }
 
 static transcribe_status batch_gate(void *user, int i, const float *pcm, int n_samples) {
-    (void)i;
+    if (!pcm || n_samples <= 0) {
+        TR_ERROR("canary: batch utterance %d has %s", i, pcm ? "n_samples <= 0" : "NULL pcm");
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     const job *b = user;
     return gate(b->s, &b->pr, pcm, n_samples);
 }
