@@ -136,6 +136,38 @@ static void join(tr_strbuf *out, const char *text) {
     tr_strbuf_append(out, text, n);
 }
 
+/* Where hyp goes on after the k committed words of tail (the window's
+ * share of the committed text; its last word maybe cut short: partial):
+ * the index of hyp's word after the one that repeats tail's last word,
+ * with the word before it repeated too (where tail has two), nearest to k.
+ * Counting alone (index k) goes wrong when the window hears a word more or
+ * fewer at its start than the windows that committed the text did (a first
+ * word that short early windows missed): the hypothesis then continued one
+ * word early and repeated a committed word ("fifty nine nine dollars").
+ * -1 when hyp repeats none of it within ALIGN_SHIFT words of k. */
+#define ALIGN_SHIFT 3
+static int align_after(const char *tail, int k, bool partial, const char *hyp) {
+    const int nh = count_words(hyp), m = k < 2 ? k : 2;
+    if (m == 0) return -1;
+    for (int d = 0; d <= ALIGN_SHIFT; d++) {
+        for (int side = 0; side < (d > 0 ? 2 : 1); side++) {
+            const int j = side ? k - d : k + d;
+            if (j - m < 0 || j > nh) continue;
+            bool ok = true;
+            for (int i = 0; i < m && ok; i++) {
+                const char *t = nth_word(tail, k - m + i), *te = word_end(t);
+                const char *h = nth_word(hyp, j - m + i), *he = word_end(h);
+                if (i == m - 1 && partial) /* a cut word: the hypothesis's may go on */
+                    ok = he - h >= te - t && memcmp(h, t, (size_t)(te - t)) == 0;
+                else
+                    ok = same_word(t, te, h, he);
+            }
+            if (ok) return j;
+        }
+    }
+    return -1;
+}
+
 /* out = frozen + window hypothesis, anchored to the committed text: when
  * the committed text reaches into the window and the new hypothesis reads
  * its words differently, the committed words stand and the hypothesis
@@ -161,7 +193,8 @@ static void compose(tr_strbuf *out, const char *frozen, const char *hyp, const c
     tr_strbuf repaired;
     tr_strbuf_init(&repaired);
     tr_strbuf_append(&repaired, committed, committed_len);
-    const char *h = nth_word(hyp, partial ? k - 1 : k);
+    const int at = align_after(tail, k, partial, hyp);
+    const char *h = nth_word(hyp, at >= 0 ? (partial ? at - 1 : at) : (partial ? k - 1 : k));
     if (partial && *h) {
         /* Complete the committed word from the hypothesis when it extends it. */
         const char *he = word_end(h);
