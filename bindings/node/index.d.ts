@@ -129,7 +129,16 @@ export interface Segment extends Timed {
   speaker_id?: number;
   speaker?: string;
 }
-export type Word = Timed;
+export interface Word extends Timed {
+  /** Diarized runs: the word's 1-based speaker id and its name ('S1'). */
+  speaker_id?: number;
+  speaker?: string;
+}
+/** A subtitle cue; diarized runs name the speaker of its words. */
+export interface Cue extends Timed {
+  speaker_id?: number;
+  speaker?: string;
+}
 export interface Token extends Timed {
   id: number;
   /** Confidence where the family gives one. */
@@ -164,7 +173,7 @@ export interface Result {
   /** The pieces of long audio run one by one. */
   chunks?: Chunk[];
   /** The subtitle cues (SRT/VTT). */
-  cues: Timed[];
+  cues: Cue[];
   segments: Segment[];
   words?: Word[];
   tokens?: Token[];
@@ -211,8 +220,13 @@ export interface StreamUpdate {
   changed: boolean;
   isFinal: boolean;
   revision: number;
+  /** Audio received so far. */
   inputMs: number;
+  /** Audio the stream is done with: its text is final and its samples are
+   * dropped. Committed text may run ahead of it (words agreed on while
+   * their audio is still held for context). */
   committedMs: number;
+  /** Audio received but not decoded yet (a drain hint). */
   bufferedMs: number;
 }
 
@@ -222,9 +236,12 @@ export interface FinalUpdate extends StreamUpdate {
 }
 
 export declare class Stream {
+  /** Streams come from Model.stream(). */
+  private constructor();
   readonly state: 'active' | 'finished' | 'failed' | 'closed';
   readonly sampleRate: number;
-  /** Adds PCM at the model's rate; steps run one at a time in call order. */
+  /** Adds PCM at the model's rate (copied when called); steps run one at a
+   * time in call order. Empty PCM resolves to the current texts, unchanged. */
   feed(pcm: PcmInput): Promise<StreamUpdate>;
   /** Ends the input; the update carries the result. */
   finish(options?: OutputOptions): Promise<FinalUpdate>;

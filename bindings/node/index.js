@@ -308,6 +308,7 @@ function prepareInput(audio) {
   if (audio instanceof URL) return { input: fileURLToPath(audio) };
   if (audio instanceof Float32Array || audio instanceof Float64Array ||
       audio instanceof Int16Array) {
+    if (audio.length === 0) throw invalid('the audio has no samples');
     return { input: audio };
   }
   let bytes = null;
@@ -491,21 +492,23 @@ if (typeof Symbol.dispose === 'symbol') {
 class Stream {
   #handle;
   #chain = Promise.resolve();
-  #pending = 0;
   #committed = '';
   #state = 'active';
   #rate;
   #onClose;
   #signal;
   #onAbort = null;
+  #aborted = false; // abort() or the signal: every later step rejects ABORTED
+  #last = null; // the last step's update
 
   constructor(handle, rate, signal, onClose) {
+    if (handle === undefined) throw new TypeError('a Stream comes from model.stream()');
     this.#handle = handle;
     this.#rate = rate;
     this.#onClose = onClose;
     this.#signal = signal;
     if (signal) {
-      this.#onAbort = () => { if (this.#handle) native.streamAbort(this.#handle); };
+      this.#onAbort = () => this.abort();
       if (signal.aborted) this.#onAbort();
       else signal.addEventListener('abort', this.#onAbort, { once: true });
     }
@@ -517,18 +520,22 @@ class Stream {
 
   // One step of a stream at a time: each waits for the one before.
   #enqueue(start) {
-    this.#pending++;
     const p = this.#chain.then(() => new Promise((resolve, reject) => {
       if (!this.#handle) throw invalid('the stream is closed');
+      if (this.#aborted) {
+        this.#state = 'failed';
+        throw new TranscribeError('the stream was aborted', Status.ERR_ABORTED);
+      }
+      if (this.#state === 'failed') throw invalid('the stream failed: start another with model.stream()');
       start(this.#handle, (err, v) => {
         if (err) {
-          if (err.status !== Status.ERR_INVALID_ARG) this.#state = 'failed';
+          if (err.status !== Status.ERR_INVALID_ARG && this.#state !== 'closed') this.#state = 'failed';
           reject(err);
         } else {
           resolve(v);
         }
       });
-    })).finally(() => { this.#pending--; });
+    }));
     this.#chain = p.catch(() => {});
     return p;
   }
@@ -537,6 +544,7 @@ class Stream {
     const c = u.committed;
     u.newCommitted = c.startsWith(this.#committed) ? c.slice(this.#committed.length) : c;
     this.#committed = c;
+    this.#last = u;
     return u;
   }
 
@@ -548,14 +556,25 @@ class Stream {
       return Promise.reject(invalid('feed takes PCM: a Float32Array, Int16Array or Float64Array'));
     }
     if (this.#state === 'finished') return Promise.reject(invalid('the stream is finished'));
-    // queued behind another step: keep the samples as they are now
-    const samples = this.#pending > 0 ? pcm.slice() : pcm;
+    if (pcm.length === 0) {
+      // a capture callback that delivered no frames: the current texts, unchanged
+      return this.#chain.then(() => {
+        if (!this.#handle) throw invalid('the stream is closed');
+        const last = this.#last || { committed: '', tentative: '', text: '', isFinal: false,
+          revision: 0, inputMs: 0, committedMs: 0, bufferedMs: 0 };
+        return { ...last, newCommitted: '', changed: false };
+      });
+    }
+    // the samples as they are now: the step starts later (after the one
+    // before, or in a microtask), when the caller may have refilled its buffer
+    const samples = pcm.slice();
     return this.#enqueue((h, cb) => native.streamFeed(h, samples, cb)).then((u) => this.#update(u));
   }
 
   /** Ends the input: the last decode runs and everything is committed. The
    * update's `result` is the stream's result as `Model.transcribe` gives it. */
   finish(options) {
+    if (this.#state === 'finished') return Promise.reject(invalid('the stream is finished'));
     let params;
     try {
       params = outputOptions(checkKeys(options, FINISH_KEYS, 'finish'), {});
@@ -571,6 +590,7 @@ class Stream {
 
   /** Stops the step in flight and every later one (ABORTED). */
   abort() {
+    this.#aborted = true;
     if (this.#handle) native.streamAbort(this.#handle);
   }
 

@@ -164,8 +164,13 @@ static bool opt_int64(napi_env env, napi_value obj, const char *name, int64_t lo
     napi_value v = prop(env, obj, name);
     if (!v) return true;
     double d = 0;
-    if (napi_get_value_double(env, v, &d) != napi_ok || d != d || d < (double)lo ||
-        d > (double)hi || d != (double)(int64_t)d) {
+    if (napi_get_value_double(env, v, &d) != napi_ok || d != d) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s must be a number", name);
+        invalid(env, msg);
+        return false;
+    }
+    if (d < (double)lo || d > (double)hi || d != (double)(int64_t)d) {
         char msg[200];
         snprintf(msg, sizeof msg, "%s must be an integer from %lld to %lld", name, (long long)lo,
                  (long long)hi);
@@ -521,7 +526,13 @@ static bool opt_double(napi_env env, napi_value obj, const char *name, double lo
     napi_value v = prop(env, obj, name);
     if (!v) return true;
     double d = 0;
-    if (napi_get_value_double(env, v, &d) != napi_ok || d != d || d < lo || d > hi) {
+    if (napi_get_value_double(env, v, &d) != napi_ok || d != d) {
+        char msg[200]; /* the type: the range is the library's to judge (a wide one here) */
+        snprintf(msg, sizeof msg, "%s must be a number", name);
+        invalid(env, msg);
+        return false;
+    }
+    if (d < lo || d > hi) {
         char msg[200];
         snprintf(msg, sizeof msg, "%s must be a number from %g to %g", name, lo, hi);
         invalid(env, msg);

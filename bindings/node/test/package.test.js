@@ -87,6 +87,8 @@ async function main(): Promise<void> {
                                                       vadOptions: { threshold: 0.6 } });
   const first: number = r.segments[0].t0_ms;
   const words: string[] = (r.words ?? []).map((w) => w.text);
+  const speakers: (string | undefined)[] = [...(r.words ?? []), ...r.cues].map((w) => w.speaker);
+  console.log(speakers);
   const srt: string | undefined = r.formatted.srt;
   console.log(first, words, srt, r.timings.encodeMs, model.info.capabilities.streaming);
   const s: Stream = model.stream({ commit: 'stable', agreement: 3 });

@@ -75,6 +75,28 @@ test('steps queued without awaiting run in order', async () => {
   }
 });
 
+test('feed copies the samples when called; empty PCM changes nothing', async () => {
+  const s = model.stream({ commit: 'finalize' });
+  const first = await s.feed(new Float32Array(0));
+  assert.ok(!first.changed && first.inputMs === 0 && first.text === '');
+  // one buffer refilled by the caller as soon as feed() returns (a capture loop)
+  const buf = new Float32Array(16000);
+  let last;
+  for (let pos = 0; pos < pcm.length; pos += buf.length) {
+    const n = Math.min(buf.length, pcm.length - pos);
+    buf.set(pcm.subarray(pos, pos + n));
+    const step = s.feed(n === buf.length ? buf : buf.subarray(0, n));
+    buf.fill(0);
+    last = await step;
+  }
+  const same = await s.feed(new Float32Array(0));
+  assert.ok(!same.changed && same.newCommitted === '' && same.inputMs === last.inputMs);
+  const f = await s.finish();
+  assert.ok(f.committed.includes('thousand'), f.committed);
+  await assert.rejects(s.finish(), /finished/);
+  s.close();
+});
+
 test('Int16Array and Float64Array feeds', async () => {
   const s = model.stream({ commit: 'finalize' });
   const { int16 } = readWav(SAMPLE);
@@ -100,6 +122,8 @@ test('abort: stream.abort(), a signal, model.abort()', async () => {
     } else {
       await assert.rejects(r, (e) => e instanceof TranscribeError && e.status === Status.ERR_ABORTED);
       assert.equal(s.state, 'failed');
+      // and every later step, without the C layer's words
+      await assert.rejects(s.finish(), (e) => e.status === Status.ERR_ABORTED && !/transcribe_/.test(e.message));
     }
     s.close();
   }
@@ -118,6 +142,17 @@ test('bad input', async () => {
   const s = model.stream();
   await assert.rejects(s.finish({ formats: ['pdf'] }), /format/);
   s.close();
+});
+
+test('abort before any step: the steps reject ABORTED', async () => {
+  const s = model.stream();
+  s.abort();
+  await assert.rejects(s.feed(pcm.subarray(0, 1600)), (e) => e.status === Status.ERR_ABORTED);
+  await assert.rejects(s.finish(), (e) => e.status === Status.ERR_ABORTED);
+  s.close();
+  assert.equal(s.state, 'closed');
+  const { Stream } = require('..');
+  assert.throws(() => new Stream(), TypeError);
 });
 
 test('closing the model closes its streams', async () => {
