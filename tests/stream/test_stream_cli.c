@@ -137,6 +137,24 @@ int main(int argc, char **argv) {
         snprintf(cmd, sizeof cmd, "( cat '%s' | '%s' -q --stream -m '%s' - )", raw, g_bin, MODEL);
         CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 1);
         CHECK(strstr(g_err, "--raw-format") != NULL);
+        /* The first Ctrl-C while standard input has not started: the CLI
+         * stops then (it waited for the writer's end and blamed the input) */
+        snprintf(cmd, sizeof cmd,
+                 "( sleep 5 2>/dev/null | '%s' --stream -m '%s' - & p=$!; sleep 1; kill -INT $p; "
+                 "wait $p )",
+                 g_bin, MODEL);
+        CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 1);
+        CHECK_MSG(strstr(g_err, "error: -: interrupted before any audio arrived"), "%s", g_err);
+        /* Raw PCM with no sample (an empty pipe, half a frame) is an error, as
+         * a WAV with none is (the input rule) */
+        for (int bytes = 0; bytes <= 1; bytes++) {
+            snprintf(cmd, sizeof cmd,
+                     "( head -c %d /dev/zero | '%s' -q --stream --raw-format s16le -m '%s' - )",
+                     bytes, g_bin, MODEL);
+            CHECK(tr_cli_run(cmd, g_out, sizeof g_out, g_err, sizeof g_err) == 1);
+            CHECK_MSG(strstr(g_err, "error: cannot read audio '-': standard input has no samples"),
+                      "%d bytes: %s", bytes, g_err);
+        }
     }
 
     /* A FIFO, written while the CLI reads it; real-time pace. */

@@ -53,7 +53,7 @@ static bool read_some(int fd, void *dst, size_t n, size_t *got_out) {
     bool ok = true;
     while (total < n) {
         ssize_t got = read(fd, p + total, n - total);
-        if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && errno == EINTR && !cli_interrupted()) continue;
         if (got <= 0) {
             ok = false;
             break;
@@ -97,6 +97,7 @@ static bool read_wav_header(live_in *in, const char *path) {
             return false;
         }
         if (!read_exact(in->fd, in->buf + in->have, need - in->have)) {
+            if (cli_interrupted()) return false;
             /* the input ended inside the header: the parser names what is missing */
             transcribe_wav_info_init(&in->wav);
             transcribe_wav_read_header(in->buf, in->have, true, &in->wav, &need);
@@ -121,7 +122,8 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
     bool is_stdin = strcmp(path, "-") == 0;
     in->fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY);
     if (in->fd < 0) {
-        fprintf(stderr, "error: cannot open '%s': %s\n", path, strerror(errno));
+        if (!cli_interrupted()) /* Ctrl-C while a FIFO waits for its writer: said by the caller */
+            fprintf(stderr, "error: cannot open '%s': %s\n", path, strerror(errno));
         return false;
     }
     if (o->raw_format) {
@@ -153,7 +155,12 @@ static bool open_input(const cli_opts *o, const char *path, int model_rate, live
         return true;
     }
     size_t got = 0;
-    if (reserve(in, 4) && !read_some(in->fd, in->buf, 4, &got) && got == 0) {
+    if (!reserve(in, 4)) {
+        fprintf(stderr, "error: out of memory\n");
+        return false;
+    }
+    if (!read_some(in->fd, in->buf, 4, &got) && cli_interrupted()) return false;
+    if (got == 0) {
         fprintf(stderr, "error: cannot read audio '%s': %s is empty (0 bytes)\n",
                 is_stdin ? "-" : path, is_stdin ? "standard input" : "the input");
         return false;
@@ -315,6 +322,10 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
     live_in in;
     if (!open_input(o, path, model_rate, &in)) {
         close_input(&in);
+        /* the first Ctrl-C while the input has not started (a pipe or FIFO
+         * with no writer yet): nothing was heard, nothing to finish */
+        if (cli_interrupted())
+            fprintf(stderr, "error: %s: interrupted before any audio arrived\n", path);
         return 1;
     }
     int slice_ms = o->stream_chunk_ms > 0 ? o->stream_chunk_ms : READ_MS;
@@ -406,6 +417,13 @@ int cli_run_live(const cli_opts *o, struct transcribe_session *s,
             transcribe_stream_get_text(s, &t);
             show(&v, &t, u.input_received_ms, false);
         }
+    }
+    if (fed == 0 && !cli_interrupted()) {
+        /* the input rule (README): no samples at all is an error, raw PCM
+         * (an empty pipe, a partial frame) as a WAV with an empty data chunk */
+        fprintf(stderr, "error: cannot read audio '%s': %s has no samples\n",
+                strcmp(path, "-") ? path : "-", strcmp(path, "-") ? "the input" : "standard input");
+        goto out;
     }
     if (cli_interrupted() && !o->quiet) {
         if (v.tty) printf("\n");
