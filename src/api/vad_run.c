@@ -31,20 +31,32 @@ transcribe_status tr_vad_join_plan(const struct transcribe_vad_model *vm,
         tr_vad_free(v);
         return st;
     }
-    int ns = tr_vad_n_segments(v);
+    const int n_seg = tr_vad_n_segments(v);
     const int64_t gap = (int64_t)rate * TR_VAD_JOIN_GAP_MS / 1000;
-    int64_t total = 0;
-    out->pieces = ns ? calloc((size_t)ns, sizeof *out->pieces) : NULL;
-    for (int i = 0; i < ns && out->pieces; i++) {
+    out->pieces = n_seg ? calloc((size_t)n_seg, sizeof *out->pieces) : NULL;
+    /* Regions that overlap (each cut of a region longer than max_speech_s
+     * keeps its padding) or lie closer than the pause the join would put
+     * between them are one piece of the input's own audio: joined with a
+     * pause they repeated the overlap and broke words in two, so a model
+     * heard "and and fifty nine nine". */
+    int ns = 0;
+    for (int i = 0; i < n_seg && out->pieces; i++) {
         struct transcribe_vad_segment sg;
         tr_vad_get_segment(v, i, &sg);
-        out->pieces[i].orig = sg.start;
-        out->pieces[i].len = sg.end - sg.start;
-        out->pieces[i].joined = total;
-        total += sg.end - sg.start + (i + 1 < ns ? gap : 0);
+        tr_vad_piece *last = ns > 0 ? &out->pieces[ns - 1] : NULL;
+        if (last && sg.start - (last->orig + last->len) < gap) {
+            if (sg.end > last->orig + last->len) last->len = sg.end - last->orig;
+            continue;
+        }
+        out->pieces[ns++] = (tr_vad_piece){.orig = sg.start, .len = sg.end - sg.start};
     }
     tr_vad_free(v);
-    if (ns && !out->pieces) return TRANSCRIBE_ERR_OOM;
+    if (n_seg && !out->pieces) return TRANSCRIBE_ERR_OOM;
+    int64_t total = 0;
+    for (int i = 0; i < ns; i++) {
+        out->pieces[i].joined = total;
+        total += out->pieces[i].len + (i + 1 < ns ? gap : 0);
+    }
     out->n_pieces = ns;
     if (ns == 0) return TRANSCRIBE_OK;
     out->pcm = calloc((size_t)total, sizeof(float));

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_internal.h"
 #include "test_util.h"
 #include "transcribe.h"
 
@@ -217,6 +218,30 @@ int main(void) {
         printf("parakeet: %d words with VAD (%d in the second copy), %d without\n", nw, late,
                words_plain);
         CHECK(nw > 0 && late > 0 && late < nw);
+        /* regions cut short by max_speech_s (each cut keeps its padding, so
+         * neighbours overlap) are joined as one piece of the input's own
+         * audio: no sample twice, no pause put inside a word (a model heard
+         * "and and fifty nine nine" across those pauses) */
+        struct transcribe_vad_params cut;
+        transcribe_vad_params_init(&cut);
+        cut.max_speech_s = 0.5f;
+        tr_vad_join whole, parts;
+        CHECK(tr_vad_join_plan(vm, NULL, 16000, y, n2, &whole) == TRANSCRIBE_OK);
+        CHECK(tr_vad_join_plan(vm, &cut, 16000, y, n2, &parts) == TRANSCRIBE_OK);
+        for (int i = 1; i < parts.n_pieces; i++) {
+            const tr_vad_piece *a = &parts.pieces[i - 1], *b = &parts.pieces[i];
+            CHECK_MSG(b->orig - (a->orig + a->len) >= 1600, "pieces %d and %d: %lld..%lld, %lld..",
+                      i - 1, i, (long long)a->orig, (long long)(a->orig + a->len),
+                      (long long)b->orig);
+        }
+        printf("vad join: %d pieces, %d samples; cut at 0.5 s: %d pieces, %d samples\n",
+               whole.n_pieces, whole.n, parts.n_pieces, parts.n);
+        CHECK(parts.n_pieces >= 1 && parts.n <= whole.n + 16000 / 5);
+        tr_vad_join_free(&whole);
+        tr_vad_join_free(&parts);
+        rp.vad_params = &cut;
+        CHECK(transcribe_run(pk, y, n2, &rp) == TRANSCRIBE_OK && transcribe_n_words(pk) > 0);
+        rp.vad_params = NULL;
     }
     free(y);
     transcribe_audio_free(sp);
