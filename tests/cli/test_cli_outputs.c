@@ -294,6 +294,28 @@ int main(int argc, char **argv) {
         CHECK_MSG(!strncmp(g_out, "rc=1\n", 5) || !strncmp(g_out, "rc=130\n0", 8), "%s", g_out);
     }
 
+    /* --stream with -o over an existing file, ended by Ctrl-C: from a file
+     * the input was cut, so the file is kept and the exit status says so
+     * (it was 0); from standard input Ctrl-C is how a live input ends, so
+     * the stream's whole output replaces the file */
+    for (int live = 0; live <= 1; live++) {
+        write_file("kept.srt", "OLD\n", 4);
+        char bash[4096];
+        snprintf(bash, sizeof bash,
+                 "cd '%s' && { %s '%s' -q --stream --realtime -f srt -o kept.srt %s >/dev/null "
+                 "2>&1 & p=$!; sleep 2.5; kill -INT $p; wait $p; echo \"rc=$?\"; }",
+                 g_dir, live ? "cat '" TR_SOURCE_DIR "/samples/synth-heldout-klatt3.wav' |" : "",
+                 g_bin, live ? "-" : "'" TR_SOURCE_DIR "/samples/synth-heldout-klatt3.wav'");
+        CHECK(tr_cli_run(bash, g_out, sizeof g_out, g_err, sizeof g_err) == 0);
+        if (live) {
+            CHECK_MSG(!strncmp(g_out, "rc=0\n", 5) && !file_is("kept.srt", "OLD\n"), "%s", g_out);
+        } else {
+            CHECK_MSG(!strncmp(g_out, "rc=1\n", 5) && file_is("kept.srt", "OLD\n"), "%s", g_out);
+        }
+        snprintf(bash, sizeof bash, "rm -f '%s'/kept.srt.partial-*", g_dir);
+        CHECK(system(bash) == 0);
+    }
+
     /* a streamed file's subtitles: its stitched segments overlapped by up to
      * 76 ms and were not cut at 7 s; now every cue starts where the last one
      * ended at the earliest, and none passes 7 s where word times allow */

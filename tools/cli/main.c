@@ -328,7 +328,9 @@ typedef struct {
     char *tmp; /* the temporary file's path, or NULL: write o->output in place */
     int fd;    /* the temporary file, open until out_target_stream takes it */
     bool keep;
-    bool existed; /* the path named a file before the run */
+    bool existed;  /* the path named a file before the run */
+    bool live_end; /* Ctrl-C ends the input (a stream from a pipe, FIFO or device): the output is
+                      whole */
 } out_target;
 
 static bool out_target_open(out_target *t, const char *path) {
@@ -382,11 +384,12 @@ static bool out_target_finish(out_target *t, const char *path) {
     if (!t->tmp) return true;
     g_partial = NULL;
     bool ok = true;
-    if (t->keep && g_interrupted && t->existed) {
+    if (t->keep && g_interrupted && t->existed && !t->live_end) {
         /* Ctrl-C: the run's partial text does not replace a whole file;
-         * it stays beside it */
+         * it stays beside it, and the exit status says -o was not written */
         fprintf(stderr, "interrupted: %s is kept as it was; the partial output is in %s\n", path,
                 t->tmp);
+        ok = false;
     } else if (t->keep) {
         if (rename(t->tmp, path) != 0) {
             fprintf(stderr, "error: cannot write %s: %s\n", path, strerror(errno));
@@ -1295,6 +1298,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     g_partial = ot.tmp;
+    if (o.live && o.n_audio == 1) { /* a live input's Ctrl-C is its end, not a cut */
+        struct stat in_st;
+        const char *in = o.audio[0];
+        ot.live_end = !strcmp(in, "-") || stat(in, &in_st) != 0 || !S_ISREG(in_st.st_mode);
+    }
     catch_signals();
     char *model_path = cli_vocab_load(&o) ? resolve_model(&o) : NULL;
     if (model_path && o.output && tool_same_file(o.output, model_path)) {
