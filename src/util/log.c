@@ -35,27 +35,28 @@ static const char *level_tag(transcribe_log_level level) {
 /* The error capture of the public call running on this thread: per thread,
  * so concurrent calls on different handles never see each other's text. */
 static _Thread_local tr_log_capture t_capture;
+/* The first error message since the last take, of the batch running on
+ * this thread. */
+static _Thread_local tr_log_capture t_latest;
+
+/* Points *slot at buf (emptied); the capture it replaces is returned. */
+static tr_log_capture capture_swap(tr_log_capture *slot, char *buf, size_t cap) {
+    tr_log_capture enclosing = *slot;
+    if (buf && cap > 0) buf[0] = '\0';
+    *slot = (tr_log_capture){buf, cap};
+    return enclosing;
+}
 
 tr_log_capture tr_log_capture_begin(char *buf, size_t cap) {
-    tr_log_capture enclosing = t_capture;
-    if (buf && cap > 0) buf[0] = '\0';
-    t_capture = (tr_log_capture){buf, cap};
-    return enclosing;
+    return capture_swap(&t_capture, buf, cap);
 }
 
 void tr_log_capture_end(tr_log_capture enclosing) {
     t_capture = enclosing;
 }
 
-/* The first error message since the last take, of the batch running on
- * this thread. */
-static _Thread_local tr_log_capture t_latest;
-
 tr_log_capture tr_log_latest_begin(char *buf, size_t cap) {
-    tr_log_capture enclosing = t_latest;
-    if (buf && cap > 0) buf[0] = '\0';
-    t_latest = (tr_log_capture){buf, cap};
-    return enclosing;
+    return capture_swap(&t_latest, buf, cap);
 }
 
 void tr_log_latest_end(tr_log_capture enclosing) {
@@ -69,19 +70,20 @@ void tr_log_latest_take(char *out, size_t cap) {
     t_latest.buf[0] = '\0';
 }
 
+/* An error message into an empty capture (a full one keeps its first). */
+static void capture_note(const tr_log_capture *c, const char *fmt, va_list ap) {
+    if (!c->buf || c->cap == 0 || c->buf[0]) return;
+    vsnprintf(c->buf, c->cap, fmt, ap);
+}
+
 void tr_log(transcribe_log_level level, const char *fmt, ...) {
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_capture.buf && t_capture.cap > 0 &&
-        !t_capture.buf[0]) {
+    if (level == TRANSCRIBE_LOG_LEVEL_ERROR) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(t_capture.buf, t_capture.cap, fmt, ap);
+        capture_note(&t_capture, fmt, ap);
         va_end(ap);
-    }
-    if (level == TRANSCRIBE_LOG_LEVEL_ERROR && t_latest.buf && t_latest.cap > 0 &&
-        !t_latest.buf[0]) {
-        va_list ap;
         va_start(ap, fmt);
-        vsnprintf(t_latest.buf, t_latest.cap, fmt, ap);
+        capture_note(&t_latest, fmt, ap);
         va_end(ap);
     }
     int state = atomic_load(&g_state);
