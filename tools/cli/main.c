@@ -329,8 +329,7 @@ typedef struct {
     int fd;    /* the temporary file, open until out_target_stream takes it */
     bool keep;
     bool existed;  /* the path named a file before the run */
-    bool live_end; /* Ctrl-C ends the input (a stream from a pipe, FIFO or device): the output is
-                      whole */
+    bool live_end; /* Ctrl-C ends a live input (--stream of a pipe): the output is whole */
 } out_target;
 
 static bool out_target_open(out_target *t, const char *path) {
