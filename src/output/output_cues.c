@@ -164,28 +164,39 @@ static void vtt_cue(tr_out_view *v, int index, int64_t t0, int64_t t1, const cha
     cue_text(v->out, text);
 }
 
+/* Untimed speaker turns (a diarized result without times): one cue over
+ * the file, a line per turn with its speaker marked as the format marks one
+ * ("<v S1>" in VTT, "[S1] " in SRT); false where that is not the result's
+ * shape. */
+static bool untimed_turns(tr_out_view *v, bool vtt) {
+    if (!tr_out_has_speakers(v) || tr_out_kind(v) != TRANSCRIBE_TIMESTAMPS_NONE) return false;
+    cue_times(v->out, 0, v->end_ms, vtt ? '.' : ',');
+    for (int i = 0; i < tr_out_n_segs(v); i++) {
+        int64_t t0, t1;
+        const char *t;
+        tr_out_seg(v, i, &t0, &t1, &t);
+        int32_t spk = tr_out_speaker(v, i);
+        if (spk > 0) tr_strbuf_appendf(v->out, vtt ? "<v S%d>" : "[S%d] ", (int)spk);
+        size_t n;
+        t = tr_out_trim(t, &n);
+        tr_strbuf_append(v->out, t, n);
+        tr_strbuf_append(v->out, "\n", 1);
+    }
+    tr_strbuf_append(v->out, "\n", 1);
+    return true;
+}
+
 void tr_out_srt(tr_out_view *v) {
+    if (tr_out_has_speakers(v) && tr_out_kind(v) == TRANSCRIBE_TIMESTAMPS_NONE) {
+        tr_strbuf_appends(v->out, "1\n");
+        untimed_turns(v, false);
+        return;
+    }
     tr_out_for_each_cue(v, srt_cue);
 }
 
 void tr_out_vtt(tr_out_view *v) {
     tr_strbuf_appends(v->out, "WEBVTT\n\n");
-    if (tr_out_has_speakers(v) && tr_out_kind(v) == TRANSCRIBE_TIMESTAMPS_NONE) {
-        /* untimed speaker turns: one cue over the file, a voice span per turn */
-        cue_times(v->out, 0, v->end_ms, '.');
-        for (int i = 0; i < tr_out_n_segs(v); i++) {
-            int64_t t0, t1;
-            const char *t;
-            tr_out_seg(v, i, &t0, &t1, &t);
-            int32_t spk = tr_out_speaker(v, i);
-            if (spk > 0) tr_strbuf_appendf(v->out, "<v S%d>", (int)spk);
-            size_t n;
-            t = tr_out_trim(t, &n);
-            tr_strbuf_append(v->out, t, n);
-            tr_strbuf_append(v->out, "\n", 1);
-        }
-        tr_strbuf_append(v->out, "\n", 1);
-        return;
-    }
+    if (untimed_turns(v, true)) return;
     tr_out_for_each_cue(v, vtt_cue);
 }

@@ -46,6 +46,9 @@ int main(int argc, char **argv) {
            "you.\n[S2] Whole Earth catalog access to tools!\n[S1] stay hungry and foolish\n");
     expect("-m '" MPL "' --diarize -f vtt", 0,
            "WEBVTT\n\n00:00:00.000 --> 00:00:11.000\n<v S1>And so my fellow Americans,\n<v S2>ask");
+    /* SRT as VTT: one cue over the file, each turn's speaker marked (it lost them) */
+    expect("-m '" MPL "' --diarize -f srt", 0,
+           "1\n00:00:00,000 --> 00:00:11,000\n[S1] And so my fellow Americans,\n[S2] ask");
     expect("-m '" MPL "' --diarize -f json", 0,
            "{\"t0_ms\":0,\"t1_ms\":0,\"speaker_id\":2,\"speaker\":\"S2\",\"text\":\"ask not what "
            "your country can\"}");
