@@ -19,7 +19,10 @@ transcribe_status tr_mn_validate_run(const mn_model *m, const struct transcribe_
 
 transcribe_status tr_mn_gate(const mn_model *m, const float *pcm, int n) {
     if (!pcm || n <= 0) {
-        TR_ERROR("moonshine: no audio (%d samples)", n);
+        if (!pcm)
+            TR_ERROR("moonshine: no audio (NULL pcm)");
+        else
+            TR_ERROR("moonshine: no audio (%d samples)", n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     if (n < m->hp.min_samples) {

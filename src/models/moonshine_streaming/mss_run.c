@@ -158,7 +158,10 @@ transcribe_status tr_mss_validate_run(const mss_model *m, const struct transcrib
 
 transcribe_status tr_mss_gate(const mss_model *m, const float *pcm, int n) {
     if (!pcm || n <= 0) {
-        TR_ERROR("moonshine_streaming: no audio (%d samples)", n);
+        if (!pcm)
+            TR_ERROR("moonshine_streaming: no audio (NULL pcm)");
+        else
+            TR_ERROR("moonshine_streaming: no audio (%d samples)", n);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
     const int64_t T = tr_mss_enc_frames(&m->hp, n);
