@@ -844,9 +844,11 @@ TRANSCRIBE_API const float *transcribe_vad_probs(const struct transcribe_vad *va
  *    so read it when no other thread is creating a session on that model.
  * A failed transcribe_model_load_file returns no handle: its message goes to
  * the log sink only. So does a call rejected for its own arguments (a NULL
- * pointer, a count <= 0, a caller struct's struct_size, an enum out of
- * range): every entry judges those before it touches the handle, which it
- * leaves unchanged (the pointer may be no handle at all). */
+ * pointer, a count <= 0, a caller struct's struct_size): every entry judges
+ * those before it touches the handle, which it leaves unchanged (the pointer
+ * may be no handle at all). Values judged against the session (an enum out
+ * of range, a setting or extension the model cannot take) are that call's
+ * error on the handle. */
 TRANSCRIBE_API const char *transcribe_session_last_error(const struct transcribe_session *session);
 TRANSCRIBE_API const char *transcribe_model_last_error(const struct transcribe_model *model);
 
