@@ -38,6 +38,11 @@ static transcribe_status check_params(const struct transcribe_format_params *p) 
         TR_ERROR("%s: duration_s %g is not a length in seconds", where, p->duration_s);
         return TRANSCRIBE_ERR_INVALID_ARG;
     }
+    if (p->run_status < TRANSCRIBE_OK || p->run_status > TRANSCRIBE_ERR_OUTPUT_TRUNCATED) {
+        TR_ERROR("%s: run_status %d is not a transcribe_status (0..%d)", where, p->run_status,
+                 (int)TRANSCRIBE_ERR_OUTPUT_TRUNCATED);
+        return TRANSCRIBE_ERR_INVALID_ARG;
+    }
     return TRANSCRIBE_OK;
 }
 

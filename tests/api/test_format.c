@@ -71,6 +71,10 @@ int main(void) {
     CHECK(refused(s, -1, &bad) == TRANSCRIBE_ERR_INVALID_ARG);
     bad = p, bad.duration_s = NAN;
     CHECK(refused(s, -1, &bad) == TRANSCRIBE_ERR_INVALID_ARG);
+    bad = p, bad.run_status = 99; /* not a status (it printed "unknown status") */
+    CHECK(refused(s, -1, &bad) == TRANSCRIBE_ERR_INVALID_ARG);
+    bad = p, bad.run_status = -1;
+    CHECK(refused(s, -1, &bad) == TRANSCRIBE_ERR_INVALID_ARG);
     CHECK(refused(s, 0, &p) == TRANSCRIBE_ERR_INVALID_ARG); /* no batch yet */
 
     /* no run yet: an empty result (NULL params = defaults: txt) */
