@@ -410,9 +410,11 @@ struct transcribe_stream_update {
     bool result_changed;
     bool is_final;
     int32_t revision;
-    int64_t input_received_ms;
-    int64_t audio_committed_ms;
-    int64_t buffered_ms;
+    int64_t input_received_ms;  /* audio fed since begin */
+    int64_t audio_committed_ms; /* progress hint: audio the stream is done with (the window
+                                   driver: dropped from its window; committed text may run
+                                   ahead of it); 0 during feeds under COMMIT_ON_FINALIZE */
+    int64_t buffered_ms;        /* audio held and not decoded yet (a drain hint) */
     bool committed_changed; /* optional trailing */
     bool tentative_changed; /* optional trailing */
 };
