@@ -415,8 +415,8 @@ struct transcribe_stream_update {
                                    driver: dropped from its window; committed text may run
                                    ahead of it); 0 during feeds under COMMIT_ON_FINALIZE */
     int64_t buffered_ms;        /* audio held and not decoded yet (a drain hint) */
-    bool committed_changed; /* optional trailing */
-    bool tentative_changed; /* optional trailing */
+    bool committed_changed;     /* optional trailing */
+    bool tentative_changed;     /* optional trailing */
 };
 
 struct transcribe_stream_text {
