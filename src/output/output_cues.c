@@ -165,11 +165,12 @@ static void vtt_cue(tr_out_view *v, int index, int64_t t0, int64_t t1, const cha
 }
 
 /* Untimed speaker turns (a diarized result without times): one cue over
- * the file, a line per turn with its speaker marked as the format marks one
- * ("<v S1>" in VTT, "[S1] " in SRT); false where that is not the result's
- * shape. */
-static bool untimed_turns(tr_out_view *v, bool vtt) {
+ * the file (after head, the cue's index line where the format has one), a
+ * line per turn with its speaker marked as the format marks one ("<v S1>"
+ * in VTT, "[S1] " in SRT); false where that is not the result's shape. */
+static bool untimed_turns(tr_out_view *v, bool vtt, const char *head) {
     if (!tr_out_has_speakers(v) || tr_out_kind(v) != TRANSCRIBE_TIMESTAMPS_NONE) return false;
+    tr_strbuf_appends(v->out, head);
     cue_times(v->out, 0, v->end_ms, vtt ? '.' : ',');
     for (int i = 0; i < tr_out_n_segs(v); i++) {
         int64_t t0, t1;
@@ -187,16 +188,12 @@ static bool untimed_turns(tr_out_view *v, bool vtt) {
 }
 
 void tr_out_srt(tr_out_view *v) {
-    if (tr_out_has_speakers(v) && tr_out_kind(v) == TRANSCRIBE_TIMESTAMPS_NONE) {
-        tr_strbuf_appends(v->out, "1\n");
-        untimed_turns(v, false);
-        return;
-    }
+    if (untimed_turns(v, false, "1\n")) return;
     tr_out_for_each_cue(v, srt_cue);
 }
 
 void tr_out_vtt(tr_out_view *v) {
     tr_strbuf_appends(v->out, "WEBVTT\n\n");
-    if (untimed_turns(v, true)) return;
+    if (untimed_turns(v, true, "")) return;
     tr_out_for_each_cue(v, vtt_cue);
 }
